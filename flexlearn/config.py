@@ -1,0 +1,103 @@
+"""Typed configuration blocks built from plain dicts (or OmegaConf nodes), validated when loaded.
+
+Every block is a frozen-free dataclass; `from_dict` rejects unknown keys and wrong types with a
+`ConfigError` that names the key path, and each block's own ``validate()`` checks ranges.
+"""
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Any, Mapping, TypeVar
+
+from flexlearn.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def check(condition: bool, where: str, value: Any, requirement: str) -> None:
+    """Raise `ConfigError` "<where> = <value>: <requirement>" unless ``condition`` holds."""
+    if not condition:
+        raise ConfigError(f"config '{where}' = {value!r}: {requirement}")
+
+
+def from_dict(cls: type[T], data: Mapping[str, Any] | None, where: str = "") -> T:
+    """Build dataclass ``cls`` from ``data``; nested dataclass fields are built recursively.
+
+    Unknown keys raise `ConfigError` naming the full key path (``where.key``). After construction the
+    block's ``validate()`` (if any) is called.
+    """
+    if data is None:
+        data = {}
+    if hasattr(data, "items") and not isinstance(data, dict):  # OmegaConf DictConfig
+        from omegaconf import OmegaConf
+
+        data = OmegaConf.to_container(data, resolve=True)  # type: ignore[assignment]
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"config '{where or cls.__name__}' must be a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(
+            f"config '{where or cls.__name__}': unknown key(s) {unknown}; known keys: {sorted(fields)}")
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        path = f"{where}.{name}" if where else name
+        hint = hints[name]
+        if dataclasses.is_dataclass(hint):
+            kwargs[name] = from_dict(hint, value, path)
+        else:
+            kwargs[name] = _coerce(hint, value, path)
+    obj = cls(**kwargs)
+    validate = getattr(obj, "validate", None)
+    if callable(validate):
+        validate()
+    return obj
+
+
+def _coerce(hint: Any, value: Any, path: str) -> Any:
+    """Check a scalar or tuple value against its annotation; ints are accepted where floats are."""
+    origin = typing.get_origin(hint)
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"config '{path}' = {value!r}: expected a number")
+        return float(value)
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"config '{path}' = {value!r}: expected an integer")
+        return value
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"config '{path}' = {value!r}: expected true or false")
+        return value
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"config '{path}' = {value!r}: expected a string")
+        return value
+    if origin is tuple:
+        args = typing.get_args(hint)
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"config '{path}' = {value!r}: expected a list")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_coerce(args[0], v, f"{path}[{i}]") for i, v in enumerate(value))
+        if len(value) != len(args):
+            raise ConfigError(f"config '{path}' = {value!r}: expected {len(args)} values")
+        return tuple(_coerce(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
+    if origin is typing.Union:
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if value is None:
+            return None
+        return _coerce(args[0], value, path)
+    return value
+
+
+def to_dict(obj: Any) -> dict[str, Any]:
+    """The dataclass as a plain nested dict (tuples become lists), for metadata and logging."""
+    def conv(v: Any) -> Any:
+        if isinstance(v, tuple):
+            return [conv(x) for x in v]
+        if isinstance(v, dict):
+            return {k: conv(x) for k, x in v.items()}
+        return v
+
+    return conv(dataclasses.asdict(obj))
