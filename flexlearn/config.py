@@ -101,3 +101,16 @@ def to_dict(obj: Any) -> dict[str, Any]:
         return v
 
     return conv(dataclasses.asdict(obj))
+
+
+def _register_resolvers() -> None:
+    """OmegaConf resolvers used by conf/: ``${relpath:path,start}`` (path relative to start)."""
+    import os
+
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.has_resolver("relpath"):
+        OmegaConf.register_new_resolver("relpath", lambda path, start: os.path.relpath(str(path), str(start)))
+
+
+_register_resolvers()

@@ -1,0 +1,24 @@
+"""Shared behaviour of the command-line applications: readable errors instead of stack traces."""
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+from typing import Iterator
+
+from flexlearn.errors import FlexlearnError
+
+
+@contextlib.contextmanager
+def readable_errors(app: str) -> Iterator[None]:
+    """Turn a `FlexlearnError` into one line on stderr and exit status 2."""
+    try:
+        yield
+    except FlexlearnError as exc:
+        print(f"{app}: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
+def sweep_value(value: float) -> float:
+    """The value a sweeper minimises: a non-finite metric becomes +inf so it ranks last, not crashes."""
+    return value if math.isfinite(value) else math.inf

@@ -1,0 +1,98 @@
+"""LightningDataModule over a processed direction dataset (one Parquet file, split by pose).
+
+Batches are sliced from in-memory float32 tensors (no per-sample collation), and the shuffle of
+every epoch is drawn from a generator seeded by (seed, epoch), so a run resumed from a checkpoint
+sees exactly the batches an uninterrupted run would.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator, Optional
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+from flexlearn.data.dataset import DirectionDataset
+
+
+class EpochSeededBatchSampler(Sampler[torch.Tensor]):
+    """Yields index batches (B,) of a permutation drawn from ``seed + epoch`` (or in order)."""
+
+    def __init__(self, n: int, batch_size: int, shuffle: bool, seed: int, drop_last: bool = False) -> None:
+        self.n, self.batch_size, self.shuffle, self.seed, self.drop_last = n, batch_size, shuffle, seed, drop_last
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Called by Lightning at the start of every epoch."""
+        self.epoch = int(epoch)
+
+    def __iter__(self) -> Iterator[torch.Tensor]:
+        if self.shuffle:
+            g = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch)
+            order = torch.randperm(self.n, generator=g)
+        else:
+            order = torch.arange(self.n)
+        stop = self.n - self.n % self.batch_size if self.drop_last else self.n
+        for start in range(0, stop, self.batch_size):
+            yield order[start:start + self.batch_size]
+
+    def __len__(self) -> int:
+        return self.n // self.batch_size if self.drop_last else -(-self.n // self.batch_size)
+
+
+class TensorBatches(Dataset):
+    """Dataset whose items are whole batches: ``ds[idx]`` with an index tensor returns (ΔB, label)."""
+
+    def __init__(self, delta_b: torch.Tensor, label: torch.Tensor) -> None:
+        self.delta_b, self.label = delta_b, label
+
+    def __len__(self) -> int:
+        return self.delta_b.shape[0]
+
+    def __getitem__(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.delta_b[idx], self.label[idx]
+
+
+class DirectionDataModule(L.LightningDataModule):
+    """Train/val/test loaders of (ΔB [T] float32 (B, 3), label unit float32 (B, 3))."""
+
+    def __init__(self, dataset_path: str | Path, batch_size: int = 512, seed: int = 0,
+                 eval_batch_size: int = 8192) -> None:
+        super().__init__()
+        self.dataset_path = Path(dataset_path)
+        self.batch_size, self.eval_batch_size, self.seed = batch_size, eval_batch_size, seed
+        self.dataset: Optional[DirectionDataset] = None
+        self._splits: dict[str, TensorBatches] = {}
+
+    def setup(self, stage: Optional[str] = None) -> None:
+        if self.dataset is not None:
+            return
+        self.dataset = DirectionDataset.load(self.dataset_path)
+        for name in ("train", "val", "test"):
+            part = self.dataset.subset(name)
+            self._splits[name] = TensorBatches(torch.as_tensor(part.delta_b, dtype=torch.float32),
+                                               torch.as_tensor(part.label, dtype=torch.float32))
+
+    def split(self, name: str) -> TensorBatches:
+        """The tensors of one split ('train', 'val' or 'test')."""
+        self.setup()
+        return self._splits[name]
+
+    def train_delta_b(self) -> torch.Tensor:
+        """Training fields (N, 3) [T], used to fit the model's input normalisation."""
+        return self.split("train").delta_b
+
+    def _loader(self, name: str, batch_size: int, shuffle: bool) -> DataLoader:
+        data = self.split(name)
+        sampler = EpochSeededBatchSampler(len(data), batch_size, shuffle=shuffle, seed=self.seed)
+        return DataLoader(data, sampler=sampler, batch_size=None, num_workers=0)
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train", self.batch_size, shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("val", self.eval_batch_size, shuffle=False)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test", self.eval_batch_size, shuffle=False)

@@ -1,0 +1,89 @@
+"""Where a training dataset comes from: the simulated sweep (default), a raw recording, or a dataset file.
+
+`prepare_dataset` turns the ``data`` config block into the path of a processed dataset. Simulated
+sweeps and their processed datasets are cached under ``cache_dir`` by a hash of everything that
+determines them (simulator config, processing config, package version), so runs with the same config
+reuse the same sweep.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+import flexlearn
+from flexlearn.config import check, from_dict, to_dict
+from flexlearn.data.process import ProcessingConfig, process_sweep
+from flexlearn.errors import DataError
+from flexlearn.sensing.streams import RawSweep
+from flexlearn.sim.rig import RigConfig, simulate_sweep
+
+log = logging.getLogger(__name__)
+
+SOURCES = ("sim", "raw", "dataset")
+
+
+@dataclass
+class DataConfig:
+    """The ``data`` config group: where the dataset comes from and how it is batched."""
+
+    source: str = "sim"
+    path: Optional[str] = None  # raw sweep directory (source=raw) or dataset file (source=dataset)
+    batch_size: int = 512
+    eval_batch_size: int = 8192
+    sim: dict[str, Any] = field(default_factory=dict)  # RigConfig overrides
+    processing: dict[str, Any] = field(default_factory=dict)  # ProcessingConfig overrides
+
+    def validate(self) -> None:
+        check(self.source in SOURCES, "data.source", self.source, f"expected one of {SOURCES}")
+        check(self.source == "sim" or bool(self.path), "data.path", self.path,
+              f"required when data.source = {self.source}")
+        check(self.batch_size >= 1, "data.batch_size", self.batch_size, "must be >= 1")
+        check(self.eval_batch_size >= 1, "data.eval_batch_size", self.eval_batch_size, "must be >= 1")
+        # Building the blocks validates them and names any unknown key.
+        from_dict(RigConfig, self.sim, "data.sim")
+        from_dict(ProcessingConfig, self.processing, "data.processing")
+
+
+def _digest(obj: Mapping[str, Any]) -> str:
+    text = json.dumps(obj, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def process_raw(raw_dir: Path, processing: ProcessingConfig, out_file: Path) -> Path:
+    """Process a raw sweep directory into a dataset file; write the drop report beside it."""
+    raw = RawSweep.load(raw_dir)
+    result = process_sweep(raw, processing)
+    result.dataset.meta.setdefault("provenance", {})["raw_path"] = str(raw_dir)
+    result.dataset.save(out_file)
+    log.info("processed %s: %s", raw_dir, result.report.summary())
+    return out_file
+
+
+def prepare_dataset(data: DataConfig, cache_dir: str | Path) -> Path:
+    """Return the path of the processed dataset the ``data`` block describes, building it if needed."""
+    cache_dir = Path(cache_dir)
+    processing = from_dict(ProcessingConfig, data.processing, "data.processing")
+    if data.source == "dataset":
+        path = Path(data.path or "")
+        if not path.is_file():
+            raise DataError(f"{path}: dataset file not found (data.path)")
+        return path
+    if data.source == "raw":
+        raw_dir = Path(data.path or "")
+        key = _digest({"raw": str(raw_dir.resolve()), "processing": to_dict(processing),
+                       "version": flexlearn.__version__})
+        out = cache_dir / "datasets" / f"{raw_dir.name}-{key}.parquet"
+        return out if out.exists() else process_raw(raw_dir, processing, out)
+    rig = from_dict(RigConfig, data.sim, "data.sim")
+    sim_key = _digest({"sim": to_dict(rig), "version": flexlearn.__version__})
+    raw_dir = cache_dir / "sweeps" / f"rig-{sim_key}"
+    if not (raw_dir / "meta.json").exists():
+        log.info("simulating the sweep rig (%d poses) into %s", rig.n_poses, raw_dir)
+        simulate_sweep(rig).save(raw_dir)
+    key = _digest({"sim": sim_key, "processing": to_dict(processing), "version": flexlearn.__version__})
+    out = cache_dir / "datasets" / f"rig-{sim_key}-{key}.parquet"
+    return out if out.exists() else process_raw(raw_dir, processing, out)

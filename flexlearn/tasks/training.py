@@ -1,0 +1,161 @@
+"""Training, evaluation and export of the direction model from a composed Hydra config.
+
+`train(cfg)` is kept apart from the ``@hydra.main`` entry points (flexlearn.apps) so that tests and
+sweeps can call it directly. Each run writes ``metrics.json`` in its output directory.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any, Optional
+
+import lightning as L
+import torch
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+import flexlearn
+from flexlearn.atomic import write_json_atomic
+from flexlearn.config import from_dict
+from flexlearn.data.datamodule import DirectionDataModule
+from flexlearn.data.dataset import DATASET_SCHEMA_VERSION
+from flexlearn.data.sources import DataConfig, prepare_dataset
+from flexlearn.errors import ConfigError
+from flexlearn.models.direction_mlp import DirectionMLP
+from flexlearn.runtime.export import export_program, export_torchscript
+from flexlearn.tasks.checkpoints import load_direction_model
+from flexlearn.tasks.direction import DirectionTask
+from flexlearn.tasks.metrics import angular_error_deg, angular_error_summary
+
+log = logging.getLogger(__name__)
+
+
+def _instantiate_group(group: Optional[DictConfig], name: str) -> list[Any]:
+    """Instantiate every entry of a callbacks/logger group that has a ``_target_``."""
+    if not group:
+        return []
+    out = []
+    for key, node in group.items():
+        if isinstance(node, DictConfig) and "_target_" in node:
+            try:
+                out.append(instantiate(node))
+            except Exception as exc:  # hydra wraps constructor errors; name the entry
+                raise ConfigError(f"config '{name}.{key}': cannot be instantiated ({exc})") from exc
+    return out
+
+
+def build_task(cfg: DictConfig) -> DirectionTask:
+    """The LightningModule from the ``model`` and ``task`` groups; bad keys raise `ConfigError`."""
+    model = OmegaConf.to_container(cfg.model, resolve=True)
+    task = OmegaConf.to_container(cfg.task, resolve=True)
+    try:
+        DirectionMLP(**model)  # validates model keys and values before Lightning sees them
+        return DirectionTask(model=model, max_epochs=int(cfg.trainer.max_epochs), **task)
+    except TypeError as exc:
+        raise ConfigError(f"config 'model'/'task': {exc}") from exc
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def build_datamodule(cfg: DictConfig) -> DirectionDataModule:
+    """Prepare (simulate/process/cache) the dataset the ``data`` group names and wrap it."""
+    data = from_dict(DataConfig, cfg.data, "data")
+    path = prepare_dataset(data, cfg.paths.cache_dir)
+    return DirectionDataModule(path, batch_size=data.batch_size, eval_batch_size=data.eval_batch_size,
+                               seed=int(cfg.seed))
+
+
+def _float_metrics(metrics: dict[str, Any]) -> dict[str, float]:
+    return {k: float(v.item() if isinstance(v, torch.Tensor) else v) for k, v in metrics.items()}
+
+
+def train(cfg: DictConfig, extra_callbacks: Optional[list[L.Callback]] = None) -> dict[str, Any]:
+    """Fit, test and (optionally) export; return the metrics dict also written to ``metrics.json``.
+
+    ``extra_callbacks`` are added to those of the ``callbacks`` group (for programmatic use).
+
+    Keys: ``train/…``, ``val/…`` (last epoch), ``test/ang_err_{mean,median,rms,p95}_deg`` (best
+    checkpoint), plus ``best_ckpt``, ``last_ckpt``, ``dataset_path`` and ``output_dir``.
+    """
+    output_dir = Path(cfg.paths.output_dir)
+    L.seed_everything(int(cfg.seed), workers=True, verbose=False)
+    dm = build_datamodule(cfg)
+    task = build_task(cfg)
+    callbacks = _instantiate_group(cfg.get("callbacks"), "callbacks") + list(extra_callbacks or [])
+    loggers = _instantiate_group(cfg.get("logger"), "logger")
+    trainer: L.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers or False)
+
+    if cfg.get("train", True):
+        trainer.fit(task, datamodule=dm, ckpt_path=cfg.get("ckpt_path"), weights_only=True)
+    results: dict[str, Any] = _float_metrics(dict(trainer.callback_metrics))
+    best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
+    last = trainer.checkpoint_callback.last_model_path if trainer.checkpoint_callback else ""
+    if cfg.get("test", True):
+        test_ckpt = best or cfg.get("ckpt_path")
+        trainer.test(task, datamodule=dm, ckpt_path=test_ckpt, weights_only=True, verbose=False)
+        results.update(_float_metrics({k: v for k, v in trainer.callback_metrics.items() if k.startswith("test/")}))
+    results.update(best_ckpt=best, last_ckpt=last, dataset_path=str(dm.dataset_path), output_dir=str(output_dir),
+                   epochs=int(trainer.current_epoch))
+    if cfg.get("figures", False) and task.test_predictions is not None:
+        results["figures"] = _write_figures(dm.split("test").label, task.test_predictions, output_dir, loggers)
+    if cfg.get("export", False) and best:
+        results["exports"] = export_checkpoint(best, output_dir / "export", results, cfg)
+    write_json_atomic(output_dir / "metrics.json", results)
+    return results
+
+
+def _write_figures(label: torch.Tensor, pred: torch.Tensor, out_dir: Path, loggers: list[Any]) -> dict[str, str]:
+    from flexlearn.viz.direction_figures import write_evaluation_figures
+
+    csv = next((Path(lg.log_dir) / "metrics.csv" for lg in loggers if type(lg).__name__ == "CSVLogger"), None)
+    paths = write_evaluation_figures(label.numpy(), pred.numpy(), out_dir / "figures",
+                                     metrics_csv=csv if csv is not None and csv.exists() else None)
+    return {k: str(v) for k, v in paths.items()}
+
+
+def evaluate_checkpoint(ckpt_path: str | Path, cfg: DictConfig) -> dict[str, Any]:
+    """Test metrics and figures of a checkpoint on the test split of its dataset (or ``cfg.dataset_path``)."""
+    model, info = load_direction_model(ckpt_path)
+    dataset_path = cfg.get("dataset_path") or info.get("dataset_path")
+    if not dataset_path:
+        raise ConfigError("config 'dataset_path' = None: the checkpoint records no dataset; pass dataset_path=...")
+    dm = DirectionDataModule(dataset_path)
+    test = dm.split("test")
+    with torch.no_grad():
+        pred = model(test.delta_b)
+    results: dict[str, Any] = angular_error_summary(angular_error_deg(pred.double(), test.label.double()), "test/")
+    output_dir = Path(cfg.paths.output_dir)
+    metrics_csv = cfg.get("metrics_csv")
+    from flexlearn.viz.direction_figures import write_evaluation_figures
+
+    figures = write_evaluation_figures(test.label.numpy(), pred.numpy(), output_dir / "figures",
+                                       metrics_csv=Path(metrics_csv) if metrics_csv else None)
+    results.update(ckpt_path=str(ckpt_path), dataset_path=str(dataset_path), output_dir=str(output_dir),
+                   figures={k: str(v) for k, v in figures.items()})
+    write_json_atomic(output_dir / "metrics.json", results)
+    return results
+
+
+def export_checkpoint(ckpt_path: str | Path, out_dir: str | Path, metrics: Optional[dict[str, Any]] = None,
+                      cfg: Optional[DictConfig] = None) -> dict[str, str]:
+    """Write ``direction_model.pt`` (TorchScript, frozen) and ``direction_model.pt2`` (torch.export)."""
+    model, info = load_direction_model(ckpt_path)
+    out_dir = Path(out_dir)
+    metadata = {
+        "model": "DirectionMLP",
+        "input": {"name": "delta_b", "units": "T", "frame": "child sensor", "shape": "(..., 3)"},
+        "output": {"name": "parent_axis", "units": "unit vector", "frame": "child sensor", "shape": "(..., 3)"},
+        "dataset_schema_version": DATASET_SCHEMA_VERSION,
+        "flexlearn_version": flexlearn.__version__,
+        "torch_version": torch.__version__,
+        "checkpoint": str(ckpt_path),
+        "hyper_parameters": info.get("hyper_parameters"),
+        "training_metrics": {k: v for k, v in (metrics or {}).items()
+                             if isinstance(v, float) and math.isfinite(v)},
+        "config": OmegaConf.to_container(cfg, resolve=False) if cfg is not None else None,
+    }
+    ts = export_torchscript(model, out_dir / "direction_model.pt", metadata)
+    example = torch.randn(4, 3, generator=torch.Generator().manual_seed(0)) * 1e-4
+    pt2 = export_program(model, example, out_dir / "direction_model.pt2", metadata)
+    return {"torchscript": str(ts), "program": str(pt2)}

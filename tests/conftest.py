@@ -1,0 +1,64 @@
+"""Shared fixtures: composed Hydra configs on tiny simulated sweeps, with one cache per test session."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+CONF_DIR = REPO / "conf"
+
+torch.set_num_threads(min(2, os.cpu_count() or 1))
+
+
+def compose_config(root: Path, cache_dir: Path, config_name: str = "train", overrides: list[str] | None = None,
+                   out: str = "out"):
+    """Compose conf/<config_name> with ``overrides``; every path points inside ``root``; HydraConfig set."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(version_base="1.3", config_dir=str(CONF_DIR)):
+        cfg = compose(config_name=config_name, return_hydra_config=True, overrides=overrides or [])
+    out_dir = root / out
+    with open_dict(cfg):
+        cfg.paths.root_dir = str(root)
+        cfg.paths.output_dir = str(out_dir)
+        cfg.paths.cache_dir = str(cache_dir)
+        if "checkpoint_dir" in cfg.paths:
+            cfg.paths.checkpoint_dir = str(out_dir / "checkpoints")
+        cfg.hydra.runtime.output_dir = str(out_dir)
+        cfg.hydra.job.num = 0
+    HydraConfig().set_config(cfg)
+    GlobalHydra.instance().clear()
+    return cfg
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture
+def compose_cfg(tmp_path, cache_dir):
+    """compose_cfg(config_name, overrides, out) -> DictConfig rooted in this test's tmp_path."""
+    def _compose(config_name: str = "train", overrides: list[str] | None = None, out: str = "out"):
+        return compose_config(tmp_path, cache_dir, config_name, overrides, out)
+
+    return _compose
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory, cache_dir) -> dict:
+    """One short training run on a small sweep, shared by the evaluation and export tests."""
+    from flexlearn.tasks.training import train
+
+    root = tmp_path_factory.mktemp("trained")
+    cfg = compose_config(root, cache_dir, "train",
+                         ["data.sim.n_poses=600", "trainer.max_epochs=3", "data.batch_size=64"])
+    metrics = train(cfg)
+    return {"cfg": cfg, "metrics": metrics, "root": root}
