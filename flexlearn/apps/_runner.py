@@ -4,9 +4,14 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
+from pathlib import Path
 from typing import Iterator
 
 from flexlearn.errors import FlexlearnError
+
+# conf/ at the repository root (absolute: console-script entry points would otherwise resolve a
+# relative config_path as a Python module).
+CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 
 
 @contextlib.contextmanager

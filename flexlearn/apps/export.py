@@ -6,11 +6,11 @@ import json
 import hydra
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import readable_errors
+from flexlearn.apps._runner import CONF_DIR, readable_errors
 from flexlearn.tasks.training import export_checkpoint
 
 
-@hydra.main(version_base="1.3", config_path="../../conf", config_name="export")
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="export")
 def main(cfg: DictConfig) -> None:
     with readable_errors("flexlearn-export"):
         paths = export_checkpoint(cfg.ckpt_path, cfg.out_dir, cfg=cfg)

@@ -6,13 +6,13 @@ import json
 import hydra
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import readable_errors
+from flexlearn.apps._runner import CONF_DIR, readable_errors
 from flexlearn.tasks.training import train
 
 SUMMARY_KEYS = ("test/ang_err_median_deg", "test/ang_err_p95_deg", "test/ang_err_rms_deg", "test/ang_err_mean_deg")
 
 
-@hydra.main(version_base="1.3", config_path="../../conf", config_name="pipeline")
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="pipeline")
 def main(cfg: DictConfig) -> None:
     with readable_errors("flexlearn-pipeline"):
         metrics = train(cfg)

@@ -6,13 +6,13 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import readable_errors
+from flexlearn.apps._runner import CONF_DIR, readable_errors
 from flexlearn.config import from_dict
 from flexlearn.data.process import ProcessingConfig
 from flexlearn.data.sources import process_raw
 
 
-@hydra.main(version_base="1.3", config_path="../../conf", config_name="process")
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="process")
 def main(cfg: DictConfig) -> None:
     with readable_errors("flexlearn-process"):
         processing = from_dict(ProcessingConfig, cfg.processing, "processing")

@@ -6,13 +6,13 @@ import logging
 import hydra
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import readable_errors, sweep_value
+from flexlearn.apps._runner import CONF_DIR, readable_errors, sweep_value
 from flexlearn.tasks.training import train
 
 log = logging.getLogger(__name__)
 
 
-@hydra.main(version_base="1.3", config_path="../../conf", config_name="train")
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="train")
 def main(cfg: DictConfig) -> float:
     with readable_errors("flexlearn-train"):
         metrics = train(cfg)

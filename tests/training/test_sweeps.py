@@ -46,6 +46,6 @@ def test_unknown_override_fails_with_a_message_naming_the_key(tmp_path, cache_di
 
 
 def test_bad_data_path_gives_one_line_error(tmp_path, cache_dir):
-    proc = run_train(tmp_path, cache_dir, [*SMALL, "data=dataset", "data.path=missing.parquet"])
+    proc = run_train(tmp_path, cache_dir, ["data=dataset", "data.path=missing.parquet"])
     assert proc.returncode == 2
     assert "missing.parquet" in proc.stderr and "Traceback" not in proc.stderr

@@ -109,6 +109,6 @@ def test_out_of_range_value_is_named(compose_cfg):
 
 
 def test_missing_dataset_file_is_named(compose_cfg, tmp_path):
-    cfg = compose_cfg("train", TINY + ["data=dataset", f"data.path={tmp_path}/nope.parquet"])
+    cfg = compose_cfg("train", ["data=dataset", f"data.path={tmp_path}/nope.parquet"])
     with pytest.raises(DataError, match="nope.parquet"):
         train(cfg)
