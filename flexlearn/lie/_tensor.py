@@ -1,0 +1,74 @@
+"""Small tensor helpers that work on components (TorchScript-compatible).
+
+On CPU, PyTorch kernels over a trailing dimension of size 3 or 4 (``x.sum(-1)``, broadcasting
+``(..., 3, 1) * (..., 1, 3)``, ``cat`` of 3×3 blocks, batched 3×3 ``matmul``) run one strided element
+at a time: measured at 10 000 × 3 float64, one thread, ``(x * x).sum(-1)`` takes 570 µs against
+31 µs for ``x0*x0 + x1*x1 + x2*x2``, and ``cat`` of 6×6 blocks 8.4 ms against 1.7 ms for one stack
+(on a loaded machine; the ratios are what matter). The Lie group functions therefore compute with the
+components ``x.unbind(-1)`` (flat, vectorised) and assemble their output once with :func:`from_entries`.
+"""
+
+from typing import List
+
+import torch
+from torch import Tensor
+
+
+def sqnorm(x: Tensor) -> Tensor:
+    """``Σ_i x_i²`` over the last dimension (...)."""
+    c = x.unbind(-1)
+    s = c[0] * c[0]
+    for i in range(1, len(c)):
+        s = s + c[i] * c[i]
+    return s
+
+
+def dot(a: Tensor, b: Tensor) -> Tensor:
+    """``Σ_i a_i b_i`` over the last dimension (broadcasting)."""
+    ca = a.unbind(-1)
+    cb = b.unbind(-1)
+    s = ca[0] * cb[0]
+    for i in range(1, len(ca)):
+        s = s + ca[i] * cb[i]
+    return s
+
+
+def cross3(a: List[Tensor], b: List[Tensor]) -> List[Tensor]:
+    """Components of ``a × b`` from the components of a and b."""
+    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+
+
+def entries(M: Tensor) -> List[Tensor]:
+    """Row-major list of the entries (...) of a (..., r, c) matrix."""
+    shape: List[int] = list(M.shape[:-2]) + [M.shape[-2] * M.shape[-1]]
+    return list(M.reshape(shape).unbind(-1))
+
+
+def from_entries(e: List[Tensor], rows: int, cols: int) -> Tensor:
+    """(..., rows, cols) matrix from ``rows * cols`` row-major entries (broadcast to one shape)."""
+    batch: List[int] = list(e[0].shape)
+    same = True
+    for t in e:
+        if list(t.shape) != batch:
+            same = False
+            batch = list(torch.broadcast_shapes(batch, t.shape))
+    if not same:
+        e = [t.expand(batch) for t in e]
+    shape: List[int] = batch + [rows, cols]
+    return torch.stack(e, -1).reshape(shape)
+
+
+def blocks6(ea: List[Tensor], eb: List[Tensor], ec: List[Tensor], upper: bool) -> Tensor:
+    """(..., 6, 6) block matrix ``[[a, 0], [b, c]]`` (``upper=False``) or ``[[a, b], [0, c]]``.
+
+    a, b, c are given by their 9 row-major entries (see :func:`entries`).
+    """
+    z = torch.zeros_like(ea[0])
+    out: List[Tensor] = []
+    for i in range(3):
+        out += ea[3 * i:3 * i + 3]
+        out += eb[3 * i:3 * i + 3] if upper else [z, z, z]
+    for i in range(3):
+        out += [z, z, z] if upper else eb[3 * i:3 * i + 3]
+        out += ec[3 * i:3 * i + 3]
+    return from_entries(out, 6, 6)

@@ -1,0 +1,219 @@
+"""Configuration of the sweep-rig simulator (`flexlearn.sim.rig`): a tree of validated dataclasses, SI units.
+
+Build it from a plain dict (or OmegaConf node) with ``flexlearn.config.from_dict(RigConfig, d)``: unknown keys
+and values out of range fail with a `ConfigError` that names the key path (e.g. ``magnetometer.noise``).
+Defaults follow seed 002 (Sec. III-A, III-B1, III-B2) where it gives a figure, and a realistic choice noted in
+the field's comment where it does not.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from flexlearn.config import check
+from flexlearn.sensing.coil import CoilConfig
+
+__all__ = ["JointGeometry", "MagnetometerConfig", "AccelerometerConfig", "AmbientConfig", "AcquisitionConfig",
+           "FaultConfig", "RigConfig"]
+
+
+def _positive(obj: object, where: str, *keys: str) -> None:
+    for key in keys:
+        v = getattr(obj, key)
+        check(math.isfinite(v) and v > 0, f"{where}.{key}", v, "must be a positive number")
+
+
+def _non_negative(obj: object, where: str, *keys: str) -> None:
+    for key in keys:
+        v = getattr(obj, key)
+        check(math.isfinite(v) and v >= 0, f"{where}.{key}", v, "must be a non-negative number")
+
+
+def _rate(obj: object, where: str, *keys: str) -> None:
+    for key in keys:
+        v = getattr(obj, key)
+        check(0.0 <= v <= 1.0, f"{where}.{key}", v, "must be a probability in [0, 1]")
+
+
+@dataclass
+class JointGeometry:
+    """Spherical joint without twist and board placement (seed 002, Sec. III-B1). Lengths [m], angles [rad].
+
+    The parent coil (board mid-plane) sits ``platform_offset + pivot_to_next`` (9 + 10 mm) above the pivot on
+    the parent axis; the child magnetometer/IMU lies on the sphere of radius ``pivot_radius`` (10 mm) around the
+    pivot (29 mm board spacing straight; see `flexlearn.sim.rig.sensor_position`). Targets lie within ``max_colatitude`` of the straight child axis, stratified over ``n_cells``
+    Fibonacci cells; the rig reaches them with an RMS ``positioning_error`` (clamped to
+    ``mechanical_limit``). The sensor frame is tilted from the child board frame by ``mount_misalignment``
+    about a random axis; ``magnetometer_offset`` is the sensor position in the child board frame.
+    """
+
+    pivot_to_next: float = 10.0e-3
+    pivot_radius: float = 10.0e-3
+    platform_offset: float = 9.0e-3
+    mechanical_limit: float = math.radians(30.0)
+    max_colatitude: float = math.radians(29.5)
+    n_cells: int = 250
+    positioning_error: float = math.radians(0.5)
+    mount_misalignment: float = math.radians(1.0)
+    magnetometer_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+    def validate(self, where: str = "geometry") -> None:
+        _positive(self, where, "pivot_to_next", "pivot_radius", "max_colatitude", "mechanical_limit")
+        _non_negative(self, where, "platform_offset", "positioning_error", "mount_misalignment")
+        check(self.mechanical_limit < math.pi / 2, f"{where}.mechanical_limit", self.mechanical_limit,
+              "must be below pi/2 rad")
+        check(self.max_colatitude <= self.mechanical_limit, f"{where}.max_colatitude", self.max_colatitude,
+              f"must not exceed mechanical_limit ({self.mechanical_limit})")
+        check(self.n_cells >= 1, f"{where}.n_cells", self.n_cells, "must be >= 1")
+
+
+@dataclass
+class MagnetometerConfig:
+    """Child magnetometer. Noise 0.6 µT/axis and ~90 Hz from seed 002 (III-A); the rest our choice.
+
+    Attributes: ``noise`` [T] per axis and conversion; ``rate`` conversions/s; ``window`` [s] over which a
+    conversion averages the field before it becomes ready; ``lsb`` [T] quantisation step (BNO08x reports
+    are Q4 µT: 1/16 µT); ``full_scale`` [T] per-axis clip (±1300 µT, BMM150-like); ``hard_iron`` [T] std of
+    the per-axis offset; ``soft_iron`` std of the entries of the symmetric perturbation E in S = I + E.
+    """
+
+    noise: float = 0.6e-6
+    rate: float = 90.0
+    window: float = 5.0e-3
+    lsb: float = 0.0625e-6
+    full_scale: float = 1300.0e-6
+    hard_iron: float = 25.0e-6
+    soft_iron: float = 0.02
+
+    def validate(self, where: str = "magnetometer") -> None:
+        _positive(self, where, "rate", "window", "lsb", "full_scale")
+        _non_negative(self, where, "noise", "hard_iron", "soft_iron")
+        check(self.window < 1.0 / self.rate, f"{where}.window", self.window,
+              f"must be shorter than the conversion period 1/rate = {1.0 / self.rate:.4g} s")
+        check(self.soft_iron < 0.2, f"{where}.soft_iron", self.soft_iron, "must be < 0.2 (a few percent)")
+
+
+@dataclass
+class AccelerometerConfig:
+    """Child accelerometer: ``noise`` and per-axis ``bias`` std [m/s²], ``rate`` samples/s, ``gravity`` [m/s²]."""
+
+    noise: float = 0.02
+    bias: float = 0.02
+    rate: float = 100.0
+    gravity: float = 9.80665
+
+    def validate(self, where: str = "accelerometer") -> None:
+        _positive(self, where, "rate", "gravity")
+        _non_negative(self, where, "noise", "bias")
+
+
+@dataclass
+class AmbientConfig:
+    """Earth field fixed in the world (= parent) frame, z up: ``magnitude`` [T], ``inclination`` (downward dip)
+    and ``declination`` [rad]; a slow per-axis sinusoidal drift of amplitude ``drift`` [T] with periods
+    around ``drift_period`` [s]."""
+
+    magnitude: float = 50.0e-6
+    inclination: float = math.radians(64.0)
+    declination: float = math.radians(3.0)
+    drift: float = 0.5e-6
+    drift_period: float = 300.0
+
+    def validate(self, where: str = "ambient") -> None:
+        _non_negative(self, where, "magnitude", "drift")
+        _positive(self, where, "drift_period")
+        check(abs(self.inclination) <= math.pi / 2, f"{where}.inclination", self.inclination,
+              "must lie in [-pi/2, pi/2]")
+
+
+@dataclass
+class AcquisitionConfig:
+    """Timing of one pose (seed 002, III-B1/III-B2) and the coil drive. Times [s], field [T].
+
+    Per pose: a move of ``move_duration`` (± ``move_jitter``), reported stationary (t_start), ``hold_delay``,
+    then [coil-off ``off_window``, pulse ``pulse``] repeated until ``min_fresh`` fresh coil-on conversions
+    polled at least ``settle`` after switch-on are in (at most ``max_pulses``), then a last coil-off window
+    (t_end). The master polls the magnetometer every ``poll_period`` (instants jitter by ± ``poll_jitter``);
+    switch commands jitter by ± ``switch_jitter``. The coil current settles with time constant ``coil_tau``
+    and is scaled for ``field_at_neighbour`` at the child magnetometer in the straight pose.
+    """
+
+    field_at_neighbour: float = 100.0e-6
+    coil_tau: float = 1.0e-3
+    poll_period: float = 5.0e-3
+    poll_jitter: float = 5.0e-5
+    move_duration: float = 0.15
+    move_jitter: float = 0.01
+    hold_delay: float = 0.02
+    off_window: float = 0.05
+    pulse: float = 0.04
+    settle: float = 0.015
+    min_fresh: int = 6
+    max_pulses: int = 3
+    switch_jitter: float = 1.0e-4
+
+    def validate(self, where: str = "acquisition") -> None:
+        _positive(self, where, "field_at_neighbour", "coil_tau", "poll_period", "move_duration", "off_window",
+                  "pulse")
+        _non_negative(self, where, "poll_jitter", "move_jitter", "hold_delay", "settle", "switch_jitter")
+        check(self.poll_jitter < 0.25 * self.poll_period, f"{where}.poll_jitter", self.poll_jitter,
+              "must be below a quarter of poll_period")
+        check(self.move_jitter < 0.5 * self.move_duration, f"{where}.move_jitter", self.move_jitter,
+              "must be below half of move_duration")
+        check(self.settle < self.pulse, f"{where}.settle", self.settle, f"must be shorter than pulse ({self.pulse})")
+        check(self.switch_jitter < 0.1 * min(self.pulse, self.off_window), f"{where}.switch_jitter",
+              self.switch_jitter, "must be below a tenth of pulse and off_window")
+        check(self.min_fresh >= 1, f"{where}.min_fresh", self.min_fresh, "must be >= 1")
+        check(1 <= self.max_pulses <= 10, f"{where}.max_pulses", self.max_pulses, "must lie in [1, 10]")
+
+
+@dataclass
+class FaultConfig:
+    """Injected faults, so that quality filters have something real to remove. Rates are probabilities.
+
+    ``swing_rate`` of poses keep oscillating during the hold (amplitude ``swing_amplitude`` [rad] ±50 %,
+    frequency ``swing_frequency`` [Hz] ±30 % per pose, decaying with time constant ``swing_decay`` [s]); ``nan_rate`` of mag polls read NaN; ``saturation_rate`` of
+    conversions clip one axis at full scale; ``short_pulse_rate`` of poses get every pulse cut to
+    ``short_pulse`` (±25 %) [s], so they end with too few settled coil-on samples.
+    """
+
+    swing_rate: float = 0.01
+    swing_amplitude: float = math.radians(2.0)
+    swing_frequency: float = 2.5
+    swing_decay: float = 1.0
+    nan_rate: float = 0.002
+    saturation_rate: float = 0.001
+    short_pulse_rate: float = 0.003
+    short_pulse: float = 0.018
+
+    def validate(self, where: str = "faults") -> None:
+        _rate(self, where, "swing_rate", "nan_rate", "saturation_rate", "short_pulse_rate")
+        _non_negative(self, where, "swing_amplitude")
+        _positive(self, where, "swing_frequency", "swing_decay", "short_pulse")
+
+
+@dataclass
+class RigConfig:
+    """Everything `simulate_sweep` needs; ``seed`` makes the sweep reproducible."""
+
+    n_poses: int = 15000
+    seed: int = 0
+    coil: CoilConfig = field(default_factory=CoilConfig)
+    geometry: JointGeometry = field(default_factory=JointGeometry)
+    magnetometer: MagnetometerConfig = field(default_factory=MagnetometerConfig)
+    accelerometer: AccelerometerConfig = field(default_factory=AccelerometerConfig)
+    ambient: AmbientConfig = field(default_factory=AmbientConfig)
+    acquisition: AcquisitionConfig = field(default_factory=AcquisitionConfig)
+    faults: FaultConfig = field(default_factory=FaultConfig)
+
+    def validate(self) -> None:
+        """Check every block (errors name ``block.key``) and the cross-block constraints."""
+        check(self.n_poses >= 1, "n_poses", self.n_poses, "must be >= 1")
+        check(self.seed >= 0, "seed", self.seed, "must be >= 0")
+        for name in ("coil", "geometry", "magnetometer", "accelerometer", "ambient", "acquisition", "faults"):
+            getattr(self, name).validate(name)
+        acq = self.acquisition
+        check(self.faults.short_pulse * 1.25 < acq.pulse + acq.off_window, "faults.short_pulse",
+              self.faults.short_pulse, "must be well below pulse + off_window")
+        check(acq.poll_period < 1.0 / self.magnetometer.rate, "acquisition.poll_period", acq.poll_period,
+              f"must be shorter than the conversion period ({1.0 / self.magnetometer.rate:.4g} s)")
