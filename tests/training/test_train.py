@@ -112,3 +112,18 @@ def test_missing_dataset_file_is_named(compose_cfg, tmp_path):
     cfg = compose_cfg("train", ["data=dataset", f"data.path={tmp_path}/nope.parquet"])
     with pytest.raises(DataError, match="nope.parquet"):
         train(cfg)
+
+
+def test_wandb_logger_runs_offline(compose_cfg, monkeypatch):
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    cfg = compose_cfg("train", ["debug=default", "logger=wandb"])  # fast_dev_run would mute loggers
+    train(cfg)
+    assert list(Path(cfg.paths.output_dir, "wandb").glob("offline-run-*")), "no offline wandb run written"
+
+
+def test_pipeline_config_writes_figures_and_exports(compose_cfg):
+    cfg = compose_cfg("pipeline", TINY)
+    metrics = train(cfg)
+    for key in ("error_polar_map", "error_histogram", "training_curves"):
+        assert Path(metrics["figures"][key]).stat().st_size > 1000
+    assert Path(metrics["exports"]["torchscript"]).exists() and Path(metrics["exports"]["program"]).exists()
