@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 import flexlearn
 from flexlearn.atomic import atomic_path
 from flexlearn.errors import DataError
+from flexlearn.tables import read_parquet
 
 DATASET_SCHEMA_VERSION = 1
 METADATA_KEY = b"flexlearn"
@@ -216,12 +217,7 @@ class DirectionDataset:
     def load(cls, path: str | Path) -> "DirectionDataset":
         """Read and validate a dataset file; any problem raises `DataError` naming file, column and value."""
         path = Path(path)
-        if not path.is_file():
-            raise DataError(f"{path}: dataset file not found")
-        try:
-            table = pq.read_table(path)
-        except Exception as exc:  # pyarrow raises several types for corrupt files
-            raise DataError(f"{path}: cannot be read as Parquet ({exc})") from exc
+        table = read_parquet(path, "dataset file")
         raw_meta = (table.schema.metadata or {}).get(METADATA_KEY)
         if raw_meta is None:
             raise DataError(f"{path}: no '{METADATA_KEY.decode()}' schema metadata; not a flexlearn dataset")

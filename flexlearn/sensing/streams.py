@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from flexlearn.atomic import atomic_dir
 from flexlearn.errors import DataError
+from flexlearn.tables import read_parquet
 
 RAW_SCHEMA_VERSION = 1
 
@@ -136,12 +137,7 @@ class RawSweep:
 
         def table(name: str, cols: tuple[str, ...]) -> dict[str, np.ndarray]:
             f = path / f"{name}.parquet"
-            if not f.exists():
-                raise DataError(f"{f}: missing stream file '{name}.parquet'")
-            try:
-                t = pq.read_table(f)
-            except Exception as exc:  # pyarrow raises several types for corrupt files
-                raise DataError(f"{f}: cannot be read as Parquet ({exc})") from exc
+            t = read_parquet(f, f"stream file '{name}.parquet'")
             missing = [c for c in cols if c not in t.column_names]
             if missing:
                 raise DataError(f"{f}: missing column(s) {missing}")

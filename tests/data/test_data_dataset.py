@@ -97,7 +97,7 @@ def test_missing_file(tmp_path):
 def test_corrupt_file(ds, tmp_path):
     path = ds.save(tmp_path / "d.parquet")
     path.write_bytes(path.read_bytes()[:200])
-    with pytest.raises(DataError, match=r"d\.parquet: cannot be read as Parquet"):
+    with pytest.raises(DataError, match=r"d\.parquet: dataset file cannot be read as Parquet"):
         DirectionDataset.load(path)
 
 
