@@ -1,0 +1,264 @@
+"""Real-time reduced-model estimator for a planar serial flexible arm (seed 000, §II–IV, Remark 2).
+
+One step (1 kHz in the seed) maps raw 6-axis frames of all IMUs to joint states, modal coordinates,
+link deformation and the end-effector pose:
+
+1. validity: every frame finite and below saturation, else hold the last valid output and flag;
+2. mounting → link frames (:class:`~flexlearn.sensing.imu.ImuMount`), subtraction of the rigid-chain
+   linear acceleration of each IMU (optional, default on; previous step's link angles, reference-gyro
+   rates and their low-passed derivative), gravity-referenced inclinations ψ = atan2(f_y, f_z)
+   (seed 000, eq. (2)) and gyro rates ω_x;
+3. the PI complementary filter of eq. (6) on every IMU's absolute inclination (ψ̂, bias b̂). Every
+   later quantity is linear in ψ̂, and the filter is linear and time-invariant, so filtering each IMU
+   and then differencing equals the seed's filtering of joint angles (eq. (2)) with joint rates
+   (eq. (5)), while the slopes used for the deformation are filtered as well;
+4. modal coordinates of every link from the relative slopes to its reference IMU (eq. (18)) and tip
+   deflection w(L), tip slope w′(L), base curvature w″(0), joint angles
+   ``θ_i = (ψ̂_{r,i} − w′_i(l_r)) − (φ_{i−1} + w′_{i−1}(L))`` (link-i base angle relative to the
+   deformed tip frame of link i−1): one matmul ``y = P ψ̂``;
+5. joint rates ``ω̂_{r,i} − ω̂_{last,i−1}`` (eq. (5), bias-corrected gyros);
+6. flexibility-aware forward kinematics on SE(2) (§IV), closed form.
+
+IMU order: link by link, the reference IMU first, then the slope IMUs in the order given.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor, nn
+
+from flexlearn.config import check
+from flexlearn.physics.modal.link import FlexibleLink
+from flexlearn.physics.modal.reconstruction import ModalReconstructor
+from flexlearn.sensing.imu import GRAVITY
+
+__all__ = ["FlexibleArmEstimator"]
+
+
+class FlexibleArmEstimator(nn.Module):
+    """Scriptable runtime estimator (see module docstring). Build with :meth:`build`.
+
+    ``forward(acc (S, 3) [m/s²], gyr (S, 3) [rad/s])`` → ``(pose (3,) [x m, y m, angle rad (unwrapped)],
+    theta (n,) [rad], theta_rate (n,) [rad/s], eta (Σm,), tip_deflection (n,) [m], tip_slope (n,) [rad],
+    base_curvature (n,) [1/m], fault (bool tensor))``. Never returns NaN: a non-finite or saturated
+    frame (a missing IMU is given as NaN) holds the last valid output and sets ``fault``.
+
+    Everything between the raw frames and the filter is linear in (acc, gyr) or in the inclinations, so
+    it is folded at build time into two matrices (``in_map``: frames → (f_y, f_z, joint rates);
+    ``psi_map``: filtered inclinations → (end-effector angle, θ, η, w(L), w′(L), w″(0), absolute link
+    angles)), and ``rate_map`` maps bias-corrected gyro rates to joint rates; a step costs about 35
+    TorchScript ops.
+    """
+
+    def __init__(self, in_map: Tensor, inv_range: Tensor, psi_map: Tensor, rate_map: Tensor, lengths: Tensor,
+                 n_imus: int, n_modes_total: int, k_p: float, k_i: float, dt: float, lever: Tensor,
+                 link_of_imu: Tensor, ref_index: Tensor, compensate: bool = True, tau_alpha: float = 0.05,
+                 own_el: Optional[Tensor] = None, tip_el: Optional[Tensor] = None) -> None:
+        super().__init__()
+        self.n_links = int(lengths.numel())
+        self.n_imus = n_imus
+        self.n_modes_total = n_modes_total
+        self.k_p_dt = float(k_p * dt)
+        self.k_i_dt = float(k_i * dt)
+        self.dt = float(dt)
+        S6 = 6 * n_imus
+        cols = torch.arange(S6).reshape(n_imus, 6)
+        self.register_buffer("acc_map", in_map[:, cols[:, :3].reshape(-1)].contiguous())  # (3S, 3S)
+        self.register_buffer("gyr_map", in_map[:, cols[:, 3:].reshape(-1)].contiguous())  # (3S, 3S)
+        self.acc_range = float(1.0 / float(inv_range[0]))
+        self.gyr_range = float(1.0 / float(inv_range[3]))
+        self.register_buffer("rate_map", rate_map)  # (n, S)
+        self.register_buffer("inv_range", inv_range)  # (6S,)
+        n0 = int(lengths.numel())
+        self.register_buffer("psi_map", torch.cat([psi_map, psi_map[-n0:]], 0))  # (1 + M + 6n, S)
+        offset = torch.zeros(psi_map.shape[0] + n0, dtype=torch.float64)
+        offset[-2 * n0:-n0] = 0.5 * math.pi  # sin(φ + π/2) = cos φ
+        self.register_buffer("offset", offset)
+        self.register_buffer("lengths", lengths)
+        n = self.n_links
+        self.register_buffer("psi_hat", torch.zeros(n_imus, dtype=torch.float64))
+        self.register_buffer("bias_hat", torch.zeros(n_imus, dtype=torch.float64))
+        self.register_buffer("initialized", torch.zeros((), dtype=torch.bool))
+        self.register_buffer("last_out", torch.zeros(3 + 2 * n + n_modes_total + 3 * n, dtype=torch.float64))
+        self.register_buffer("fault_true", torch.ones((), dtype=torch.bool))
+        self.compensate = bool(compensate)
+        self.inv_dt = float(1.0 / dt)
+        self.beta_alpha = float(dt / (tau_alpha + dt))
+        self.register_buffer("lever_t", lever.t().contiguous())  # (n, S)
+        self.register_buffer("sign2", torch.tensor([[-1.0], [1.0]], dtype=torch.float64))
+        self.register_buffer("rot90", torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=torch.float64))
+        self.register_buffer("trig", torch.zeros(2 * n, dtype=torch.float64))
+        self.register_buffer("link_of_imu", link_of_imu)  # (S,)
+        self.register_buffer("ref_index", ref_index)  # (n,)
+        self.register_buffer("alpha", torch.zeros(n_imus, dtype=torch.float64))
+        self.register_buffer("w_prev", torch.zeros(n_imus, dtype=torch.float64))
+        self.elastic = own_el is not None
+        self.register_buffer("own_el", own_el if own_el is not None else torch.zeros(n_imus, n_imus,
+                                                                                      dtype=torch.float64))
+        self.register_buffer("tip_el", tip_el if tip_el is not None else torch.zeros(n, n_imus, dtype=torch.float64))
+        after = (link_of_imu.unsqueeze(0) > torch.arange(n).unsqueeze(1)).to(torch.float64)  # (n, S)
+        self.register_buffer("after_t", after)
+        self.register_buffer("fault_false", torch.zeros((), dtype=torch.bool))
+
+    @classmethod
+    def build(cls, links: Sequence[FlexibleLink], imu_positions: Sequence[Sequence[float]], n_modes: Sequence[int],
+              mount_angles: Optional[Sequence[float]] = None, mount_flipped: Optional[Sequence[bool]] = None,
+              dt: float = 1e-3, k_p: float = 7.0407, k_i: float = 0.1984, acc_range: float = 6.0 * GRAVITY,
+              gyr_range: float = math.radians(300.0), regularization: float = 0.0, compensate: bool = True,
+              tau_alpha: float = 0.05, elastic: bool = True) -> "FlexibleArmEstimator":
+        """Links (scalar FlexibleLink each), IMU positions per link [m] (reference first), modes per link.
+
+        ``compensate``: subtract the rigid-chain linear acceleration of every IMU before eq. (2)
+        (:func:`flexlearn.sensing.imu.kinematic_acceleration`; angular accelerations from the reference
+        gyros, differentiated and low-passed with ``tau_alpha`` [s]); ``elastic`` (with ``compensate``)
+        also subtracts the deflection accelerations ``Φ(ξ_s) η̈`` with ``η̈ = G α`` from the differentiated
+        rates of all IMUs (the runtime's own modal model). ``acc_range``/``gyr_range``:
+        saturation limits [m/s², rad/s]. Configuration errors (unobservable
+        placement, wrong counts, bad gains or ranges) raise :class:`~flexlearn.errors.ConfigError`.
+        """
+        from flexlearn.sensing.imu import ComplementaryFilter, ImuMount
+
+        check(len(links) == len(imu_positions) == len(n_modes) and len(links) >= 1, "estimator.links",
+              (len(links), len(imu_positions), len(n_modes)), "links, imu_positions and n_modes must match")
+        check(acc_range > 0 and gyr_range > 0, "estimator.acc_range", (acc_range, gyr_range), "must be > 0")
+        ComplementaryFilter(k_p, k_i, dt)  # validates the gains
+        n = len(links)
+        S = sum(len(p) for p in imu_positions)
+        M = sum(n_modes)
+        f64 = torch.float64
+        G = torch.zeros(M, S, dtype=f64)  # η = G ψ
+        H = torch.zeros(4, n, M, dtype=f64)  # tip, tip slope, base curvature, reference slope
+        E_ref = torch.zeros(n, S, dtype=f64)
+        E_last = torch.zeros(n, S, dtype=f64)
+        lengths = []
+        lever = torch.zeros(S, n, dtype=f64)
+        Phi_pos = torch.zeros(S, M, dtype=f64)
+        link_of_imu = torch.zeros(S, dtype=torch.long)
+        s0 = m0 = 0
+        for i, (link, pos, m) in enumerate(zip(links, imu_positions, n_modes)):
+            check(m >= 1, f"estimator.n_modes[{i}]", m, "must be >= 1")
+            check(len(pos) >= m + 1, f"estimator.imu_positions[{i}]", list(pos),
+                  f"need {m} slope IMUs plus one reference IMU for {m} modes")
+            rec = ModalReconstructor.from_link(link, list(pos[1:]), m, reference=float(pos[0]),
+                                               regularization=regularization)
+            k = len(pos)
+            G[m0:m0 + m, s0 + 1:s0 + k] = rec.gain
+            G[m0:m0 + m, s0] = -rec.gain.sum(-1)
+            H[0, i, m0:m0 + m] = rec.tip_row
+            H[1, i, m0:m0 + m] = rec.tip_slope_row
+            H[2, i, m0:m0 + m] = rec.base_curvature_row
+            H[3, i, m0:m0 + m] = rec.ref_slope_row
+            Phi_pos[s0:s0 + k, m0:m0 + m] = link.mode_shapes(torch.tensor(list(pos), dtype=f64), m, 0).reshape(k, m)
+            for j, xi in enumerate(pos):
+                lever[s0 + j, :i] = torch.tensor([float(lk.length) for lk in links[:i]], dtype=f64)
+                lever[s0 + j, i] = float(xi)
+                link_of_imu[s0 + j] = i
+            E_ref[i, s0] = 1.0
+            E_last[i, s0 + k - 1] = 1.0
+            lengths.append(float(link.length))
+            s0 += k
+            m0 += m
+        ang = torch.zeros(S, dtype=f64) if mount_angles is None else torch.as_tensor(mount_angles, dtype=f64)
+        fl = torch.zeros(S, dtype=torch.bool) if mount_flipped is None else torch.as_tensor(mount_flipped)
+        check(ang.numel() == S, "estimator.mount_angles", ang.numel(), f"need one per IMU ({S})")
+        Mnt = ImuMount(ang, fl).matrix  # (S, 3, 3)
+        # frames x = [acc (S,3) | gyr (S,3)] flattened row-major as cat([acc, gyr], 1).reshape(-1)
+        in_map = torch.zeros(3 * S, 6 * S, dtype=f64)
+        for s in range(S):
+            in_map[s, 6 * s:6 * s + 3] = Mnt[s, 1]  # f_y in the link frame
+            in_map[S + s, 6 * s:6 * s + 3] = Mnt[s, 2]  # f_z
+            in_map[2 * S + s, 6 * s + 3:6 * s + 6] = Mnt[s, 0]  # ω_x
+        shift = torch.diag(torch.ones(n - 1, dtype=f64), -1)  # (shift v)_i = v_{i−1}
+        rate_map = E_ref - shift @ E_last  # joint rates (eq. (5))
+        tip, slope, curv, refs = H[0] @ G, H[1] @ G, H[2] @ G, H[3] @ G
+        phi = E_ref - refs  # absolute link base angles
+        theta_m = phi - shift @ (phi + slope)
+        lower = torch.tril(torch.ones(n, n, dtype=f64), -1)  # Σ_{k<i}
+        cum = torch.tril(torch.ones(n, n, dtype=f64))  # Σ_{k≤i}
+        ph = cum @ theta_m + lower @ slope  # absolute base angles of the links (after the filter)
+        ang = theta_m.sum(0, keepdim=True) + slope.sum(0, keepdim=True)  # end-effector angle
+        psi_map = torch.cat([ang, theta_m, G, tip, slope, curv, ph], 0)
+        inv = torch.cat([torch.full((S, 3), 1.0 / acc_range, dtype=f64),
+                         torch.full((S, 3), 1.0 / gyr_range, dtype=f64)], 1).reshape(-1)
+        check(tau_alpha > 0, "estimator.tau_alpha", tau_alpha, "must be > 0")
+        ref_index = E_ref.argmax(-1)
+        own_el = tip_el = None
+        if elastic:
+            own_el = Phi_pos @ G  # (S, S): deflection at every IMU from its link's η = G ψ
+            tip_el = H[0] @ G  # (n, S): tip deflection of every link
+        return cls(in_map, inv, psi_map, rate_map, torch.tensor(lengths, dtype=f64), S, M, k_p, k_i, dt, lever,
+                   link_of_imu, ref_index, compensate, tau_alpha, own_el, tip_el)
+
+    @torch.jit.export
+    def reset(self) -> None:
+        self.psi_hat.zero_()
+        self.bias_hat.zero_()
+        self.trig.zero_()
+        self.alpha.zero_()
+        self.w_prev.zero_()
+        self.initialized.fill_(False)
+        self.last_out.zero_()
+
+    @torch.jit.export
+    def step(self, acc: Tensor, gyr: Tensor) -> Tuple[Tensor, Tensor]:
+        """Packed output ``[pose (3), θ (n), η (M), w(L) (n), w′(L) (n), w″(0) (n), θ̇ (n)]`` and fault."""
+        if not (float(torch.amax(acc.abs())) < self.acc_range and float(torch.amax(gyr.abs())) < self.gyr_range):
+            return self.last_out.clone(), self.fault_true  # NaN, inf or saturated frame
+        S = self.n_imus
+        n = self.n_links
+        M = self.n_modes_total
+        v = torch.addmv(torch.mv(self.acc_map, acc.reshape(-1)), self.gyr_map, gyr.reshape(-1))
+        w = v[2 * S:]
+        fy = v[:S]
+        fz = v[S:2 * S]
+        if not bool(self.initialized):
+            self.psi_hat.copy_(torch.atan2(fy, fz))
+            self.trig.copy_(torch.sin(torch.addmv(self.offset, self.psi_map, self.psi_hat)[1 + 4 * n + M:]))
+            self.w_prev.copy_(w)
+            self.initialized.fill_(True)
+        if self.compensate:
+            # rigid-chain linear acceleration of every IMU (sensing.imu.kinematic_acceleration), with the
+            # previous step's link angles (cos, sin in ``trig``) and the reference gyros' rates and
+            # low-passed derivatives; world components per unit lever, then rotated into each IMU frame
+            # plus (elastic) the modal accelerations η̈ = G α_imu from the differentiated slope rates: the
+            # IMU's own deflection acceleration (normal to its link) and, for distal links, the tip
+            # deflection accelerations of the links before (normal to those links)
+            self.alpha.add_((w - self.w_prev) * self.inv_dt - self.alpha, alpha=self.beta_alpha)
+            self.w_prev.copy_(w)
+            wl = w[self.ref_index]
+            cs = self.trig.view(2, n)  # [cos φ; sin φ]
+            nrm = self.sign2 * cs.flip(0)  # link normals [−sin φ; cos φ]
+            aw = nrm * self.alpha[self.ref_index] - cs * (wl * wl)  # [a_x; a_y] per unit lever (2, n)
+            a = torch.mm(aw, self.lever_t)  # world acceleration of every IMU (2, S)
+            if self.elastic:
+                a = a + torch.mm(nrm * torch.mv(self.tip_el, self.alpha), self.after_t)
+            ci = cs[:, self.link_of_imu]  # cos, sin of the IMU's link angle (2, S)
+            fy = fy - (ci * a).sum(0)
+            fz = fz - (self.sign2 * ci.flip(0) * a).sum(0)
+            if self.elastic:
+                fz = fz - torch.mv(self.own_el, self.alpha)
+        psi_m = torch.atan2(fy, fz)
+        e = psi_m - self.psi_hat
+        self.psi_hat.add_(self.bias_hat, alpha=self.dt).add_(e, alpha=self.k_p_dt).add_(w, alpha=self.dt)
+        self.bias_hat.add_(e, alpha=self.k_i_dt)
+        # y = [angle, θ (n), η (M), w(L), w′(L), w″(0), φ + π/2 (n), φ (n)]
+        y = torch.addmv(self.offset, self.psi_map, self.psi_hat)
+        trig = torch.sin(y[1 + 4 * n + M:])  # [cos φ, sin φ]
+        self.trig.copy_(trig)
+        rate = torch.mv(self.rate_map, w + self.bias_hat)
+        cs2 = trig.view(2, n)
+        pos = torch.mv(cs2, self.lengths) + torch.mv(self.rot90, torch.mv(cs2, y[1 + n + M:1 + 2 * n + M]))
+        out = torch.cat([pos, y[:1 + 4 * n + M], rate])
+        self.last_out.copy_(out)
+        return out, self.fault_false
+
+    def forward(self, acc: Tensor, gyr: Tensor
+                ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+        out, fault = self.step(acc, gyr)
+        n = self.n_links
+        M = self.n_modes_total
+        q = out[3 + n + M:]
+        return (out[0:3], out[3:3 + n], q[3 * n:4 * n], out[3 + n:3 + n + M], q[0:n], q[n:2 * n], q[2 * n:3 * n],
+                fault)

@@ -1,0 +1,199 @@
+"""Minimum observable IMU configuration and IMU placement (seed 000, §III-C, eq. (18)).
+
+Each slope IMU at ``l_s`` on link i measures the absolute inclination ``ψ_s = φ_i + w′(l_s)`` (φ_i the
+rigid link angle); the reference IMU at ``l_r`` measures ``ψ_r = φ_i + w′(l_r)``. Their difference
+removes the unknown rigid angle and gives (seed 000, eq. (18), generalised to a reference IMU that is
+not exactly at the clamp)
+
+    ψ_s − ψ_r = Σⱼ [Φ′ⱼ(l_s) − Φ′ⱼ(l_r)] ηⱼ,      s = 1..S.
+
+With ``l_r = 0`` this is the seed's system ``w′(l_s) = Σⱼ Φ′ⱼ(l_s) ηⱼ``. The m modal coordinates are
+observable iff the S×m slope matrix ``O`` has rank m; the minimum configuration is S = m slope IMUs
+plus the reference (m + 1 IMUs per link). The seed's eq. (18) assumes ``l_r = 0``; in hardware the
+first IMU sits a little way from the joint, and ignoring ``Φ′(l_r)`` biases η (see the reconstruction
+module).
+
+Placement (beyond the seed): :func:`optimize_placement` maximises σ_min(O) of the mass-normalised slope
+matrix over candidate positions within mounting intervals and a minimum spacing (exhaustive when the
+number of combinations is small, otherwise greedy + coordinate exchange), and warns for positions near
+a slope node of a retained mode (``|Φ′ⱼ(l)| < tol · max_ξ |Φ′ⱼ|``), where that IMU carries no information
+on mode j.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from typing import Optional, Sequence
+
+import torch
+from torch import Tensor
+
+from flexlearn.config import check
+from flexlearn.errors import ConfigError
+from flexlearn.physics.modal.link import FlexibleLink
+
+__all__ = ["ObservabilityWarning", "slope_matrix", "observability", "slope_node_warnings",
+           "optimize_placement"]
+
+
+class ObservabilityWarning(UserWarning):
+    """An IMU placement is (nearly) blind to a retained mode."""
+
+
+def _positions(link: FlexibleLink, positions: Sequence[float] | Tensor) -> Tensor:
+    pos = torch.as_tensor(positions, dtype=link.length.dtype)
+    if pos.dim() == 0:
+        pos = pos.reshape(1)
+    if not bool(torch.isfinite(pos).all()) or bool((pos < 0).any()) or bool((pos > link.length.max() + 1e-12).any()):
+        raise ConfigError(f"IMU positions {pos.tolist()}: must be finite and within [0, L]")
+    return pos
+
+
+def slope_matrix(link: FlexibleLink, positions, n: int, reference: Optional[float] = None,
+                 data: Optional[dict] = None) -> Tensor:
+    """Observation matrix O (*batch, S, n) [kg^(−1/2) m^(−1)] of seed 000, eq. (18).
+
+    Rows ``Φ′ⱼ(l_s)``, minus ``Φ′ⱼ(l_r)`` when a reference position is given.
+    """
+    pos = _positions(link, positions)
+    O = link.mode_shapes(pos, n, 1, data)
+    if reference is not None:
+        ref = _positions(link, [reference])
+        O = O - link.mode_shapes(ref, n, 1, data)
+    return O
+
+
+def observability(link: FlexibleLink, positions, n: int, reference: Optional[float] = None,
+                  rtol: float = 1e-9) -> dict:
+    """Rank, condition number and singular values of the slope matrix (seed 000, §III-C).
+
+    rank counts singular values above ``rtol · max_j max_ξ |Φ′ⱼ|`` (a scale of the matrix that does not
+    depend on the placement). Returns ``{"rank", "cond", "sigma_min", "singular_values", "observable"}``
+    with batch-shaped tensors; ``cond`` is ``inf`` when rank-deficient.
+    """
+    O = slope_matrix(link, positions, n, reference)
+    sv = torch.linalg.svdvals(O)
+    xi = torch.linspace(0, 1, 401, dtype=O.dtype) * link.length.unsqueeze(-1)
+    scale = link.mode_shapes(xi, n, 1).abs().amax((-1, -2))
+    tol = rtol * scale.unsqueeze(-1)
+    rank = (sv > tol).sum(-1)
+    smin = sv[..., -1] if sv.shape[-1] >= n else torch.zeros_like(sv[..., 0])
+    full = rank >= n
+    cond = torch.where(full, sv[..., 0] / torch.where(full, smin, torch.ones_like(smin)),
+                       torch.full_like(smin, math.inf))
+    return {"rank": rank, "cond": cond, "sigma_min": smin, "singular_values": sv, "observable": full}
+
+
+def slope_node_warnings(link: FlexibleLink, positions, n: int, tol: float = 0.05, warn: bool = True) -> list:
+    """Positions within a slope node of a retained mode: list of (position [m], mode index 1..n).
+
+    A position is flagged when ``|Φ′ⱼ(l)| < tol · max_ξ |Φ′ⱼ(ξ)|``; with ``warn`` an
+    :class:`ObservabilityWarning` is issued. Scalar links only.
+    """
+    pos = _positions(link, positions)
+    xi = torch.linspace(0, 1, 801, dtype=pos.dtype) * link.length
+    d = link.modal_data(n)
+    peak = link.mode_shapes(xi, n, 1, d).abs().amax(-2).reshape(-1)
+    vals = link.mode_shapes(pos, n, 1, d).reshape(len(pos), n).abs()
+    out = []
+    for s in range(len(pos)):
+        for j in range(n):
+            if float(vals[s, j]) < tol * float(peak[j]):
+                out.append((float(pos[s]), j + 1))
+    if out and warn:
+        warnings.warn(f"IMU placement near slope nodes (position m, mode): {out}", ObservabilityWarning,
+                      stacklevel=2)
+    return out
+
+
+def optimize_placement(link: FlexibleLink, n: int, n_sensors: Optional[int] = None,
+                       intervals: Sequence[tuple[float, float]] | None = None, min_spacing: float = 0.1,
+                       reference: Optional[float] = None, candidates: int = 181,
+                       max_combinations: int = 200_000, node_tol: float = 0.05) -> dict:
+    """IMU positions maximising σ_min of the slope matrix (beyond seed 000, §III-C).
+
+    Args:
+        link: a scalar (un-batched) FlexibleLink.
+        n: retained modes m; ``n_sensors`` slope IMUs (default m, the minimum configuration).
+        intervals: allowed mounting intervals [(a, b), ...] in metres (default [(0.05 L, L)]).
+        min_spacing: minimum distance between IMUs [m] (also from the reference).
+        reference: reference-IMU position [m] (None: at the clamp, as in the seed).
+        candidates: number of candidate points spread over the intervals.
+    Returns:
+        {"positions": sorted list [m], "sigma_min", "cond", "method", "node_warnings"}.
+    """
+    if link.length.numel() != 1:
+        raise ConfigError("optimize_placement: needs a scalar (un-batched) FlexibleLink")
+    S = n if n_sensors is None else n_sensors
+    check(S >= n, "optimize_placement.n_sensors", S, f"must be >= the number of modes {n}")
+    check(min_spacing >= 0, "optimize_placement.min_spacing", min_spacing, "must be >= 0")
+    L = float(link.length)
+    ivs = list(intervals) if intervals is not None else [(0.05 * L, L)]
+    for a, b in ivs:
+        check(0 <= a < b <= L + 1e-12, "optimize_placement.intervals", (a, b), f"must satisfy 0 <= a < b <= L = {L}")
+    total = sum(b - a for a, b in ivs)
+    cand = []
+    for a, b in ivs:
+        k = max(2, int(round(candidates * (b - a) / total)))
+        cand += torch.linspace(a, b, k, dtype=torch.float64).tolist()
+    if reference is not None:
+        cand = [c for c in cand if abs(c - reference) >= min_spacing]
+    cand = sorted(set(cand))
+    if len(cand) < S:
+        raise ConfigError(f"optimize_placement: only {len(cand)} admissible candidate positions for {S} IMUs")
+    O = slope_matrix(link, cand, n, reference).reshape(len(cand), n)
+    C = len(cand)
+
+    def smin(idx: list[int]) -> float:
+        return float(torch.linalg.svdvals(O[idx])[-1]) if len(idx) >= n else 0.0
+
+    def feasible(idx: Sequence[int]) -> bool:
+        ps = sorted(cand[i] for i in idx)
+        return all(ps[i + 1] - ps[i] >= min_spacing - 1e-12 for i in range(len(ps) - 1))
+
+    n_comb = math.comb(C, S)
+    if n_comb <= max_combinations:
+        combos = torch.tensor(list(itertools.combinations(range(C), S)), dtype=torch.long)
+        pos = torch.tensor(cand, dtype=torch.float64)[combos]
+        ok = torch.ones(len(combos), dtype=torch.bool)
+        if S > 1:
+            ok = ((pos[:, 1:] - pos[:, :-1]) >= min_spacing - 1e-12).all(-1)
+        sv = torch.linalg.svdvals(O[combos])[:, -1]
+        sv = torch.where(ok, sv, torch.full_like(sv, -1.0))
+        best = int(torch.argmax(sv))
+        if float(sv[best]) < 0:
+            raise ConfigError("optimize_placement: no placement satisfies the spacing constraint")
+        idx = combos[best].tolist()
+        method = "exhaustive"
+    else:
+        idx: list[int] = []
+        for _ in range(S):  # greedy on the product of the leading singular values (volume)
+            best_i, best_v = -1, -1.0
+            for i in range(C):
+                if i in idx or not feasible(idx + [i]):
+                    continue
+                svs = torch.linalg.svdvals(O[idx + [i]])
+                v = float(torch.prod(svs[: min(n, len(idx) + 1)]))
+                if v > best_v:
+                    best_i, best_v = i, v
+            if best_i < 0:
+                raise ConfigError("optimize_placement: no placement satisfies the spacing constraint")
+            idx.append(best_i)
+        improved = True
+        while improved:  # coordinate exchange on σ_min
+            improved = False
+            for k in range(S):
+                cur = smin(idx)
+                for i in range(C):
+                    if i in idx:
+                        continue
+                    trial = idx[:k] + [i] + idx[k + 1:]
+                    if feasible(trial) and smin(trial) > cur * (1 + 1e-12):
+                        idx, cur, improved = trial, smin(trial), True
+        method = "greedy+exchange"
+    positions = sorted(cand[i] for i in idx)
+    res = observability(link, positions, n, reference)
+    nodes = slope_node_warnings(link, positions, n, node_tol, warn=True)
+    return {"positions": positions, "sigma_min": float(res["sigma_min"]), "cond": float(res["cond"]),
+            "method": method, "node_warnings": nodes}
