@@ -99,8 +99,11 @@ class DirectionTask(L.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Record what the model was trained on, in plain types (loadable with weights_only=True)."""
         dm = self.trainer.datamodule if self._trainer is not None else None
+        csv_logs = [lg for lg in (self.trainer.loggers if self._trainer is not None else [])
+                    if type(lg).__name__ == "CSVLogger"]
         checkpoint[CHECKPOINT_INFO_KEY] = {
             "dataset_path": str(dm.dataset_path) if dm is not None else None,
+            "metrics_csv": f"{csv_logs[0].log_dir}/metrics.csv" if csv_logs else None,
             "input_units": "T",
             "flexlearn_version": flexlearn.__version__,
         }

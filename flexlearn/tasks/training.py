@@ -126,7 +126,9 @@ def evaluate_checkpoint(ckpt_path: str | Path, cfg: DictConfig) -> dict[str, Any
         pred = model(test.delta_b)
     results: dict[str, Any] = angular_error_summary(angular_error_deg(pred.double(), test.label.double()), "test/")
     output_dir = Path(cfg.paths.output_dir)
-    metrics_csv = cfg.get("metrics_csv")
+    metrics_csv = cfg.get("metrics_csv") or info.get("metrics_csv")
+    if metrics_csv and not cfg.get("metrics_csv") and not Path(metrics_csv).exists():
+        metrics_csv = None  # the training run's log was moved or deleted: skip the training-curve figure
     from flexlearn.viz.direction_figures import write_evaluation_figures
 
     figures = write_evaluation_figures(test.label.numpy(), pred.numpy(), output_dir / "figures",

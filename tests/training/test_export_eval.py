@@ -76,7 +76,7 @@ def test_evaluate_checkpoint_writes_metrics_and_figures(trained_run, compose_cfg
     # The evaluation of the best checkpoint reproduces the training run's test metrics.
     assert metrics["test/ang_err_median_deg"] == pytest.approx(trained_run["metrics"]["test/ang_err_median_deg"],
                                                                rel=1e-4)
-    for name in ("error_polar_map", "error_histogram"):
+    for name in ("error_polar_map", "error_histogram", "training_curves"):
         assert Path(metrics["figures"][name]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
