@@ -1,0 +1,147 @@
+"""The seed's experiments (seed 001, Tables 3–7, Sec. 4) as validated configs, in SI units computed from the
+stated geometry and materials (not from the tables, which are scaled; see the package docstring).
+
+World frame = the seed's fixed frame (E1, E2, E3); at rest the rod lies along ``rest_axis``. Assumptions
+where the seed is silent are stated per field in ``conf/cosserat/*.yaml``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import List, Optional, Tuple
+
+import torch
+
+from flexlearn.config import check, from_dict
+from flexlearn.physics.cosserat.damping import Damping
+from flexlearn.physics.cosserat.fields import RotatingField, UniformField
+from flexlearn.physics.cosserat.loads import EmbeddedMagnet, Gravity
+from flexlearn.physics.cosserat.rod import Clamp, CosseratRod, RodState
+
+_AXES = {"+x": (1, 0, 0), "-x": (-1, 0, 0), "+y": (0, 1, 0), "-y": (0, -1, 0), "+z": (0, 0, 1), "-z": (0, 0, -1)}
+
+
+@dataclasses.dataclass
+class MagnetConfig:
+    node: int = -1                       # node index (−1: tip)
+    moment: float = 0.0                  # |m| [A m²] (0: computed from remanence and size)
+    direction: Tuple[float, float, float] = (0.0, 0.0, 1.0)   # body frame
+    diameter: float = 2e-3               # [m]
+    height: float = 4e-3                 # [m]
+    remanence: float = 1.345             # [T] (N45; the seed's "mT" is a unit typo)
+    mass: float = 0.0                    # [kg]
+
+    def validate(self):
+        check(self.mass >= 0, "magnet.mass", self.mass, "must be >= 0 [kg]")
+        check(self.diameter > 0 and self.height > 0, "magnet.size", (self.diameter, self.height), "must be > 0")
+
+    def moment_magnitude(self) -> float:
+        if self.moment > 0:
+            return self.moment
+        return self.remanence * math.pi * self.diameter ** 2 / 4 * self.height / (4e-7 * math.pi)
+
+
+@dataclasses.dataclass
+class FieldConfig:
+    kind: str = "none"                   # none | uniform | rotating
+    flux_density: Tuple[float, float, float] = (0.0, 0.0, 0.0)    # uniform part / offset [T]
+    amplitude: float = 0.0               # rotating part [T]
+    frequency: float = 0.0               # [Hz]
+    axes: Tuple[Tuple[float, float, float], Tuple[float, float, float]] = ((0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+    phase: float = 0.0
+    ramp: float = 0.0                    # [s]
+
+    def validate(self):
+        check(self.kind in ("none", "uniform", "rotating"), "field.kind", self.kind, "none | uniform | rotating")
+
+
+@dataclasses.dataclass
+class CosseratExperimentConfig:
+    name: str = "experiment"
+    table: str = ""
+    cross_section: str = "circular"      # circular | rectangular
+    length: float = 0.1                  # [m]
+    radius: float = 1e-3                 # [m] (circular)
+    width: float = 0.0                   # [m] (rectangular)
+    height: float = 0.0                  # [m] (rectangular)
+    density: float = 1000.0              # [kg/m³]
+    youngs_modulus: float = 1e6          # [Pa]
+    poisson_ratio: float = 0.3
+    torsion: str = "saint_venant"        # rectangular: saint_venant | polar (the seed's choice)
+    n_elements: int = 10
+    rotary_inertia: str = "section"      # section | segment
+    dt: float = 1e-5                     # [s]
+    duration: float = 1.0                # [s]
+    gravity: Tuple[float, float, float] = (0.0, 0.0, -9.81)
+    rest_axis: str = "+z"                # world direction of the rod at rest
+    bend_axis: Tuple[float, float, float] = (1.0, 0.0, 0.0)   # body axis of the initial deflection
+    initial_tip_angle_deg: float = 0.0
+    magnets: Tuple[MagnetConfig, ...] = ()
+    field: FieldConfig = dataclasses.field(default_factory=FieldConfig)
+    damping_alpha: float = 0.0           # [1/s]
+    damping_beta: float = 0.0            # [s]
+    record_every: int = 100
+    estimator_r: float = 1.0             # seed Tables: R = 1e4..1e5 I (g-mm-s units)
+    estimator_w: float = 0.0             # seed Tables: W = 0.1 I
+
+    def validate(self):
+        check(self.cross_section in ("circular", "rectangular"), "cross_section", self.cross_section,
+              "circular | rectangular")
+        check(self.length > 0, "length", self.length, "must be > 0 [m]")
+        check(self.density > 0, "density", self.density, "must be > 0 [kg/m^3]")
+        check(self.youngs_modulus > 0, "youngs_modulus", self.youngs_modulus, "must be > 0 [Pa]")
+        check(-1 < self.poisson_ratio <= 0.5, "poisson_ratio", self.poisson_ratio, "must be in (-1, 0.5]")
+        check(self.n_elements >= 1, "n_elements", self.n_elements, "must be >= 1")
+        check(self.dt > 0 and self.duration > 0, "dt/duration", (self.dt, self.duration), "must be > 0 [s]")
+        check(self.rest_axis in _AXES, "rest_axis", self.rest_axis, f"one of {sorted(_AXES)}")
+        if self.cross_section == "rectangular":
+            check(self.width > 0 and self.height > 0, "width/height", (self.width, self.height), "must be > 0 [m]")
+        else:
+            check(self.radius > 0, "radius", self.radius, "must be > 0 [m]")
+
+
+def load_experiment(data) -> CosseratExperimentConfig:
+    """Validated :class:`CosseratExperimentConfig` from a dict / OmegaConf node (magnets as a list)."""
+    data = dict(data)
+    mags = data.pop("magnets", [])
+    cfg = from_dict(CosseratExperimentConfig, data)
+    cfg.magnets = tuple(from_dict(MagnetConfig, m, f"magnets[{i}]") for i, m in enumerate(mags or []))
+    return cfg
+
+
+def _base_rotation(axis: str) -> torch.Tensor:
+    """A rotation whose body z is the world ``axis`` (x, y completed right-handed)."""
+    z = torch.tensor(_AXES[axis], dtype=torch.float64)
+    helper = torch.tensor([0.0, 1.0, 0.0]) if abs(float(z[1])) < 0.9 else torch.tensor([1.0, 0.0, 0.0])
+    x = torch.linalg.cross(helper.to(z), z)
+    x = x / x.norm()
+    y = torch.linalg.cross(z, x)
+    return torch.stack([x, y, z], -1)
+
+
+def build_experiment(cfg: CosseratExperimentConfig):
+    """``(rod, loads, damping, initial, base)`` for ``rod.simulate``."""
+    if cfg.cross_section == "circular":
+        rod = CosseratRod.circular(cfg.length, cfg.radius, cfg.density, cfg.youngs_modulus, cfg.poisson_ratio,
+                                   cfg.n_elements, rotary_inertia=cfg.rotary_inertia)
+    else:
+        rod = CosseratRod.rectangular(cfg.length, cfg.width, cfg.height, cfg.density, cfg.youngs_modulus,
+                                      cfg.poisson_ratio, cfg.n_elements, torsion=cfg.torsion,
+                                      rotary_inertia=cfg.rotary_inertia)
+    base = Clamp(rotation=_base_rotation(cfg.rest_axis))
+    loads: List = [Gravity(cfg.gravity)]
+    if cfg.field.kind == "uniform":
+        field = UniformField(cfg.field.flux_density)
+    elif cfg.field.kind == "rotating":
+        field = RotatingField(cfg.field.amplitude, cfg.field.frequency, axes=cfg.field.axes,
+                              offset=cfg.field.flux_density, phase=cfg.field.phase, ramp=cfg.field.ramp)
+    else:
+        field = UniformField((0.0, 0.0, 0.0))
+    for mcfg in cfg.magnets:
+        d = torch.tensor(mcfg.direction, dtype=torch.float64)
+        loads.append(EmbeddedMagnet(mcfg.node, mcfg.moment_magnitude() * d / d.norm(), field, mass=mcfg.mass))
+    damping: Optional[Damping] = None
+    if cfg.damping_alpha > 0 or cfg.damping_beta > 0:
+        damping = Damping(alpha=cfg.damping_alpha, beta=cfg.damping_beta)
+    initial: RodState = rod.arc_state(math.radians(cfg.initial_tip_angle_deg), cfg.bend_axis, base)
+    return rod, loads, damping, initial, base

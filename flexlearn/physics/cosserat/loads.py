@@ -1,0 +1,164 @@
+"""External loads on a Cosserat rod: gravity, point forces, permanent magnets (seed 001, Sec. 4.3,
+Remark 1).
+
+Every load implements ``apply(ctx, R, p, t) -> (force, torque)`` with world-frame node forces
+(B, N+1, 3) [N] and body-frame node torques (B, N+1, 3) [N m] evaluated at the configuration
+(R (B, N+1, 3, 3), p (B, N+1, 3)) and time t. Loads that carry mass (magnets) report it through
+``point_masses(n_nodes)``; the simulation adds it to the lumped node mass (seed 001, Remark 1: a magnet at
+the tip adds its whole mass to the tip node) before gravity is evaluated.
+
+Magnet (dipole) loads, seed 001, Sec. 4.3: torque ``τ = m × B`` and force ``F = ∇(m·B)`` with the world
+moment ``m = R m_body`` of the node that carries the magnet; in the body frame ``τ_body = m_body × Rᵀ B``.
+"""
+from __future__ import annotations
+
+import math
+from typing import List, Sequence, Tuple, Union
+
+import torch
+from torch import Tensor
+
+from flexlearn.config import check
+from flexlearn.physics.cosserat.fields import Field, as_field
+
+ArrayLike = Union[float, Sequence[float], Tensor]
+MU0 = 4e-7 * math.pi * 1.00000000055
+"""Vacuum permeability [T m/A] (CODATA 2018)."""
+
+
+def magnet_moment(remanence: float, volume: float) -> float:
+    """Dipole moment magnitude ``|m| = B_r V / μ0`` [A m²] of a uniformly magnetised magnet.
+
+    Seed 001, Sec. 4.3 gives ``B_r ∈ [1.32, 1.37] mT`` for N45: a unit typo, N45 has B_r ≈ 1.32–1.37 **T**;
+    with V = 4π mm³ (D = 2 mm, H = 4 mm) this gives |m| ≈ 1.35e-2 A m².
+    """
+    check(volume > 0, "magnet.volume", volume, "must be > 0 [m^3]")
+    return remanence * volume / MU0
+
+
+def cylinder_magnet(diameter: float, height: float, remanence: float = 1.345,
+                    density: float = 7500.0) -> Tuple[float, float]:
+    """``(|m| [A m²], mass [kg])`` of a cylindrical magnet; N45 remanence and NdFeB density by default."""
+    v = math.pi * diameter ** 2 / 4.0 * height
+    return magnet_moment(remanence, v), density * v
+
+
+def _batched(v: ArrayLike, name: str) -> Tensor:
+    t = torch.as_tensor(v, dtype=torch.float64)
+    if not isinstance(v, Tensor):
+        t = t.clone()
+    check(t.shape[-1:] == (3,), name, tuple(t.shape), "expected shape (3,) or (B, 3)")
+    return t
+
+
+class Load(torch.nn.Module):
+    """Base class of loads."""
+
+    def point_masses(self, n_nodes: int) -> List[Tuple[int, Tensor, Tensor]]:
+        return []
+
+    def apply(self, ctx, R: Tensor, p: Tensor, t: float) -> Tuple[Tensor, Tensor]:  # pragma: no cover
+        raise NotImplementedError
+
+
+class Gravity(Load):
+    """Uniform gravity ``g`` [m/s²] (3,) or (B, 3) on every node mass (rod + point masses + magnets).
+
+    Seed 001, eq. (1) writes the potential ``∫ F^c · P ds`` with ``F^c = M g_down``; the force on node a
+    is ``m_a g``. The seed's tables list F^c 1000× the value ``M g`` (see the package docstring).
+    """
+
+    def __init__(self, g: ArrayLike = (0.0, 0.0, -9.81)):
+        super().__init__()
+        self.register_buffer("g", _batched(g, "Gravity.g"))
+
+    def apply(self, ctx, R, p, t):
+        g = self.g.to(p)
+        if g.dim() == 1:
+            f = ctx.mass.unsqueeze(-1) * g
+        else:
+            f = ctx.mass.unsqueeze(-1) * g.unsqueeze(-2)
+        return f, None
+
+    def potential(self, ctx, p: Tensor) -> Tensor:
+        g = self.g.to(p)
+        g = g if g.dim() == 1 else g.unsqueeze(-2)
+        return -(ctx.mass.unsqueeze(-1) * g * p).sum((-1, -2))
+
+
+class PointForce(Load):
+    """A world-frame force [N] (3,) or (B, 3) at ``node`` (-1: tip), constant or ``fn(t)``."""
+
+    def __init__(self, node: int, force):
+        super().__init__()
+        self.node = int(node)
+        self.fn = force if callable(force) else None
+        if self.fn is None:
+            self.register_buffer("force", _batched(force, "PointForce.force"))
+
+    def apply(self, ctx, R, p, t):
+        node = self.node % p.shape[-2]
+        f = self.fn(t) if self.fn is not None else self.force
+        f = torch.as_tensor(f).to(p)
+        out = torch.zeros_like(p)
+        idx = torch.tensor([node], device=p.device)
+        src = f.expand(p.shape[:-2] + (3,)).unsqueeze(-2)
+        return out.index_add(-2, idx, src), None
+
+
+class EmbeddedMagnet(Load):
+    """A permanent magnet rigidly attached to the cross-section of ``node`` (-1: tip).
+
+    Args:
+        node: node index (0 … N; negative counts from the tip).
+        moment_body: dipole moment in the node's body frame [A m²], (3,) or (B, 3).
+        field: a :class:`~flexlearn.physics.cosserat.fields.Field`, a constant (3,) vector [T] or a
+            callable ``B(x, t)``.
+        mass: magnet mass [kg] added to the node (seed 001, Remark 1).
+        inertia: principal rotational inertia (3,) [kg m²] added to the node (default 0).
+    """
+
+    def __init__(self, node: int, moment_body: ArrayLike, field, mass: float = 0.0,
+                 inertia: ArrayLike = (0.0, 0.0, 0.0)):
+        super().__init__()
+        check(mass >= 0 and math.isfinite(mass), "EmbeddedMagnet.mass", mass, "must be finite and >= 0 [kg]")
+        self.node = int(node)
+        self.field: Field = as_field(field)
+        self.register_buffer("moment_body", _batched(moment_body, "EmbeddedMagnet.moment_body"))
+        self.register_buffer("mass", torch.as_tensor(mass, dtype=torch.float64).clone())
+        self.register_buffer("inertia", _batched(inertia, "EmbeddedMagnet.inertia"))
+
+    def point_masses(self, n_nodes: int):
+        return [(self.node % n_nodes, self.mass, self.inertia)]
+
+    def apply(self, ctx, R, p, t):
+        n = p.shape[-2]
+        node = self.node % n
+        Rn = R[..., node, :, :]                          # (B, 3, 3)
+        x = p[..., node, :]                              # (B, 3)
+        b = self.field(x, t)                             # (B, 3)
+        m_b = self.moment_body.to(p).expand(x.shape)
+        b_body = (Rn.transpose(-1, -2) @ b.unsqueeze(-1)).squeeze(-1)
+        tau = torch.linalg.cross(m_b, b_body)            # body-frame torque m_b × Rᵀ B
+        idx = torch.tensor([node], device=p.device)
+        tau_full = torch.zeros_like(p).index_add(-2, idx, tau.unsqueeze(-2))
+        if self.field.uniform:
+            return None, tau_full
+        m_w = (Rn @ m_b.unsqueeze(-1)).squeeze(-1)
+        grad = self.field.gradient(x, t)                 # (B, 3, 3): dB_i/dx_j
+        force = (grad.transpose(-1, -2) @ m_w.unsqueeze(-1)).squeeze(-1)   # ∇(m·B) with m held fixed
+        f_full = torch.zeros_like(p).index_add(-2, idx, force.unsqueeze(-2))
+        return f_full, tau_full
+
+    def potential(self, ctx, R: Tensor, p: Tensor, t: float) -> Tensor:
+        """Magnetic energy ``-m·B`` (only a potential for a static field)."""
+        node = self.node % p.shape[-2]
+        m_w = (R[..., node, :, :] @ self.moment_body.to(p).expand(p[..., node, :].shape).unsqueeze(-1)).squeeze(-1)
+        return -(m_w * self.field(p[..., node, :], t)).sum(-1)
+
+
+class TipMagnet(EmbeddedMagnet):
+    """A magnet at the tip node (seed 001, Secs. 4.2–4.3): ``EmbeddedMagnet(-1, ...)``."""
+
+    def __init__(self, moment_body: ArrayLike, field, mass: float = 0.0, inertia: ArrayLike = (0.0, 0.0, 0.0)):
+        super().__init__(-1, moment_body, field, mass=mass, inertia=inertia)

@@ -1,0 +1,90 @@
+"""Rod states, recorded trajectories and base conditions (seed 001, Sec. 2): :class:`RodState`,
+:class:`Trajectory`, :class:`Clamp` and the ``FREE`` base. Units: SI; rotations map body → world, the body
+z-axis ``E3`` is the rest tangent of the rod."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Optional, Sequence, Tuple, Union
+
+import torch
+from torch import Tensor
+
+from flexlearn.config import check
+
+Number = Union[float, int, Sequence[float], Tensor]
+_E3 = (0.0, 0.0, 1.0)
+
+
+@dataclasses.dataclass
+class RodState:
+    """Configuration and velocities at one time.
+
+    positions (B, N+1, 3) [m]; rotations (B, N+1, 3, 3) body → world; velocities (B, N+1, 3) [m/s] (world);
+    angular_velocities (B, N+1, 3) [rad/s] (body frame); time [s]; step index.
+    """
+
+    positions: Tensor
+    rotations: Tensor
+    velocities: Tensor
+    angular_velocities: Tensor
+    time: float = 0.0
+    step: int = 0
+
+    def detach(self) -> "RodState":
+        return RodState(self.positions.detach(), self.rotations.detach(), self.velocities.detach(),
+                        self.angular_velocities.detach(), self.time, self.step)
+
+
+@dataclasses.dataclass
+class Trajectory:
+    """Recorded simulation: positions (T, [B,] N+1, 3), rotations (T, [B,] N+1, 3, 3), times (T,).
+
+    The batch dimension is present only for a batched rod (parameters given as 1-D tensors). ``energy``
+    (T, [B]) total mechanical energy when ``record_energy=True``; ``final`` the last :class:`RodState`.
+    """
+
+    positions: Tensor
+    rotations: Tensor
+    times: Tensor
+    energy: Optional[Tensor] = None
+    final: Optional[RodState] = None
+
+    @property
+    def tip(self) -> Tensor:
+        return self.positions[..., -1, :]
+
+
+class Clamp:
+    """Clamped base: node 0 held at ``position`` (3,) with ``rotation`` (3, 3) (body z = rod axis).
+
+    ``motion(t) -> (rotation, position)`` prescribes a base motion instead (both (3, 3)/(3,) or
+    batched); node 0 then follows it exactly and the rest of the rod is driven through the elements.
+    """
+
+    def __init__(self, position: Number = (0.0, 0.0, 0.0), rotation: Optional[Number] = None,
+                 motion: Optional[Callable[[float], Tuple[Tensor, Tensor]]] = None):
+        self.position = torch.as_tensor(position, dtype=torch.float64)
+        self.rotation = torch.eye(3, dtype=torch.float64) if rotation is None else torch.as_tensor(rotation, dtype=torch.float64)
+        check(self.position.shape[-1:] == (3,), "Clamp.position", tuple(self.position.shape), "expected (3,)")
+        check(self.rotation.shape[-2:] == (3, 3), "Clamp.rotation", tuple(self.rotation.shape), "expected (3, 3)")
+        err = (self.rotation @ self.rotation.transpose(-1, -2) - torch.eye(3, dtype=torch.float64)).abs().max()
+        check(float(err) < 1e-9 and float(torch.linalg.det(self.rotation).min()) > 0, "Clamp.rotation",
+              self.rotation.tolist(), "must be a rotation matrix")
+        self.motion = motion
+
+    @classmethod
+    def horizontal(cls, position: Number = (0.0, 0.0, 0.0)) -> "Clamp":
+        """Rod axis along world +x (body z → world x), body y → world y: a horizontal cantilever under
+        gravity (0, 0, −g) bends in the world xz-plane."""
+        r = torch.tensor([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]], dtype=torch.float64)
+        return cls(position, r)
+
+    def pose(self, t: float, dtype, device=None) -> Tuple[Tensor, Tensor]:
+        if self.motion is None:
+            return self.rotation.to(dtype=dtype, device=device), self.position.to(dtype=dtype, device=device)
+        r, p = self.motion(t)
+        return (torch.as_tensor(r).to(dtype=dtype, device=device),
+                torch.as_tensor(p).to(dtype=dtype, device=device))
+
+
+FREE = "free"
