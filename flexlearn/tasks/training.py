@@ -161,3 +161,21 @@ def export_checkpoint(ckpt_path: str | Path, out_dir: str | Path, metrics: Optio
     example = torch.randn(4, 3, generator=torch.Generator().manual_seed(0)) * 1e-4
     pt2 = export_program(model, example, out_dir / "direction_model.pt2", metadata)
     return {"torchscript": str(ts), "program": str(pt2)}
+
+
+def export_robot_bundle(ckpt_path: str | Path, out_dir: str | Path, bundle: DictConfig) -> str:
+    """Write ``robot_bundle.pt``: fused estimator + height controller + the checkpoint's model + calibration."""
+    from flexlearn.runtime.deploy import export_deploy_bundle
+
+    model, info = load_direction_model(ckpt_path)
+    opts = OmegaConf.to_container(bundle, resolve=True)
+    try:
+        path = export_deploy_bundle(model, Path(out_dir) / "robot_bundle.pt", n_segments=int(opts["n_segments"]),
+                                    length=float(opts["length"]), calibration=opts.get("calibration"),
+                                    estimator=opts.get("estimator") or None,
+                                    controller=opts.get("controller") or None,
+                                    metadata={"checkpoint": str(ckpt_path), "checkpoint_info": info,
+                                              "flexlearn_version": flexlearn.__version__})
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ConfigError(f"config 'bundle': {exc}") from exc
+    return str(path)

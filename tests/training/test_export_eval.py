@@ -107,3 +107,25 @@ def test_checkpoint_with_pickled_code_is_refused(tmp_path, monkeypatch):
     with pytest.raises(CheckpointError, match="evil.ckpt"):
         load_direction_model(evil)
     assert not (tmp_path / "pwned.txt").exists()
+
+
+def test_export_app_writes_the_robot_bundle(trained_run, compose_cfg):
+    from flexlearn.runtime.deploy import load_bundle
+    from flexlearn.tasks.training import export_robot_bundle
+
+    cfg = compose_cfg("export", [f"ckpt_path={trained_run['metrics']['best_ckpt']}", "bundle.enabled=true",
+                                 "bundle.n_segments=8"])
+    path = export_robot_bundle(cfg.ckpt_path, cfg.out_dir, cfg.bundle)
+    module, meta = load_bundle(path)
+    assert meta["n_segments"] == 8 and meta["length_m"] == pytest.approx(0.029)
+    assert meta["checkpoint"] == str(cfg.ckpt_path)
+    assert module.n_segments == 8
+
+
+def test_export_app_rejects_a_bad_bundle_option(trained_run, compose_cfg):
+    from flexlearn.errors import ConfigError
+    from flexlearn.tasks.training import export_robot_bundle
+
+    cfg = compose_cfg("export", [f"ckpt_path={trained_run['metrics']['best_ckpt']}", "bundle.n_segments=0"])
+    with pytest.raises(ConfigError, match="n_segments"):
+        export_robot_bundle(cfg.ckpt_path, cfg.out_dir, cfg.bundle)

@@ -1,0 +1,461 @@
+"""Scripted magnetic–inertial shape estimator of seed 002 (III-B2 acquisition, III-B3 reconstruction, III-B4 fusion).
+
+Robot: a base module 0 and N sensing modules 1..N (N = 9 in the seed, 8 for its height hold). Module k carries an
+IMU (game-rotation-vector quaternion q_k, body → its own drifting world frame), a coil, and a magnetometer that
+receives the coil of module k − 1 (the receiver of joint i is module i). Units: s, T, m, rad.
+
+Equations (seed 002):
+* III-B3: the seed writes R_i = R(q_i) R(q_i⁰)ᵀ (q⁰ recorded hanging straight), e = −ẑ, u_i^q = R_i e. A game
+  rotation vector reports H_i R_i^true M_i with its own arbitrary heading H_i about the vertical, so that form is
+  R_i^true conjugated by H_i: each segment's bending plane turns by its IMU's initial heading, and the rotation of
+  the parent about its own axis then corrupts u_i^m, which a direction-only bias b_i cannot undo (measured in
+  simulation: 60+ mm backbone RMSE). The default ``reference="body"`` uses R_i = R(q_i⁰)ᵀ R(q_i) = M_iᵀ H_i0ᵀ
+  H_i(t) R_i^true M_i, in which the initial heading cancels exactly and only the drift H_i0ᵀ H_i(t) remains — the
+  error the seed's b_i is meant to track; ``reference="world"`` keeps the seed's literal form (seed discrepancy).
+  Fast path: u_i^q is a quadratic form in q_i, û_i = C_i T_i vec(q_i q_iᵀ) with C_i = exp([b_i]×).
+* III-B3: u_i^m = R̂_{i−1} M f(A_i W_i ΔB_i). The seed writes M_e = 2eeᵀ − I; with the training label of
+  `flexlearn.models.direction_mlp` (parent axis pointing from child to parent, = R_childᵀ ẑ) that gives −u_i, so
+  this code uses M = I − 2eeᵀ = diag(1, 1, −1) (seed discrepancy, see tests/runtime/test_fusion.py::test_sign).
+  R̂_{i−1} = exp([b_{i−1}]×) R_{i−1} is the *corrected* parent rotation (the seed writes R_{i−1}; the raw one
+  carries the parent IMU's own heading offset), R_0 of the base (b_0 = 0); both rotations are taken at coil
+  activation (seed: "the parent's rotation is evaluated at coil activation").
+* III-B4: û_i = exp([b_i]×) u_i^q,  P_i ← P_i + σ_b² Δt;  at a magnetic update y = Log(u_i^q → u_i^m) − b_i,
+  K = P(P + σ_m²)⁻¹, b ← b + K y, P ← (1 − K) P. P starts and stays isotropic (P = p I) under these equations, so
+  p is a scalar per segment (exact, not an approximation). The seed's "− b" already damps b's component along
+  u^q (unobservable) by K per update; an extra damping b ← b − γ (b·u^q) u^q is applied (γ = ``twist_damping``).
+  Keep γ small: heading drift is a rotation about the vertical, i.e. *along* u^q whenever a segment passes
+  straight, and a large γ erases the learned heading correction every time (measured: γ = 0.5 left 100 mm tip
+  error after 50 curl cycles, γ = 0.02 tracks the drift). ``innovation="observable"`` uses y = Log(û_i → u_i^m)
+  instead (no implicit damping); both give the same accuracy in simulation.
+* III-B4: p_0 = 0, p_i = p_{i−1} + L û_i;  III-C: h = L Σ (1 + û_{i,z}).
+* III-B2 coil field: ΔB = mean of fresh coil-on samples (after ``settle``, bitwise-new conversions) − the latest
+  confirmed coil-off baseline (mean of fresh coil-off samples before the pulse).
+
+Modes (the seed's baselines in the same code path): FUSION, QUAT_ONLY (b ≡ 0), MAG_ONLY (û from the chain of the
+latest magnetic relative directions, no-twist joints, quaternions unused).
+
+Robustness (never NaN; the last valid state is held and the segment flagged, bits in `FLAG_NAMES`): non-finite or
+non-unit quaternions, silent modules (stale), repeated (stale) or saturated magnetometer conversions, non-finite
+readings, out-of-order / duplicated timestamps (frame ignored), pulses with too few fresh samples or no baseline.
+"""
+from __future__ import annotations
+
+import math
+from typing import List, Tuple
+
+import torch
+from torch import Tensor, nn
+
+from flexlearn.lie import quat_to_matrix, rotation_between, so3_exp
+
+FUSION, QUAT_ONLY, MAG_ONLY = 0, 1, 2
+MODES = {"fusion": FUSION, "quat_only": QUAT_ONLY, "mag_only": MAG_ONLY}
+
+BAD_QUAT, STALE_QUAT, BAD_MAG, REPEATED_MAG, TIME_ORDER, MAG_REJECTED, NO_FIX, NO_REFERENCE = (
+    1, 2, 4, 8, 16, 32, 64, 128)
+FLAG_NAMES = {BAD_QUAT: "bad_quat", STALE_QUAT: "stale_quat", BAD_MAG: "bad_mag", REPEATED_MAG: "repeated_mag",
+              TIME_ORDER: "time_order", MAG_REJECTED: "mag_rejected", NO_FIX: "no_fix",
+              NO_REFERENCE: "no_reference"}
+
+
+def _qrot(q: Tensor, p: Tensor) -> Tensor:
+    """R(q) p (…, 3) for quaternions (…, 4), not necessarily unit (quadratic in q: |q|² R(q/|q|) p)."""
+    w = q[..., :1]
+    v = q[..., 1:]
+    n2 = (q * q).sum(-1, keepdim=True)
+    tt = 2.0 * torch.linalg.cross(v, p)
+    return n2 * p - 2.0 * (v * v).sum(-1, keepdim=True) * p + 2.0 * v * (v * p).sum(-1, keepdim=True) \
+        + w * tt
+
+
+def decode_flags(flags: int) -> List[str]:
+    """Names of the bits set in one segment's flag word."""
+    return [name for bit, name in FLAG_NAMES.items() if flags & bit]
+
+
+class FusedEstimator(nn.Module):
+    """Stateful per-frame estimator; every method is TorchScript-compatible (state lives in buffers).
+
+    Args:
+        model: direction model f, ΔB (…, 3) [T] → unit parent axis in the child sensor frame (`DirectionMLP`).
+        n_segments: N joints (N + 1 modules including the base).
+        length: pivot spacing L [m] (seed: 0.029).
+        sigma_b: bias random walk σ_b [rad/√s];  sigma_m: magnetic direction noise σ_m [rad].
+        p0: initial bias variance [rad²] (small with reference="body": the initial heading cancels exactly).
+        twist_damping: γ ∈ [0, 1], extra fraction of b's component along u^q removed per update (keep small).
+        settle: coil-on samples within ``settle`` [s] of switch-on are discarded;  min_fresh: fresh samples needed.
+        full_scale: |reading| [T] at or above which a conversion is saturated and dropped.
+        stale_after: a module with no valid quaternion for this long [s] is flagged STALE_QUAT;
+        fix_timeout: a segment without a magnetic fix for this long [s] is flagged NO_FIX.
+        soft_iron: W (N, 3, 3) and alignment: A (N, 3, 3) per receiver (identity if None).
+        mode: "fusion", "quat_only" or "mag_only".
+        reference: "body" (default): R_i = R(q_i⁰)ᵀ R(q_i); "world": R_i = R(q_i) R(q_i⁰)ᵀ, the seed's literal form.
+        innovation: "seed" (default, y = Log(u^q → u^m) − b) or "observable" (y = Log(û → u^m)).
+        travel_noise: κ, extra process noise P += (κ Δφ)² for the module's rotation Δφ [rad] since its last fix
+            (drift ∝ angular travel, seed III-B4); 0 by default (it did not improve the simulated runs).
+    Defaults (σ_b = 3e-3 rad/√s, σ_m = 0.07 rad, p0 = 3e-4 rad², γ = 0.02) were tuned on the simulator
+    (`flexlearn.tasks.shape_scenarios`): heading drift 0.65 % of travel, magnetic errors of a few degrees.
+
+    Inputs are float64 tensors (other dtypes are converted); quaternions (w, x, y, z) with R(q) body → world.
+    """
+
+    def __init__(self, model: nn.Module, n_segments: int = 9, length: float = 0.029, sigma_b: float = 3e-3,
+                 sigma_m: float = 0.07, p0: float = 3e-4, twist_damping: float = 0.02, settle: float = 0.010,
+                 min_fresh: int = 2, full_scale: float = 1.3e-3, stale_after: float = 0.5, fix_timeout: float = 10.0,
+                 soft_iron: Tensor | None = None, alignment: Tensor | None = None, mode: str = "fusion",
+                 reference: str = "body", innovation: str = "seed", travel_noise: float = 0.0) -> None:
+        super().__init__()
+        if n_segments < 1:
+            raise ValueError(f"n_segments = {n_segments}: expected ≥ 1")
+        if innovation not in ("seed", "observable"):
+            raise ValueError(f"innovation = {innovation!r}: expected 'seed' or 'observable'")
+        if reference not in ("body", "world"):
+            raise ValueError(f"reference = {reference!r}: expected 'body' or 'world'")
+        if mode not in MODES:
+            raise ValueError(f"mode = {mode!r}: expected one of {sorted(MODES)}")
+        n = int(n_segments)
+        f64 = torch.float64
+        self.model = model
+        self.n = n
+        self.length = float(length)
+        self.sigma_b2 = float(sigma_b) ** 2
+        self.sigma_m2 = float(sigma_m) ** 2
+        self.p0 = float(p0)
+        self.twist_damping = float(twist_damping)
+        self.settle = float(settle)
+        self.min_fresh = int(min_fresh)
+        self.full_scale = float(full_scale)
+        self.stale_after = float(stale_after)
+        self.fix_timeout = float(fix_timeout)
+        self.mode = MODES[mode]
+        eye = torch.eye(3, dtype=f64)
+        w = eye.expand(n, 3, 3) if soft_iron is None else soft_iron.to(f64).reshape(n, 3, 3)
+        a = eye.expand(n, 3, 3) if alignment is None else alignment.to(f64).reshape(n, 3, 3)
+        self.register_buffer("aw", (a @ w).contiguous())                     # A_i W_i (N, 3, 3)
+        self.register_buffer("e", torch.tensor([0.0, 0.0, -1.0], dtype=f64))
+        self.register_buffer("flip", torch.tensor([1.0, 1.0, -1.0], dtype=f64))  # M = I − 2eeᵀ
+        # attitude state
+        self.register_buffer("q_ref", torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=f64).repeat(n + 1, 1))
+        self.register_buffer("v_ref", self.e.repeat(n + 1, 1))               # R(q⁰)ᵀ e ("world") or e ("body")
+        self.register_buffer("r0t", torch.eye(3, dtype=f64).repeat(n + 1, 1, 1))   # R(q⁰)ᵀ per module
+        self.body_ref = reference == "body"
+        self.seed_innovation = innovation == "seed"
+        self.travel_noise = float(travel_noise)
+        self.register_buffer("q_fix", self.q_ref[1:].clone())               # module quaternion at the last fix
+        self.register_buffer("has_ref", torch.zeros(n + 1, dtype=torch.bool))
+        self.register_buffer("q_last", self.q_ref.clone())
+        self.register_buffer("q_time", torch.full((n + 1,), -1e300, dtype=f64))
+        self.register_buffer("q_on", self.q_ref.clone())                    # snapshot at coil activation
+        self.register_buffer("bias", torch.zeros(n, 3, dtype=f64))
+        self.register_buffer("c_bias", eye.repeat(n, 1, 1))                 # exp([b_i]×)
+        self.register_buffer("p_var", torch.full((n,), float(p0), dtype=f64))   # P_i = p_i I at time t_p
+        self.register_buffer("t_p", torch.full((n,), 1e300, dtype=f64))
+        self.register_buffer("d_rel", self.e.repeat(n, 1))                  # MAG_ONLY: latest relative directions
+        self.register_buffer("u_hat", self.e.repeat(n, 1))
+        self.register_buffer("points", torch.zeros(n + 1, 3, dtype=f64))
+        self.register_buffer("height", torch.zeros((), dtype=f64))
+        self.register_buffer("flags", torch.zeros(n, dtype=torch.int64))
+        self.register_buffer("tmap", torch.zeros(n + 1, 3, 16, dtype=f64))  # q ↦ R(q) v_k per module k
+        self.register_buffer("gain", torch.zeros(n + 1, 3, 16, dtype=f64))  # C_k T_k (C_0 = I)
+        chain = torch.tril(torch.ones(n + 1, n + 1, dtype=f64)) * float(length)
+        chain[:, 0] = 0.0                                                      # the base module adds no segment
+        self.register_buffer("chain", chain)                                 # points = chain @ û
+        self.register_buffer("no_fix_mask", torch.zeros(n, dtype=torch.bool))
+        self.register_buffer("zeros3", torch.zeros(n, 3, dtype=f64))
+        self.register_buffer("static_flags", torch.zeros(n, dtype=torch.int64))
+        self.register_buffer("base_flags", torch.zeros(n, dtype=torch.int64))  # static | magnetometer flags
+        self.t_att = -1e300
+        self.t_all_ok = -1e300
+        self.register_buffer("bad_now", torch.zeros(n, dtype=torch.int64))
+        self.t_fix_min = -1e300
+        # magnetometer / coil-burst state (receiver j = segment j + 1, its parent coil = module j)
+        self.register_buffer("prev_raw", torch.full((n, 3), float("nan"), dtype=f64))
+        self.register_buffer("off_sum", torch.zeros(n, 3, dtype=f64))
+        self.register_buffer("off_cnt", torch.zeros(n, dtype=f64))
+        self.register_buffer("base", torch.zeros(n, 3, dtype=f64))
+        self.register_buffer("base_ok", torch.zeros(n, dtype=torch.bool))
+        self.register_buffer("on_sum", torch.zeros(n, 3, dtype=f64))
+        self.register_buffer("on_cnt", torch.zeros(n, dtype=f64))
+        self.register_buffer("mag_flags", torch.zeros(n, dtype=torch.int64))
+        self.register_buffer("t_fix", torch.full((n,), -1e300, dtype=f64))
+        self.register_buffer("n_fixes", torch.zeros(n, dtype=torch.int64))
+        self.register_buffer("last_um", torch.full((n, 3), float("nan"), dtype=f64))
+        self.register_buffer("last_db", torch.full((n, 3), float("nan"), dtype=f64))
+        self.register_buffer("last_target", torch.full((n, 3), float("nan"), dtype=f64))
+        self.register_buffer("eye_n", torch.eye(n, dtype=torch.bool))
+        self.mag_flagged = False
+        self.coil = -1
+        self.t_switch = -1e300
+        self.t_mag = -1e300
+        self.set_reference(self.q_ref.clone())
+        self.static_flags.fill_(128)                                         # NO_REFERENCE until set_reference
+        self.base_flags = self.static_flags.clone()
+
+    # ------------------------------------------------------------------------------------------ setup
+    @torch.jit.export
+    def set_reference(self, quats: Tensor) -> None:
+        """Record q⁰ (N + 1, 4) with the robot hanging straight (non-finite rows keep identity, flagged) and reset."""
+        q = quats.to(torch.float64)
+        nrm = (q * q).sum(-1)
+        ok = torch.isfinite(nrm) & (nrm > 0.25) & (nrm < 4.0)
+        q = torch.where(ok.unsqueeze(-1), q / nrm.clamp_min(1e-12).sqrt().unsqueeze(-1), self.q_ref)
+        self.q_ref.copy_(q)
+        self.has_ref.copy_(ok)
+        r0t = quat_to_matrix(q).transpose(-1, -2)
+        self.r0t.copy_(r0t)
+        if self.body_ref:
+            self.v_ref.copy_(self.e.expand(self.n + 1, 3))
+        else:
+            self.v_ref.copy_(torch.matmul(r0t, self.e))
+        self.q_last.copy_(q)
+        self.static_flags.copy_(torch.where(ok[1:], 0, 128))                # NO_REFERENCE
+        self.base_flags = self.static_flags | self.mag_flags
+        self._refresh_tmap()
+        self.reset_filter()
+
+    @torch.jit.export
+    def reset_filter(self) -> None:
+        """Zero the rotation biases, set P = p0, forget magnetic fixes and pulse accumulators."""
+        self.bias.zero_()
+        self.c_bias.copy_(torch.eye(3, dtype=torch.float64).expand(self.n, 3, 3))
+        self.p_var.fill_(self.p0)
+        self.t_p.fill_(1e300)
+        self.d_rel.copy_(self.e.expand(self.n, 3))
+        self.off_sum.zero_()
+        self.off_cnt.zero_()
+        self.on_sum.zero_()
+        self.on_cnt.zero_()
+        self.base_ok.zero_()
+        self.n_fixes.zero_()
+        self.t_fix.fill_(-1e300)
+        self.t_fix_min = -1e300
+        self.gain.copy_(self.tmap)
+        self.q_fix.copy_(self.q_last[1:])
+
+    # --------------------------------------------------------------------------------------- attitude
+    def _refresh_tmap(self) -> None:
+        """T_i (N, 3, 16): the quadratic map q ↦ R(q) v_i, so that û_i = C_i T_i vec(q qᵀ) / |q|² (G_i = C_i T_i)."""
+        v = self.v_ref
+        eye4 = torch.eye(4, dtype=torch.float64)
+        # R(q) v is quadratic in q: evaluate it on the basis products to get T (N+1, 3, 4, 4), symmetric in (a, b)
+        basis = eye4.unsqueeze(0).expand(self.n + 1, 4, 4)
+        cols: List[Tensor] = []
+        for a in range(4):
+            row: List[Tensor] = []
+            for b in range(4):
+                if a == b:
+                    row.append(_qrot(basis[:, a], v))
+                else:
+                    qp = basis[:, a] + basis[:, b]
+                    qm = basis[:, a] - basis[:, b]
+                    row.append(0.25 * (_qrot(qp, v) - _qrot(qm, v)))
+            cols.append(torch.stack(row, -1))
+        t = torch.stack(cols, -2).reshape(self.n + 1, 3, 16)        # (N + 1, 3, 16)
+        if self.body_ref:
+            t = torch.matmul(self.r0t, t)                             # R(q⁰)ᵀ R(q) e
+        self.tmap.copy_(t)
+
+    @torch.jit.export
+    def attitude(self, t: float, quats: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """One attitude sweep: quats (N + 1, 4) at time t [s] → (points (N + 1, 3) [m], h () [m], flags (N,)).
+
+        Rows with |q|² in (0.25, 4) are normalised; invalid rows (non-finite, |q|² outside) hold the module's last
+        valid quaternion (BAD_QUAT); a frame whose time is not after the previous one (or non-finite) is ignored
+        (TIME_ORDER on all segments). Fast path (every |q|² within 1e-3 of 1, then used unnormalised: < 0.03 mm per
+        segment): ~15 tensor ops, û_i = exp([b_i]×) R_i e = G_i vec(q_i q_iᵀ) with G_i = C_i T_i precomputed.
+        """
+        if not math.isfinite(t) or not (t > self.t_att):
+            return self.points, self.height, self.flags | 16   # TIME_ORDER
+        self.t_att = t
+        q = quats.to(torch.float64)
+        n2 = (q * q).sum(-1)
+        # fast path: every row unit to 1e-3 (then |q|² normalisation changes û by < 1e-3, < 0.03 mm per segment)
+        all_ok = torch.equal(n2.clamp(0.999, 1.001), n2)      # False for NaN or inf
+        if all_ok:
+            self.q_last.copy_(q)
+            self.t_all_ok = t
+            if self.mode == 2:                               # MAG_ONLY
+                u = self._mag_chain()
+            else:
+                u = torch.bmm(self.gain, (q.unsqueeze(-1) * q.unsqueeze(-2)).reshape(self.n + 1, 16, 1)).squeeze(-1)
+        else:
+            u = self._attitude_slow(t, q, n2)
+        self.u_hat = u[1:]
+        self.points = torch.matmul(self.chain, u)            # p_0 = 0, p_i = p_{i−1} + L û_i (û_0 column unused)
+        self.height = self.points[self.n, 2] + self.n * self.length   # h = L Σ (1 + û_z) = p_N,z + N L
+        fl = self.base_flags
+        if not all_ok:
+            fl = fl | self.bad_now | torch.where(t - self.q_time[1:] > self.stale_after, 2, 0)     # STALE_QUAT
+        if t - self.t_fix_min > self.fix_timeout:
+            fl = fl | torch.where(t - self.t_fix > self.fix_timeout, 64, 0)        # NO_FIX
+        self.flags = fl
+        return self.points, self.height, fl
+
+    def _attitude_slow(self, t: float, q: Tensor, n2: Tensor) -> Tensor:
+        """Some rows not unit: normalise those in (0.25, 4), hold the others' last valid quaternion (BAD_QUAT)."""
+        ok = (n2 > 0.25) & (n2 < 4.0)                        # False for NaN; inf fails the upper bound
+        self.q_time.copy_(torch.where(ok, t, torch.clamp_min(self.q_time, self.t_all_ok)))
+        q = torch.where(ok.unsqueeze(-1), q * torch.rsqrt(n2.clamp_min(0.25)).unsqueeze(-1), self.q_last)
+        self.q_last.copy_(q)
+        self.bad_now.copy_(torch.where(ok[1:], 0, 1))                                # BAD_QUAT
+        if self.mode == 2:
+            return self._mag_chain()
+        return torch.bmm(self.gain, (q.unsqueeze(-1) * q.unsqueeze(-2)).reshape(self.n + 1, 16, 1)).squeeze(-1)
+
+    def _mag_chain(self) -> Tensor:
+        """MAG_ONLY: (N + 1, 3) rows [e, û_1..û_N], û_i = R_i e, R_i = R_{i−1} exp(rotation_between(e, d_i)), R_0 = I."""
+        rel = so3_exp(rotation_between(self.e.expand(self.n, 3), self.d_rel))
+        r = torch.eye(3, dtype=torch.float64)
+        out: List[Tensor] = [self.e]
+        for i in range(self.n):
+            r = torch.matmul(r, rel[i])
+            out.append(torch.matmul(r, self.e))
+        return torch.stack(out)
+
+    # ------------------------------------------------------------------------------------ magnetometer
+    @torch.jit.export
+    def magnetometer(self, t: float, mags: Tensor, coil: int) -> Tensor:
+        """One magnetometer round: raw readings (N, 3) [T] of receivers 1..N; ``coil`` = firing module (−1: none).
+
+        Returns the per-segment mask (N,) of magnetic corrections applied in this call. Only bitwise-new, finite,
+        unsaturated readings count (flags REPEATED_MAG / BAD_MAG otherwise); a pulse ends when ``coil`` changes.
+        Coil-off baselines are collected only from rounds with no coil firing.
+        """
+        applied = self.no_fix_mask
+        if not math.isfinite(t) or not (t > self.t_mag):
+            self._set_mag_flags(torch.full_like(self.mag_flags, 16))            # TIME_ORDER
+            return applied
+        self.t_mag = t
+        m = mags.to(torch.float64)
+        # usable: finite and unsaturated (NaN fails <); fresh: bitwise-new conversion (NaN prev at start: new)
+        good = (m.abs() < self.full_scale).all(-1) & (m != self.prev_raw).any(-1)
+        all_good = bool(good.all())
+        if all_good:
+            self.prev_raw.copy_(m)
+            if self.mag_flagged:
+                self._set_mag_flags(torch.zeros_like(self.mag_flags))
+        else:
+            finite = torch.isfinite(m).all(-1)
+            usable = (m.abs() < self.full_scale).all(-1)
+            fresh = (m != self.prev_raw).any(-1)
+            self.prev_raw.copy_(torch.where(finite.unsqueeze(-1), m, self.prev_raw))
+            self._set_mag_flags(torch.where(usable, 0, 4) | torch.where(fresh | ~finite, 0, 8))  # BAD_MAG, REPEATED
+        if coil != self.coil:
+            if self.coil >= 0 and self.coil < self.n:
+                applied = self._finish_pulse(self.coil, t)
+            self.coil = coil
+            self.t_switch = t
+            if coil >= 0 and coil < self.n:                   # confirm the receiver's coil-off baseline
+                j = coil
+                if float(self.off_cnt[j]) > 0.0:
+                    self.base[j] = self.off_sum[j] / self.off_cnt[j]
+                    self.base_ok[j] = True
+                self.on_sum[j].zero_()
+                self.on_cnt[j] = 0.0
+                self.q_on.copy_(self.q_last)
+            self.off_sum.zero_()
+            self.off_cnt.zero_()
+            return applied                                    # samples at a switch instant are transients
+        if t - self.t_switch < self.settle:
+            return applied
+        if self.coil >= 0 and self.coil < self.n:
+            j = self.coil
+            if bool(good[j]):
+                self.on_sum[j] += m[j]
+                self.on_cnt[j] += 1.0
+            return applied                  # baselines only from coil-off rounds: other receivers see this coil too
+        if self.coil >= 0:
+            return applied                  # an unknown coil index is on: no baseline samples
+        if all_good:
+            self.off_sum.add_(m)
+            self.off_cnt.add_(1.0)
+        else:
+            self.off_sum.add_(torch.where(good.unsqueeze(-1), m, self.zeros3))
+            self.off_cnt.add_(good)
+        return applied
+
+    def _set_mag_flags(self, fl: Tensor) -> None:
+        self.mag_flags.copy_(fl)
+        self.base_flags = self.static_flags | fl
+        self.mag_flagged = bool((fl != 0).any())
+
+    def _finish_pulse(self, j: int, t: float) -> Tensor:
+        applied = torch.zeros(self.n, dtype=torch.bool)
+        if float(self.on_cnt[j]) < float(self.min_fresh) or not bool(self.base_ok[j]):
+            self._set_mag_flags(self.mag_flags | torch.where(self.eye_n[j], 32, 0))       # MAG_REJECTED
+            return applied
+        db = self.on_sum[j] / self.on_cnt[j] - self.base[j]
+        if self.correct(j + 1, db, t):
+            applied[j] = True
+        else:
+            self._set_mag_flags(self.mag_flags | torch.where(self.eye_n[j], 32, 0))       # MAG_REJECTED
+        return applied
+
+    def _relative(self, k: int) -> Tensor:
+        """R_k at coil activation: R(q_k⁰)ᵀ R(q_k) (reference "body") or R(q_k) R(q_k⁰)ᵀ ("world", the seed's form)."""
+        r = quat_to_matrix(self.q_on[k] / torch.linalg.vector_norm(self.q_on[k]))
+        if self.body_ref:
+            return torch.matmul(self.r0t[k], r)
+        return torch.matmul(r, self.r0t[k].transpose(0, 1))
+
+    @torch.jit.export
+    def correct(self, i: int, delta_b: Tensor, t: float) -> bool:
+        """Magnetic update of segment i ∈ 1..N from its coil field ΔB (3,) [T] (seed 002, III-B3/B4).
+
+        Uses the module quaternions snapshotted at coil activation. Returns False (state unchanged) when the
+        prediction is not finite or ΔB is zero.
+        """
+        j = i - 1
+        db = delta_b.to(torch.float64)
+        if not bool(torch.isfinite(db).all()) or float(torch.linalg.vector_norm(db)) <= 0.0:
+            return False
+        x = torch.matmul(self.aw[j], db)
+        f = self.model(x.to(torch.float32).unsqueeze(0)).squeeze(0).detach().to(torch.float64)
+        if not bool(torch.isfinite(f).all()):
+            return False
+        d = self.flip * f / torch.linalg.vector_norm(f).clamp_min(1e-12)   # child direction in the parent frame
+        self.n_fixes[j] += 1
+        self.t_fix[j] = t
+        self.t_fix_min = float(self.t_fix.min())
+        if self.mode == 2:
+            self.d_rel[j] = d
+            self.last_um[j] = d
+            return True
+        r_par = self._relative(j)
+        if j > 0:
+            r_par = torch.matmul(self.c_bias[j - 1], r_par)
+        um = torch.matmul(r_par, d)
+        uq = torch.matmul(self._relative(i), self.e)
+        self.last_um[j] = um
+        self.last_db[j] = db                                 # for the alignment fit (seed III-B3): ΔB_i and
+        self.last_target[j] = torch.matmul(r_par.transpose(0, 1), uq)   # R_{i−1}ᵀ u_i^q at this fix
+        if self.mode == 1:
+            return True
+        b = self.bias[j]
+        if self.seed_innovation:
+            y = rotation_between(uq, um) - b                 # seed III-B4 (implicitly damps b along u^q by K)
+        else:
+            y = rotation_between(torch.matmul(self.c_bias[j], uq), um)   # observable part only: Log(û → u^m)
+        p = self.p_var[j] + self.sigma_b2 * max(t - float(self.t_p[j]), 0.0)   # P ← P + σ_b² Δt (lazy)
+        if self.travel_noise > 0.0:                         # + (κ Δφ)²: drift grows with angular travel Δφ
+            qa = self.q_on[i] / torch.linalg.vector_norm(self.q_on[i])
+            qb = self.q_fix[j] / torch.linalg.vector_norm(self.q_fix[j])
+            dphi = 2.0 * torch.acos(torch.abs(torch.dot(qa, qb)).clamp(max=1.0))
+            p = p + (self.travel_noise * dphi) ** 2
+            self.q_fix[j] = self.q_on[i]
+        k = p / (p + self.sigma_m2)
+        b = b + k * y
+        b = b - self.twist_damping * torch.dot(b, uq) * uq
+        if not bool(torch.isfinite(b).all()):
+            return False
+        self.bias[j] = b
+        self.p_var[j] = (1.0 - k) * p
+        self.t_p[j] = t
+        self.c_bias[j] = so3_exp(b)
+        self.gain[i] = torch.matmul(self.c_bias[j], self.tmap[i])
+        return True
+
+    def forward(self, t: float, quats: Tensor, mags: Tensor, coil: int) -> Tuple[Tensor, Tensor, Tensor]:
+        """One fused step: magnetometer round then attitude sweep at time t (see `magnetometer`, `attitude`)."""
+        self.magnetometer(t, mags, coil)
+        return self.attitude(t, quats)

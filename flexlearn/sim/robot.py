@@ -1,0 +1,385 @@
+"""Nine-module continuum-robot simulator: ground-truth backbone + the raw streams of seed 002 (III-A, III-B2, IV).
+
+Kinematics (SI units, world z up, base fixed, straight = hanging along e = −ẑ): module k = 0..N (0 = base) has
+rotation R_k, R_0 = I, R_k = R_{k−1} exp([β_k]×) exp(τ_k [e]×) with a bend β_k ⟂ e (spherical pivot, seed III-B1)
+and an axial twist τ_k (zero except in manual manipulation). Joint k's child direction u_k = R_k e. Pivot
+points (the estimator's backbone, seed III-B4): p_0 = 0, p_k = p_{k−1} + L s_k u_k with L = 29 mm and a length
+scale s_k ≤ 1 (< 1 only under obstacle compression, which breaks the estimator's fixed-length assumption).
+The joint/coil geometry between module k−1 (coil) and k (receiver) is exactly the rig's (`flexlearn.sim.rig`):
+`sensor_position`, `coil_current`, `PlanarCoil` and the rig's sensor-model config blocks are reused.
+
+Sensors (per module, sensor frame = R_k M_k with a mount misalignment M_k):
+* IMU game rotation vector (III-A): q_k = quat(H_k(t) R_k M_k), H_k = Rz(ψ_k), ψ_k = ψ_k0 (arbitrary, uniform in
+  ±``initial_heading``) + d_k·(angular travel of module k) with |d_k| ≈ ``heading_drift`` (0.65 %), plus rotation
+  noise. Read sequentially within each attitude sweep (``sweep_period`` = 60 ms ≈ 16.7 Hz, module k at
+  t + k·``module_read``), stamped with the sweep time.
+* Accelerometer: f = (R_k M_k)ᵀ(a_k + g ẑ) + bias + noise, a_k the board acceleration (central differences).
+* Magnetometer of module k ≥ 1: free-running 90 Hz conversions, each the mean over its window; reading
+  m = S_k B_s + h_k + noise, quantised and clipped (rig `MagnetometerConfig`), B_s = (R_k M_k)ᵀ B_earth(t) +
+  i(t) (R_rel,k M_k)ᵀ B_coil(pos_k) with the parent coil's field. Acquisition (III-B2): every ``pair_period`` =
+  300 ms the coil of module (n mod N) fires for 40 ms; the master polls all receivers every ``mag_round`` = 3 ms
+  from ``pre_window`` before the pulse to ``post_window`` after it (stale polls repeat the last conversion
+  bitwise). Each segment thus gets a fix every N·300 ms ≈ 2.7 s. Simplifications: the coil current is a square
+  pulse (τ ≈ 1 ms ≪ the 5 ms window is neglected); only the parent coil's field is simulated at a receiver (the
+  estimator collects baselines only while no coil fires, so farther coils do not enter).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional, Union
+
+import numpy as np
+import torch
+
+from flexlearn.config import check, from_dict
+from flexlearn.lie import matrix_to_quat, rotation_between, so3_exp, so3_log
+from flexlearn.sensing.coil import CoilConfig, PlanarCoil
+from flexlearn.sim.rig import _single_torch_thread, coil_current, sensor_position
+from flexlearn.sim.rig_config import (AccelerometerConfig, AcquisitionConfig, AmbientConfig, JointGeometry,
+                                      MagnetometerConfig, RigConfig)
+
+__all__ = ["RobotConfig", "RobotRecording", "JointMotion", "simulate_robot", "forward_kinematics", "rig_pairs"]
+
+E = np.array([0.0, 0.0, -1.0])
+UP = np.array([0.0, 0.0, 1.0])
+
+
+@dataclass
+class RobotBlock:
+    """Robot-level parameters (SI units)."""
+
+    n_segments: int = 9
+    length: float = 0.029                    # pivot spacing L [m]
+    sweep_period: float = 0.060              # attitude sweep [s] (16.7 Hz)
+    module_read: float = 0.0052              # per-module read offset within a sweep [s]
+    pair_period: float = 0.300               # one coil pulse every T_pair [s]
+    mag_round: float = 0.003                 # magnetometer poll round during bursts [s]
+    pre_window: float = 0.060                # coil-off polling before a pulse (baseline) [s]
+    post_window: float = 0.012               # polling after a pulse [s]
+    initial_heading: float = math.pi         # IMU initial heading uniform in ±this [rad]
+    heading_drift: float = 0.0065            # heading drift per rad of angular travel
+    quat_noise: float = math.radians(0.2)    # IMU orientation noise (per axis) [rad]
+    mount_misalignment: float = math.radians(1.0)
+
+    def validate(self, where: str = "robot") -> None:
+        check(self.n_segments >= 1, f"{where}.n_segments", self.n_segments, "must be >= 1")
+        for k in ("length", "sweep_period", "module_read", "pair_period", "mag_round"):
+            check(getattr(self, k) > 0, f"{where}.{k}", getattr(self, k), "must be > 0")
+        for k in ("pre_window", "post_window", "initial_heading", "heading_drift", "quat_noise",
+                  "mount_misalignment"):
+            check(getattr(self, k) >= 0, f"{where}.{k}", getattr(self, k), "must be >= 0")
+
+
+@dataclass
+class RobotConfig:
+    """Everything `simulate_robot` needs besides the motion; sensor blocks are the rig's."""
+
+    seed: int = 0
+    robot: RobotBlock = field(default_factory=RobotBlock)
+    coil: CoilConfig = field(default_factory=CoilConfig)
+    geometry: JointGeometry = field(default_factory=JointGeometry)
+    magnetometer: MagnetometerConfig = field(default_factory=MagnetometerConfig)
+    accelerometer: AccelerometerConfig = field(default_factory=AccelerometerConfig)
+    ambient: AmbientConfig = field(default_factory=AmbientConfig)
+    acquisition: AcquisitionConfig = field(default_factory=AcquisitionConfig)
+
+    def validate(self) -> None:
+        check(self.seed >= 0, "seed", self.seed, "must be >= 0")
+        for name in ("robot", "coil", "geometry", "magnetometer", "accelerometer", "ambient", "acquisition"):
+            getattr(self, name).validate(name)
+
+    def rig(self) -> RigConfig:
+        """The rig config with the same geometry/coil/sensor blocks (for `coil_current`, `sensor_position`)."""
+        return RigConfig(coil=self.coil, geometry=self.geometry, magnetometer=self.magnetometer,
+                         accelerometer=self.accelerometer, ambient=self.ambient, acquisition=self.acquisition)
+
+
+JointMotion = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
+"""t (T,) [s] → (bend β (T, N, 3) ⟂ e [rad], twist τ (T, N) [rad], length scale s (T, N))."""
+
+
+@dataclass
+class RobotRecording:
+    """Raw streams + ground truth of one run. Shapes: K attitude sweeps, M magnetometer rounds, N segments.
+
+    ``att_t`` (K,) [s]; ``quats`` (K, N+1, 4); ``accel`` (K, N+1, 3) [m/s²]; ``mag_t`` (M,); ``mags`` (M, N, 3) [T]
+    (row j = receiver module j+1); ``coil`` (M,) firing module or −1; truth at ``att_t``: ``points`` (K, N+1, 3)
+    [m], ``u`` (K, N, 3), ``rot`` (K, N+1, 3, 3); ``cal`` (N, C, 3) [T] ambient readings of each receiver rotated
+    through all orientations (for `fit_ellipsoid`); ``meta`` sensor parameters.
+    """
+
+    att_t: np.ndarray
+    quats: np.ndarray
+    accel: np.ndarray
+    mag_t: np.ndarray
+    mags: np.ndarray
+    coil: np.ndarray
+    points: np.ndarray
+    u: np.ndarray
+    rot: np.ndarray
+    cal: np.ndarray
+    meta: dict[str, Any]
+
+    @property
+    def height(self) -> np.ndarray:
+        """True tip height above straight, h = Σ L s_k (1 + u_k,z) = p_N,z + N L (K,) [m] (seed III-C)."""
+        return self.points[:, -1, 2] + self.meta["n_segments"] * self.meta["length"]
+
+    def frames(self) -> list[tuple[float, str, int]]:
+        """Time-ordered event list (t, "att" | "mag", index) for replaying the streams."""
+        ev = [(float(t), "att", i) for i, t in enumerate(self.att_t)] + \
+             [(float(t), "mag", i) for i, t in enumerate(self.mag_t)]
+        ev.sort(key=lambda x: (x[0], x[1] == "att"))
+        return ev
+
+
+def _exp(w: np.ndarray) -> np.ndarray:
+    return so3_exp(torch.from_numpy(np.ascontiguousarray(w, dtype=np.float64))).numpy()
+
+
+def _log(r: np.ndarray) -> np.ndarray:
+    return so3_log(torch.from_numpy(np.ascontiguousarray(r, dtype=np.float64))).numpy()
+
+
+def forward_kinematics(bend: np.ndarray, twist: np.ndarray, scale: np.ndarray, length: float
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Module rotations R (T, N+1, 3, 3), relative rotations (T, N, 3, 3), directions u (T, N, 3), pivots (T, N+1, 3).
+
+    R_k = R_{k−1} exp([β_k]×) exp(τ_k [e]×), u_k = R_k e, p_k = p_{k−1} + L s_k u_k (seed 002, III-B1/B4).
+    """
+    t_n, n = twist.shape
+    rel = _exp(bend) @ _exp(twist[..., None] * E)
+    rot = np.empty((t_n, n + 1, 3, 3))
+    rot[:, 0] = np.eye(3)
+    for k in range(n):
+        rot[:, k + 1] = rot[:, k] @ rel[:, k]
+    u = rot[:, 1:] @ E
+    pts = np.concatenate([np.zeros((t_n, 1, 3)), np.cumsum(length * scale[..., None] * u, axis=1)], axis=1)
+    return rot, rel, u, pts
+
+
+def rig_pairs(n: int, max_colatitude: float, cfg: Optional[RobotConfig] = None, seed: int = 0,
+              noise: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Noise-free (or noisy) rig training pairs: ΔB (n, 3) [T] in the child frame and the label R_relᵀ ẑ (n, 3).
+
+    Directions uniform on the cap cos λ ~ U[cos λ_max, 1] (seed 002, III-B1); no mount error or soft iron, so a
+    model fitted on them matches a calibrated, aligned receiver. Uses the rig's geometry, coil and current.
+    """
+    cfg = cfg or RobotConfig()
+    rcfg = cfg.rig()
+    g = np.random.default_rng(seed)
+    c = g.uniform(math.cos(max_colatitude), 1.0, n)
+    az = g.uniform(-math.pi, math.pi, n)
+    s = np.sqrt(1 - c * c)
+    u = np.stack([s * np.cos(az), s * np.sin(az), -c], -1)
+    r_rel = _exp(rotation_between(torch.from_numpy(np.broadcast_to(E, u.shape).copy()), torch.from_numpy(u)).numpy())
+    coil = PlanarCoil(cfg.coil)
+    cur = coil_current(coil, rcfg)
+    b = cur * coil.field(torch.from_numpy(sensor_position(u, r_rel, rcfg))).numpy()
+    db = np.einsum("nkj,nk->nj", r_rel, b) + g.normal(0.0, noise, (n, 3))
+    return db, r_rel[:, 2, :]
+
+
+def _quat(r: np.ndarray) -> np.ndarray:
+    return matrix_to_quat(torch.from_numpy(np.ascontiguousarray(r))).numpy()
+
+
+def _mag_schedule(cfg: RobotConfig, duration: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Poll times (M,), firing coil per poll (M,), pulse on/off times (P,) each."""
+    rb = cfg.robot
+    n_p = int(math.floor((duration - rb.pre_window - cfg.acquisition.pulse - rb.post_window) / rb.pair_period))
+    t_on = rb.pre_window + rb.pair_period * np.arange(max(n_p, 0))
+    t_off = t_on + cfg.acquisition.pulse
+    polls, coils = [], []
+    for k, (a, b) in enumerate(zip(t_on, t_off)):
+        tt = np.arange(a - rb.pre_window, b + rb.post_window, rb.mag_round)
+        polls.append(tt)
+        coils.append(np.where((tt >= a) & (tt < b), k % rb.n_segments, -1))
+    if not polls:
+        return np.zeros(0), np.zeros(0, dtype=np.int64), t_on, t_off
+    return np.concatenate(polls), np.concatenate(coils).astype(np.int64), t_on, t_off
+
+
+def simulate_robot(motion: JointMotion, duration: float,
+                   cfg: Union[RobotConfig, Mapping[str, Any], None] = None, n_cal: int = 400) -> RobotRecording:
+    """Simulate ``duration`` [s] of ``motion`` (see `JointMotion`); deterministic given ``cfg.seed``.
+
+    The robot must start straight (the reference quaternions q⁰ are the first sweep, seed III-B3).
+    """
+    if cfg is None:
+        cfg = RobotConfig()
+    elif not isinstance(cfg, RobotConfig):
+        cfg = from_dict(RobotConfig, cfg)
+    cfg.validate()
+    with _single_torch_thread():
+        return _simulate(motion, duration, cfg, n_cal)
+
+
+def _simulate(motion: JointMotion, duration: float, cfg: RobotConfig, n_cal: int) -> RobotRecording:
+    rb, mc, ac = cfg.robot, cfg.magnetometer, cfg.accelerometer
+    n, length = rb.n_segments, rb.length
+    rng = {k: np.random.default_rng(s) for k, s in zip(
+        ("imu", "mag", "acc", "params", "cal"), np.random.SeedSequence(cfg.seed).spawn(5))}
+    pr = rng["params"]
+
+    def unit_axis(size: int) -> np.ndarray:
+        a = pr.normal(size=(size, 3))
+        return a / np.linalg.norm(a, axis=-1, keepdims=True)
+
+    mount = _exp(rb.mount_misalignment * unit_axis(n + 1))                       # (N+1, 3, 3)
+    psi0 = pr.uniform(-rb.initial_heading, rb.initial_heading, n + 1)
+    drift = rb.heading_drift * pr.choice([-1.0, 1.0], n + 1) * pr.uniform(0.5, 1.5, n + 1)
+    e_soft = pr.normal(0.0, mc.soft_iron, (n, 3, 3))
+    soft = np.eye(3) + 0.5 * (e_soft + np.swapaxes(e_soft, 1, 2))
+    hard = pr.normal(0.0, mc.hard_iron, (n, 3))
+    acc_bias = pr.normal(0.0, ac.bias, (n + 1, 3))
+    amb = cfg.ambient
+    earth = amb.magnitude * np.array([math.cos(amb.inclination) * math.cos(amb.declination),
+                                      math.cos(amb.inclination) * math.sin(amb.declination),
+                                      -math.sin(amb.inclination)])
+    drift_period = amb.drift_period * pr.uniform(0.5, 1.5, 3)
+    drift_phase = pr.uniform(-math.pi, math.pi, 3)
+
+    def ambient(t: np.ndarray) -> np.ndarray:
+        return earth + amb.drift * np.sin(2 * math.pi * t[:, None] / drift_period + drift_phase)
+
+    def kin(t: np.ndarray):
+        return forward_kinematics(*motion(t), length)
+
+    # ---------------------------------------------------------------- attitude sweeps (quaternions, accel)
+    att_t = np.arange(0.0, duration, rb.sweep_period)
+    k_n = att_t.size
+    offs = rb.module_read * np.arange(n + 1)
+    ts = (att_t[:, None] + offs[None]).reshape(-1)                               # (K·(N+1),) read instants
+    rot_s = kin(ts)[0].reshape(k_n, n + 1, n + 1, 3, 3)
+    rot_read = rot_s[:, np.arange(n + 1), np.arange(n + 1)]                      # module k at its own instant
+    # angular travel of each module → heading drift
+    step = np.linalg.norm(_log(np.swapaxes(rot_read[:-1], -1, -2) @ rot_read[1:]), axis=-1)
+    travel = np.concatenate([np.zeros((1, n + 1)), np.cumsum(step, axis=0)])
+    psi = psi0 + drift * travel
+    heading = _exp(psi[..., None] * UP)
+    noise = _exp(rng["imu"].normal(0.0, rb.quat_noise, (k_n, n + 1, 3)))
+    quats = _quat(heading @ rot_read @ mount @ noise)
+    # accelerometers: board k at pivot_k + r u_k (k ≥ 1), base board fixed; central differences
+    g = cfg.geometry
+
+    def boards(t: np.ndarray) -> np.ndarray:
+        _, _, u, pts = kin(t)
+        return np.concatenate([np.zeros((t.size, 1, 3)), pts[:, :-1] + g.pivot_radius * u], axis=1)
+
+    h = 1e-3
+    acc = (boards(att_t - h) - 2 * boards(att_t) + boards(att_t + h)) / h ** 2
+    rot_t, _, u_t, pts_t = kin(att_t)
+    sens = rot_t @ mount
+    f = np.einsum("tkij,tki->tkj", sens, acc + ac.gravity * UP) + acc_bias + rng["acc"].normal(0, ac.noise,
+                                                                                              (k_n, n + 1, 3))
+
+    # ---------------------------------------------------------------- magnetometer bursts
+    poll_t, coil_of_poll, t_on, t_off = _mag_schedule(cfg, duration)
+    tc = 1.0 / mc.rate
+    c0 = pr.uniform(0.0, tc, n)
+    rcfg = cfg.rig()
+    coil = PlanarCoil(cfg.coil)
+    current = coil_current(coil, rcfg)
+    mags = np.zeros((poll_t.size, n, 3))
+    full = math.floor(mc.full_scale / mc.lsb) * mc.lsb
+    mr = rng["mag"]
+    for j in range(n):                                                           # receiver module j + 1
+        idx = np.floor((poll_t - c0[j]) / tc).astype(np.int64)                   # latest conversion per poll
+        conv = np.unique(idx)
+        t_ready = c0[j] + tc * conv
+        t_mid = t_ready - 0.5 * mc.window
+        rot, rel, u, _ = kin(t_mid)
+        r_s = rot[:, j + 1] @ mount[j + 1]
+        field_s = np.einsum("tij,ti->tj", r_s, ambient(t_mid))
+        # coil j fires in pulses k ≡ j (mod N): on-fraction of each conversion window
+        mine = (np.arange(t_on.size) % n) == j
+        lo, hi = t_ready - mc.window, t_ready
+        frac = np.zeros(conv.size)
+        for a, b in zip(t_on[mine], t_off[mine]):
+            frac += np.clip(np.minimum(hi, b) - np.maximum(lo, a), 0.0, None) / mc.window
+        on = frac > 0
+        if on.any():
+            d = rel[on, j] @ E
+            pos = sensor_position(d, rel[on, j], rcfg)
+            b_par = current * coil.field(torch.from_numpy(pos)).numpy()
+            field_s[on] += frac[on, None] * np.einsum("tij,ti->tj", rel[on, j] @ mount[j + 1], b_par)
+        m = field_s @ soft[j].T + hard[j] + mr.normal(0.0, mc.noise, field_s.shape)
+        m = np.clip(np.round(m / mc.lsb) * mc.lsb, -full, full)
+        mags[:, j] = m[np.searchsorted(conv, idx)]
+    # calibration recordings: each receiver rotated through all orientations in the ambient field
+    cr = rng["cal"]
+    dirs = cr.normal(size=(n, n_cal, 3))
+    dirs *= np.linalg.norm(earth) / np.linalg.norm(dirs, axis=-1, keepdims=True)
+    cal = np.einsum("nij,ncj->nci", soft, dirs) + hard[:, None] + cr.normal(0.0, mc.noise, dirs.shape)
+    meta = {"n_segments": n, "length": length, "duration": duration, "current": current,
+            "soft_iron": soft, "hard_iron": hard, "mount": mount, "heading0": psi0, "heading_drift": drift,
+            "accel_bias": acc_bias, "pulses": int(t_on.size), "gravity": ac.gravity,
+            "full_scale": full, "seed": cfg.seed}
+    return RobotRecording(att_t=att_t, quats=quats, accel=f, mag_t=poll_t, mags=mags, coil=coil_of_poll,
+                          points=pts_t, u=u_t, rot=rot_t, cal=cal, meta=meta)
+
+
+# ------------------------------------------------------------------------------ tendon-driven planar robot
+@dataclass
+class TendonConfig:
+    """Planar single-tendon robot with a spool (for the height-hold loop, seed 002 III-C / V-B2). SI units."""
+
+    n_segments: int = 8                     # the seed's height hold used 8 modules
+    length: float = 0.029
+    tendon_offset: float = 0.020            # tendon distance from the axis r_t [m] (50 mm disks)
+    joint_stiffness: float = 0.30           # K [N·m/rad]
+    tendon_stiffness: float = 2000.0        # k_t [N/m]
+    slack: float = 0.003                    # tendon slack before it pulls [m]
+    module_mass: float = 0.020              # [kg], at the board (pivot + 10 mm along u)
+    board_offset: float = 0.010
+    time_constant: float = 0.25             # joint relaxation τ [s]
+    gravity: float = 9.80665
+    substep: float = 0.002                  # integration step [s]
+
+
+class TendonRobot:
+    """Quasi-static joints with first-order relaxation: τ θ̇_k = (T r_t − M_g,k(θ))/K − θ_k.
+
+    Tendon tension T = k_t max(0, ℓ − slack − r_t Σθ) for spool take-up ℓ [m]; M_g,k the gravity moment about
+    joint k of the distal modules and the tip load (planar, bending in x–z; φ_k = Σ_{j≤k} θ_j, u_k = (sin φ_k, 0,
+    −cos φ_k)). Tip height h = L Σ (1 − cos φ_k) (seed III-C). ``tip_load`` [kg] can change at any time.
+    """
+
+    def __init__(self, cfg: Optional[TendonConfig] = None) -> None:
+        self.cfg = cfg or TendonConfig()
+        self.theta = np.zeros(self.cfg.n_segments)
+        self.spool = 0.0
+        self.tip_load = 0.0
+
+    def directions(self, theta: Optional[np.ndarray] = None) -> np.ndarray:
+        phi = np.cumsum(self.theta if theta is None else theta)
+        return np.stack([np.sin(phi), np.zeros_like(phi), -np.cos(phi)], -1)
+
+    def _rate(self, theta: np.ndarray) -> np.ndarray:
+        c = self.cfg
+        u = self.directions(theta)
+        piv = np.concatenate([np.zeros((1, 3)), np.cumsum(c.length * u, 0)])
+        xm = piv[:-1, 0] + c.board_offset * u[:, 0]
+        w = np.full(c.n_segments, c.module_mass)
+        moment = np.array([np.sum(w[k:] * (xm[k:] - piv[k, 0])) + self.tip_load * (piv[-1, 0] - piv[k, 0])
+                           for k in range(c.n_segments)]) * c.gravity
+        tension = c.tendon_stiffness * max(0.0, self.spool - c.slack - c.tendon_offset * float(theta.sum()))
+        return ((tension * c.tendon_offset - moment) / c.joint_stiffness - theta) / c.time_constant
+
+    def advance(self, dt: float, spool_velocity: float) -> None:
+        """Integrate dt [s] with the spool at ``spool_velocity`` [m/s] (ideal velocity-controlled servo)."""
+        n = max(1, int(math.ceil(dt / self.cfg.substep)))
+        h = dt / n
+        for _ in range(n):
+            self.spool += spool_velocity * h
+            self.theta = self.theta + h * self._rate(self.theta)
+
+    def height(self) -> float:
+        return float(self.cfg.length * np.sum(1.0 - np.cos(np.cumsum(self.theta))))
+
+    def rotations(self) -> np.ndarray:
+        """Module rotations (N+1, 3, 3), base first: R_k = exp(−φ_k ŷ) so that R_k e = u_k."""
+        phi = np.concatenate([[0.0], np.cumsum(self.theta)])
+        return _exp(-phi[:, None] * np.array([0.0, 1.0, 0.0]))

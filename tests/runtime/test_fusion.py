@@ -1,0 +1,228 @@
+"""Fused estimator (seed 002, III-B3/B4): scripting, geometry, sign convention, accuracy, robustness."""
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from flexlearn.lie import matrix_to_quat, quat_multiply, rotation_between, so3_exp
+from flexlearn.runtime.fusion import (BAD_MAG, BAD_QUAT, MAG_REJECTED, NO_REFERENCE, REPEATED_MAG, STALE_QUAT,
+                                      TIME_ORDER, FusedEstimator, decode_flags)
+from flexlearn.tasks import shape_scenarios as rs
+
+F64 = torch.float64
+ID = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=F64)
+
+
+def _est(model, n=9, **kw):
+    e = FusedEstimator(model, n_segments=n, **kw)
+    e.set_reference(ID.repeat(n + 1, 1))
+    return e
+
+
+def _roundtrip(module):
+    buf = io.BytesIO()
+    torch.jit.save(torch.jit.script(module), buf)
+    buf.seek(0)
+    return torch.jit.load(buf)
+
+
+def _finite(out):
+    pts, h, fl = out
+    assert torch.isfinite(pts).all() and torch.isfinite(h)
+    return pts, h, fl
+
+
+def test_straight_and_scripted_equal_eager(direction_model, curl_recording):
+    rec = curl_recording
+    eager = rs.build_estimator(rec, direction_model, script=False)
+    loaded = _roundtrip(rs.build_estimator(rec, direction_model, script=False))
+    pts_e, pts_s = rs.replay(rec, eager), rs.replay(rec, loaded)
+    assert np.abs(pts_e - pts_s).max() < 1e-9           # [m]; TorchScript may reorder float ops
+    straight = np.arange(10)[:, None] * 0.029 * np.array([0.0, 0.0, -1.0])
+    assert np.allclose(pts_e[0], straight, atol=2e-4)
+    assert eager.n_fixes.min() >= 3                       # every segment got magnetic fixes
+    assert torch.allclose(eager.bias, loaded.bias, atol=1e-9, rtol=0)
+
+
+def test_sign_convention(direction_model):
+    """M = I − 2eeᵀ maps f (parent axis in the child frame) to +u; the seed's 2eeᵀ − I would give −u."""
+    db, label = rs.rig_pairs(20, math.radians(25.0), seed=3)
+    u_true = label * np.array([1.0, 1.0, -1.0])               # u = (I − 2eeᵀ) label for a no-twist joint
+    est = _est(direction_model, n=1, mode="mag_only")
+    for k in range(20):
+        assert est.correct(1, torch.from_numpy(db[k]), float(k))
+        u_m = est.last_um[0].numpy()
+        r_rel = so3_exp(rotation_between(torch.tensor([0.0, 0.0, -1.0], dtype=F64), torch.from_numpy(u_m)))
+        assert np.allclose((r_rel.numpy().T @ [0.0, 0.0, 1.0]), label[k], atol=0.03)
+        assert np.dot(u_m, u_true[k]) > 0.999
+
+
+def test_accuracy_beats_magnetics_only(direction_model, curl_recording):
+    res = rs.run_methods(curl_recording, direction_model, ("fusion", "mag_only", "accel_quat"))
+    assert res["fusion"]["backbone_rmse_mm"] < 6.0
+    assert res["fusion"]["backbone_rmse_mm"] < 0.5 * res["mag_only"]["backbone_rmse_mm"]
+    assert res["accel_quat"]["backbone_rmse_mm"] > 3 * res["fusion"]["backbone_rmse_mm"]
+
+
+def test_eight_modules_height(direction_model):
+    est = _est(direction_model, n=8)
+    r = so3_exp(torch.tensor([0.3, 0.0, 0.0], dtype=F64))
+    q = ID.repeat(9, 1)
+    q[1:] = matrix_to_quat(r)                 # every module tilted 0.3 rad: û = R e
+    pts, h, fl = _finite(est.attitude(0.1, q))
+    u = r @ torch.tensor([0.0, 0.0, -1.0], dtype=F64)
+    assert torch.allclose(h, 0.029 * 8 * (1 + u[2]), atol=1e-4)
+    assert pts.shape == (9, 3) and (fl & NO_REFERENCE == 0).all()
+
+
+@pytest.mark.parametrize("scripted", [False, True])
+def test_nan_inf_quaternion_held_and_flagged(direction_model, scripted):
+    est = _est(direction_model)
+    est = _roundtrip(est) if scripted else est
+    q = ID.repeat(10, 1)
+    p0, _, _ = est.attitude(0.0, q)
+    p0 = p0.clone()
+    bad = q.clone()
+    bad[3] = float("nan")
+    bad[5, 1] = float("inf")
+    bad[7] = 0.0
+    pts, h, fl = _finite(est.attitude(0.06, bad))
+    assert torch.equal(pts, p0)
+    assert [bool(fl[i - 1] & BAD_QUAT) for i in (3, 5, 7)] == [True, True, True]
+    assert not bool(fl[0] & BAD_QUAT)
+    _, _, fl = est.attitude(0.12, q)
+    assert not bool((fl & BAD_QUAT).any())
+
+
+def test_silent_module_goes_stale(direction_model):
+    est = _est(direction_model, stale_after=0.3)
+    q = ID.repeat(10, 1)
+    est.attitude(0.0, q)
+    silent = q.clone()
+    silent[4] = float("nan")
+    flags = [int(_finite(est.attitude(0.06 * k, silent))[2][3]) for k in range(1, 12)]
+    assert flags[0] & BAD_QUAT and not flags[0] & STALE_QUAT
+    assert flags[-1] & STALE_QUAT
+    assert decode_flags(flags[-1])[:2] == ["bad_quat", "stale_quat"]
+
+
+@pytest.mark.parametrize("scripted", [False, True])
+def test_out_of_order_and_duplicate_timestamps(direction_model, scripted):
+    est = _est(direction_model)
+    est = _roundtrip(est) if scripted else est
+    q = ID.repeat(10, 1)
+    pts1, _, _ = est.attitude(1.0, q)
+    pts1 = pts1.clone()
+    tilted = q.clone()
+    tilted[1:] = matrix_to_quat(so3_exp(torch.tensor([0.2, 0.0, 0.0], dtype=F64)))
+    for t in (1.0, 0.5, float("nan"), float("inf")):
+        pts, _, fl = _finite(est.attitude(t, tilted))
+        assert torch.equal(pts, pts1) and bool((fl & TIME_ORDER).all())
+    assert not torch.equal(est.attitude(1.06, tilted)[0], pts1)
+    m = torch.full((9, 3), 1e-5, dtype=F64)
+    est.magnetometer(2.0, m, -1)
+    est.magnetometer(2.0, m + 1e-6, -1)
+    assert bool((est.mag_flags & TIME_ORDER).all())
+
+
+def _pulse(est, t0, coil, base, on, n_on=6, repeat_on=False, dt=0.003):
+    """Feed off samples, a pulse of coil `coil`, and one off sample; fresh conversions unless repeated."""
+    g = torch.Generator().manual_seed(int(t0 * 1000))
+    t = t0
+    for _ in range(10):
+        est.magnetometer(t, base + 1e-7 * torch.randn(base.shape, generator=g, dtype=F64), -1)
+        t += dt
+    last = None
+    for k in range(n_on):
+        m = base + 1e-7 * torch.randn(base.shape, generator=g, dtype=F64)
+        m[coil] = on if (repeat_on and k > 0) else on + 1e-8 * k
+        est.magnetometer(t, m, coil)
+        t += 0.008
+    return est.magnetometer(t, base + 1e-7 * torch.randn(base.shape, generator=g, dtype=F64), -1)
+
+
+def test_repeated_conversions_are_not_fresh(direction_model):
+    db, _ = rs.rig_pairs(1, math.radians(15.0), seed=1)
+    base = torch.full((9, 3), 2e-5, dtype=F64)
+    on = base[2] + torch.from_numpy(db[0])
+    est = _est(direction_model)
+    est.attitude(0.0, ID.repeat(10, 1))
+    applied = _pulse(est, 0.1, 2, base, on, repeat_on=True, n_on=4)
+    assert not bool(applied[2]) and bool(est.mag_flags[2] & MAG_REJECTED) and int(est.n_fixes[2]) == 0
+    applied = _pulse(est, 1.0, 2, base, on)
+    assert bool(applied[2]) and int(est.n_fixes[2]) == 1
+    m = base.clone()
+    est.magnetometer(2.0, m, -1)
+    est.magnetometer(2.003, m, -1)
+    assert bool((est.mag_flags & REPEATED_MAG).all())
+
+
+def test_saturated_and_nonfinite_readings(direction_model):
+    db, _ = rs.rig_pairs(1, math.radians(15.0), seed=2)
+    base = torch.full((9, 3), 2e-5, dtype=F64)
+    on = base[0] + torch.from_numpy(db[0])
+    est = _est(direction_model)
+    est.attitude(0.0, ID.repeat(10, 1))
+    m = base.clone()
+    m[1, 0] = 1.3e-3                       # clipped at full scale
+    m[2] = float("nan")
+    m[3, 2] = -float("inf")
+    est.magnetometer(0.01, m, -1)
+    assert [bool(est.mag_flags[j] & BAD_MAG) for j in range(4)] == [False, True, True, True]
+    sat = on.clone()
+    sat[1] = 1.3e-3
+    applied = _pulse(est, 0.2, 0, base, sat, repeat_on=False)
+    assert not bool(applied[0]) and int(est.n_fixes[0]) == 0
+    applied = _pulse(est, 1.0, 0, base, on)
+    assert bool(applied[0])
+    assert torch.isfinite(est.bias).all() and torch.isfinite(est.attitude(1.5, ID.repeat(10, 1))[0]).all()
+
+
+def test_fuzz_never_nan(direction_model):
+    est = torch.jit.script(_est(direction_model))
+    g = np.random.default_rng(0)
+    t = 0.0
+    for k in range(400):
+        t += g.choice([0.003, 0.0, -0.01, 0.06])
+        q = torch.from_numpy(g.normal(size=(10, 4)))
+        q = q / q.norm(dim=-1, keepdim=True)
+        q[g.uniform(size=10) < 0.1] = float(g.choice([np.nan, np.inf, 0.0, 1e30]))
+        m = torch.from_numpy(g.normal(0, 5e-5, (9, 3)))
+        m[g.uniform(size=9) < 0.1] = float(g.choice([np.nan, -np.inf, 1.3e-3]))
+        pts, h, fl = est(t, q, m, int(g.integers(-1, 9)) if g.uniform() < 0.5 else -1)
+        assert torch.isfinite(pts).all() and torch.isfinite(h)
+
+
+def test_fusion_corrects_heading_drift(direction_model):
+    """A heading drift injected into every IMU (±0.6 °/s about the vertical from t = 6 s, curled static robot)
+    corrupts the quaternion chain; the magnetic bias filter tracks it (seed 002, III-B4)."""
+    from flexlearn.sim.robot import simulate_robot
+
+    rec = simulate_robot(rs.scenario("static_hold", seed=2), 45.0)
+    sign = np.where(np.arange(10) % 2 == 0, 1.0, -1.0)
+    psi = np.radians(0.6) * np.clip(rec.att_t - 6.0, 0.0, None)[:, None] * sign          # (K, N+1)
+    half = np.stack([np.cos(psi / 2), 0 * psi, 0 * psi, np.sin(psi / 2)], -1)             # Rz(ψ) as quaternions
+    q = torch.from_numpy(rec.quats)
+    rec.quats = quat_multiply(torch.from_numpy(half), q).numpy()                         # world-frame drift
+    late = rec.att_t > 30.0
+    err = {}
+    for m in ("fusion", "quat_only"):
+        pts = rs.replay(rec, rs.build_estimator(rec, direction_model, m))
+        err[m] = np.linalg.norm(pts[late, -1] - rec.points[late, -1], axis=-1).mean()
+    assert err["fusion"] < 0.6 * err["quat_only"], err
+
+
+@pytest.mark.slow
+def test_alignment_window_reduces_error_with_mount_misalignment(direction_model):
+    """Receiver alignment A_i fitted on the first 45 s (seed 002, III-B3) helps when mounts are off by 4°."""
+    from flexlearn.sim.robot import RobotBlock, RobotConfig, simulate_robot
+
+    rec = simulate_robot(rs.scenario("3d_hand", seed=0), 90.0,
+                         RobotConfig(seed=3, robot=RobotBlock(mount_misalignment=math.radians(4.0))))
+    plain = rs.errors(rs.replay(rec, rs.build_estimator(rec, direction_model)), rec)
+    aligned = rs.errors(rs.replay(rec, rs.build_estimator(rec, direction_model, align_window=45.0)), rec)
+    assert aligned["backbone_rmse_mm"] < plain["backbone_rmse_mm"]
