@@ -1,0 +1,71 @@
+#!/usr/bin/env python
+"""Benchmark of the deployable flexible-arm controller (seed 000, eq. (45)); prints one JSON object.
+
+``step_us_median``: one scripted ``ArmController`` step (input checks, IMU estimator with acceleration
+compensation → joint states, modal coordinates, tip deflections and curvatures, pose → quintic reference →
+control law → torque limit), 1 thread, median over repeats of the wall time per step; also the thread CPU
+time (robust to other processes on a shared machine), the estimator alone, and the step of the exported
+file loaded with plain torch. Target ≤ 150 µs.
+
+    python scripts/bench_arm_controller.py [--repeats 9] [--steps 2000] [--out results.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from flexlearn.runtime.arm_controller import ArmController, ArmControllerConfig, export_arm_controller
+
+
+def _time(fn, steps: int, repeats: int) -> dict:
+    for k in range(min(500, steps)):
+        fn(k)
+    wall, cpu = [], []
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.thread_time()
+        for k in range(steps):
+            fn(k)
+        wall.append((time.perf_counter() - t0) / steps * 1e6)
+        cpu.append((time.thread_time() - c0) / steps * 1e6)
+    return {"wall_median": statistics.median(wall), "wall_min": min(wall), "cpu_median": statistics.median(cpu),
+            "cpu_min": min(cpu)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=9)
+    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--out", default="")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    cfg = ArmControllerConfig()
+    c = torch.jit.script(ArmController.build(cfg))
+    g = torch.Generator().manual_seed(0)
+    fr = torch.zeros(c.n_imus, 6, dtype=torch.float64)
+    fr[:, 2] = 9.80665
+    fr = fr + 0.02 * torch.randn(fr.shape, generator=g, dtype=torch.float64)
+    acc, gyr = fr[:, :3], fr[:, 3:]
+    ctrl = _time(lambda k: c(fr, 1.0 + 1e-3 * k), a.steps, a.repeats)
+    est = _time(lambda k: c.estimator.step(acc, gyr), a.steps, a.repeats)
+    with tempfile.TemporaryDirectory() as d:
+        path = export_arm_controller(ArmController.build(cfg), Path(d) / "arm.pt", cfg)
+        loaded = torch.jit.load(str(path))
+        exported = _time(lambda k: loaded(fr, 1.0 + 1e-3 * k), a.steps, a.repeats)
+    out = {"threads": torch.get_num_threads(), "loadavg": os.getloadavg(), "step_us_median": ctrl["wall_median"],
+           "step_us": ctrl, "estimator_step_us": est, "exported_step_us": exported, "target_step_us": 150.0}
+    if a.out:
+        from flexlearn.atomic import write_json_atomic
+
+        write_json_atomic(a.out, out)
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
