@@ -105,8 +105,6 @@ def fit_direction_model(n: int = 6000, steps: int = 1500, hidden: tuple[int, ...
 
     The real pipeline trains with `flexlearn.tasks.training.train` on processed sweeps; this is its quick stand-in.
     """
-    from flexlearn.models.direction_mlp import DirectionMLP
-
     with _single_torch_thread():
         return _fit(n, steps, hidden, max_colatitude, cfg, seed, noise)
 

@@ -158,7 +158,7 @@ def export_checkpoint(ckpt_path: str | Path, out_dir: str | Path, metrics: Optio
         "config": OmegaConf.to_container(cfg, resolve=False) if cfg is not None else None,
     }
     ts = export_torchscript(model, out_dir / "direction_model.pt", metadata)
-    example = torch.randn(4, 3, generator=torch.Generator().manual_seed(0)) * 1e-4
+    example = torch.randn(4, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float32) * 1e-4
     pt2 = export_program(model, example, out_dir / "direction_model.pt2", metadata)
     return {"torchscript": str(ts), "program": str(pt2)}
 

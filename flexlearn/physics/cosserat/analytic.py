@@ -3,7 +3,6 @@ arc) and the frequency shaping of seed 001, Sec. 5."""
 from __future__ import annotations
 
 import math
-from typing import Sequence
 
 import numpy as np
 

@@ -1,14 +1,11 @@
 """Bad input fails with errors naming node and step; gradients agree with finite differences."""
-import math
-
 import pytest
 import torch
 
 from flexlearn.errors import ConfigError
 from flexlearn.physics.cosserat import (Clamp, CosseratRod, Damping, Gravity, IntegrationError, RodState,
-                                        RotatingField, TipMagnet, UniformField)
+                                        RotatingField, TipMagnet)
 
-torch.set_default_dtype(torch.float64)
 
 
 def test_time_step_beyond_stability_names_step_and_node():

@@ -9,7 +9,6 @@ from flexlearn.physics.cosserat import (CallableField, Clamp, CosseratRod, Dampi
                                         cylinder_magnet)
 from flexlearn.physics.cosserat.analytic import corrected_modulus, frequency_correction
 
-torch.set_default_dtype(torch.float64)
 
 
 def test_rotating_field_and_helmholtz_pairs():

@@ -7,7 +7,6 @@ import torch
 from flexlearn.lie import so3_exp
 from flexlearn.physics.cosserat import Clamp, CosseratRod, RodState
 
-torch.set_default_dtype(torch.float64)
 
 
 def _random_config(rod, gen, rot=0.3, pos=0.02):

@@ -10,7 +10,6 @@ from flexlearn.physics.cosserat import Clamp, CosseratRod, Damping, Gravity, Tip
 from flexlearn.physics.cosserat.analytic import (cantilever_frequencies, cantilever_mode_shape, elastica_uniform_load,
                                                  magnet_arc_angle, tip_sag_uniform_load, zero_crossing_frequency)
 
-torch.set_default_dtype(torch.float64)
 
 
 def _relax(rod, loads, base, w1, periods=2.5, dt=None, initial=None):

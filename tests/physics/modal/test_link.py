@@ -1,8 +1,6 @@
 """FlexibleLink: roots, frequencies against an independent FE beam, orthonormality, gradients, bad input."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 import scipy.linalg

@@ -1,0 +1,83 @@
+"""Value types of the CPR statics solver: loads, the equilibrium it returns, its error, motor twists."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from flexlearn.errors import FlexlearnError
+
+
+class ConvergenceError(FlexlearnError):
+    """Newton did not converge: carries the last scaled residual norm and the iteration count."""
+
+    def __init__(self, message: str, residual_norm: float, iterations: int, residual_log: list[float]):
+        super().__init__(f"{message} (scaled residual {residual_norm:.3e} after {iterations} iterations)")
+        self.residual_norm = residual_norm
+        self.iterations = iterations
+        self.residual_log = residual_log
+
+
+@dataclass
+class Loads:
+    """External loads (all optional, world frame, SI).
+
+    ee_wrench: (6,) [moment N·m; force N] applied at the platform frame origin.
+    node_wrenches: (R, N+1, 6) dead [moment; force] at the rod nodes (base nodes are clamped: ignored).
+    pulley_position: (3,) [m] and pulley_tension [N]: a force of constant magnitude on the platform origin,
+        pointing from the platform to the pulley (seed Sec. VI-D, Experiment II).
+    gravity: when True the robot's gravity (rods, lumped at the nodes, and platform mass) is applied.
+    """
+
+    ee_wrench: Optional[Tensor] = None
+    node_wrenches: Optional[Tensor] = None
+    pulley_position: Optional[Tensor] = None
+    pulley_tension: Optional[Tensor] = None
+    gravity: bool = True
+    gravity_scale: float = 1.0
+
+    def scaled(self, lam: float) -> "Loads":
+        """The same loads multiplied by λ (continuation)."""
+        f = lambda t: None if t is None else lam * t  # noqa: E731
+        return Loads(f(self.ee_wrench), f(self.node_wrenches), self.pulley_position, f(self.pulley_tension),
+                     self.gravity, self.gravity_scale * lam)
+
+    def tensors(self) -> list[Tensor]:
+        return [t for t in (self.ee_wrench, self.node_wrenches, self.pulley_position, self.pulley_tension)
+                if t is not None]
+
+
+@dataclass
+class Equilibrium:
+    """A converged equilibrium (differentiable w.r.t. motor angles, loads and stiffness; see `CPRModel.solve`).
+
+    g_ee (4, 4): platform pose; nodes (R, N+1, 4, 4): all nodal poses; beta (R, N, 6): strain slopes [1/m²].
+    iterations: Newton iterations; residual_log: scaled residual norm before each iteration and at the end.
+    """
+
+    g_ee: Tensor
+    nodes: Tensor
+    beta: Tensor
+    theta: Tensor
+    iterations: int
+    residual_log: list[float] = field(default_factory=list)
+
+    @property
+    def position(self) -> Tensor:
+        """End-effector position (3,) [m]."""
+        return self.g_ee[:3, 3]
+
+    def detach(self) -> "Equilibrium":
+        return Equilibrium(self.g_ee.detach(), self.nodes.detach(), self.beta.detach(), self.theta.detach(),
+                           self.iterations, list(self.residual_log))
+
+
+def motor_twist(axis: Tensor, pivot: Tensor) -> Tensor:
+    """Spatial twist (..., 6) ``[a; c × a]`` of a rotation about the unit axis a through the point c.
+
+    G(θ) = exp(θ S^) with S = [a; -a × c] = [a; c × a] (world frame); ``δζ_{k,0} = Ad_{g_{k,0}⁻¹} S δθ``
+    is the seed's ``S_k(θ_m) δθ_m`` (Sec. IV-B).
+    """
+    return torch.cat([axis, torch.linalg.cross(pivot, axis)], -1)

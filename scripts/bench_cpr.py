@@ -1,0 +1,84 @@
+"""Benchmark: warm-started forward statics of the seed-003 robot along the actuation path, LSE vs shooting.
+
+Prints one JSON object: lse_solves_per_s, shooting_solves_per_s, mean_newton_iters, max_ee_diff_m (largest
+end-effector distance between the two solvers along the path), plus the setup. float64. For the one-core
+figure run ``OMP_NUM_THREADS=1 python scripts/bench_cpr.py --threads 1``.
+
+Path: seed eq. (39) with the ramp and one period (``--phases`` phase samples, ``--substeps`` warm-start
+steps between samples); each solve is warm-started from the previous equilibrium. LSE timing is the median
+of ``--repeats`` passes over the path (the machine may be shared); shooting runs one pass.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import numpy as np
+import torch
+
+from flexlearn.physics.lse import CPRModel, actuation_path
+from flexlearn.physics.lse.shooting import ShootingSolver
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--phases", type=int, default=10)
+    ap.add_argument("--substeps", type=int, default=12)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--pulley", action="store_true", help="apply the Experiment-II pulley load")
+    ap.add_argument("--shooting-steps", type=int, default=40)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+
+    model = CPRModel.from_config()
+    loads = model.default_loads(args.pulley)
+    _, dense, _ = actuation_path(args.phases, args.substeps)
+    rest = model.solve(torch.zeros(3, dtype=torch.float64), loads)
+
+    lse_times, iters, positions = [], [], None
+    for _ in range(args.repeats):
+        eq = rest
+        pos, its = [], []
+        t0 = time.perf_counter()
+        for th in dense:
+            eq = model.solve(th, loads, init=eq)
+            its.append(eq.iterations)
+            pos.append(eq.position)
+        lse_times.append(time.perf_counter() - t0)
+        iters, positions = its, torch.stack(pos).numpy()
+
+    shoot = ShootingSolver(model, steps=args.shooting_steps)
+    sh = shoot.solve(np.zeros(3), loads)
+    sh_pos = []
+    t0 = time.perf_counter()
+    for th in dense:
+        sh = shoot.solve(th.numpy(), loads, init=sh)
+        sh_pos.append(sh.position)
+    t_shoot = time.perf_counter() - t0
+    diff = np.linalg.norm(positions - np.stack(sh_pos), axis=-1)
+
+    n = len(dense)
+    out = {
+        "lse_solves_per_s": n / statistics.median(lse_times),
+        "shooting_solves_per_s": n / t_shoot,
+        "mean_newton_iters": float(np.mean(iters)),
+        "max_newton_iters": int(np.max(iters)),
+        "max_ee_diff_m": float(diff.max()),
+        "mean_ee_diff_m": float(diff.mean()),
+        "n_solves": n,
+        "lse_pass_times_s": lse_times,
+        "threads": args.threads,
+        "pulley": args.pulley,
+        "rods": model.n_rods,
+        "elements_per_rod": model.n_elements,
+        "shooting_rk4_steps": args.shooting_steps,
+        "dtype": "float64",
+    }
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
