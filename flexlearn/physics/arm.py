@@ -15,7 +15,6 @@ actuator lag) over ``[t_k, t_k + dt)``.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Callable, Optional, Sequence
 
@@ -24,29 +23,13 @@ import torch
 from torch import Tensor
 
 from flexlearn.config import check
+from flexlearn.sensing.imu import ImuNoiseConfig
 from flexlearn.physics.arm_lagrangian import (G0, ArmConfig, ArmLinkConfig, FlexibleArmPlant, assumed_mode_link,
                                               seed_arm_config)
 
 __all__ = ["ArmConfig", "ArmLinkConfig", "FlexibleArmPlant", "seed_arm_config", "assumed_mode_link", "ImuNoise",
            "ImuNoiseConfig",
            "imu_frames", "simulate_closed_loop", "encoder_quantize", "linearized_frequencies", "G0"]
-
-
-@dataclasses.dataclass
-class ImuNoiseConfig:
-    """White noise (std per sample), constant bias (std of a per-IMU, per-axis draw), ranges (saturation)."""
-
-    acc_noise: float = 0.02  # m/s²
-    gyr_noise: float = 0.002  # rad/s
-    acc_bias: float = 0.02  # m/s²
-    gyr_bias: float = 0.005  # rad/s
-    acc_range: float = 6.0 * G0  # m/s²
-    gyr_range: float = math.radians(300.0)  # rad/s
-
-    def validate(self) -> None:
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            check(math.isfinite(v) and v >= 0, f"arm.noise.{f.name}", v, "must be a finite number >= 0")
 
 
 ImuNoise = ImuNoiseConfig

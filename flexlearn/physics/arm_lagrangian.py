@@ -53,10 +53,10 @@ from torch.func import jvp
 
 from flexlearn.config import check
 from flexlearn.physics.modal.link import FlexibleLink
+from flexlearn.sensing.imu import GRAVITY as G0
 
 __all__ = ["ArmLinkConfig", "ArmConfig", "FlexibleArmPlant", "seed_arm_config", "G0"]
 
-G0 = 9.80665
 f64 = torch.float64
 
 

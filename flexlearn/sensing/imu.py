@@ -32,6 +32,7 @@ Run-time faults: a frame with a non-finite or saturated value (or a missing IMU,
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Optional, Tuple
 
@@ -234,3 +235,21 @@ def angular_acceleration(omega: np.ndarray, dt: float, tau: float = 0.05) -> np.
     d = np.concatenate([np.zeros_like(w[:1]), np.diff(w, axis=0) / dt], 0)
     beta = dt / (tau + dt)
     return lfilter([beta], [1.0, -(1.0 - beta)], d, axis=0)
+
+
+@dataclasses.dataclass
+class ImuNoiseConfig:
+    """White noise (std per sample) and constant bias (std of the random draw per IMU and axis)."""
+
+    acc_noise: float = 0.02  # m/s²
+    gyr_noise: float = 0.002  # rad/s
+    acc_bias: float = 0.02  # m/s²
+    gyr_bias: float = 0.005  # rad/s
+    acc_range: float = 6.0 * GRAVITY  # m/s², saturation
+    gyr_range: float = math.radians(300.0)  # rad/s
+
+    def validate(self) -> None:
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            check(math.isfinite(v) and v >= 0, f"noise.{f.name}", v, "must be a finite number >= 0")
+        check(self.acc_range > 0 and self.gyr_range > 0, "noise.acc_range", self.acc_range, "ranges must be > 0")

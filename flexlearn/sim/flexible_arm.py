@@ -35,12 +35,13 @@ from typing import Optional, Sequence
 import numpy as np
 
 from flexlearn.config import check
+from flexlearn.sensing.imu import GRAVITY as G0
+from flexlearn.sensing.imu import ImuNoiseConfig
 
 __all__ = ["BeamLinkConfig", "ImuNoiseConfig", "FlexibleArmSimConfig", "FEBeam", "simulate_flexible_arm",
            "seed_single_link_config", "seed_two_link_config", "seed_single_link_trajectory",
            "smooth_random_trajectory"]
 
-G0 = 9.80665
 
 
 @dataclasses.dataclass
@@ -71,24 +72,6 @@ class BeamLinkConfig:
               "must be empty or one per IMU")
         check(self.n_elements >= 4, "link.n_elements", self.n_elements, "must be >= 4")
         check(0 <= self.damping < 1, "link.damping", self.damping, "must be in [0, 1)")
-
-
-@dataclasses.dataclass
-class ImuNoiseConfig:
-    """White noise (std per sample) and constant bias (std of the random draw per IMU and axis)."""
-
-    acc_noise: float = 0.02  # m/s²
-    gyr_noise: float = 0.002  # rad/s
-    acc_bias: float = 0.02  # m/s²
-    gyr_bias: float = 0.005  # rad/s
-    acc_range: float = 6.0 * G0  # m/s², saturation
-    gyr_range: float = math.radians(300.0)  # rad/s
-
-    def validate(self) -> None:
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            check(math.isfinite(v) and v >= 0, f"noise.{f.name}", v, "must be a finite number >= 0")
-        check(self.acc_range > 0 and self.gyr_range > 0, "noise.acc_range", self.acc_range, "ranges must be > 0")
 
 
 @dataclasses.dataclass
