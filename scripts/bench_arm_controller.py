@@ -14,28 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import torch
 
+from _timing import time_per_call  # noqa: E402  (scripts/ is on sys.path when run)
 from flexlearn.runtime.arm_controller import ArmController, ArmControllerConfig, export_arm_controller
-
-
-def _time(fn, steps: int, repeats: int) -> dict:
-    for k in range(min(500, steps)):
-        fn(k)
-    wall, cpu = [], []
-    for _ in range(repeats):
-        t0, c0 = time.perf_counter(), time.thread_time()
-        for k in range(steps):
-            fn(k)
-        wall.append((time.perf_counter() - t0) / steps * 1e6)
-        cpu.append((time.thread_time() - c0) / steps * 1e6)
-    return {"wall_median": statistics.median(wall), "wall_min": min(wall), "cpu_median": statistics.median(cpu),
-            "cpu_min": min(cpu)}
 
 
 def main() -> None:
@@ -52,12 +37,12 @@ def main() -> None:
     fr[:, 2] = 9.80665
     fr = fr + 0.02 * torch.randn(fr.shape, generator=g, dtype=torch.float64)
     acc, gyr = fr[:, :3], fr[:, 3:]
-    ctrl = _time(lambda k: c(fr, 1.0 + 1e-3 * k), a.steps, a.repeats)
-    est = _time(lambda k: c.estimator.step(acc, gyr), a.steps, a.repeats)
+    ctrl = time_per_call(lambda k: c(fr, 1.0 + 1e-3 * k), a.steps, a.repeats)
+    est = time_per_call(lambda k: c.estimator.step(acc, gyr), a.steps, a.repeats)
     with tempfile.TemporaryDirectory() as d:
         path = export_arm_controller(ArmController.build(cfg), Path(d) / "arm.pt", cfg)
         loaded = torch.jit.load(str(path))
-        exported = _time(lambda k: loaded(fr, 1.0 + 1e-3 * k), a.steps, a.repeats)
+        exported = time_per_call(lambda k: loaded(fr, 1.0 + 1e-3 * k), a.steps, a.repeats)
     out = {"threads": torch.get_num_threads(), "loadavg": os.getloadavg(), "step_us_median": ctrl["wall_median"],
            "step_us": ctrl, "estimator_step_us": est, "exported_step_us": exported, "target_step_us": 150.0}
     if a.out:

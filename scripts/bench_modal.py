@@ -15,10 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import time
 
 import torch
+
+from _timing import time_per_call  # noqa: E402  (scripts/ is on sys.path when run)
 
 from flexlearn.physics.modal import FlexibleArmEstimator, FlexibleLink, ModeSelectionConfig, select_modes
 
@@ -30,17 +31,7 @@ def _ref(x: torch.Tensor) -> torch.Tensor:
 
 
 def _time(fn, args, steps: int, repeats: int) -> dict:
-    for _ in range(min(500, steps)):
-        fn(*args)
-    wall, cpu = [], []
-    for _ in range(repeats):
-        t0, c0 = time.perf_counter(), time.thread_time()
-        for _ in range(steps):
-            fn(*args)
-        wall.append((time.perf_counter() - t0) / steps * 1e6)
-        cpu.append((time.thread_time() - c0) / steps * 1e6)
-    return {"wall_median": statistics.median(wall), "wall_min": min(wall), "cpu_median": statistics.median(cpu),
-            "cpu_min": min(cpu)}
+    return time_per_call(lambda k: fn(*args), steps, repeats)
 
 
 def main() -> None:
