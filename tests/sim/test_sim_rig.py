@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -213,12 +212,10 @@ def test_config_errors_name_the_key(data: dict, key: str) -> None:
 
 
 @pytest.mark.slow
-def test_default_sweep_is_fast_and_modest() -> None:
-    t0 = time.perf_counter()
+def test_default_sweep_size_is_modest() -> None:
+    """The default sweep keeps its streams small (its speed is measured by scripts/bench_main_job.py)."""
     sw = simulate_sweep()
-    elapsed = time.perf_counter() - t0
     assert len(sw.pose_id) == 15000 and len(sw.mag_t) < 2_000_000
-    assert elapsed < 20.0
 
 
 def test_off_axis_sensor_moves_with_the_child_board() -> None:
