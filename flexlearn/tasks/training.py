@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from pathlib import Path
 from typing import Any, Optional
 
@@ -29,6 +30,9 @@ from flexlearn.tasks.direction import DirectionTask
 from flexlearn.tasks.metrics import angular_error_deg, angular_error_summary
 
 log = logging.getLogger(__name__)
+
+# Only epoch-level metrics are logged, so an epoch shorter than log_every_n_steps loses nothing.
+warnings.filterwarnings("ignore", message=r".*smaller than the logging interval.*")
 
 
 def _instantiate_group(group: Optional[DictConfig], name: str) -> list[Any]:
