@@ -6,6 +6,7 @@ Every block is a frozen-free dataclass; `from_dict` rejects unknown keys and wro
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from typing import Any, Mapping, TypeVar
 
@@ -18,6 +19,28 @@ def check(condition: bool, where: str, value: Any, requirement: str) -> None:
     """Raise `ConfigError` "<where> = <value>: <requirement>" unless ``condition`` holds."""
     if not condition:
         raise ConfigError(f"config '{where}' = {value!r}: {requirement}")
+
+
+def check_positive(obj: Any, where: str, *keys: str) -> None:
+    """Each ``obj.<key>`` must be a positive finite number; the error names ``where.key``."""
+    for key in keys:
+        v = getattr(obj, key)
+        check(math.isfinite(v) and v > 0, f"{where}.{key}", v, "must be a positive finite number")
+
+
+def check_non_negative(obj: Any, where: str, *keys: str) -> None:
+    """Each ``obj.<key>`` must be a finite number ≥ 0; the error names ``where.key``."""
+    for key in keys:
+        v = getattr(obj, key)
+        check(math.isfinite(v) and v >= 0, f"{where}.{key}", v, "must be a non-negative finite number")
+
+
+def check_finite(obj: Any, where: str, *keys: str) -> None:
+    """Each ``obj.<key>`` (a number or a tuple of numbers) must be finite; the error names ``where.key``."""
+    for key in keys:
+        v = getattr(obj, key)
+        values = v if isinstance(v, tuple) else (v,)
+        check(all(math.isfinite(x) for x in values), f"{where}.{key}", v, "must be finite")
 
 
 def from_dict(cls: type[T], data: Mapping[str, Any] | None, where: str = "") -> T:

@@ -30,7 +30,7 @@ from typing import Union
 
 import torch
 
-from flexlearn.config import check
+from flexlearn.config import check, check_positive
 from flexlearn.sensing.biot_savart import MU0, biot_savart_polyline
 
 __all__ = ["CoilConfig", "PlanarCoil", "spiral_polyline", "biot_savart_polyline", "MU0"]
@@ -73,9 +73,8 @@ class CoilConfig:
 
     def validate(self, where: str = "coil") -> None:
         """Range checks; errors name ``<where>.<key>``."""
-        for key in ("outer_radius", "pitch", "board_thickness", "copper_thickness", "trace_width", "resistivity"):
-            value = getattr(self, key)
-            check(value > 0 and math.isfinite(value), f"{where}.{key}", value, "must be a positive number")
+        check_positive(self, where, "outer_radius", "pitch", "board_thickness", "copper_thickness", "trace_width",
+                       "resistivity")
         check(self.turns >= 1, f"{where}.turns", self.turns, "must be >= 1")
         check(self.points_per_turn >= 8, f"{where}.points_per_turn", self.points_per_turn, "must be >= 8")
         check(self.outer_radius - self.pitch * self.turns > 0, f"{where}.pitch", self.pitch,

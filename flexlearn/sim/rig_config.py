@@ -10,23 +10,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from flexlearn.config import check
+from flexlearn.config import check, check_non_negative, check_positive
 from flexlearn.sensing.coil import CoilConfig
 
 __all__ = ["JointGeometry", "MagnetometerConfig", "AccelerometerConfig", "AmbientConfig", "AcquisitionConfig",
            "FaultConfig", "RigConfig"]
 
 
-def _positive(obj: object, where: str, *keys: str) -> None:
-    for key in keys:
-        v = getattr(obj, key)
-        check(math.isfinite(v) and v > 0, f"{where}.{key}", v, "must be a positive number")
-
-
-def _non_negative(obj: object, where: str, *keys: str) -> None:
-    for key in keys:
-        v = getattr(obj, key)
-        check(math.isfinite(v) and v >= 0, f"{where}.{key}", v, "must be a non-negative number")
 
 
 def _rate(obj: object, where: str, *keys: str) -> None:
@@ -58,8 +48,8 @@ class JointGeometry:
     magnetometer_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     def validate(self, where: str = "geometry") -> None:
-        _positive(self, where, "pivot_to_next", "pivot_radius", "max_colatitude", "mechanical_limit")
-        _non_negative(self, where, "platform_offset", "positioning_error", "mount_misalignment")
+        check_positive(self, where, "pivot_to_next", "pivot_radius", "max_colatitude", "mechanical_limit")
+        check_non_negative(self, where, "platform_offset", "positioning_error", "mount_misalignment")
         check(self.mechanical_limit < math.pi / 2, f"{where}.mechanical_limit", self.mechanical_limit,
               "must be below pi/2 rad")
         check(self.max_colatitude <= self.mechanical_limit, f"{where}.max_colatitude", self.max_colatitude,
@@ -86,8 +76,8 @@ class MagnetometerConfig:
     soft_iron: float = 0.02
 
     def validate(self, where: str = "magnetometer") -> None:
-        _positive(self, where, "rate", "window", "lsb", "full_scale")
-        _non_negative(self, where, "noise", "hard_iron", "soft_iron")
+        check_positive(self, where, "rate", "window", "lsb", "full_scale")
+        check_non_negative(self, where, "noise", "hard_iron", "soft_iron")
         check(self.window < 1.0 / self.rate, f"{where}.window", self.window,
               f"must be shorter than the conversion period 1/rate = {1.0 / self.rate:.4g} s")
         check(self.soft_iron < 0.2, f"{where}.soft_iron", self.soft_iron, "must be < 0.2 (a few percent)")
@@ -103,8 +93,8 @@ class AccelerometerConfig:
     gravity: float = 9.80665
 
     def validate(self, where: str = "accelerometer") -> None:
-        _positive(self, where, "rate", "gravity")
-        _non_negative(self, where, "noise", "bias")
+        check_positive(self, where, "rate", "gravity")
+        check_non_negative(self, where, "noise", "bias")
 
 
 @dataclass
@@ -120,8 +110,8 @@ class AmbientConfig:
     drift_period: float = 300.0
 
     def validate(self, where: str = "ambient") -> None:
-        _non_negative(self, where, "magnitude", "drift")
-        _positive(self, where, "drift_period")
+        check_non_negative(self, where, "magnitude", "drift")
+        check_positive(self, where, "drift_period")
         check(abs(self.inclination) <= math.pi / 2, f"{where}.inclination", self.inclination,
               "must lie in [-pi/2, pi/2]")
 
@@ -153,9 +143,9 @@ class AcquisitionConfig:
     switch_jitter: float = 1.0e-4
 
     def validate(self, where: str = "acquisition") -> None:
-        _positive(self, where, "field_at_neighbour", "coil_tau", "poll_period", "move_duration", "off_window",
+        check_positive(self, where, "field_at_neighbour", "coil_tau", "poll_period", "move_duration", "off_window",
                   "pulse")
-        _non_negative(self, where, "poll_jitter", "move_jitter", "hold_delay", "settle", "switch_jitter")
+        check_non_negative(self, where, "poll_jitter", "move_jitter", "hold_delay", "settle", "switch_jitter")
         check(self.poll_jitter < 0.25 * self.poll_period, f"{where}.poll_jitter", self.poll_jitter,
               "must be below a quarter of poll_period")
         check(self.move_jitter < 0.5 * self.move_duration, f"{where}.move_jitter", self.move_jitter,
@@ -188,8 +178,8 @@ class FaultConfig:
 
     def validate(self, where: str = "faults") -> None:
         _rate(self, where, "swing_rate", "nan_rate", "saturation_rate", "short_pulse_rate")
-        _non_negative(self, where, "swing_amplitude")
-        _positive(self, where, "swing_frequency", "swing_decay", "short_pulse")
+        check_non_negative(self, where, "swing_amplitude")
+        check_positive(self, where, "swing_frequency", "swing_decay", "short_pulse")
 
 
 @dataclass

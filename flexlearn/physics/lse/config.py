@@ -23,22 +23,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from flexlearn.config import check
+from flexlearn.config import check, check_finite, check_positive
 
 __all__ = ["RodConfig", "GeometryConfig", "PulleyConfig", "CPRConfig"]
 
 
-def _positive(obj: object, where: str, *keys: str) -> None:
-    for key in keys:
-        v = getattr(obj, key)
-        check(math.isfinite(v) and v > 0, f"{where}.{key}", v, "must be a positive finite number")
-
-
-def _finite(obj: object, where: str, *keys: str) -> None:
-    for key in keys:
-        v = getattr(obj, key)
-        vals = v if isinstance(v, tuple) else (v,)
-        check(all(math.isfinite(x) for x in vals), f"{where}.{key}", v, "must be finite")
 
 
 @dataclass
@@ -65,14 +54,14 @@ class RodConfig:
         check(self.n_elements >= 1, f"{where}.n_elements", self.n_elements, "must be >= 1")
         check(self.section in ("circle", "rectangle"), f"{where}.section", self.section,
               "must be 'circle' or 'rectangle'")
-        _positive(self, where, "youngs_modulus", "diameter", "width", "thickness")
+        check_positive(self, where, "youngs_modulus", "diameter", "width", "thickness")
         check(math.isfinite(self.density) and self.density >= 0, f"{where}.density", self.density,
               "must be >= 0")
         check(-1.0 < self.poisson_ratio < 0.5, f"{where}.poisson_ratio", self.poisson_ratio,
               "must lie in (-1, 0.5)")
         check(math.isfinite(self.shear_modulus) and self.shear_modulus >= 0, f"{where}.shear_modulus",
               self.shear_modulus, "must be > 0 (or 0 for E / (2 (1 + nu)))")
-        _finite(self, where, "precurvature")
+        check_finite(self, where, "precurvature")
 
     @property
     def g(self) -> float:
@@ -101,12 +90,12 @@ class GeometryConfig:
     def validate(self, where: str = "geometry") -> None:
         check(self.n_motors >= 1, f"{where}.n_motors", self.n_motors, "must be >= 1")
         check(self.rods_per_motor >= 1, f"{where}.rods_per_motor", self.rods_per_motor, "must be >= 1")
-        _positive(self, where, "base_radius", "platform_radius", "platform_height")
+        check_positive(self, where, "base_radius", "platform_radius", "platform_height")
         check(math.isfinite(self.rod_spacing) and self.rod_spacing >= 0, f"{where}.rod_spacing",
               self.rod_spacing, "must be >= 0")
         check(self.rods_per_motor == 1 or self.rod_spacing > 0, f"{where}.rod_spacing", self.rod_spacing,
               "must be > 0 with several rods per motor (coincident rods)")
-        _finite(self, where, "motor_phase", "horn_length", "motor_limits")
+        check_finite(self, where, "motor_phase", "horn_length", "motor_limits")
         lo, hi = self.motor_limits
         check(lo < hi, f"{where}.motor_limits", self.motor_limits, "must be (low, high) with low < high")
 
@@ -119,7 +108,7 @@ class PulleyConfig:
     mass: float = 0.005
 
     def validate(self, where: str = "pulley") -> None:
-        _finite(self, where, "position")
+        check_finite(self, where, "position")
         check(math.isfinite(self.mass) and self.mass >= 0, f"{where}.mass", self.mass, "must be >= 0")
 
 
@@ -136,4 +125,4 @@ class CPRConfig:
     def validate(self, where: str = "cpr") -> None:
         check(math.isfinite(self.platform_mass) and self.platform_mass >= 0, f"{where}.platform_mass",
               self.platform_mass, "must be >= 0")
-        _finite(self, where, "gravity")
+        check_finite(self, where, "gravity")
