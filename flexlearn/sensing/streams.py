@@ -166,3 +166,18 @@ class RawSweep:
         sweep.truth = truth
         sweep.validate(source=str(path))
         return sweep
+
+
+def quantize_times(raw: RawSweep) -> RawSweep:
+    """A copy of ``raw`` with every time rounded to whole nanoseconds: t → round(t·1e9)·1e-9.
+
+    Recordings (rosbag2 stamps, serial dumps with integer clocks) resolve time in nanoseconds at best; this
+    is the sweep as such a recording of it holds it (see `flexlearn.ingest.assemble`).
+    """
+    def q(t: np.ndarray) -> np.ndarray:
+        return np.round(np.asarray(t, dtype=np.float64) * 1e9).astype(np.int64) * 1e-9
+
+    return RawSweep(mag_t=q(raw.mag_t), mag=raw.mag.copy(), accel_t=q(raw.accel_t), accel=raw.accel.copy(),
+                    coil_t=q(raw.coil_t), coil_on=raw.coil_on.copy(), pose_id=raw.pose_id.copy(),
+                    pose_t_start=q(raw.pose_t_start), pose_t_end=q(raw.pose_t_end), target=raw.target.copy(),
+                    meta=dict(raw.meta), truth=None if raw.truth is None else dict(raw.truth))

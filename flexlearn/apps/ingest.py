@@ -1,0 +1,30 @@
+"""`flexlearn-ingest input=<recording> output=<dir> ingest=<topic map>`: a recording to a training dataset."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from flexlearn.apps._runner import CONF_DIR, readable_errors
+from flexlearn.config import from_dict
+from flexlearn.data.process import ProcessingConfig
+from flexlearn.ingest.recording import ingest_recording
+from flexlearn.ingest.topic_map import load_ingest_config
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="ingest")
+def main(cfg: DictConfig) -> None:
+    with readable_errors("flexlearn-ingest"):
+        topic_map = load_ingest_config(cfg.ingest)
+        processing = from_dict(ProcessingConfig, cfg.processing, "processing")
+        options = OmegaConf.to_container(cfg.report_options, resolve=True) if cfg.get("report_options") else {}
+        result = ingest_recording(Path(cfg.input), Path(cfg.output), topic_map, processing, force=bool(cfg.force),
+                                  report=bool(cfg.report), show_progress=cfg.get("progress"), report_options=options)
+    state = "up to date" if result.up_to_date else "written"
+    print(f"{result.dataset} ({state})")
+    print(f"train with: flexlearn-train data=dataset data.path={result.dataset}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""Cleaned recording streams → the raw-stream form (`flexlearn.sensing.streams.RawSweep`) plus extra tables.
+
+Times: every stamp is an integer number of nanoseconds on the recording's clock. The raw sweep's times are
+seconds since the *time origin*, the whole second at or before the earliest sample or hold-window start:
+t = (stamp − origin)·1e-9. Keeping the origin a whole second keeps the sub-second part exact, so a
+simulated sweep written with stamps ``origin + round(t·1e9)`` comes back as exactly
+`flexlearn.sensing.streams.quantize_times` of it. The origin is stored in ``meta['time_origin_ns']``.
+
+Extra tables written beside the raw sweep's Parquet files (``RawSweep.load`` ignores them):
+``rate.parquet`` (t, wx, wy, wz [rad/s]), ``orientation.parquet`` (t, qw, qx, qy, qz; only if the IMU
+reports one) and ``mocap.parquet`` (t, px, py, pz [m], qw, qx, qy, qz).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from flexlearn.errors import DataError
+from flexlearn.ingest.records import NS, Stream
+from flexlearn.sensing.streams import RawSweep
+
+EXTRA_TABLES = {"rate": ("t", "wx", "wy", "wz"), "orientation": ("t", "qw", "qx", "qy", "qz"),
+                "mocap": ("t", "px", "py", "pz", "qw", "qx", "qy", "qz")}
+UNIT_TOL = 1e-3  # |‖target‖ − 1| allowed in a hold-window message
+
+
+def split_imu(streams: dict[str, Stream]) -> dict[str, Stream]:
+    """Replace a bag's 'imu' stream by 'accel', 'rate' and (if reported) 'orientation' streams."""
+    if "imu" not in streams:
+        return streams
+    out = {k: v for k, v in streams.items() if k != "imu"}
+    imu = streams["imu"]
+    for name in ("accel", "rate"):
+        out[name] = Stream(name, imu.source, imu.stamp_ns, {name: imu.values[name]}, continuous=True)
+    has_q = imu.values["orientation_cov0"] != -1.0  # REP 145: covariance[0] = -1 means "no orientation"
+    if has_q.any():
+        out["orientation"] = Stream("orientation", imu.source, imu.stamp_ns[has_q],
+                                    {"orientation": imu.values["orientation"][has_q]})
+    return out
+
+
+def time_origin_ns(streams: dict[str, Stream]) -> int:
+    """The whole second [ns] at or before the earliest sample of mag/accel/coil and hold-window start."""
+    firsts = [int(streams[n].stamp_ns.min()) for n in ("mag", "accel", "coil") if len(streams[n])]
+    if len(streams["poses"]):
+        firsts.append(int(streams["poses"].values["t_start_ns"].min()))
+    return (min(firsts) // NS) * NS
+
+
+def _seconds(ns: np.ndarray, origin: int) -> np.ndarray:
+    return (np.asarray(ns, dtype=np.int64) - np.int64(origin)) * 1e-9
+
+
+def _poses(s: Stream, origin: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    pid, ts, te, target = (s.values[k] for k in ("pose_id", "t_start_ns", "t_end_ns", "target"))
+    uniq, counts = np.unique(pid, return_counts=True)
+    if (counts > 1).any():
+        raise DataError(f"{s.source}: pose_id {int(uniq[counts > 1][0])} is logged {int(counts.max())} times with "
+                        "different hold windows; expected one message per pose")
+    bad = np.flatnonzero(te < ts)
+    if bad.size:
+        raise DataError(f"{s.source}: pose_id {int(pid[bad[0]])} has t_end before t_start")
+    norm = np.linalg.norm(target, axis=1)
+    bad = np.flatnonzero(~np.isfinite(norm) | (np.abs(norm - 1.0) > UNIT_TOL))
+    if bad.size:
+        raise DataError(f"{s.source}: pose_id {int(pid[bad[0]])} has target {target[bad[0]].tolist()} of norm "
+                        f"{norm[bad[0]]:.4g}; expected a unit direction")
+    return pid, _seconds(ts, origin), _seconds(te, origin), target
+
+
+def assemble_raw(streams: dict[str, Stream], meta: dict[str, Any]) -> tuple[RawSweep, dict[str, dict[str, np.ndarray]]]:
+    """Build the `RawSweep` (times relative to `time_origin_ns`) and the extra tables from cleaned streams."""
+    origin = time_origin_ns(streams)
+    mag, acc, coil = streams["mag"], streams["accel"], streams["coil"]
+    pid, ts, te, target = _poses(streams["poses"], origin)
+    raw = RawSweep(mag_t=_seconds(mag.stamp_ns, origin), mag=np.ascontiguousarray(mag.values["mag"]),
+                   accel_t=_seconds(acc.stamp_ns, origin), accel=np.ascontiguousarray(acc.values["accel"]),
+                   coil_t=_seconds(coil.stamp_ns, origin), coil_on=np.asarray(coil.values["on"], dtype=bool),
+                   pose_id=pid, pose_t_start=ts, pose_t_end=te, target=np.ascontiguousarray(target),
+                   meta=dict(meta, time_origin_ns=origin))
+    extras: dict[str, dict[str, np.ndarray]] = {}
+    for name, cols in EXTRA_TABLES.items():
+        s = streams.get(name)
+        if s is None or len(s) == 0:
+            continue
+        parts = [s.values[k] for k in s.values]
+        block = np.concatenate([p.reshape(len(s), -1) for p in parts], axis=1)
+        extras[name] = {"t": _seconds(s.stamp_ns, origin), **{c: block[:, i] for i, c in enumerate(cols[1:])}}
+    return raw, extras
+
+
+def save_extras(raw_dir: Path, extras: dict[str, dict[str, np.ndarray]]) -> None:
+    """Write the extra tables into an (unpublished, temporary) raw sweep directory."""
+    for name, cols in extras.items():
+        pq.write_table(pa.table({c: np.ascontiguousarray(v) for c, v in cols.items()}), raw_dir / f"{name}.parquet")

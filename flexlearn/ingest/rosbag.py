@@ -1,0 +1,183 @@
+"""Read the streams of a rosbag2 recording (MCAP or sqlite3 storage) with `rosbags`, no ROS installation.
+
+`read_rosbag` opens the bag, checks that every mapped topic is present with the expected message type,
+decodes the messages (CDR) with a typestore that knows the standard ROS 2 Humble types plus the custom
+``.msg`` definitions of the topic map, and returns one `Stream` per mapped stream. A bag that cannot be
+opened or read to the end (truncated, corrupt) is a `DataError` naming the file.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from flexlearn.errors import ConfigError, DataError
+from flexlearn.ingest.records import NS, Stream, progress
+from flexlearn.ingest.topic_map import IngestConfig, TopicSpec
+
+CONTINUOUS = ("mag", "imu")
+INT_COLUMNS = ("pose_id", "t_start_ns", "t_end_ns")  # kept exact (ns stamps exceed 2^53)
+
+
+def make_typestore(msg_definitions: dict[str, str]) -> Any:
+    """ROS 2 Humble typestore with the custom ``.msg`` texts registered (type name -> text)."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    store = get_typestore(Stores.ROS2_HUMBLE)
+    types: dict[str, Any] = {}
+    for name, text in msg_definitions.items():
+        try:
+            types.update(get_types_from_msg(text, name))
+        except Exception as exc:  # the parser raises its own exception types
+            raise ConfigError(f"config 'ingest.msg_definitions.{name}': not a valid .msg definition ({exc})") from exc
+    try:
+        store.register(types)
+    except Exception as exc:
+        raise ConfigError(f"config 'ingest.msg_definitions': cannot register {sorted(types)} ({exc})") from exc
+    return store
+
+
+def bag_root(path: Path) -> Path:
+    """The rosbag2 directory (with metadata.yaml) for ``path`` (the directory or a storage file in it)."""
+    root = path if path.is_dir() else path.parent
+    if not (root / "metadata.yaml").is_file():
+        raise DataError(f"{path}: not a rosbag2 recording (expected a directory with metadata.yaml)")
+    return root
+
+
+def _stamp(msg: Any, spec: TopicSpec, receive_ns: int, topic: str) -> int:
+    if spec.stamp == "receive":
+        return receive_ns
+    header = getattr(msg, "header", None)
+    if header is None:
+        raise ConfigError(f"config 'ingest.topics': topic '{topic}' ({spec.type}) has no header; set stamp: receive")
+    return int(header.stamp.sec) * NS + int(header.stamp.nanosec)
+
+
+def _time_ns(t: Any) -> int:
+    return int(t.sec) * NS + int(t.nanosec)
+
+
+def _vec(v: Any) -> tuple[float, float, float]:
+    return (float(v.x), float(v.y), float(v.z))
+
+
+def _quat(q: Any) -> tuple[float, float, float, float]:
+    return (float(q.w), float(q.x), float(q.y), float(q.z))
+
+
+def _getpath(msg: Any, path: str) -> Any:
+    for part in path.split("."):
+        msg = getattr(msg, part)
+    return msg
+
+
+# stream -> (row extractor, {column: width}); a row is a flat tuple of floats in column order.
+def _extractor(name: str, spec: TopicSpec) -> tuple[Callable[[Any], tuple], dict[str, int]]:
+    if name == "mag":
+        return (lambda m: _vec(m.magnetic_field)), {"mag": 3}
+    if name == "imu":
+        return (lambda m: (*_vec(m.linear_acceleration), *_vec(m.angular_velocity), *_quat(m.orientation),
+                           float(m.orientation_covariance[0]))), {"accel": 3, "rate": 3, "orientation": 4,
+                                                                  "orientation_cov0": 1}
+    if name == "coil":
+        return (lambda m: (float(bool(_getpath(m, spec.field))),)), {"on": 1}
+    if name == "poses":
+        return (lambda m: (int(m.pose_id), _time_ns(m.t_start), _time_ns(m.t_end), *_vec(m.target))), \
+            {"pose_id": 1, "t_start_ns": 1, "t_end_ns": 1, "target": 3}
+    if name == "mocap":
+        return (lambda m: (*_vec(m.pose.position), *_quat(m.pose.orientation))), {"position": 3, "orientation": 4}
+    raise AssertionError(name)
+
+
+def _check_connections(root: Path, reader: Any, specs: dict[str, TopicSpec], store: Any) -> dict[str, Any]:
+    """Topic -> connection list for the mapped topics; missing topics and wrong types raise `DataError`."""
+    present: dict[str, list[Any]] = {}
+    for c in reader.connections:
+        present.setdefault(c.topic, []).append(c)
+    out = {}
+    for name, spec in specs.items():
+        conns = present.get(spec.topic)
+        if not conns:
+            raise DataError(f"{root}: topic '{spec.topic}' (stream '{name}', {spec.type}) is not in the recording; "
+                            f"topics present: {sorted(present)}")
+        for c in conns:
+            if c.msgtype != spec.type:
+                raise DataError(f"{root}: topic '{spec.topic}' carries {c.msgtype}, expected {spec.type} "
+                                f"(stream '{name}')")
+        if spec.type not in store.types:
+            raise ConfigError(f"config 'ingest.topics.{name}.type' = '{spec.type}': unknown message type; add its "
+                              ".msg text under ingest.msg_definitions")
+        if sum(c.msgcount for c in conns) == 0:
+            raise DataError(f"{root}: topic '{spec.topic}' (stream '{name}') has no messages")
+        out[spec.topic] = conns
+    return out
+
+
+def read_rosbag(path: Path, cfg: IngestConfig, show_progress: Optional[bool] = None) -> dict[str, Stream]:
+    """Streams of the mapped topics of the rosbag2 recording at ``path``, in bag order (checks not applied)."""
+    from rosbags.rosbag2 import Reader
+
+    root = bag_root(Path(path))
+    specs = cfg.topic_specs()
+    store = make_typestore(cfg.msg_definitions)
+    try:
+        reader = Reader(root)
+        reader.open()
+    except Exception as exc:  # rosbags raises ReaderError and lower-level errors for broken files
+        raise DataError(f"{root}: cannot open the rosbag2 recording ({type(exc).__name__}: {exc})") from exc
+    try:
+        conns = _check_connections(root, reader, specs, store)
+        by_topic = {spec.topic: name for name, spec in specs.items()}
+        extract = {name: _extractor(name, spec) for name, spec in specs.items()}
+        rows: dict[str, list[tuple]] = {n: [] for n in specs}
+        stamps: dict[str, list[int]] = {n: [] for n in specs}
+        recv: dict[str, list[int]] = {n: [] for n in specs}
+        keys: dict[str, list[bytes]] = {n: [] for n in specs}
+        wanted = [c for cs in conns.values() for c in cs]
+        expected = sum(c.msgcount for c in wanted)
+        n_read = 0
+        try:
+            for conn, t_recv, data in progress(reader.messages(connections=wanted), expected, f"reading {root.name}",
+                                               show_progress):
+                name = by_topic[conn.topic]
+                spec = specs[name]
+                try:
+                    msg = store.deserialize_cdr(data, conn.msgtype)
+                    row = extract[name][0](msg)
+                except (AttributeError, TypeError) as exc:
+                    raise DataError(f"{root}: topic '{conn.topic}' message {len(rows[name])}: {conn.msgtype} lacks "
+                                    f"a field stream '{name}' needs ({exc})") from exc
+                except Exception as exc:
+                    raise DataError(f"{root}: topic '{conn.topic}' message {len(rows[name])} cannot be decoded as "
+                                    f"{conn.msgtype} ({type(exc).__name__}: {exc})") from exc
+                rows[name].append(row)
+                stamps[name].append(_stamp(msg, spec, int(t_recv), conn.topic))
+                recv[name].append(int(t_recv))
+                keys[name].append(bytes(data))
+                n_read += 1
+        except (DataError, ConfigError):
+            raise
+        except Exception as exc:
+            raise DataError(f"{root}: the recording is truncated or corrupt: reading stopped after {n_read} of "
+                            f"{expected} messages ({type(exc).__name__}: {exc})") from exc
+        if n_read != expected:
+            raise DataError(f"{root}: the recording is truncated: {n_read} of the {expected} messages its metadata "
+                            "lists could be read")
+    finally:
+        reader.close()
+    out = {}
+    for name, spec in specs.items():
+        columns = extract[name][1]
+        flat = list(zip(*rows[name])) or [()] * sum(columns.values())
+        values, j = {}, 0
+        for col, width in columns.items():
+            dtype = np.int64 if col in INT_COLUMNS else np.float64
+            block = np.array(flat[j:j + width], dtype=dtype).reshape(width, len(rows[name])).T
+            values[col] = block[:, 0] if width == 1 else np.ascontiguousarray(block)
+            j += width
+        out[name] = Stream(name=name, source=f"{root}: topic '{spec.topic}'", stamp_ns=np.asarray(stamps[name], np.int64),
+                           values=values, receive_ns=np.asarray(recv[name], np.int64) if spec.stamp == "header" else None,
+                           keys=keys[name], continuous=name in CONTINUOUS)
+    return out

@@ -1,0 +1,186 @@
+"""Write a raw sweep as a recording: a rosbag2 (MCAP or sqlite3) per a topic map, or a serial dump.
+
+Used to turn simulated sweeps into the recordings the rig produces (tests, demos, replay). Stamps are
+``epoch_ns + round(t·1e9)`` (a whole-second epoch, so ingestion recovers `quantize_times` of the sweep
+exactly); the bag's receive time is the stamp plus ``latency_ns``. Hold-window messages are published when
+the hold ends; motion-capture poses (if the sweep has ``truth`` and the map a ``mocap`` topic) once per pose
+at mid-hold, as the rotation taking the straight axis e = (0, 0, −1) to the true direction u.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Literal
+
+import numpy as np
+
+from flexlearn.atomic import atomic_dir, atomic_path
+from flexlearn.ingest.records import NS
+from flexlearn.ingest.rosbag import make_typestore
+from flexlearn.ingest.topic_map import TIME_UNITS, IngestConfig
+from flexlearn.sensing.streams import RawSweep
+
+DEFAULT_EPOCH_NS = 1_700_000_000 * NS
+DEFAULT_LATENCY_NS = 2_000_000
+
+
+@dataclass
+class Message:
+    """One message to write: topic, type, bag receive time [ns], payload (a rosbags message object)."""
+
+    topic: str
+    msgtype: str
+    receive_ns: int
+    msg: Any
+
+
+def _stamps(t: np.ndarray, epoch_ns: int) -> np.ndarray:
+    return epoch_ns + np.round(np.asarray(t, dtype=np.float64) * 1e9).astype(np.int64)
+
+
+def _rotation_quaternions(u: np.ndarray) -> np.ndarray:
+    """(N, 4) quaternions (w, x, y, z) of the shortest rotation taking e = (0, 0, −1) to unit u (N, 3)."""
+    e = np.array([0.0, 0.0, -1.0])
+    q = np.concatenate([1.0 + u @ e, np.cross(e, u)], axis=-1) if u.ndim == 1 else \
+        np.concatenate([(1.0 + u @ e)[:, None], np.cross(e, u)], axis=-1)
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+def sweep_messages(raw: RawSweep, cfg: IngestConfig, epoch_ns: int = DEFAULT_EPOCH_NS,
+                   latency_ns: int = DEFAULT_LATENCY_NS) -> tuple[list[Message], Any]:
+    """Messages of the sweep on the topics of ``cfg`` (sorted by receive time) and the typestore to write them."""
+    store = make_typestore(cfg.msg_definitions)
+    specs = cfg.topic_specs()
+    T = store.types
+    Time, Header, Vector3 = T["builtin_interfaces/msg/Time"], T["std_msgs/msg/Header"], T["geometry_msgs/msg/Vector3"]
+    Quaternion = T["geometry_msgs/msg/Quaternion"]
+    zero9 = np.zeros(9)
+
+    def header(ns: int) -> Any:
+        return Header(stamp=Time(sec=int(ns // NS), nanosec=int(ns % NS)), frame_id="")
+
+    def time(ns: int) -> Any:
+        return Time(sec=int(ns // NS), nanosec=int(ns % NS))
+
+    out: list[Message] = []
+
+    def add(name: str, stamp_ns: int, msg: Any) -> None:
+        spec = specs[name]
+        out.append(Message(spec.topic, spec.type, int(stamp_ns) + latency_ns, msg))
+
+    mag_type = T[specs["mag"].type]
+    for ns, m in zip(_stamps(raw.mag_t, epoch_ns).tolist(), raw.mag.tolist()):
+        add("mag", ns, mag_type(header=header(ns), magnetic_field=Vector3(x=m[0], y=m[1], z=m[2]),
+                                magnetic_field_covariance=zero9))
+    imu_type = T[specs["imu"].type]
+    no_q = np.zeros(9)
+    no_q[0] = -1.0  # REP 145: no orientation estimate
+    for ns, a in zip(_stamps(raw.accel_t, epoch_ns).tolist(), raw.accel.tolist()):
+        add("imu", ns, imu_type(header=header(ns), orientation=Quaternion(x=0.0, y=0.0, z=0.0, w=1.0),
+                                orientation_covariance=no_q, angular_velocity=Vector3(x=0.0, y=0.0, z=0.0),
+                                angular_velocity_covariance=zero9,
+                                linear_acceleration=Vector3(x=a[0], y=a[1], z=a[2]),
+                                linear_acceleration_covariance=zero9))
+    coil_spec = specs["coil"]
+    coil_type = T[coil_spec.type]
+    for ns, on in zip(_stamps(raw.coil_t, epoch_ns).tolist(), raw.coil_on.tolist()):
+        fields = {coil_spec.field: bool(on)}
+        if "header" in coil_type.__dataclass_fields__:
+            fields["header"] = header(ns)
+        add("coil", ns, coil_type(**fields))
+    pose_type = T[specs["poses"].type]
+    ts, te = _stamps(raw.pose_t_start, epoch_ns).tolist(), _stamps(raw.pose_t_end, epoch_ns).tolist()
+    for pid, a, b, u in zip(raw.pose_id.tolist(), ts, te, raw.target.tolist()):
+        add("poses", b, pose_type(header=header(b), pose_id=int(pid), t_start=time(a), t_end=time(b),
+                                  target=Vector3(x=u[0], y=u[1], z=u[2])))
+    if "mocap" in specs and raw.truth is not None:
+        Pose, Point = T["geometry_msgs/msg/Pose"], T["geometry_msgs/msg/Point"]
+        order = np.argsort(raw.truth["pose_id"])
+        rows = order[np.searchsorted(raw.truth["pose_id"], raw.pose_id, sorter=order)]
+        u = np.stack([raw.truth[f"u_{c}"][rows] for c in "xyz"], axis=-1)
+        q = _rotation_quaternions(u)
+        mid = _stamps(0.5 * (raw.pose_t_start + raw.pose_t_end), epoch_ns).tolist()
+        ps_type = T[specs["mocap"].type]
+        for ns, qi, ui in zip(mid, q.tolist(), u.tolist()):
+            pose = Pose(position=Point(x=ui[0], y=ui[1], z=ui[2]),
+                        orientation=Quaternion(w=qi[0], x=qi[1], y=qi[2], z=qi[3]))
+            add("mocap", ns, ps_type(header=header(ns), pose=pose))
+    out.sort(key=lambda m: m.receive_ns)
+    return out, store
+
+
+def write_rosbag(path: str | Path, messages: Iterable[Message], store: Any,
+                 storage: Literal["mcap", "sqlite3"] = "mcap") -> Path:
+    """Write ``messages`` (in order) as a rosbag2 directory with the given storage plugin, atomically."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
+    plugin = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}[storage]
+    path = Path(path)
+    with atomic_dir(path) as tmp:
+        bag = tmp / path.name
+        with Writer(bag, version=9, storage_plugin=plugin) as writer:
+            conns: dict[tuple[str, str], Any] = {}
+            for m in messages:
+                key = (m.topic, m.msgtype)
+                if key not in conns:
+                    conns[key] = writer.add_connection(m.topic, m.msgtype, typestore=store)
+                writer.write(conns[key], m.receive_ns, store.serialize_cdr(m.msg, m.msgtype))
+        for f in bag.iterdir():  # the Writer wants to create its directory itself
+            f.rename(tmp / f.name)
+        bag.rmdir()
+    return path
+
+
+def _json_value(v: Any) -> Any:
+    """NumPy scalars as JSON numbers; a non-finite float as null (JSON has no NaN)."""
+    if isinstance(v, (float, np.floating)):
+        return float(v) if np.isfinite(v) else None
+    if isinstance(v, (np.integer, np.bool_)):
+        return int(v)
+    return v
+
+
+def write_serial(raw: RawSweep, path: str | Path, cfg: IngestConfig, fmt: Literal["csv", "jsonl"] = "csv") -> Path:
+    """Write the sweep as a serial dump in the layout of ``cfg.serial`` (values divided by each scale)."""
+    import json
+
+    serial = cfg.serial
+    streams = serial.parsed()
+    unit = TIME_UNITS[serial.time_unit]
+    records: list[tuple[float, dict[str, Any]]] = []
+
+    def emit(name: str, t: np.ndarray, columns: list[np.ndarray]) -> None:
+        spec = streams.get(name)
+        if spec is None:
+            return
+        for i in range(t.shape[0]):
+            rec = {serial.time_field: float(t[i]) / unit, serial.kind_field: spec.kind}
+            rec.update({f: c[i] for f, c in zip(spec.fields, columns)})
+            records.append((float(t[i]), rec))
+
+    def scaled(name: str, v: np.ndarray) -> list[np.ndarray]:
+        s = streams[name].scale if name in streams else 1.0
+        return [v[:, j] / s for j in range(3)]
+
+    emit("mag", raw.mag_t, scaled("mag", raw.mag))
+    emit("accel", raw.accel_t, scaled("accel", raw.accel))
+    emit("coil", raw.coil_t, [raw.coil_on.astype(np.int64)])
+    emit("poses", raw.pose_t_end, [raw.pose_id, raw.pose_t_start / unit, raw.pose_t_end / unit,
+                                   *[raw.target[:, j] for j in range(3)]])
+    records.sort(key=lambda r: r[0])
+    columns = [serial.time_field, serial.kind_field] + [f for s in streams.values() for f in s.fields]
+
+    def text(v: Any) -> str:
+        return repr(float(v)) if isinstance(v, (float, np.floating)) else str(int(v)) if isinstance(
+            v, (int, np.integer, bool, np.bool_)) else str(v)
+
+    path = Path(path)
+    with atomic_path(path) as tmp, open(tmp, "w") as f:
+        if fmt == "csv":
+            f.write(",".join(columns) + "\n")
+            for _, rec in records:
+                f.write(",".join(text(rec[c]) if c in rec else "" for c in columns) + "\n")
+        else:
+            for _, rec in records:
+                f.write(json.dumps({k: _json_value(v) for k, v in rec.items()}) + "\n")
+    return path
