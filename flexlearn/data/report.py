@@ -1,0 +1,358 @@
+"""Dataset quality report of one or more recorded sessions: PNG figures and a Markdown summary.
+
+A *session* is an ingested dataset directory (``raw/``, ``dataset.parquet``, ``ingest.json``; see
+`flexlearn.ingest.recording`) or a bare raw sweep directory (processed here with the default config).
+The report shows, per session and side by side:
+
+* coverage over the cap: kept and dropped poses at (λ cos θ, λ sin θ), λ the bend angle; Fibonacci cells
+  holding fewer than ``min_fill`` of their share (`flexlearn.sim.targets.cell_quotas` of the kept count);
+* |ΔB| against the bend angle, with binned medians (the coil field falls with the bend; a session whose
+  curve departs from the first one's points at a changed rig, coil current or sensor);
+* noise: per pose, the std of the accepted coil-off magnetometer samples about their mean (the samples
+  processing fits the ambient field to, `flexlearn.data.quality.select`), of the specific force over the
+  hold window and of the rate gyro (if recorded);
+* dropped poses by reason (`flexlearn.data.quality.REASONS`) and dropped messages by reason (ingestion);
+* differences between sessions: kept fraction, median |ΔB| and noise, ambient field, and the largest
+  relative difference of the binned |ΔB|(λ) medians from the first session.
+
+Units: fields in T in the data, shown in µT (ΔB) and nT (noise); angles in degrees on the figures.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from flexlearn.atomic import atomic_path, write_json_atomic
+from flexlearn.config import from_dict
+from flexlearn.data import quality as q
+from flexlearn.data.dataset import DirectionDataset
+from flexlearn.data.process import ProcessingConfig, process_sweep
+from flexlearn.errors import DataError
+from flexlearn.sensing.streams import RawSweep
+from flexlearn.sim.targets import assign_cells, cell_quotas, fibonacci_cells
+from flexlearn.tables import read_parquet
+
+FIGURES = {"coverage": "coverage.png", "delta_b": "delta_b_vs_bend.png", "noise": "noise.png",
+           "drops": "dropped.png"}
+BIN_DEG = 5.0  # width of the bend-angle bins of the |ΔB|(λ) medians [deg]
+
+
+@dataclass
+class Session:
+    """One recorded session: raw streams, its dataset, ingestion summary and optional motion capture."""
+
+    name: str
+    raw: RawSweep
+    dataset: DirectionDataset
+    ingest: dict[str, Any] = field(default_factory=dict)
+    mocap: Optional[dict[str, np.ndarray]] = None
+    rate: Optional[dict[str, np.ndarray]] = None
+
+    @property
+    def kept(self) -> np.ndarray:
+        """(P,) bool over the raw pose table: the pose is in the dataset."""
+        return np.isin(self.raw.pose_id, self.dataset.pose_id)
+
+    def directions(self, use_mocap: bool = True) -> np.ndarray:
+        """(P, 3) child direction per raw pose: the mean motion-capture direction over the hold window if
+        recorded (u = R(q)·e, e = (0, 0, −1)), else the commanded target."""
+        u = self.raw.target.astype(np.float64).copy()
+        if not (use_mocap and self.mocap is not None and len(self.mocap["t"])):
+            return u
+        qw, qx, qy, qz = (self.mocap[k] for k in ("qw", "qx", "qy", "qz"))
+        # third column of R(q), negated: R(q)·(0, 0, −1)
+        m = -np.stack([2 * (qx * qz + qw * qy), 2 * (qy * qz - qw * qx), 1 - 2 * (qx * qx + qy * qy)], axis=-1)
+        win = q.Windows.from_sweep(self.raw)
+        k = win.locate(self.mocap["t"])
+        inside = k >= 0
+        n = np.bincount(k[inside], minlength=win.n)
+        s = np.stack([np.bincount(k[inside], weights=m[inside, j], minlength=win.n) for j in range(3)], -1)
+        have = n > 0
+        mean = s[have] / np.linalg.norm(s[have], axis=1, keepdims=True)
+        u[win.order[have]] = mean
+        return u
+
+    def processing(self) -> ProcessingConfig:
+        return from_dict(ProcessingConfig, self.dataset.meta.get("processing", {}), "dataset processing")
+
+
+def _optional_table(path: Path) -> Optional[dict[str, np.ndarray]]:
+    if not path.is_file():
+        return None
+    t = read_parquet(path, f"table '{path.name}'")
+    return {c: t.column(c).to_numpy() for c in t.column_names}
+
+
+def load_session(path: Path, name: Optional[str] = None) -> Session:
+    """Load an ingested session directory or a raw sweep directory (processed with defaults)."""
+    path = Path(path)
+    if (path / "raw").is_dir():
+        raw_dir, ds_file = path / "raw", path / "dataset.parquet"
+        raw = RawSweep.load(raw_dir)
+        dataset = DirectionDataset.load(ds_file)
+        info_file = path / "ingest.json"
+        info = json.loads(info_file.read_text()) if info_file.is_file() else {}
+    elif (path / "mag.parquet").is_file():
+        raw_dir = path
+        raw = RawSweep.load(path)
+        dataset, info = process_sweep(raw).dataset, {}
+    else:
+        raise DataError(f"{path}: not a session (expected an ingested directory with raw/ and dataset.parquet, "
+                        "or a raw sweep directory)")
+    return Session(name or path.name, raw, dataset, info, _optional_table(raw_dir / "mocap.parquet"),
+                   _optional_table(raw_dir / "rate.parquet"))
+
+
+# ---------------------------------------------------------------------------------------------- statistics
+def bend_angle_deg(u: np.ndarray) -> np.ndarray:
+    """Bend angle λ [deg] of child directions u (N, 3) (angle from the straight axis −z)."""
+    return np.degrees(np.arccos(np.clip(-u[:, 2], -1.0, 1.0)))
+
+
+def noise_per_pose(s: Session) -> dict[str, np.ndarray]:
+    """Per-pose noise (P,) in sorted-window order: 'mag' [T] (rms over axes of the std of the accepted coil-off
+    samples about their mean), 'accel' [m/s²] (same over the hold window), 'rate' [rad/s] if recorded."""
+    raw, cfg = s.raw, s.processing()
+    win = q.Windows.from_sweep(raw)
+    pulses = q.Pulses.from_events(raw.coil_t, raw.coil_on, win)
+    polls = q.classify_polls(raw.mag_t, raw.mag, pulses, win, cfg)
+    finite = np.all(np.isfinite(raw.mag), axis=1)
+    sel = q.select(polls, pulses, win, polls.fresh & finite, cfg)
+
+    def rms_std(idx: np.ndarray, x: np.ndarray) -> np.ndarray:
+        n = np.bincount(idx, minlength=win.n).astype(np.float64)
+        mean = np.stack([np.bincount(idx, weights=x[:, j], minlength=win.n) for j in range(3)], -1) / np.maximum(n, 1)[:, None]
+        var = np.stack([np.bincount(idx, weights=(x[:, j] - mean[idx, j]) ** 2, minlength=win.n)
+                        for j in range(3)], -1) / np.maximum(n - 1, 1)[:, None]
+        return np.where(n > 1, np.sqrt(var.mean(axis=1)), np.nan)
+
+    out = {"mag": rms_std(sel.pose[sel.off], raw.mag[sel.off])}
+    series = [("accel", raw.accel_t, raw.accel)]
+    if s.rate is not None:
+        series.append(("rate", s.rate["t"], np.stack([s.rate[k] for k in ("wx", "wy", "wz")], -1)))
+    for name, t, x in series:
+        k = win.locate(t)
+        ok = (k >= 0) & np.all(np.isfinite(x), axis=1)
+        out[name] = rms_std(k[ok], x[ok])
+    return out
+
+
+def _binned_median(x: np.ndarray, y: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    b = np.digitize(x, edges) - 1
+    return np.array([np.median(y[b == i]) if np.any(b == i) else np.nan for i in range(len(edges) - 1)])
+
+
+def session_stats(s: Session, centres: np.ndarray, max_colatitude: float, min_fill: float,
+                  edges: np.ndarray) -> dict[str, Any]:
+    """Numbers of the report for one session (JSON-serialisable)."""
+    kept = s.kept
+    u = s.directions()
+    db = np.linalg.norm(s.dataset.delta_b, axis=1)
+    lam_kept = bend_angle_deg(u[_rows_of(s)])  # in dataset row order, like db
+    noise = noise_per_pose(s)
+    counts = np.bincount(assign_cells(u[kept], centres), minlength=centres.shape[0]) if kept.any() else \
+        np.zeros(centres.shape[0], int)
+    expected = cell_quotas(int(kept.sum()), centres, max_colatitude)
+    under = np.flatnonzero(counts < min_fill * expected)
+    report = s.dataset.meta.get("report", {})
+    off = np.all(np.isfinite(s.raw.mag), axis=1)
+    stats = {
+        "poses": int(len(kept)), "kept": int(kept.sum()), "kept_fraction": float(kept.mean()),
+        "dropped_poses": report.get("dropped_counts", {}), "samples": report.get("samples", {}),
+        "dropped_messages": s.ingest.get("streams", {}).get("dropped", {}),
+        "gap_time_s": s.ingest.get("streams", {}).get("gap_time_s", {}),
+        "delta_b_median_uT": float(np.median(db) * 1e6),
+        "delta_b_binned_uT": (_binned_median(lam_kept, db, edges) * 1e6).tolist(),
+        "mag_noise_nT": float(np.nanmedian(noise["mag"]) * 1e9),
+        "accel_noise_mps2": float(np.nanmedian(noise["accel"])),
+        "ambient_uT": float(np.median(np.linalg.norm(s.raw.mag[off], axis=1)) * 1e6) if off.any() else float("nan"),
+        "bend_max_deg": float(lam_kept.max()) if lam_kept.size else float("nan"),
+        "under_covered_cells": [int(i) for i in under],
+        "mocap": s.mocap is not None,
+    }
+    if "rate" in noise:
+        stats["rate_noise_radps"] = float(np.nanmedian(noise["rate"]))
+    if s.mocap is not None:
+        err = np.degrees(np.arccos(np.clip(np.sum(u[kept] * s.raw.target[kept], axis=1), -1, 1)))
+        stats["positioning_error_deg_median"] = float(np.median(err))
+    return stats
+
+
+def _rows_of(s: Session) -> np.ndarray:
+    """Raw pose-table row of each dataset row."""
+    order = np.argsort(s.raw.pose_id)
+    return order[np.searchsorted(s.raw.pose_id, s.dataset.pose_id, sorter=order)]
+
+
+# ------------------------------------------------------------------------------------------------- figures
+def _save(fig: Figure, path: Path) -> Path:
+    FigureCanvasAgg(fig)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    return path
+
+
+def _fig_coverage(sessions: list[Session], max_colatitude_deg: float, path: Path) -> Path:
+    n = len(sessions)
+    fig = Figure(figsize=(4.2 * n, 4.2))
+    for i, s in enumerate(sessions):
+        ax = fig.add_subplot(1, n, i + 1)
+        u = s.directions()
+        lam, th = np.radians(bend_angle_deg(u)), np.arctan2(u[:, 1], u[:, 0])
+        x, y = np.degrees(lam) * np.cos(th), np.degrees(lam) * np.sin(th)
+        k = s.kept
+        ax.scatter(x[k], y[k], s=4, c="tab:blue", label=f"kept ({int(k.sum())})")
+        ax.scatter(x[~k], y[~k], s=14, c="tab:red", marker="x", label=f"dropped ({int((~k).sum())})")
+        c = np.linspace(0, 2 * math.pi, 200)
+        ax.plot(max_colatitude_deg * np.cos(c), max_colatitude_deg * np.sin(c), "k-", lw=0.8)
+        ax.set_aspect("equal")
+        ax.set_xlabel("λ cos θ [deg]")
+        ax.set_ylabel("λ sin θ [deg]")
+        ax.set_title(f"{s.name}: coverage")
+        ax.legend(loc="upper right", fontsize=7)
+    return _save(fig, path)
+
+
+def _fig_delta_b(sessions: list[Session], edges: np.ndarray, path: Path) -> Path:
+    fig = Figure(figsize=(6.0, 4.2))
+    ax = fig.add_subplot(1, 1, 1)
+    mid = 0.5 * (edges[1:] + edges[:-1])
+    for i, s in enumerate(sessions):
+        lam = bend_angle_deg(s.directions()[_rows_of(s)])
+        db = np.linalg.norm(s.dataset.delta_b, axis=1) * 1e6
+        color = f"C{i % 10}"
+        ax.scatter(lam, db, s=3, alpha=0.4, c=color)
+        ax.plot(mid, _binned_median(lam, db, edges), "-o", ms=3, c=color, label=f"{s.name} (binned median)")
+    ax.set_xlabel("bend angle λ [deg]")
+    ax.set_ylabel("|ΔB| [µT]")
+    ax.set_title("coil field magnitude vs bend angle")
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def _fig_noise(sessions: list[Session], noise: list[dict[str, np.ndarray]], path: Path) -> Path:
+    kinds = [("mag", 1e9, "magnetometer, coil-off std [nT]"), ("accel", 1.0, "accelerometer, hold std [m/s²]")]
+    if any("rate" in nz for nz in noise):
+        kinds.append(("rate", 1.0, "gyro, hold std [rad/s]"))
+    fig = Figure(figsize=(4.2 * len(kinds), 3.6))
+    for j, (key, scale, label) in enumerate(kinds):
+        ax = fig.add_subplot(1, len(kinds), j + 1)
+        for i, (s, nz) in enumerate(zip(sessions, noise)):
+            v = nz.get(key)
+            if v is None:
+                continue
+            v = v[np.isfinite(v)] * scale
+            if v.size:
+                ax.hist(v, bins=30, histtype="step", color=f"C{i % 10}", label=s.name)
+        ax.set_xlabel(label)
+        ax.set_ylabel("poses")
+        ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def _fig_drops(sessions: list[Session], path: Path) -> Path:
+    fig = Figure(figsize=(7.0, 3.8))
+    ax = fig.add_subplot(1, 1, 1)
+    width = 0.8 / max(len(sessions), 1)
+    x = np.arange(len(q.REASONS))
+    for i, s in enumerate(sessions):
+        counts = s.dataset.meta.get("report", {}).get("dropped_counts", {})
+        ax.bar(x + i * width, [counts.get(r, 0) for r in q.REASONS], width, label=s.name, color=f"C{i % 10}")
+    ax.set_xticks(x + 0.4 - width / 2, q.REASONS, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("dropped poses")
+    ax.set_title("dropped poses by reason")
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+# ------------------------------------------------------------------------------------------------ markdown
+def _markdown(names: list[str], stats: list[dict[str, Any]], edges: np.ndarray, diffs: list[float],
+              figures: dict[str, str], min_fill: float, n_cells: int) -> str:
+    lines = ["# Dataset quality report", ""]
+    head = "| | " + " | ".join(names) + " |"
+    rule = "|---" * (len(names) + 1) + "|"
+
+    def row(label: str, values: list[Any]) -> str:
+        return f"| {label} | " + " | ".join(str(v) for v in values) + " |"
+
+    lines += ["## Sessions", "", head, rule,
+              row("poses (kept / total)", [f"{s['kept']} / {s['poses']}" for s in stats]),
+              row("kept fraction", [f"{s['kept_fraction']:.1%}" for s in stats]),
+              row("median \\|ΔB\\| [µT]", [f"{s['delta_b_median_uT']:.3f}" for s in stats]),
+              row("magnetometer noise [nT]", [f"{s['mag_noise_nT']:.1f}" for s in stats]),
+              row("accelerometer noise [m/s²]", [f"{s['accel_noise_mps2']:.4f}" for s in stats]),
+              row("gyro noise [rad/s]", [f"{s['rate_noise_radps']:.4g}" if "rate_noise_radps" in s else "–"
+                                          for s in stats]),
+              row("ambient \\|B\\| median [µT]", [f"{s['ambient_uT']:.2f}" for s in stats]),
+              row("largest bend kept [deg]", [f"{s['bend_max_deg']:.1f}" for s in stats]),
+              row("positioning error, median [deg] (mocap)",
+                  [f"{s['positioning_error_deg_median']:.3f}" if "positioning_error_deg_median" in s else "–"
+                   for s in stats]),
+              row("binned \\|ΔB\\|(λ): largest difference from first session",
+                  [f"{d:.1%}" if math.isfinite(d) else "–" for d in diffs]), ""]
+    lines += ["## Coverage", "", f"![coverage]({figures['coverage']})", "",
+              f"Fibonacci cells ({n_cells}) holding fewer than {min_fill:.0%} of their share of the kept poses:", ""]
+    lines += [f"- {n}: {len(s['under_covered_cells'])} cell(s) {s['under_covered_cells'][:20]}"
+              + (" …" if len(s["under_covered_cells"]) > 20 else "") for n, s in zip(names, stats)]
+    lines += ["", "## |ΔB| against bend angle", "", f"![delta_b]({figures['delta_b']})", "",
+              "| λ bin [deg] | " + " | ".join(f"{n} [µT]" for n in names) + " |", "|---" * (len(names) + 1) + "|"]
+    for i in range(len(edges) - 1):
+        vals = [s["delta_b_binned_uT"][i] for s in stats]
+        if all(not math.isfinite(v) for v in vals):
+            continue
+        lines.append(f"| {edges[i]:.0f}–{edges[i + 1]:.0f} | " + " | ".join(
+            f"{v:.3f}" if math.isfinite(v) else "–" for v in vals) + " |")
+    lines += ["", "## Noise", "", f"![noise]({figures['noise']})", "",
+              "## Dropped", "", f"![dropped]({figures['drops']})", "", "Poses, by reason:", "", head, rule]
+    for r in q.REASONS:
+        lines.append(row(r, [s["dropped_poses"].get(r, 0) for s in stats]))
+    lines += ["", "Messages (ingestion), by stream and reason:", "", head, rule]
+    keys = sorted({(st, r) for s in stats for st, rs in s["dropped_messages"].items() for r in rs})
+    for st, r in keys:
+        lines.append(row(f"{st}: {r}", [s["dropped_messages"].get(st, {}).get(r, 0) for s in stats]))
+    lines += ["", "Samples (processing):", "", head, rule]
+    for k in sorted({k for s in stats for k in s["samples"]}):
+        lines.append(row(k, [s["samples"].get(k, "–") for s in stats]))
+    return "\n".join(lines) + "\n"
+
+
+def write_report(session_dirs: Sequence[str | Path], out_dir: str | Path, names: Optional[Sequence[str]] = None,
+                 max_colatitude_deg: float = 29.5, n_cells: int = 64, min_fill: float = 0.5) -> dict[str, Any]:
+    """Write ``report.md``, ``report.json`` and the PNG figures of the sessions into ``out_dir``; return the numbers."""
+    if not session_dirs:
+        raise DataError("report: no session given")
+    names = list(names) if names else [Path(d).name for d in session_dirs]
+    sessions = [load_session(Path(d), n) for d, n in zip(session_dirs, names)]
+    max_col = math.radians(max_colatitude_deg)
+    centres = fibonacci_cells(n_cells, max_col)
+    edges = np.arange(0.0, max_colatitude_deg + BIN_DEG, BIN_DEG)
+    stats = [session_stats(s, centres, max_col, min_fill, edges) for s in sessions]
+    base = np.asarray(stats[0]["delta_b_binned_uT"])
+    diffs = []
+    for s in stats:
+        cur = np.asarray(s["delta_b_binned_uT"])
+        rel = np.abs(cur - base) / np.abs(base)
+        diffs.append(float(np.nanmax(rel)) if np.any(np.isfinite(rel)) else float("nan"))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    noise = [noise_per_pose(s) for s in sessions]
+    _fig_coverage(sessions, max_colatitude_deg, out / FIGURES["coverage"])
+    _fig_delta_b(sessions, edges, out / FIGURES["delta_b"])
+    _fig_noise(sessions, noise, out / FIGURES["noise"])
+    _fig_drops(sessions, out / FIGURES["drops"])
+    md = _markdown(names, stats, edges, diffs, FIGURES, min_fill, n_cells)
+    with atomic_path(out / "report.md") as tmp:
+        tmp.write_text(md)
+    result = {"sessions": dict(zip(names, stats)), "delta_b_difference_from_first": dict(zip(names, diffs)),
+              "bin_edges_deg": edges.tolist(), "n_cells": n_cells, "min_fill": min_fill,
+              "figures": {k: str(out / v) for k, v in FIGURES.items()}, "markdown": str(out / "report.md")}
+    write_json_atomic(out / "report.json", result)
+    return result
