@@ -11,10 +11,16 @@ Cases (issue 5):
 
 For each case and solver: ``max_stable_dt_s`` (largest dt with no blow-up over ``--probe-steps`` steps
 from a small random velocity field, by bisection in log dt), ``sim_s_per_wall_s`` at 0.9 × that dt
-(median of ``--repeats`` timed runs) and ``error``. Solvers: ``flexlearn`` (default model),
-``flexlearn_segment`` (``rotary_inertia='segment'``), ``flexlearn_compiled`` (timing of the
-torch.compile'd step, ``--compile``), ``pyelastica`` (PositionVerlet; skipped with a note when not
-installed). ``batched.rod_steps_per_s`` for B = 1, 32, 1024 (thin_rod geometry, eager).
+(median of ``--repeats`` timed runs over the same simulated time ``--timing-sim-s`` for every solver,
+setup included) and ``error``. Solvers: ``flexlearn`` (default model), ``flexlearn_segment``
+(``rotary_inertia='segment'``), ``flexlearn_matched`` / ``flexlearn_segment_matched`` (the coarsest N of
+``--match-n`` whose error is ≤ PyElastica's at N = 20; ``n_elements`` says which), ``flexlearn_compiled``
+(timing of the torch.compile'd tensor step, ``--compile``), ``pyelastica`` (PositionVerlet, N = 20;
+skipped with a note when not installed). flexlearn runs with ``backend='auto'``: the fused numba kernel
+(:mod:`flexlearn.physics.cosserat.fused`) for these conservative runs; ``--backend torch`` times the
+tensor path instead. ``<case>.<solver>.speedup_vs_pyelastica`` is the ratio of sim_s_per_wall_s measured
+in this run. ``batched.rod_steps_per_s`` for B = 1, 32, 1024 (thin_rod geometry, segment inertia, the
+default backend) and ``batched_torch.rod_steps_per_s`` (the differentiable tensor path).
 The machine is shared: wall times are medians and still noisy.
 """
 from __future__ import annotations
@@ -68,6 +74,9 @@ def flex_rod(c, rotary="section", batch=None):
     return CosseratRod.circular(c["L"], r, c["rho"], c["E"], c["nu"], c["N"], rotary_inertia=rotary)
 
 
+BACKEND = {"name": "auto"}
+
+
 def flex_probe_state(rod, base, seed=0):
     st = rod.straight_state(base)
     g = torch.Generator().manual_seed(seed)
@@ -79,11 +88,13 @@ def flex_stable(c, rod, dt, steps):
     base = Clamp.horizontal()
     try:
         tr = rod.simulate(steps * dt, dt, initial=flex_probe_state(rod, base), base=base,
-                          loads=[Gravity()] if c["gravity"] else [], record_every=10 ** 9)
+                          loads=[Gravity()] if c["gravity"] else [], record_every=10 ** 9,
+                          backend=BACKEND["name"])
     except IntegrationError:
         return False
     p = tr.positions[-1]
-    return bool(torch.isfinite(p).all()) and float((p[..., 0] - torch.linspace(0, c["L"], c["N"] + 1)).abs().max()) < 0.1 * c["L"]
+    return bool(torch.isfinite(p).all()) and float((p[..., 0] - torch.linspace(0, c["L"], c["N"] + 1,
+                                                                                 dtype=p.dtype)).abs().max()) < 0.1 * c["L"]
 
 
 def bisect(stable, lo, hi, iters):
@@ -118,13 +129,14 @@ def flex_case(name, c, args, rotary="section", compile_step=False):
     base = Clamp.horizontal()
     loads = [Gravity()] if c["gravity"] else []
     st = rod.straight_state(base)
-    n = args.timing_steps
-    if compile_step:
-        rod.simulate(2 * dt, dt, base=base, loads=loads, record_every=10 ** 9, compile=True)   # compile once
+    n = max(1, int(round(c["timing_sim_s"] / dt)))
+    backend = "torch" if compile_step else BACKEND["name"]
+    rod.simulate(2 * dt, dt, base=base, loads=loads, record_every=10 ** 9, compile=compile_step,
+                 backend=backend)                           # compile once (numba JIT / torch.compile)
     wall = timed(lambda: rod.simulate(n * dt, dt, initial=st, base=base, loads=loads, record_every=10 ** 9,
-                                      compile=compile_step), args.repeats)
+                                      compile=compile_step, backend=backend), args.repeats)
     res = {"max_stable_dt_s": dtmax, "dt_used_s": dt, "sim_s_per_wall_s": n * dt / wall,
-           "wall_s_per_step": wall / n}
+           "wall_s_per_step": wall / n, "n_elements": c["N"], "backend": backend}
     if compile_step or args.skip_errors:
         return res
     res["error"] = flex_error(name, c, rod, dt, base)
@@ -139,11 +151,12 @@ def flex_error(name, c, rod, dt, base):
         s = np.linspace(0, L, N + 1)
         st.velocities[0, :, 2] = torch.from_numpy(1e-4 * w1 * cantilever_mode_shape(s, L, 1))
         every = max(1, int(2 * math.pi / w1 / dt / 2000))
-        tr = rod.simulate(1.08 * 2 * math.pi / w1, dt, initial=st, base=base, record_every=every)
+        tr = rod.simulate(1.08 * 2 * math.pi / w1, dt, initial=st, base=base, record_every=every,
+                          backend=BACKEND["name"])
         w = zero_crossing_frequency(tr.positions[:, -1, 2].numpy(), every * dt, center=False)
         return abs(w / w1 - 1.0)
     t_h = c["horizon"]
-    tr = rod.simulate(t_h, dt, base=base, loads=[Gravity()], record_every=10 ** 9)
+    tr = rod.simulate(t_h, dt, base=base, loads=[Gravity()], record_every=10 ** 9, backend=BACKEND["name"])
     ref = eb_tip_step_response(c, float(tr.times[-1]))
     return abs(-float(tr.positions[-1, -1, 2]) - ref) / abs(ref)
 
@@ -203,7 +216,7 @@ def pye_case(name, c, args):
     guess = 0.5 * c["r"] / math.sqrt(G / c["rho"])
     dtmax = bisect(lambda dt: pye_stable(c, dt, args.probe_steps), guess / 2, guess * 2, args.bisect_iters)
     dt = 0.9 * dtmax
-    n = args.timing_steps * 10
+    n = max(1, int(round(c["timing_sim_s"] / dt)))
 
     def run():
         s, _ = pye_build(c, c["gravity"])
@@ -237,19 +250,31 @@ def pye_case(name, c, args):
 
 
 # ------------------------------------------------------------------ batched throughput
-def batched(args):
+def batched(args, backend):
     out = {}
     c = CASES["thin_rod"]
     for B in args.batch_sizes:
         rod = flex_rod(c, "segment", batch=B)
         dt = 0.5 * float(rod.stable_dt().min())
         base = Clamp.horizontal()
-        steps = args.batch_steps
-        rod.simulate(2 * dt, dt, base=base, loads=[Gravity()], record_every=10 ** 9)
-        wall = timed(lambda: rod.simulate(steps * dt, dt, base=base, loads=[Gravity()], record_every=10 ** 9),
-                     args.repeats)
+        steps = args.batch_steps * (50 if backend == "auto" else 1)
+        rod.simulate(2 * dt, dt, base=base, loads=[Gravity()], record_every=10 ** 9, backend=backend)
+        wall = timed(lambda: rod.simulate(steps * dt, dt, base=base, loads=[Gravity()], record_every=10 ** 9,
+                                          backend=backend), args.repeats)
         out[str(B)] = B * steps / wall
     return out
+
+
+def matched(name, c, args, rotary, target):
+    """The coarsest N of ``--match-n`` whose error is ≤ ``target`` (PyElastica's), with its timing."""
+    res = None
+    for N in args.match_n:
+        res = flex_case(name, dict(c, N=N), args, rotary)
+        if bool(res["error"] <= target):
+            res["matched"] = True
+            return res
+    res["matched"] = False
+    return res
 
 
 def main(argv=None):
@@ -257,7 +282,10 @@ def main(argv=None):
     ap.add_argument("--cases", nargs="*", default=list(CASES))
     ap.add_argument("--probe-steps", type=int, default=1000)
     ap.add_argument("--bisect-iters", type=int, default=6)
-    ap.add_argument("--timing-steps", type=int, default=300)
+    ap.add_argument("--timing-sim-s", type=float, nargs=2, default=[5.0, 0.05], metavar=("CANTILEVER", "THIN_ROD"),
+                    help="simulated seconds timed per run, the same for every solver [s]")
+    ap.add_argument("--match-n", type=int, nargs="+", default=[20, 30, 40, 60])
+    ap.add_argument("--backend", default="auto", choices=["auto", "torch"])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--horizon", type=float, default=0.01, help="thin_rod error horizon [s]")
     ap.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 32, 1024])
@@ -269,12 +297,14 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
-    report = {"machine_note": "shared 2-core CPU; medians of noisy wall times", "torch": torch.__version__}
+    BACKEND["name"] = args.backend
+    report = {"machine_note": "shared 2-core CPU (loaded); medians of noisy wall times", "torch": torch.__version__}
     have_pye = pye_available()
     if not have_pye:
         report["pyelastica"] = "not installed (pip install pyelastica==1.0.0): skipped"
     for name in args.cases:
-        c = dict(CASES[name], horizon=args.horizon)
+        c = dict(CASES[name], horizon=args.horizon,
+                 timing_sim_s=args.timing_sim_s[0] if name == "cantilever" else args.timing_sim_s[1])
         report[name] = {}
         skip = args.skip_errors
         if name == "thin_rod" and args.no_default_model:
@@ -285,9 +315,18 @@ def main(argv=None):
         if args.compile:
             report[name]["flexlearn_compiled"] = flex_case(name, c, args, "segment", compile_step=True)
         if have_pye:
-            report[name]["pyelastica"] = pye_case(name, c, args)
+            pye = report[name]["pyelastica"] = pye_case(name, c, args)
+            if "error" in pye:
+                report[name]["flexlearn_matched"] = matched(name, c, args, "section", pye["error"])
+                report[name]["flexlearn_segment_matched"] = matched(name, c, args, "segment", pye["error"])
+            for solver, vals in report[name].items():
+                if solver != "pyelastica":
+                    vals["speedup_vs_pyelastica"] = vals["sim_s_per_wall_s"] / pye["sim_s_per_wall_s"]
+                    if "error" in vals and "error" in pye:
+                        vals["error_le_pyelastica"] = bool(vals["error"] <= pye["error"])
         print(json.dumps({name: report[name]}), file=sys.stderr, flush=True)
-    report["batched"] = {"rod_steps_per_s": batched(args)}
+    report["batched"] = {"rod_steps_per_s": batched(args, args.backend)}
+    report["batched_torch"] = {"rod_steps_per_s": batched(args, "torch")}
     flat = {}
     for name in args.cases:
         for solver, vals in report[name].items():
@@ -296,6 +335,8 @@ def main(argv=None):
     for k, v in report["batched"]["rod_steps_per_s"].items():
         flat[f"batched.rod_steps_per_s.B{k}"] = v
     flat["batched.rod_steps_per_s"] = report["batched"]["rod_steps_per_s"]
+    for k, v in report["batched_torch"]["rod_steps_per_s"].items():
+        flat[f"batched_torch.rod_steps_per_s.B{k}"] = v
     print(json.dumps(dict(report, flat=flat), indent=2))
 
 

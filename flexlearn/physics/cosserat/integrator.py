@@ -42,6 +42,7 @@ from torch import Tensor
 
 from flexlearn.config import check
 from flexlearn.lie import so3_cayley
+from flexlearn.physics.cosserat import fused as _fused
 from flexlearn.physics.cosserat.context import _Ctx
 from flexlearn.physics.cosserat.errors import IntegrationError
 from flexlearn.physics.cosserat.newton import _cayley_newton, _cayley_newton_fixed
@@ -55,7 +56,8 @@ def simulate(rod: "CosseratRod", duration: float, dt: float, loads: Sequence[Any
              initial: Optional[RodState] = None, base: Union[Clamp, str, None] = None,
              record_every: int = 1, record_energy: bool = False, strain_limit: float = 0.5,
              newton_tol: float = 1e-12, newton_iters: int = 20, callback: Optional[Callable[[int, RodState], None]] = None,
-             observer: Optional[Any] = None, compile: bool = False, newton_fixed_iters: int = 3) -> Trajectory:
+             observer: Optional[Any] = None, compile: bool = False, newton_fixed_iters: int = 3,
+             backend: str = "auto") -> Trajectory:
     """Integrate ``rod`` with the LGVI for ``duration`` seconds with step ``dt`` (the implementation of
     :meth:`CosseratRod.simulate <flexlearn.physics.cosserat.rod.CosseratRod.simulate>`, which documents
     the arguments). Kick–drift leapfrog for the positions, Cayley–Newton for the rotations, a half-kick
@@ -64,6 +66,7 @@ def simulate(rod: "CosseratRod", duration: float, dt: float, loads: Sequence[Any
     check(isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0, "dt", dt, "must be a finite number > 0 [s]")
     check(math.isfinite(duration) and duration >= 0, "duration", duration, "must be finite and >= 0 [s]")
     check(isinstance(record_every, int) and record_every >= 1, "record_every", record_every, "must be an integer >= 1")
+    check(backend in ("auto", "numba", "torch"), "backend", backend, "must be 'auto', 'numba' or 'torch'")
     for name in ("length", "density", "youngs_modulus", "shear_modulus", "area", "second_moment_1",
                  "second_moment_2", "torsion_constant"):
         v = getattr(rod, name).detach()
@@ -95,6 +98,25 @@ def simulate(rod: "CosseratRod", duration: float, dt: float, loads: Sequence[Any
         r0, p0 = base_pose(0.0)
         p = torch.cat([p0.unsqueeze(1), p[:, 1:]], 1)
         R = torch.cat([r0.unsqueeze(1), R[:, 1:]], 1)
+
+    if backend != "torch":
+        why = _fused.eligible(rod, loads, damping, observer, callback, record_energy, compile, base, initial)
+        check(backend == "auto" or not why, "backend", backend, f"the fused kernel cannot run this: {why}")
+        if not why:
+            r1 = p1 = None
+            if clamped:
+                r1, p1 = base_pose(0.0)
+            v0 = state.velocities.to(p).expand(B, n, 3)
+            w0 = state.angular_velocities.to(p).expand(B, n, 3)
+            out = _fused.simulate(rod, ctx, loads, R, p, v0, w0, float(dt), n_steps, record_every, clamped, r1, p1,
+                                  strain_limit, newton_tol, newton_iters)
+            if out is not None:
+                P, Rt, times, final = out
+                sq = (lambda x: x) if rod.batched else (lambda x: x[:, 0])
+                traj = Trajectory(sq(P), sq(Rt), times, None)
+                traj.final = final
+                return traj
+            # a failing step: rerun on the tensor path, which raises the IntegrationError (node, step, state)
 
     damp = damping
     if damp is not None:

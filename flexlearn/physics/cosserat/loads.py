@@ -57,6 +57,11 @@ class Load(torch.nn.Module):
     def point_masses(self, n_nodes: int) -> List[Tuple[int, Tensor, Tensor]]:
         return []
 
+    def constant_world_force(self) -> bool:
+        """True when ``apply`` returns a world force independent of state and time and no torque (such
+        loads run in the fused kernel, :mod:`flexlearn.physics.cosserat.fused`)."""
+        return False
+
     def apply(self, ctx, R: Tensor, p: Tensor, t: float) -> Tuple[Tensor, Tensor]:  # pragma: no cover
         raise NotImplementedError
 
@@ -71,6 +76,9 @@ class Gravity(Load):
     def __init__(self, g: ArrayLike = (0.0, 0.0, -9.81)):
         super().__init__()
         self.register_buffer("g", _batched(g, "Gravity.g"))
+
+    def constant_world_force(self) -> bool:
+        return True
 
     def apply(self, ctx, R, p, t):
         g = self.g.to(p)
@@ -95,6 +103,9 @@ class PointForce(Load):
         self.fn = force if callable(force) else None
         if self.fn is None:
             self.register_buffer("force", _batched(force, "PointForce.force"))
+
+    def constant_world_force(self) -> bool:
+        return self.fn is None
 
     def apply(self, ctx, R, p, t):
         node = self.node % p.shape[-2]

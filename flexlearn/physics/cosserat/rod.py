@@ -401,7 +401,8 @@ class CosseratRod(torch.nn.Module):
                  initial: Optional[RodState] = None, base: Union[Clamp, str, None] = None,
                  record_every: int = 1, record_energy: bool = False, strain_limit: float = 0.5,
                  newton_tol: float = 1e-12, newton_iters: int = 20, callback: Optional[Callable[[int, RodState], None]] = None,
-                 observer: Optional[Any] = None, compile: bool = False, newton_fixed_iters: int = 3) -> Trajectory:
+                 observer: Optional[Any] = None, compile: bool = False, newton_fixed_iters: int = 3,
+                 backend: str = "auto") -> Trajectory:
         """Integrate the rod with the LGVI for ``duration`` seconds with step ``dt`` (the loop:
         :func:`flexlearn.physics.cosserat.integrator.simulate`).
 
@@ -421,6 +422,11 @@ class CosseratRod(torch.nn.Module):
             compile: ``torch.compile`` the step (one fused kernel; ~6× faster per step, tens of seconds
                 to compile once per shape): the Newton solve then runs ``newton_fixed_iters`` iterations
                 and its residual is still checked.
+            backend: ``'auto'`` runs the fused numba kernel (:mod:`~flexlearn.physics.cosserat.fused`, the
+                same discrete equations, ~100× faster per step) when numba is installed and the run needs
+                no gradient, only constant world-force loads (gravity, constant point forces), no damping,
+                observer, callback, energy record or base motion; else the tensor path. ``'torch'`` forces
+                the tensor path, ``'numba'`` the kernel (a ConfigError when it cannot run).
 
         Returns a :class:`Trajectory`; on failure raises :class:`IntegrationError` carrying the state before
         the failing step and the trajectory so far. Differentiable with respect to every buffer and load
@@ -430,4 +436,4 @@ class CosseratRod(torch.nn.Module):
                                     record_every=record_every, record_energy=record_energy,
                                     strain_limit=strain_limit, newton_tol=newton_tol, newton_iters=newton_iters,
                                     callback=callback, observer=observer, compile=compile,
-                                    newton_fixed_iters=newton_fixed_iters)
+                                    newton_fixed_iters=newton_fixed_iters, backend=backend)

@@ -1,0 +1,315 @@
+"""A fused, compiled (numba) step loop of the LGVI for the common conservative case: the same discrete
+equations as :mod:`flexlearn.physics.cosserat.integrator` (leapfrog positions, Cayley–Newton node
+rotations, seed 001 eqs. (7)–(13)), written as scalar loops over the nodes so that one step of a 20-element
+rod costs microseconds instead of the ~1 ms of eager tensor operations.
+
+Used by :meth:`CosseratRod.simulate` when ``backend='auto'`` (default) finds numba installed and the run
+needs nothing the kernel lacks: no gradient, loads that are constant world forces (gravity, constant point
+forces), no damping, observer or callback, no energy record, a fixed clamp or a free base, float64 on CPU.
+Everything else runs on the tensor path, which stays the reference (the tests compare both to round-off).
+A failing step (strain beyond the limit, a bent-through element, a non-finite value, a Newton solve that
+does not converge) stops the kernel; the caller then reruns the tensor path, which raises the
+:class:`~flexlearn.physics.cosserat.errors.IntegrationError` with node, step and the state before.
+
+Shapes: R (B, n, 3, 3), p, v, pi, fext (B, n, 3); mass (B, n); C1, C2 (B, N, 3); l (B, N); scale (B, n);
+jd, jn (B, n, 3) (diagonals of the normalised J_d and J of the Newton solve). SI units.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+try:  # numba is optional (it comes with the ``bench`` extra through PyElastica)
+    import numba
+    from numba import njit
+    HAVE_NUMBA = True
+except Exception:  # pragma: no cover - exercised only without numba
+    numba = None
+    HAVE_NUMBA = False
+
+    def njit(*args, **kwargs):
+        if args and callable(args[0]):
+            return args[0]
+        return lambda f: f
+
+# status codes returned by the kernel
+OK, BAD_ELEMENT, BAD_NODE, NEWTON = 0, 1, 2, 3
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n):
+    """Internal forces (world) and torques (body) of rod ``b`` plus ``fext`` into ``force``/``torque``
+    (the expressions of :meth:`CosseratRod._internal`). Returns (status, element)."""
+    for a in range(n):
+        for c in range(3):
+            force[a, c] = fext[b, a, c]
+            torque[a, c] = 0.0
+    for i in range(n - 1):
+        e0 = p[b, i + 1, 0] - p[b, i, 0]
+        e1 = p[b, i + 1, 1] - p[b, i, 1]
+        e2 = p[b, i + 1, 2] - p[b, i, 2]
+        # xL = R_iᵀ e, xR = R_{i+1}ᵀ e
+        xL0 = R[b, i, 0, 0] * e0 + R[b, i, 1, 0] * e1 + R[b, i, 2, 0] * e2
+        xL1 = R[b, i, 0, 1] * e0 + R[b, i, 1, 1] * e1 + R[b, i, 2, 1] * e2
+        xL2 = R[b, i, 0, 2] * e0 + R[b, i, 1, 2] * e1 + R[b, i, 2, 2] * e2
+        xR0 = R[b, i + 1, 0, 0] * e0 + R[b, i + 1, 1, 0] * e1 + R[b, i + 1, 2, 0] * e2
+        xR1 = R[b, i + 1, 0, 1] * e0 + R[b, i + 1, 1, 1] * e1 + R[b, i + 1, 2, 1] * e2
+        xR2 = R[b, i + 1, 0, 2] * e0 + R[b, i + 1, 1, 2] * e1 + R[b, i + 1, 2, 2] * e2
+        li = l[b, i]
+        c10, c11, c12 = C1[b, i, 0], C1[b, i, 1], C1[b, i, 2]
+        if midpoint:
+            gL0 = 0.5 * (xL0 + xR0) / li
+            gL1 = 0.5 * (xL1 + xR1) / li
+            gL2 = 0.5 * (xL2 + xR2) / li - 1.0
+            gR0, gR1, gR2 = gL0, gL1, gL2
+        else:
+            gL0, gL1, gL2 = xL0 / li, xL1 / li, xL2 / li - 1.0
+            gR0, gR1, gR2 = xR0 / li, xR1 / li, xR2 / li - 1.0
+        nL0, nL1, nL2 = c10 * gL0, c11 * gL1, c12 * gL2
+        nR0, nR1, nR2 = c10 * gR0, c11 * gR1, c12 * gR2
+        sL = gL0 * gL0 + gL1 * gL1 + gL2 * gL2
+        sR = gR0 * gR0 + gR1 * gR1 + gR2 * gR2
+        strain2 = sL if sL > sR else sR
+        # fe = ½ (R_i nL + R_{i+1} nR)
+        for c in range(3):
+            fe = 0.5 * (R[b, i, c, 0] * nL0 + R[b, i, c, 1] * nL1 + R[b, i, c, 2] * nL2
+                        + R[b, i + 1, c, 0] * nR0 + R[b, i + 1, c, 1] * nR1 + R[b, i + 1, c, 2] * nR2)
+            force[i, c] += fe
+            force[i + 1, c] -= fe
+        # Q = R_iᵀ R_{i+1}; needed: trace and the skew part
+        q00 = R[b, i, 0, 0] * R[b, i + 1, 0, 0] + R[b, i, 1, 0] * R[b, i + 1, 1, 0] + R[b, i, 2, 0] * R[b, i + 1, 2, 0]
+        q11 = R[b, i, 0, 1] * R[b, i + 1, 0, 1] + R[b, i, 1, 1] * R[b, i + 1, 1, 1] + R[b, i, 2, 1] * R[b, i + 1, 2, 1]
+        q22 = R[b, i, 0, 2] * R[b, i + 1, 0, 2] + R[b, i, 1, 2] * R[b, i + 1, 1, 2] + R[b, i, 2, 2] * R[b, i + 1, 2, 2]
+        q21 = R[b, i, 0, 2] * R[b, i + 1, 0, 1] + R[b, i, 1, 2] * R[b, i + 1, 1, 1] + R[b, i, 2, 2] * R[b, i + 1, 2, 1]
+        q12 = R[b, i, 0, 1] * R[b, i + 1, 0, 2] + R[b, i, 1, 1] * R[b, i + 1, 1, 2] + R[b, i, 2, 1] * R[b, i + 1, 2, 2]
+        q02 = R[b, i, 0, 0] * R[b, i + 1, 0, 2] + R[b, i, 1, 0] * R[b, i + 1, 1, 2] + R[b, i, 2, 0] * R[b, i + 1, 2, 2]
+        q20 = R[b, i, 0, 2] * R[b, i + 1, 0, 0] + R[b, i, 1, 2] * R[b, i + 1, 1, 0] + R[b, i, 2, 2] * R[b, i + 1, 2, 0]
+        q10 = R[b, i, 0, 1] * R[b, i + 1, 0, 0] + R[b, i, 1, 1] * R[b, i + 1, 1, 0] + R[b, i, 2, 1] * R[b, i + 1, 2, 0]
+        q01 = R[b, i, 0, 0] * R[b, i + 1, 0, 1] + R[b, i, 1, 0] * R[b, i + 1, 1, 1] + R[b, i, 2, 0] * R[b, i + 1, 2, 1]
+        tr = q00 + q11 + q22
+        if not (strain2 == strain2) or strain2 > limit2 or not (1.0 + tr > 1e-6):
+            return BAD_ELEMENT, i
+        den = 1.0 + tr
+        f0, f1, f2 = (q21 - q12) / den, (q02 - q20) / den, (q10 - q01) / den   # cay⁻¹(Q)
+        m0 = C2[b, i, 0] * 2.0 * f0 / li
+        m1 = C2[b, i, 1] * 2.0 * f1 / li
+        m2 = C2[b, i, 2] * 2.0 * f2 / li
+        x0, x1, x2 = f1 * m2 - f2 * m1, f2 * m0 - f0 * m2, f0 * m1 - f1 * m0      # f × m
+        fm = f0 * m0 + f1 * m1 + f2 * m2
+        torque[i, 0] += 0.5 * (xL1 * nL2 - xL2 * nL1) + m0 + x0 + fm * f0
+        torque[i, 1] += 0.5 * (xL2 * nL0 - xL0 * nL2) + m1 + x1 + fm * f1
+        torque[i, 2] += 0.5 * (xL0 * nL1 - xL1 * nL0) + m2 + x2 + fm * f2
+        torque[i + 1, 0] += 0.5 * (xR1 * nR2 - xR2 * nR1) - (m0 - x0 + fm * f0)
+        torque[i + 1, 1] += 0.5 * (xR2 * nR0 - xR0 * nR2) - (m1 - x1 + fm * f1)
+        torque[i + 1, 2] += 0.5 * (xR0 * nR1 - xR1 * nR0) - (m2 - x2 + fm * f2)
+    for a in range(n):
+        s = force[a, 0] + force[a, 1] + force[a, 2] + torque[a, 0] + torque[a, 1] + torque[a, 2]
+        if not np.isfinite(s):
+            return BAD_NODE, a
+    return OK, 0
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _cayley_newton(u0, u1, u2, d0, d1, d2, j0, j1, j2, tol, iters):
+    """Newton on the Cayley map for ``(cay(f) J_d − J_d cay(f)ᵀ)ᵛ = u`` with diagonal J_d = diag(d),
+    J = diag(j) (the residual and Jacobian of :func:`flexlearn.lie.so3_cayley_lgvi`, the stopping rule of
+    :func:`flexlearn.physics.cosserat.newton._cayley_newton`). Returns (f0, f1, f2, converged)."""
+    f0, f1, f2 = u0 / (2.0 * j0), u1 / (2.0 * j1), u2 / (2.0 * j2)
+    un = np.sqrt(u0 * u0 + u1 * u1 + u2 * u2)
+    thr = tol * (un if un > 1e-3 else 1e-3)
+    ok = False
+    for _ in range(iters):
+        a0, a1, a2 = d0 * f0, d1 * f1, d2 * f2                                   # J_d f
+        h0 = j0 * f0 + a1 * f2 - a2 * f1                                         # J f + (J_d f) × f
+        h1 = j1 * f1 + a2 * f0 - a0 * f2
+        h2 = j2 * f2 + a0 * f1 - a1 * f0
+        k = 2.0 / (1.0 + f0 * f0 + f1 * f1 + f2 * f2)
+        kk = k * k
+        # dh = diag(j) − f^ diag(d) + (J_d f)^ ;  dg = k dh − k² h fᵀ
+        m00 = k * j0 - kk * h0 * f0
+        m01 = k * (f2 * d1 - a2) - kk * h0 * f1
+        m02 = k * (-f1 * d2 + a1) - kk * h0 * f2
+        m10 = k * (-f2 * d0 + a2) - kk * h1 * f0
+        m11 = k * j1 - kk * h1 * f1
+        m12 = k * (f0 * d2 - a0) - kk * h1 * f2
+        m20 = k * (f1 * d0 - a1) - kk * h2 * f0
+        m21 = k * (-f0 * d1 + a0) - kk * h2 * f1
+        m22 = k * j2 - kk * h2 * f2
+        r0, r1, r2 = k * h0 - u0, k * h1 - u1, k * h2 - u2
+        # δ = dg⁻¹ r by the adjugate (rows a_i: columns of the inverse are a1×a2, a2×a0, a0×a1)
+        c00, c01, c02 = m11 * m22 - m12 * m21, m12 * m20 - m10 * m22, m10 * m21 - m11 * m20
+        c10, c11, c12 = m21 * m02 - m22 * m01, m22 * m00 - m20 * m02, m20 * m01 - m21 * m00
+        c20, c21, c22 = m01 * m12 - m02 * m11, m02 * m10 - m00 * m12, m00 * m11 - m01 * m10
+        det = m00 * c00 + m01 * c01 + m02 * c02
+        g0 = (r0 * c00 + r1 * c10 + r2 * c20) / det
+        g1 = (r0 * c01 + r1 * c11 + r2 * c21) / det
+        g2 = (r0 * c02 + r1 * c12 + r2 * c22) / det
+        f0, f1, f2 = f0 - g0, f1 - g1, f2 - g2
+        if np.sqrt(g0 * g0 + g1 * g1 + g2 * g2) <= thr:
+            ok = True
+            break
+    return f0, f1, f2, ok
+
+
+@njit(cache=True, error_model="numpy")
+def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, h, n_steps, record_every, clamped, r1, p1,
+        midpoint, limit2, tol, iters, out_p, out_R, f_last, t_last):
+    """Advance every rod ``n_steps`` steps in place from the half-step state (R, p, v = v^{k−½},
+    pi = Π^k − h/2 τ^k convention of the tensor path). Records (R, p) at k % record_every == 0 and at the
+    last step into out_R/out_p (T, B, n, …); leaves the model force/torque of the last state in
+    f_last/t_last. Returns (status, step, rod, node/element) with status :data:`OK` when all steps ran."""
+    B, n = p.shape[0], p.shape[1]
+    force = np.empty((n, 3))
+    torque = np.empty((n, 3))
+    u = np.empty((n, 3))
+    a_first = 1 if clamped else 0
+    for b in range(B):
+        rec = 0
+        for k in range(n_steps + 1):
+            st, where = _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n)
+            if st != OK:
+                return st, k, b, where
+            if k % record_every == 0 or k == n_steps:
+                for a in range(n):
+                    for c in range(3):
+                        out_p[rec, b, a, c] = p[b, a, c]
+                        for d in range(3):
+                            out_R[rec, b, a, c, d] = R[b, a, c, d]
+                rec += 1
+            if k == n_steps:
+                for a in range(n):
+                    for c in range(3):
+                        f_last[b, a, c] = force[a, c]
+                        t_last[b, a, c] = torque[a, c]
+                break
+            # Newton first (a failure leaves state k untouched for the caller)
+            for a in range(a_first, n):
+                s = h / scale[b, a]
+                u0 = pi[b, a, 0] + h * torque[a, 0]
+                u1 = pi[b, a, 1] + h * torque[a, 1]
+                u2 = pi[b, a, 2] + h * torque[a, 2]
+                f0, f1, f2, ok = _cayley_newton(s * u0, s * u1, s * u2, jd[b, a, 0], jd[b, a, 1], jd[b, a, 2],
+                                                jn[b, a, 0], jn[b, a, 1], jn[b, a, 2], tol, iters)
+                if not ok:
+                    return NEWTON, k, b, a
+                u[a, 0], u[a, 1], u[a, 2] = f0, f1, f2           # keep f; u recomputed below
+            for a in range(a_first, n):
+                f0, f1, f2 = u[a, 0], u[a, 1], u[a, 2]
+                kc = 2.0 / (1.0 + f0 * f0 + f1 * f1 + f2 * f2)
+                # F = I + kc (f^ + f^ f^),  f^ f^ = f fᵀ − |f|² I
+                ff = f0 * f0 + f1 * f1 + f2 * f2
+                F00 = 1.0 + kc * (f0 * f0 - ff)
+                F11 = 1.0 + kc * (f1 * f1 - ff)
+                F22 = 1.0 + kc * (f2 * f2 - ff)
+                F01 = kc * (-f2 + f0 * f1)
+                F10 = kc * (f2 + f1 * f0)
+                F02 = kc * (f1 + f0 * f2)
+                F20 = kc * (-f1 + f2 * f0)
+                F12 = kc * (-f0 + f1 * f2)
+                F21 = kc * (f0 + f2 * f1)
+                u0 = pi[b, a, 0] + h * torque[a, 0]
+                u1 = pi[b, a, 1] + h * torque[a, 1]
+                u2 = pi[b, a, 2] + h * torque[a, 2]
+                pi[b, a, 0] = F00 * u0 + F10 * u1 + F20 * u2            # Π ← Fᵀ u
+                pi[b, a, 1] = F01 * u0 + F11 * u1 + F21 * u2
+                pi[b, a, 2] = F02 * u0 + F12 * u1 + F22 * u2
+                for c in range(3):                                     # R ← R F
+                    x0, x1, x2 = R[b, a, c, 0], R[b, a, c, 1], R[b, a, c, 2]
+                    R[b, a, c, 0] = x0 * F00 + x1 * F10 + x2 * F20
+                    R[b, a, c, 1] = x0 * F01 + x1 * F11 + x2 * F21
+                    R[b, a, c, 2] = x0 * F02 + x1 * F12 + x2 * F22
+                for c in range(3):                                     # kick, drift
+                    v[b, a, c] += h * force[a, c] / mass[b, a]
+                    p[b, a, c] += h * v[b, a, c]
+            if clamped:
+                for c in range(3):
+                    v[b, 0, c] = (p1[b, c] - p[b, 0, c]) / h
+                    p[b, 0, c] = p1[b, c]
+                    pi[b, 0, c] = 0.0
+                    for d in range(3):
+                        R[b, 0, c, d] = r1[b, c, d]
+    return OK, n_steps, 0, 0
+
+
+def _np(t) -> np.ndarray:
+    return np.ascontiguousarray(t.detach().cpu().numpy(), dtype=np.float64).copy()
+
+
+def eligible(rod, loads, damping, observer, callback, record_energy, compile, base, initial) -> str:
+    """Why the fused kernel cannot run this simulation ('' when it can)."""
+    import torch
+
+    from flexlearn.physics.cosserat.state import Clamp
+    if not HAVE_NUMBA:
+        return "numba is not installed"
+    if damping is not None or observer is not None or callback is not None:
+        return "damping, observers and callbacks run on the tensor path"
+    if record_energy or compile:
+        return "record_energy/compile run on the tensor path"
+    if isinstance(base, Clamp) and base.motion is not None:
+        return "a prescribed base motion runs on the tensor path"
+    if rod.length.device.type != "cpu":
+        return "the kernel runs on CPU only"
+    for ld in loads:
+        if not getattr(ld, "constant_world_force", lambda: False)():
+            return f"load {type(ld).__name__} is not a constant world force"
+    if torch.is_grad_enabled():
+        tensors = list(rod.parameters()) + list(rod.buffers())
+        for ld in loads:
+            tensors += list(ld.parameters()) + list(ld.buffers())
+        if initial is not None:
+            tensors += [initial.positions, initial.rotations, initial.velocities, initial.angular_velocities]
+        if any(t.requires_grad for t in tensors):
+            return "gradients need the tensor path"
+    return ""
+
+
+def simulate(rod, ctx, loads, R, p, v0, w0, h, n_steps, record_every, clamped, r1, p1, strain_limit, tol, iters):
+    """Run the kernel from state (R, p, v0, w0) (tensors, (B, n, …)); returns ``(positions, rotations,
+    times, final)`` as tensors of the tensor path's layout (T, B, n, …) plus the final
+    :class:`RodState`, or ``None`` when a step failed (the caller reruns the tensor path for the error)."""
+    import torch
+
+    from flexlearn.physics.cosserat.state import RodState
+    with torch.no_grad():
+        fx = torch.zeros_like(p)
+        for ld in loads:
+            fl, tl = ld.apply(ctx, R, p, 0.0)
+            if fl is not None:
+                fx = fx + fl
+        f0, tau0, *_ = rod._internal(ctx, R, p)
+        f0 = f0 + fx
+        m = ctx.mass.unsqueeze(-1)
+        J = ctx.inertia
+        v = v0 - 0.5 * h * f0 / m
+        pi = J * w0 - 0.5 * h * tau0
+        if clamped:
+            v[:, 0] = 0.0
+            pi[:, 0] = 0.0
+        B, n = p.shape[0], p.shape[1]
+        n_rec = len(range(0, n_steps + 1, record_every)) + (0 if n_steps % record_every == 0 else 1)
+        out_p = np.empty((n_rec, B, n, 3))
+        out_R = np.empty((n_rec, B, n, 3, 3))
+        f_last = np.empty((B, n, 3))
+        t_last = np.empty((B, n, 3))
+        Rn, pn, vn, pin = _np(R), _np(p), _np(v), _np(pi)
+        jd = _np(torch.diagonal(ctx.jd_n, dim1=-2, dim2=-1))
+        r1n = _np(r1.expand(B, 3, 3)) if clamped else np.zeros((B, 3, 3))
+        p1n = _np(p1.expand(B, 3)) if clamped else np.zeros((B, 3))
+        status, k, b, where = run(Rn, pn, vn, pin, _np(ctx.mass), _np(ctx.scale), jd, _np(ctx.j_n), _np(ctx.C1),
+                                  _np(ctx.C2), _np(ctx.l), _np(fx), float(h), int(n_steps), int(record_every),
+                                  bool(clamped), r1n, p1n, ctx.strain == "midpoint", float(strain_limit) ** 2,
+                                  float(tol), int(iters), out_p, out_R, f_last, t_last)
+        if status != OK:
+            return None
+        ks = list(range(0, n_steps + 1, record_every))
+        if n_steps % record_every:
+            ks.append(n_steps)
+        times = torch.tensor([kk * h for kk in ks], dtype=torch.float64)
+        P, Rt = torch.from_numpy(out_p), torch.from_numpy(out_R)
+        fl, tl = torch.from_numpy(f_last), torch.from_numpy(t_last)
+        vh, ph = torch.from_numpy(vn), torch.from_numpy(pin)
+        vv = vh + 0.5 * h * fl / m
+        if clamped:
+            vv[:, 0] = vh[:, 0]
+        final = RodState(torch.from_numpy(pn), torch.from_numpy(Rn), vv, (ph + 0.5 * h * tl) / J, n_steps * h, n_steps)
+        return P, Rt, times, final
