@@ -221,3 +221,44 @@ def cell_fill_of(session_dirs: list[Path], plan_file: Optional[Path], cfg: PlanC
     rec = [recorded_directions(d) for d in session_dirs]
     recorded = np.concatenate(rec) if rec else np.zeros((0, 3))
     return compare_coverage(planned, recorded, cfg.n_cells, cfg.max_colatitude, min_fill)
+
+
+def write_coverage(cov: Coverage, out_dir: str | Path, max_colatitude_deg: float) -> dict[str, str]:
+    """Write ``coverage.json``, ``coverage.md`` (under-filled cells) and ``coverage.png`` (fill per cell)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from flexlearn.atomic import write_json_atomic
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = cov.summary()
+    write_json_atomic(out / "coverage.json", summary)
+    lines = ["# Sweep coverage against the plan", "",
+             f"{summary['recorded']} kept poses against {summary['planned']} planned, in {summary['cells']} "
+             f"Fibonacci cells; under-filled: recorded < {cov.min_fill:.0%} of planned.", "",
+             "| cell | λ [deg] | θ [deg] | planned | recorded |", "|---|---|---|---|---|"]
+    lines += [f"| {c['cell']} | {c['colatitude_deg']} | {c['azimuth_deg']} | {c['planned']} | {c['recorded']} |"
+              for c in summary["under_filled"]]
+    if not summary["under_filled"]:
+        lines.append("| – | – | – | – | – |")
+    with atomic_path(out / "coverage.md") as tmp:
+        tmp.write_text("\n".join(lines) + "\n")
+    lam = np.degrees(np.arccos(np.clip(-cov.centres[:, 2], -1, 1)))
+    th = np.arctan2(cov.centres[:, 1], cov.centres[:, 0])
+    fig = Figure(figsize=(5.2, 4.4))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    fill = np.minimum(np.where(np.isfinite(cov.fill), cov.fill, 1.0), 1.5)
+    sc = ax.scatter(lam * np.cos(th), lam * np.sin(th), c=fill, cmap="RdYlGn", vmin=0.0, vmax=1.5, s=60)
+    fig.colorbar(sc, ax=ax, label="recorded / planned")
+    c = np.linspace(0, 2 * math.pi, 200)
+    ax.plot(max_colatitude_deg * np.cos(c), max_colatitude_deg * np.sin(c), "k-", lw=0.8)
+    ax.set_aspect("equal")
+    ax.set_xlabel("λ cos θ [deg]")
+    ax.set_ylabel("λ sin θ [deg]")
+    ax.set_title("cell fill of the recorded sweep")
+    fig.tight_layout()
+    with atomic_path(out / "coverage.png") as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    return {"json": str(out / "coverage.json"), "markdown": str(out / "coverage.md"), "figure": str(out / "coverage.png")}

@@ -1,0 +1,32 @@
+"""`flexlearn-plan`: a sweep's target list (CSV/YAML), or with ``compare=[...]`` its coverage by recorded sessions."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+from flexlearn.apps._runner import CONF_DIR, readable_errors
+from flexlearn.config import from_dict
+from flexlearn.ingest.plan import PlanConfig, cell_fill_of, plan_sweep, write_coverage, write_plan
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="plan")
+def main(cfg: DictConfig) -> None:
+    with readable_errors("flexlearn-plan"):
+        plan_cfg = from_dict(PlanConfig, cfg.plan, "plan")
+        if cfg.compare:
+            cov = cell_fill_of([Path(d) for d in cfg.compare], Path(cfg.plan_file) if cfg.plan_file else None,
+                               plan_cfg, float(cfg.min_fill))
+            paths = write_coverage(cov, cfg.coverage_dir, plan_cfg.max_colatitude_deg)
+            s = cov.summary()
+            print(f"{s['recorded']} kept of {s['planned']} planned; {len(s['under_filled'])} of {s['cells']} cells "
+                  f"under-filled")
+            print(json.dumps(paths, indent=2))
+        else:
+            print(write_plan(plan_sweep(plan_cfg), cfg.output))
+
+
+if __name__ == "__main__":
+    main()
