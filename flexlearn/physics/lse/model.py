@@ -39,7 +39,8 @@ from flexlearn.lie import (
     so3_log,
 )
 from flexlearn.physics.lse.config import CPRConfig
-from flexlearn.physics.lse.element import element_forces, element_tangent, section_properties
+from flexlearn.physics.lse.element import section_properties
+from flexlearn.physics.lse.fused import element_residual, element_tangent_fused, hat, se3_exp_fused
 
 __all__ = ["ConvergenceError", "Loads", "Equilibrium", "CPRModel", "motor_twist"]
 
@@ -92,6 +93,8 @@ class CPRModel(nn.Module):
         # help), residual-growth backtracking (off: the transient growth belongs to good Newton steps on
         # these stiff rods; measured 4-5 vs 25-112 iterations for the pulley load at θ = 0)
         self.transport = False
+        # first-order warm-start predictor q ⊕ (dq/dθ) Δθ (closed chains with motors; see `_predict`)
+        self.predictor = True
         self.backtracks = 0
         self.growth = 3.0
 
@@ -171,6 +174,12 @@ class CPRModel(nn.Module):
         self.register_buffer("proj", p, persistent=False)
         self.register_buffer("proj_nodes", pn, persistent=False)
         self.register_buffer("proj_t", p.transpose(-1, -2).contiguous(), persistent=False)
+        # the same, elements stacked: (R, 12N, 18N), (R, 18N, 12N) and (R, 12N, 6(N+1))
+        self.register_buffer("proj_cat_t", p.permute(0, 3, 1, 2).reshape(r, nl, 18 * n).contiguous(),
+                             persistent=False)
+        self.register_buffer("proj_cat", p.reshape(r, 18 * n, nl).contiguous(), persistent=False)
+        self.register_buffer("proj_nodes_cat_t", pn.permute(0, 3, 1, 2).reshape(r, nl, 6 * (n + 1)).contiguous(),
+                             persistent=False)
 
     # ------------------------------------------------------------------ kinematics
     def stiffness(self) -> Tensor:
@@ -245,8 +254,20 @@ class CPRModel(nn.Module):
         df_dp = (tension / dist) * (u[:, None] * u[None, :] - torch.eye(3, dtype=g_ee.dtype))
         return f, df_dp
 
+    def _bases_cached(self, theta: Tensor) -> Tensor:
+        """:meth:`base_poses`, memoised on the value of θ while nothing needs gradients (Newton keeps θ fixed)."""
+        if torch.is_grad_enabled() and (theta.requires_grad or any(b.requires_grad for b in self.buffers())):
+            return self.base_poses(theta)
+        key = (tuple(theta.tolist()), self.base_pose0._version, self.motor_axis._version,
+               self.motor_pivot._version, id(self.base_pose0))
+        cached = getattr(self, "_base_memo", None)
+        if cached is None or cached[0] != key:
+            cached = (key, self.base_poses(theta).detach())
+            self._base_memo = cached
+        return cached[1]
+
     def _all_nodes(self, theta: Tensor, g_ee: Tensor, g_int: Tensor) -> Tensor:
-        base = self.base_poses(theta)
+        base = self._bases_cached(theta)
         tip = g_ee @ self.tip_local
         return torch.cat([base[:, None], g_int, tip[:, None]], 1)
 
@@ -256,22 +277,28 @@ class CPRModel(nn.Module):
 
         Residual by virtual work: ``r = Σ P_{k,e}ᵀ r_{k,e} - Σ D_iᵀ F_i`` (seed Sec. V-A/V-B/V-C) with F_i the
         body wrench of the external loads; tangent ``K_t = Σ P_{k,e}ᵀ H_{k,e} P_{k,e}`` + load stiffness
-        (seed Sec. V-D).
+        (seed Sec. V-D). See :meth:`_residual` and :meth:`_tangent` (the two halves).
         """
+        res, res_ee, ctx = self._residual(theta, g_ee, g_int, beta, loads)
+        if not tangent:
+            return res, None, res_ee, None
+        kt, kee, _ = self._tangent(ctx)
+        return res, kt, res_ee, kee
+
+    def _residual(self, theta: Tensor, g_ee: Tensor, g_int: Tensor, beta: Tensor, loads: Loads):
+        """Residual half of :meth:`_assemble`: ``(res (R, 12N), res_ee (6,), ctx)``; ctx feeds :meth:`_tangent`."""
         r, n = self.n_rods, self.n_elements
         nodes = self._all_nodes(theta, g_ee, g_int)
         k = self.stiffness()[:, None, :].expand(r, n, 6)
-        h = self._h()
         xi0 = self.xi0[:, None, :].expand(r, n, 6)
-        st = element_forces(nodes[:, :-1], nodes[:, 1:], beta, h, k, xi0)
-        re = torch.cat([st.r_a, st.r_b, st.r_beta], -1)                       # (R, N, 18)
-        res = (self.proj_t @ re.unsqueeze(-1)).squeeze(-1).sum(1)             # (R, 12N)
+        re, cache = element_residual(nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)  # (R, N, 18)
         # dead nodal loads: body wrench [Rᵀ m; Rᵀ f]
         wn = self._loads_on_nodes(nodes, loads)
         rot_t = nodes[..., :3, :3].transpose(-1, -2)
         mb = (rot_t @ wn[..., :3, None]).squeeze(-1)
         fb = (rot_t @ wn[..., 3:, None]).squeeze(-1)
-        res = res - (self.proj_nodes.transpose(-1, -2) @ torch.cat([mb, fb], -1).unsqueeze(-1)).squeeze(-1).sum(1)
+        res = (self.proj_cat_t @ re.reshape(r, 18 * n, 1)).squeeze(-1) \
+            - (self.proj_nodes_cat_t @ torch.cat([mb, fb], -1).reshape(r, 6 * n + 6, 1)).squeeze(-1)
         # platform loads
         we = self._ee_load(g_ee, loads)
         re_t = g_ee[:3, :3].transpose(-1, -2)
@@ -281,20 +308,40 @@ class CPRModel(nn.Module):
         if pul is not None:
             fe = fe + re_t @ pul[0]
         res_ee = -torch.cat([me, fe])
-        if not tangent:
-            return res, None, res_ee, None
-        hmat = element_tangent(st, beta, h, k)                                 # (R, N, 18, 18)
-        kt = (self.proj_t @ (hmat @ self.proj)).sum(1)                        # (R, 12N, 12N)
-        z3 = torch.zeros_like(mb)
-        kn = -torch.cat([torch.cat([so3_hat(mb), z3.unsqueeze(-1).expand(mb.shape + (3,))], -1),
-                         torch.cat([so3_hat(fb), torch.zeros_like(so3_hat(fb))], -1)], -2)  # (R, N+1, 6, 6)
+        return res, res_ee, (cache, beta, nodes, mb, fb, me, fe, pul, g_ee)
+
+    def _tangent(self, ctx):
+        """Tangent half of :meth:`_assemble`: ``(K_t (R, 12N, 12N), K_ee (6, 6), ∂r/∂θ (R, 12N, M))``.
+
+        ∂r/∂θ (the motors move the base nodes, ``δζ_{k,0} = Ad_{g_{k,0}⁻¹} S_m δθ_m``) feeds the tangent
+        predictor of warm starts (:meth:`solve`)."""
+        cache, beta, nodes, mb, fb, me, fe, pul, g_ee = ctx
+        r, n = self.n_rods, self.n_elements
+        hmat = element_tangent_fused(cache, beta)                               # (R, N, 18, 18)
+        x = (self.proj_t @ hmat).permute(0, 2, 1, 3).reshape(r, 12 * n, 18 * n)
+        kt = x @ self.proj_cat                                                  # (R, 12N, 12N)
+        kn = -torch.cat([torch.cat([hat(mb), torch.zeros_like(nodes[..., :3, :3])], -1),
+                         torch.cat([hat(fb), torch.zeros_like(nodes[..., :3, :3])], -1)], -2)  # (R, N+1, 6, 6)
         kt = kt + (self.proj_nodes.transpose(-1, -2) @ (kn @ self.proj_nodes)).sum(1)
         z33 = torch.zeros(3, 3, dtype=g_ee.dtype)
-        kee = -torch.cat([torch.cat([so3_hat(me), z33], -1), torch.cat([so3_hat(fe), z33], -1)], -2)
+        kee = -torch.cat([torch.cat([hat(me), z33], -1), torch.cat([hat(fe), z33], -1)], -2)
         if pul is not None:
+            re_t = g_ee[:3, :3].transpose(-1, -2)
             kee = kee.clone()
             kee[3:, 3:] = kee[3:, 3:] - re_t @ pul[1] @ g_ee[:3, :3]
-        return res, kt, res_ee, kee
+        m = self.motor_axis.shape[0]
+        drdth = kt.new_zeros(r, 12 * n, m)
+        if m > 0:
+            s = motor_twist(self.motor_axis, self.motor_pivot)[self.rod_motor.clamp_min(0)]   # (R, 6) world
+            rb = nodes[:, 0, :3, :3].transpose(-1, -2)
+            pb = nodes[:, 0, :3, 3]
+            dz0 = torch.cat([(rb @ s[:, :3, None]).squeeze(-1),
+                             (rb @ (s[:, 3:] - torch.linalg.cross(pb, s[:, :3]))[..., None]).squeeze(-1)], -1)
+            col = (x[..., :6] @ dz0[..., None])                                 # (R, 12N, 1): element 0, ζ_a
+            onehot = torch.nn.functional.one_hot(self.rod_motor.clamp_min(0), m).to(kt.dtype)
+            onehot = onehot * (self.rod_motor >= 0).to(kt.dtype)[:, None]
+            drdth = col * onehot[:, None, :]
+        return kt, kee, drdth
 
     def _scales(self) -> Tensor:
         """Per-unknown weights (12N,) making residual entries N·m: [1, L] per node, 1/L² per β."""
@@ -316,17 +363,25 @@ class CPRModel(nn.Module):
         ny = self.n_y
         return float(torch.cat([(dy * (1.0 / w[:ny])).abs().reshape(-1), (dz * (1.0 / w[ny:])).abs()]).max())
 
-    def _newton_step(self, res: Tensor, kt: Tensor, res_ee: Tensor, kee: Tensor) -> tuple[Tensor, Tensor]:
-        """Solve ``K_t δq = -r`` (seed Sec. V-E) by condensing each rod's unknowns onto the platform twist."""
+    def _newton_step(self, res: Tensor, kt: Tensor, res_ee: Tensor, kee: Tensor, drdth: Optional[Tensor] = None):
+        """Solve ``K_t δq = -r`` (seed Sec. V-E) by condensing each rod's unknowns onto the platform twist.
+
+        Returns ``(δy (R, ny), δz (6,))``; with ``drdth`` (R, 12N, M) also the sensitivity
+        ``(dy/dθ (R, ny, M), dz/dθ (6, M)) = -K_t⁻¹ ∂r/∂θ`` from the same factorisation.
+        """
         ny = self.n_y
         kyy, kyz = kt[:, :ny, :ny], kt[:, :ny, ny:]
         kzy, kzz = kt[:, ny:, :ny], kt[:, ny:, ny:]
-        x = torch.linalg.solve(kyy, torch.cat([kyz, res[:, :ny, None]], -1))  # (R, ny, 7)
+        rhs = res[..., None] if drdth is None else torch.cat([res[..., None], drdth], -1)   # (R, 12N, c)
+        x = torch.linalg.solve(kyy, torch.cat([kyz, rhs[:, :ny]], -1))     # (R, ny, 6 + c)
         s = kzz.sum(0) + kee - (kzy @ x[..., :6]).sum(0)
-        rz = res[:, ny:].sum(0) + res_ee - (kzy @ x[..., 6:]).sum(0)[:, 0]
+        rz = rhs[:, ny:].sum(0) - (kzy @ x[..., 6:]).sum(0)
+        rz = rz + torch.cat([res_ee[:, None], rz.new_zeros(6, rz.shape[1] - 1)], -1)
         dz = -torch.linalg.solve(s, rz)
-        dy = -(x[..., 6] + x[..., :6] @ dz)
-        return dy, dz
+        dy = -(x[..., 6:] + x[..., :6] @ dz)
+        if drdth is None:
+            return dy[..., 0], dz[:, 0]
+        return dy[..., 0], dz[:, 0], (dy[..., 1:], dz[:, 1:])
 
     def _retract(self, g_ee: Tensor, g_int: Tensor, beta: Tensor, dy: Tensor, dz: Tensor, alpha: float,
                  theta: Optional[Tensor] = None, base_old: Optional[Tensor] = None):
@@ -345,9 +400,10 @@ class CPRModel(nn.Module):
         n = self.n_elements
         dzeta = dy[:, :6 * (n - 1)].reshape(self.n_rods, n - 1, 6)
         dbeta = dy[:, 6 * (n - 1):].reshape(self.n_rods, n, 6)
-        g_ee_new = g_ee @ se3_exp(alpha * dz)
         if self.retraction == "nodal" or theta is None:
-            return (g_ee_new, g_int @ se3_exp(alpha * dzeta), beta + alpha * dbeta)
+            steps = se3_exp_fused(alpha * torch.cat([dzeta.reshape(-1, 6), dz[None]]))
+            return (g_ee @ steps[-1], g_int @ steps[:-1].reshape(g_int.shape), beta + alpha * dbeta)
+        g_ee_new = g_ee @ se3_exp(alpha * dz)
         base = self.base_poses(theta)
         old_base = base if base_old is None else base_old
         tip = g_ee @ self.tip_local
@@ -415,9 +471,13 @@ class CPRModel(nn.Module):
         self._w = self._scales()
         with torch.no_grad():
             th = theta.detach()
+            sens = None
             if init is not None:
                 state = (init.g_ee.detach(), init.nodes[:, 1:-1].detach(), init.beta.detach())
                 base_old = init.nodes[:, 0].detach()
+                sens = init.sensitivity
+                if self.predictor and sens is not None:
+                    state = self._predict(state, sens, th - init.theta.detach().to(th.dtype), max_rotation_step)
             else:
                 state = self.straight_state()
                 base_old = self.base_pose0
@@ -428,18 +488,18 @@ class CPRModel(nn.Module):
                 state = self._retract(*state, zero_y, torch.zeros(6, dtype=torch.float64), 0.0, th, base_old)
             scale = self._load_scale(loads, state[0])
             log: list[float] = []
-            ok, state, it, last = self._newton(th, loads, state, scale, tol, max_iter, max_rotation_step, log)
+            ok, state, it, last, s_new = self._newton(th, loads, state, scale, tol, max_iter, max_rotation_step, log)
             total = it
             if not ok and init is not None and not torch.equal(init.theta.detach().to(th.dtype), th):
                 # continuation in θ from the warm start (same loads)
                 th0 = init.theta.detach().to(th.dtype)
-                ok, state, it0, last = self._continuation(
+                ok, state, it0, last, s_new = self._continuation(
                     lambda lam: (th0 + lam * (th - th0), loads),
                     (init.g_ee.detach(), init.nodes[:, 1:-1].detach(), init.beta.detach()),
                     scale, tol, max_iter, max_rotation_step, max_continuation, log, True)
                 total += it0
             if not ok:  # continuation in λ from the unloaded straight configuration
-                ok, state, it0, last = self._continuation(
+                ok, state, it0, last, s_new = self._continuation(
                     lambda lam: (lam * th, loads.scaled(lam)), self.straight_state(),
                     scale, tol, max_iter, max_rotation_step, max_continuation, log, False)
                 total += it0
@@ -447,79 +507,94 @@ class CPRModel(nn.Module):
                 if raise_on_failure:
                     raise ConvergenceError("LSE Newton did not converge", log[-1] if log else float("nan"),
                                            total, log)
-            res, kt, res_ee, kee = last
+            sens = s_new if s_new is not None else sens
         g_ee, g_int, beta = state
-        eq = Equilibrium(g_ee, self._all_nodes(th, g_ee, g_int), beta, th, total, log)
+        eq = Equilibrium(g_ee, self._all_nodes(th, g_ee, g_int), beta, th, total, log, sens)
         needs_grad = torch.is_grad_enabled() and (
             theta.requires_grad or any(t.requires_grad for t in loads.tensors())
             or any(b.requires_grad for b in self.buffers()) or any(p.requires_grad for p in self.parameters()))
         if needs_grad:
+            with torch.no_grad():
+                kt, kee, _ = self._tangent(last)
             eq = self._implicit(theta, loads, eq, kt, kee)
         return eq
+
+    def _predict(self, state, sens, dth: Tensor, max_rot: float):
+        """First-order (tangent) predictor of a warm start: ``q ⊕ (dq/dθ) Δθ`` with the sensitivity
+        ``dq/dθ = -K_t⁻¹ ∂r/∂θ`` of the previous equilibrium (nodal update). Skipped when it would rotate a
+        node by more than ``max_rot`` [rad]."""
+        dy = sens[0] @ dth
+        dz = sens[1] @ dth
+        n = self.n_elements
+        rot = torch.cat([dy[:, :6 * (n - 1)].reshape(-1, 6)[:, :3], dz[None, :3]])
+        if not float(torch.linalg.vector_norm(rot, dim=-1).max()) <= max_rot:
+            return state
+        return self._retract(*state, dy, dz, 1.0)
 
     def _continuation(self, problem, cur, scale, tol, max_iter, max_rot, max_stages, log, start_ok):
         """Adaptive continuation λ: 0 → 1 on ``problem(λ) = (θ, loads)`` from ``cur`` (an equilibrium at λ = 0
         when ``start_ok``); step halved on failure, doubled on success."""
         total = 0
-        last = None
+        last = sens = None
         if start_ok:
             ok0 = True
         else:
             th0, ld0 = problem(0.0)
-            ok0, cur, total, last = self._newton(th0, ld0, cur, scale, tol, max_iter, max_rot, log)
+            ok0, cur, total, last, sens = self._newton(th0, ld0, cur, scale, tol, max_iter, max_rot, log)
         lam, step, stages = 0.0, 0.25, 0
-        if True:
-            if True:
-                while ok0 and lam < 1.0 and stages < max_stages:
-                    stages += 1
-                    trial = min(1.0, lam + step)
-                    th1, ld1 = problem(trial)
-                    ok1, new, it1, last1 = self._newton(th1, ld1, cur, scale, tol, max_iter, max_rot, log)
-                    total += it1
-                    if ok1:
-                        lam, cur, last = trial, new, last1
-                        step = min(2.0 * step, 1.0)
-                    else:
-                        step *= 0.5
-        return ok0 and lam >= 1.0, cur, total, last
+        while ok0 and lam < 1.0 and stages < max_stages:
+            stages += 1
+            trial = min(1.0, lam + step)
+            th1, ld1 = problem(trial)
+            ok1, new, it1, last1, sens1 = self._newton(th1, ld1, cur, scale, tol, max_iter, max_rot, log)
+            total += it1
+            if ok1:
+                lam, cur, last, sens = trial, new, last1, sens1
+                step = min(2.0 * step, 1.0)
+            else:
+                step *= 0.5
+        return ok0 and lam >= 1.0, cur, total, last, sens
 
     def _newton(self, th: Tensor, loads: Loads, state, scale: float, tol: float, max_iter: int,
                 max_rot: float, log: list[float], step_tol: float = 1e-13):
-        """Capped Riemannian Newton iterations; returns (converged, state, iterations, last assembly)."""
+        """Capped Riemannian Newton iterations; returns (converged, state, iterations, last residual context,
+        sensitivity dq/dθ from the last factorisation or None). The tangent is formed only when a step is taken."""
         g_ee, g_int, beta = state
         n = self.n_elements
-        last = self._assemble(th, g_ee, g_int, beta, loads, True)
-        norm = self._scaled_norm(last[0], last[2], scale)
+        res, res_ee, last = self._residual(th, g_ee, g_int, beta, loads)
+        norm = self._scaled_norm(res, res_ee, scale)
         log.append(norm)
         first = norm
         it = 0
+        sens = None
         while norm > tol:
             if (it >= max_iter or not math.isfinite(norm) or norm > 1e3 * max(first, 10.0)
                     or (it >= 6 and norm > first)):
-                return False, (g_ee, g_int, beta), it, last
-            dy, dz = self._newton_step(*last)
+                return False, (g_ee, g_int, beta), it, last, sens
+            kt, kee, drdth = self._tangent(last)
+            dy, dz, sens = self._newton_step(res, kt, res_ee, kee, drdth)
             if self._step_norm(dy, dz) < step_tol:
                 # round-off floor: the correction is below 1e-13 rad / 1e-13 L, the residual cannot drop further
-                return True, (g_ee, g_int, beta), it, last
+                return True, (g_ee, g_int, beta), it, last, sens
             rot = torch.cat([dy[:, :6 * (n - 1)].reshape(-1, 6)[:, :3], dz[None, :3]])
             big = float(torch.linalg.vector_norm(rot, dim=-1).max())
             if not math.isfinite(big):
-                return False, (g_ee, g_int, beta), it, last
+                return False, (g_ee, g_int, beta), it, last, sens
             alpha = 1.0 if big <= max_rot else max_rot / big
             # damping: backtrack while the residual would grow more than `growth`-fold (a relaxed test: the
             # stiff axial/shear terms make a good Newton step raise the residual transiently)
             for _ in range(self.backtracks + 1):
                 cand = self._retract(g_ee, g_int, beta, dy, dz, alpha, th)
-                last_c = self._assemble(th, *cand, loads, True)
-                n_c = self._scaled_norm(last_c[0], last_c[2], scale)
+                res_c, res_ee_c, last_c = self._residual(th, *cand, loads)
+                n_c = self._scaled_norm(res_c, res_ee_c, scale)
                 if n_c <= self.growth * norm:
                     break
                 alpha *= 0.5
             g_ee, g_int, beta = cand
             it += 1
-            last, norm = last_c, n_c
+            res, res_ee, last, norm = res_c, res_ee_c, last_c, n_c
             log.append(norm)
-        return True, (g_ee, g_int, beta), it, last
+        return True, (g_ee, g_int, beta), it, last, sens
 
     def _implicit(self, theta: Tensor, loads: Loads, eq: Equilibrium, kt: Tensor, kee: Tensor) -> Equilibrium:
         g_ee, g_int, beta = eq.g_ee, eq.nodes[:, 1:-1], eq.beta
@@ -527,7 +602,7 @@ class CPRModel(nn.Module):
         dy, dz = self._newton_step(res, kt.detach(), res_ee, kee.detach())
         g_ee2, g_int2, beta2 = self._retract(g_ee, g_int, beta, dy, dz, 1.0)
         nodes = self._all_nodes(theta, g_ee2, g_int2)
-        return Equilibrium(g_ee2, nodes, beta2, theta, eq.iterations, eq.residual_log)
+        return Equilibrium(g_ee2, nodes, beta2, theta, eq.iterations, eq.residual_log, eq.sensitivity)
 
     def _load_scale(self, loads: Loads, g_ee: Tensor) -> float:
         """Residual scale [N·m]: max(EI/L, |applied moments| + |applied forces|·L)."""

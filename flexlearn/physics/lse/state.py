@@ -63,6 +63,8 @@ class Equilibrium:
     theta: Tensor
     iterations: int
     residual_log: list[float] = field(default_factory=list)
+    # (dy/dθ (R, ny, M), dz/dθ (6, M)) at (about) this equilibrium, for the warm-start predictor; or None
+    sensitivity: Optional[tuple] = field(default=None, repr=False, compare=False)
 
     @property
     def position(self) -> Tensor:
@@ -71,7 +73,7 @@ class Equilibrium:
 
     def detach(self) -> "Equilibrium":
         return Equilibrium(self.g_ee.detach(), self.nodes.detach(), self.beta.detach(), self.theta.detach(),
-                           self.iterations, list(self.residual_log))
+                           self.iterations, list(self.residual_log), self.sensitivity)
 
 
 def motor_twist(axis: Tensor, pivot: Tensor) -> Tensor:
