@@ -126,7 +126,8 @@ def read_rosbag(path: Path, cfg: IngestConfig, show_progress: Optional[bool] = N
         reader = Reader(root)
         reader.open()
     except Exception as exc:  # rosbags raises ReaderError and lower-level errors for broken files
-        raise DataError(f"{root}: cannot open the rosbag2 recording ({type(exc).__name__}: {exc})") from exc
+        raise DataError(f"{root}: cannot open the rosbag2 recording: truncated, corrupt or not rosbag2 "
+                        f"({type(exc).__name__}: {exc})") from exc
     try:
         conns = _check_connections(root, reader, specs, store)
         by_topic = {spec.topic: name for name, spec in specs.items()}
@@ -163,8 +164,8 @@ def read_rosbag(path: Path, cfg: IngestConfig, show_progress: Optional[bool] = N
             raise DataError(f"{root}: the recording is truncated or corrupt: reading stopped after {n_read} of "
                             f"{expected} messages ({type(exc).__name__}: {exc})") from exc
         if n_read != expected:
-            raise DataError(f"{root}: the recording is truncated: {n_read} of the {expected} messages its metadata "
-                            "lists could be read")
+            raise DataError(f"{root}: the recording is truncated or corrupt: {n_read} of the {expected} messages its "
+                            "metadata lists could be read")
     finally:
         reader.close()
     out = {}
