@@ -12,7 +12,7 @@ from typing import List, Optional, Tuple
 
 import torch
 
-from flexlearn.config import check, from_dict
+from flexlearn.config import check, check_finite, check_non_negative, from_dict
 from flexlearn.physics.cosserat.damping import Damping
 from flexlearn.physics.cosserat.fields import RotatingField, UniformField
 from flexlearn.physics.cosserat.loads import EmbeddedMagnet, Gravity
@@ -32,8 +32,12 @@ class MagnetConfig:
     mass: float = 0.0                    # [kg]
 
     def validate(self):
-        check(self.mass >= 0, "magnet.mass", self.mass, "must be >= 0 [kg]")
+        check(math.isfinite(self.mass) and self.mass >= 0, "magnet.mass", self.mass, "must be >= 0 [kg]")
         check(self.diameter > 0 and self.height > 0, "magnet.size", (self.diameter, self.height), "must be > 0")
+        check_non_negative(self, "magnet", "moment", "remanence")
+        check(len(self.direction) == 3 and all(math.isfinite(x) for x in self.direction)
+              and any(x != 0 for x in self.direction), "magnet.direction", self.direction,
+              "must be a finite, non-zero 3-vector (body frame)")
 
     def moment_magnitude(self) -> float:
         if self.moment > 0:
@@ -53,6 +57,10 @@ class FieldConfig:
 
     def validate(self):
         check(self.kind in ("none", "uniform", "rotating"), "field.kind", self.kind, "none | uniform | rotating")
+        check_non_negative(self, "field", "amplitude", "frequency", "ramp")
+        check_finite(self, "field", "phase")
+        check(len(self.flux_density) == 3 and all(math.isfinite(x) for x in self.flux_density),
+              "field.flux_density", self.flux_density, "must be a finite 3-vector [T]")
 
 
 @dataclasses.dataclass
@@ -98,14 +106,36 @@ class CosseratExperimentConfig:
             check(self.width > 0 and self.height > 0, "width/height", (self.width, self.height), "must be > 0 [m]")
         else:
             check(self.radius > 0, "radius", self.radius, "must be > 0 [m]")
+        check(self.torsion in ("saint_venant", "polar"), "torsion", self.torsion, "saint_venant | polar")
+        check(self.rotary_inertia in ("section", "segment"), "rotary_inertia", self.rotary_inertia,
+              "section | segment")
+        check(self.record_every >= 1, "record_every", self.record_every, "must be an integer >= 1")
+        check_non_negative(self, "experiment", "damping_alpha", "damping_beta")
+        check(len(self.gravity) == 3 and all(math.isfinite(g) for g in self.gravity), "gravity", self.gravity,
+              "must be a finite 3-vector [m/s^2]")
+        check(len(self.bend_axis) == 3 and any(x != 0 for x in self.bend_axis), "bend_axis", self.bend_axis,
+              "must be a non-zero 3-vector")
+        check_finite(self, "experiment", "initial_tip_angle_deg")
+        for i, m in enumerate(self.magnets):
+            check(-(self.n_elements + 1) <= m.node <= self.n_elements, f"magnets[{i}].node", m.node,
+                  f"must index a node of the {self.n_elements}-element rod (0 … {self.n_elements}, negative from the tip)")
 
 
-def load_experiment(data) -> CosseratExperimentConfig:
-    """Validated :class:`CosseratExperimentConfig` from a dict / OmegaConf node (magnets as a list)."""
+def load_experiment(data, where: str = "") -> CosseratExperimentConfig:
+    """Validated :class:`CosseratExperimentConfig` from a dict / OmegaConf node (magnets as a list);
+    errors name the key (prefixed by ``where``)."""
+    if hasattr(data, "items") and not isinstance(data, dict):  # OmegaConf DictConfig
+        from omegaconf import OmegaConf
+        data = OmegaConf.to_container(data, resolve=True)
+    check(isinstance(data, dict), where or "experiment", type(data).__name__, "must be a mapping")
     data = dict(data)
-    mags = data.pop("magnets", [])
-    cfg = from_dict(CosseratExperimentConfig, data)
-    cfg.magnets = tuple(from_dict(MagnetConfig, m, f"magnets[{i}]") for i, m in enumerate(mags or []))
+    mags = data.pop("magnets", None) or []
+    pre = f"{where}." if where else ""
+    check(isinstance(mags, (list, tuple)), f"{pre}magnets", mags, "must be a list of magnets")
+    magnets = tuple(from_dict(MagnetConfig, m, f"{pre}magnets[{i}]") for i, m in enumerate(mags))
+    cfg = from_dict(CosseratExperimentConfig, data, where)
+    cfg.magnets = magnets
+    cfg.validate()
     return cfg
 
 
