@@ -64,6 +64,12 @@ def _poses(s: Stream, origin: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
     bad = np.flatnonzero(te < ts)
     if bad.size:
         raise DataError(f"{s.source}: pose_id {int(pid[bad[0]])} has t_end before t_start")
+    order = np.argsort(ts, kind="stable")
+    overlap = np.flatnonzero(ts[order][1:] < te[order][:-1])
+    if overlap.size:
+        a, b = order[overlap[0]], order[overlap[0] + 1]
+        raise DataError(f"{s.source}: hold windows of pose_id {int(pid[a])} and pose_id {int(pid[b])} overlap by "
+                        f"{(te[a] - ts[b]) / NS:.3f} s; expected disjoint windows (did the clock jump back?)")
     norm = np.linalg.norm(target, axis=1)
     bad = np.flatnonzero(~np.isfinite(norm) | (np.abs(norm - 1.0) > UNIT_TOL))
     if bad.size:
