@@ -4,15 +4,18 @@ rotations, seed 001 eqs. (7)–(13)), written as scalar loops over the nodes so 
 rod costs microseconds instead of the ~1 ms of eager tensor operations.
 
 Used by :meth:`CosseratRod.simulate` when ``backend='auto'`` (default) finds numba installed and the run
-needs nothing the kernel lacks: no gradient, loads that are constant world forces (gravity, constant point
-forces), no damping, observer or callback, no energy record, a fixed clamp or a free base, float64 on CPU.
+needs nothing the kernel lacks: no gradient; loads that are constant world forces (gravity, constant point
+forces) or magnets in one spatially uniform field (constant, rotating, ideal Helmholtz: sampled at the step
+times beforehand); damping without the stiffness-proportional part (mass-proportional and viscous terms,
+per-node capacities); no observer, callback or energy record; a fixed clamp or a free base; CPU.
 Everything else runs on the tensor path, which stays the reference (the tests compare both to round-off).
 A failing step (strain beyond the limit, a bent-through element, a non-finite value, a Newton solve that
 does not converge) stops the kernel; the caller then reruns the tensor path, which raises the
 :class:`~flexlearn.physics.cosserat.errors.IntegrationError` with node, step and the state before.
 
 Shapes: R (B, n, 3, 3), p, v, pi, fext (B, n, 3); mass (B, n); C1, C2 (B, N, 3); l (B, N); scale (B, n);
-jd, jn (B, n, 3) (diagonals of the normalised J_d and J of the Newton solve). SI units.
+jd, jn (B, n, 3) (diagonals of the normalised J_d and J of the Newton solve); cf, cw, mmag (B, n, 3);
+bfield (n_steps + 1, B, 3). SI units.
 """
 from __future__ import annotations
 
@@ -151,12 +154,15 @@ def _cayley_newton(u0, u1, u2, d0, d1, d2, j0, j1, j2, tol, iters):
 
 
 @njit(cache=True, error_model="numpy")
-def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, h, n_steps, record_every, clamped, r1, p1,
-        midpoint, limit2, tol, iters, out_p, out_R, f_last, t_last):
+def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield, h, n_steps, record_every, clamped,
+        r1, p1, midpoint, limit2, tol, iters, out_p, out_R, f_last, t_last):
     """Advance every rod ``n_steps`` steps in place from the half-step state (R, p, v = v^{k−½},
     pi = Π^k − h/2 τ^k convention of the tensor path). Records (R, p) at k % record_every == 0 and at the
     last step into out_R/out_p (T, B, n, …); leaves the model force/torque of the last state in
-    f_last/t_last. Returns (status, step, rod, node/element) with status :data:`OK` when all steps ran."""
+    f_last/t_last. Damping: node force ``−cf ∘ v`` and body torque ``−cw ∘ pi`` (the velocities of the
+    tensor path's ``Damping.external``); magnets: body torque ``m ∘× (Rᵀ B_k)`` with the summed body moments
+    ``mmag`` (B, n, 3) and the spatially uniform field ``bfield`` (n_steps + 1, B, 3) at the step times.
+    Returns (status, step, rod, node/element) with status :data:`OK` when all steps ran."""
     B, n = p.shape[0], p.shape[1]
     force = np.empty((n, 3))
     torque = np.empty((n, 3))
@@ -168,6 +174,19 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, h, n_steps, record_ev
             st, where = _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n)
             if st != OK:
                 return st, k, b, where
+            bw0, bw1, bw2 = bfield[k, b, 0], bfield[k, b, 1], bfield[k, b, 2]
+            for a in range(n):
+                for c in range(3):
+                    force[a, c] -= cf[b, a, c] * v[b, a, c]
+                    torque[a, c] -= cw[b, a, c] * pi[b, a, c]
+                m0, m1, m2 = mmag[b, a, 0], mmag[b, a, 1], mmag[b, a, 2]
+                if m0 != 0.0 or m1 != 0.0 or m2 != 0.0:
+                    y0 = R[b, a, 0, 0] * bw0 + R[b, a, 1, 0] * bw1 + R[b, a, 2, 0] * bw2    # Rᵀ B
+                    y1 = R[b, a, 0, 1] * bw0 + R[b, a, 1, 1] * bw1 + R[b, a, 2, 1] * bw2
+                    y2 = R[b, a, 0, 2] * bw0 + R[b, a, 1, 2] * bw1 + R[b, a, 2, 2] * bw2
+                    torque[a, 0] += m1 * y2 - m2 * y1
+                    torque[a, 1] += m2 * y0 - m0 * y2
+                    torque[a, 2] += m0 * y1 - m1 * y0
             if k % record_every == 0 or k == n_steps:
                 for a in range(n):
                     for c in range(3):
@@ -234,36 +253,56 @@ def _np(t) -> np.ndarray:
     return np.ascontiguousarray(t.detach().cpu().numpy(), dtype=np.float64).copy()
 
 
-def eligible(rod, loads, damping, observer, callback, record_energy, compile, base, initial) -> str:
+_FIELD_SAMPLES_MAX = 2 * 10 ** 7        # (steps + 1) · B · 3 field values sampled ahead at most (160 MB)
+
+
+def _magnets(loads):
+    from flexlearn.physics.cosserat.loads import EmbeddedMagnet
+    return [ld for ld in loads if isinstance(ld, EmbeddedMagnet)]
+
+
+def eligible(rod, loads, damping, observer, callback, record_energy, compile, base, initial,
+             n_steps: int = 0) -> str:
     """Why the fused kernel cannot run this simulation ('' when it can)."""
     import torch
 
     from flexlearn.physics.cosserat.state import Clamp
     if not HAVE_NUMBA:
         return "numba is not installed"
-    if damping is not None or observer is not None or callback is not None:
-        return "damping, observers and callbacks run on the tensor path"
+    if observer is not None or callback is not None:
+        return "observers and callbacks run on the tensor path"
+    if damping is not None and (damping._has_beta()):
+        return "stiffness-proportional damping (beta) runs on the tensor path"
     if record_energy or compile:
         return "record_energy/compile run on the tensor path"
     if isinstance(base, Clamp) and base.motion is not None:
         return "a prescribed base motion runs on the tensor path"
     if rod.length.device.type != "cpu":
         return "the kernel runs on CPU only"
+    mags = _magnets(loads)
     for ld in loads:
-        if not getattr(ld, "constant_world_force", lambda: False)():
+        if ld in mags:
+            if not ld.field.uniform or ld.field is not mags[0].field:
+                return "magnets need one spatially uniform field object for the kernel"
+        elif not getattr(ld, "constant_world_force", lambda: False)():
             return f"load {type(ld).__name__} is not a constant world force"
+    if mags and (n_steps + 1) * rod.batch_size * 3 > _FIELD_SAMPLES_MAX:
+        return "too many steps to sample the field ahead"
     if torch.is_grad_enabled():
         tensors = list(rod.parameters()) + list(rod.buffers())
         for ld in loads:
             tensors += list(ld.parameters()) + list(ld.buffers())
+        if damping is not None:
+            tensors += list(damping.parameters()) + list(damping.buffers())
         if initial is not None:
             tensors += [initial.positions, initial.rotations, initial.velocities, initial.angular_velocities]
-        if any(t.requires_grad for t in tensors):
+        if any(t is not None and t.requires_grad for t in tensors):
             return "gradients need the tensor path"
     return ""
 
 
-def simulate(rod, ctx, loads, R, p, v0, w0, h, n_steps, record_every, clamped, r1, p1, strain_limit, tol, iters):
+def simulate(rod, ctx, loads, damping, R, p, v0, w0, h, n_steps, record_every, clamped, r1, p1, strain_limit,
+             tol, iters):
     """Run the kernel from state (R, p, v0, w0) (tensors, (B, n, …)); returns ``(positions, rotations,
     times, final)`` as tensors of the tensor path's layout (T, B, n, …) plus the final
     :class:`RodState`, or ``None`` when a step failed (the caller reruns the tensor path for the error)."""
@@ -271,24 +310,48 @@ def simulate(rod, ctx, loads, R, p, v0, w0, h, n_steps, record_every, clamped, r
 
     from flexlearn.physics.cosserat.state import RodState
     with torch.no_grad():
-        fx = torch.zeros_like(p)
+        B, n = p.shape[0], p.shape[1]
+        m = ctx.mass.unsqueeze(-1)
+        J = ctx.inertia
+        mags = _magnets(loads)
+        fx = torch.zeros_like(p)                 # constant world forces
+        fx0, tx0 = torch.zeros_like(p), torch.zeros_like(p)     # all loads at t = 0 (half-kick start)
         for ld in loads:
             fl, tl = ld.apply(ctx, R, p, 0.0)
             if fl is not None:
-                fx = fx + fl
+                fx0 = fx0 + fl
+                if ld not in mags:
+                    fx = fx + fl
+            if tl is not None:
+                tx0 = tx0 + tl
+        cf = torch.zeros_like(p)
+        cw = torch.zeros_like(p)
+        if damping is not None:
+            fd, td = damping.external(ctx, v0, w0)
+            fx0, tx0 = fx0 + fd, tx0 + td
+            e1 = torch.zeros_like(p) + 1.0    # coefficients: the damping of unit velocities
+            cf = -damping.external(ctx, e1, torch.zeros_like(p))[0]
+            cw = -damping.external(ctx, torch.zeros_like(p), e1)[1] / J    # acts on pi = J ω
+        mmag = torch.zeros_like(p)
+        bfield = np.zeros((n_steps + 1, B, 3))
+        if mags:
+            for ld in mags:
+                node = ld.node % n
+                mmag[:, node] = mmag[:, node] + ld.moment_body.to(p).expand(B, 3)
+            x = p[:, -1]
+            bfield = np.stack([_np(mags[0].field(x, k * h)) for k in range(n_steps + 1)])
         f0, tau0, *_ = rod._internal(ctx, R, p)
-        f0 = f0 + fx
-        m = ctx.mass.unsqueeze(-1)
-        J = ctx.inertia
+        f0, tau0 = f0 + fx0, tau0 + tx0
         v = v0 - 0.5 * h * f0 / m
         pi = J * w0 - 0.5 * h * tau0
         if clamped:
             v[:, 0] = 0.0
             pi[:, 0] = 0.0
-        B, n = p.shape[0], p.shape[1]
-        n_rec = len(range(0, n_steps + 1, record_every)) + (0 if n_steps % record_every == 0 else 1)
-        out_p = np.empty((n_rec, B, n, 3))
-        out_R = np.empty((n_rec, B, n, 3, 3))
+        ks = list(range(0, n_steps + 1, record_every))
+        if n_steps % record_every:
+            ks.append(n_steps)
+        out_p = np.empty((len(ks), B, n, 3))
+        out_R = np.empty((len(ks), B, n, 3, 3))
         f_last = np.empty((B, n, 3))
         t_last = np.empty((B, n, 3))
         Rn, pn, vn, pin = _np(R), _np(p), _np(v), _np(pi)
@@ -296,14 +359,12 @@ def simulate(rod, ctx, loads, R, p, v0, w0, h, n_steps, record_every, clamped, r
         r1n = _np(r1.expand(B, 3, 3)) if clamped else np.zeros((B, 3, 3))
         p1n = _np(p1.expand(B, 3)) if clamped else np.zeros((B, 3))
         status, k, b, where = run(Rn, pn, vn, pin, _np(ctx.mass), _np(ctx.scale), jd, _np(ctx.j_n), _np(ctx.C1),
-                                  _np(ctx.C2), _np(ctx.l), _np(fx), float(h), int(n_steps), int(record_every),
-                                  bool(clamped), r1n, p1n, ctx.strain == "midpoint", float(strain_limit) ** 2,
-                                  float(tol), int(iters), out_p, out_R, f_last, t_last)
+                                  _np(ctx.C2), _np(ctx.l), _np(fx), _np(cf), _np(cw), _np(mmag), bfield, float(h),
+                                  int(n_steps), int(record_every), bool(clamped), r1n, p1n,
+                                  ctx.strain == "midpoint", float(strain_limit) ** 2, float(tol), int(iters),
+                                  out_p, out_R, f_last, t_last)
         if status != OK:
             return None
-        ks = list(range(0, n_steps + 1, record_every))
-        if n_steps % record_every:
-            ks.append(n_steps)
         times = torch.tensor([kk * h for kk in ks], dtype=torch.float64)
         P, Rt = torch.from_numpy(out_p), torch.from_numpy(out_R)
         fl, tl = torch.from_numpy(f_last), torch.from_numpy(t_last)

@@ -100,7 +100,8 @@ def simulate(rod: "CosseratRod", duration: float, dt: float, loads: Sequence[Any
         R = torch.cat([r0.unsqueeze(1), R[:, 1:]], 1)
 
     if backend != "torch":
-        why = _fused.eligible(rod, loads, damping, observer, callback, record_energy, compile, base, initial)
+        why = _fused.eligible(rod, loads, damping, observer, callback, record_energy, compile, base, initial,
+                              n_steps)
         check(backend == "auto" or not why, "backend", backend, f"the fused kernel cannot run this: {why}")
         if not why:
             r1 = p1 = None
@@ -108,8 +109,8 @@ def simulate(rod: "CosseratRod", duration: float, dt: float, loads: Sequence[Any
                 r1, p1 = base_pose(0.0)
             v0 = state.velocities.to(p).expand(B, n, 3)
             w0 = state.angular_velocities.to(p).expand(B, n, 3)
-            out = _fused.simulate(rod, ctx, loads, R, p, v0, w0, float(dt), n_steps, record_every, clamped, r1, p1,
-                                  strain_limit, newton_tol, newton_iters)
+            out = _fused.simulate(rod, ctx, loads, damping, R, p, v0, w0, float(dt), n_steps, record_every, clamped,
+                                  r1, p1, strain_limit, newton_tol, newton_iters)
             if out is not None:
                 P, Rt, times, final = out
                 sq = (lambda x: x) if rod.batched else (lambda x: x[:, 0])

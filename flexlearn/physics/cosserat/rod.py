@@ -424,8 +424,9 @@ class CosseratRod(torch.nn.Module):
                 and its residual is still checked.
             backend: ``'auto'`` runs the fused numba kernel (:mod:`~flexlearn.physics.cosserat.fused`, the
                 same discrete equations, ~100× faster per step) when numba is installed and the run needs
-                no gradient, only constant world-force loads (gravity, constant point forces), no damping,
-                observer, callback, energy record or base motion; else the tensor path. ``'torch'`` forces
+                no gradient, only gravity, constant point forces and magnets in one spatially uniform field,
+                damping without ``beta``, no observer, callback, energy record or base motion; else the
+                tensor path. ``'torch'`` forces
                 the tensor path, ``'numba'`` the kernel (a ConfigError when it cannot run).
 
         Returns a :class:`Trajectory`; on failure raises :class:`IntegrationError` carrying the state before
