@@ -9,7 +9,8 @@ Measures, on a TorchScript module (script → save → load, as deployed):
 * ``attitude_step_us_median`` and ``mag_round_us_median`` separately; ``correction_us_median`` — one magnetic
   update (direction MLP 3×128 + filter), once per 300 ms in the seed's schedule;
 * soak: ``--soak`` steps in blocks; medians of the first and last block and RSS before/after (flat = ratio ≈ 1,
-  growth ≈ 0). The issue's full soak is 10⁶ steps (≈ 1 min); tests run a short one.
+  growth ≈ 0), nested under ``soak`` and flat as ``soak_latency_ratio_last_first``, ``soak_rss_growth_mb``, …;
+* ``binframe_parse_us_median`` — decoding one binary serial frame (`flexlearn.runtime.serial_frames`). The issue's full soak is 10⁶ steps (≈ 1 min); tests run a short one.
 Prints and writes one JSON object (atomically with ``--out``).
 """
 from __future__ import annotations
@@ -119,8 +120,29 @@ def run(n: int = 9, steps: int = 20000, soak: int = 0, block: int = 50000) -> di
             res["soak"] = {"steps": soak, "block": block, "first_block_us": blocks[0], "last_block_us": blocks[-1],
                            "max_block_us": max(blocks), "latency_ratio_last_first": blocks[-1] / blocks[0],
                            "rss_mb_before": rss0, "rss_mb_after": _rss_mb(), "rss_growth_mb": _rss_mb() - rss0}
+            # the same figures flat, for dashboards and comparisons across runs
+            res.update({f"soak_{key}": res["soak"][key] for key in
+                        ("steps", "first_block_us", "last_block_us", "max_block_us", "latency_ratio_last_first",
+                         "rss_growth_mb")})
         res["finite"] = bool(torch.isfinite(mod.points).all())
+    res["binframe_parse_us_median"] = _parse_cost(n, q, m)
     return res
+
+
+def _parse_cost(n: int, q: torch.Tensor, m: torch.Tensor, frames: int = 2000) -> float:
+    """µs per decoded frame of the binary serial protocol (one att + one mag frame alternating, fed in 4 KiB
+    chunks, `flexlearn.runtime.serial_frames.FrameParser`): the runner's link overhead per frame."""
+    from flexlearn.runtime.serial_frames import FrameParser, encode_frame
+
+    raw = b"".join(encode_frame("att", 0.06 * i, i, q=q[i % q.shape[0]].tolist()) if i % 2 == 0 else
+                   encode_frame("mag", 0.06 * i, i, m=m[i % m.shape[0]].tolist(), coil=-1) for i in range(frames))
+    reps = []
+    for _ in range(5):
+        p = FrameParser()
+        t0 = time.perf_counter()
+        got = sum(len(p.feed(raw[k:k + 4096])) for k in range(0, len(raw), 4096))
+        reps.append((time.perf_counter() - t0) / max(got, 1))
+    return 1e6 * statistics.median(reps)
 
 
 def main(argv: list[str] | None = None) -> int:

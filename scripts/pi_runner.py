@@ -4,7 +4,10 @@
 Imports only torch (+ pyserial for ``--serial``, + rclpy when ``--ros`` and it is installed). One torch thread.
 
     python pi_runner.py bundle.pt --log frames.jsonl [--realtime] [--out poses.jsonl | --csv poses.csv]
-    python pi_runner.py bundle.pt --serial /dev/ttyACM0 --baud 921600 [--control] [--ros]
+    python pi_runner.py bundle.pt --serial /dev/ttyACM0 --baud 921600 [--format bin] [--control] [--ros]
+
+``--format bin`` reads the binary protocol ``flexlearn-binframes/1`` (fixed little-endian frames with a sync word
+and CRC-32, documented in flexlearn/runtime/serial_frames.py; copy that file next to this one on the Pi).
 
 Frame protocol ``flexlearn-frames/1``: UTF-8 JSON lines, one frame per line, times in seconds (monotonic clock of
 the master, float), SI units; missing values may be ``null`` (read as NaN: the estimator holds and flags them).
@@ -40,10 +43,8 @@ def _rows(v, width: int) -> torch.Tensor:
     return torch.tensor([[_num(c) for c in (r if r is not None else [None] * width)] for r in v], dtype=torch.float64)
 
 
-def read_lines(source: IO, realtime: bool) -> Iterator[dict]:
-    """Parsed frames; with ``realtime`` sleeps so that frame times map onto wall-clock time."""
-    t_wall0: Optional[float] = None
-    t_log0 = 0.0
+def read_lines(source: IO) -> Iterator[dict]:
+    """Frames of the JSON-lines protocol; unparsable lines give {"type": "bad"}."""
     for line in source:
         if isinstance(line, bytes):
             line = line.decode("utf-8", "replace")
@@ -56,10 +57,55 @@ def read_lines(source: IO, realtime: bool) -> Iterator[dict]:
         except (ValueError, KeyError, TypeError):
             yield {"type": "bad"}
             continue
-        if realtime and math.isfinite(fr["t"]):
+        yield fr
+
+
+def _serial_frames_module():
+    """`flexlearn.runtime.serial_frames` (stdlib only): from an installed flexlearn, else serial_frames.py copied
+    next to this script, else the repository copy."""
+    try:
+        from flexlearn.runtime import serial_frames
+        return serial_frames
+    except ImportError:
+        import importlib.util
+        from pathlib import Path
+        here = Path(__file__).resolve().parent
+        for cand in (here / "serial_frames.py", here.parent / "flexlearn" / "runtime" / "serial_frames.py"):
+            if cand.exists():
+                spec = importlib.util.spec_from_file_location("serial_frames", cand)
+                mod = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(mod)
+                return mod
+        raise
+
+
+def read_binary(source: IO, stats: dict, chunk: int = 4096) -> Iterator[dict]:
+    """Frames of the binary protocol ``flexlearn-binframes/1`` (see serial_frames.py); parser counters → ``stats``.
+
+    Reads what is available (a serial port's ``in_waiting``, at least one byte) or ``chunk`` bytes from a file.
+    """
+    parser = _serial_frames_module().FrameParser()
+    stats.update(parser.stats)
+    while True:
+        waiting = getattr(source, "in_waiting", None)
+        data = source.read(max(1, waiting) if waiting is not None else chunk)
+        if not data:
+            return
+        frames = parser.feed(data)
+        stats.update(parser.stats)
+        yield from frames
+
+
+def paced(frames: Iterator[dict], realtime: bool) -> Iterator[dict]:
+    """With ``realtime``, sleep so that frame times map onto wall-clock time (replaying a log)."""
+    t_wall0: Optional[float] = None
+    t_log0 = 0.0
+    for fr in frames:
+        t = fr.get("t", NAN)
+        if realtime and isinstance(t, float) and math.isfinite(t):
             if t_wall0 is None:
-                t_wall0, t_log0 = time.monotonic(), fr["t"]
-            delay = (fr["t"] - t_log0) - (time.monotonic() - t_wall0)
+                t_wall0, t_log0 = time.monotonic(), t
+            delay = (t - t_log0) - (time.monotonic() - t_wall0)
             if delay > 0:
                 time.sleep(delay)
         yield fr
@@ -126,8 +172,11 @@ class Outputs:
 
 
 def run(bundle_path: str, source: IO, realtime: bool = False, out: Optional[str] = None, csv: bool = False,
-        control: bool = False, ros: bool = False) -> dict:
-    """Process every frame of ``source``; returns counters. Torch-only."""
+        control: bool = False, ros: bool = False, binary: bool = False) -> dict:
+    """Process every frame of ``source`` (JSON lines, or binary frames with ``binary``); returns counters.
+
+    Torch-only. With ``binary`` the counters include the parser's (``bad_crc``, ``bad_header``, ``skipped_bytes``,
+    ``dropped``, ``frames``)."""
     torch.set_num_threads(1)
     extra = {"metadata.json": ""}
     bundle = torch.jit.load(bundle_path, map_location="cpu", _extra_files=extra)
@@ -139,7 +188,9 @@ def run(bundle_path: str, source: IO, realtime: bool = False, out: Optional[str]
     spool = NAN
     lat = []
     with torch.inference_mode():
-        for fr in read_lines(source, realtime):
+        link: dict = {}
+        frames = read_binary(source, link) if binary else read_lines(source)
+        for fr in paced(frames, realtime):
             kind = fr.get("type", "bad")
             try:
                 if kind == "ref" or (kind == "att" and not have_ref):
@@ -173,6 +224,7 @@ def run(bundle_path: str, source: IO, realtime: bool = False, out: Optional[str]
             except (KeyError, ValueError, TypeError, RuntimeError):
                 counts["bad"] += 1
     writer.close()
+    counts.update({f"link_{k}": v for k, v in link.items()})
     if lat:
         lat.sort()
         counts["attitude_us_median"] = 1e6 * lat[len(lat) // 2]
@@ -186,6 +238,8 @@ def main(argv: Optional[list] = None) -> int:
     src.add_argument("--log", help="recorded frames (JSON lines)")
     src.add_argument("--serial", help="serial device, e.g. /dev/ttyACM0 (needs pyserial)")
     ap.add_argument("--baud", type=int, default=921600)
+    ap.add_argument("--format", choices=("jsonl", "bin"), default="jsonl",
+                    help="frame protocol: JSON lines (flexlearn-frames/1) or binary (flexlearn-binframes/1)")
     ap.add_argument("--realtime", action="store_true", help="replay a log at real time (default: as fast as possible)")
     ap.add_argument("--out", default=None, help="output file (default stdout)")
     ap.add_argument("--csv", action="store_true", help="CSV instead of JSON lines")
@@ -196,9 +250,9 @@ def main(argv: Optional[list] = None) -> int:
         import serial  # pyserial
         source = serial.Serial(a.serial, a.baud, timeout=None)
     else:
-        source = open(a.log, "r")
+        source = open(a.log, "rb" if a.format == "bin" else "r")
     try:
-        counts = run(a.bundle, source, a.realtime, a.out, a.csv, a.control, a.ros)
+        counts = run(a.bundle, source, a.realtime, a.out, a.csv, a.control, a.ros, binary=a.format == "bin")
     finally:
         source.close()
     print(json.dumps(counts), file=sys.stderr)

@@ -27,6 +27,16 @@ Equations (seed 002):
   straight, and a large γ erases the learned heading correction every time (measured: γ = 0.5 left 100 mm tip
   error after 50 curl cycles, γ = 0.02 tracks the drift). ``innovation="observable"`` uses y = Log(û_i → u_i^m)
   instead (no implicit damping); both give the same accuracy in simulation.
+* Bias model (``bias_model``). "rotation" is the seed's III-B4 as written (3-D b_i per segment). Its weakness:
+  a fix of joint i measures segment i's direction *relative to its parent*, so u_i^m carries the parent's heading
+  error, and the part of that error about the parent's own axis is exactly b_{i−1}'s unobservable (damped)
+  component — children inherit their parents' uncorrected headings. The default "heading" uses what a game
+  rotation vector's drift is (tilt is gravity-referenced; only the heading about the vertical a_k drifts, seed
+  III-B4 "heading drift"): one scalar per joint, c_i ≈ ψ_{i−1} − ψ_i, measured through the horizontal part of u
+  (variance σ_m² / sin² tilt), module corrections C_k = exp((Σ_{m≤k} c_m) [a_k]×), so a parent's correction
+  carries its children. Same σ_b, σ_m, p0; no damping needed (nothing unobservable except at vertical). Measured
+  (`scripts/reproduce_seed002_table1.py`): equal or better than "rotation" at 60 s, about half its error after
+  300 s.
 * III-B4: p_0 = 0, p_i = p_{i−1} + L û_i;  III-C: h = L Σ (1 + û_{i,z}).
 * III-B2 coil field: ΔB = mean of fresh coil-on samples (after ``settle``, bitwise-new conversions) − the latest
   confirmed coil-off baseline (mean of fresh coil-off samples before the pulse).
@@ -91,8 +101,11 @@ class FusedEstimator(nn.Module):
         mode: "fusion", "quat_only" or "mag_only".
         reference: "body" (default): R_i = R(q_i⁰)ᵀ R(q_i); "world": R_i = R(q_i) R(q_i⁰)ᵀ, the seed's literal form.
         innovation: "seed" (default, y = Log(u^q → u^m) − b) or "observable" (y = Log(û → u^m)).
-        travel_noise: κ, extra process noise P += (κ Δφ)² for the module's rotation Δφ [rad] since its last fix
-            (drift ∝ angular travel, seed III-B4); 0 by default (it did not improve the simulated runs).
+        travel_noise: κ, extra process noise P += (κ Δφ)² for the module's angular travel Δφ [rad] since its last
+            fix (drift ∝ angular travel, seed III-B4; travel summed between coil activations); 0 by default (it
+            did not improve the simulated runs).
+        bias_model: "heading" (default: one heading correction per joint about the vertical) or "rotation" (the
+            seed's 3-D rotation bias b_i with twist damping); see the module docstring.
     Defaults (σ_b = 3e-3 rad/√s, σ_m = 0.07 rad, p0 = 3e-4 rad², γ = 0.02) were tuned on the simulator
     (`flexlearn.tasks.shape_scenarios`): heading drift 0.65 % of travel, magnetic errors of a few degrees.
 
@@ -103,12 +116,15 @@ class FusedEstimator(nn.Module):
                  sigma_m: float = 0.07, p0: float = 3e-4, twist_damping: float = 0.02, settle: float = 0.010,
                  min_fresh: int = 2, full_scale: float = 1.3e-3, stale_after: float = 0.5, fix_timeout: float = 10.0,
                  soft_iron: Tensor | None = None, alignment: Tensor | None = None, mode: str = "fusion",
-                 reference: str = "body", innovation: str = "seed", travel_noise: float = 0.0) -> None:
+                 reference: str = "body", innovation: str = "seed", travel_noise: float = 0.0,
+                 bias_model: str = "heading") -> None:
         super().__init__()
         if n_segments < 1:
             raise ValueError(f"n_segments = {n_segments}: expected ≥ 1")
         if innovation not in ("seed", "observable"):
             raise ValueError(f"innovation = {innovation!r}: expected 'seed' or 'observable'")
+        if bias_model not in ("rotation", "heading"):
+            raise ValueError(f"bias_model = {bias_model!r}: expected 'rotation' or 'heading'")
         if reference not in ("body", "world"):
             raise ValueError(f"reference = {reference!r}: expected 'body' or 'world'")
         if mode not in MODES:
@@ -141,7 +157,11 @@ class FusedEstimator(nn.Module):
         self.body_ref = reference == "body"
         self.seed_innovation = innovation == "seed"
         self.travel_noise = float(travel_noise)
-        self.register_buffer("q_fix", self.q_ref[1:].clone())               # module quaternion at the last fix
+        self.heading_bias = bias_model == "heading"
+        self.register_buffer("axis", torch.tensor([0.0, 0.0, 1.0], dtype=f64).repeat(n + 1, 1))  # drift axes
+        self.register_buffer("rel_c", torch.zeros(n, dtype=f64))           # heading: joint corrections [rad]
+        self.register_buffer("travel", torch.zeros(n + 1, dtype=f64))      # module angular travel [rad]
+        self.register_buffer("travel_fix", torch.zeros(n, 2, dtype=f64))  # (child, parent) travel at last fix
         self.register_buffer("has_ref", torch.zeros(n + 1, dtype=torch.bool))
         self.register_buffer("q_last", self.q_ref.clone())
         self.register_buffer("q_time", torch.full((n + 1,), -1e300, dtype=f64))
@@ -205,8 +225,10 @@ class FusedEstimator(nn.Module):
         self.r0t.copy_(r0t)
         if self.body_ref:
             self.v_ref.copy_(self.e.expand(self.n + 1, 3))
+            self.axis.copy_(r0t[:, :, 2])                 # R(q⁰)ᵀ ẑ: the IMU's vertical in the reference frame
         else:
             self.v_ref.copy_(torch.matmul(r0t, self.e))
+            self.axis.copy_(-self.e.expand(self.n + 1, 3))
         self.q_last.copy_(q)
         self.static_flags.copy_(torch.where(ok[1:], 0, 128))                # NO_REFERENCE
         self.base_flags = self.static_flags | self.mag_flags
@@ -230,7 +252,10 @@ class FusedEstimator(nn.Module):
         self.t_fix.fill_(-1e300)
         self.t_fix_min = -1e300
         self.gain.copy_(self.tmap)
-        self.q_fix.copy_(self.q_last[1:])
+        self.rel_c.zero_()
+        self.travel.zero_()
+        self.travel_fix.zero_()
+        self.q_on.copy_(self.q_last)
 
     # --------------------------------------------------------------------------------------- attitude
     def _refresh_tmap(self) -> None:
@@ -352,6 +377,10 @@ class FusedEstimator(nn.Module):
                     self.base_ok[j] = True
                 self.on_sum[j].zero_()
                 self.on_cnt[j] = 0.0
+                # angular travel since the previous activation (every T_pair): drift grows with it (III-B4)
+                dot = torch.abs((self.q_on * self.q_last).sum(-1)) * torch.rsqrt(
+                    (self.q_on * self.q_on).sum(-1) * (self.q_last * self.q_last).sum(-1))
+                self.travel.add_(2.0 * torch.acos(dot.clamp(max=1.0)))
                 self.q_on.copy_(self.q_last)
             self.off_sum.zero_()
             self.off_cnt.zero_()
@@ -431,18 +460,23 @@ class FusedEstimator(nn.Module):
         self.last_target[j] = torch.matmul(r_par.transpose(0, 1), uq)   # R_{i−1}ᵀ u_i^q at this fix
         if self.mode == 1:
             return True
+        # process noise: P ← P + σ_b² Δt (lazy) + (κ Δφ)² for the angular travel Δφ since the last fix
+        # (heading model: a joint state is the difference of two modules' drifts, so both modules' noise adds)
+        two = 2.0 if self.heading_bias and j > 0 else 1.0
+        p = self.p_var[j] + two * self.sigma_b2 * max(t - float(self.t_p[j]), 0.0)
+        dtr = self.travel[j:i + 1].flip(0) - self.travel_fix[j]             # (child, parent) travel [rad]
+        self.travel_fix[j] = self.travel[j:i + 1].flip(0)
+        if self.travel_noise > 0.0:
+            p = p + (self.travel_noise * dtr[0]) ** 2
+            if self.heading_bias and j > 0:
+                p = p + (self.travel_noise * dtr[1]) ** 2
+        if self.heading_bias:
+            return self._correct_heading(j, uq, um, float(p), t)
         b = self.bias[j]
         if self.seed_innovation:
             y = rotation_between(uq, um) - b                 # seed III-B4 (implicitly damps b along u^q by K)
         else:
             y = rotation_between(torch.matmul(self.c_bias[j], uq), um)   # observable part only: Log(û → u^m)
-        p = self.p_var[j] + self.sigma_b2 * max(t - float(self.t_p[j]), 0.0)   # P ← P + σ_b² Δt (lazy)
-        if self.travel_noise > 0.0:                         # + (κ Δφ)²: drift grows with angular travel Δφ
-            qa = self.q_on[i] / torch.linalg.vector_norm(self.q_on[i])
-            qb = self.q_fix[j] / torch.linalg.vector_norm(self.q_fix[j])
-            dphi = 2.0 * torch.acos(torch.abs(torch.dot(qa, qb)).clamp(max=1.0))
-            p = p + (self.travel_noise * dphi) ** 2
-            self.q_fix[j] = self.q_on[i]
         k = p / (p + self.sigma_m2)
         b = b + k * y
         b = b - self.twist_damping * torch.dot(b, uq) * uq
@@ -453,6 +487,41 @@ class FusedEstimator(nn.Module):
         self.t_p[j] = t
         self.c_bias[j] = so3_exp(b)
         self.gain[i] = torch.matmul(self.c_bias[j], self.tmap[i])
+        return True
+
+    def _correct_heading(self, j: int, uq: Tensor, um: Tensor, p: float, t: float) -> bool:
+        """Heading bias model: joint j + 1's fix measures the heading of module j + 1 relative to module j.
+
+        A game rotation vector's tilt is gravity-referenced, so its drift is a rotation ψ_k about the vertical a_k
+        of module k. The fix measures ψ_{j+1} − ψ_j (the parent rotation converts the relative direction), seen
+        through the horizontal part of u (|u_h| = sin tilt): y = signed angle about a from Ĉ u^q to u^m,
+        variance σ_m² / (|Ĉu^q_h| |u^m_h|). Scalar Kalman update of the joint's correction c_j ← c_j + K y; the
+        module corrections are the cumulative sums C_k = exp(Σ_{m≤k} c_m [a_k]×), so a parent's correction
+        carries its children along (their fixes were relative to it). Tilt components of y are ignored.
+        """
+        i = j + 1
+        a = self.axis[i]
+        x = torch.matmul(self.c_bias[j], uq)
+        xp = x - torch.dot(x, a) * a
+        yp = um - torch.dot(um, a) * a
+        s2 = float(torch.linalg.vector_norm(xp) * torch.linalg.vector_norm(yp))
+        self.p_var[j] = p
+        self.t_p[j] = t
+        if s2 < 1e-3:                                       # segment near vertical: heading unobservable
+            return True
+        y = torch.atan2(torch.dot(a, torch.linalg.cross(xp, yp)), torch.dot(xp, yp))
+        k = p / (p + self.sigma_m2 / s2)
+        c = self.rel_c[j] + k * y
+        if not bool(torch.isfinite(c)):
+            return False
+        self.rel_c[j] = c
+        self.p_var[j] = (1.0 - k) * p
+        cum = torch.cumsum(self.rel_c, 0)
+        for m in range(j, self.n):
+            w = cum[m] * self.axis[m + 1]
+            self.bias[m] = w
+            self.c_bias[m] = so3_exp(w)
+            self.gain[m + 1] = torch.matmul(self.c_bias[m], self.tmap[m + 1])
         return True
 
     def forward(self, t: float, quats: Tensor, mags: Tensor, coil: int) -> Tuple[Tensor, Tensor, Tensor]:

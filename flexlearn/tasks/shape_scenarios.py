@@ -329,3 +329,17 @@ def write_frames_jsonl(rec: RobotRecording, path: Any) -> None:
                 f.write(json.dumps({"type": "att", "t": t, "q": rows(rec.quats[i])}) + "\n")
             else:
                 f.write(json.dumps({"type": "mag", "t": t, "coil": int(rec.coil[i]), "m": rows(rec.mags[i])}) + "\n")
+
+
+def write_frames_binary(rec: RobotRecording, path: Any) -> None:
+    """Write a recording in the binary frame protocol (``flexlearn-binframes/1``, `flexlearn.runtime.serial_frames`)."""
+    from flexlearn.atomic import atomic_path
+    from flexlearn.runtime.serial_frames import encode_frame
+
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        f.write(encode_frame("ref", float(rec.att_t[0]), 0, q=rec.quats[0].tolist()))
+        for seq, (t, kind, i) in enumerate(rec.frames(), start=1):
+            if kind == "att":
+                f.write(encode_frame("att", t, seq, q=rec.quats[i].tolist()))
+            else:
+                f.write(encode_frame("mag", t, seq, m=rec.mags[i].tolist(), coil=int(rec.coil[i])))

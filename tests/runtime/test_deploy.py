@@ -97,6 +97,8 @@ def test_bench_runtime_short():
     assert res["threads"] == 1 and res["finite"]
     assert res["fused_step_us_median"] > 0  # the figure itself is reported by the script, not asserted
     assert res["soak"]["steps"] == 2000 and res["soak"]["rss_growth_mb"] < 50
+    assert res["soak_steps"] == 2000 and res["soak_rss_growth_mb"] == res["soak"]["rss_growth_mb"]
+    assert res["soak_latency_ratio_last_first"] > 0 and res["binframe_parse_us_median"] > 0
 
 
 def test_export_deploy_bundle_validates(tmp_path, direction_model):
