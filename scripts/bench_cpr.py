@@ -6,7 +6,10 @@ figure run ``OMP_NUM_THREADS=1 python scripts/bench_cpr.py --threads 1``.
 
 Path: seed eq. (39) with the ramp and one period (``--phases`` phase samples, ``--substeps`` warm-start
 steps between samples); each solve is warm-started from the previous equilibrium. LSE timing is the median
-of ``--repeats`` passes over the path (the machine may be shared); shooting runs one pass.
+of ``--repeats`` passes over the path (the machine may be shared); shooting runs one pass. Side by side in
+the same run (interleaved passes): the default solver (fused element kernels, tangent predictor), the same
+without the predictor, and the reference element kernels of ``element.py`` without the predictor
+(``variants``, ``speedup_vs_reference``).
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--pulley", action="store_true", help="apply the Experiment-II pulley load")
     ap.add_argument("--shooting-steps", type=int, default=40)
+    ap.add_argument("--quick", action="store_true", help="default LSE solver only (no side-by-side variants)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -38,8 +42,8 @@ def main() -> None:
     _, dense, _ = actuation_path(args.phases, args.substeps)
     rest = model.solve(torch.zeros(3, dtype=torch.float64), loads)
 
-    lse_times, iters, positions = [], [], None
-    for _ in range(args.repeats):
+    def lse_pass(kernels: str, predictor: bool):
+        model.kernels, model.predictor = kernels, predictor
         eq = rest
         pos, its = [], []
         t0 = time.perf_counter()
@@ -47,8 +51,23 @@ def main() -> None:
             eq = model.solve(th, loads, init=eq)
             its.append(eq.iterations)
             pos.append(eq.position)
-        lse_times.append(time.perf_counter() - t0)
-        iters, positions = its, torch.stack(pos).numpy()
+        return time.perf_counter() - t0, its, torch.stack(pos).numpy()
+
+    # side by side in the same run, interleaved: the default solver (fused kernels + tangent predictor),
+    # without the predictor, and with the reference (flexlearn.lie) element kernels and no predictor
+    variants = {"default": ("fused", True), "no_predictor": ("fused", False), "reference": ("reference", False)}
+    if args.quick:
+        variants = {"default": variants["default"]}
+    times = {k: [] for k in variants}
+    runs = {}
+    for _ in range(args.repeats):
+        for name, (kern, pred) in variants.items():
+            t, its, pos = lse_pass(kern, pred)
+            times[name].append(t)
+            runs[name] = (its, pos)
+    model.kernels, model.predictor = "fused", True
+    iters, positions = runs["default"]
+    lse_times = times["default"]
 
     shoot = ShootingSolver(model, steps=args.shooting_steps)
     sh = shoot.solve(np.zeros(3), loads)
@@ -70,6 +89,12 @@ def main() -> None:
         "mean_ee_diff_m": float(diff.mean()),
         "n_solves": n,
         "lse_pass_times_s": lse_times,
+        "variants": {name: {"solves_per_s": n / statistics.median(times[name]),
+                            "mean_newton_iters": float(np.mean(runs[name][0])),
+                            "max_ee_diff_to_default_m": float(np.linalg.norm(runs[name][1] - positions, axis=-1).max())}
+                     for name in variants},
+        "speedup_vs_reference": (statistics.median(times["reference"]) / statistics.median(lse_times)
+                                 if "reference" in times else None),
         "threads": args.threads,
         "pulley": args.pulley,
         "rods": model.n_rods,

@@ -39,7 +39,7 @@ from flexlearn.lie import (
     so3_log,
 )
 from flexlearn.physics.lse.config import CPRConfig
-from flexlearn.physics.lse.element import section_properties
+from flexlearn.physics.lse.element import element_forces, element_tangent, section_properties
 from flexlearn.physics.lse.fused import element_residual, element_tangent_fused, hat, se3_exp_fused
 
 __all__ = ["ConvergenceError", "Loads", "Equilibrium", "CPRModel", "motor_twist"]
@@ -95,6 +95,8 @@ class CPRModel(nn.Module):
         self.transport = False
         # first-order warm-start predictor q ⊕ (dq/dθ) Δθ (closed chains with motors; see `_predict`)
         self.predictor = True
+        # element kernels: "fused" (flexlearn.physics.lse.fused) or "reference" (element.py); same values
+        self.kernels = "fused"
         self.backtracks = 0
         self.growth = 3.0
 
@@ -291,7 +293,11 @@ class CPRModel(nn.Module):
         nodes = self._all_nodes(theta, g_ee, g_int)
         k = self.stiffness()[:, None, :].expand(r, n, 6)
         xi0 = self.xi0[:, None, :].expand(r, n, 6)
-        re, cache = element_residual(nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)  # (R, N, 18)
+        if self.kernels == "fused":
+            re, cache = element_residual(nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)  # (R, N, 18)
+        else:  # the reference element functions (flexlearn.lie kernels), same values to round-off
+            cache = element_forces(nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)
+            re = torch.cat([cache.r_a, cache.r_b, cache.r_beta], -1)
         # dead nodal loads: body wrench [Rᵀ m; Rᵀ f]
         wn = self._loads_on_nodes(nodes, loads)
         rot_t = nodes[..., :3, :3].transpose(-1, -2)
@@ -317,7 +323,10 @@ class CPRModel(nn.Module):
         predictor of warm starts (:meth:`solve`)."""
         cache, beta, nodes, mb, fb, me, fe, pul, g_ee = ctx
         r, n = self.n_rods, self.n_elements
-        hmat = element_tangent_fused(cache, beta)                               # (R, N, 18, 18)
+        if self.kernels == "fused":
+            hmat = element_tangent_fused(cache, beta)                           # (R, N, 18, 18)
+        else:
+            hmat = element_tangent(cache, beta, self._h(), self.stiffness()[:, None, :].expand_as(beta))
         x = (self.proj_t @ hmat).permute(0, 2, 1, 3).reshape(r, 12 * n, 18 * n)
         kt = x @ self.proj_cat                                                  # (R, 12N, 12N)
         kn = -torch.cat([torch.cat([hat(mb), torch.zeros_like(nodes[..., :3, :3])], -1),
@@ -520,9 +529,10 @@ class CPRModel(nn.Module):
         return eq
 
     def _predict(self, state, sens, dth: Tensor, max_rot: float):
-        """First-order (tangent) predictor of a warm start: ``q ⊕ (dq/dθ) Δθ`` with the sensitivity
-        ``dq/dθ = -K_t⁻¹ ∂r/∂θ`` of the previous equilibrium (nodal update). Skipped when it would rotate a
-        node by more than ``max_rot`` [rad]."""
+        """First-order (tangent) predictor of a warm start: ``q ⊕ (dq/dθ) Δθ`` (nodal update) with the
+        sensitivity ``dq/dθ = -K_t⁻¹ ∂r/∂θ`` of the previous equilibrium (from its last factorisation).
+        Skipped when it would rotate a node by more than ``max_rot`` [rad]. (Applying the change to the
+        element twists and re-chaining the rods from the moved bases was tried: no fewer iterations.)"""
         dy = sens[0] @ dth
         dz = sens[1] @ dth
         n = self.n_elements

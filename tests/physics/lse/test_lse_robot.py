@@ -211,3 +211,26 @@ def test_solve_path_warm_start(robot):
     iters = [e.iterations for e in eqs]
     print("warm-started iterations along the ramp:", iters)
     assert max(iters[1:]) <= 15
+
+
+def test_fused_kernels_and_predictor_leave_the_equilibrium_unchanged(robot):
+    """The solver's speed-ups (fused element kernels, tangent predictor of warm starts) change the path to the
+    equilibrium, not the equilibrium: same end-effector and nodes as the reference kernels without predictor,
+    in fewer Newton iterations."""
+    model, rest = robot
+    _, dense, _ = actuation_path(10, 12)
+    loads = model.default_loads(True)
+    out = {}
+    try:
+        for kernels, predictor in (("fused", True), ("reference", False)):
+            model.kernels, model.predictor = kernels, predictor
+            eqs = solve_path(model, dense[:4], loads, init=rest)
+            out[kernels] = eqs
+    finally:
+        model.kernels, model.predictor = "fused", True
+    for a, b in zip(out["fused"], out["reference"]):
+        torch.testing.assert_close(a.nodes, b.nodes, rtol=0, atol=1e-11)
+    its_fast = sum(e.iterations for e in out["fused"][1:])
+    its_ref = sum(e.iterations for e in out["reference"][1:])
+    print(f"Newton iterations over 3 warm-started steps: predictor {its_fast}, none {its_ref}")
+    assert its_fast < its_ref
