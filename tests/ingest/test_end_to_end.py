@@ -19,7 +19,7 @@ from .conftest import run_app
 
 
 def test_simulator_to_bag_to_training_to_runtime_replay(tmp_path, compose_cfg, ros_map):
-    raw = simulate_sweep(from_dict(RigConfig, {"n_poses": 160, "seed": 11}))
+    raw = simulate_sweep(from_dict(RigConfig, {"n_poses": 120, "seed": 11}))
     msgs, store = sweep_messages(raw, ros_map)
     bag = write_rosbag(tmp_path / "rig_bag", msgs, store, "mcap")
 
