@@ -105,3 +105,12 @@ def test_ingestion_is_idempotent(recordings, ros_map, tmp_path):
 
     other = ingest_recording(recordings["sqlite3"], out_dir, ros_map, ProcessingConfig(settle_time=0.02), report=False)
     assert not other.up_to_date and other.summary["fingerprint"] != first.summary["fingerprint"]
+
+
+def test_progress_bars_only_on_a_terminal(capsys):
+    from flexlearn.ingest.records import progress
+
+    assert list(progress(range(5), 5, "reading")) == list(range(5))  # stderr is not a terminal under pytest
+    assert capsys.readouterr().err == ""
+    assert list(progress(range(5), 5, "reading", enabled=True)) == list(range(5))
+    assert "reading" in capsys.readouterr().err
