@@ -41,8 +41,7 @@ def _stamps(t: np.ndarray, epoch_ns: int) -> np.ndarray:
 def _rotation_quaternions(u: np.ndarray) -> np.ndarray:
     """(N, 4) quaternions (w, x, y, z) of the shortest rotation taking e = (0, 0, −1) to unit u (N, 3)."""
     e = np.array([0.0, 0.0, -1.0])
-    q = np.concatenate([1.0 + u @ e, np.cross(e, u)], axis=-1) if u.ndim == 1 else \
-        np.concatenate([(1.0 + u @ e)[:, None], np.cross(e, u)], axis=-1)
+    q = np.concatenate([(1.0 + u @ e)[:, None], np.cross(e, u)], axis=-1)  # (1 + e·u, e × u), then normalised
     return q / np.linalg.norm(q, axis=-1, keepdims=True)
 
 

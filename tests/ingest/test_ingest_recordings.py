@@ -47,6 +47,12 @@ def test_mocap_and_imu_extras(recordings, ros_map, sim_raw, tmp_path):
     assert mocap.num_rows == len(sim_raw.pose_id)
     assert not (out.output / "raw" / "orientation.parquet").exists()  # the IMU reported no orientation
     assert pq.read_table(out.output / "raw" / "rate.parquet").num_rows == len(sim_raw.accel_t)
+    # The motion-capture direction per pose (R(q)·e averaged over the hold window) is the simulator's true one.
+    from flexlearn.data.report import load_session
+
+    u = load_session(out.output).directions()
+    truth = np.stack([sim_raw.truth[f"u_{c}"] for c in "xyz"], axis=-1)
+    np.testing.assert_allclose(u, truth, rtol=0, atol=1e-12)
 
 
 def test_std_bool_coil_map_and_other_joint(tmp_path, sim_raw, direct_dataset):
