@@ -12,7 +12,7 @@ Cases (issue 5):
 For each case and solver: ``max_stable_dt_s`` (largest dt with no blow-up over ``--probe-steps`` steps
 from a small random velocity field, by bisection in log dt), ``sim_s_per_wall_s`` at 0.9 × that dt
 (median of ``--repeats`` timed runs over the same simulated time ``--timing-sim-s`` for every solver,
-setup included) and ``error``. Solvers: ``flexlearn`` (default model), ``flexlearn_segment``
+setup included, the solvers of a case timed round-robin so that the machine's load falls on all alike) and ``error``. Solvers: ``flexlearn`` (default model), ``flexlearn_segment``
 (``rotary_inertia='segment'``), ``flexlearn_matched`` / ``flexlearn_segment_matched`` (the coarsest N of
 ``--match-n`` whose error is ≤ PyElastica's at N = 20; ``n_elements`` says which), ``flexlearn_compiled``
 (timing of the torch.compile'd tensor step, ``--compile``), ``pyelastica`` (PositionVerlet, N = 20;
@@ -133,10 +133,9 @@ def flex_case(name, c, args, rotary="section", compile_step=False):
     backend = "torch" if compile_step else BACKEND["name"]
     rod.simulate(2 * dt, dt, base=base, loads=loads, record_every=10 ** 9, compile=compile_step,
                  backend=backend)                           # compile once (numba JIT / torch.compile)
-    wall = timed(lambda: rod.simulate(n * dt, dt, initial=st, base=base, loads=loads, record_every=10 ** 9,
-                                      compile=compile_step, backend=backend), args.repeats)
-    res = {"max_stable_dt_s": dtmax, "dt_used_s": dt, "sim_s_per_wall_s": n * dt / wall,
-           "wall_s_per_step": wall / n, "n_elements": c["N"], "backend": backend}
+    res = {"max_stable_dt_s": dtmax, "dt_used_s": dt, "n_elements": c["N"], "backend": backend,
+           "_steps": n, "_run": lambda: rod.simulate(n * dt, dt, initial=st, base=base, loads=loads,
+                                                     record_every=10 ** 9, compile=compile_step, backend=backend)}
     if compile_step or args.skip_errors:
         return res
     res["error"] = flex_error(name, c, rod, dt, base)
@@ -189,9 +188,13 @@ def pye_build(c, gravity):
 
 
 def pye_run(sim, dt, steps, t0=0.0):
+    import contextlib
+    import io
+
     import elastica as ea
     stepper = ea.PositionVerlet()
-    ea.integrate(stepper, sim, steps * dt, steps, restart_time=t0, progress_bar=False)
+    with contextlib.redirect_stdout(io.StringIO()):         # it prints the final time: keep stdout JSON
+        ea.integrate(stepper, sim, steps * dt, steps, restart_time=t0, progress_bar=False)
 
 
 def pye_stable(c, dt, steps):
@@ -222,8 +225,7 @@ def pye_case(name, c, args):
         s, _ = pye_build(c, c["gravity"])
         pye_run(s, dt, n)
 
-    wall = timed(run, args.repeats)
-    res = {"max_stable_dt_s": dtmax, "dt_used_s": dt, "sim_s_per_wall_s": n * dt / wall, "wall_s_per_step": wall / n}
+    res = {"max_stable_dt_s": dtmax, "dt_used_s": dt, "n_elements": c["N"], "_steps": n, "_run": run}
     if args.skip_errors:
         return res
     L, r, E, rho, N = c["L"], c["r"], c["E"], c["rho"], c["N"]
@@ -263,6 +265,22 @@ def batched(args, backend):
                                           backend=backend), args.repeats)
         out[str(B)] = B * steps / wall
     return out
+
+
+def interleaved_timing(solvers, repeats):
+    """Time every solver's prepared run ``repeats`` times, round-robin (so that the load of the shared
+    machine falls on all alike); fills ``sim_s_per_wall_s`` and ``wall_s_per_step`` (medians)."""
+    walls = {k: [] for k, v in solvers.items() if "_run" in v}
+    keys = list(walls)
+    for r in range(repeats):
+        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
+            walls[k].append(timed(solvers[k]["_run"], 1))
+    for k in keys:
+        v = solvers[k]
+        wall = statistics.median(walls[k])
+        v["sim_s_per_wall_s"] = v["_steps"] * v["dt_used_s"] / wall
+        v["wall_s_per_step"] = wall / v["_steps"]
+        del v["_run"], v["_steps"]
 
 
 def matched(name, c, args, rotary, target):
@@ -319,6 +337,8 @@ def main(argv=None):
             if "error" in pye:
                 report[name]["flexlearn_matched"] = matched(name, c, args, "section", pye["error"])
                 report[name]["flexlearn_segment_matched"] = matched(name, c, args, "segment", pye["error"])
+        interleaved_timing(report[name], args.repeats)
+        if have_pye:
             for solver, vals in report[name].items():
                 if solver != "pyelastica":
                     vals["speedup_vs_pyelastica"] = vals["sim_s_per_wall_s"] / pye["sim_s_per_wall_s"]

@@ -48,6 +48,10 @@ class Field(torch.nn.Module):
     def forward(self, x: Tensor, t: float) -> Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def samples(self, x: Tensor, times: Sequence[float]) -> Tensor:
+        """(T, B, 3) field at the points ``x`` (B, 3) for each time [T]; subclasses vectorise over time."""
+        return torch.stack([self(x, float(t)) for t in times])
+
     def gradient(self, x: Tensor, t: float) -> Tensor:
         if self.uniform:
             return torch.zeros(x.shape + (3,), dtype=x.dtype, device=x.device)
@@ -62,6 +66,9 @@ class UniformField(Field):
     def __init__(self, flux_density: ArrayLike):
         super().__init__()
         self.register_buffer("flux_density", _vec(flux_density, "UniformField.flux_density"))
+
+    def samples(self, x: Tensor, times: Sequence[float]) -> Tensor:
+        return self(x, 0.0).unsqueeze(0).expand(len(times), *x.shape)
 
     def forward(self, x: Tensor, t: float) -> Tensor:
         b = self.flux_density.to(x)
@@ -104,6 +111,15 @@ class RotatingField(Field):
         c = c.unsqueeze(-1) if c.dim() > 0 else c
         s = s.unsqueeze(-1) if s.dim() > 0 else s
         return self.offset + a * (c * self.u + s * self.v)
+
+    def samples(self, x: Tensor, times: Sequence[float]) -> Tensor:
+        """(T, B, 3) field for all ``times`` at once (uniform in space: ``x`` gives only the shape)."""
+        t = torch.as_tensor(list(times), dtype=torch.float64)
+        ang = 2.0 * math.pi * self.frequency.reshape(-1, 1) * t + self.phase          # (1 or B, T)
+        scale = (t / self.ramp).clamp(max=1.0) if self.ramp > 0 else torch.ones_like(t)
+        amp = (self.amplitude.reshape(-1, 1) * scale).unsqueeze(-1)
+        b = self.offset + amp * (torch.cos(ang).unsqueeze(-1) * self.u + torch.sin(ang).unsqueeze(-1) * self.v)
+        return b.transpose(0, 1).to(x).expand(len(t), x.shape[0], 3)
 
     def forward(self, x: Tensor, t: float) -> Tensor:
         b = self.value(t).to(x)

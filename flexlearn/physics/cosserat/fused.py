@@ -339,7 +339,7 @@ def simulate(rod, ctx, loads, damping, R, p, v0, w0, h, n_steps, record_every, c
                 node = ld.node % n
                 mmag[:, node] = mmag[:, node] + ld.moment_body.to(p).expand(B, 3)
             x = p[:, -1]
-            bfield = np.stack([_np(mags[0].field(x, k * h)) for k in range(n_steps + 1)])
+            bfield = _np(mags[0].field.samples(x, [k * h for k in range(n_steps + 1)]))
         f0, tau0, *_ = rod._internal(ctx, R, p)
         f0, tau0 = f0 + fx0, tau0 + tx0
         v = v0 - 0.5 * h * f0 / m

@@ -98,3 +98,15 @@ def test_ineligible_runs_use_the_tensor_path():
     tip = r2.simulate(20 * 1e-5, 1e-5, loads=[Gravity((0.0, -9.81, 0.0))]).positions[-1, -1, 1]
     g, = torch.autograd.grad(tip, e)                       # auto → tensor path: differentiable
     assert math.isfinite(float(g)) and float(g) != 0.0
+
+
+def test_field_samples_equal_pointwise_values():
+    from flexlearn.physics.cosserat import HelmholtzField, UniformField
+    x = torch.zeros(2, 3)
+    ts = [0.0, 0.003, 0.007, 0.02, 0.5]
+    for f in (RotatingField(0.0145, 3.0, offset=(0.0, 7.75e-3, 0.0), ramp=0.01, phase=0.3),
+              UniformField(torch.tensor([[0.0, 1e-3, 2e-3], [1e-3, 0.0, 0.0]])),
+              HelmholtzField(currents=lambda t: (1.0 + t, 0.5 - t))):
+        a = f.samples(x, ts)
+        b = torch.stack([f(x, t) for t in ts])
+        assert a.shape == (5, 2, 3) and float((a - b).abs().max()) <= 1e-15 * max(float(b.abs().max()), 1e-30)
