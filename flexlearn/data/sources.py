@@ -69,8 +69,11 @@ def prepare_dataset(data: DataConfig, cache_dir: str | Path) -> Path:
     processing = from_dict(ProcessingConfig, data.processing, "data.processing")
     if data.source == "dataset":
         path = Path(data.path or "")
+        if path.is_dir() and (path / "dataset.parquet").is_file():  # a flexlearn-ingest output directory
+            path = path / "dataset.parquet"
         if not path.is_file():
-            raise DataError(f"{path}: dataset file not found (data.path)")
+            raise DataError(f"{path}: dataset file not found (data.path: a .parquet file or a "
+                            "directory holding dataset.parquet)")
         return path
     if data.source == "raw":
         raw_dir = Path(data.path or "")

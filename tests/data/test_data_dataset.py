@@ -161,3 +161,12 @@ def test_failed_save_leaves_previous_file_intact(ds, tmp_path, monkeypatch):
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.parquet"]
     assert len(DirectionDataset.load(path)) == len(ds)
+
+
+def test_dataset_source_accepts_file_or_ingest_directory(ds, tmp_path):
+    from flexlearn.data.sources import DataConfig, prepare_dataset
+    saved = ds.save(tmp_path / "monday" / "dataset.parquet")
+    for path in (saved, saved.parent):
+        assert prepare_dataset(DataConfig(source="dataset", path=str(path)), tmp_path / "cache") == saved
+    with pytest.raises(DataError, match=r"empty: dataset file not found \(data.path"):
+        prepare_dataset(DataConfig(source="dataset", path=str(tmp_path / "empty")), tmp_path / "cache")
