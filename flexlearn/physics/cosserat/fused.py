@@ -34,6 +34,8 @@ except Exception:  # pragma: no cover - exercised only without numba
             return args[0]
         return lambda f: f
 
+_CHORD_ITERS = 4
+
 # status codes returned by the kernel
 OK, BAD_ELEMENT, BAD_NODE, NEWTON = 0, 1, 2, 3
 
@@ -115,10 +117,25 @@ def _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n):
 def _cayley_newton(u0, u1, u2, d0, d1, d2, j0, j1, j2, tol, iters):
     """Newton on the Cayley map for ``(cay(f) J_d − J_d cay(f)ᵀ)ᵛ = u`` with diagonal J_d = diag(d),
     J = diag(j) (the residual and Jacobian of :func:`flexlearn.lie.so3_cayley_lgvi`, the stopping rule of
-    :func:`flexlearn.physics.cosserat.newton._cayley_newton`). Returns (f0, f1, f2, converged)."""
+    :func:`flexlearn.physics.cosserat.newton._cayley_newton`: the last update ≤ tol · max(|u|, 1e-3)).
+    A few chord iterations first; full Newton from the linear start if they do not converge.
+    Returns (f0, f1, f2, converged)."""
     f0, f1, f2 = u0 / (2.0 * j0), u1 / (2.0 * j1), u2 / (2.0 * j2)
     un = np.sqrt(u0 * u0 + u1 * u1 + u2 * u2)
     thr = tol * (un if un > 1e-3 else 1e-3)
+    # chord iterations with the Jacobian at f = 0 (2 J, diagonal): ~6× cheaper per iteration, linear rate
+    # O(|f|), so for the small rotations of a stable step they reach the tolerance in 1–3 iterations
+    c0, c1, c2 = f0, f1, f2
+    for _ in range(_CHORD_ITERS):
+        a0, a1, a2 = d0 * c0, d1 * c1, d2 * c2
+        k = 2.0 / (1.0 + c0 * c0 + c1 * c1 + c2 * c2)
+        g0 = (k * (j0 * c0 + a1 * c2 - a2 * c1) - u0) / (2.0 * j0)
+        g1 = (k * (j1 * c1 + a2 * c0 - a0 * c2) - u1) / (2.0 * j1)
+        g2 = (k * (j2 * c2 + a0 * c1 - a1 * c0) - u2) / (2.0 * j2)
+        c0, c1, c2 = c0 - g0, c1 - g1, c2 - g2
+        if np.sqrt(g0 * g0 + g1 * g1 + g2 * g2) <= thr:
+            return c0, c1, c2, True
+    # otherwise full Newton from the linear start
     ok = False
     for _ in range(iters):
         a0, a1, a2 = d0 * f0, d1 * f1, d2 * f2                                   # J_d f
