@@ -56,6 +56,7 @@ from typing import Optional, Union
 import numpy as np
 import torch
 from torch import Tensor, nn
+from torch.autograd.forward_ad import unpack_dual
 
 from flexlearn.errors import ConfigError
 
@@ -148,6 +149,11 @@ def cantilever_roots(n: int) -> list[float]:
     """Reference βₙL of a bare cantilever (1 + cos λ cosh λ = 0), asymptote (2n−1)π/2 beyond 4."""
     table = [1.8751040687119611, 4.6940911329739179, 7.8547574382376126, 10.995540734875467]
     return [table[i] if i < 4 else (2 * i + 1) * math.pi / 2 for i in range(n)]
+
+
+def _has_tangent(t: Tensor) -> bool:
+    """True for a forward-mode dual tensor (its tangent must also pass through the implicit root rule)."""
+    return unpack_dual(t).tangent is not None
 
 
 def _as_buffer(x: Number, name: str, dtype: torch.dtype) -> Tensor:
@@ -244,7 +250,7 @@ class FlexibleLink(nn.Module):
                 lo = torch.where(left, lo, mid)
                 flo = torch.where(left, flo, fm)
             lam0 = 0.5 * (lo + hi)
-        if not (mu.requires_grad or jr.requires_grad):
+        if not (mu.requires_grad or jr.requires_grad or _has_tangent(mu) or _has_tangent(jr)):
             return lam0
         # implicit function theorem: value λ*, gradient −F_p / F_λ
         lam_req = lam0.clone().requires_grad_(True)

@@ -1,0 +1,93 @@
+"""Run an identification from a composed ``train`` config whose ``task`` group is an ``identify_*`` task.
+
+``cfg.task``: ``kind: identify``, ``problem_type`` (modal | cosserat | lse), ``problem`` (the problem's
+config dataclass fields), ``method``, ``lam0``, ``lr``, ``tol``, ``max_rel_std``. The trainer group
+drives the iterations (``trainer.max_epochs`` = maximum optimiser iterations); callbacks and loggers
+come from their groups. Writes ``metrics.json`` (the ``id/…`` report plus ``output_dir``) and
+``identification.json`` (the same with per-iteration costs and the configuration).
+"""
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import lightning as L
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from flexlearn.atomic import write_json_atomic
+from flexlearn.config import from_dict
+from flexlearn.errors import ConfigError
+from flexlearn.identify.task import IdentificationTask
+
+log = logging.getLogger(__name__)
+
+__all__ = ["is_identification", "build_problem", "identify", "PROBLEMS"]
+
+
+def _modal(d: dict) -> Any:
+    from flexlearn.identify.modal import ModalIdConfig, ModalLinkProblem
+    return ModalLinkProblem(from_dict(ModalIdConfig, d, "task.problem"))
+
+
+def _cosserat(d: dict) -> Any:
+    from flexlearn.identify.cosserat import CosseratIdConfig, CosseratTipProblem
+    return CosseratTipProblem(from_dict(CosseratIdConfig, d, "task.problem"))
+
+
+def _lse(d: dict) -> Any:
+    from flexlearn.identify.lse import CprStiffnessProblem, LseIdConfig
+    return CprStiffnessProblem(from_dict(LseIdConfig, d, "task.problem"))
+
+
+PROBLEMS: dict[str, Callable[[dict], Any]] = {"modal": _modal, "cosserat": _cosserat, "lse": _lse}
+_TASK_KEYS = {"kind", "problem_type", "problem", "method", "lam0", "lr", "tol", "max_rel_std"}
+
+
+def is_identification(cfg: DictConfig) -> bool:
+    task = cfg.get("task")
+    return task is not None and task.get("kind") == "identify"
+
+
+def build_problem(task_cfg: DictConfig | dict) -> Any:
+    t = OmegaConf.to_container(task_cfg, resolve=True) if isinstance(task_cfg, DictConfig) else dict(task_cfg)
+    unknown = sorted(set(t) - _TASK_KEYS)
+    if unknown:
+        raise ConfigError(f"config 'task': unknown keys {unknown} (allowed: {sorted(_TASK_KEYS)})")
+    kind = t.get("problem_type")
+    if kind not in PROBLEMS:
+        raise ConfigError(f"config 'task.problem_type' = {kind!r}: must be one of {sorted(PROBLEMS)}")
+    return PROBLEMS[kind](t.get("problem") or {})
+
+
+def identify(cfg: DictConfig) -> dict[str, Any]:
+    """Simulate (or load) the recording, fit, report; return the metrics written to ``metrics.json``."""
+    output_dir = Path(cfg.paths.output_dir)
+    L.seed_everything(int(cfg.seed), workers=True, verbose=False)
+    problem = build_problem(cfg.task)
+    t = cfg.task
+    task = IdentificationTask(problem, method=str(t.get("method", "lm")), lam0=float(t.get("lam0", 1e-2)),
+                              lr=float(t.get("lr", 0.05)), tol=float(t.get("tol", 1e-9)),
+                              max_rel_std=float(t.get("max_rel_std", 0.1)))
+    from flexlearn.tasks.training import _instantiate_group
+
+    callbacks = _instantiate_group(cfg.get("callbacks"), "callbacks")
+    loggers = _instantiate_group(cfg.get("logger"), "logger")
+    has_ckpt = any(type(c).__name__ == "ModelCheckpoint" for c in callbacks)
+    trainer: L.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers or False,
+                                     enable_checkpointing=has_ckpt)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*(configure_optimizers|num_workers|does not have many workers).*")
+        trainer.fit(task)
+    results: dict[str, Any] = task.report()
+    if not task.converged:
+        log.warning("identification stopped at trainer.max_epochs = %s before converging", trainer.max_epochs)
+    results["output_dir"] = str(output_dir)
+    if trainer.is_global_zero:
+        write_json_atomic(output_dir / "identification.json",
+                          {**results, "cost_history": task.history,
+                           "config": OmegaConf.to_container(cfg.task, resolve=True)})
+        write_json_atomic(output_dir / "metrics.json", results)
+    return results
