@@ -178,20 +178,24 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
     last step into out_R/out_p (T, B, n, …); leaves the model force/torque of the last state in
     f_last/t_last. Damping: node force ``−cf ∘ v`` and body torque ``−cw ∘ pi`` (the velocities of the
     tensor path's ``Damping.external``); magnets: body torque ``m ∘× (Rᵀ B_k)`` with the summed body moments
-    ``mmag`` (B, n, 3) and the spatially uniform field ``bfield`` (n_steps + 1, B, 3) at the step times.
+    ``mmag`` (B, n, 3) and the spatially uniform field ``bfield`` (n_steps + 1, B, 3) at the step times
+    (a (1, B, 3) placeholder when there is no magnet).
     Returns (status, step, rod, node/element) with status :data:`OK` when all steps ran."""
     B, n = p.shape[0], p.shape[1]
     force = np.empty((n, 3))
     torque = np.empty((n, 3))
     u = np.empty((n, 3))
     a_first = 1 if clamped else 0
+    magnetic = bfield.shape[0] > n_steps
     for b in range(B):
         rec = 0
         for k in range(n_steps + 1):
             st, where = _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n)
             if st != OK:
                 return st, k, b, where
-            bw0, bw1, bw2 = bfield[k, b, 0], bfield[k, b, 1], bfield[k, b, 2]
+            bw0 = bw1 = bw2 = 0.0
+            if magnetic:
+                bw0, bw1, bw2 = bfield[k, b, 0], bfield[k, b, 1], bfield[k, b, 2]
             for a in range(n):
                 for c in range(3):
                     force[a, c] -= cf[b, a, c] * v[b, a, c]
@@ -350,7 +354,7 @@ def simulate(rod, ctx, loads, damping, R, p, v0, w0, h, n_steps, record_every, c
             cf = -damping.external(ctx, e1, torch.zeros_like(p))[0]
             cw = -damping.external(ctx, torch.zeros_like(p), e1)[1] / J    # acts on pi = J ω
         mmag = torch.zeros_like(p)
-        bfield = np.zeros((n_steps + 1, B, 3))
+        bfield = np.zeros((1, B, 3))                 # (n_steps + 1, B, 3) only when a magnet is present
         if mags:
             for ld in mags:
                 node = ld.node % n
