@@ -81,7 +81,16 @@ def train(cfg: DictConfig, extra_callbacks: Optional[list[L.Callback]] = None) -
 
     Keys: ``train/…``, ``val/…`` (last epoch), ``test/ang_err_{mean,median,rms,p95}_deg`` (best
     checkpoint), plus ``best_ckpt``, ``last_ckpt``, ``dataset_path`` and ``output_dir``.
+
+    An identification task (``task.kind: identify``, conf/task/identify_*.yaml) is run by
+    :func:`flexlearn.identify.run.identify` instead (``id/…`` metrics).
     """
+    from flexlearn.identify.run import is_identification
+
+    if is_identification(cfg):
+        from flexlearn.identify.run import identify
+
+        return identify(cfg)
     output_dir = Path(cfg.paths.output_dir)
     L.seed_everything(int(cfg.seed), workers=True, verbose=False)
     dm = build_datamodule(cfg)
@@ -100,12 +109,13 @@ def train(cfg: DictConfig, extra_callbacks: Optional[list[L.Callback]] = None) -
         trainer.test(task, datamodule=dm, ckpt_path=test_ckpt, weights_only=True, verbose=False)
         results.update(_float_metrics({k: v for k, v in trainer.callback_metrics.items() if k.startswith("test/")}))
     results.update(best_ckpt=best, last_ckpt=last, dataset_path=str(dm.dataset_path), output_dir=str(output_dir),
-                   epochs=int(trainer.current_epoch))
+                   epochs=int(trainer.current_epoch), world_size=int(trainer.world_size))
     if cfg.get("figures", False) and task.test_predictions is not None:
         results["figures"] = _write_figures(dm.split("test").label, task.test_predictions, output_dir, loggers)
     if cfg.get("export", False) and best:
         results["exports"] = export_checkpoint(best, output_dir / "export", results, cfg)
-    write_json_atomic(output_dir / "metrics.json", results)
+    if trainer.is_global_zero:  # one writer under multi-process (DDP) training
+        write_json_atomic(output_dir / "metrics.json", results)
     return results
 
 
