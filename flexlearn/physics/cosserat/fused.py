@@ -59,16 +59,16 @@ def _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n):
         xR0 = R[b, i + 1, 0, 0] * e0 + R[b, i + 1, 1, 0] * e1 + R[b, i + 1, 2, 0] * e2
         xR1 = R[b, i + 1, 0, 1] * e0 + R[b, i + 1, 1, 1] * e1 + R[b, i + 1, 2, 1] * e2
         xR2 = R[b, i + 1, 0, 2] * e0 + R[b, i + 1, 1, 2] * e1 + R[b, i + 1, 2, 2] * e2
-        li = l[b, i]
+        il = 1.0 / l[b, i]                  # reciprocals: divisions dominate the cost of this loop
         c10, c11, c12 = C1[b, i, 0], C1[b, i, 1], C1[b, i, 2]
         if midpoint:
-            gL0 = 0.5 * (xL0 + xR0) / li
-            gL1 = 0.5 * (xL1 + xR1) / li
-            gL2 = 0.5 * (xL2 + xR2) / li - 1.0
+            gL0 = 0.5 * (xL0 + xR0) * il
+            gL1 = 0.5 * (xL1 + xR1) * il
+            gL2 = 0.5 * (xL2 + xR2) * il - 1.0
             gR0, gR1, gR2 = gL0, gL1, gL2
         else:
-            gL0, gL1, gL2 = xL0 / li, xL1 / li, xL2 / li - 1.0
-            gR0, gR1, gR2 = xR0 / li, xR1 / li, xR2 / li - 1.0
+            gL0, gL1, gL2 = xL0 * il, xL1 * il, xL2 * il - 1.0
+            gR0, gR1, gR2 = xR0 * il, xR1 * il, xR2 * il - 1.0
         nL0, nL1, nL2 = c10 * gL0, c11 * gL1, c12 * gL2
         nR0, nR1, nR2 = c10 * gR0, c11 * gR1, c12 * gR2
         sL = gL0 * gL0 + gL1 * gL1 + gL2 * gL2
@@ -93,11 +93,11 @@ def _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n):
         tr = q00 + q11 + q22
         if not (strain2 == strain2) or strain2 > limit2 or not (1.0 + tr > 1e-6):
             return BAD_ELEMENT, i
-        den = 1.0 + tr
-        f0, f1, f2 = (q21 - q12) / den, (q02 - q20) / den, (q10 - q01) / den   # cay⁻¹(Q)
-        m0 = C2[b, i, 0] * 2.0 * f0 / li
-        m1 = C2[b, i, 1] * 2.0 * f1 / li
-        m2 = C2[b, i, 2] * 2.0 * f2 / li
+        iden = 1.0 / (1.0 + tr)
+        f0, f1, f2 = (q21 - q12) * iden, (q02 - q20) * iden, (q10 - q01) * iden   # cay⁻¹(Q)
+        m0 = C2[b, i, 0] * 2.0 * f0 * il
+        m1 = C2[b, i, 1] * 2.0 * f1 * il
+        m2 = C2[b, i, 2] * 2.0 * f2 * il
         x0, x1, x2 = f1 * m2 - f2 * m1, f2 * m0 - f0 * m2, f0 * m1 - f1 * m0      # f × m
         fm = f0 * m0 + f1 * m1 + f2 * m2
         torque[i, 0] += 0.5 * (xL1 * nL2 - xL2 * nL1) + m0 + x0 + fm * f0
@@ -120,22 +120,24 @@ def _cayley_newton(u0, u1, u2, d0, d1, d2, j0, j1, j2, tol, iters):
     :func:`flexlearn.physics.cosserat.newton._cayley_newton`: the last update ≤ tol · max(|u|, 1e-3)).
     A few chord iterations first; full Newton from the linear start if they do not converge.
     Returns (f0, f1, f2, converged)."""
-    f0, f1, f2 = u0 / (2.0 * j0), u1 / (2.0 * j1), u2 / (2.0 * j2)
-    un = np.sqrt(u0 * u0 + u1 * u1 + u2 * u2)
-    thr = tol * (un if un > 1e-3 else 1e-3)
+    i0, i1, i2 = 0.5 / j0, 0.5 / j1, 0.5 / j2
+    f0, f1, f2 = u0 * i0, u1 * i1, u2 * i2
+    uu = u0 * u0 + u1 * u1 + u2 * u2
+    thr2 = tol * tol * (uu if uu > 1e-6 else 1e-6)      # squared: no square roots in the loop
     # chord iterations with the Jacobian at f = 0 (2 J, diagonal): ~6× cheaper per iteration, linear rate
     # O(|f|), so for the small rotations of a stable step they reach the tolerance in 1–3 iterations
     c0, c1, c2 = f0, f1, f2
     for _ in range(_CHORD_ITERS):
         a0, a1, a2 = d0 * c0, d1 * c1, d2 * c2
         k = 2.0 / (1.0 + c0 * c0 + c1 * c1 + c2 * c2)
-        g0 = (k * (j0 * c0 + a1 * c2 - a2 * c1) - u0) / (2.0 * j0)
-        g1 = (k * (j1 * c1 + a2 * c0 - a0 * c2) - u1) / (2.0 * j1)
-        g2 = (k * (j2 * c2 + a0 * c1 - a1 * c0) - u2) / (2.0 * j2)
+        g0 = (k * (j0 * c0 + a1 * c2 - a2 * c1) - u0) * i0
+        g1 = (k * (j1 * c1 + a2 * c0 - a0 * c2) - u1) * i1
+        g2 = (k * (j2 * c2 + a0 * c1 - a1 * c0) - u2) * i2
         c0, c1, c2 = c0 - g0, c1 - g1, c2 - g2
-        if np.sqrt(g0 * g0 + g1 * g1 + g2 * g2) <= thr:
+        if g0 * g0 + g1 * g1 + g2 * g2 <= thr2:
             return c0, c1, c2, True
     # otherwise full Newton from the linear start
+    thr = np.sqrt(thr2)
     ok = False
     for _ in range(iters):
         a0, a1, a2 = d0 * f0, d1 * f1, d2 * f2                                   # J_d f
@@ -257,8 +259,9 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
                     R[b, a, c, 0] = x0 * F00 + x1 * F10 + x2 * F20
                     R[b, a, c, 1] = x0 * F01 + x1 * F11 + x2 * F21
                     R[b, a, c, 2] = x0 * F02 + x1 * F12 + x2 * F22
+                hm = h / mass[b, a]
                 for c in range(3):                                     # kick, drift
-                    v[b, a, c] += h * force[a, c] / mass[b, a]
+                    v[b, a, c] += hm * force[a, c]
                     p[b, a, c] += h * v[b, a, c]
             if clamped:
                 for c in range(3):
