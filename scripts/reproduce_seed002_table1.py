@@ -1,11 +1,17 @@
 #!/usr/bin/env python
 """Seed 002, Table I in simulation: backbone and tip RMSE per scenario and method, drift runs, figures.
 
-    python scripts/reproduce_seed002_table1.py [--quick] [--duration 60] [--trials 2] [--cycles 50]
-                                               [--hold 1800] [--out-dir results/seed002]
+    python scripts/reproduce_seed002_table1.py [--quick] [--duration 60] [--trials 3] [--cycles 50]
+                                               [--hold 1800] [--long 300] [--long-trials 2] [--align-init 0]
+                                               [--out-dir results/seed002]
 
 Scenarios `2d_curl`, `2d_obstacle`, `3d_curl`, `3d_hand` (flexlearn.tasks.shape_scenarios), each over ``--trials``
-seeds; methods fusion, mag_only, quat_only (one runtime code path) and the inertial accel_quat / accel_only.
+seeds; methods fusion (heading bias, the default), fusion_rotation (the seed's 3-D rotation bias), mag_only,
+quat_only (one runtime code path) and the inertial accel_quat / accel_only. ``--long`` s trials (``long`` in the
+JSON; quaternion drift grows with angular travel, so the magnetic corrections matter more as trials get longer).
+``--align-init S`` > 0: receiver alignments A_i fitted (`fit_alignment`, shrunk toward identity) on a separate S-s
+initialisation recording of the same simulated robot (bending motion), as the seed fits them outside the scored
+trial; ``--align-window`` fits them on the scored trial's own first seconds instead.
 Drift (seed IV-D): ``--cycles`` pull–release cycles of 10 s (phase-matched tip change vs the first cycle, estimated
 and true error) and a ``--hold`` s static hold (tip displacement over the hold; the truth does not move).
 Writes ``table1.json`` (scenario → method → {backbone_rmse_mm, tip_rmse_mm, …}, "average", "drift", the seed's
@@ -55,8 +61,9 @@ def drift_runs(model: torch.nn.Module, cycles: int, hold: float, seed: int) -> d
         ends = np.searchsorted(rec.att_t, period * np.arange(cycles + 1)[1:] - 1e-9)   # released phase
         mids = np.searchsorted(rec.att_t, period * (np.arange(cycles) + 0.5))          # pulled phase
         res = {}
-        for m in ("fusion", "mag_only", "quat_only"):
-            pts = rs.replay(rec, rs.build_estimator(rec, model, m))
+        for m in rs.ESTIMATOR_METHODS:
+            mode, kw = rs.ESTIMATOR_METHODS[m]
+            pts = rs.replay(rec, rs.build_estimator(rec, model, mode, **kw))
             tip = _tip(pts)
             err = np.linalg.norm(tip - _tip(rec.points), axis=-1)
             res[m] = {"final_phase_matched_tip_change_mm": float(1e3 * np.linalg.norm(tip[mids[-1]] - tip[mids[0]])),
@@ -69,12 +76,48 @@ def drift_runs(model: torch.nn.Module, cycles: int, hold: float, seed: int) -> d
         rec = simulate_robot(rs.scenario("static_hold", seed=seed), hold, RobotConfig(seed=seed))
         start = np.searchsorted(rec.att_t, 8.0)
         res = {}
-        for m in ("fusion", "mag_only", "quat_only"):
-            tip = _tip(rs.replay(rec, rs.build_estimator(rec, model, m)))[start:]
+        for m in rs.ESTIMATOR_METHODS:
+            mode, kw = rs.ESTIMATOR_METHODS[m]
+            est = rs.build_estimator(rec, model, mode, **kw)
+            tip = _tip(rs.replay(rec, est))[start:]
             res[m] = {"max_tip_displacement_mm": float(1e3 * np.linalg.norm(tip - tip[0], axis=-1).max()),
                       "final_tip_error_mm": float(1e3 * np.linalg.norm(tip[-1] - _tip(rec.points)[-1]))}
         out["static_hold"] = {"duration_s": hold, "true_tip_displacement_mm": 0.0, **res}
     return out
+
+
+def scenario_table(model: torch.nn.Module, duration: float, trials: int, align_window: float = 0.0,
+                   align_init: float = 0.0) -> tuple[dict, dict]:
+    """scenario → method → mean/std of backbone and tip RMSE over ``trials`` (+ "average", "wins" of fusion over
+    quat_only per trial); and the first trial's (recording, results) per scenario for the figure."""
+    table: dict = {}
+    examples: dict = {}
+    for sc in rs.SCENARIOS:
+        runs: dict = {m: [] for m in rs.METHODS}
+        for trial in range(trials):
+            hw = 100 * trial + rs.SCENARIOS.index(sc)
+            rec = simulate_robot(rs.scenario(sc, period=min(20.0, duration), seed=trial), duration,
+                                 RobotConfig(seed=hw))
+            align = None
+            if align_init > 0:                      # same robot (hardware draws), separate bending recording
+                init = simulate_robot(rs.scenario("3d_curl", period=15.0, seed=trial + 50), align_init,
+                                      RobotConfig(seed=hw + 5000, hardware_seed=hw))
+                align = rs.alignment_from_window(init, model, rs.soft_iron(init), align_init)
+            res = rs.run_methods(rec, model, align_window=align_window, alignment=align)
+            for m in rs.METHODS:
+                runs[m].append((res[m]["backbone_rmse_mm"], res[m]["tip_rmse_mm"]))
+            if trial == 0:
+                examples[sc] = (rec, res)
+        table[sc] = {m: {"backbone_rmse_mm": float(np.mean([r[0] for r in v])),
+                         "tip_rmse_mm": float(np.mean([r[1] for r in v])),
+                         "backbone_rmse_std_mm": float(np.std([r[0] for r in v])),
+                         "tip_rmse_std_mm": float(np.std([r[1] for r in v]))} for m, v in runs.items()}
+        table[sc]["fusion_wins_over_quat_only"] = {
+            "backbone": int(sum(f[0] < q[0] for f, q in zip(runs["fusion"], runs["quat_only"]))),
+            "tip": int(sum(f[1] < q[1] for f, q in zip(runs["fusion"], runs["quat_only"]))), "trials": trials}
+    table["average"] = {m: {k: float(np.mean([table[s][m][k] for s in rs.SCENARIOS]))
+                            for k in ("backbone_rmse_mm", "tip_rmse_mm")} for m in rs.METHODS}
+    return table, examples
 
 
 def figure(examples: dict, path: Path) -> None:
@@ -109,7 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="20 s trials, 1 trial, 5 cycles, 60 s hold")
     ap.add_argument("--duration", type=float, default=60.0)
-    ap.add_argument("--trials", type=int, default=2)
+    ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--long", type=float, default=300.0, help="duration of the long trials [s] (0: none)")
+    ap.add_argument("--long-trials", type=int, default=2)
+    ap.add_argument("--align-init", type=float, default=0.0,
+                    help="fit A_i on a separate initialisation recording of this many seconds (0: identity)")
     ap.add_argument("--cycles", type=int, default=50)
     ap.add_argument("--hold", type=float, default=1800.0)
     ap.add_argument("--model", type=Path, default=None)
@@ -118,42 +165,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out-dir", type=Path, default=Path("results/seed002"))
     a = ap.parse_args(argv)
     if a.quick:
-        a.duration, a.trials, a.cycles, a.hold = 20.0, 1, 5, 60.0
+        a.duration, a.trials, a.cycles, a.hold, a.long = 20.0, 1, 5, 60.0, 0.0
     torch.set_num_threads(1)
     t0 = time.time()
     model = torch.jit.load(str(a.model)) if a.model else rs.fit_direction_model()
-    table: dict = {}
-    examples: dict = {}
-    for sc in rs.SCENARIOS:
-        runs: dict = {m: [] for m in rs.METHODS}
-        for trial in range(a.trials):
-            rec = simulate_robot(rs.scenario(sc, period=min(20.0, a.duration), seed=trial), a.duration,
-                                 RobotConfig(seed=100 * trial + rs.SCENARIOS.index(sc)))
-            res = rs.run_methods(rec, model, align_window=a.align_window)
-            for m in rs.METHODS:
-                runs[m].append((res[m]["backbone_rmse_mm"], res[m]["tip_rmse_mm"]))
-            if trial == 0:
-                examples[sc] = (rec, res)
-        table[sc] = {m: {"backbone_rmse_mm": float(np.mean([r[0] for r in v])),
-                         "tip_rmse_mm": float(np.mean([r[1] for r in v])),
-                         "backbone_rmse_std_mm": float(np.std([r[0] for r in v])),
-                         "tip_rmse_std_mm": float(np.std([r[1] for r in v]))} for m, v in runs.items()}
-    table["average"] = {m: {k: float(np.mean([table[s][m][k] for s in rs.SCENARIOS]))
-                            for k in ("backbone_rmse_mm", "tip_rmse_mm")} for m in rs.METHODS}
-    out = {**table, "drift": drift_runs(model, a.cycles, a.hold, seed=7),
+    table, examples = scenario_table(model, a.duration, a.trials, a.align_window, a.align_init)
+    long = scenario_table(model, a.long, a.long_trials, a.align_window, a.align_init)[0] if a.long > 0 else {}
+    out = {**table, "long": {"duration_s": a.long, "trials": a.long_trials, **long},
+           "drift": drift_runs(model, a.cycles, a.hold, seed=7),
            "seed_table_mm": {m: {s: {"backbone_rmse_mm": v[0], "tip_rmse_mm": v[1]} for s, v in d.items()}
                              for m, d in SEED_TABLE.items()},
            "settings": {"duration_s": a.duration, "trials": a.trials, "cycles": a.cycles, "hold_s": a.hold,
                         "model": str(a.model) if a.model else "fit_direction_model()",
-                        "align_window_s": a.align_window,
+                        "align_window_s": a.align_window, "align_init_s": a.align_init,
                         "wall_s": time.time() - t0}}
     a.out_dir.mkdir(parents=True, exist_ok=True)
     with atomic_path(a.out_dir / "table1.json") as tmp:
         Path(tmp).write_text(json.dumps(out, indent=2) + "\n")
     figure(examples, a.out_dir / "backbones.png")
-    for sc in (*rs.SCENARIOS, "average"):
-        print(f"{sc:12s} " + "  ".join(f"{m}={table[sc][m]['backbone_rmse_mm']:.1f}/{table[sc][m]['tip_rmse_mm']:.1f}"
-                                       for m in rs.METHODS))
+    for title, tab in ((f"{a.duration:g} s x {a.trials}", table), (f"{a.long:g} s x {a.long_trials}", long)):
+        if tab:
+            print(f"backbone/tip RMSE [mm], {title} trials")
+        for sc in (*rs.SCENARIOS, "average") if tab else ():
+            print(f"{sc:12s} " + "  ".join(f"{m}={tab[sc][m]['backbone_rmse_mm']:.2f}/{tab[sc][m]['tip_rmse_mm']:.2f}"
+                                           for m in rs.METHODS))
     print(json.dumps(out["drift"], indent=1))
     return 0
 

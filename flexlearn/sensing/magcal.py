@@ -207,7 +207,9 @@ def calibration_quality(samples: Any, w: Tensor, offset: Tensor) -> EllipsoidQua
 
 
 def fit_alignment(model: Callable[[Tensor], Tensor], delta_b: Tensor, target_parent: Tensor,
-                  w: Optional[Tensor] = None, iters: int = 100, lr: float = 1.0) -> Tensor:
+                  w: Optional[Tensor] = None, iters: int = 100, lr: float = 1.0,
+                  prior: Optional[float] = math.radians(2.0), min_fixes: int = 6,
+                  return_report: bool = False) -> Any:
     """Receiver alignment A (3, 3) rotation of seed 002, III-B3, fitted by minimising the mean angle.
 
     Minimises Σ_n ∠( M f(A W ΔB_n), R_{i−1,n}ᵀ u_n^q ) over A = exp([a]×), a ∈ R³ (L-BFGS on the angle, from a = 0).
@@ -217,6 +219,14 @@ def fit_alignment(model: Callable[[Tensor], Tensor], delta_b: Tensor, target_par
     M = I − 2eeᵀ, e = −ẑ maps f's parent axis to the child direction u (the seed writes 2eeᵀ − I, which gives −u
     for a label pointing from child to parent; see `flexlearn.runtime.fusion`). Stationary samples fix the tilt
     part of A; bending motion is needed for its axial part (about e).
+
+    Robustness: a few noisy fixes (≈ 16 in the seed's 45 s) determine a poorly, above all its axial part. With
+    ``prior`` σ_A [rad] (mounting tolerance per axis; None: no shrinkage) the fit is shrunk toward identity by its
+    uncertainty — Gauss–Newton information H = JᵀJ / σ̂² of the residuals r_n = pred_n × target_n (σ̂² from the
+    residuals, 2N − 3 degrees of freedom), a ← (H + I/σ_A²)⁻¹ H a (the Gaussian posterior mean), so well-determined
+    directions keep the fit and poorly determined ones fall back to identity. Fewer than ``min_fixes`` samples:
+    identity. ``return_report``: also a dict {n, angle_deg (fit), angle_deg_shrunk, std_deg (3,), mean_residual_deg
+    before/after}.
     """
     from flexlearn.lie import so3_exp  # local: keeps module import light
 
@@ -224,24 +234,54 @@ def fit_alignment(model: Callable[[Tensor], Tensor], delta_b: Tensor, target_par
     if w is not None:
         db = db @ _as64(w).T
     tgt = _as64(target_parent)
+    ok = torch.isfinite(db).all(-1) & torch.isfinite(tgt).all(-1) & (torch.linalg.vector_norm(tgt, dim=-1) > 0)
+    db, tgt = db[ok], tgt[ok]
     tgt = tgt / torch.linalg.vector_norm(tgt, dim=-1, keepdim=True)
+    n = int(db.shape[0])
+    eye = torch.eye(3, dtype=torch.float64)
+    report: dict[str, Any] = {"n": n, "angle_deg": 0.0, "angle_deg_shrunk": 0.0, "std_deg": [float("inf")] * 3}
+    if n < max(int(min_fixes), 2):
+        return (eye, report) if return_report else eye
     flip = torch.tensor([1.0, 1.0, -1.0], dtype=torch.float64)  # I − 2eeᵀ for e = −ẑ is diag(1, 1, −1)
-    a = torch.zeros(3, dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS([a], lr=lr, max_iter=iters, tolerance_grad=1e-12, tolerance_change=1e-15,
-                            line_search_fn="strong_wolfe")
     dtype = torch.float32
     for prm in getattr(model, "parameters", lambda: iter(()))():
         dtype = prm.dtype
         break
 
+    def predict(a: Tensor) -> Tensor:
+        pred = model((db @ so3_exp(a).T).to(dtype)).to(torch.float64)
+        return pred * (flip / torch.linalg.vector_norm(pred, dim=-1, keepdim=True))
+
+    def mean_angle(a: Tensor) -> Tensor:
+        return torch.acos((predict(a) * tgt).sum(-1).clamp(-1 + 1e-12, 1 - 1e-12)).mean()
+
+    a = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([a], lr=lr, max_iter=iters, tolerance_grad=1e-12, tolerance_change=1e-15,
+                            line_search_fn="strong_wolfe")
+
     def closure() -> Tensor:
         opt.zero_grad()
-        pred = model((db @ so3_exp(a).T).to(dtype)).to(torch.float64)
-        pred = pred * (flip / torch.linalg.vector_norm(pred, dim=-1, keepdim=True))
-        cos = (pred * tgt).sum(-1).clamp(-1 + 1e-12, 1 - 1e-12)
-        loss = torch.acos(cos).mean()
+        loss = mean_angle(a)
         loss.backward()
         return loss
 
     opt.step(closure)
-    return so3_exp(a.detach())
+    a_fit = a.detach()
+    a_out = a_fit
+    with torch.enable_grad():
+        jac = torch.autograd.functional.jacobian(
+            lambda v: torch.linalg.cross(predict(v), tgt).reshape(-1), a_fit)          # (3N, 3)
+    res = torch.linalg.cross(predict(a_fit), tgt).detach().reshape(-1)
+    sigma2 = float((res * res).sum()) / max(2 * n - 3, 1)
+    info = jac.T @ jac / max(sigma2, 1e-18)                                             # H (3, 3)
+    cov = torch.linalg.pinv(info)
+    report["std_deg"] = [math.degrees(math.sqrt(max(float(c), 0.0))) for c in torch.diagonal(cov)]
+    if prior is not None:
+        a_out = torch.linalg.solve(info + eye / float(prior) ** 2, info @ a_fit)
+    with torch.no_grad():
+        report.update(angle_deg=math.degrees(float(torch.linalg.vector_norm(a_fit))),
+                      angle_deg_shrunk=math.degrees(float(torch.linalg.vector_norm(a_out))),
+                      mean_residual_deg_identity=math.degrees(float(mean_angle(torch.zeros(3, dtype=torch.float64)))),
+                      mean_residual_deg=math.degrees(float(mean_angle(a_out))))
+    out = so3_exp(a_out)
+    return (out, report) if return_report else out

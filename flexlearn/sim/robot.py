@@ -76,6 +76,7 @@ class RobotConfig:
     """Everything `simulate_robot` needs besides the motion; sensor blocks are the rig's."""
 
     seed: int = 0
+    hardware_seed: int = -1      # mounts, soft/hard iron, biases, drift rates, calibration data; −1: ``seed``
     robot: RobotBlock = field(default_factory=RobotBlock)
     coil: CoilConfig = field(default_factory=CoilConfig)
     geometry: JointGeometry = field(default_factory=JointGeometry)
@@ -86,6 +87,7 @@ class RobotConfig:
 
     def validate(self) -> None:
         check(self.seed >= 0, "seed", self.seed, "must be >= 0")
+        check(self.hardware_seed >= -1, "hardware_seed", self.hardware_seed, "must be >= -1")
         for name in ("robot", "coil", "geometry", "magnetometer", "accelerometer", "ambient", "acquisition"):
             getattr(self, name).validate(name)
 
@@ -221,6 +223,9 @@ def _simulate(motion: JointMotion, duration: float, cfg: RobotConfig, n_cal: int
     n, length = rb.n_segments, rb.length
     rng = {k: np.random.default_rng(s) for k, s in zip(
         ("imu", "mag", "acc", "params", "cal"), np.random.SeedSequence(cfg.seed).spawn(5))}
+    if cfg.hardware_seed >= 0:          # the same robot (hardware draws) with fresh noise and motion
+        hw = np.random.SeedSequence(cfg.hardware_seed).spawn(5)
+        rng["params"], rng["cal"] = np.random.default_rng(hw[3]), np.random.default_rng(hw[4])
     pr = rng["params"]
 
     def unit_axis(size: int) -> np.ndarray:
@@ -316,7 +321,7 @@ def _simulate(motion: JointMotion, duration: float, cfg: RobotConfig, n_cal: int
     meta = {"n_segments": n, "length": length, "duration": duration, "current": current,
             "soft_iron": soft, "hard_iron": hard, "mount": mount, "heading0": psi0, "heading_drift": drift,
             "accel_bias": acc_bias, "pulses": int(t_on.size), "gravity": ac.gravity,
-            "full_scale": full, "seed": cfg.seed}
+            "full_scale": full, "seed": cfg.seed, "hardware_seed": cfg.hardware_seed}
     return RobotRecording(att_t=att_t, quats=quats, accel=f, mag_t=poll_t, mags=mags, coil=coil_of_poll,
                           points=pts_t, u=u_t, rot=rot_t, cal=cal, meta=meta)
 

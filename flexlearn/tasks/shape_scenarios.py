@@ -10,9 +10,10 @@ Scenarios (joint motions for `flexlearn.sim.robot.simulate_robot`, all starting 
 * ``cyclic`` — pull–release cycles of period 10 s (seed IV-D1); ``static_hold`` — ramp to a curl, then hold.
 
 Baselines (seed V-A): the estimator's ``fusion``, ``mag_only``, ``quat_only`` modes replay the same recording
-through `flexlearn.runtime.fusion.FusedEstimator`; the inertial variants (``accel_quat``: constrained
-acceleration + quaternions; ``accel_only``) double-integrate the accelerometers (no ZUPT) and rebuild the
-fixed-length chain through the integrated board positions — offline numpy code, they are not runtime methods.
+through `flexlearn.runtime.fusion.FusedEstimator` (``fusion_rotation``: fusion with the seed's 3-D rotation
+bias); the inertial variants (``accel_quat``: constrained acceleration + quaternions; ``accel_only``)
+double-integrate the accelerometers (no ZUPT) and rebuild the fixed-length chain through the integrated board
+positions — offline numpy code, they are not runtime methods.
 """
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ from flexlearn.sim.rig import _single_torch_thread
 from flexlearn.sim.robot import E, RobotConfig, RobotRecording, rig_pairs
 
 SCENARIOS = ("2d_curl", "2d_obstacle", "3d_curl", "3d_hand")
-METHODS = ("fusion", "mag_only", "quat_only", "accel_quat", "accel_only")
+METHODS = ("fusion", "fusion_rotation", "mag_only", "quat_only", "accel_quat", "accel_only")
+ESTIMATOR_METHODS = {"fusion": ("fusion", {}), "fusion_rotation": ("fusion", {"bias_model": "rotation"}),
+                     "mag_only": ("mag_only", {}), "quat_only": ("quat_only", {})}
 
 
 def _ramp(t: np.ndarray, n: int, lo: float, hi: float) -> np.ndarray:
@@ -131,27 +134,37 @@ def _fit(n: int, steps: int, hidden: tuple[int, ...], max_colatitude: float, cfg
 
 
 # ------------------------------------------------------------------------------------------ replay
-def build_estimator(rec: RobotRecording, model: torch.nn.Module, mode: str = "fusion", script: bool = True,
-                    align_window: float = 0.0, **kwargs: Any) -> torch.nn.Module:
-    """A `FusedEstimator` for ``rec``: soft iron W from `fit_ellipsoid` on each receiver's calibration data.
-
-    ``align_window`` > 0: fit the receiver alignments A_i (seed 002, III-B3, `fit_alignment`) on the magnetic fixes
-    of the first ``align_window`` seconds (the seed uses 45 s), replayed through a quaternion-only estimator.
-    """
-    from flexlearn.runtime.fusion import FusedEstimator
+def soft_iron(rec: RobotRecording) -> torch.Tensor:
+    """W (N, 3, 3) from `fit_ellipsoid` on each receiver's calibration data."""
     from flexlearn.sensing.magcal import fit_ellipsoid
 
+    return torch.stack([fit_ellipsoid(rec.cal[j])[0] for j in range(rec.meta["n_segments"])])
+
+
+def build_estimator(rec: RobotRecording, model: torch.nn.Module, mode: str = "fusion", script: bool = True,
+                    align_window: float = 0.0, alignment: Optional[torch.Tensor] = None,
+                    **kwargs: Any) -> torch.nn.Module:
+    """A `FusedEstimator` for ``rec``: soft iron W from `fit_ellipsoid` on each receiver's calibration data.
+
+    Receiver alignments A_i (seed 002, III-B3): ``alignment`` (N, 3, 3) as given (e.g. `alignment_from_window` on
+    an initialisation recording of the same robot), or with ``align_window`` > 0 fitted on the magnetic fixes of
+    the first ``align_window`` seconds of ``rec`` itself (the seed uses 45 s), else identity.
+    """
+    from flexlearn.runtime.fusion import FusedEstimator
+
     n = rec.meta["n_segments"]
-    w = torch.stack([fit_ellipsoid(rec.cal[j])[0] for j in range(n)])
-    a = alignment_from_window(rec, model, w, align_window) if align_window > 0 else None
+    w = soft_iron(rec)
+    a = alignment if alignment is not None else (
+        alignment_from_window(rec, model, w, align_window) if align_window > 0 else None)
     est = FusedEstimator(model, n_segments=n, length=rec.meta["length"], soft_iron=w, alignment=a,
                          full_scale=rec.meta["full_scale"], mode=mode, **kwargs)
     return torch.jit.script(est) if script else est
 
 
-def alignment_from_window(rec: RobotRecording, model: torch.nn.Module, w: torch.Tensor, window: float
-                          ) -> torch.Tensor:
-    """Receiver alignments A (N, 3, 3) from the fixes in [0, window] s (identity where fewer than 3 fixes)."""
+def alignment_from_window(rec: RobotRecording, model: torch.nn.Module, w: torch.Tensor, window: float,
+                          **fit_kwargs: Any) -> torch.Tensor:
+    """Receiver alignments A (N, 3, 3) from the fixes in [0, window] s (`fit_alignment`; its ``prior`` and
+    ``min_fixes`` via ``fit_kwargs``: identity where too few fixes, shrunk toward identity by the uncertainty)."""
     from flexlearn.runtime.fusion import FusedEstimator
     from flexlearn.sensing.magcal import fit_alignment
 
@@ -173,8 +186,8 @@ def alignment_from_window(rec: RobotRecording, model: torch.nn.Module, w: torch.
                     tg[j].append(est.last_target[j].clone())
     out = torch.eye(3, dtype=torch.float64).repeat(n, 1, 1)
     for j in range(n):
-        if len(db[j]) >= 3:
-            out[j] = fit_alignment(model, torch.stack(db[j]), torch.stack(tg[j]), w=w[j])
+        if len(db[j]) >= 2:
+            out[j] = fit_alignment(model, torch.stack(db[j]), torch.stack(tg[j]), w=w[j], **fit_kwargs)
     return out
 
 
@@ -226,14 +239,18 @@ def errors(est: np.ndarray, rec: RobotRecording) -> dict[str, float]:
 
 
 def run_methods(rec: RobotRecording, model: torch.nn.Module, methods: tuple[str, ...] = METHODS,
-                align_window: float = 0.0) -> dict[str, dict[str, Any]]:
-    """Estimated backbones and errors of every method on one recording (see `build_estimator` for align_window)."""
+                align_window: float = 0.0, alignment: Optional[torch.Tensor] = None,
+                **est_kwargs: Any) -> dict[str, dict[str, Any]]:
+    """Estimated backbones and errors of every method on one recording (see `build_estimator` for the alignment;
+    ``est_kwargs`` go to `FusedEstimator`)."""
     out: dict[str, dict[str, Any]] = {}
     for m in methods:
         if m in ("accel_quat", "accel_only"):
             pts = inertial_baseline(rec, m == "accel_quat")
         else:
-            pts = replay(rec, build_estimator(rec, model, m, align_window=align_window))
+            mode, kw = ESTIMATOR_METHODS[m]
+            pts = replay(rec, build_estimator(rec, model, mode, align_window=align_window, alignment=alignment,
+                                              **{**kw, **est_kwargs}))
         out[m] = {"points": pts, **errors(pts, rec)}
     return out
 

@@ -226,3 +226,36 @@ def test_alignment_window_reduces_error_with_mount_misalignment(direction_model)
     plain = rs.errors(rs.replay(rec, rs.build_estimator(rec, direction_model)), rec)
     aligned = rs.errors(rs.replay(rec, rs.build_estimator(rec, direction_model, align_window=45.0)), rec)
     assert aligned["backbone_rmse_mm"] < plain["backbone_rmse_mm"]
+
+
+class _UnitDirection(torch.nn.Module):
+    """Toy direction model: the (already calibrated) input direction is the parent axis."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+
+
+@pytest.mark.parametrize("bias_model", ["heading", "rotation"])
+def test_parent_correction_carries_children(bias_model):
+    """Two tilted segments in line, both IMUs with the same 10° heading drift. Joint 1's fix (parent = the fixed
+    base) measures module 1's heading; joint 2's fix would see no relative error. The heading model corrects segment 2
+    with its parent; the seed's rotation bias leaves it wrong (its fix is relative to the drifted parent)."""
+    est = FusedEstimator(_UnitDirection(), n_segments=2, p0=1.0, sigma_m=0.01, bias_model=bias_model)
+    est.set_reference(ID.repeat(3, 1))
+    tilt = so3_exp(torch.tensor([math.radians(30.0), 0.0, 0.0], dtype=F64))
+    drift = so3_exp(torch.tensor([0.0, 0.0, math.radians(10.0)], dtype=F64))
+    q = ID.repeat(3, 1)
+    q[1:] = matrix_to_quat(drift @ tilt)
+    est.attitude(0.1, q)
+    est.magnetometer(0.2, torch.full((2, 3), 1e-5, dtype=F64), 0)          # coil 0 on: snapshot at activation
+    label = tilt.T @ torch.tensor([0.0, 0.0, 1.0], dtype=F64)            # parent axis in the child frame
+    assert est.correct(1, 1e-4 * label, 0.3)
+    _, h, _ = est.attitude(0.4, q)
+    u_true = tilt @ torch.tensor([0.0, 0.0, -1.0], dtype=F64)
+    err = [math.degrees(math.acos(min(1.0, float(est.u_hat[k] @ u_true)))) for k in range(2)]
+    assert err[0] < 0.5                                                   # segment 1 corrected by its own fix
+    if bias_model == "heading":
+        assert err[1] < 0.5                                              # carried along with its parent
+        assert abs(float(h) - 2 * 0.029 * (1 + float(u_true[2]))) < 1e-9   # heading corrections keep the height
+    else:
+        assert err[1] > 4.0

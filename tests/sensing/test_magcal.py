@@ -1,6 +1,7 @@
 """Magnetometer calibration (seed 002, III-B3): ellipsoid fit on synthetic and real full-sphere data, alignment."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -84,3 +85,46 @@ def test_fit_alignment_recovers_rotation():
     target = flip * model(db @ a_true.T)
     a = fit_alignment(model, db, target)
     assert torch.allclose(a, a_true, atol=1e-6)
+
+
+def _toy_alignment_data(n, noise, spread, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    flip = torch.tensor([1.0, 1.0, -1.0], dtype=torch.float64)
+
+    def model(db):
+        return db / torch.linalg.vector_norm(db, dim=-1, keepdim=True)
+
+    a_true = torch.tensor([0.03, -0.02, 0.0], dtype=torch.float64)
+    db = spread * torch.randn(n, 3, generator=g, dtype=torch.float64) + torch.tensor([0.0, 0.0, 3.0],
+                                                                                     dtype=torch.float64)
+    target = flip * model(db @ so3_exp(a_true).T)
+    target = target + noise * torch.randn(n, 3, generator=g, dtype=torch.float64)
+    return model, db, target, a_true
+
+
+def test_fit_alignment_shrinks_poorly_determined_axis():
+    """Stationary-like data (ΔB nearly parallel): rotation about that axis is poorly determined; the shrunk fit keeps
+    it near identity while the tilt part, well determined, is kept."""
+    from flexlearn.lie import so3_log
+
+    errs_raw, errs_shrunk, ax_raw = [], [], []
+    for seed in range(6):
+        model, db, target, a_true = _toy_alignment_data(12, 0.01, 0.05, seed)
+        raw = so3_log(fit_alignment(model, db, target, prior=None))
+        shrunk, rep = fit_alignment(model, db, target, return_report=True)
+        shrunk = so3_log(shrunk)
+        assert rep["n"] == 12 and rep["std_deg"][2] > 3 * rep["std_deg"][0]     # axial: least determined
+        assert abs(float(shrunk[2])) < math.radians(3.0)                         # near identity about the axis
+        ax_raw.append(abs(float(raw[2])))
+        assert torch.allclose(shrunk[:2], a_true[:2], atol=0.015)            # ≈ 3 σ of the tilt part
+        errs_raw.append(float(torch.linalg.vector_norm(raw - a_true)))
+        errs_shrunk.append(float(torch.linalg.vector_norm(shrunk - a_true)))
+    assert np.mean(errs_shrunk) < np.mean(errs_raw) and max(ax_raw) > math.radians(3.0)   # the raw fit wanders
+
+
+def test_fit_alignment_few_fixes_identity_and_many_unchanged():
+    model, db, target, a_true = _toy_alignment_data(4, 0.01, 0.5)
+    assert torch.equal(fit_alignment(model, db, target), torch.eye(3, dtype=torch.float64))       # < min_fixes
+    model, db, target, a_true = _toy_alignment_data(400, 1e-4, 0.5)
+    shrunk, raw = fit_alignment(model, db, target), fit_alignment(model, db, target, prior=None)
+    assert torch.allclose(shrunk, raw, atol=1e-4) and torch.allclose(shrunk, so3_exp(a_true), atol=1e-3)
