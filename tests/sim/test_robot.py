@@ -113,3 +113,13 @@ def test_tendon_robot_statics():
     assert r.height() < h - 0.005                          # the load lowers the tip
     rot = r.rotations()
     assert np.allclose(rot[1:] @ E, r.directions())
+
+
+def test_hardware_seed_same_robot_fresh_noise():
+    """hardware_seed fixes the robot's draws (mounts, iron, drift rates, calibration data); seed the noise."""
+    a = simulate_robot(scenario("2d_curl", period=4.0), 2.0, RobotConfig(seed=3))
+    b = simulate_robot(scenario("2d_curl", period=4.0), 2.0, RobotConfig(seed=9, hardware_seed=3))
+    for k in ("mount", "soft_iron", "hard_iron", "heading_drift", "accel_bias"):
+        assert np.array_equal(a.meta[k], b.meta[k]), k
+    assert np.array_equal(a.cal, b.cal)
+    assert not np.array_equal(a.quats, b.quats) and not np.array_equal(a.mags, b.mags)
