@@ -8,8 +8,10 @@ I_h = 1000 / 200 kg m², tip masses M₁ = 20 kg (joint-2 actuator), M₂ = 10 k
 θ: (0.2, −0.6) → (0.6, −0.2) rad, quintic over 6 s from t = 1 s, 10 s in all; gains of §VI-D.
 
 Controllers (scripted :class:`flexlearn.runtime.arm_controller.ArmController`, 1 kHz, IMUs 1, 4 | 5, 6, 8
-with 1 | 2 modes; the state comes from the IMU pipeline, never from the simulator):
-* ``proposed_imu``: deformation-informed law (variant ``blend``, curvature gain 0.5), IMU-fed;
+with 1 | 2 modes; the state comes from the IMU pipeline, never from the simulator; the same estimation —
+gyro calibration at rest, static sag correction of the angles — for every IMU-fed variant):
+* ``proposed_imu``: eq. (45) in its hub form with the root moments E_iI_i w_i″(0) from the IMU-measured link
+  loads (variant ``moment``, :mod:`flexlearn.runtime.arm_load`), IMU-fed;
 * ``rigid_pd_imu``: PD with rigid gravity compensation (no deformation terms), IMU-fed;
 * ``proposed_encoder``: as proposed, joint angles/rates from 18-bit encoders;
 * ``oracle_hub``: eq. (45) in its consistent hub form fed with the simulator's true states (an ideal);
@@ -18,9 +20,12 @@ with 1 | 2 modes; the state comes from the IMU pipeline, never from the simulato
 Top-level JSON keys are the proposed IMU-fed controller's: ``joint{1,2}_rmse_deg`` (θ_d − true θ),
 ``joint{1,2}_torque_rms_nm``, ``step_us_median`` (scripted step, 1 thread); per-variant details under
 ``variants``. ``tip_dynamic_rms_m``: RMS of the tip deflections minus the static sag at the current joint
-angles (the vibration the controller leaves).
+angles (the vibration the controller leaves). ``--robustness-seeds``: further IMU noise/bias draws for the
+proposed and rigid IMU-fed controllers, each in its own process; ``robustness`` reports per-seed figures, the
+median and the worst.
 
-    python scripts/reproduce_seed000_control.py [--out-dir outputs/seed000_control] [--seconds 10] [--quick]
+    python scripts/reproduce_seed000_control.py [--out-dir outputs/seed000_control] [--seconds 10]
+        [--robustness-seeds 1 2 3 4]
 """
 from __future__ import annotations
 
@@ -42,7 +47,7 @@ from flexlearn.atomic import atomic_path, write_json_atomic  # noqa: E402
 from flexlearn.physics.arm import FlexibleArmPlant, ImuNoiseConfig, seed_arm_config, simulate_closed_loop  # noqa: E402
 from flexlearn.runtime.arm_controller import ArmController, ArmControllerConfig, quintic, state_layout  # noqa: E402
 
-VARIANTS = [("proposed_imu", "blend", "imu"), ("rigid_pd_imu", "rigid", "imu"), ("proposed_encoder", "blend", "enc"),
+VARIANTS = [("proposed_imu", "moment", "imu"), ("rigid_pd_imu", "rigid", "imu"), ("proposed_encoder", "moment", "enc"),
             ("oracle_hub", "hub", "oracle"), ("seed_exact_imu", "seed", "imu")]
 
 
@@ -64,7 +69,7 @@ def _oracle(cfg: ArmControllerConfig):
         th, rt = info["q"][:2], info["qd"][:2]
         tau = kp * (thd - th) + kd * (vd - rt) - (EI * info["curvature"] - Ih * ad)
         z = torch.zeros(7, dtype=torch.float64)
-        st = torch.cat([th, rt, z[:3], info["tip"], z, thd])
+        st = torch.cat([th, rt, z[:3], info["tip"], z, thd, z[:2]])
         return tau, st, 0
     return ctrl
 
@@ -129,7 +134,7 @@ def run(seconds: float, out: Path, seed: int, lag: float, variants=VARIANTS,
         sag_i = np.stack([np.interp(t, t[sub], sag[:, i]) for i in range(2)], 1)
         dyn = log["tip_deflection"][b] - sag_i
         w_est = st[:, lay["tip_deflection"][0]:lay["tip_deflection"][1]]
-        finite = bool(np.isfinite(th).all()) and float(np.abs(e).max()) < 90.0
+        finite = bool(np.isfinite(th).all()) and float(np.abs(e).max()) < 30.0
         res["variants"][name] = {
             "joint_rmse_deg": np.sqrt(np.mean(e**2, 0)).tolist(),
             "joint_max_abs_err_deg": np.abs(e).max(0).tolist(),
@@ -141,6 +146,8 @@ def run(seconds: float, out: Path, seed: int, lag: float, variants=VARIANTS,
             "faults": int((log["fault"][b] != 0).sum()),
             "stable": finite,
         }
+    if out is None:
+        return res
     # figures (seed Figs. 15–17) for the proposed IMU-fed controller and the rigid baseline
     fig, ax = plt.subplots(2, 2, figsize=(12, 6), sharex=True)
     for j in range(2):
@@ -177,6 +184,36 @@ def run(seconds: float, out: Path, seed: int, lag: float, variants=VARIANTS,
     return res
 
 
+def _robust_one(args: tuple) -> dict:
+    seconds, seed, lag, base = args
+    torch.set_num_threads(1)
+    try:
+        r = run(seconds, None, seed, lag, VARIANTS[:2], base)["variants"]
+    except FloatingPointError as exc:  # a diverged simulation is a result, not a crash
+        return {"seed": seed, "diverged": str(exc)}
+    return {"seed": seed, **{k: {"joint_rmse_deg": v["joint_rmse_deg"], "tip_dynamic_rms_m": v["tip_dynamic_rms_m"],
+                                 "stable": v["stable"]} for k, v in r.items()}}
+
+
+def robustness(seconds: float, seeds: list, lag: float, base: ArmControllerConfig) -> dict:
+    """Proposed vs rigid IMU-fed over IMU noise/bias draws (one process per seed); median and worst."""
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(len(seeds)) as pool:
+        runs = pool.map(_robust_one, [(seconds, s, lag, base) for s in seeds])
+    out: dict = {"runs": runs}
+    for name in ("proposed_imu", "rigid_pd_imu"):
+        ok = [r[name] for r in runs if name in r]
+        rm = np.array([v["joint_rmse_deg"] if v["stable"] else [np.inf, np.inf] for v in ok])
+        tip = np.array([v["tip_dynamic_rms_m"] if v["stable"] else [np.inf, np.inf] for v in ok])
+        out[name] = {"n": len(runs), "diverged_or_unstable": int(len(runs) - sum(v["stable"] for v in ok)),
+                     "joint_rmse_deg_median": np.median(rm, 0).tolist() if len(rm) else None,
+                     "joint_rmse_deg_worst": rm.max(0).tolist() if len(rm) else None,
+                     "tip_dynamic_rms_m_median": np.median(tip, 0).tolist() if len(tip) else None,
+                     "tip_dynamic_rms_m_worst": tip.max(0).tolist() if len(tip) else None}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out-dir", default="outputs/seed000_control")
@@ -184,12 +221,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lag", type=float, default=0.0, help="actuator lag [s] (0: none)")
     ap.add_argument("--skip-seed-exact", action="store_true")
-    ap.add_argument("--curvature-gain", type=float, nargs=2, default=list(ArmControllerConfig.curvature_gain))
+    ap.add_argument("--robustness-seeds", type=int, nargs="*", default=[])
     ap.add_argument("--hub-inertia", type=float, nargs=2, default=list(ArmControllerConfig.hub_inertia))
     a = ap.parse_args()
     out = Path(a.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    base = ArmControllerConfig(curvature_gain=tuple(a.curvature_gain), hub_inertia=tuple(a.hub_inertia))
+    base = ArmControllerConfig(hub_inertia=tuple(a.hub_inertia))
     variants = VARIANTS[:4] if a.skip_seed_exact else VARIANTS
     res = run(a.seconds, out, a.seed, a.lag, variants, base)
     p = res["variants"]["proposed_imu"]
@@ -203,8 +240,11 @@ def main() -> None:
                   "theta0_rad": list(base.theta0), "thetaf_rad": list(base.thetaf), "t0_s": base.t0,
                   "duration_s": base.duration, "seconds": a.seconds, "truth_modes": [3, 3],
                   "controller_modes": list(base.n_modes), "gains": {"kp": list(base.kp), "kd": list(base.kd)},
-                  "actuator_lag_s": a.lag, "curvature_gain": list(base.curvature_gain)},
+                  "actuator_lag_s": a.lag, "variant": base.variant, "load_filter_hz": base.load_filter_hz,
+                  "imu_noise": dataclasses.asdict(ImuNoiseConfig())},
     })
+    if a.robustness_seeds:
+        res["robustness"] = robustness(a.seconds, a.robustness_seeds, a.lag, base)
     write_json_atomic(out / "results.json", res)
     print(json.dumps(res, indent=2, default=float))
 

@@ -22,7 +22,21 @@ Faults never produce NaN: on a bad frame the module returns the last valid torqu
 fault bits set (``FAULT_*``); before the first valid frame it returns the rigid gravity torques at θ₀.
 A long run of faults keeps holding the last torques (no fallback policy yet).
 
+Estimation extras (all variants, each switchable): ``gyro_rest_calibration`` — before the motion
+(t < t0) the gyro biases are fitted from ∫ω − ψ_acc and replace the PI filter's integral state at t0 (the
+seed's k_I needs ≈ 35 s; a 0.005 rad/s bias costs K_d·0.005 = 30 N m); ``slope_correction`` — the angles get
+the static sag correction Δθ = C (cos φ₁, cos φ₂) of :func:`~flexlearn.runtime.arm_load.static_angle_correction`
+(the few-mode slope fit of a loaded link's sag is 0.2° off at the reference IMU); ``modal_rates`` (off) —
+joint rates as the derivative of the angle map instead of eq. (5). The hub loads of
+:class:`~flexlearn.runtime.arm_load.LinkLoadModel` (root moments from the IMU-measured link loads) are
+computed for every variant, low-passed (critically damped, ``load_filter_hz``), and reported in the state.
+
 Variants (``ArmControllerConfig.variant``):
+* ``moment`` (default): eq. (45) in its consistent hub form, ``τ_i = K_p,i e_i + K_d,i ė_i − E_iI_i w_i″(0)
+  + I_h,i θ̈_d,i`` (joint 2 also ``+ I_h2 θ̈_d1``: hub 2 rides on link 1's tip), with the root moment
+  −E_iI_i w_i″(0) estimated from the IMU-measured loads (hub 1 including link 2's force and the joint-2
+  torque) instead of Φ″(0)η — in our closed-loop runs Φ″(0)η was 500 / 400 N m off (16 % / 55 %), the
+  load estimate ≈ 5 / 2 N m RMS (open loop, along a reaching run);
 * ``seed``: eq. (45) exactly (terms 1, 1, 1, 0, 1);
 * ``blend`` (default, curvature_gain (0.5, 0)): per joint ``k_i`` × own root moment E_iI_i w_i″(0) + (1 − k_i) × the full gravity model
   (rigid + payload + deformation coupling) + feedforward (``curvature_gain`` = (k₁, k₂));
@@ -47,7 +61,10 @@ doubled gravity moment, ≈ 3300 N m on joint 1, against K_p = 6000 N m/rad), ev
 (≈ 15° RMSE); the consistent ``hub`` form with *true* curvatures tracks far better than the rigid PD; with
 IMU-reconstructed curvatures (1 mode on link 1: +12 % static curvature error; link 2's two-mode curvature
 is sensitive to gyro bias) the curvature feedback was unstable unless weighted down (``blend``,
-curvature_gain (0.5, 0)), and then tracked worse than the rigid PD baseline in our runs.
+curvature_gain (0.5, 0)), and then tracked worse than the rigid PD baseline in our runs; hence ``moment``.
+Its raw load estimate reacts to a torque step with the high modes' instantaneous accelerations (an affine
+fit of two IMUs cannot represent them: hub 1's estimate moved 18 N m per N m of τ₂ in our simulator), which
+made the unfiltered loop unstable; the 5 Hz filter keeps the motion and the first modes.
 
 TorchScript note: ``torch.tensor(float)`` and item assignment of a Python float round through float32
 in TorchScript; the hot path builds its outputs with ``torch.full``/``fill_`` to stay float64 (eager and
@@ -66,11 +83,12 @@ from torch import Tensor, nn
 from flexlearn.config import check
 from flexlearn.physics.modal.estimator import FlexibleArmEstimator
 from flexlearn.physics.modal.link import FlexibleLink
+from flexlearn.runtime.arm_load import LinkLoadModel, static_angle_correction
 from flexlearn.sensing.imu import GRAVITY
 
 __all__ = ["ArmControllerConfig", "ArmController", "VARIANTS", "FAULT_LOST_FRAME", "FAULT_NONFINITE",
            "FAULT_SATURATED", "FAULT_TORQUE_LIMIT", "FAULT_BAD_TORQUE", "FAULT_BAD_TIME", "state_layout",
-           "export_arm_controller", "load_arm_controller", "quintic"]
+           "export_arm_controller", "export_arm_controller_from_config", "load_arm_controller", "quintic"]
 
 FAULT_LOST_FRAME = 1
 FAULT_NONFINITE = 2
@@ -80,7 +98,8 @@ FAULT_BAD_TORQUE = 16
 FAULT_BAD_TIME = 32
 
 VARIANTS = {"seed": (1.0, 1.0, 1.0, 0.0, 1.0), "seed_payload": (1.0, 1.0, 1.0, 1.0, 1.0),
-            "rigid": (0.0, 1.0, 0.0, 1.0, 0.0), "hub": (1.0, 0.0, 0.0, 0.0, 1.0), "blend": (0.5, 0.5, 0.5, 0.5, 1.0)}
+            "rigid": (0.0, 1.0, 0.0, 1.0, 0.0), "hub": (1.0, 0.0, 0.0, 0.0, 1.0), "blend": (0.5, 0.5, 0.5, 0.5, 1.0),
+            "moment": (1.0, 0.0, 0.0, 0.0, 1.0)}
 
 
 @dataclasses.dataclass
@@ -104,7 +123,7 @@ class ArmControllerConfig:
     duration: float = 6.0
     gravity: float = GRAVITY
     tau_max: tuple[float, ...] = (20000.0, 5000.0)
-    variant: str = "blend"
+    variant: str = "moment"
     dt: float = 1e-3
     filter_kp: float = 7.0407
     filter_ki: float = 0.1984
@@ -114,6 +133,10 @@ class ArmControllerConfig:
     compensate: bool = True
     elastic: bool = True
     curvature_gain: tuple[float, ...] = (0.5, 0.0)
+    gyro_rest_calibration: bool = True
+    load_filter_hz: float = 5.0
+    slope_correction: bool = True
+    modal_rates: bool = False
 
     def validate(self) -> None:
         for k in ("EI", "rho_A", "lengths", "payload", "hub_inertia", "mode_tip_mass", "n_modes", "imu_positions",
@@ -127,6 +150,8 @@ class ArmControllerConfig:
                   getattr(self, k), "must be finite and >= 0")
         check(len(self.curvature_gain) == 2 and all(0.0 <= k <= 1.0 for k in self.curvature_gain),
               "arm_controller.curvature_gain", self.curvature_gain, "two values in [0, 1]")
+        check(math.isfinite(self.load_filter_hz) and self.load_filter_hz > 0, "arm_controller.load_filter_hz",
+              self.load_filter_hz, "must be a finite number > 0 [Hz]")
         check(self.variant in VARIANTS, "arm_controller.variant", self.variant, f"one of {sorted(VARIANTS)}")
         check(self.duration > 0 and math.isfinite(self.t0), "arm_controller.duration", self.duration, "must be > 0")
         check(0 < self.dt <= 0.01, "arm_controller.dt", self.dt, "must be in (0, 0.01] s")
@@ -153,10 +178,11 @@ def quintic(t: Tensor, theta0: Tensor, thetaf: Tensor, t0: float, duration: floa
 
 
 def state_layout(n_modes_total: int) -> dict[str, list[int]]:
-    """Slices [start, stop) of the packed state: θ, θ̇, η, w(L), w′(L), w″(0), pose (x, y, angle), θ_d."""
+    """Slices [start, stop) of the packed state: θ, θ̇, η, w(L), w′(L), w″(0) (modal), pose (x, y, angle), θ_d,
+    hub loads (the root moments from the measured link loads, :mod:`flexlearn.runtime.arm_load`) [N m]."""
     M = n_modes_total
     names = [("theta", 2), ("theta_rate", 2), ("eta", M), ("tip_deflection", 2), ("tip_slope", 2),
-             ("base_curvature", 2), ("pose", 3), ("theta_desired", 2)]
+             ("base_curvature", 2), ("pose", 3), ("theta_desired", 2), ("hub_load", 2)]
     out, o = {}, 0
     for k, m in names:
         out[k] = [o, o + m]
@@ -175,7 +201,7 @@ class ArmController(nn.Module):
         self.n_imus = int(estimator.n_imus)
         M = int(estimator.n_modes_total)
         self.n_modes_total = M
-        self.state_size = 15 + M
+        self.state_size = 17 + M
         self.register_buffer("kp", torch.tensor(cfg.kp, dtype=f64))
         self.register_buffer("kd", torch.tensor(cfg.kd, dtype=f64))
         self.register_buffer("theta0", torch.tensor(cfg.theta0, dtype=f64))
@@ -199,7 +225,7 @@ class ArmController(nn.Module):
         kB = M2 * g * self.c_coup
         self.a11, self.a12, self.a22 = self.c_curv, self.c_curv, self.c_curv
         s1 = s2 = 1.0
-        if cfg.variant in ("hub", "blend"):
+        if cfg.variant in ("hub", "blend", "moment"):
             self.a12 = 0.0
         if cfg.variant == "blend":  # per joint: k_i × root moment + (1 − k_i) × full gravity model
             k1, k2 = (float(v) for v in cfg.curvature_gain)
@@ -212,6 +238,7 @@ class ArmController(nn.Module):
         self.kp1, self.kp2 = (float(v) for v in cfg.kp)
         self.kd1, self.kd2 = (float(v) for v in cfg.kd)
         self.tmax1, self.tmax2 = (float(v) for v in cfg.tau_max)
+        self.dt = float(cfg.dt)
         self.EI1, self.EI2 = (float(v) for v in cfg.EI)
         self.ff1 = self.c_ff * float(cfg.hub_inertia[0])
         self.ff2 = self.c_ff * float(cfg.hub_inertia[1])
@@ -222,10 +249,36 @@ class ArmController(nn.Module):
         st[0:2] = torch.tensor(cfg.theta0, dtype=f64)
         self.register_buffer("last_state", st)
         Mt = M
-        idx = [3, 4, 11 + Mt, 12 + Mt] + list(range(5, 11 + Mt)) + [0, 1, 2, 0, 0]
+        idx = [3, 4, 11 + Mt, 12 + Mt] + list(range(5, 11 + Mt)) + [0, 1, 2, 0, 0, 0, 0]
         self.register_buffer("state_index", torch.tensor(idx, dtype=torch.int64))
         self.register_buffer("fault_count", torch.zeros((), dtype=torch.int64))
         self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
+        # hub loads from the measured link loads (module arm_load); joint 1 also carries link 2
+        links = cfg.model_links()
+        self.loads = LinkLoadModel.build(links, cfg.rho_A, cfg.payload, cfg.imu_positions, cfg.n_modes)
+        self.use_load = cfg.variant == "moment"
+        self.L1 = float(L1)
+        self.register_buffer("link_of_imu", torch.tensor([i for i, p in enumerate(cfg.imu_positions) for _ in p],
+                                                         dtype=torch.int64))
+        # hub 2 sits on link 1's tip: its base accelerates with θ̈₁ (consistent hub form of the feedforward)
+        self.ff21 = self.ff2 if self.use_load else 0.0
+        # critically damped second-order low-pass of the hub loads (two first-order stages at load_filter_hz):
+        # keeps the motion and the first modes, removes what the affine load fit cannot represent (the
+        # instantaneous high-mode accelerations that a torque step excites)
+        self.lp_beta = float(cfg.dt / (1.0 / (2.0 * math.pi * cfg.load_filter_hz) + cfg.dt))
+        self.lp = [0.0, 0.0, 0.0, 0.0]
+        self.lp_init = False
+        # static joint-angle correction Δθ = C (cos φ₁, cos φ₂) (arm_load.static_angle_correction)
+        self.slope_correction = bool(cfg.slope_correction)
+        C = static_angle_correction(links, cfg.rho_A, cfg.payload, cfg.imu_positions, cfg.n_modes,
+                                    cfg.gravity).tolist()
+        self.c11, self.c12, self.c21, self.c22 = C[0][0], C[0][1], C[1][0], C[1][1]
+        # standstill gyro calibration before the motion starts (t < t0): b̂ = −mean(ω) per IMU
+        self.calibrate = bool(cfg.gyro_rest_calibration)
+        # sums of the least-squares line through r(t) = ∫ω dt − ψ_m(t) per IMU (rows: count, Σt, Σt², Σr, Σtr, ∫ω)
+        self.register_buffer("cal", torch.zeros(6, self.n_imus, dtype=f64))
+        self.register_buffer("gyr_count", torch.zeros((), dtype=torch.int64))
+        self.cal_gate = 0.05  # rad: samples whose |ψ_m − ψ̂| exceeds this (torque-step transients) are skipped
 
     @classmethod
     def build(cls, cfg: Optional[ArmControllerConfig] = None) -> "ArmController":
@@ -235,7 +288,7 @@ class ArmController(nn.Module):
         est = FlexibleArmEstimator.build(cfg.model_links(), [list(p) for p in cfg.imu_positions], list(cfg.n_modes),
                                          dt=cfg.dt, k_p=cfg.filter_kp, k_i=cfg.filter_ki, acc_range=cfg.acc_range,
                                          gyr_range=cfg.gyr_range, tau_alpha=cfg.tau_alpha,
-                                         compensate=cfg.compensate, elastic=cfg.elastic)
+                                         compensate=cfg.compensate, elastic=cfg.elastic, modal_rates=cfg.modal_rates)
         return cls(est, cfg)
 
     def _gravity_hold(self, theta: Tensor) -> Tensor:
@@ -252,6 +305,10 @@ class ArmController(nn.Module):
         self.last_state[0:2].copy_(self.theta0)
         self.fault_count.zero_()
         self.steps.zero_()
+        self.cal.zero_()
+        self.gyr_count.zero_()
+        self.lp = [0.0, 0.0, 0.0, 0.0]
+        self.lp_init = False
 
     @torch.jit.export
     def desired(self, t: float) -> Tuple[Tensor, Tensor, Tensor]:
@@ -290,6 +347,67 @@ class ArmController(nn.Module):
         self.fault_count.add_(1)
         return self.last_tau.clone(), self.last_state.clone(), torch.tensor(code, dtype=torch.int64)
 
+    def _calibrate_gyros(self, t: float) -> None:
+        """Gyro biases before the motion starts (t < t0, the arm near rest): the slope of the least-squares
+        line through ``r(t) = ∫ω dt − ψ_m(t)`` per IMU is the bias β (the accelerometer inclination
+        ψ_m = atan2(f_y, f_z) carries no drift; uncompensated, as the compensation's differentiated gyros
+        would add noise at rest; samples with ``|ψ_m − ψ̂| > cal_gate`` — transients of the high modes after torque
+        steps — are left out). At t0 :meth:`_apply_gyro_calibration` replaces the PI filter's integral state
+        by ``b̂ = −β`` (at the seed's k_I that state needs ≈ 35 s to converge; a rate bias β costs K_d β of
+        torque)."""
+        S = self.n_imus
+        c = self.cal
+        est = self.estimator
+        fl = est.frame_link
+        c[5].add_(fl[2 * S:], alpha=self.dt)
+        psi_m = torch.atan2(fl[:S], fl[S:2 * S])  # uncompensated: the arm is (nearly) at rest
+        r = c[5] - psi_m
+        m = ((psi_m - est.psi_hat).abs() < self.cal_gate).to(torch.float64)
+        c[0].add_(m)
+        c[1].add_(m, alpha=t)
+        c[2].add_(m, alpha=t * t)
+        mr = m * r
+        c[3].add_(mr)
+        c[4].add_(mr, alpha=t)
+        self.gyr_count.add_(1)
+
+    def _apply_gyro_calibration(self) -> None:
+        """End of the rest period: ``b̂ = −β`` for every IMU with ≥ 200 accepted samples."""
+        c = self.cal
+        den = c[0] * c[2] - c[1] * c[1]
+        ok = (c[0] >= 200.0) & (den > 0.0)
+        beta = (c[4] * c[0] - c[3] * c[1]) / torch.where(ok, den, torch.ones_like(den))
+        self.estimator.bias_hat.copy_(torch.where(ok, -beta, self.estimator.bias_hat))
+        self.gyr_count.fill_(-1)  # done
+
+    def _loads(self, out: Tensor, o: List[float]) -> List[float]:
+        """Hub loads from the measured link loads (module arm_load), low-passed: [hub-1 load, hub-2 load]
+        [N m]. Hub 1 carries link 1's root moment, link 2's force at link 1's tip and the joint-2 torque (the
+        last command)."""
+        S = self.n_imus
+        M = self.n_modes_total
+        phi = out[3:5].clone()
+        phi[1] += out[3] + out[7 + M]  # absolute base angles φ₁ = θ₁, φ₂ = θ₁ + w₁′(L₁) + θ₂
+        fl = self.estimator.frame_link
+        lam, frc = self.loads(fl[:2 * S].view(2, S), self.estimator.psi_hat - phi[self.link_of_imu], out[5:5 + M])
+        lf = torch.jit.annotate(List[float], torch.cat([lam, frc[:, 1]]).tolist())  # Λ₁, Λ₂, F_a2, F_n2
+        rot = o[4] + o[7 + M]  # link 2's base frame relative to link 1's: θ₂ + w₁′(L₁)
+        cr, sr = math.cos(rot), math.sin(rot)
+        fa2, fn2 = cr * lf[2] - sr * lf[3], sr * lf[2] + cr * lf[3]
+        raw = [lf[0] + self.L1 * fn2 - o[5 + M] * fa2 + float(self.last_tau[1]), lf[1]]
+        if not self.lp_init:
+            self.lp = raw + raw
+            self.lp_init = True
+        b = self.lp_beta
+        res = torch.jit.annotate(List[float], [])
+        for j in range(2):
+            a = self.lp[j] + b * (raw[j] - self.lp[j])
+            y = self.lp[2 + j] + b * (a - self.lp[2 + j])
+            self.lp[j] = a
+            self.lp[2 + j] = y
+            res.append(y)
+        return res
+
     def _control(self, frame: Tensor, t: float, theta_in: Optional[Tensor],
                  rate_in: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
         self.steps.add_(1)
@@ -302,6 +420,12 @@ class ArmController(nn.Module):
         if bool(efault):
             return self._hold(self._classify(frame))
         M = self.n_modes_total
+        S = self.n_imus
+        if self.calibrate and int(self.gyr_count) >= 0:
+            if t < self.t0:
+                self._calibrate_gyros(t)
+            else:
+                self._apply_gyro_calibration()
         # out = [pose (3), θ (2), η (M), w(L) (2), w′(L) (2), w″(0) (2), θ̇ (2)]
         o = torch.jit.annotate(List[float], out.tolist())
         th1, th2 = o[3], o[4]
@@ -311,15 +435,26 @@ class ArmController(nn.Module):
             jr = torch.jit.annotate(List[float], rate_in.to(torch.float64).tolist())
             th1, th2, r1, r2 = jt[0], jt[1], jr[0], jr[1]
         w1, w2 = o[5 + M], o[6 + M]
-        m1 = self.EI1 * o[9 + M]  # root bending moments E_iI_i w_i″(0) [N m]
-        m2 = self.EI2 * o[10 + M]
+        # hub loads from the IMU-measured link loads: link i's root moment Λ_i (= −E_iI_i w_i″(0)) and, for
+        # hub 1, link 2's force at link 1's tip and the joint-2 torque (last command)
+        lc = self._loads(out, o)
+        load1, load2 = lc[0], lc[1]
+        if self.slope_correction and theta_in is None:
+            cp1 = math.cos(th1)
+            cp2 = math.cos(th1 + o[7 + M] + th2)  # absolute base angles φ₁, φ₂
+            th1, th2 = th1 + self.c11 * cp1 + self.c12 * cp2, th2 + self.c21 * cp1 + self.c22 * cp2
+        if self.use_load:
+            m1, m2 = -load1, -load2  # the root moments E_iI_i w_i″(0) of eq. (45) in its hub form
+        else:
+            m1 = self.EI1 * o[9 + M]  # root bending moments E_iI_i w_i″(0) [N m], modal reconstruction
+            m2 = self.EI2 * o[10 + M]
         d = self._desired_f(t)
         a12 = th1 + th2
         c1, s1 = math.cos(th1), math.sin(th1)
         c12, s12 = math.cos(a12), math.sin(a12)
         H1 = (self.a11 * m1 + self.a12 * m2 - self.gA1 * c1 - self.gB1 * c12 + self.kA1 * w1 * s1
               + self.kB1 * w2 * s12 - self.ff1 * d[4])
-        H2 = self.a22 * m2 - self.gB2 * c12 + self.kB2 * w2 * s12 - self.ff2 * d[5]
+        H2 = self.a22 * m2 - self.gB2 * c12 + self.kB2 * w2 * s12 - self.ff2 * d[5] - self.ff21 * d[4]
         t1 = self.kp1 * (d[0] - th1) + self.kd1 * (d[2] - r1) - H1
         t2 = self.kp2 * (d[1] - th2) + self.kd2 * (d[3] - r2) - H2
         if not (math.isfinite(t1) and math.isfinite(t2) and math.isfinite(th1 + th2 + r1 + r2)):
@@ -334,13 +469,15 @@ class ArmController(nn.Module):
         tau = torch.full((2,), t1, dtype=torch.float64)
         tau.select(0, 1).fill_(t2)
         state = out[self.state_index]  # [θ, θ̇, η, w(L), w′(L), w″(0), pose, (θ_d placeholder)]
-        if theta_in is not None:
+        if theta_in is not None or self.slope_correction:
             state.select(0, 0).fill_(th1)
             state.select(0, 1).fill_(th2)
             state.select(0, 2).fill_(r1)
             state.select(0, 3).fill_(r2)
         state.select(0, 13 + M).fill_(d[0])
         state.select(0, 14 + M).fill_(d[1])
+        state.select(0, 15 + M).fill_(load1)
+        state.select(0, 16 + M).fill_(load2)
         self.last_tau.copy_(tau)
         self.last_state.copy_(state)
         return tau, state, torch.tensor(code, dtype=torch.int64)
@@ -379,6 +516,17 @@ def export_arm_controller(controller: ArmController, path: str | Path, cfg: ArmC
         extra_files = {METADATA_FILE: json.dumps(meta, sort_keys=True, default=float)}
         torch.jit.save(scripted, str(tmp), _extra_files=extra_files)
     return Path(path)
+
+
+def export_arm_controller_from_config(overrides: Optional[Any], path: str | Path) -> Path:
+    """Build the controller from ``ArmControllerConfig`` overrides (a mapping or OmegaConf node; unknown
+    keys raise :class:`~flexlearn.errors.ConfigError`) and export it to ``path`` (``flexlearn-export
+    target=arm_controller``). Returns the path."""
+    from flexlearn.config import from_dict
+
+    cfg = from_dict(ArmControllerConfig, overrides, "arm_controller")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return export_arm_controller(ArmController.build(cfg), path, cfg)
 
 
 def load_arm_controller(path: str | Path) -> tuple[torch.jit.ScriptModule, dict[str, Any]]:

@@ -10,6 +10,7 @@ import torch
 from flexlearn.errors import ConfigError
 from flexlearn.runtime.arm_controller import (ArmController, ArmControllerConfig, export_arm_controller,
                                               load_arm_controller, quintic, state_layout)
+from flexlearn.runtime.arm_load import static_angle_correction
 from flexlearn.sensing.imu import GRAVITY
 
 f64 = torch.float64
@@ -50,8 +51,14 @@ def test_scripted_equals_eager_and_state_layout(cfg):
         for x, y in zip(a, b):
             assert torch.equal(x, y)
     lay = state_layout(3)
-    assert lay["theta"] == [0, 2] and lay["theta_desired"][1] == a[1].numel() == 18
-    assert torch.allclose(a[1][0:2], torch.tensor([0.2, -0.6], dtype=f64), atol=2e-3)
+    assert lay["theta"] == [0, 2] and lay["hub_load"][1] == a[1].numel() == 20
+    # a rigid-arm frame: the estimator returns its pose; the controller adds the static sag correction
+    # Δθ = C (cos φ₁, cos φ₂) of the loaded links (module arm_load)
+    C = static_angle_correction(cfg.model_links(), cfg.rho_A, cfg.payload, cfg.imu_positions, cfg.n_modes,
+                                GRAVITY)
+    dth = C @ torch.tensor([math.cos(0.2), math.cos(-0.4)], dtype=f64)
+    assert 1e-3 < float(dth.abs().max()) < 1e-2
+    assert torch.allclose(a[1][0:2], torch.tensor([0.2, -0.6], dtype=f64) + dth, atol=2e-3)
 
 
 def test_export_load_with_plain_torch(tmp_path, cfg):

@@ -101,20 +101,26 @@ class FlexibleArmEstimator(nn.Module):
         after = (link_of_imu.unsqueeze(0) > torch.arange(n).unsqueeze(1)).to(torch.float64)  # (n, S)
         self.register_buffer("after_t", after)
         self.register_buffer("fault_false", torch.zeros((), dtype=torch.bool))
+        # link-frame readings of the last valid frame [f_y (S); f_z (S); ω_x (S)] before any compensation
+        self.register_buffer("frame_link", torch.zeros(3 * n_imus, dtype=torch.float64))
 
     @classmethod
     def build(cls, links: Sequence[FlexibleLink], imu_positions: Sequence[Sequence[float]], n_modes: Sequence[int],
               mount_angles: Optional[Sequence[float]] = None, mount_flipped: Optional[Sequence[bool]] = None,
               dt: float = 1e-3, k_p: float = 7.0407, k_i: float = 0.1984, acc_range: float = 6.0 * GRAVITY,
               gyr_range: float = math.radians(300.0), regularization: float = 0.0, compensate: bool = True,
-              tau_alpha: float = 0.05, elastic: bool = True) -> "FlexibleArmEstimator":
+              tau_alpha: float = 0.05, elastic: bool = True, modal_rates: bool = False) -> "FlexibleArmEstimator":
         """Links (scalar FlexibleLink each), IMU positions per link [m] (reference first), modes per link.
 
         ``compensate``: subtract the rigid-chain linear acceleration of every IMU before eq. (2)
         (:func:`flexlearn.sensing.imu.kinematic_acceleration`; angular accelerations from the reference
         gyros, differentiated and low-passed with ``tau_alpha`` [s]); ``elastic`` (with ``compensate``)
         also subtracts the deflection accelerations ``Φ(ξ_s) η̈`` with ``η̈ = G α`` from the differentiated
-        rates of all IMUs (the runtime's own modal model). ``acc_range``/``gyr_range``:
+        rates of all IMUs (the runtime's own modal model). ``modal_rates``: joint rates as the time derivative
+        of the joint-angle map applied to the gyros, ``θ̇ = P_θ ω̂`` (link-i base rate = reference gyro minus
+        the modal slope rate at l_r, minus the previous link's modal tip-slope rate), instead of eq. (5)'s
+        ``ω̂_{r,i} − ω̂_{last,i−1}`` (which takes the last IMU's rotation for the tip's: in closed loop a high
+        mode that turns the tip and that IMU differently feeds the joint-2 damping term). ``acc_range``/``gyr_range``:
         saturation limits [m/s², rad/s]. Configuration errors (unobservable
         placement, wrong counts, bad gains or ranges) raise :class:`~flexlearn.errors.ConfigError`.
         """
@@ -178,6 +184,8 @@ class FlexibleArmEstimator(nn.Module):
         lower = torch.tril(torch.ones(n, n, dtype=f64), -1)  # Σ_{k<i}
         cum = torch.tril(torch.ones(n, n, dtype=f64))  # Σ_{k≤i}
         ph = cum @ theta_m + lower @ slope  # absolute base angles of the links (after the filter)
+        if modal_rates:
+            rate_map = theta_m.clone()
         ang = theta_m.sum(0, keepdim=True) + slope.sum(0, keepdim=True)  # end-effector angle
         psi_map = torch.cat([ang, theta_m, G, tip, slope, curv, ph], 0)
         inv = torch.cat([torch.full((S, 3), 1.0 / acc_range, dtype=f64),
@@ -200,6 +208,7 @@ class FlexibleArmEstimator(nn.Module):
         self.w_prev.zero_()
         self.initialized.fill_(False)
         self.last_out.zero_()
+        self.frame_link.zero_()
 
     @torch.jit.export
     def step(self, acc: Tensor, gyr: Tensor) -> Tuple[Tensor, Tensor]:
@@ -210,6 +219,7 @@ class FlexibleArmEstimator(nn.Module):
         n = self.n_links
         M = self.n_modes_total
         v = torch.addmv(torch.mv(self.acc_map, acc.reshape(-1)), self.gyr_map, gyr.reshape(-1))
+        self.frame_link.copy_(v)
         w = v[2 * S:]
         fy = v[:S]
         fz = v[S:2 * S]
