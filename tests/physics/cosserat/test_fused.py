@@ -11,7 +11,11 @@ from flexlearn.physics.cosserat import (FREE, Clamp, CosseratRod, Damping, Embed
                                         PointForce, RodState, RotatingField, TipMagnet)
 from flexlearn.physics.cosserat import fused
 
-pytestmark = pytest.mark.skipif(not fused.HAVE_NUMBA, reason="numba not installed")
+
+
+def test_numba_is_installed():
+    """numba is a core dependency: without it the fused loop (and these tests) would silently not run."""
+    assert fused.HAVE_NUMBA
 
 
 def _both(rod, duration, dt, **kw):
