@@ -35,12 +35,12 @@ from flexlearn.lie import (
     se3_log,
     se3_right_jacobian_inv,
     so3_exp,
-    so3_hat,
     so3_log,
 )
 from flexlearn.physics.lse.config import CPRConfig
-from flexlearn.physics.lse.element import element_forces, element_tangent, section_properties
-from flexlearn.physics.lse.fused import element_residual, element_tangent_fused, hat, se3_exp_fused
+from flexlearn.physics.lse.assembly import AssemblyMixin
+from flexlearn.physics.lse.element import section_properties
+from flexlearn.physics.lse.fused import se3_exp_fused
 
 __all__ = ["ConvergenceError", "Loads", "Equilibrium", "CPRModel", "motor_twist"]
 
@@ -48,7 +48,7 @@ __all__ = ["ConvergenceError", "Loads", "Equilibrium", "CPRModel", "motor_twist"
 from flexlearn.physics.lse.state import ConvergenceError, Equilibrium, Loads, motor_twist  # noqa: F401
 
 
-class CPRModel(nn.Module):
+class CPRModel(AssemblyMixin, nn.Module):
     """LSE statics of a continuum parallel robot (a single rod with a free tip is the special case R = 1).
 
     Buffers (float64): ``motor_axis`` (M, 3), ``motor_pivot`` (M, 3), ``rod_motor`` (R,) (−1: fixed base),
@@ -221,41 +221,6 @@ class CPRModel(nn.Module):
         return g_ee.detach(), g_int.detach(), beta
 
     # ------------------------------------------------------------------ residual and tangent
-    def _loads_on_nodes(self, nodes: Tensor, loads: Loads) -> Tensor:
-        """World [moment; force] on every node (R, N+1, 6): gravity lumped (½ ρ A h per element end) + dead."""
-        r, n = self.n_rods, self.n_elements
-        w = nodes.new_zeros(r, n + 1, 6)
-        if loads.gravity:
-            m_el = self.density * self.area * self.lengths / n                 # (R,)
-            lump = torch.full((n + 1,), 1.0, dtype=nodes.dtype)
-            lump[0] = 0.5
-            lump[-1] = 0.5
-            f = (m_el[:, None] * lump[None, :])[..., None] * (loads.gravity_scale * self.gravity)
-            w = w + torch.cat([torch.zeros_like(f), f], -1)
-        if loads.node_wrenches is not None:
-            w = w + loads.node_wrenches.to(w.dtype)
-        return w
-
-    def _ee_load(self, g_ee: Tensor, loads: Loads) -> Tensor:
-        """World [moment; force] (6,) on the platform origin, without the pulley."""
-        w = g_ee.new_zeros(6)
-        if loads.gravity:
-            w = w + torch.cat([g_ee.new_zeros(3), loads.gravity_scale * self.platform_mass * self.gravity])
-        if loads.ee_wrench is not None:
-            w = w + loads.ee_wrench.to(w.dtype)
-        return w
-
-    def _pulley_force(self, g_ee: Tensor, loads: Loads) -> Optional[tuple[Tensor, Tensor]]:
-        if loads.pulley_position is None or loads.pulley_tension is None:
-            return None
-        d = loads.pulley_position.to(g_ee.dtype) - g_ee[:3, 3]
-        dist = torch.linalg.vector_norm(d)
-        u = d / dist
-        tension = loads.pulley_tension.to(g_ee.dtype)
-        f = tension * u
-        df_dp = (tension / dist) * (u[:, None] * u[None, :] - torch.eye(3, dtype=g_ee.dtype))
-        return f, df_dp
-
     def _bases_cached(self, theta: Tensor) -> Tensor:
         """:meth:`base_poses`, memoised on the value of θ while nothing needs gradients (Newton keeps θ fixed)."""
         if torch.is_grad_enabled() and (theta.requires_grad or any(b.requires_grad for b in self.buffers())):
@@ -272,85 +237,6 @@ class CPRModel(nn.Module):
         base = self._bases_cached(theta)
         tip = g_ee @ self.tip_local
         return torch.cat([base[:, None], g_int, tip[:, None]], 1)
-
-    def _assemble(self, theta: Tensor, g_ee: Tensor, g_int: Tensor, beta: Tensor, loads: Loads,
-                  tangent: bool):
-        """Rod-local residuals (R, 12N), rod-local tangents (R, 12N, 12N) or None, platform terms (6,), (6, 6).
-
-        Residual by virtual work: ``r = Σ P_{k,e}ᵀ r_{k,e} - Σ D_iᵀ F_i`` (seed Sec. V-A/V-B/V-C) with F_i the
-        body wrench of the external loads; tangent ``K_t = Σ P_{k,e}ᵀ H_{k,e} P_{k,e}`` + load stiffness
-        (seed Sec. V-D). See :meth:`_residual` and :meth:`_tangent` (the two halves).
-        """
-        res, res_ee, ctx = self._residual(theta, g_ee, g_int, beta, loads)
-        if not tangent:
-            return res, None, res_ee, None
-        kt, kee, _ = self._tangent(ctx)
-        return res, kt, res_ee, kee
-
-    def _residual(self, theta: Tensor, g_ee: Tensor, g_int: Tensor, beta: Tensor, loads: Loads):
-        """Residual half of :meth:`_assemble`: ``(res (R, 12N), res_ee (6,), ctx)``; ctx feeds :meth:`_tangent`."""
-        r, n = self.n_rods, self.n_elements
-        nodes = self._all_nodes(theta, g_ee, g_int)
-        k = self.stiffness()[:, None, :].expand(r, n, 6)
-        xi0 = self.xi0[:, None, :].expand(r, n, 6)
-        if self.kernels == "fused":
-            re, cache = element_residual(nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)  # (R, N, 18)
-        else:  # the reference element functions (flexlearn.lie kernels), same values to round-off
-            cache = element_forces(nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)
-            re = torch.cat([cache.r_a, cache.r_b, cache.r_beta], -1)
-        # dead nodal loads: body wrench [Rᵀ m; Rᵀ f]
-        wn = self._loads_on_nodes(nodes, loads)
-        rot_t = nodes[..., :3, :3].transpose(-1, -2)
-        mb = (rot_t @ wn[..., :3, None]).squeeze(-1)
-        fb = (rot_t @ wn[..., 3:, None]).squeeze(-1)
-        res = (self.proj_cat_t @ re.reshape(r, 18 * n, 1)).squeeze(-1) \
-            - (self.proj_nodes_cat_t @ torch.cat([mb, fb], -1).reshape(r, 6 * n + 6, 1)).squeeze(-1)
-        # platform loads
-        we = self._ee_load(g_ee, loads)
-        re_t = g_ee[:3, :3].transpose(-1, -2)
-        me = re_t @ we[:3]
-        fe = re_t @ we[3:]
-        pul = self._pulley_force(g_ee, loads)
-        if pul is not None:
-            fe = fe + re_t @ pul[0]
-        res_ee = -torch.cat([me, fe])
-        return res, res_ee, (cache, beta, nodes, mb, fb, me, fe, pul, g_ee)
-
-    def _tangent(self, ctx):
-        """Tangent half of :meth:`_assemble`: ``(K_t (R, 12N, 12N), K_ee (6, 6), ∂r/∂θ (R, 12N, M))``.
-
-        ∂r/∂θ (the motors move the base nodes, ``δζ_{k,0} = Ad_{g_{k,0}⁻¹} S_m δθ_m``) feeds the tangent
-        predictor of warm starts (:meth:`solve`)."""
-        cache, beta, nodes, mb, fb, me, fe, pul, g_ee = ctx
-        r, n = self.n_rods, self.n_elements
-        if self.kernels == "fused":
-            hmat = element_tangent_fused(cache, beta)                           # (R, N, 18, 18)
-        else:
-            hmat = element_tangent(cache, beta, self._h(), self.stiffness()[:, None, :].expand_as(beta))
-        x = (self.proj_t @ hmat).permute(0, 2, 1, 3).reshape(r, 12 * n, 18 * n)
-        kt = x @ self.proj_cat                                                  # (R, 12N, 12N)
-        kn = -torch.cat([torch.cat([hat(mb), torch.zeros_like(nodes[..., :3, :3])], -1),
-                         torch.cat([hat(fb), torch.zeros_like(nodes[..., :3, :3])], -1)], -2)  # (R, N+1, 6, 6)
-        kt = kt + (self.proj_nodes.transpose(-1, -2) @ (kn @ self.proj_nodes)).sum(1)
-        z33 = torch.zeros(3, 3, dtype=g_ee.dtype)
-        kee = -torch.cat([torch.cat([hat(me), z33], -1), torch.cat([hat(fe), z33], -1)], -2)
-        if pul is not None:
-            re_t = g_ee[:3, :3].transpose(-1, -2)
-            kee = kee.clone()
-            kee[3:, 3:] = kee[3:, 3:] - re_t @ pul[1] @ g_ee[:3, :3]
-        m = self.motor_axis.shape[0]
-        drdth = kt.new_zeros(r, 12 * n, m)
-        if m > 0:
-            s = motor_twist(self.motor_axis, self.motor_pivot)[self.rod_motor.clamp_min(0)]   # (R, 6) world
-            rb = nodes[:, 0, :3, :3].transpose(-1, -2)
-            pb = nodes[:, 0, :3, 3]
-            dz0 = torch.cat([(rb @ s[:, :3, None]).squeeze(-1),
-                             (rb @ (s[:, 3:] - torch.linalg.cross(pb, s[:, :3]))[..., None]).squeeze(-1)], -1)
-            col = (x[..., :6] @ dz0[..., None])                                 # (R, 12N, 1): element 0, ζ_a
-            onehot = torch.nn.functional.one_hot(self.rod_motor.clamp_min(0), m).to(kt.dtype)
-            onehot = onehot * (self.rod_motor >= 0).to(kt.dtype)[:, None]
-            drdth = col * onehot[:, None, :]
-        return kt, kee, drdth
 
     def _scales(self) -> Tensor:
         """Per-unknown weights (12N,) making residual entries N·m: [1, L] per node, 1/L² per β."""
@@ -485,8 +371,9 @@ class CPRModel(nn.Module):
                 state = (init.g_ee.detach(), init.nodes[:, 1:-1].detach(), init.beta.detach())
                 base_old = init.nodes[:, 0].detach()
                 sens = init.sensitivity
-                if self.predictor and sens is not None:
-                    state = self._predict(state, sens, th - init.theta.detach().to(th.dtype), max_rotation_step)
+                dth = th - init.theta.detach().to(th.dtype)
+                if self.predictor and sens is not None and bool((dth != 0).any()):
+                    state = self._predict(state, sens, dth, max_rotation_step)
             else:
                 state = self.straight_state()
                 base_old = self.base_pose0

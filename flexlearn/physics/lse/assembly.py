@@ -1,0 +1,137 @@
+"""Assembly of the CPR statics residual and tangent by virtual work (seed 003, Sec. V-A to V-D).
+
+A mixin of `CPRModel`: external loads on the nodes and the platform (dead world-frame wrenches, lumped
+gravity, the constant-tension pulley with its load stiffness), the rod-local residual (R, 12N) and tangent
+(R, 12N, 12N) from the element kernels of :mod:`flexlearn.physics.lse.fused` (or the reference ones of
+:mod:`flexlearn.physics.lse.element`), and ∂r/∂θ for the warm-start predictor.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from flexlearn.physics.lse.element import element_forces, element_tangent
+from flexlearn.physics.lse.fused import element_residual, element_tangent_fused, hat
+from flexlearn.physics.lse.state import Loads, motor_twist
+
+__all__ = ["AssemblyMixin"]
+
+
+class AssemblyMixin:
+    """Residual and tangent of `CPRModel` (uses its buffers, projections and ``kernels`` switch)."""
+
+    def _loads_on_nodes(self, nodes: Tensor, loads: Loads) -> Tensor:
+        """World [moment; force] on every node (R, N+1, 6): gravity lumped (½ ρ A h per element end) + dead."""
+        r, n = self.n_rods, self.n_elements
+        w = nodes.new_zeros(r, n + 1, 6)
+        if loads.gravity:
+            m_el = self.density * self.area * self.lengths / n                 # (R,)
+            lump = torch.full((n + 1,), 1.0, dtype=nodes.dtype)
+            lump[0] = 0.5
+            lump[-1] = 0.5
+            f = (m_el[:, None] * lump[None, :])[..., None] * (loads.gravity_scale * self.gravity)
+            w = w + torch.cat([torch.zeros_like(f), f], -1)
+        if loads.node_wrenches is not None:
+            w = w + loads.node_wrenches.to(w.dtype)
+        return w
+
+    def _ee_load(self, g_ee: Tensor, loads: Loads) -> Tensor:
+        """World [moment; force] (6,) on the platform origin, without the pulley."""
+        w = g_ee.new_zeros(6)
+        if loads.gravity:
+            w = w + torch.cat([g_ee.new_zeros(3), loads.gravity_scale * self.platform_mass * self.gravity])
+        if loads.ee_wrench is not None:
+            w = w + loads.ee_wrench.to(w.dtype)
+        return w
+
+    def _pulley_force(self, g_ee: Tensor, loads: Loads) -> Optional[tuple[Tensor, Tensor]]:
+        if loads.pulley_position is None or loads.pulley_tension is None:
+            return None
+        d = loads.pulley_position.to(g_ee.dtype) - g_ee[:3, 3]
+        dist = torch.linalg.vector_norm(d)
+        u = d / dist
+        tension = loads.pulley_tension.to(g_ee.dtype)
+        f = tension * u
+        df_dp = (tension / dist) * (u[:, None] * u[None, :] - torch.eye(3, dtype=g_ee.dtype))
+        return f, df_dp
+
+    def _assemble(self, theta: Tensor, g_ee: Tensor, g_int: Tensor, beta: Tensor, loads: Loads,
+                  tangent: bool):
+        """Rod-local residuals (R, 12N), rod-local tangents (R, 12N, 12N) or None, platform terms (6,), (6, 6).
+
+        Residual by virtual work: ``r = Σ P_{k,e}ᵀ r_{k,e} - Σ D_iᵀ F_i`` (seed Sec. V-A/V-B/V-C) with F_i the
+        body wrench of the external loads; tangent ``K_t = Σ P_{k,e}ᵀ H_{k,e} P_{k,e}`` + load stiffness
+        (seed Sec. V-D). See :meth:`_residual` and :meth:`_tangent` (the two halves).
+        """
+        res, res_ee, ctx = self._residual(theta, g_ee, g_int, beta, loads)
+        if not tangent:
+            return res, None, res_ee, None
+        kt, kee, _ = self._tangent(ctx)
+        return res, kt, res_ee, kee
+
+    def _residual(self, theta: Tensor, g_ee: Tensor, g_int: Tensor, beta: Tensor, loads: Loads):
+        """Residual half of :meth:`_assemble`: ``(res (R, 12N), res_ee (6,), ctx)``; ctx feeds :meth:`_tangent`."""
+        r, n = self.n_rods, self.n_elements
+        nodes = self._all_nodes(theta, g_ee, g_int)
+        k = self.stiffness()[:, None, :].expand(r, n, 6)
+        xi0 = self.xi0[:, None, :].expand(r, n, 6)
+        if self.kernels == "fused":
+            re, cache = element_residual(nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)  # (R, N, 18)
+        else:  # the reference element functions (flexlearn.lie kernels), same values to round-off
+            cache = element_forces(nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)
+            re = torch.cat([cache.r_a, cache.r_b, cache.r_beta], -1)
+        # dead nodal loads: body wrench [Rᵀ m; Rᵀ f]
+        wn = self._loads_on_nodes(nodes, loads)
+        rot_t = nodes[..., :3, :3].transpose(-1, -2)
+        mb = (rot_t @ wn[..., :3, None]).squeeze(-1)
+        fb = (rot_t @ wn[..., 3:, None]).squeeze(-1)
+        res = (self.proj_cat_t @ re.reshape(r, 18 * n, 1)).squeeze(-1) \
+            - (self.proj_nodes_cat_t @ torch.cat([mb, fb], -1).reshape(r, 6 * n + 6, 1)).squeeze(-1)
+        # platform loads
+        we = self._ee_load(g_ee, loads)
+        re_t = g_ee[:3, :3].transpose(-1, -2)
+        me = re_t @ we[:3]
+        fe = re_t @ we[3:]
+        pul = self._pulley_force(g_ee, loads)
+        if pul is not None:
+            fe = fe + re_t @ pul[0]
+        res_ee = -torch.cat([me, fe])
+        return res, res_ee, (cache, beta, nodes, mb, fb, me, fe, pul, g_ee)
+
+    def _tangent(self, ctx):
+        """Tangent half of :meth:`_assemble`: ``(K_t (R, 12N, 12N), K_ee (6, 6), ∂r/∂θ (R, 12N, M))``.
+
+        ∂r/∂θ (the motors move the base nodes, ``δζ_{k,0} = Ad_{g_{k,0}⁻¹} S_m δθ_m``) feeds the tangent
+        predictor of warm starts (:meth:`solve`)."""
+        cache, beta, nodes, mb, fb, me, fe, pul, g_ee = ctx
+        r, n = self.n_rods, self.n_elements
+        if self.kernels == "fused":
+            hmat = element_tangent_fused(cache, beta)                           # (R, N, 18, 18)
+        else:
+            hmat = element_tangent(cache, beta, self._h(), self.stiffness()[:, None, :].expand_as(beta))
+        x = (self.proj_t @ hmat).permute(0, 2, 1, 3).reshape(r, 12 * n, 18 * n)
+        kt = x @ self.proj_cat                                                  # (R, 12N, 12N)
+        kn = -torch.cat([torch.cat([hat(mb), torch.zeros_like(nodes[..., :3, :3])], -1),
+                         torch.cat([hat(fb), torch.zeros_like(nodes[..., :3, :3])], -1)], -2)  # (R, N+1, 6, 6)
+        kt = kt + (self.proj_nodes.transpose(-1, -2) @ (kn @ self.proj_nodes)).sum(1)
+        z33 = torch.zeros(3, 3, dtype=g_ee.dtype)
+        kee = -torch.cat([torch.cat([hat(me), z33], -1), torch.cat([hat(fe), z33], -1)], -2)
+        if pul is not None:
+            re_t = g_ee[:3, :3].transpose(-1, -2)
+            kee = kee.clone()
+            kee[3:, 3:] = kee[3:, 3:] - re_t @ pul[1] @ g_ee[:3, :3]
+        m = self.motor_axis.shape[0]
+        drdth = kt.new_zeros(r, 12 * n, m)
+        if m > 0:
+            s = motor_twist(self.motor_axis, self.motor_pivot)[self.rod_motor.clamp_min(0)]   # (R, 6) world
+            rb = nodes[:, 0, :3, :3].transpose(-1, -2)
+            pb = nodes[:, 0, :3, 3]
+            dz0 = torch.cat([(rb @ s[:, :3, None]).squeeze(-1),
+                             (rb @ (s[:, 3:] - torch.linalg.cross(pb, s[:, :3]))[..., None]).squeeze(-1)], -1)
+            col = (x[..., :6] @ dz0[..., None])                                 # (R, 12N, 1): element 0, ζ_a
+            onehot = torch.nn.functional.one_hot(self.rod_motor.clamp_min(0), m).to(kt.dtype)
+            onehot = onehot * (self.rod_motor >= 0).to(kt.dtype)[:, None]
+            drdth = col * onehot[:, None, :]
+        return kt, kee, drdth
