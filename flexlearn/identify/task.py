@@ -37,7 +37,8 @@ class IdentificationTask(L.LightningModule):
             raise ConfigError(f"config 'task.method' = {method!r}: must be 'lm' or 'adam'")
         self.problem = problem
         self.params = problem.params  # registers u as this module's parameter
-        self.method, self.lam, self.lr, self.tol, self.max_rel_std = method, float(lam0), float(lr), float(tol), max_rel_std
+        self.method, self.lam, self.lr = method, float(lam0), float(lr)
+        self.tol, self.max_rel_std = float(tol), float(max_rel_std)
         self.automatic_optimization = False
         self.history: list[float] = []
         self.converged = False

@@ -125,8 +125,8 @@ def aggregate_multirun(root: str | Path, out_dir: Optional[str | Path] = None, m
     """Write ``summary.csv``, ``summary.md`` and ``summary.png`` for the multirun at ``root``.
 
     ``metrics``: the metric columns (default: all); ``x``: swept key for the figure (default: the first
-    swept key); ``y``: metric for the figure (default: the first metric column). Returns the paths, the
-    number of jobs and the rows.
+    swept key whose value varies); ``y``: metric for the figure (default: the first metric column).
+    Returns the paths, ``x``, ``y``, the number of jobs (all, finished) and the rows.
     """
     root = Path(root)
     jobs = collect_jobs(root)
@@ -156,7 +156,8 @@ def aggregate_multirun(root: str | Path, out_dir: Optional[str | Path] = None, m
         md += ["\n## Optuna study\n", "```yaml\n" + opt.read_text() + "```\n"]
     with atomic_path(out / "summary.md") as p:
         p.write_text("\n".join(md))
-    x = x or (swept[0] if swept else "job")
+    varying = [k for k in swept if len({str(j.get(k)) for j in jobs}) > 1]
+    x = x or (varying[0] if varying else swept[0] if swept else "job")
     numeric_cols = [c for c in cols if any(_is_number(j.get(c)) for j in done)]
     y = y or (numeric_cols[0] if numeric_cols else None)
     if y is not None and y not in cols:
@@ -165,8 +166,8 @@ def aggregate_multirun(root: str | Path, out_dir: Optional[str | Path] = None, m
         raise ConfigError(f"config 'x' = {x!r}: not a swept key of these jobs (have {swept})")
     fig_path = _figure(done, x, y, out / "summary.png", root) if y is not None else None
     return {"csv": str(out / "summary.csv"), "markdown": str(out / "summary.md"),
-            "figure": None if fig_path is None else str(fig_path), "n_jobs": len(jobs), "n_done": len(done),
-            "rows": [dict(zip(header, r)) for r in rows]}
+            "figure": None if fig_path is None else str(fig_path), "x": x, "y": y,
+            "n_jobs": len(jobs), "n_done": len(done), "rows": [dict(zip(header, r)) for r in rows]}
 
 
 def _figure(jobs: list[dict[str, Any]], x: str, y: str, path: Path, root: Path) -> Optional[Path]:

@@ -44,6 +44,7 @@ def test_table_statistics_and_figure(multirun, tmp_path):
     mean = (0.004 + 0.009 + 0.02) / 3
     assert f"| id/EI_rel_err | 3 | {mean:.6g} |" in md
     assert Path(res["figure"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert res["x"] == "task.problem.slope_noise"  # the first swept key that varies ("experiment" does not)
 
 
 def test_command_line_writes_to_out_dir(multirun, tmp_path):

@@ -30,7 +30,8 @@ def test_slurm_launcher_config_is_accepted_by_submitit(tmp_path, monkeypatch):
     assert launcher["submitit_folder"] == f"{tmp_path}/.submitit/%j"
     # what SlurmLauncher does before submitting: build the executor, map the parameters onto it
     folder = launcher.pop("submitit_folder")
-    executor = submitit.AutoExecutor(folder=folder, cluster="slurm", slurm_max_num_timeout=launcher.pop("max_num_timeout"))
+    executor = submitit.AutoExecutor(folder=folder, cluster="slurm",
+                                     slurm_max_num_timeout=launcher.pop("max_num_timeout"))
     base = set(OmegaConf.structured(BaseQueueConf).keys())
     executor.update_parameters(**{k if k in base else f"slurm_{k}": v for k, v in launcher.items()})
     params = executor._executor.parameters  # unknown or misspelt keys would have raised above
