@@ -4,7 +4,8 @@
 config dataclass fields), ``method``, ``lam0``, ``lr``, ``tol``, ``max_rel_std``. The trainer group
 drives the iterations (``trainer.max_epochs`` = maximum optimiser iterations); callbacks and loggers
 come from their groups. Writes ``metrics.json`` (the ``id/…`` report plus ``output_dir``) and
-``identification.json`` (the same with per-iteration costs and the configuration).
+``identification.json`` (the same with per-iteration costs and the configuration); with
+``figures=true`` also ``fit.png`` (:func:`flexlearn.identify.report.write_fit_figure`).
 """
 from __future__ import annotations
 
@@ -85,6 +86,11 @@ def identify(cfg: DictConfig) -> dict[str, Any]:
     if not task.converged:
         log.warning("identification stopped at trainer.max_epochs = %s before converging", trainer.max_epochs)
     results["output_dir"] = str(output_dir)
+    if cfg.get("figures", False) and trainer.is_global_zero:
+        from flexlearn.identify.report import write_fit_figure
+
+        names = ", ".join(f"{s.name} = {results[f'id/{s.name}']:.4g}" for s in problem.params.specs)
+        results["figures"] = {"fit": str(write_fit_figure(problem, output_dir / "fit.png", names))}
     if trainer.is_global_zero:
         write_json_atomic(output_dir / "identification.json",
                           {**results, "cost_history": task.history,

@@ -26,8 +26,9 @@ def test_modal_jacobian_matches_finite_differences_through_the_frequency_roots()
 
 def test_identify_modal_sim_recovers_ei_and_payload(compose_cfg):
     cfg = compose_cfg("train", ["experiment=identify_modal_sim", "task.problem.duration=3.0",
-                                "task.problem.seed=1", "logger=none"])
+                                "task.problem.seed=1", "logger=none", "figures=true"])
     m = identify(cfg)
+    assert open(m["figures"]["fit"], "rb").read(4) == b"\x89PNG"
     for name in ("EI", "tip_mass", "zeta"):
         assert m[f"id/{name}_identifiable"] == 1.0
         # within the 2 % target, and consistent with the Hessian's standard deviation
