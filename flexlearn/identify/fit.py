@@ -21,6 +21,8 @@ import torch
 from torch import Tensor
 from torch.autograd.forward_ad import dual_level, make_dual, unpack_dual
 
+from flexlearn.errors import FlexlearnError
+
 __all__ = ["whitened_residuals", "jacobian", "lm_step", "uncertainty", "fit_quality"]
 
 _EIG_FLOOR = 1e-14  # eigenvalues of H below this × λ_max count as zero (numerically singular)
@@ -82,7 +84,8 @@ def lm_step(problem: Any, lam: float, max_tries: int = 8) -> dict[str, Any]:
             try:
                 r_new = whitened_residuals(problem, u + step)
                 new_cost = 0.5 * float(r_new @ r_new)
-            except Exception:  # a trial outside the model's domain (e.g. an unstable simulation)
+            except (FlexlearnError, ArithmeticError, RuntimeError):  # a trial outside the model's domain
+                # (an unstable simulation, a Newton solve that does not converge, a singular system)
                 new_cost = math.inf
         if math.isfinite(new_cost) and new_cost < cost:
             with torch.no_grad():
