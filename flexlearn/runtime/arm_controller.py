@@ -245,6 +245,7 @@ class ArmController(nn.Module):
         self.hold_a = (0.5 * m1 + m2 + M1 + M2) * g * L1
         self.hold_b = (0.5 * m2 + M2) * g * L2
         self.register_buffer("last_tau", self._gravity_hold(torch.tensor(cfg.theta0, dtype=f64)))
+        self.tau2_last = float(self.last_tau[1])  # joint-2 torque of the last output (hub-1 load), float
         st = torch.zeros(self.state_size, dtype=f64)
         st[0:2] = torch.tensor(cfg.theta0, dtype=f64)
         self.register_buffer("last_state", st)
@@ -258,8 +259,10 @@ class ArmController(nn.Module):
         self.loads = LinkLoadModel.build(links, cfg.rho_A, cfg.payload, cfg.imu_positions, cfg.n_modes)
         self.use_load = cfg.variant == "moment"
         self.L1 = float(L1)
-        self.register_buffer("link_of_imu", torch.tensor([i for i, p in enumerate(cfg.imu_positions) for _ in p],
-                                                         dtype=torch.int64))
+        link_of_imu = torch.tensor([i for i, p in enumerate(cfg.imu_positions) for _ in p], dtype=torch.int64)
+        n = 2
+        phi_rows = estimator.psi_map[1 + 4 * n + M:1 + 5 * n + M]  # absolute base angles φ = P_φ ψ̂ (n, S)
+        self.register_buffer("delta_map", torch.eye(self.n_imus, dtype=f64) - phi_rows[link_of_imu])
         # hub 2 sits on link 1's tip: its base accelerates with θ̈₁ (consistent hub form of the feedforward)
         self.ff21 = self.ff2 if self.use_load else 0.0
         # critically damped second-order low-pass of the hub loads (two first-order stages at load_filter_hz):
@@ -278,6 +281,7 @@ class ArmController(nn.Module):
         # sums of the least-squares line through r(t) = ∫ω dt − ψ_m(t) per IMU (rows: count, Σt, Σt², Σr, Σtr, ∫ω)
         self.register_buffer("cal", torch.zeros(6, self.n_imus, dtype=f64))
         self.register_buffer("gyr_count", torch.zeros((), dtype=torch.int64))
+        self.cal_pending = self.calibrate  # until the calibration has been applied (at t0)
         self.cal_gate = 0.05  # rad: samples whose |ψ_m − ψ̂| exceeds this (torque-step transients) are skipped
 
     @classmethod
@@ -307,6 +311,8 @@ class ArmController(nn.Module):
         self.steps.zero_()
         self.cal.zero_()
         self.gyr_count.zero_()
+        self.cal_pending = self.calibrate
+        self.tau2_last = float(self.last_tau[1])
         self.lp = [0.0, 0.0, 0.0, 0.0]
         self.lp_init = False
 
@@ -378,7 +384,7 @@ class ArmController(nn.Module):
         ok = (c[0] >= 200.0) & (den > 0.0)
         beta = (c[4] * c[0] - c[3] * c[1]) / torch.where(ok, den, torch.ones_like(den))
         self.estimator.bias_hat.copy_(torch.where(ok, -beta, self.estimator.bias_hat))
-        self.gyr_count.fill_(-1)  # done
+        self.cal_pending = False
 
     def _loads(self, out: Tensor, o: List[float]) -> List[float]:
         """Hub loads from the measured link loads (module arm_load), low-passed: [hub-1 load, hub-2 load]
@@ -386,15 +392,15 @@ class ArmController(nn.Module):
         last command)."""
         S = self.n_imus
         M = self.n_modes_total
-        phi = out[3:5].clone()
-        phi[1] += out[3] + out[7 + M]  # absolute base angles φ₁ = θ₁, φ₂ = θ₁ + w₁′(L₁) + θ₂
-        fl = self.estimator.frame_link
-        lam, frc = self.loads(fl[:2 * S].view(2, S), self.estimator.psi_hat - phi[self.link_of_imu], out[5:5 + M])
-        lf = torch.jit.annotate(List[float], torch.cat([lam, frc[:, 1]]).tolist())  # Λ₁, Λ₂, F_a2, F_n2
+        # local slopes δ_s = ψ̂_s − φ_link(s) (linear in ψ̂: one product)
+        delta = torch.mv(self.delta_map, self.estimator.psi_hat)
+        Y = torch.jit.annotate(List[List[float]], self.loads.packed(self.estimator.frame_link[:2 * S].view(2, S),
+                                                                    delta, out[5:5 + M]).tolist())
+        lf = [Y[0][0] - Y[2][4], Y[0][1] - Y[2][5], Y[1][3], Y[0][3]]  # Λ₁, Λ₂, F_a2, F_n2
         rot = o[4] + o[7 + M]  # link 2's base frame relative to link 1's: θ₂ + w₁′(L₁)
         cr, sr = math.cos(rot), math.sin(rot)
         fa2, fn2 = cr * lf[2] - sr * lf[3], sr * lf[2] + cr * lf[3]
-        raw = [lf[0] + self.L1 * fn2 - o[5 + M] * fa2 + float(self.last_tau[1]), lf[1]]
+        raw = [lf[0] + self.L1 * fn2 - o[5 + M] * fa2 + self.tau2_last, lf[1]]
         if not self.lp_init:
             self.lp = raw + raw
             self.lp_init = True
@@ -421,7 +427,7 @@ class ArmController(nn.Module):
             return self._hold(self._classify(frame))
         M = self.n_modes_total
         S = self.n_imus
-        if self.calibrate and int(self.gyr_count) >= 0:
+        if self.cal_pending:
             if t < self.t0:
                 self._calibrate_gyros(t)
             else:
@@ -472,6 +478,7 @@ class ArmController(nn.Module):
         if theta_in is not None or self.slope_correction:
             state.select(0, 0).fill_(th1)
             state.select(0, 1).fill_(th2)
+        if theta_in is not None:
             state.select(0, 2).fill_(r1)
             state.select(0, 3).fill_(r2)
         state.select(0, 13 + M).fill_(d[0])
@@ -479,6 +486,7 @@ class ArmController(nn.Module):
         state.select(0, 15 + M).fill_(load1)
         state.select(0, 16 + M).fill_(load2)
         self.last_tau.copy_(tau)
+        self.tau2_last = t2
         self.last_state.copy_(state)
         return tau, state, torch.tensor(code, dtype=torch.int64)
 

@@ -54,6 +54,7 @@ class LinkLoadModel(nn.Module):
         self.register_buffer("force", force)  # (n, S): Σ m f from the affine fit (applies to f_a and f_n)
         self.register_buffer("coup", coup)  # (S, M): per IMU, weights of η in Σ m w f_a
         self.register_buffer("link_sum", link_sum)  # (n, S): 1 where IMU s is on link i
+        self.register_buffer("cols", torch.cat([mom_n, force, link_sum], 0).t().contiguous())  # (S, 3n)
 
     @classmethod
     def build(cls, links: Sequence[FlexibleLink], rho_A: Sequence[float], tip_mass: Sequence[float],
@@ -105,6 +106,16 @@ class LinkLoadModel(nn.Module):
         mom = torch.mv(self.mom_n, fn) - torch.mv(self.link_sum, fa * torch.mv(self.coup, eta))
         forces = torch.mm(torch.stack([fa, fn]), self.force.t())  # (2, n)
         return mom, forces
+
+    @torch.jit.export
+    def packed(self, f_link: Tensor, delta: Tensor, eta: Tensor) -> Tensor:
+        """Same as :meth:`forward` in one product (the hot path): ``Y = [f_n; f_a; f_a ⊙ (coup η)] @ cols``
+        (3, 3n) with ``cols = [mom_n | force | link_sum]ᵀ``: Λ = Y[0, :n] − Y[2, 2n:], F_n = Y[0, n:2n],
+        F_a = Y[1, n:2n]."""
+        c, s = torch.cos(delta), torch.sin(delta)
+        fa = c * f_link[0] - s * f_link[1]
+        fn = s * f_link[0] + c * f_link[1]
+        return torch.mm(torch.stack([fn, fa, fa * torch.mv(self.coup, eta)]), self.cols)
 
 
 def _static_slope(lk: FlexibleLink, rho_A: float, tip_mass: float, x: float, quad: int = 40) -> list[float]:

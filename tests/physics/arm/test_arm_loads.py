@@ -27,6 +27,7 @@ def _steady(c, frame, tau_prev, steps=400):
     st = None
     for k in range(steps):
         c.last_tau.copy_(tau_prev)
+        c.tau2_last = float(tau_prev[1])
         _, st, f = c(frame, 0.5 + k * 1e-3)
         assert int(f) in (0, 8)
     return st
@@ -94,6 +95,7 @@ def test_moving_hub_loads_equal_the_inverse_dynamics(rates, accels):
     c.estimator.trig.copy_(torch.tensor([math.cos(0.3), math.cos(-0.2), math.sin(0.3), math.sin(-0.2)], dtype=f64))
     c.estimator.initialized.fill_(True)
     c.last_tau.copy_(Q[0, :2])
+    c.tau2_last = float(Q[0, 1])
     _, st, _ = c(fr, 0.5)  # the first step initialises the load filter with the raw value
     load = st[LAY["hub_load"][0]:LAY["hub_load"][1]]
     assert torch.allclose(load, truth, rtol=2e-3), (load, truth)  # δ, θ̂ from one filter step
@@ -125,3 +127,27 @@ def test_gyro_rest_calibration_removes_the_bias():
             assert torch.allclose(c.estimator.bias_hat, -bias, atol=3e-4)
     assert float(rates[True].abs().max()) < 5e-4
     assert float(rates[False].abs().max()) > 3e-3
+
+
+def test_modal_joint_rates_are_the_derivative_of_the_angle_map():
+    """``modal_rates``: θ̇ = P_θ ω (the angle map applied to the gyros); equal to eq. (5) for a rigid rotation,
+    and it removes the modal slope rates where eq. (5) takes the last IMU's rate for the tip's."""
+    from flexlearn.physics.modal.estimator import FlexibleArmEstimator
+
+    links = CFG.model_links()
+    ests = {m: FlexibleArmEstimator.build(links, POS, list(CFG.n_modes), compensate=False, modal_rates=m)
+            for m in (False, True)}
+    fr = torch.zeros(5, 6, dtype=f64)
+    for k, a in enumerate([0.2, 0.2, -0.4, -0.4, -0.4]):
+        fr[k, 1], fr[k, 2] = GRAVITY * math.sin(a), GRAVITY * math.cos(a)
+    fr[:, 3] = torch.tensor([0.1, 0.1, 0.3, 0.3, 0.3], dtype=f64)  # rigid rotation: θ̇ = (0.1, 0.2)
+    for e in ests.values():
+        rate = e(fr[:, :3], fr[:, 3:])[2]
+        assert torch.allclose(rate, torch.tensor([0.1, 0.2], dtype=f64), atol=1e-12)
+    fr[1, 3] = 0.15  # link 1 bending: its far IMU turns faster than the reference
+    r_eq5 = ests[False](fr[:, :3], fr[:, 3:])[2]
+    r_mod = ests[True](fr[:, :3], fr[:, 3:])[2]
+    P = ests[True].psi_map[1:3]  # θ rows of the angle map
+    assert torch.allclose(r_mod, P @ fr[:, 3], atol=1e-12)
+    assert torch.allclose(r_eq5, torch.tensor([0.1, 0.15], dtype=f64), atol=1e-12)
+    assert float((r_mod - r_eq5).abs().max()) > 1e-3
