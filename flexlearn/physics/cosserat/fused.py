@@ -312,16 +312,18 @@ def eligible(rod, loads, damping, observer, callback, record_energy, compile, ba
             return f"load {type(ld).__name__} is not a constant world force"
     if mags and (n_steps + 1) * rod.batch_size * 3 > _FIELD_SAMPLES_MAX:
         return "too many steps to sample the field ahead"
-    if torch.is_grad_enabled():
-        tensors = list(rod.parameters()) + list(rod.buffers())
-        for ld in loads:
-            tensors += list(ld.parameters()) + list(ld.buffers())
-        if damping is not None:
-            tensors += list(damping.parameters()) + list(damping.buffers())
-        if initial is not None:
-            tensors += [initial.positions, initial.rotations, initial.velocities, initial.angular_velocities]
-        if any(t is not None and t.requires_grad for t in tensors):
-            return "gradients need the tensor path"
+    tensors = list(rod.parameters()) + list(rod.buffers())
+    for ld in loads:
+        tensors += list(ld.parameters()) + list(ld.buffers())
+    if damping is not None:
+        tensors += list(damping.parameters()) + list(damping.buffers())
+    if initial is not None:
+        tensors += [initial.positions, initial.rotations, initial.velocities, initial.angular_velocities]
+    tensors = [t for t in tensors if t is not None]
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return "gradients need the tensor path"
+    if any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in tensors):
+        return "forward-mode tangents need the tensor path"
     return ""
 
 

@@ -114,3 +114,17 @@ def test_field_samples_equal_pointwise_values():
         a = f.samples(x, ts)
         b = torch.stack([f(x, t) for t in ts])
         assert a.shape == (5, 2, 3) and float((a - b).abs().max()) <= 1e-15 * max(float(b.abs().max()), 1e-30)
+
+
+def test_forward_mode_tangents_use_the_tensor_path():
+    """A dual (forward-mode) Young's modulus is not visible through requires_grad; auto must still pick the
+    tensor path, or the tangent would silently be dropped."""
+    import torch.autograd.forward_ad as fwAD
+    dt, steps = 1e-5, 20
+    with fwAD.dual_level():
+        e = fwAD.make_dual(torch.tensor(1e6, dtype=torch.float64), torch.tensor(1.0, dtype=torch.float64))
+        rod = CosseratRod.circular(0.1, 1e-3, 1000.0, e, 0.3, 4)
+        assert "forward-mode" in fused.eligible(rod, [Gravity()], None, None, None, False, False, Clamp(), None)
+        tip = rod.simulate(steps * dt, dt, loads=[Gravity((0.0, -9.81, 0.0))]).positions[-1, -1, 1]
+        tangent = fwAD.unpack_dual(tip).tangent
+    assert tangent is not None and math.isfinite(float(tangent)) and float(tangent) != 0.0
