@@ -111,11 +111,12 @@ class AssemblyMixin:
             hmat = element_tangent_fused(cache, beta)                           # (R, N, 18, 18)
         else:
             hmat = element_tangent(cache, beta, self._h(), self.stiffness()[:, None, :].expand_as(beta))
+        # load stiffness of the dead nodal loads (node j = 1..N): added to element j-1's (ζ_b, ζ_b) block
+        z = torch.zeros_like(mb[:, 1:, :, None].expand(r, n, 3, 3))
+        kn = -torch.cat([torch.cat([hat(mb[:, 1:]), z], -1), torch.cat([hat(fb[:, 1:]), z], -1)], -2)  # (R, N, 6, 6)
+        hmat = hmat + torch.nn.functional.pad(kn, (6, 6, 6, 6))
         x = (self.proj_t @ hmat).permute(0, 2, 1, 3).reshape(r, 12 * n, 18 * n)
         kt = x @ self.proj_cat                                                  # (R, 12N, 12N)
-        kn = -torch.cat([torch.cat([hat(mb), torch.zeros_like(nodes[..., :3, :3])], -1),
-                         torch.cat([hat(fb), torch.zeros_like(nodes[..., :3, :3])], -1)], -2)  # (R, N+1, 6, 6)
-        kt = kt + (self.proj_nodes.transpose(-1, -2) @ (kn @ self.proj_nodes)).sum(1)
         z33 = torch.zeros(3, 3, dtype=g_ee.dtype)
         kee = -torch.cat([torch.cat([hat(me), z33], -1), torch.cat([hat(fe), z33], -1)], -2)
         if pul is not None:
