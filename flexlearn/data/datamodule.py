@@ -17,11 +17,21 @@ from flexlearn.data.dataset import DirectionDataset
 
 
 class EpochSeededBatchSampler(Sampler[torch.Tensor]):
-    """Yields index batches (B,) of a permutation drawn from ``seed + epoch`` (or in order)."""
+    """Yields index batches (B,) of a permutation drawn from ``seed + epoch`` (or in order).
 
-    def __init__(self, n: int, batch_size: int, shuffle: bool, seed: int, drop_last: bool = False) -> None:
+    With ``world_size > 1`` (DDP) the permutation, padded by its head to a multiple of ``world_size``, is
+    dealt out ``order[rank::world_size]``, so every rank gets the same number of batches of disjoint data.
+    """
+
+    def __init__(self, n: int, batch_size: int, shuffle: bool, seed: int, drop_last: bool = False,
+                 rank: int = 0, world_size: int = 1) -> None:
         self.n, self.batch_size, self.shuffle, self.seed, self.drop_last = n, batch_size, shuffle, seed, drop_last
+        self.rank, self.world_size = rank, world_size
         self.epoch = 0
+
+    @property
+    def _n_local(self) -> int:
+        return -(-self.n // self.world_size)
 
     def set_epoch(self, epoch: int) -> None:
         """Called by Lightning at the start of every epoch."""
@@ -33,12 +43,16 @@ class EpochSeededBatchSampler(Sampler[torch.Tensor]):
             order = torch.randperm(self.n, generator=g)
         else:
             order = torch.arange(self.n)
-        stop = self.n - self.n % self.batch_size if self.drop_last else self.n
+        if self.world_size > 1:
+            order = torch.cat([order, order[:self._n_local * self.world_size - self.n]])[self.rank::self.world_size]
+        n = order.numel()
+        stop = n - n % self.batch_size if self.drop_last else n
         for start in range(0, stop, self.batch_size):
             yield order[start:start + self.batch_size]
 
     def __len__(self) -> int:
-        return self.n // self.batch_size if self.drop_last else -(-self.n // self.batch_size)
+        n = self._n_local
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
 
 class TensorBatches(Dataset):
@@ -83,13 +97,18 @@ class DirectionDataModule(L.LightningDataModule):
         """Training fields (N, 3) [T], used to fit the model's input normalisation."""
         return self.split("train").delta_b
 
-    def _loader(self, name: str, batch_size: int, shuffle: bool) -> DataLoader:
+    def _loader(self, name: str, batch_size: int, shuffle: bool, rank: int = 0, world_size: int = 1) -> DataLoader:
         data = self.split(name)
-        sampler = EpochSeededBatchSampler(len(data), batch_size, shuffle=shuffle, seed=self.seed)
+        sampler = EpochSeededBatchSampler(len(data), batch_size, shuffle=shuffle, seed=self.seed, rank=rank,
+                                          world_size=world_size)
         return DataLoader(data, sampler=sampler, batch_size=None, num_workers=0)
 
     def train_dataloader(self) -> DataLoader:
-        return self._loader("train", self.batch_size, shuffle=True)
+        """Training batches; under DDP this rank's shard (the trainer runs with use_distributed_sampler=False).
+        Validation and test sets are evaluated whole on every rank, so their metrics are exact."""
+        trainer = self.trainer
+        rank, world = (trainer.global_rank, trainer.world_size) if trainer is not None else (0, 1)
+        return self._loader("train", self.batch_size, shuffle=True, rank=rank, world_size=world)
 
     def val_dataloader(self) -> DataLoader:
         return self._loader("val", self.eval_batch_size, shuffle=False)

@@ -86,7 +86,7 @@ class DirectionTask(L.LightningModule):
         loss = 1.0 - torch.cos(torch.deg2rad(err[torch.isfinite(err)])).mean()
         self.log(f"{prefix}loss", loss.float())
         for key, value in summary.items():
-            if key.endswith("_deg"):
+            if key.endswith("_deg") or key.endswith("n_samples"):
                 self.log(key, float(value))
 
     def on_validation_epoch_end(self) -> None:

@@ -37,10 +37,15 @@ def test_joblib_multirun_of_two_identifications_then_aggregate(tmp_path):
 
 def test_ddp_training_with_two_cpu_processes(tmp_path):
     proc = run_app("flexlearn.apps.train", tmp_path, [
-        "trainer=ddp_cpu", "data.sim.n_poses=200", "data.batch_size=32", "trainer.max_epochs=1", "logger=csv"])
+        "trainer=ddp_cpu", "data.sim.n_poses=200", "data.batch_size=32", "data.eval_batch_size=8",
+        "trainer.max_epochs=1", "logger=csv"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_dir = next(tmp_path.glob("logs/train/runs/*"))
     m = json.loads((run_dir / "metrics.json").read_text())
     assert m["world_size"] == 2 and m["epochs"] == 1
     assert (run_dir / "train_ddp_process_1.log").exists()  # rank 1 ran in the same run directory
     assert "test/ang_err_median_deg" in m and Path(m["best_ckpt"]).exists()
+    from flexlearn.data.dataset import DirectionDataset
+    split = DirectionDataset.load(m["dataset_path"]).split
+    # each rank evaluates the whole val/test split (exact metrics, no duplicated or missing samples)
+    assert m["val/n_samples"] == (split == "val").sum() and m["test/n_samples"] == (split == "test").sum()
