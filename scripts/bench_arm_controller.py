@@ -1,9 +1,10 @@
 #!/usr/bin/env python
 """Benchmark of the deployable flexible-arm controller (seed 000, eq. (45)); prints one JSON object.
 
-``step_us_median``: one scripted ``ArmController`` step (input checks, IMU estimator with acceleration
-compensation → joint states, modal coordinates, tip deflections and curvatures, pose → quintic reference →
-control law → torque limit), 1 thread, median over repeats of the wall time per step; also the thread CPU
+``step_us_median``: one scripted ``ArmController`` step of the default (``moment``) controller (input checks,
+IMU estimator with acceleration compensation → joint states, modal coordinates, tip deflections and
+curvatures, pose → hub loads from the measured link loads, low-passed → static angle correction → quintic
+reference → control law → torque limit), 1 thread, median over repeats of the wall time per step; also the thread CPU
 time (robust to other processes on a shared machine), the estimator alone, and the step of the exported
 file loaded with plain torch. Target ≤ 150 µs.
 

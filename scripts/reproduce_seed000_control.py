@@ -148,11 +148,15 @@ def run(seconds: float, out: Path, seed: int, lag: float, variants=VARIANTS,
         }
     if out is None:
         return res
-    # figures (seed Figs. 15–17) for the proposed IMU-fed controller and the rigid baseline
+    # figures (seed Figs. 15–17) for the proposed IMU-fed controller and the rigid baseline (a diverged
+    # controller is left out of the plots and named in the title)
+    shown = [(b, nm) for b, nm in enumerate(names[:2]) if res["variants"][nm]["stable"]]
+    gone = [nm for nm in names[:2] if not res["variants"][nm]["stable"]]
+    note = f" — diverged, not shown: {', '.join(gone)}" if gone else ""
     fig, ax = plt.subplots(2, 2, figsize=(12, 6), sharex=True)
     for j in range(2):
         ax[0, j].plot(t, np.degrees(th_d[:, j]), "k--", label="desired")
-        for b, name in enumerate(names[:2]):
+        for b, name in shown:
             st = log["est_state"][b]
             ax[0, j].plot(t, np.degrees(st[:, j]), lw=1, label=f"{name} (IMU estimate)")
             ax[0, j].plot(t, np.degrees(log["theta"][b][:, j]), lw=1, ls=":", label=f"{name} (true)")
@@ -162,24 +166,28 @@ def run(seconds: float, out: Path, seed: int, lag: float, variants=VARIANTS,
         ax[1, j].set_xlabel("t [s]")
     ax[0, 0].legend(fontsize=7)
     ax[1, 0].legend(fontsize=7)
+    fig.suptitle("Fig. 15: tracking and errors (IMU-fed)" + note)
     _save(fig, out / "fig15_tracking.png")
     fig, ax = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
     for j in range(2):
-        for b, name in enumerate(names[:2]):
+        for b, name in shown:
             ax[j].plot(t, log["tau_cmd"][b][:, j], lw=1, label=name)
         ax[j].set_ylabel(f"τ{j + 1} [N m]")
     ax[0].legend(fontsize=7)
     ax[1].set_xlabel("t [s]")
+    fig.suptitle("Fig. 16: joint torques" + note)
     _save(fig, out / "fig16_torques.png")
     fig, ax = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
     st = log["est_state"][0]
     for j in range(2):
         ax[j].plot(t, log["tip_deflection"][0][:, j], "k", lw=1.5, label="truth (proposed)")
         ax[j].plot(t, st[:, lay["tip_deflection"][0] + j], lw=1, label="IMU reconstruction (proposed)")
-        ax[j].plot(t, log["tip_deflection"][1][:, j], lw=1, ls=":", label="truth (rigid PD)")
+        if not gone:
+            ax[j].plot(t, log["tip_deflection"][1][:, j], lw=1, ls=":", label="truth (rigid PD)")
         ax[j].set_ylabel(f"w{j + 1}(L{j + 1}) [m]")
     ax[0].legend(fontsize=7)
     ax[1].set_xlabel("t [s]")
+    fig.suptitle("Fig. 17: tip deflections, truth and IMU reconstruction" + note)
     _save(fig, out / "fig17_tip_deformation.png")
     return res
 

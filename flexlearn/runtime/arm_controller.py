@@ -38,8 +38,8 @@ Variants (``ArmControllerConfig.variant``):
   torque) instead of Φ″(0)η — in our closed-loop runs Φ″(0)η was 500 / 400 N m off (16 % / 55 %), the
   load estimate ≈ 5 / 2 N m RMS (open loop, along a reaching run);
 * ``seed``: eq. (45) exactly (terms 1, 1, 1, 0, 1);
-* ``blend`` (default, curvature_gain (0.5, 0)): per joint ``k_i`` × own root moment E_iI_i w_i″(0) + (1 − k_i) × the full gravity model
-  (rigid + payload + deformation coupling) + feedforward (``curvature_gain`` = (k₁, k₂));
+* ``blend`` (curvature_gain (0.5, 0)): per joint ``k_i`` × own root moment E_iI_i w_i″(0) + (1 − k_i) × the
+  full gravity model (rigid + payload + deformation coupling) + feedforward (``curvature_gain`` = (k₁, k₂));
 * ``seed_payload``: eq. (45) plus the payload gravity moments ``(M₁+M₂) g L₁ cos θ₁ + M₂ g L₂ cos(θ₁+θ₂)``
   and ``M₂ g L₂ cos(θ₁+θ₂)`` that the seed's H omits (terms 1, 1, 1, 1, 1);
 * ``rigid``: baseline PD with rigid gravity compensation including payloads, no deformation terms, no
@@ -426,7 +426,6 @@ class ArmController(nn.Module):
         if bool(efault):
             return self._hold(self._classify(frame))
         M = self.n_modes_total
-        S = self.n_imus
         if self.cal_pending:
             if t < self.t0:
                 self._calibrate_gyros(t)
