@@ -48,6 +48,15 @@ __all__ = ["ConvergenceError", "Loads", "Equilibrium", "CPRModel", "motor_twist"
 from flexlearn.physics.lse.state import ConvergenceError, Equilibrium, Loads, motor_twist  # noqa: F401
 
 
+def _solve_per_matrix(a: Tensor, b: Tensor) -> Tensor:
+    """``torch.linalg.solve`` over a batch (R, n, n), (R, n, c); with several intra-op threads one matrix at a
+    time: torch 2.13's batched LU (MKL) returned zero pivots with info = 0 for the rods' condensed tangents
+    (n = 186, 16 elements per rod) when run on 2 threads, and lu_solve then failed."""
+    if torch.get_num_threads() == 1 or a.shape[0] == 1:
+        return torch.linalg.solve(a, b)
+    return torch.stack([torch.linalg.solve(a[i], b[i]) for i in range(a.shape[0])])
+
+
 class CPRModel(AssemblyMixin, nn.Module):
     """LSE statics of a continuum parallel robot (a single rod with a free tip is the special case R = 1).
 
@@ -268,7 +277,7 @@ class CPRModel(AssemblyMixin, nn.Module):
         kyy, kyz = kt[:, :ny, :ny], kt[:, :ny, ny:]
         kzy, kzz = kt[:, ny:, :ny], kt[:, ny:, ny:]
         rhs = res[..., None] if drdth is None else torch.cat([res[..., None], drdth], -1)   # (R, 12N, c)
-        x = torch.linalg.solve(kyy, torch.cat([kyz, rhs[:, :ny]], -1))     # (R, ny, 6 + c)
+        x = _solve_per_matrix(kyy, torch.cat([kyz, rhs[:, :ny]], -1))     # (R, ny, 6 + c)
         s = kzz.sum(0) + kee - (kzy @ x[..., :6]).sum(0)
         rz = rhs[:, ny:].sum(0) - (kzy @ x[..., 6:]).sum(0)
         rz = rz + torch.cat([res_ee[:, None], rz.new_zeros(6, rz.shape[1] - 1)], -1)
