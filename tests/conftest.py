@@ -62,3 +62,13 @@ def trained_run(tmp_path_factory, cache_dir) -> dict:
                          ["data.sim.n_poses=600", "trainer.max_epochs=3", "data.batch_size=64"])
     metrics = train(cfg)
     return {"cfg": cfg, "metrics": metrics, "root": root}
+
+
+@pytest.fixture
+def one_torch_thread():
+    """One intra-op torch thread for the test (restored after): for tests of tiny tensors, where OpenMP
+    barriers between threads on a loaded machine cost more than the work (10–50× slower solves)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

@@ -16,13 +16,7 @@ from flexlearn.sensing.imu import GRAVITY
 f64 = torch.float64
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: one intra-op thread (OpenMP barriers dominate on a loaded machine)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tiny tensors: one intra-op thread
 
 
 def _frame(theta=(0.2, -0.6), noise=0.0, seed=0):
