@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from flexlearn.physics.lse.element import element_forces, element_tangent
+from flexlearn.physics.lse.compiled import HAVE_NUMBA, element_residual_nb, element_tangent_nb
 from flexlearn.physics.lse.fused import element_residual, element_tangent_fused, hat
 from flexlearn.physics.lse.state import Loads, motor_twist
 
@@ -77,7 +79,13 @@ class AssemblyMixin:
         nodes = self._all_nodes(theta, g_ee, g_int)
         k = self.stiffness()[:, None, :].expand(r, n, 6)
         xi0 = self.xi0[:, None, :].expand(r, n, 6)
-        if self.kernels == "fused":
+        if self.kernels == "numba" and HAVE_NUMBA and not (nodes.requires_grad or beta.requires_grad
+                                                          or k.requires_grad or xi0.requires_grad):
+            # compiled kernels (flexlearn.physics.lse.compiled): the inputs kept as the tangent's "cache"
+            cache = tuple(t.detach().reshape((r * n,) + t.shape[2:]).contiguous().numpy() for t in
+                          (nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0))
+            re = torch.from_numpy(element_residual_nb(*cache)).reshape(r, n, 18)
+        elif self.kernels in ("fused", "numba"):
             re, cache = element_residual(nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)  # (R, N, 18)
         else:  # the reference element functions (flexlearn.lie kernels), same values to round-off
             cache = element_forces(nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)
@@ -107,7 +115,9 @@ class AssemblyMixin:
         predictor of warm starts (:meth:`solve`)."""
         cache, beta, nodes, mb, fb, me, fe, pul, g_ee = ctx
         r, n = self.n_rods, self.n_elements
-        if self.kernels == "fused":
+        if isinstance(cache, tuple) and isinstance(cache[0], np.ndarray):
+            hmat = torch.from_numpy(element_tangent_nb(*cache)).reshape(r, n, 18, 18)
+        elif self.kernels in ("fused", "numba"):
             hmat = element_tangent_fused(cache, beta)                           # (R, N, 18, 18)
         else:
             hmat = element_tangent(cache, beta, self._h(), self.stiffness()[:, None, :].expand_as(beta))

@@ -1,0 +1,275 @@
+"""Compiled (numba) linear-strain-element kernels: residual and exact tangent of all elements in one call each.
+
+The same discrete equations as :func:`flexlearn.physics.lse.fused.element_residual` and
+:func:`~flexlearn.physics.lse.fused.element_tangent_fused` (seed 003, eqs. (9), (11), Sec. V-A/V-D; tested
+equal to round-off in tests/physics/lse/test_lse_compiled.py), written element by element in scalar code on
+float64 numpy arrays, so that one call replaces the few hundred small tensor ops of the torch kernels.
+Used by `CPRModel` when ``kernels == "numba"`` and nothing needs gradients (see
+:meth:`AssemblyMixin._residual`); ``HAVE_NUMBA`` is False when numba cannot be imported, and the model then
+stays on the torch kernels.
+
+Shapes: elements flattened to E: poses ga, gb (E, 4, 4), β, K-diagonal, ξ₀ (E, 6), h (E,). The relative
+rotation of an element must stay below π.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from flexlearn.physics.lse.fused import _GL_NODES, _GL_WEIGHTS, _SERIES, _THRESHOLDS
+
+try:  # numba is a core dependency; the torch kernels remain the fallback
+    from numba import njit
+    HAVE_NUMBA = True
+except Exception:  # pragma: no cover - exercised only without numba
+    HAVE_NUMBA = False
+
+    def njit(*args, **kwargs):
+        if args and callable(args[0]):
+            return args[0]
+        return lambda f: f
+
+__all__ = ["HAVE_NUMBA", "element_residual_nb", "element_tangent_nb"]
+
+_SER = np.ascontiguousarray(_SERIES)
+_THR = np.ascontiguousarray(_THRESHOLDS)
+_GT = 0.5 * (_GL_NODES + 1.0)                   # Gauss–Legendre nodes on [0, 1]
+_GTW = 0.25 * (_GL_NODES + 1.0) * _GL_WEIGHTS   # t · w on [0, 1]
+
+
+@njit(cache=True)
+def _coefficients(t2):
+    """[A, B, C, E, F, D] of θ² (see :func:`flexlearn.physics.lse.fused.coefficients`)."""
+    out = np.empty(6)
+    for i in range(6):
+        if t2 < _THR[i]:
+            acc = 0.0
+            pw = 1.0
+            for j in range(_SER.shape[0]):
+                acc += pw * _SER[j, i]
+                pw *= t2
+            out[i] = acc
+        else:
+            th = np.sqrt(t2)
+            s, c = np.sin(th), np.cos(th)
+            if i == 0:
+                out[i] = s / th
+            elif i == 1:
+                out[i] = (1.0 - c) / t2
+            elif i == 2:
+                out[i] = (th - s) / (t2 * th)
+            elif i == 3:
+                out[i] = (t2 + 2.0 * c - 2.0) / (2.0 * t2 * t2)
+            elif i == 4:
+                out[i] = (2.0 * th - 3.0 * s + th * c) / (2.0 * t2 * t2 * th)
+            else:
+                out[i] = (1.0 - th * s / (2.0 * (1.0 - c))) / t2
+    return out
+
+
+@njit(cache=True)
+def _hat(v):
+    m = np.zeros((3, 3))
+    m[0, 1], m[0, 2] = -v[2], v[1]
+    m[1, 0], m[1, 2] = v[2], -v[0]
+    m[2, 0], m[2, 1] = -v[1], v[0]
+    return m
+
+
+@njit(cache=True)
+def _cross(a, b):
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+@njit(cache=True)
+def _mm(a, b):
+    n, k = a.shape
+    m = b.shape[1]
+    out = np.zeros((n, m))
+    for i in range(n):
+        for p in range(k):
+            aip = a[i, p]
+            if aip != 0.0:
+                for j in range(m):
+                    out[i, j] += aip * b[p, j]
+    return out
+
+
+@njit(cache=True)
+def _mv(a, v):
+    n, k = a.shape
+    out = np.zeros(n)
+    for i in range(n):
+        acc = 0.0
+        for p in range(k):
+            acc += a[i, p] * v[p]
+        out[i] = acc
+    return out
+
+
+@njit(cache=True)
+def _blocks(a, b, c, d):
+    m = np.zeros((6, 6))
+    m[:3, :3] = a
+    m[:3, 3:] = b
+    m[3:, :3] = c
+    m[3:, 3:] = d
+    return m
+
+
+@njit(cache=True)
+def _ad(x):
+    """ad_ξ = [[ω^, 0], [v^, ω^]]."""
+    w = _hat(x[:3])
+    return _blocks(w, np.zeros((3, 3)), _hat(x[3:]), w)
+
+
+@njit(cache=True)
+def _wbar(w):
+    """W̃(w) = [[m^, f^], [f^, 0]] with ad_aᵀ w = W̃(w) a."""
+    f = _hat(w[3:])
+    return _blocks(_hat(w[:3]), f, f, np.zeros((3, 3)))
+
+
+@njit(cache=True)
+def _q_parts(phi, rho, t2, co):
+    """Barfoot's Q(φ, ρ) = hat(k) + S: returns (k (3,), S (3, 3))."""
+    c, e, f = co[2], co[3], co[4]
+    m = phi[0] * rho[0] + phi[1] * rho[1] + phi[2] * rho[2]
+    kv = 0.5 * rho + ((e - c) * m) * phi + e * _cross(phi, _cross(phi, rho))
+    s = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            s[i, j] = c * (rho[i] * phi[j] + rho[j] * phi[i]) - 2.0 * f * m * phi[i] * phi[j]
+        s[i, i] += 2.0 * m * (f * t2 - c)
+    return kv, s
+
+
+@njit(cache=True)
+def _element(ga, gb, beta, h, k, xi0):
+    """One element's residual pieces (see :func:`flexlearn.physics.lse.fused.element_residual`)."""
+    ra_t = ga[:3, :3].T.copy()
+    rr = _mm(ra_t, gb[:3, :3].copy())
+    pr = _mv(ra_t, gb[:3, 3] - ga[:3, 3])
+    v = 0.5 * np.array([rr[2, 1] - rr[1, 2], rr[0, 2] - rr[2, 0], rr[1, 0] - rr[0, 1]])
+    cth = 0.5 * (rr[0, 0] + rr[1, 1] + rr[2, 2] - 1.0)
+    s2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
+    t2 = 0.0
+    if s2 > 0:
+        theta = np.arctan2(np.sqrt(s2), cth)
+        t2 = theta * theta
+    co = _coefficients(t2)
+    phi = v / co[0]
+    d = co[5]
+    pxr = _cross(phi, pr)
+    rho = pr - 0.5 * pxr + d * _cross(phi, pxr)
+    omega = np.concatenate((phi, rho))
+    c = h ** 3 / 12.0
+    amat = -c * _ad(beta)
+    for i in range(6):
+        amat[i, i] += h
+    ainv = np.linalg.inv(amat)
+    xibar = _mv(ainv, omega)
+    mu = _mv(ainv.T.copy(), h * k * (xibar - xi0))
+    ph = _hat(phi)
+    jr3 = np.eye(3) + 0.5 * ph + d * _mm(ph, ph)
+    kv, s = _q_parts(phi, rho, t2, co)
+    q_r = s - _hat(kv)
+    jri = _blocks(jr3, np.zeros((3, 3)), -_mm(_mm(jr3, q_r), jr3), jr3)
+    jli = jri - _ad(omega)
+    r_b = _mv(jri.T.copy(), mu)
+    r_a = -_mv(jli.T.copy(), mu)
+    r_beta = c * (k * beta - _mv(_wbar(mu), xibar))
+    return rr, pr, phi, rho, t2, ainv, xibar, mu, jri, jli, r_a, r_b, r_beta
+
+
+@njit(cache=True)
+def element_residual_nb(ga, gb, beta, h, k, xi0):
+    """Element residuals ``[r_a; r_b; r_β]`` (E, 18) of all elements (seed eq. (11), Sec. V-A)."""
+    n_el = ga.shape[0]
+    out = np.empty((n_el, 18))
+    for e in range(n_el):
+        parts = _element(ga[e], gb[e], beta[e], h[e], k[e], xi0[e])
+        out[e, :6] = parts[10]
+        out[e, 6:12] = parts[11]
+        out[e, 12:] = parts[12]
+    return out
+
+
+@njit(cache=True)
+def _quadrature_q(phi, rho, t2, r_b):
+    """``∫₀¹ t W̃(Ad_{exp(-tΩ)}ᵀ r_b) J_l(tΩ) dt`` (6, 6), 8-point Gauss–Legendre."""
+    top = np.zeros((3, 3))
+    nfj_sum = np.zeros((3, 3))
+    u = _cross(phi, rho)
+    uu = _cross(phi, u)
+    m, f = r_b[:3], r_b[3:]
+    ph = _hat(phi)
+    ph2 = _mm(ph, ph)
+    for i in range(_GT.shape[0]):
+        t = _GT[i]
+        w = _GTW[i]
+        t2i = t2 * t * t
+        co = _coefficients(t2i)
+        a, b, c = co[0], co[1], co[2]
+        p_t = -t * rho + (b * t * t) * u - (c * t ** 3) * uu
+        x = m - _cross(p_t, f)
+        px = _cross(phi, x)
+        nu_m = x + (a * t) * px + (b * t * t) * _cross(phi, px)
+        pf = _cross(phi, f)
+        nu_f = f + (a * t) * pf + (b * t * t) * _cross(phi, pf)
+        jl = np.eye(3) + (b * t) * ph + (c * t * t) * ph2
+        kv, s = _q_parts(t * phi, t * rho, t2i, co)
+        ql = _hat(kv) + s
+        nf = _hat(nu_f)
+        nfj = _mm(nf, jl)
+        top += w * (_mm(_hat(nu_m), jl) + _mm(nf, ql))
+        nfj_sum += w * nfj
+    return _blocks(top, nfj_sum, nfj_sum, np.zeros((3, 3)))
+
+
+@njit(cache=True)
+def element_tangent_nb(ga, gb, beta, h, k, xi0):
+    """Exact element tangents H (E, 18, 18) = ∂[r_a; r_b; r_β]/∂(δζ_a, δζ_b, δβ) (seed Sec. V-D; see
+    :func:`flexlearn.physics.lse.fused.element_tangent_fused`)."""
+    n_el = ga.shape[0]
+    out = np.zeros((n_el, 18, 18))
+    for e in range(n_el):
+        rr, pr, phi, rho, t2, ainv, xibar, mu, jri, jli, r_a, r_b, r_beta = _element(
+            ga[e], gb[e], beta[e], h[e], k[e], xi0[e])
+        he = h[e]
+        c = he ** 3 / 12.0
+        ke = k[e]
+        q = _quadrature_q(phi, rho, t2, r_b)
+        ainv_t = ainv.T.copy()
+        ad_xi = _ad(xibar)
+        cat = np.zeros((6, 18))
+        cat[:, :6] = -jli
+        cat[:, 6:12] = jri
+        cat[:, 12:] = -c * ad_xi
+        b = _mm(ainv, cat)
+        wmu = _wbar(mu)
+        kb = b.copy()
+        for i in range(6):
+            kb[i] *= he * ke[i]
+        d_mu = _mm(ainv_t, kb)
+        d_mu[:, 12:] += c * _mm(ainv_t, wmu)
+        inner = d_mu.copy()
+        inner[:, :6] += _mm(q, -jli)
+        inner[:, 6:12] += _mm(q, jri)
+        d_rb = _mm(jri.T.copy(), inner)
+        x = _mm(_hat(pr), rr)
+        z3 = np.zeros((3, 3))
+        ad_rel = _blocks(rr, z3, x, rr)
+        ad_neg_t = _blocks(rr, x, z3, rr)
+        cat2 = np.zeros((6, 18))
+        for i in range(6):
+            cat2[i, i] = -1.0
+        cat2[:, 6:12] = ad_rel
+        d_ra = -_mm(_wbar(r_a), cat2) - _mm(ad_neg_t, d_rb)
+        d_rbeta = -c * (_mm(ad_xi.T.copy(), d_mu) + _mm(wmu, b))
+        for i in range(6):
+            d_rbeta[i, 12 + i] += c * ke[i]
+        out[e, :6] = d_ra
+        out[e, 6:12] = d_rb
+        out[e, 12:] = d_rbeta
+    return out

@@ -1,0 +1,70 @@
+"""Compiled (numba) element kernels: equal to the torch kernels to round-off, and the solver on them."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from flexlearn.lie import se3_exp
+from flexlearn.physics.lse import CPRModel, Loads, actuation_path
+from flexlearn.physics.lse.compiled import HAVE_NUMBA, element_residual_nb, element_tangent_nb
+from flexlearn.physics.lse.fused import element_residual, element_tangent_fused
+
+pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="numba not installed")
+DT = torch.float64
+
+
+def test_compiled_kernels_equal_torch_kernels():
+    gen = torch.Generator().manual_seed(3)
+    e = 40
+    ga = se3_exp(torch.randn(e, 6, dtype=DT, generator=gen))
+    # relative rotations from 0 (series branches) to ~1.5 rad (closed forms)
+    rel = torch.randn(e, 6, dtype=DT, generator=gen) * torch.linspace(0.0, 0.8, e, dtype=DT)[:, None]
+    gb = ga @ se3_exp(rel)
+    beta = 0.5 * torch.randn(e, 6, dtype=DT, generator=gen)
+    h = torch.full((e,), 0.04, dtype=DT)
+    k = torch.rand(e, 6, dtype=DT, generator=gen) + 0.5
+    xi0 = torch.tensor([0.1, 0.0, 0.0, 0.0, 0.0, 1.0], dtype=DT).expand(e, 6)
+    re, cache = element_residual(ga, gb, beta, h, k, xi0)
+    hm = element_tangent_fused(cache, beta)
+    args = [t.contiguous().numpy() for t in (ga, gb, beta, h, k, xi0)]
+    rn = torch.from_numpy(element_residual_nb(*args))
+    hn = torch.from_numpy(element_tangent_nb(*args))
+    torch.testing.assert_close(rn, re, rtol=0, atol=1e-13 * float(re.abs().max()))
+    torch.testing.assert_close(hn, hm, rtol=0, atol=1e-13 * float(hm.abs().max()))
+
+
+@pytest.mark.parametrize("pulley", [False, True])
+def test_numba_solver_matches_torch_solver_along_path(pulley):
+    model = CPRModel.from_config()
+    loads = model.default_loads(pulley)
+    _, dense, _ = actuation_path(3, 4)
+    runs = {}
+    for kernels in ("fused", "numba"):
+        model.kernels = kernels
+        eq = model.solve(torch.zeros(3, dtype=DT), loads)
+        out = []
+        for th in dense:
+            eq = model.solve(th, loads, init=eq)
+            out.append(eq)
+        runs[kernels] = out
+    for a, b in zip(runs["fused"], runs["numba"]):
+        assert a.iterations == b.iterations
+        torch.testing.assert_close(b.g_ee, a.g_ee, rtol=0, atol=1e-10)
+        torch.testing.assert_close(b.nodes, a.nodes, rtol=0, atol=1e-10)
+        # slopes β [1/m²]: the same relative accuracy on their scale
+        torch.testing.assert_close(b.beta, a.beta, rtol=0, atol=1e-10 * max(1.0, float(a.beta.abs().max())))
+
+
+def test_numba_kernels_keep_implicit_gradients():
+    model = CPRModel.from_config()
+    th0 = torch.tensor([-0.05, -0.1, -0.02], dtype=DT)
+    grads = {}
+    for kernels in ("fused", "numba"):
+        model.kernels = kernels
+        th = th0.clone().requires_grad_(True)
+        tension = model.pulley_tension.clone().requires_grad_(True)
+        eq = model.solve(th, Loads(pulley_position=model.pulley_position, pulley_tension=tension))
+        grads[kernels] = torch.autograd.grad(eq.position.sum(), (th, tension))
+    for a, b in zip(grads["fused"], grads["numba"]):
+        assert torch.isfinite(b).all() and float(b.abs().max()) > 0
+        torch.testing.assert_close(b, a, rtol=1e-8, atol=1e-12)
