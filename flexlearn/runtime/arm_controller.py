@@ -268,7 +268,9 @@ class ArmController(nn.Module):
         link_of_imu = torch.tensor([i for i, p in enumerate(cfg.imu_positions) for _ in p], dtype=torch.int64)
         n = 2
         phi_rows = estimator.psi_map[1 + 4 * n + M:1 + 5 * n + M]  # absolute base angles φ = P_φ ψ̂ (n, S)
-        self.register_buffer("delta_map", torch.eye(self.n_imus, dtype=f64) - phi_rows[link_of_imu])
+        trig_off, trig_map = LinkLoadModel.trig_of_slopes(torch.eye(self.n_imus, dtype=f64) - phi_rows[link_of_imu])
+        self.register_buffer("trig_off", trig_off)  # local slopes δ_s = ψ̂_s − φ_link(s): sin/cos in one op
+        self.register_buffer("trig_map", trig_map)
         # hub 2 sits on link 1's tip: its base accelerates with θ̈₁ (consistent hub form of the feedforward)
         self.ff21 = self.ff2 if self.use_load else 0.0
         # critically damped second-order low-pass of the hub loads (two first-order stages at load_filter_hz):
@@ -398,10 +400,10 @@ class ArmController(nn.Module):
         last command)."""
         S = self.n_imus
         M = self.n_modes_total
-        # local slopes δ_s = ψ̂_s − φ_link(s) (linear in ψ̂: one product)
-        delta = torch.mv(self.delta_map, self.estimator.psi_hat)
+        # local slopes δ_s = ψ̂_s − φ_link(s), linear in ψ̂: their sines and cosines in one product and one sin
+        trig = torch.sin(torch.addmv(self.trig_off, self.trig_map, self.estimator.psi_hat)).view(2, 2, S)
         Y = torch.jit.annotate(List[List[float]], self.loads.packed(self.estimator.frame_link[:2 * S].view(2, S),
-                                                                    delta, out[5:5 + M]).tolist())
+                                                                    trig, out[5:5 + M]).tolist())
         lf = [Y[0][0] - Y[2][4], Y[0][1] - Y[2][5], Y[1][3], Y[0][3]]  # Λ₁, Λ₂, F_a2, F_n2
         rot = o[4] + o[7 + M]  # link 2's base frame relative to link 1's: θ₂ + w₁′(L₁)
         cr, sr = math.cos(rot), math.sin(rot)

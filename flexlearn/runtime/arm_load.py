@@ -28,6 +28,7 @@ holds a few precomputed matrices; one evaluation is ~10 TorchScript ops.
 """
 from __future__ import annotations
 
+import math
 from typing import Sequence, Tuple
 
 import numpy as np
@@ -108,14 +109,23 @@ class LinkLoadModel(nn.Module):
         return mom, forces
 
     @torch.jit.export
-    def packed(self, f_link: Tensor, delta: Tensor, eta: Tensor) -> Tensor:
-        """Same as :meth:`forward` in one product (the hot path): ``Y = [f_n; f_a; f_a ⊙ (coup η)] @ cols``
-        (3, 3n) with ``cols = [mom_n | force | link_sum]ᵀ``: Λ = Y[0, :n] − Y[2, 2n:], F_n = Y[0, n:2n],
-        F_a = Y[1, n:2n]."""
-        c, s = torch.cos(delta), torch.sin(delta)
-        fa = c * f_link[0] - s * f_link[1]
-        fn = s * f_link[0] + c * f_link[1]
-        return torch.mm(torch.stack([fn, fa, fa * torch.mv(self.coup, eta)]), self.cols)
+    def packed(self, f_link: Tensor, trig: Tensor, eta: Tensor) -> Tensor:
+        """Same as :meth:`forward` in a few ops (the hot path), from ``trig`` (2, 2, S) =
+        [[sin δ, cos δ], [cos δ, −sin δ]] (one ``sin`` of [δ, δ + π/2, δ + π/2, −δ]):
+        ``Y = [f_n; f_a; f_a ⊙ (coup η)] @ cols`` (3, 3n) with ``cols = [mom_n | force | link_sum]ᵀ``:
+        Λ = Y[0, :n] − Y[2, 2n:], F_n = Y[0, n:2n], F_a = Y[1, n:2n]."""
+        fr = (trig * f_link.unsqueeze(0)).sum(1)  # [f_n; f_a] (2, S)
+        return torch.mm(torch.cat([fr, (fr[1] * torch.mv(self.coup, eta)).unsqueeze(0)]), self.cols)
+
+    @staticmethod
+    def trig_of_slopes(delta_map: Tensor) -> Tuple[Tensor, Tensor]:
+        """(offset (4S,), map (4S, S)) such that ``sin(offset + map ψ̂)`` viewed (2, 2, S) is the ``trig``
+        argument of :meth:`packed` for local slopes ``δ = delta_map ψ̂``."""
+        S = delta_map.shape[0]
+        half_pi = torch.full((S,), math.pi / 2, dtype=delta_map.dtype)
+        zero = torch.zeros(S, dtype=delta_map.dtype)
+        return (torch.cat([zero, half_pi, half_pi, zero]),
+                torch.cat([delta_map, delta_map, delta_map, -delta_map]))
 
 
 def _static_slope(lk: FlexibleLink, rho_A: float, tip_mass: float, x: float, quad: int = 40) -> list[float]:

@@ -171,3 +171,22 @@ def test_closed_loop_reaching_imu_fed_tracks_within_half_a_degree():
     rmse = ((thd - log["theta"][0]) ** 2).mean(0) ** 0.5
     assert (rmse < math.radians(0.5)).all(), rmse
     assert int((log["fault"][0] != 0).sum()) == 0
+
+
+def test_packed_load_evaluation_equals_the_readable_form():
+    """The controller's hot path (one sin of the stacked slopes, three products) against forward()."""
+    from flexlearn.runtime.arm_load import LinkLoadModel
+    c = _controller()
+    g = torch.Generator().manual_seed(3)
+    S, M = c.n_imus, c.n_modes_total
+    f_link = torch.randn(2, S, generator=g, dtype=f64) * 9.0
+    psi = torch.randn(S, generator=g, dtype=f64) * 0.5
+    eta = torch.randn(M, generator=g, dtype=f64) * 0.01
+    off, mp = LinkLoadModel.trig_of_slopes(c.trig_map[:S])
+    assert torch.equal(off, c.trig_off) and torch.equal(mp, c.trig_map)
+    delta = c.trig_map[:S] @ psi
+    mom, forces = c.loads(f_link, delta, eta)
+    Y = c.loads.packed(f_link, torch.sin(c.trig_off + c.trig_map @ psi).view(2, 2, S), eta)
+    n = mom.numel()
+    torch.testing.assert_close(Y[0, :n] - Y[2, 2 * n:], mom, rtol=1e-12, atol=1e-9)
+    torch.testing.assert_close(torch.stack([Y[1, n:2 * n], Y[0, n:2 * n]]), forces, rtol=1e-12, atol=1e-9)
