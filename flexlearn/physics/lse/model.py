@@ -40,6 +40,7 @@ from flexlearn.lie import (
 from flexlearn.physics.lse.config import CPRConfig
 from flexlearn.physics.lse.assembly import AssemblyMixin
 from flexlearn.physics.lse.element import section_properties
+from flexlearn.physics.lse.compiled_solver import HAVE_NUMBA, newton_compiled
 from flexlearn.physics.lse.fused import se3_exp_fused
 
 __all__ = ["ConvergenceError", "Loads", "Equilibrium", "CPRModel", "motor_twist"]
@@ -104,7 +105,9 @@ class CPRModel(AssemblyMixin, nn.Module):
         self.transport = False
         # first-order warm-start predictor q ⊕ (dq/dθ) Δθ (closed chains with motors; see `_predict`)
         self.predictor = True
-        # element kernels: "fused" (flexlearn.physics.lse.fused) or "reference" (element.py); same values
+        # element kernels: "fused" (flexlearn.physics.lse.fused), "reference" (element.py) or "numba"
+        # (flexlearn.physics.lse.compiled; with the nodal update and no gradients the whole Newton iteration
+        # is compiled, flexlearn.physics.lse.compiled_solver); same values
         self.kernels = "fused"
         self.backtracks = 0
         self.growth = 3.0
@@ -373,6 +376,12 @@ class CPRModel(AssemblyMixin, nn.Module):
         if not bool(torch.isfinite(theta).all()):
             raise ValueError(f"theta must be finite, got {theta.tolist()}")
         self._w = self._scales()
+        needs_grad = torch.is_grad_enabled() and (
+            theta.requires_grad or any(t.requires_grad for t in loads.tensors())
+            or any(b.requires_grad for b in self.buffers()) or any(p.requires_grad for p in self.parameters()))
+        # compiled Newton (flexlearn.physics.lse.compiled_solver): same iterations, no gradients, nodal update
+        self._compiled = (self.kernels == "numba" and HAVE_NUMBA and not needs_grad
+                          and self.retraction == "nodal")
         with torch.no_grad():
             th = theta.detach()
             sens = None
@@ -415,9 +424,6 @@ class CPRModel(AssemblyMixin, nn.Module):
             sens = s_new if s_new is not None else sens
         g_ee, g_int, beta = state
         eq = Equilibrium(g_ee, self._all_nodes(th, g_ee, g_int), beta, th, total, log, sens)
-        needs_grad = torch.is_grad_enabled() and (
-            theta.requires_grad or any(t.requires_grad for t in loads.tensors())
-            or any(b.requires_grad for b in self.buffers()) or any(p.requires_grad for p in self.parameters()))
         if needs_grad:
             with torch.no_grad():
                 kt, kee, _ = self._tangent(last)
@@ -465,6 +471,8 @@ class CPRModel(AssemblyMixin, nn.Module):
                 max_rot: float, log: list[float], step_tol: float = 1e-13):
         """Capped Riemannian Newton iterations; returns (converged, state, iterations, last residual context,
         sensitivity dq/dθ from the last factorisation or None). The tangent is formed only when a step is taken."""
+        if getattr(self, "_compiled", False):
+            return newton_compiled(self, th, loads, state, scale, tol, max_iter, max_rot, log, step_tol)
         g_ee, g_int, beta = state
         n = self.n_elements
         res, res_ee, last = self._residual(th, g_ee, g_int, beta, loads)
