@@ -7,9 +7,10 @@ figure run ``OMP_NUM_THREADS=1 python scripts/bench_cpr.py --threads 1``.
 Path: seed eq. (39) with the ramp and one period (``--phases`` phase samples, ``--substeps`` warm-start
 steps between samples); each solve is warm-started from the previous equilibrium. LSE timing is the median
 of ``--repeats`` passes over the path (the machine may be shared); shooting runs one pass. Side by side in
-the same run (interleaved passes): the default solver (fused element kernels, tangent predictor), the same
-without the predictor, and the reference element kernels of ``element.py`` without the predictor
-(``variants``, ``speedup_vs_reference``).
+the same run (interleaved passes): the default solver (compiled numba Newton when numba imports, tangent
+predictor), the torch path with the fused element kernels (``torch_fused``), the same without the predictor,
+and the reference element kernels of ``element.py`` without the predictor (``variants``,
+``speedup_vs_torch_fused``, ``speedup_vs_reference``).
 """
 from __future__ import annotations
 
@@ -53,9 +54,11 @@ def main() -> None:
             pos.append(eq.position)
         return time.perf_counter() - t0, its, torch.stack(pos).numpy()
 
-    # side by side in the same run, interleaved: the default solver (fused kernels + tangent predictor),
-    # without the predictor, and with the reference (flexlearn.lie) element kernels and no predictor
-    variants = {"default": ("fused", True), "no_predictor": ("fused", False), "reference": ("reference", False)}
+    # side by side in the same run, interleaved: the default solver, the torch path (fused kernels + tangent
+    # predictor), without the predictor, and with the reference (flexlearn.lie) element kernels and no predictor
+    # default: compiled (numba) Newton when numba imports; "torch_fused": the torch path with fused kernels
+    variants = {"default": (model.kernels, True), "torch_fused": ("fused", True),
+                "no_predictor": ("fused", False), "reference": ("reference", False)}
     if args.quick:
         variants = {"default": variants["default"]}
     times = {k: [] for k in variants}
@@ -65,7 +68,8 @@ def main() -> None:
             t, its, pos = lse_pass(kern, pred)
             times[name].append(t)
             runs[name] = (its, pos)
-    model.kernels, model.predictor = "fused", True
+    default_kernels = variants["default"][0]
+    model.kernels, model.predictor = default_kernels, True
     iters, positions = runs["default"]
     lse_times = times["default"]
 
@@ -95,6 +99,9 @@ def main() -> None:
                      for name in variants},
         "speedup_vs_reference": (statistics.median(times["reference"]) / statistics.median(lse_times)
                                  if "reference" in times else None),
+        "speedup_vs_torch_fused": (statistics.median(times["torch_fused"]) / statistics.median(lse_times)
+                                   if "torch_fused" in times else None),
+        "kernels": default_kernels,
         "threads": args.threads,
         "pulley": args.pulley,
         "rods": model.n_rods,

@@ -107,8 +107,8 @@ class CPRModel(AssemblyMixin, nn.Module):
         self.predictor = True
         # element kernels: "fused" (flexlearn.physics.lse.fused), "reference" (element.py) or "numba"
         # (flexlearn.physics.lse.compiled; with the nodal update and no gradients the whole Newton iteration
-        # is compiled, flexlearn.physics.lse.compiled_solver); same values
-        self.kernels = "fused"
+        # is compiled, flexlearn.physics.lse.compiled_solver); same values. Default: "numba" when it imports
+        self.kernels = "numba" if HAVE_NUMBA else "fused"
         self.backtracks = 0
         self.growth = 3.0
 
