@@ -40,6 +40,10 @@ _GTW = 0.25 * (_GL_NODES + 1.0) * _GL_WEIGHTS   # t · w on [0, 1]
 def _coefficients(t2):
     """[A, B, C, E, F, D] of θ² (see :func:`flexlearn.physics.lse.fused.coefficients`)."""
     out = np.empty(6)
+    th = np.sqrt(t2)
+    s, c = 0.0, 1.0
+    if t2 >= _THR[0]:  # the smallest threshold: some closed form is used
+        s, c = np.sin(th), np.cos(th)
     for i in range(6):
         if t2 < _THR[i]:
             acc = 0.0
@@ -49,8 +53,6 @@ def _coefficients(t2):
                 pw *= t2
             out[i] = acc
         else:
-            th = np.sqrt(t2)
-            s, c = np.sin(th), np.cos(th)
             if i == 0:
                 out[i] = s / th
             elif i == 1:
@@ -195,9 +197,31 @@ def element_residual_nb(ga, gb, beta, h, k, xi0):
     return out
 
 
+@njit(cache=True, inline="always")
+def _cross_into(a, b, out):
+    out[0] = a[1] * b[2] - a[2] * b[1]
+    out[1] = a[2] * b[0] - a[0] * b[2]
+    out[2] = a[0] * b[1] - a[1] * b[0]
+
+
+@njit(cache=True, inline="always")
+def _hat_into(v, out):
+    out[0, 0], out[0, 1], out[0, 2] = 0.0, -v[2], v[1]
+    out[1, 0], out[1, 1], out[1, 2] = v[2], 0.0, -v[0]
+    out[2, 0], out[2, 1], out[2, 2] = -v[1], v[0], 0.0
+
+
+@njit(cache=True, inline="always")
+def _mm3_acc(a, b, w, out):
+    """out += w · a b (3 × 3)."""
+    for i in range(3):
+        for j in range(3):
+            out[i, j] += w * (a[i, 0] * b[0, j] + a[i, 1] * b[1, j] + a[i, 2] * b[2, j])
+
+
 @njit(cache=True)
 def _quadrature_q(phi, rho, t2, r_b):
-    """``∫₀¹ t W̃(Ad_{exp(-tΩ)}ᵀ r_b) J_l(tΩ) dt`` (6, 6), 8-point Gauss–Legendre."""
+    """``∫₀¹ t W̃(Ad_{exp(-tΩ)}ᵀ r_b) J_l(tΩ) dt`` (6, 6), 8-point Gauss–Legendre (no allocation per node)."""
     top = np.zeros((3, 3))
     nfj_sum = np.zeros((3, 3))
     u = _cross(phi, rho)
@@ -205,25 +229,60 @@ def _quadrature_q(phi, rho, t2, r_b):
     m, f = r_b[:3], r_b[3:]
     ph = _hat(phi)
     ph2 = _mm(ph, ph)
+    pr = phi[0] * rho[0] + phi[1] * rho[1] + phi[2] * rho[2]
+    pp = phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2]
+    p_t = np.empty(3)
+    x = np.empty(3)
+    px = np.empty(3)
+    ppx = np.empty(3)
+    nu = np.empty(3)
+    pxr = _cross(phi, rho)
+    pppr = _cross(phi, pxr)
+    kv = np.empty(3)
+    jl = np.empty((3, 3))
+    ql = np.empty((3, 3))
+    nf = np.empty((3, 3))
+    nm = np.empty((3, 3))
     for i in range(_GT.shape[0]):
         t = _GT[i]
         w = _GTW[i]
         t2i = t2 * t * t
         co = _coefficients(t2i)
         a, b, c = co[0], co[1], co[2]
-        p_t = -t * rho + (b * t * t) * u - (c * t ** 3) * uu
-        x = m - _cross(p_t, f)
-        px = _cross(phi, x)
-        nu_m = x + (a * t) * px + (b * t * t) * _cross(phi, px)
-        pf = _cross(phi, f)
-        nu_f = f + (a * t) * pf + (b * t * t) * _cross(phi, pf)
-        jl = np.eye(3) + (b * t) * ph + (c * t * t) * ph2
-        kv, s = _q_parts(t * phi, t * rho, t2i, co)
-        ql = _hat(kv) + s
-        nf = _hat(nu_f)
-        nfj = _mm(nf, jl)
-        top += w * (_mm(_hat(nu_m), jl) + _mm(nf, ql))
-        nfj_sum += w * nfj
+        for j in range(3):
+            p_t[j] = -t * rho[j] + (b * t * t) * u[j] - (c * t ** 3) * uu[j]
+        _cross_into(p_t, f, x)
+        for j in range(3):
+            x[j] = m[j] - x[j]
+        # R_tᵀ y = y + A t φ×y + B t² φ×(φ×y) for y = x (→ ν_m) and y = f (→ ν_f)
+        _cross_into(phi, x, px)
+        _cross_into(phi, px, ppx)
+        for j in range(3):
+            nu[j] = x[j] + (a * t) * px[j] + (b * t * t) * ppx[j]
+        _hat_into(nu, nm)
+        _cross_into(phi, f, px)
+        _cross_into(phi, px, ppx)
+        for j in range(3):
+            nu[j] = f[j] + (a * t) * px[j] + (b * t * t) * ppx[j]
+        _hat_into(nu, nf)
+        for j in range(3):
+            for l in range(3):
+                jl[j, l] = (b * t) * ph[j, l] + (c * t * t) * ph2[j, l]
+            jl[j, j] += 1.0
+        # Barfoot's Q(tφ, tρ) = hat(k) + S (as _q_parts, with the scalings by t written out)
+        cq, eq, fq = co[2], co[3], co[4]
+        mq = t * t * pr
+        for j in range(3):
+            kv[j] = 0.5 * t * rho[j] + ((eq - cq) * mq * t) * phi[j] + (eq * t ** 3) * pppr[j]
+        _hat_into(kv, ql)
+        for j in range(3):
+            for l in range(3):
+                ql[j, l] += (cq * t * t) * (rho[j] * phi[l] + rho[l] * phi[j]) \
+                    - (2.0 * fq * mq * t * t) * phi[j] * phi[l]
+            ql[j, j] += 2.0 * mq * (fq * t2i - cq)
+        _mm3_acc(nm, jl, w, top)
+        _mm3_acc(nf, ql, w, top)
+        _mm3_acc(nf, jl, w, nfj_sum)
     return _blocks(top, nfj_sum, nfj_sum, np.zeros((3, 3)))
 
 

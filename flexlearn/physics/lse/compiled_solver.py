@@ -125,54 +125,61 @@ def _scaled_norm(res, res_ee, w, ny, scale):
 
 
 @njit(cache=True)
-def _transform(block, k, adinv, n):
-    """(offset, T) of a rod-local block: node idx (1..N) or β_e (idx = -1 - e); offset -1: no unknown."""
+def _offset(block, n):
+    """Rod-local offset of a block: node idx (1..N) or β_e (idx = -1 - e); -1: no unknown (base node)."""
     if block < 0:
-        return 6 * (n - 1) + 6 * (-1 - block), np.eye(6)
+        return 6 * (n - 1) + 6 * (-1 - block)
     if block == n:
-        return 12 * n - 6, adinv[k].copy()
+        return 12 * n - 6
     if block > 0:
-        return 6 * (block - 1), np.eye(6)
-    return -1, np.eye(6)
+        return 6 * (block - 1)
+    return -1
 
 
 @njit(cache=True)
 def _tangent(nodes, beta, tip_local, adinv, h, kd, xi0, body, me, fe, dfdp, g_ee, has_pul, s_world,
              rod_motor, n_motors):
-    """K_t (R, 12N, 12N), K_ee (6, 6), ∂r/∂θ (R, 12N, M) (see :meth:`AssemblyMixin._tangent`)."""
+    """K_t (R, 12N, 12N), K_ee (6, 6), ∂r/∂θ (R, 12N, M) (see :meth:`AssemblyMixin._tangent`); the
+    projections are identity blocks except ``Ad_{(g^loc)⁻¹}`` at the tip node (block N)."""
     r, n = beta.shape[0], beta.shape[1]
     nl = 12 * n
     kt = np.zeros((r, nl, nl))
     drdth = np.zeros((r, nl, n_motors))
+    z3 = np.zeros((3, 3))
     for k in range(r):
         hm = element_tangent_nb(nodes[k, :-1].copy(), nodes[k, 1:].copy(), beta[k].copy(),
                                 np.full(n, h[k]), np.repeat(kd[k], n).reshape(6, n).T.copy(),
                                 np.repeat(xi0[k], n).reshape(6, n).T.copy())
+        ad = adinv[k].copy()
+        ad_t = ad.T.copy()
+        # the tip block's rows and columns: Tᵀ H, H T (element N-1 only)
+        e = n - 1
+        hl = hm[e].copy()
+        hl[6:12] = _mm(ad_t, hm[e, 6:12].copy())
+        hl[:, 6:12] = _mm(hl[:, 6:12].copy(), ad)
+        hm[e] = hl
         for e in range(n):
-            z3 = np.zeros((3, 3))
-            hm[e, 6:12, 6:12] -= _blocks(_hat(body[k, e + 1, :3].copy()), z3, _hat(body[k, e + 1, 3:].copy()), z3)
+            hm[e, 6:12, 6:12] -= _blocks(_hat(body[k, e + 1, :3].copy()), z3, _hat(body[k, e + 1, 3:].copy()), z3) \
+                if e < n - 1 else _mm(_mm(ad_t, _blocks(_hat(body[k, n, :3].copy()), z3,
+                                                        _hat(body[k, n, 3:].copy()), z3)), ad)
             blocks = (e, e + 1, -1 - e)
             for bi in range(3):
-                oi, ti = _transform(blocks[bi], k, adinv, n)
+                oi = _offset(blocks[bi], n)
                 if oi < 0:
                     continue
                 for bj in range(3):
-                    oj, tj = _transform(blocks[bj], k, adinv, n)
+                    oj = _offset(blocks[bj], n)
                     if oj < 0:
                         continue
-                    kt[k, oi:oi + 6, oj:oj + 6] += _mm(_mm(ti.T.copy(), hm[e, 6 * bi:6 * bi + 6, 6 * bj:6 * bj + 6].copy()), tj)
+                    kt[k, oi:oi + 6, oj:oj + 6] += hm[e, 6 * bi:6 * bi + 6, 6 * bj:6 * bj + 6]
             if e == 0 and rod_motor[k] >= 0:
                 rb = nodes[k, 0, :3, :3].T.copy()
                 pb = nodes[k, 0, :3, 3].copy()
                 sw = s_world[k]
                 dz0 = np.concatenate((_mv(rb, sw[:3].copy()), _mv(rb, sw[3:] - _cross(pb, sw[:3].copy()))))
-                for bi in range(3):
-                    oi, ti = _transform(blocks[bi], k, adinv, n)
-                    if oi < 0:
-                        continue
-                    col = _mv(ti.T.copy(), _mv(hm[e, 6 * bi:6 * bi + 6, :6].copy(), dz0))
-                    drdth[k, oi:oi + 6, rod_motor[k]] += col
-    z3 = np.zeros((3, 3))
+                for bi in range(1, 3):
+                    oi = _offset(blocks[bi], n)
+                    drdth[k, oi:oi + 6, rod_motor[k]] += _mv(hm[e, 6 * bi:6 * bi + 6, :6].copy(), dz0)
     kee = -_blocks(_hat(me), z3, _hat(fe), z3)
     if has_pul:
         rot = g_ee[:3, :3].copy()
