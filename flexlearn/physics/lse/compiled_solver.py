@@ -68,14 +68,17 @@ def _body_loads(nodes, wn):
 def _add_block(res, k, idx, adinv, v, n):
     """res[k, block idx] += T_idxᵀ v for the rod-local block of node idx (1..N) or β_e (idx = -1 - e)."""
     nl = 12 * n
-    if idx < 0:
-        off = 6 * (n - 1) + 6 * (-1 - idx)
-        res[k, off:off + 6] += v
-    elif idx == n:
-        res[k, nl - 6:] += _mv(adinv[k].T.copy(), v)
-    elif idx > 0:
-        off = 6 * (idx - 1)
-        res[k, off:off + 6] += v
+    if idx == n:
+        for i in range(6):
+            acc = 0.0
+            for j in range(6):
+                acc += adinv[k, j, i] * v[j]
+            res[k, nl - 6 + i] += acc
+        return
+    off = 6 * (n - 1) + 6 * (-1 - idx) if idx < 0 else 6 * (idx - 1)
+    if idx != 0:
+        for i in range(6):
+            res[k, off + i] += v[i]
 
 
 @njit(cache=True)
@@ -171,7 +174,9 @@ def _tangent(nodes, beta, tip_local, adinv, h, kd, xi0, body, me, fe, dfdp, g_ee
                     oj = _offset(blocks[bj], n)
                     if oj < 0:
                         continue
-                    kt[k, oi:oi + 6, oj:oj + 6] += hm[e, 6 * bi:6 * bi + 6, 6 * bj:6 * bj + 6]
+                    for i in range(6):
+                        for j in range(6):
+                            kt[k, oi + i, oj + j] += hm[e, 6 * bi + i, 6 * bj + j]
             if e == 0 and rod_motor[k] >= 0:
                 rb = nodes[k, 0, :3, :3].T.copy()
                 pb = nodes[k, 0, :3, 3].copy()
