@@ -110,12 +110,25 @@ def _mv(a, v):
 
 @njit(cache=True)
 def _blocks(a, b, c, d):
-    m = np.zeros((6, 6))
-    m[:3, :3] = a
-    m[:3, 3:] = b
-    m[3:, :3] = c
-    m[3:, 3:] = d
+    m = np.empty((6, 6))
+    for i in range(3):
+        for j in range(3):
+            m[i, j] = a[i, j]
+            m[i, j + 3] = b[i, j]
+            m[i + 3, j] = c[i, j]
+            m[i + 3, j + 3] = d[i, j]
     return m
+
+
+@njit(cache=True, inline="always")
+def _put(dst, r0, c0, src, scale, add):
+    """dst[r0:, c0:] (+)= scale · src, explicit loops (numba slice updates allocate)."""
+    for i in range(src.shape[0]):
+        for j in range(src.shape[1]):
+            if add:
+                dst[r0 + i, c0 + j] += scale * src[i, j]
+            else:
+                dst[r0 + i, c0 + j] = scale * src[i, j]
 
 
 @njit(cache=True)
@@ -301,20 +314,21 @@ def element_tangent_nb(ga, gb, beta, h, k, xi0):
         q = _quadrature_q(phi, rho, t2, r_b)
         ainv_t = ainv.T.copy()
         ad_xi = _ad(xibar)
-        cat = np.zeros((6, 18))
-        cat[:, :6] = -jli
-        cat[:, 6:12] = jri
-        cat[:, 12:] = -c * ad_xi
+        cat = np.empty((6, 18))
+        _put(cat, 0, 0, jli, -1.0, False)
+        _put(cat, 0, 6, jri, 1.0, False)
+        _put(cat, 0, 12, ad_xi, -c, False)
         b = _mm(ainv, cat)
         wmu = _wbar(mu)
         kb = b.copy()
         for i in range(6):
-            kb[i] *= he * ke[i]
+            for j in range(18):
+                kb[i, j] *= he * ke[i]
         d_mu = _mm(ainv_t, kb)
-        d_mu[:, 12:] += c * _mm(ainv_t, wmu)
+        _put(d_mu, 0, 12, _mm(ainv_t, wmu), c, True)
         inner = d_mu.copy()
-        inner[:, :6] += _mm(q, -jli)
-        inner[:, 6:12] += _mm(q, jri)
+        _put(inner, 0, 0, _mm(q, jli), -1.0, True)
+        _put(inner, 0, 6, _mm(q, jri), 1.0, True)
         d_rb = _mm(jri.T.copy(), inner)
         x = _mm(_hat(pr), rr)
         z3 = np.zeros((3, 3))
@@ -323,12 +337,16 @@ def element_tangent_nb(ga, gb, beta, h, k, xi0):
         cat2 = np.zeros((6, 18))
         for i in range(6):
             cat2[i, i] = -1.0
-        cat2[:, 6:12] = ad_rel
-        d_ra = -_mm(_wbar(r_a), cat2) - _mm(ad_neg_t, d_rb)
-        d_rbeta = -c * (_mm(ad_xi.T.copy(), d_mu) + _mm(wmu, b))
+        _put(cat2, 0, 6, ad_rel, 1.0, False)
+        d_ra = _mm(_wbar(r_a), cat2)
+        d_ra2 = _mm(ad_neg_t, d_rb)
+        d_rbeta = _mm(ad_xi.T.copy(), d_mu)
+        d_rbeta2 = _mm(wmu, b)
+        oe = out[e]
         for i in range(6):
-            d_rbeta[i, 12 + i] += c * ke[i]
-        out[e, :6] = d_ra
-        out[e, 6:12] = d_rb
-        out[e, 12:] = d_rbeta
+            for j in range(18):
+                oe[i, j] = -d_ra[i, j] - d_ra2[i, j]
+                oe[6 + i, j] = d_rb[i, j]
+                oe[12 + i, j] = -c * (d_rbeta[i, j] + d_rbeta2[i, j])
+            oe[12 + i, 12 + i] += c * ke[i]
     return out
