@@ -23,7 +23,7 @@ from flexlearn.physics.lse.compiled import (HAVE_NUMBA, _blocks, _coefficients, 
                                             _mv, element_tangent_nb, njit)
 from flexlearn.physics.lse.state import motor_twist
 
-__all__ = ["HAVE_NUMBA", "newton_compiled"]
+__all__ = ["HAVE_NUMBA", "newton_compiled", "retract_compiled"]
 
 
 @njit(cache=True)
@@ -329,3 +329,9 @@ def newton_compiled(model, th, loads, state, scale, tol, max_iter, max_rot, log,
     new_state = (torch.from_numpy(np.ascontiguousarray(ge)), torch.from_numpy(np.ascontiguousarray(gi)),
                  torch.from_numpy(np.ascontiguousarray(be)))
     return bool(ok), new_state, int(it), None, sens
+
+
+def retract_compiled(g_ee, g_int, beta, dy, dz, alpha: float = 1.0):
+    """Nodal retraction of :meth:`CPRModel._retract` (``retraction == "nodal"``) on torch tensors, compiled."""
+    ge, gi, be = _retract(_np(g_ee), _np(g_int), _np(beta), _np(dy), _np(dz), float(alpha))
+    return torch.from_numpy(ge), torch.from_numpy(gi), torch.from_numpy(be)

@@ -40,7 +40,7 @@ from flexlearn.lie import (
 from flexlearn.physics.lse.config import CPRConfig
 from flexlearn.physics.lse.assembly import AssemblyMixin
 from flexlearn.physics.lse.element import section_properties
-from flexlearn.physics.lse.compiled_solver import HAVE_NUMBA, newton_compiled
+from flexlearn.physics.lse.compiled_solver import HAVE_NUMBA, newton_compiled, retract_compiled
 from flexlearn.physics.lse.fused import se3_exp_fused
 
 __all__ = ["ConvergenceError", "Loads", "Equilibrium", "CPRModel", "motor_twist"]
@@ -441,6 +441,8 @@ class CPRModel(AssemblyMixin, nn.Module):
         rot = torch.cat([dy[:, :6 * (n - 1)].reshape(-1, 6)[:, :3], dz[None, :3]])
         if not float(torch.linalg.vector_norm(rot, dim=-1).max()) <= max_rot:
             return state
+        if getattr(self, "_compiled", False):
+            return retract_compiled(*state, dy, dz, 1.0)
         return self._retract(*state, dy, dz, 1.0)
 
     def _continuation(self, problem, cur, scale, tol, max_iter, max_rot, max_stages, log, start_ok):
