@@ -213,7 +213,9 @@ class FlexibleArmEstimator(nn.Module):
     @torch.jit.export
     def step(self, acc: Tensor, gyr: Tensor) -> Tuple[Tensor, Tensor]:
         """Packed output ``[pose (3), θ (n), η (M), w(L) (n), w′(L) (n), w″(0) (n), θ̇ (n)]`` and fault."""
-        if not (float(torch.amax(acc.abs())) < self.acc_range and float(torch.amax(gyr.abs())) < self.gyr_range):
+        # max |x| in one op (NaN propagates, so NaN fails the comparison)
+        if not (float(torch.linalg.vector_norm(acc, float("inf"))) < self.acc_range
+                and float(torch.linalg.vector_norm(gyr, float("inf"))) < self.gyr_range):
             return self.last_out.clone(), self.fault_true  # NaN, inf or saturated frame
         S = self.n_imus
         n = self.n_links
