@@ -28,7 +28,8 @@ except Exception:  # pragma: no cover - exercised only without numba
             return args[0]
         return lambda f: f
 
-__all__ = ["HAVE_NUMBA", "element_residual_nb", "element_tangent_nb"]
+__all__ = ["HAVE_NUMBA", "alloc_parts", "element_into", "element_residual_nb", "element_tangent_nb", "tangent_into",
+           "workspace"]
 
 _SER = np.ascontiguousarray(_SERIES)
 _THR = np.ascontiguousarray(_THRESHOLDS)
@@ -37,9 +38,8 @@ _GTW = 0.25 * (_GL_NODES + 1.0) * _GL_WEIGHTS   # t · w on [0, 1]
 
 
 @njit(cache=True)
-def _coefficients(t2):
-    """[A, B, C, E, F, D] of θ² (see :func:`flexlearn.physics.lse.fused.coefficients`)."""
-    out = np.empty(6)
+def _coefficients_into(t2, out):
+    """[A, B, C, E, F, D] of θ² into ``out`` (6,) (see :func:`flexlearn.physics.lse.fused.coefficients`)."""
     th = np.sqrt(t2)
     s, c = 0.0, 1.0
     if t2 >= _THR[0]:  # the smallest threshold: some closed form is used
@@ -65,6 +65,13 @@ def _coefficients(t2):
                 out[i] = (2.0 * th - 3.0 * s + th * c) / (2.0 * t2 * t2 * th)
             else:
                 out[i] = (1.0 - th * s / (2.0 * (1.0 - c))) / t2
+
+
+@njit(cache=True)
+def _coefficients(t2):
+    """[A, B, C, E, F, D] of θ² (6,) (allocating form of :func:`_coefficients_into`)."""
+    out = np.empty(6)
+    _coefficients_into(t2, out)
     return out
 
 
@@ -120,94 +127,85 @@ def _blocks(a, b, c, d):
     return m
 
 
-@njit(cache=True, inline="always")
-def _put(dst, r0, c0, src, scale, add):
-    """dst[r0:, c0:] (+)= scale · src, explicit loops (numba slice updates allocate)."""
-    for i in range(src.shape[0]):
-        for j in range(src.shape[1]):
-            if add:
-                dst[r0 + i, c0 + j] += scale * src[i, j]
-            else:
-                dst[r0 + i, c0 + j] = scale * src[i, j]
-
-
 @njit(cache=True)
-def _ad(x):
-    """ad_ξ = [[ω^, 0], [v^, ω^]]."""
-    w = _hat(x[:3])
-    return _blocks(w, np.zeros((3, 3)), _hat(x[3:]), w)
-
-
-@njit(cache=True)
-def _wbar(w):
-    """W̃(w) = [[m^, f^], [f^, 0]] with ad_aᵀ w = W̃(w) a."""
-    f = _hat(w[3:])
-    return _blocks(_hat(w[:3]), f, f, np.zeros((3, 3)))
-
-
-@njit(cache=True)
-def _q_parts(phi, rho, t2, co):
-    """Barfoot's Q(φ, ρ) = hat(k) + S: returns (k (3,), S (3, 3))."""
-    c, e, f = co[2], co[3], co[4]
-    m = phi[0] * rho[0] + phi[1] * rho[1] + phi[2] * rho[2]
-    kv = 0.5 * rho + ((e - c) * m) * phi + e * _cross(phi, _cross(phi, rho))
-    s = np.empty((3, 3))
-    for i in range(3):
-        for j in range(3):
-            s[i, j] = c * (rho[i] * phi[j] + rho[j] * phi[i]) - 2.0 * f * m * phi[i] * phi[j]
-        s[i, i] += 2.0 * m * (f * t2 - c)
-    return kv, s
-
-
-@njit(cache=True)
-def _element(ga, gb, beta, h, k, xi0):
-    """One element's residual pieces (see :func:`flexlearn.physics.lse.fused.element_residual`)."""
-    ra_t = ga[:3, :3].T.copy()
-    rr = _mm(ra_t, gb[:3, :3].copy())
-    pr = _mv(ra_t, gb[:3, 3] - ga[:3, 3])
-    v = 0.5 * np.array([rr[2, 1] - rr[1, 2], rr[0, 2] - rr[2, 0], rr[1, 0] - rr[0, 1]])
-    cth = 0.5 * (rr[0, 0] + rr[1, 1] + rr[2, 2] - 1.0)
-    s2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
-    t2 = 0.0
-    if s2 > 0:
-        theta = np.arctan2(np.sqrt(s2), cth)
-        t2 = theta * theta
-    co = _coefficients(t2)
-    phi = v / co[0]
-    d = co[5]
-    pxr = _cross(phi, pr)
-    rho = pr - 0.5 * pxr + d * _cross(phi, pxr)
-    omega = np.concatenate((phi, rho))
-    c = h ** 3 / 12.0
-    amat = -c * _ad(beta)
+def _inv6_into(m, out):
+    """Inverse of the (6, 6) matrix ``m`` into ``out`` by Gauss–Jordan elimination with partial pivoting
+    (``m`` is overwritten; no LAPACK call: ≈ 5× cheaper than ``np.linalg.inv`` at this size). A singular
+    matrix gives non-finite entries."""
     for i in range(6):
-        amat[i, i] += h
-    ainv = np.linalg.inv(amat)
-    xibar = _mv(ainv, omega)
-    mu = _mv(ainv.T.copy(), h * k * (xibar - xi0))
-    ph = _hat(phi)
-    jr3 = np.eye(3) + 0.5 * ph + d * _mm(ph, ph)
-    kv, s = _q_parts(phi, rho, t2, co)
-    q_r = s - _hat(kv)
-    jri = _blocks(jr3, np.zeros((3, 3)), -_mm(_mm(jr3, q_r), jr3), jr3)
-    jli = jri - _ad(omega)
-    r_b = _mv(jri.T.copy(), mu)
-    r_a = -_mv(jli.T.copy(), mu)
-    r_beta = c * (k * beta - _mv(_wbar(mu), xibar))
-    return rr, pr, phi, rho, t2, ainv, xibar, mu, jri, jli, r_a, r_b, r_beta
+        for j in range(6):
+            out[i, j] = 1.0 if i == j else 0.0
+    for col in range(6):
+        piv = col
+        big = abs(m[col, col])
+        for i in range(col + 1, 6):
+            if abs(m[i, col]) > big:
+                big, piv = abs(m[i, col]), i
+        if piv != col:
+            for j in range(6):
+                m[col, j], m[piv, j] = m[piv, j], m[col, j]
+                out[col, j], out[piv, j] = out[piv, j], out[col, j]
+        d = 1.0 / m[col, col]
+        for j in range(6):
+            m[col, j] *= d
+            out[col, j] *= d
+        for i in range(6):
+            if i != col:
+                f = m[i, col]
+                if f != 0.0:
+                    for j in range(6):
+                        m[i, j] -= f * m[col, j]
+                        out[i, j] -= f * out[col, j]
 
 
 @njit(cache=True)
-def element_residual_nb(ga, gb, beta, h, k, xi0):
-    """Element residuals ``[r_a; r_b; r_β]`` (E, 18) of all elements (seed eq. (11), Sec. V-A)."""
-    n_el = ga.shape[0]
-    out = np.empty((n_el, 18))
-    for e in range(n_el):
-        parts = _element(ga[e], gb[e], beta[e], h[e], k[e], xi0[e])
-        out[e, :6] = parts[10]
-        out[e, 6:12] = parts[11]
-        out[e, 12:] = parts[12]
+def _inv6(a):
+    """Inverse (6, 6) of a (6, 6) matrix (``a`` is kept; see :func:`_inv6_into`)."""
+    out = np.empty((6, 6))
+    _inv6_into(a.copy(), out)
     return out
+
+
+@njit(cache=True, inline="always")
+def _gemm(a, b, out, sign, add):
+    """out (=|+=) sign · a @ b for 2-D arrays or views (explicit loops: no temporaries)."""
+    n, k = a.shape
+    m = b.shape[1]
+    for i in range(n):
+        for j in range(m):
+            acc = 0.0
+            for p in range(k):
+                acc += a[i, p] * b[p, j]
+            if add:
+                out[i, j] += sign * acc
+            else:
+                out[i, j] = sign * acc
+
+
+@njit(cache=True, inline="always")
+def _gemm6(a, b, out, sign, add):
+    """out (=|+=) sign · a @ b with inner dimension 6 (unrolled: ≈ 3× faster than :func:`_gemm`)."""
+    for i in range(a.shape[0]):
+        a0, a1, a2, a3, a4, a5 = a[i, 0], a[i, 1], a[i, 2], a[i, 3], a[i, 4], a[i, 5]
+        for j in range(b.shape[1]):
+            acc = a0 * b[0, j] + a1 * b[1, j] + a2 * b[2, j] + a3 * b[3, j] + a4 * b[4, j] + a5 * b[5, j]
+            if add:
+                out[i, j] += sign * acc
+            else:
+                out[i, j] = sign * acc
+
+
+@njit(cache=True, inline="always")
+def _gemm6_tn(a, b, out, sign, add):
+    """out (=|+=) sign · aᵀ @ b with inner dimension 6 (a: (6, n))."""
+    for i in range(a.shape[1]):
+        a0, a1, a2, a3, a4, a5 = a[0, i], a[1, i], a[2, i], a[3, i], a[4, i], a[5, i]
+        for j in range(b.shape[1]):
+            acc = a0 * b[0, j] + a1 * b[1, j] + a2 * b[2, j] + a3 * b[3, j] + a4 * b[4, j] + a5 * b[5, j]
+            if add:
+                out[i, j] += sign * acc
+            else:
+                out[i, j] = sign * acc
 
 
 @njit(cache=True, inline="always")
@@ -225,6 +223,24 @@ def _hat_into(v, out):
 
 
 @njit(cache=True, inline="always")
+def _ad_into(x, out):
+    """ad_ξ = [[ω^, 0], [v^, ω^]] (6, 6) of ξ = [ω; v]."""
+    out[:3, 3:] = 0.0
+    _hat_into(x[:3], out[:3, :3])
+    _hat_into(x[:3], out[3:, 3:])
+    _hat_into(x[3:], out[3:, :3])
+
+
+@njit(cache=True, inline="always")
+def _wbar_into(w, out):
+    """W̃(w) = [[m^, f^], [f^, 0]] (6, 6) with ad_aᵀ w = W̃(w) a, w = [m; f]."""
+    out[3:, 3:] = 0.0
+    _hat_into(w[:3], out[:3, :3])
+    _hat_into(w[3:], out[:3, 3:])
+    _hat_into(w[3:], out[3:, :3])
+
+
+@njit(cache=True, inline="always")
 def _mm3_acc(a, b, w, out):
     """out += w · a b (3 × 3)."""
     for i in range(3):
@@ -233,34 +249,150 @@ def _mm3_acc(a, b, w, out):
 
 
 @njit(cache=True)
-def _quadrature_q(phi, rho, t2, r_b):
-    """``∫₀¹ t W̃(Ad_{exp(-tΩ)}ᵀ r_b) J_l(tΩ) dt`` (6, 6), 8-point Gauss–Legendre (no allocation per node)."""
-    top = np.zeros((3, 3))
-    nfj_sum = np.zeros((3, 3))
-    u = _cross(phi, rho)
-    uu = _cross(phi, u)
-    m, f = r_b[:3], r_b[3:]
-    ph = _hat(phi)
-    ph2 = _mm(ph, ph)
-    pr = phi[0] * rho[0] + phi[1] * rho[1] + phi[2] * rho[2]
+def workspace():
+    """Scratch arrays of the element kernels (allocated once per call of a batch kernel):
+    co (6,), w3 (12, 3), w33 (8, 3, 3), w66 (8, 6, 6), w618 (6, 6, 18)."""
+    return np.empty(6), np.empty((12, 3)), np.empty((8, 3, 3)), np.empty((8, 6, 6)), np.empty((6, 6, 18))
+
+
+@njit(cache=True)
+def alloc_parts(r, n):
+    """Storage (R, N, …) of the per-element pieces that a residual pass hands to the tangent: rr (3, 3), pr,
+    φ, ρ (3,), θ² (), A⁻¹ (6, 6), ξ̄, μ (6,), J_r⁻¹, J_l⁻¹ (6, 6), r_a, r_b, r_β (6,)."""
+    return (np.empty((r, n, 3, 3)), np.empty((r, n, 3)), np.empty((r, n, 3)), np.empty((r, n, 3)),
+            np.empty((r, n)), np.empty((r, n, 6, 6)), np.empty((r, n, 6)), np.empty((r, n, 6)),
+            np.empty((r, n, 6, 6)), np.empty((r, n, 6, 6)), np.empty((r, n, 6)), np.empty((r, n, 6)),
+            np.empty((r, n, 6)))
+
+
+@njit(cache=True)
+def element_into(ga, gb, beta, h, k, xi0, parts, r, e, ws):
+    """One element's residual (seed eq. (11), Sec. V-A; see :func:`flexlearn.physics.lse.fused.element_residual`)
+    written into ``parts[·][r, e]`` (:func:`alloc_parts`): relative pose ``(rr, pr) = g_a⁻¹ g_b``, its log
+    ``Ω = [φ; ρ]`` (θ² = |φ|²), ``A⁻¹ = (hI - h³/12 ad_β)⁻¹``, ``ξ̄ = A⁻¹ Ω``, ``μ = A⁻ᵀ h K (ξ̄ - ξ₀)``,
+    ``J_r⁻¹(Ω)``, ``J_l⁻¹ = J_r⁻¹ - ad_Ω``, ``r_a = -J_l⁻ᵀ μ``, ``r_b = J_r⁻ᵀ μ``,
+    ``r_β = h³/12 (K β - W̃(μ) ξ̄)``. ws: :func:`workspace`. No allocation."""
+    rr, pr, phi, rho = parts[0][r, e], parts[1][r, e], parts[2][r, e], parts[3][r, e]
+    ainv, xibar, mu, jri = parts[5][r, e], parts[6][r, e], parts[7][r, e], parts[8][r, e]
+    jli, r_a, r_b, r_beta = parts[9][r, e], parts[10][r, e], parts[11][r, e], parts[12][r, e]
+    co, w3, w33, w66 = ws[0], ws[1], ws[2], ws[3]
+    for i in range(3):
+        acc = 0.0
+        for q in range(3):
+            acc += ga[q, i] * (gb[q, 3] - ga[q, 3])
+        pr[i] = acc
+        for j in range(3):
+            rr[i, j] = ga[0, i] * gb[0, j] + ga[1, i] * gb[1, j] + ga[2, i] * gb[2, j]
+    v = w3[0]
+    v[0] = 0.5 * (rr[2, 1] - rr[1, 2])
+    v[1] = 0.5 * (rr[0, 2] - rr[2, 0])
+    v[2] = 0.5 * (rr[1, 0] - rr[0, 1])
+    cth = 0.5 * (rr[0, 0] + rr[1, 1] + rr[2, 2] - 1.0)
+    s2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
+    t2 = 0.0
+    if s2 > 0:
+        theta = np.arctan2(np.sqrt(s2), cth)
+        t2 = theta * theta
+    parts[4][r, e] = t2
+    _coefficients_into(t2, co)
+    d = co[5]
+    for i in range(3):
+        phi[i] = v[i] / co[0]
+    pxr, ppxr = w3[1], w3[2]
+    _cross_into(phi, pr, pxr)
+    _cross_into(phi, pxr, ppxr)
+    for i in range(3):
+        rho[i] = pr[i] - 0.5 * pxr[i] + d * ppxr[i]
+    c = h ** 3 / 12.0
+    amat = w66[0]
+    _ad_into(beta, amat)
+    for i in range(6):
+        for j in range(6):
+            amat[i, j] *= -c
+        amat[i, i] += h
+    _inv6_into(amat, ainv)
+    for i in range(6):
+        acc = 0.0
+        for j in range(3):
+            acc += ainv[i, j] * phi[j] + ainv[i, 3 + j] * rho[j]
+        xibar[i] = acc
+    for i in range(6):
+        acc = 0.0
+        for j in range(6):
+            acc += ainv[j, i] * (h * k[j] * (xibar[j] - xi0[j]))
+        mu[i] = acc
+    # J_r⁻¹(Ω) = [[J₃, 0], [-J₃ Q_r J₃, J₃]], J₃ = I + φ^/2 + D φ^², Q_r = S - k^ (Barfoot's Q(-φ, -ρ))
+    ph, jr3, q_r, tmp = w33[0], w33[1], w33[2], w33[3]
+    _hat_into(phi, ph)
     pp = phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2]
-    p_t = np.empty(3)
-    x = np.empty(3)
-    px = np.empty(3)
-    ppx = np.empty(3)
-    nu = np.empty(3)
-    pxr = _cross(phi, rho)
-    pppr = _cross(phi, pxr)
-    kv = np.empty(3)
-    jl = np.empty((3, 3))
-    ql = np.empty((3, 3))
-    nf = np.empty((3, 3))
-    nm = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            jr3[i, j] = 0.5 * ph[i, j] + d * phi[i] * phi[j]
+        jr3[i, i] += 1.0 - d * pp
+    cq, eq, fq = co[2], co[3], co[4]
+    m = phi[0] * rho[0] + phi[1] * rho[1] + phi[2] * rho[2]
+    kv, u = w3[3], w3[4]
+    _cross_into(phi, rho, u)
+    _cross_into(phi, u, kv)
+    for i in range(3):
+        kv[i] = 0.5 * rho[i] + ((eq - cq) * m) * phi[i] + eq * kv[i]
+    _hat_into(kv, q_r)
+    for i in range(3):
+        for j in range(3):
+            q_r[i, j] = cq * (rho[i] * phi[j] + rho[j] * phi[i]) - 2.0 * fq * m * phi[i] * phi[j] - q_r[i, j]
+        q_r[i, i] += 2.0 * m * (fq * t2 - cq)
+    _gemm(q_r, jr3, tmp, 1.0, False)
+    jri[:3, 3:] = 0.0
+    jri[:3, :3] = jr3
+    jri[3:, 3:] = jr3
+    _gemm(jr3, tmp, jri[3:, :3], -1.0, False)
+    # J_l⁻¹ = J_r⁻¹ - ad_Ω
+    _hat_into(rho, tmp)
+    for i in range(3):
+        for j in range(3):
+            jli[i, j] = jri[i, j] - ph[i, j]
+            jli[i, 3 + j] = 0.0
+            jli[3 + i, j] = jri[3 + i, j] - tmp[i, j]
+            jli[3 + i, 3 + j] = jri[3 + i, 3 + j] - ph[i, j]
+    for i in range(6):
+        acc_b = 0.0
+        acc_a = 0.0
+        for j in range(6):
+            acc_b += jri[j, i] * mu[j]
+            acc_a += jli[j, i] * mu[j]
+        r_b[i] = acc_b
+        r_a[i] = -acc_a
+    # W̃(μ) ξ̄ = [μ_m × ξ̄_ω + μ_f × ξ̄_v; μ_f × ξ̄_ω]
+    a1, a2, a3 = w3[5], w3[6], w3[7]
+    _cross_into(mu[:3], xibar[:3], a1)
+    _cross_into(mu[3:], xibar[3:], a2)
+    _cross_into(mu[3:], xibar[:3], a3)
+    for i in range(3):
+        r_beta[i] = c * (k[i] * beta[i] - a1[i] - a2[i])
+        r_beta[3 + i] = c * (k[3 + i] * beta[3 + i] - a3[i])
+
+
+@njit(cache=True)
+def _quadrature_q_into(phi, rho, t2, r_b, q, ws):
+    """``∫₀¹ t W̃(Ad_{exp(-tΩ)}ᵀ r_b) J_l(tΩ) dt`` (6, 6) into ``q``, 8-point Gauss–Legendre. No allocation."""
+    co, w3, w33 = ws[0], ws[1], ws[2]
+    top, nfj_sum, ph, ph2, jl, ql, nf, nm = w33[0], w33[1], w33[2], w33[3], w33[4], w33[5], w33[6], w33[7]
+    u, uu, p_t, x, px, ppx, nu, pxr, pppr, kv = w3[0], w3[1], w3[2], w3[3], w3[4], w3[5], w3[6], w3[7], w3[8], w3[9]
+    top[:] = 0.0
+    nfj_sum[:] = 0.0
+    _cross_into(phi, rho, u)
+    _cross_into(phi, u, uu)
+    m, f = r_b[:3], r_b[3:]
+    _hat_into(phi, ph)
+    _gemm(ph, ph, ph2, 1.0, False)
+    pr = phi[0] * rho[0] + phi[1] * rho[1] + phi[2] * rho[2]
+    _cross_into(phi, rho, pxr)
+    _cross_into(phi, pxr, pppr)
     for i in range(_GT.shape[0]):
         t = _GT[i]
         w = _GTW[i]
         t2i = t2 * t * t
-        co = _coefficients(t2i)
+        _coefficients_into(t2i, co)
         a, b, c = co[0], co[1], co[2]
         for j in range(3):
             p_t[j] = -t * rho[j] + (b * t * t) * u[j] - (c * t ** 3) * uu[j]
@@ -282,7 +414,7 @@ def _quadrature_q(phi, rho, t2, r_b):
             for l in range(3):
                 jl[j, l] = (b * t) * ph[j, l] + (c * t * t) * ph2[j, l]
             jl[j, j] += 1.0
-        # Barfoot's Q(tφ, tρ) = hat(k) + S (as _q_parts, with the scalings by t written out)
+        # Barfoot's Q(tφ, tρ) = hat(k) + S with the scalings by t written out
         cq, eq, fq = co[2], co[3], co[4]
         mq = t * t * pr
         for j in range(3):
@@ -296,7 +428,85 @@ def _quadrature_q(phi, rho, t2, r_b):
         _mm3_acc(nm, jl, w, top)
         _mm3_acc(nf, ql, w, top)
         _mm3_acc(nf, jl, w, nfj_sum)
-    return _blocks(top, nfj_sum, nfj_sum, np.zeros((3, 3)))
+    q[:3, :3] = top
+    q[:3, 3:] = nfj_sum
+    q[3:, :3] = nfj_sum
+    q[3:, 3:] = 0.0
+
+
+@njit(cache=True)
+def tangent_into(parts, r, e, he, ke, oe, ws):
+    """Exact element tangent (18, 18) into ``oe`` from the pieces of its residual pass (:func:`element_into`):
+    ``∂[r_a; r_b; r_β]/∂(δζ_a, δζ_b, δβ)`` (seed Sec. V-D; see
+    :func:`flexlearn.physics.lse.fused.element_tangent_fused`). ws: :func:`workspace`. No allocation."""
+    rr, pr, phi, rho, t2 = parts[0][r, e], parts[1][r, e], parts[2][r, e], parts[3][r, e], parts[4][r, e]
+    ainv, xibar, mu, jri = parts[5][r, e], parts[6][r, e], parts[7][r, e], parts[8][r, e]
+    jli, r_a, r_b = parts[9][r, e], parts[10][r, e], parts[11][r, e]
+    w66, w618, w33 = ws[3], ws[4], ws[2]
+    c = he ** 3 / 12.0
+    q, ad_xi, wmu, wra, adr, adn = w66[1], w66[2], w66[3], w66[4], w66[5], w66[6]
+    cat, b, d_mu, inner, d_rb = w618[0], w618[1], w618[2], w618[3], w618[4]
+    _quadrature_q_into(phi, rho, t2, r_b, q, ws)
+    _ad_into(xibar, ad_xi)
+    # ∂ξ̄ = A⁻¹ [-J_l⁻¹, J_r⁻¹, -h³/12 ad_ξ̄] (6, 18)
+    for i in range(6):
+        for j in range(6):
+            cat[i, j] = -jli[i, j]
+            cat[i, 6 + j] = jri[i, j]
+            cat[i, 12 + j] = -c * ad_xi[i, j]
+    _gemm6(ainv, cat, b, 1.0, False)
+    # ∂μ = A⁻ᵀ h K ∂ξ̄ (+ h³/12 A⁻ᵀ W̃(μ) on the β columns)
+    for i in range(6):
+        for j in range(18):
+            cat[i, j] = he * ke[i] * b[i, j]
+    _gemm6_tn(ainv, cat, d_mu, 1.0, False)
+    _wbar_into(mu, wmu)
+    _gemm6_tn(ainv, wmu, d_mu[:, 12:], c, True)
+    # ∂r_b = J_r⁻ᵀ (∂μ + Q [-J_l⁻¹, J_r⁻¹, 0])
+    inner[:] = d_mu
+    _gemm6(q, jli, inner[:, :6], -1.0, True)
+    _gemm6(q, jri, inner[:, 6:12], 1.0, True)
+    _gemm6_tn(jri, inner, d_rb, 1.0, False)
+    # ∂r_a = -W̃(r_a) [-I, Ad_{g_rel}, 0] - Ad_{g_rel}⁻ᵀ-like block [[rr, p^ rr], [0, rr]] ∂r_b
+    x = w33[0]
+    _hat_into(pr, w33[1])
+    _gemm(w33[1], rr, x, 1.0, False)
+    adr[:3, 3:] = 0.0
+    adr[:3, :3] = rr
+    adr[3:, :3] = x
+    adr[3:, 3:] = rr
+    adn[:3, :3] = rr
+    adn[:3, 3:] = x
+    adn[3:, :3] = 0.0
+    adn[3:, 3:] = rr
+    _wbar_into(r_a, wra)
+    for i in range(6):
+        for j in range(6):
+            oe[i, j] = wra[i, j]
+            oe[i, 12 + j] = 0.0
+    _gemm6(wra, adr, oe[:6, 6:12], -1.0, False)
+    _gemm6(adn, d_rb, oe[:6], -1.0, True)
+    oe[6:12] = d_rb
+    # ∂r_β = -h³/12 (ad_ξ̄ᵀ ∂μ + W̃(μ) ∂ξ̄) + h³/12 K on the β block
+    _gemm6_tn(ad_xi, d_mu, oe[12:], -c, False)
+    _gemm6(wmu, b, oe[12:], -c, True)
+    for i in range(6):
+        oe[12 + i, 12 + i] += c * ke[i]
+
+
+@njit(cache=True)
+def element_residual_nb(ga, gb, beta, h, k, xi0):
+    """Element residuals ``[r_a; r_b; r_β]`` (E, 18) of all elements (seed eq. (11), Sec. V-A)."""
+    n_el = ga.shape[0]
+    parts = alloc_parts(1, n_el)
+    ws = workspace()
+    out = np.empty((n_el, 18))
+    for e in range(n_el):
+        element_into(ga[e], gb[e], beta[e], h[e], k[e], xi0[e], parts, 0, e, ws)
+        out[e, :6] = parts[10][0, e]
+        out[e, 6:12] = parts[11][0, e]
+        out[e, 12:] = parts[12][0, e]
+    return out
 
 
 @njit(cache=True)
@@ -304,49 +514,10 @@ def element_tangent_nb(ga, gb, beta, h, k, xi0):
     """Exact element tangents H (E, 18, 18) = ∂[r_a; r_b; r_β]/∂(δζ_a, δζ_b, δβ) (seed Sec. V-D; see
     :func:`flexlearn.physics.lse.fused.element_tangent_fused`)."""
     n_el = ga.shape[0]
-    out = np.zeros((n_el, 18, 18))
+    parts = alloc_parts(1, n_el)
+    ws = workspace()
+    out = np.empty((n_el, 18, 18))
     for e in range(n_el):
-        rr, pr, phi, rho, t2, ainv, xibar, mu, jri, jli, r_a, r_b, r_beta = _element(
-            ga[e], gb[e], beta[e], h[e], k[e], xi0[e])
-        he = h[e]
-        c = he ** 3 / 12.0
-        ke = k[e]
-        q = _quadrature_q(phi, rho, t2, r_b)
-        ainv_t = ainv.T.copy()
-        ad_xi = _ad(xibar)
-        cat = np.empty((6, 18))
-        _put(cat, 0, 0, jli, -1.0, False)
-        _put(cat, 0, 6, jri, 1.0, False)
-        _put(cat, 0, 12, ad_xi, -c, False)
-        b = _mm(ainv, cat)
-        wmu = _wbar(mu)
-        kb = b.copy()
-        for i in range(6):
-            for j in range(18):
-                kb[i, j] *= he * ke[i]
-        d_mu = _mm(ainv_t, kb)
-        _put(d_mu, 0, 12, _mm(ainv_t, wmu), c, True)
-        inner = d_mu.copy()
-        _put(inner, 0, 0, _mm(q, jli), -1.0, True)
-        _put(inner, 0, 6, _mm(q, jri), 1.0, True)
-        d_rb = _mm(jri.T.copy(), inner)
-        x = _mm(_hat(pr), rr)
-        z3 = np.zeros((3, 3))
-        ad_rel = _blocks(rr, z3, x, rr)
-        ad_neg_t = _blocks(rr, x, z3, rr)
-        cat2 = np.zeros((6, 18))
-        for i in range(6):
-            cat2[i, i] = -1.0
-        _put(cat2, 0, 6, ad_rel, 1.0, False)
-        d_ra = _mm(_wbar(r_a), cat2)
-        d_ra2 = _mm(ad_neg_t, d_rb)
-        d_rbeta = _mm(ad_xi.T.copy(), d_mu)
-        d_rbeta2 = _mm(wmu, b)
-        oe = out[e]
-        for i in range(6):
-            for j in range(18):
-                oe[i, j] = -d_ra[i, j] - d_ra2[i, j]
-                oe[6 + i, j] = d_rb[i, j]
-                oe[12 + i, j] = -c * (d_rbeta[i, j] + d_rbeta2[i, j])
-            oe[12 + i, 12 + i] += c * ke[i]
+        element_into(ga[e], gb[e], beta[e], h[e], k[e], xi0[e], parts, 0, e, ws)
+        tangent_into(parts, 0, e, h[e], k[e], out[e], ws)
     return out

@@ -40,7 +40,8 @@ from flexlearn.lie import (
 from flexlearn.physics.lse.config import CPRConfig
 from flexlearn.physics.lse.assembly import AssemblyMixin
 from flexlearn.physics.lse.element import section_properties
-from flexlearn.physics.lse.compiled_solver import HAVE_NUMBA, newton_compiled, retract_compiled
+from flexlearn.physics.lse.compiled import HAVE_NUMBA
+from flexlearn.physics.lse.compiled_problem import load_scale_compiled, newton_compiled, nodes_of, predict_compiled
 from flexlearn.physics.lse.fused import se3_exp_fused
 
 __all__ = ["ConvergenceError", "Loads", "Equilibrium", "CPRModel", "motor_twist"]
@@ -361,7 +362,7 @@ class CPRModel(AssemblyMixin, nn.Module):
         jumps (≳ 0.1 rad per motor) may land on another branch; follow paths in small warm-started steps.
         Converged when the scaled residual ∞-norm (entries in N·m, relative to max(EI/L, applied-load
         scale)) is below ``tol``, or when the Newton correction falls below 1e-13 (rad, and L-scaled
-        lengths): the round-off floor of the residual is ~1e-10 for stiff rods. Raises `ConvergenceError`
+        lengths; that last correction is applied): the round-off floor of the residual is ~1e-10 for stiff rods. Raises `ConvergenceError`
         with the last residual norm and the iteration count otherwise. ``iterations`` counts all Newton iterations.
 
         Differentiable: when θ, a load tensor or a buffer (e.g. ``youngs_modulus``) requires grad, the
@@ -373,15 +374,17 @@ class CPRModel(AssemblyMixin, nn.Module):
         theta = torch.as_tensor(theta, dtype=torch.float64)
         if theta.shape != (self.motor_axis.shape[0],):
             raise ValueError(f"theta must have shape ({self.motor_axis.shape[0]},), got {tuple(theta.shape)}")
-        if not bool(torch.isfinite(theta).all()):
+        if not all(math.isfinite(v) for v in theta.tolist()):
             raise ValueError(f"theta must be finite, got {theta.tolist()}")
-        self._w = self._scales()
         needs_grad = torch.is_grad_enabled() and (
             theta.requires_grad or any(t.requires_grad for t in loads.tensors())
-            or any(b.requires_grad for b in self.buffers()) or any(p.requires_grad for p in self.parameters()))
+            or any(b is not None and b.requires_grad for b in self._buffers.values())
+            or any(p is not None and p.requires_grad for p in self._parameters.values()))
         # compiled Newton (flexlearn.physics.lse.compiled_solver): same iterations, no gradients, nodal update
         self._compiled = (self.kernels == "numba" and HAVE_NUMBA and not needs_grad
                           and self.retraction == "nodal")
+        if not self._compiled:
+            self._w = self._scales()
         with torch.no_grad():
             th = theta.detach()
             sens = None
@@ -400,7 +403,7 @@ class CPRModel(AssemblyMixin, nn.Module):
                 # re-chain the rods from the new bases (the platform follows the rods' mean prediction)
                 zero_y = torch.zeros(self.n_rods, self.n_y, dtype=torch.float64)
                 state = self._retract(*state, zero_y, torch.zeros(6, dtype=torch.float64), 0.0, th, base_old)
-            scale = self._load_scale(loads, state[0])
+            scale = load_scale_compiled(self, loads) if self._compiled else self._load_scale(loads, state[0])
             log: list[float] = []
             ok, state, it, last, s_new = self._newton(th, loads, state, scale, tol, max_iter, max_rotation_step, log)
             total = it
@@ -423,7 +426,9 @@ class CPRModel(AssemblyMixin, nn.Module):
                                            total, log)
             sens = s_new if s_new is not None else sens
         g_ee, g_int, beta = state
-        eq = Equilibrium(g_ee, self._all_nodes(th, g_ee, g_int), beta, th, total, log, sens)
+        nodes = nodes_of(self, g_ee) if self._compiled else None
+        nodes = self._all_nodes(th, g_ee, g_int) if nodes is None else nodes
+        eq = Equilibrium(g_ee, nodes, beta, th, total, log, sens)
         if needs_grad:
             with torch.no_grad():
                 kt, kee, _ = self._tangent(last)
@@ -435,14 +440,14 @@ class CPRModel(AssemblyMixin, nn.Module):
         sensitivity ``dq/dθ = -K_t⁻¹ ∂r/∂θ`` of the previous equilibrium (from its last factorisation).
         Skipped when it would rotate a node by more than ``max_rot`` [rad]. (Applying the change to the
         element twists and re-chaining the rods from the moved bases was tried: no fewer iterations.)"""
+        if getattr(self, "_compiled", False):
+            return predict_compiled(state, sens, dth, max_rot)
         dy = sens[0] @ dth
         dz = sens[1] @ dth
         n = self.n_elements
         rot = torch.cat([dy[:, :6 * (n - 1)].reshape(-1, 6)[:, :3], dz[None, :3]])
         if not float(torch.linalg.vector_norm(rot, dim=-1).max()) <= max_rot:
             return state
-        if getattr(self, "_compiled", False):
-            return retract_compiled(*state, dy, dz, 1.0)
         return self._retract(*state, dy, dz, 1.0)
 
     def _continuation(self, problem, cur, scale, tol, max_iter, max_rot, max_stages, log, start_ok):
@@ -490,8 +495,9 @@ class CPRModel(AssemblyMixin, nn.Module):
             kt, kee, drdth = self._tangent(last)
             dy, dz, sens = self._newton_step(res, kt, res_ee, kee, drdth)
             if self._step_norm(dy, dz) < step_tol:
-                # round-off floor: the correction is below 1e-13 rad / 1e-13 L, the residual cannot drop further
-                return True, (g_ee, g_int, beta), it, last, sens
+                # round-off floor: the correction is below 1e-13 rad / 1e-13 L, the residual cannot drop
+                # further; the correction is still applied (no new residual)
+                return True, self._retract(g_ee, g_int, beta, dy, dz, 1.0, th), it, last, sens
             rot = torch.cat([dy[:, :6 * (n - 1)].reshape(-1, 6)[:, :3], dz[None, :3]])
             big = float(torch.linalg.vector_norm(rot, dim=-1).max())
             if not math.isfinite(big):
@@ -525,16 +531,7 @@ class CPRModel(AssemblyMixin, nn.Module):
         k = self.stiffness()
         length = float(self.lengths.mean())
         s = float((k[:, :3].max(-1).values / self.lengths).max())
-        mag = 0.0
-        if loads.ee_wrench is not None:
-            w = loads.ee_wrench.detach()
-            mag += float(w[:3].norm()) + float(w[3:].norm()) * length
-        if loads.pulley_tension is not None:
-            mag += float(loads.pulley_tension.detach()) * length
-        if loads.node_wrenches is not None:
-            w = loads.node_wrenches.detach()
-            mag += float(w[..., :3].norm(dim=-1).sum()) + float(w[..., 3:].norm(dim=-1).sum()) * length
-        return max(s, mag)
+        return max(s, loads.magnitude(length))
 
     # ------------------------------------------------------------------ conveniences
     def rod_poses(self, eq: Equilibrium, samples_per_element: int = 8) -> Tensor:

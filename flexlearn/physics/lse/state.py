@@ -44,6 +44,20 @@ class Loads:
         return Loads(f(self.ee_wrench), f(self.node_wrenches), self.pulley_position, f(self.pulley_tension),
                      self.gravity, self.gravity_scale * lam)
 
+    def magnitude(self, length: float) -> float:
+        """|applied moments| + |applied forces| · length [N·m] (gravity not included): the load part of the
+        residual scale of `CPRModel.solve`."""
+        mag = 0.0
+        if self.ee_wrench is not None:
+            w = self.ee_wrench.detach()
+            mag += float(w[:3].norm()) + float(w[3:].norm()) * length
+        if self.pulley_tension is not None:
+            mag += float(self.pulley_tension.detach()) * length
+        if self.node_wrenches is not None:
+            w = self.node_wrenches.detach()
+            mag += float(w[..., :3].norm(dim=-1).sum()) + float(w[..., 3:].norm(dim=-1).sum()) * length
+        return mag
+
     def tensors(self) -> list[Tensor]:
         return [t for t in (self.ee_wrench, self.node_wrenches, self.pulley_position, self.pulley_tension)
                 if t is not None]

@@ -1,0 +1,127 @@
+"""Glue between `CPRModel` and the compiled Newton solver: constant arrays, loads and the warm-started solve.
+
+The robot's constant arrays (base poses at θ = 0, motor twists, attachment projections, element lengths,
+section stiffness, reference strains, residual weights, lumped unit gravity) are converted to numpy once and
+kept on the model until a buffer changes (keyed on every buffer's identity and version counter), so that a
+warm-started solve costs one predictor call and one compiled Newton call
+(:mod:`flexlearn.physics.lse.compiled_solver`) plus the construction of the result.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from flexlearn.physics.lse.compiled_solver import _base_poses, _newton, _predict
+from flexlearn.physics.lse.state import Loads, motor_twist
+
+__all__ = ["CompiledConstants", "constants", "load_scale_compiled", "newton_compiled", "nodes_of", "predict_compiled"]
+
+
+class CompiledConstants(NamedTuple):
+    """float64 numpy views of a model's constant data (shapes: R rods, N elements, M motors)."""
+
+    base0: np.ndarray       # (R, 4, 4) base poses at θ = 0
+    s_world: np.ndarray     # (R, 6) twist of each rod's motor (zeros for fixed rods)
+    rod_motor: np.ndarray   # (R,) int64, −1: fixed
+    n_motors: int
+    tip_local: np.ndarray   # (R, 4, 4)
+    adinv: np.ndarray       # (R, 6, 6) Ad_{(g^loc)⁻¹}
+    h: np.ndarray           # (R,) element length [m]
+    kd: np.ndarray          # (R, 6) section stiffness diagonal
+    xi0: np.ndarray         # (R, 6) reference strain
+    w: np.ndarray           # (12N,) residual weights
+    gravity_nodes: np.ndarray   # (R, N+1, 6) lumped rod weight per unit gravity scale (world [m; f])
+    gravity_ee: np.ndarray      # (6,) platform weight per unit gravity scale
+    stiffness_scale: float      # max EI/L [N·m] (the residual scale without applied loads)
+    mean_length: float          # [m]
+
+
+def _np(t: Tensor) -> np.ndarray:
+    return t.detach().to(torch.float64).contiguous().numpy()
+
+
+def constants(model) -> CompiledConstants:
+    """The model's :class:`CompiledConstants`, rebuilt when any buffer was replaced or changed in place."""
+    key = (model.n_elements,) + tuple((id(b), b._version) for b in model._buffers.values() if b is not None)
+    memo = getattr(model, "_compiled_constants", None)
+    if memo is not None and memo[0] == key:
+        return memo[1]
+    n = model.n_elements
+    m = model.motor_axis.shape[0]
+    r = model.n_rods
+    if m > 0:
+        s_world = _np(motor_twist(model.motor_axis, model.motor_pivot)[model.rod_motor.clamp_min(0)])
+        s_world[model.rod_motor.numpy() < 0] = 0.0
+    else:
+        s_world = np.zeros((r, 6))
+    with torch.no_grad():
+        grav = model._loads_on_nodes(model.base_pose0.new_zeros(r, n + 1, 4, 4), Loads(gravity=True))
+        grav_ee = model._ee_load(model.base_pose0[0], Loads(gravity=True))
+    c = CompiledConstants(
+        base0=_np(model.base_pose0), s_world=np.ascontiguousarray(s_world),
+        rod_motor=model.rod_motor.numpy().astype(np.int64), n_motors=int(m), tip_local=_np(model.tip_local),
+        adinv=_np(model.proj_nodes[:, n, :, 12 * n - 6:]), h=_np(model.lengths / n), kd=_np(model.stiffness()),
+        xi0=_np(model.xi0), w=_np(model._scales()), gravity_nodes=_np(grav), gravity_ee=_np(grav_ee),
+        stiffness_scale=float((model.stiffness()[:, :3].max(-1).values / model.lengths).max()),
+        mean_length=float(model.lengths.mean()))
+    model._compiled_constants = (key, c)
+    return c
+
+
+def _load_arrays(c: CompiledConstants, loads: Loads):
+    """World nodal loads (R, N+1, 6), platform wrench (6,), pulley (position (3,), tension, present)."""
+    gs = float(loads.gravity_scale) if loads.gravity else 0.0
+    wn = gs * c.gravity_nodes
+    if loads.node_wrenches is not None:
+        wn = wn + _np(loads.node_wrenches)
+    we = gs * c.gravity_ee
+    if loads.ee_wrench is not None:
+        we = we + _np(loads.ee_wrench)
+    has_pul = loads.pulley_position is not None and loads.pulley_tension is not None
+    pul_pos = _np(loads.pulley_position) if has_pul else np.zeros(3)
+    tension = float(loads.pulley_tension) if has_pul else 0.0
+    return np.ascontiguousarray(wn), np.ascontiguousarray(we), pul_pos, tension, has_pul
+
+
+def load_scale_compiled(model, loads: Loads) -> float:
+    """:meth:`CPRModel._load_scale` from the cached constants."""
+    c = constants(model)
+    return max(c.stiffness_scale, loads.magnitude(c.mean_length))
+
+
+def newton_compiled(model, th: Tensor, loads: Loads, state, scale: float, tol: float, max_iter: int,
+                    max_rot: float, log: list, step_tol: float = 1e-13):
+    """Drop-in for :meth:`CPRModel._newton` (no gradients, nodal retraction): returns (converged, state,
+    iterations, None, sensitivity or None); the state's tensors share memory with numpy arrays."""
+    c = constants(model)
+    g_ee, g_int, beta = state
+    wn, we, pul_pos, tension, has_pul = _load_arrays(c, loads)
+    base = _base_poses(c.base0, c.s_world, c.rod_motor, _np(th))
+    buf = np.zeros(max_iter + 2)
+    ok, ge, gi, be, nodes, it, nlog, sy, sz, has_sens = _newton(
+        base, _np(g_ee), _np(g_int), _np(beta), c.tip_local, c.adinv, c.h, c.kd, c.xi0, wn, we, pul_pos, tension,
+        has_pul, c.s_world, c.rod_motor, c.n_motors, c.w, float(scale), float(tol), int(max_iter), float(max_rot),
+        float(step_tol), float(model.growth), int(model.backtracks), buf)
+    log.extend(buf[:nlog].tolist())
+    sens = (torch.from_numpy(sy), torch.from_numpy(sz)) if has_sens else None
+    new_state = (torch.from_numpy(ge), torch.from_numpy(gi), torch.from_numpy(be))
+    model._compiled_nodes = (new_state[0], torch.from_numpy(nodes))
+    return bool(ok), new_state, int(it), None, sens
+
+
+def predict_compiled(state, sens, dth: Tensor, max_rot: float):
+    """:meth:`CPRModel._predict` compiled: ``q ⊕ (dq/dθ) Δθ``, or the state when a node would turn > max_rot."""
+    ge, gi, be = _predict(_np(state[0]), _np(state[1]), _np(state[2]), _np(sens[0]), _np(sens[1]), _np(dth),
+                          float(max_rot))
+    return torch.from_numpy(ge), torch.from_numpy(gi), torch.from_numpy(be)
+
+
+def nodes_of(model, g_ee: Tensor) -> Optional[Tensor]:
+    """All nodal poses (R, N+1, 4, 4) of the last compiled Newton call when it ended at ``g_ee`` (else None)."""
+    memo = getattr(model, "_compiled_nodes", None)
+    if memo is not None and memo[0] is g_ee:
+        return memo[1]
+    return None
