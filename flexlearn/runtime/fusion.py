@@ -30,14 +30,18 @@ Equations (seed 002):
 * Bias model (``bias_model``). "rotation" is the seed's III-B4 as written (3-D b_i per segment). Its weakness:
   a fix of joint i measures segment i's direction *relative to its parent*, so u_i^m carries the parent's heading
   error, and the part of that error about the parent's own axis is exactly b_{i−1}'s unobservable (damped)
-  component — children inherit their parents' uncorrected headings. The default "heading" uses what a game
-  rotation vector's drift is (tilt is gravity-referenced; only the heading about the vertical a_k drifts, seed
-  III-B4 "heading drift"): one scalar per joint, c_i ≈ ψ_{i−1} − ψ_i, measured through the horizontal part of u
-  (variance σ_m² / sin² tilt), module corrections C_k = exp((Σ_{m≤k} c_m) [a_k]×), so a parent's correction
-  carries its children. Process noise from the drift itself, (κ Δφ)² with κ = 0.65 % per rad of travel, plus a
-  small σ_b; no damping needed (nothing unobservable except at vertical). Measured
-  (`scripts/reproduce_seed002_table1.py`): at 60 s within trial-to-trial noise of quaternions only (as the seed
-  finds for short trials), after 300 s about 60 % of quaternions-only's and 75 % of "rotation"'s error.
+  component — children inherit their parents' uncorrected headings. The heading models use what a game rotation
+  vector's drift is (tilt is gravity-referenced; only the heading about the vertical a_k drifts, seed III-B4):
+  module corrections C_k = exp(θ_k [a_k]×), a fix of joint i measuring θ_i − θ_{i−1} through the horizontal part
+  of u (variance σ_m² / sin² tilt). Default "heading" (`flexlearn.runtime.heading_filter`): one Kalman filter over
+  all module headings θ_k and their drift rates ρ_k per radian of travel (the seed's drift ∝ travel is a ramp;
+  prior std of ρ = κ = 0.65 %), χ² gate of 3 standard deviations on the innovation. "heading_walk": one scalar
+  random walk per joint, c_i = θ_i − θ_{i−1}, process noise (κ Δφ)² per travel Δφ, θ_k = Σ_{m≤k} c_m (no gate).
+  Measured (`scripts/reproduce_seed002_table1.py`, backbone RMSE, four scenarios): 60 s trials 0–4 2.18 mm
+  ("heading_walk" 2.32, quaternions only 2.55); trials 5–9 2.55 (2.70, 2.81); 300 s 5.25 (5.80, 9.52). What
+  limits it: the magnetic heading has a systematic error of ≈ 1–2° in direction (mount misalignment), i.e.
+  several degrees of heading on near-vertical proximal segments, and a proximal heading error is common to every
+  distal segment, while the IMUs' own drifts are independent and partly cancel at the tip.
 * III-B4: p_0 = 0, p_i = p_{i−1} + L û_i;  III-C: h = L Σ (1 + û_{i,z}).
 * III-B2 coil field: ΔB = mean of fresh coil-on samples (after ``settle``, bitwise-new conversions) − the latest
   confirmed coil-off baseline (mean of fresh coil-off samples before the pulse).
@@ -58,10 +62,12 @@ import torch
 from torch import Tensor, nn
 
 from flexlearn.lie import quat_to_matrix, rotation_between, so3_exp
+from flexlearn.runtime.heading_filter import HeadingDriftFilter
 
 FUSION, QUAT_ONLY, MAG_ONLY = 0, 1, 2
 HEADING_DRIFT_PER_TRAVEL = 0.0065      # seed 002, III-B4: heading drift ≈ 0.65 % of angular travel
 MODES = {"fusion": FUSION, "quat_only": QUAT_ONLY, "mag_only": MAG_ONLY}
+BIAS_MODELS = ("heading", "heading_walk", "rotation")
 
 BAD_QUAT, STALE_QUAT, BAD_MAG, REPEATED_MAG, TIME_ORDER, MAG_REJECTED, NO_FIX, NO_REFERENCE = (
     1, 2, 4, 8, 16, 32, 64, 128)
@@ -109,8 +115,12 @@ class FusedEstimator(nn.Module):
             seed's measured drift, 0.0065 per rad of travel, for "heading" (with a small σ_b, a still robot adds
             almost no process noise, so the estimate settles instead of following the magnetic noise); 0 for
             "rotation" (as it was tuned).
-        bias_model: "heading" (default: one heading correction per joint about the vertical) or "rotation" (the
-            seed's 3-D rotation bias b_i with twist damping); see the module docstring.
+        bias_model: "heading" (default: module headings and drift rates, `HeadingDriftFilter`), "heading_walk" (one
+            random-walk heading correction per joint) or "rotation" (the seed's 3-D rotation bias b_i with twist
+            damping); see the module docstring. For "heading", ``travel_noise`` κ is the prior std of the drift
+            rate ρ_k and σ_b the heading random walk.
+        gate: χ² gate of the "heading" model in standard deviations (0: none; a joint's second consecutive
+            outlier is accepted).
     Defaults σ_m = 0.07 rad, p0 = 3e-4 rad², γ = 0.02 and the "rotation" σ_b = 3e-3 rad/√s were tuned on the
     simulator (`flexlearn.tasks.shape_scenarios`: heading drift 0.65 % of travel, magnetic errors of a few degrees);
     the "heading" model takes κ from the seed's drift figure and σ_b = 3e-4 (not swept).
@@ -124,14 +134,14 @@ class FusedEstimator(nn.Module):
                  min_fresh: int = 2, full_scale: float = 1.3e-3, stale_after: float = 0.5, fix_timeout: float = 10.0,
                  soft_iron: Tensor | None = None, alignment: Tensor | None = None, mode: str = "fusion",
                  reference: str = "body", innovation: str = "seed", travel_noise: Optional[float] = None,
-                 bias_model: str = "heading") -> None:
+                 bias_model: str = "heading", gate: float = 3.0) -> None:
         super().__init__()
         if n_segments < 1:
             raise ValueError(f"n_segments = {n_segments}: expected ≥ 1")
         if innovation not in ("seed", "observable"):
             raise ValueError(f"innovation = {innovation!r}: expected 'seed' or 'observable'")
-        if bias_model not in ("rotation", "heading"):
-            raise ValueError(f"bias_model = {bias_model!r}: expected 'rotation' or 'heading'")
+        if bias_model not in BIAS_MODELS:
+            raise ValueError(f"bias_model = {bias_model!r}: expected one of {BIAS_MODELS}")
         if reference not in ("body", "world"):
             raise ValueError(f"reference = {reference!r}: expected 'body' or 'world'")
         if mode not in MODES:
@@ -141,7 +151,7 @@ class FusedEstimator(nn.Module):
         self.model = model
         self.n = n
         self.length = float(length)
-        heading = bias_model == "heading"
+        heading = bias_model != "rotation"
         if sigma_b is None:
             sigma_b = 3e-4 if heading else 3e-3
         if travel_noise is None:
@@ -169,7 +179,13 @@ class FusedEstimator(nn.Module):
         self.body_ref = reference == "body"
         self.seed_innovation = innovation == "seed"
         self.travel_noise = float(travel_noise)
-        self.heading_bias = bias_model == "heading"
+        self.heading_bias = heading
+        self.drift_rate = bias_model == "heading"
+        self.bias_model = bias_model
+        self.gate = float(gate)
+        self.hf = HeadingDriftFilter(n, float(p0), self.travel_noise if self.drift_rate else 0.0, float(sigma_b),
+                                     float(gate))
+        self.register_buffer("theta_applied", torch.zeros(n, dtype=f64))  # θ in the current gains [rad]
         self.register_buffer("axis", torch.tensor([0.0, 0.0, 1.0], dtype=f64).repeat(n + 1, 1))  # drift axes
         self.register_buffer("rel_c", torch.zeros(n, dtype=f64))           # heading: joint corrections [rad]
         self.register_buffer("travel", torch.zeros(n + 1, dtype=f64))      # module angular travel [rad]
@@ -265,6 +281,8 @@ class FusedEstimator(nn.Module):
         self.t_fix_min = -1e300
         self.gain.copy_(self.tmap)
         self.rel_c.zero_()
+        self.hf.reset()
+        self.theta_applied.zero_()
         self.travel.zero_()
         self.travel_fix.zero_()
         self.q_on.copy_(self.q_last)
@@ -444,7 +462,8 @@ class FusedEstimator(nn.Module):
         """Magnetic update of segment i ∈ 1..N from its coil field ΔB (3,) [T] (seed 002, III-B3/B4).
 
         Uses the module quaternions snapshotted at coil activation. Returns False (state unchanged) when the
-        prediction is not finite or ΔB is zero.
+        prediction is not finite or ΔB is zero, and when the "heading" model's gate rejects the fix (its drift
+        prediction is still applied).
         """
         j = i - 1
         db = delta_b.to(torch.float64)
@@ -478,6 +497,8 @@ class FusedEstimator(nn.Module):
         p = self.p_var[j] + two * self.sigma_b2 * max(t - float(self.t_p[j]), 0.0)
         dtr = self.travel[j:i + 1].flip(0) - self.travel_fix[j]             # (child, parent) travel [rad]
         self.travel_fix[j] = self.travel[j:i + 1].flip(0)
+        if self.drift_rate:
+            return self._correct_heading_rate(j, uq, um, t)
         if self.travel_noise > 0.0:
             p = p + (self.travel_noise * dtr[0]) ** 2
             if self.heading_bias and j > 0:
@@ -535,6 +556,42 @@ class FusedEstimator(nn.Module):
             self.c_bias[m] = so3_exp(w)
             self.gain[m + 1] = torch.matmul(self.c_bias[m], self.tmap[m + 1])
         return True
+
+    def _correct_heading_rate(self, j: int, uq: Tensor, um: Tensor, t: float) -> bool:
+        """Default heading model: module headings and drift rates in one Kalman filter (`HeadingDriftFilter`).
+
+        Predicts every module's θ to t from its travel, then updates with joint j + 1's relative heading: y is the
+        signed angle about a from Ĉ_{j+1} u^q to u^m (both built with the θ in the current gains), moved to the
+        predicted state, variance σ_m² / (|Ĉu^q_h| |u^m_h|); near vertical (product < 1e-3) only the prediction
+        is applied. All modules' gains are refreshed (a fix moves correlated neighbours and the drift rates).
+        Returns False when the χ² gate rejects the fix (flagged MAG_REJECTED by the caller).
+        """
+        i = j + 1
+        self.hf.predict(self.travel[1:], t)
+        dth = self.hf.theta() - self.theta_applied
+        a = self.axis[i]
+        x = torch.matmul(self.c_bias[j], uq)
+        xp = x - torch.dot(x, a) * a
+        yp = um - torch.dot(um, a) * a
+        s2 = float(torch.linalg.vector_norm(xp) * torch.linalg.vector_norm(yp))
+        ok = True
+        if s2 >= 1e-3:
+            y = float(torch.atan2(torch.dot(a, torch.linalg.cross(xp, yp)), torch.dot(xp, yp)))
+            y = y - float(dth[j]) + (float(dth[j - 1]) if j > 0 else 0.0)
+            ok = self.hf.update(j, y, self.sigma_m2 / s2)
+        th = self.hf.theta()
+        if not bool(torch.isfinite(th).all()):
+            self.hf.reset()
+            return False
+        self.theta_applied.copy_(th)
+        self.rel_c.copy_(th - torch.cat([torch.zeros(1, dtype=torch.float64), th[:-1]]))
+        self.p_var[j] = self.hf.p[j, j]
+        self.t_p[j] = t
+        w = th.unsqueeze(-1) * self.axis[1:]
+        self.bias.copy_(w)
+        self.c_bias.copy_(so3_exp(w))
+        self.gain[1:] = torch.matmul(self.c_bias, self.tmap[1:])
+        return ok
 
     def forward(self, t: float, quats: Tensor, mags: Tensor, coil: int) -> Tuple[Tensor, Tensor, Tensor]:
         """One fused step: magnetometer round then attitude sweep at time t (see `magnetometer`, `attitude`)."""

@@ -239,11 +239,13 @@ class _UnitDirection(torch.nn.Module):
         return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
 
 
-@pytest.mark.parametrize("bias_model", ["heading", "rotation"])
+@pytest.mark.parametrize("bias_model", ["heading", "heading_walk", "rotation"])
 def test_parent_correction_carries_children(bias_model):
     """Two tilted segments in line, both IMUs with the same 10° heading drift. Joint 1's fix (parent = the fixed
-    base) measures module 1's heading; joint 2's fix would see no relative error. The heading model corrects segment 2
-    with its parent; the seed's rotation bias leaves it wrong (its fix is relative to the drifted parent)."""
+    base) measures module 1's heading. The per-joint walk model ("heading_walk") carries segment 2 along at once
+    (module corrections are sums of joint corrections); the default model (independent module headings, as the
+    IMUs drift independently) corrects segment 2 with joint 2's fix, which sees it in line with its corrected
+    parent. The seed's rotation bias leaves segment 2 wrong after joint 1's fix (relative to the drifted parent)."""
     est = FusedEstimator(_UnitDirection(), n_segments=2, p0=1.0, sigma_m=0.01, bias_model=bias_model)
     est.set_reference(ID.repeat(3, 1))
     tilt = so3_exp(torch.tensor([math.radians(30.0), 0.0, 0.0], dtype=F64))
@@ -253,13 +255,90 @@ def test_parent_correction_carries_children(bias_model):
     est.attitude(0.1, q)
     est.magnetometer(0.2, torch.full((2, 3), 1e-5, dtype=F64), 0)          # coil 0 on: snapshot at activation
     label = tilt.T @ torch.tensor([0.0, 0.0, 1.0], dtype=F64)            # parent axis in the child frame
+    u_true = tilt @ torch.tensor([0.0, 0.0, -1.0], dtype=F64)
+
+    def errors():
+        return [math.degrees(math.acos(min(1.0, float(est.u_hat[k] @ u_true)))) for k in range(2)]
+
     assert est.correct(1, 1e-4 * label, 0.3)
     _, h, _ = est.attitude(0.4, q)
-    u_true = tilt @ torch.tensor([0.0, 0.0, -1.0], dtype=F64)
-    err = [math.degrees(math.acos(min(1.0, float(est.u_hat[k] @ u_true)))) for k in range(2)]
+    err = errors()
     assert err[0] < 0.5                                                   # segment 1 corrected by its own fix
-    if bias_model == "heading":
-        assert err[1] < 0.5                                              # carried along with its parent
-        assert abs(float(h) - 2 * 0.029 * (1 + float(u_true[2]))) < 1e-9   # heading corrections keep the height
-    else:
+    if bias_model == "rotation":
         assert err[1] > 4.0
+        return
+    if bias_model == "heading_walk":
+        assert err[1] < 0.5                                              # carried along with its parent
+    assert est.correct(2, 1e-4 * torch.tensor([0.0, 0.0, 1.0], dtype=F64), 0.5)   # joint 2: in line
+    _, h, _ = est.attitude(0.6, q)
+    err = errors()
+    assert err[0] < 0.5 and err[1] < 0.5
+    assert abs(float(h) - 2 * 0.029 * (1 + float(u_true[2]))) < 1e-9     # heading corrections keep the height
+
+def test_heading_filter_learns_drift_rate():
+    """Drift ∝ travel is a ramp: the rate states learn it, so the prediction between fixes follows the drift;
+    without them (κ = 0, heading random walk only) the estimate lags behind."""
+    from flexlearn.runtime.heading_filter import HeadingDriftFilter
+
+    g = np.random.default_rng(0)
+    rho = torch.tensor([0.008, -0.006], dtype=F64)                  # drift per rad of travel, modules 1, 2
+    lag = {}
+    for kappa in (0.0065, 0.0):
+        f = HeadingDriftFilter(2, p0=3e-4, kappa=kappa, sigma_b=3e-4)
+        travel = torch.zeros(2, dtype=F64)
+        errs = []
+        for k in range(60):
+            travel = travel + torch.tensor([0.4, 0.6], dtype=F64)
+            f.predict(travel, 3.0 * k)
+            truth = -rho * travel                                    # correction = −drift
+            errs.append(float((f.theta() - truth).abs().max()))     # prediction error before the fix
+            j = k % 2
+            rel = truth[j] - (truth[j - 1] if j else 0.0)
+            est = f.theta()[j] - (f.theta()[j - 1] if j else 0.0)
+            f.update(j, float(rel - est) + float(g.normal(0.0, 0.01)), 0.03 ** 2)
+        lag[kappa] = max(errs[-10:])
+        if kappa > 0:
+            assert torch.allclose(f.x[2:], -rho, atol=1.5e-3), f.x
+    assert lag[0.0065] < 0.3 * lag[0.0], lag
+
+
+def test_heading_gate_rejects_one_outlier_then_accepts():
+    """χ² gate: a fix whose innovation is far outside its predicted spread is rejected (state unchanged, flagged
+    by the caller); a second consecutive one is accepted (a persistent change is not refused for ever)."""
+    from flexlearn.runtime.heading_filter import HeadingDriftFilter
+
+    f = HeadingDriftFilter(3, p0=1e-4, kappa=0.0, sigma_b=0.0, gate=3.0)
+    f.predict(torch.zeros(3, dtype=F64), 0.0)
+    assert f.update(1, 0.02, 1e-4)                                   # y² / S = 4e-4 / 3e-4: inside the gate
+    x = f.x.clone()
+    assert not f.update(1, 0.5, 1e-4)                                # 0.25 / S ≫ 9: outlier
+    assert torch.equal(f.x, x) and float(f.last_nis[1]) > 9.0
+    assert f.update(1, 0.5, 1e-4)                                    # persistent: accepted
+    assert float(f.x[1] - f.x[0]) > 0.2
+    assert HeadingDriftFilter(3, 1e-4, 0.0, 0.0, gate=0.0).update(0, 10.0, 1e-6)   # gate 0: no gate
+
+
+def test_estimator_flags_gated_fix(direction_model):
+    """In the estimator a gated fix leaves the heading corrections alone and is flagged MAG_REJECTED."""
+    est = FusedEstimator(_UnitDirection(), n_segments=2, p0=1e-6, sigma_m=0.01, travel_noise=0.0)
+    est.set_reference(ID.repeat(3, 1))
+    tilt = so3_exp(torch.tensor([math.radians(30.0), 0.0, 0.0], dtype=F64))
+    drift = so3_exp(torch.tensor([0.0, 0.0, math.radians(10.0)], dtype=F64))
+    q = ID.repeat(3, 1)
+    q[1:] = matrix_to_quat(drift @ tilt)
+    est.attitude(0.1, q)
+    label = tilt.T @ torch.tensor([0.0, 0.0, 1.0], dtype=F64)
+    m_off = torch.full((2, 3), 1e-5, dtype=F64)
+    for k, expect in enumerate((False, True)):                        # 10° jump vs a prior of 0.06°
+        t0 = 0.2 + k
+        est.magnetometer(t0, m_off + 1e-9 * k, -1)
+        est.magnetometer(t0 + 0.003, m_off + 2e-9 + 1e-9 * k, -1)  # baseline samples (fresh conversions)
+        est.magnetometer(t0 + 0.006, m_off + 3e-9 + 1e-9 * k, 0)
+        for s in range(4):
+            est.magnetometer(t0 + 0.02 + 0.003 * s, m_off + 1e-4 * label + 1e-9 * (s + 10 * k), 0)
+        applied = est.magnetometer(t0 + 0.05, m_off + 5e-9 + 1e-9 * k, -1)
+        assert bool(applied[0]) == expect
+        if not expect:
+            assert float(est.rel_c.abs().max()) == 0.0
+            assert int(est.flags[0]) & MAG_REJECTED or int(est.base_flags[0]) & MAG_REJECTED
+    assert float(est.rel_c[0]) < 0.0                                  # accepted: moves toward −10° (small gain)

@@ -1,0 +1,109 @@
+"""Heading-drift Kalman filter of the fused estimator (seed 002, III-B4 "heading drift", per module).
+
+A game rotation vector's tilt is gravity-referenced; only its heading about the vertical drifts, and the seed
+measures that drift as ≈ 0.65 % of the module's angular travel. The filter therefore carries, for modules
+k = 1..N (the base module 0 is fixed and uncorrected),
+
+    x = [θ_1..θ_N, ρ_1..ρ_N]   (2N,),   θ_k: heading correction of module k [rad],
+                                         ρ_k: its drift per radian of angular travel [rad/rad],
+
+with the prediction θ_k ← θ_k + ρ_k Δφ_k over the travel Δφ_k since the previous prediction (a drift ∝ travel is a
+ramp, which a random walk can only follow with a lag) and P ← F P Fᵀ + diag(σ_b² Δt, 0). Prior: θ ~ N(0, p0),
+ρ ~ N(0, κ²) with κ the seed's drift figure. A magnetic fix of joint j + 1 (parent module j, child j + 1) observes
+the relative heading θ_{j+1} − θ_j (θ_0 ≡ 0) with variance r = σ_m² / sin² tilt: scalar update with
+h = e_{j+1} − e_j, S = hᵀPh + r, K = Ph / S. An innovation with y² > g² S (χ² gate, g standard deviations) is
+rejected as an outlier unless the joint's previous fix was rejected too (a persistent large innovation is a
+change the model did not foresee, and refusing it for ever would let the filter diverge). Cost: a few (2N × 2N) products, once per coil pulse (300 ms), none per attitude frame.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+
+class HeadingDriftFilter(nn.Module):
+    """Module heading corrections and drift rates (see the module docstring); TorchScript-compatible.
+
+    Args:
+        n: N sensing modules.  p0: prior variance of θ [rad²].  kappa: prior std of ρ [rad per rad of travel].
+        sigma_b: heading random walk [rad/√s].  gate: χ² gate in standard deviations (0: no gate).
+    """
+
+    def __init__(self, n: int, p0: float, kappa: float, sigma_b: float, gate: float = 3.0) -> None:
+        super().__init__()
+        if gate < 0.0 or not math.isfinite(gate):
+            raise ValueError(f"gate = {gate}: expected a finite value >= 0")
+        self.n = int(n)
+        self.p0 = float(p0)
+        self.kappa2 = float(kappa) ** 2
+        self.sigma_b2 = float(sigma_b) ** 2
+        self.gate2 = float(gate) ** 2
+        f64 = torch.float64
+        self.register_buffer("x", torch.zeros(2 * n, dtype=f64))
+        self.register_buffer("p", torch.zeros(2 * n, 2 * n, dtype=f64))
+        self.register_buffer("travel_ref", torch.zeros(n, dtype=f64))
+        self.register_buffer("eye", torch.eye(2 * n, dtype=f64))
+        self.register_buffer("last_nis", torch.zeros(n, dtype=f64))     # y² / S of each joint's latest fix
+        self.register_buffer("rejected", torch.zeros(n, dtype=torch.int64))  # consecutive gated fixes per joint
+        self.t_ref = -1e300
+        self.reset()
+
+    @torch.jit.export
+    def reset(self) -> None:
+        """x = 0, P = diag(p0 … , κ² …), travel reference zero (the estimator's travel restarts at zero too)."""
+        n = self.n
+        self.x.zero_()
+        self.p.zero_()
+        self.p[:n, :n] = self.eye[:n, :n] * self.p0
+        self.p[n:, n:] = self.eye[n:, n:] * self.kappa2
+        self.travel_ref.zero_()
+        self.last_nis.zero_()
+        self.rejected.zero_()
+        self.t_ref = -1e300
+
+    @torch.jit.export
+    def theta(self) -> Tensor:
+        """Module heading corrections θ (N,) [rad]."""
+        return self.x[: self.n]
+
+    @torch.jit.export
+    def predict(self, travel: Tensor, t: float) -> None:
+        """Advance to time t [s] with the modules' cumulative angular travel (N,) [rad]."""
+        n = self.n
+        dphi = (travel - self.travel_ref).clamp_min(0.0)
+        self.travel_ref.copy_(travel)
+        dt = max(t - self.t_ref, 0.0) if self.t_ref > -1e299 else 0.0
+        self.t_ref = t
+        f = self.eye.clone()
+        f[:n, n:] = torch.diag(dphi)
+        self.x.copy_(torch.matmul(f, self.x))
+        p = torch.matmul(torch.matmul(f, self.p), f.transpose(0, 1))
+        p[:n, :n] += self.eye[:n, :n] * (self.sigma_b2 * dt)
+        self.p.copy_(p)
+
+    @torch.jit.export
+    def update(self, j: int, y: float, r: float) -> bool:
+        """Fix of joint j + 1 (child module j + 1, parent j): innovation y [rad] of θ_{j+1} − θ_j, variance r [rad²].
+
+        Returns False (state unchanged) when the innovation is not finite or fails the χ² gate (the second
+        consecutive failure of a joint is accepted).
+        """
+        ph = self.p[:, j].clone()
+        if j > 0:
+            ph = ph - self.p[:, j - 1]
+        s = float(ph[j]) - (float(ph[j - 1]) if j > 0 else 0.0) + r
+        if not math.isfinite(y) or not math.isfinite(s) or s <= 0.0:
+            return False
+        nis = y * y / s
+        self.last_nis[j] = nis
+        if self.gate2 > 0.0 and nis > self.gate2 and int(self.rejected[j]) == 0:
+            self.rejected[j] = 1
+            return False
+        self.rejected[j] = 0
+        k = ph / s
+        self.x.add_(k * y)
+        p = self.p - torch.outer(k, ph)
+        self.p.copy_(0.5 * (p + p.transpose(0, 1)))
+        return True
