@@ -13,9 +13,16 @@ rotation of an element must stay below π.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
+from flexlearn._numba_cache import refresh_numba_cache
 from flexlearn.physics.lse.fused import _GL_NODES, _GL_WEIGHTS, _SERIES, _THRESHOLDS
+
+# the compiled solver modules call (and inline) the kernels of this file: one cache fingerprint for all
+refresh_numba_cache(Path(__file__).parent, ("fused", "compiled", "compiled_condense", "compiled_solver"),
+                    "lse_kernels")
 
 try:  # numba is a core dependency; the torch kernels remain the fallback
     from numba import njit

@@ -1,0 +1,59 @@
+"""numba's on-disk cache of functions that call functions of another file is refreshed when that file changes."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from flexlearn._numba_cache import refresh_numba_cache
+
+pytest.importorskip("numba")
+
+KERNEL = """
+from numba import njit
+@njit(cache=True)
+def value():
+    return {value}
+"""
+CALLER = """
+from pathlib import Path
+from flexlearn._numba_cache import refresh_numba_cache
+refresh_numba_cache(Path(__file__).parent, ("kernel", "caller"), "demo")
+from numba import njit
+from kernel import value
+@njit(cache=True)
+def twice():
+    return 2.0 * value()
+"""
+
+
+def _run(tmp_path) -> float:
+    code = "import sys; sys.path.insert(0, sys.argv[1]); import caller; print(caller.twice())"
+    (tmp_path / "caller.py").write_text(textwrap.dedent(CALLER))
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip())
+
+
+def test_editing_a_called_kernel_reaches_the_cached_caller(tmp_path):
+    (tmp_path / "kernel.py").write_text(KERNEL.format(value=1.0))
+    assert _run(tmp_path) == 2.0
+    # numba alone would load the caller's cached machine code (its own file did not change) and print 2.0
+    (tmp_path / "kernel.py").write_text(KERNEL.format(value=5.0))
+    assert _run(tmp_path) == 10.0
+
+
+def test_refresh_removes_only_the_group_and_only_on_change(tmp_path):
+    for name in ("a", "b", "other"):
+        (tmp_path / f"{name}.py").write_text(f"# {name}\n")
+    assert not refresh_numba_cache(tmp_path, ("a", "b"), "g")      # first stamp, nothing cached yet
+    cache = tmp_path / "__pycache__"
+    files = [cache / "a.f-3.py311.nbi", cache / "b.g-7.py311.nbc", cache / "other.h-1.py311.nbi"]
+    for f in files:
+        f.write_text("x")
+    assert not refresh_numba_cache(tmp_path, ("a", "b"), "g")      # unchanged sources: cache kept
+    assert all(f.exists() for f in files)
+    (tmp_path / "a.py").write_text("# a edited\n")
+    assert refresh_numba_cache(tmp_path, ("a", "b"), "g")
+    assert [f.exists() for f in files] == [False, False, True]
