@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from flexlearn.physics.lse.compiled import _gemm6, _inv6, njit
+from flexlearn.physics.lse.compiled import _gemm6, _inv6, _inv6_into, njit
 
 __all__ = ["condensed_solve"]
 
@@ -54,6 +54,9 @@ def condensed_solve(hel, res, res_ee, kee, dz0, rod_motor, n_motors):
     hc = np.empty((12, 12))
     bc = np.empty((12, nc))
     bbeta = np.zeros((6, nc))
+    hbb_inv = np.empty((6, 6))
+    dinv = np.empty((6, 6))
+    tmp = np.empty((6, 6))
     for k in range(r):
         if rod_motor[k] >= 0:
             for i in range(6):
@@ -67,7 +70,8 @@ def condensed_solve(hel, res, res_ee, kee, dz0, rod_motor, n_motors):
             bn[n, i, 0] = -res[k, 12 * n - 6 + i]
         for e in range(n):
             hm = hel[k, e]
-            hbb_inv = _inv6(hm[12:, 12:])
+            tmp[:, :] = hm[12:, 12:]
+            _inv6_into(tmp, hbb_inv)
             for i in range(6):
                 bbeta[i, 0] = -res[k, 6 * (n - 1) + 6 * e + i]
             _gemm6(hbb_inv, hm[12:, :12], gmat[k, e], 1.0, False)
@@ -77,15 +81,19 @@ def condensed_solve(hel, res, res_ee, kee, dz0, rod_motor, n_motors):
             _gemm6(hm[:12, 12:], gvec[k, e], bc, -1.0, False)
             if e == 0:  # node 0 prescribed: move H̃_{1,0} x₀ to the right-hand side
                 _gemm6(hc[6:, :6], x0[k], bn[1], -1.0, True)
-            else:
-                d[e] += hc[:6, :6]
-                up[e] = hc[:6, 6:]
-                lo[e] = hc[6:, :6]
-                bn[e] += bc[:6]
-            d[e + 1] += hc[6:, 6:]
-            bn[e + 1] += bc[6:]
+            for i in range(6):
+                for j in range(6):
+                    if e > 0:
+                        d[e, i, j] += hc[i, j]
+                        up[e, i, j] = hc[i, 6 + j]
+                        lo[e, i, j] = hc[6 + i, j]
+                    d[e + 1, i, j] += hc[6 + i, 6 + j]
+                for j in range(nc):
+                    if e > 0:
+                        bn[e, i, j] += bc[i, j]
+                    bn[e + 1, i, j] += bc[6 + i, j]
         for j in range(1, n):
-            dinv = _inv6(d[j])
+            _inv6_into(d[j], dinv)
             _gemm6(dinv, up[j], xu[k, j], 1.0, False)
             _gemm6(dinv, bn[j], xb[k, j], 1.0, False)
             _gemm6(lo[j], xu[k, j], d[j + 1], -1.0, True)

@@ -20,8 +20,9 @@ import math
 
 import numpy as np
 
-from flexlearn.physics.lse.compiled import (HAVE_NUMBA, _blocks, _coefficients, _cross, _hat, _mm, _mv,
-                                            alloc_parts, element_into, njit, tangent_into, workspace)
+from flexlearn.physics.lse.compiled import (HAVE_NUMBA, _blocks, _coefficients, _cross, _gemm6, _gemm6_tn, _hat,
+                                            _hat_into, _mm, _mv, alloc_parts, element_into, njit, tangent_into,
+                                            workspace)
 from flexlearn.physics.lse.compiled_condense import condensed_solve
 
 __all__ = ["HAVE_NUMBA"]
@@ -138,27 +139,34 @@ def _tangent(nodes, parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul, s_wo
     ``δζ₀ = Ad_{g₀⁻¹} S`` (R, 6) (see :meth:`AssemblyMixin._tangent`)."""
     r, n = parts[4].shape[0], parts[4].shape[1]
     hel = np.empty((r, n, 18, 18))
-    z3 = np.zeros((3, 3))
     dz0 = np.empty((r, 6))
     ws = workspace()
+    hm, hf, tmp = ws[2][0], ws[2][1], ws[3][0]
     for k in range(r):
         for e in range(n):
-            tangent_into(parts, k, e, h[k], kd[k], hel[k, e], ws)
-            kn = _blocks(_hat(body[k, e + 1, :3].copy()), z3, _hat(body[k, e + 1, 3:].copy()), z3)
-            for i in range(6):
-                for j in range(6):
-                    hel[k, e, 6 + i, 6 + j] -= kn[i, j]
+            he = hel[k, e]
+            tangent_into(parts, k, e, h[k], kd[k], he, ws)
+            _hat_into(body[k, e + 1, :3], hm)
+            _hat_into(body[k, e + 1, 3:], hf)
+            for i in range(3):
+                for j in range(3):
+                    he[6 + i, 6 + j] -= hm[i, j]
+                    he[9 + i, 6 + j] -= hf[i, j]
         # the tip block's rows and columns: Tᵀ H, H T (last element)
-        ad = adinv[k].copy()
-        hl = hel[k, n - 1].copy()
-        hl[6:12] = _mm(ad.T.copy(), hl[6:12].copy())
-        hl[:, 6:12] = _mm(hl[:, 6:12].copy(), ad)
-        hel[k, n - 1] = hl
-        rb = nodes[k, 0, :3, :3].T.copy()
+        ad = adinv[k]
+        hl = hel[k, n - 1]
+        for cb in range(3):
+            tmp[:, :] = hl[6:12, 6 * cb:6 * cb + 6]
+            _gemm6_tn(ad, tmp, hl[6:12, 6 * cb:6 * cb + 6], 1.0, False)
+        for rb in range(3):
+            tmp[:, :] = hl[6 * rb:6 * rb + 6, 6:12]
+            _gemm6(tmp, ad, hl[6 * rb:6 * rb + 6, 6:12], 1.0, False)
+        rb_t = nodes[k, 0, :3, :3].T.copy()
         pb = nodes[k, 0, :3, 3].copy()
         sw = s_world[k]
-        dz0[k, :3] = _mv(rb, sw[:3].copy())
-        dz0[k, 3:] = _mv(rb, sw[3:] - _cross(pb, sw[:3].copy()))
+        dz0[k, :3] = _mv(rb_t, sw[:3].copy())
+        dz0[k, 3:] = _mv(rb_t, sw[3:] - _cross(pb, sw[:3].copy()))
+    z3 = np.zeros((3, 3))
     kee = -_blocks(_hat(me), z3, _hat(fe), z3)
     if has_pul:
         rot = g_ee[:3, :3].copy()
