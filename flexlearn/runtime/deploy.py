@@ -102,7 +102,7 @@ def export_bundle(bundle: DeployBundle, path: str | Path, metadata: Optional[dic
                           "p0": est.p0, "twist_damping": est.twist_damping, "settle_s": est.settle,
                           "min_fresh": est.min_fresh, "full_scale_T": est.full_scale,
                           "reference": "body" if est.body_ref else "world",
-                          "bias_model": est.bias_model, "gate": est.gate,
+                          "bias_model": est.bias_model, "gate": est.gate, "sigma_align": est.sigma_align,
                           "travel_noise": est.travel_noise},
             "controller": {k: getattr(bundle.controller, k) for k in
                            ("target", "kp", "ki", "kd", "tau_d", "i_band", "v_max", "a_max", "settle",

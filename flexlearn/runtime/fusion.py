@@ -34,14 +34,14 @@ Equations (seed 002):
   vector's drift is (tilt is gravity-referenced; only the heading about the vertical a_k drifts, seed III-B4):
   module corrections C_k = exp(θ_k [a_k]×), a fix of joint i measuring θ_i − θ_{i−1} through the horizontal part
   of u (variance σ_m² / sin² tilt). Default "heading" (`flexlearn.runtime.heading_filter`): one Kalman filter over
-  all module headings θ_k and their drift rates ρ_k per radian of travel (the seed's drift ∝ travel is a ramp;
-  prior std of ρ = κ = 0.65 %), χ² gate of 3 standard deviations on the innovation. "heading_walk": one scalar
-  random walk per joint, c_i = θ_i − θ_{i−1}, process noise (κ Δφ)² per travel Δφ, θ_k = Σ_{m≤k} c_m (no gate).
-  Measured (`scripts/reproduce_seed002_table1.py`, backbone RMSE, four scenarios): 60 s trials 0–4 2.18 mm
-  ("heading_walk" 2.32, quaternions only 2.55); trials 5–9 2.55 (2.70, 2.81); 300 s 5.25 (5.80, 9.52). What
-  limits it: the magnetic heading has a systematic error of ≈ 1–2° in direction (mount misalignment), i.e.
-  several degrees of heading on near-vertical proximal segments, and a proximal heading error is common to every
-  distal segment, while the IMUs' own drifts are independent and partly cancel at the tip.
+  all module headings θ_k, their drift rates ρ_k per radian of travel (the seed's drift ∝ travel is a ramp; prior
+  std of ρ = κ = 0.65 %) and each receiver's residual misalignment δ_j (prior σ_δ = √2 · 1°, the mounting
+  tolerance of the two modules; a fixed direction error of 1–2° is several degrees of heading on a near-vertical
+  segment and does not average out), white σ_m = 0.03 rad, χ² gate of 3 standard deviations. "heading_walk": one
+  scalar random walk per joint, c_i = θ_i − θ_{i−1}, process noise (κ Δφ)² per travel Δφ, θ_k = Σ_{m≤k} c_m,
+  σ_m = 0.07 (no gate, no δ). Measured (`scripts/reproduce_seed002_table1.py`, backbone RMSE averaged over four
+  scenarios): 60 s trials 0–4 2.11 mm ("heading_walk" 2.32, quaternions only 2.55); trials 5–9 2.37 (2.70, 2.81);
+  300 s 3.61 (5.80, 9.52).
 * III-B4: p_0 = 0, p_i = p_{i−1} + L û_i;  III-C: h = L Σ (1 + û_{i,z}).
 * III-B2 coil field: ΔB = mean of fresh coil-on samples (after ``settle``, bitwise-new conversions) − the latest
   confirmed coil-off baseline (mean of fresh coil-off samples before the pulse).
@@ -121,20 +121,23 @@ class FusedEstimator(nn.Module):
             rate ρ_k and σ_b the heading random walk.
         gate: χ² gate of the "heading" model in standard deviations (0: none; a joint's second consecutive
             outlier is accepted).
-    Defaults σ_m = 0.07 rad, p0 = 3e-4 rad², γ = 0.02 and the "rotation" σ_b = 3e-3 rad/√s were tuned on the
-    simulator (`flexlearn.tasks.shape_scenarios`: heading drift 0.65 % of travel, magnetic errors of a few degrees);
-    the "heading" model takes κ from the seed's drift figure and σ_b = 3e-4 (not swept).
+        sigma_align: σ_δ, prior std per axis of each receiver's residual misalignment [rad] ("heading" only).
+    Defaults σ_m = 0.07 rad ("rotation", "heading_walk"), p0 = 3e-4 rad², γ = 0.02 and the "rotation"
+    σ_b = 3e-3 rad/√s were tuned on the simulator (`flexlearn.tasks.shape_scenarios`); the "heading" model takes κ
+    from the seed's drift figure, σ_δ from a 1° mounting tolerance, σ_b = 3e-4 (not swept) and σ_m = 0.03 rad
+    (the white part: IMU noise, direction-model and timing errors; chosen between 0.03 and 0.07 on trials 0–4).
 
     Inputs are float64 tensors (other dtypes are converted); quaternions (w, x, y, z) with R(q) body → world.
     """
 
     def __init__(self, model: nn.Module, n_segments: int = 9, length: float = 0.029,
                  sigma_b: Optional[float] = None,
-                 sigma_m: float = 0.07, p0: float = 3e-4, twist_damping: float = 0.02, settle: float = 0.010,
+                 sigma_m: Optional[float] = None, p0: float = 3e-4, twist_damping: float = 0.02, settle: float = 0.010,
                  min_fresh: int = 2, full_scale: float = 1.3e-3, stale_after: float = 0.5, fix_timeout: float = 10.0,
                  soft_iron: Tensor | None = None, alignment: Tensor | None = None, mode: str = "fusion",
                  reference: str = "body", innovation: str = "seed", travel_noise: Optional[float] = None,
-                 bias_model: str = "heading", gate: float = 3.0) -> None:
+                 bias_model: str = "heading", gate: float = 3.0,
+                 sigma_align: float = math.sqrt(2.0) * math.radians(1.0)) -> None:
         super().__init__()
         if n_segments < 1:
             raise ValueError(f"n_segments = {n_segments}: expected ≥ 1")
@@ -154,6 +157,8 @@ class FusedEstimator(nn.Module):
         heading = bias_model != "rotation"
         if sigma_b is None:
             sigma_b = 3e-4 if heading else 3e-3
+        if sigma_m is None:
+            sigma_m = 0.03 if bias_model == "heading" else 0.07
         if travel_noise is None:
             travel_noise = HEADING_DRIFT_PER_TRAVEL if heading else 0.0
         self.sigma_b2 = float(sigma_b) ** 2
@@ -184,7 +189,8 @@ class FusedEstimator(nn.Module):
         self.bias_model = bias_model
         self.gate = float(gate)
         self.hf = HeadingDriftFilter(n, float(p0), self.travel_noise if self.drift_rate else 0.0, float(sigma_b),
-                                     float(gate))
+                                     float(gate), float(sigma_align))
+        self.sigma_align = float(sigma_align)
         self.register_buffer("theta_applied", torch.zeros(n, dtype=f64))  # θ in the current gains [rad]
         self.register_buffer("axis", torch.tensor([0.0, 0.0, 1.0], dtype=f64).repeat(n + 1, 1))  # drift axes
         self.register_buffer("rel_c", torch.zeros(n, dtype=f64))           # heading: joint corrections [rad]
@@ -498,7 +504,7 @@ class FusedEstimator(nn.Module):
         dtr = self.travel[j:i + 1].flip(0) - self.travel_fix[j]             # (child, parent) travel [rad]
         self.travel_fix[j] = self.travel[j:i + 1].flip(0)
         if self.drift_rate:
-            return self._correct_heading_rate(j, uq, um, t)
+            return self._correct_heading_rate(j, uq, um, r_par, t)
         if self.travel_noise > 0.0:
             p = p + (self.travel_noise * dtr[0]) ** 2
             if self.heading_bias and j > 0:
@@ -557,13 +563,13 @@ class FusedEstimator(nn.Module):
             self.gain[m + 1] = torch.matmul(self.c_bias[m], self.tmap[m + 1])
         return True
 
-    def _correct_heading_rate(self, j: int, uq: Tensor, um: Tensor, t: float) -> bool:
+    def _correct_heading_rate(self, j: int, uq: Tensor, um: Tensor, r_par: Tensor, t: float) -> bool:
         """Default heading model: module headings and drift rates in one Kalman filter (`HeadingDriftFilter`).
 
         Predicts every module's θ to t from its travel, then updates with joint j + 1's relative heading: y is the
         signed angle about a from Ĉ_{j+1} u^q to u^m (both built with the θ in the current gains), moved to the
-        predicted state, variance σ_m² / (|Ĉu^q_h| |u^m_h|); near vertical (product < 1e-3) only the prediction
-        is applied. All modules' gains are refreshed (a fix moves correlated neighbours and the drift rates).
+        predicted state, white variance σ_m² / (|Ĉu^q_h| |u^m_h|), misalignment weights w = R̂_parᵀ (u^m × t̂) / s;
+        near vertical (product < 1e-3) only the prediction is applied. All modules' gains are refreshed (a fix moves correlated neighbours and the drift rates).
         Returns False when the χ² gate rejects the fix (flagged MAG_REJECTED by the caller).
         """
         i = j + 1
@@ -578,7 +584,10 @@ class FusedEstimator(nn.Module):
         if s2 >= 1e-3:
             y = float(torch.atan2(torch.dot(a, torch.linalg.cross(xp, yp)), torch.dot(xp, yp)))
             y = y - float(dth[j]) + (float(dth[j - 1]) if j > 0 else 0.0)
-            ok = self.hf.update(j, y, self.sigma_m2 / s2)
+            that = torch.linalg.cross(a, um)
+            that = that / torch.linalg.vector_norm(that).clamp_min(1e-12)
+            w = torch.matmul(r_par.transpose(0, 1), torch.linalg.cross(um, that)) / math.sqrt(s2)
+            ok = self.hf.update(j, y, self.sigma_m2 / s2, w)
         th = self.hf.theta()
         if not bool(torch.isfinite(th).all()):
             self.hf.reset()

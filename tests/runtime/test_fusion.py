@@ -15,6 +15,7 @@ from flexlearn.tasks import shape_scenarios as rs
 
 F64 = torch.float64
 ID = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=F64)
+Z3 = torch.zeros(3, dtype=F64)
 
 
 def _est(model, n=9, **kw):
@@ -295,10 +296,10 @@ def test_heading_filter_learns_drift_rate():
             j = k % 2
             rel = truth[j] - (truth[j - 1] if j else 0.0)
             est = f.theta()[j] - (f.theta()[j - 1] if j else 0.0)
-            f.update(j, float(rel - est) + float(g.normal(0.0, 0.01)), 0.03 ** 2)
+            f.update(j, float(rel - est) + float(g.normal(0.0, 0.01)), 0.03 ** 2, Z3)
         lag[kappa] = max(errs[-10:])
         if kappa > 0:
-            assert torch.allclose(f.x[2:], -rho, atol=1.5e-3), f.x
+            assert torch.allclose(f.x[2:4], -rho, atol=1.5e-3), f.x
     assert lag[0.0065] < 0.3 * lag[0.0], lag
 
 
@@ -309,13 +310,13 @@ def test_heading_gate_rejects_one_outlier_then_accepts():
 
     f = HeadingDriftFilter(3, p0=1e-4, kappa=0.0, sigma_b=0.0, gate=3.0)
     f.predict(torch.zeros(3, dtype=F64), 0.0)
-    assert f.update(1, 0.02, 1e-4)                                   # y² / S = 4e-4 / 3e-4: inside the gate
+    assert f.update(1, 0.02, 1e-4, Z3)                               # y² / S = 4e-4 / 3e-4: inside the gate
     x = f.x.clone()
-    assert not f.update(1, 0.5, 1e-4)                                # 0.25 / S ≫ 9: outlier
+    assert not f.update(1, 0.5, 1e-4, Z3)                            # 0.25 / S ≫ 9: outlier
     assert torch.equal(f.x, x) and float(f.last_nis[1]) > 9.0
-    assert f.update(1, 0.5, 1e-4)                                    # persistent: accepted
+    assert f.update(1, 0.5, 1e-4, Z3)                                # persistent: accepted
     assert float(f.x[1] - f.x[0]) > 0.2
-    assert HeadingDriftFilter(3, 1e-4, 0.0, 0.0, gate=0.0).update(0, 10.0, 1e-6)   # gate 0: no gate
+    assert HeadingDriftFilter(3, 1e-4, 0.0, 0.0, gate=0.0).update(0, 10.0, 1e-6, Z3)   # gate 0: no gate
 
 
 def test_estimator_flags_gated_fix(direction_model):
@@ -342,3 +343,27 @@ def test_estimator_flags_gated_fix(direction_model):
             assert float(est.rel_c.abs().max()) == 0.0
             assert int(est.flags[0]) & MAG_REJECTED or int(est.base_flags[0]) & MAG_REJECTED
     assert float(est.rel_c[0]) < 0.0                                  # accepted: moves toward −10° (small gain)
+
+
+def test_heading_filter_separates_receiver_misalignment():
+    """A fixed 1.5° misalignment of one receiver biases its heading fixes by w·δ with w ∝ 1/sin tilt; as the tilt
+    changes with the motion the filter tells it from the heading (which stays 0 here). Without the δ states
+    (σ_δ = 0) the same fixes pull the heading of the near-vertical segment off by degrees."""
+    from flexlearn.runtime.heading_filter import HeadingDriftFilter
+
+    g = np.random.default_rng(1)
+    delta = torch.tensor([0.0, math.radians(1.5), 0.0], dtype=F64)
+    final = {}
+    for sig in (0.025, 0.0):
+        f = HeadingDriftFilter(1, p0=3e-4, kappa=0.0065, sigma_b=3e-4, sigma_align=sig)
+        for k in range(200):
+            f.predict(torch.full((1,), 0.1 * k, dtype=F64), 2.7 * k)
+            s = 0.08 + 0.5 * (1.0 + math.sin(0.37 * k))                 # sin tilt 0.08 … 1.08 over the cycle
+            az = 0.3 * math.sin(0.11 * k)
+            w = torch.tensor([math.sin(az), math.cos(az), 0.0], dtype=F64) / s
+            y = float(w @ delta) + float(g.normal(0.0, 0.01)) / s - float(f.theta()[0])
+            f.update(0, y, 0.03 ** 2 / s ** 2, w)
+        final[sig] = abs(math.degrees(float(f.theta()[0])))
+        if sig > 0:
+            assert abs(math.degrees(float(f.misalignment()[0, 1])) - 1.5) < 0.3
+    assert final[0.025] < 0.3 and final[0.0] > 1.0, final
