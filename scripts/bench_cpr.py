@@ -35,10 +35,11 @@ def main() -> None:
     ap.add_argument("--pulley", action="store_true", help="apply the Experiment-II pulley load")
     ap.add_argument("--shooting-steps", type=int, default=40)
     ap.add_argument("--quick", action="store_true", help="default LSE solver only (no side-by-side variants)")
+    ap.add_argument("--elements", type=int, default=None, help="LSE elements per rod (default: the config's 4)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
-    model = CPRModel.from_config()
+    model = CPRModel.from_config(None if args.elements is None else {"rod": {"n_elements": args.elements}})
     loads = model.default_loads(args.pulley)
     _, dense, _ = actuation_path(args.phases, args.substeps)
     rest = model.solve(torch.zeros(3, dtype=torch.float64), loads)
