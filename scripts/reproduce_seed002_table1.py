@@ -1,12 +1,14 @@
 #!/usr/bin/env python
 """Seed 002, Table I in simulation: backbone and tip RMSE per scenario and method, drift runs, figures.
 
-    python scripts/reproduce_seed002_table1.py [--quick] [--duration 60] [--trials 3] [--cycles 50]
+    python scripts/reproduce_seed002_table1.py [--quick] [--duration 60] [--trials 3] [--first-trial 0] [--cycles 50]
                                                [--hold 1800] [--long 300] [--long-trials 2] [--align-init 0]
                                                [--out-dir results/seed002]
 
 Scenarios `2d_curl`, `2d_obstacle`, `3d_curl`, `3d_hand` (flexlearn.tasks.shape_scenarios), each over ``--trials``
-seeds; methods fusion (heading bias, the default), fusion_rotation (the seed's 3-D rotation bias), mag_only,
+seeds from ``--first-trial`` (trial k: motion seed k, robot seed 100 k + scenario index; e.g. ``--first-trial 5``
+for trials held out from any setting chosen on trials 0–4; the ``--long`` trials start there too); methods fusion
+(heading and drift-rate filter, the default), fusion_heading_walk, fusion_rotation (the seed's 3-D bias), mag_only,
 quat_only (one runtime code path) and the inertial accel_quat / accel_only. ``--long`` s trials (``long`` in the
 JSON; quaternion drift grows with angular travel, so the magnetic corrections matter more as trials get longer).
 ``--align-init S`` > 0: receiver alignments A_i fitted (`fit_alignment`, shrunk toward identity) on a separate S-s
@@ -87,14 +89,14 @@ def drift_runs(model: torch.nn.Module, cycles: int, hold: float, seed: int) -> d
 
 
 def scenario_table(model: torch.nn.Module, duration: float, trials: int, align_window: float = 0.0,
-                   align_init: float = 0.0) -> tuple[dict, dict]:
+                   align_init: float = 0.0, first_trial: int = 0) -> tuple[dict, dict]:
     """scenario → method → mean/std of backbone and tip RMSE over ``trials`` (+ "average", "wins" of fusion over
     quat_only per trial); and the first trial's (recording, results) per scenario for the figure."""
     table: dict = {}
     examples: dict = {}
     for sc in rs.SCENARIOS:
         runs: dict = {m: [] for m in rs.METHODS}
-        for trial in range(trials):
+        for trial in range(first_trial, first_trial + trials):
             hw = 100 * trial + rs.SCENARIOS.index(sc)
             rec = simulate_robot(rs.scenario(sc, period=min(20.0, duration), seed=trial), duration,
                                  RobotConfig(seed=hw))
@@ -106,7 +108,7 @@ def scenario_table(model: torch.nn.Module, duration: float, trials: int, align_w
             res = rs.run_methods(rec, model, align_window=align_window, alignment=align)
             for m in rs.METHODS:
                 runs[m].append((res[m]["backbone_rmse_mm"], res[m]["tip_rmse_mm"]))
-            if trial == 0:
+            if trial == first_trial:
                 examples[sc] = (rec, res)
         table[sc] = {m: {"backbone_rmse_mm": float(np.mean([r[0] for r in v])),
                          "tip_rmse_mm": float(np.mean([r[1] for r in v])),
@@ -153,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="20 s trials, 1 trial, 5 cycles, 60 s hold")
     ap.add_argument("--duration", type=float, default=60.0)
     ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--first-trial", type=int, default=0, help="index of the first trial (held-out sets: 5)")
     ap.add_argument("--long", type=float, default=300.0, help="duration of the long trials [s] (0: none)")
     ap.add_argument("--long-trials", type=int, default=2)
     ap.add_argument("--align-init", type=float, default=0.0,
@@ -169,13 +172,15 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     t0 = time.time()
     model = torch.jit.load(str(a.model)) if a.model else rs.fit_direction_model()
-    table, examples = scenario_table(model, a.duration, a.trials, a.align_window, a.align_init)
-    long = scenario_table(model, a.long, a.long_trials, a.align_window, a.align_init)[0] if a.long > 0 else {}
-    out = {**table, "long": {"duration_s": a.long, "trials": a.long_trials, **long},
+    table, examples = scenario_table(model, a.duration, a.trials, a.align_window, a.align_init, a.first_trial)
+    long = scenario_table(model, a.long, a.long_trials, a.align_window, a.align_init,
+                          a.first_trial)[0] if a.long > 0 else {}
+    out = {**table, "long": {"duration_s": a.long, "trials": a.long_trials, "first_trial": a.first_trial, **long},
            "drift": drift_runs(model, a.cycles, a.hold, seed=7),
            "seed_table_mm": {m: {s: {"backbone_rmse_mm": v[0], "tip_rmse_mm": v[1]} for s, v in d.items()}
                              for m, d in SEED_TABLE.items()},
-           "settings": {"duration_s": a.duration, "trials": a.trials, "cycles": a.cycles, "hold_s": a.hold,
+           "settings": {"duration_s": a.duration, "trials": a.trials, "first_trial": a.first_trial,
+                        "cycles": a.cycles, "hold_s": a.hold,
                         "model": str(a.model) if a.model else "fit_direction_model()",
                         "align_window_s": a.align_window, "align_init_s": a.align_init,
                         "wall_s": time.time() - t0}}

@@ -11,7 +11,7 @@ Scenarios (joint motions for `flexlearn.sim.robot.simulate_robot`, all starting 
 
 Baselines (seed V-A): the estimator's ``fusion``, ``mag_only``, ``quat_only`` modes replay the same recording
 through `flexlearn.runtime.fusion.FusedEstimator` (``fusion_rotation``: fusion with the seed's 3-D rotation
-bias); the inertial variants (``accel_quat``: constrained acceleration + quaternions; ``accel_only``)
+bias; ``fusion_heading_walk``: one random-walk heading correction per joint); the inertial variants (``accel_quat``: constrained acceleration + quaternions; ``accel_only``)
 double-integrate the accelerometers (no ZUPT) and rebuild the fixed-length chain through the integrated board
 positions — offline numpy code, they are not runtime methods.
 """
@@ -27,8 +27,9 @@ from flexlearn.sim.rig import _single_torch_thread
 from flexlearn.sim.robot import E, RobotConfig, RobotRecording, rig_pairs
 
 SCENARIOS = ("2d_curl", "2d_obstacle", "3d_curl", "3d_hand")
-METHODS = ("fusion", "fusion_rotation", "mag_only", "quat_only", "accel_quat", "accel_only")
-ESTIMATOR_METHODS = {"fusion": ("fusion", {}), "fusion_rotation": ("fusion", {"bias_model": "rotation"}),
+METHODS = ("fusion", "fusion_heading_walk", "fusion_rotation", "mag_only", "quat_only", "accel_quat", "accel_only")
+ESTIMATOR_METHODS = {"fusion": ("fusion", {}), "fusion_heading_walk": ("fusion", {"bias_model": "heading_walk"}),
+                     "fusion_rotation": ("fusion", {"bias_model": "rotation"}),
                      "mag_only": ("mag_only", {}), "quat_only": ("quat_only", {})}
 
 
