@@ -33,15 +33,11 @@ Equations (seed 002):
   component — children inherit their parents' uncorrected headings. The heading models use what a game rotation
   vector's drift is (tilt is gravity-referenced; only the heading about the vertical a_k drifts, seed III-B4):
   module corrections C_k = exp(θ_k [a_k]×), a fix of joint i measuring θ_i − θ_{i−1} through the horizontal part
-  of u (variance σ_m² / sin² tilt). Default "heading" (`flexlearn.runtime.heading_filter`): one Kalman filter over
-  all module headings θ_k, their drift rates ρ_k per radian of travel (the seed's drift ∝ travel is a ramp; prior
-  std of ρ = κ = 0.65 %) and each receiver's residual misalignment δ_j (prior σ_δ = √2 · 1°, the mounting
-  tolerance of the two modules; a fixed direction error of 1–2° is several degrees of heading on a near-vertical
-  segment and does not average out), white σ_m = 0.03 rad, χ² gate of 3 standard deviations. "heading_walk": one
-  scalar random walk per joint, c_i = θ_i − θ_{i−1}, process noise (κ Δφ)² per travel Δφ, θ_k = Σ_{m≤k} c_m,
-  σ_m = 0.07 (no gate, no δ). Measured (`scripts/reproduce_seed002_table1.py`, backbone RMSE averaged over four
-  scenarios): 60 s trials 0–4 2.11 mm ("heading_walk" 2.32, quaternions only 2.55); trials 5–9 2.37 (2.70, 2.81);
-  300 s 3.61 (5.80, 9.52).
+  of u (variance σ_m² / sin² tilt). Default "heading": one Kalman filter over module headings, drift rates per
+  travel and receiver misalignments (`flexlearn.runtime.heading_filter`, which documents it). "heading_walk": one
+  scalar random walk per joint, c_i = θ_i − θ_{i−1}, noise (κ Δφ)² per travel Δφ, θ_k = Σ_{m≤k} c_m, σ_m = 0.07.
+  Measured (`scripts/reproduce_seed002_table1.py`, backbone RMSE over four scenarios): 60 s trials 0–4 2.11 mm
+  ("heading_walk" 2.32, quaternions only 2.55); trials 5–9 2.37 (2.70, 2.81); 300 s 3.61 (5.80, 9.52).
 * III-B4: p_0 = 0, p_i = p_{i−1} + L û_i;  III-C: h = L Σ (1 + û_{i,z}).
 * III-B2 coil field: ΔB = mean of fresh coil-on samples (after ``settle``, bitwise-new conversions) − the latest
   confirmed coil-off baseline (mean of fresh coil-off samples before the pulse).
