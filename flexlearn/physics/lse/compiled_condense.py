@@ -14,7 +14,9 @@ Back-substitution recovers the nodes and slopes. The same system as the dense pe
 :meth:`CPRModel._newton_step`, in another elimination order (equal to round-off); O(N) per rod instead of
 O(N³). Several right-hand sides at once: column 0 is the Newton step for ``b = -r``, column 1 + m the
 sensitivity ``dq/dθ_m = -K_t⁻¹ ∂r/∂θ_m`` (the prescribed base twist moved to the right-hand side).
-A singular block gives non-finite entries, which the Newton loop treats as a failed iteration.
+A singular block gives non-finite entries, which the Newton loop treats as a failed iteration. The factors
+(:func:`condense`) are kept apart from the right-hand sides (:func:`condensed_apply`). (Chord steps that
+reuse the factors once the residual is small were tried: more iterations, no net gain.)
 """
 from __future__ import annotations
 
@@ -22,46 +24,74 @@ import numpy as np
 
 from flexlearn.physics.lse.compiled import _gemm6, _inv6, _inv6_into, njit
 
-__all__ = ["condensed_solve"]
+__all__ = ["base_columns", "condense", "condensed_apply", "condensed_solve"]
 
 
 @njit(cache=True)
-def condensed_solve(hel, res, res_ee, kee, dz0, rod_motor, n_motors):
-    """Solve the Newton system and the motor sensitivity by condensation (see the module docstring).
+def condense(hel, kee):
+    """Factor the Newton system (steps 1-3 of the module docstring) for any right-hand side.
 
     hel (R, N, 18, 18): element tangents over (δζ_a, δζ_b, δβ) with the tip projection and the nodal load
-    stiffness included; res (R, 12N): rod-local residuals ``[ζ_1 … ζ_{N-1}, β_1 … β_N, ζ_ee]``; res_ee (6,)
-    and kee (6, 6): the platform's own residual and load stiffness; dz0 (R, 6): the base twist per unit motor
-    angle of each rod (body frame); rod_motor (R,) (−1: fixed base).
-    Returns ``dy`` (R, 12N - 6, 1 + M) and ``dz`` (6, 1 + M).
+    stiffness included; kee (6, 6): the platform's load stiffness. Returns the factors
+    ``(H_ββ⁻¹ (R, N, 6, 6), H_ββ⁻¹ H_βn (R, N, 6, 12), lower blocks L_j (R, N, 6, 6), D̃_j⁻¹ (R, N, 6, 6),
+    D̃_j⁻¹ U_j (R, N, 6, 6), H̃_{1,0} (R, 6, 6), S⁻¹ (6, 6))`` for :func:`condensed_apply`.
     """
     r, n = hel.shape[0], hel.shape[1]
-    nc = 1 + n_motors
-    ny = 12 * n - 6
-    gmat = np.empty((r, n, 6, 12))      # H_ββ⁻¹ H_βn per element
-    gvec = np.empty((r, n, 6, nc))      # H_ββ⁻¹ b_β
-    xu = np.empty((r, n, 6, 6))         # D̃_j⁻¹ U_j (j = 1 … N-1)
-    xb = np.empty((r, n, 6, nc))        # D̃_j⁻¹ b̃_j
-    x0 = np.zeros((r, 6, nc))           # prescribed base twists
+    hbb_inv = np.empty((r, n, 6, 6))
+    gmat = np.empty((r, n, 6, 12))
+    lo = np.zeros((r, n, 6, 6))
+    dinv = np.zeros((r, n, 6, 6))
+    xu = np.zeros((r, n, 6, 6))
+    h10 = np.empty((r, 6, 6))
     s = kee.copy()
+    d = np.empty((n + 1, 6, 6))
+    up = np.empty((n + 1, 6, 6))
+    hc = np.empty((12, 12))
+    tmp = np.empty((6, 6))
+    for k in range(r):
+        d[:] = 0.0
+        for e in range(n):
+            hm = hel[k, e]
+            tmp[:, :] = hm[12:, 12:]
+            _inv6_into(tmp, hbb_inv[k, e])
+            _gemm6(hbb_inv[k, e], hm[12:, :12], gmat[k, e], 1.0, False)
+            hc[:, :] = hm[:12, :12]
+            _gemm6(hm[:12, 12:], gmat[k, e], hc, -1.0, True)
+            for i in range(6):
+                for j in range(6):
+                    if e == 0:
+                        h10[k, i, j] = hc[6 + i, j]
+                    else:
+                        d[e, i, j] += hc[i, j]
+                        up[e, i, j] = hc[i, 6 + j]
+                        lo[k, e, i, j] = hc[6 + i, j]
+                    d[e + 1, i, j] += hc[6 + i, 6 + j]
+        for j in range(1, n):
+            _inv6_into(d[j], dinv[k, j])
+            _gemm6(dinv[k, j], up[j], xu[k, j], 1.0, False)
+            _gemm6(lo[k, j], xu[k, j], d[j + 1], -1.0, True)
+        s += d[n]
+    return hbb_inv, gmat, lo, dinv, xu, h10, _inv6(s)
+
+
+@njit(cache=True)
+def condensed_apply(hel, factors, res, res_ee, x0):
+    """Solve with the factors of :func:`condense`: column 0 for ``b = -r`` (res (R, 12N), res_ee (6,)), column
+    c ≥ 1 for the prescribed base twists ``x0[:, :, c]`` (R, 6, C) alone (column 0 of x0 is normally zero).
+    Returns ``dy`` (R, 12N - 6, C) and ``dz`` (6, C)."""
+    hbb_inv, gmat, lo, dinv, xu, h10, s_inv = factors
+    r, n = hel.shape[0], hel.shape[1]
+    nc = x0.shape[2]
+    ny = 12 * n - 6
+    gvec = np.empty((r, n, 6, nc))      # H_ββ⁻¹ b_β
+    xb = np.empty((r, n, 6, nc))        # D̃_j⁻¹ b̃_j
     rz = np.zeros((6, nc))
     for i in range(6):
         rz[i, 0] = -res_ee[i]
-    d = np.empty((n + 1, 6, 6))
-    up = np.empty((n + 1, 6, 6))
-    lo = np.empty((n + 1, 6, 6))
     bn = np.empty((n + 1, 6, nc))
-    hc = np.empty((12, 12))
     bc = np.empty((12, nc))
     bbeta = np.zeros((6, nc))
-    hbb_inv = np.empty((6, 6))
-    dinv = np.empty((6, 6))
-    tmp = np.empty((6, 6))
     for k in range(r):
-        if rod_motor[k] >= 0:
-            for i in range(6):
-                x0[k, i, 1 + rod_motor[k]] = dz0[k, i]
-        d[:] = 0.0
         bn[:] = 0.0
         for j in range(1, n):
             for i in range(6):
@@ -69,39 +99,23 @@ def condensed_solve(hel, res, res_ee, kee, dz0, rod_motor, n_motors):
         for i in range(6):
             bn[n, i, 0] = -res[k, 12 * n - 6 + i]
         for e in range(n):
-            hm = hel[k, e]
-            tmp[:, :] = hm[12:, 12:]
-            _inv6_into(tmp, hbb_inv)
             for i in range(6):
                 bbeta[i, 0] = -res[k, 6 * (n - 1) + 6 * e + i]
-            _gemm6(hbb_inv, hm[12:, :12], gmat[k, e], 1.0, False)
-            _gemm6(hbb_inv, bbeta, gvec[k, e], 1.0, False)
-            hc[:, :] = hm[:12, :12]
-            _gemm6(hm[:12, 12:], gmat[k, e], hc, -1.0, True)
-            _gemm6(hm[:12, 12:], gvec[k, e], bc, -1.0, False)
+            _gemm6(hbb_inv[k, e], bbeta, gvec[k, e], 1.0, False)
+            _gemm6(hel[k, e, :12, 12:], gvec[k, e], bc, -1.0, False)
             if e == 0:  # node 0 prescribed: move H̃_{1,0} x₀ to the right-hand side
-                _gemm6(hc[6:, :6], x0[k], bn[1], -1.0, True)
+                _gemm6(h10[k], x0[k], bn[1], -1.0, True)
             for i in range(6):
-                for j in range(6):
-                    if e > 0:
-                        d[e, i, j] += hc[i, j]
-                        up[e, i, j] = hc[i, 6 + j]
-                        lo[e, i, j] = hc[6 + i, j]
-                    d[e + 1, i, j] += hc[6 + i, 6 + j]
                 for j in range(nc):
                     if e > 0:
                         bn[e, i, j] += bc[i, j]
                     bn[e + 1, i, j] += bc[6 + i, j]
         for j in range(1, n):
-            _inv6_into(d[j], dinv)
-            _gemm6(dinv, up[j], xu[k, j], 1.0, False)
-            _gemm6(dinv, bn[j], xb[k, j], 1.0, False)
-            _gemm6(lo[j], xu[k, j], d[j + 1], -1.0, True)
-            _gemm6(lo[j], xb[k, j], bn[j + 1], -1.0, True)
-        s += d[n]
+            _gemm6(dinv[k, j], bn[j], xb[k, j], 1.0, False)
+            _gemm6(lo[k, j], xb[k, j], bn[j + 1], -1.0, True)
         rz += bn[n]
     dz = np.empty((6, nc))
-    _gemm6(_inv6(s), rz, dz, 1.0, False)
+    _gemm6(s_inv, rz, dz, 1.0, False)
     dy = np.empty((r, ny, nc))
     xs = np.empty((n + 1, 6, nc))
     for k in range(r):
@@ -117,3 +131,27 @@ def condensed_solve(hel, res, res_ee, kee, dz0, rod_motor, n_motors):
             _gemm6(gmat[k, e, :, :6], xs[e], dy[k, o:o + 6], -1.0, True)
             _gemm6(gmat[k, e, :, 6:], xs[e + 1], dy[k, o:o + 6], -1.0, True)
     return dy, dz
+
+
+@njit(cache=True)
+def base_columns(dz0, rod_motor, n_motors):
+    """Prescribed base twists (R, 6, 1 + M): column 0 zero (the Newton step), column 1 + m the base twist per
+    unit angle ``dz0`` (R, 6) of the rods driven by motor m (the sensitivity dq/dθ_m)."""
+    x0 = np.zeros((dz0.shape[0], 6, 1 + n_motors))
+    for k in range(dz0.shape[0]):
+        if rod_motor[k] >= 0:
+            for i in range(6):
+                x0[k, i, 1 + rod_motor[k]] = dz0[k, i]
+    return x0
+
+
+@njit(cache=True)
+def condensed_solve(hel, res, res_ee, kee, dz0, rod_motor, n_motors):
+    """Solve the Newton system and the motor sensitivity by condensation (see the module docstring).
+
+    hel (R, N, 18, 18) and kee (6, 6) as in :func:`condense`; res (R, 12N): rod-local residuals
+    ``[ζ_1 … ζ_{N-1}, β_1 … β_N, ζ_ee]``; res_ee (6,): the platform's own residual; dz0 (R, 6): the base twist
+    per unit motor angle of each rod (body frame); rod_motor (R,) (−1: fixed base).
+    Returns ``dy`` (R, 12N - 6, 1 + M) and ``dz`` (6, 1 + M).
+    """
+    return condensed_apply(hel, condense(hel, kee), res, res_ee, base_columns(dz0, rod_motor, n_motors))

@@ -23,7 +23,7 @@ import numpy as np
 from flexlearn.physics.lse.compiled import (HAVE_NUMBA, _blocks, _coefficients, _cross, _gemm6, _gemm6_tn, _hat,
                                             _hat_into, _mm, _mv, alloc_parts, element_into, njit, tangent_into,
                                             workspace)
-from flexlearn.physics.lse.compiled_condense import condensed_solve
+from flexlearn.physics.lse.compiled_condense import base_columns, condense, condensed_apply
 
 __all__ = ["HAVE_NUMBA"]
 
@@ -132,14 +132,12 @@ def _scaled_norm(res, res_ee, w, ny, scale):
 
 
 @njit(cache=True)
-def _tangent(nodes, parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul, s_world):
+def _tangent(parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul):
     """Element tangents (R, N, 18, 18) with the nodal load stiffness ``-[[m̂, 0], [f̂, 0]]`` of node e+1 on
     each element's (ζ_b, ζ_b) block and the tip projection ``Ad_{(g^loc)⁻¹}`` on the last element's ζ_b
-    rows and columns; the platform's load stiffness K_ee (6, 6); the base twist per unit motor angle
-    ``δζ₀ = Ad_{g₀⁻¹} S`` (R, 6) (see :meth:`AssemblyMixin._tangent`)."""
+    rows and columns; the platform's load stiffness K_ee (6, 6) (see :meth:`AssemblyMixin._tangent`)."""
     r, n = parts[4].shape[0], parts[4].shape[1]
     hel = np.empty((r, n, 18, 18))
-    dz0 = np.empty((r, 6))
     ws = workspace()
     hm, hf, tmp = ws[2][0], ws[2][1], ws[3][0]
     for k in range(r):
@@ -161,17 +159,26 @@ def _tangent(nodes, parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul, s_wo
         for rb in range(3):
             tmp[:, :] = hl[6 * rb:6 * rb + 6, 6:12]
             _gemm6(tmp, ad, hl[6 * rb:6 * rb + 6, 6:12], 1.0, False)
-        rb_t = nodes[k, 0, :3, :3].T.copy()
-        pb = nodes[k, 0, :3, 3].copy()
-        sw = s_world[k]
-        dz0[k, :3] = _mv(rb_t, sw[:3].copy())
-        dz0[k, 3:] = _mv(rb_t, sw[3:] - _cross(pb, sw[:3].copy()))
     z3 = np.zeros((3, 3))
     kee = -_blocks(_hat(me), z3, _hat(fe), z3)
     if has_pul:
         rot = g_ee[:3, :3].copy()
         kee[3:, 3:] -= _mm(_mm(rot.T.copy(), dfdp), rot)
-    return hel, kee, dz0
+    return hel, kee
+
+
+@njit(cache=True)
+def _base_twists(nodes, s_world):
+    """Base twist per unit motor angle ``δζ₀ = Ad_{g₀⁻¹} S`` (R, 6) of every rod (body frame of its base)."""
+    r = nodes.shape[0]
+    dz0 = np.empty((r, 6))
+    for k in range(r):
+        rb_t = nodes[k, 0, :3, :3].T.copy()
+        pb = nodes[k, 0, :3, 3].copy()
+        sw = s_world[k]
+        dz0[k, :3] = _mv(rb_t, sw[:3].copy())
+        dz0[k, 3:] = _mv(rb_t, sw[3:] - _cross(pb, sw[:3].copy()))
+    return dz0
 
 
 @njit(cache=True)
@@ -207,16 +214,17 @@ def _newton(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul_p
     sens_y = np.zeros((r, ny, n_motors))
     sens_z = np.zeros((6, n_motors))
     has_sens = False
+    x0 = base_columns(_base_twists(nodes, s_world), rod_motor, n_motors)   # [Newton step | dq/dθ]
     while norm > tol:
         if it >= max_iter or not np.isfinite(norm) or norm > 1e3 * max(first, 10.0) or (it >= 6 and norm > first):
             return 0, g_ee, g_int, beta, nodes, it, nlog, sens_y, sens_z, has_sens
-        hel, kee, dz0 = _tangent(nodes, parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul, s_world)
-        dy_all, dz_all = condensed_solve(hel, res, res_ee, kee, dz0, rod_motor, n_motors)
-        dy = dy_all[:, :, 0].copy()
-        dz = dz_all[:, 0].copy()
+        hel, kee = _tangent(parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul)
+        dy_all, dz_all = condensed_apply(hel, condense(hel, kee), res, res_ee, x0)
         sens_y = dy_all[:, :, 1:].copy()
         sens_z = dz_all[:, 1:].copy()
         has_sens = True
+        dy = dy_all[:, :, 0].copy()
+        dz = dz_all[:, 0].copy()
         step = 0.0
         for k in range(r):
             for i in range(ny):
