@@ -217,7 +217,10 @@ class FusedEstimator(nn.Module):
         self.t_att = -1e300
         self.t_all_ok = -1e300
         self.register_buffer("bad_now", torch.zeros(n, dtype=torch.int64))
-        self.t_fix_min = -1e300
+        # NO_FIX flags, recomputed only when they can change: at the next timeout deadline or after a fix
+        self.nofix_next = -1e300
+        self.nofix_any = False
+        self.register_buffer("nofix_flags", torch.zeros(n, dtype=torch.int64))
         # magnetometer / coil-burst state (receiver j = segment j + 1, its parent coil = module j)
         self.register_buffer("prev_raw", torch.full((n, 3), float("nan"), dtype=f64))
         self.register_buffer("off_sum", torch.zeros(n, 3, dtype=f64))
@@ -280,7 +283,7 @@ class FusedEstimator(nn.Module):
         self.base_ok.zero_()
         self.n_fixes.zero_()
         self.t_fix.fill_(-1e300)
-        self.t_fix_min = -1e300
+        self.nofix_next = -1e300
         self.gain.copy_(self.tmap)
         self.rel_c.zero_()
         self.hf.reset()
@@ -343,10 +346,20 @@ class FusedEstimator(nn.Module):
         fl = self.base_flags
         if not all_ok:
             fl = fl | self.bad_now | torch.where(t - self.q_time[1:] > self.stale_after, 2, 0)     # STALE_QUAT
-        if t - self.t_fix_min > self.fix_timeout:
-            fl = fl | torch.where(t - self.t_fix > self.fix_timeout, 64, 0)        # NO_FIX
+        if t >= self.nofix_next:
+            self._refresh_nofix(t)
+        if self.nofix_any:
+            fl = fl | self.nofix_flags                                              # NO_FIX
         self.flags = fl
         return self.points, self.height, fl
+
+    def _refresh_nofix(self, t: float) -> None:
+        """NO_FIX on segments without a fix for more than ``fix_timeout``; the next change is the earliest
+        deadline ``t_fix + fix_timeout`` of the others (a new fix resets it)."""
+        late = t - self.t_fix > self.fix_timeout
+        self.nofix_flags = torch.where(late, 64, 0)
+        self.nofix_any = bool(late.any())
+        self.nofix_next = float(torch.where(late, math.inf, self.t_fix + self.fix_timeout).min())
 
     def _attitude_slow(self, t: float, q: Tensor, n2: Tensor) -> Tensor:
         """Some rows not unit: normalise those in (0.25, 4), hold the others' last valid quaternion (BAD_QUAT)."""
@@ -478,7 +491,7 @@ class FusedEstimator(nn.Module):
         d = self.flip * f / torch.linalg.vector_norm(f).clamp_min(1e-12)   # child direction in the parent frame
         self.n_fixes[j] += 1
         self.t_fix[j] = t
-        self.t_fix_min = float(self.t_fix.min())
+        self.nofix_next = -1e300
         if self.mode == 2:
             self.d_rel[j] = d
             self.last_um[j] = d

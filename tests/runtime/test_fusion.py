@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from flexlearn.lie import matrix_to_quat, quat_multiply, rotation_between, so3_exp
-from flexlearn.runtime.fusion import (BAD_MAG, BAD_QUAT, MAG_REJECTED, NO_REFERENCE, REPEATED_MAG, STALE_QUAT,
-                                      TIME_ORDER, FusedEstimator, decode_flags)
+from flexlearn.runtime.fusion import (BAD_MAG, BAD_QUAT, MAG_REJECTED, NO_FIX, NO_REFERENCE, REPEATED_MAG,
+                                      STALE_QUAT, TIME_ORDER, FusedEstimator, decode_flags)
 from flexlearn.tasks import shape_scenarios as rs
 
 F64 = torch.float64
@@ -109,6 +109,27 @@ def test_silent_module_goes_stale(direction_model):
     assert flags[0] & BAD_QUAT and not flags[0] & STALE_QUAT
     assert flags[-1] & STALE_QUAT
     assert decode_flags(flags[-1])[:2] == ["bad_quat", "stale_quat"]
+
+
+@pytest.mark.parametrize("scripted", [False, True])
+def test_segments_without_a_fix_are_flagged_after_the_timeout(direction_model, scripted):
+    est = _est(direction_model, fix_timeout=1.0)
+    est = _roundtrip(est) if scripted else est
+    q = ID.repeat(10, 1)
+    db = torch.tensor([1e-5, -2e-5, 9e-5], dtype=F64)
+
+    def no_fix(t):
+        return [bool(f & NO_FIX) for f in _finite(est.attitude(t, q))[2].tolist()]
+
+    assert all(no_fix(0.1))                                      # no fix yet
+    assert est.correct(3, db, 0.2) and est.correct(5, db, 0.7)  # fixes on segments 2 and 4
+    flags = no_fix(0.3)
+    assert not flags[2] and flags[4] is False and sum(flags) == 7
+    assert sum(no_fix(1.1)) == 7                                 # before either deadline
+    assert no_fix(1.25)[2] and not no_fix(1.26)[4]               # segment 2 timed out (0.2 + 1.0), 4 not yet
+    assert all(no_fix(1.75))                                     # both timed out
+    assert est.correct(3, db, 1.8)
+    assert not no_fix(1.85)[2]
 
 
 @pytest.mark.parametrize("scripted", [False, True])
