@@ -261,6 +261,19 @@ class _UnitDirection(torch.nn.Module):
         return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
 
 
+def _tilted_pair_with_drift(**kw):
+    """Two segments tilted 30° about x whose IMUs share a 10° heading drift about z, after one attitude sweep:
+    (estimator, tilt (3, 3), quaternions (3, 4))."""
+    est = FusedEstimator(_UnitDirection(), n_segments=2, **kw)
+    est.set_reference(ID.repeat(3, 1))
+    tilt = so3_exp(torch.tensor([math.radians(30.0), 0.0, 0.0], dtype=F64))
+    drift = so3_exp(torch.tensor([0.0, 0.0, math.radians(10.0)], dtype=F64))
+    q = ID.repeat(3, 1)
+    q[1:] = matrix_to_quat(drift @ tilt)
+    est.attitude(0.1, q)
+    return est, tilt, q
+
+
 @pytest.mark.parametrize("bias_model", ["heading", "heading_walk", "rotation"])
 def test_parent_correction_carries_children(bias_model):
     """Two tilted segments in line, both IMUs with the same 10° heading drift. Joint 1's fix (parent = the fixed
@@ -268,13 +281,7 @@ def test_parent_correction_carries_children(bias_model):
     (module corrections are sums of joint corrections); the default model (independent module headings, as the
     IMUs drift independently) corrects segment 2 with joint 2's fix, which sees it in line with its corrected
     parent. The seed's rotation bias leaves segment 2 wrong after joint 1's fix (relative to the drifted parent)."""
-    est = FusedEstimator(_UnitDirection(), n_segments=2, p0=1.0, sigma_m=0.01, bias_model=bias_model)
-    est.set_reference(ID.repeat(3, 1))
-    tilt = so3_exp(torch.tensor([math.radians(30.0), 0.0, 0.0], dtype=F64))
-    drift = so3_exp(torch.tensor([0.0, 0.0, math.radians(10.0)], dtype=F64))
-    q = ID.repeat(3, 1)
-    q[1:] = matrix_to_quat(drift @ tilt)
-    est.attitude(0.1, q)
+    est, tilt, q = _tilted_pair_with_drift(p0=1.0, sigma_m=0.01, bias_model=bias_model)
     est.magnetometer(0.2, torch.full((2, 3), 1e-5, dtype=F64), 0)          # coil 0 on: snapshot at activation
     label = tilt.T @ torch.tensor([0.0, 0.0, 1.0], dtype=F64)            # parent axis in the child frame
     u_true = tilt @ torch.tensor([0.0, 0.0, -1.0], dtype=F64)
@@ -342,13 +349,7 @@ def test_heading_gate_rejects_one_outlier_then_accepts():
 
 def test_estimator_flags_gated_fix(direction_model):
     """In the estimator a gated fix leaves the heading corrections alone and is flagged MAG_REJECTED."""
-    est = FusedEstimator(_UnitDirection(), n_segments=2, p0=1e-6, sigma_m=0.01, travel_noise=0.0)
-    est.set_reference(ID.repeat(3, 1))
-    tilt = so3_exp(torch.tensor([math.radians(30.0), 0.0, 0.0], dtype=F64))
-    drift = so3_exp(torch.tensor([0.0, 0.0, math.radians(10.0)], dtype=F64))
-    q = ID.repeat(3, 1)
-    q[1:] = matrix_to_quat(drift @ tilt)
-    est.attitude(0.1, q)
+    est, tilt, q = _tilted_pair_with_drift(p0=1e-6, sigma_m=0.01, travel_noise=0.0)
     label = tilt.T @ torch.tensor([0.0, 0.0, 1.0], dtype=F64)
     m_off = torch.full((2, 3), 1e-5, dtype=F64)
     for k, expect in enumerate((False, True)):                        # 10° jump vs a prior of 0.06°

@@ -190,23 +190,14 @@ def _gemm(a, b, out, sign, add):
 
 
 @njit(cache=True, inline="always")
-def _gemm6(a, b, out, sign, add):
-    """out (=|+=) sign · a @ b with inner dimension 6 (unrolled: ≈ 3× faster than :func:`_gemm`)."""
-    for i in range(a.shape[0]):
-        a0, a1, a2, a3, a4, a5 = a[i, 0], a[i, 1], a[i, 2], a[i, 3], a[i, 4], a[i, 5]
-        for j in range(b.shape[1]):
-            acc = a0 * b[0, j] + a1 * b[1, j] + a2 * b[2, j] + a3 * b[3, j] + a4 * b[4, j] + a5 * b[5, j]
-            if add:
-                out[i, j] += sign * acc
-            else:
-                out[i, j] = sign * acc
-
-
-@njit(cache=True, inline="always")
-def _gemm6_tn(a, b, out, sign, add):
-    """out (=|+=) sign · aᵀ @ b with inner dimension 6 (a: (6, n))."""
-    for i in range(a.shape[1]):
-        a0, a1, a2, a3, a4, a5 = a[0, i], a[1, i], a[2, i], a[3, i], a[4, i], a[5, i]
+def _gemm6(a, b, out, sign, add, trans=False):
+    """out (=|+=) sign · op(a) @ b, op(a) = a, or aᵀ when ``trans``, with inner dimension 6 (unrolled: ≈ 3× faster
+    than :func:`_gemm`)."""
+    for i in range(a.shape[1] if trans else a.shape[0]):
+        if trans:
+            a0, a1, a2, a3, a4, a5 = a[0, i], a[1, i], a[2, i], a[3, i], a[4, i], a[5, i]
+        else:
+            a0, a1, a2, a3, a4, a5 = a[i, 0], a[i, 1], a[i, 2], a[i, 3], a[i, 4], a[i, 5]
         for j in range(b.shape[1]):
             acc = a0 * b[0, j] + a1 * b[1, j] + a2 * b[2, j] + a3 * b[3, j] + a4 * b[4, j] + a5 * b[5, j]
             if add:
@@ -466,14 +457,14 @@ def tangent_into(parts, r, e, he, ke, oe, ws):
     for i in range(6):
         for j in range(18):
             cat[i, j] = he * ke[i] * b[i, j]
-    _gemm6_tn(ainv, cat, d_mu, 1.0, False)
+    _gemm6(ainv, cat, d_mu, 1.0, False, True)
     _wbar_into(mu, wmu)
-    _gemm6_tn(ainv, wmu, d_mu[:, 12:], c, True)
+    _gemm6(ainv, wmu, d_mu[:, 12:], c, True, True)
     # ∂r_b = J_r⁻ᵀ (∂μ + Q [-J_l⁻¹, J_r⁻¹, 0])
     inner[:] = d_mu
     _gemm6(q, jli, inner[:, :6], -1.0, True)
     _gemm6(q, jri, inner[:, 6:12], 1.0, True)
-    _gemm6_tn(jri, inner, d_rb, 1.0, False)
+    _gemm6(jri, inner, d_rb, 1.0, False, True)
     # ∂r_a = -W̃(r_a) [-I, Ad_{g_rel}, 0] - Ad_{g_rel}⁻ᵀ-like block [[rr, p^ rr], [0, rr]] ∂r_b
     x = w33[0]
     _hat_into(pr, w33[1])
@@ -495,7 +486,7 @@ def tangent_into(parts, r, e, he, ke, oe, ws):
     _gemm6(adn, d_rb, oe[:6], -1.0, True)
     oe[6:12] = d_rb
     # ∂r_β = -h³/12 (ad_ξ̄ᵀ ∂μ + W̃(μ) ∂ξ̄) + h³/12 K on the β block
-    _gemm6_tn(ad_xi, d_mu, oe[12:], -c, False)
+    _gemm6(ad_xi, d_mu, oe[12:], -c, False, True)
     _gemm6(wmu, b, oe[12:], -c, True)
     for i in range(6):
         oe[12 + i, 12 + i] += c * ke[i]

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from flexlearn.physics.lse.compiled import (HAVE_NUMBA, _blocks, _coefficients, _cross, _gemm6, _gemm6_tn, _hat,
+from flexlearn.physics.lse.compiled import (HAVE_NUMBA, _blocks, _coefficients, _cross, _gemm6, _hat,
                                             _hat_into, _mm, _mv, alloc_parts, element_into, njit, tangent_into,
                                             workspace)
 from flexlearn.physics.lse.compiled_condense import base_columns, condense, condensed_apply
@@ -155,7 +155,7 @@ def _tangent(parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul):
         hl = hel[k, n - 1]
         for cb in range(3):
             tmp[:, :] = hl[6:12, 6 * cb:6 * cb + 6]
-            _gemm6_tn(ad, tmp, hl[6:12, 6 * cb:6 * cb + 6], 1.0, False)
+            _gemm6(ad, tmp, hl[6:12, 6 * cb:6 * cb + 6], 1.0, False, True)
         for rb in range(3):
             tmp[:, :] = hl[6 * rb:6 * rb + 6, 6:12]
             _gemm6(tmp, ad, hl[6 * rb:6 * rb + 6, 6:12], 1.0, False)
