@@ -45,7 +45,7 @@ Equations (seed 002):
 Modes (the seed's baselines in the same code path): FUSION, QUAT_ONLY (b ≡ 0), MAG_ONLY (û from the chain of the
 latest magnetic relative directions, no-twist joints, quaternions unused).
 
-Robustness (never NaN; the last valid state is held and the segment flagged, bits in `FLAG_NAMES`): non-finite or
+Robustness (never NaN; the last valid state is held and the segment flagged, bits in `fusion_flags`): non-finite or
 non-unit quaternions, silent modules (stale), repeated (stale) or saturated magnetometer conversions, non-finite
 readings, out-of-order / duplicated timestamps (frame ignored), pulses with too few fresh samples or no baseline.
 """
@@ -65,11 +65,6 @@ HEADING_DRIFT_PER_TRAVEL = 0.0065      # seed 002, III-B4: heading drift ≈ 0.6
 MODES = {"fusion": FUSION, "quat_only": QUAT_ONLY, "mag_only": MAG_ONLY}
 BIAS_MODELS = ("heading", "heading_walk", "rotation")
 
-BAD_QUAT, STALE_QUAT, BAD_MAG, REPEATED_MAG, TIME_ORDER, MAG_REJECTED, NO_FIX, NO_REFERENCE = (
-    1, 2, 4, 8, 16, 32, 64, 128)
-FLAG_NAMES = {BAD_QUAT: "bad_quat", STALE_QUAT: "stale_quat", BAD_MAG: "bad_mag", REPEATED_MAG: "repeated_mag",
-              TIME_ORDER: "time_order", MAG_REJECTED: "mag_rejected", NO_FIX: "no_fix",
-              NO_REFERENCE: "no_reference"}
 
 
 def _qrot(q: Tensor, p: Tensor) -> Tensor:
@@ -80,11 +75,6 @@ def _qrot(q: Tensor, p: Tensor) -> Tensor:
     tt = 2.0 * torch.linalg.cross(v, p)
     return n2 * p - 2.0 * (v * v).sum(-1, keepdim=True) * p + 2.0 * v * (v * p).sum(-1, keepdim=True) \
         + w * tt
-
-
-def decode_flags(flags: int) -> List[str]:
-    """Names of the bits set in one segment's flag word."""
-    return [name for bit, name in FLAG_NAMES.items() if flags & bit]
 
 
 class FusedEstimator(nn.Module):

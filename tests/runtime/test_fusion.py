@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from flexlearn.lie import matrix_to_quat, quat_multiply, rotation_between, so3_exp
-from flexlearn.runtime.fusion import (BAD_MAG, BAD_QUAT, MAG_REJECTED, NO_FIX, NO_REFERENCE, REPEATED_MAG,
-                                      STALE_QUAT, TIME_ORDER, FusedEstimator, decode_flags)
+from flexlearn.runtime.fusion import FusedEstimator
+from flexlearn.runtime.fusion_flags import (BAD_MAG, BAD_QUAT, MAG_REJECTED, NO_FIX, NO_REFERENCE, REPEATED_MAG,
+                                            STALE_QUAT, TIME_ORDER, decode_flags)
 from flexlearn.tasks import shape_scenarios as rs
 
 F64 = torch.float64
@@ -158,7 +159,6 @@ def _pulse(est, t0, coil, base, on, n_on=6, repeat_on=False, dt=0.003):
     for _ in range(10):
         est.magnetometer(t, base + 1e-7 * torch.randn(base.shape, generator=g, dtype=F64), -1)
         t += dt
-    last = None
     for k in range(n_on):
         m = base + 1e-7 * torch.randn(base.shape, generator=g, dtype=F64)
         m[coil] = on if (repeat_on and k > 0) else on + 1e-8 * k

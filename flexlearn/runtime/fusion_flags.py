@@ -1,0 +1,19 @@
+"""Per-segment flag bits of the fused shape estimator (`flexlearn.runtime.fusion`), one int64 word per segment.
+
+A flagged segment keeps its last valid state; the estimator never outputs NaN. The same bits are written by the
+Pi runner (`scripts/pi_runner.py`, documented in docs/raspberry_pi.md).
+"""
+from __future__ import annotations
+
+from typing import List
+
+BAD_QUAT, STALE_QUAT, BAD_MAG, REPEATED_MAG, TIME_ORDER, MAG_REJECTED, NO_FIX, NO_REFERENCE = (
+    1, 2, 4, 8, 16, 32, 64, 128)
+FLAG_NAMES = {BAD_QUAT: "bad_quat", STALE_QUAT: "stale_quat", BAD_MAG: "bad_mag", REPEATED_MAG: "repeated_mag",
+              TIME_ORDER: "time_order", MAG_REJECTED: "mag_rejected", NO_FIX: "no_fix",
+              NO_REFERENCE: "no_reference"}
+
+
+def decode_flags(flags: int) -> List[str]:
+    """Names of the bits set in one segment's flag word."""
+    return [name for bit, name in FLAG_NAMES.items() if flags & bit]
