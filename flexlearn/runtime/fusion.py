@@ -36,8 +36,7 @@ Equations (seed 002):
   of u (variance σ_m² / sin² tilt). Default "heading": one Kalman filter over module headings, drift rates per
   travel and receiver misalignments (`flexlearn.runtime.heading_filter`, which documents it). "heading_walk": one
   scalar random walk per joint, c_i = θ_i − θ_{i−1}, noise (κ Δφ)² per travel Δφ, θ_k = Σ_{m≤k} c_m, σ_m = 0.07.
-  Measured (`scripts/reproduce_seed002_table1.py`, backbone RMSE over four scenarios): 60 s trials 0–4 2.11 mm
-  ("heading_walk" 2.32, quaternions only 2.55); trials 5–9 2.37 (2.70, 2.81); 300 s 3.61 (5.80, 9.52).
+  Measured accuracy of each model: docs/raspberry_pi.md (`scripts/reproduce_seed002_table1.py`).
 * III-B4: p_0 = 0, p_i = p_{i−1} + L û_i;  III-C: h = L Σ (1 + û_{i,z}).
 * III-B2 coil field: ΔB = mean of fresh coil-on samples (after ``settle``, bitwise-new conversions) − the latest
   confirmed coil-off baseline (mean of fresh coil-off samples before the pulse).
