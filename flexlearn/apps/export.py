@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 
 from flexlearn.apps._runner import CONF_DIR, readable_errors
 from flexlearn.config import check
-from flexlearn.tasks.training import export_checkpoint, export_robot_bundle
+from flexlearn.jobs.export import export_checkpoint, export_robot_bundle
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="export")

@@ -13,7 +13,8 @@ from flexlearn.ingest.writers import sweep_messages, write_rosbag
 from flexlearn.sim.rig import simulate_sweep
 from flexlearn.sim.rig_config import RigConfig
 from flexlearn.tasks.checkpoints import load_direction_model
-from flexlearn.tasks.training import export_checkpoint, train
+from flexlearn.jobs.export import export_checkpoint
+from flexlearn.tasks.training import train
 
 from .conftest import run_app
 

@@ -15,7 +15,8 @@ import torch
 from flexlearn.errors import CheckpointError
 from flexlearn.runtime.export import load_torchscript
 from flexlearn.tasks.checkpoints import load_direction_model
-from flexlearn.tasks.training import evaluate_checkpoint, export_checkpoint
+from flexlearn.jobs.export import export_checkpoint
+from flexlearn.tasks.training import evaluate_checkpoint
 
 PLAIN_TORCH_LOADER = textwrap.dedent("""
     import sys, json
@@ -111,7 +112,7 @@ def test_checkpoint_with_pickled_code_is_refused(tmp_path, monkeypatch):
 
 def test_export_app_writes_the_robot_bundle(trained_run, compose_cfg):
     from flexlearn.runtime.deploy import load_bundle
-    from flexlearn.tasks.training import export_robot_bundle
+    from flexlearn.jobs.export import export_robot_bundle
 
     cfg = compose_cfg("export", [f"ckpt_path={trained_run['metrics']['best_ckpt']}", "bundle.enabled=true",
                                  "bundle.n_segments=8"])
@@ -124,7 +125,7 @@ def test_export_app_writes_the_robot_bundle(trained_run, compose_cfg):
 
 def test_export_app_rejects_a_bad_bundle_option(trained_run, compose_cfg):
     from flexlearn.errors import ConfigError
-    from flexlearn.tasks.training import export_robot_bundle
+    from flexlearn.jobs.export import export_robot_bundle
 
     cfg = compose_cfg("export", [f"ckpt_path={trained_run['metrics']['best_ckpt']}", "bundle.n_segments=0"])
     with pytest.raises(ConfigError, match="n_segments"):

@@ -1,0 +1,1 @@
+"""Jobs: orchestration of training, evaluation and export steps (above `flexlearn.tasks`)."""
