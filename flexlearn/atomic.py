@@ -1,64 +1,239 @@
-"""Atomic file and directory writes: write under a temporary name in the same folder, then rename.
+"""Atomic, guarded file and directory writes: write under a temporary name in the same folder, then rename.
 
-A crash (or an exception while writing) never leaves a half-written file in place of an existing one.
+Every writer of flexlearn goes through this module, so the guarantees hold everywhere:
+
+- A crash (or an exception while writing) never leaves a half-written file or directory in place of an
+  existing one; the previous version stays as it was.
+- An output is checked *before anything is touched* (`guard_output_dir`, `guard_output_file`): it must not
+  be a symlink, an existing file where a directory is expected (or the reverse), the file system root, the
+  home directory, the working directory, a repository root, or a path that equals or contains one of the
+  command's inputs. A directory is only ever replaced as a whole when it carries the marker file
+  ``.flexlearn-output`` that flexlearn writes into every directory it creates, or is empty; any other
+  existing directory is refused. The refusal is an `OutputPathError`: one line, exit status 2.
+- Temporary names carry the writer's process id; a later writer removes the leftovers of writers that
+  died (``kill -9``), so they do not pile up.
 """
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
+
+from flexlearn.errors import FlexlearnError
+
+OUTPUT_MARKER = ".flexlearn-output"
+_Paths = Iterable[str | os.PathLike]
+
+
+class OutputPathError(FlexlearnError):
+    """An output path that flexlearn refuses to write, named with the reason; nothing was touched."""
+
+
+def _is_repository_root(path: Path) -> bool:
+    return (path / ".git").exists() or (path / "pyproject.toml").is_file() and (path / "flexlearn").is_dir()
+
+
+def _protected_reason(resolved: Path) -> str | None:
+    """Why ``resolved`` (an absolute, symlink-free path) must never be an output, or None."""
+    if resolved == Path(resolved.anchor):
+        return "it is the file system root"
+    if resolved == Path.home().resolve():
+        return "it is the home directory"
+    if resolved == Path.cwd().resolve():
+        return "it is the working directory"
+    if resolved.is_dir() and _is_repository_root(resolved):
+        return "it is a repository root"
+    return None
+
+
+def _check_against_inputs(path: Path, resolved: Path, inputs: _Paths) -> None:
+    for item in inputs:
+        inp = Path(item).resolve()
+        if resolved == inp:
+            raise OutputPathError(f"output '{path}': it is the input '{item}'; choose another output")
+        if resolved in inp.parents:
+            raise OutputPathError(f"output '{path}': it contains the input '{item}', which replacing it "
+                                  f"would delete; choose another output")
+
+
+def _check_common(path: Path, inputs: _Paths) -> Path:
+    """Checks shared by files and directories; return the resolved path."""
+    if path.is_symlink():
+        raise OutputPathError(f"output '{path}': it is a symbolic link; give the real path")
+    resolved = path.resolve()
+    reason = _protected_reason(resolved)
+    if reason is not None:
+        raise OutputPathError(f"output '{path}': {reason}; give a new directory below it")
+    _check_against_inputs(path, resolved, inputs)
+    for parent in resolved.parents:  # an existing file in the middle of the path: mkdir would fail
+        if parent.exists():
+            if not parent.is_dir():
+                raise OutputPathError(f"output '{path}': '{parent}' is a file, not a directory")
+            break
+    return resolved
+
+
+def guard_output_dir(path: str | os.PathLike, inputs: _Paths = ()) -> Path:
+    """Refuse (`OutputPathError`) a directory output that a writer must not create or replace.
+
+    An existing ``path`` must be a directory that is empty or carries `OUTPUT_MARKER`.
+    """
+    path = Path(path)
+    _check_common(path, inputs)
+    if path.exists():
+        if not path.is_dir():
+            raise OutputPathError(f"output '{path}': it is an existing file, not a directory")
+        if not (path / OUTPUT_MARKER).exists() and any(path.iterdir()):
+            raise OutputPathError(f"output '{path}': an existing directory that flexlearn did not write (no "
+                                  f"'{OUTPUT_MARKER}' in it); choose a new or empty directory, or remove it yourself")
+    return path
+
+
+def guard_output_file(path: str | os.PathLike, inputs: _Paths = ()) -> Path:
+    """Refuse (`OutputPathError`) a file output that is a directory, a symlink, protected or an input."""
+    path = Path(path)
+    _check_common(path, inputs)
+    if path.is_dir():
+        raise OutputPathError(f"output '{path}': it is a directory; give a file name")
+    return path
+
+
+def mark_output_dir(path: str | os.PathLike) -> None:
+    """Write the marker that lets a later run replace or write into ``path``."""
+    (Path(path) / OUTPUT_MARKER).write_text("written by flexlearn; the directory may be replaced by a later run\n")
+
+
+def prepare_output_dir(path: str | os.PathLike, inputs: _Paths = ()) -> Path:
+    """Guard, create (if needed) and mark a directory that a job writes files into (not replaced whole)."""
+    path = guard_output_dir(path, inputs)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        mark_output_dir(path)
+    except OSError as exc:
+        raise OutputPathError(f"output '{path}': cannot be written ({exc.strerror or exc})") from exc
+    return path
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temporaries(target: Path) -> None:
+    """Clean up after writers of ``target`` that died (``kill -9``): their ``.<name>.tmp-<pid>-*`` leftovers.
+
+    A writer killed between the two renames of a directory swap leaves the previous version under an
+    ``-old-`` name and no ``target``: that version is put back instead of being removed.
+    """
+    pattern = re.compile(rf"^\.{re.escape(target.name)}\.tmp-(\d+)-")
+    with contextlib.suppress(OSError):
+        for entry in sorted(target.parent.iterdir()):
+            m = pattern.match(entry.name)
+            if not m or int(m.group(1)) == os.getpid() or _pid_alive(int(m.group(1))):
+                continue
+            with contextlib.suppress(OSError):
+                if "-old-" in entry.name and not target.exists():
+                    os.replace(entry, target)
+                elif entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+
+
+def _usual_mode(is_dir: bool) -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return (0o777 if is_dir else 0o666) & ~umask
+
+
+def _make_parent(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputPathError(f"output '{path}': its folder cannot be created ({exc.strerror or exc})") from exc
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike, inputs: _Paths = ()) -> Iterator[Path]:
     """Yield a temporary file path beside ``path``; on success rename it onto ``path``.
 
-    On an exception the temporary file is removed and ``path`` is left untouched.
+    ``path`` is checked with `guard_output_file` first. On an exception the temporary file is removed and
+    ``path`` is left untouched.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # The temporary name keeps the suffix, so writers that infer a format from it still work.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.tmp-", suffix=path.suffix, dir=path.parent)
+    path = guard_output_file(path, inputs)
+    _make_parent(path)
+    remove_stale_temporaries(path)
+    try:  # the temporary name keeps the suffix, so writers that infer a format from it still work
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-{os.getpid()}-", suffix=path.suffix, dir=path.parent)
+    except OSError as exc:
+        raise OutputPathError(f"output '{path}': cannot be written ({exc.strerror or exc})") from exc
     os.close(fd)
     tmp_path = Path(tmp)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
+    os.chmod(tmp_path, _usual_mode(False))  # mkstemp creates 0600
     try:
         yield tmp_path
-        os.replace(tmp_path, path)
+        _replace(tmp_path, path)
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
 
 
+def _replace(src: Path, dst: Path) -> None:
+    try:
+        os.replace(src, dst)
+    except OSError as exc:
+        raise OutputPathError(f"output '{dst}': cannot be replaced ({exc.strerror or exc})") from exc
+
+
 @contextlib.contextmanager
-def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
+def atomic_dir(path: str | os.PathLike, inputs: _Paths = ()) -> Iterator[Path]:
     """Yield a temporary directory beside ``path``; on success it replaces ``path`` as a whole.
 
-    An existing ``path`` is swapped out only after the new directory is complete.
+    ``path`` is checked with `guard_output_dir` first (an existing directory is replaced only if flexlearn
+    wrote it, or it is empty). The new directory carries `OUTPUT_MARKER`. An existing ``path`` is swapped
+    out only after the new directory is complete; if the swap fails half-way the old one is put back.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    path = guard_output_dir(path, inputs)
+    _make_parent(path)
+    remove_stale_temporaries(path)
     try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-{os.getpid()}-", dir=path.parent))
+    except OSError as exc:
+        raise OutputPathError(f"output '{path}': cannot be written ({exc.strerror or exc})") from exc
+    try:
+        os.chmod(tmp, _usual_mode(True))  # mkdtemp creates 0700
+        mark_output_dir(tmp)
         yield tmp
-        if path.exists():
-            old = path.with_name(f".{path.name}.old")
-            if old.exists():
-                shutil.rmtree(old)
-            os.replace(path, old)
-            os.replace(tmp, path)
-            shutil.rmtree(old)
-        else:
-            os.replace(tmp, path)
+        _swap_in(tmp, path)
     finally:
         if tmp.exists():
-            shutil.rmtree(tmp)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _swap_in(tmp: Path, path: Path) -> None:
+    """Move the finished ``tmp`` onto ``path``; an old ``path`` is moved aside first and removed last."""
+    if not path.exists():
+        _replace(tmp, path)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-{os.getpid()}-old-", dir=path.parent))
+    old.rmdir()
+    _replace(path, old)
+    try:
+        _replace(tmp, path)
+    except OutputPathError:
+        os.replace(old, path)  # put the previous version back
+        raise
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:

@@ -6,6 +6,7 @@ Tables 3–7) and write its tip trajectory (JSON, CSV, PNG) into the run directo
 from __future__ import annotations
 
 import json
+import sys
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -23,7 +24,11 @@ def main(cfg: DictConfig) -> None:
         check(cfg.backend in ("auto", "torch", "numba"), "backend", cfg.backend, "auto | torch | numba")
         formats = list(OmegaConf.to_container(cfg.formats)) if cfg.formats is not None else []
         max_duration = None if cfg.max_duration is None else float(cfg.max_duration)
-        tr, info = run_experiment(exp, max_duration, cfg.backend)
+        check(isinstance(cfg.max_steps, int) and cfg.max_steps >= 1, "max_steps", cfg.max_steps,
+              "must be an integer >= 1")
+        tr, info = run_experiment(exp, max_duration, cfg.backend, cfg.max_steps,
+                                  announce=lambda line: print(f"flexlearn-cosserat: {line}", file=sys.stderr,
+                                                              flush=True))
         paths = write_tip_trajectory(cfg.output_dir, tr, exp, info, formats)
     print(json.dumps(dict(info, files=[str(p) for p in paths])))
 

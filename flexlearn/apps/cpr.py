@@ -29,7 +29,9 @@ def main(cfg: DictConfig) -> None:
         steps = cfg.shooting_steps
         check(steps is None or (isinstance(steps, int) and steps >= 4), "shooting_steps", steps,
               "must be null or an int >= 4")
-        torch.set_num_threads(int(cfg.threads))
+        check(isinstance(cfg.threads, int) and not isinstance(cfg.threads, bool) and cfg.threads >= 1, "threads",
+              cfg.threads, "must be an int >= 1")
+        torch.set_num_threads(cfg.threads)
         model = CPRModel.from_config(cfg.cpr)
         result, shapes = run_experiments(model, cfg.substeps, steps, cfg.n_phases)
         paths = write_outputs(cfg.output_dir, result, shapes)

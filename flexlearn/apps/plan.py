@@ -8,6 +8,7 @@ import hydra
 from omegaconf import DictConfig
 
 from flexlearn.apps._runner import CONF_DIR, readable_errors
+from flexlearn.atomic import guard_output_dir, guard_output_file
 from flexlearn.config import from_dict
 from flexlearn.ingest.plan import PlanConfig, cell_fill_of, plan_sweep, write_coverage, write_plan
 
@@ -17,6 +18,7 @@ def main(cfg: DictConfig) -> None:
     with readable_errors("flexlearn-plan"):
         plan_cfg = from_dict(PlanConfig, cfg.plan, "plan")
         if cfg.compare:
+            guard_output_dir(cfg.coverage_dir, inputs=[*cfg.compare, *([cfg.plan_file] if cfg.plan_file else [])])
             cov = cell_fill_of([Path(d) for d in cfg.compare], Path(cfg.plan_file) if cfg.plan_file else None,
                                plan_cfg, float(cfg.min_fill))
             paths = write_coverage(cov, cfg.coverage_dir, plan_cfg.max_colatitude_deg)
@@ -25,6 +27,7 @@ def main(cfg: DictConfig) -> None:
                   f"under-filled")
             print(json.dumps(paths, indent=2))
         else:
+            guard_output_file(cfg.output)
             print(write_plan(plan_sweep(plan_cfg), cfg.output))
 
 

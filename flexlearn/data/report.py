@@ -29,7 +29,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from flexlearn.atomic import atomic_path, write_json_atomic
+from flexlearn.atomic import atomic_path, prepare_output_dir, write_json_atomic
 from flexlearn.config import from_dict
 from flexlearn.data import quality as q
 from flexlearn.data.dataset import DirectionDataset
@@ -329,6 +329,7 @@ def write_report(session_dirs: Sequence[str | Path], out_dir: str | Path, names:
     """Write ``report.md``, ``report.json`` and the PNG figures of the sessions into ``out_dir``; return the numbers."""
     if not session_dirs:
         raise DataError("report: no session given")
+    out = prepare_output_dir(out_dir, inputs=session_dirs)  # refused before any session is read
     names = list(names) if names else [Path(d).name for d in session_dirs]
     sessions = [load_session(Path(d), n) for d, n in zip(session_dirs, names)]
     max_col = math.radians(max_colatitude_deg)
@@ -341,8 +342,6 @@ def write_report(session_dirs: Sequence[str | Path], out_dir: str | Path, names:
         cur = np.asarray(s["delta_b_binned_uT"])
         rel = np.abs(cur - base) / np.abs(base)
         diffs.append(float(np.nanmax(rel)) if np.any(np.isfinite(rel)) else float("nan"))
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     noise = [noise_per_pose(s) for s in sessions]
     _fig_coverage(sessions, max_colatitude_deg, out / FIGURES["coverage"])
     _fig_delta_b(sessions, edges, out / FIGURES["delta_b"])

@@ -228,10 +228,9 @@ def write_coverage(cov: Coverage, out_dir: str | Path, max_colatitude_deg: float
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from flexlearn.atomic import write_json_atomic
+    from flexlearn.atomic import prepare_output_dir, write_json_atomic
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = prepare_output_dir(out_dir)
     summary = cov.summary()
     write_json_atomic(out / "coverage.json", summary)
     lines = ["# Sweep coverage against the plan", "",

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import flexlearn
-from flexlearn.atomic import atomic_dir
+from flexlearn.atomic import atomic_dir, guard_output_dir
 from flexlearn.config import to_dict
 from flexlearn.data.process import ProcessingConfig, process_sweep
 from flexlearn.errors import DataError
@@ -122,6 +122,7 @@ def ingest_recording(path: str | Path, output: str | Path, cfg: IngestConfig,
             output directory is then left as it was.
     """
     path, output = Path(path), Path(output)
+    guard_output_dir(output, inputs=[path])  # before anything is read or written
     processing = processing or ProcessingConfig()
     fmt = detect_format(path, cfg.format)
     digest = fingerprint(path, fmt, cfg, processing)
@@ -136,7 +137,7 @@ def ingest_recording(path: str | Path, output: str | Path, cfg: IngestConfig,
                "processing": to_dict(processing), "streams": drops.to_dict(),
                "poses": processed.report.to_dict(), "time_origin_ns": raw.meta["time_origin_ns"],
                "flexlearn_version": flexlearn.__version__}
-    with atomic_dir(output) as tmp:
+    with atomic_dir(output, inputs=[path]) as tmp:
         raw.save(tmp / RAW_DIR)
         save_extras(tmp / RAW_DIR, extras)
         processed.dataset.meta.setdefault("provenance", {})["raw_path"] = str(output / RAW_DIR)

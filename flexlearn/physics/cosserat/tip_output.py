@@ -13,7 +13,7 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from flexlearn.atomic import atomic_path
 from flexlearn.config import check, to_dict
@@ -23,14 +23,30 @@ from flexlearn.physics.cosserat.state import Trajectory
 FORMATS = ("json", "csv", "png")
 
 
+DEFAULT_MAX_STEPS = 5_000_000
+
+
 def run_experiment(cfg: CosseratExperimentConfig, max_duration: Optional[float] = None,
-                   backend: str = "auto") -> Tuple[Trajectory, Dict]:
+                   backend: str = "auto", max_steps: int = DEFAULT_MAX_STEPS,
+                   announce: Optional[Callable[[str], None]] = None) -> Tuple[Trajectory, Dict]:
     """Simulate ``cfg`` for ``min(cfg.duration, max_duration)`` seconds; returns the trajectory and a
-    summary (duration, dt, steps, wall time [s], final tip [m])."""
+    summary (duration, dt, steps, wall time [s], final tip [m]).
+
+    A run of more than ``max_steps`` integration steps is refused before it starts (`ConfigError` naming
+    ``cosserat.dt``); ``announce`` receives one line with the step count before the run starts.
+    """
     if max_duration is not None:
         check(math.isfinite(max_duration) and max_duration > 0, "max_duration", max_duration, "must be > 0 [s]")
-    rod, loads, damping, initial, base = build_experiment(cfg)
+    check(isinstance(max_steps, int) and max_steps >= 1, "max_steps", max_steps, "must be an integer >= 1")
     duration = cfg.duration if max_duration is None else min(cfg.duration, max_duration)
+    n_steps = duration / cfg.dt
+    check(n_steps <= max_steps, "cosserat.dt", cfg.dt,
+          f"{duration} s at this step is {n_steps:.3g} steps, over max_steps = {max_steps}; raise max_steps=... "
+          f"or shorten the run with max_duration=...")
+    rod, loads, damping, initial, base = build_experiment(cfg)
+    if announce is not None:
+        announce(f"{cfg.name}: {int(round(n_steps))} steps of {cfg.dt:g} s ({duration:g} s simulated, "
+                 f"backend {backend})")
     t0 = time.perf_counter()
     tr = rod.simulate(duration, cfg.dt, loads=loads, damping=damping, initial=initial, base=base,
                       record_every=cfg.record_every, backend=backend)
