@@ -1,6 +1,6 @@
 """Left/right Jacobians of SO(3) and SE(3) and their inverses (closed forms with series branches).
 
-Conventions (right perturbations, DESIGN.md): for small δ,
+Conventions (right perturbations, docs/architecture.md): for small δ,
 ``exp((ξ + δ)^) ≈ exp((J_l(ξ) δ)^) exp(ξ^) ≈ exp(ξ^) exp((J_r(ξ) δ)^)`` and ``J_r(ξ) = J_l(-ξ)``.
 ``J_l = Σ_j ad_ξ^j / (j+1)!`` is the ``dexp_ξ`` of seed 003, App. B, and ``J_l⁻¹ = Σ_j B_j ad_ξ^j / j!``
 its ``dexp⁻¹_ξ`` (Bernoulli numbers with B_1 = -1/2).

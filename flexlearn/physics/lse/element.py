@@ -5,7 +5,7 @@ The seed's displayed equations are numbered here by their order in the text, che
 cross-references the text makes ("the moments in (5)", "differentiate (9)"); the actuation law is the
 seed's own eq. (39).
 
-Conventions (DESIGN.md): twists/strains ``ξ = [κ; ε]`` (angular first; κ in rad/m, ε dimensionless),
+Conventions (docs/architecture.md): twists/strains ``ξ = [κ; ε]`` (angular first; κ in rad/m, ε dimensionless),
 wrenches ``[moment; force]``, poses (..., 4, 4), right perturbations ``g ⊕ δζ = g exp(δζ^)``.
 The rod's material tangent is the body **z** axis: a straight unstretched rod has ``ξ₀ = [0,0,0, 0,0,1]``
 and the section stiffness is ``K = diag(EI₁, EI₂, GJ, GA, GA, EA)`` (:func:`section_stiffness`).
