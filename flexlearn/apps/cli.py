@@ -1,0 +1,49 @@
+"""`flexlearn`: the package's version and its commands (`flexlearn --version`, `flexlearn --help`).
+
+Imports neither torch nor Lightning, so it answers at once.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib import metadata
+from typing import Optional
+
+import flexlearn
+
+
+def commands() -> dict[str, str]:
+    """Console scripts of the installed package: name → one-line summary (the app module's docstring)."""
+    out = {}
+    try:
+        eps = [ep for ep in metadata.entry_points(group="console_scripts") if ep.value.startswith("flexlearn.apps.")]
+    except Exception:  # pragma: no cover - broken metadata
+        eps = []
+    for ep in sorted(eps, key=lambda e: e.name):
+        if ep.name == "flexlearn":
+            continue
+        module = ep.value.split(":")[0]
+        try:
+            import importlib.util
+
+            spec = importlib.util.find_spec(module)
+            doc = open(spec.origin, encoding="utf-8").read().split('"""')[1].strip().splitlines()[0] if spec else ""
+        except (OSError, IndexError, ImportError):
+            doc = ""
+        out[ep.name] = doc
+    return out
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="flexlearn", description=flexlearn.__doc__)
+    ap.add_argument("--version", action="version", version=f"flexlearn {flexlearn.__version__}")
+    ap.parse_args(argv)
+    print(f"flexlearn {flexlearn.__version__}: {flexlearn.__doc__.strip()}")
+    print("commands (each takes Hydra overrides key=value; --help shows its config):")
+    for name, doc in commands().items():
+        print(f"  {name:20s} {doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
