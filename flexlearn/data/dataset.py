@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 import flexlearn
 from flexlearn.atomic import atomic_path
 from flexlearn.errors import DataError
-from flexlearn.tables import read_parquet
+from flexlearn.tables import column_values, parse_json_object, read_parquet
 
 DATASET_SCHEMA_VERSION = 1
 METADATA_KEY = b"flexlearn"
@@ -44,6 +44,9 @@ SCALARS: dict[str, str] = {"pose_id": "-", "split": "-", "n_coil_on": "1"}
 REQUIRED = ("pose_id", "delta_b", "label", "split", "n_coil_on")
 OPTIONAL = ("truth_label", "truth_u", "truth_delta_b")
 UNIT_VECTORS = ("label", "truth_label", "truth_u")
+# Column kinds checked on load (`flexlearn.tables.column_values`; vectors are "float"): no nulls, no text or
+# booleans where numbers are due. Integer columns are read as "number" so that `_coerce` names a float dtype.
+_KINDS = {"pose_id": "number", "n_coil_on": "number", "split": "str"}
 
 
 def _columns(name: str) -> list[str]:
@@ -221,10 +224,7 @@ class DirectionDataset:
         raw_meta = (table.schema.metadata or {}).get(METADATA_KEY)
         if raw_meta is None:
             raise DataError(f"{path}: no '{METADATA_KEY.decode()}' schema metadata; not a flexlearn dataset")
-        try:
-            meta = json.loads(raw_meta)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}: '{METADATA_KEY.decode()}' metadata is not valid JSON ({exc})") from exc
+        meta = parse_json_object(raw_meta, str(path), f"'{METADATA_KEY.decode()}' metadata")
         version = meta.get("schema_version")
         if version != DATASET_SCHEMA_VERSION:
             raise DataError(f"{path}: schema_version {version!r} is not supported (this flexlearn "
@@ -234,6 +234,9 @@ class DirectionDataset:
         if missing:
             raise DataError(f"{path}: missing column(s) {missing}")
         expected, stored = column_units(), meta.get("units", {})
+        if not isinstance(stored, dict):
+            raise DataError(f"{path}: 'units' in the '{METADATA_KEY.decode()}' metadata is {stored!r}, expected a "
+                            "JSON object (column -> unit)")
         for c in table.column_names:
             if c in expected and stored.get(c) != expected[c]:
                 raise DataError(f"{path}: column '{c}' has unit {stored.get(c)!r} in the metadata, "
@@ -246,7 +249,7 @@ class DirectionDataset:
                 continue
             if len(present) != len(cols):
                 raise DataError(f"{path}: column(s) {sorted(set(cols) - set(present))} missing beside {present}")
-            data = [table.column(c).to_numpy(zero_copy_only=False) for c in cols]
+            data = [column_values(table.column(c), _KINDS.get(name, "float"), str(path), c) for c in cols]
             kw[name] = np.stack(data, axis=-1) if name in VECTORS else data[0]
         ds = cls.__new__(cls)
         for name in (*REQUIRED, *OPTIONAL):

@@ -12,6 +12,8 @@ applies the rules of `IngestChecks`, in this order:
 4. in continuous streams (mag, imu) a forward step over ``max_gap`` is a forward clock jump (error); steps
    over ``gap_factor`` × the median period are gaps (counted, with the time they cover).
 
+Stamps (and hold-window times) beyond ±``STAMP_LIMIT_NS`` are an error before any of these.
+
 Errors are `DataError` with one line naming the file, the topic (or serial record kind), the message index
 and what was expected.
 """
@@ -28,6 +30,9 @@ from flexlearn.errors import DataError
 from flexlearn.ingest.topic_map import IngestChecks
 
 NS = 1_000_000_000
+# Largest |stamp| [ns] a recording may hold (≈ ±146 years about its clock's zero): the difference of two stamps,
+# or of a stamp and its whole-second time origin (`flexlearn.ingest.assemble`), then always fits int64.
+STAMP_LIMIT_NS = 2**62 - NS
 
 
 @dataclass
@@ -103,8 +108,21 @@ def _drop_duplicates(s: Stream, checks: IngestChecks, log: DropLog) -> Stream:
     return s.take(keep) if n_dup else s
 
 
+def _check_range(s: Stream) -> None:
+    """Stamps (and hold-window times) beyond ±`STAMP_LIMIT_NS` are a `DataError` naming the message."""
+    times = {"stamp": s.stamp_ns, **{k: v for k, v in s.values.items() if k.endswith("_ns")}}
+    for what, ns in times.items():
+        ns = np.asarray(ns, dtype=np.int64)
+        bad = np.flatnonzero((ns > STAMP_LIMIT_NS) | (ns < -STAMP_LIMIT_NS))
+        if bad.size:
+            i = int(bad[0])
+            raise DataError(f"{s.source}: message {i}: {what} {int(ns[i])} ns is outside the range of time stamps, "
+                            f"±{STAMP_LIMIT_NS} ns")
+
+
 def clean_stream(s: Stream, checks: IngestChecks, log: DropLog) -> Stream:
     """Apply the checks of the module docstring; return the cleaned stream sorted by stamp."""
+    _check_range(s)
     log.messages[s.name] = len(s)
     s = _drop_duplicates(s, checks, log)
     if len(s) < 2:

@@ -6,6 +6,11 @@ to SI by the stream's ``scale``), coil (on: 0/1 or true/false), poses (pose_id, 
 unit, target x, y, z). Records of other kinds are ignored. A missing column, a record lacking a field of its
 kind or an unreadable file is a `DataError` naming the file, the column and the line; an empty (null)
 mag/accel/rate value is a failed conversion and reads as NaN (processing discards it as non-finite).
+
+Field types are checked strictly (`flexlearn.tables.column_values`): numbers for times and vectors, an integer
+(or exactly integral number) for pose_id, true/false or 0/1 for the coil state; a time must be finite and
+within ±`flexlearn.ingest.records.STAMP_LIMIT_NS` once in nanoseconds. Anything else is a `DataError` naming
+the file, the record kind, the column, the line and the value.
 """
 from __future__ import annotations
 
@@ -15,8 +20,9 @@ import numpy as np
 import pyarrow as pa
 
 from flexlearn.errors import DataError
-from flexlearn.ingest.records import NS, Stream
+from flexlearn.ingest.records import NS, STAMP_LIMIT_NS, Stream
 from flexlearn.ingest.topic_map import TIME_UNITS, IngestConfig
+from flexlearn.tables import column_values
 
 CONTINUOUS = ("mag", "accel", "rate")
 
@@ -37,22 +43,45 @@ def _read_table(path: Path, fmt: str) -> pa.Table:
         raise DataError(f"{path}: cannot be read as {fmt.upper()} ({str(exc).splitlines()[0]})") from exc
 
 
-def _numeric(path: Path, table: pa.Table, col: str, rows: np.ndarray, kind: str, line0: int,
-             null_is_nan: bool = False) -> np.ndarray:
-    """Column ``col`` at ``rows`` as float64; text, or nulls unless ``null_is_nan``, raise `DataError` naming the line."""
-    arr = table.column(col).combine_chunks()
-    sub = arr.take(pa.array(rows))
-    if sub.null_count and null_is_nan and (pa.types.is_floating(sub.type) or pa.types.is_integer(sub.type)
-                                           or pa.types.is_null(sub.type)):
-        return np.asarray(sub.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
-    if sub.null_count:
+# Kind of each field (see `flexlearn.tables`); vector readings of continuous streams may be null (NaN).
+_POSE_KINDS = ("int", "float", "float", "float", "float", "float")  # pose_id, t_start, t_end, target x/y/z
+
+
+def _field(path: Path, table: pa.Table, col: str, rows: np.ndarray, kind: str, line0: int, value_kind: str,
+           null_is_nan: bool = False) -> np.ndarray:
+    """Column ``col`` at ``rows`` checked strictly as ``value_kind`` (`flexlearn.tables.column_values`).
+
+    A null is a record lacking the field (`DataError` naming the line) unless ``null_is_nan`` (reads NaN).
+    """
+    sub = table.column(col).combine_chunks().take(pa.array(rows, type=pa.int64()))
+    if sub.null_count and not null_is_nan:
         bad = int(rows[np.flatnonzero(np.asarray(sub.is_null().to_numpy(zero_copy_only=False)))[0]])
         raise DataError(f"{path}: line {bad + line0}: record of kind '{kind}' lacks field '{col}'")
-    if pa.types.is_boolean(sub.type):
-        return np.asarray(sub.to_numpy(zero_copy_only=False), dtype=np.float64)
-    if not (pa.types.is_integer(sub.type) or pa.types.is_floating(sub.type)):
-        raise DataError(f"{path}: column '{col}' holds {sub.type} values, expected numbers (records of kind '{kind}')")
-    return np.asarray(sub.to_numpy(zero_copy_only=False), dtype=np.float64)
+    return column_values(sub, value_kind, f"{path}: records of kind '{kind}'", col, nullable=null_is_nan,
+                         locate=lambda i: f"line {int(rows[i]) + line0}")
+
+
+def _stamps(path: Path, t: np.ndarray, unit: str, col: str, rows: np.ndarray, line0: int) -> np.ndarray:
+    """Times ``t`` [``unit``] as int64 stamps [ns]; non-finite or beyond ±`STAMP_LIMIT_NS` is a `DataError`."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        ns = np.round(t * (TIME_UNITS[unit] * NS))
+        bad = np.flatnonzero(~np.isfinite(ns) | (np.abs(ns) > STAMP_LIMIT_NS))
+    if bad.size:
+        i = int(bad[0])
+        what = "is not a finite time" if not np.isfinite(t[i]) else (
+            f"{unit} is outside the range of time stamps, ±{STAMP_LIMIT_NS / NS:.6g} s (int64 nanoseconds)")
+        raise DataError(f"{path}: line {int(rows[i]) + line0}: field '{col}' = {float(t[i])!r} {what}")
+    return ns.astype(np.int64)
+
+
+def _kinds(path: Path, table: pa.Table, kind_field: str) -> np.ndarray:
+    """The record kind of every row, as strings (None where missing)."""
+    try:
+        kinds = table.column(kind_field).cast(pa.string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise DataError(f"{path}: column '{kind_field}' (the record kind) holds {table.column(kind_field).type} "
+                        f"values, expected strings ({str(exc).splitlines()[0]})") from exc
+    return np.asarray(kinds.to_numpy(zero_copy_only=False), dtype=object)
 
 
 def read_serial(path: Path, cfg: IngestConfig, fmt: str) -> dict[str, Stream]:
@@ -72,8 +101,8 @@ def read_serial(path: Path, cfg: IngestConfig, fmt: str) -> dict[str, Stream]:
             if col not in names:
                 raise DataError(f"{path}: column '{col}' missing (stream '{name}' needs {list(spec.fields)}); "
                                 f"columns present: {sorted(names)}")
-    kinds = np.asarray(table.column(serial.kind_field).cast(pa.string()).to_numpy(zero_copy_only=False), dtype=object)
-    unit = TIME_UNITS[serial.time_unit]
+    kinds = _kinds(path, table, serial.kind_field)
+    unit = serial.time_unit
     out = {}
     for name, spec in streams.items():
         rows = np.flatnonzero(kinds == spec.kind)
@@ -81,22 +110,21 @@ def read_serial(path: Path, cfg: IngestConfig, fmt: str) -> dict[str, Stream]:
         if rows.size == 0:
             raise DataError(f"{source}: none found (stream '{name}'); kinds present: "
                             f"{sorted(set(k for k in kinds if k is not None))}")
-        t = _numeric(path, table, serial.time_field, rows, spec.kind, line0)
-        if not np.all(np.isfinite(t)):
-            raise DataError(f"{path}: line {int(rows[~np.isfinite(t)][0]) + line0}: field '{serial.time_field}' "
-                            "is not a finite time")
-        stamp = np.round(t * (unit * NS)).astype(np.int64)
+        t = _field(path, table, serial.time_field, rows, spec.kind, line0, "float")
+        stamp = _stamps(path, t, unit, serial.time_field, rows, line0)
         vector = name in CONTINUOUS  # a null reading is a failed conversion: NaN, dropped by processing
-        cols = np.stack([_numeric(path, table, c, rows, spec.kind, line0, vector) for c in spec.fields], axis=-1)
+        value_kinds = _POSE_KINDS if name == "poses" else ("bool",) if name == "coil" else ("float",) * 3
+        cols = [_field(path, table, c, rows, spec.kind, line0, k, vector) for c, k in zip(spec.fields, value_kinds)]
         if name == "poses":
-            values = {"pose_id": cols[:, 0].astype(np.int64),
-                      "t_start_ns": np.round(cols[:, 1] * (unit * NS)).astype(np.int64),
-                      "t_end_ns": np.round(cols[:, 2] * (unit * NS)).astype(np.int64), "target": cols[:, 3:6]}
+            values = {"pose_id": cols[0],
+                      "t_start_ns": _stamps(path, cols[1], unit, spec.fields[1], rows, line0),
+                      "t_end_ns": _stamps(path, cols[2], unit, spec.fields[2], rows, line0),
+                      "target": np.stack(cols[3:6], axis=-1)}
         elif name == "coil":
-            values = {"on": cols[:, 0] != 0}
+            values = {"on": cols[0]}
         else:
-            values = {name: cols * spec.scale}
-        row_bytes = np.ascontiguousarray(np.concatenate([t[:, None], cols], axis=1)).view(np.uint8)
+            values = {name: np.stack(cols, axis=-1) * spec.scale}
+        row_bytes = np.ascontiguousarray(np.stack([t, *cols], axis=1).astype(np.float64)).view(np.uint8)
         keys = [r.tobytes() for r in row_bytes.reshape(rows.size, -1)]
         out[name] = Stream(name=name, source=source, stamp_ns=stamp, values=values, keys=keys,
                            continuous=name in CONTINUOUS)

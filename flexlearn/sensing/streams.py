@@ -11,8 +11,8 @@ On disk a raw sweep is a directory of Parquet tables, one per stream, plus ``met
 | --------------- | ----------------------------------------- | ------------- |
 | mag.parquet     | t, mx, my, mz                             | s, T          |
 | accel.parquet   | t, ax, ay, az                             | s, m/s^2      |
-| coil.parquet    | t, on                                     | s, bool       |
-| poses.parquet   | pose_id, t_start, t_end, target_x/y/z     | -, s, s, unit |
+| coil.parquet    | t, on                                     | s, bool (or 0/1) |
+| poses.parquet   | pose_id, t_start, t_end, target_x/y/z     | int, s, s, unit |
 | truth.parquet   | pose_id, label_x/y/z, u_x/y/z, db_x/y/z   | -, unit, unit, T (optional) |
 
 ``mag`` holds every register *poll* of the magnetometer: a conversion that has not been replaced yet is
@@ -23,6 +23,11 @@ child axis in the parent frame) and reported stationary between ``t_start`` and 
 ``truth`` exists only for simulated sweeps: the true label (parent axis, pointing from the child toward
 the parent, in the child sensor frame), the true child direction in the parent frame and the noise-free
 coil field at the magnetometer.
+
+`RawSweep.load` checks every column's type strictly (`flexlearn.tables.read_columns`): numbers where numbers
+are due, integers (or exactly integral floats) for ``pose_id``, booleans (or 0/1) for ``on``, and no null
+(missing) value except in a mag/accel reading (a failed conversion, read as NaN). ``meta.json`` must hold a
+JSON object. Anything else is a `DataError` naming the file, the column and the value.
 """
 from __future__ import annotations
 
@@ -37,7 +42,7 @@ import pyarrow.parquet as pq
 
 from flexlearn.atomic import atomic_dir
 from flexlearn.errors import DataError
-from flexlearn.tables import read_parquet
+from flexlearn.tables import parse_json_object, read_columns, read_parquet
 
 RAW_SCHEMA_VERSION = 1
 
@@ -48,6 +53,15 @@ _TABLES: dict[str, tuple[str, ...]] = {
     "poses": ("pose_id", "t_start", "t_end", "target_x", "target_y", "target_z"),
 }
 _TRUTH_COLUMNS = ("pose_id", "label_x", "label_y", "label_z", "u_x", "u_y", "u_z", "db_x", "db_y", "db_z")
+# Column kinds as `flexlearn.tables.read_columns` checks them: every column is a number ("float", any integer
+# or floating type, read as float64) but the coil state ("bool": boolean or 0/1) and pose ids ("int": integer,
+# or floating point holding exact integers). Only a magnetometer or accelerometer reading may be null (a
+# failed conversion, read as NaN and discarded by processing); a null anywhere else is an error.
+_KINDS: dict[str, dict[str, str]] = {
+    name: {c: "bool" if c == "on" else "int" if c == "pose_id" else "float" for c in cols}
+    for name, cols in _TABLES.items()}
+_TRUTH_KINDS = {c: "int" if c == "pose_id" else "float" for c in _TRUTH_COLUMNS}
+_NULLABLE = ("mx", "my", "mz", "ax", "ay", "az")
 
 
 @dataclass
@@ -135,32 +149,26 @@ class RawSweep:
         if not path.is_dir():
             raise DataError(f"{path}: raw sweep directory not found")
 
-        def table(name: str, cols: tuple[str, ...]) -> dict[str, np.ndarray]:
+        def table(name: str, kinds: dict[str, str]) -> dict[str, np.ndarray]:
             f = path / f"{name}.parquet"
-            t = read_parquet(f, f"stream file '{name}.parquet'")
-            missing = [c for c in cols if c not in t.column_names]
-            if missing:
-                raise DataError(f"{f}: missing column(s) {missing}")
-            return {c: t.column(c).to_numpy() for c in cols}
+            return read_columns(read_parquet(f, f"stream file '{name}.parquet'"), f, kinds, nullable=_NULLABLE)
 
-        mag, acc = table("mag", _TABLES["mag"]), table("accel", _TABLES["accel"])
-        coil, poses = table("coil", _TABLES["coil"]), table("poses", _TABLES["poses"])
-        truth = table("truth", _TRUTH_COLUMNS) if (path / "truth.parquet").exists() else None
+        mag, acc = table("mag", _KINDS["mag"]), table("accel", _KINDS["accel"])
+        coil, poses = table("coil", _KINDS["coil"]), table("poses", _KINDS["poses"])
+        truth = table("truth", _TRUTH_KINDS) if (path / "truth.parquet").exists() else None
         meta_file = path / "meta.json"
-        try:
-            meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{meta_file}: not valid JSON ({exc})") from exc
+        meta = parse_json_object(meta_file.read_bytes(), str(meta_file), "raw sweep metadata") \
+            if meta_file.exists() else {}
         sweep = cls.__new__(cls)
-        sweep.mag_t = mag["t"].astype(np.float64)
-        sweep.mag = np.stack([mag["mx"], mag["my"], mag["mz"]], axis=-1).astype(np.float64)
-        sweep.accel_t = acc["t"].astype(np.float64)
-        sweep.accel = np.stack([acc["ax"], acc["ay"], acc["az"]], axis=-1).astype(np.float64)
-        sweep.coil_t = coil["t"].astype(np.float64)
-        sweep.coil_on = coil["on"].astype(bool)
-        sweep.pose_id = poses["pose_id"].astype(np.int64)
-        sweep.pose_t_start = poses["t_start"].astype(np.float64)
-        sweep.pose_t_end = poses["t_end"].astype(np.float64)
+        sweep.mag_t = mag["t"]
+        sweep.mag = np.stack([mag["mx"], mag["my"], mag["mz"]], axis=-1)
+        sweep.accel_t = acc["t"]
+        sweep.accel = np.stack([acc["ax"], acc["ay"], acc["az"]], axis=-1)
+        sweep.coil_t = coil["t"]
+        sweep.coil_on = coil["on"]
+        sweep.pose_id = poses["pose_id"]
+        sweep.pose_t_start = poses["t_start"]
+        sweep.pose_t_end = poses["t_end"]
         sweep.target = np.stack([poses["target_x"], poses["target_y"], poses["target_z"]], axis=-1)
         sweep.meta = meta
         sweep.truth = truth

@@ -39,6 +39,31 @@ def _parse_override(text: str) -> tuple[str, Any]:
     return key, v
 
 
+def _read_overrides(path: Path) -> list[str]:
+    """The override strings of ``.hydra/overrides.yaml`` (a YAML list of strings; empty file: none)."""
+    try:
+        overrides = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise DataError(f"file '{path}': not valid YAML ({' '.join(str(exc).split())})") from exc
+    if overrides is None:
+        return []
+    if not isinstance(overrides, list):
+        raise DataError(f"file '{path}': holds {_described(overrides)}, expected a list of override strings "
+                        "('key=value')")
+    for i, item in enumerate(overrides):
+        if not isinstance(item, str):
+            raise DataError(f"file '{path}': item {i} is {_described(item)}, expected an override string ('key=value')")
+    return overrides
+
+
+def _described(value: Any, limit: int = 60) -> str:
+    """"the <YAML type> <value>", the value's repr cut to ``limit`` characters."""
+    kinds = {dict: "mapping", list: "list", str: "string", int: "integer", float: "number", bool: "boolean"}
+    text = repr(value)
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return f"the {kinds.get(type(value), type(value).__name__)} {text}"
+
+
 def collect_jobs(root: str | Path) -> list[dict[str, Any]]:
     """One dict per job: ``job`` (path relative to ``root``), ``status`` (ok | missing), overrides, metrics."""
     root = Path(root)
@@ -49,14 +74,11 @@ def collect_jobs(root: str | Path) -> list[dict[str, Any]]:
         job_dir = ov.parent.parent
         if len(job_dir.relative_to(root).parts) > 4:
             continue
-        try:
-            overrides = yaml.safe_load(ov.read_text()) or []
-        except yaml.YAMLError as exc:
-            raise DataError(f"file '{ov}': not valid YAML ({exc})") from exc
+        overrides = _read_overrides(ov)
         row: dict[str, Any] = {"job": str(job_dir.relative_to(root)) or "."}
         swept = []
         for item in overrides:
-            k, v = _parse_override(str(item))
+            k, v = _parse_override(item)
             if not k.startswith("hydra"):
                 row[k] = v
                 swept.append(k)
@@ -65,7 +87,7 @@ def collect_jobs(root: str | Path) -> list[dict[str, Any]]:
         if mfile.exists():
             try:
                 metrics = json.loads(mfile.read_text())
-            except json.JSONDecodeError as exc:
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 raise DataError(f"file '{mfile}': not valid JSON ({exc})") from exc
             if not isinstance(metrics, dict):
                 raise DataError(f"file '{mfile}': expected a JSON object of metrics")
