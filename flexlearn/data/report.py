@@ -19,7 +19,6 @@ Units: fields in T in the data, shown in µT (ΔB) and nT (noise); angles in deg
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,7 @@ from flexlearn.data.process import ProcessingConfig, process_sweep
 from flexlearn.errors import DataError
 from flexlearn.sensing.streams import RawSweep
 from flexlearn.sim.targets import assign_cells, cell_quotas, fibonacci_cells
-from flexlearn.tables import read_parquet
+from flexlearn.tables import parse_json_object, read_columns, read_parquet
 
 FIGURES = {"coverage": "coverage.png", "delta_b": "delta_b_vs_bend.png", "noise": "noise.png",
            "drops": "dropped.png"}
@@ -87,7 +86,7 @@ def _optional_table(path: Path) -> Optional[dict[str, np.ndarray]]:
     if not path.is_file():
         return None
     t = read_parquet(path, f"table '{path.name}'")
-    return {c: t.column(c).to_numpy() for c in t.column_names}
+    return read_columns(t, path, {c: "number" for c in t.column_names})
 
 
 def load_session(path: Path, name: Optional[str] = None) -> Session:
@@ -98,7 +97,7 @@ def load_session(path: Path, name: Optional[str] = None) -> Session:
         raw = RawSweep.load(raw_dir)
         dataset = DirectionDataset.load(ds_file)
         info_file = path / "ingest.json"
-        info = json.loads(info_file.read_text()) if info_file.is_file() else {}
+        info = parse_json_object(info_file.read_text(), str(info_file), "ingest summary") if info_file.is_file() else {}
     elif (path / "mag.parquet").is_file():
         raw_dir = path
         raw = RawSweep.load(path)

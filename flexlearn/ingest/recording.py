@@ -91,9 +91,9 @@ def _up_to_date(output: Path, digest: str) -> Optional[dict[str, Any]]:
         return None
     try:
         info = json.loads(f.read_text())
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError):
         return None
-    return info if info.get("fingerprint") == digest else None
+    return info if isinstance(info, dict) and info.get("fingerprint") == digest else None
 
 
 def read_recording(path: Path, cfg: IngestConfig, show_progress: Optional[bool] = None):

@@ -67,6 +67,13 @@ def _quat(q: Any) -> tuple[float, float, float, float]:
     return (float(q.w), float(q.x), float(q.y), float(q.z))
 
 
+def coil_state(value: Any, field: str) -> float:
+    """A coil on/off field as 1.0/0.0: a boolean, or an integer 0 or 1; anything else is a `DataError`."""
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, (int, np.integer)) and value in (0, 1)):
+        return float(bool(value))
+    raise DataError(f"coil field '{field}' = {value!r}: expected a boolean (or 0/1)")
+
+
 def _getpath(msg: Any, path: str) -> Any:
     for part in path.split("."):
         msg = getattr(msg, part)
@@ -82,7 +89,7 @@ def _extractor(name: str, spec: TopicSpec) -> tuple[Callable[[Any], tuple], dict
                            float(m.orientation_covariance[0]))), {"accel": 3, "rate": 3, "orientation": 4,
                                                                   "orientation_cov0": 1}
     if name == "coil":
-        return (lambda m: (float(bool(_getpath(m, spec.field))),)), {"on": 1}
+        return (lambda m: (coil_state(_getpath(m, spec.field), spec.field),)), {"on": 1}
     if name == "poses":
         return (lambda m: (int(m.pose_id), _time_ns(m.t_start), _time_ns(m.t_end), *_vec(m.target))), \
             {"pose_id": 1, "t_start_ns": 1, "t_end_ns": 1, "target": 3}

@@ -163,3 +163,10 @@ def test_leftovers_of_a_killed_writer_are_removed_or_restored(tmp_path):
     assert (tmp_path / "sweep" / "v").read_text() == "next"
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == sorted(["m.json", "sweep", guard.name]), names
+
+
+def test_report_refuses_an_output_that_holds_its_sessions(recording, tmp_path):
+    from flexlearn.data.report import write_report
+
+    with pytest.raises(OutputPathError, match="contains the input"):
+        write_report([recording], recording.parent)
