@@ -67,6 +67,6 @@ def test_recording_round_trip_gives_the_simulated_fit(tmp_path):
     t = np.arange(slopes.shape[0]) * 1e-3
     np.savez(tmp_path / "rec.npz", t=t, theta=sim.theta.numpy(), imu_slope=slopes)
     rec = ModalLinkProblem(ModalIdConfig(recording=str(tmp_path / "rec.npz")))
-    assert torch.equal(rec.measured, sim.measured)
+    assert torch.equal(rec.measured, sim.measured)  # bitwise: .npz stores float64 losslessly, no arithmetic
     assert all(s.truth is None for s in rec.params.specs)
     assert math.isclose(rec.dt, 1e-3)

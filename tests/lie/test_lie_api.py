@@ -137,6 +137,8 @@ def test_batch_shapes_and_broadcasting_equal_loop(name):
 def test_script_save_load_equals_eager(tmp_path):
     for name in sorted(SIGNATURES):
         fn = getattr(L, name)
+        # as in the batch test: the iterative solve may take other steps when round-off differs
+        floor = {torch.float64: 1e-12, torch.float32: 1e-8} if name == "so3_cayley_lgvi_solve" else None
         scripted = torch.jit.script(fn)
         path = tmp_path / f"{name}.pt"
         torch.jit.save(scripted, str(path))
@@ -146,5 +148,6 @@ def test_script_save_load_equals_eager(tmp_path):
             if name == "so3_cayley_lgvi_solve":
                 args += [20, 1e-14]  # a loaded free function loses its default arguments
             eager = fn(*args)
-            _close(loaded(*args), eager, 0.0)
-            _close(scripted(*args), eager, 0.0)
+            # TorchScript may run other kernels than eager (graph passes, fusion, SIMD width): round-off, not bitwise
+            _close(loaded(*args), eager, 16, floor[dtype] if floor else 0.0)
+            _close(scripted(*args), eager, 16, floor[dtype] if floor else 0.0)

@@ -39,18 +39,21 @@ def test_inverse_and_left_right_relations(dtype):
     w = rotvecs_on_grid(dtype)
     w = w[w.norm(dim=-1) < 3.1]
     eye3 = torch.eye(3, dtype=dtype)
+    # bitwise: J_r(-w) is the same elementwise expression as J_l(w) with exact sign flips (-cosc · -x = cosc · x)
     torch.testing.assert_close(so3_left_jacobian(w), so3_right_jacobian(-w), rtol=0, atol=0)
     torch.testing.assert_close(so3_left_jacobian(w) @ so3_left_jacobian_inv(w), eye3.expand_as(so3_left_jacobian(w)),
                                rtol=0, atol=64 * eps)
     torch.testing.assert_close(so3_right_jacobian(w) @ so3_right_jacobian_inv(w), eye3.expand(w.shape[0], 3, 3),
                                rtol=0, atol=64 * eps)
     Jl, Jr = so3_jacobians(w)
+    # bitwise: so3_jacobians evaluates literally the same coefficients and expression as the single functions
     torch.testing.assert_close(Jl, so3_left_jacobian(w), rtol=0, atol=0)
     torch.testing.assert_close(Jr, so3_right_jacobian(w), rtol=0, atol=0)
     # J_l = R J_r
     torch.testing.assert_close(so3_left_jacobian(w), so3_exp(w) @ so3_right_jacobian(w), rtol=0, atol=16 * eps)
     xi = torch.cat([w, unit_vectors(w.shape[0], seed=9, dtype=dtype)], -1)
     eye6 = torch.eye(6, dtype=dtype).expand(xi.shape[0], 6, 6)
+    # bitwise: se3_right_jacobian(-xi) is implemented as se3_left_jacobian(xi) (exact double negation)
     torch.testing.assert_close(se3_left_jacobian(xi), se3_right_jacobian(-xi), rtol=0, atol=0)
     torch.testing.assert_close(se3_left_jacobian(xi) @ se3_left_jacobian_inv(xi), eye6, rtol=0, atol=128 * eps)
     torch.testing.assert_close(se3_right_jacobian(xi) @ se3_right_jacobian_inv(xi), eye6, rtol=0, atol=128 * eps)
@@ -80,7 +83,7 @@ def test_jacobians_against_numerical_derivative(scale):
 
 
 def test_right_perturbation_convention():
-    """exp(ξ + δ) ≈ exp(ξ) exp(J_r(ξ) δ): right perturbations, DESIGN.md."""
+    """exp(ξ + δ) ≈ exp(ξ) exp(J_r(ξ) δ): right perturbations, docs/architecture.md."""
     xi = random_twists(5, seed=12)
     d = 1e-7 * random_twists(5, seed=13)
     lhs = se3_exp(xi + d)

@@ -20,7 +20,7 @@ def _grid(dtype):
 def test_so2_exp_log(dtype):
     eps = EPS[dtype]
     th = _grid(dtype)[:, None]
-    assert torch.equal(so2_vee(so2_hat(th)), th)
+    assert torch.equal(so2_vee(so2_hat(th)), th)  # bitwise: hat/vee only copy entries, no arithmetic
     R = so2_exp(th)
     ref = torch.tensor([[[float(mpmath.cos(t)), -float(mpmath.sin(t))], [float(mpmath.sin(t)), float(mpmath.cos(t))]]
                         for t in th[:, 0].double().tolist()], dtype=torch.float64)
@@ -38,7 +38,7 @@ def test_se2_exp_log_against_matrix_exp(dtype):
     g = torch.Generator().manual_seed(0)
     v = torch.randn(w.shape[0], 2, generator=g, dtype=torch.float64).to(dtype)
     xi = torch.cat([w[:, None], v], -1)
-    assert torch.equal(se2_vee(se2_hat(xi)), xi)
+    assert torch.equal(se2_vee(se2_hat(xi)), xi)  # bitwise: hat/vee only copy entries, no arithmetic
     T = se2_exp(xi)
     ref = torch.linalg.matrix_exp(se2_hat(xi.double()))
     torch.testing.assert_close(T.double(), ref, rtol=0, atol=16 * eps)

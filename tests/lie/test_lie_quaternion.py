@@ -35,6 +35,7 @@ def test_hamilton_product_matches_matrix_product():
     # i j = k (Hamilton, not JPL)
     i = torch.tensor([0.0, 1, 0, 0])
     j = torch.tensor([0.0, 0, 1, 0])
+    # bitwise: inputs are 0/±1, so every product and sum is exact in any evaluation order, SIMD width or FMA
     assert torch.equal(quat_multiply(i, j), torch.tensor([0.0, 0, 0, 1]))
     torch.testing.assert_close(quat_multiply(p, quat_conjugate(p)), torch.tensor([1.0, 0, 0, 0]).double().expand(30, 4))
     q2 = 2.0 * q
@@ -53,6 +54,7 @@ def test_body_to_world_and_rotate():
 def test_canonical_is_unique_representative():
     q = torch.tensor(SPECIAL, dtype=torch.float64)
     c = quat_canonical(q)
+    # bitwise: canonical(±q) = ±q · sign(±q) differs only by exact sign flips, same call and shape
     torch.testing.assert_close(quat_canonical(-q), c, rtol=0, atol=0)
     assert (c[:, 0] >= 0).all()
     first = torch.stack([row[row != 0][0] for row in c])
@@ -76,6 +78,8 @@ def test_quat_matrix_quat_round_trip_special_and_random(dtype):
 def test_log_of_q_equals_log_of_minus_q(dtype):
     eps = EPS[dtype]
     q = torch.cat([torch.tensor(SPECIAL, dtype=torch.float64), random_quats(100)]).to(dtype)
+    # bitwise (documented log(q) == log(-q)): -q only flips signs that quat_log cancels exactly (s·w, x², 2s·r),
+    # through the same call on the same shape
     torch.testing.assert_close(quat_log(q), quat_log(-q), rtol=0, atol=0)
     w = quat_log(q)
     assert (w.norm(dim=-1) <= math.pi * (1 + 2 * eps)).all()
@@ -98,7 +102,7 @@ def test_w_tiny_gives_angle_near_pi():
     q = torch.tensor([1e-12, 1.0, 0.0, 0.0], dtype=torch.float64)
     w = quat_log(q)
     torch.testing.assert_close(w, torch.tensor([math.pi - 2e-12, 0, 0], dtype=torch.float64), rtol=0, atol=1e-15)
-    torch.testing.assert_close(quat_log(-q), w, rtol=0, atol=0)
+    torch.testing.assert_close(quat_log(-q), w, rtol=0, atol=0)  # bitwise: exact sign flips, as above
 
 
 @settings(max_examples=50, deadline=None)

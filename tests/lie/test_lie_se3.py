@@ -16,6 +16,7 @@ from tests.lie.lie_testutil import (DTYPES, EPS, angle_grid, mp_se3_exp, mp_to_t
 def test_hat_vee_round_trip():
     xi = random_twists(20)
     X = se3_hat(xi)
+    # bitwise: hat/vee only copy entries and the last row is literal zeros, no arithmetic
     assert torch.equal(se3_vee(X), xi)
     assert torch.equal(X[..., 3, :], torch.zeros(20, 4, dtype=torch.float64))
     torch.testing.assert_close(se3_exp(xi), torch.linalg.matrix_exp(X))

@@ -18,6 +18,7 @@ def test_hat_vee_round_trip_and_cross_product():
     w = random_rotvecs(20, 5.0)
     p = random_rotvecs(20, 5.0, seed=3)
     W = so3_hat(w)
+    # bitwise: hat/vee only copy (and negate) entries, no rounding
     assert torch.equal(so3_vee(W), w)
     assert torch.equal(W, -W.mT)
     torch.testing.assert_close((W @ p[..., None])[..., 0], torch.linalg.cross(w, p), rtol=0, atol=1e-15)
@@ -117,6 +118,7 @@ def test_rotation_between_parallel_and_antiparallel(dtype, offset):
             assert (w.norm(dim=-1) >= math.pi - offset * 1.01 - 4 * eps).all()
     # exactly antiparallel: deterministic (same input, same output; axis perpendicular to u)
     w1 = rotation_between(u, -u)
+    # bitwise: the same input through the same call on the same shape (determinism is the contract)
     torch.testing.assert_close(w1, rotation_between(u.clone(), -u.clone()), rtol=0, atol=0)
     assert (w1 * u).sum(-1).abs().max() < 8 * eps
     assert rotation_between(u, u).abs().max() < 4 * eps

@@ -34,7 +34,7 @@ def test_synthetic_exact_recovery():
     ws = w.numpy() @ s * 50e-6
     assert np.allclose(ws @ ws.T, np.eye(3), atol=1e-9)
     assert np.allclose(w.numpy(), w.numpy().T)
-    assert q.radius_std_over_mean < 1e-10 and q.coverage == 1.0
+    assert q.radius_std_over_mean < 1e-10 and q.coverage == 1.0  # coverage = count/20: exact when all bins hold
 
 
 def test_noisy_and_nonfinite_rows():
@@ -124,6 +124,7 @@ def test_fit_alignment_shrinks_poorly_determined_axis():
 
 def test_fit_alignment_few_fixes_identity_and_many_unchanged():
     model, db, target, a_true = _toy_alignment_data(4, 0.01, 0.5)
+    # bitwise: below min_fixes the function returns the literal identity, no arithmetic
     assert torch.equal(fit_alignment(model, db, target), torch.eye(3, dtype=torch.float64))       # < min_fixes
     model, db, target, a_true = _toy_alignment_data(400, 1e-4, 0.5)
     shrunk, raw = fit_alignment(model, db, target), fit_alignment(model, db, target, prior=None)

@@ -52,7 +52,7 @@ def test_two_link_pose_consistent_with_se2_kinematics_and_noise_reproducible():
     th = smooth_random_trajectory(t, 2, seed=1, hold=0.5, move=0.7)
     r1 = simulate_flexible_arm(cfg, th)
     r2 = simulate_flexible_arm(cfg, th)
-    assert np.array_equal(r1["acc"], r2["acc"])
+    assert np.array_equal(r1["acc"], r2["acc"])  # bitwise: the same seeded call twice in one process
     assert r1["acc"].shape == (1500, 8, 3) and np.isfinite(r1["acc"]).all()
     pose = pose_to_xytheta(forward_kinematics(torch.as_tensor(th), torch.tensor([4.5, 3.55], dtype=torch.float64),
                                               torch.as_tensor(r1["tip_deflection"]), torch.as_tensor(r1["tip_slope"])))

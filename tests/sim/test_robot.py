@@ -50,6 +50,7 @@ def test_streams_shapes_determinism_and_schedule(rec):
     assert rec.mags.shape == (rec.mag_t.size, n, 3) and np.isfinite(rec.mags).all()
     assert np.allclose(np.diff(rec.att_t), 0.060)
     again = simulate_robot(scenario("2d_curl", period=8.0), 8.0, RobotConfig(seed=3))
+    # bitwise: the same seeded call twice in one process (determinism is the contract)
     assert np.array_equal(again.mags, rec.mags) and np.array_equal(again.quats, rec.quats)
     fired = np.unique(rec.coil[rec.coil >= 0])
     assert set(fired.tolist()) == set(range(n))          # every segment's parent coil fires within N·300 ms
@@ -119,6 +120,7 @@ def test_hardware_seed_same_robot_fresh_noise():
     """hardware_seed fixes the robot's draws (mounts, iron, drift rates, calibration data); seed the noise."""
     a = simulate_robot(scenario("2d_curl", period=4.0), 2.0, RobotConfig(seed=3))
     b = simulate_robot(scenario("2d_curl", period=4.0), 2.0, RobotConfig(seed=9, hardware_seed=3))
+    # bitwise: the same hardware draws from the same seeded stream by the same code, in one process
     for k in ("mount", "soft_iron", "hard_iron", "heading_drift", "accel_bias"):
         assert np.array_equal(a.meta[k], b.meta[k]), k
     assert np.array_equal(a.cal, b.cal)

@@ -136,7 +136,7 @@ def test_parameter_buffer_can_be_learned() -> None:
 def test_points_on_the_wire_and_shapes() -> None:
     v = torch.tensor([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]], dtype=DT)
     b = biot_savart_polyline(v, torch.tensor([[0.5, 0.0, 0.0], [2.0, 0.0, 0.0], [0.0, 0.0, 0.0]], dtype=DT))
-    assert torch.all(b == 0)
+    assert torch.all(b == 0)  # exact: on-wire points are masked to 0; collinear ones have an exact zero cross product
     out = biot_savart_polyline(v, torch.zeros(4, 5, 3, dtype=DT) + torch.tensor([0.5, 1.0, 0.0], dtype=DT))
     assert out.shape == (4, 5, 3) and out.dtype == DT
 

@@ -63,6 +63,7 @@ def test_deterministic_for_a_seed() -> None:
     a = simulate_sweep({"n_poses": 40, "seed": 3})
     b = simulate_sweep({"n_poses": 40, "seed": 3})
     c = simulate_sweep({"n_poses": 40, "seed": 4})
+    # bitwise: the same seeded call twice in one process (determinism is the contract)
     for name in ("mag_t", "mag", "accel_t", "accel", "coil_t", "coil_on", "pose_t_start", "pose_t_end", "target"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
     for k in a.truth:
@@ -86,7 +87,7 @@ def test_streams_are_well_formed(clean: RawSweep, tmp_path) -> None:
     np.testing.assert_allclose(sw.mag / lsb, np.round(sw.mag / lsb), atol=1e-6)  # quantised readings
     assert sw.meta["provenance"]["simulator"] == "flexlearn.sim.rig"
     loaded = RawSweep.load(sw.save(tmp_path / "raw"))
-    np.testing.assert_array_equal(loaded.mag, sw.mag)
+    np.testing.assert_array_equal(loaded.mag, sw.mag)  # bitwise: Parquet stores float64 losslessly
     assert loaded.meta["coil"]["current"] == sw.meta["coil"]["current"]
 
 
@@ -178,6 +179,7 @@ def test_fault_injection_rates(faulty: RawSweep) -> None:
     assert nan.sum() == f["nan_polls"] and near(int(nan.sum()), n_poll, 0.01)
     full = math.floor(1300e-6 / 0.0625e-6) * 0.0625e-6
     assert near(f["saturated_conversions"], n_conv, 0.01)
+    # exact: np.clip returns the bound itself, computed by the simulator with this same expression
     assert np.any(np.abs(sw.mag[~nan]) == full)
     poses = _pose_samples(sw)
     short = np.array(f["short_pulse_poses"])
@@ -224,6 +226,7 @@ def test_off_axis_sensor_moves_with_the_child_board() -> None:
     base = {"n_poses": 30, "seed": 2, "faults": CLEAN}
     on_axis = simulate_sweep(base)
     off_axis = simulate_sweep({**base, "geometry": {"magnetometer_offset": [3e-3, 0.0, 0.0]}})
+    # bitwise: the targets come from the same seeded draw, which does not involve the geometry
     np.testing.assert_array_equal(on_axis.target, off_axis.target)
     ratio = np.linalg.norm(_vec(off_axis.truth, "db"), axis=1) / np.linalg.norm(_vec(on_axis.truth, "db"), axis=1)
     assert np.all(np.abs(ratio - 1) < 0.2) and np.any(np.abs(ratio - 1) > 1e-3)

@@ -33,6 +33,7 @@ def test_assign_cells_is_the_nearest_centre() -> None:
     d = sample_cap_uniform(500, LMAX, np.random.default_rng(0))
     cell = assign_cells(d, c)
     ang = np.arccos(np.clip(d @ c.T, -1, 1))
+    # indices, exact: both sides rank the very same matrix product d @ c.T (arccos is monotone)
     np.testing.assert_array_equal(cell, ang.argmin(axis=1))
     np.testing.assert_array_equal(assign_cells(c, c), np.arange(30))
 
@@ -58,7 +59,7 @@ def test_stratified_targets_uniform_and_fill_quotas(seed: int) -> None:
     centres = fibonacci_cells(n_cells, LMAX)
     counts = np.bincount(assign_cells(d, centres), minlength=n_cells)
     quota = cell_quotas(n, centres, LMAX)
-    np.testing.assert_array_equal(counts, quota)
+    np.testing.assert_array_equal(counts, quota)  # integer counts: each cell holds its quota exactly
     # quotas follow the cell solid angles: within ±1 of n × (Monte-Carlo area share)
     big = sample_cap_uniform(400_000, LMAX, np.random.default_rng(9))
     share = np.bincount(assign_cells(big, centres), minlength=n_cells) / big.shape[0]
@@ -67,6 +68,7 @@ def test_stratified_targets_uniform_and_fill_quotas(seed: int) -> None:
 
 def test_targets_deterministic_and_seed_dependent() -> None:
     a = sample_cap_targets(500, LMAX, 25, 7)
+    # bitwise: the same seeded call twice in one process (determinism is the contract)
     np.testing.assert_array_equal(a, sample_cap_targets(500, LMAX, 25, 7))
     assert not np.array_equal(a, sample_cap_targets(500, LMAX, 25, 8))
 

@@ -183,6 +183,7 @@ def test_packed_load_evaluation_equals_the_readable_form():
     psi = torch.randn(S, generator=g, dtype=f64) * 0.5
     eta = torch.randn(M, generator=g, dtype=f64) * 0.01
     off, mp = LinkLoadModel.trig_of_slopes(c.trig_map[:S])
+    # bitwise: trig_of_slopes only concatenates (and negates) its input, the same call that built the buffers
     assert torch.equal(off, c.trig_off) and torch.equal(mp, c.trig_map)
     delta = c.trig_map[:S] @ psi
     mom, forces = c.loads(f_link, delta, eta)

@@ -49,15 +49,25 @@ def test_numba_solver_matches_torch_solver_along_path(pulley):
             eq = model.solve(th, loads, init=eq)
             out.append(eq)
         runs[kernels] = out
+    tol = 1e-8  # model.solve's default tolerance on the scaled residual norm
     for a, b in zip(runs["fused"], runs["numba"]):
-        assert a.iterations == b.iterations
+        # the iteration count is decided by `residual > tol` on residuals that the two kernels compute to
+        # round-off (measured: they differ by up to ~1e-9 near the round-off floor): equal unless a residual
+        # of this solve lies within that band of tol (measured: 1.04e-8 at one step with pulley), where one more
+        # or one fewer Newton step moves the solution by ~1e-13, far inside the tolerances below
+        same_path = a.iterations == b.iterations
+        if not same_path:
+            near = [x for x in list(a.residual_log) + list(b.residual_log) if abs(x - tol) <= 0.3 * tol]
+            assert abs(a.iterations - b.iterations) == 1 and near, (a.iterations, b.iterations)
         torch.testing.assert_close(b.g_ee, a.g_ee, rtol=0, atol=1e-10)
         torch.testing.assert_close(b.nodes, a.nodes, rtol=0, atol=1e-10)
         # slopes β [1/m²]: the same relative accuracy on their scale
         torch.testing.assert_close(b.beta, a.beta, rtol=0, atol=1e-10 * max(1.0, float(a.beta.abs().max())))
-        # the warm-start predictor's sensitivity dq/dθ from the last factorisation
-        for sa, sb in zip(a.sensitivity, b.sensitivity):
-            torch.testing.assert_close(sb, sa, rtol=0, atol=1e-8 * float(sa.abs().max()))
+        # the warm-start predictor's sensitivity dq/dθ from the last factorisation (with one Newton step more
+        # or fewer, that factorisation is at another iterate: measured 3e-6 relative, so only on the same path)
+        if same_path:
+            for sa, sb in zip(a.sensitivity, b.sensitivity):
+                torch.testing.assert_close(sb, sa, rtol=0, atol=1e-8 * float(sa.abs().max()))
 
 
 def test_numba_kernels_keep_implicit_gradients():
