@@ -6,8 +6,13 @@ Imports only torch (+ pyserial for ``--serial``, + rclpy when ``--ros`` and it i
     python pi_runner.py bundle.pt --log frames.jsonl [--realtime] [--out poses.jsonl | --csv poses.csv]
     python pi_runner.py bundle.pt --serial /dev/ttyACM0 --baud 921600 [--format bin] [--control] [--ros]
 
+Integrity: the bundle must have its manifest ``bundle.pt.manifest.json`` (SHA-256, written by the exporter) beside
+it; a missing or mismatching manifest refuses the file (one line on stderr, exit status 2). ``--trust-unverified``
+skips the check (explicit opt-out, warned on stderr). Copy ``flexlearn/runtime/manifest.py`` next to this script
+(and ``serial_frames.py`` for ``--format bin``); both are standard library only.
+
 ``--format bin`` reads the binary protocol ``flexlearn-binframes/1`` (fixed little-endian frames with a sync word
-and CRC-32, documented in flexlearn/runtime/serial_frames.py; copy that file next to this one on the Pi).
+and CRC-32, documented in flexlearn/runtime/serial_frames.py).
 
 Frame protocol ``flexlearn-frames/1``: UTF-8 JSON lines, one frame per line, times in seconds (monotonic clock of
 the master, float), SI units; missing values may be ``null`` (read as NaN: the estimator holds and flags them).
@@ -17,66 +22,150 @@ the master, float), SI units; missing values may be ``null`` (read as NaN: the e
                                                                coil = module whose coil is on (−1: none)
   {"type": "spool", "t": 0.07, "pos": 0.0123}                 spool take-up [m of tendon] (for --control)
   {"type": "target", "t": 0.0, "h": 0.040}                    new tip-height target [m]
-If no "ref" frame arrives, the first "att" frame is the reference. Lines that fail to parse are counted and skipped.
+If no "ref" frame arrives, the first "att" frame is the reference. A bad line or frame never stops the runner: it
+is skipped and counted (``bad``, by reason in ``bad_reasons``; the first few are named on stderr) — not UTF-8,
+not JSON, nested too deeply, longer than 1 MiB, a number outside float64 (1e999, ±Infinity, a 400-digit integer),
+an unknown type, a field of the wrong type or shape. A non-finite target is refused by the controller (it keeps
+the last valid one; counted as ``bad_target``). The master's clock may restart: the bundle resynchronises.
 Output (one per "att" frame): {"t", "h", "points" (N+1)×3, "flags" (N), and with --control "v", "status"} as JSON
-lines, or CSV columns t, h, v, status, flags_or, p0x..pNz.
+lines (always valid JSON: a missing number is null), or CSV columns t, h, v, status, flags_or, p0x..pNz. The summary
+(counters, latency median/p99 from a fixed-size histogram) goes to stderr as one JSON line.
 """
 from __future__ import annotations
 
 import argparse
+import functools
+import io
 import json
 import math
 import sys
 import time
-from typing import IO, Iterator, Optional
+from typing import IO, Callable, Iterator, Optional
 
 import torch
 
 NAN = float("nan")
+MAX_LINE = 1 << 20                 # longest accepted JSON line [bytes]
+MAX_WAIT = 1.0                     # --realtime: longest sleep for one frame [s]; a larger jump re-anchors pacing
+REPORT_BAD = 10                    # bad frames named on stderr (the rest are only counted)
+HOLD = 3                           # controller status HOLD (flexlearn.runtime.height_control)
+KINDS = ("ref", "att", "mag", "spool", "target")
 
 
-def _num(x) -> float:
-    return NAN if x is None else float(x)
+class BadFrame(ValueError):
+    """A line or frame that is skipped: ``reason`` (a short key for the counters) and a message naming the problem."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
-def _rows(v, width: int) -> torch.Tensor:
-    return torch.tensor([[_num(c) for c in (r if r is not None else [None] * width)] for r in v], dtype=torch.float64)
+class RunnerError(Exception):
+    """A fatal setup problem (unreadable bundle or metadata): one line on stderr, exit status 2."""
+
+
+# --------------------------------------------------------------------------------------------- JSON lines
+def _parse_float(s: str) -> float:
+    v = float(s)
+    if not math.isfinite(v):
+        raise BadFrame("number_out_of_range", f"number {s[:24]} is outside float64")
+    return v
+
+
+def _parse_int(s: str) -> int:
+    if len(s.lstrip("-")) > 308:                     # 10^308 and up: not safely a float64
+        raise BadFrame("number_out_of_range", f"integer of {len(s)} digits is outside float64")
+    return int(s)
+
+
+def _parse_constant(s: str) -> float:
+    if s == "NaN":
+        return NAN                                   # read as a missing value, like null
+    raise BadFrame("number_out_of_range", f"number {s} is not accepted (missing values are null)")
+
+
+def decode_line(line) -> Optional[dict]:
+    """One JSON line (bytes or str) → the frame object, None for a blank line; raises `BadFrame`."""
+    if isinstance(line, (bytes, bytearray)):
+        try:
+            line = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BadFrame("not_utf8", f"not UTF-8 (byte 0x{line[exc.start]:02x} at {exc.start})") from None
+    line = line.strip()
+    if not line:
+        return None
+    try:
+        fr = json.loads(line, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_parse_constant)
+    except RecursionError:
+        raise BadFrame("too_deep", "JSON nested too deeply") from None
+    except BadFrame:
+        raise
+    except ValueError as exc:
+        raise BadFrame("not_json", f"not JSON ({exc})") from None
+    if not isinstance(fr, dict):
+        raise BadFrame("not_object", f"a JSON {type(fr).__name__}, not an object")
+    return fr
+
+
+def _bad(exc: BadFrame) -> dict:
+    return {"type": "bad", "reason": exc.reason, "message": str(exc)}
 
 
 def read_lines(source: IO) -> Iterator[dict]:
-    """Frames of the JSON-lines protocol; unparsable lines give {"type": "bad"}."""
-    for line in source:
-        if isinstance(line, bytes):
-            line = line.decode("utf-8", "replace")
-        line = line.strip()
+    """Frame objects of the JSON-lines protocol; a bad line gives ``{"type": "bad", "reason", "message"}``.
+
+    Reads bytes when it can (a text file's buffer), so that a non-UTF-8 byte spoils one line only; lines longer
+    than `MAX_LINE` are skipped without being held in memory.
+    """
+    if isinstance(source, io.TextIOWrapper):
+        source = source.buffer
+    while True:
+        line = source.readline(MAX_LINE + 1)
         if not line:
+            return
+        if len(line) > MAX_LINE:
+            nl = b"\n" if isinstance(line, bytes) else "\n"
+            while not line.endswith(nl):             # drop the rest of the overlong line
+                line = source.readline(MAX_LINE)
+                if not line:
+                    break
+            yield _bad(BadFrame("too_long", f"line longer than {MAX_LINE} bytes"))
             continue
         try:
-            fr = json.loads(line)
-            fr["t"] = float(fr["t"])
-        except (ValueError, KeyError, TypeError):
-            yield {"type": "bad"}
+            fr = decode_line(line)
+        except BadFrame as exc:
+            yield _bad(exc)
             continue
-        yield fr
+        if fr is not None:
+            yield fr
 
 
-def _serial_frames_module():
-    """`flexlearn.runtime.serial_frames` (stdlib only): from an installed flexlearn, else serial_frames.py copied
-    next to this script, else the repository copy."""
+@functools.lru_cache(maxsize=None)
+def _runtime_module(name: str):
+    """`flexlearn.runtime.<name>` (stdlib-only modules): from an installed flexlearn, else ``<name>.py`` copied next
+    to this script, else the repository copy."""
     try:
-        from flexlearn.runtime import serial_frames
-        return serial_frames
+        import importlib
+        return importlib.import_module(f"flexlearn.runtime.{name}")
     except ImportError:
         import importlib.util
         from pathlib import Path
         here = Path(__file__).resolve().parent
-        for cand in (here / "serial_frames.py", here.parent / "flexlearn" / "runtime" / "serial_frames.py"):
+        for cand in (here / f"{name}.py", here.parent / "flexlearn" / "runtime" / f"{name}.py"):
             if cand.exists():
-                spec = importlib.util.spec_from_file_location("serial_frames", cand)
+                spec = importlib.util.spec_from_file_location(f"flexlearn_runtime_{name}", cand)
                 mod = importlib.util.module_from_spec(spec)
                 spec.loader.exec_module(mod)
                 return mod
         raise
+
+
+def _serial_frames_module():                         # binary protocol parser
+    return _runtime_module("serial_frames")
+
+
+def _manifest_module():                              # integrity manifests of model files
+    return _runtime_module("manifest")
 
 
 def read_binary(source: IO, stats: dict, chunk: int = 4096) -> Iterator[dict]:
@@ -96,19 +185,165 @@ def read_binary(source: IO, stats: dict, chunk: int = 4096) -> Iterator[dict]:
         yield from frames
 
 
-def paced(frames: Iterator[dict], realtime: bool) -> Iterator[dict]:
-    """With ``realtime``, sleep so that frame times map onto wall-clock time (replaying a log)."""
+# ------------------------------------------------------------------------------------------ frame checks
+def _num(x, field: str) -> float:
+    """A JSON number or null (NaN) as float; anything else is a `BadFrame` naming ``field``."""
+    if x is None:
+        return NAN
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise BadFrame(f"field_{field}", f"field '{field}': {type(x).__name__} {_short(x)} is not a number")
+    try:
+        return float(x)
+    except OverflowError:
+        raise BadFrame("number_out_of_range", f"field '{field}': number outside float64") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _short(x) -> str:
+    s = repr(x)
+    return s if len(s) <= 40 else s[:37] + "..."
+
+
+def _rows(v, rows: int, width: int, field: str) -> torch.Tensor:
+    """``rows`` × ``width`` numbers (a row may be null: all NaN) → float64 tensor (rows, width); else `BadFrame`."""
+    if not isinstance(v, list) or len(v) != rows:
+        got = f"{len(v)} rows" if isinstance(v, list) else f"{type(v).__name__} {_short(v)}"
+        raise BadFrame(f"field_{field}", f"field '{field}': expected {rows} rows of {width} numbers, got {got}")
+    flat = []
+    for r in v:
+        if r is None:
+            flat.extend([NAN] * width)
+        elif isinstance(r, list) and len(r) == width:
+            flat.extend(_num(c, field) for c in r)
+        else:
+            raise BadFrame(f"field_{field}", f"field '{field}': row {_short(r)} is not {width} numbers or null")
+    return torch.tensor(flat, dtype=torch.float64).reshape(rows, width)
+
+
+def _coil(x) -> int:
+    if x is None:
+        return -1
+    if isinstance(x, float) and x.is_integer():
+        x = int(x)
+    if isinstance(x, bool) or not isinstance(x, int) or not -32768 <= x <= 32767:
+        raise BadFrame("field_coil", f"field 'coil': {_short(x)} is not a module index (int16, −1: none)")
+    return x
+
+
+def check_frame(fr: dict, n: int) -> dict:
+    """A decoded frame → a typed one (``t`` float, tensors of the right shapes); raises `BadFrame` naming the field.
+
+    n: number of segments N. A NaN time is kept (the estimator flags TIME_ORDER).
+    """
+    kind = fr.get("type")
+    if kind == "bad":
+        raise BadFrame(fr.get("reason", "bad"), fr.get("message", "bad frame"))
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise BadFrame("type", f"field 'type': {_short(kind)} is not one of {', '.join(KINDS)}")
+    if "t" not in fr:
+        raise BadFrame("field_t", "field 't' missing")
+    out = {"type": kind, "t": _num(fr["t"], "t")}
+    if kind in ("ref", "att"):
+        out["q"] = _rows(fr.get("q"), n + 1, 4, "q")
+    elif kind == "mag":
+        out["m"] = _rows(fr.get("m"), n, 3, "m")
+        out["coil"] = _coil(fr.get("coil", -1))
+    elif kind == "spool":
+        out["pos"] = _num(fr.get("pos"), "pos")
+    else:
+        if "h" not in fr:
+            raise BadFrame("field_h", "field 'h' missing")
+        out["h"] = _num(fr["h"], "h")
+    return out
+
+
+# ------------------------------------------------------------------------------------ pacing, statistics
+def paced(frames: Iterator[dict], realtime: bool, max_wait: float = MAX_WAIT,
+          clock: Optional[Callable[[], float]] = None,
+          sleep: Optional[Callable[[float], None]] = None) -> Iterator[dict]:
+    """With ``realtime``, sleep so that frame times map onto wall-clock time (replaying a log).
+
+    A frame more than ``max_wait`` [s] ahead of (or behind) the pacing clock is a jump of the master's clock (or a
+    stall): wait at most ``max_wait`` and re-anchor the pacing on that frame. ``clock`` / ``sleep`` default to
+    `time.monotonic` / `time.sleep`.
+    """
+    clock = clock or time.monotonic
+    sleep = sleep or time.sleep
     t_wall0: Optional[float] = None
     t_log0 = 0.0
     for fr in frames:
         t = fr.get("t", NAN)
         if realtime and isinstance(t, float) and math.isfinite(t):
+            now = clock()
             if t_wall0 is None:
-                t_wall0, t_log0 = time.monotonic(), t
-            delay = (t - t_log0) - (time.monotonic() - t_wall0)
-            if delay > 0:
-                time.sleep(delay)
+                t_wall0, t_log0 = now, t
+            delay = (t - t_log0) - (now - t_wall0)
+            if abs(delay) > max_wait:
+                if delay > 0:
+                    sleep(max_wait)
+                t_wall0, t_log0 = clock(), t
+            elif delay > 0:
+                sleep(delay)
         yield fr
+
+
+class LatencyStats:
+    """Bounded latency statistics [s]: count, mean, max and a histogram with log-spaced bins (ratio 1.02, from 0.1 µs
+    to ~100 s) for quantiles (within 1 %); constant memory however many samples are added."""
+
+    LO = 1e-7
+    LOG_RATIO = math.log(1.02)
+    BINS = 1050
+
+    def __init__(self) -> None:
+        self.hist = [0] * self.BINS
+        self.n = 0
+        self.total = 0.0
+        self.max = 0.0
+
+    def add(self, x: float) -> None:
+        i = int(math.log(x / self.LO) / self.LOG_RATIO) if x > self.LO else 0
+        self.hist[min(i, self.BINS - 1)] += 1
+        self.n += 1
+        self.total += x
+        self.max = max(self.max, x)
+
+    def quantile(self, q: float) -> float:
+        """The sample of rank ⌊q n⌋ (q = 0.5: the upper median), as its bin's geometric centre [s]."""
+        if self.n == 0:
+            return NAN
+        rank = min(int(q * self.n), self.n - 1)
+        cum = 0
+        for i, c in enumerate(self.hist):
+            cum += c
+            if cum > rank:
+                return self.LO * math.exp((i + 0.5) * self.LOG_RATIO)
+        return self.max
+
+    def summary(self, prefix: str) -> dict:
+        if self.n == 0:
+            return {}
+        return {f"{prefix}_us_median": 1e6 * self.quantile(0.5), f"{prefix}_us_p99": 1e6 * self.quantile(0.99),
+                f"{prefix}_us_mean": 1e6 * self.total / self.n, f"{prefix}_us_max": 1e6 * self.max}
+
+
+# ---------------------------------------------------------------------------------------------- output
+def _json_num(x: Optional[float]) -> Optional[float]:
+    return x if x is None or math.isfinite(x) else None
+
+
+def _json_safe(x):
+    if isinstance(x, float):
+        return _json_num(x)
+    if isinstance(x, list):
+        return [_json_safe(c) for c in x]
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    return x
 
 
 class Outputs:
@@ -145,90 +380,176 @@ class Outputs:
             vals = [t, h, NAN if v is None else v, -1 if status is None else status, f_or] + pts.reshape(-1).tolist()
             self.f.write(",".join(f"{x:.6g}" if isinstance(x, float) else str(x) for x in vals) + "\n")
         else:
-            rec = {"t": t, "h": h, "points": [[round(c, 6) for c in p] for p in pts.tolist()], "flags": flags.tolist()}
+            rec = {"t": _json_num(t), "h": _json_num(h), "points": [[round(c, 6) for c in p] for p in pts.tolist()],
+                   "flags": flags.tolist()}
             if v is not None:
-                rec["v"], rec["status"] = v, status
-            self.f.write(json.dumps(rec) + "\n")
+                rec["v"], rec["status"] = _json_num(v), status
+            try:
+                text = json.dumps(rec, allow_nan=False)
+            except ValueError:                       # a non-finite number somewhere: null, never NaN
+                text = json.dumps(_json_safe(rec), allow_nan=False)
+            self.f.write(text + "\n")
         if self.ros is not None:
-            node, pub_h, pub_b, pub_v, f64, pose_t, arr_t = self.ros
-            m = f64()
-            m.data = h
-            pub_h.publish(m)
-            arr = arr_t()
-            arr.header.frame_id = "robot_base"
-            for p in pts.tolist():
-                ps = pose_t()
-                ps.position.x, ps.position.y, ps.position.z = p
-                arr.poses.append(ps)
-            pub_b.publish(arr)
-            if v is not None:
-                m2 = f64()
-                m2.data = v
-                pub_v.publish(m2)
+            self._publish(pts, h, v)
+
+    def _publish(self, pts: torch.Tensor, h: float, v: Optional[float]) -> None:
+        node, pub_h, pub_b, pub_v, f64, pose_t, arr_t = self.ros
+        m = f64()
+        m.data = h
+        pub_h.publish(m)
+        arr = arr_t()
+        arr.header.frame_id = "robot_base"
+        for p in pts.tolist():
+            ps = pose_t()
+            ps.position.x, ps.position.y, ps.position.z = p
+            arr.poses.append(ps)
+        pub_b.publish(arr)
+        if v is not None:
+            m2 = f64()
+            m2.data = v
+            pub_v.publish(m2)
 
     def close(self) -> None:
         if self.f is not sys.stdout:
             self.f.close()
 
 
+# ------------------------------------------------------------------------------------------------- run
+def load_checked(bundle_path: str, trust_unverified: bool = False):
+    """Verify the manifest (unless ``trust_unverified``), then load the bundle → (module, metadata, N).
+
+    Raises the manifest module's ``UntrustedArtifactError`` or `RunnerError`, each naming the file and the reason.
+    """
+    if trust_unverified:
+        print(f"pi_runner: WARNING: --trust-unverified: '{bundle_path}' is loaded without checking its manifest; "
+              "a model file is code, load only files you trust", file=sys.stderr)
+    else:
+        try:
+            manifest = _manifest_module()
+        except ImportError:
+            raise RunnerError(f"model file '{bundle_path}': cannot verify it: flexlearn is not installed and "
+                              "manifest.py is not next to pi_runner.py (copy flexlearn/runtime/manifest.py)") from None
+        manifest.verify_manifest(bundle_path)
+    extra = {"metadata.json": ""}
+    try:
+        bundle = torch.jit.load(bundle_path, map_location="cpu", _extra_files=extra)
+        meta = json.loads(extra["metadata.json"] or "{}")
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise RunnerError(f"model file '{bundle_path}': cannot load ({_first_line(exc)})") from None
+    n = meta.get("n_segments", 9)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise RunnerError(f"model file '{bundle_path}': metadata n_segments = {n!r} is not a positive integer")
+    return bundle, meta, n
+
+
+class _Runner:
+    """Per-frame dispatch onto the bundle; counters in ``counts``."""
+
+    def __init__(self, bundle, writer: Outputs, control: bool) -> None:
+        self.bundle, self.writer, self.control = bundle, writer, control
+        self.counts = {"att": 0, "mag": 0, "bad": 0, "ref": 0, "spool": 0, "target": 0, "outputs": 0,
+                       "corrections": 0, "bad_target": 0, "bad_reasons": {}}
+        self.have_ref = False
+        self.spool = NAN
+        self.lat = LatencyStats()
+        self.seen = 0
+
+    def bad(self, reason: str, message: str) -> None:
+        c = self.counts
+        c["bad"] += 1
+        c["bad_reasons"][reason] = c["bad_reasons"].get(reason, 0) + 1
+        if c["bad"] <= REPORT_BAD:
+            more = " (further bad frames are only counted)" if c["bad"] == REPORT_BAD else ""
+            print(f"pi_runner: frame {self.seen} skipped: {message}{more}", file=sys.stderr)
+
+    def frame(self, fr: dict) -> None:
+        """One typed frame (`check_frame`)."""
+        kind, t, c = fr["type"], fr["t"], self.counts
+        if kind == "ref" or (kind == "att" and not self.have_ref):
+            self.bundle.set_reference(fr["q"])
+            self.have_ref = True
+            c["ref"] += 1
+            if kind == "ref":
+                return
+        if kind == "att":
+            t0 = time.perf_counter()
+            pts, h, flags = self.bundle.attitude(t, fr["q"])
+            v = status = None
+            if self.control:
+                v, status = self.bundle.control(t, self.spool)
+                if not math.isfinite(v):             # an older bundle's controller: never pass NaN on
+                    v, status = 0.0, HOLD
+            self.lat.add(time.perf_counter() - t0)
+            self.writer.write(t, pts, float(h), flags, v, status)
+            c["att"] += 1
+            c["outputs"] += 1
+        elif kind == "mag":
+            applied = self.bundle.magnetometer(t, fr["m"], fr["coil"])
+            c["corrections"] += int(applied.sum())
+            c["mag"] += 1
+        elif kind == "spool":
+            self.spool = fr["pos"]
+            c["spool"] += 1
+        else:
+            h = fr["h"]
+            self.bundle.set_target(h)
+            c["target"] += 1
+            if not (math.isfinite(h) and abs(h) < 1e3):
+                c["bad_target"] += 1
+                if c["bad_target"] <= REPORT_BAD:
+                    print(f"pi_runner: frame {self.seen}: target h = {h} refused, the last valid target stays",
+                          file=sys.stderr)
+
+
+def _typed(frames: Iterator[dict], n: int) -> Iterator[dict]:
+    for fr in frames:
+        try:
+            yield check_frame(fr, n)
+        except BadFrame as exc:
+            yield {"type": "bad", "t": NAN, "reason": exc.reason, "message": str(exc)}
+
+
 def run(bundle_path: str, source: IO, realtime: bool = False, out: Optional[str] = None, csv: bool = False,
-        control: bool = False, ros: bool = False, binary: bool = False) -> dict:
+        control: bool = False, ros: bool = False, binary: bool = False, trust_unverified: bool = False) -> dict:
     """Process every frame of ``source`` (JSON lines, or binary frames with ``binary``); returns counters.
 
-    Torch-only. With ``binary`` the counters include the parser's (``bad_crc``, ``bad_header``, ``skipped_bytes``,
-    ``dropped``, ``frames``)."""
+    Torch-only. The bundle's manifest is verified first (`load_checked`). With ``binary`` the counters include the
+    parser's (``link_bad_crc``, ``link_dropped``, ``link_duplicates``, ...). Bad lines and frames are counted in
+    ``bad`` (by reason in ``bad_reasons``), never fatal.
+    """
     torch.set_num_threads(1)
-    extra = {"metadata.json": ""}
-    bundle = torch.jit.load(bundle_path, map_location="cpu", _extra_files=extra)
-    meta = json.loads(extra["metadata.json"] or "{}")
-    n = int(meta.get("n_segments", 9))
+    bundle, _, n = load_checked(bundle_path, trust_unverified)
     writer = Outputs(out, csv, ros)
-    counts = {"att": 0, "mag": 0, "bad": 0, "ref": 0, "spool": 0, "target": 0, "outputs": 0, "corrections": 0}
-    have_ref = False
-    spool = NAN
-    lat = []
-    with torch.inference_mode():
-        link: dict = {}
-        frames = read_binary(source, link) if binary else read_lines(source)
-        for fr in paced(frames, realtime):
-            kind = fr.get("type", "bad")
-            try:
-                if kind == "ref" or (kind == "att" and not have_ref):
-                    bundle.set_reference(_rows(fr["q"], 4).reshape(n + 1, 4))
-                    have_ref = True
-                    counts["ref"] += 1
-                    if kind == "ref":
-                        continue
-                if kind == "att":
-                    t0 = time.perf_counter()
-                    pts, h, flags = bundle.attitude(fr["t"], _rows(fr["q"], 4).reshape(n + 1, 4))
-                    v = status = None
-                    if control:
-                        v, status = bundle.control(fr["t"], spool)
-                    lat.append(time.perf_counter() - t0)
-                    writer.write(fr["t"], pts, float(h), flags, v, status)
-                    counts["att"] += 1
-                    counts["outputs"] += 1
-                elif kind == "mag":
-                    applied = bundle.magnetometer(fr["t"], _rows(fr["m"], 3).reshape(n, 3), int(fr.get("coil", -1)))
-                    counts["corrections"] += int(applied.sum())
-                    counts["mag"] += 1
-                elif kind == "spool":
-                    spool = _num(fr.get("pos"))
-                    counts["spool"] += 1
-                elif kind == "target":
-                    bundle.set_target(float(fr["h"]))
-                    counts["target"] += 1
-                else:
-                    counts["bad"] += 1
-            except (KeyError, ValueError, TypeError, RuntimeError):
-                counts["bad"] += 1
-    writer.close()
+    runner = _Runner(bundle, writer, control)
+    link: dict = {}
+    try:
+        with torch.inference_mode():
+            frames = read_binary(source, link) if binary else read_lines(source)
+            for fr in paced(_typed(frames, n), realtime):
+                runner.seen += 1
+                if fr["type"] == "bad":
+                    runner.bad(fr["reason"], fr["message"])
+                    continue
+                try:
+                    runner.frame(fr)
+                except OSError:
+                    raise                             # the output failed: not a bad frame
+                except Exception as exc:              # never stop on one frame
+                    runner.bad("error", f"{fr['type']} frame: {type(exc).__name__}: {_first_line(exc)}")
+    finally:
+        writer.close()
+    counts = runner.counts
     counts.update({f"link_{k}": v for k, v in link.items()})
-    if lat:
-        lat.sort()
-        counts["attitude_us_median"] = 1e6 * lat[len(lat) // 2]
+    counts.update(runner.lat.summary("attitude"))
     return counts
+
+
+def _is_untrusted(exc: Exception) -> bool:
+    """Whether ``exc`` is the manifest module's ``UntrustedArtifactError`` (a refused model file)."""
+    try:
+        return isinstance(exc, _manifest_module().UntrustedArtifactError)
+    except ImportError:
+        return False
 
 
 def main(argv: Optional[list] = None) -> int:
@@ -245,17 +566,29 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--csv", action="store_true", help="CSV instead of JSON lines")
     ap.add_argument("--control", action="store_true", help="also run the tip-height controller")
     ap.add_argument("--ros", action="store_true", help="publish to ROS 2 when rclpy is present")
+    ap.add_argument("--trust-unverified", action="store_true",
+                    help="load the bundle without its manifest check (explicit opt-out; a model file is code)")
     a = ap.parse_args(argv)
-    if a.serial:
-        import serial  # pyserial
-        source = serial.Serial(a.serial, a.baud, timeout=None)
-    else:
-        source = open(a.log, "rb" if a.format == "bin" else "r")
     try:
-        counts = run(a.bundle, source, a.realtime, a.out, a.csv, a.control, a.ros, binary=a.format == "bin")
+        if a.serial:
+            import serial  # pyserial
+            source = serial.Serial(a.serial, a.baud, timeout=None)
+        else:
+            source = open(a.log, "rb")
+    except OSError as exc:
+        print(f"pi_runner: cannot open '{a.serial or a.log}': {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    try:
+        counts = run(a.bundle, source, a.realtime, a.out, a.csv, a.control, a.ros, binary=a.format == "bin",
+                     trust_unverified=a.trust_unverified)
+    except Exception as exc:
+        if not (isinstance(exc, RunnerError) or _is_untrusted(exc)):
+            raise
+        print(f"pi_runner: refused: {exc}", file=sys.stderr)
+        return 2
     finally:
         source.close()
-    print(json.dumps(counts), file=sys.stderr)
+    print(json.dumps(_json_safe(counts)), file=sys.stderr)
     return 0
 
 

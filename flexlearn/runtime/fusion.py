@@ -46,7 +46,8 @@ latest magnetic relative directions, no-twist joints, quaternions unused).
 
 Robustness (never NaN; the last valid state is held and the segment flagged, bits in `fusion_flags`): non-finite or
 non-unit quaternions, silent modules (stale), repeated (stale) or saturated magnetometer conversions, non-finite
-readings, out-of-order / duplicated timestamps (frame ignored), pulses with too few fresh samples or no baseline.
+readings, out-of-order / duplicated timestamps (frame ignored), pulses with too few fresh samples or no baseline;
+a restarted or jumping master clock is detected and the time base resynchronised (`time_base`, CLOCK_RESYNC).
 """
 from __future__ import annotations
 
@@ -57,23 +58,14 @@ import torch
 from torch import Tensor, nn
 
 from flexlearn.lie import quat_to_matrix, rotation_between, so3_exp
-from flexlearn.runtime.heading_filter import HeadingDriftFilter
+from flexlearn.runtime.heading_filter import HeadingDriftFilter, heading_angle
+from flexlearn.runtime.quat_quadratic import quadratic_map
+from flexlearn.runtime.time_base import RESYNC_FLAG_S, TimeBase
 
 FUSION, QUAT_ONLY, MAG_ONLY = 0, 1, 2
 HEADING_DRIFT_PER_TRAVEL = 0.0065      # seed 002, III-B4: heading drift ≈ 0.65 % of angular travel
 MODES = {"fusion": FUSION, "quat_only": QUAT_ONLY, "mag_only": MAG_ONLY}
 BIAS_MODELS = ("heading", "heading_walk", "rotation")
-
-
-
-def _qrot(q: Tensor, p: Tensor) -> Tensor:
-    """R(q) p (…, 3) for quaternions (…, 4), not necessarily unit (quadratic in q: |q|² R(q/|q|) p)."""
-    w = q[..., :1]
-    v = q[..., 1:]
-    n2 = (q * q).sum(-1, keepdim=True)
-    tt = 2.0 * torch.linalg.cross(v, p)
-    return n2 * p - 2.0 * (v * v).sum(-1, keepdim=True) * p + 2.0 * v * (v * p).sum(-1, keepdim=True) \
-        + w * tt
 
 
 class FusedEstimator(nn.Module):
@@ -107,6 +99,8 @@ class FusedEstimator(nn.Module):
         gate: χ² gate of the "heading" model in standard deviations (0: none; a joint's second consecutive
             outlier is accepted).
         sigma_align: σ_δ, prior std per axis of each receiver's residual misalignment [rad] ("heading" only).
+        clock_jump [s], clock_confirm: the outlier-time and clock-restart rule of `flexlearn.runtime.time_base`
+            (outliers are dropped, TIME_ORDER; a resync keeps the state and flags CLOCK_RESYNC).
     Defaults σ_m = 0.07 rad ("rotation", "heading_walk"), p0 = 3e-4 rad², γ = 0.02 and the "rotation"
     σ_b = 3e-3 rad/√s were tuned on the simulator (`flexlearn.tasks.shape_scenarios`); the "heading" model takes κ
     from the seed's drift figure, σ_δ from a 1° mounting tolerance, σ_b = 3e-4 (not swept) and σ_m = 0.03 rad
@@ -122,7 +116,8 @@ class FusedEstimator(nn.Module):
                  soft_iron: Tensor | None = None, alignment: Tensor | None = None, mode: str = "fusion",
                  reference: str = "body", innovation: str = "seed", travel_noise: Optional[float] = None,
                  bias_model: str = "heading", gate: float = 3.0,
-                 sigma_align: float = math.sqrt(2.0) * math.radians(1.0)) -> None:
+                 sigma_align: float = math.sqrt(2.0) * math.radians(1.0), clock_jump: float = 2.0,
+                 clock_confirm: int = 3) -> None:
         super().__init__()
         if n_segments < 1:
             raise ValueError(f"n_segments = {n_segments}: expected ≥ 1")
@@ -229,6 +224,12 @@ class FusedEstimator(nn.Module):
         self.coil = -1
         self.t_switch = -1e300
         self.t_mag = -1e300
+        # master clock → estimator time τ = t + t_off (one shared offset; streams 0: attitude, 1: magnetometer)
+        self.clock = TimeBase(2, float(clock_jump), int(clock_confirm))
+        self.t_off = 0.0
+        self.max_gap = float(clock_jump)
+        self.resync_until = -1e300                                           # CLOCK_RESYNC shown until then
+        self.resync_flag_s = RESYNC_FLAG_S
         self.set_reference(self.q_ref.clone())
         self.static_flags.fill_(128)                                         # NO_REFERENCE until set_reference
         self.base_flags = self.static_flags.clone()
@@ -284,22 +285,7 @@ class FusedEstimator(nn.Module):
     # --------------------------------------------------------------------------------------- attitude
     def _refresh_tmap(self) -> None:
         """T_i (N, 3, 16): the quadratic map q ↦ R(q) v_i, so that û_i = C_i T_i vec(q qᵀ) / |q|² (G_i = C_i T_i)."""
-        v = self.v_ref
-        eye4 = torch.eye(4, dtype=torch.float64)
-        # R(q) v is quadratic in q: evaluate it on the basis products to get T (N+1, 3, 4, 4), symmetric in (a, b)
-        basis = eye4.unsqueeze(0).expand(self.n + 1, 4, 4)
-        cols: List[Tensor] = []
-        for a in range(4):
-            row: List[Tensor] = []
-            for b in range(4):
-                if a == b:
-                    row.append(_qrot(basis[:, a], v))
-                else:
-                    qp = basis[:, a] + basis[:, b]
-                    qm = basis[:, a] - basis[:, b]
-                    row.append(0.25 * (_qrot(qp, v) - _qrot(qm, v)))
-            cols.append(torch.stack(row, -1))
-        t = torch.stack(cols, -2).reshape(self.n + 1, 3, 16)        # (N + 1, 3, 16)
+        t = quadratic_map(self.v_ref)                                 # (N + 1, 3, 16), `quat_quadratic`
         if self.body_ref:
             t = torch.matmul(self.r0t, t)                             # R(q⁰)ᵀ R(q) e
         self.tmap.copy_(t)
@@ -309,12 +295,16 @@ class FusedEstimator(nn.Module):
         """One attitude sweep: quats (N + 1, 4) at time t [s] → (points (N + 1, 3) [m], h () [m], flags (N,)).
 
         Rows with |q|² in (0.25, 4) are normalised; invalid rows (non-finite, |q|² outside) hold the module's last
-        valid quaternion (BAD_QUAT); a frame whose time is not after the previous one (or non-finite) is ignored
-        (TIME_ORDER on all segments). Fast path (every |q|² within 1e-3 of 1, then used unnormalised: < 0.03 mm per
+        valid quaternion (BAD_QUAT); a frame whose time is not after the previous one, more than ``clock_jump`` after
+        it, or non-finite is ignored (TIME_ORDER on all segments) unless it confirms a restarted clock. Fast path (every |q|² within 1e-3 of 1, then used unnormalised: < 0.03 mm per
         segment): ~15 tensor ops, û_i = exp([b_i]×) R_i e = G_i vec(q_i q_iᵀ) with G_i = C_i T_i precomputed.
         """
-        if not math.isfinite(t) or not (t > self.t_att):
-            return self.points, self.height, self.flags | 16   # TIME_ORDER
+        tau = t + self.t_off                                 # estimator time (`time_base`)
+        if not (tau > self.t_att and tau - self.t_att <= self.max_gap):
+            tau = self._clock(0, t, self.t_att)
+            if math.isnan(tau):
+                return self.points, self.height, self.flags | 16   # TIME_ORDER
+        t = tau
         self.t_att = t
         q = quats.to(torch.float64)
         n2 = (q * q).sum(-1)
@@ -343,12 +333,26 @@ class FusedEstimator(nn.Module):
         return self.points, self.height, fl
 
     def _refresh_nofix(self, t: float) -> None:
-        """NO_FIX on segments without a fix for more than ``fix_timeout``; the next change is the earliest
-        deadline ``t_fix + fix_timeout`` of the others (a new fix resets it)."""
+        """Timed flags: NO_FIX on segments without a fix for more than ``fix_timeout``, CLOCK_RESYNC on all within
+        `RESYNC_FLAG_S` of a resync; the next change is the earliest deadline (a new fix or resync resets it)."""
         late = t - self.t_fix > self.fix_timeout
-        self.nofix_flags = torch.where(late, 64, 0)
-        self.nofix_any = bool(late.any())
-        self.nofix_next = float(torch.where(late, math.inf, self.t_fix + self.fix_timeout).min())
+        fl = torch.where(late, 64, 0)                                           # NO_FIX
+        nxt = float(torch.where(late, math.inf, self.t_fix + self.fix_timeout).min())
+        if t < self.resync_until:
+            fl = fl | 256                                                       # CLOCK_RESYNC
+            nxt = min(nxt, self.resync_until)
+        self.nofix_flags = fl
+        self.nofix_any = bool((fl != 0).any())
+        self.nofix_next = nxt
+
+    def _clock(self, k: int, t: float, last: float) -> float:
+        """Slow time check of stream k (0 att, 1 mag), master time t [s] → τ [s], or NaN: drop (`TimeBase.check`)."""
+        tau = self.clock.check(k, t, last, max(self.t_att, self.t_mag))
+        if self.clock.offset != self.t_off:
+            self.t_off = self.clock.offset
+            self.resync_until = tau + self.resync_flag_s
+            self.nofix_next = -1e300                                           # refresh the timed flags
+        return tau
 
     def _attitude_slow(self, t: float, q: Tensor, n2: Tensor) -> Tensor:
         """Some rows not unit: normalise those in (0.25, 4), hold the others' last valid quaternion (BAD_QUAT)."""
@@ -381,9 +385,13 @@ class FusedEstimator(nn.Module):
         Coil-off baselines are collected only from rounds with no coil firing.
         """
         applied = self.no_fix_mask
-        if not math.isfinite(t) or not (t > self.t_mag):
-            self._set_mag_flags(torch.full_like(self.mag_flags, 16))            # TIME_ORDER
-            return applied
+        tau = t + self.t_off                                 # estimator time (`time_base`)
+        if not (tau > self.t_mag and tau - self.t_mag <= self.max_gap):
+            tau = self._clock(1, t, self.t_mag)
+            if math.isnan(tau):
+                self._set_mag_flags(torch.full_like(self.mag_flags, 16))        # TIME_ORDER
+                return applied
+        t = tau
         self.t_mag = t
         m = mags.to(torch.float64)
         # usable: finite and unsaturated (NaN fails <); fresh: bitwise-new conversion (NaN prev at start: new)
@@ -537,16 +545,11 @@ class FusedEstimator(nn.Module):
         carries its children along (their fixes were relative to it). Tilt components of y are ignored.
         """
         i = j + 1
-        a = self.axis[i]
-        x = torch.matmul(self.c_bias[j], uq)
-        xp = x - torch.dot(x, a) * a
-        yp = um - torch.dot(um, a) * a
-        s2 = float(torch.linalg.vector_norm(xp) * torch.linalg.vector_norm(yp))
+        y, s2 = heading_angle(torch.matmul(self.c_bias[j], uq), um, self.axis[i])
         self.p_var[j] = p
         self.t_p[j] = t
         if s2 < 1e-3:                                       # segment near vertical: heading unobservable
             return True
-        y = torch.atan2(torch.dot(a, torch.linalg.cross(xp, yp)), torch.dot(xp, yp))
         k = p / (p + self.sigma_m2 / s2)
         c = self.rel_c[j] + k * y
         if not bool(torch.isfinite(c)):
@@ -574,13 +577,9 @@ class FusedEstimator(nn.Module):
         self.hf.predict(self.travel[1:], t)
         dth = self.hf.theta() - self.theta_applied
         a = self.axis[i]
-        x = torch.matmul(self.c_bias[j], uq)
-        xp = x - torch.dot(x, a) * a
-        yp = um - torch.dot(um, a) * a
-        s2 = float(torch.linalg.vector_norm(xp) * torch.linalg.vector_norm(yp))
+        y, s2 = heading_angle(torch.matmul(self.c_bias[j], uq), um, a)
         ok = True
         if s2 >= 1e-3:
-            y = float(torch.atan2(torch.dot(a, torch.linalg.cross(xp, yp)), torch.dot(xp, yp)))
             y = y - float(dth[j]) + (float(dth[j - 1]) if j > 0 else 0.0)
             that = torch.linalg.cross(a, um)
             that = that / torch.linalg.vector_norm(that).clamp_min(1e-12)

@@ -9,9 +9,10 @@ from typing import List
 
 BAD_QUAT, STALE_QUAT, BAD_MAG, REPEATED_MAG, TIME_ORDER, MAG_REJECTED, NO_FIX, NO_REFERENCE = (
     1, 2, 4, 8, 16, 32, 64, 128)
+CLOCK_RESYNC = 256      # the master's clock restarted or jumped: the estimator took a new time base (time_base.py)
 FLAG_NAMES = {BAD_QUAT: "bad_quat", STALE_QUAT: "stale_quat", BAD_MAG: "bad_mag", REPEATED_MAG: "repeated_mag",
               TIME_ORDER: "time_order", MAG_REJECTED: "mag_rejected", NO_FIX: "no_fix",
-              NO_REFERENCE: "no_reference"}
+              NO_REFERENCE: "no_reference", CLOCK_RESYNC: "clock_resync"}
 
 
 def decode_flags(flags: int) -> List[str]:

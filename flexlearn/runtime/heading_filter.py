@@ -26,9 +26,21 @@ change the model did not foresee, and refusing it for ever would let the filter 
 from __future__ import annotations
 
 import math
+from typing import Tuple
 
 import torch
 from torch import Tensor, nn
+
+
+def heading_angle(x: Tensor, u: Tensor, a: Tensor) -> Tuple[float, float]:
+    """Signed angle [rad] about the unit vertical a (3,) from the horizontal part of x (3,) to that of u (3,), and
+    s = |x_h| |u_h| (the horizontal weight: the angle is 0 and unobservable when s is ~0)."""
+    xp = x - torch.dot(x, a) * a
+    yp = u - torch.dot(u, a) * a
+    s2 = float(torch.linalg.vector_norm(xp) * torch.linalg.vector_norm(yp))
+    if s2 < 1e-3:
+        return 0.0, s2
+    return float(torch.atan2(torch.dot(a, torch.linalg.cross(xp, yp)), torch.dot(xp, yp))), s2
 
 
 class HeadingDriftFilter(nn.Module):

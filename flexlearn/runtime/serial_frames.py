@@ -8,7 +8,7 @@ All fields little-endian. One frame:
     2      1     version  1
     3      1     type     1 ref, 2 att, 3 mag, 4 spool, 5 target
     4      2     length   payload bytes (uint16)
-    6      2     seq      frame counter (uint16, wraps; a gap counts as dropped frames)
+    6      2     seq      frame counter (uint16, wraps; a gap counts as dropped frames, see below)
     8      L     payload  (below)
     8+L    4     crc      CRC-32 (IEEE 802.3, zlib.crc32) of bytes 2 .. 8+L−1 (header after the sync + payload)
 
@@ -23,6 +23,12 @@ length (consistent with the type and ≤ ``max_payload``), waits for the whole f
 or CRC drops one byte and searches again (a corrupted length cannot swallow good frames); every skipped byte and
 rejected candidate is counted in `FrameParser.stats`. Decoded frames are the dicts of the JSON-lines protocol
 ``flexlearn-frames/1`` (``{"type": "att", "t": …, "q": [[w, x, y, z], …]}`` etc.).
+
+Sequence numbers (mod 2¹⁶) are compared with the newest seen, s_max. A step d = seq − s_max in 1 .. 2¹⁵ − 1 counts
+d − 1 ``dropped`` frames. A repeated or older seq within ``REORDER_WINDOW`` is not a gap: one seen before is a
+``duplicates`` frame, one not seen yet arrived late (``reordered``; it had been counted as dropped, which is undone).
+An older seq beyond the window is a restarted sender (``seq_resets``; the count starts again from it). Every
+decoded frame is returned either way (the estimator orders frames by time).
 """
 from __future__ import annotations
 
@@ -40,6 +46,7 @@ _HEADER = struct.Struct("<2sBBHH")          # sync, version, type, length, seq
 HEADER_SIZE = _HEADER.size                  # 8
 CRC_SIZE = 4
 MAX_PAYLOAD = 4096
+REORDER_WINDOW = 64                         # older sequence numbers within this many are duplicates/reorders
 
 
 def _f32_rows(rows: Sequence[Sequence[Optional[float]]], width: int) -> List[float]:
@@ -102,14 +109,42 @@ class FrameParser:
 
     stats: ``frames`` decoded, ``bad_crc`` candidates failing the CRC, ``bad_header`` candidates with an unknown
     version/type or inconsistent length, ``skipped_bytes`` discarded while resynchronising, ``dropped`` frames missing
-    by the sequence counter, ``bad_time`` frames with a non-finite time (still returned: the estimator flags them).
+    by the sequence counter, ``duplicates`` / ``reordered`` / ``seq_resets`` (see the module docstring), ``bad_time``
+    frames with a non-finite time (still returned: the estimator flags them).
     """
 
     def __init__(self, max_payload: int = MAX_PAYLOAD) -> None:
         self.buf = bytearray()
         self.max_payload = int(max_payload)
-        self.last_seq: Optional[int] = None
-        self.stats = {"frames": 0, "bad_crc": 0, "bad_header": 0, "skipped_bytes": 0, "dropped": 0, "bad_time": 0}
+        self.last_seq: Optional[int] = None     # newest sequence number seen
+        self.seen = 0                            # bit k: seq last_seq − k seen (k < REORDER_WINDOW)
+        self.span = 0                            # seqs counted so far, up to REORDER_WINDOW (first seen .. newest)
+        self.stats = {"frames": 0, "bad_crc": 0, "bad_header": 0, "skipped_bytes": 0, "dropped": 0, "duplicates": 0,
+                      "reordered": 0, "seq_resets": 0, "bad_time": 0}
+
+    def _sequence(self, seq: int) -> None:
+        """Update the dropped / duplicate / reordered counters for sequence number ``seq`` (module docstring)."""
+        if self.last_seq is None:
+            self.last_seq, self.seen, self.span = seq, 1, 1
+            return
+        d = (seq - self.last_seq) & 0xFFFF
+        back = (self.last_seq - seq) & 0xFFFF
+        if 0 < d < 0x8000:                                  # newer: d − 1 frames missing
+            self.stats["dropped"] += d - 1
+            self.seen = ((self.seen << d) | 1) & ((1 << REORDER_WINDOW) - 1)
+            self.span = min(self.span + d, REORDER_WINDOW)
+            self.last_seq = seq
+        elif back < REORDER_WINDOW:                         # repeated or late (back = 0: the newest again)
+            if (self.seen >> back) & 1:
+                self.stats["duplicates"] += 1
+                return
+            self.seen |= 1 << back
+            self.stats["reordered"] += 1
+            if back < self.span:                            # inside the counted range: it was counted as dropped
+                self.stats["dropped"] -= 1
+        else:                                               # far older: the sender restarted its counter
+            self.stats["seq_resets"] += 1
+            self.last_seq, self.seen, self.span = seq, 1, 1
 
     def _skip(self, n: int) -> None:
         del self.buf[:n]
@@ -143,9 +178,7 @@ class FrameParser:
                 continue
             frame = _decode_payload(kind, bytes(self.buf[HEADER_SIZE:end]))
             del self.buf[:end + CRC_SIZE]
-            if self.last_seq is not None:
-                self.stats["dropped"] += (seq - self.last_seq - 1) & 0xFFFF
-            self.last_seq = seq
+            self._sequence(seq)
             if not math.isfinite(frame["t"]):
                 self.stats["bad_time"] += 1
             self.stats["frames"] += 1

@@ -14,6 +14,7 @@ import torch
 
 from flexlearn.runtime import serial_frames as sf
 from flexlearn.runtime.deploy import build_bundle, export_bundle
+from flexlearn.runtime.manifest import manifest_path, manifest_record
 from flexlearn.sensing.magcal import fit_ellipsoid
 from flexlearn.sim.robot import simulate_robot
 from flexlearn.tasks import shape_scenarios as rs
@@ -43,7 +44,8 @@ def test_layout_and_round_trip():
     assert out[2]["coil"] == 1 and np.isnan(out[2]["m"][1][0])
     assert np.allclose(np.nan_to_num(out[2]["m"]), np.nan_to_num(np.array(M, dtype=float)), rtol=1e-6, atol=0)
     assert out[3]["pos"] == 0.0123 and out[4]["h"] == 0.04
-    assert p.stats == {"frames": 5, "bad_crc": 0, "bad_header": 0, "skipped_bytes": 0, "dropped": 0, "bad_time": 0}
+    assert p.stats == {"frames": 5, "bad_crc": 0, "bad_header": 0, "skipped_bytes": 0, "dropped": 0, "duplicates": 0,
+                       "reordered": 0, "seq_resets": 0, "bad_time": 0}
 
 
 def test_byte_by_byte_feed_equals_bulk():
@@ -94,6 +96,7 @@ def test_pi_runner_binary_log_matches_json_lines(tmp_path, direction_model):
     bundle = tmp_path / "bundle.pt"
     export_bundle(build_bundle(direction_model, 9, soft_iron=w, estimator={"full_scale": rec.meta["full_scale"]}),
                   bundle)
+    manifest_path(bundle).write_text(json.dumps(manifest_record(bundle, "torchscript")))  # pi_runner verifies it
     rs.write_frames_jsonl(rec, tmp_path / "f.jsonl")
     rs.write_frames_binary(rec, tmp_path / "f.bin")
     raw = bytearray((tmp_path / "f.bin").read_bytes())
