@@ -1,4 +1,7 @@
-"""`flexlearn-pipeline`: the main job — simulate (cached), process, train, evaluate, export."""
+"""`flexlearn-pipeline`: the main job — simulate (cached), process, train, evaluate, export.
+
+A run that diverges fails with one line and exit status 2 and exports nothing (`flexlearn.tasks.training`).
+"""
 from __future__ import annotations
 
 import json
@@ -9,7 +12,8 @@ from omegaconf import DictConfig
 from flexlearn.apps._runner import CONF_DIR, readable_errors
 from flexlearn.tasks.training import train
 
-SUMMARY_KEYS = ("test/ang_err_median_deg", "test/ang_err_p95_deg", "test/ang_err_rms_deg", "test/ang_err_mean_deg")
+SUMMARY_KEYS = ("test/ang_err_median_deg", "test/ang_err_p95_deg", "test/ang_err_rms_deg", "test/ang_err_mean_deg",
+                "test/invalid_fraction")
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="pipeline")

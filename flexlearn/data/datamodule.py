@@ -3,6 +3,10 @@
 Batches are sliced from in-memory float32 tensors (no per-sample collation), and the shuffle of
 every epoch is drawn from a generator seeded by (seed, epoch), so a run resumed from a checkpoint
 sees exactly the batches an uninterrupted run would.
+
+`DirectionDataModule.require` refuses a dataset whose splits are too small to train or score on (an
+empty file, one row, no train split, a train split only): a `DataError` naming the file and the split.
+Fields that are not finite in float32 (e.g. ΔB scaled past 3.4e38 T) are refused when the file is read.
 """
 from __future__ import annotations
 
@@ -13,7 +17,22 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from flexlearn.data.dataset import DirectionDataset
+from flexlearn.data.dataset import SPLITS, DirectionDataset
+from flexlearn.errors import DataError
+
+# Fewest rows each split needs: two to fit the input standardisation (a std), one to score.
+MIN_ROWS = {"train": 2, "val": 1, "test": 1}
+
+
+def _as_float32(path: Path, split: str, name: str, value, pose_id) -> torch.Tensor:
+    """``value`` (N, 3) as float32; `DataError` naming the row if it or its norm is not finite in float32."""
+    t = torch.as_tensor(value, dtype=torch.float32)
+    bad = ~torch.isfinite(torch.linalg.vector_norm(t, dim=-1))
+    if bool(bad.any()):
+        i = int(torch.nonzero(bad)[0])
+        raise DataError(f"{path}: split '{split}' column '{name}' row {i} (pose_id {int(pose_id[i])}) is not "
+                        f"finite in float32 (value {list(map(float, value[i]))}); check the units")
+    return t
 
 
 class EpochSeededBatchSampler(Sampler[torch.Tensor]):
@@ -82,11 +101,23 @@ class DirectionDataModule(L.LightningDataModule):
     def setup(self, stage: Optional[str] = None) -> None:
         if self.dataset is not None:
             return
-        self.dataset = DirectionDataset.load(self.dataset_path)
-        for name in ("train", "val", "test"):
-            part = self.dataset.subset(name)
-            self._splits[name] = TensorBatches(torch.as_tensor(part.delta_b, dtype=torch.float32),
-                                               torch.as_tensor(part.label, dtype=torch.float32))
+        dataset = DirectionDataset.load(self.dataset_path)
+        splits = {}
+        for name in SPLITS:
+            part = dataset.subset(name)
+            splits[name] = TensorBatches(_as_float32(self.dataset_path, name, "delta_b", part.delta_b, part.pose_id),
+                                         _as_float32(self.dataset_path, name, "label", part.label, part.pose_id))
+        self.dataset, self._splits = dataset, splits
+
+    def require(self, *names: str) -> None:
+        """Raise `DataError` naming the file and split unless every split in ``names`` has `MIN_ROWS` rows."""
+        self.setup()
+        counts = {n: len(self._splits[n]) for n in SPLITS}
+        for name in names:
+            if counts[name] < MIN_ROWS[name]:
+                rows = ", ".join(f"{n} {c}" for n, c in counts.items())
+                raise DataError(f"{self.dataset_path}: split '{name}' has {counts[name]} row(s), needs at least "
+                                f"{MIN_ROWS[name]} (rows per split: {rows}); record or keep more poses")
 
     def split(self, name: str) -> TensorBatches:
         """The tensors of one split ('train', 'val' or 'test')."""

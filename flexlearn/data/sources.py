@@ -3,7 +3,8 @@
 `prepare_dataset` turns the ``data`` config block into the path of a processed dataset. Simulated
 sweeps and their processed datasets are cached under ``cache_dir`` by a hash of everything that
 determines them (simulator config, processing config, package version), so runs with the same config
-reuse the same sweep.
+reuse the same sweep. A raw recording (``data.source: raw``) is keyed by a SHA-256 of the bytes of its
+files (`raw_fingerprint`), not by its path: after the recording changes, its dataset is rebuilt.
 """
 from __future__ import annotations
 
@@ -48,6 +49,30 @@ class DataConfig:
         from_dict(ProcessingConfig, self.processing, "data.processing")
 
 
+_CHUNK = 1 << 20  # bytes read at a time when fingerprinting
+
+
+def raw_fingerprint(raw_dir: Path) -> str:
+    """SHA-256 (hex) of every regular file under ``raw_dir``: relative name, size and bytes, streamed.
+
+    Sizes and modification times are not trusted (a rewrite can keep both); hidden files (names starting
+    with '.') are skipped. A missing or empty directory raises `DataError`.
+    """
+    if not raw_dir.is_dir():
+        raise DataError(f"{raw_dir}: raw sweep directory not found (data.path)")
+    files = sorted(p for p in raw_dir.rglob("*")
+                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(raw_dir).parts))
+    if not files:
+        raise DataError(f"{raw_dir}: raw sweep directory is empty (data.path)")
+    h = hashlib.sha256()
+    for p in files:
+        h.update(f"{p.relative_to(raw_dir).as_posix()}\0{p.stat().st_size}\0".encode())
+        with open(p, "rb") as f:
+            while chunk := f.read(_CHUNK):
+                h.update(chunk)
+    return h.hexdigest()
+
+
 def _digest(obj: Mapping[str, Any]) -> str:
     text = json.dumps(obj, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -77,7 +102,7 @@ def prepare_dataset(data: DataConfig, cache_dir: str | Path) -> Path:
         return path
     if data.source == "raw":
         raw_dir = Path(data.path or "")
-        key = _digest({"raw": str(raw_dir.resolve()), "processing": to_dict(processing),
+        key = _digest({"raw": raw_fingerprint(raw_dir), "processing": to_dict(processing),
                        "version": flexlearn.__version__})
         out = cache_dir / "datasets" / f"{raw_dir.name}-{key}.parquet"
         return out if out.exists() else process_raw(raw_dir, processing, out)

@@ -7,38 +7,92 @@ variation"), so it travels with the exported file:
 
     x = ΔB / max(‖ΔB‖, ε)                 (amplitude removed: units and coil current drop out)
     z = (x − μ) / σ                       (per-axis standardisation fitted on the training split)
-    f = normalize(MLP(z))                 (unit-vector output)
+    y = MLP(z)                            (raw output, any length)
+    f = y / ‖y‖   if usable, else (0, 0, 0)
 
-The module is scriptable (`torch.jit.script`) and exportable with `torch.export`.
+Output contract (what a deploying user checks): every output row is either a unit vector or exactly
+the zero vector. The zero vector means "no usable direction": the input is non-finite or has no
+amplitude (‖ΔB‖ ≤ ε), or the network's raw output is non-finite or shorter than `OUTPUT_FLOOR` (a
+collapsed or diverged network). Test ``torch.linalg.vector_norm(f, dim=-1) > 0.5`` before using ``f``;
+`usable` does exactly that. The module is scriptable (`torch.jit.script`, also after `torch.jit.freeze`)
+and exportable with `torch.export`; the contract holds in all three forms.
+
+Hyper-parameters are validated (names, types, bounded sizes) by `validate_hparams` *before* any layer
+is allocated, so a checkpoint or config asking for a 10¹²-wide layer fails with a message, not an
+allocation.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import math
+from typing import Any, Mapping, Sequence
 
 import torch
 from torch import nn
 
 _ACTIVATIONS = {"silu": nn.SiLU, "tanh": nn.Tanh, "relu": nn.ReLU, "gelu": nn.GELU}
+HPARAM_KEYS = ("hidden", "activation", "amplitude_eps")
+MAX_WIDTH = 16_384          # widest hidden layer accepted
+MAX_LAYERS = 32             # most hidden layers accepted
+MAX_PARAMETERS = 50_000_000  # most weights + biases accepted (200 MB in float32)
+OUTPUT_FLOOR = 1e-6         # raw outputs shorter than this have no usable direction
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def validate_hparams(hp: Mapping[str, Any], where: str = "model") -> dict[str, Any]:
+    """Check the constructor arguments of `DirectionMLP` without building it; return them as a plain dict.
+
+    Raises ``ValueError("<where>.<key> = <value>: <requirement>")`` for an unknown key, a wrong type or
+    an out-of-range value: ``hidden`` 1–`MAX_LAYERS` integer widths in 1–`MAX_WIDTH` with at most
+    `MAX_PARAMETERS` parameters in all, ``activation`` one of the known names, ``amplitude_eps`` a
+    positive finite number [T].
+    """
+    if not isinstance(hp, Mapping):
+        raise ValueError(f"{where} = {hp!r}: expected a mapping of {list(HPARAM_KEYS)}")
+    unknown = sorted(set(hp) - set(HPARAM_KEYS))
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}; known keys: {list(HPARAM_KEYS)}")
+    hidden = hp.get("hidden", [128, 128, 128])
+    if isinstance(hidden, (str, bytes)) or not isinstance(hidden, Sequence):
+        raise ValueError(f"{where}.hidden = {hidden!r}: expected a list of layer widths")
+    out = {"hidden": list(hidden), "activation": hp.get("activation", "silu"),
+           "amplitude_eps": hp.get("amplitude_eps", 1e-12)}
+    hidden = out["hidden"]
+    if not 1 <= len(hidden) <= MAX_LAYERS or not all(_is_int(h) and 1 <= h <= MAX_WIDTH for h in hidden):
+        raise ValueError(f"{where}.hidden = {hidden!r}: expected 1 to {MAX_LAYERS} integer widths, "
+                         f"each in 1..{MAX_WIDTH}")
+    widths = [3, *hidden, 3]
+    n_params = sum((a + 1) * b for a, b in zip(widths[:-1], widths[1:]))
+    if n_params > MAX_PARAMETERS:
+        raise ValueError(f"{where}.hidden = {hidden!r}: {n_params} parameters, more than the "
+                         f"{MAX_PARAMETERS} accepted")
+    if not isinstance(out["activation"], str) or out["activation"] not in _ACTIVATIONS:
+        raise ValueError(f"{where}.activation = {out['activation']!r}: expected one of {sorted(_ACTIVATIONS)}")
+    eps = out["amplitude_eps"]
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (math.isfinite(eps) and eps > 0):
+        raise ValueError(f"{where}.amplitude_eps = {eps!r}: expected a positive finite number [T]")
+    out["amplitude_eps"] = float(eps)
+    return out
 
 
 class DirectionMLP(nn.Module):
-    """ΔB (..., 3) [T] → unit direction (..., 3). Hidden widths and activation are configurable."""
+    """ΔB (..., 3) [T] → unit direction (..., 3), or (0, 0, 0) where no direction is usable (module docstring)."""
 
     def __init__(self, hidden: Sequence[int] = (128, 128, 128), activation: str = "silu",
                  amplitude_eps: float = 1e-12) -> None:
         super().__init__()
-        if activation not in _ACTIVATIONS:
-            raise ValueError(f"model.activation = {activation!r}: expected one of {sorted(_ACTIVATIONS)}")
-        if len(hidden) == 0 or any(int(h) <= 0 for h in hidden):
-            raise ValueError(f"model.hidden = {list(hidden)!r}: expected one or more positive widths")
+        hp = validate_hparams({"hidden": hidden, "activation": activation, "amplitude_eps": amplitude_eps})
         layers: list[nn.Module] = []
         width = 3
-        for h in hidden:
-            layers += [nn.Linear(width, int(h)), _ACTIVATIONS[activation]()]
-            width = int(h)
+        for h in hp["hidden"]:
+            layers += [nn.Linear(width, h), _ACTIVATIONS[activation]()]
+            width = h
         layers.append(nn.Linear(width, 3))
         self.net = nn.Sequential(*layers)
-        self.amplitude_eps = float(amplitude_eps)
+        self.amplitude_eps = hp["amplitude_eps"]
+        self.output_floor = OUTPUT_FLOOR
         self.register_buffer("input_mean", torch.zeros(3))
         self.register_buffer("input_std", torch.ones(3))
 
@@ -49,12 +103,29 @@ class DirectionMLP(nn.Module):
 
     @torch.jit.ignore
     def fit_input_normalization(self, delta_b: torch.Tensor) -> None:
-        """Set μ, σ from training fields (N, 3); σ is floored to keep the scaling finite."""
+        """Set μ, σ from training fields (N, 3), N ≥ 2; σ is floored to keep the scaling finite."""
         x = self.unit_field(delta_b.to(self.input_mean.dtype), self.amplitude_eps)
         self.input_mean.copy_(x.mean(dim=0))
         self.input_std.copy_(x.std(dim=0).clamp_min(1e-6))
 
-    def forward(self, delta_b: torch.Tensor) -> torch.Tensor:
+    def raw_output(self, delta_b: torch.Tensor) -> torch.Tensor:
+        """The network's output y (..., 3) before normalisation (any length; non-finite if diverged)."""
         x = self.unit_field(delta_b.to(self.input_mean.dtype), self.amplitude_eps)
-        y = self.net((x - self.input_mean) / self.input_std)
-        return y / torch.linalg.vector_norm(y, dim=-1, keepdim=True).clamp_min(1e-12)
+        return self.net((x - self.input_mean) / self.input_std)
+
+    def direction(self, y: torch.Tensor, delta_b: torch.Tensor) -> torch.Tensor:
+        """y / ‖y‖ (..., 3) where usable, exactly 0 where not (see the module docstring's contract)."""
+        d = delta_b.to(y.dtype)
+        n = torch.linalg.vector_norm(y, dim=-1, keepdim=True)
+        amp = torch.linalg.vector_norm(d, dim=-1, keepdim=True)
+        ok = torch.isfinite(n) & (n >= self.output_floor) & torch.isfinite(amp) & (amp > self.amplitude_eps)
+        unit = y / n.clamp_min(self.output_floor)
+        return torch.where(ok, unit, torch.zeros_like(unit))
+
+    def forward(self, delta_b: torch.Tensor) -> torch.Tensor:
+        return self.direction(self.raw_output(delta_b), delta_b)
+
+
+def usable(direction: torch.Tensor) -> torch.Tensor:
+    """Mask (...) of the rows of a `DirectionMLP` output (..., 3) that carry a direction (unit, not zero)."""
+    return torch.linalg.vector_norm(direction, dim=-1) > 0.5

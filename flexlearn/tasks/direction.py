@@ -1,19 +1,48 @@
 """What the direction network learns and how it is scored (seed 002, §III-B1).
 
 Loss: ℓ = 1 − f(ΔB)ᵀ â (cosine loss between the predicted and the accelerometer-labelled parent axis).
-Metrics on val/test: angular error mean, median, RMS and 95th percentile in degrees.
+Metrics on val/test: angular error mean, median, RMS and 95th percentile in degrees, and the fraction of
+predictions that were no usable direction (``invalid_fraction``; each scored 180°).
+
+A non-finite loss or raw network output during training, or a non-finite validation metric, raises
+`TrainingDivergedError` at once: the run fails rather than report or checkpoint a diverged model.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Optional
 
 import lightning as L
 import torch
 
 import flexlearn
+from flexlearn.config import check
 from flexlearn.models.direction_mlp import DirectionMLP
+from flexlearn.tasks.callbacks import TrainingDivergedError
 from flexlearn.tasks.checkpoints import CHECKPOINT_INFO_KEY
-from flexlearn.tasks.metrics import angular_error_deg, angular_error_summary
+from flexlearn.tasks.metrics import angular_error_deg, angular_error_summary, invalid_direction
+
+TASK_KEYS = ("lr", "weight_decay", "lr_min_factor")
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def validate_task_hparams(task: dict[str, Any], max_epochs: Any) -> None:
+    """Check the ``task`` group and ``trainer.max_epochs``; `ConfigError` names the key and the value.
+
+    ``lr`` > 0, ``weight_decay`` ≥ 0, ``lr_min_factor`` in [0, 1] (finite numbers), ``max_epochs`` an
+    integer ≥ 1; no other ``task`` keys.
+    """
+    unknown = sorted(set(task) - set(TASK_KEYS))
+    check(not unknown, "task", unknown, f"unknown key(s); known keys: {list(TASK_KEYS)}")
+    lr, wd, lmf = task.get("lr", 3e-3), task.get("weight_decay", 1e-5), task.get("lr_min_factor", 0.02)
+    check(_number(lr) and lr > 0, "task.lr", lr, "must be a positive finite number")
+    check(_number(wd) and wd >= 0, "task.weight_decay", wd, "must be a finite number >= 0")
+    check(_number(lmf) and 0 <= lmf <= 1, "task.lr_min_factor", lmf, "must be a number in [0, 1]")
+    check(isinstance(max_epochs, int) and not isinstance(max_epochs, bool) and max_epochs >= 1,
+          "trainer.max_epochs", max_epochs, "must be an integer >= 1")
 
 
 def cosine_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -31,10 +60,11 @@ class DirectionTask(L.LightningModule):
     def __init__(self, model: dict[str, Any], lr: float = 3e-3, weight_decay: float = 1e-5,
                  lr_min_factor: float = 0.02, max_epochs: int = 60) -> None:
         super().__init__()
+        validate_task_hparams({"lr": lr, "weight_decay": weight_decay, "lr_min_factor": lr_min_factor}, max_epochs)
         self.save_hyperparameters()
         self.net = DirectionMLP(**model)
-        self._val_err: list[torch.Tensor] = []
-        self._test_err: list[torch.Tensor] = []
+        self._val_err: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._test_err: list[tuple[torch.Tensor, torch.Tensor]] = []
         self._train_loss_sum = torch.zeros(())
         self._train_batches = 0
         self.test_predictions: Optional[torch.Tensor] = None
@@ -49,7 +79,13 @@ class DirectionTask(L.LightningModule):
 
     def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
         delta_b, label = batch
-        loss = cosine_loss(self.net(delta_b), label)
+        raw = self.net.raw_output(delta_b)
+        loss = cosine_loss(self.net.direction(raw, delta_b), label)
+        if not bool(torch.isfinite(loss) & torch.isfinite(raw).all()):
+            raise TrainingDivergedError(
+                f"training diverged at epoch {self.current_epoch} step {self.global_step}: non-finite "
+                f"{'loss' if not torch.isfinite(loss) else 'network output'} (task.lr = {self.hparams.lr:g}); "
+                "lower task.lr or check the data")
         self._train_loss_sum = self._train_loss_sum + loss.detach()
         self._train_batches += 1
         return loss
@@ -61,10 +97,11 @@ class DirectionTask(L.LightningModule):
         self._train_loss_sum = torch.zeros(())
         self._train_batches = 0
 
-    def _eval_step(self, batch: tuple[torch.Tensor, torch.Tensor], store: list[torch.Tensor]) -> torch.Tensor:
+    def _eval_step(self, batch: tuple[torch.Tensor, torch.Tensor],
+                   store: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
         delta_b, label = batch
         pred = self.net(delta_b)
-        store.append(angular_error_deg(pred.double(), label.double()))
+        store.append((angular_error_deg(pred.double(), label.double()), invalid_direction(pred)))
         return pred
 
     def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
@@ -77,16 +114,23 @@ class DirectionTask(L.LightningModule):
     def on_test_epoch_start(self) -> None:
         self._test_preds: list[torch.Tensor] = []
 
-    def _log_errors(self, store: list[torch.Tensor], prefix: str) -> None:
+    def _log_errors(self, store: list[tuple[torch.Tensor, torch.Tensor]], prefix: str) -> None:
+        """Log the summary of one epoch's errors (invalid predictions count 180°); non-finite ones fail the run."""
         if not store:
             return
-        err = torch.cat(store)
+        err = torch.cat([e for e, _ in store])
+        invalid = torch.cat([i for _, i in store])
         store.clear()
-        summary = angular_error_summary(err, prefix=prefix)
-        loss = 1.0 - torch.cos(torch.deg2rad(err[torch.isfinite(err)])).mean()
-        self.log(f"{prefix}loss", loss.float())
+        summary = angular_error_summary(err, prefix=prefix, invalid=invalid)
+        loss = 1.0 - torch.cos(torch.deg2rad(err)).mean()
+        summary[f"{prefix}loss"] = float(loss)
+        bad = sorted(k for k, v in summary.items() if not math.isfinite(v)) + \
+            ([f"{prefix}n_nonfinite"] if summary[f"{prefix}n_nonfinite"] else [])
+        if bad:
+            raise TrainingDivergedError(f"non-finite {prefix.rstrip('/')} metrics {bad} at epoch "
+                                        f"{self.current_epoch}; the run is not usable")
         for key, value in summary.items():
-            if key.endswith("_deg") or key.endswith("n_samples"):
+            if key.endswith(("_deg", "n_samples", "invalid_fraction", "loss")):
                 self.log(key, float(value))
 
     def on_validation_epoch_end(self) -> None:

@@ -1,25 +1,48 @@
-"""Angular error between predicted and reference unit directions, and its summary statistics."""
+"""Angular error between predicted and reference unit directions, and its summary statistics.
+
+A prediction that is not a usable direction — non-finite, or shorter than `DIRECTION_FLOOR` (the zero
+vector `DirectionMLP` returns when it has no direction) — scores the maximal error, 180°, and is counted
+as invalid: a collapsed model that outputs (0, 0, 0) everywhere therefore scores 180°, never 0°.
+"""
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
+
+DIRECTION_FLOOR = 1e-6  # predictions shorter than this carry no direction
+MAX_ERROR_DEG = 180.0
+
+
+def invalid_direction(pred: torch.Tensor, floor: float = DIRECTION_FLOOR) -> torch.Tensor:
+    """Mask (...) of the rows of ``pred`` (..., 3) that are not a usable direction (non-finite or ‖p‖ < floor)."""
+    norm = torch.linalg.vector_norm(pred, dim=-1)
+    return ~(torch.isfinite(pred).all(dim=-1) & (norm >= floor))
 
 
 def angular_error_deg(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Angle [deg] between directions ``pred`` and ``target``, shapes (..., 3) -> (...).
 
     Computed as atan2(|p x t|, p . t), which stays accurate for small angles (acos of the dot product
-    loses half the digits there). Inputs need not be unit length.
+    loses half the digits there). Inputs need not be unit length. An invalid prediction
+    (`invalid_direction`) scores 180°; a non-finite ``target`` gives NaN.
     """
     cross = torch.linalg.vector_norm(torch.cross(pred, target, dim=-1), dim=-1)
     dot = (pred * target).sum(dim=-1)
-    return torch.rad2deg(torch.atan2(cross, dot))
+    err = torch.rad2deg(torch.atan2(cross, dot))
+    bad_target = ~torch.isfinite(target).all(dim=-1)
+    err = torch.where(invalid_direction(pred), torch.full_like(err, MAX_ERROR_DEG), err)
+    return torch.where(bad_target, torch.full_like(err, float("nan")), err)
 
 
-def angular_error_summary(err_deg: torch.Tensor, prefix: str = "") -> dict[str, float]:
+def angular_error_summary(err_deg: torch.Tensor, prefix: str = "",
+                          invalid: Optional[torch.Tensor] = None) -> dict[str, float]:
     """Mean, median, RMS and 95th percentile of angular errors [deg] as ``{prefix}ang_err_<stat>_deg``.
 
     Non-finite errors are counted under ``{prefix}n_nonfinite`` and excluded from the statistics;
-    an empty input gives NaN statistics.
+    an empty input gives NaN statistics. With ``invalid`` (a mask shaped like ``err_deg`` of the
+    predictions that were not a usable direction, already scored 180°) also ``{prefix}n_invalid`` and
+    ``{prefix}invalid_fraction`` (of all samples).
     """
     err = err_deg.detach().double().flatten()
     finite = torch.isfinite(err)
@@ -34,4 +57,8 @@ def angular_error_summary(err_deg: torch.Tensor, prefix: str = "") -> dict[str, 
     out = {f"{prefix}ang_err_{k}_deg": v for k, v in stats.items()}
     out[f"{prefix}n_samples"] = int(err.numel())
     out[f"{prefix}n_nonfinite"] = int((~finite).sum().item())
+    if invalid is not None:
+        n_invalid = int(invalid.flatten().sum().item())
+        out[f"{prefix}n_invalid"] = n_invalid
+        out[f"{prefix}invalid_fraction"] = n_invalid / err.numel() if err.numel() else nan
     return out
