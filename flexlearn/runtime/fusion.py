@@ -474,7 +474,8 @@ class FusedEstimator(nn.Module):
         """Magnetic update of segment i ∈ 1..N from its coil field ΔB (3,) [T] (seed 002, III-B3/B4).
 
         Uses the module quaternions snapshotted at coil activation. Returns False (state unchanged) when the
-        prediction is not finite or ΔB is zero, and when the "heading" model's gate rejects the fix (its drift
+        prediction is not a usable direction (not finite, or shorter than 0.5: the direction model returns
+        exactly zero for "no direction") or ΔB is zero, and when the "heading" model's gate rejects the fix (its drift
         prediction is still applied).
         """
         j = i - 1
@@ -483,7 +484,7 @@ class FusedEstimator(nn.Module):
             return False
         x = torch.matmul(self.aw[j], db)
         f = self.model(x.to(torch.float32).unsqueeze(0)).squeeze(0).detach().to(torch.float64)
-        if not bool(torch.isfinite(f).all()):
+        if not bool(torch.isfinite(f).all()) or float(torch.linalg.vector_norm(f)) < 0.5:
             return False
         d = self.flip * f / torch.linalg.vector_norm(f).clamp_min(1e-12)   # child direction in the parent frame
         self.n_fixes[j] += 1

@@ -192,3 +192,19 @@ def _link_stats(seqs):
 def test_sequence_numbers_repeat_reorder_restart(seqs, expect):
     stats = _link_stats(seqs)
     assert stats == dict(frames=len(seqs), **expect)
+
+
+class _NoDirection(torch.nn.Module):
+    """A direction model that says "no usable direction" (the zero vector of its output contract)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(x)
+
+
+@pytest.mark.parametrize("scripted", [False, True])
+def test_a_zero_prediction_is_not_taken_as_a_fix(scripted):
+    est = FusedEstimator(_NoDirection(), n_segments=N)
+    est.set_reference(ID)
+    est = _roundtrip(est) if scripted else est
+    assert not est.correct(1, torch.tensor([1e-5, 2e-5, 3e-5], dtype=F64), 0.1)
+    assert int(est.n_fixes[0]) == 0
