@@ -1,4 +1,10 @@
-"""Export jobs: a trained checkpoint to deployable files (TorchScript, torch.export) and the robot bundle."""
+"""Export jobs: a trained checkpoint to deployable files (TorchScript, torch.export) and the robot bundle.
+
+Every option (bundle settings, calibration, controller settings, output folder) is checked and every file is
+built in memory before anything is written; the set (each file with its manifest ``<file>.manifest.json``)
+then lands all together or not at all (`flexlearn.runtime.export.write_artifacts`), so a failed export leaves
+the previous files as they were.
+"""
 from __future__ import annotations
 
 import math
@@ -9,18 +15,26 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 import flexlearn
+from flexlearn.config import check
 from flexlearn.data.dataset import DATASET_SCHEMA_VERSION
-from flexlearn.errors import ConfigError
-from flexlearn.runtime.export import export_program, export_torchscript
+from flexlearn.errors import ConfigError, FlexlearnError
+from flexlearn.runtime.export import (Artifact, check_output_path, program_artifact, torchscript_artifact,
+                                      write_artifacts)
 from flexlearn.tasks.checkpoints import load_direction_model
 
 
-def export_checkpoint(ckpt_path: str | Path, out_dir: str | Path, metrics: Optional[dict[str, Any]] = None,
-                      cfg: Optional[DictConfig] = None) -> dict[str, str]:
-    """Write ``direction_model.pt`` (TorchScript, frozen) and ``direction_model.pt2`` (torch.export)."""
-    model, info = load_direction_model(ckpt_path)
-    out_dir = Path(out_dir)
-    metadata = {
+def _outputs(out_dir: str | Path, names: list[str], inputs: list[str | Path]) -> Path:
+    """``out_dir`` as a Path, after checking each planned output in it (`check_output_path`: an existing file
+    in place of the folder, a directory or symlink in place of a file, an input) before anything is read."""
+    out = Path(out_dir)
+    for name in names:
+        check_output_path(out / name, inputs)
+    return out
+
+
+def _direction_metadata(ckpt_path: str | Path, info: dict[str, Any], metrics: Optional[dict[str, Any]],
+                        cfg: Optional[DictConfig]) -> dict[str, Any]:
+    return {
         "model": "DirectionMLP",
         "input": {"name": "delta_b", "units": "T", "frame": "child sensor", "shape": "(..., 3)"},
         "output": {"name": "parent_axis", "units": "unit vector", "frame": "child sensor", "shape": "(..., 3)"},
@@ -33,25 +47,70 @@ def export_checkpoint(ckpt_path: str | Path, out_dir: str | Path, metrics: Optio
                              if isinstance(v, float) and math.isfinite(v)},
         "config": OmegaConf.to_container(cfg, resolve=False) if cfg is not None else None,
     }
-    ts = export_torchscript(model, out_dir / "direction_model.pt", metadata)
+
+
+def _calibration_input(bundle: Optional[DictConfig]) -> list[str]:
+    """The calibration file of the ``bundle`` options, if one is named (an input outputs must not replace)."""
+    cal = bundle.get("calibration") if bundle is not None else None
+    return [str(cal)] if isinstance(cal, (str, Path)) else []
+
+
+def _bundle_artifact(model: torch.nn.Module, info: dict[str, Any], ckpt_path: str | Path, out_dir: Path,
+                     bundle: DictConfig | dict[str, Any]) -> Artifact:
+    """Validate the ``bundle`` options and build ``robot_bundle.pt`` in memory; errors are `ConfigError`s."""
+    from flexlearn.runtime.deploy import prepare_deploy_bundle
+
+    opts = OmegaConf.to_container(bundle, resolve=True) if isinstance(bundle, DictConfig) else dict(bundle)
+    try:
+        return prepare_deploy_bundle(model, out_dir / "robot_bundle.pt", n_segments=int(opts["n_segments"]),
+                                     length=float(opts["length"]), calibration=opts.get("calibration"),
+                                     estimator=opts.get("estimator") or None,
+                                     controller=opts.get("controller") or None,
+                                     metadata={"checkpoint": str(ckpt_path), "checkpoint_info": info,
+                                               "flexlearn_version": flexlearn.__version__})
+    except FlexlearnError:
+        raise
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ConfigError(f"config 'bundle': {exc}") from exc
+
+
+def export_checkpoint(ckpt_path: str | Path, out_dir: str | Path, metrics: Optional[dict[str, Any]] = None,
+                      cfg: Optional[DictConfig] = None, bundle: Optional[DictConfig] = None) -> dict[str, str]:
+    """Write ``direction_model.pt`` (TorchScript, frozen), ``direction_model.pt2`` (torch.export) and, with
+    ``bundle`` options, ``robot_bundle.pt``, each with its manifest, as one all-or-nothing set."""
+    inputs = [ckpt_path, *_calibration_input(bundle)]
+    out = _outputs(out_dir, ["direction_model.pt", "direction_model.pt2"]
+                   + (["robot_bundle.pt"] if bundle is not None else []), inputs)
+    model, info = load_direction_model(ckpt_path)
+    arts = {"bundle": _bundle_artifact(model, info, ckpt_path, out, bundle)} if bundle is not None else {}
+    metadata = _direction_metadata(ckpt_path, info, metrics, cfg)
     example = torch.randn(4, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float32) * 1e-4
-    pt2 = export_program(model, example, out_dir / "direction_model.pt2", metadata)
-    return {"torchscript": str(ts), "program": str(pt2)}
+    arts = {"torchscript": torchscript_artifact(model, out / "direction_model.pt", metadata),
+            "program": program_artifact(model, example, out / "direction_model.pt2", metadata), **arts}
+    write_artifacts(list(arts.values()), inputs)
+    return {k: str(a.path) for k, a in arts.items()}
 
 
 def export_robot_bundle(ckpt_path: str | Path, out_dir: str | Path, bundle: DictConfig) -> str:
-    """Write ``robot_bundle.pt``: fused estimator + height controller + the checkpoint's model + calibration."""
-    from flexlearn.runtime.deploy import export_deploy_bundle
-
+    """Write ``robot_bundle.pt`` (+ manifest): fused estimator + height controller + the checkpoint's model +
+    calibration."""
+    inputs = [ckpt_path, *_calibration_input(bundle)]
+    out = _outputs(out_dir, ["robot_bundle.pt"], inputs)
     model, info = load_direction_model(ckpt_path)
-    opts = OmegaConf.to_container(bundle, resolve=True)
-    try:
-        path = export_deploy_bundle(model, Path(out_dir) / "robot_bundle.pt", n_segments=int(opts["n_segments"]),
-                                    length=float(opts["length"]), calibration=opts.get("calibration"),
-                                    estimator=opts.get("estimator") or None,
-                                    controller=opts.get("controller") or None,
-                                    metadata={"checkpoint": str(ckpt_path), "checkpoint_info": info,
-                                              "flexlearn_version": flexlearn.__version__})
-    except (ValueError, TypeError, KeyError) as exc:
-        raise ConfigError(f"config 'bundle': {exc}") from exc
-    return str(path)
+    return str(write_artifacts([_bundle_artifact(model, info, ckpt_path, out, bundle)], inputs)[0])
+
+
+def export_from_config(cfg: DictConfig) -> dict[str, str]:
+    """The `flexlearn-export` job: ``target=checkpoint`` (direction model files, and the robot bundle with
+    ``bundle.enabled=true``) or ``target=arm_controller``; returns {what: path}."""
+    target = cfg.get("target", "checkpoint")
+    check(target in ("checkpoint", "arm_controller"), "export.target", target, "one of 'checkpoint', 'arm_controller'")
+    if target == "arm_controller":
+        from flexlearn.runtime.arm_controller import export_arm_controller_from_config
+
+        out = _outputs(cfg.out_dir, [cfg.arm_controller_file], [])
+        return {"arm_controller": str(export_arm_controller_from_config(cfg.arm_controller,
+                                                                        out / cfg.arm_controller_file))}
+    check(not OmegaConf.is_missing(cfg, "ckpt_path"), "ckpt_path", "???", "required: the checkpoint to export")
+    bundle = cfg.bundle if cfg.bundle.enabled else None
+    return export_checkpoint(cfg.ckpt_path, cfg.out_dir, cfg=cfg, bundle=bundle)

@@ -509,16 +509,24 @@ class ArmController(nn.Module):
         return self._control(frame, t, theta, theta_rate)
 
 
+def _check_export_settings(cfg: ArmControllerConfig) -> None:
+    """Ranges `ArmControllerConfig.validate` leaves open, checked before anything is built or written."""
+    from flexlearn.config import check_finite
+
+    check_finite(cfg, "arm_controller", "theta0", "thetaf", "t0", "duration", "acc_range", "gyr_range")
+    check(math.isfinite(cfg.gravity) and cfg.gravity >= 0, "arm_controller.gravity", cfg.gravity,
+          "must be a finite acceleration >= 0 [m/s^2]")
+
+
 def export_arm_controller(controller: ArmController, path: str | Path, cfg: ArmControllerConfig,
                           extra: Optional[dict[str, Any]] = None) -> Path:
     """Script and save ``controller`` atomically with ``metadata.json`` (config, state layout, fault bits,
-    units) readable by :func:`flexlearn.runtime.export.load_torchscript`. Not frozen: ``step_joints``,
-    ``desired`` and ``reset`` stay callable and the state buffers stay mutable."""
-    import json
+    units) and the manifest ``<path>.manifest.json`` (kind "arm_controller"), readable by
+    :func:`load_arm_controller`. Not frozen: ``step_joints``, ``desired`` and ``reset`` stay callable and
+    the state buffers stay mutable."""
+    from flexlearn.runtime.export import script, script_artifact, write_artifacts
 
-    from flexlearn.atomic import atomic_path
-    from flexlearn.runtime.export import METADATA_FILE
-
+    _check_export_settings(cfg)
     meta = {"kind": "flexible_arm_controller", "schema": 1, "seed": "000 eq. (45)",
             "config": dataclasses.asdict(cfg), "state_layout": state_layout(controller.n_modes_total),
             "faults": {"lost_frame": FAULT_LOST_FRAME, "nonfinite": FAULT_NONFINITE, "saturated": FAULT_SATURATED,
@@ -526,26 +534,32 @@ def export_arm_controller(controller: ArmController, path: str | Path, cfg: ArmC
             "inputs": {"frame": "(S, 6) [acc m/s^2 | gyr rad/s], link frames per the estimator", "t": "s"},
             "outputs": {"torque": "(2,) N m", "state": "see state_layout", "fault": "int64 bit mask"}}
     meta.update(extra or {})
-    scripted = torch.jit.script(controller.eval())
-    with atomic_path(path) as tmp:
-        extra_files = {METADATA_FILE: json.dumps(meta, sort_keys=True, default=float)}
-        torch.jit.save(scripted, str(tmp), _extra_files=extra_files)
-    return Path(path)
+    art = script_artifact(script(controller), path, meta, "arm_controller")
+    return write_artifacts([art])[0]
 
 
 def export_arm_controller_from_config(overrides: Optional[Any], path: str | Path) -> Path:
     """Build the controller from ``ArmControllerConfig`` overrides (a mapping or OmegaConf node; unknown
-    keys raise :class:`~flexlearn.errors.ConfigError`) and export it to ``path`` (``flexlearn-export
-    target=arm_controller``). Returns the path."""
+    keys and out-of-range values raise :class:`~flexlearn.errors.ConfigError`) and export it to ``path``
+    (``flexlearn-export target=arm_controller``); everything is checked before anything is written."""
     from flexlearn.config import from_dict
+    from flexlearn.runtime.export import check_output_path
 
     cfg = from_dict(ArmControllerConfig, overrides, "arm_controller")
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    _check_export_settings(cfg)
+    check_output_path(path)
     return export_arm_controller(ArmController.build(cfg), path, cfg)
 
 
-def load_arm_controller(path: str | Path) -> tuple[torch.jit.ScriptModule, dict[str, Any]]:
-    """Load an exported controller and its metadata with plain torch."""
+def load_arm_controller(path: str | Path, *, trust_unverified: bool = False
+                        ) -> tuple[torch.jit.ScriptModule, dict[str, Any]]:
+    """Load an exported controller and its metadata with plain torch, after verifying its manifest
+    (``trust_unverified=True`` skips that, only for files you trust: a model file is code)."""
+    from flexlearn.errors import CheckpointError
     from flexlearn.runtime.export import load_torchscript
 
-    return load_torchscript(path)
+    module, meta = load_torchscript(path, trust_unverified=trust_unverified)
+    if meta.get("kind") != "flexible_arm_controller":
+        raise CheckpointError(f"model file '{path}': metadata kind {meta.get('kind')!r}, expected "
+                              f"'flexible_arm_controller'")
+    return module, meta

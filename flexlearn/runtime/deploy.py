@@ -2,31 +2,46 @@
 
 `DeployBundle` (scriptable) wraps a `FusedEstimator` (which owns the direction model and the per-receiver
 calibration A_i W_i) and a `HeightPID`. `export_bundle` scripts it and saves it (not frozen: the estimator's state
-lives in mutable buffers/attributes) with a ``metadata.json`` extra file; `load_bundle` needs nothing but torch,
-which is what `scripts/pi_runner.py` uses on the Raspberry Pi.
+lives in mutable buffers/attributes) with a ``metadata.json`` extra file. The file loads with torch alone (as
+`scripts/pi_runner.py` does on the Raspberry Pi); `load_bundle` adds the schema and manifest checks.
 
 Metadata: ``schema_version``, ``kind`` = "flexlearn-seed002-bundle", ``n_segments``, ``length_m``, the estimator and
 controller settings, ``calibration`` (per receiver: W, offset, A, fit quality if given), ``frame_protocol``,
 ``flexlearn_version``, ``torch_version``, and whatever the caller adds (training metrics, config).
 
-Hook for the export CLI (`flexlearn-export`, not wired here): `export_deploy_bundle(model, out, ...)` with the
-model from `flexlearn.tasks.checkpoints.load_direction_model` (runtime code does not import tasks).
+Hook for the export CLI (`flexlearn-export bundle.enabled=true`): `export_deploy_bundle(model, out, ...)` with
+the model from `flexlearn.tasks.checkpoints.load_direction_model` (runtime code does not import tasks). Every
+option and the calibration are checked (keys, ranges, shapes; errors name the key or file and the value) before
+anything is scripted or written; the file gets its manifest ``<file>.manifest.json`` (`flexlearn.runtime.export`)
+and `load_bundle` verifies it (opt-out: ``trust_unverified=True``).
 """
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
-from typing import Any, Optional, Tuple
+from typing import Any, Callable, Mapping, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
 
+from flexlearn.errors import CheckpointError, ConfigError
+from flexlearn.runtime.export import (Artifact, archive_entries, load_torchscript_bytes, read_verified, script,
+                                      script_artifact, versions, write_artifacts)
 from flexlearn.runtime.fusion import FusedEstimator
 from flexlearn.runtime.height_control import HeightPID
 
 BUNDLE_SCHEMA_VERSION = 1
 METADATA_FILE = "metadata.json"
 FRAME_PROTOCOL = "flexlearn-frames/1 (see scripts/pi_runner.py)"
+
+
+class BundleConfigError(ConfigError, ValueError):
+    """A bundle option or the calibration is unknown, malformed or out of range (a ValueError for API callers)."""
+
+
+class BundleSchemaError(CheckpointError, ValueError):
+    """A bundle file has another schema version than this flexlearn reads."""
 
 
 class DeployBundle(nn.Module):
@@ -80,22 +95,10 @@ def build_bundle(model: nn.Module, n_segments: int = 9, length: float = 0.029, s
     return DeployBundle(est, HeightPID(**(controller or {})))
 
 
-def _versions() -> dict[str, str]:
-    try:
-        import flexlearn
-        fv = str(getattr(flexlearn, "__version__", "unknown"))
-    except Exception:  # pragma: no cover
-        fv = "unknown"
-    return {"flexlearn_version": fv, "torch_version": torch.__version__}
-
-
-def export_bundle(bundle: DeployBundle, path: str | Path, metadata: Optional[dict[str, Any]] = None,
-                  calibration: Optional[dict[str, Any]] = None) -> Path:
-    """Script ``bundle`` and save it atomically to ``path`` with metadata (see the module docstring)."""
-    from flexlearn.atomic import atomic_path
-
+def bundle_artifact(bundle: DeployBundle, path: str | Path, metadata: Optional[dict[str, Any]] = None,
+                    calibration: Optional[dict[str, Any]] = None) -> Artifact:
+    """Script ``bundle`` (not frozen) with its metadata (see the module docstring) as an `Artifact`."""
     est = bundle.estimator
-    aw = est.aw.tolist()
     meta = {"schema_version": BUNDLE_SCHEMA_VERSION, "kind": "flexlearn-seed002-bundle",
             "n_segments": est.n, "length_m": est.length, "frame_protocol": FRAME_PROTOCOL,
             "estimator": {"mode": est.mode, "sigma_b": est.sigma_b2 ** 0.5, "sigma_m": est.sigma_m2 ** 0.5,
@@ -107,67 +110,194 @@ def export_bundle(bundle: DeployBundle, path: str | Path, metadata: Optional[dic
             "controller": {k: getattr(bundle.controller, k) for k in
                            ("target", "kp", "ki", "kd", "tau_d", "i_band", "v_max", "a_max", "settle",
                             "reject_above")},
-            "calibration": {"aw": aw, **(calibration or {})},
+            "calibration": {"aw": est.aw.tolist(), **(calibration or {})},
             "units": {"time": "s", "quaternion": "(w, x, y, z) body->world", "mag": "T", "length": "m",
                       "spool": "m of tendon", "velocity": "m/s"},
-            **_versions(), **(metadata or {})}
-    scripted = torch.jit.script(bundle.eval())
-    with atomic_path(path) as tmp:
-        torch.jit.save(scripted, str(tmp), _extra_files={METADATA_FILE: json.dumps(meta, sort_keys=True,
-                                                                                   default=float)})
-    return Path(path)
+            **versions(), **(metadata or {})}
+    return script_artifact(script(bundle), path, meta, "bundle")
 
 
-def load_bundle(path: str | Path) -> tuple[torch.jit.ScriptModule, dict[str, Any]]:
-    """Load a bundle and its metadata (CPU, torch only); checks the schema version."""
-    extra = {METADATA_FILE: ""}
-    module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
-    meta = json.loads(extra[METADATA_FILE] or "{}")
-    if meta.get("schema_version") != BUNDLE_SCHEMA_VERSION:
-        raise ValueError(f"{path}: bundle schema_version {meta.get('schema_version')!r}, expected "
-                         f"{BUNDLE_SCHEMA_VERSION}")
+def export_bundle(bundle: DeployBundle, path: str | Path, metadata: Optional[dict[str, Any]] = None,
+                  calibration: Optional[dict[str, Any]] = None) -> Path:
+    """Script ``bundle`` and save it with its metadata and manifest (written atomically)."""
+    return write_artifacts([bundle_artifact(bundle, path, metadata, calibration)])[0]
+
+
+def _bundle_metadata(data: bytes, path: str | Path) -> dict[str, Any]:
+    """The ``metadata.json`` of a bundle archive, read from the zip (nothing of the model runs); checks the
+    schema version."""
+    raw = archive_entries(data, path, only=f"extra/{METADATA_FILE}")[1].get(f"extra/{METADATA_FILE}", b"{}")
+    try:
+        meta = json.loads(raw)
+    except ValueError as exc:
+        raise CheckpointError(f"bundle '{path}': metadata.json is not valid JSON ({exc})") from exc
+    if not isinstance(meta, dict) or meta.get("schema_version") != BUNDLE_SCHEMA_VERSION:
+        found = meta.get("schema_version") if isinstance(meta, dict) else meta
+        raise BundleSchemaError(f"bundle '{path}': schema_version {found!r}, expected {BUNDLE_SCHEMA_VERSION}")
+    return meta
+
+
+def load_bundle(path: str | Path, *, trust_unverified: bool = False) -> tuple[torch.jit.ScriptModule, dict[str, Any]]:
+    """Load a bundle and its metadata (CPU, torch only): manifest (`verify_manifest`; ``trust_unverified=True``
+    skips it, only for files you trust: a bundle is code), schema version, then the module. A readable
+    bundle of another schema version is named as such even without a manifest."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"bundle '{path}': not found")
+    try:
+        _bundle_metadata(path.read_bytes(), path)
+    except BundleSchemaError:
+        raise
+    except (CheckpointError, OSError):
+        pass  # unreadable: the manifest check below names the problem
+    data = read_verified(path, trust_unverified=trust_unverified)
+    meta = _bundle_metadata(data, path)
+    module, _ = load_torchscript_bytes(data, path)
     return module, meta
 
 
-def _check_kwargs(cls: type, kwargs: Optional[dict[str, Any]], where: str, reserved: tuple[str, ...]) -> dict[str, Any]:
-    """Reject unknown or reserved keys with a message that names them (config validation at the edge)."""
+# --------------------------------------------------------------------------------- validation at the edge
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _rule(test: Callable[[float], bool], requirement: str, optional: bool = False) -> tuple[Callable[[Any], bool], str]:
+    return (lambda v: (optional and v is None) or (_number(v) and math.isfinite(v) and test(v))), requirement
+
+
+# the clock-restart rule shared by both modules (flexlearn.runtime.time_base)
+CLOCK_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "clock_jump": _rule(lambda v: v > 0, "must be a finite time > 0 [s]"),
+    "clock_confirm": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 2,
+                      "must be an integer >= 2 [frames]"),
+}
+# HeightPID settings (flexlearn.runtime.height_control): key -> (accepts(value), requirement)
+CONTROLLER_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "target": _rule(lambda v: True, "must be a finite tip height [m]"),
+    "kp": _rule(lambda v: v >= 0, "must be a finite gain >= 0 [1/s]"),
+    "ki": _rule(lambda v: v >= 0, "must be a finite gain >= 0 [1/s^2]"),
+    "kd": _rule(lambda v: v >= 0, "must be a finite gain >= 0 [-]"),
+    "tau_d": _rule(lambda v: v > 0, "must be a finite time constant > 0 [s]"),
+    "i_band": _rule(lambda v: v >= 0, "must be a finite band >= 0 [m]"),
+    "v_max": _rule(lambda v: v > 0, "must be a finite speed limit > 0 [m/s]"),
+    "a_max": _rule(lambda v: v > 0, "must be a finite acceleration limit > 0 [m/s^2]"),
+    "settle": _rule(lambda v: v > 0, "must be a finite settling time > 0 [s]"),
+    "reject_above": _rule(lambda v: v >= 0, "must be a finite height >= 0 [m]"),
+    **CLOCK_RULES,
+}
+# FusedEstimator settings with numeric ranges (flexlearn.runtime.fusion; the string options are checked there)
+ESTIMATOR_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "sigma_b": _rule(lambda v: v > 0, "must be null or a finite noise > 0 [rad/sqrt(s)]", optional=True),
+    "sigma_m": _rule(lambda v: v > 0, "must be null or a finite noise > 0 [rad]", optional=True),
+    "p0": _rule(lambda v: v > 0, "must be a finite variance > 0 [rad^2]"),
+    "twist_damping": _rule(lambda v: 0 <= v <= 1, "must be a fraction in [0, 1]"),
+    "settle": _rule(lambda v: v >= 0, "must be a finite time >= 0 [s]"),
+    "min_fresh": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, "must be an integer >= 1"),
+    "full_scale": _rule(lambda v: v > 0, "must be a finite field > 0 [T]"),
+    "stale_after": _rule(lambda v: v > 0, "must be a finite time > 0 [s]"),
+    "fix_timeout": _rule(lambda v: v > 0, "must be a finite time > 0 [s]"),
+    "travel_noise": _rule(lambda v: v >= 0, "must be null or a finite value >= 0 [per rad]", optional=True),
+    "gate": _rule(lambda v: v >= 0, "must be a finite gate >= 0 [standard deviations] (0: none)"),
+    "sigma_align": _rule(lambda v: v > 0, "must be a finite angle > 0 [rad]"),
+    **CLOCK_RULES,
+}
+
+
+def _check_settings(cls: type, kwargs: Optional[Mapping[str, Any]], where: str, reserved: tuple[str, ...],
+                    rules: Mapping[str, tuple[Callable[[Any], bool], str]]) -> dict[str, Any]:
+    """Reject unknown or reserved keys and out-of-range values; errors name ``where.key`` and the value."""
     import inspect
 
     kwargs = dict(kwargs or {})
     allowed = set(inspect.signature(cls.__init__).parameters) - {"self", *reserved}
     bad = sorted(set(kwargs) - allowed)
     if bad:
-        raise ValueError(f"{where}: unknown key(s) {bad}; allowed: {sorted(allowed)}")
+        raise BundleConfigError(f"config '{where}': unknown key(s) {bad}; allowed: {sorted(allowed)}")
+    for key, value in kwargs.items():
+        if key in rules and not rules[key][0](value):
+            raise BundleConfigError(f"config '{where}.{key}' = {value!r}: {rules[key][1]}")
     return kwargs
 
 
+def _calibration_source(calibration: Any, where: str) -> tuple[dict[str, Any], Callable[[str], str]]:
+    """(calibration dict, field-name formatter); a file is read and parsed here, errors name it."""
+    if not isinstance(calibration, (str, Path)):
+        cal = calibration
+        name = (lambda field: f"config '{where}.calibration.{field}'")
+    else:
+        src = Path(calibration)
+        name = (lambda field: f"calibration file '{src}', field '{field}'")
+        try:
+            cal = json.loads(src.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise BundleConfigError(f"calibration file '{src}': not found") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BundleConfigError(f"calibration file '{src}': unreadable ({exc})") from exc
+        except ValueError as exc:
+            raise BundleConfigError(f"calibration file '{src}': not valid JSON ({exc})") from exc
+        if not isinstance(cal, dict):
+            raise BundleConfigError(f"calibration file '{src}': top level is a {type(cal).__name__}, expected a "
+                                    f"JSON object with 'W' (N, 3, 3), optional 'A' (N, 3, 3) and 'offset' (N, 3)")
+    if not isinstance(cal, Mapping):
+        raise BundleConfigError(f"config '{where}.calibration' = {cal!r}: expected a mapping or a JSON file path")
+    return dict(cal), name
+
+
+def load_calibration(calibration: Optional[Mapping[str, Any] | str | Path], n_segments: int, where: str = "bundle"
+                     ) -> tuple[Optional[Tensor], Optional[Tensor], dict[str, Any]]:
+    """(W, A, the rest) of a calibration dict or JSON file: W, A (N, 3, 3) and offset (N, 3), finite [-, -, T]."""
+    if calibration is None:
+        return None, None, {}
+    cal, name = _calibration_source(calibration, where)
+    arrays: dict[str, Tensor] = {}
+    for field, shape in (("W", (n_segments, 3, 3)), ("A", (n_segments, 3, 3)), ("offset", (n_segments, 3))):
+        if field not in cal:
+            continue
+        try:
+            arrays[field] = torch.tensor(cal[field], dtype=torch.float64)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise BundleConfigError(f"{name(field)}: not a numeric array ({exc})") from exc
+        if tuple(arrays[field].shape) != shape:
+            raise BundleConfigError(f"{name(field)}: shape {tuple(arrays[field].shape)}, expected {shape}")
+        if not bool(torch.isfinite(arrays[field]).all()):
+            raise BundleConfigError(f"{name(field)}: values must be finite")
+    return arrays.get("W"), arrays.get("A"), {k: v for k, v in cal.items() if k not in ("W", "A")}
+
+
+def prepare_deploy_bundle(model: nn.Module, out_path: str | Path, n_segments: int = 9, length: float = 0.029,
+                          calibration: Optional[Mapping[str, Any] | str | Path] = None,
+                          estimator: Optional[Mapping[str, Any]] = None,
+                          controller: Optional[Mapping[str, Any]] = None,
+                          metadata: Optional[dict[str, Any]] = None, where: str = "bundle") -> Artifact:
+    """Validate every option and the calibration, then build and script the bundle; nothing is written.
+
+    Errors (`BundleConfigError`) name ``<where>.<key>`` (or the calibration file and field) and the value.
+    """
+    if isinstance(n_segments, bool) or not hasattr(n_segments, "__index__") or int(n_segments) < 1:
+        raise BundleConfigError(f"config '{where}.n_segments' = {n_segments!r}: must be an integer >= 1")
+    n_segments = int(n_segments)
+    if not (_number(length) and math.isfinite(length) and length > 0):
+        raise BundleConfigError(f"config '{where}.length' = {length!r}: must be a finite length > 0 [m]")
+    est_kw = _check_settings(FusedEstimator, estimator, f"{where}.estimator",
+                             ("model", "n_segments", "length", "soft_iron", "alignment"), ESTIMATOR_RULES)
+    ctl_kw = _check_settings(HeightPID, controller, f"{where}.controller", (), CONTROLLER_RULES)
+    w, a, rest = load_calibration(calibration, n_segments, where)
+    bundle = build_bundle(model, n_segments, float(length), w, a, est_kw, ctl_kw)
+    return bundle_artifact(bundle, out_path, metadata, rest)
+
+
 def export_deploy_bundle(model: nn.Module, out_path: str | Path, n_segments: int = 9, length: float = 0.029,
-                         calibration: Optional[dict[str, Any] | str | Path] = None,
-                         estimator: Optional[dict[str, Any]] = None, controller: Optional[dict[str, Any]] = None,
-                         metadata: Optional[dict[str, Any]] = None) -> Path:
-    """CLI hook (`flexlearn-export`): trained direction model (+ calibration) → one bundle file.
+                         calibration: Optional[Mapping[str, Any] | str | Path] = None,
+                         estimator: Optional[Mapping[str, Any]] = None, controller: Optional[Mapping[str, Any]] = None,
+                         metadata: Optional[dict[str, Any]] = None, where: str = "bundle") -> Path:
+    """CLI hook (`flexlearn-export`): trained direction model (+ calibration) → one bundle file + manifest.
 
     ``calibration``: a dict or a JSON file with per-receiver ``W`` (N, 3, 3), optional ``A`` (N, 3, 3),
-    ``offset`` (N, 3) and ``quality`` (e.g. `EllipsoidQuality.as_dict()` from `flexlearn.sensing.magcal`).
-    ``estimator`` / ``controller``: keyword overrides of `FusedEstimator` / `HeightPID`; unknown keys fail with
-    a message naming them. ``metadata`` is merged into the bundle's metadata (checkpoint path, training info).
+    ``offset`` (N, 3) [T] and ``quality`` (e.g. `EllipsoidQuality.as_dict()` from `flexlearn.sensing.magcal`).
+    ``estimator`` / ``controller``: keyword overrides of `FusedEstimator` / `HeightPID`; unknown keys and
+    out-of-range values (`ESTIMATOR_RULES`, `CONTROLLER_RULES`) fail with a message naming them, before
+    anything is written. ``metadata`` is merged into the bundle's metadata (checkpoint path, training info).
     """
-    if int(n_segments) < 1:
-        raise ValueError(f"n_segments = {n_segments}: must be >= 1")
-    if not float(length) > 0.0:
-        raise ValueError(f"length = {length}: must be > 0 [m]")
-    est_kw = _check_kwargs(FusedEstimator, estimator, "estimator",
-                           ("model", "n_segments", "length", "soft_iron", "alignment"))
-    ctl_kw = _check_kwargs(HeightPID, controller, "controller", ())
-    cal: dict[str, Any] = {}
-    if isinstance(calibration, (str, Path)):
-        cal = json.loads(Path(calibration).read_text())
-    elif calibration is not None:
-        cal = dict(calibration)
-    w = torch.tensor(cal["W"], dtype=torch.float64) if "W" in cal else None
-    a = torch.tensor(cal["A"], dtype=torch.float64) if "A" in cal else None
-    for name, m in (("W", w), ("A", a)):
-        if m is not None and tuple(m.shape) != (n_segments, 3, 3):
-            raise ValueError(f"calibration.{name}: shape {tuple(m.shape)}, expected ({n_segments}, 3, 3)")
-    bundle = build_bundle(model, n_segments, length, w, a, est_kw, ctl_kw)
-    return export_bundle(bundle, out_path, metadata, {k: v for k, v in cal.items() if k not in ("W", "A")})
+    art = prepare_deploy_bundle(model, out_path, n_segments, length, calibration, estimator, controller, metadata,
+                                where)
+    return write_artifacts([art])[0]

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from flexlearn.runtime.deploy import build_bundle, export_bundle, load_bundle
+from flexlearn.runtime.manifest import manifest_path, manifest_record
 from flexlearn.sensing.magcal import fit_ellipsoid
 from flexlearn.tasks import shape_scenarios as rs
 from flexlearn.sim.robot import simulate_robot
@@ -35,6 +36,7 @@ def bundle_file(tmp_path_factory, direction_model, short_rec):
     b = build_bundle(direction_model, 9, soft_iron=w, estimator={"full_scale": short_rec.meta["full_scale"]})
     path = tmp_path_factory.mktemp("bundle") / "bundle.pt"
     export_bundle(b, path, {"note": "test"}, {"quality": "synthetic"})
+    manifest_path(path).write_text(json.dumps(manifest_record(path, "torchscript")))  # pi_runner verifies it
     return path, b
 
 

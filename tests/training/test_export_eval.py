@@ -130,3 +130,112 @@ def test_export_app_rejects_a_bad_bundle_option(trained_run, compose_cfg):
     cfg = compose_cfg("export", [f"ckpt_path={trained_run['metrics']['best_ckpt']}", "bundle.n_segments=0"])
     with pytest.raises(ConfigError, match="n_segments"):
         export_robot_bundle(cfg.ckpt_path, cfg.out_dir, cfg.bundle)
+
+
+# ------------------------------------------------------------------ hostile-user defects of flexlearn-export
+def _cli_export(tmp_path, *overrides):
+    """Run `flexlearn-export` in a fresh process (its own hydra run folder); returns the CompletedProcess."""
+    hydra_dir = tmp_path / f"hydra{len(list(tmp_path.glob('hydra*')))}"
+    return subprocess.run([sys.executable, "-m", "flexlearn.apps.export", *overrides, f"hydra.run.dir={hydra_dir}"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.fixture(scope="module")
+def cli_exports(trained_run, tmp_path_factory):
+    """The same export run twice into one folder, then a failing export (unknown controller key) into it."""
+    tmp = tmp_path_factory.mktemp("cli_export")
+    out = tmp / "out"
+    args = [f"ckpt_path={trained_run['metrics']['best_ckpt']}", f"out_dir={out}", "bundle.enabled=true",
+            "bundle.n_segments=4"]
+    runs, snaps = [], []
+    for extra in ([], [], ["+bundle.controller.not_a_key=1"]):
+        runs.append(_cli_export(tmp, *args, *extra))
+        snaps.append(_snapshot(out))
+    return runs, snaps
+
+
+def test_reexport_is_byte_identical_and_has_manifests(cli_exports):
+    """Defect 3: the archives were saved under a temporary name that became their root folder."""
+    runs, snaps = cli_exports
+    assert runs[0].returncode == 0 and runs[1].returncode == 0, runs[0].stderr[-2000:] + runs[1].stderr[-2000:]
+    assert sorted(snaps[0]) == sorted(["direction_model.pt", "direction_model.pt2", "robot_bundle.pt"]
+                                      + [f"{n}.manifest.json" for n in ("direction_model.pt", "direction_model.pt2",
+                                                                        "robot_bundle.pt")])
+    for name in snaps[0]:
+        assert snaps[0][name] == snaps[1][name], name
+    import zipfile
+
+    for name in ("direction_model.pt", "direction_model.pt2", "robot_bundle.pt"):
+        assert {n.split("/")[0] for n in zipfile.ZipFile(Path(json.loads(runs[0].stdout)[
+            {"direction_model.pt": "torchscript", "direction_model.pt2": "program",
+             "robot_bundle.pt": "bundle"}[name]])).namelist()} == {"archive"}
+
+
+def test_failed_export_leaves_the_previous_files(cli_exports):
+    """Defect 4: a bad bundle option used to fail after .pt/.pt2 had been replaced (a mixed set)."""
+    runs, snaps = cli_exports
+    assert runs[2].returncode == 2 and "not_a_key" in runs[2].stderr
+    assert len(runs[2].stderr.strip().splitlines()) == 1 and "Traceback" not in runs[2].stderr
+    assert snaps[2] == snaps[1]
+
+
+@pytest.mark.parametrize("case", ["missing_calibration", "out_dir_is_a_file", "arm_out_dir_is_a_file",
+                                  "negative_gain"])
+def test_cli_export_errors_are_one_line(case, trained_run, tmp_path):
+    """Defects 5, 6, 7: out-of-range controller settings exported (exit 0); a missing calibration file and an
+    output folder that is a file ended in a traceback."""
+    blocker = tmp_path / "blocker"
+    blocker.write_bytes(b"keep me")
+    out = blocker if case.endswith("out_dir_is_a_file") else tmp_path / "out"
+    extra = {"missing_calibration": ["bundle.calibration=/no/such.json"], "out_dir_is_a_file": [],
+             "arm_out_dir_is_a_file": ["target=arm_controller"],
+             "negative_gain": ["+bundle.controller.kp=-1e9", "+bundle.controller.v_max=-1"]}[case]
+    r = _cli_export(tmp_path, f"ckpt_path={trained_run['metrics']['best_ckpt']}", f"out_dir={out}",
+                    "bundle.enabled=true", *extra)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("flexlearn-export: error:")
+    assert {"missing_calibration": "/no/such.json", "out_dir_is_a_file": str(blocker),
+            "arm_out_dir_is_a_file": str(blocker), "negative_gain": "bundle.controller.kp"}[case] in r.stderr
+    assert blocker.read_bytes() == b"keep me" and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("bad", [["+bundle.controller.kp=-1e9"], ["bundle.calibration=CAL"],
+                                 ["+bundle.estimator.p0=-1"], ["bundle.n_segments=0"]])
+def test_failed_bundle_export_writes_nothing(bad, trained_run, compose_cfg, tmp_path):
+    """In-process: validation happens before any file is written, with or without earlier files there."""
+    from flexlearn.errors import ConfigError
+    from flexlearn.jobs.export import export_from_config
+
+    ckpt = f"ckpt_path={trained_run['metrics']['best_ckpt']}"
+    out = tmp_path / "out"
+    export_from_config(compose_cfg("export", [ckpt, f"out_dir={out}", "bundle.enabled=true"]))
+    before = _snapshot(out)
+    assert len(before) == 6
+    cal = tmp_path / "cal.json"
+    cal.write_text(json.dumps([1, 2, 3]))
+    bad = [b.replace("CAL", str(cal)) for b in bad]
+    with pytest.raises(ConfigError, match=r"bundle|cal\.json"):
+        export_from_config(compose_cfg("export", [ckpt, f"out_dir={out}", "bundle.enabled=true", "bundle.length=0.03",
+                                                  *bad]))
+    assert _snapshot(out) == before
+
+
+def test_exported_files_carry_manifests_that_loaders_check(exported):
+    from flexlearn.runtime.export import load_program
+    from flexlearn.runtime.manifest import UntrustedArtifactError, manifest_path
+
+    _, paths, _ = exported
+    for kind in ("torchscript", "program"):
+        record = json.loads(manifest_path(paths[kind]).read_text())
+        assert record["kind"] == kind and record["file"] == Path(paths[kind]).name
+    module, meta = load_program(paths["program"])
+    assert meta["model"] == "DirectionMLP" and module(torch.zeros(2, 3)).shape == (2, 3)
+    copy = Path(paths["torchscript"]).with_name("copy.pt")
+    copy.write_bytes(Path(paths["torchscript"]).read_bytes())
+    with pytest.raises(UntrustedArtifactError, match="copy.pt"):
+        load_torchscript(copy)
+    assert load_torchscript(copy, trust_unverified=True)[1]["model"] == "DirectionMLP"
