@@ -29,7 +29,7 @@ from flexlearn.physics.cosserat.tip_output import run_experiment, write_tip_traj
 
 
 def run(name: str, out: Path, max_duration: float) -> dict:
-    cfg = load_experiment(yaml.safe_load((REPO / "conf" / "cosserat" / f"{name}.yaml").read_text()), name)
+    cfg = load_experiment(yaml.safe_load((REPO / "flexlearn" / "conf" / "cosserat" / f"{name}.yaml").read_text()), name)
     tr, info = run_experiment(cfg, max_duration)
     write_tip_trajectory(out, tr, cfg, info)
     info["final_tip_mm"] = [1e3 * x for x in info.pop("final_tip_m")]
@@ -42,7 +42,7 @@ def main(argv=None):
     ap.add_argument("--out", type=Path, default=REPO / "outputs" / "seed001")
     ap.add_argument("--max-duration", type=float, default=0.3)
     args = ap.parse_args(argv)
-    names = args.names or sorted(p.stem for p in (REPO / "conf" / "cosserat").glob("*.yaml"))
+    names = args.names or sorted(p.stem for p in (REPO / "flexlearn" / "conf" / "cosserat").glob("*.yaml"))
     summary = {n: run(n, args.out, args.max_duration) for n in names}
     with atomic_path(args.out / "summary.json") as tmp:
         tmp.write_text(json.dumps(summary, indent=2))

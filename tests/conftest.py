@@ -8,7 +8,7 @@ import pytest
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
-CONF_DIR = REPO / "conf"
+CONF_DIR = REPO / "flexlearn" / "conf"
 
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 

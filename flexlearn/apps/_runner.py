@@ -9,9 +9,10 @@ from typing import Iterator
 
 from flexlearn.errors import FlexlearnError
 
-# conf/ at the repository root (absolute: console-script entry points would otherwise resolve a
-# relative config_path as a Python module).
-CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
+# flexlearn/conf/, found through the package, so an installed wheel works from any directory; a directory of
+# your own is added with --config-dir. Absolute: console-script entry points would otherwise resolve a
+# relative config_path as a Python module.
+CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 
 
 @contextlib.contextmanager

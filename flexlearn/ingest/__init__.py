@@ -7,7 +7,7 @@ from typing import Sequence
 
 from flexlearn.ingest.topic_map import IngestConfig, load_ingest_config
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
 
 def topic_map(name: str, overrides: Sequence[str] = ()) -> IngestConfig:

@@ -8,7 +8,7 @@ import yaml
 from flexlearn.errors import ConfigError
 from flexlearn.physics.cosserat.experiments import build_experiment, load_experiment
 
-CONF = Path(__file__).resolve().parents[3] / "conf" / "cosserat"
+CONF = Path(__file__).resolve().parents[3] / "flexlearn" / "conf" / "cosserat"
 NAMES = sorted(p.stem for p in CONF.glob("*.yaml"))
 
 

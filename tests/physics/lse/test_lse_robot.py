@@ -24,7 +24,7 @@ from flexlearn.physics.lse.inverse import actuation_theta
 from flexlearn.physics.lse.shooting import ShootingSolver
 
 DT = torch.float64
-CONF = Path(__file__).resolve().parents[3] / "conf" / "cpr" / "default.yaml"
+CONF = Path(__file__).resolve().parents[3] / "flexlearn" / "conf" / "cpr" / "default.yaml"
 
 
 @pytest.fixture(scope="module")
