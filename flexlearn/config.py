@@ -126,12 +126,38 @@ def to_dict(obj: Any) -> dict[str, Any]:
     return conv(dataclasses.asdict(obj))
 
 
+def instantiate_group(group: Any, name: str) -> list[Any]:
+    """Instantiate every entry of a callbacks/logger group; an entry is a mapping with a ``_target_``, or null
+    (disabled). Anything else (e.g. a misspelt ``+callbacks.foo=1``) raises `ConfigError` naming it."""
+    from hydra.utils import instantiate
+    from omegaconf import DictConfig
+
+    if not group:
+        return []
+    out = []
+    for key, node in group.items():
+        if node is None:
+            continue
+        if not (isinstance(node, DictConfig) and "_target_" in node):
+            raise ConfigError(f"config '{name}.{key}' = {node!r}: expected a mapping with a _target_ (or null)")
+        try:
+            out.append(instantiate(node))
+        except Exception as exc:  # hydra wraps constructor errors; name the entry
+            raise ConfigError(f"config '{name}.{key}': cannot be instantiated ({exc})") from exc
+    return out
+
+
 def _register_resolvers() -> None:
-    """OmegaConf resolvers used by conf/: ``${relpath:path,start}`` (path relative to start)."""
+    """OmegaConf resolvers used by flexlearn/conf: ``${relpath:path,start}`` (path relative to start) and
+    ``${run_tag:}`` (``<pid>-<4 hex>``, the suffix that makes run directories unique)."""
     import os
+    import secrets
 
     from omegaconf import OmegaConf
 
+    if not OmegaConf.has_resolver("run_tag"):  # unique per process, shared by its multirun jobs and DDP ranks
+        tag = f"{os.getpid()}-{secrets.token_hex(2)}"
+        OmegaConf.register_new_resolver("run_tag", lambda: tag, use_cache=True)
     if not OmegaConf.has_resolver("relpath"):
         OmegaConf.register_new_resolver("relpath", lambda path, start: os.path.relpath(str(path), str(start)))
 

@@ -55,7 +55,7 @@ def compose_cfg(tmp_path, cache_dir):
 @pytest.fixture(scope="session")
 def trained_run(tmp_path_factory, cache_dir) -> dict:
     """One short training run on a small sweep, shared by the evaluation and export tests."""
-    from flexlearn.tasks.training import train
+    from flexlearn.jobs.train import train
 
     root = tmp_path_factory.mktemp("trained")
     cfg = compose_config(root, cache_dir, "train",

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
+import flexlearn.config  # noqa: F401  (registers the OmegaConf resolvers the configs use: run_tag, relpath)
 from flexlearn.errors import FlexlearnError
 
 # flexlearn/conf/, found through the package, so an installed wheel works from any directory; a directory of

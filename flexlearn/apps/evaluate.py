@@ -7,7 +7,7 @@ import hydra
 from omegaconf import DictConfig
 
 from flexlearn.apps._runner import CONF_DIR, readable_errors
-from flexlearn.tasks.training import evaluate_checkpoint
+from flexlearn.jobs.evaluate import evaluate_checkpoint
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="eval")

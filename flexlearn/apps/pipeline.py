@@ -1,6 +1,6 @@
 """`flexlearn-pipeline`: the main job — simulate (cached), process, train, evaluate, export.
 
-A run that diverges fails with one line and exit status 2 and exports nothing (`flexlearn.tasks.training`).
+A run that diverges fails with one line and exit status 2 and exports nothing (`flexlearn.jobs.train`).
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import hydra
 from omegaconf import DictConfig
 
 from flexlearn.apps._runner import CONF_DIR, readable_errors
-from flexlearn.tasks.training import train
+from flexlearn.jobs.train import train
 
 SUMMARY_KEYS = ("test/ang_err_median_deg", "test/ang_err_p95_deg", "test/ang_err_rms_deg", "test/ang_err_mean_deg",
                 "test/invalid_fraction")

@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 
 from flexlearn.apps._runner import CONF_DIR, readable_errors, sweep_value
 from flexlearn.tasks.callbacks import TrainingDivergedError
-from flexlearn.tasks.training import train
+from flexlearn.jobs.train import train
 
 log = logging.getLogger(__name__)
 

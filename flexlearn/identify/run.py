@@ -19,7 +19,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from flexlearn.atomic import write_json_atomic
-from flexlearn.config import from_dict
+from flexlearn.config import from_dict, instantiate_group
 from flexlearn.errors import ConfigError
 from flexlearn.identify.task import IdentificationTask
 
@@ -72,10 +72,8 @@ def identify(cfg: DictConfig) -> dict[str, Any]:
     task = IdentificationTask(problem, method=str(t.get("method", "lm")), lam0=float(t.get("lam0", 1e-2)),
                               lr=float(t.get("lr", 0.05)), tol=float(t.get("tol", 1e-9)),
                               max_rel_std=float(t.get("max_rel_std", 0.1)))
-    from flexlearn.tasks.training import _instantiate_group
-
-    callbacks = _instantiate_group(cfg.get("callbacks"), "callbacks")
-    loggers = _instantiate_group(cfg.get("logger"), "logger")
+    callbacks = instantiate_group(cfg.get("callbacks"), "callbacks")
+    loggers = instantiate_group(cfg.get("logger"), "logger")
     has_ckpt = any(type(c).__name__ == "ModelCheckpoint" for c in callbacks)
     trainer: L.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers or False,
                                      enable_checkpointing=has_ckpt)

@@ -24,7 +24,7 @@ class NonFiniteLossGuard(L.Callback):
     """Fail the run with `TrainingDivergedError` as soon as the training loss is NaN or infinite.
 
     `flexlearn.tasks.direction.DirectionTask` checks its own loss and raw network output at every step;
-    this guard covers any other LightningModule trained through `flexlearn.tasks.training.train`.
+    this guard covers any other LightningModule trained through `flexlearn.jobs.train.train`.
     """
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any,

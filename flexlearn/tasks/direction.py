@@ -20,7 +20,7 @@ from flexlearn.config import check
 from flexlearn.models.direction_mlp import DirectionMLP
 from flexlearn.tasks.callbacks import TrainingDivergedError
 from flexlearn.tasks.checkpoints import CHECKPOINT_INFO_KEY
-from flexlearn.tasks.metrics import angular_error_deg, angular_error_summary, invalid_direction
+from flexlearn.metrics import angular_error_deg, angular_error_summary, invalid_direction
 
 TASK_KEYS = ("lr", "weight_decay", "lr_min_factor")
 

@@ -107,7 +107,7 @@ def fit_direction_model(n: int = 6000, steps: int = 1500, hidden: tuple[int, ...
                         seed: int = 0, noise: float = 0.6e-6) -> torch.nn.Module:
     """A small `DirectionMLP` fitted (cosine loss, seed 002 III-B1) on rig pairs — for tests and the reproduction.
 
-    The real pipeline trains with `flexlearn.tasks.training.train` on processed sweeps; this is its quick stand-in.
+    The real pipeline trains with `flexlearn.jobs.train.train` on processed sweeps; this is its quick stand-in.
     """
     with _single_torch_thread():
         return _fit(n, steps, hidden, max_colatitude, cfg, seed, noise)

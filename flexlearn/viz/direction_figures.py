@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from flexlearn.atomic import atomic_path
 from flexlearn.errors import DataError
-from flexlearn.tasks.metrics import angular_error_deg, angular_error_summary
+from flexlearn.metrics import angular_error_deg, angular_error_summary
 
 FIGURE_NAMES = {
     "error_polar_map": "error_polar_map.png",

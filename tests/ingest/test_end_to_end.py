@@ -14,7 +14,7 @@ from flexlearn.sim.rig import simulate_sweep
 from flexlearn.sim.rig_config import RigConfig
 from flexlearn.tasks.checkpoints import load_direction_model
 from flexlearn.jobs.export import export_checkpoint
-from flexlearn.tasks.training import train
+from flexlearn.jobs.train import train
 
 from .conftest import run_app
 

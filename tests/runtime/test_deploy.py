@@ -119,7 +119,7 @@ def test_export_deploy_bundle_validates(tmp_path, direction_model):
 
 
 def test_export_from_trained_checkpoint(tmp_path, trained_run):
-    """The CLI path: checkpoint of `flexlearn.tasks.training.train` → bundle → runs on a straight frame."""
+    """The CLI path: checkpoint of `flexlearn.jobs.train.train` → bundle → runs on a straight frame."""
     from flexlearn.runtime.deploy import export_deploy_bundle
     from flexlearn.tasks.checkpoints import load_direction_model
 

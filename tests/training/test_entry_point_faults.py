@@ -13,9 +13,9 @@ import yaml
 
 # Imported here, not inside a test: Lightning binds its log handler to the sys.stderr of import time,
 # which must not be one test's captured stream.
-import flexlearn.apps.evaluate
-import flexlearn.apps.pipeline
-import flexlearn.apps.train
+import flexlearn.apps.evaluate  # noqa: F401
+import flexlearn.apps.pipeline  # noqa: F401
+import flexlearn.apps.train  # noqa: F401
 
 SMALL = ["data.sim.n_poses=400", "data.batch_size=64", "trainer.max_epochs=1"]
 

@@ -16,7 +16,7 @@ from flexlearn.errors import CheckpointError
 from flexlearn.runtime.export import load_torchscript
 from flexlearn.tasks.checkpoints import load_direction_model
 from flexlearn.jobs.export import export_checkpoint
-from flexlearn.tasks.training import evaluate_checkpoint
+from flexlearn.jobs.evaluate import evaluate_checkpoint
 
 PLAIN_TORCH_LOADER = textwrap.dedent("""
     import sys, json

@@ -9,7 +9,7 @@ from flexlearn.errors import CheckpointError, ConfigError
 from flexlearn.models.direction_mlp import DirectionMLP
 from flexlearn.runtime.export import export_torchscript, load_torchscript
 from flexlearn.tasks.checkpoints import load_direction_model
-from flexlearn.tasks.metrics import angular_error_deg, angular_error_summary
+from flexlearn.metrics import angular_error_deg, angular_error_summary
 
 
 def _norms(y: torch.Tensor) -> torch.Tensor:
@@ -59,7 +59,7 @@ def test_a_zero_prediction_scores_180_degrees_and_is_counted():
     err = angular_error_deg(pred, target)
     assert err[:4].tolist() == [180.0] * 4
     assert err[4:].abs().max() < 1e-5
-    from flexlearn.tasks.metrics import invalid_direction
+    from flexlearn.metrics import invalid_direction
 
     summary = angular_error_summary(err, "test/", invalid=invalid_direction(pred))
     assert summary["test/invalid_fraction"] == pytest.approx(4 / 7)
@@ -109,7 +109,7 @@ def test_checkpoint_with_non_finite_weights_is_refused(tmp_path):
 
 
 def test_build_task_names_bad_model_and_task_values(compose_cfg):
-    from flexlearn.tasks.training import build_task
+    from flexlearn.jobs.train import build_task
 
     for override, needle in [("model.hidden=[1e12]", "model.hidden"), ("task.lr=-1", "task.lr"),
                              ("task.lr=nan", "task.lr"), ("task.lr=abc", "task.lr"),

@@ -15,7 +15,7 @@ from flexlearn.data.dataset import DirectionDataset
 from flexlearn.errors import DataError, FlexlearnError
 from flexlearn.sim.rig import simulate_sweep
 from flexlearn.sim.rig_config import RigConfig
-from flexlearn.tasks.training import train
+from flexlearn.jobs.train import train
 
 SMALL = ["data.sim.n_poses=400", "data.batch_size=64"]
 

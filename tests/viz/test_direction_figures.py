@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from flexlearn.errors import DataError
-from flexlearn.tasks.metrics import angular_error_deg
+from flexlearn.metrics import angular_error_deg
 from flexlearn.viz.direction_figures import (
     FIGURE_NAMES,
     bin_polar_error,

@@ -1,4 +1,4 @@
-"""Training, evaluation and export of the direction model from a composed Hydra config.
+"""Training job: fit and test the direction model (or run an identification) from a composed Hydra config.
 
 `train(cfg)` is kept apart from the ``@hydra.main`` entry points (flexlearn.apps) so that tests and
 sweeps can call it directly. Each run writes ``metrics.json`` in its output directory, with
@@ -12,17 +12,14 @@ The composed config is checked before anything is built: unknown top-level keys,
 Resuming (``ckpt_path=<run>/last.ckpt``) checks that the file is a full training checkpoint of the
 configured model, then writes the checkpoints of the continued run into that checkpoint's own directory,
 so the best score and best checkpoint recorded before the interruption carry over; ``last.ckpt`` is
-written at every epoch (conf/callbacks/default.yaml). Importing this module registers the OmegaConf
-resolver ``run_tag`` (process id and a random suffix) that makes run directories unique
-(conf/hydra/unique.yaml).
+written at every epoch (conf/callbacks/default.yaml). Run directories are unique (the ``run_tag``
+resolver of `flexlearn.config`).
 """
 from __future__ import annotations
 
 import inspect
 import logging
 import math
-import os
-import secrets
 import warnings
 from pathlib import Path
 from typing import Any, Optional
@@ -33,25 +30,20 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from flexlearn.atomic import write_json_atomic
-from flexlearn.config import check, from_dict
+from flexlearn.config import check, from_dict, instantiate_group
 from flexlearn.data.datamodule import DirectionDataModule
 from flexlearn.data.sources import DataConfig, prepare_dataset
 from flexlearn.errors import ConfigError
 from flexlearn.models.direction_mlp import validate_hparams
 from flexlearn.tasks.callbacks import TrainingDivergedError
-from flexlearn.tasks.checkpoints import check_resumable, load_direction_model
+from flexlearn.tasks.checkpoints import check_resumable
 from flexlearn.tasks.direction import DirectionTask, validate_task_hparams
-from flexlearn.tasks.metrics import angular_error_deg, angular_error_summary, invalid_direction
 
 log = logging.getLogger(__name__)
 
 # Only epoch-level metrics are logged, so an epoch shorter than log_every_n_steps loses nothing.
 warnings.filterwarnings("ignore", message=r".*smaller than the logging interval.*")
 
-RUN_TAG = f"{os.getpid()}-{secrets.token_hex(2)}"
-if not OmegaConf.has_resolver("run_tag"):
-    # Cached in the config, so a multirun's worker processes see the launching process's tag.
-    OmegaConf.register_new_resolver("run_tag", lambda: RUN_TAG, use_cache=True)
 
 TRAIN_KEYS = ("data", "model", "task", "callbacks", "logger", "trainer", "paths", "hydra", "task_name", "seed",
               "train", "test", "ckpt_path", "figures", "export", "optimized_metric")
@@ -88,24 +80,6 @@ def check_run_config(cfg: DictConfig, known: tuple[str, ...] = TRAIN_KEYS) -> No
           "seed", seed, f"must be an integer in [{SEED_RANGE[0]}, {SEED_RANGE[1]}]")
     for flag in ("train", "test", "figures", "export"):
         check(isinstance(cfg.get(flag, False), bool), flag, cfg.get(flag), "expected true or false")
-
-
-def _instantiate_group(group: Optional[DictConfig], name: str) -> list[Any]:
-    """Instantiate every entry of a callbacks/logger group; an entry is a mapping with a ``_target_``, or null
-    (disabled). Anything else (e.g. a misspelt ``+callbacks.foo=1``) raises `ConfigError` naming it."""
-    if not group:
-        return []
-    out = []
-    for key, node in group.items():
-        if node is None:
-            continue
-        if not (isinstance(node, DictConfig) and "_target_" in node):
-            raise ConfigError(f"config '{name}.{key}' = {node!r}: expected a mapping with a _target_ (or null)")
-        try:
-            out.append(instantiate(node))
-        except Exception as exc:  # hydra wraps constructor errors; name the entry
-            raise ConfigError(f"config '{name}.{key}': cannot be instantiated ({exc})") from exc
-    return out
 
 
 def build_task(cfg: DictConfig) -> DirectionTask:
@@ -162,8 +136,8 @@ def train(cfg: DictConfig, extra_callbacks: Optional[list[L.Callback]] = None) -
     task = build_task(cfg)
     ckpt_path = _checked_ckpt_path(cfg, task)
     resume_dir = Path(ckpt_path).resolve().parent if ckpt_path and cfg.get("train", True) else None
-    callbacks = _instantiate_group(_checkpoints_into(cfg, resume_dir), "callbacks") + list(extra_callbacks or [])
-    loggers = _instantiate_group(cfg.get("logger"), "logger")
+    callbacks = instantiate_group(_checkpoints_into(cfg, resume_dir), "callbacks") + list(extra_callbacks or [])
+    loggers = instantiate_group(cfg.get("logger"), "logger")
     trainer: L.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers or False)
     try:
         with warnings.catch_warnings():
@@ -251,35 +225,3 @@ def _write_figures(label: torch.Tensor, pred: torch.Tensor, out_dir: Path, logge
     paths = write_evaluation_figures(label.numpy(), pred.numpy(), out_dir / "figures",
                                      metrics_csv=csv if csv is not None and csv.exists() else None)
     return {k: str(v) for k, v in paths.items()}
-
-
-def evaluate_checkpoint(ckpt_path: str | Path, cfg: DictConfig) -> dict[str, Any]:
-    """Test metrics and figures of a checkpoint on the test split of its dataset (or ``cfg.dataset_path``).
-
-    Predictions that are no usable direction score 180° and are counted in ``test/invalid_fraction``.
-    """
-    check_run_config(cfg, EVAL_KEYS)
-    check(isinstance(ckpt_path, (str, Path)), "ckpt_path", ckpt_path, "expected a file path")
-    model, info = load_direction_model(ckpt_path)
-    dataset_path = cfg.get("dataset_path") or info.get("dataset_path")
-    if not dataset_path or not isinstance(dataset_path, (str, Path)):
-        raise ConfigError("config 'dataset_path' = None: the checkpoint records no dataset; pass dataset_path=...")
-    dm = DirectionDataModule(dataset_path)
-    dm.require("test")
-    test = dm.split("test")
-    with torch.no_grad():
-        pred = model(test.delta_b)
-    results: dict[str, Any] = angular_error_summary(angular_error_deg(pred.double(), test.label.double()), "test/",
-                                                    invalid=invalid_direction(pred))
-    output_dir = Path(cfg.paths.output_dir)
-    metrics_csv = cfg.get("metrics_csv") or info.get("metrics_csv")
-    if metrics_csv and not cfg.get("metrics_csv") and not Path(metrics_csv).exists():
-        metrics_csv = None  # the training run's log was moved or deleted: skip the training-curve figure
-    from flexlearn.viz.direction_figures import write_evaluation_figures
-
-    figures = write_evaluation_figures(test.label.numpy(), pred.numpy(), output_dir / "figures",
-                                       metrics_csv=Path(metrics_csv) if metrics_csv else None)
-    results.update(ckpt_path=str(ckpt_path), dataset_path=str(dataset_path), output_dir=str(output_dir),
-                   figures={k: str(v) for k, v in figures.items()})
-    write_json_atomic(output_dir / "metrics.json", results)
-    return results
