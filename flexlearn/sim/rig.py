@@ -36,17 +36,17 @@ Torch reductions in the Biot–Savart sum may differ in the last bit between thr
 """
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 import numpy as np
 import torch
 
 import flexlearn
 from flexlearn.config import from_dict, to_dict
-from flexlearn.lie import rotation_between, so3_exp
+from flexlearn.lie import rotation_between
+from flexlearn.sim.numpy_lie import exp_so3, single_torch_thread
 from flexlearn.sensing.coil import PlanarCoil
 from flexlearn.sensing.streams import RAW_SCHEMA_VERSION, RawSweep
 from flexlearn.sim.rig_config import RigConfig
@@ -60,17 +60,13 @@ UP = np.array([0.0, 0.0, 1.0])
 _FD_STEP = 1e-3  # [s] central-difference step for the sensor acceleration
 
 
-def _exp(w: np.ndarray) -> np.ndarray:
-    return so3_exp(torch.from_numpy(np.ascontiguousarray(w, dtype=np.float64))).numpy()
-
-
 def child_frame(u: np.ndarray, mount: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
     """Joint rotation R_rel = exp(rotation_between(e, u)) and sensor frame R_rel·M, both (N, 3, 3).
 
     ``u`` (N, 3) unit child directions in the parent frame; ``mount`` (3, 3) misalignment M (identity if None).
     """
     e = torch.from_numpy(np.broadcast_to(STRAIGHT, u.shape).copy())
-    r_rel = _exp(rotation_between(e, torch.from_numpy(np.ascontiguousarray(u, dtype=np.float64))).numpy())
+    r_rel = exp_so3(rotation_between(e, torch.from_numpy(np.ascontiguousarray(u, dtype=np.float64))).numpy())
     return r_rel, (r_rel if mount is None else r_rel @ mount)
 
 
@@ -106,7 +102,7 @@ def _tangent_basis(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _rotate(w: np.ndarray, v: np.ndarray) -> np.ndarray:
-    return np.einsum("nij,nj->ni", _exp(w), v)
+    return np.einsum("nij,nj->ni", exp_so3(w), v)
 
 
 # ------------------------------------------------------------------------------------------- motion
@@ -320,7 +316,7 @@ class _Sensors:
 
 def _sensors(cfg: RigConfig, rng: np.random.Generator) -> _Sensors:
     axis = rng.normal(size=3)
-    mount = _exp((cfg.geometry.mount_misalignment * axis / np.linalg.norm(axis))[None])[0]
+    mount = exp_so3((cfg.geometry.mount_misalignment * axis / np.linalg.norm(axis))[None])[0]
     e = rng.normal(0.0, cfg.magnetometer.soft_iron, (3, 3))
     amb = cfg.ambient
     earth = amb.magnitude * np.array([math.cos(amb.inclination) * math.cos(amb.declination),
@@ -412,24 +408,8 @@ def simulate_sweep(cfg: Union[RigConfig, Mapping[str, Any], None] = None) -> Raw
     elif not isinstance(cfg, RigConfig):
         cfg = from_dict(RigConfig, cfg)
     cfg.validate()
-    with _single_torch_thread():
+    with single_torch_thread():
         return _simulate(cfg)
-
-
-@contextlib.contextmanager
-def _single_torch_thread() -> Iterator[None]:
-    """Run torch intra-op single-threaded, then restore the previous thread count.
-
-    The simulator issues thousands of mid-sized element-wise torch ops (Biot–Savart chunks, SO(3) maps); on a
-    busy machine, OpenMP threads that spin-wait for a core make each op slow (measured: 72 s instead of 5 s
-    for the default sweep with 2 threads at load 8 on 2 cores), while one thread loses < 0.3 s when idle.
-    """
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _simulate(cfg: RigConfig) -> RawSweep:

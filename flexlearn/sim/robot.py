@@ -33,9 +33,10 @@ import numpy as np
 import torch
 
 from flexlearn.config import check, from_dict
-from flexlearn.lie import matrix_to_quat, rotation_between, so3_exp, so3_log
+from flexlearn.lie import rotation_between
 from flexlearn.sensing.coil import CoilConfig, PlanarCoil
-from flexlearn.sim.rig import _single_torch_thread, coil_current, sensor_position
+from flexlearn.sim.numpy_lie import exp_so3, log_so3, quat_of, single_torch_thread
+from flexlearn.sim.rig import coil_current, sensor_position
 from flexlearn.sim.rig_config import (AccelerometerConfig, AcquisitionConfig, AmbientConfig, JointGeometry,
                                       MagnetometerConfig, RigConfig)
 
@@ -136,14 +137,6 @@ class RobotRecording:
         return ev
 
 
-def _exp(w: np.ndarray) -> np.ndarray:
-    return so3_exp(torch.from_numpy(np.ascontiguousarray(w, dtype=np.float64))).numpy()
-
-
-def _log(r: np.ndarray) -> np.ndarray:
-    return so3_log(torch.from_numpy(np.ascontiguousarray(r, dtype=np.float64))).numpy()
-
-
 def forward_kinematics(bend: np.ndarray, twist: np.ndarray, scale: np.ndarray, length: float
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Module rotations R (T, N+1, 3, 3), relative rotations (T, N, 3, 3), directions u (T, N, 3), pivots (T, N+1, 3).
@@ -151,7 +144,7 @@ def forward_kinematics(bend: np.ndarray, twist: np.ndarray, scale: np.ndarray, l
     R_k = R_{k−1} exp([β_k]×) exp(τ_k [e]×), u_k = R_k e, p_k = p_{k−1} + L s_k u_k (seed 002, III-B1/B4).
     """
     t_n, n = twist.shape
-    rel = _exp(bend) @ _exp(twist[..., None] * E)
+    rel = exp_so3(bend) @ exp_so3(twist[..., None] * E)
     rot = np.empty((t_n, n + 1, 3, 3))
     rot[:, 0] = np.eye(3)
     for k in range(n):
@@ -175,16 +168,12 @@ def rig_pairs(n: int, max_colatitude: float, cfg: Optional[RobotConfig] = None, 
     az = g.uniform(-math.pi, math.pi, n)
     s = np.sqrt(1 - c * c)
     u = np.stack([s * np.cos(az), s * np.sin(az), -c], -1)
-    r_rel = _exp(rotation_between(torch.from_numpy(np.broadcast_to(E, u.shape).copy()), torch.from_numpy(u)).numpy())
+    r_rel = exp_so3(rotation_between(torch.from_numpy(np.broadcast_to(E, u.shape).copy()), torch.from_numpy(u)).numpy())
     coil = PlanarCoil(cfg.coil)
     cur = coil_current(coil, rcfg)
     b = cur * coil.field(torch.from_numpy(sensor_position(u, r_rel, rcfg))).numpy()
     db = np.einsum("nkj,nk->nj", r_rel, b) + g.normal(0.0, noise, (n, 3))
     return db, r_rel[:, 2, :]
-
-
-def _quat(r: np.ndarray) -> np.ndarray:
-    return matrix_to_quat(torch.from_numpy(np.ascontiguousarray(r))).numpy()
 
 
 def _mag_schedule(cfg: RobotConfig, duration: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -214,7 +203,7 @@ def simulate_robot(motion: JointMotion, duration: float,
     elif not isinstance(cfg, RobotConfig):
         cfg = from_dict(RobotConfig, cfg)
     cfg.validate()
-    with _single_torch_thread():
+    with single_torch_thread():
         return _simulate(motion, duration, cfg, n_cal)
 
 
@@ -232,7 +221,7 @@ def _simulate(motion: JointMotion, duration: float, cfg: RobotConfig, n_cal: int
         a = pr.normal(size=(size, 3))
         return a / np.linalg.norm(a, axis=-1, keepdims=True)
 
-    mount = _exp(rb.mount_misalignment * unit_axis(n + 1))                       # (N+1, 3, 3)
+    mount = exp_so3(rb.mount_misalignment * unit_axis(n + 1))                       # (N+1, 3, 3)
     psi0 = pr.uniform(-rb.initial_heading, rb.initial_heading, n + 1)
     drift = rb.heading_drift * pr.choice([-1.0, 1.0], n + 1) * pr.uniform(0.5, 1.5, n + 1)
     e_soft = pr.normal(0.0, mc.soft_iron, (n, 3, 3))
@@ -260,12 +249,12 @@ def _simulate(motion: JointMotion, duration: float, cfg: RobotConfig, n_cal: int
     rot_s = kin(ts)[0].reshape(k_n, n + 1, n + 1, 3, 3)
     rot_read = rot_s[:, np.arange(n + 1), np.arange(n + 1)]                      # module k at its own instant
     # angular travel of each module → heading drift
-    step = np.linalg.norm(_log(np.swapaxes(rot_read[:-1], -1, -2) @ rot_read[1:]), axis=-1)
+    step = np.linalg.norm(log_so3(np.swapaxes(rot_read[:-1], -1, -2) @ rot_read[1:]), axis=-1)
     travel = np.concatenate([np.zeros((1, n + 1)), np.cumsum(step, axis=0)])
     psi = psi0 + drift * travel
-    heading = _exp(psi[..., None] * UP)
-    noise = _exp(rng["imu"].normal(0.0, rb.quat_noise, (k_n, n + 1, 3)))
-    quats = _quat(heading @ rot_read @ mount @ noise)
+    heading = exp_so3(psi[..., None] * UP)
+    noise = exp_so3(rng["imu"].normal(0.0, rb.quat_noise, (k_n, n + 1, 3)))
+    quats = quat_of(heading @ rot_read @ mount @ noise)
     # accelerometers: board k at pivot_k + r u_k (k ≥ 1), base board fixed; central differences
     g = cfg.geometry
 
@@ -387,4 +376,4 @@ class TendonRobot:
     def rotations(self) -> np.ndarray:
         """Module rotations (N+1, 3, 3), base first: R_k = exp(−φ_k ŷ) so that R_k e = u_k."""
         phi = np.concatenate([[0.0], np.cumsum(self.theta)])
-        return _exp(-phi[:, None] * np.array([0.0, 1.0, 0.0]))
+        return exp_so3(-phi[:, None] * np.array([0.0, 1.0, 0.0]))

@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import torch
 
-from flexlearn.sim.rig import _single_torch_thread
+from flexlearn.sim.numpy_lie import exp_so3, quat_of, single_torch_thread
 from flexlearn.sim.robot import E, RobotConfig, RobotRecording, rig_pairs
 
 SCENARIOS = ("2d_curl", "2d_obstacle", "3d_curl", "3d_hand")
@@ -109,7 +109,7 @@ def fit_direction_model(n: int = 6000, steps: int = 1500, hidden: tuple[int, ...
 
     The real pipeline trains with `flexlearn.jobs.train.train` on processed sweeps; this is its quick stand-in.
     """
-    with _single_torch_thread():
+    with single_torch_thread():
         return _fit(n, steps, hidden, max_colatitude, cfg, seed, noise)
 
 
@@ -267,14 +267,14 @@ def closed_loop_height(controller: Any, estimator: Any, duration: float = 40.0, 
     (from the end of settling to first reaching the target), overshoot [%], settling time to ±2 mm (staying until
     the load), recovery time (from the post-load minimum back into ±2 mm, staying) [s], held mean/std.
     """
-    from flexlearn.sim.robot import TendonRobot, _exp, _quat
+    from flexlearn.sim.robot import TendonRobot
 
     rng = np.random.default_rng(seed)
     robot = TendonRobot()
     n = robot.cfg.n_segments
     psi = rng.uniform(-math.pi, math.pi, n + 1)
     drift = 0.0065 * rng.choice([-1.0, 1.0], n + 1)
-    heading = _exp(psi[:, None] * np.array([0.0, 0.0, 1.0]))
+    heading = exp_so3(psi[:, None] * np.array([0.0, 0.0, 1.0]))
     travel = np.zeros(n + 1)
     prev_phi = np.zeros(n + 1)
     controller.reset()
@@ -289,9 +289,9 @@ def closed_loop_height(controller: Any, estimator: Any, duration: float = 40.0, 
         phi = np.concatenate([[0.0], np.cumsum(robot.theta)])
         travel += np.abs(phi - prev_phi)
         prev_phi = phi
-        hd = _exp((drift * travel)[:, None] * np.array([0.0, 0.0, 1.0]))
-        noise = _exp(rng.normal(0.0, quat_noise, (n + 1, 3)))
-        q = torch.from_numpy(_quat(hd @ heading @ rot @ noise))
+        hd = exp_so3((drift * travel)[:, None] * np.array([0.0, 0.0, 1.0]))
+        noise = exp_so3(rng.normal(0.0, quat_noise, (n + 1, 3)))
+        q = torch.from_numpy(quat_of(hd @ heading @ rot @ noise))
         if k == 0:
             estimator.set_reference(q)
         _, h, _ = estimator.attitude(t, q)
