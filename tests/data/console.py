@@ -1,4 +1,5 @@
-"""Run an installed console command (``flexlearn-process``, ...) and check it failed cleanly."""
+"""Shared test helpers for bad input: run an installed console command (``flexlearn-process``, ...) and check
+it failed cleanly; check that a call raises a one-line `DataError` naming what is wrong."""
 from __future__ import annotations
 
 import os
@@ -6,6 +7,11 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from flexlearn.errors import DataError
 
 
 def run_console(command: str, cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -28,3 +34,14 @@ def assert_clean_failure(proc: subprocess.CompletedProcess, *needles: str) -> st
     for needle in needles:
         assert needle in errors[0], errors[0]
     return errors[0]
+
+
+def data_error(fn: Callable[[], object], *needles: str) -> str:
+    """``fn()`` raises a one-line `DataError` whose text holds every needle; return the text."""
+    with pytest.raises(DataError) as info:
+        fn()
+    text = str(info.value)
+    assert "\n" not in text
+    for n in needles:
+        assert n in text, text
+    return text

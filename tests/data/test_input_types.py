@@ -17,7 +17,7 @@ from flexlearn.data.dataset import METADATA_KEY, DirectionDataset
 from flexlearn.data.process import process_sweep
 from flexlearn.errors import DataError
 from flexlearn.sensing.streams import RawSweep
-from tests.data.console import assert_clean_failure, run_console
+from tests.data.console import assert_clean_failure, data_error, run_console
 from tests.data.streams_factory import make_sweep
 
 
@@ -45,13 +45,7 @@ def with_null(values: list, row: int = 1) -> list:
 
 
 def load_fails(raw_dir: Path, *needles: str) -> str:
-    with pytest.raises(DataError) as info:
-        RawSweep.load(raw_dir)
-    text = str(info.value)
-    assert "\n" not in text
-    for n in needles:
-        assert n in text, text
-    return text
+    return data_error(lambda: RawSweep.load(raw_dir), *needles)
 
 
 # table, column, new column from the old values, words the message must hold (besides file and column)

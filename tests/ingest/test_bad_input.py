@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from flexlearn.data.dataset import DirectionDataset
-from flexlearn.errors import DataError
 from flexlearn.ingest.recording import ingest_recording
 from flexlearn.ingest.records import NS
 from flexlearn.ingest.writers import sweep_messages, write_rosbag, write_serial
 from flexlearn.ingest import topic_map
 from flexlearn.sensing.streams import quantize_times
+from tests.data.console import data_error
 
 from .conftest import assert_clean_failure, assert_same_pairs, run_app
 
@@ -43,14 +43,6 @@ def _restamp(m, dt_ns: int, header: bool = True, receive: bool = True):
     return dataclasses.replace(m, msg=msg, receive_ns=m.receive_ns + (dt_ns if receive else 0))
 
 
-def _fails(fn, *needles: str) -> str:
-    with pytest.raises(DataError) as info:
-        fn()
-    text = str(info.value)
-    assert "\n" not in text
-    for n in needles:
-        assert n in text, text
-    return text
 
 
 def test_missing_topic_is_named_and_no_output_is_written(messages, ros_map, tmp_path):
@@ -66,7 +58,7 @@ def test_wrong_message_type_is_named(messages, ros_map, tmp_path):
     msgs, store = messages
     swapped = [dataclasses.replace(m, topic=MAG) if m.topic == IMU else m for m in msgs if m.topic != MAG]
     bag = _bag(tmp_path, swapped, store)
-    _fails(lambda: ingest_recording(bag, tmp_path / "out", ros_map),
+    data_error(lambda: ingest_recording(bag, tmp_path / "out", ros_map),
            f"topic '{MAG}' carries sensor_msgs/msg/Imu, expected sensor_msgs/msg/MagneticField")
 
 
@@ -83,7 +75,7 @@ def test_truncated_bag_fails_and_keeps_the_previous_dataset(storage, recordings,
         proc = run_app("ingest", tmp_path, f"input={bad}", f"output={out}", "force=true")
         assert_clean_failure(proc, str(bad), "truncated")
     else:
-        _fails(lambda: ingest_recording(bad, out, ros_map, force=True), str(bad), "truncated")
+        data_error(lambda: ingest_recording(bad, out, ros_map, force=True), str(bad), "truncated")
     assert (out / "dataset.parquet").read_bytes() == before
 
 
@@ -95,7 +87,7 @@ def test_corrupt_mcap_chunk_is_named(recordings, ros_map, tmp_path):
     for i in range(len(data) // 3, len(data) // 3 + 2000):
         data[i] ^= 0x5A
     f.write_bytes(bytes(data))
-    _fails(lambda: ingest_recording(bad, tmp_path / "out", ros_map), str(bad), "corrupt")
+    data_error(lambda: ingest_recording(bad, tmp_path / "out", ros_map), str(bad), "corrupt")
 
 
 def test_backward_jump_of_the_sensor_clock_is_an_error(messages, ros_map, tmp_path):
@@ -103,7 +95,7 @@ def test_backward_jump_of_the_sensor_clock_is_an_error(messages, ros_map, tmp_pa
     cut = msgs[len(msgs) // 2].receive_ns
     jumped = [_restamp(m, -3 * NS, receive=False) if m.receive_ns > cut else m for m in msgs]
     bag = _bag(tmp_path, jumped, store)
-    _fails(lambda: ingest_recording(bag, tmp_path / "out", ros_map), f"topic '{MAG}'", "clock jump at message",
+    data_error(lambda: ingest_recording(bag, tmp_path / "out", ros_map), f"topic '{MAG}'", "clock jump at message",
            "-3.000 s against the bag's clock")
 
 
@@ -121,7 +113,7 @@ def test_backward_step_of_the_whole_system_clock_is_an_error(messages, ros_map, 
         return m
 
     bag = _bag(tmp_path, [step(m) if m.receive_ns > cut else m for m in msgs], store)
-    _fails(lambda: ingest_recording(bag, tmp_path / "out", ros_map), "topic '/flexlearn/rig/hold'", "overlap",
+    data_error(lambda: ingest_recording(bag, tmp_path / "out", ros_map), "topic '/flexlearn/rig/hold'", "overlap",
            "clock jump")
 
 
@@ -134,14 +126,14 @@ def test_backward_jump_in_a_serial_dump_is_an_error(sim_raw, tmp_path):
         t, rest = lines[i].split(",", 1)
         lines[i] = f"{float(t) - 3.0!r},{rest}"
     dump.write_text("\n".join(lines) + "\n")
-    _fails(lambda: ingest_recording(dump, tmp_path / "out", tm), str(dump), "records of kind 'mag'", "clock jumps back by 2.99")
+    data_error(lambda: ingest_recording(dump, tmp_path / "out", tm), str(dump), "records of kind 'mag'", "clock jumps back by 2.99")
 
 
 def test_forward_clock_jump_is_an_error(messages, ros_map, tmp_path):
     msgs, store = messages
     cut = msgs[len(msgs) // 2].receive_ns
     bag = _bag(tmp_path, [_restamp(m, 10 * NS) if m.receive_ns > cut else m for m in msgs], store)
-    _fails(lambda: ingest_recording(bag, tmp_path / "out", ros_map), "clock jumps forward by 10.0", "max_gap")
+    data_error(lambda: ingest_recording(bag, tmp_path / "out", ros_map), "clock jumps forward by 10.0", "max_gap")
 
 
 def test_sensor_clock_jump_against_bag_clock_is_an_error(messages, ros_map, tmp_path):
@@ -149,7 +141,7 @@ def test_sensor_clock_jump_against_bag_clock_is_an_error(messages, ros_map, tmp_
     cut = msgs[len(msgs) // 2].receive_ns
     bag = _bag(tmp_path, [_restamp(m, NS, receive=False) if m.topic == IMU and m.receive_ns > cut else m
                           for m in msgs], store)
-    _fails(lambda: ingest_recording(bag, tmp_path / "out", ros_map), f"topic '{IMU}'", "clock jump at message",
+    data_error(lambda: ingest_recording(bag, tmp_path / "out", ros_map), f"topic '{IMU}'", "clock jump at message",
            "+1.000 s", "max_clock_jump")
 
 
@@ -168,7 +160,7 @@ def test_many_duplicates_are_an_error(messages, ros_map, tmp_path):
     msgs, store = messages
     mags = [m for m in msgs if m.topic == MAG]
     bag = _bag(tmp_path, msgs + mags[: len(mags) // 10], store)
-    _fails(lambda: ingest_recording(bag, tmp_path / "out", ros_map), f"topic '{MAG}'", "duplicates",
+    data_error(lambda: ingest_recording(bag, tmp_path / "out", ros_map), f"topic '{MAG}'", "duplicates",
            "max_duplicate_fraction")
 
 
@@ -204,7 +196,7 @@ def test_jsonl_record_lacking_a_field_is_named(sim_raw, tmp_path):
     del rec["on"]
     lines[k] = json.dumps(rec)
     dump.write_text("\n".join(lines) + "\n")
-    _fails(lambda: ingest_recording(dump, tmp_path / "out", tm), str(dump), f"line {k + 1}",
+    data_error(lambda: ingest_recording(dump, tmp_path / "out", tm), str(dump), f"line {k + 1}",
            "record of kind 'coil' lacks field 'on'")
 
 

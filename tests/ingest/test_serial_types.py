@@ -10,13 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flexlearn.errors import DataError
 from flexlearn.ingest import topic_map
 from flexlearn.ingest.recording import read_recording
 from flexlearn.ingest.serial import read_serial
 from flexlearn.ingest.writers import write_serial
 from flexlearn.sensing.streams import quantize_times
-from tests.data.console import assert_clean_failure, run_console
+from tests.data.console import assert_clean_failure, data_error, run_console
 from tests.data.streams_factory import make_sweep
 
 
@@ -46,14 +45,6 @@ def csv_dump(raw, serial_map, path: Path, kind: str, column: str, value: str, wh
     return path, k + 1
 
 
-def fails(fn, *needles: str) -> str:
-    with pytest.raises(DataError) as info:
-        fn()
-    text = str(info.value)
-    assert "\n" not in text
-    for n in needles:
-        assert n in text, text
-    return text
 
 
 # record kind, column, bad value, words the message must hold (besides file, column and line)
@@ -77,7 +68,7 @@ def test_wrong_field_in_a_csv_dump_is_named(case, small_raw, serial_map, tmp_pat
     kind, column, value, needles = BAD_FIELDS[case]
     dump, line = csv_dump(small_raw, serial_map, tmp_path / "dump.csv", kind, column, value, which=1)
     needles = needles if column in ("t", "t_start", "t_end") else (f"column '{column}'", *needles)
-    fails(lambda: read_recording(dump, serial_map), str(dump), f"line {line}", *needles)
+    data_error(lambda: read_recording(dump, serial_map), str(dump), f"line {line}", *needles)
 
 
 def test_exact_integer_pose_id_and_true_false_coil_state_are_accepted(small_raw, serial_map, tmp_path):
@@ -107,7 +98,7 @@ def test_wrong_field_in_a_jsonl_dump_is_named(small_raw, serial_map, tmp_path, f
     k = next(i for i, line in enumerate(lines) if json.loads(line)["type"] == kind)
     lines[k] = json.dumps({**json.loads(lines[k]), field: value})
     dump.write_text("\n".join(lines) + "\n")
-    fails(lambda: read_serial(dump, serial_map, "jsonl"), str(dump), f"line {k + 1}", *needles)
+    data_error(lambda: read_serial(dump, serial_map, "jsonl"), str(dump), f"line {k + 1}", *needles)
 
 
 def test_ingest_command_names_times_beyond_the_int64_range(small_raw, serial_map, tmp_path):
