@@ -6,9 +6,10 @@ Every block is a frozen-free dataclass; `from_dict` rejects unknown keys and wro
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import typing
-from typing import Any, Mapping, TypeVar
+from typing import Any, Iterable, Mapping, TypeVar
 
 from flexlearn.errors import ConfigError
 
@@ -43,6 +44,21 @@ def check_finite(obj: Any, where: str, *keys: str) -> None:
         check(all(math.isfinite(x) for x in values), f"{where}.{key}", v, "must be finite")
 
 
+def closest(name: str, candidates: Iterable[str], n: int = 1) -> list[str]:
+    """The ``n`` candidates spelled most like ``name`` (difflib ratio >= 0.6), best first."""
+    return difflib.get_close_matches(str(name), [str(c) for c in candidates], n=n, cutoff=0.6)
+
+
+def did_you_mean(unknown: Iterable[str], known: Iterable[str]) -> str:
+    """The hint "; did you mean 'x'?" naming the closest known key of each unknown one ('' when none is close)."""
+    known = list(known)
+    pairs = [(u, m[0]) for u in unknown for m in [closest(u, known)] if m]
+    if not pairs:
+        return ""
+    return "; did you mean " + ", ".join(f"{m!r}" + (f" (for {u!r})" if len(pairs) > 1 else "")
+                                         for u, m in pairs) + "?"
+
+
 def from_dict(cls: type[T], data: Mapping[str, Any] | None, where: str = "") -> T:
     """Build dataclass ``cls`` from ``data``; nested dataclass fields are built recursively.
 
@@ -61,8 +77,8 @@ def from_dict(cls: type[T], data: Mapping[str, Any] | None, where: str = "") -> 
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise ConfigError(
-            f"config '{where or cls.__name__}': unknown key(s) {unknown}; known keys: {sorted(fields)}")
+        raise ConfigError(f"config '{where or cls.__name__}': unknown key(s) {unknown}"
+                          f"{did_you_mean(unknown, fields)}; known keys: {sorted(fields)}")
     kwargs: dict[str, Any] = {}
     for name, value in data.items():
         path = f"{where}.{name}" if where else name
@@ -147,9 +163,62 @@ def instantiate_group(group: Any, name: str) -> list[Any]:
     return out
 
 
+def in_multirun() -> bool:
+    """True inside a job of a Hydra multirun (sweep)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+    except Exception:  # pragma: no cover - Hydra config without a mode
+        return False
+
+
+def job_label() -> str:
+    """'job <n>' inside a multirun job, '' otherwise: tags the lines of jobs whose output interleaves."""
+    if not in_multirun():
+        return ""
+    from hydra.core.hydra_config import HydraConfig
+
+    return f"job {HydraConfig.get().job.num}"
+
+
+def is_rank_zero() -> bool:
+    """False in the processes of ranks > 0 of a multi-process (DDP, SLURM) run: they print and write nothing."""
+    import os
+
+    return all(os.environ.get(k, "0") in ("", "0") for k in ("RANK", "LOCAL_RANK", "NODE_RANK", "SLURM_PROCID"))
+
+
+def interactive() -> bool:
+    """True when stdout is a terminal and this is no multirun job: progress bars and model summaries then,
+    one plain line per epoch otherwise (``${interactive:}`` in conf/trainer/default.yaml)."""
+    import sys
+
+    return bool(getattr(sys.stdout, "isatty", lambda: False)()) and not in_multirun()
+
+
+RUN_NAME_SKIP = ("paths.", "hydra.", "logger")  # overrides left out of run names (locations, logging)
+
+
+def run_name(task_name: str, max_len: int = 128) -> str:
+    """``<task_name> <override> ...``: the run (or multirun job) name loggers show, from the Hydra overrides
+    of this job, leaving out paths, Hydra and logger settings (``${run_name:${task_name}}``)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+    except Exception:  # pragma: no cover - Hydra config without overrides
+        overrides = []
+    kept = [o for o in overrides if not o.lstrip("+~").startswith(RUN_NAME_SKIP)]
+    name = " ".join([str(task_name), *kept])
+    return name if len(name) <= max_len else name[: max_len - 1] + "…"
+
+
 def _register_resolvers() -> None:
-    """OmegaConf resolvers used by flexlearn/conf: ``${relpath:path,start}`` (path relative to start) and
-    ``${run_tag:}`` (``<pid>-<4 hex>``, the suffix that makes run directories unique)."""
+    """OmegaConf resolvers used by flexlearn/conf: ``${relpath:path,start}`` (path relative to start),
+    ``${run_tag:}`` (``<pid>-<4 hex>``, the suffix that makes run directories unique), ``${interactive:}``
+    (`interactive`) and ``${run_name:<task name>}`` (`run_name`)."""
     import os
     import secrets
 
@@ -160,6 +229,10 @@ def _register_resolvers() -> None:
         OmegaConf.register_new_resolver("run_tag", lambda: tag, use_cache=True)
     if not OmegaConf.has_resolver("relpath"):
         OmegaConf.register_new_resolver("relpath", lambda path, start: os.path.relpath(str(path), str(start)))
+    if not OmegaConf.has_resolver("interactive"):
+        OmegaConf.register_new_resolver("interactive", interactive)
+    if not OmegaConf.has_resolver("run_name"):
+        OmegaConf.register_new_resolver("run_name", run_name)
 
 
 _register_resolvers()

@@ -1,31 +1,147 @@
-"""Shared behaviour of the command-line applications: readable errors instead of stack traces."""
+"""Shared behaviour of the command-line applications: readable errors instead of stack traces.
+
+`hydra_app` is the ``@hydra.main`` of every app, with one change: an override of a key the config does not
+have (``task.lrr=1``) or of a config group option that does not exist (``trainer=gpuu``) ends in one line
+naming the closest valid keys and exit status 2, instead of Hydra's hint to add the typo with ``+``.
+Apps import Lightning, torch and matplotlib inside their main function, so ``--help`` answers at once.
+"""
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
+import os
+import re
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator, Optional
+
+import hydra
+from omegaconf import DictConfig
 
 import flexlearn.config  # noqa: F401  (registers the OmegaConf resolvers the configs use: run_tag, relpath)
+from flexlearn.config import closest
 from flexlearn.errors import FlexlearnError
 
 # flexlearn/conf/, found through the package, so an installed wheel works from any directory; a directory of
 # your own is added with --config-dir. Absolute: console-script entry points would otherwise resolve a
 # relative config_path as a Python module.
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+MAX_LISTED = 24  # keys or options listed in an error message at most
 
 
 @contextlib.contextmanager
 def readable_errors(app: str) -> Iterator[None]:
-    """Turn a `FlexlearnError` into one line on stderr and exit status 2."""
+    """Turn a `FlexlearnError`, or a required config value left out (``???``), into one line on stderr and exit
+    status 2."""
+    from omegaconf.errors import MissingMandatoryValue
+
     try:
         yield
     except FlexlearnError as exc:
         print(f"{app}: error: {exc}", file=sys.stderr)
         sys.exit(2)
+    except MissingMandatoryValue as exc:
+        key = getattr(exc, "full_key", None) or "?"
+        print(f"{app}: error: config '{key}' is required: add {key}=... to the command", file=sys.stderr)
+        sys.exit(2)
+
+
+def require_values(cfg: DictConfig) -> None:
+    """Raise `ConfigError` naming every required value (``???``) the command did not give."""
+    from omegaconf import OmegaConf
+
+    from flexlearn.errors import ConfigError
+
+    missing = sorted(OmegaConf.missing_keys(cfg))
+    if missing:
+        raise ConfigError(f"config {', '.join(repr(k) for k in missing)} {'is' if len(missing) == 1 else 'are'} "
+                          "required: add " + " ".join(f"{k}=..." for k in missing) + " to the command")
 
 
 def sweep_value(value: float) -> float:
     """The value a sweeper minimises: a non-finite metric becomes +inf so it ranks last, not crashes."""
     return value if math.isfinite(value) else math.inf
+
+
+def hydra_app(app: str, config_name: str) -> Callable[[Callable[[DictConfig], Any]], Callable[..., Any]]:
+    """``@hydra.main`` on flexlearn/conf/<config_name>.yaml, reporting a misspelled key or group option as
+    ``<app>: error: ...`` (closest valid names) with exit status 2."""
+    def wrap(task_fn: Callable[[DictConfig], Any]) -> Callable[..., Any]:
+        hydra_main = hydra.main(version_base="1.3", config_path=CONF_DIR, config_name=config_name)(task_fn)
+
+        @functools.wraps(task_fn)
+        def main(cfg_passthrough: Optional[DictConfig] = None) -> Any:
+            with _composition_errors(app):
+                return hydra_main(cfg_passthrough)
+
+        return main
+
+    return wrap
+
+
+@contextlib.contextmanager
+def _composition_errors(app: str) -> Iterator[None]:
+    """Catch Hydra's composition errors before Hydra prints them (its ``run_and_report`` wraps every step of
+    a run: compose, --help, --cfg, run, multirun); HYDRA_FULL_ERROR=1 keeps Hydra's own report."""
+    try:
+        import hydra._internal.utils as internal
+        from hydra.errors import ConfigCompositionException, MissingConfigException
+    except ImportError:  # pragma: no cover - a Hydra laid out differently: its own messages
+        yield
+        return
+    original = internal.run_and_report
+
+    def run_and_report(func: Callable[[], Any]) -> Any:
+        def guarded() -> Any:
+            try:
+                return func()
+            except (ConfigCompositionException, MissingConfigException) as exc:
+                message = composition_error_message(exc)
+                if message is None or os.environ.get("HYDRA_FULL_ERROR") == "1":
+                    raise
+                print(f"{app}: error: {message}", file=sys.stderr)
+                sys.exit(2)
+
+        return original(guarded)
+
+    internal.run_and_report = run_and_report
+    try:
+        yield
+    finally:
+        internal.run_and_report = original
+
+
+def composition_error_message(exc: BaseException) -> Optional[str]:
+    """One line for an override of a missing key or of a missing group option (closest names, the keys or
+    options there are); None for any other composition error (Hydra's own message is kept)."""
+    options = getattr(exc, "options", None)
+    missing_file = getattr(exc, "missing_cfg_file", None)
+    if options and missing_file and "/" in str(missing_file):
+        group, _, name = str(missing_file).rpartition("/")
+        near = closest(name, options)
+        hint = f"; did you mean '{group}={near[0]}'?" if near else ""
+        return f"config group '{group}' has no option '{name}'{hint} (options: {_listed(options)})"
+    cause = exc.__cause__
+    full_key = getattr(cause, "full_key", None)
+    parent = getattr(cause, "parent_node", None)
+    if not full_key or not isinstance(parent, DictConfig):
+        return None
+    typed = re.match(r"Could not override '([^']+)'", str(exc))
+    key = typed[1] if typed and typed[1].startswith(str(full_key)) else str(full_key)
+    where, _, name = str(full_key).rpartition(".")
+    keys = [str(k) for k in parent.keys()]
+    near = closest(name, keys)
+    listed = [k for k in keys if where or k != "hydra"]
+    scope = f"keys of '{where}'" if where else "top-level keys"
+    if near:
+        fixed = f"{where + '.' if where else ''}{near[0]}{key[len(str(full_key)):]}"
+        return f"config key '{key}' does not exist; did you mean '{fixed}'? ({scope}: {_listed(listed)})"
+    return (f"config key '{key}' does not exist ({scope}: {_listed(listed)}); a key the config does not list "
+            f"is added with a leading '+'")
+
+
+def _listed(names: Any) -> str:
+    names = [str(n) for n in names]
+    more = f", ... ({len(names) - MAX_LISTED} more)" if len(names) > MAX_LISTED else ""
+    return ", ".join(names[:MAX_LISTED]) + more

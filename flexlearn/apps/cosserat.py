@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import sys
 
-import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from flexlearn.apps._runner import CONF_DIR, readable_errors
+from flexlearn.apps._runner import hydra_app, readable_errors
 from flexlearn.config import check
 
 
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="cosserat")
+@hydra_app("flexlearn-cosserat", "cosserat")
 def main(cfg: DictConfig) -> None:
     with readable_errors("flexlearn-cosserat"):
         from flexlearn.physics.cosserat.experiments import load_experiment

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 
-import hydra
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import CONF_DIR, readable_errors
+from flexlearn.apps._runner import hydra_app, readable_errors
 from flexlearn.config import check
 
 
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="cpr")
+@hydra_app("flexlearn-cpr", "cpr")
 def main(cfg: DictConfig) -> None:
     with readable_errors("flexlearn-cpr"):
         import torch

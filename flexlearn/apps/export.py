@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import json
 
-import hydra
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import CONF_DIR, readable_errors
-from flexlearn.jobs.export import export_from_config
+from flexlearn.apps._runner import hydra_app, readable_errors
 
 
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="export")
+@hydra_app("flexlearn-export", "export")
 def main(cfg: DictConfig) -> None:
     with readable_errors("flexlearn-export"):
+        from flexlearn.jobs.export import export_from_config
+
         paths = export_from_config(cfg)
     print(json.dumps(paths, indent=2))
 

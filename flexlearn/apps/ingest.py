@@ -3,19 +3,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from flexlearn.apps._runner import CONF_DIR, readable_errors
+from flexlearn.apps._runner import hydra_app, readable_errors
 from flexlearn.config import from_dict
-from flexlearn.data.process import ProcessingConfig
-from flexlearn.ingest.recording import ingest_recording
-from flexlearn.ingest.topic_map import load_ingest_config
 
 
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="ingest")
+@hydra_app("flexlearn-ingest", "ingest")
 def main(cfg: DictConfig) -> None:
     with readable_errors("flexlearn-ingest"):
+        from flexlearn.data.process import ProcessingConfig
+        from flexlearn.ingest.recording import ingest_recording
+        from flexlearn.ingest.topic_map import load_ingest_config
+
         topic_map = load_ingest_config(cfg.ingest)
         processing = from_dict(ProcessingConfig, cfg.processing, "processing")
         options = OmegaConf.to_container(cfg.report_options, resolve=True) if cfg.get("report_options") else {}

@@ -1,29 +1,30 @@
 """`flexlearn-pipeline`: the main job — simulate (cached), process, train, evaluate, export.
 
 A run that diverges fails with one line and exit status 2 and exports nothing (`flexlearn.jobs.train`).
+Prints the config tree at the start, progress while training and the test metrics, figures, exports and
+run directory (the last line) at the end.
 """
 from __future__ import annotations
 
-import json
-
-import hydra
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import CONF_DIR, readable_errors
-from flexlearn.jobs.train import train
-
-SUMMARY_KEYS = ("test/ang_err_median_deg", "test/ang_err_p95_deg", "test/ang_err_rms_deg", "test/ang_err_mean_deg",
-                "test/invalid_fraction")
+from flexlearn.apps._console import describe_files, show_config, show_result
+from flexlearn.apps._runner import hydra_app, readable_errors, require_values
 
 
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="pipeline")
+@hydra_app("flexlearn-pipeline", "pipeline")
 def main(cfg: DictConfig) -> None:
     with readable_errors("flexlearn-pipeline"):
+        from flexlearn.jobs.train import check_run_config
+
+        require_values(cfg)
+        check_run_config(cfg)  # before the config is printed and Lightning is imported
+        show_config(cfg, cfg.paths.output_dir)
+        from flexlearn.jobs.train import train
+
         metrics = train(cfg)
-    summary = {k: round(metrics[k], 3) for k in SUMMARY_KEYS if k in metrics}
-    summary.update(exports=metrics.get("exports"), figures=sorted((metrics.get("figures") or {}).values()))
-    print(json.dumps(summary, indent=2))
-    print(metrics["output_dir"])
+    show_result(metrics, cfg.optimized_metric, figures=describe_files(metrics.get("figures")),
+                exports=describe_files(metrics.get("exports")))
 
 
 if __name__ == "__main__":

@@ -4,18 +4,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import hydra
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import CONF_DIR, readable_errors
+from flexlearn.apps._runner import hydra_app, readable_errors
 from flexlearn.atomic import guard_output_dir, guard_output_file
 from flexlearn.config import from_dict
-from flexlearn.ingest.plan import PlanConfig, cell_fill_of, plan_sweep, write_coverage, write_plan
 
 
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="plan")
+@hydra_app("flexlearn-plan", "plan")
 def main(cfg: DictConfig) -> None:
     with readable_errors("flexlearn-plan"):
+        from flexlearn.ingest.plan import PlanConfig, cell_fill_of, plan_sweep, write_coverage, write_plan
+
         plan_cfg = from_dict(PlanConfig, cfg.plan, "plan")
         if cfg.compare:
             guard_output_dir(cfg.coverage_dir, inputs=[*cfg.compare, *([cfg.plan_file] if cfg.plan_file else [])])

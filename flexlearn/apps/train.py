@@ -3,43 +3,48 @@
 A single run that diverges (non-finite loss, network output or metric) fails with one line and exit
 status 2. In a multirun the diverged job is recorded (``status: diverged`` in its ``metrics.json``),
 logged and reported to the sweeper as +inf, so the sweep goes on.
+
+Prints the resolved config as a tree at the start (``config_tree.txt``), progress while training (a progress
+bar on a terminal, one line per epoch otherwise) and the test metrics at the end, then the run directory.
 """
 from __future__ import annotations
 
 import logging
 import math
 
-import hydra
-from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import CONF_DIR, readable_errors, sweep_value
-from flexlearn.tasks.callbacks import TrainingDivergedError
-from flexlearn.jobs.train import train
+from flexlearn.apps._console import show_config, show_result
+from flexlearn.apps._runner import hydra_app, readable_errors, require_values, sweep_value
+from flexlearn.config import in_multirun
 
 log = logging.getLogger(__name__)
 
 
-def _in_multirun() -> bool:
-    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
-
-
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="train")
+@hydra_app("flexlearn-train", "train")
 def main(cfg: DictConfig) -> float:
     with readable_errors("flexlearn-train"):
+        from flexlearn.jobs.train import check_run_config
+
+        require_values(cfg)
+        check_run_config(cfg)  # before the config is printed and Lightning is imported
+        show_config(cfg, cfg.paths.output_dir)
+        from flexlearn.jobs.train import train
+        from flexlearn.tasks.callbacks import TrainingDivergedError
+
         try:
             metrics = train(cfg)
         except TrainingDivergedError as exc:
-            if not _in_multirun():
+            if not in_multirun():
                 raise
             log.error("flexlearn-train: this job failed: %s; reported to the sweeper as +inf", exc)
             return math.inf
     value = float(metrics.get(cfg.optimized_metric, float("nan")))
     if value != value:
         log.warning("%s is NaN for this run; reported to the sweeper as +inf", cfg.optimized_metric)
-    print(metrics["output_dir"])
+    show_result(metrics, cfg.optimized_metric)
     return sweep_value(value)
+
 
 
 if __name__ == "__main__":

@@ -237,23 +237,79 @@ def _fig_delta_b(sessions: list[Session], edges: np.ndarray, path: Path) -> Path
     return _save(fig, path)
 
 
-def _fig_noise(sessions: list[Session], noise: list[dict[str, np.ndarray]], path: Path) -> Path:
-    kinds = [("mag", 1e9, "magnetometer, coil-off std [nT]"), ("accel", 1.0, "accelerometer, hold std [m/s²]")]
-    if any("rate" in nz for nz in noise):
-        kinds.append(("rate", 1.0, "gyro, hold std [rad/s]"))
-    fig = Figure(figsize=(4.2 * len(kinds), 3.6))
-    for j, (key, scale, label) in enumerate(kinds):
-        ax = fig.add_subplot(1, len(kinds), j + 1)
-        for i, (s, nz) in enumerate(zip(sessions, noise)):
-            v = nz.get(key)
-            if v is None:
-                continue
-            v = v[np.isfinite(v)] * scale
-            if v.size:
-                ax.hist(v, bins=30, histtype="step", color=f"C{i % 10}", label=s.name)
-        ax.set_xlabel(label)
+NOISE_PERCENTILES = (0.5, 99.5)  # histogram range of the noise figure: outliers beyond are counted, not drawn
+NOISE_FENCE = 3.0  # ... and never beyond the quartiles ± NOISE_FENCE interquartile ranges
+
+
+def robust_range(values: Sequence[np.ndarray], percentiles: tuple[float, float] = NOISE_PERCENTILES,
+                 fence: float = NOISE_FENCE) -> Optional[tuple[float, float]]:
+    """(lo, hi) histogram range of the finite ``values`` of all sessions: their ``percentiles``, kept within the
+    quartiles ± ``fence`` interquartile ranges (so that a few per cent of wild outliers do not stretch it), widened
+    by 5 % where the data reach; None when every value is the same (a degenerate stream)."""
+    v = np.concatenate([np.asarray(x, float)[np.isfinite(x)] for x in values]) if values else np.zeros(0)
+    if v.size == 0 or v.min() == v.max():
+        return None
+    lo, hi = (float(x) for x in np.percentile(v, percentiles))
+    q1, q3 = (float(x) for x in np.percentile(v, (25.0, 75.0)))
+    lo, hi = max(lo, q1 - fence * (q3 - q1)), min(hi, q3 + fence * (q3 - q1))
+    if hi <= lo:  # most values are equal: show the whole range
+        lo, hi = float(v.min()), float(v.max())
+    pad = 0.05 * (hi - lo)
+    return max(float(v.min()), lo - pad), min(float(v.max()), hi + pad)
+
+
+def _noise_panel(ax, series: list[tuple[int, str, np.ndarray]], label: str, unit: str) -> None:
+    """One noise histogram: bins shared by the sessions over `robust_range`, outliers counted in the legend,
+    each session's median dashed; a stream whose values are all equal gets a note, not a spike."""
+    from matplotlib.ticker import MaxNLocator
+
+    flat = [(i, n, v) for i, n, v in series if v.size and v.min() == v.max()]
+    live = [(i, n, v) for i, n, v in series if v.size and v.min() != v.max()]
+    rng = robust_range([v for _, _, v in live])
+    if rng is not None:
+        edges = np.linspace(rng[0], rng[1], 31)
+        for i, name, v in live:
+            out = int(((v < rng[0]) | (v > rng[1])).sum())
+            extra = f"; {out} beyond the axis, max {v.max():.3g}" if out else ""
+            ax.hist(v[(v >= rng[0]) & (v <= rng[1])], bins=edges, histtype="step", color=f"C{i % 10}",
+                    linewidth=1.3, label=f"{name} (median {np.median(v):.3g}{extra})")
+            ax.axvline(float(np.median(v)), color=f"C{i % 10}", linestyle="--", linewidth=0.9)
+        ax.set_xlim(*rng)
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.35)  # room for the legend
+        ax.xaxis.set_major_locator(MaxNLocator(5))
         ax.set_ylabel("poses")
-        ax.legend(fontsize=7)
+        for i, name, v in flat:
+            ax.plot([], [], " ", label=f"{name}: constant {v[0]:.3g} {unit} ({v.size} poses)")
+        for i, name, v in series:
+            if not v.size:
+                ax.plot([], [], " ", label=f"{name}: no finite values")
+        ax.legend(fontsize=7, loc="upper right")
+    else:
+        notes = [f"{name}: all {v.size} poses = {v[0]:.3g} {unit}" for _, name, v in flat]
+        text = "\n".join(notes) + "\n(a constant stream: sensor idle\nor not recorded?)" if notes else ""
+        text += "".join(f"\n{name}: no finite values" for _, name, v in series if not v.size)
+        text = text.strip() or "no data"
+        ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", fontsize=8, color="0.3")
+        ax.set_xticks([])
+        ax.set_yticks([])
+    ax.set_xlabel(label)
+
+
+def noise_figure(sessions: Sequence[Any], noise: list[dict[str, np.ndarray]], path: Path) -> Path:
+    """``noise.png``: per-pose noise histograms (magnetometer, accelerometer, gyro if recorded) of the sessions
+    (anything with a ``name``), one panel per sensor (`_noise_panel`)."""
+    kinds = [("mag", 1e9, "magnetometer, coil-off std [nT]", "nT"),
+             ("accel", 1.0, "accelerometer, hold std [m/s²]", "m/s²")]
+    if any("rate" in nz for nz in noise):
+        kinds.append(("rate", 1.0, "gyro, hold std [rad/s]", "rad/s"))
+    fig = Figure(figsize=(4.8 * len(kinds), 3.8))
+    for j, (key, scale, label, unit) in enumerate(kinds):
+        series = [(i, s.name, np.asarray(nz[key], float)[np.isfinite(nz[key])] * scale)
+                  for i, (s, nz) in enumerate(zip(sessions, noise)) if nz.get(key) is not None]
+        _noise_panel(fig.add_subplot(1, len(kinds), j + 1), series, label, unit)
+    fig.suptitle(f"per-pose noise; axes span the {NOISE_PERCENTILES[0]:g}–{NOISE_PERCENTILES[1]:g} percentiles of all "
+                 f"sessions, within the quartiles ± {NOISE_FENCE:g} IQR (outliers counted in the legend); dashed: "
+                 "medians", fontsize=9)
     return _save(fig, path)
 
 
@@ -344,7 +400,7 @@ def write_report(session_dirs: Sequence[str | Path], out_dir: str | Path, names:
     noise = [noise_per_pose(s) for s in sessions]
     _fig_coverage(sessions, max_colatitude_deg, out / FIGURES["coverage"])
     _fig_delta_b(sessions, edges, out / FIGURES["delta_b"])
-    _fig_noise(sessions, noise, out / FIGURES["noise"])
+    noise_figure(sessions, noise, out / FIGURES["noise"])
     _fig_drops(sessions, out / FIGURES["drops"])
     md = _markdown(names, stats, edges, diffs, FIGURES, min_fill, n_cells)
     with atomic_path(out / "report.md") as tmp:

@@ -14,50 +14,80 @@ configured model, then writes the checkpoints of the continued run into that che
 so the best score and best checkpoint recorded before the interruption carry over; ``last.ckpt`` is
 written at every epoch (conf/callbacks/default.yaml). Run directories are unique (the ``run_tag``
 resolver of `flexlearn.config`).
+
+Every run records itself: ``config.yaml`` in the run directory holds the resolved config and a ``run``
+block (name, overrides, seeds, dataset path and SHA-256, package versions), and the same is logged to every
+logger (``log_hyperparams``: the wandb run config, the CSV logger's ``hparams.yaml``).
+
+Lightning, torch and the data stack are imported when a job runs, not with this module, so that the
+command-line apps answer ``--help`` and report config errors at once.
 """
 from __future__ import annotations
 
-import inspect
+import ast
+import functools
+import hashlib
+import importlib.util
 import logging
 import math
 import warnings
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-import lightning as L
-import torch
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from flexlearn.atomic import write_json_atomic
-from flexlearn.config import check, from_dict, instantiate_group
-from flexlearn.data.datamodule import DirectionDataModule
-from flexlearn.data.sources import DataConfig, prepare_dataset
+from flexlearn.atomic import atomic_path, write_json_atomic
+from flexlearn.config import check, did_you_mean, from_dict, instantiate_group, is_rank_zero, run_name
 from flexlearn.errors import ConfigError
-from flexlearn.models.direction_mlp import validate_hparams
-from flexlearn.tasks.callbacks import TrainingDivergedError
-from flexlearn.tasks.checkpoints import check_resumable
-from flexlearn.tasks.direction import DirectionTask, validate_task_hparams
+
+if TYPE_CHECKING:
+    import lightning as L
+    import torch
+
+    from flexlearn.data.datamodule import DirectionDataModule
+    from flexlearn.tasks.direction import DirectionTask
 
 log = logging.getLogger(__name__)
 
 # Only epoch-level metrics are logged, so an epoch shorter than log_every_n_steps loses nothing.
 warnings.filterwarnings("ignore", message=r".*smaller than the logging interval.*")
+# A deprecation inside Lightning's own code (torch >= 2.10), nothing a user can act on.
+warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\).*")
 
 
 TRAIN_KEYS = ("data", "model", "task", "callbacks", "logger", "trainer", "paths", "hydra", "task_name", "seed",
               "train", "test", "ckpt_path", "figures", "export", "optimized_metric")
 EVAL_KEYS = ("paths", "hydra", "task_name", "ckpt_path", "dataset_path", "metrics_csv")
 PATHS_KEYS = ("root_dir", "log_dir", "cache_dir", "output_dir", "checkpoint_dir")
-# Trainer arguments a config may set (callbacks and loggers come from their own groups).
-TRAINER_KEYS = tuple(sorted(set(inspect.signature(L.Trainer.__init__).parameters) - {"self", "callbacks", "logger"}))
 SEED_RANGE = (0, 2**32 - 1)
+_NOT_TRAINER_KEYS = {"self", "callbacks", "logger"}  # callbacks and loggers come from their own groups
+
+
+@functools.lru_cache(maxsize=None)
+def trainer_keys() -> tuple[str, ...]:
+    """Arguments of ``lightning.Trainer`` a ``trainer`` config may set, read from Lightning's source file
+    (importing Lightning takes seconds); from its signature if the source cannot be parsed."""
+    try:
+        spec = importlib.util.find_spec("lightning")
+        source = Path(spec.origin).parent / "pytorch" / "trainer" / "trainer.py"  # type: ignore[union-attr]
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+        cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Trainer")
+        init = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+        names = {a.arg for a in [*init.args.args, *init.args.kwonlyargs]}
+    except Exception:  # pragma: no cover - a Lightning laid out differently
+        import inspect
+
+        import lightning as L
+
+        names = set(inspect.signature(L.Trainer.__init__).parameters)
+    return tuple(sorted(names - _NOT_TRAINER_KEYS))
 
 
 def _unknown(node: Any, known: tuple[str, ...], where: str) -> None:
     extra = sorted(set(node or {}) - set(known))
     if extra:
-        raise ConfigError(f"config '{where}': unknown key(s) {extra}; known keys: {list(known)}")
+        raise ConfigError(f"config '{where}': unknown key(s) {extra}{did_you_mean(extra, known)}; "
+                          f"known keys: {list(known)}")
 
 
 def check_run_config(cfg: DictConfig, known: tuple[str, ...] = TRAIN_KEYS) -> None:
@@ -71,7 +101,7 @@ def check_run_config(cfg: DictConfig, known: tuple[str, ...] = TRAIN_KEYS) -> No
     check(ckpt is None or isinstance(ckpt, str), "ckpt_path", ckpt, "expected a file path")
     if "trainer" not in known:
         return
-    _unknown({k for k in cfg.trainer if k != "_target_"}, TRAINER_KEYS, "trainer")
+    _unknown({k for k in cfg.trainer if k != "_target_"}, trainer_keys(), "trainer")
     epochs = cfg.trainer.get("max_epochs")
     check(isinstance(epochs, int) and not isinstance(epochs, bool) and epochs >= 1, "trainer.max_epochs",
           epochs, "must be an integer >= 1")
@@ -82,11 +112,32 @@ def check_run_config(cfg: DictConfig, known: tuple[str, ...] = TRAIN_KEYS) -> No
         check(isinstance(cfg.get(flag, False), bool), flag, cfg.get(flag), "expected true or false")
 
 
-def build_task(cfg: DictConfig) -> DirectionTask:
-    """The LightningModule from the ``model`` and ``task`` groups; bad keys or values raise `ConfigError`.
+class _NoTips(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("💡 Tip")
 
-    Model sizes are validated before any layer is allocated (`validate_hparams`).
-    """
+
+def route_lightning_logs() -> None:
+    """Print each Lightning message once. Imported after Hydra set up logging (the apps import it late), Lightning
+    propagates its messages to the root handlers (console, the run's log file) and also prints them through its
+    own console handler: that one is removed. Lightning's advertising tips are dropped."""
+    import lightning  # noqa: F401  (sets up its loggers)
+
+    if logging.getLogger().handlers:
+        top = logging.getLogger("lightning")
+        for handler in [h for h in top.handlers if type(h) is logging.StreamHandler]:
+            top.removeHandler(handler)
+    rank_zero = logging.getLogger("lightning.pytorch.utilities.rank_zero")
+    if not any(isinstance(f, _NoTips) for f in rank_zero.filters):
+        rank_zero.addFilter(_NoTips())
+
+
+def check_model_config(cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``model`` and ``task`` groups as plain dicts after checking their keys and values (nothing is built);
+    a bad one raises `ConfigError` naming it."""
+    from flexlearn.models.direction_mlp import validate_hparams
+    from flexlearn.tasks.direction import validate_task_hparams
+
     model = OmegaConf.to_container(cfg.model, resolve=True)
     task = OmegaConf.to_container(cfg.task, resolve=True)
     try:
@@ -94,18 +145,95 @@ def build_task(cfg: DictConfig) -> DirectionTask:
     except ValueError as exc:
         raise ConfigError(f"config {exc}") from exc
     validate_task_hparams(task, cfg.trainer.max_epochs)
+    return model, task
+
+
+def build_task(cfg: DictConfig) -> DirectionTask:
+    """The LightningModule from the ``model`` and ``task`` groups; bad keys or values raise `ConfigError`.
+
+    Model sizes are validated before any layer is allocated (`validate_hparams`).
+    """
+    from flexlearn.tasks.direction import DirectionTask
+
+    model, task = check_model_config(cfg)
     return DirectionTask(model=model, max_epochs=cfg.trainer.max_epochs, **task)
 
 
 def build_datamodule(cfg: DictConfig) -> DirectionDataModule:
     """Prepare (simulate/process/cache) the dataset the ``data`` group names and wrap it."""
+    from flexlearn.data.datamodule import DirectionDataModule
+    from flexlearn.data.sources import DataConfig, prepare_dataset
+
     data = from_dict(DataConfig, cfg.data, "data")
     path = prepare_dataset(data, cfg.paths.cache_dir)
     return DirectionDataModule(path, batch_size=data.batch_size, eval_batch_size=data.eval_batch_size,
                                seed=int(cfg.seed))
 
 
+def file_sha256(path: str | Path) -> str:
+    """SHA-256 (hex) of a file's bytes, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def run_record(cfg: DictConfig, dataset_path: Optional[str | Path] = None) -> dict[str, Any]:
+    """What makes this run reproducible: the resolved config (without ``hydra``) and a ``run`` block with the
+    run name, the command-line overrides, the seeds, the dataset (path and SHA-256) and package versions."""
+    from importlib import metadata
+
+    import flexlearn
+
+    config = OmegaConf.to_container(cfg, resolve=True)
+    config.pop("hydra", None)
+    overrides: list[str] = []
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+    except Exception:  # pragma: no cover - Hydra config without overrides
+        pass
+    versions = {"flexlearn": flexlearn.__version__}
+    for pkg in ("torch", "lightning"):
+        try:
+            versions[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:  # pragma: no cover
+            pass
+    run: dict[str, Any] = {"name": run_name(str(cfg.get("task_name", ""))), "overrides": overrides,
+                           "seeds": _seeds(config), "versions": versions}
+    if dataset_path is not None:
+        run["dataset"] = {"path": str(dataset_path), "sha256": file_sha256(dataset_path),
+                          "source": (config.get("data") or {}).get("source")}
+    return {**config, "run": run}
+
+
+def _seeds(config: dict[str, Any]) -> dict[str, Any]:
+    """Every seed of a run: ``seed`` (weights, batch order) and the simulation and split seeds of the data."""
+    seeds: dict[str, Any] = {"seed": config["seed"]} if "seed" in config else {}
+    data = config.get("data")
+    if isinstance(data, dict):
+        if data.get("source", "sim") == "sim":
+            seeds["data.sim.seed"] = (data.get("sim") or {}).get("seed", 0)
+        seeds["data.processing.split_seed"] = (data.get("processing") or {}).get("split_seed", 0)
+    return seeds
+
+
+def record_run(record: dict[str, Any], output_dir: Path, loggers: list[Any]) -> None:
+    """Write ``config.yaml`` (rank zero) and log the record to every logger (``log_hyperparams``)."""
+    import yaml
+
+    if is_rank_zero():
+        with atomic_path(output_dir / "config.yaml") as tmp:
+            tmp.write_text(yaml.safe_dump(record, sort_keys=False, allow_unicode=True))
+    for lg in loggers:
+        lg.log_hyperparams(record)
+
+
 def _float_metrics(metrics: dict[str, Any]) -> dict[str, float]:
+    import torch
+
     return {k: float(v.item() if isinstance(v, torch.Tensor) else v) for k, v in metrics.items()}
 
 
@@ -125,23 +253,28 @@ def train(cfg: DictConfig, extra_callbacks: Optional[list[L.Callback]] = None) -
     from flexlearn.identify.run import is_identification
 
     check_run_config(cfg)
+    route_lightning_logs()
     if is_identification(cfg):
         from flexlearn.identify.run import identify
 
+        record_run(run_record(cfg), Path(cfg.paths.output_dir), [])
         return identify(cfg)
     output_dir = Path(cfg.paths.output_dir)
-    L.seed_everything(int(cfg.seed), workers=True, verbose=False)
-    dm = build_datamodule(cfg)
-    dm.require(*(["train", "val"] if cfg.get("train", True) else []), *(["test"] if cfg.get("test", True) else []))
-    task = build_task(cfg)
-    ckpt_path = _checked_ckpt_path(cfg, task)
-    resume_dir = Path(ckpt_path).resolve().parent if ckpt_path and cfg.get("train", True) else None
-    callbacks = instantiate_group(_checkpoints_into(cfg, resume_dir), "callbacks") + list(extra_callbacks or [])
-    loggers = instantiate_group(cfg.get("logger"), "logger")
-    trainer: L.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers or False)
+    trainer, task, dm, ckpt_path, loggers = _set_up(cfg, output_dir, extra_callbacks)
+    try:
+        return _run(cfg, trainer, task, dm, ckpt_path, loggers, output_dir)
+    finally:
+        _finish_wandb(loggers)
+
+
+def _run(cfg: DictConfig, trainer: L.Trainer, task: DirectionTask, dm: DirectionDataModule,
+         ckpt_path: Optional[str], loggers: list[Any], output_dir: Path) -> dict[str, Any]:
+    """Fit, test, figures, export and ``metrics.json`` of a set-up run (see `train`)."""
+    from flexlearn.tasks.callbacks import TrainingDivergedError
+
     try:
         with warnings.catch_warnings():
-            if resume_dir is not None:  # continuing in the checkpoint's own directory is the point
+            if ckpt_path and cfg.get("train", True):  # continuing in the checkpoint's own directory is the point
                 warnings.filterwarnings("ignore", message=r".*Checkpoint directory .* exists and is not empty.*")
             results = _fit_and_test(cfg, trainer, task, dm, ckpt_path)
     except TrainingDivergedError as exc:
@@ -167,9 +300,38 @@ def train(cfg: DictConfig, extra_callbacks: Optional[list[L.Callback]] = None) -
     return results
 
 
+def _finish_wandb(loggers: list[Any]) -> None:
+    """End the wandb runs now (their summary is printed before the app's result, not at interpreter exit)."""
+    for lg in loggers:
+        if type(lg).__name__ == "WandbLogger" and is_rank_zero() and getattr(lg, "_experiment", None) is not None:
+            lg.experiment.finish()
+
+
+def _set_up(cfg: DictConfig, output_dir: Path, extra_callbacks: Optional[list[L.Callback]]) -> tuple:
+    """Seed, check the model config, prepare the data, build the task, callbacks, loggers and trainer, and
+    record the run (``config.yaml``, logger hyper-parameters). Returns (trainer, task, dm, ckpt_path, loggers)."""
+    import lightning as L
+    from hydra.utils import instantiate
+
+    L.seed_everything(int(cfg.seed), workers=True, verbose=False)
+    check_model_config(cfg)  # before the dataset is simulated or processed
+    dm = build_datamodule(cfg)
+    dm.require(*(["train", "val"] if cfg.get("train", True) else []), *(["test"] if cfg.get("test", True) else []))
+    task = build_task(cfg)
+    ckpt_path = _checked_ckpt_path(cfg, task)
+    resume_dir = Path(ckpt_path).resolve().parent if ckpt_path and cfg.get("train", True) else None
+    callbacks = instantiate_group(_checkpoints_into(cfg, resume_dir), "callbacks") + list(extra_callbacks or [])
+    loggers = instantiate_group(cfg.get("logger"), "logger")
+    record_run(run_record(cfg, dm.dataset_path), output_dir, loggers)
+    trainer: L.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers or False)
+    return trainer, task, dm, ckpt_path, loggers
+
+
 def _fit_and_test(cfg: DictConfig, trainer: L.Trainer, task: DirectionTask, dm: DirectionDataModule,
                   ckpt_path: Optional[str]) -> dict[str, Any]:
     """Fit (resuming from ``ckpt_path``), test the best checkpoint; every float metric must be finite."""
+    from flexlearn.tasks.callbacks import TrainingDivergedError
+
     if cfg.get("train", True):
         trainer.fit(task, datamodule=dm, ckpt_path=ckpt_path, weights_only=True)
     results: dict[str, Any] = _float_metrics(dict(trainer.callback_metrics))
@@ -200,6 +362,8 @@ def _checked_ckpt_path(cfg: DictConfig, task: DirectionTask) -> Optional[str]:
     ckpt = cfg.get("ckpt_path")
     if not ckpt:
         return None
+    from flexlearn.tasks.checkpoints import check_resumable
+
     model = dict(task.hparams["model"])
     check_resumable(ckpt, model, task.state_dict(), training=bool(cfg.get("train", True)))
     return str(ckpt)

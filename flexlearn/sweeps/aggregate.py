@@ -7,7 +7,8 @@ that file and its results from ``metrics.json`` (written by ``flexlearn-train``)
 
 Outputs (atomic writes): ``summary.csv`` (one row per job: ``job``, ``status``, swept keys, metrics),
 ``summary.md`` (the same table plus mean/std/min/max of every numeric metric over the finished jobs)
-and ``summary.png`` (metric ``y`` against swept key ``x``).
+and ``summary.png`` (metric ``y``, by default the jobs' ``optimized_metric``, against swept key ``x``, coloured
+by a second swept key; `flexlearn.viz.sweep_figure`).
 """
 from __future__ import annotations
 
@@ -83,6 +84,7 @@ def collect_jobs(root: str | Path) -> list[dict[str, Any]]:
                 row[k] = v
                 swept.append(k)
         row[_SWEPT] = swept
+        row[_OPTIMIZED] = _optimized_metric(job_dir / ".hydra" / "config.yaml")
         mfile = job_dir / "metrics.json"
         if mfile.exists():
             try:
@@ -103,6 +105,19 @@ def collect_jobs(root: str | Path) -> list[dict[str, Any]]:
 
 
 _SWEPT = "__swept__"  # the override keys of a job (internal)
+_OPTIMIZED = "__optimized__"  # the job config's optimized_metric (internal)
+# Metrics never chosen as the figure's default y: bookkeeping, not results.
+_BOOKKEEPING = ("epochs", "world_size", "id/iterations", "id/converged")
+
+
+def _optimized_metric(config_file: Path) -> Optional[str]:
+    """``optimized_metric`` of a job's ``.hydra/config.yaml`` (None when absent or unreadable)."""
+    try:
+        cfg = yaml.safe_load(config_file.read_text()) if config_file.is_file() else None
+    except (yaml.YAMLError, UnicodeDecodeError, OSError):
+        return None
+    value = cfg.get("optimized_metric") if isinstance(cfg, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def _natural_key(path: Path, root: Path) -> list[Any]:
@@ -114,7 +129,7 @@ def _is_number(v: Any) -> bool:
 
 
 def _columns(jobs: list[dict[str, Any]], metrics: Sequence[str]) -> tuple[list[str], list[str]]:
-    meta = {"job", "status", _SWEPT, "output_dir", "best_ckpt", "last_ckpt", "dataset_path"}
+    meta = {"job", "status", _SWEPT, _OPTIMIZED, "output_dir", "best_ckpt", "last_ckpt", "dataset_path"}
     swept: list[str] = []
     for j in jobs:
         swept += [k for k in j[_SWEPT] if k not in swept]
@@ -180,46 +195,37 @@ def aggregate_multirun(root: str | Path, out_dir: Optional[str | Path] = None, m
         p.write_text("\n".join(md))
     varying = [k for k in swept if len({str(j.get(k)) for j in jobs}) > 1]
     x = x or (varying[0] if varying else swept[0] if swept else "job")
-    numeric_cols = [c for c in cols if any(_is_number(j.get(c)) for j in done)]
-    y = y or (numeric_cols[0] if numeric_cols else None)
+    y = y or _default_y(done, cols)
     if y is not None and y not in cols:
         raise ConfigError(f"config 'y' = {y!r}: not a metric of these jobs (have {cols})")
     if x != "job" and x not in swept:
         raise ConfigError(f"config 'x' = {x!r}: not a swept key of these jobs (have {swept})")
-    fig_path = _figure(done, x, y, out / "summary.png", root) if y is not None else None
+    hue = _default_hue(jobs, [k for k in varying if k != x])
+    fig_path = None
+    if y is not None:
+        from flexlearn.viz.sweep_figure import sweep_figure
+
+        fig_path = sweep_figure(done, x, y, hue, out / "summary.png", root.name,
+                                others=[k for k in varying if k not in (x, hue)])
     return {"csv": str(out / "summary.csv"), "markdown": str(out / "summary.md"),
-            "figure": None if fig_path is None else str(fig_path), "x": x, "y": y,
+            "figure": None if fig_path is None else str(fig_path), "x": x, "y": y, "hue": hue,
             "n_jobs": len(jobs), "n_done": len(done), "rows": [dict(zip(header, r)) for r in rows]}
 
 
-def _figure(jobs: list[dict[str, Any]], x: str, y: str, path: Path, root: Path) -> Optional[Path]:
-    import matplotlib
+def _default_y(done: list[dict[str, Any]], cols: list[str]) -> Optional[str]:
+    """The jobs' ``optimized_metric`` when they record one, else the first numeric result that is no bookkeeping
+    (``epochs``, ...), else the first numeric column."""
+    numeric = [c for c in cols if any(_is_number(j.get(c)) for j in done)]
+    optimized = [j.get(_OPTIMIZED) for j in done if j.get(_OPTIMIZED) in numeric]
+    results = [c for c in numeric if c not in _BOOKKEEPING and not c.endswith("n_samples")]
+    return (optimized or results or numeric or [None])[0]
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    pts = [(j.get(x), float(j[y])) for j in jobs if _is_number(j.get(y))]
-    if not pts:
-        return None
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    if all(_is_number(p[0]) for p in pts):
-        xs = [float(p[0]) for p in pts]
-        ax.plot(xs, [p[1] for p in pts], "o", alpha=0.8)
-        if min(xs) > 0 and max(xs) / min(xs) > 100:
-            ax.set_xscale("log")
-    else:
-        cats = sorted({str(p[0]) for p in pts})
-        ax.plot([cats.index(str(p[0])) for p in pts], [p[1] for p in pts], "o", alpha=0.8)
-        ax.set_xticks(range(len(cats)), cats, rotation=30, ha="right")
-    ys = [p[1] for p in pts]
-    if min(ys) > 0 and max(ys) / min(ys) > 100:
-        ax.set_yscale("log")
-    ax.set_xlabel(x)
-    ax.set_ylabel(y)
-    ax.set_title(root.name, fontsize=9)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    with atomic_path(path) as p:
-        fig.savefig(p, format="png", dpi=120)
-    plt.close(fig)
-    return path
+def _default_hue(jobs: list[dict[str, Any]], candidates: list[str]) -> Optional[str]:
+    """The second swept key of the figure (colour): a categorical one with at most 10 values if any, else the
+    first other swept key that varies; None when only one key varies."""
+    def categorical(k: str) -> bool:
+        return not all(_is_number(j.get(k)) for j in jobs if j.get(k) is not None)
+
+    cats = [k for k in candidates if categorical(k) and len({str(j.get(k)) for j in jobs}) <= 10]
+    return (cats or candidates or [None])[0]

@@ -16,13 +16,14 @@ import lightning as L
 import torch
 
 import flexlearn
-from flexlearn.config import check
+from flexlearn.config import check, did_you_mean
 from flexlearn.models.direction_mlp import DirectionMLP
 from flexlearn.tasks.callbacks import TrainingDivergedError
 from flexlearn.tasks.checkpoints import CHECKPOINT_INFO_KEY
 from flexlearn.metrics import angular_error_deg, angular_error_summary, invalid_direction
 
 TASK_KEYS = ("lr", "weight_decay", "lr_min_factor")
+PROGRESS_BAR_KEYS = ("train/loss", "val/ang_err_median_deg")  # shown on the progress bar (terminal runs)
 
 
 def _number(v: Any) -> bool:
@@ -36,7 +37,8 @@ def validate_task_hparams(task: dict[str, Any], max_epochs: Any) -> None:
     integer ≥ 1; no other ``task`` keys.
     """
     unknown = sorted(set(task) - set(TASK_KEYS))
-    check(not unknown, "task", unknown, f"unknown key(s); known keys: {list(TASK_KEYS)}")
+    check(not unknown, "task", unknown,
+          f"unknown key(s){did_you_mean(unknown, TASK_KEYS)}; known keys: {list(TASK_KEYS)}")
     lr, wd, lmf = task.get("lr", 3e-3), task.get("weight_decay", 1e-5), task.get("lr_min_factor", 0.02)
     check(_number(lr) and lr > 0, "task.lr", lr, "must be a positive finite number")
     check(_number(wd) and wd >= 0, "task.weight_decay", wd, "must be a finite number >= 0")
@@ -93,7 +95,7 @@ class DirectionTask(L.LightningModule):
     def on_train_epoch_end(self) -> None:
         # Logged once per epoch, not per step: per-step logging costs more than the step itself.
         if self._train_batches:
-            self.log("train/loss", self._train_loss_sum / self._train_batches)
+            self.log("train/loss", self._train_loss_sum / self._train_batches, prog_bar=True)
         self._train_loss_sum = torch.zeros(())
         self._train_batches = 0
 
@@ -131,7 +133,7 @@ class DirectionTask(L.LightningModule):
                                         f"{self.current_epoch}; the run is not usable")
         for key, value in summary.items():
             if key.endswith(("_deg", "n_samples", "invalid_fraction", "loss")):
-                self.log(key, float(value))
+                self.log(key, float(value), prog_bar=key in PROGRESS_BAR_KEYS)
 
     def on_validation_epoch_end(self) -> None:
         self._log_errors(self._val_err, "val/")

@@ -1,23 +1,25 @@
 """Evaluation figures of the joint-direction model: error map over the spherical cap, error histogram and
-training curves, drawn with matplotlib's Agg canvas (no pyplot, no global state) and saved atomically.
+training curves (`flexlearn.viz.training_curves`), drawn with matplotlib's Agg canvas (no pyplot, no global
+state) and saved atomically.
 """
 from __future__ import annotations
 
-import csv
 import math
-import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import torch
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from flexlearn.atomic import atomic_path
-from flexlearn.errors import DataError
 from flexlearn.metrics import angular_error_deg, angular_error_summary
+from flexlearn.viz.common import save_png
+from flexlearn.viz.training_curves import plot_training_curves, read_metrics_csv
+
+__all__ = ["FIGURE_NAMES", "cap_coordinates", "PolarErrorBins", "bin_polar_error", "adaptive_polar_bins",
+           "plot_error_polar_map", "plot_error_histogram", "read_metrics_csv", "plot_training_curves",
+           "write_evaluation_figures"]
 
 FIGURE_NAMES = {
     "error_polar_map": "error_polar_map.png",
@@ -33,15 +35,6 @@ def _as_directions(x: np.ndarray | torch.Tensor, name: str) -> torch.Tensor:
     if t.ndim != 2 or t.shape[-1] != 3:
         raise ValueError(f"{name} must have shape (N, 3), got {tuple(t.shape)}")
     return t.to(torch.float64)
-
-
-def _save(fig: Figure, path: str | os.PathLike, dpi: int = 120) -> Path:
-    """Write ``fig`` as PNG to ``path`` atomically (the temporary name ends in .tmp, so the format is explicit)."""
-    path = Path(path)
-    FigureCanvasAgg(fig)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=dpi)
-    return path
 
 
 def cap_coordinates(direction: np.ndarray | torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -107,29 +100,57 @@ def bin_polar_error(label, err_deg, colat_step_deg: float = 2.5, n_azimuth: int 
                           int((~ok).sum()))
 
 
+_NICE_STEPS_DEG = (2.5, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0)
+_NICE_SECTORS = (24, 18, 12, 8, 6, 4)
+
+
+def adaptive_polar_bins(n_samples: int, max_colat_deg: float, samples_per_bin: float = 8.0,
+                        finest: tuple[float, int] = (2.5, 24)) -> tuple[float, int]:
+    """(colatitude step [deg], azimuth sectors) of the finest grid, down to ``finest``, whose bins hold
+    ``samples_per_bin`` samples on average, preferring bins about as wide as long (at mid radius)."""
+    target = max(1.0, n_samples / samples_per_bin)
+    top = max(float(max_colat_deg), 1e-6)
+    best: tuple[float, float, int] = (-1.0, _NICE_STEPS_DEG[-1], _NICE_SECTORS[-1])
+    for step in (s for s in _NICE_STEPS_DEG if s >= finest[0]):
+        rings = max(1, math.ceil(top / step - 1e-9))
+        for sectors in (a for a in _NICE_SECTORS if a <= finest[1]):
+            if rings * sectors > target and (rings, sectors) != (1, _NICE_SECTORS[-1]):
+                continue
+            arc = 0.5 * min(top, rings * step) * 2 * math.pi / sectors  # sector width at mid radius [deg]
+            score = rings * sectors * math.sqrt(min(step / arc, arc / step))
+            if score > best[0]:
+                best = (score, step, sectors)
+    return best[1], best[2]
+
+
 def plot_error_polar_map(label, pred, path, title: str = "Direction error over the joint cap",
-                         colat_step_deg: float = 2.5, n_azimuth: int = 24, statistic: str = "mean",
-                         clip_percentile: float = 99.0) -> PolarErrorBins:
+                         colat_step_deg: Optional[float] = None, n_azimuth: Optional[int] = None,
+                         statistic: str = "mean", clip_percentile: float = 99.0) -> PolarErrorBins:
     """Polar map of the angular error of ``pred`` against ``label`` (both (N, 3)), saved as PNG at ``path``.
 
     Radius: colatitude of the label from +z [deg]; angle: azimuth atan2(y, x); colour: per-bin ``statistic``
-    of the angular error [deg], capped at the ``clip_percentile`` of the bin values. Returns the bins drawn.
+    of the angular error [deg], capped at the ``clip_percentile`` of the bin values. The grid (``colat_step_deg``,
+    ``n_azimuth``) is chosen from the number of samples when not given (`adaptive_polar_bins`: a small test set
+    gets coarse bins, not a map of empty ones); small grids show each bin's sample count. Returns the bins.
     """
     lab, prd = _as_directions(label, "label"), _as_directions(pred, "pred")
     if lab.shape != prd.shape:
         raise ValueError(f"label {tuple(lab.shape)} and pred {tuple(prd.shape)} differ in shape")
     err = angular_error_deg(prd, lab)
+    if colat_step_deg is None or n_azimuth is None:
+        colat = cap_coordinates(lab)[0]
+        colat = colat[np.isfinite(colat)]
+        step, sectors = adaptive_polar_bins(int(colat.size), float(colat.max()) if colat.size else 1.0)
+        colat_step_deg, n_azimuth = colat_step_deg or step, n_azimuth or sectors
     bins = bin_polar_error(lab, err, colat_step_deg, n_azimuth, statistic=statistic)
     shown = bins.value[np.isfinite(bins.value)]
     vmax = float(np.percentile(shown, clip_percentile)) if shown.size else 1.0
     vmax = vmax if vmax > 0 else 1.0
     s = angular_error_summary(err)
 
-    fig = Figure(figsize=(6.4, 5.6), layout="constrained")
+    fig = Figure(figsize=(6.4, 5.8), layout="constrained")
     ax = fig.add_subplot(projection="polar")
-    theta, r = np.meshgrid(bins.azimuth_edges_rad, bins.colat_edges_deg)
-    mesh = ax.pcolormesh(theta, r, np.ma.masked_invalid(bins.value), cmap="viridis", vmin=0.0, vmax=vmax,
-                         shading="flat")
+    mesh = _draw_bins(ax, bins, vmax)
     ax.set_ylim(0.0, bins.colat_edges_deg[-1])
     ax.set_rlabel_position(112.5)
     ax.text(np.radians(112.5), bins.colat_edges_deg[-1] * 1.13, "colatitude θ [deg]", ha="center",
@@ -139,10 +160,49 @@ def plot_error_polar_map(label, pred, path, title: str = "Direction error over t
     cb = fig.colorbar(mesh, ax=ax, extend="max" if shown.size and shown.max() > vmax else "neither", pad=0.1)
     cb.set_label(f"angular error, bin {statistic} [deg]")
     extra = f", {bins.n_nonfinite} non-finite skipped" if bins.n_nonfinite else ""
+    filled = bins.count[bins.count > 0]
     ax.set_title(f"{title}\nN = {s['n_samples']}, median {s['ang_err_median_deg']:.2f}°, "
-                 f"p95 {s['ang_err_p95_deg']:.2f}°{extra}", fontsize=10)
-    _save(fig, path)
+                 f"p95 {s['ang_err_p95_deg']:.2f}°{extra}\nbins {colat_step_deg:g}° × {360 / n_azimuth:g}°, "
+                 f"{filled.size} of {bins.count.size} filled, median {np.median(filled) if filled.size else 0:.0f} "
+                 "samples per bin", fontsize=9)
+    save_png(fig, path)
     return bins
+
+
+def _draw_bins(ax, bins: PolarErrorBins, vmax: float):
+    """The bins as annular sectors (each sector drawn as 5° slices, so coarse bins keep their arcs), their
+    outlines and, on small grids, each bin's sample count. Returns the mesh (for the colour bar)."""
+    a_edges = bins.azimuth_edges_rad
+    k = max(1, math.ceil(float(np.degrees(a_edges[1] - a_edges[0])) / 5.0))
+    fine = np.concatenate([np.linspace(a, b, k + 1)[:-1] for a, b in zip(a_edges[:-1], a_edges[1:])] + [a_edges[-1:]])
+    theta, r = np.meshgrid(fine, bins.colat_edges_deg)
+    mesh = ax.pcolormesh(theta, r, np.ma.masked_invalid(np.repeat(bins.value, k, axis=1)), cmap="viridis",
+                         vmin=0.0, vmax=vmax, shading="flat")
+    if bins.count.size <= 72:
+        circle = np.linspace(-math.pi, math.pi, 361)
+        for edge in bins.colat_edges_deg[1:]:
+            ax.plot(circle, np.full_like(circle, edge), color="white", linewidth=0.6)
+        for a in a_edges[:-1]:
+            ax.plot([a, a], [0.0, bins.colat_edges_deg[-1]], color="white", linewidth=0.6)
+        _annotate_counts(ax, bins)
+    return mesh
+
+
+def _annotate_counts(ax, bins: PolarErrorBins) -> None:
+    """Write each filled bin's sample count at its centre."""
+    r_mid = 0.5 * (bins.colat_edges_deg[1:] + bins.colat_edges_deg[:-1])
+    a_mid = 0.5 * (bins.azimuth_edges_rad[1:] + bins.azimuth_edges_rad[:-1])
+    for i, r in enumerate(r_mid):
+        for j, a in enumerate(a_mid):
+            if bins.count[i, j]:
+                ax.text(a, r, str(int(bins.count[i, j])), ha="center", va="center", fontsize=7, color="white",
+                        path_effects=[_outline()])
+
+
+def _outline():
+    from matplotlib import patheffects
+
+    return patheffects.withStroke(linewidth=1.2, foreground="black")
 
 
 def plot_error_histogram(err_deg, path, title: str = "Direction error distribution", n_bins: int = 60,
@@ -177,83 +237,8 @@ def plot_error_histogram(err_deg, path, title: str = "Direction error distributi
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper right", fontsize=8)
     ax.grid(True, alpha=0.3)
-    _save(fig, path)
+    save_png(fig, path)
     return s
-
-
-def read_metrics_csv(metrics_csv) -> dict[str, np.ndarray]:
-    """Columns of a Lightning CSVLogger ``metrics.csv`` as float arrays (R,), NaN where a row leaves a cell blank.
-
-    Raises DataError naming the file if it is missing, empty or holds a non-numeric value.
-    """
-    path = Path(metrics_csv)
-    if not path.is_file():
-        raise DataError(f"metrics file {path} does not exist")
-    with path.open(newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, None)
-        if not header:
-            raise DataError(f"metrics file {path} is empty (no header row)")
-        cols: dict[str, list[float]] = {h: [] for h in header}
-        for lineno, row in enumerate(reader, start=2):
-            if not row:
-                continue
-            for h, cell in zip(header, row + [""] * (len(header) - len(row))):
-                try:
-                    cols[h].append(float(cell) if cell.strip() else math.nan)
-                except ValueError:
-                    raise DataError(f"metrics file {path}, line {lineno}, column {h!r}: "
-                                    f"{cell!r} is not a number") from None
-    return {h: np.asarray(v, dtype=float) for h, v in cols.items()}
-
-
-def _group_key(column: str) -> str:
-    """'train/loss_step', 'val/loss' -> 'loss': the series of one quantity share a subplot."""
-    key = re.sub(r"^(train|val|valid|validation|test)[/_]", "", column)
-    return re.sub(r"_(step|epoch)$", "", key)
-
-
-def plot_training_curves(metrics_csv, path, x: str = "step",
-                         title: str = "Training curves") -> dict[str, list[str]]:
-    """Plot every metric column of a Lightning ``metrics.csv`` against ``x`` ('step' or 'epoch'), one subplot per
-    quantity (train and val of the same quantity together), saved as PNG. Falls back to the other x column,
-    then to the row index, if ``x`` is absent. Returns {subplot title: [columns]}.
-    """
-    cols = read_metrics_csv(metrics_csv)
-    index_cols = {"step", "epoch"}
-    metrics = [c for c in cols if c not in index_cols and np.isfinite(cols[c]).any()]
-    if not metrics:
-        raise DataError(f"metrics file {metrics_csv} has no metric columns with values "
-                        f"(columns: {', '.join(cols) or 'none'})")
-    x_name = next((c for c in (x, *sorted(index_cols - {x})) if c in cols and np.isfinite(cols[c]).any()), None)
-    xs = cols[x_name] if x_name else np.arange(len(cols[metrics[0]]), dtype=float)
-    groups: dict[str, list[str]] = {}
-    for c in metrics:
-        groups.setdefault(_group_key(c), []).append(c)
-
-    ncols = min(2, len(groups))
-    nrows = math.ceil(len(groups) / ncols)
-    fig = Figure(figsize=(5.2 * ncols, 3.4 * nrows), layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-    for ax, (key, members) in zip(axes, groups.items()):
-        positive = True
-        for c in members:
-            ok = np.isfinite(cols[c]) & np.isfinite(xs)
-            ax.plot(xs[ok], cols[c][ok], marker="." if ok.sum() < 50 else None, linewidth=1.2, label=c)
-            positive &= bool((cols[c][ok] > 0).all())
-        if "loss" in key and positive:
-            ax.set_yscale("log")
-        m = re.match(r"(.*)_(deg|rad)$", key)
-        ax.set_ylabel(f"{m[1]} [{m[2]}]" if m else key)
-        ax.set_xlabel(x_name or "row")
-        ax.set_title(key, fontsize=10)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-    for ax in axes[len(groups):]:
-        ax.set_visible(False)
-    fig.suptitle(f"{title} ({Path(metrics_csv).name})", fontsize=11)
-    _save(fig, path)
-    return groups
 
 
 def write_evaluation_figures(label, pred, out_dir, metrics_csv=None) -> dict[str, Path]:

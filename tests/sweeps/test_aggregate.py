@@ -72,3 +72,76 @@ def test_bad_inputs_name_the_directory_file_or_key(multirun, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "flexlearn.apps.aggregate", f"dir={tmp_path / 'nowhere'}"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert proc.returncode == 2 and "not a directory" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ----------------------------------------------------------------------- the default figure of an Optuna-like sweep
+@pytest.fixture
+def optuna_like(tmp_path) -> Path:
+    """12 jobs over lr (log-uniform), batch size and activation, each with its .hydra/config.yaml."""
+    import math
+    import random
+
+    rnd = random.Random(3)
+    root = tmp_path / "optuna"
+    for i in range(12):
+        lr = math.exp(rnd.uniform(math.log(3e-4), math.log(1e-2)))
+        act, bs = rnd.choice(["silu", "tanh", "gelu"]), rnd.choice([128, 256, 512])
+        err = 0.3 + abs(math.log10(lr / 3e-3)) + (0.1 if act == "tanh" else 0.0)
+        make_job(root, i, [f"task.lr={lr}", f"data.batch_size={bs}", f"model.activation={act}"],
+                 {"status": "ok", "epochs": 40, "world_size": 1, "val/ang_err_median_deg": err,
+                  "test/ang_err_median_deg": 1.1 * err})
+        (root / str(i) / ".hydra" / "config.yaml").write_text("optimized_metric: val/ang_err_median_deg\nseed: 7\n")
+    return root
+
+
+def test_default_figure_plots_the_optimised_metric_coloured_by_a_second_key(optuna_like):
+    import matplotlib.image
+
+    res = aggregate_multirun(optuna_like)
+    assert res["y"] == "val/ang_err_median_deg"  # not 'epochs', the first column in alphabetical order
+    assert res["x"] == "task.lr" and res["hue"] == "model.activation"  # a categorical second key as colour
+    img = matplotlib.image.imread(res["figure"])
+    assert img.shape[0] > 300 and img.shape[1] > 500
+
+
+def test_default_y_without_a_recorded_optimised_metric_skips_bookkeeping(optuna_like):
+    for cfg in optuna_like.glob("*/.hydra/config.yaml"):
+        cfg.unlink()
+    res = aggregate_multirun(optuna_like)
+    assert res["y"] == "test/ang_err_median_deg"  # the first result, not epochs/world_size
+
+
+def test_sweep_figure_axes(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from flexlearn.viz.sweep_figure import is_number, sweep_figure, wants_log
+
+    assert wants_log("task.lr", [1e-3, 2e-3]) and wants_log("optimizer.learning_rate", [0.1, 0.2])
+    assert wants_log("task.weight_decay", [1e-7, 1e-3]) and not wants_log("data.batch_size", [128, 1024])
+    assert not wants_log("task.lr", [0.0, 1e-3]) and not is_number(True) and not is_number(float("nan"))
+    jobs = [{"job": str(i), "task.lr": 10 ** (-4 + i / 3), "data.batch_size": 2 ** (7 + i % 3),
+             "val/loss": 1.0 / (i + 1)} for i in range(8)]
+    assert sweep_figure(jobs, "task.lr", "val/loss", "data.batch_size", tmp_path / "a.png", "t").exists()
+    assert sweep_figure(jobs, "data.batch_size", "val/loss", None, tmp_path / "b.png", "t").exists()
+    assert sweep_figure(jobs, "job", "val/loss", "task.lr", tmp_path / "c.png", "t", others=["x"]).exists()
+
+
+@pytest.mark.parametrize("jobs", [
+    [{"job": "0", "lr": 0.1, "m": 1.0}],                                       # one job
+    [{"job": str(i), "lr": 0.1, "m": 2.0} for i in range(3)],                  # nothing varies
+    [{"job": str(i), "lr": ["a", "b", "c"][i], "m": float(i)} for i in range(3)],  # categorical x, zero y
+    [{"job": str(i), "lr": 0.1 * (i + 1), "m": -1.0 * i} for i in range(3)],   # negative y: linear axis
+])
+def test_sweep_figure_of_degenerate_sweeps(tmp_path, jobs):
+    from flexlearn.viz.sweep_figure import sweep_figure
+
+    assert sweep_figure(jobs, "lr", "m", None, tmp_path / "f.png", "t").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_sweep_figure_without_numeric_metric_is_none(tmp_path):
+    from flexlearn.viz.sweep_figure import sweep_figure
+
+    jobs = [{"job": "0", "lr": 0.1, "m": float("nan")}, {"job": "1", "lr": 0.2, "m": "x"}]
+    assert sweep_figure(jobs, "lr", "m", None, tmp_path / "f.png", "t") is None
+    assert not (tmp_path / "f.png").exists()

@@ -12,8 +12,11 @@ import torch
 import yaml
 
 # Imported here, not inside a test: Lightning binds its log handler to the sys.stderr of import time,
-# which must not be one test's captured stream.
+# which must not be one test's captured stream (the apps themselves import Lightning only when a job runs).
+import lightning  # noqa: F401
+
 import flexlearn.apps.evaluate  # noqa: F401
+import flexlearn.jobs.train  # noqa: F401  (its warning filters are set at import, outside a test)
 import flexlearn.apps.pipeline  # noqa: F401
 import flexlearn.apps.train  # noqa: F401
 

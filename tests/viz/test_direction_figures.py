@@ -184,3 +184,69 @@ def test_write_evaluation_figures(tmp_path):
     with pytest.raises(DataError, match="does not exist"):
         write_evaluation_figures(label, pred, tmp_path / "figs3", metrics_csv=tmp_path / "missing.csv")
     assert not (tmp_path / "figs3").exists() or not any((tmp_path / "figs3").iterdir())
+
+
+# ------------------------------------------------------------------ figures a reader can read (and degenerate data)
+def test_training_curves_panels_log_axes_and_constant_quantities(tmp_path):
+    from flexlearn.viz.training_curves import epoch_axis, log_scaled, plan_panels
+
+    rows = ["epoch,step,train/loss,val/loss,val/ang_err_median_deg,val/ang_err_p95_deg,val/n_samples,"
+            "val/invalid_fraction"]
+    for e in range(40):
+        loss = 0.5 * 0.8 ** e
+        rows.append(f"{e},{9 * e + 8},{loss},{0.9 * loss},{12 * 0.85 ** e + 0.3},{20 * 0.85 ** e + 0.8},150,0")
+    path = tmp_path / "metrics.csv"
+    path.write_text("\n".join(rows) + "\n")
+    cols = read_metrics_csv(path)
+    groups, panels, flat = plan_panels(cols, [c for c in cols if c not in ("epoch", "step")])
+    assert list(panels) == ["loss", "angular error [deg]"]  # losses first, every error statistic in one panel
+    assert panels["angular error [deg]"] == ["val/ang_err_median_deg", "val/ang_err_p95_deg"]
+    assert sorted(flat) == ["invalid_fraction", "n_samples"]  # constant: a note, not a panel
+    assert set(groups) == {"loss", "ang_err_median_deg", "ang_err_p95_deg", "n_samples", "invalid_fraction"}
+    xs, label = epoch_axis(cols)
+    assert label == "epoch" and xs[0] == pytest.approx(1.0) and xs[-1] == pytest.approx(40.0)
+    assert log_scaled("loss", [cols["train/loss"]]) and log_scaled("angular error [deg]", [cols["val/ang_err_p95_deg"]])
+    assert not log_scaled("invalid_fraction", [cols["val/invalid_fraction"]])  # zeros: linear
+    plot_training_curves(path, tmp_path / "curves.png")
+    assert_png(tmp_path / "curves.png")
+
+
+@pytest.mark.parametrize("content", [
+    "epoch,step,val/loss\n0,9,0.5\n",                       # a single row
+    "epoch,step,val/n_samples,val/invalid_fraction\n0,9,150,0\n1,19,150,0\n",  # nothing varies
+    "epoch,step,val/loss,train/loss\n0,9,,0.3\n1,19,,0.2\n",  # a column without values
+    "step,val/loss\n0,-1\n1,2\n",                            # negative values: linear axis, no epoch column
+])
+def test_training_curves_of_degenerate_logs(tmp_path, content):
+    path = tmp_path / "metrics.csv"
+    path.write_text(content)
+    groups = plot_training_curves(path, tmp_path / "curves.png")
+    assert groups and "step" not in groups and "epoch" not in groups
+    assert_png(tmp_path / "curves.png")
+
+
+def test_polar_map_bins_adapt_to_the_number_of_samples(tmp_path):
+    from flexlearn.viz.direction_figures import adaptive_polar_bins
+
+    steps = [adaptive_polar_bins(n, 30.0) for n in (1, 20, 144, 600, 3000, 10**6)]
+    assert steps[-1] == (2.5, 24) and steps[-2] == (2.5, 24)  # plenty of samples: the finest grid
+    cells = [math.ceil(30.0 / s - 1e-9) * a for s, a in steps]
+    assert cells == sorted(cells) and cells[0] <= 4
+    for n, (s, a) in zip((20, 144, 600), steps[1:4]):
+        assert n / (math.ceil(30.0 / s - 1e-9) * a) >= 8 * 0.5  # about 8 samples per bin or more
+    label = _cap(144)
+    bins = plot_error_polar_map(label, _perturb(label, 1.0), tmp_path / "small.png")
+    assert bins.count.size <= 144 / 8 and (bins.count > 0).mean() > 0.7  # not a map of empty bins
+    assert_png(tmp_path / "small.png")
+    bins = plot_error_polar_map(label, _perturb(label, 1.0), tmp_path / "fixed.png", colat_step_deg=2.5, n_azimuth=24)
+    assert bins.value.shape == (12, 24)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7])
+def test_polar_map_of_very_few_samples(tmp_path, n):
+    label = _cap(n)
+    plot_error_polar_map(label, label, tmp_path / "few.png")  # zero error everywhere too
+    assert_png(tmp_path / "few.png")
+    one = np.tile(_direction(0.0, 0.0), (5, 1))  # all labels on the axis: colatitude 0
+    plot_error_polar_map(one, _perturb(one, 1.0), tmp_path / "axis.png")
+    assert_png(tmp_path / "axis.png")

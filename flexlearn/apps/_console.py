@@ -1,0 +1,138 @@
+"""What the training and evaluation apps print: the resolved config as a tree when a run starts (also saved
+as ``config_tree.txt`` in the run directory) and the test metrics as a table when it ends.
+
+The tree is drawn with rich when it is installed (colours on a terminal), as plain YAML otherwise. Multirun
+jobs print one line each instead (their overrides, then their result); ranks > 0 of a DDP run print nothing.
+"""
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from omegaconf import DictConfig, OmegaConf
+
+from flexlearn.atomic import atomic_path
+from flexlearn.config import is_rank_zero, job_label
+
+TREE_ORDER = ("data", "model", "task", "callbacks", "logger", "trainer", "paths")
+TREE_WIDTH = 110
+TEST_ROWS = (("test/ang_err_median_deg", "median error", "°"), ("test/ang_err_p95_deg", "p95 error", "°"),
+             ("test/ang_err_rms_deg", "RMS error", "°"), ("test/ang_err_mean_deg", "mean error", "°"),
+             ("test/invalid_fraction", "invalid fraction", "%"))
+
+
+def _sections(cfg: DictConfig) -> list[tuple[str, str]]:
+    """(name, YAML) per config group in `TREE_ORDER`, then the other groups, then the top-level values;
+    resolved where possible (a value that cannot be resolved yet is shown as written)."""
+    def yaml_of(node: Any) -> str:
+        try:
+            return OmegaConf.to_yaml(node, resolve=True)
+        except Exception:  # e.g. a mandatory value (???) not given: shown as written
+            return OmegaConf.to_yaml(node)
+
+    keys = [k for k in cfg.keys() if k != "hydra"]
+    groups = [k for k in TREE_ORDER if k in keys and isinstance(cfg[k], DictConfig)]
+    groups += [k for k in keys if k not in groups and isinstance(cfg.get(k), DictConfig)]
+    scalars = [k for k in keys if k not in groups]
+    out = [(str(k), yaml_of(cfg[k])) for k in groups]
+    if scalars:
+        out.append(("(top level)", yaml_of(OmegaConf.masked_copy(cfg, scalars))))
+    return out
+
+
+def config_tree(cfg: DictConfig, colour: bool = False) -> str:
+    """The resolved config as text: a rich tree when rich is installed (ANSI colours if ``colour``), else YAML
+    with one commented header per group."""
+    sections = _sections(cfg)
+    try:
+        from rich.console import Console
+        from rich.syntax import Syntax
+        from rich.tree import Tree
+    except ImportError:
+        return "".join(f"# {name}\n{text}" for name, text in sections)
+    tree = Tree("CONFIG", style="dim", guide_style="dim")
+    for name, text in sections:
+        tree.add(name, style="bold", guide_style="dim").add(Syntax(text.rstrip("\n"), "yaml", theme="ansi_dark"))
+    buf = io.StringIO()
+    Console(file=buf, width=TREE_WIDTH, force_terminal=colour, color_system="standard" if colour else None,
+            highlight=False).print(tree)
+    return buf.getvalue()
+
+
+def show_config(cfg: DictConfig, output_dir: Optional[str | Path]) -> None:
+    """Print the config tree (a multirun job: its overrides only) and save it as ``config_tree.txt``."""
+    if not is_rank_zero():
+        return
+    label = job_label()
+    if label:
+        from hydra.core.hydra_config import HydraConfig
+
+        overrides = " ".join(HydraConfig.get().overrides.task) or "(no overrides)"
+        print(f"[{label}] {overrides}", flush=True)
+    else:
+        colour = bool(getattr(sys.stdout, "isatty", lambda: False)())
+        print(config_tree(cfg, colour=colour), end="", flush=True)
+    if output_dir:
+        path = Path(output_dir) / "config_tree.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            tmp.write_text(config_tree(cfg), encoding="utf-8")
+
+
+def _value(metrics: Mapping[str, Any], key: str, unit: str) -> Optional[str]:
+    v = metrics.get(key)
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    return f"{100 * v:.2f} %" if unit == "%" else f"{v:.3f}{unit}"
+
+
+def metrics_table(metrics: Mapping[str, Any], optimized_metric: Optional[str] = None) -> str:
+    """The end-of-run summary: test metrics (median, p95, RMS, mean angular error, invalid fraction) and the
+    optimised metric; an identification (no test metrics) shows its optimised metric and relative errors."""
+    lines = []
+    rows = [(name, text) for key, name, unit in TEST_ROWS if (text := _value(metrics, key, unit)) is not None]
+    if rows:
+        n = metrics.get("test/n_samples")
+        lines.append(f"test metrics ({int(n)} samples)" if isinstance(n, (int, float)) else "test metrics")
+        lines += [f"  {name:<18s}{text:>10s}" for name, text in rows]
+    extra = [optimized_metric] if optimized_metric else []
+    extra += sorted(k for k in metrics if k.startswith("id/") and k.endswith("_rel_err"))
+    test_keys = {key for key, _, _ in TEST_ROWS}
+    shown = [(k, metrics[k]) for k in extra if isinstance(metrics.get(k), (int, float)) and k not in test_keys]
+    if shown:
+        lines.append("optimised metric (returned to sweepers)" if rows else "identification")
+        lines += [f"  {k:<30s}{v:>12.5g}" for k, v in shown]
+    return "\n".join(lines)
+
+
+def describe_files(paths: Any) -> str:
+    """'a.png, b.png in <dir>' for files of one directory, else the paths joined by ', '."""
+    paths = sorted(str(p) for p in (paths.values() if isinstance(paths, Mapping) else paths or []))
+    parents = {str(Path(p).parent) for p in paths}
+    if len(parents) == 1:
+        return ", ".join(Path(p).name for p in paths) + f" in {parents.pop()}"
+    return ", ".join(paths)
+
+
+def show_result(metrics: Mapping[str, Any], optimized_metric: Optional[str] = None, **listed: Any) -> None:
+    """Print the metrics table, then each of ``listed`` (name: value), then the run directory as the last line
+    (scripts read it); a multirun job prints one line."""
+    if not is_rank_zero():
+        return
+    out_dir = metrics.get("output_dir", "")
+    label = job_label()
+    if label:
+        parts = [f"{name} {text}" for key, name, unit in TEST_ROWS if (text := _value(metrics, key, unit))]
+        if optimized_metric and isinstance(metrics.get(optimized_metric), (int, float)):
+            parts.append(f"{optimized_metric} {metrics[optimized_metric]:.5g}")
+        print(f"[{label}] " + ", ".join(parts) + f" -> {out_dir}", flush=True)
+        return
+    table = metrics_table(metrics, optimized_metric)
+    print("\n" + table if table else "", flush=True)
+    for name, value in listed.items():
+        if value:
+            print(f"{name}: {value}")
+    print("run directory:")
+    print(out_dir, flush=True)

@@ -1,0 +1,19 @@
+"""Shared helpers of the figures: atomic PNG writes with matplotlib's Agg canvas (no pyplot, no global state)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from flexlearn.atomic import atomic_path
+
+
+def save_png(fig: Figure, path: str | os.PathLike, dpi: int = 120) -> Path:
+    """Write ``fig`` as PNG to ``path`` atomically (the temporary name ends in .tmp, so the format is explicit)."""
+    path = Path(path)
+    FigureCanvasAgg(fig)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=dpi)
+    return path
