@@ -11,7 +11,16 @@ Measures, on a TorchScript module (script → save → load, as deployed):
 * soak: ``--soak`` steps in blocks; medians of the first and last block and RSS before/after (flat = ratio ≈ 1,
   growth ≈ 0), nested under ``soak`` and flat as ``soak_latency_ratio_last_first``, ``soak_rss_growth_mb``, …;
 * ``binframe_parse_us_median`` — decoding one binary serial frame (`flexlearn.runtime.serial_frames`). The issue's full soak is 10⁶ steps (≈ 1 min); tests run a short one.
+* ``--formats`` (needs ``executorch``): ``formats`` — per-call latency of every exported module side by side,
+  TorchScript / torch.export ``.pt2`` / ExecuTorch ``.pte``, each loaded from its file as deployed (direction model
+  on one ΔB, arm-controller step, the bundle estimator driven as the runner drives it (`ProgramBundle`): attitude
+  sweep, magnetometer round, fused step, and a coil-pulse cycle of 20 rounds with its magnetic correction): µs per
+  call, median over ``--repeats`` blocks of ``--format-steps`` calls, ratios to TorchScript, and the max |Δ| of the
+  outputs against TorchScript on the same inputs; ``export_blockers`` — what stops `torch.export` on the
+  TorchScript modules (file:line, construct; `flexlearn.runtime.executorch_export.export_blockers`).
 Prints and writes one JSON object (atomically with ``--out``).
+
+    python scripts/bench_runtime.py --steps 2000 --formats --format-steps 500 --repeats 7 --out formats.json
 """
 from __future__ import annotations
 
@@ -27,6 +36,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from flexlearn.lie import matrix_to_quat, so3_exp  # noqa: E402
 from flexlearn.models.direction_mlp import DirectionMLP  # noqa: E402
@@ -145,6 +155,127 @@ def _parse_cost(n: int, q: torch.Tensor, m: torch.Tensor, frames: int = 2000) ->
     return 1e6 * statistics.median(reps)
 
 
+# ------------------------------------------------------------------------------ TorchScript / .pt2 / .pte
+def _side_by_side(calls: dict, steps: int, repeats: int) -> dict:
+    """µs per call (median over repeats) of each format's ``fn(k)``, ratios to TorchScript and max |Δ| of the
+    outputs (``out(k)`` → tensor) against TorchScript over ``steps`` calls on fresh instances."""
+    from _timing import time_per_call
+
+    res: dict = {}
+    for fmt, (fn, _) in calls.items():
+        res[f"{fmt}_us"] = time_per_call(fn, steps, repeats, warmup=min(200, steps))["wall_median"]
+    for fmt in calls:
+        if fmt != "torchscript":
+            res[f"ratio_{fmt}_torchscript"] = res[f"{fmt}_us"] / res["torchscript_us"]
+    outs = {fmt: [out(k) for k in range(steps)] for fmt, (_, out) in calls.items()}
+    for fmt in calls:
+        if fmt != "torchscript":
+            res[f"max_abs_diff_{fmt}"] = max(float((a - b).abs().max()) for a, b in zip(outs["torchscript"], outs[fmt]))
+    return res
+
+
+def _first(x):
+    return x[0] if isinstance(x, (list, tuple)) else x
+
+
+def run_formats(n: int = 9, steps: int = 500, repeats: int = 7) -> dict:
+    """The ``formats`` and ``export_blockers`` sections (module docstring); exports into a temporary folder."""
+    import math
+    import tempfile
+
+    from flexlearn.runtime import executorch_export as ee
+    from flexlearn.runtime.arm_controller import (ArmController, ArmControllerConfig, export_arm_controller,
+                                                  load_arm_controller)
+    from flexlearn.runtime.deploy import build_bundle, load_bundle
+    from flexlearn.runtime.export import export_torchscript, load_torchscript
+    from flexlearn.runtime.height_control import HeightPID
+
+    torch.set_num_threads(1)
+    f64 = torch.float64
+    torch.manual_seed(0)
+    model = DirectionMLP().eval()
+    q, m = _stream(n, max(steps, 64))
+    k_in = q.shape[0]
+    db = 3e-5 + 1e-5 * torch.randn(k_in, 1, 3, generator=torch.Generator().manual_seed(1))
+    cfg = ArmControllerConfig()
+    g = torch.Generator().manual_seed(0)
+    frames = torch.zeros(k_in, 5, 6, dtype=f64)
+    frames[:, :, 2] = 9.80665
+    frames += 0.02 * torch.randn(frames.shape, generator=g, dtype=f64)
+    res: dict = {"segments": n, "steps": steps, "repeats": repeats, "threads": torch.get_num_threads()}
+    with tempfile.TemporaryDirectory() as tmp, torch.inference_mode():
+        d = Path(tmp)
+        # direction model: ΔB (1, 3) → unit direction (the estimator's call)
+        ts, _ = load_torchscript(export_torchscript(model, d / "dir.pt", {}))
+        pt2_path, pte_path = ee.export_direction_model(model, d / "dir")
+        pt2, _ = ee.load_pt2(pt2_path)
+        pte = ee.load_pte(pte_path).method("forward")
+        res["direction_model"] = _side_by_side(
+            {"torchscript": (lambda k: ts(db[k % k_in]), lambda k: ts(db[k % k_in])),
+             "pt2": (lambda k: pt2(db[k % k_in]), lambda k: pt2(db[k % k_in])),
+             "pte": (lambda k: pte(db[k % k_in]), lambda k: pte(db[k % k_in])[0])}, steps, repeats)
+        # arm controller step (fresh instances for the parity pass: the state advances)
+        ts_path = export_arm_controller(ArmController.build(cfg), d / "arm.pt", cfg)
+        ee.export_arm_controller_graph(ArmController.build(cfg), cfg, d / "arm")
+
+        def arm(fmt: str):
+            if fmt == "torchscript":
+                c = load_arm_controller(ts_path)[0]
+                return lambda k: c(frames[k % k_in], 1e-3 * k)
+            c = ee.load_arm_controller_program(d / f"arm.{fmt}")[0]
+            return lambda k: c(frames[k % k_in], 1e-3 * k)
+
+        res["arm_controller"] = _side_by_side({f: (arm(f), (lambda s: lambda k: s(k)[0])(arm(f)))
+                                               for f in ("torchscript", "pt2", "pte")}, steps, repeats)
+        # bundle estimator, as the runner drives it: attitude sweep, magnetometer round (no coil), fused step, and
+        # a pulse cycle (10 coil-off rounds, 9 rounds of coil k mod N, the switch-off round with the magnetic
+        # correction, one attitude sweep), per call
+        from flexlearn.runtime.program_bundle import load_program_bundle
+
+        ee.export_bundle_programs(build_bundle(model, n), d / "bundle")
+
+        def est(fmt: str, what: str):
+            b = load_bundle(d / "bundle.pt")[0] if fmt == "torchscript" else \
+                load_program_bundle(d / f"bundle.{fmt}")[0]
+            b.set_reference(q[0])
+            clock = [0.0]
+
+            def fn(k: int):
+                if what == "pulse_cycle":
+                    for r in range(20):
+                        clock[0] += 0.003
+                        b.magnetometer(clock[0], m[(20 * k + r) % k_in], -1 if r < 10 or r == 19 else k % n)
+                elif what != "attitude":
+                    clock[0] += 0.003
+                    b.magnetometer(clock[0], m[k % k_in], -1)
+                if what == "magnetometer":
+                    return torch.zeros(())
+                clock[0] += 0.06
+                return b.attitude(clock[0], q[k % k_in])[0]
+            return fn
+
+        for what in ("attitude", "magnetometer", "fused_step", "pulse_cycle"):
+            calls = steps if what != "pulse_cycle" else max(steps // 20, 5)
+            res[f"estimator_{what}"] = _side_by_side(
+                {f: (est(f, what), est(f, what)) for f in ("torchscript", "pt2", "pte")}, calls, repeats)
+        # what stops torch.export on the TorchScript modules
+        from flexlearn.runtime.fusion import FusedEstimator
+
+        e = FusedEstimator(DirectionMLP(hidden=(8,)), n_segments=3)
+        t0 = torch.tensor(0.1, dtype=f64)
+        q3 = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=f64).repeat(4, 1)
+        res["export_blockers"] = {
+            "arm_controller": ee.export_blockers(ArmController.build(cfg), (frames[0], t0)),
+            "estimator_attitude": ee.export_blockers(ee.MethodOf(e, "attitude"), (t0, q3)),
+            "estimator_magnetometer": ee.export_blockers(ee.MethodOf(e, "magnetometer"),
+                                                         (t0, torch.full((3, 3), 1e-5, dtype=f64), torch.tensor(-1))),
+            "height_pid": ee.export_blockers(ee.MethodOf(HeightPID(), "step"),
+                                             (t0, torch.tensor(0.01, dtype=f64), torch.tensor(0.0, dtype=f64)))}
+    res["finite"] = all(math.isfinite(v) for sec in res.values() if isinstance(sec, dict) and "torchscript_us" in sec
+                        for v in sec.values())
+    return res
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--segments", type=int, default=9)
@@ -152,8 +283,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--soak", type=int, default=0, help="soak steps (issue: 1000000)")
     ap.add_argument("--block", type=int, default=50000)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--formats", action="store_true", help="TorchScript / .pt2 / .pte side by side (executorch)")
+    ap.add_argument("--format-steps", type=int, default=500, help="calls per repeat in --formats")
+    ap.add_argument("--repeats", type=int, default=7, help="repeats in --formats (medians over them)")
     a = ap.parse_args(argv)
     res = run(a.segments, a.steps, a.soak, a.block)
+    if a.formats:
+        res["formats"] = run_formats(a.segments, a.format_steps, a.repeats)
     text = json.dumps(res, indent=2)
     print(text)
     if a.out is not None:

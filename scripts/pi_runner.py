@@ -5,11 +5,17 @@ Imports only torch (+ pyserial for ``--serial``, + rclpy when ``--ros`` and it i
 
     python pi_runner.py bundle.pt --log frames.jsonl [--realtime] [--out poses.jsonl | --csv poses.csv]
     python pi_runner.py bundle.pt --serial /dev/ttyACM0 --baud 921600 [--format bin] [--control] [--ros]
+    python pi_runner.py bundle.pte --serial /dev/ttyACM0 ...     # the ExecuTorch program (needs executorch)
 
-Integrity: the bundle must have its manifest ``bundle.pt.manifest.json`` (SHA-256, written by the exporter) beside
-it; a missing or mismatching manifest refuses the file (one line on stderr, exit status 2). ``--trust-unverified``
-skips the check (explicit opt-out, warned on stderr). Copy ``flexlearn/runtime/manifest.py`` next to this script
-(and ``serial_frames.py`` for ``--format bin``); both are standard library only.
+Bundle formats, by suffix: ``.pt`` TorchScript (`torch.jit.load`); ``.pte`` ExecuTorch program of the estimator
+(needs ``executorch``), ``.pt2`` torch.export program set (needs flexlearn: the archive is inspected first); both
+load through ``flexlearn/runtime/program_bundle.py`` (copy it with ``height_control.py`` and ``time_base.py``: the
+tip-height PID runs beside the program). The three give the same outputs (to 1e-6 m, same flags; tested).
+
+Integrity: the bundle (any format) must have its manifest ``bundle.pt.manifest.json`` (SHA-256, written by the
+exporter) beside it; a missing or mismatching manifest refuses the file (one line on stderr, exit status 2).
+``--trust-unverified`` skips the check (explicit opt-out, warned on stderr). Copy ``flexlearn/runtime/manifest.py``
+next to this script (and ``serial_frames.py`` for ``--format bin``); both are standard library only.
 
 ``--format bin`` reads the binary protocol ``flexlearn-binframes/1`` (fixed little-endian frames with a sync word
 and CRC-32, documented in flexlearn/runtime/serial_frames.py).
@@ -151,11 +157,15 @@ def _runtime_module(name: str):
         import importlib.util
         from pathlib import Path
         here = Path(__file__).resolve().parent
+        key = f"flexlearn_runtime_{name}"      # registered: program_bundle.py finds the same module object
+        if key in sys.modules:
+            return sys.modules[key]
         for cand in (here / f"{name}.py", here.parent / "flexlearn" / "runtime" / f"{name}.py"):
             if cand.exists():
-                spec = importlib.util.spec_from_file_location(f"flexlearn_runtime_{name}", cand)
+                spec = importlib.util.spec_from_file_location(key, cand)
                 mod = importlib.util.module_from_spec(spec)
                 spec.loader.exec_module(mod)
+                sys.modules[key] = mod
                 return mod
         raise
 
@@ -418,24 +428,37 @@ class Outputs:
 def load_checked(bundle_path: str, trust_unverified: bool = False):
     """Verify the manifest (unless ``trust_unverified``), then load the bundle → (module, metadata, N).
 
+    ``.pte`` / ``.pt2`` bundles load through ``program_bundle.py`` (same methods as the TorchScript bundle).
     Raises the manifest module's ``UntrustedArtifactError`` or `RunnerError`, each naming the file and the reason.
     """
     if trust_unverified:
         print(f"pi_runner: WARNING: --trust-unverified: '{bundle_path}' is loaded without checking its manifest; "
               "a model file is code, load only files you trust", file=sys.stderr)
-    else:
+    if bundle_path.lower().endswith((".pte", ".pt2")):
         try:
-            manifest = _manifest_module()
+            programs = _runtime_module("program_bundle")
         except ImportError:
-            raise RunnerError(f"model file '{bundle_path}': cannot verify it: flexlearn is not installed and "
-                              "manifest.py is not next to pi_runner.py (copy flexlearn/runtime/manifest.py)") from None
-        manifest.verify_manifest(bundle_path)
-    extra = {"metadata.json": ""}
-    try:
-        bundle = torch.jit.load(bundle_path, map_location="cpu", _extra_files=extra)
-        meta = json.loads(extra["metadata.json"] or "{}")
-    except (OSError, RuntimeError, ValueError) as exc:
-        raise RunnerError(f"model file '{bundle_path}': cannot load ({_first_line(exc)})") from None
+            raise RunnerError(f"model file '{bundle_path}': program_bundle.py is not next to pi_runner.py (copy "
+                              "flexlearn/runtime/program_bundle.py, height_control.py and time_base.py)") from None
+        try:
+            bundle, meta = programs.load_program_bundle(bundle_path, trust_unverified=trust_unverified)
+        except programs.BundleLoadError as exc:
+            raise RunnerError(str(exc)) from None
+    else:
+        if not trust_unverified:
+            try:
+                manifest = _manifest_module()
+            except ImportError:
+                raise RunnerError(f"model file '{bundle_path}': cannot verify it: flexlearn is not installed and "
+                                  "manifest.py is not next to pi_runner.py (copy flexlearn/runtime/manifest.py)"
+                                  ) from None
+            manifest.verify_manifest(bundle_path)
+        extra = {"metadata.json": ""}
+        try:
+            bundle = torch.jit.load(bundle_path, map_location="cpu", _extra_files=extra)
+            meta = json.loads(extra["metadata.json"] or "{}")
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise RunnerError(f"model file '{bundle_path}': cannot load ({_first_line(exc)})") from None
     n = meta.get("n_segments", 9)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise RunnerError(f"model file '{bundle_path}': metadata n_segments = {n!r} is not a positive integer")
@@ -554,7 +577,7 @@ def _is_untrusted(exc: Exception) -> bool:
 
 def main(argv: Optional[list] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("bundle")
+    ap.add_argument("bundle", help="bundle file: .pt (TorchScript), .pte (ExecuTorch) or .pt2 (torch.export)")
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--log", help="recorded frames (JSON lines)")
     src.add_argument("--serial", help="serial device, e.g. /dev/ttyACM0 (needs pyserial)")

@@ -1,0 +1,186 @@
+"""Run an exported robot bundle — ExecuTorch ``.pte`` or torch.export ``.pt2`` program set — with the methods of the
+TorchScript bundle (`flexlearn.runtime.deploy.DeployBundle`): ``set_reference``, ``attitude``, ``magnetometer``,
+``control``, ``set_target``.
+
+The exported programs hold the fused shape estimator (`flexlearn.runtime.fusion_graph`, written by
+`flexlearn.runtime.executorch_export.bundle_artifacts`); the tip-height PID (`flexlearn.runtime.height_control`,
+Python floats only) runs here, built from the metadata's ``controller`` and ``controller_clock`` settings, on the
+height of the latest accepted attitude sweep (as ``DeployBundle.control`` does).
+
+Used by ``scripts/pi_runner.py``. Standard library + torch (+ ``executorch`` for a ``.pte``); without flexlearn
+installed it finds ``manifest.py``, ``height_control.py`` and ``time_base.py`` next to itself (copy the four files
+to the Pi beside the runner). A ``.pt2`` needs flexlearn: its archive is inspected before `torch.export` loads it.
+Every file's manifest is verified first unless ``trust_unverified=True``.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Any, Callable, Dict, Tuple
+
+import torch
+
+METHODS = ("set_reference", "attitude", "magnetometer", "correct")
+
+
+class BundleLoadError(ValueError):
+    """A program bundle that cannot be loaded or run here; the message names the file and the reason."""
+
+
+def _sibling(name: str) -> Any:
+    """`flexlearn.runtime.<name>` when flexlearn is installed, else ``<name>.py`` beside this file."""
+    try:
+        return importlib.import_module(f"flexlearn.runtime.{name}")
+    except ImportError:
+        key = f"flexlearn_runtime_{name}"          # the name pi_runner.py gives the same file: one module object
+        if key in sys.modules:
+            return sys.modules[key]
+        path = Path(__file__).resolve().parent / f"{name}.py"
+        if not path.is_file():
+            raise
+        spec = importlib.util.spec_from_file_location(key, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)  # type: ignore[union-attr]
+        sys.modules[key] = mod
+        return mod
+
+
+def height_pid_class() -> type:
+    """`HeightPID`; without flexlearn, ``height_control.py`` is loaded with its ``time_base`` import satisfied by
+    the ``time_base.py`` beside it (the module names are provided only while it loads)."""
+    try:
+        from flexlearn.runtime.height_control import HeightPID
+        return HeightPID
+    except ImportError:
+        pass
+    stubs = {"flexlearn": types.ModuleType("flexlearn"), "flexlearn.runtime": types.ModuleType("flexlearn.runtime"),
+             "flexlearn.runtime.time_base": _sibling("time_base")}
+    saved = {k: sys.modules.get(k) for k in stubs}
+    sys.modules.update(stubs)
+    try:
+        return _sibling("height_control").HeightPID
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+
+
+class ProgramBundle:
+    """`DeployBundle`'s methods over exported estimator methods (name → callable of tensors) and a `HeightPID`."""
+
+    def __init__(self, methods: Dict[str, Callable[..., Any]], meta: Dict[str, Any], keep: Any = None) -> None:
+        self.methods = methods
+        self.meta = meta
+        self._keep = keep                      # a .pte program: its methods point into it
+        try:
+            pid = height_pid_class()
+        except (ImportError, OSError) as exc:
+            raise BundleLoadError(f"the tip-height controller is needed beside a program bundle: copy "
+                                  f"flexlearn/runtime/height_control.py and time_base.py next to pi_runner.py ({exc})"
+                                  ) from None
+        try:
+            self.controller = pid(**meta.get("controller", {}), **meta.get("controller_clock", {}))
+        except (TypeError, ValueError) as exc:
+            raise BundleLoadError(f"bundle metadata 'controller': {exc}") from None
+        self.height = 0.0                      # [m] of the latest accepted attitude sweep (0 before the first)
+
+    def _call(self, name: str, *args: Any) -> list:
+        out = self.methods[name](*args)
+        return list(out) if isinstance(out, (list, tuple)) else [out]
+
+    def set_reference(self, quats: torch.Tensor) -> None:
+        """Robot hanging straight: q⁰ (N + 1, 4); resets the estimator's filter and the controller."""
+        self._call("set_reference", quats.to(torch.float64))
+        self.controller.reset()
+
+    def attitude(self, t: float, quats: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """t [s], quats (N + 1, 4) → (points (N + 1, 3) [m], h () [m], flags (N,) int64)."""
+        pts, h, flags = self._call("attitude", torch.tensor(t, dtype=torch.float64), quats.to(torch.float64))[:3]
+        self.height = float(h)
+        return pts, h, flags
+
+    def magnetometer(self, t: float, mags: torch.Tensor, coil: int) -> torch.Tensor:
+        """t [s], mags (N, 3) [T], firing coil (−1: none) → mask (N,) of corrections applied. The program's
+        round says whether a pulse ended; only then is its correction (the direction model and the heading
+        filter, ~10× a round) run."""
+        pending = self._call("magnetometer", torch.tensor(t, dtype=torch.float64), mags.to(torch.float64),
+                             torch.tensor(int(coil), dtype=torch.int64))[0]
+        if bool(pending):
+            return self._call("correct", pending)[0]
+        return torch.zeros(mags.shape[0], dtype=torch.bool)
+
+    def control(self, t: float, spool: float) -> Tuple[float, int]:
+        """Spool velocity [m/s] and status from the latest estimated height (`HeightPID.step`)."""
+        return self.controller.step(t, self.height, spool)
+
+    def set_target(self, target: float) -> None:
+        self.controller.set_target(target)
+
+
+def read_verified(path: str | Path, trust_unverified: bool = False) -> bytes:
+    """The bytes of ``path`` after its manifest check (the bytes read are the bytes hashed)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise BundleLoadError(f"model file '{path}': cannot read it ({exc.strerror or exc})") from None
+    if trust_unverified:
+        return data
+    manifest = _sibling("manifest")
+    record = manifest.verify_manifest(path)
+    if hashlib.sha256(data).hexdigest() != str(record.get("sha256", "")).lower():
+        raise manifest.UntrustedArtifactError(f"model file '{path}': changed while it was being loaded")
+    return data
+
+
+def load_pte_methods(data: bytes, path: str | Path) -> Tuple[Dict[str, Callable[..., Any]], Dict[str, Any], Any]:
+    """(methods, metadata, program) of verified ``.pte`` bytes (ExecuTorch, InternalConsistency verification)."""
+    try:
+        from executorch.runtime import Runtime, Verification
+    except ImportError:
+        raise BundleLoadError(f"model file '{path}': a .pte needs the ExecuTorch runtime (pip install executorch; "
+                              f"see requirements-pi.txt)") from None
+    try:
+        program = Runtime.get().load_program(data, verification=Verification.InternalConsistency)
+        meta = json.loads(program.load_method("metadata_json").execute([])[0])
+        methods = {name: _bind(program.load_method(name)) for name in METHODS}
+    except (RuntimeError, ValueError, KeyError, IndexError, TypeError) as exc:
+        raise BundleLoadError(f"model file '{path}': not a flexlearn ExecuTorch bundle ({exc})") from None
+    return methods, meta, program
+
+
+def _bind(method: Any) -> Callable[..., Any]:
+    return lambda *inputs: method.execute(list(inputs))
+
+
+def load_program_bundle(path: str | Path, *, trust_unverified: bool = False) -> Tuple[ProgramBundle, Dict[str, Any]]:
+    """A ``.pte`` or ``.pt2`` bundle as a `ProgramBundle` and its metadata (manifest verified unless opted out)."""
+    path = Path(path)
+    if path.suffix == ".pte":
+        methods, meta, program = load_pte_methods(read_verified(path, trust_unverified), path)
+    elif path.suffix == ".pt2":
+        try:
+            from flexlearn.runtime.executorch_export import load_bundle_program
+        except ImportError:
+            raise BundleLoadError(f"model file '{path}': a .pt2 bundle needs flexlearn installed (its archive is "
+                                  f"inspected before loading); on the Pi use the .pte or .pt bundle") from None
+        try:
+            methods, meta = load_bundle_program(path, trust_unverified=trust_unverified)
+        except Exception as exc:  # a refused file stays a refusal; anything else is named as unloadable
+            if isinstance(exc, _sibling("manifest").UntrustedArtifactError):
+                raise
+            raise BundleLoadError(f"model file '{path}': cannot load it ({str(exc).splitlines()[0][:200]})"
+                                  ) from None
+        program = None
+    else:
+        raise BundleLoadError(f"model file '{path}': expected a .pte or .pt2 bundle")
+    if meta.get("kind") != "flexlearn-seed002-bundle" or sorted(meta.get("methods", {})) != sorted(METHODS):
+        raise BundleLoadError(f"model file '{path}': metadata kind {meta.get('kind')!r} with methods "
+                              f"{sorted(meta.get('methods', {}))}, expected a flexlearn-seed002-bundle program")
+    return ProgramBundle(methods, meta, program), meta
