@@ -5,7 +5,7 @@
                                                [--hold 1800] [--long 300] [--long-trials 2] [--align-init 0]
                                                [--out-dir results/seed002]
 
-Scenarios `2d_curl`, `2d_obstacle`, `3d_curl`, `3d_hand` (flexlearn.tasks.shape_scenarios), each over ``--trials``
+Scenarios `2d_curl`, `2d_obstacle`, `3d_curl`, `3d_hand` (flexlearn.sim.shape_scenarios), each over ``--trials``
 seeds from ``--first-trial`` (trial k: motion seed k, robot seed 100 k + scenario index; e.g. ``--first-trial 5``
 for trials held out from any setting chosen on trials 0–4; the ``--long`` trials start there too); methods fusion
 (heading and drift-rate filter, the default), fusion_heading_walk, fusion_rotation (the seed's 3-D bias), mag_only,
@@ -34,7 +34,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from flexlearn.atomic import atomic_path  # noqa: E402
-from flexlearn.tasks import shape_scenarios as rs  # noqa: E402
+from flexlearn.runtime import shape_replay as rs  # noqa: E402
+from flexlearn.sim import shape_scenarios as scenarios  # noqa: E402
 from flexlearn.sim.robot import RobotConfig, simulate_robot  # noqa: E402
 
 SEED_TABLE = {  # seed 002, Table I: backbone / tip RMSE [mm] (mean ± std over trials)
@@ -58,7 +59,7 @@ def drift_runs(model: torch.nn.Module, cycles: int, hold: float, seed: int) -> d
     out: dict = {}
     if cycles > 0:
         period = 10.0
-        rec = simulate_robot(rs.scenario("cyclic", period=period, seed=seed), cycles * period + 0.5,
+        rec = simulate_robot(scenarios.scenario("cyclic", period=period, seed=seed), cycles * period + 0.5,
                              RobotConfig(seed=seed))
         ends = np.searchsorted(rec.att_t, period * np.arange(cycles + 1)[1:] - 1e-9)   # released phase
         mids = np.searchsorted(rec.att_t, period * (np.arange(cycles) + 0.5))          # pulled phase
@@ -75,7 +76,7 @@ def drift_runs(model: torch.nn.Module, cycles: int, hold: float, seed: int) -> d
                       "tip_error_last_cycle_mm": float(1e3 * err[(ends[-2] if cycles > 1 else 0): ends[-1]].mean())}
         out["cyclic"] = {"cycles": cycles, "period_s": period, **res}
     if hold > 0:
-        rec = simulate_robot(rs.scenario("static_hold", seed=seed), hold, RobotConfig(seed=seed))
+        rec = simulate_robot(scenarios.scenario("static_hold", seed=seed), hold, RobotConfig(seed=seed))
         start = np.searchsorted(rec.att_t, 8.0)
         res = {}
         for m in rs.ESTIMATOR_METHODS:
@@ -94,15 +95,15 @@ def scenario_table(model: torch.nn.Module, duration: float, trials: int, align_w
     quat_only per trial); and the first trial's (recording, results) per scenario for the figure."""
     table: dict = {}
     examples: dict = {}
-    for sc in rs.SCENARIOS:
+    for sc in scenarios.SCENARIOS:
         runs: dict = {m: [] for m in rs.METHODS}
         for trial in range(first_trial, first_trial + trials):
-            hw = 100 * trial + rs.SCENARIOS.index(sc)
-            rec = simulate_robot(rs.scenario(sc, period=min(20.0, duration), seed=trial), duration,
+            hw = 100 * trial + scenarios.SCENARIOS.index(sc)
+            rec = simulate_robot(scenarios.scenario(sc, period=min(20.0, duration), seed=trial), duration,
                                  RobotConfig(seed=hw))
             align = None
             if align_init > 0:                      # same robot (hardware draws), separate bending recording
-                init = simulate_robot(rs.scenario("3d_curl", period=15.0, seed=trial + 50), align_init,
+                init = simulate_robot(scenarios.scenario("3d_curl", period=15.0, seed=trial + 50), align_init,
                                       RobotConfig(seed=hw + 5000, hardware_seed=hw))
                 align = rs.alignment_from_window(init, model, rs.soft_iron(init), align_init)
             res = rs.run_methods(rec, model, align_window=align_window, alignment=align)
@@ -117,7 +118,7 @@ def scenario_table(model: torch.nn.Module, duration: float, trials: int, align_w
         table[sc]["fusion_wins_over_quat_only"] = {
             "backbone": int(sum(f[0] < q[0] for f, q in zip(runs["fusion"], runs["quat_only"]))),
             "tip": int(sum(f[1] < q[1] for f, q in zip(runs["fusion"], runs["quat_only"]))), "trials": trials}
-    table["average"] = {m: {k: float(np.mean([table[s][m][k] for s in rs.SCENARIOS]))
+    table["average"] = {m: {k: float(np.mean([table[s][m][k] for s in scenarios.SCENARIOS]))
                             for k in ("backbone_rmse_mm", "tip_rmse_mm")} for m in rs.METHODS}
     return table, examples
 
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     for title, tab in ((f"{a.duration:g} s x {a.trials}", table), (f"{a.long:g} s x {a.long_trials}", long)):
         if tab:
             print(f"backbone/tip RMSE [mm], {title} trials")
-        for sc in (*rs.SCENARIOS, "average") if tab else ():
+        for sc in (*scenarios.SCENARIOS, "average") if tab else ():
             print(f"{sc:12s} " + "  ".join(f"{m}={tab[sc][m]['backbone_rmse_mm']:.2f}/{tab[sc][m]['tip_rmse_mm']:.2f}"
                                            for m in rs.METHODS))
     print(json.dumps(out["drift"], indent=1))

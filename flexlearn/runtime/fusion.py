@@ -102,7 +102,7 @@ class FusedEstimator(nn.Module):
         clock_jump [s], clock_confirm: the outlier-time and clock-restart rule of `flexlearn.runtime.time_base`
             (outliers are dropped, TIME_ORDER; a resync keeps the state and flags CLOCK_RESYNC).
     Defaults σ_m = 0.07 rad ("rotation", "heading_walk"), p0 = 3e-4 rad², γ = 0.02 and the "rotation"
-    σ_b = 3e-3 rad/√s were tuned on the simulator (`flexlearn.tasks.shape_scenarios`); the "heading" model takes κ
+    σ_b = 3e-3 rad/√s were tuned on the simulator (`flexlearn.sim.shape_scenarios`); the "heading" model takes κ
     from the seed's drift figure, σ_δ from a 1° mounting tolerance, σ_b = 3e-4 (not swept) and σ_m = 0.03 rad
     (the white part: IMU noise, direction-model and timing errors; chosen between 0.03 and 0.07 on trials 0–4).
 

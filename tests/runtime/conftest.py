@@ -6,7 +6,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def direction_model():
-    from flexlearn.tasks.shape_scenarios import fit_direction_model
+    from flexlearn.runtime.shape_replay import fit_direction_model
 
     return fit_direction_model(n=3000, steps=500, hidden=(48, 48))
 
@@ -14,6 +14,6 @@ def direction_model():
 @pytest.fixture(scope="session")
 def curl_recording():
     from flexlearn.sim.robot import simulate_robot
-    from flexlearn.tasks.shape_scenarios import scenario
+    from flexlearn.sim.shape_scenarios import scenario
 
     return simulate_robot(scenario("3d_curl", period=12.0), 15.0)

@@ -12,7 +12,9 @@ import torch
 from flexlearn.runtime.deploy import build_bundle, export_bundle, load_bundle
 from flexlearn.runtime.manifest import manifest_path, manifest_record
 from flexlearn.sensing.magcal import fit_ellipsoid
-from flexlearn.tasks import shape_scenarios as rs
+from flexlearn.runtime import shape_replay as rs
+from flexlearn.sim import shape_scenarios as scenarios
+from flexlearn.runtime import frame_writers as frames
 from flexlearn.sim.robot import simulate_robot
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
@@ -27,7 +29,7 @@ def _load_script(name):
 
 @pytest.fixture(scope="module")
 def short_rec():
-    return simulate_robot(rs.scenario("2d_curl", period=6.0), 6.0)
+    return simulate_robot(scenarios.scenario("2d_curl", period=6.0), 6.0)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +70,7 @@ def test_bundle_schema_mismatch(tmp_path, bundle_file):
 def test_pi_runner_replays_log(tmp_path, bundle_file, short_rec):
     path, _ = bundle_file
     log = tmp_path / "frames.jsonl"
-    rs.write_frames_jsonl(short_rec, log)
+    frames.write_frames_jsonl(short_rec, log)
     lines = log.read_text().splitlines()
     lines.insert(5, "not json")
     bad = json.loads(lines[10])

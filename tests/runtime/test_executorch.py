@@ -157,7 +157,7 @@ def compare_estimator(ref, got):
 
 @pytest.fixture(scope="module")
 def est_kw(curl_recording):
-    from flexlearn.tasks.shape_scenarios import soft_iron
+    from flexlearn.runtime.shape_replay import soft_iron
 
     return dict(soft_iron=soft_iron(curl_recording), full_scale=curl_recording.meta["full_scale"], fix_timeout=2.0)
 
@@ -345,7 +345,7 @@ def test_bundle_programs_match_the_estimator(bundle_files, est_reference, suffix
 def test_pi_runner_gives_the_torchscript_outputs_for_every_format(bundle_files, curl_recording, tmp_path, suffix):
     """The runner on the program bundle and on the TorchScript bundle written with it: same records (points, h,
     flags, spool command and status) for a log with bad lines and null readings, control on."""
-    from flexlearn.tasks.shape_scenarios import write_frames_jsonl
+    from flexlearn.runtime.frame_writers import write_frames_jsonl
 
     log = tmp_path / "frames.jsonl"
     write_frames_jsonl(curl_recording, log)
@@ -405,7 +405,7 @@ def test_artefacts_run_under_an_aarch64_emulator(request, curl_recording, tmp_pa
         pytest.skip("no aarch64 Python with torch 2.13 + executorch 1.5: set FLEXLEARN_AARCH64_PYTHON (an arm64 "
                     "root filesystem with requirements-pi.txt installed; see docs/raspberry_pi.md)")
     bundle_files = request.getfixturevalue("bundle_files")
-    from flexlearn.tasks.shape_scenarios import write_frames_jsonl
+    from flexlearn.runtime.frame_writers import write_frames_jsonl
 
     work = tmp_path / "pi"
     work.mkdir()

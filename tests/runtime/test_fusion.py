@@ -12,7 +12,9 @@ from flexlearn.lie import matrix_to_quat, quat_multiply, rotation_between, so3_e
 from flexlearn.runtime.fusion import FusedEstimator
 from flexlearn.runtime.fusion_flags import (BAD_MAG, BAD_QUAT, MAG_REJECTED, NO_FIX, NO_REFERENCE, REPEATED_MAG,
                                             STALE_QUAT, TIME_ORDER, decode_flags)
-from flexlearn.tasks import shape_scenarios as rs
+from flexlearn.runtime import shape_replay as rs
+from flexlearn.sim import robot
+from flexlearn.sim import shape_scenarios as scenarios
 
 F64 = torch.float64
 ID = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=F64)
@@ -52,7 +54,7 @@ def test_straight_and_scripted_equal_eager(direction_model, curl_recording):
 
 def test_sign_convention(direction_model):
     """M = I − 2eeᵀ maps f (parent axis in the child frame) to +u; the seed's 2eeᵀ − I would give −u."""
-    db, label = rs.rig_pairs(20, math.radians(25.0), seed=3)
+    db, label = robot.rig_pairs(20, math.radians(25.0), seed=3)
     u_true = label * np.array([1.0, 1.0, -1.0])               # u = (I − 2eeᵀ) label for a no-twist joint
     est = _est(direction_model, n=1, mode="mag_only")
     for k in range(20):
@@ -168,7 +170,7 @@ def _pulse(est, t0, coil, base, on, n_on=6, repeat_on=False, dt=0.003):
 
 
 def test_repeated_conversions_are_not_fresh(direction_model):
-    db, _ = rs.rig_pairs(1, math.radians(15.0), seed=1)
+    db, _ = robot.rig_pairs(1, math.radians(15.0), seed=1)
     base = torch.full((9, 3), 2e-5, dtype=F64)
     on = base[2] + torch.from_numpy(db[0])
     est = _est(direction_model)
@@ -184,7 +186,7 @@ def test_repeated_conversions_are_not_fresh(direction_model):
 
 
 def test_saturated_and_nonfinite_readings(direction_model):
-    db, _ = rs.rig_pairs(1, math.radians(15.0), seed=2)
+    db, _ = robot.rig_pairs(1, math.radians(15.0), seed=2)
     base = torch.full((9, 3), 2e-5, dtype=F64)
     on = base[0] + torch.from_numpy(db[0])
     est = _est(direction_model)
@@ -227,7 +229,7 @@ def test_fusion_corrects_heading_drift(direction_model, bias_model):
     model's default expects drift only while the robot moves (κ = 0.65 % of travel)."""
     from flexlearn.sim.robot import simulate_robot
 
-    rec = simulate_robot(rs.scenario("static_hold", seed=2), 45.0)
+    rec = simulate_robot(scenarios.scenario("static_hold", seed=2), 45.0)
     sign = np.where(np.arange(10) % 2 == 0, 1.0, -1.0)
     psi = np.radians(0.6) * np.clip(rec.att_t - 6.0, 0.0, None)[:, None] * sign          # (K, N+1)
     half = np.stack([np.cos(psi / 2), 0 * psi, 0 * psi, np.sin(psi / 2)], -1)             # Rz(ψ) as quaternions
@@ -247,7 +249,7 @@ def test_alignment_window_reduces_error_with_mount_misalignment(direction_model)
     """Receiver alignment A_i fitted on the first 45 s (seed 002, III-B3) helps when mounts are off by 4°."""
     from flexlearn.sim.robot import RobotBlock, RobotConfig, simulate_robot
 
-    rec = simulate_robot(rs.scenario("3d_hand", seed=0), 90.0,
+    rec = simulate_robot(scenarios.scenario("3d_hand", seed=0), 90.0,
                          RobotConfig(seed=3, robot=RobotBlock(mount_misalignment=math.radians(4.0))))
     plain = rs.errors(rs.replay(rec, rs.build_estimator(rec, direction_model)), rec)
     aligned = rs.errors(rs.replay(rec, rs.build_estimator(rec, direction_model, align_window=45.0)), rec)

@@ -9,7 +9,7 @@ import torch
 from flexlearn.models.direction_mlp import DirectionMLP
 from flexlearn.runtime.fusion import FusedEstimator
 from flexlearn.runtime.height_control import ACTIVE, HOLD, REJECTED, SETTLING, HeightPID
-from flexlearn.tasks.shape_scenarios import closed_loop_height
+from flexlearn.sim.shape_scenarios import closed_loop_height
 
 
 def _script(m):

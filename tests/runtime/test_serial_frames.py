@@ -17,7 +17,8 @@ from flexlearn.runtime.deploy import build_bundle, export_bundle
 from flexlearn.runtime.manifest import manifest_path, manifest_record
 from flexlearn.sensing.magcal import fit_ellipsoid
 from flexlearn.sim.robot import simulate_robot
-from flexlearn.tasks import shape_scenarios as rs
+from flexlearn.sim import shape_scenarios as scenarios
+from flexlearn.runtime import frame_writers as frames
 
 ROOT = Path(__file__).resolve().parents[2]
 Q = [[1.0, 0.0, 0.0, 0.0], [0.5, 0.5, -0.5, 0.5], [0.0, 0.0, 0.0, 1.0]]
@@ -91,14 +92,14 @@ def test_serial_frames_is_stdlib_only():
 
 
 def test_pi_runner_binary_log_matches_json_lines(tmp_path, direction_model):
-    rec = simulate_robot(rs.scenario("2d_curl", period=5.0), 5.0)
+    rec = simulate_robot(scenarios.scenario("2d_curl", period=5.0), 5.0)
     w = torch.stack([fit_ellipsoid(rec.cal[j])[0] for j in range(9)])
     bundle = tmp_path / "bundle.pt"
     export_bundle(build_bundle(direction_model, 9, soft_iron=w, estimator={"full_scale": rec.meta["full_scale"]}),
                   bundle)
     manifest_path(bundle).write_text(json.dumps(manifest_record(bundle, "torchscript")))  # pi_runner verifies it
-    rs.write_frames_jsonl(rec, tmp_path / "f.jsonl")
-    rs.write_frames_binary(rec, tmp_path / "f.bin")
+    frames.write_frames_jsonl(rec, tmp_path / "f.jsonl")
+    frames.write_frames_binary(rec, tmp_path / "f.bin")
     raw = bytearray((tmp_path / "f.bin").read_bytes())
     raw[:0] = b"noise\xa5\x5a"                                   # junk before the first frame
     (tmp_path / "f.bin").write_bytes(bytes(raw))

@@ -9,7 +9,7 @@ import torch
 
 from flexlearn.lie import quat_to_matrix
 from flexlearn.sim.robot import (RobotConfig, TendonRobot, forward_kinematics, rig_pairs, simulate_robot)
-from flexlearn.tasks.shape_scenarios import SCENARIOS, scenario
+from flexlearn.sim.shape_scenarios import SCENARIOS, scenario
 
 E = np.array([0.0, 0.0, -1.0])
 

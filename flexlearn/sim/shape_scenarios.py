@@ -1,0 +1,164 @@
+"""The seed's evaluation scenarios (seed 002, IV-B, IV-C2, IV-D) and the closed-loop tip-height simulation.
+
+Scenarios (joint motions for `flexlearn.sim.robot.simulate_robot`, all starting straight; N joints, angles rad):
+* ``2d_curl`` — one tendon, planar: β_k = θ_max w_k s(t) x̂, s = ½(1 − cos 2πt/T), distal joints bend more.
+* ``2d_obstacle`` — the same against an obstacle: past contact the distal joints are pushed back and compressed
+  (length scale down to 1 − ``compression``), breaking the fixed-length assumption.
+* ``3d_curl`` — spatial curl, bends up to 40° (beyond the 25–30° training cap), bending planes twisting along the
+  robot and over time.
+* ``3d_hand`` — manual manipulation: smooth random bends per joint (sums of sines) with axial twist.
+* ``cyclic`` — pull–release cycles of period 10 s (seed IV-D1); ``static_hold`` — ramp to a curl, then hold.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Optional
+
+import numpy as np
+import torch
+
+from flexlearn.sim.numpy_lie import exp_so3, quat_of
+
+SCENARIOS = ("2d_curl", "2d_obstacle", "3d_curl", "3d_hand")
+
+
+def _ramp(t: np.ndarray, n: int, lo: float, hi: float) -> np.ndarray:
+    return lo + (hi - lo) * np.arange(n) / max(n - 1, 1) + 0.0 * t[:, None]
+
+
+def scenario(name: str, n: int = 9, period: float = 20.0, seed: int = 0, theta_max: Optional[float] = None,
+             compression: float = 0.10) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Joint motion t ↦ (β (T, N, 3), τ (T, N), s (T, N)) of a named scenario (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    x = np.array([1.0, 0.0, 0.0])
+
+    def planar(t: np.ndarray, th: float) -> np.ndarray:
+        s = 0.5 * (1.0 - np.cos(2 * math.pi * t / period))
+        return (th * _ramp(t, n, 0.6, 1.0) * s[:, None])[..., None] * x
+
+    def flat(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return np.zeros((t.size, n)), np.ones((t.size, n))
+
+    if name in ("2d_curl", "cyclic"):
+        th = math.radians(25.0 if theta_max is None else theta_max)
+        return lambda t: (planar(t, th), *flat(t))
+    if name == "2d_obstacle":
+        th = math.radians(25.0 if theta_max is None else theta_max)
+
+        def obstacle(t: np.ndarray):
+            s = 0.5 * (1.0 - np.cos(2 * math.pi * t / period))
+            contact = np.clip((s - 0.4) / 0.6, 0.0, 1.0)[:, None]
+            distal = (np.arange(n) >= n // 2).astype(float)
+            w = _ramp(t, n, 0.6, 1.0) * s[:, None] * (1.0 - 0.6 * contact * distal)
+            w = w + 0.35 * contact * (1.0 - distal)                  # the proximal joints take up the push
+            return (th * w)[..., None] * x, np.zeros((t.size, n)), 1.0 - compression * contact * distal
+        return obstacle
+    if name == "3d_curl":
+        th = math.radians(40.0 if theta_max is None else theta_max)
+        phi0 = rng.uniform(-math.pi, math.pi)
+
+        def curl3(t: np.ndarray):
+            s = 0.5 * (1.0 - np.cos(2 * math.pi * t / period))
+            phi = phi0 + 0.15 * np.arange(n)[None] * (1.0 + 0.5 * np.sin(2 * math.pi * t / (1.7 * period)))[:, None]
+            ang = th * _ramp(t, n, 0.5, 1.0) * s[:, None]
+            axis = np.stack([np.cos(phi), np.sin(phi), np.zeros_like(phi)], -1)
+            return ang[..., None] * axis, *flat(t)
+        return curl3
+    if name == "3d_hand":
+        th = math.radians(22.0 if theta_max is None else theta_max)
+        f = rng.uniform(0.03, 0.15, (3, n, 2))
+        ph = rng.uniform(-math.pi, math.pi, (3, n, 2))
+        amp = rng.uniform(0.5, 1.0, (3, n, 2))
+
+        def hand(t: np.ndarray):
+            r = np.clip(t / 3.0, 0.0, 1.0)
+            r = r * r * (3 - 2 * r)
+            w = (amp[None] * np.sin(2 * math.pi * f[None] * t[:, None, None, None] + ph[None])).sum(-1) / 2.0
+            w = w - (amp[None] * np.sin(ph[None])).sum(-1) / 2.0      # starts straight
+            bend = th * r[:, None, None] * np.stack([w[:, 0], w[:, 1], np.zeros_like(w[:, 0])], -1)
+            twist = math.radians(8.0) * r[:, None] * w[:, 2]
+            return bend, twist, np.ones((t.size, n))
+        return hand
+    if name == "static_hold":
+        th = math.radians(20.0 if theta_max is None else theta_max)
+
+        def hold(t: np.ndarray):
+            r = np.clip(t / 5.0, 0.0, 1.0)
+            r = r * r * (3 - 2 * r)
+            return (th * _ramp(t, n, 0.6, 1.0) * r[:, None])[..., None] * x, *flat(t)
+        return hold
+    raise ValueError(f"scenario = {name!r}: expected one of {SCENARIOS + ('cyclic', 'static_hold')}")
+
+
+def closed_loop_height(controller: Any, estimator: Any, duration: float = 40.0, rate: float = 18.6,
+                       t_load: float = 24.0, load: float = 0.5, target: float = 0.040, seed: int = 0,
+                       quat_noise: float = math.radians(0.2)) -> dict[str, Any]:
+    """Height hold (seed 002, III-C / V-B2) against `TendonRobot`: estimator attitude → h → PID → spool velocity.
+
+    Quaternions are simulated from the true module rotations with an arbitrary heading per module, 0.65 %-of-travel
+    heading drift and noise (height does not depend on heading). Returns the log and the step metrics: rise time
+    (from the end of settling to first reaching the target), overshoot [%], settling time to ±2 mm (staying until
+    the load), recovery time (from the post-load minimum back into ±2 mm, staying) [s], held mean/std.
+    """
+    from flexlearn.sim.robot import TendonRobot
+
+    rng = np.random.default_rng(seed)
+    robot = TendonRobot()
+    n = robot.cfg.n_segments
+    psi = rng.uniform(-math.pi, math.pi, n + 1)
+    drift = 0.0065 * rng.choice([-1.0, 1.0], n + 1)
+    heading = exp_so3(psi[:, None] * np.array([0.0, 0.0, 1.0]))
+    travel = np.zeros(n + 1)
+    prev_phi = np.zeros(n + 1)
+    controller.reset()
+    controller.set_target(target)
+    dt = 1.0 / rate
+    log = {k: [] for k in ("t", "h_true", "h_est", "v", "spool", "status")}
+    v = 0.0
+    for k in range(int(duration * rate)):
+        t = k * dt
+        robot.tip_load = load if t >= t_load else 0.0
+        rot = robot.rotations()
+        phi = np.concatenate([[0.0], np.cumsum(robot.theta)])
+        travel += np.abs(phi - prev_phi)
+        prev_phi = phi
+        hd = exp_so3((drift * travel)[:, None] * np.array([0.0, 0.0, 1.0]))
+        noise = exp_so3(rng.normal(0.0, quat_noise, (n + 1, 3)))
+        q = torch.from_numpy(quat_of(hd @ heading @ rot @ noise))
+        if k == 0:
+            estimator.set_reference(q)
+        _, h, _ = estimator.attitude(t, q)
+        v, status = controller.step(t, float(h), robot.spool)
+        for key, val in (("t", t), ("h_true", robot.height()), ("h_est", float(h)), ("v", v),
+                         ("spool", robot.spool), ("status", status)):
+            log[key].append(val)
+        robot.advance(dt, v)
+    arr = {k: np.asarray(x) for k, x in log.items()}
+    return {"log": arr, **height_metrics(arr, target, settle=float(controller.settle), t_load=t_load)}
+
+
+def height_metrics(log: dict[str, np.ndarray], target: float, settle: float, t_load: float,
+                   band: float = 0.002) -> dict[str, float]:
+    """Rise, overshoot, settling, recovery of the *estimated* height (as the seed reports) and true-height errors."""
+    t, h = log["t"], log["h_est"]
+    pre = (t >= settle) & (t < t_load)
+    out: dict[str, float] = {}
+    reach = np.flatnonzero(pre & (h >= target))
+    out["rise_time_s"] = float(t[reach[0]] - settle) if reach.size else float("nan")
+    out["overshoot_pct"] = float(100.0 * (h[pre].max() - target) / target) if pre.any() else float("nan")
+    outside = np.flatnonzero(pre & (np.abs(h - target) > band))
+    out["settling_time_s"] = float(t[outside[-1] + 1] - settle) if outside.size and outside[-1] + 1 < t.size \
+        else float("nan")
+    post = t >= t_load
+    if post.any():
+        i_min = np.flatnonzero(post)[np.argmin(h[post])]
+        out["load_drop_mm"] = float(1e3 * (target - h[i_min]))
+        after = np.arange(i_min, t.size)
+        bad = after[np.abs(h[after] - target) > band]
+        out["recovery_time_s"] = float(t[bad[-1] + 1] - t[i_min]) if bad.size and bad[-1] + 1 < t.size \
+            else (0.0 if not bad.size else float("nan"))
+    hold = (t >= t_load - 10.0) & (t < t_load)
+    out["held_mean_mm"] = float(1e3 * h[hold].mean()) if hold.any() else float("nan")
+    out["held_std_mm"] = float(1e3 * h[hold].std()) if hold.any() else float("nan")
+    out["true_vs_est_rmse_mm"] = float(1e3 * np.sqrt(np.mean((log["h_true"] - h) ** 2)))
+    return out
