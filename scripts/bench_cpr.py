@@ -7,10 +7,11 @@ figure run ``OMP_NUM_THREADS=1 python scripts/bench_cpr.py --threads 1``.
 Path: seed eq. (39) with the ramp and one period (``--phases`` phase samples, ``--substeps`` warm-start
 steps between samples); each solve is warm-started from the previous equilibrium. LSE timing is the median
 of ``--repeats`` passes over the path (the machine may be shared); shooting runs one pass. Side by side in
-the same run (interleaved passes): the default solver (compiled numba Newton when numba imports, tangent
-predictor), the torch path with the fused element kernels (``torch_fused``), the same without the predictor,
-and the reference element kernels of ``element.py`` without the predictor (``variants``,
-``speedup_vs_torch_fused``, ``speedup_vs_reference``).
+the same run (interleaved passes): the default solver (``backend="auto"``: compiled numba Newton when numba
+imports, tangent predictor), the torch path with the fused element kernels (``backend="torch"``,
+``torch_fused``), the same without the predictor, and the reference element kernels of ``element.py`` without
+the predictor (``backend="reference"``) (``variants``, ``speedup_vs_torch_fused``, ``speedup_vs_reference``).
+``--no-shooting`` skips the shooting comparison (minutes per pass) when only the LSE timing is wanted.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import numpy as np
 import torch
 
 from flexlearn.physics.lse import CPRModel, actuation_path
+from flexlearn.physics.lse.backend import plan
 from flexlearn.physics.lse.shooting import ShootingSolver
 
 
@@ -36,6 +38,7 @@ def main() -> None:
     ap.add_argument("--shooting-steps", type=int, default=40)
     ap.add_argument("--quick", action="store_true", help="default LSE solver only (no side-by-side variants)")
     ap.add_argument("--elements", type=int, default=None, help="LSE elements per rod (default: the config's 4)")
+    ap.add_argument("--no-shooting", action="store_true", help="skip the shooting solver (LSE timing only)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -44,13 +47,13 @@ def main() -> None:
     _, dense, _ = actuation_path(args.phases, args.substeps)
     rest = model.solve(torch.zeros(3, dtype=torch.float64), loads)
 
-    def lse_pass(kernels: str, predictor: bool):
-        model.kernels, model.predictor = kernels, predictor
+    def lse_pass(backend: str, predictor: bool):
+        model.predictor = predictor
         eq = rest
         pos, its = [], []
         t0 = time.perf_counter()
         for th in dense:
-            eq = model.solve(th, loads, init=eq)
+            eq = model.solve(th, loads, init=eq, backend=backend)
             its.append(eq.iterations)
             pos.append(eq.position)
         return time.perf_counter() - t0, its, torch.stack(pos).numpy()
@@ -58,31 +61,34 @@ def main() -> None:
     # side by side in the same run, interleaved: the default solver, the torch path (fused kernels + tangent
     # predictor), without the predictor, and with the reference (flexlearn.lie) element kernels and no predictor
     # default: compiled (numba) Newton when numba imports; "torch_fused": the torch path with fused kernels
-    variants = {"default": (model.kernels, True), "torch_fused": ("fused", True),
-                "no_predictor": ("fused", False), "reference": ("reference", False)}
+    variants = {"default": ("auto", True), "torch_fused": ("torch", True),
+                "no_predictor": ("torch", False), "reference": ("reference", False)}
     if args.quick:
         variants = {"default": variants["default"]}
     times = {k: [] for k in variants}
     runs = {}
     for _ in range(args.repeats):
-        for name, (kern, pred) in variants.items():
-            t, its, pos = lse_pass(kern, pred)
+        for name, (backend, pred) in variants.items():
+            t, its, pos = lse_pass(backend, pred)
             times[name].append(t)
             runs[name] = (its, pos)
-    default_kernels = variants["default"][0]
-    model.kernels, model.predictor = default_kernels, True
+    model.predictor = True
+    default_plan = plan(model, "auto", False)
     iters, positions = runs["default"]
     lse_times = times["default"]
 
-    shoot = ShootingSolver(model, steps=args.shooting_steps)
-    sh = shoot.solve(np.zeros(3), loads)
-    sh_pos = []
-    t0 = time.perf_counter()
-    for th in dense:
-        sh = shoot.solve(th.numpy(), loads, init=sh)
-        sh_pos.append(sh.position)
-    t_shoot = time.perf_counter() - t0
-    diff = np.linalg.norm(positions - np.stack(sh_pos), axis=-1)
+    if args.no_shooting:
+        t_shoot, diff = float("nan"), np.full(1, np.nan)
+    else:
+        shoot = ShootingSolver(model, steps=args.shooting_steps)
+        sh = shoot.solve(np.zeros(3), loads)
+        sh_pos = []
+        t0 = time.perf_counter()
+        for th in dense:
+            sh = shoot.solve(th.numpy(), loads, init=sh)
+            sh_pos.append(sh.position)
+        t_shoot = time.perf_counter() - t0
+        diff = np.linalg.norm(positions - np.stack(sh_pos), axis=-1)
 
     n = len(dense)
     out = {
@@ -102,7 +108,9 @@ def main() -> None:
                                  if "reference" in times else None),
         "speedup_vs_torch_fused": (statistics.median(times["torch_fused"]) / statistics.median(lse_times)
                                    if "torch_fused" in times else None),
-        "kernels": default_kernels,
+        "backend": "auto",
+        "kernels": "numba" if default_plan.elements == "numba" else "fused",
+        "compiled_newton": default_plan.compiled,
         "threads": args.threads,
         "pulley": args.pulley,
         "rods": model.n_rods,

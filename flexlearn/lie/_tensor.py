@@ -72,3 +72,18 @@ def blocks6(ea: List[Tensor], eb: List[Tensor], ec: List[Tensor], upper: bool) -
         out += [z, z, z] if upper else eb[3 * i:3 * i + 3]
         out += ec[3 * i:3 * i + 3]
     return from_entries(out, 6, 6)
+
+
+def solve3(A: Tensor, b: Tensor) -> Tensor:
+    """``A⁻¹ b`` for (..., 3, 3) A and (..., 3) b by the adjugate (rows a_i of A: ``A⁻¹ = [a1×a2, a2×a0,
+    a0×a1] / det``, columns).
+
+    Much cheaper than ``torch.linalg.solve`` for many tiny systems on CPU (no LAPACK dispatch); for the
+    well-conditioned 3×3 Jacobians of the Cayley–Newton solve (:func:`flexlearn.lie.cayley.so3_cayley_lgvi_newton`).
+    """
+    a0, a1, a2 = A[..., 0, :], A[..., 1, :], A[..., 2, :]
+    c0 = torch.linalg.cross(a1, a2)
+    c1 = torch.linalg.cross(a2, a0)
+    c2 = torch.linalg.cross(a0, a1)
+    det = (a0 * c0).sum(-1, keepdim=True)
+    return (b[..., 0:1] * c0 + b[..., 1:2] * c1 + b[..., 2:3] * c2) / det

@@ -19,7 +19,7 @@ from typing import Tuple
 import torch
 from torch import Tensor
 
-from flexlearn.lie._tensor import blocks6, entries, sqnorm
+from flexlearn.lie._tensor import blocks6, entries, solve3, sqnorm
 from flexlearn.lie.se3 import _pose
 from flexlearn.lie.so3 import _so3_quadratic, _so3_quadratic_apply, _so3_quadratic_entries, so3_hat, so3_vee
 
@@ -80,23 +80,42 @@ def so3_cayley_lgvi(f: Tensor, inertia: Tensor) -> Tuple[Tensor, Tensor]:
     return g, dg
 
 
+def so3_cayley_lgvi_newton(u: Tensor, inertia: Tensor, f: Tensor, thr: Tensor, iters: int,
+                           stop: bool) -> Tuple[Tensor, Tensor]:
+    """The Newton iteration of the implicit LGVI rotation update ``(cay(f) J_d - J_d cay(f)ᵀ)ᵛ = u`` for f.
+
+    The one implementation behind :func:`so3_cayley_lgvi_solve` and the rod integrator
+    (:mod:`flexlearn.physics.cosserat.newton`; seed 001, eq. (13); Lee, Leok & McClamroch 2007, Sec. 3.3):
+    from the start ``f`` (..., 3), ``f ← f - δ`` with ``δ = (∂g/∂f)⁻¹ (g(f) - u)`` (:func:`so3_cayley_lgvi`,
+    3×3 solves by the adjugate) for ``iters`` steps; with ``stop``, fewer once every update satisfies
+    ``|δ| ≤ thr`` (the residual after it is O(|δ|²)); without, a fixed count (no data-dependent branch:
+    compilable). u (..., 3), inertia J_d (..., 3, 3), thr (...) [units of f]. Returns ``(f, |δ_last|)`` (...),
+    the last update's norm (+inf for ``iters = 0`` with ``stop``, 0 without) to report a failed solve.
+    """
+    step = torch.full_like(thr, float("inf")) if stop else torch.zeros_like(thr)
+    for _ in range(iters):
+        g, dg = so3_cayley_lgvi(f, inertia)
+        delta = solve3(dg, g - u)
+        f = f - delta
+        step = torch.linalg.vector_norm(delta, dim=-1)
+        if stop and bool((step <= thr).all()):
+            break
+    return f, step
+
+
 def so3_cayley_lgvi_solve(u: Tensor, inertia: Tensor, iters: int = 20, tol: float = 1e-14) -> Tensor:
     """Newton solve of ``(cay(f) J_d - J_d cay(f)ᵀ)ᵛ = u`` for f (..., 3); returns f.
 
-    Starts from the linearisation ``f₀ = (2 J)⁻¹ u`` (J = tr(J_d) I - J_d) and stops after ``iters``
-    steps or when every residual norm is below ``tol`` (use ~1e-6 relative scale in float32).
+    Starts from the linearisation ``f₀ = (2 J)⁻¹ u`` (J = tr(J_d) I - J_d) and runs
+    :func:`so3_cayley_lgvi_newton` for at most ``iters`` steps, stopping once every Newton update is at most
+    ``tol`` (the residual is then O(tol²); use ~1e-6 relative scale in float32).
     A function loaded with ``torch.jit.load`` loses its default arguments: pass ``iters`` and ``tol``.
     """
     tr = inertia[..., 0, 0] + inertia[..., 1, 1] + inertia[..., 2, 2]
     eye = torch.eye(3, dtype=u.dtype, device=u.device)
     Jm = tr[..., None, None] * eye - inertia
     f = torch.linalg.solve(2.0 * Jm, u.unsqueeze(-1)).squeeze(-1)
-    for _ in range(iters):
-        g, dg = so3_cayley_lgvi(f, inertia)
-        r = g - u
-        if bool((torch.linalg.vector_norm(r, dim=-1) <= tol).all()):
-            break
-        f = f - torch.linalg.solve(dg, r.unsqueeze(-1)).squeeze(-1)
+    f, _ = so3_cayley_lgvi_newton(u, inertia, f, torch.full_like(f[..., 0], tol), iters, True)
     return f
 
 

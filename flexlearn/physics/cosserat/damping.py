@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from flexlearn.config import check
+from flexlearn.physics.cosserat.strains import strains
 
 Number = Union[float, Sequence[float], Tensor]
 
@@ -65,14 +66,12 @@ class Damping(torch.nn.Module):
 
     @staticmethod
     def _strains(ctx, R: Tensor, p: Tensor):
-        from flexlearn.lie import so3_cayley_inv
-        RT = R.transpose(-1, -2)
-        e = p[:, 1:] - p[:, :-1]
+        """``(x_L / l, x_R / l, κ)`` (B, N, 3) of :func:`~flexlearn.physics.cosserat.strains.strains`: Γ + E3 seen
+        from either node (E3 drops out of the rates) and the curvature κ = 2 cay⁻¹(Q) / l [1/m]. Both strain
+        models use these node strains (the mid-frame one only the first, see :meth:`internal`)."""
+        s = strains(R, p, ctx.l, ctx.e3, ctx.strain == "midpoint")
         l = ctx.l.unsqueeze(-1)
-        gL = (RT[:, :-1] @ e.unsqueeze(-1)).squeeze(-1) / l
-        gR = (RT[:, 1:] @ e.unsqueeze(-1)).squeeze(-1) / l
-        kap = 2.0 * so3_cayley_inv(RT[:, :-1] @ R[:, 1:]) / l
-        return gL, gR, kap
+        return s.xL / l, s.xR / l, 2.0 * s.f / l
 
     def internal(self, ctx, R: Tensor, p: Tensor, h: float):
         if self._prev is None:

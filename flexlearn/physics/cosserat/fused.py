@@ -41,34 +41,58 @@ OK, BAD_ELEMENT, BAD_NODE, NEWTON = 0, 1, 2, 3
 
 
 @njit(cache=True, inline="always", error_model="numpy")
+def _element_strain(R, p, l, midpoint, b, i):
+    """Strains of element i of rod b: the expressions of :func:`flexlearn.physics.cosserat.strains.strains`
+    in scalars (tested equal to round-off). Returns ``(xL, xR, Γ_L, Γ_R, f = cay⁻¹(Q))`` as 15 scalars
+    (3 each), then ``tr Q`` and ``1/l_i``."""
+    e0 = p[b, i + 1, 0] - p[b, i, 0]
+    e1 = p[b, i + 1, 1] - p[b, i, 1]
+    e2 = p[b, i + 1, 2] - p[b, i, 2]
+    # xL = R_iᵀ e, xR = R_{i+1}ᵀ e
+    xL0 = R[b, i, 0, 0] * e0 + R[b, i, 1, 0] * e1 + R[b, i, 2, 0] * e2
+    xL1 = R[b, i, 0, 1] * e0 + R[b, i, 1, 1] * e1 + R[b, i, 2, 1] * e2
+    xL2 = R[b, i, 0, 2] * e0 + R[b, i, 1, 2] * e1 + R[b, i, 2, 2] * e2
+    xR0 = R[b, i + 1, 0, 0] * e0 + R[b, i + 1, 1, 0] * e1 + R[b, i + 1, 2, 0] * e2
+    xR1 = R[b, i + 1, 0, 1] * e0 + R[b, i + 1, 1, 1] * e1 + R[b, i + 1, 2, 1] * e2
+    xR2 = R[b, i + 1, 0, 2] * e0 + R[b, i + 1, 1, 2] * e1 + R[b, i + 1, 2, 2] * e2
+    il = 1.0 / l[b, i]                  # reciprocals: divisions dominate the cost of this loop
+    if midpoint:
+        gL0 = 0.5 * (xL0 + xR0) * il
+        gL1 = 0.5 * (xL1 + xR1) * il
+        gL2 = 0.5 * (xL2 + xR2) * il - 1.0
+        gR0, gR1, gR2 = gL0, gL1, gL2
+    else:
+        gL0, gL1, gL2 = xL0 * il, xL1 * il, xL2 * il - 1.0
+        gR0, gR1, gR2 = xR0 * il, xR1 * il, xR2 * il - 1.0
+    # Q = R_iᵀ R_{i+1}; needed: trace and the skew part
+    q00 = R[b, i, 0, 0] * R[b, i + 1, 0, 0] + R[b, i, 1, 0] * R[b, i + 1, 1, 0] + R[b, i, 2, 0] * R[b, i + 1, 2, 0]
+    q11 = R[b, i, 0, 1] * R[b, i + 1, 0, 1] + R[b, i, 1, 1] * R[b, i + 1, 1, 1] + R[b, i, 2, 1] * R[b, i + 1, 2, 1]
+    q22 = R[b, i, 0, 2] * R[b, i + 1, 0, 2] + R[b, i, 1, 2] * R[b, i + 1, 1, 2] + R[b, i, 2, 2] * R[b, i + 1, 2, 2]
+    q21 = R[b, i, 0, 2] * R[b, i + 1, 0, 1] + R[b, i, 1, 2] * R[b, i + 1, 1, 1] + R[b, i, 2, 2] * R[b, i + 1, 2, 1]
+    q12 = R[b, i, 0, 1] * R[b, i + 1, 0, 2] + R[b, i, 1, 1] * R[b, i + 1, 1, 2] + R[b, i, 2, 1] * R[b, i + 1, 2, 2]
+    q02 = R[b, i, 0, 0] * R[b, i + 1, 0, 2] + R[b, i, 1, 0] * R[b, i + 1, 1, 2] + R[b, i, 2, 0] * R[b, i + 1, 2, 2]
+    q20 = R[b, i, 0, 2] * R[b, i + 1, 0, 0] + R[b, i, 1, 2] * R[b, i + 1, 1, 0] + R[b, i, 2, 2] * R[b, i + 1, 2, 0]
+    q10 = R[b, i, 0, 1] * R[b, i + 1, 0, 0] + R[b, i, 1, 1] * R[b, i + 1, 1, 0] + R[b, i, 2, 1] * R[b, i + 1, 2, 0]
+    q01 = R[b, i, 0, 0] * R[b, i + 1, 0, 1] + R[b, i, 1, 0] * R[b, i + 1, 1, 1] + R[b, i, 2, 0] * R[b, i + 1, 2, 1]
+    tr = q00 + q11 + q22
+    iden = 1.0 / (1.0 + tr)
+    f0, f1, f2 = (q21 - q12) * iden, (q02 - q20) * iden, (q10 - q01) * iden   # cay⁻¹(Q)
+    return xL0, xL1, xL2, xR0, xR1, xR2, gL0, gL1, gL2, gR0, gR1, gR2, f0, f1, f2, tr, il
+
+
+@njit(cache=True, inline="always", error_model="numpy")
 def _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n):
     """Internal forces (world) and torques (body) of rod ``b`` plus ``fext`` into ``force``/``torque``
-    (the expressions of :meth:`CosseratRod._internal`). Returns (status, element)."""
+    (the expressions of :meth:`CosseratRod._internal`, strains from :func:`_element_strain`).
+    Returns (status, element)."""
     for a in range(n):
         for c in range(3):
             force[a, c] = fext[b, a, c]
             torque[a, c] = 0.0
     for i in range(n - 1):
-        e0 = p[b, i + 1, 0] - p[b, i, 0]
-        e1 = p[b, i + 1, 1] - p[b, i, 1]
-        e2 = p[b, i + 1, 2] - p[b, i, 2]
-        # xL = R_iᵀ e, xR = R_{i+1}ᵀ e
-        xL0 = R[b, i, 0, 0] * e0 + R[b, i, 1, 0] * e1 + R[b, i, 2, 0] * e2
-        xL1 = R[b, i, 0, 1] * e0 + R[b, i, 1, 1] * e1 + R[b, i, 2, 1] * e2
-        xL2 = R[b, i, 0, 2] * e0 + R[b, i, 1, 2] * e1 + R[b, i, 2, 2] * e2
-        xR0 = R[b, i + 1, 0, 0] * e0 + R[b, i + 1, 1, 0] * e1 + R[b, i + 1, 2, 0] * e2
-        xR1 = R[b, i + 1, 0, 1] * e0 + R[b, i + 1, 1, 1] * e1 + R[b, i + 1, 2, 1] * e2
-        xR2 = R[b, i + 1, 0, 2] * e0 + R[b, i + 1, 1, 2] * e1 + R[b, i + 1, 2, 2] * e2
-        il = 1.0 / l[b, i]                  # reciprocals: divisions dominate the cost of this loop
+        (xL0, xL1, xL2, xR0, xR1, xR2, gL0, gL1, gL2, gR0, gR1, gR2, f0, f1, f2, tr,
+         il) = _element_strain(R, p, l, midpoint, b, i)
         c10, c11, c12 = C1[b, i, 0], C1[b, i, 1], C1[b, i, 2]
-        if midpoint:
-            gL0 = 0.5 * (xL0 + xR0) * il
-            gL1 = 0.5 * (xL1 + xR1) * il
-            gL2 = 0.5 * (xL2 + xR2) * il - 1.0
-            gR0, gR1, gR2 = gL0, gL1, gL2
-        else:
-            gL0, gL1, gL2 = xL0 * il, xL1 * il, xL2 * il - 1.0
-            gR0, gR1, gR2 = xR0 * il, xR1 * il, xR2 * il - 1.0
         nL0, nL1, nL2 = c10 * gL0, c11 * gL1, c12 * gL2
         nR0, nR1, nR2 = c10 * gR0, c11 * gR1, c12 * gR2
         sL = gL0 * gL0 + gL1 * gL1 + gL2 * gL2
@@ -80,21 +104,8 @@ def _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n):
                         + R[b, i + 1, c, 0] * nR0 + R[b, i + 1, c, 1] * nR1 + R[b, i + 1, c, 2] * nR2)
             force[i, c] += fe
             force[i + 1, c] -= fe
-        # Q = R_iᵀ R_{i+1}; needed: trace and the skew part
-        q00 = R[b, i, 0, 0] * R[b, i + 1, 0, 0] + R[b, i, 1, 0] * R[b, i + 1, 1, 0] + R[b, i, 2, 0] * R[b, i + 1, 2, 0]
-        q11 = R[b, i, 0, 1] * R[b, i + 1, 0, 1] + R[b, i, 1, 1] * R[b, i + 1, 1, 1] + R[b, i, 2, 1] * R[b, i + 1, 2, 1]
-        q22 = R[b, i, 0, 2] * R[b, i + 1, 0, 2] + R[b, i, 1, 2] * R[b, i + 1, 1, 2] + R[b, i, 2, 2] * R[b, i + 1, 2, 2]
-        q21 = R[b, i, 0, 2] * R[b, i + 1, 0, 1] + R[b, i, 1, 2] * R[b, i + 1, 1, 1] + R[b, i, 2, 2] * R[b, i + 1, 2, 1]
-        q12 = R[b, i, 0, 1] * R[b, i + 1, 0, 2] + R[b, i, 1, 1] * R[b, i + 1, 1, 2] + R[b, i, 2, 1] * R[b, i + 1, 2, 2]
-        q02 = R[b, i, 0, 0] * R[b, i + 1, 0, 2] + R[b, i, 1, 0] * R[b, i + 1, 1, 2] + R[b, i, 2, 0] * R[b, i + 1, 2, 2]
-        q20 = R[b, i, 0, 2] * R[b, i + 1, 0, 0] + R[b, i, 1, 2] * R[b, i + 1, 1, 0] + R[b, i, 2, 2] * R[b, i + 1, 2, 0]
-        q10 = R[b, i, 0, 1] * R[b, i + 1, 0, 0] + R[b, i, 1, 1] * R[b, i + 1, 1, 0] + R[b, i, 2, 1] * R[b, i + 1, 2, 0]
-        q01 = R[b, i, 0, 0] * R[b, i + 1, 0, 1] + R[b, i, 1, 0] * R[b, i + 1, 1, 1] + R[b, i, 2, 0] * R[b, i + 1, 2, 1]
-        tr = q00 + q11 + q22
         if not (strain2 == strain2) or strain2 > limit2 or not (1.0 + tr > 1e-6):
             return BAD_ELEMENT, i
-        iden = 1.0 / (1.0 + tr)
-        f0, f1, f2 = (q21 - q12) * iden, (q02 - q20) * iden, (q10 - q01) * iden   # cay⁻¹(Q)
         m0 = C2[b, i, 0] * 2.0 * f0 * il
         m1 = C2[b, i, 1] * 2.0 * f1 * il
         m2 = C2[b, i, 2] * 2.0 * f2 * il
@@ -117,9 +128,10 @@ def _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n):
 def _cayley_newton(u0, u1, u2, d0, d1, d2, j0, j1, j2, tol, iters):
     """Newton on the Cayley map for ``(cay(f) J_d − J_d cay(f)ᵀ)ᵛ = u`` with diagonal J_d = diag(d),
     J = diag(j) (the residual and Jacobian of :func:`flexlearn.lie.so3_cayley_lgvi`, the stopping rule of
-    :func:`flexlearn.physics.cosserat.newton._cayley_newton`: the last update ≤ tol · max(|u|, 1e-3)).
-    A few chord iterations first; full Newton from the linear start if they do not converge.
-    Returns (f0, f1, f2, converged)."""
+    :func:`flexlearn.physics.cosserat.newton._cayley_newton`: the last update ≤ tol · max(|u|, 1e-3)): the scalar
+    form of :func:`flexlearn.lie.cayley.so3_cayley_lgvi_newton`, tested equal to it to the solve's tolerance
+    (tests/physics/cosserat/test_strains.py). A few chord iterations first; full Newton from the linear start
+    if they do not converge. Returns (f0, f1, f2, converged)."""
     i0, i1, i2 = 0.5 / j0, 0.5 / j1, 0.5 / j2
     f0, f1, f2 = u0 * i0, u1 * i1, u2 * i2
     uu = u0 * u0 + u1 * u1 + u2 * u2

@@ -51,11 +51,12 @@ import torch
 from torch import Tensor
 
 from flexlearn.config import check
-from flexlearn.lie import so3_cayley_inv, so3_exp
+from flexlearn.lie import so3_exp
 from flexlearn.physics.cosserat import integrator as _integrator
 from flexlearn.physics.cosserat.context import _Ctx
 from flexlearn.physics.cosserat.errors import IntegrationError  # noqa: F401  (re-export)
 from flexlearn.physics.cosserat.newton import _cayley_newton, _cayley_newton_fixed, _solve3  # noqa: F401  (re-export)
+from flexlearn.physics.cosserat.strains import strains
 from flexlearn.physics.cosserat.state import _E3, FREE, Clamp, Number, RodState, Trajectory  # noqa: F401  (re-export)
 
 
@@ -289,33 +290,25 @@ class CosseratRod(torch.nn.Module):
     @staticmethod
     def _internal(ctx: _Ctx, R: Tensor, p: Tensor, dn: Optional[Tuple[Tensor, Tensor]] = None,
                   dm: Optional[Tensor] = None):
-        """Internal node forces (world) and torques (body) = −∂V/∂(p, η), strains, energy terms."""
-        RT = R.transpose(-1, -2)
-        e = p[:, 1:] - p[:, :-1]                                        # (B, N, 3)
+        """Internal node forces (world) and torques (body) = −∂V/∂(p, η) (module docstring), with the strains
+        of :func:`~flexlearn.physics.cosserat.strains.strains`: ``(force (B, N+1, 3) [N], torque (B, N+1, 3)
+        [N m], Γ_L, Γ_R (B, N, 3), f = cay⁻¹(Q) (B, N, 3), Q (B, N, 3, 3))``. ``dn`` (stress, per side) and
+        ``dm`` (moment) are added to C1 Γ and C2 κ (damping)."""
+        s = strains(R, p, ctx.l, ctx.e3, ctx.strain == "midpoint")
+        xL, xR, gL, gR, fc, Q = s
         l = ctx.l.unsqueeze(-1)
-        xL = (RT[:, :-1] @ e.unsqueeze(-1)).squeeze(-1)
-        xR = (RT[:, 1:] @ e.unsqueeze(-1)).squeeze(-1)
+        nL = ctx.C1 * gL
         if ctx.strain == "midpoint":
-            # Γ_i = ½ (R_i + R_{i+1})ᵀ e_i / l_i − E3: one strain per element at the mid frame (no locking)
-            gL = 0.5 * (xL + xR) / l - ctx.e3
-            gR = gL
-            nL = ctx.C1 * gL
             if dn is not None:
                 nL = nL + dn[0]
             nR = nL
         else:
-            # seed 001, eq. (6): the strain at both end nodes, averaged (locks in bending, see docstring)
-            gL = xL / l - ctx.e3
-            gR = xR / l - ctx.e3
-            nL = ctx.C1 * gL
             nR = ctx.C1 * gR
             if dn is not None:
                 nL = nL + dn[0]
                 nR = nR + dn[1]
         fe = 0.5 * ((R[:, :-1] @ nL.unsqueeze(-1)) + (R[:, 1:] @ nR.unsqueeze(-1))).squeeze(-1)
-        Q = RT[:, :-1] @ R[:, 1:]
-        fc = so3_cayley_inv(Q)                                          # ψ = 2 fc
-        mb = ctx.C2 * (2.0 * fc) / l                                    # C2 κ
+        mb = ctx.C2 * (2.0 * fc) / l                                    # C2 κ, ψ = 2 fc
         if dm is not None:
             mb = mb + dm
         fxm = torch.linalg.cross(fc, mb)
@@ -328,20 +321,16 @@ class CosseratRod(torch.nn.Module):
         return force, torque, gL, gR, fc, Q
 
     def potential_energy(self, R: Tensor, p: Tensor, ctx: Optional[_Ctx] = None) -> Tensor:
-        """(B,) elastic energy V (seed 001, eq. (6) plus the bending term) [J]."""
+        """(B,) elastic energy V [J] (seed 001, eq. (6) plus the bending term; strains of
+        :func:`~flexlearn.physics.cosserat.strains.strains`)."""
         ctx = ctx or _Ctx(self, (), p.dtype)
-        RT = R.transpose(-1, -2)
-        e = p[:, 1:] - p[:, :-1]
+        s = strains(R, p, ctx.l, ctx.e3, ctx.strain == "midpoint")
         l = ctx.l.unsqueeze(-1)
-        xL = (RT[:, :-1] @ e.unsqueeze(-1)).squeeze(-1) / l
-        xR = (RT[:, 1:] @ e.unsqueeze(-1)).squeeze(-1) / l
-        psi = 2.0 * so3_cayley_inv(RT[:, :-1] @ R[:, 1:])
         if ctx.strain == "midpoint":
-            g = 0.5 * (xL + xR) - ctx.e3
-            vs = 0.5 * l * g * ctx.C1 * g
+            vs = 0.5 * l * s.gL * ctx.C1 * s.gL
         else:
-            gL, gR = xL - ctx.e3, xR - ctx.e3
-            vs = 0.25 * l * (gL * ctx.C1 * gL + gR * ctx.C1 * gR)
+            vs = 0.25 * l * (s.gL * ctx.C1 * s.gL + s.gR * ctx.C1 * s.gR)
+        psi = 2.0 * s.f
         vb = 0.5 * psi * ctx.C2 * psi / l
         return (vs + vb).sum((-1, -2))
 

@@ -22,7 +22,10 @@ __all__ = ["AssemblyMixin"]
 
 
 class AssemblyMixin:
-    """Residual and tangent of `CPRModel` (uses its buffers, projections and ``kernels`` switch)."""
+    """Residual and tangent of `CPRModel` (uses its buffers and projections). ``elements`` picks the element
+    kernels: ``"numba"`` (:mod:`flexlearn.physics.lse.compiled`, where nothing needs gradients; else as
+    ``"fused"``), ``"fused"`` (:mod:`flexlearn.physics.lse.fused`) or ``"reference"`` (element.py); same values
+    to round-off (the choice of :func:`flexlearn.physics.lse.backend.plan`)."""
 
     def _loads_on_nodes(self, nodes: Tensor, loads: Loads) -> Tensor:
         """World [moment; force] on every node (R, N+1, 6): gravity lumped (½ ρ A h per element end) + dead."""
@@ -60,32 +63,33 @@ class AssemblyMixin:
         return f, df_dp
 
     def _assemble(self, theta: Tensor, g_ee: Tensor, g_int: Tensor, beta: Tensor, loads: Loads,
-                  tangent: bool):
+                  tangent: bool, elements: str = "fused"):
         """Rod-local residuals (R, 12N), rod-local tangents (R, 12N, 12N) or None, platform terms (6,), (6, 6).
 
         Residual by virtual work: ``r = Σ P_{k,e}ᵀ r_{k,e} - Σ D_iᵀ F_i`` (seed Sec. V-A/V-B/V-C) with F_i the
         body wrench of the external loads; tangent ``K_t = Σ P_{k,e}ᵀ H_{k,e} P_{k,e}`` + load stiffness
         (seed Sec. V-D). See :meth:`_residual` and :meth:`_tangent` (the two halves).
         """
-        res, res_ee, ctx = self._residual(theta, g_ee, g_int, beta, loads)
+        res, res_ee, ctx = self._residual(theta, g_ee, g_int, beta, loads, elements)
         if not tangent:
             return res, None, res_ee, None
         kt, kee, _ = self._tangent(ctx)
         return res, kt, res_ee, kee
 
-    def _residual(self, theta: Tensor, g_ee: Tensor, g_int: Tensor, beta: Tensor, loads: Loads):
+    def _residual(self, theta: Tensor, g_ee: Tensor, g_int: Tensor, beta: Tensor, loads: Loads,
+                  elements: str = "fused"):
         """Residual half of :meth:`_assemble`: ``(res (R, 12N), res_ee (6,), ctx)``; ctx feeds :meth:`_tangent`."""
         r, n = self.n_rods, self.n_elements
         nodes = self._all_nodes(theta, g_ee, g_int)
         k = self.stiffness()[:, None, :].expand(r, n, 6)
         xi0 = self.xi0[:, None, :].expand(r, n, 6)
-        if self.kernels == "numba" and HAVE_NUMBA and not (nodes.requires_grad or beta.requires_grad
-                                                          or k.requires_grad or xi0.requires_grad):
+        if elements == "numba" and HAVE_NUMBA and not (nodes.requires_grad or beta.requires_grad
+                                                       or k.requires_grad or xi0.requires_grad):
             # compiled kernels (flexlearn.physics.lse.compiled): the inputs kept as the tangent's "cache"
             cache = tuple(t.detach().reshape((r * n,) + t.shape[2:]).contiguous().numpy() for t in
                           (nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0))
             re = torch.from_numpy(element_residual_nb(*cache)).reshape(r, n, 18)
-        elif self.kernels in ("fused", "numba"):
+        elif elements in ("fused", "numba"):
             re, cache = element_residual(nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)  # (R, N, 18)
         else:  # the reference element functions (flexlearn.lie kernels), same values to round-off
             cache = element_forces(nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)
@@ -106,18 +110,18 @@ class AssemblyMixin:
         if pul is not None:
             fe = fe + re_t @ pul[0]
         res_ee = -torch.cat([me, fe])
-        return res, res_ee, (cache, beta, nodes, mb, fb, me, fe, pul, g_ee)
+        return res, res_ee, (cache, beta, nodes, mb, fb, me, fe, pul, g_ee, elements)
 
     def _tangent(self, ctx):
         """Tangent half of :meth:`_assemble`: ``(K_t (R, 12N, 12N), K_ee (6, 6), ∂r/∂θ (R, 12N, M))``.
 
         ∂r/∂θ (the motors move the base nodes, ``δζ_{k,0} = Ad_{g_{k,0}⁻¹} S_m δθ_m``) feeds the tangent
         predictor of warm starts (:meth:`solve`)."""
-        cache, beta, nodes, mb, fb, me, fe, pul, g_ee = ctx
+        cache, beta, nodes, mb, fb, me, fe, pul, g_ee, elements = ctx
         r, n = self.n_rods, self.n_elements
         if isinstance(cache, tuple) and isinstance(cache[0], np.ndarray):
             hmat = torch.from_numpy(element_tangent_nb(*cache)).reshape(r, n, 18, 18)
-        elif self.kernels in ("fused", "numba"):
+        elif elements in ("fused", "numba"):
             hmat = element_tangent_fused(cache, beta)                           # (R, N, 18, 18)
         else:
             hmat = element_tangent(cache, beta, self._h(), self.stiffness()[:, None, :].expand_as(beta))

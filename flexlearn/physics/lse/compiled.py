@@ -4,9 +4,9 @@ The same discrete equations as :func:`flexlearn.physics.lse.fused.element_residu
 :func:`~flexlearn.physics.lse.fused.element_tangent_fused` (seed 003, eqs. (9), (11), Sec. V-A/V-D; tested
 equal to round-off in tests/physics/lse/test_lse_compiled.py), written element by element in scalar code on
 float64 numpy arrays, so that one call replaces the few hundred small tensor ops of the torch kernels.
-Used by `CPRModel` when ``kernels == "numba"`` and nothing needs gradients (see
-:meth:`AssemblyMixin._residual`); ``HAVE_NUMBA`` is False when numba cannot be imported, and the model then
-stays on the torch kernels.
+Used by `CPRModel` with ``backend="auto"`` or ``"numba"`` where nothing needs gradients (see
+:mod:`flexlearn.physics.lse.backend` and :meth:`AssemblyMixin._residual`); ``HAVE_NUMBA`` is False when numba
+cannot be imported, and the model then stays on the torch kernels.
 
 Shapes: elements flattened to E: poses ga, gb (E, 4, 4), β, K-diagonal, ξ₀ (E, 6), h (E,). The relative
 rotation of an element must stay below π.
@@ -20,9 +20,12 @@ import numpy as np
 from flexlearn._numba_cache import refresh_numba_cache
 from flexlearn.physics.lse.fused import _GL_NODES, _GL_WEIGHTS, _SERIES, _THRESHOLDS
 
-# the compiled solver modules call (and inline) the kernels of this file: one cache fingerprint for all
-refresh_numba_cache(Path(__file__).parent, ("fused", "compiled", "compiled_condense", "compiled_solver"),
-                    "lse_kernels")
+# The compiled solver modules call (and inline) the kernels of this file, and numba freezes the global
+# series table and thresholds (built at import from flexlearn.lie.tables / _thresholds, see fused.py) into
+# the machine code: one cache fingerprint over all these sources (paths relative to this directory).
+CACHE_SOURCES = ("fused", "compiled", "compiled_condense", "compiled_solver", "newton_policy",
+                 "../../lie/tables", "../../lie/_thresholds")
+refresh_numba_cache(Path(__file__).parent, CACHE_SOURCES, "lse_kernels")
 
 try:  # numba is a core dependency; the torch kernels remain the fallback
     from numba import njit

@@ -1,23 +1,24 @@
 """Glue between `CPRModel` and the compiled Newton solver: constant arrays, loads and the warm-started solve.
 
 The robot's constant arrays (base poses at θ = 0, motor twists, attachment projections, element lengths,
-section stiffness, reference strains, residual weights, lumped unit gravity) are converted to numpy once and
-kept on the model until a buffer changes (keyed on every buffer's identity and version counter), so that a
-warm-started solve costs one predictor call and one compiled Newton call
-(:mod:`flexlearn.physics.lse.compiled_solver`) plus the construction of the result.
+section stiffness, reference strains, residual weights, lumped unit gravity) are converted to numpy by
+:func:`build_constants`, once per change of a buffer (kept in the model's
+:class:`~flexlearn.physics.lse.backend.SolverCache`), so that a warm-started solve costs one predictor call and
+one compiled Newton call (:mod:`flexlearn.physics.lse.compiled_solver`) plus the construction of the result.
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from flexlearn.physics.lse.compiled_solver import _base_poses, _newton, _predict
+from flexlearn.physics.lse.newton_policy import STEP_TOL
 from flexlearn.physics.lse.state import Loads, motor_twist
 
-__all__ = ["CompiledConstants", "constants", "load_scale_compiled", "newton_compiled", "nodes_of", "predict_compiled"]
+__all__ = ["CompiledConstants", "build_constants", "load_scale_compiled", "newton_compiled", "predict_compiled"]
 
 
 class CompiledConstants(NamedTuple):
@@ -43,12 +44,9 @@ def _np(t: Tensor) -> np.ndarray:
     return t.detach().to(torch.float64).contiguous().numpy()
 
 
-def constants(model) -> CompiledConstants:
-    """The model's :class:`CompiledConstants`, rebuilt when any buffer was replaced or changed in place."""
-    key = (model.n_elements,) + tuple((id(b), b._version) for b in model._buffers.values() if b is not None)
-    memo = getattr(model, "_compiled_constants", None)
-    if memo is not None and memo[0] == key:
-        return memo[1]
+def build_constants(model) -> CompiledConstants:
+    """The model's :class:`CompiledConstants` (cached by :meth:`SolverCache.constants
+    <flexlearn.physics.lse.backend.SolverCache.constants>` until a buffer changes)."""
     n = model.n_elements
     m = model.motor_axis.shape[0]
     r = model.n_rods
@@ -67,7 +65,6 @@ def constants(model) -> CompiledConstants:
         xi0=_np(model.xi0), w=_np(model._scales()), gravity_nodes=_np(grav), gravity_ee=_np(grav_ee),
         stiffness_scale=float((model.stiffness()[:, :3].max(-1).values / model.lengths).max()),
         mean_length=float(model.lengths.mean()))
-    model._compiled_constants = (key, c)
     return c
 
 
@@ -86,17 +83,16 @@ def _load_arrays(c: CompiledConstants, loads: Loads):
     return np.ascontiguousarray(wn), np.ascontiguousarray(we), pul_pos, tension, has_pul
 
 
-def load_scale_compiled(model, loads: Loads) -> float:
-    """:meth:`CPRModel._load_scale` from the cached constants."""
-    c = constants(model)
+def load_scale_compiled(c: CompiledConstants, loads: Loads) -> float:
+    """:meth:`CPRModel._load_scale` from the constants."""
     return max(c.stiffness_scale, loads.magnitude(c.mean_length))
 
 
-def newton_compiled(model, th: Tensor, loads: Loads, state, scale: float, tol: float, max_iter: int,
-                    max_rot: float, log: list, step_tol: float = 1e-13):
-    """Drop-in for :meth:`CPRModel._newton` (no gradients, nodal retraction): returns (converged, state,
-    iterations, None, sensitivity or None); the state's tensors share memory with numpy arrays."""
-    c = constants(model)
+def newton_compiled(model, c: CompiledConstants, th: Tensor, loads: Loads, state, scale: float, tol: float,
+                    max_iter: int, max_rot: float, log: list, step_tol: float = STEP_TOL):
+    """:meth:`CPRModel._newton` compiled (no gradients, nodal retraction): returns (converged, state, iterations,
+    None, sensitivity or None, all nodes (R, N+1, 4, 4) of the final state); the tensors share memory with numpy
+    arrays. ``model`` supplies the step-control knobs ``growth`` and ``backtracks``."""
     g_ee, g_int, beta = state
     wn, we, pul_pos, tension, has_pul = _load_arrays(c, loads)
     base = _base_poses(c.base0, c.s_world, c.rod_motor, _np(th))
@@ -108,8 +104,7 @@ def newton_compiled(model, th: Tensor, loads: Loads, state, scale: float, tol: f
     log.extend(buf[:nlog].tolist())
     sens = (torch.from_numpy(sy), torch.from_numpy(sz)) if has_sens else None
     new_state = (torch.from_numpy(ge), torch.from_numpy(gi), torch.from_numpy(be))
-    model._compiled_nodes = (new_state[0], torch.from_numpy(nodes))
-    return bool(ok), new_state, int(it), None, sens
+    return bool(ok), new_state, int(it), None, sens, torch.from_numpy(nodes)
 
 
 def predict_compiled(state, sens, dth: Tensor, max_rot: float):
@@ -117,11 +112,3 @@ def predict_compiled(state, sens, dth: Tensor, max_rot: float):
     ge, gi, be = _predict(_np(state[0]), _np(state[1]), _np(state[2]), _np(sens[0]), _np(sens[1]), _np(dth),
                           float(max_rot))
     return torch.from_numpy(ge), torch.from_numpy(gi), torch.from_numpy(be)
-
-
-def nodes_of(model, g_ee: Tensor) -> Optional[Tensor]:
-    """All nodal poses (R, N+1, 4, 4) of the last compiled Newton call when it ended at ``g_ee`` (else None)."""
-    memo = getattr(model, "_compiled_nodes", None)
-    if memo is not None and memo[0] is g_ee:
-        return memo[1]
-    return None

@@ -8,10 +8,12 @@ solve by condensation along each rod onto the platform twist with the sensitivit
 (:mod:`flexlearn.physics.lse.compiled_condense`; the system of :meth:`CPRModel._newton_step`), the rotation step cap,
 the relaxed residual-growth backtracking and the stopping rules (scaled residual ∞-norm below ``tol`` or a
 step below ``step_tol``; failure on ``max_iter``, non-finite or 1e3-fold growth, or no progress after 6
-iterations). Projections P are applied block-wise (identity blocks and ``Ad_{(g^loc)⁻¹}`` at the platform).
+iterations), all from :mod:`flexlearn.physics.lse.newton_policy` (shared with the torch driver). Projections P
+are applied block-wise (identity blocks and ``Ad_{(g^loc)⁻¹}`` at the platform).
 
-Used by `CPRModel` when ``kernels == "numba"``, numba imports, the retraction is nodal and no gradient is
-needed (through :mod:`flexlearn.physics.lse.compiled_problem`); otherwise the torch path runs. Float64 numpy
+Used by `CPRModel` when :func:`flexlearn.physics.lse.backend.eligible` allows it (numba imports, the retraction is
+nodal, no gradient is needed) and ``backend`` is ``"auto"`` or ``"numba"`` (through
+:mod:`flexlearn.physics.lse.compiled_problem`); otherwise the torch path runs. Float64 numpy
 arrays throughout.
 """
 from __future__ import annotations
@@ -24,6 +26,8 @@ from flexlearn.physics.lse.compiled import (HAVE_NUMBA, _blocks, _coefficients, 
                                             _hat_into, _mm, _mv, alloc_parts, element_into, njit, tangent_into,
                                             workspace)
 from flexlearn.physics.lse.compiled_condense import base_columns, condense, condensed_apply
+from flexlearn.physics.lse.newton_policy import (BACKTRACK_FACTOR, CONVERGED, FAILED, accept_trial, residual_verdict,
+                                                 step_scale, step_verdict)
 
 __all__ = ["HAVE_NUMBA"]
 
@@ -215,8 +219,11 @@ def _newton(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul_p
     sens_z = np.zeros((6, n_motors))
     has_sens = False
     x0 = base_columns(_base_twists(nodes, s_world), rod_motor, n_motors)   # [Newton step | dq/dθ]
-    while norm > tol:
-        if it >= max_iter or not np.isfinite(norm) or norm > 1e3 * max(first, 10.0) or (it >= 6 and norm > first):
+    while True:
+        verdict = residual_verdict(norm, first, it, tol, max_iter)
+        if verdict == CONVERGED:
+            break
+        if verdict == FAILED:
             return 0, g_ee, g_int, beta, nodes, it, nlog, sens_y, sens_z, has_sens
         hel, kee = _tangent(parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul)
         dy_all, dz_all = condensed_apply(hel, condense(hel, kee), res, res_ee, x0)
@@ -231,9 +238,10 @@ def _newton(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul_p
                 step = max(step, abs(dy[k, i] / w[i]))
         for i in range(6):
             step = max(step, abs(dz[i] / w[ny + i]))
-        if not np.isfinite(step):
+        verdict = step_verdict(step, step_tol)
+        if verdict == FAILED:
             return 0, g_ee, g_int, beta, nodes, it, nlog, sens_y, sens_z, False
-        if step < step_tol:  # round-off floor: apply the correction, no new residual
+        if verdict == CONVERGED:  # round-off floor: apply the correction, no new residual
             g_ee, g_int, beta = _retract(g_ee, g_int, beta, dy, dz, 1.0)
             nodes = _nodes(base, g_ee, g_int, tip_local)
             return 1, g_ee, g_int, beta, nodes, it, nlog, sens_y, sens_z, has_sens
@@ -241,15 +249,15 @@ def _newton(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul_p
         for k in range(r):
             for j in range(n - 1):
                 big = max(big, math.sqrt(dy[k, 6 * j] ** 2 + dy[k, 6 * j + 1] ** 2 + dy[k, 6 * j + 2] ** 2))
-        alpha = 1.0 if big <= max_rot else max_rot / big
+        alpha = step_scale(big, max_rot)
         for _ in range(backtracks + 1):
             c_ee, c_int, c_beta = _retract(g_ee, g_int, beta, dy, dz, alpha)
             res_c, res_ee_c, nodes_c, body_c, me_c, fe_c, dfdp_c, parts_c = _residual(
                 base, c_ee, c_int, c_beta, tip_local, adinv, h, kd, xi0, wn, we, pul_pos, tension, has_pul)
             n_c = _scaled_norm(res_c, res_ee_c, w, ny, scale)
-            if n_c <= growth * norm:
+            if accept_trial(n_c, norm, growth):
                 break
-            alpha *= 0.5
+            alpha *= BACKTRACK_FACTOR
         g_ee, g_int, beta = c_ee, c_int, c_beta
         res, res_ee, nodes, body, me, fe, dfdp, parts = res_c, res_ee_c, nodes_c, body_c, me_c, fe_c, dfdp_c, parts_c
         norm = n_c

@@ -22,13 +22,13 @@ The relative rotation of an element must stay below π (the log's axis comes fro
 """
 from __future__ import annotations
 
-from fractions import Fraction
-from math import factorial
 from typing import NamedTuple, Optional
 
 import numpy as np
 import torch
 from torch import Tensor
+
+from flexlearn.lie.tables import taylor_coefficients, threshold_table
 
 __all__ = ["coefficients", "hat", "ad", "wbar_map", "se3_exp_fused", "ElementCache", "element_residual",
            "element_tangent_fused"]
@@ -37,33 +37,14 @@ _N_SERIES = 15
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(8)
 
 
-def _bernoulli(n: int) -> list[Fraction]:
-    """Bernoulli numbers B_0..B_n (Akiyama–Tanigawa; even ones are convention-free)."""
-    out = []
-    a = [Fraction(0)] * (n + 1)
-    for m in range(n + 1):
-        a[m] = Fraction(1, m + 1)
-        for j in range(m, 0, -1):
-            a[j - 1] = j * (a[j - 1] - a[j])
-        out.append(a[0])
-    return out
-
-
-def _series_table() -> np.ndarray:
-    """(15, 6) Taylor coefficients in θ² of [A, B, C, E, F, D] (exact rationals rounded to float64)."""
-    bern = _bernoulli(2 * _N_SERIES + 2)
-    rows = []
-    for j in range(_N_SERIES):
-        s = (-1) ** j
-        rows.append([s / factorial(2 * j + 1), s / factorial(2 * j + 2), s / factorial(2 * j + 3),
-                     s / factorial(2 * j + 4), s * (j + 1) / factorial(2 * j + 5),
-                     float(abs(bern[2 * j + 2]) / factorial(2 * j + 2))])
-    return np.array(rows)
-
-
-_SERIES = _series_table()
-# θ² below which the series is used, per coefficient (float64 values of flexlearn.lie._thresholds; B uses A's)
-_THRESHOLDS = np.array([0.1, 0.1, 2.0, 3.8, 6.0, 2.4])
+# columns [A, B, C, E, F, D]: their series and thresholds from flexlearn.lie.tables (float64 values; B has no
+# threshold of its own in flexlearn.lie and uses A's)
+_COLUMNS = ("sinc", "cosc", "sinc3", "cosc2", "sinc5", "cotc")
+_THRESHOLD_OF = ("sinc", "sinc", "sinc3", "cosc2", "sinc5", "cotc")
+# (15, 6) Taylor coefficients in θ² (exact rationals rounded to float64)
+_SERIES = np.array([taylor_coefficients(name, _N_SERIES) for name in _COLUMNS]).T.copy()
+# θ² below which the series is used, per coefficient
+_THRESHOLDS = np.array([threshold_table(torch.float64)[name] for name in _THRESHOLD_OF])
 
 
 def _const(a: np.ndarray, ref: Tensor) -> Tensor:

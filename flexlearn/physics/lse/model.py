@@ -20,6 +20,7 @@ Units: SI (m, N, N·m, rad). Wrenches are [moment; force]; world-frame loads are
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Optional
 
 import torch
@@ -37,29 +38,20 @@ from flexlearn.lie import (
     so3_exp,
     so3_log,
 )
-from flexlearn.physics.lse.config import CPRConfig
+from flexlearn.physics.lse import newton_policy as policy
 from flexlearn.physics.lse.assembly import AssemblyMixin
-from flexlearn.physics.lse.element import section_properties
+from flexlearn.physics.lse.backend import KERNELS, SolverCache
 from flexlearn.physics.lse.compiled import HAVE_NUMBA
-from flexlearn.physics.lse.compiled_problem import load_scale_compiled, newton_compiled, nodes_of, predict_compiled
+from flexlearn.physics.lse.config import CPRConfig
+from flexlearn.physics.lse.element import section_properties
 from flexlearn.physics.lse.fused import se3_exp_fused
+from flexlearn.physics.lse.solver import SolverMixin
+from flexlearn.physics.lse.state import ConvergenceError, Equilibrium, Loads, motor_twist  # noqa: F401
 
 __all__ = ["ConvergenceError", "Loads", "Equilibrium", "CPRModel", "motor_twist"]
 
 
-from flexlearn.physics.lse.state import ConvergenceError, Equilibrium, Loads, motor_twist  # noqa: F401
-
-
-def _solve_per_matrix(a: Tensor, b: Tensor) -> Tensor:
-    """``torch.linalg.solve`` over a batch (R, n, n), (R, n, c); with several intra-op threads one matrix at a
-    time: torch 2.13's batched LU (MKL) returned zero pivots with info = 0 for the rods' condensed tangents
-    (n = 186, 16 elements per rod) when run on 2 threads, and lu_solve then failed."""
-    if torch.get_num_threads() == 1 or a.shape[0] == 1:
-        return torch.linalg.solve(a, b)
-    return torch.stack([torch.linalg.solve(a[i], b[i]) for i in range(a.shape[0])])
-
-
-class CPRModel(AssemblyMixin, nn.Module):
+class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
     """LSE statics of a continuum parallel robot (a single rod with a free tip is the special case R = 1).
 
     Buffers (float64): ``motor_axis`` (M, 3), ``motor_pivot`` (M, 3), ``rod_motor`` (R,) (−1: fixed base),
@@ -106,12 +98,27 @@ class CPRModel(AssemblyMixin, nn.Module):
         self.transport = False
         # first-order warm-start predictor q ⊕ (dq/dθ) Δθ (closed chains with motors; see `_predict`)
         self.predictor = True
-        # element kernels: "fused" (flexlearn.physics.lse.fused), "reference" (element.py) or "numba"
-        # (flexlearn.physics.lse.compiled; with the nodal update and no gradients the whole Newton iteration
-        # is compiled, flexlearn.physics.lse.compiled_solver); same values. Default: "numba" when it imports
-        self.kernels = "numba" if HAVE_NUMBA else "fused"
-        self.backtracks = 0
-        self.growth = 3.0
+        self.backtracks = policy.BACKTRACKS       # step control of both Newton drivers (newton_policy)
+        self.growth = policy.GROWTH
+        # derived data reused between solves, keyed by buffer identity and version (flexlearn.physics.lse.backend)
+        self.solver_cache = SolverCache()
+        self._kernels: Optional[str] = None       # the deprecated `kernels` setting (None: not set)
+
+    @property
+    def kernels(self) -> str:
+        """Deprecated: pass ``backend`` to :meth:`solve`. The element kernels of solves with ``backend="auto"``:
+        ``"numba"`` (= "auto", the default when numba imports), ``"fused"`` (= "torch") or ``"reference"``."""
+        if self._kernels is not None:
+            return self._kernels
+        return "numba" if HAVE_NUMBA else "fused"
+
+    @kernels.setter
+    def kernels(self, value: str) -> None:
+        warnings.warn("CPRModel.kernels is deprecated: pass backend='auto'|'numba'|'torch'|'reference' to solve()",
+                      DeprecationWarning, stacklevel=2)
+        if value not in KERNELS:
+            raise ValueError(f"kernels must be one of {sorted(KERNELS)}, got {value!r}")
+        self._kernels = value
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -234,62 +241,11 @@ class CPRModel(AssemblyMixin, nn.Module):
         return g_ee.detach(), g_int.detach(), beta
 
     # ------------------------------------------------------------------ residual and tangent
-    def _bases_cached(self, theta: Tensor) -> Tensor:
-        """:meth:`base_poses`, memoised on the value of θ while nothing needs gradients (Newton keeps θ fixed)."""
-        if torch.is_grad_enabled() and (theta.requires_grad or any(b.requires_grad for b in self.buffers())):
-            return self.base_poses(theta)
-        key = (tuple(theta.tolist()), self.base_pose0._version, self.motor_axis._version,
-               self.motor_pivot._version, id(self.base_pose0))
-        cached = getattr(self, "_base_memo", None)
-        if cached is None or cached[0] != key:
-            cached = (key, self.base_poses(theta).detach())
-            self._base_memo = cached
-        return cached[1]
-
     def _all_nodes(self, theta: Tensor, g_ee: Tensor, g_int: Tensor) -> Tensor:
-        base = self._bases_cached(theta)
+        """Every node pose (R, N+1, 4, 4): the bases at θ (cached), the interior nodes, the platform attachments."""
+        base = self.solver_cache.base_poses(self, theta)
         tip = g_ee @ self.tip_local
         return torch.cat([base[:, None], g_int, tip[:, None]], 1)
-
-    def _scales(self) -> Tensor:
-        """Per-unknown weights (12N,) making residual entries N·m: [1, L] per node, 1/L² per β."""
-        n = self.n_elements
-        length = float(self.lengths.mean())
-        node = torch.tensor([1.0] * 3 + [length] * 3, dtype=torch.float64)
-        w = torch.cat([node.repeat(n - 1), torch.full((6 * n,), 1.0 / length ** 2, dtype=torch.float64), node])
-        return w
-
-    def _scaled_norm(self, res: Tensor, res_ee: Tensor, loads_scale: float) -> float:
-        w = self._w
-        ry = res[:, :self.n_y] * w[:self.n_y]
-        rz = (res[:, self.n_y:].sum(0) + res_ee) * w[self.n_y:]
-        return float(torch.cat([ry.reshape(-1), rz]).abs().max()) / loads_scale
-
-    def _step_norm(self, dy: Tensor, dz: Tensor) -> float:
-        """Weighted ∞-norm of a step: rotations [rad], translations / L, slopes × L²."""
-        w = self._w
-        ny = self.n_y
-        return float(torch.cat([(dy * (1.0 / w[:ny])).abs().reshape(-1), (dz * (1.0 / w[ny:])).abs()]).max())
-
-    def _newton_step(self, res: Tensor, kt: Tensor, res_ee: Tensor, kee: Tensor, drdth: Optional[Tensor] = None):
-        """Solve ``K_t δq = -r`` (seed Sec. V-E) by condensing each rod's unknowns onto the platform twist.
-
-        Returns ``(δy (R, ny), δz (6,))``; with ``drdth`` (R, 12N, M) also the sensitivity
-        ``(dy/dθ (R, ny, M), dz/dθ (6, M)) = -K_t⁻¹ ∂r/∂θ`` from the same factorisation.
-        """
-        ny = self.n_y
-        kyy, kyz = kt[:, :ny, :ny], kt[:, :ny, ny:]
-        kzy, kzz = kt[:, ny:, :ny], kt[:, ny:, ny:]
-        rhs = res[..., None] if drdth is None else torch.cat([res[..., None], drdth], -1)   # (R, 12N, c)
-        x = _solve_per_matrix(kyy, torch.cat([kyz, rhs[:, :ny]], -1))     # (R, ny, 6 + c)
-        s = kzz.sum(0) + kee - (kzy @ x[..., :6]).sum(0)
-        rz = rhs[:, ny:].sum(0) - (kzy @ x[..., 6:]).sum(0)
-        rz = rz + torch.cat([res_ee[:, None], rz.new_zeros(6, rz.shape[1] - 1)], -1)
-        dz = -torch.linalg.solve(s, rz)
-        dy = -(x[..., 6:] + x[..., :6] @ dz)
-        if drdth is None:
-            return dy[..., 0], dz[:, 0]
-        return dy[..., 0], dz[:, 0], (dy[..., 1:], dz[:, 1:])
 
     def _retract(self, g_ee: Tensor, g_int: Tensor, beta: Tensor, dy: Tensor, dz: Tensor, alpha: float,
                  theta: Optional[Tensor] = None, base_old: Optional[Tensor] = None):
@@ -344,194 +300,6 @@ class CPRModel(AssemblyMixin, nn.Module):
         g_int_new[..., :3, 3] = inner[..., :3, 3] + frac * dp[:, None, :]
         g_int_new[..., :3, :3] = so3_exp(frac * dphi[:, None, :]) @ inner[..., :3, :3]
         return (g_ee_new, g_int_new, beta + alpha * dbeta)
-
-    # ------------------------------------------------------------------ solver
-    def solve(self, theta: Tensor, loads: Optional[Loads] = None, init: Optional[Equilibrium] = None,
-              tol: float = 1e-8, max_iter: int = 15, max_rotation_step: float = 0.5,
-              max_continuation: int = 64, raise_on_failure: bool = True) -> Equilibrium:
-        """Forward statics: the equilibrium for motor angles θ (M,) [rad] under ``loads``.
-
-        Riemannian Newton (seed Sec. V-E: ``K_t δq = -r``, ``g ← g exp(δζ^)``, ``β ← β + δβ``) from ``init``
-        (warm start) or the straight configuration. Step control: every step is scaled so that no nodal
-        rotation increment exceeds ``max_rotation_step`` [rad] (damping), and when Newton fails
-        (``max_iter`` iterations, the residual grows 1e3-fold, or it is still above its start after 6
-        iterations) the solver falls back to adaptive continuation: first in θ from the warm start
-        (θ(λ) = θ_init + λ (θ - θ_init)), then from the unloaded straight configuration in the
-        load/actuation factor λ ∈ [0, 1] (θ(λ) = λ θ, loads(λ) = λ loads); step halved on failure, doubled on
-        success, at most ``max_continuation`` stages each. The robot is multistable at large actuation: large
-        jumps (≳ 0.1 rad per motor) may land on another branch; follow paths in small warm-started steps.
-        Converged when the scaled residual ∞-norm (entries in N·m, relative to max(EI/L, applied-load
-        scale)) is below ``tol``, or when the Newton correction falls below 1e-13 (rad, and L-scaled
-        lengths; that last correction is applied): the round-off floor of the residual is ~1e-10 for stiff rods. Raises `ConvergenceError`
-        with the last residual norm and the iteration count otherwise. ``iterations`` counts all Newton iterations.
-
-        Differentiable: when θ, a load tensor or a buffer (e.g. ``youngs_modulus``) requires grad, the
-        returned poses and slopes carry gradients from the implicit function theorem, computed by one
-        linearisation at the converged point ``q = q* ⊕ (-K_t⁻¹ r(q*, p))`` with K_t detached (the value is
-        unchanged, the derivative is ``-K_t⁻¹ ∂r/∂p``); Newton itself is never unrolled.
-        """
-        loads = Loads() if loads is None else loads
-        theta = torch.as_tensor(theta, dtype=torch.float64)
-        if theta.shape != (self.motor_axis.shape[0],):
-            raise ValueError(f"theta must have shape ({self.motor_axis.shape[0]},), got {tuple(theta.shape)}")
-        if not all(math.isfinite(v) for v in theta.tolist()):
-            raise ValueError(f"theta must be finite, got {theta.tolist()}")
-        needs_grad = torch.is_grad_enabled() and (
-            theta.requires_grad or any(t.requires_grad for t in loads.tensors())
-            or any(b is not None and b.requires_grad for b in self._buffers.values())
-            or any(p is not None and p.requires_grad for p in self._parameters.values()))
-        # compiled Newton (flexlearn.physics.lse.compiled_solver): same iterations, no gradients, nodal update
-        self._compiled = (self.kernels == "numba" and HAVE_NUMBA and not needs_grad
-                          and self.retraction == "nodal")
-        if not self._compiled:
-            self._w = self._scales()
-        with torch.no_grad():
-            th = theta.detach()
-            sens = None
-            if init is not None:
-                state = (init.g_ee.detach(), init.nodes[:, 1:-1].detach(), init.beta.detach())
-                base_old = init.nodes[:, 0].detach()
-                sens = init.sensitivity
-                dth = th - init.theta.detach().to(th.dtype)
-                if self.predictor and sens is not None and bool((dth != 0).any()):
-                    state = self._predict(state, sens, dth, max_rotation_step)
-            else:
-                state = self.straight_state()
-                base_old = self.base_pose0
-            if self.transport and self.retraction == "strain" and self.n_elements > 1 and self.motor_axis.shape[0] > 0:
-                # transport the guess to the new motor angles: keep every element's relative pose and
-                # re-chain the rods from the new bases (the platform follows the rods' mean prediction)
-                zero_y = torch.zeros(self.n_rods, self.n_y, dtype=torch.float64)
-                state = self._retract(*state, zero_y, torch.zeros(6, dtype=torch.float64), 0.0, th, base_old)
-            scale = load_scale_compiled(self, loads) if self._compiled else self._load_scale(loads, state[0])
-            log: list[float] = []
-            ok, state, it, last, s_new = self._newton(th, loads, state, scale, tol, max_iter, max_rotation_step, log)
-            total = it
-            if not ok and init is not None and not torch.equal(init.theta.detach().to(th.dtype), th):
-                # continuation in θ from the warm start (same loads)
-                th0 = init.theta.detach().to(th.dtype)
-                ok, state, it0, last, s_new = self._continuation(
-                    lambda lam: (th0 + lam * (th - th0), loads),
-                    (init.g_ee.detach(), init.nodes[:, 1:-1].detach(), init.beta.detach()),
-                    scale, tol, max_iter, max_rotation_step, max_continuation, log, True)
-                total += it0
-            if not ok:  # continuation in λ from the unloaded straight configuration
-                ok, state, it0, last, s_new = self._continuation(
-                    lambda lam: (lam * th, loads.scaled(lam)), self.straight_state(),
-                    scale, tol, max_iter, max_rotation_step, max_continuation, log, False)
-                total += it0
-            if not ok:
-                if raise_on_failure:
-                    raise ConvergenceError("LSE Newton did not converge", log[-1] if log else float("nan"),
-                                           total, log)
-            sens = s_new if s_new is not None else sens
-        g_ee, g_int, beta = state
-        nodes = nodes_of(self, g_ee) if self._compiled else None
-        nodes = self._all_nodes(th, g_ee, g_int) if nodes is None else nodes
-        eq = Equilibrium(g_ee, nodes, beta, th, total, log, sens)
-        if needs_grad:
-            with torch.no_grad():
-                kt, kee, _ = self._tangent(last)
-            eq = self._implicit(theta, loads, eq, kt, kee)
-        return eq
-
-    def _predict(self, state, sens, dth: Tensor, max_rot: float):
-        """First-order (tangent) predictor of a warm start: ``q ⊕ (dq/dθ) Δθ`` (nodal update) with the
-        sensitivity ``dq/dθ = -K_t⁻¹ ∂r/∂θ`` of the previous equilibrium (from its last factorisation).
-        Skipped when it would rotate a node by more than ``max_rot`` [rad]. (Applying the change to the
-        element twists and re-chaining the rods from the moved bases was tried: no fewer iterations.)"""
-        if getattr(self, "_compiled", False):
-            return predict_compiled(state, sens, dth, max_rot)
-        dy = sens[0] @ dth
-        dz = sens[1] @ dth
-        n = self.n_elements
-        rot = torch.cat([dy[:, :6 * (n - 1)].reshape(-1, 6)[:, :3], dz[None, :3]])
-        if not float(torch.linalg.vector_norm(rot, dim=-1).max()) <= max_rot:
-            return state
-        return self._retract(*state, dy, dz, 1.0)
-
-    def _continuation(self, problem, cur, scale, tol, max_iter, max_rot, max_stages, log, start_ok):
-        """Adaptive continuation λ: 0 → 1 on ``problem(λ) = (θ, loads)`` from ``cur`` (an equilibrium at λ = 0
-        when ``start_ok``); step halved on failure, doubled on success."""
-        total = 0
-        last = sens = None
-        if start_ok:
-            ok0 = True
-        else:
-            th0, ld0 = problem(0.0)
-            ok0, cur, total, last, sens = self._newton(th0, ld0, cur, scale, tol, max_iter, max_rot, log)
-        lam, step, stages = 0.0, 0.25, 0
-        while ok0 and lam < 1.0 and stages < max_stages:
-            stages += 1
-            trial = min(1.0, lam + step)
-            th1, ld1 = problem(trial)
-            ok1, new, it1, last1, sens1 = self._newton(th1, ld1, cur, scale, tol, max_iter, max_rot, log)
-            total += it1
-            if ok1:
-                lam, cur, last, sens = trial, new, last1, sens1
-                step = min(2.0 * step, 1.0)
-            else:
-                step *= 0.5
-        return ok0 and lam >= 1.0, cur, total, last, sens
-
-    def _newton(self, th: Tensor, loads: Loads, state, scale: float, tol: float, max_iter: int,
-                max_rot: float, log: list[float], step_tol: float = 1e-13):
-        """Capped Riemannian Newton iterations; returns (converged, state, iterations, last residual context,
-        sensitivity dq/dθ from the last factorisation or None). The tangent is formed only when a step is taken."""
-        if getattr(self, "_compiled", False):
-            return newton_compiled(self, th, loads, state, scale, tol, max_iter, max_rot, log, step_tol)
-        g_ee, g_int, beta = state
-        n = self.n_elements
-        res, res_ee, last = self._residual(th, g_ee, g_int, beta, loads)
-        norm = self._scaled_norm(res, res_ee, scale)
-        log.append(norm)
-        first = norm
-        it = 0
-        sens = None
-        while norm > tol:
-            if (it >= max_iter or not math.isfinite(norm) or norm > 1e3 * max(first, 10.0)
-                    or (it >= 6 and norm > first)):
-                return False, (g_ee, g_int, beta), it, last, sens
-            kt, kee, drdth = self._tangent(last)
-            dy, dz, sens = self._newton_step(res, kt, res_ee, kee, drdth)
-            if self._step_norm(dy, dz) < step_tol:
-                # round-off floor: the correction is below 1e-13 rad / 1e-13 L, the residual cannot drop
-                # further; the correction is still applied (no new residual)
-                return True, self._retract(g_ee, g_int, beta, dy, dz, 1.0, th), it, last, sens
-            rot = torch.cat([dy[:, :6 * (n - 1)].reshape(-1, 6)[:, :3], dz[None, :3]])
-            big = float(torch.linalg.vector_norm(rot, dim=-1).max())
-            if not math.isfinite(big):
-                return False, (g_ee, g_int, beta), it, last, sens
-            alpha = 1.0 if big <= max_rot else max_rot / big
-            # damping: backtrack while the residual would grow more than `growth`-fold (a relaxed test: the
-            # stiff axial/shear terms make a good Newton step raise the residual transiently)
-            for _ in range(self.backtracks + 1):
-                cand = self._retract(g_ee, g_int, beta, dy, dz, alpha, th)
-                res_c, res_ee_c, last_c = self._residual(th, *cand, loads)
-                n_c = self._scaled_norm(res_c, res_ee_c, scale)
-                if n_c <= self.growth * norm:
-                    break
-                alpha *= 0.5
-            g_ee, g_int, beta = cand
-            it += 1
-            res, res_ee, last, norm = res_c, res_ee_c, last_c, n_c
-            log.append(norm)
-        return True, (g_ee, g_int, beta), it, last, sens
-
-    def _implicit(self, theta: Tensor, loads: Loads, eq: Equilibrium, kt: Tensor, kee: Tensor) -> Equilibrium:
-        g_ee, g_int, beta = eq.g_ee, eq.nodes[:, 1:-1], eq.beta
-        res, _, res_ee, _ = self._assemble(theta, g_ee, g_int, beta, loads, False)
-        dy, dz = self._newton_step(res, kt.detach(), res_ee, kee.detach())
-        g_ee2, g_int2, beta2 = self._retract(g_ee, g_int, beta, dy, dz, 1.0)
-        nodes = self._all_nodes(theta, g_ee2, g_int2)
-        return Equilibrium(g_ee2, nodes, beta2, theta, eq.iterations, eq.residual_log, eq.sensitivity)
-
-    def _load_scale(self, loads: Loads, g_ee: Tensor) -> float:
-        """Residual scale [N·m]: max(EI/L, |applied moments| + |applied forces|·L)."""
-        k = self.stiffness()
-        length = float(self.lengths.mean())
-        s = float((k[:, :3].max(-1).values / self.lengths).max())
-        return max(s, loads.magnitude(length))
 
     # ------------------------------------------------------------------ conveniences
     def rod_poses(self, eq: Equilibrium, samples_per_element: int = 8) -> Tensor:
