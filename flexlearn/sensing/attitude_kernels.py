@@ -28,7 +28,6 @@ Parameter layout ``p``: built by :func:`flexlearn.sensing.attitude_filter.make_p
 import math
 from typing import List, Tuple
 
-import numpy as np
 
 try:  # numba is optional: without it the same functions run as (slow) Python
     from numba import njit
