@@ -37,12 +37,15 @@ def installed(dist, tmp_path_factory) -> Path:
     py = env_dir / "bin" / "python"
     site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    deps = sysconfig.get_paths()["purelib"]  # a plain path line: its own .pth files (the editable install) stay off
-    Path(site, "test_environment.pth").write_text(deps + "\n")
     wheel = next(dist.glob("flexlearn-*.whl"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([str(py), "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    # Added after the install, so pip does not see the test environment's own flexlearn; a plain path line
+    # comes after the venv's site-packages, and its .pth files (the editable install) are not processed.
+    deps = sysconfig.get_paths()["purelib"]
+    Path(site, "test_environment.pth").write_text(deps + "\n")
     return env_dir / "bin"
 
 
