@@ -45,3 +45,34 @@ def data_error(fn: Callable[[], object], *needles: str) -> str:
     for n in needles:
         assert n in text, text
     return text
+
+
+def call_app(module: str, root: Path, args: list[str], monkeypatch, capsys) -> tuple[int, str, str]:
+    """Call the entry point of flexlearn.apps.<module> in-process with ``args`` in ``root``; return (exit code,
+    stdout, stderr). Hydra's global state and its logging set-up (handlers on this test's captured streams) are
+    undone afterwards."""
+    import importlib
+    import logging
+
+    from hydra.core.global_hydra import GlobalHydra
+
+    main = importlib.import_module(f"flexlearn.apps.{module}").main
+    monkeypatch.setenv("FLEXLEARN_ROOT", str(root))
+    monkeypatch.chdir(root)
+    monkeypatch.setattr(sys, "argv", [f"flexlearn-{module}", *args])
+    GlobalHydra.instance().clear()
+    capsys.readouterr()
+    handlers = logging.root.handlers[:]
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        GlobalHydra.instance().clear()
+        for h in logging.root.handlers:
+            if h not in handlers:
+                h.close()
+        logging.root.handlers = handlers
+    out = capsys.readouterr()
+    return code, out.out, out.err

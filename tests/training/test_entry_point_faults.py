@@ -20,39 +20,16 @@ import flexlearn.jobs.train  # noqa: F401  (its warning filters are set at impor
 import flexlearn.apps.pipeline  # noqa: F401
 import flexlearn.apps.train  # noqa: F401
 
+from tests.data.console import call_app  # noqa: E402
+
 SMALL = ["data.sim.n_poses=400", "data.batch_size=64", "trainer.max_epochs=1"]
 
 
 def run_main(module: str, root: Path, cache_dir: Path, args: list[str], monkeypatch, capsys) -> tuple[int, str]:
-    """Call the ``@hydra.main`` of flexlearn.apps.<module> in-process with ``args``; return (exit code, stderr).
-
-    Hydra's logging set-up (handlers on the captured streams of this test) is undone afterwards.
-    """
-    import importlib
-    import logging
-
-    from hydra.core.global_hydra import GlobalHydra
-
-    main = importlib.import_module(f"flexlearn.apps.{module}").main
-    monkeypatch.setenv("FLEXLEARN_ROOT", str(root))
-    monkeypatch.chdir(root)
+    """Call the ``@hydra.main`` of flexlearn.apps.<module> in-process with ``args``; return (exit code, stderr)."""
     extra = [f"paths.cache_dir={cache_dir}"] if module != "evaluate" else []
-    monkeypatch.setattr(sys, "argv", [f"flexlearn-{module}", *args, *extra])
-    GlobalHydra.instance().clear()
-    capsys.readouterr()
-    handlers = logging.root.handlers[:]
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    finally:
-        GlobalHydra.instance().clear()
-        for h in logging.root.handlers:
-            if h not in handlers:
-                h.close()
-        logging.root.handlers = handlers
-    return code, capsys.readouterr().err
+    code, _, err = call_app(module, root, [*args, *extra], monkeypatch, capsys)
+    return code, err
 
 
 def assert_one_line_error(code: int, err: str, app: str, *needles: str) -> None:

@@ -3,8 +3,6 @@ the real entry points (no hint to add the typo with '+'); the config checks of t
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import logging
 import os
 import subprocess
 import sys
@@ -14,32 +12,12 @@ import pytest
 
 from flexlearn.config import closest, did_you_mean, from_dict
 from flexlearn.errors import ConfigError
+from tests.data.console import call_app
 
 
 def run_main(module: str, root: Path, args: list[str], monkeypatch, capsys) -> tuple[int, str, str]:
     """Call the entry point of flexlearn.apps.<module> in-process with ``args``; (exit code, stdout, stderr)."""
-    from hydra.core.global_hydra import GlobalHydra
-
-    main = importlib.import_module(f"flexlearn.apps.{module}").main
-    monkeypatch.setenv("FLEXLEARN_ROOT", str(root))
-    monkeypatch.chdir(root)
-    monkeypatch.setattr(sys, "argv", [f"flexlearn-{module}", *args])
-    GlobalHydra.instance().clear()
-    capsys.readouterr()
-    handlers = logging.root.handlers[:]
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    finally:
-        GlobalHydra.instance().clear()
-        for h in logging.root.handlers:
-            if h not in handlers:
-                h.close()
-        logging.root.handlers = handlers
-    out = capsys.readouterr()
-    return code, out.out, out.err
+    return call_app(module, root, args, monkeypatch, capsys)
 
 
 def one_error_line(code: int, err: str, app: str) -> str:
