@@ -44,7 +44,8 @@ import torch
 from torch import Tensor, nn
 
 from flexlearn.errors import CheckpointError
-from flexlearn.runtime.export import (METADATA_FILE, Artifact, _check_graph, _check_payloads, _check_sample_inputs,
+from flexlearn.runtime.export import (METADATA_FILE, Artifact, _check_archive_version, _check_graph, _check_payloads,
+                                      _check_sample_inputs,
                                       archive_entries, load_program, program_artifact, read_verified, versions,
                                       write_artifacts)
 
@@ -228,10 +229,7 @@ def check_program_set_archive(data: bytes, path: str | Path, names: Sequence[str
         if entry not in fixed and not any(p.fullmatch(entry) for p in patterns):
             raise UntrustedArtifactError(f"model file '{path}': unexpected archive entry '{entry}' (flexlearn "
                                          f"program sets hold only weights, tensor constants and the graphs)")
-    if entries.get(c.ARCHIVE_FORMAT_PATH) != c.ARCHIVE_FORMAT_VALUE.encode() or \
-            entries.get(c.ARCHIVE_VERSION_PATH) != c.ARCHIVE_VERSION_VALUE.encode():
-        raise UntrustedArtifactError(f"model file '{path}': not a .pt2 archive of format version "
-                                     f"{c.ARCHIVE_VERSION_VALUE}")
+    _check_archive_version(entries, path)
     for name in names:
         if c.MODELS_FILENAME_FORMAT.format(name) not in entries:
             raise CheckpointError(f"model file '{path}': no program '{name}' in the archive")

@@ -302,6 +302,16 @@ def _pt2_patterns() -> list[re.Pattern[str]]:
                re.compile(re.escape(c.EXTRA_DIR) + r"[\w.-]+")])
 
 
+def _check_archive_version(entries: dict, path: Any) -> None:
+    """Refuse a .pt2 whose archive format or version record is not the one torch writes today."""
+    from torch.export.pt2_archive import constants as c
+
+    if entries.get(c.ARCHIVE_FORMAT_PATH) != c.ARCHIVE_FORMAT_VALUE.encode() or \
+            entries.get(c.ARCHIVE_VERSION_PATH) != c.ARCHIVE_VERSION_VALUE.encode():
+        raise UntrustedArtifactError(f"model file '{path}': not a .pt2 archive of format version "
+                                     f"{c.ARCHIVE_VERSION_VALUE}")
+
+
 def check_program_archive(data: bytes, path: str | Path) -> None:
     """Refuse a .pt2 whose loading would run its content (module docstring); `UntrustedArtifactError`."""
     from torch.export.pt2_archive import constants as c
@@ -312,10 +322,7 @@ def check_program_archive(data: bytes, path: str | Path) -> None:
         if not any(p.fullmatch(name) for p in patterns):
             raise UntrustedArtifactError(f"model file '{path}': unexpected archive entry '{name}' (flexlearn "
                                          f"programs hold only weights, tensor constants and the graph)")
-    if entries.get(c.ARCHIVE_FORMAT_PATH) != c.ARCHIVE_FORMAT_VALUE.encode() or \
-            entries.get(c.ARCHIVE_VERSION_PATH) != c.ARCHIVE_VERSION_VALUE.encode():
-        raise UntrustedArtifactError(f"model file '{path}': not a .pt2 archive of format version "
-                                     f"{c.ARCHIVE_VERSION_VALUE}")
+    _check_archive_version(entries, path)
     for config, prefix in ((c.WEIGHTS_CONFIG_FILENAME_FORMAT, c.WEIGHT_FILENAME_PREFIX),
                            (c.CONSTANTS_CONFIG_FILENAME_FORMAT, c.TENSOR_CONSTANT_FILENAME_PREFIX)):
         _check_payloads(entries, config.format("model"), prefix, path)

@@ -59,7 +59,7 @@ from torch import Tensor, nn
 
 from flexlearn.lie import quat_to_matrix, rotation_between, so3_exp
 from flexlearn.runtime.heading_filter import HeadingDriftFilter, heading_angle
-from flexlearn.runtime.quat_quadratic import quadratic_map
+from flexlearn.runtime.quat_quadratic import quadratic_map, reference_rows
 from flexlearn.runtime.time_base import RESYNC_FLAG_S, TimeBase
 
 FUSION, QUAT_ONLY, MAG_ONLY = 0, 1, 2
@@ -238,10 +238,7 @@ class FusedEstimator(nn.Module):
     @torch.jit.export
     def set_reference(self, quats: Tensor) -> None:
         """Record q⁰ (N + 1, 4) with the robot hanging straight (non-finite rows keep identity, flagged) and reset."""
-        q = quats.to(torch.float64)
-        nrm = (q * q).sum(-1)
-        ok = torch.isfinite(nrm) & (nrm > 0.25) & (nrm < 4.0)
-        q = torch.where(ok.unsqueeze(-1), q / nrm.clamp_min(1e-12).sqrt().unsqueeze(-1), self.q_ref)
+        q, ok = reference_rows(quats, self.q_ref)
         self.q_ref.copy_(q)
         self.has_ref.copy_(ok)
         r0t = quat_to_matrix(q).transpose(-1, -2)

@@ -32,7 +32,7 @@ from torch import Tensor, nn
 
 from flexlearn.lie import quat_to_matrix, so3_exp
 from flexlearn.runtime.fusion import FUSION, FusedEstimator
-from flexlearn.runtime.quat_quadratic import quadratic_map
+from flexlearn.runtime.quat_quadratic import quadratic_map, reference_rows
 
 F64 = torch.float64
 _BUFFERS = ("aw", "e", "flip", "q_ref", "v_ref", "r0t", "theta_applied", "axis", "rel_c", "travel", "travel_fix",
@@ -152,10 +152,7 @@ class FusedEstimatorGraph(nn.Module):
     def set_reference(self, quats: Tensor) -> Tensor:
         """`FusedEstimator.set_reference` (q⁰ (N + 1, 4), filter reset); returns the rows accepted."""
         n = self.n
-        q = quats.to(F64)
-        nrm = (q * q).sum(-1)
-        ok = torch.isfinite(nrm) & (nrm > 0.25) & (nrm < 4.0)
-        q = torch.where(ok.unsqueeze(-1), q / nrm.clamp_min(1e-12).sqrt().unsqueeze(-1), self.q_ref)
+        q, ok = reference_rows(quats, self.q_ref)
         self.q_ref.copy_(q)
         self.has_ref.copy_(ok)
         r0t = quat_to_matrix(q).transpose(-1, -2)

@@ -3,11 +3,12 @@
 R(q) v is quadratic in q = (w, x, y, z), so for fixed vectors v_k there are matrices T_k (3, 16) with
 R(q) v_k = T_k vec(q qᵀ) / |q|² (for unit q the division is dropped). The estimator precomputes G_k = C_k T_k once
 per magnetic correction and then needs one batched (3 × 16) product per module and attitude sweep.
-TorchScript-compatible (the estimator calls `quadratic_map` from its scripted methods).
+TorchScript-compatible (the estimator calls `quadratic_map` from its scripted methods). Also the check and
+normalisation of the reference quaternions, shared by the estimator and its graph version.
 """
 from __future__ import annotations
 
-from typing import List
+from typing import List, Tuple
 
 import torch
 from torch import Tensor
@@ -42,3 +43,14 @@ def quadratic_map(v: Tensor) -> Tensor:
                 row.append(0.25 * (qrot(qp, v) - qrot(qm, v)))
         cols.append(torch.stack(row, -1))
     return torch.stack(cols, -2).reshape(m, 3, 16)
+
+
+def reference_rows(quats: torch.Tensor, fallback: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Usable reference quaternions: (q (N, 4) float64 normalised, ok (N,) bool).
+
+    A row is usable when its squared norm is finite and in (0.25, 4); other rows take ``fallback``'s.
+    """
+    q = quats.to(torch.float64)
+    nrm = (q * q).sum(-1)
+    ok = torch.isfinite(nrm) & (nrm > 0.25) & (nrm < 4.0)
+    return torch.where(ok.unsqueeze(-1), q / nrm.clamp_min(1e-12).sqrt().unsqueeze(-1), fallback), ok
