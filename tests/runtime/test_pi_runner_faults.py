@@ -239,9 +239,10 @@ def test_bundle_without_valid_manifest_is_refused(runner, capsys, tmp_path, bund
 
 
 def test_manifest_check_runs_with_torch_alone(tmp_path, bundle):
-    """On the Pi there is no flexlearn: manifest.py is loaded by file path next to pi_runner.py."""
+    """On the Pi there is no flexlearn: manifest.py and frame_lines.py are loaded by file path next to pi_runner.py."""
     shutil.copy(ROOT / "scripts" / "pi_runner.py", tmp_path)
-    shutil.copy(ROOT / "flexlearn" / "runtime" / "manifest.py", tmp_path)
+    for name in ("manifest.py", "frame_lines.py"):
+        shutil.copy(ROOT / "flexlearn" / "runtime" / name, tmp_path)
     shutil.copy(bundle, tmp_path / "b.pt")
     (tmp_path / "f.jsonl").write_bytes(_line(type="ref", t=0.0, q=Q) + b"\n" + _att(0.06) + b"\n")
     code = """
