@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import io
 import json
 import os
@@ -234,10 +233,8 @@ def read_verified(path: str | Path, *, trust_unverified: bool = False) -> bytes:
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"model file '{path}': not found")
-    record = verify_manifest(path, trust_unverified=trust_unverified)
     data = path.read_bytes()
-    if record and hashlib.sha256(data).hexdigest() != record["sha256"].lower():
-        raise UntrustedArtifactError(f"model file '{path}': changed while it was being loaded")
+    verify_manifest(path, trust_unverified=trust_unverified, data=data)
     return data
 
 

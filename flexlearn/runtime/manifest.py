@@ -55,11 +55,14 @@ def manifest_record(path: str | os.PathLike, kind: str, versions: Optional[dict[
             **(versions or {})}
 
 
-def verify_manifest(path: str | os.PathLike, trust_unverified: bool = False) -> dict[str, Any]:
+def verify_manifest(path: str | os.PathLike, trust_unverified: bool = False,
+                    data: Optional[bytes] = None) -> dict[str, Any]:
     """Check ``path`` against its sidecar manifest; return the manifest (``{}`` when opted out).
 
-    Raises `UntrustedArtifactError` naming the file and the reason (no manifest, unreadable manifest,
-    wrong file name, size or hash) unless ``trust_unverified`` is true, in which case nothing is checked.
+    ``data``: the file's bytes when the caller has read them already (they are what is hashed, so the bytes
+    checked are the bytes loaded). Raises `UntrustedArtifactError` naming the file and the reason (no
+    manifest, unreadable manifest, wrong file name or hash) unless ``trust_unverified`` is true, in which
+    case nothing is checked.
     """
     if trust_unverified:
         return {}
@@ -78,7 +81,7 @@ def verify_manifest(path: str | os.PathLike, trust_unverified: bool = False) -> 
     if record.get("file") not in (None, path.name):
         raise UntrustedArtifactError(f"manifest '{side}': field 'file' = {record.get('file')!r}, "
                                      f"but the model file is '{path.name}'")
-    actual = sha256_file(path)
+    actual = sha256_file(path) if data is None else hashlib.sha256(data).hexdigest()
     if actual != record["sha256"].lower():
         raise UntrustedArtifactError(f"model file '{path}': SHA-256 {actual} does not match its manifest "
                                      f"({record['sha256']}); the file was changed after export ({hint})")
