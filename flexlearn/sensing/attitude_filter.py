@@ -30,7 +30,9 @@ _BIAS_DRIFT = 0.1 * DEG  # rad/s: the bias variance grows by this squared over o
 class AttitudeConfig:
     """One parameter set for every recording (the defaults; not tuned per trial). Units in brackets.
 
-    Inclination: ``tau_acc`` [s] time constant of the accelerometer low-pass in the almost-inertial frame.
+    Inclination: ``tau_acc`` [s] time constant of the accelerometer low-pass in the almost-inertial frame
+    once the gyro bias is known to ``bias_sigma_motion``; ``adaptive_tau``: while the bias is less certain
+    (start-up) the time constant is ``tau_acc (σ_motion/σ_b)^(1/3)`` (`attitude_kernels.acc_time_constant`).
     Gyro bias: ``bias_sigma_init`` [rad/s] initial uncertainty; ``bias_forgetting_time`` [s] time in
     which the variance grows by (0.1 °/s)²; ``bias_clip`` [rad/s] bound on the estimate and the innovation;
     ``bias_sigma_motion`` / ``bias_sigma_rest`` [rad/s] steady uncertainty reached in motion / at rest;
@@ -72,6 +74,7 @@ class AttitudeConfig:
     motion_bias: bool = True
     rest_bias: bool = True
     mag_rejection: bool = True
+    adaptive_tau: bool = True
 
     def validate(self) -> None:
         for f in dataclasses.fields(self):
@@ -137,7 +140,8 @@ def make_params(rate_hz: float, config: Optional[AttitudeConfig] = None) -> np.n
           cfg.rest_gyr, cfg.rest_acc, cfg.rest_time,
           cfg.mag_norm_th, cfg.mag_dip_th, cfg.mag_new_time, cfg.mag_new_first_time, cfg.mag_new_min_gyr,
           cfg.mag_min_undisturbed_time, cfg.mag_max_rejection_time, cfg.mag_rejection_factor, cfg.tau_mag,
-          cfg.gap_time, float(cfg.motion_bias), float(cfg.rest_bias), float(cfg.mag_rejection), 0.0]
+          cfg.gap_time, float(cfg.motion_bias), float(cfg.rest_bias), float(cfg.mag_rejection), 0.0,
+          float(cfg.adaptive_tau), cfg.bias_sigma_motion ** 2]  # p[44], p[45]
     assert len(p) == K.PARAM_SIZE
     return np.asarray(p, dtype=np.float64)
 
@@ -148,6 +152,7 @@ def initial_state(params: np.ndarray, bias=None) -> np.ndarray:
     accepted (disturbed, rejection time spent so the start runs at the reduced gain), 1/n heading gain."""
     s = np.zeros(K.STATE_SIZE)
     s[0] = s[4] = 1.0
+    s[134] = s[138] = s[142] = 1.0  # H = I of the rest update
     s[11] = 1.0
     if bias is not None:
         s[12:15] = np.asarray(bias, dtype=np.float64)

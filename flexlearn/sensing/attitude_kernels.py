@@ -21,7 +21,8 @@ State layout ``s`` (``STATE_SIZE`` floats; literals below, as TorchScript has no
     34-35 candidate norm, dip [rad]   36   candidate time [s]
     low-pass blocks (input/output x[n], states z0[n], z1[n], sample count (−1: running), sum[n]):
     40 acc in I (n=3)   53 rest gyro (3)   66 rest acc (3)   79 bias R (9)   116 bias R·b̂ (2)   125 mag (2)
-    134-178 scratch for the 3×3 Kalman update
+    134-142 the 3×3 identity (H of the rest update; constant)
+    143-148 accelerometer low-pass coefficients (b0, b1, b2, a1, a2, τ) (scheduled, see acc_time_constant)
 
 Parameter layout ``p``: built by :func:`flexlearn.sensing.attitude_filter.make_params` (``PARAM_SIZE``).
 """
@@ -44,8 +45,8 @@ except Exception:  # pragma: no cover - exercised only without numba
             return args[0]
         return lambda f: f
 
-STATE_SIZE = 179
-PARAM_SIZE = 44
+STATE_SIZE = 149
+PARAM_SIZE = 46
 
 
 @jitable
@@ -82,13 +83,14 @@ def store_unit(s: List[float], o: int, w: float, x: float, y: float, z: float) -
 
 
 @jitable
-def lowpass(s: List[float], o: int, n: int, p: List[float], c: int) -> None:
+def lowpass(s: List[float], o: int, n: int, cf: List[float], c: int, ts: float) -> None:
     """Second-order Butterworth low-pass of the n values at s[o:o+n], in place (input → output).
 
-    Transposed direct form II with coefficients ``p[c:c+5] = (b0, b1, b2, a1, a2)``:
-    ``y = b0 x + z0;  z0 ← b1 x − a1 y + z1;  z1 ← b2 x − a2 y``. Start-up (count s[o+3n] ≥ 0): the output is
-    the running mean of the inputs until ``count·Ts ≥ τ = p[c+5]``, then the states are set to the steady
-    state of that mean (``z0 = m(1 − b0)``, ``z1 = m(b2 − a2)``) and the filter runs (count −1).
+    Transposed direct form II with coefficients ``cf[c:c+5] = (b0, b1, b2, a1, a2)`` (``cf`` is the parameter
+    vector, or the state for the scheduled accelerometer filter): ``y = b0 x + z0;  z0 ← b1 x − a1 y + z1;
+    z1 ← b2 x − a2 y``. Start-up (count s[o+3n] ≥ 0): the output is the running mean of the inputs until
+    ``count·Ts ≥ τ = cf[c+5]``, then the states are set to the steady state of that mean (``z0 = m(1 − b0)``,
+    ``z1 = m(b2 − a2)``) and the filter runs (count −1).
     """
     m = o + 3 * n
     cnt = s[m]
@@ -98,24 +100,68 @@ def lowpass(s: List[float], o: int, n: int, p: List[float], c: int) -> None:
         for i in range(n):
             s[m + 1 + i] = s[m + 1 + i] + s[o + i]
             s[o + i] = s[m + 1 + i] / cnt
-        if cnt * p[0] >= p[c + 5]:
+        if cnt * ts >= cf[c + 5]:
             for i in range(n):
                 y = s[o + i]
-                s[o + n + i] = y * (1.0 - p[c])
-                s[o + 2 * n + i] = y * (p[c + 2] - p[c + 4])
+                s[o + n + i] = y * (1.0 - cf[c])
+                s[o + 2 * n + i] = y * (cf[c + 2] - cf[c + 4])
             s[m] = -1.0
         return
-    b0 = p[c]
-    b1 = p[c + 1]
-    b2 = p[c + 2]
-    a1 = p[c + 3]
-    a2 = p[c + 4]
+    b0 = cf[c]
+    b1 = cf[c + 1]
+    b2 = cf[c + 2]
+    a1 = cf[c + 3]
+    a2 = cf[c + 4]
     for i in range(n):
         x = s[o + i]
         y = b0 * x + s[o + n + i]
         s[o + n + i] = b1 * x - a1 * y + s[o + 2 * n + i]
         s[o + 2 * n + i] = b2 * x - a2 * y
         s[o + i] = y
+
+
+@jitable
+def butter_into(s: List[float], o: int, tau: float, ts: float) -> None:
+    """s[o:o+6] ← second-order Butterworth (b0, b1, b2, a1, a2) for time constant tau [s] and τ itself; the same
+    formula as ``attitude_filter.butter2`` (f_c = √2/(2π τ), bilinear transform with pre-warping)."""
+    s[o + 5] = tau
+    if tau < 0.5 * ts:
+        s[o] = 1.0
+        s[o + 1] = 0.0
+        s[o + 2] = 0.0
+        s[o + 3] = 0.0
+        s[o + 4] = 0.0
+        return
+    c = math.tan(math.pi * math.sqrt(2.0) / (2.0 * math.pi * tau) * ts)
+    d = c * c + math.sqrt(2.0) * c + 1.0
+    b0 = c * c / d
+    s[o] = b0
+    s[o + 1] = 2.0 * b0
+    s[o + 2] = b0
+    s[o + 3] = 2.0 * (c * c - 1.0) / d
+    s[o + 4] = (c * c - math.sqrt(2.0) * c + 1.0) / d
+
+
+@jitable
+def acc_time_constant(s: List[float], p: List[float]) -> None:
+    """Accelerometer time constant from the bias uncertainty (coefficients in s[143:149]).
+
+    The inclination error of the low-pass in I has two parts: the drift of an unknown gyro bias seen through
+    the filter's lag (group delay τ at low frequency), ≈ σ_b τ, and linear acceleration let through: for a
+    velocity swing V at frequency ω the second-order filter passes ω V (ω_c/ω)² = 2V/(ω τ²), ∝ 1/τ². The sum of
+    squares ``σ_b² τ² + c² τ⁻⁴`` is least at ``τ⁶ = 2c²/σ_b²``, i.e. τ ∝ σ_b^(−1/3). With τ_acc the choice at
+    the settled uncertainty σ_motion: ``τ = τ_acc · min(1, (σ_motion/σ_b)^(1/3))``, σ_b² = max diag P. So the
+    filter starts (σ_b = σ_init = 5 σ_motion: τ = 0.58 τ_acc) faster and lengthens τ as the bias is learnt;
+    after a gap the bias is still known and τ stays. p[44] = 0: fixed τ_acc. The coefficients are recomputed
+    when τ moves by more than 0.5 %.
+    """
+    tau = p[6]
+    if p[44] > 0.5:
+        pm = max(s[15], max(s[19], s[23]))
+        if pm > p[45]:
+            tau = tau * (p[45] / pm) ** (1.0 / 6.0)  # (σ_m² / σ_b²)^(1/6)
+    if abs(tau - s[148]) > 0.005 * s[148]:
+        butter_into(s, 143, tau, p[0])
 
 
 @jitable
@@ -147,7 +193,7 @@ def gyr_update(s: List[float], p: List[float], gx: float, gy: float, gz: float) 
     s[53] = gx
     s[54] = gy
     s[55] = gz
-    lowpass(s, 53, 3, p, 7)
+    lowpass(s, 53, 3, p, 7, p[0])
     dx = gx - s[53]
     dy = gy - s[54]
     dz = gz - s[55]
@@ -165,66 +211,83 @@ def gyr_update(s: List[float], p: List[float], gx: float, gy: float, gz: float) 
 
 
 @jitable
-def inv3(s: List[float], a: int, o: int) -> None:
-    """s[o:o+9] ← inverse of the 3×3 matrix s[a:a+9] (adjugate / determinant)."""
-    m00 = s[a]
-    m01 = s[a + 1]
-    m02 = s[a + 2]
-    m10 = s[a + 3]
-    m11 = s[a + 4]
-    m12 = s[a + 5]
-    m20 = s[a + 6]
-    m21 = s[a + 7]
-    m22 = s[a + 8]
-    c00 = m11 * m22 - m12 * m21
-    c10 = m12 * m20 - m10 * m22
-    c20 = m10 * m21 - m11 * m20
-    r = 1.0 / (m00 * c00 + m01 * c10 + m02 * c20)
-    s[o] = c00 * r
-    s[o + 1] = (m02 * m21 - m01 * m22) * r
-    s[o + 2] = (m01 * m12 - m02 * m11) * r
-    s[o + 3] = c10 * r
-    s[o + 4] = (m00 * m22 - m02 * m20) * r
-    s[o + 5] = (m02 * m10 - m00 * m12) * r
-    s[o + 6] = c20 * r
-    s[o + 7] = (m01 * m20 - m00 * m21) * r
-    s[o + 8] = (m00 * m11 - m01 * m10) * r
-
-
-@jitable
 def kalman_bias(s: List[float], p: List[float], h: int, e0: float, e1: float, e2: float,
                 w0: float, w1: float, w2: float) -> None:
     """Kalman update of the bias b̂ (s[12:15]) and P (s[15:24]) with innovation e, model H = s[h:h+9].
 
-    ``K = P Hᵀ (W + H P Hᵀ)⁻¹,  b̂ ← clip(b̂ + K clip(e)),  P ← P − K (P Hᵀ)ᵀ``, W = diag(w); clip ±p[21].
+    ``A = P Hᵀ,  S = H A + W,  K = A S⁻¹,  b̂ ← clip(b̂ + K clip(e)),  P ← P − K Aᵀ``, W = diag(w), clip ±p[21];
+    S⁻¹ by adjugate / determinant. Written out on scalars (no loops, no scratch): the same arithmetic under
+    numba and TorchScript, and a short instruction stream for the TorchScript interpreter.
     """
     clip = p[21]
     e0 = min(max(e0, -clip), clip)
     e1 = min(max(e1, -clip), clip)
     e2 = min(max(e2, -clip), clip)
-    for i in range(3):  # PHt (143) = P Hᵀ
-        for j in range(3):
-            s[143 + 3 * i + j] = (s[15 + 3 * i] * s[h + 3 * j] + s[16 + 3 * i] * s[h + 3 * j + 1]
-                                  + s[17 + 3 * i] * s[h + 3 * j + 2])
-    for i in range(3):  # S (152) = H PHt + W
-        for j in range(3):
-            s[152 + 3 * i + j] = (s[h + 3 * i] * s[143 + j] + s[h + 3 * i + 1] * s[146 + j]
-                                  + s[h + 3 * i + 2] * s[149 + j])
-    s[152] = s[152] + w0
-    s[156] = s[156] + w1
-    s[160] = s[160] + w2
-    inv3(s, 152, 161)
-    for i in range(3):  # K (170) = PHt S⁻¹
-        for j in range(3):
-            s[170 + 3 * i + j] = (s[143 + 3 * i] * s[161 + j] + s[144 + 3 * i] * s[164 + j]
-                                  + s[145 + 3 * i] * s[167 + j])
+    p00, p01, p02, p10, p11, p12, p20, p21, p22 = s[15], s[16], s[17], s[18], s[19], s[20], s[21], s[22], s[23]
+    h00, h01, h02 = s[h], s[h + 1], s[h + 2]
+    h10, h11, h12 = s[h + 3], s[h + 4], s[h + 5]
+    h20, h21, h22 = s[h + 6], s[h + 7], s[h + 8]
+    a00 = p00 * h00 + p01 * h01 + p02 * h02  # A = P Hᵀ
+    a01 = p00 * h10 + p01 * h11 + p02 * h12
+    a02 = p00 * h20 + p01 * h21 + p02 * h22
+    a10 = p10 * h00 + p11 * h01 + p12 * h02
+    a11 = p10 * h10 + p11 * h11 + p12 * h12
+    a12 = p10 * h20 + p11 * h21 + p12 * h22
+    a20 = p20 * h00 + p21 * h01 + p22 * h02
+    a21 = p20 * h10 + p21 * h11 + p22 * h12
+    a22 = p20 * h20 + p21 * h21 + p22 * h22
+    m00 = h00 * a00 + h01 * a10 + h02 * a20 + w0  # S = H A + W
+    m01 = h00 * a01 + h01 * a11 + h02 * a21
+    m02 = h00 * a02 + h01 * a12 + h02 * a22
+    m10 = h10 * a00 + h11 * a10 + h12 * a20
+    m11 = h10 * a01 + h11 * a11 + h12 * a21 + w1
+    m12 = h10 * a02 + h11 * a12 + h12 * a22
+    m20 = h20 * a00 + h21 * a10 + h22 * a20
+    m21 = h20 * a01 + h21 * a11 + h22 * a21
+    m22 = h20 * a02 + h21 * a12 + h22 * a22 + w2
+    c00 = m11 * m22 - m12 * m21  # S⁻¹ = adj(S) / det(S)
+    c10 = m12 * m20 - m10 * m22
+    c20 = m10 * m21 - m11 * m20
+    r = 1.0 / (m00 * c00 + m01 * c10 + m02 * c20)
+    i00 = c00 * r
+    i01 = (m02 * m21 - m01 * m22) * r
+    i02 = (m01 * m12 - m02 * m11) * r
+    i10 = c10 * r
+    i11 = (m00 * m22 - m02 * m20) * r
+    i12 = (m02 * m10 - m00 * m12) * r
+    i20 = c20 * r
+    i21 = (m01 * m20 - m00 * m21) * r
+    i22 = (m00 * m11 - m01 * m10) * r
+    k00 = a00 * i00 + a01 * i10 + a02 * i20  # K = A S⁻¹
+    k01 = a00 * i01 + a01 * i11 + a02 * i21
+    k02 = a00 * i02 + a01 * i12 + a02 * i22
+    k10 = a10 * i00 + a11 * i10 + a12 * i20
+    k11 = a10 * i01 + a11 * i11 + a12 * i21
+    k12 = a10 * i02 + a11 * i12 + a12 * i22
+    k20 = a20 * i00 + a21 * i10 + a22 * i20
+    k21 = a20 * i01 + a21 * i11 + a22 * i21
+    k22 = a20 * i02 + a21 * i12 + a22 * i22
+    s[12] = min(max(s[12] + k00 * e0 + k01 * e1 + k02 * e2, -clip), clip)
+    s[13] = min(max(s[13] + k10 * e0 + k11 * e1 + k12 * e2, -clip), clip)
+    s[14] = min(max(s[14] + k20 * e0 + k21 * e1 + k22 * e2, -clip), clip)
+    s[15] = p00 - (k00 * a00 + k01 * a01 + k02 * a02)  # P ← P − K Aᵀ
+    s[16] = p01 - (k00 * a10 + k01 * a11 + k02 * a12)
+    s[17] = p02 - (k00 * a20 + k01 * a21 + k02 * a22)
+    s[18] = p10 - (k10 * a00 + k11 * a01 + k12 * a02)
+    s[19] = p11 - (k10 * a10 + k11 * a11 + k12 * a12)
+    s[20] = p12 - (k10 * a20 + k11 * a21 + k12 * a22)
+    s[21] = p20 - (k20 * a00 + k21 * a01 + k22 * a02)
+    s[22] = p21 - (k20 * a10 + k21 * a11 + k22 * a12)
+    s[23] = p22 - (k20 * a20 + k21 * a21 + k22 * a22)
+
+
+@jitable
+def bias_noise(s: List[float], p: List[float]) -> None:
+    """Random-walk process noise of the bias for one sample, P_ii += V, saturating at the initial variance
+    (also added for every sample of a gap: the bias keeps drifting while nothing is measured)."""
     for i in range(3):
-        b = s[12 + i] + s[170 + 3 * i] * e0 + s[171 + 3 * i] * e1 + s[172 + 3 * i] * e2
-        s[12 + i] = min(max(b, -clip), clip)
-    for i in range(3):  # P ← P − K PHtᵀ
-        for j in range(3):
-            s[15 + 3 * i + j] = s[15 + 3 * i + j] - (s[170 + 3 * i] * s[143 + 3 * j] + s[171 + 3 * i] * s[144 + 3 * j]
-                                                     + s[172 + 3 * i] * s[145 + 3 * j])
+        if s[15 + 4 * i] < p[22]:
+            s[15 + 4 * i] = s[15 + 4 * i] + p[23]
 
 
 @jitable
@@ -236,7 +299,9 @@ def bias_update(s: List[float], p: List[float], ex: float, ey: float) -> None:
     is the low-passed rate: ``y = LP(ω)``, H = I, W = w_rest I. In motion the inclination correction
     ``c = (a_y, −a_x)/Ts`` (a = normalised low-passed acc in E_i before the correction, ``ex, ey``) tells
     how much the drift R(b − b̂) was: ``y = LP(R b̂)_{xy} − c``, H = LP(R), W = diag(w_m, w_m, w_v) (the
-    vertical row, ``y_z = 0``, has a weak weight so that the heading bias only slowly forgets).
+    vertical row, ``y_z = 0``, has a weak weight so that the heading bias only slowly forgets). The motion
+    update waits until the accelerometer low-pass has left its running-mean start-up (s[49] < 0): until then
+    the corrections are the mean settling on the first samples, not drift.
     """
     w, x, y, z = q6(s)
     bx = s[12]
@@ -253,19 +318,12 @@ def bias_update(s: List[float], p: List[float], ex: float, ey: float) -> None:
     s[87] = 1.0 - 2.0 * (x * x + y * y)
     s[116] = s[79] * bx + s[80] * by + s[81] * bz
     s[117] = s[82] * bx + s[83] * by + s[84] * bz
-    lowpass(s, 79, 9, p, 1)
-    lowpass(s, 116, 2, p, 1)
-    for i in range(3):  # random-walk process noise, saturating at the initial variance
-        if s[15 + 4 * i] < p[22]:
-            s[15 + 4 * i] = s[15 + 4 * i] + p[23]
-    if s[9] > 0.5 and p[41] > 0.5:
-        for i in range(9):
-            s[134 + i] = 0.0
-        s[134] = 1.0
-        s[138] = 1.0
-        s[142] = 1.0
+    lowpass(s, 79, 9, s, 143, p[0])
+    lowpass(s, 116, 2, s, 143, p[0])
+    bias_noise(s, p)
+    if s[9] > 0.5 and p[41] > 0.5:  # H = I (s[134:143], set by initial_state)
         kalman_bias(s, p, 134, s[53] - bx, s[54] - by, s[55] - bz, p[26], p[26], p[26])
-    elif p[40] > 0.5:
+    elif p[40] > 0.5 and s[49] < 0.0:
         t0 = s[79] * bx + s[80] * by + s[81] * bz
         t1 = s[82] * bx + s[83] * by + s[84] * bz
         t2 = s[85] * bx + s[86] * by + s[87] * bz
@@ -286,7 +344,7 @@ def acc_update(s: List[float], p: List[float], ax: float, ay: float, az: float) 
     s[66] = ax
     s[67] = ay
     s[68] = az
-    lowpass(s, 66, 3, p, 7)
+    lowpass(s, 66, 3, p, 7, p[0])
     dx = ax - s[66]
     dy = ay - s[67]
     dz = az - s[68]
@@ -301,7 +359,8 @@ def acc_update(s: List[float], p: List[float], ax: float, ay: float, az: float) 
     s[40] = v[0]
     s[41] = v[1]
     s[42] = v[2]
-    lowpass(s, 40, 3, p, 1)
+    acc_time_constant(s, p)
+    lowpass(s, 40, 3, s, 143, p[0])
     e = qrot(s[4], s[5], s[6], s[7], s[40], s[41], s[42])
     n = math.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2])
     if n == 0.0:
@@ -379,7 +438,7 @@ def mag_update(s: List[float], p: List[float], mx: float, my: float, mz: float) 
         s[125] = nrm
         s[126] = -math.asin(min(max(e[2] / nrm, -1.0), 1.0))
         if p[18] > 0.0:
-            lowpass(s, 125, 2, p, 13)
+            lowpass(s, 125, 2, p, 13, p[0])
         mag_reference(s, p, s[125], s[126])
     phi = wrap_pi(math.atan2(e[0], e[1]) - s[8])
     k = p[19]
@@ -442,6 +501,7 @@ def step(s: List[float], p: List[float], gx: float, gy: float, gz: float, ax: fl
         gyr_update(s, p, gx, gy, gz)
     else:
         s[25] = s[25] + p[0]
+        bias_noise(s, p)
         if s[25] <= p[39]:
             integrate(s, s[26], s[27], s[28], p[0])
     if s[25] <= p[39]:

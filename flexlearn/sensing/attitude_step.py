@@ -2,8 +2,10 @@
 
 :class:`AttitudeStep` runs the kernels of :mod:`flexlearn.sensing.attitude_kernels` — the same functions
 the offline path (:func:`flexlearn.sensing.attitude_filter.run_filter`, numba) compiles — on one sample per
-call, with the filter state and parameters held as float64 buffers (so ``state_dict``, ``to()`` and
-TorchScript export carry them). Offline and step agree to round-off (tests: < 1e-9 rad over a recording).
+call. The filter state and parameters are ``List[float]`` attributes that the kernels update in place: no
+tensor ↔ list conversion of the state per sample (TorchScript saves list attributes with the module, so
+``torch.jit.save`` / ``load`` carry the running state). Offline and step agree to round-off (tests:
+< 1e-9 rad over a recording; the same arithmetic in float64).
 
 Usage::
 
@@ -14,6 +16,8 @@ Usage::
 
 With ``use_mag=True`` pass ``mag`` (3,) (µT by convention; only direction, norm and dip are used): the
 output is q_{ES} in ENU (magnetic north). A sample with ``mag=None`` then only skips the heading update.
+The output tensor is built with ``torch.scalar_tensor(x, dtype=float64)`` per component: in TorchScript
+``torch.tensor(List[float], dtype=float64)`` and ``t[i] = x`` round x through float32.
 """
 
 from typing import List, Optional
@@ -22,91 +26,88 @@ import torch
 from torch import Tensor
 
 from flexlearn.sensing.attitude_filter import AttitudeConfig, initial_state, make_params
-from flexlearn.sensing.attitude_kernels import STATE_SIZE, output, step
+from flexlearn.sensing.attitude_kernels import output, step
 
-__all__ = ["AttitudeStep"]
+__all__ = ["AttitudeStep", "exact_tensor"]
 
-PERSIST = 134  # state slots kept between samples; the rest is scratch of the Kalman update
+F64 = torch.float64
 
 
 def exact_tensor(s: List[float]) -> Tensor:
-    """float64 tensor of ``s`` without rounding. (In TorchScript ``torch.tensor(List[float], dtype=float64)``
-    goes through the default dtype, float32; so each value is split exactly into three float32-exact parts,
-    Veltkamp's split with 2²⁹ + 1: ``x = hi + mid + lo``, and the parts are summed in float64.)"""
-    hi: List[float] = []
-    mid: List[float] = []
-    lo: List[float] = []
-    for x in s:
-        c = 536870913.0 * x
-        h = c - (c - x)
-        r = x - h
-        c2 = 536870913.0 * r
-        m = c2 - (c2 - r)
-        hi.append(h)
-        mid.append(m)
-        lo.append(r - m)
-    return (torch.tensor(hi, dtype=torch.float64) + torch.tensor(mid, dtype=torch.float64)) \
-        + torch.tensor(lo, dtype=torch.float64)
+    """float64 tensor (n,) of ``s`` without rounding (one ``scalar_tensor`` per value; for rare calls such as
+    :meth:`AttitudeStep.state` — in TorchScript ``torch.tensor(List[float], dtype=float64)`` rounds through
+    float32)."""
+    return torch.stack([torch.scalar_tensor(x, dtype=torch.float64) for x in s])
 
 
 class AttitudeStep(torch.nn.Module):
     """One filter step per call: ``forward(gyr (3,), acc (3,), mag (3,) | None) → q (4,)`` float64.
 
-    Buffers: ``params`` (kernel parameters), ``state`` (kernel state), ``state0`` (start state for
-    :meth:`reset`). Non-finite samples are skipped and counted, never propagated (see ``step``).
+    Attributes: ``p`` (kernel parameters), ``s`` (kernel state, updated in place), ``s0`` (start state for
+    :meth:`reset`). Non-finite samples are skipped and counted, never propagated (see ``attitude_kernels.step``).
     """
 
     use_mag: bool
-    scratch: List[float]
+    s: List[float]
+    s0: List[float]
+    p: List[float]
 
     def __init__(self, rate_hz: float, config: Optional[AttitudeConfig] = None, use_mag: bool = False) -> None:
         super().__init__()
         p = make_params(rate_hz, config)
-        s0 = torch.as_tensor(initial_state(p)[:PERSIST], dtype=torch.float64)
-        self.register_buffer("params", torch.as_tensor(p, dtype=torch.float64))
-        self.register_buffer("state", s0.clone())
-        self.register_buffer("state0", s0)
+        self.p = [float(x) for x in p]
+        self.s0 = [float(x) for x in initial_state(p)]
+        self.s = list(self.s0)
         self.use_mag = bool(use_mag)
-        self.scratch: List[float] = [0.0] * (STATE_SIZE - PERSIST)
 
     def forward(self, gyr: Tensor, acc: Tensor, mag: Optional[Tensor] = None) -> Tensor:
-        s: List[float] = self.state.tolist()
-        s.extend(self.scratch)
-        p: List[float] = self.params.tolist()
-        g: List[float] = gyr.to(torch.float64).tolist()
-        a: List[float] = acc.to(torch.float64).tolist()
-        upd = False
-        m: List[float] = [0.0, 0.0, 0.0]
+        g: List[float] = gyr.tolist()  # float32 or float64 tensors: Python floats (float64) either way
+        a: List[float] = acc.tolist()
         if mag is not None and self.use_mag:
-            mm: List[float] = mag.to(torch.float64).tolist()
-            m = mm
-            upd = True
-        step(s, p, g[0], g[1], g[2], a[0], a[1], a[2], m[0], m[1], m[2], upd)
-        q = output(s, self.use_mag)
-        self.state.copy_(exact_tensor(s[: self.state.numel()]))
-        return exact_tensor([q[0], q[1], q[2], q[3]])
+            m: List[float] = mag.tolist()
+            step(self.s, self.p, g[0], g[1], g[2], a[0], a[1], a[2], m[0], m[1], m[2], True)
+        else:
+            step(self.s, self.p, g[0], g[1], g[2], a[0], a[1], a[2], 0.0, 0.0, 0.0, False)
+        w, x, y, z = output(self.s, self.use_mag)
+        return torch.stack([torch.scalar_tensor(w, dtype=torch.float64), torch.scalar_tensor(x, dtype=torch.float64),
+                            torch.scalar_tensor(y, dtype=torch.float64), torch.scalar_tensor(z, dtype=torch.float64)])
 
     @torch.jit.export
     def reset(self) -> None:
         """Back to the start state (identity, zero bias, every low-pass in its start-up)."""
-        self.state.copy_(self.state0)
+        for i in range(len(self.s0)):
+            self.s[i] = self.s0[i]
+
+    @torch.jit.export
+    def state(self) -> Tensor:
+        """The kernel state (``attitude_kernels.STATE_SIZE``,) float64 (layout in ``attitude_kernels``)."""
+        return exact_tensor(self.s)
+
+    @torch.jit.export
+    def load_state(self, state: Tensor) -> None:
+        """Continue from a kernel state (e.g. ``FilterResult.state`` of the offline path, or :meth:`state`)."""
+        v: List[float] = state.to(torch.float64).tolist()
+        if len(v) != len(self.s):
+            raise ValueError("AttitudeStep.load_state: wrong state size")
+        for i in range(len(v)):
+            self.s[i] = v[i]
 
     @torch.jit.export
     def bias(self) -> Tensor:
         """Gyro bias estimate (3,) [rad/s]."""
-        return self.state[12:15].clone()
+        return exact_tensor(self.s[12:15])
 
     @torch.jit.export
     def rest(self) -> bool:
         """Rest detected at the last sample."""
-        return bool(self.state[9] > 0.5)
+        return self.s[9] > 0.5
 
     @torch.jit.export
     def mag_disturbed(self) -> bool:
         """Magnetic disturbance detected at the last sample (9-axis)."""
-        return bool(self.state[11] > 0.5)
+        return self.s[11] > 0.5
 
     @torch.jit.export
     def skipped(self) -> int:
         """Samples skipped so far because a value was NaN or infinite."""
-        return int(self.state[24])
+        return int(self.s[24])

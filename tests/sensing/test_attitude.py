@@ -14,7 +14,7 @@ from flexlearn.sensing.attitude import (AttitudeConfig, estimate_orientation, he
                                         up_in_sensor)
 from flexlearn.sensing.attitude_filter import run_filter
 
-from .conftest import BROAD, G, simulate, wobble
+from .conftest import BROAD, simulate, wobble
 
 
 def _incl(q_est, q_ref, mask=None):

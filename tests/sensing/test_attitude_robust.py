@@ -1,6 +1,7 @@
 """Attitude filter robustness: start in motion, gaps, magnetic disturbance, units, timestamps, TorchScript."""
 from __future__ import annotations
 
+import io
 import math
 
 import numpy as np
@@ -24,7 +25,8 @@ def _window(s, a, b):
 
 
 def test_start_in_motion_converges_within_5s():
-    """Starts 60° tilted, turning at ~1 rad/s and shaken at ~1 m/s²: under 2° from 5 s on (measured 1.3°)."""
+    """Starts 60° tilted, turning at ~1 rad/s and shaken at ~1 m/s²: under 2° from 5 s on (measured 1.55°; 1.26°
+    with a fixed τ_acc: with this much linear acceleration the shorter start-up τ costs more than it saves)."""
     q0 = (math.cos(math.pi / 6), math.sin(math.pi / 6), 0.0, 0.0)
     for seed in range(3):
         s = simulate(seconds=15.0, omega=TURN, lin=SHAKE, q0=q0, bias=np.deg2rad([0.3, -0.2, 0.2]), seed=seed)
@@ -41,7 +43,7 @@ def test_gap_of_one_second_recovers_within_5s():
     gyr[hole] = np.nan
     q, info = estimate_orientation(acc, gyr, s["rate"], return_info=True)
     assert torch.isfinite(q).all() and info["n_skipped"] == 100
-    assert inclination_error(q, torch.as_tensor(s["q"]), _window(s, 26.0, 40.0))["max_deg"] < 2.0  # measured 1.4°
+    assert inclination_error(q, torch.as_tensor(s["q"]), _window(s, 26.0, 40.0))["max_deg"] < 2.0  # measured 1.38°
 
 
 def test_heading_holds_through_a_magnetic_disturbance_and_recovers():
@@ -128,14 +130,21 @@ def test_torchscript_step_matches_offline(use_mag):
     mag = s["mag"] if use_mag else None
     ref = run_filter(gyr, acc, s["rate"], mag=mag)
     step = torch.jit.script(AttitudeStep(s["rate"], use_mag=use_mag))
-    assert {"state", "params", "state0"} <= set(dict(step.named_buffers()))
-    assert step.state.dtype == torch.float64
-    q = _step_all(step, gyr, acc, mag)
-    assert _angle(q, ref.quat).max() < 1e-9
-    assert np.allclose(step.bias().numpy(), ref.bias[-1], atol=1e-12, rtol=0)
+    half = len(gyr) // 2
+    q1 = _step_all(step, gyr[:half], acc[:half], mag[:half] if use_mag else None)
+    buf = io.BytesIO()  # the running state travels with the saved module
+    torch.jit.save(step, buf)
+    buf.seek(0)
+    step = torch.jit.load(buf)
+    q = np.concatenate([q1, _step_all(step, gyr[half:], acc[half:], mag[half:] if use_mag else None)])
+    assert _angle(q, ref.quat).max() < 1e-9  # measured ≈ 1e-18 rad: the same float64 arithmetic
+    assert np.array_equal(step.bias().numpy(), ref.bias[-1])
+    assert np.array_equal(step.state().numpy(), ref.state)  # bit for bit, state read out without float32 rounding
     assert step.skipped() == ref.n_skipped == 141
     step.reset()
-    assert step.skipped() == 0 and torch.equal(step.state, step.state0)
+    assert step.skipped() == 0 and not step.rest()
+    step.load_state(torch.as_tensor(ref.state))
+    assert np.array_equal(step.state().numpy(), ref.state)
 
 
 @pytest.mark.skipif(not BROAD.exists(), reason=f"BROAD trial 02 not found at {BROAD} (shared data not laid out)")
