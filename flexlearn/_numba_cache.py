@@ -5,13 +5,18 @@ calls (or inlines) a function from another file keeps stale machine code after t
 A group of such modules shares one fingerprint (SHA-256 of their sources) stored next to numba's cache files
 in their ``__pycache__``; when it differs, the group's ``*.nbi``/``*.nbc`` files are removed, before anything is
 compiled or loaded. A reinstalled package gets new time stamps and needs none of this; an edited checkout does.
+
+:func:`cold_modules` tells which kernel modules will compile on their first call (nothing valid cached), so an
+app can say so before a long silent compile (``flexlearn-warmup`` compiles them all ahead).
 """
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from types import ModuleType
+from typing import Iterable
 
-__all__ = ["refresh_numba_cache"]
+__all__ = ["refresh_numba_cache", "cold_modules"]
 
 
 def refresh_numba_cache(directory: str | Path, modules: tuple[str, ...], group: str) -> bool:
@@ -40,3 +45,33 @@ def refresh_numba_cache(directory: str | Path, modules: tuple[str, ...], group: 
         return removed
     except OSError:
         return False
+
+
+def cold_modules(modules: Iterable[ModuleType]) -> list[str]:
+    """Names of the ``modules`` whose numba functions (``cache=True``, defined there) have nothing valid in
+    numba's on-disk cache, i.e. whose first call in this process compiles. A module with at least one cached
+    function counts as warm (functions a run never calls stay uncached). Never raises: a numba without the
+    cache internals read here gives an empty list."""
+    cold = []
+    for module in modules:
+        found, warm = False, False
+        for obj in vars(module).values():
+            cache = getattr(obj, "_cache", None)
+            py_func = getattr(obj, "py_func", None)
+            if cache is None or py_func is None or getattr(py_func, "__module__", None) != module.__name__:
+                continue
+            if getattr(obj, "targetoptions", {}).get("inline") == "always":  # compiled into callers, never cached
+                continue
+            cache_file = getattr(cache, "_cache_file", None)
+            if cache_file is None:  # caching disabled for this function
+                continue
+            found = True
+            try:
+                if cache_file._load_index():
+                    warm = True
+                    break
+            except Exception:
+                return []
+        if found and not warm:
+            cold.append(module.__name__)
+    return cold

@@ -5,6 +5,7 @@ Imports only torch (+ pyserial for ``--serial``, + rclpy when ``--ros`` and it i
 
     python pi_runner.py bundle.pt --log frames.jsonl [--realtime] [--out poses.jsonl | --csv poses.csv]
     python pi_runner.py bundle.pt --serial /dev/ttyACM0 --baud 921600 [--format bin] [--control] [--ros]
+    python pi_runner.py arm_controller.pt --arm --log imu.jsonl     # the flexible-arm controller (arm_runner.py)
     python pi_runner.py bundle.pte --serial /dev/ttyACM0 ...     # the ExecuTorch program (needs executorch)
 
 Bundle formats, by suffix: ``.pt`` TorchScript (`torch.jit.load`); ``.pte`` ExecuTorch program of the estimator
@@ -53,6 +54,7 @@ NAN = float("nan")
 MAX_WAIT = 1.0                     # --realtime: longest sleep for one frame [s]; a larger jump re-anchors pacing
 REPORT_BAD = 10                    # bad frames named on stderr (the rest are only counted)
 HOLD = 3                           # controller status HOLD (flexlearn.runtime.height_control)
+NO_SPOOL_WARN_AFTER = 20           # --control: warn once after this many attitude frames without a spool frame
 KINDS = ("ref", "att", "mag", "spool", "target")
 
 
@@ -85,14 +87,22 @@ def _runtime_module(name: str):
 
 
 def _serial_frames_module():                         # binary protocol parser
-    return _runtime_module("serial_frames")
+    try:
+        return _runtime_module("serial_frames")
+    except ImportError:
+        raise RunnerError("--format bin needs the binary frame parser serial_frames.py next to pi_runner.py "
+                          "(copy flexlearn/runtime/serial_frames.py; standard library only)") from None
 
 
 def _manifest_module():                              # integrity manifests of model files
     return _runtime_module("manifest")
 
 
-_frame_lines = _runtime_module("frame_lines")       # JSON-lines protocol: decoding, bad-line reasons
+try:                                                 # JSON-lines protocol: decoding, bad-line reasons
+    _frame_lines = _runtime_module("frame_lines")
+except ImportError:
+    sys.exit("pi_runner: error: frame_lines.py must lie next to pi_runner.py (copy flexlearn/runtime/frame_lines.py; "
+             "standard library only)")
 BadFrame, decode_line, read_lines = _frame_lines.BadFrame, _frame_lines.decode_line, _frame_lines.read_lines
 
 
@@ -394,6 +404,7 @@ class _Runner:
         self.spool = NAN
         self.lat = LatencyStats()
         self.seen = 0
+        self.warned_spool = False
 
     def bad(self, reason: str, message: str) -> None:
         c = self.counts
@@ -417,6 +428,12 @@ class _Runner:
             pts, h, flags = self.bundle.attitude(t, fr["q"])
             v = status = None
             if self.control:
+                if c["spool"] == 0 and c["att"] == NO_SPOOL_WARN_AFTER and not self.warned_spool:
+                    self.warned_spool = True
+                    print(f"pi_runner: warning: --control, but no 'spool' frame in the first {c['att']} attitude "
+                          "frames: the controller holds (status 3, v = 0) until spool positions arrive; send "
+                          "{\"type\": \"spool\", \"t\": ..., \"pos\": ...} frames (docs/raspberry_pi.md)",
+                          file=sys.stderr, flush=True)
                 v, status = self.bundle.control(t, self.spool)
                 if not math.isfinite(v):             # an older bundle's controller: never pass NaN on
                     v, status = 0.0, HOLD
@@ -450,8 +467,18 @@ def _typed(frames: Iterator[dict], n: int) -> Iterator[dict]:
             yield {"type": "bad", "t": NAN, "reason": exc.reason, "message": str(exc)}
 
 
+def apply_calibration(bundle, meta: dict, n: int, path: str) -> None:
+    """Replace the bundle's A_i W_i by a flexlearn-calibrate file (calibration_file.py beside this script)."""
+    try:
+        aw = _runtime_module("calibration_file").bundle_aw(path, n, meta.get("model_fingerprint"))
+        bundle.estimator.aw.copy_(torch.tensor(aw, dtype=torch.float64))
+    except (ImportError, ValueError, AttributeError) as exc:
+        raise RunnerError(f"--calibration '{path}': {_first_line(exc)}") from None
+
+
 def run(bundle_path: str, source: IO, realtime: bool = False, out: Optional[str] = None, csv: bool = False,
-        control: bool = False, ros: bool = False, binary: bool = False, trust_unverified: bool = False) -> dict:
+        control: bool = False, ros: bool = False, binary: bool = False, trust_unverified: bool = False,
+        calibration: Optional[str] = None) -> dict:
     """Process every frame of ``source`` (JSON lines, or binary frames with ``binary``); returns counters.
 
     Torch-only. The bundle's manifest is verified first (`load_checked`). With ``binary`` the counters include the
@@ -459,7 +486,11 @@ def run(bundle_path: str, source: IO, realtime: bool = False, out: Optional[str]
     ``bad`` (by reason in ``bad_reasons``), never fatal.
     """
     torch.set_num_threads(1)
-    bundle, _, n = load_checked(bundle_path, trust_unverified)
+    if binary:
+        _serial_frames_module()                       # a missing parser: one line before anything is loaded
+    bundle, meta, n = load_checked(bundle_path, trust_unverified)
+    if calibration:
+        apply_calibration(bundle, meta, n, calibration)
     writer = Outputs(out, csv, ros)
     runner = _Runner(bundle, writer, control)
     link: dict = {}
@@ -485,6 +516,25 @@ def run(bundle_path: str, source: IO, realtime: bool = False, out: Optional[str]
     return counts
 
 
+def run_arm_mode(path: str, source: IO, out: Optional[str], trust_unverified: bool = False) -> dict:
+    """``--arm``: the flexible-arm controller on ``imu`` frames (``arm_runner.run_arm``); returns its counters."""
+    try:
+        arm = _runtime_module("arm_runner")
+    except ImportError:
+        raise RunnerError("--arm needs arm_runner.py next to pi_runner.py (copy scripts/arm_runner.py)") from None
+    controller, meta, _ = load_checked(path, trust_unverified)
+    try:
+        arm.check_metadata(meta, path)
+    except ValueError as exc:
+        raise RunnerError(str(exc)) from None
+    f = open(out, "w") if out else sys.stdout
+    try:
+        return arm.run_arm(controller, meta, source, f)
+    finally:
+        if f is not sys.stdout:
+            f.close()
+
+
 def _is_untrusted(exc: Exception) -> bool:
     """Whether ``exc`` is the manifest module's ``UntrustedArtifactError`` (a refused model file)."""
     try:
@@ -506,7 +556,11 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--out", default=None, help="output file (default stdout)")
     ap.add_argument("--csv", action="store_true", help="CSV instead of JSON lines")
     ap.add_argument("--control", action="store_true", help="also run the tip-height controller")
+    ap.add_argument("--arm", action="store_true", help="the file is a flexible-arm controller: imu frames in, torques "
+                    "out (arm_runner.py beside this script; docs/arm_controller.md)")
     ap.add_argument("--ros", action="store_true", help="publish to ROS 2 when rclpy is present")
+    ap.add_argument("--calibration", default=None, help="receiver calibration file from flexlearn-calibrate (replaces "
+                    "the bundle's; refused for another model or module count)")
     ap.add_argument("--trust-unverified", action="store_true",
                     help="load the bundle without its manifest check (explicit opt-out; a model file is code)")
     a = ap.parse_args(argv)
@@ -520,8 +574,11 @@ def main(argv: Optional[list] = None) -> int:
         print(f"pi_runner: cannot open '{a.serial or a.log}': {exc.strerror or exc}", file=sys.stderr)
         return 2
     try:
-        counts = run(a.bundle, source, a.realtime, a.out, a.csv, a.control, a.ros, binary=a.format == "bin",
-                     trust_unverified=a.trust_unverified)
+        if a.arm:
+            counts = run_arm_mode(a.bundle, source, a.out, a.trust_unverified)
+        else:
+            counts = run(a.bundle, source, a.realtime, a.out, a.csv, a.control, a.ros, binary=a.format == "bin",
+                         trust_unverified=a.trust_unverified, calibration=a.calibration)
     except Exception as exc:
         if not (isinstance(exc, RunnerError) or _is_untrusted(exc)):
             raise

@@ -59,6 +59,40 @@ def require_values(cfg: DictConfig) -> None:
                           "required: add " + " ".join(f"{k}=..." for k in missing) + " to the command")
 
 
+def use_progress(cfg: DictConfig) -> None:
+    """Progress bars (flexlearn.progress) follow the config's ``progress`` (true | false | auto; absent: auto,
+    drawn when stderr is a terminal)."""
+    from flexlearn.progress import set_enabled
+
+    value = cfg.get("progress", None)
+    set_enabled(value if isinstance(value, (bool, str)) else None)
+
+
+def threads_per_parallel_job() -> Optional[int]:
+    """In a job of a joblib multirun (``hydra/launcher=local_parallel``): limit torch, OpenMP and MKL to
+    cores // n_jobs threads (at least 1) so parallel jobs do not oversubscribe the cores; returns that number
+    (None elsewhere: nothing changed)."""
+    from flexlearn.config import in_multirun
+
+    if not in_multirun():
+        return None
+    from hydra.core.hydra_config import HydraConfig
+
+    launcher = HydraConfig.get().launcher
+    if "joblib" not in str(launcher.get("_target_", "")).lower():
+        return None
+    cores = os.cpu_count() or 1
+    n_jobs = int(launcher.get("n_jobs") or 1)
+    n_jobs = cores if n_jobs < 1 else n_jobs
+    threads = max(1, cores // n_jobs)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    import torch
+
+    torch.set_num_threads(threads)
+    return threads
+
+
 def sweep_value(value: float) -> float:
     """The value a sweeper minimises: a non-finite metric becomes +inf so it ranks last, not crashes."""
     return value if math.isfinite(value) else math.inf

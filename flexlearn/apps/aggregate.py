@@ -1,5 +1,9 @@
-"""`flexlearn-aggregate dir=<multirun dir>`: one table (CSV, Markdown) and one figure for a multirun."""
+"""`flexlearn-aggregate dir=<multirun dir>`: one table (CSV, Markdown) and one figure for a multirun; for an
+Optuna sweep (``optimization_results.yaml`` in the directory) also the study's optimisation history and
+parameter importances (``optuna_history.png``, ``optuna_importance.png``; :mod:`flexlearn.viz.optuna_figures`)."""
 from __future__ import annotations
+
+from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -13,7 +17,12 @@ def main(cfg: DictConfig) -> None:
 
         metrics = OmegaConf.to_container(cfg.metrics, resolve=True) or []
         res = aggregate_multirun(cfg.dir, cfg.get("out"), metrics, cfg.get("x"), cfg.get("y"))
-    print(f"{res['n_done']}/{res['n_jobs']} jobs -> {res['csv']}, {res['markdown']}, {res['figure']}")
+        files = [res["csv"], res["markdown"], res["figure"]]
+        if (Path(cfg.dir) / "optimization_results.yaml").is_file() and res["y"]:
+            from flexlearn.viz.optuna_figures import write_optuna_figures
+
+            files += write_optuna_figures(cfg.dir, res["rows"], res["y"], cfg.get("out") or cfg.dir)
+    print(f"{res['n_done']}/{res['n_jobs']} jobs -> " + ", ".join(str(f) for f in files if f))
 
 
 if __name__ == "__main__":

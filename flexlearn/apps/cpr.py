@@ -1,7 +1,9 @@
 """`flexlearn-cpr`: seed 003's Experiments I and II in simulation for a continuum parallel robot
 (``conf/cpr.yaml`` + the robot group ``conf/cpr/``): warm-started LSE statics along the actuation path of
 eq. (39), optionally the shooting baseline at the same points; writes ``experiments.json``,
-``trajectory.png`` and ``shapes_exp{1,2}.png`` into the run directory.
+``trajectory.png`` (LSE and the shooting baseline, the pulley's pull; :mod:`flexlearn.viz.cpr_figures`) and
+``shapes_exp{1,2}.png`` into the run directory. A first run compiles the numba kernels (one notice with an
+estimate; ``flexlearn-warmup`` does it ahead); a progress bar counts the solves on a terminal.
 
     flexlearn-cpr cpr.rod.n_elements=8 substeps=12 shooting_steps=null
 """
@@ -11,7 +13,7 @@ import json
 
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import hydra_app, readable_errors
+from flexlearn.apps._runner import hydra_app, readable_errors, use_progress
 from flexlearn.config import check
 
 
@@ -20,9 +22,14 @@ def main(cfg: DictConfig) -> None:
     with readable_errors("flexlearn-cpr"):
         import torch
 
+        from flexlearn.apps._kernels import compile_ahead
         from flexlearn.physics.lse import CPRModel
         from flexlearn.physics.lse.experiments import run_experiments, summary, write_outputs
+        from flexlearn.physics.lse.inverse import actuation_path
+        from flexlearn.progress import Bar
+        from flexlearn.viz.cpr_figures import write_trajectory_figure
 
+        use_progress(cfg)
         check(isinstance(cfg.substeps, int) and cfg.substeps >= 1, "substeps", cfg.substeps, "must be an int >= 1")
         check(isinstance(cfg.n_phases, int) and cfg.n_phases >= 1, "n_phases", cfg.n_phases, "must be an int >= 1")
         steps = cfg.shooting_steps
@@ -32,8 +39,14 @@ def main(cfg: DictConfig) -> None:
               cfg.threads, "must be an int >= 1")
         torch.set_num_threads(cfg.threads)
         model = CPRModel.from_config(cfg.cpr)
-        result, shapes = run_experiments(model, cfg.substeps, steps, cfg.n_phases)
+        compile_ahead("flexlearn-cpr", "lse")
+        n_points = len(actuation_path(cfg.n_phases, cfg.substeps)[1])
+        total = 2 * n_points * (1 if steps is None else 2)  # two experiments; LSE (and shooting) per point
+        with Bar(total, "flexlearn-cpr: LSE" + ("" if steps is None else " + shooting") + " solves",
+                 "solve") as bar:
+            result, shapes = run_experiments(model, cfg.substeps, steps, cfg.n_phases, step=bar.update)
         paths = write_outputs(cfg.output_dir, result, shapes)
+        write_trajectory_figure(result, paths[0])  # trajectory.png with the shooting baseline and the pulley
     print(json.dumps(dict(summary(result), files=[str(p) for p in paths])))
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import hydra_app, readable_errors
+from flexlearn.apps._runner import hydra_app, readable_errors, use_progress
 from flexlearn.atomic import guard_output_file
 from flexlearn.config import from_dict
 
@@ -13,12 +13,15 @@ from flexlearn.config import from_dict
 @hydra_app("flexlearn-process", "process")
 def main(cfg: DictConfig) -> None:
     with readable_errors("flexlearn-process"):
+        use_progress(cfg)
         from flexlearn.data.process import ProcessingConfig
+        from flexlearn.progress import ticker
         from flexlearn.data.sources import process_raw
 
         guard_output_file(cfg.output, inputs=[cfg.input])  # before the input is read
         processing = from_dict(ProcessingConfig, cfg.processing, "processing")
-        path = process_raw(Path(cfg.input), processing, Path(cfg.output))
+        with ticker(f"processing {cfg.input}"):
+            path = process_raw(Path(cfg.input), processing, Path(cfg.output))
     print(path)
 
 

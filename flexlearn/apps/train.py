@@ -15,7 +15,7 @@ import math
 from omegaconf import DictConfig
 
 from flexlearn.apps._console import show_config, show_result
-from flexlearn.apps._runner import hydra_app, readable_errors, require_values, sweep_value
+from flexlearn.apps._runner import hydra_app, readable_errors, require_values, sweep_value, threads_per_parallel_job
 from flexlearn.config import in_multirun
 
 log = logging.getLogger(__name__)
@@ -29,6 +29,7 @@ def main(cfg: DictConfig) -> float:
         require_values(cfg)
         check_run_config(cfg)  # before the config is printed and Lightning is imported
         show_config(cfg, cfg.paths.output_dir)
+        threads_per_parallel_job()
         from flexlearn.jobs.train import train
         from flexlearn.tasks.callbacks import TrainingDivergedError
 

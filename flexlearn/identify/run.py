@@ -3,7 +3,8 @@
 ``cfg.task``: ``kind: identify``, ``problem_type`` (modal | cosserat | lse), ``problem`` (the problem's
 config dataclass fields), ``method``, ``lam0``, ``lr``, ``tol``, ``max_rel_std``. The trainer group
 drives the iterations (``trainer.max_epochs`` = maximum optimiser iterations); callbacks and loggers
-come from their groups. Writes ``metrics.json`` (the ``id/…`` report plus ``output_dir``) and
+come from their groups; without an ``EpochLines`` among them one is added, so logs and pipes get one line per
+iteration (cost, LM damping, horizon). Writes ``metrics.json`` (the ``id/…`` report plus ``output_dir``) and
 ``identification.json`` (the same with per-iteration costs and the configuration); with
 ``figures=true`` also ``fit.png`` (:func:`flexlearn.identify.report.write_fit_figure`).
 """
@@ -22,6 +23,7 @@ from flexlearn.atomic import write_json_atomic
 from flexlearn.config import from_dict, instantiate_group
 from flexlearn.errors import ConfigError
 from flexlearn.identify.task import IdentificationTask
+from flexlearn.tasks.callbacks import EpochLines
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,7 @@ def _lse(d: dict) -> Any:
 
 
 PROBLEMS: dict[str, Callable[[dict], Any]] = {"modal": _modal, "cosserat": _cosserat, "lse": _lse}
+ID_EPOCH_KEYS = ("id/cost", "id/lambda", "id/horizon")  # what an iteration's line shows (those logged)
 _TASK_KEYS = {"kind", "problem_type", "problem", "method", "lam0", "lr", "tol", "max_rel_std"}
 
 
@@ -73,6 +76,8 @@ def identify(cfg: DictConfig) -> dict[str, Any]:
                               lr=float(t.get("lr", 0.05)), tol=float(t.get("tol", 1e-9)),
                               max_rel_std=float(t.get("max_rel_std", 0.1)))
     callbacks = instantiate_group(cfg.get("callbacks"), "callbacks")
+    if not any(isinstance(c, EpochLines) for c in callbacks):
+        callbacks.append(EpochLines(keys=ID_EPOCH_KEYS))  # one line per iteration when no progress bar is shown
     loggers = instantiate_group(cfg.get("logger"), "logger")
     has_ckpt = any(type(c).__name__ == "ModelCheckpoint" for c in callbacks)
     trainer: L.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers or False,

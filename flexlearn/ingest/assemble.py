@@ -7,31 +7,43 @@ simulated sweep written with stamps ``origin + round(t·1e9)`` comes back as exa
 `flexlearn.sensing.streams.quantize_times` of it. The origin is stored in ``meta['time_origin_ns']``.
 
 Extra tables written beside the raw sweep's Parquet files (``RawSweep.load`` ignores them):
-``rate.parquet`` (t, wx, wy, wz [rad/s]), ``orientation.parquet`` (t, qw, qx, qy, qz; only if the IMU
-reports one) and ``mocap.parquet`` (t, px, py, pz [m], qw, qx, qy, qz).
+``rate.parquet`` (t, wx, wy, wz [rad/s]), ``orientation.parquet`` (t, qw, qx, qy, qz: the IMU's own, or, when its
+messages carry none, computed by the attitude filter — ``meta['imu_orientation']`` says which, see `split_imu`) and
+``mocap.parquet`` (t, px, py, pz [m], qw, qx, qy, qz).
 """
 from __future__ import annotations
 
+import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from flexlearn.errors import DataError
+from flexlearn.errors import ConfigError, DataError
 from flexlearn.ingest.records import NS, Stream
 from flexlearn.sensing.streams import RawSweep
+
+log = logging.getLogger(__name__)
 
 EXTRA_TABLES = {"rate": ("t", "wx", "wy", "wz"), "orientation": ("t", "qw", "qx", "qy", "qz"),
                 "mocap": ("t", "px", "py", "pz", "qw", "qx", "qy", "qz")}
 UNIT_TOL = 1e-3  # |‖target‖ − 1| allowed in a hold-window message
 
 
-def split_imu(streams: dict[str, Stream]) -> dict[str, Stream]:
-    """Replace a bag's 'imu' stream by 'accel', 'rate' and (if reported) 'orientation' streams."""
+def split_imu(streams: dict[str, Stream]) -> tuple[dict[str, Stream], dict[str, Any]]:
+    """Replace a bag's 'imu' stream by 'accel', 'rate' and 'orientation' streams; return them and a note on
+    where the orientation came from (empty when there is no 'imu' stream).
+
+    Messages that report an orientation keep it (``{"orientation": "reported"}``). When none does (REP 145:
+    ``orientation_covariance[0] = -1``), the orientation is computed from the IMU's own accelerometer and gyro
+    by the attitude filter (`flexlearn.sensing.attitude.estimate_orientation`, 6-axis: world z up, heading
+    that of the start) and the note says so, with the filter's sampling rate and skipped samples. IMU data
+    that cannot give an orientation (wrong units, bad timestamps) leave it out, with the reason in the note.
+    """
     if "imu" not in streams:
-        return streams
+        return streams, {}
     out = {k: v for k, v in streams.items() if k != "imu"}
     imu = streams["imu"]
     for name in ("accel", "rate"):
@@ -40,7 +52,30 @@ def split_imu(streams: dict[str, Stream]) -> dict[str, Stream]:
     if has_q.any():
         out["orientation"] = Stream("orientation", imu.source, imu.stamp_ns[has_q],
                                     {"orientation": imu.values["orientation"][has_q]})
-    return out
+        return out, {"orientation": "reported", "messages_with_orientation": int(has_q.sum())}
+    q, note = _computed_orientation(imu)
+    if q is not None:
+        out["orientation"] = Stream("orientation", imu.source, imu.stamp_ns, {"orientation": q})
+    return out, note
+
+
+def _computed_orientation(imu: Stream) -> tuple[Optional[np.ndarray], dict[str, Any]]:
+    """(N, 4) quaternions (w, x, y, z; sensor → world, z up) from the IMU's accel [m/s²] and rate [rad/s] at its
+    stamps, and the provenance note; (None, note with the reason) when the data cannot give one."""
+    from flexlearn.sensing.attitude import estimate_orientation
+
+    note: dict[str, Any] = {"orientation": "computed", "method": "flexlearn.sensing.attitude.estimate_orientation",
+                            "mode": "6-axis (accelerometer + gyroscope): world z up, heading that of the start"}
+    if len(imu) < 2:
+        return None, dict(note, orientation="none", reason=f"{imu.source}: fewer than 2 IMU samples")
+    try:
+        t = (imu.stamp_ns - imu.stamp_ns[0]) * 1e-9  # [s] from the first message: exact at ns resolution
+        q, info = estimate_orientation(imu.values["accel"], imu.values["rate"], t=t, return_info=True)
+    except (DataError, ConfigError) as e:  # e.g. gyro in °/s, timestamps that do not give a rate
+        log.warning("%s: no orientation computed: %s", imu.source, e)
+        return None, dict(note, orientation="none", reason=f"{imu.source}: {e}")
+    note.update(rate_hz=info["rate_hz"], skipped_samples=int(info["n_skipped"]))
+    return q.numpy(), note
 
 
 def time_origin_ns(streams: dict[str, Stream]) -> int:

@@ -29,6 +29,7 @@ from flexlearn.ingest.records import DropLog, clean_stream
 from flexlearn.ingest.rosbag import bag_root, read_rosbag
 from flexlearn.ingest.serial import read_serial
 from flexlearn.ingest.topic_map import IngestConfig
+from flexlearn.progress import ticker
 
 log = logging.getLogger(__name__)
 
@@ -99,14 +100,20 @@ def _up_to_date(output: Path, digest: str) -> Optional[dict[str, Any]]:
 def read_recording(path: Path, cfg: IngestConfig, show_progress: Optional[bool] = None):
     """Read and check a recording; return (`RawSweep`, extra tables, `DropLog`, format)."""
     fmt = detect_format(path, cfg.format)
-    streams = read_rosbag(path, cfg, show_progress) if fmt == "rosbag2" else read_serial(path, cfg, fmt)
+    if fmt == "rosbag2":
+        streams = read_rosbag(path, cfg, show_progress)
+    else:
+        with ticker(f"reading {path.name}", on=show_progress):
+            streams = read_serial(path, cfg, fmt)
     drops = DropLog()
-    cleaned = split_imu({name: clean_stream(s, cfg.checks, drops) for name, s in streams.items()})
+    cleaned, imu_orientation = split_imu({name: clean_stream(s, cfg.checks, drops) for name, s in streams.items()})
     meta = {"units": {"time": "s", "mag": "T", "accel": "m/s^2", "rate": "rad/s", "length": "m"},
             "frames": "vectors in the child sensor frame; target in the parent frame (z up, straight = -z)",
             "modules": {"coil": cfg.coil_module, "sensor": cfg.sensor_module},
             "provenance": {"ingested_from": str(path), "format": fmt, "ingester": "flexlearn.ingest",
                            "version": flexlearn.__version__}}
+    if imu_orientation:
+        meta["imu_orientation"] = imu_orientation  # reported by the IMU, or computed (`split_imu`)
     raw, extras = assemble_raw(cleaned, meta)
     return raw, extras, drops, fmt
 
@@ -132,12 +139,13 @@ def ingest_recording(path: str | Path, output: str | Path, cfg: IngestConfig,
             log.info("%s is up to date with %s", output, path)
             return IngestResult(output, output / DATASET_FILE, True, info)
     raw, extras, drops, fmt = read_recording(path, cfg, show_progress)
-    processed = process_sweep(raw, processing)
+    with ticker(f"processing {path.name}", on=show_progress):
+        processed = process_sweep(raw, processing)
     summary = {"fingerprint": digest, "input": str(path), "format": fmt, "ingest": to_dict(cfg),
                "processing": to_dict(processing), "streams": drops.to_dict(),
                "poses": processed.report.to_dict(), "time_origin_ns": raw.meta["time_origin_ns"],
                "flexlearn_version": flexlearn.__version__}
-    with atomic_dir(output, inputs=[path]) as tmp:
+    with atomic_dir(output, inputs=[path]) as tmp, ticker(f"writing {output.name}", on=show_progress):
         raw.save(tmp / RAW_DIR)
         save_extras(tmp / RAW_DIR, extras)
         processed.dataset.meta.setdefault("provenance", {})["raw_path"] = str(output / RAW_DIR)

@@ -19,7 +19,6 @@ and what was expected.
 """
 from __future__ import annotations
 
-import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional
@@ -163,12 +162,8 @@ def clean_stream(s: Stream, checks: IngestChecks, log: DropLog) -> Stream:
 
 
 def progress(items: Iterable[Any], total: Optional[int], desc: str, enabled: Optional[bool] = None) -> Iterator[Any]:
-    """Wrap ``items`` in a tqdm progress bar on stderr; off unless stderr is a terminal (or ``enabled``)."""
-    on = sys.stderr.isatty() if enabled is None else enabled
-    if not on:
-        yield from items
-        return
-    from tqdm.auto import tqdm
+    """Wrap ``items`` in a progress bar on stderr (:func:`flexlearn.progress.progress`): off unless stderr is a
+    terminal (or ``enabled``)."""
+    from flexlearn.progress import progress as bar
 
-    with tqdm(items, total=total, desc=desc, unit="msg", file=sys.stderr, mininterval=0.5) as bar:
-        yield from bar
+    yield from bar(items, total, desc, unit="msg", on=enabled)

@@ -266,7 +266,28 @@ def load_program(path: str | Path, *, trust_unverified: bool = False) -> tuple[t
     check_program_archive(data, path)
     extra = {METADATA_FILE: ""}
     program = torch.export.load(io.BytesIO(data), extra_files=extra)
-    return program.module(), json.loads(extra[METADATA_FILE] or "{}")
+    return _AnyLeadingShape(program), json.loads(extra[METADATA_FILE] or "{}")
+
+
+class _AnyLeadingShape(torch.nn.Module):
+    """A one-input program of `program_artifact` (input (B, ...) with B dynamic) taking any leading shape, as the
+    metadata's ``(..., 3)`` promises: the leading dimensions are flattened into B and restored on the output
+    ((3,) → (1, 3) → (3,); (A, B, 3) → (A·B, 3) → (A, B, ...))."""
+
+    def __init__(self, program: torch.export.ExportedProgram) -> None:
+        super().__init__()
+        self.program = program.module()
+        user = set(program.graph_signature.user_inputs)
+        shapes = [n.meta["val"].shape for n in program.graph.nodes if n.op == "placeholder" and n.name in user]
+        self.rank = len(shapes[0]) if len(shapes) == 1 else None
+
+    def forward(self, *args: Any) -> Any:
+        x = args[0] if len(args) == 1 else None
+        if self.rank is None or not isinstance(x, torch.Tensor) or x.dim() == self.rank or x.dim() < self.rank - 1:
+            return self.program(*args)
+        lead = x.shape[: x.dim() - self.rank + 1]
+        y = self.program(x.reshape(-1, *x.shape[x.dim() - self.rank + 1:]))
+        return y.reshape(*lead, *y.shape[1:]) if isinstance(y, torch.Tensor) else y
 
 
 # ---------------------------------------------------------------------------------- .pt2 archive inspection

@@ -45,7 +45,9 @@ def test_mocap_and_imu_extras(recordings, ros_map, sim_raw, tmp_path):
 
     mocap = pq.read_table(out.output / "raw" / "mocap.parquet")
     assert mocap.num_rows == len(sim_raw.pose_id)
-    assert not (out.output / "raw" / "orientation.parquet").exists()  # the IMU reported no orientation
+    # the IMU reported no orientation: computed by the attitude filter, one per IMU message, and recorded so
+    assert pq.read_table(out.output / "raw" / "orientation.parquet").num_rows == len(sim_raw.accel_t)
+    assert json.loads((out.output / "raw" / "meta.json").read_text())["imu_orientation"]["orientation"] == "computed"
     assert pq.read_table(out.output / "raw" / "rate.parquet").num_rows == len(sim_raw.accel_t)
     # The motion-capture direction per pose (R(q)·e averaged over the hold window) is the simulator's true one.
     from flexlearn.data.report import load_session

@@ -102,7 +102,13 @@ def test_wandb_offline_run_config_and_name(compose_cfg, monkeypatch):
     assert seen["config"]["data"]["batch_size"] == 32 and seen["config"]["seed"] == 7
     assert seen["config"]["run"]["seeds"]["seed"] == 7 and seen["config"]["run"]["dataset"]["sha256"]
     assert seen["name"] == "train debug=default data.batch_size=32"
-    stored = b"".join(p.read_bytes() for p in Path(cfg.paths.output_dir, "wandb").glob("offline-run-*/*.wandb"))
+    import time
+
+    for _ in range(40):  # wandb's service writes the offline run file asynchronously
+        stored = b"".join(p.read_bytes() for p in Path(cfg.paths.output_dir, "wandb").glob("offline-run-*/*.wandb"))
+        if re.search(rb'"batch_size": ?32', stored):
+            break
+        time.sleep(0.25)
     assert re.search(rb'"batch_size": ?32', stored), "the offline run file holds no data.batch_size"
     assert re.search(rb'"seed": ?7', stored)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 APPS = ["simulate", "process", "train", "evaluate", "export", "pipeline", "aggregate", "ingest", "plan", "report",
-        "cosserat", "cpr"]
+        "cosserat", "cpr", "warmup", "frames"]
 HEAVY = ("torch", "lightning", "matplotlib", "numba", "wandb", "scipy")
 
 PROBE = """

@@ -29,17 +29,20 @@ __all__ = ["run_experiment", "run_experiments", "write_outputs", "summary"]
 
 
 def run_experiment(model: CPRModel, loads: Loads, dense: torch.Tensor, index: list[int],
-                   shoot=None) -> tuple[dict, list[np.ndarray]]:
+                   shoot=None, step=None) -> tuple[dict, list[np.ndarray]]:
     """Warm-started LSE solves along ``dense`` (K, M) [rad]; results at the samples ``dense[index]``.
 
     Returns (result dict, rod shapes at the samples: (R, 8N + 1, 3) [m] each). ``shoot``: a
-    `ShootingSolver` solved at every path point for comparison, or None.
+    `ShootingSolver` solved at every path point for comparison, or None. ``step()``: called after every
+    solve (progress).
     """
     eq = model.solve(torch.zeros(dense.shape[-1], dtype=torch.float64), loads)
     eqs, iters = [], []
     t0 = time.perf_counter()
     for th in dense:
         eq = model.solve(th, loads, init=eq)
+        if step is not None:
+            step()
         eqs.append(eq)
         iters.append(eq.iterations)
     t_lse = time.perf_counter() - t0
@@ -49,6 +52,8 @@ def run_experiment(model: CPRModel, loads: Loads, dense: torch.Tensor, index: li
         for th in dense:
             sh = shoot.solve(th.numpy(), loads, init=sh)
             sh_pos.append(sh.position)
+            if step is not None:
+                step()
     samples, shapes, diffs = [], [], []
     for i in index:
         e = eqs[i]
@@ -60,6 +65,7 @@ def run_experiment(model: CPRModel, loads: Loads, dense: torch.Tensor, index: li
     return {
         "ee_positions_m": samples,
         "lse_vs_shooting_at_samples_m": diffs,
+        "shooting_positions_m": [np.asarray(sh_pos[i]).tolist() for i in index] if sh_pos else None,
         "lse_vs_shooting_max_along_path_m": max(all_diff) if all_diff else None,
         "newton_iterations": iters,
         "lse_time_s": t_lse,
@@ -69,7 +75,7 @@ def run_experiment(model: CPRModel, loads: Loads, dense: torch.Tensor, index: li
 
 
 def run_experiments(model: CPRModel, substeps: int = 8, shooting_steps: Optional[int] = 40,
-                    n_phases: int = 10) -> tuple[dict, dict]:
+                    n_phases: int = 10, step=None) -> tuple[dict, dict]:
     """Experiments I (no load) and II (pulley) along the seed's path; ``shooting_steps`` None: no baseline."""
     from flexlearn.physics.lse.shooting import ShootingSolver
 
@@ -78,7 +84,7 @@ def run_experiments(model: CPRModel, substeps: int = 8, shooting_steps: Optional
     result = {"theta_samples_rad": samples.tolist(), "n_rods": model.n_rods, "elements_per_rod": model.n_elements}
     shapes = {}
     for name, pulley in (("experiment_I", False), ("experiment_II", True)):
-        result[name], shapes[name] = run_experiment(model, model.default_loads(pulley), dense, index, shoot)
+        result[name], shapes[name] = run_experiment(model, model.default_loads(pulley), dense, index, shoot, step)
     result["pulley_position_m"] = model.pulley_position.tolist()
     result["pulley_tension_N"] = float(model.pulley_tension)
     return result, shapes
