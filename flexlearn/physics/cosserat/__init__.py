@@ -16,10 +16,15 @@ Units: SI inside. Modules, one job each:
 * :mod:`~flexlearn.physics.cosserat.rod` — the model :class:`CosseratRod`: construction, parameters, strains,
   elastic energy, internal forces and torques, linearised frequencies;
 * :mod:`~flexlearn.physics.cosserat.integrator` — the LGVI time stepping behind :meth:`CosseratRod.simulate`
-  (discrete equations and their derivation);
+  (discrete equations and their derivation; the loop as the stepper class ``Stepper``);
 * :mod:`~flexlearn.physics.cosserat.newton` — the 3×3 closed-form solve and the Cayley–Newton rotation update;
+* :mod:`~flexlearn.physics.cosserat.implicit` — the implicit step (``scheme='implicit'``): forces filtered by
+  ``M (M + β h² K)⁻¹`` with the Gauss–Newton tangent stiffness K, stable at steps set by accuracy
+  (:meth:`CosseratRod.accurate_dt`); the torch reference of its equations;
 * :mod:`~flexlearn.physics.cosserat.fused` — the same step loop compiled with numba for runs that need no
   gradient (gravity, point forces, magnets in a uniform field, damping without ``beta``), ≈ 2 µs per step;
+  :mod:`~flexlearn.physics.cosserat.fused_implicit` its implicit force filter (block Cholesky),
+  :mod:`~flexlearn.physics.cosserat.fused_common` what both kernels share (element strains);
 * :mod:`~flexlearn.physics.cosserat.state` — :class:`RodState`, :class:`Trajectory`, :class:`Clamp`, ``FREE``;
 * :mod:`~flexlearn.physics.cosserat.context` — per-simulation derived quantities (masses, inertias, stiffnesses);
 * :mod:`~flexlearn.physics.cosserat.loads`, :mod:`~flexlearn.physics.cosserat.fields` — gravity, point forces,

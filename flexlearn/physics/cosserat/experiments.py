@@ -79,6 +79,9 @@ class CosseratExperimentConfig:
     n_elements: int = 10
     rotary_inertia: str = "section"      # section | segment
     dt: float = 1e-5                     # [s]
+    scheme: str = "lgvi"                 # lgvi | implicit (steps beyond the LGVI's limit, set by accuracy)
+    implicit_beta: float = 0.25          # β of the implicit step (≥ 0.25; 0.3: margin for magnets, large bends)
+    implicit_dissipation: float = 0.0    # ζ ∈ [0, 1]: numerical damping of the implicit step (ratio ζ h ω / 2)
     duration: float = 1.0                # [s]
     gravity: Tuple[float, float, float] = (0.0, 0.0, -9.81)
     rest_axis: str = "+z"                # world direction of the rod at rest
@@ -110,6 +113,11 @@ class CosseratExperimentConfig:
         check(self.rotary_inertia in ("section", "segment"), "rotary_inertia", self.rotary_inertia,
               "section | segment")
         check(self.record_every >= 1, "record_every", self.record_every, "must be an integer >= 1")
+        check(self.scheme in ("lgvi", "implicit"), "scheme", self.scheme, "lgvi | implicit")
+        check(math.isfinite(self.implicit_beta) and self.implicit_beta >= 0.25, "implicit_beta", self.implicit_beta,
+              "must be >= 0.25")
+        check(0 <= self.implicit_dissipation <= 1, "implicit_dissipation", self.implicit_dissipation,
+              "must be in [0, 1]")
         check_non_negative(self, "experiment", "damping_alpha", "damping_beta")
         check(len(self.gravity) == 3 and all(math.isfinite(g) for g in self.gravity), "gravity", self.gravity,
               "must be a finite 3-vector [m/s^2]")

@@ -9,6 +9,8 @@ forces) or magnets in one spatially uniform field (constant, rotating, ideal Hel
 times beforehand); damping without the stiffness-proportional part (mass-proportional and viscous terms,
 per-node capacities); no observer, callback or energy record; a fixed clamp or a free base; CPU.
 Everything else runs on the tensor path, which stays the reference (the tests compare both to round-off).
+The implicit step (``scheme='implicit'``) runs in the same loop with its force filter
+(:mod:`flexlearn.physics.cosserat.fused_implicit`) applied to every state's forces.
 A failing step (strain beyond the limit, a bent-through element, a non-finite value, a Newton solve that
 does not converge) stops the kernel; the caller then reruns the tensor path, which raises the
 :class:`~flexlearn.physics.cosserat.errors.IntegrationError` with node, step and the state before.
@@ -21,63 +23,13 @@ from __future__ import annotations
 
 import numpy as np
 
-try:  # numba is optional (it comes with the ``bench`` extra through PyElastica)
-    import numba
-    from numba import njit
-    HAVE_NUMBA = True
-except Exception:  # pragma: no cover - exercised only without numba
-    numba = None
-    HAVE_NUMBA = False
-
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda f: f
+from flexlearn.physics.cosserat.fused_common import HAVE_NUMBA, _element_strain, njit, numba  # noqa: F401
+from flexlearn.physics.cosserat.fused_implicit import filter_forces as _filter_forces
 
 _CHORD_ITERS = 4
 
 # status codes returned by the kernel
 OK, BAD_ELEMENT, BAD_NODE, NEWTON = 0, 1, 2, 3
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _element_strain(R, p, l, midpoint, b, i):
-    """Strains of element i of rod b: the expressions of :func:`flexlearn.physics.cosserat.strains.strains`
-    in scalars (tested equal to round-off). Returns ``(xL, xR, Γ_L, Γ_R, f = cay⁻¹(Q))`` as 15 scalars
-    (3 each), then ``tr Q`` and ``1/l_i``."""
-    e0 = p[b, i + 1, 0] - p[b, i, 0]
-    e1 = p[b, i + 1, 1] - p[b, i, 1]
-    e2 = p[b, i + 1, 2] - p[b, i, 2]
-    # xL = R_iᵀ e, xR = R_{i+1}ᵀ e
-    xL0 = R[b, i, 0, 0] * e0 + R[b, i, 1, 0] * e1 + R[b, i, 2, 0] * e2
-    xL1 = R[b, i, 0, 1] * e0 + R[b, i, 1, 1] * e1 + R[b, i, 2, 1] * e2
-    xL2 = R[b, i, 0, 2] * e0 + R[b, i, 1, 2] * e1 + R[b, i, 2, 2] * e2
-    xR0 = R[b, i + 1, 0, 0] * e0 + R[b, i + 1, 1, 0] * e1 + R[b, i + 1, 2, 0] * e2
-    xR1 = R[b, i + 1, 0, 1] * e0 + R[b, i + 1, 1, 1] * e1 + R[b, i + 1, 2, 1] * e2
-    xR2 = R[b, i + 1, 0, 2] * e0 + R[b, i + 1, 1, 2] * e1 + R[b, i + 1, 2, 2] * e2
-    il = 1.0 / l[b, i]                  # reciprocals: divisions dominate the cost of this loop
-    if midpoint:
-        gL0 = 0.5 * (xL0 + xR0) * il
-        gL1 = 0.5 * (xL1 + xR1) * il
-        gL2 = 0.5 * (xL2 + xR2) * il - 1.0
-        gR0, gR1, gR2 = gL0, gL1, gL2
-    else:
-        gL0, gL1, gL2 = xL0 * il, xL1 * il, xL2 * il - 1.0
-        gR0, gR1, gR2 = xR0 * il, xR1 * il, xR2 * il - 1.0
-    # Q = R_iᵀ R_{i+1}; needed: trace and the skew part
-    q00 = R[b, i, 0, 0] * R[b, i + 1, 0, 0] + R[b, i, 1, 0] * R[b, i + 1, 1, 0] + R[b, i, 2, 0] * R[b, i + 1, 2, 0]
-    q11 = R[b, i, 0, 1] * R[b, i + 1, 0, 1] + R[b, i, 1, 1] * R[b, i + 1, 1, 1] + R[b, i, 2, 1] * R[b, i + 1, 2, 1]
-    q22 = R[b, i, 0, 2] * R[b, i + 1, 0, 2] + R[b, i, 1, 2] * R[b, i + 1, 1, 2] + R[b, i, 2, 2] * R[b, i + 1, 2, 2]
-    q21 = R[b, i, 0, 2] * R[b, i + 1, 0, 1] + R[b, i, 1, 2] * R[b, i + 1, 1, 1] + R[b, i, 2, 2] * R[b, i + 1, 2, 1]
-    q12 = R[b, i, 0, 1] * R[b, i + 1, 0, 2] + R[b, i, 1, 1] * R[b, i + 1, 1, 2] + R[b, i, 2, 1] * R[b, i + 1, 2, 2]
-    q02 = R[b, i, 0, 0] * R[b, i + 1, 0, 2] + R[b, i, 1, 0] * R[b, i + 1, 1, 2] + R[b, i, 2, 0] * R[b, i + 1, 2, 2]
-    q20 = R[b, i, 0, 2] * R[b, i + 1, 0, 0] + R[b, i, 1, 2] * R[b, i + 1, 1, 0] + R[b, i, 2, 2] * R[b, i + 1, 2, 0]
-    q10 = R[b, i, 0, 1] * R[b, i + 1, 0, 0] + R[b, i, 1, 1] * R[b, i + 1, 1, 0] + R[b, i, 2, 1] * R[b, i + 1, 2, 0]
-    q01 = R[b, i, 0, 0] * R[b, i + 1, 0, 1] + R[b, i, 1, 0] * R[b, i + 1, 1, 1] + R[b, i, 2, 0] * R[b, i + 1, 2, 1]
-    tr = q00 + q11 + q22
-    iden = 1.0 / (1.0 + tr)
-    f0, f1, f2 = (q21 - q12) * iden, (q02 - q20) * iden, (q10 - q01) * iden   # cay⁻¹(Q)
-    return xL0, xL1, xL2, xR0, xR1, xR2, gL0, gL1, gL2, gR0, gR1, gR2, f0, f1, f2, tr, il
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -184,21 +136,112 @@ def _cayley_newton(u0, u1, u2, d0, d1, d2, j0, j1, j2, tol, iters):
     return f0, f1, f2, ok
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def _damping_and_magnets(R, v, pi, cf, cw, mmag, bw0, bw1, bw2, force, torque, b, n):
+    """Add the damping force ``−cf ∘ v``, torque ``−cw ∘ pi`` and the magnet torques ``m ∘× (Rᵀ B)`` of rod b
+    (field ``(bw0, bw1, bw2)`` at this step) into ``force``/``torque``."""
+    for a in range(n):
+        for c in range(3):
+            force[a, c] -= cf[b, a, c] * v[b, a, c]
+            torque[a, c] -= cw[b, a, c] * pi[b, a, c]
+        m0, m1, m2 = mmag[b, a, 0], mmag[b, a, 1], mmag[b, a, 2]
+        if m0 != 0.0 or m1 != 0.0 or m2 != 0.0:
+            y0 = R[b, a, 0, 0] * bw0 + R[b, a, 1, 0] * bw1 + R[b, a, 2, 0] * bw2    # Rᵀ B
+            y1 = R[b, a, 0, 1] * bw0 + R[b, a, 1, 1] * bw1 + R[b, a, 2, 1] * bw2
+            y2 = R[b, a, 0, 2] * bw0 + R[b, a, 1, 2] * bw1 + R[b, a, 2, 2] * bw2
+            torque[a, 0] += m1 * y2 - m2 * y1
+            torque[a, 1] += m2 * y0 - m0 * y2
+            torque[a, 2] += m0 * y1 - m1 * y0
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _copy_state(R, p, out_p, out_R, rec, b, n):
+    """out_p[rec, b], out_R[rec, b] ← p[b], R[b]."""
+    for a in range(n):
+        for c in range(3):
+            out_p[rec, b, a, c] = p[b, a, c]
+            for d in range(3):
+                out_R[rec, b, a, c, d] = R[b, a, c, d]
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _solve_rotations(pi, torque, scale, jd, jn, h, tol, iters, fs, b, a_first, n):
+    """Cayley–Newton for every free node of rod b into ``fs`` (n, 3); returns the first node whose solve
+    did not converge, or −1 (state k is left untouched either way)."""
+    for a in range(a_first, n):
+        s = h / scale[b, a]
+        u0 = pi[b, a, 0] + h * torque[a, 0]
+        u1 = pi[b, a, 1] + h * torque[a, 1]
+        u2 = pi[b, a, 2] + h * torque[a, 2]
+        f0, f1, f2, ok = _cayley_newton(s * u0, s * u1, s * u2, jd[b, a, 0], jd[b, a, 1], jd[b, a, 2],
+                                        jn[b, a, 0], jn[b, a, 1], jn[b, a, 2], tol, iters)
+        if not ok:
+            return a
+        fs[a, 0], fs[a, 1], fs[a, 2] = f0, f1, f2
+    return -1
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _rotate_kick_drift(R, p, v, pi, mass, force, torque, fs, h, b, a_first, n):
+    """With F = cay(f) of every free node: ``Π ← Fᵀ (Π + h τ)``, ``R ← R F``, ``v += h f/m``, ``p += h v``."""
+    for a in range(a_first, n):
+        f0, f1, f2 = fs[a, 0], fs[a, 1], fs[a, 2]
+        kc = 2.0 / (1.0 + f0 * f0 + f1 * f1 + f2 * f2)
+        # F = I + kc (f^ + f^ f^),  f^ f^ = f fᵀ − |f|² I
+        ff = f0 * f0 + f1 * f1 + f2 * f2
+        F00 = 1.0 + kc * (f0 * f0 - ff)
+        F11 = 1.0 + kc * (f1 * f1 - ff)
+        F22 = 1.0 + kc * (f2 * f2 - ff)
+        F01 = kc * (-f2 + f0 * f1)
+        F10 = kc * (f2 + f1 * f0)
+        F02 = kc * (f1 + f0 * f2)
+        F20 = kc * (-f1 + f2 * f0)
+        F12 = kc * (-f0 + f1 * f2)
+        F21 = kc * (f0 + f2 * f1)
+        u0 = pi[b, a, 0] + h * torque[a, 0]
+        u1 = pi[b, a, 1] + h * torque[a, 1]
+        u2 = pi[b, a, 2] + h * torque[a, 2]
+        pi[b, a, 0] = F00 * u0 + F10 * u1 + F20 * u2            # Π ← Fᵀ u
+        pi[b, a, 1] = F01 * u0 + F11 * u1 + F21 * u2
+        pi[b, a, 2] = F02 * u0 + F12 * u1 + F22 * u2
+        for c in range(3):                                     # R ← R F
+            x0, x1, x2 = R[b, a, c, 0], R[b, a, c, 1], R[b, a, c, 2]
+            R[b, a, c, 0] = x0 * F00 + x1 * F10 + x2 * F20
+            R[b, a, c, 1] = x0 * F01 + x1 * F11 + x2 * F21
+            R[b, a, c, 2] = x0 * F02 + x1 * F12 + x2 * F22
+        hm = h / mass[b, a]
+        for c in range(3):                                     # kick, drift
+            v[b, a, c] += hm * force[a, c]
+            p[b, a, c] += h * v[b, a, c]
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _clamp(R, p, v, pi, r1, p1, h, b):
+    """Node 0 of rod b to the base pose (r1, p1) of the next step."""
+    for c in range(3):
+        v[b, 0, c] = (p1[b, c] - p[b, 0, c]) / h
+        p[b, 0, c] = p1[b, c]
+        pi[b, 0, c] = 0.0
+        for d in range(3):
+            R[b, 0, c, d] = r1[b, c, d]
+
+
 @njit(cache=True, error_model="numpy")
 def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield, h, n_steps, record_every, clamped,
-        r1, p1, midpoint, limit2, tol, iters, out_p, out_R, f_last, t_last):
+        r1, p1, midpoint, limit2, tol, iters, out_p, out_R, f_last, t_last, inertia, beta_h2, damping_c):
     """Advance every rod ``n_steps`` steps in place from the half-step state (R, p, v = v^{k−½},
     pi = Π^k − h/2 τ^k convention of the tensor path). Records (R, p) at k % record_every == 0 and at the
     last step into out_R/out_p (T, B, n, …); leaves the model force/torque of the last state in
     f_last/t_last. Damping: node force ``−cf ∘ v`` and body torque ``−cw ∘ pi`` (the velocities of the
     tensor path's ``Damping.external``); magnets: body torque ``m ∘× (Rᵀ B_k)`` with the summed body moments
     ``mmag`` (B, n, 3) and the spatially uniform field ``bfield`` (n_steps + 1, B, 3) at the step times
-    (a (1, B, 3) placeholder when there is no magnet).
+    (a (1, B, 3) placeholder when there is no magnet). ``beta_h2`` = β h² > 0: the implicit step (forces
+    filtered by :func:`flexlearn.physics.cosserat.fused_implicit.filter_forces`, ``inertia`` (B, n, 3);
+    ``damping_c`` = c [s] its numerical damping, ``beta_h2`` then being β h² + h c/2).
     Returns (status, step, rod, node/element) with status :data:`OK` when all steps ran."""
     B, n = p.shape[0], p.shape[1]
-    force = np.empty((n, 3))
-    torque = np.empty((n, 3))
-    u = np.empty((n, 3))
+    force, torque, fs = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
+    D, W, y, G, Ke = np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6)), np.empty((3, 12)), np.empty((12, 12))
     a_first = 1 if clamped else 0
     magnetic = bfield.shape[0] > n_steps
     for b in range(B):
@@ -210,78 +253,23 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
             bw0 = bw1 = bw2 = 0.0
             if magnetic:
                 bw0, bw1, bw2 = bfield[k, b, 0], bfield[k, b, 1], bfield[k, b, 2]
-            for a in range(n):
-                for c in range(3):
-                    force[a, c] -= cf[b, a, c] * v[b, a, c]
-                    torque[a, c] -= cw[b, a, c] * pi[b, a, c]
-                m0, m1, m2 = mmag[b, a, 0], mmag[b, a, 1], mmag[b, a, 2]
-                if m0 != 0.0 or m1 != 0.0 or m2 != 0.0:
-                    y0 = R[b, a, 0, 0] * bw0 + R[b, a, 1, 0] * bw1 + R[b, a, 2, 0] * bw2    # Rᵀ B
-                    y1 = R[b, a, 0, 1] * bw0 + R[b, a, 1, 1] * bw1 + R[b, a, 2, 1] * bw2
-                    y2 = R[b, a, 0, 2] * bw0 + R[b, a, 1, 2] * bw1 + R[b, a, 2, 2] * bw2
-                    torque[a, 0] += m1 * y2 - m2 * y1
-                    torque[a, 1] += m2 * y0 - m0 * y2
-                    torque[a, 2] += m0 * y1 - m1 * y0
+            _damping_and_magnets(R, v, pi, cf, cw, mmag, bw0, bw1, bw2, force, torque, b, n)
+            if beta_h2 > 0.0 and not _filter_forces(R, p, C1, C2, l, mass, inertia, midpoint, beta_h2, a_first, b,
+                                                    force, torque, D, W, y, G, Ke, damping_c, v, pi):
+                return BAD_NODE, k, b, 0
             if k % record_every == 0 or k == n_steps:
-                for a in range(n):
-                    for c in range(3):
-                        out_p[rec, b, a, c] = p[b, a, c]
-                        for d in range(3):
-                            out_R[rec, b, a, c, d] = R[b, a, c, d]
+                _copy_state(R, p, out_p, out_R, rec, b, n)
                 rec += 1
             if k == n_steps:
-                for a in range(n):
-                    for c in range(3):
-                        f_last[b, a, c] = force[a, c]
-                        t_last[b, a, c] = torque[a, c]
+                f_last[b, :, :] = force
+                t_last[b, :, :] = torque
                 break
-            # Newton first (a failure leaves state k untouched for the caller)
-            for a in range(a_first, n):
-                s = h / scale[b, a]
-                u0 = pi[b, a, 0] + h * torque[a, 0]
-                u1 = pi[b, a, 1] + h * torque[a, 1]
-                u2 = pi[b, a, 2] + h * torque[a, 2]
-                f0, f1, f2, ok = _cayley_newton(s * u0, s * u1, s * u2, jd[b, a, 0], jd[b, a, 1], jd[b, a, 2],
-                                                jn[b, a, 0], jn[b, a, 1], jn[b, a, 2], tol, iters)
-                if not ok:
-                    return NEWTON, k, b, a
-                u[a, 0], u[a, 1], u[a, 2] = f0, f1, f2           # keep f; u recomputed below
-            for a in range(a_first, n):
-                f0, f1, f2 = u[a, 0], u[a, 1], u[a, 2]
-                kc = 2.0 / (1.0 + f0 * f0 + f1 * f1 + f2 * f2)
-                # F = I + kc (f^ + f^ f^),  f^ f^ = f fᵀ − |f|² I
-                ff = f0 * f0 + f1 * f1 + f2 * f2
-                F00 = 1.0 + kc * (f0 * f0 - ff)
-                F11 = 1.0 + kc * (f1 * f1 - ff)
-                F22 = 1.0 + kc * (f2 * f2 - ff)
-                F01 = kc * (-f2 + f0 * f1)
-                F10 = kc * (f2 + f1 * f0)
-                F02 = kc * (f1 + f0 * f2)
-                F20 = kc * (-f1 + f2 * f0)
-                F12 = kc * (-f0 + f1 * f2)
-                F21 = kc * (f0 + f2 * f1)
-                u0 = pi[b, a, 0] + h * torque[a, 0]
-                u1 = pi[b, a, 1] + h * torque[a, 1]
-                u2 = pi[b, a, 2] + h * torque[a, 2]
-                pi[b, a, 0] = F00 * u0 + F10 * u1 + F20 * u2            # Π ← Fᵀ u
-                pi[b, a, 1] = F01 * u0 + F11 * u1 + F21 * u2
-                pi[b, a, 2] = F02 * u0 + F12 * u1 + F22 * u2
-                for c in range(3):                                     # R ← R F
-                    x0, x1, x2 = R[b, a, c, 0], R[b, a, c, 1], R[b, a, c, 2]
-                    R[b, a, c, 0] = x0 * F00 + x1 * F10 + x2 * F20
-                    R[b, a, c, 1] = x0 * F01 + x1 * F11 + x2 * F21
-                    R[b, a, c, 2] = x0 * F02 + x1 * F12 + x2 * F22
-                hm = h / mass[b, a]
-                for c in range(3):                                     # kick, drift
-                    v[b, a, c] += hm * force[a, c]
-                    p[b, a, c] += h * v[b, a, c]
+            node = _solve_rotations(pi, torque, scale, jd, jn, h, tol, iters, fs, b, a_first, n)
+            if node >= 0:                                      # Newton first: a failure leaves state k as it is
+                return NEWTON, k, b, node
+            _rotate_kick_drift(R, p, v, pi, mass, force, torque, fs, h, b, a_first, n)
             if clamped:
-                for c in range(3):
-                    v[b, 0, c] = (p1[b, c] - p[b, 0, c]) / h
-                    p[b, 0, c] = p1[b, c]
-                    pi[b, 0, c] = 0.0
-                    for d in range(3):
-                        R[b, 0, c, d] = r1[b, c, d]
+                _clamp(R, p, v, pi, r1, p1, h, b)
     return OK, n_steps, 0, 0
 
 
@@ -339,47 +327,83 @@ def eligible(rod, loads, damping, observer, callback, record_energy, compile, ba
     return ""
 
 
-def simulate(rod, ctx, loads, damping, R, p, v0, w0, h, n_steps, record_every, clamped, r1, p1, strain_limit,
-             tol, iters):
-    """Run the kernel from state (R, p, v0, w0) (tensors, (B, n, …)); returns ``(positions, rotations,
-    times, final)`` as tensors of the tensor path's layout (T, B, n, …) plus the final
-    :class:`RodState`, or ``None`` when a step failed (the caller reruns the tensor path for the error)."""
+def _load_arrays(ctx, loads, damping, R, p, v0, w0, h, n_steps):
+    """The loads and damping as kernel inputs: ``(fx constant world forces, fx0, tx0 all loads and damping
+    at t = 0 (the half-kick start), cf, cw damping coefficients of v and pi, mmag summed magnet body moments,
+    bfield (n_steps + 1, B, 3) or a (1, B, 3) placeholder)``."""
+    import torch
+    B, n = p.shape[0], p.shape[1]
+    mags = _magnets(loads)
+    fx = torch.zeros_like(p)                 # constant world forces
+    fx0, tx0 = torch.zeros_like(p), torch.zeros_like(p)     # all loads at t = 0 (half-kick start)
+    for ld in loads:
+        fl, tl = ld.apply(ctx, R, p, 0.0)
+        if fl is not None:
+            fx0 = fx0 + fl
+            if ld not in mags:
+                fx = fx + fl
+        if tl is not None:
+            tx0 = tx0 + tl
+    cf = torch.zeros_like(p)
+    cw = torch.zeros_like(p)
+    if damping is not None:
+        fd, td = damping.external(ctx, v0, w0)
+        fx0, tx0 = fx0 + fd, tx0 + td
+        e1 = torch.zeros_like(p) + 1.0    # coefficients: the damping of unit velocities
+        cf = -damping.external(ctx, e1, torch.zeros_like(p))[0]
+        cw = -damping.external(ctx, torch.zeros_like(p), e1)[1] / ctx.inertia    # acts on pi = J ω
+    mmag = torch.zeros_like(p)
+    bfield = np.zeros((1, B, 3))                 # (n_steps + 1, B, 3) only when a magnet is present
+    if mags:
+        for ld in mags:
+            node = ld.node % n
+            mmag[:, node] = mmag[:, node] + ld.moment_body.to(p).expand(B, 3)
+        x = p[:, -1]
+        bfield = _np(mags[0].field.samples(x, [k * h for k in range(n_steps + 1)]))
+    return fx, fx0, tx0, cf, cw, mmag, bfield
+
+
+def _final_state(ctx, Rn, pn, vn, pin, f_last, t_last, h, n_steps, clamped, beta_h2):
+    """The :class:`RodState` after the last step from the kernel's arrays (velocities at the integer step;
+    eq. (3) of :mod:`flexlearn.physics.cosserat.implicit` for the implicit step)."""
     import torch
 
     from flexlearn.physics.cosserat.state import RodState
+    m, J = ctx.mass.unsqueeze(-1), ctx.inertia
+    fl, tl = torch.from_numpy(f_last), torch.from_numpy(t_last)
+    vh, ph = torch.from_numpy(vn), torch.from_numpy(pin)
+    vv = vh + 0.5 * h * fl / m
+    if clamped:
+        vv[:, 0] = vh[:, 0]
+    Rf, pf, wf = torch.from_numpy(Rn), torch.from_numpy(pn), (ph + 0.5 * h * tl) / J
+    if beta_h2 > 0.0:
+        from flexlearn.physics.cosserat.implicit import unfilter_velocities
+        if clamped:
+            wf[:, 0] = 0.0
+        vv, wf = unfilter_velocities(ctx, Rf, pf, vv, wf, beta_h2, clamped)
+    return RodState(pf, Rf, vv, wf, n_steps * h, n_steps)
+
+
+def simulate(rod, ctx, loads, damping, R, p, v0, w0, h, n_steps, record_every, clamped, r1, p1, strain_limit,
+             tol, iters, implicit_beta: float = 0.0, implicit_dissipation: float = 0.0):
+    """Run the kernel from state (R, p, v0, w0) (tensors, (B, n, …)); returns ``(positions, rotations,
+    times, final)`` as tensors of the tensor path's layout (T, B, n, …) plus the final
+    :class:`RodState`, or ``None`` when a step failed (the caller reruns the tensor path for the error).
+    ``implicit_beta`` β > 0 runs the implicit step (:mod:`flexlearn.physics.cosserat.implicit`), with the
+    numerical damping ζ = ``implicit_dissipation``."""
+    import torch
     with torch.no_grad():
         B, n = p.shape[0], p.shape[1]
         m = ctx.mass.unsqueeze(-1)
         J = ctx.inertia
-        mags = _magnets(loads)
-        fx = torch.zeros_like(p)                 # constant world forces
-        fx0, tx0 = torch.zeros_like(p), torch.zeros_like(p)     # all loads at t = 0 (half-kick start)
-        for ld in loads:
-            fl, tl = ld.apply(ctx, R, p, 0.0)
-            if fl is not None:
-                fx0 = fx0 + fl
-                if ld not in mags:
-                    fx = fx + fl
-            if tl is not None:
-                tx0 = tx0 + tl
-        cf = torch.zeros_like(p)
-        cw = torch.zeros_like(p)
-        if damping is not None:
-            fd, td = damping.external(ctx, v0, w0)
-            fx0, tx0 = fx0 + fd, tx0 + td
-            e1 = torch.zeros_like(p) + 1.0    # coefficients: the damping of unit velocities
-            cf = -damping.external(ctx, e1, torch.zeros_like(p))[0]
-            cw = -damping.external(ctx, torch.zeros_like(p), e1)[1] / J    # acts on pi = J ω
-        mmag = torch.zeros_like(p)
-        bfield = np.zeros((1, B, 3))                 # (n_steps + 1, B, 3) only when a magnet is present
-        if mags:
-            for ld in mags:
-                node = ld.node % n
-                mmag[:, node] = mmag[:, node] + ld.moment_body.to(p).expand(B, 3)
-            x = p[:, -1]
-            bfield = _np(mags[0].field.samples(x, [k * h for k in range(n_steps + 1)]))
+        fx, fx0, tx0, cf, cw, mmag, bfield = _load_arrays(ctx, loads, damping, R, p, v0, w0, h, n_steps)
         f0, tau0, *_ = rod._internal(ctx, R, p)
         f0, tau0 = f0 + fx0, tau0 + tx0
+        beta_h2 = float(implicit_beta) * h * h
+        if beta_h2 > 0.0:
+            from flexlearn.physics.cosserat.implicit import filter_forces, filter_velocities
+            f0, tau0 = filter_forces(ctx, R, p, f0, tau0, beta_h2, clamped)
+            v0, w0 = filter_velocities(ctx, R, p, v0, w0, beta_h2, clamped)
         v = v0 - 0.5 * h * f0 / m
         pi = J * w0 - 0.5 * h * tau0
         if clamped:
@@ -400,15 +424,11 @@ def simulate(rod, ctx, loads, damping, R, p, v0, w0, h, n_steps, record_every, c
                                   _np(ctx.C2), _np(ctx.l), _np(fx), _np(cf), _np(cw), _np(mmag), bfield, float(h),
                                   int(n_steps), int(record_every), bool(clamped), r1n, p1n,
                                   ctx.strain == "midpoint", float(strain_limit) ** 2, float(tol), int(iters),
-                                  out_p, out_R, f_last, t_last)
+                                  out_p, out_R, f_last, t_last, _np(J),
+                                  beta_h2 + 0.5 * implicit_dissipation * h * h if beta_h2 > 0.0 else 0.0,
+                                  implicit_dissipation * h if beta_h2 > 0.0 else 0.0)
         if status != OK:
             return None
         times = torch.tensor([kk * h for kk in ks], dtype=torch.float64)
-        P, Rt = torch.from_numpy(out_p), torch.from_numpy(out_R)
-        fl, tl = torch.from_numpy(f_last), torch.from_numpy(t_last)
-        vh, ph = torch.from_numpy(vn), torch.from_numpy(pin)
-        vv = vh + 0.5 * h * fl / m
-        if clamped:
-            vv[:, 0] = vh[:, 0]
-        final = RodState(torch.from_numpy(pn), torch.from_numpy(Rn), vv, (ph + 0.5 * h * tl) / J, n_steps * h, n_steps)
-        return P, Rt, times, final
+        final = _final_state(ctx, Rn, pn, vn, pin, f_last, t_last, h, n_steps, clamped, beta_h2)
+        return torch.from_numpy(out_p), torch.from_numpy(out_R), times, final

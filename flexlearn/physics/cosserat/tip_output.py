@@ -46,13 +46,15 @@ def run_experiment(cfg: CosseratExperimentConfig, max_duration: Optional[float] 
     rod, loads, damping, initial, base = build_experiment(cfg)
     if announce is not None:
         announce(f"{cfg.name}: {int(round(n_steps))} steps of {cfg.dt:g} s ({duration:g} s simulated, "
-                 f"backend {backend})")
+                 f"{cfg.scheme} step, backend {backend})")
     t0 = time.perf_counter()
     tr = rod.simulate(duration, cfg.dt, loads=loads, damping=damping, initial=initial, base=base,
-                      record_every=cfg.record_every, backend=backend)
+                      record_every=cfg.record_every, backend=backend, scheme=cfg.scheme,
+                      implicit_beta=cfg.implicit_beta, implicit_dissipation=cfg.implicit_dissipation)
     wall = time.perf_counter() - t0
     info = {"name": cfg.name, "table": cfg.table, "duration_s": duration, "dt_s": cfg.dt,
-            "steps": int(round(duration / cfg.dt)), "wall_s": wall, "final_tip_m": tr.tip[-1].tolist()}
+            "steps": int(round(duration / cfg.dt)), "scheme": cfg.scheme, "wall_s": wall,
+            "final_tip_m": tr.tip[-1].tolist()}
     return tr, info
 
 

@@ -12,17 +12,29 @@ from flexlearn.physics.cosserat.analytic import (cantilever_frequencies, cantile
 
 
 
-def _relax(rod, loads, base, w1, periods=2.5, dt=None, initial=None):
-    """Damp to rest with mass-proportional damping α = 2 ω1 (every mode decays as exp(−ω1 t))."""
+def _relax(rod, loads, base, w1, periods=2.5, dt=None, initial=None, scheme="lgvi", beta=0.3, zeta=0.05):
+    """Damp to rest with mass-proportional damping α = 2 ω1 (every mode decays as exp(−ω1 t)). The implicit
+    step runs at the step of 1e-3 frequency error of the first bending pair (``rod.accurate_dt``) with
+    β = 0.3 (these large deflections, 0.74 L and a magnet, need its margin for explicit stiffness) and the
+    numerical damping ζ = 0.05 (α does not reach the modes the step does not resolve)."""
+    if scheme == "implicit":
+        dt = dt or rod.accurate_dt(1e-3, 2, base)
+        assert dt > 5 * float(rod.stable_dt().min())
     dt = dt or 0.8 * float(rod.stable_dt().min())
     T = periods * 2 * math.pi / w1
     return rod.simulate(T, dt, loads=loads, damping=Damping(alpha=2.0 * w1), base=base, initial=initial,
-                        record_every=10 ** 9)
+                        record_every=10 ** 9, scheme=scheme, implicit_beta=beta,
+                        implicit_dissipation=zeta if scheme == "implicit" else 0.0)
 
 
-def test_cantilever_frequencies_match_beta_l():
+SCHEMES = ["lgvi", "implicit"]
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_cantilever_frequencies_match_beta_l(scheme):
     """Free vibration of a 20-element cantilever, each of the first three Euler–Bernoulli modes excited
-    alone (a batch of three rods): ω within 1 %, 2 %, 3 % of (βₙL)² √(EI/ρAL⁴)."""
+    alone (a batch of three rods): ω within 1 %, 2 %, 3 % of (βₙL)² √(EI/ρAL⁴). The implicit step runs at
+    the step of 1e-3 frequency error of mode 3 (``accurate_dt``, ≈ 5× the LGVI's limit)."""
     L, r, rho, E, nu, N = 1.0, 0.02, 2000.0, 1e5, 0.3, 20
     rod = CosseratRod.circular(L, torch.full((3,), r), rho, E, nu, N)
     w = cantilever_frequencies(L, E, math.pi * r ** 4 / 4, rho, math.pi * r ** 2, 3)
@@ -31,10 +43,10 @@ def test_cantilever_frequencies_match_beta_l():
     s = np.linspace(0.0, L, N + 1)
     for m in range(3):
         init.velocities[m, :, 2] = torch.from_numpy(1e-4 * w[m] * cantilever_mode_shape(s, L, m + 1))
-    dt = float(rod.stable_dt()[0])
+    dt = float(rod.stable_dt()[0]) if scheme == "lgvi" else rod.accurate_dt(1e-3, 6, base)
     # mode 1: its first zero crossing (half a period, z = A sin ωt from rest); modes 2, 3: mean spacing
     # of the zero crossings within the record
-    tr = rod.simulate(0.6 * 2 * math.pi / w[0], dt, initial=init, base=base)
+    tr = rod.simulate(0.6 * 2 * math.pi / w[0], dt, initial=init, base=base, scheme=scheme)
     z = tr.positions[:, :, -1, 2].numpy()
     x = z[1:, 0]
     i = int(np.nonzero(np.sign(x[:-1]) * np.sign(x[1:]) < 0)[0][0])
@@ -45,7 +57,8 @@ def test_cantilever_frequencies_match_beta_l():
     assert abs(err[0]) < 0.01 and abs(err[1]) < 0.02 and abs(err[2]) < 0.03, err
 
 
-def test_gravity_sag_small_and_large():
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_gravity_sag_small_and_large(scheme):
     """One batch of two rods damped to rest: a stiff rod against qL⁴/(8EI) (+ the shear term qL²/(2GA)),
     and a heavily loaded one (qL³/EI = 12, sag ≈ 0.74 L) against the elastica (``solve_bvp``)."""
     L, r, rho, E, nu, N = 0.2, 0.01, 1000.0, 5e8, 0.3, 20
@@ -54,7 +67,7 @@ def test_gravity_sag_small_and_large():
     rod = CosseratRod.circular(L, torch.full((2,), r), rho, E, nu, N)
     w1 = float(cantilever_frequencies(L, E, math.pi * r ** 4 / 4, rho, a, 1)[0])
     gravity = Gravity(torch.tensor([[0.0, 0.0, -9.81], [0.0, 0.0, -g_large]]))
-    tr = _relax(rod, [gravity], Clamp.horizontal(), w1, periods=1.5)
+    tr = _relax(rod, [gravity], Clamp.horizontal(), w1, periods=1.5, scheme=scheme)
     tip = tr.positions[-1, :, -1]
     small = tip_sag_uniform_load(rho * a * 9.81, L, ei, E / 2.6 * a)
     assert float(-tip[0, 2]) == pytest.approx(small, rel=0.01)
@@ -65,7 +78,8 @@ def test_gravity_sag_small_and_large():
     assert float(tip[1, 0]) == pytest.approx(x_ref, rel=0.02)
 
 
-def test_tip_magnet_in_uniform_field_bends_into_the_arc():
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_tip_magnet_in_uniform_field_bends_into_the_arc(scheme):
     """No gravity, field at φ = 90° to the rest axis: tip angle θ = |m||B| L sin(φ − θ)/EI."""
     L, r, rho, E, nu, N = 0.05, 2.5e-3, 1100.0, 3.6e5, 0.49, 20
     rod = CosseratRod.circular(L, r, rho, E, nu, N)
@@ -74,10 +88,10 @@ def test_tip_magnet_in_uniform_field_bends_into_the_arc():
     w1 = float(cantilever_frequencies(L, E, math.pi * r ** 4 / 4, rho, a, 1)[0])
     base = Clamp()                                  # rod along world z; field along world x
     magnet = TipMagnet((0, 0, m), UniformField((b, 0, 0)))
-    tr = _relax(rod, [magnet], base, w1, periods=1.5)
+    ref = magnet_arc_angle(m, b, L, ei, math.pi / 2)
+    tr = _relax(rod, [magnet], base, w1, periods=1.5, scheme=scheme)
     tip_axis = tr.rotations[-1, -1, :, 2]
     theta = math.atan2(float(tip_axis[0]), float(tip_axis[2]))
-    ref = magnet_arc_angle(m, b, L, ei, math.pi / 2)
     assert theta == pytest.approx(ref, rel=5e-3)
     # a circular arc: equal relative rotation in every element
     rel = torch.stack([tr.rotations[-1, i, :, 2] for i in range(N + 1)])

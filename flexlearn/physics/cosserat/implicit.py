@@ -1,0 +1,206 @@
+"""The implicit Cosserat step (``scheme='implicit'`` of :meth:`CosseratRod.simulate
+<flexlearn.physics.cosserat.rod.CosseratRod.simulate>`): the torch reference of its equations.
+
+The LGVI (:mod:`flexlearn.physics.cosserat.integrator`, seed 001 eqs. (7)–(13)) kicks the momenta with the
+node forces ``F = (τ_a, f_a)`` of state k (body torques, world forces; ``−∂V/∂(η_a, p_a)`` plus loads). Its
+step is bounded by the stiffest modes (axial waves, the shear–rotation mode of one node: ``2/ω_max``). The
+implicit variant kicks with the *filtered* forces
+
+    F̃ = M (M + β h² K)⁻¹ F,      M = diag(J_a, m_a I₃)  (6 per node),                              (1)
+
+K the Gauss–Newton tangent stiffness of the elastic energy at state k in the coordinates (η_a, δp_a) of the
+right perturbation ``R_a exp(η_a^)``, ``p_a + δp_a`` (the same as :meth:`CosseratRod.linear_frequencies`):
+
+    K = Σ_i l_i (∂Γ_i)ᵀ C1 (∂Γ_i) + l_i (∂κ_i)ᵀ C2 (∂κ_i),                                       (2)
+    ∂Γ_i = [x_L^, −S, x_R^, S] / (2 l_i),  S = (R_i + R_{i+1})ᵀ        (mid-frame strain, rod.py),
+    ∂κ_i = [−(I − f^ + f fᵀ), 0, I + f^ + f fᵀ, 0] / l_i,   f = cay⁻¹(R_iᵀ R_{i+1}),
+
+columns (η_i, δp_i, η_{i+1}, δp_{i+1}); the seed's node strains (``strain='nodes'``) use ``∂Γ_{i,L} =
+[x_L^, −R_iᵀ, 0, R_iᵀ]/l_i`` and ``∂Γ_{i,R} = [0, −R_{i+1}ᵀ, x_R^, R_{i+1}ᵀ]/l_i`` with weight l_i/2 each.
+(``δx_L = x_L^ η_i`` for ``x_L = R_iᵀ e_i``; ``∂f/∂η_{i+1} = ½(I + f^ + ffᵀ)`` is the inverse Cayley
+Jacobian whose transpose gives the torques of rod.py.) K is block-tridiagonal (6×6 blocks) and positive
+semi-definite: the geometric (stress) part of the Hessian is left out, so ``M + β h² K`` is always positive
+definite. A clamped node 0 is not a degree of freedom (its rows are dropped).
+
+Properties (tested in tests/physics/cosserat/test_implicit.py):
+
+* For a linear rod (small strains, K constant) the two-step form of (1) is ``(M + β h² K)(q^{k+1} − 2q^k +
+  q^{k−1}) = −h² K q^k``, Newmark's rule; for β ≥ ¼ every mode has |λ| = 1 at any h (unconditionally
+  stable, no numerical dissipation), with the relative frequency error ``−(β − 1/12)(hω)²/2`` (second order;
+  −(hω)²/12 at β = ¼). The step is therefore chosen by accuracy: :func:`accuracy_dt`. Loads, magnets and
+  damping stay explicit; so does the geometric stiffness: see :data:`DEFAULT_BETA` for the margin β > ¼ buys.
+* Both momenta of a free rod are kept: translations and rigid rotations ξ are in the null space of the
+  Gauss–Newton K (strains are invariant), so ``ξᵀ M (M + βh²K)⁻¹ = ξᵀ`` and ``ξᵀ F̃ = ξᵀ F``.
+* The filter is linear in F and changes nothing at equilibrium (F = 0): static solutions are those of the LGVI.
+* Velocities. In Newmark's terms (γ = ½) the mean of the half-step velocities ``ṽ_k = (v^{k−½} + v^{k+½})/2``
+  is related to the velocity of the state by
+
+      (M + β h² K) ṽ_k = M v_k                                                                    (3)
+
+  (from ``(M + βh²K) v^{k±½} = M v_k ± h/2 F_k``). A run therefore starts from ``ṽ_0`` of (3) — the
+  leapfrog's ``ṽ_0 = v_0`` would put a displacement ``h v_0`` into modes the step does not resolve, whose
+  potential energy then grows as (hω)² — and reports ``v_k = M⁻¹ (M + β h² K) ṽ_k`` (records, callbacks,
+  the final state). For a linear rod ``½ v_kᵀ M v_k + ½ q_kᵀ K q_k + ½ h² (β − ¼) a_kᵀ M a_k`` (a = M⁻¹F)
+  is then conserved exactly (Newmark, γ = ½): the physical energy itself at β = ¼ (tested to 1e-12).
+
+Numerical damping (``implicit_dissipation`` ζ ≥ 0, default 0): a stiffness-proportional force ``−c K v̄`` with
+``c = ζ h``, trapezoidal in the half-step velocities (``v̄ = (v^{k−½} + v^{k+½})/2``), i.e.
+
+    (M + (β + ζ/2) h² K) ã = F − ζ h K v^{k−½},       v^{k+½} = v^{k−½} + h ã                    (4)
+
+(ω for the rotations). Mode ω gets the damping ratio ``ζ hω/2``: modes the step does not resolve (hω ≫ 1)
+are removed within a few steps, resolved ones barely touched (mode 1 of the benchmark's polymer rod at
+h = 1 ms: 3e-4 per radian at ζ = 0.01). It is energy-decaying (cK ≥ 0) and restores stability where
+explicit stiffness (large deflections, magnets) pushes the unresolved modes at β = ¼ over the edge.
+
+The numba kernel (:mod:`flexlearn.physics.cosserat.fused_implicit`) solves (1) by a block-tridiagonal
+Cholesky factorisation; this module assembles the dense matrix and calls ``torch.linalg.solve``
+(differentiable; the reference the kernel is tested against). Not in the seed.
+
+Shapes: R (B, n, 3, 3), p, f, τ (B, n, 3); K (B, 6n, 6n). SI units.
+"""
+from __future__ import annotations
+
+import math
+from typing import List, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from flexlearn.lie import so3_hat
+from flexlearn.physics.cosserat.strains import strains
+
+__all__ = ["DEFAULT_BETA", "element_stiffness", "tangent_stiffness", "filter_forces", "filter_velocities",
+           "unfilter_velocities", "accuracy_dt", "frequency_error"]
+
+DEFAULT_BETA = 0.25
+"""β of eq. (1) by default: Newmark's average acceleration, which for a linear rod conserves the physical
+energy exactly (with the velocities of eq. (3)) and has the smallest frequency error. It puts the modes the
+step does not resolve at λ → −1, the edge of stability, so that explicit stiffness (loads, magnets, the
+geometric stiffness left out of K) can make a large step unstable: β > ¼ tolerates explicit stiffness up to
+(4β − 1) of the implicit one per mode (measured: a soft rod bent to large deflection under gravity runs at
+20–100× the LGVI limit with β = 0.3 and fails at ¼; a tip magnet in a 15 mT field runs at 20× with 0.3,
+fails at 10× with ¼). The price of β > ¼: the conserved quantity of a linear rod becomes
+``E + ½ h² (β − ¼) aᵀ M a`` (a = M⁻¹F), so the physical energy of modes the step does not resolve may
+exceed its initial value by the factor ``1 + (β − ¼)(hω)²`` (bounded, no growth); and the frequency error
+grows to −(β − 1/12)(hω)²/2."""
+
+
+def _jacobians(ctx, R: Tensor, p: Tensor) -> List[Tuple[Tensor, Tensor, Tensor]]:
+    """``[(weight (B, N, 1, 1), ∂strain (B, N, 3, 12), stiffness (B, N, 3))]`` of eq. (2)."""
+    s = strains(R, p, ctx.l, ctx.e3, ctx.strain == "midpoint")
+    l = ctx.l[..., None, None]
+    RiT, RjT = R[:, :-1].transpose(-1, -2), R[:, 1:].transpose(-1, -2)
+    z = torch.zeros_like(RiT)
+    eye = torch.eye(3, dtype=R.dtype, device=R.device).expand_as(RiT)
+    hf = so3_hat(s.f)
+    ap = eye + hf + s.f.unsqueeze(-1) * s.f.unsqueeze(-2)
+    bend = torch.cat([-ap.transpose(-1, -2), z, ap, z], -1) / l
+    out = [(l, bend, ctx.C2)]
+    xl, xr = so3_hat(s.xL), so3_hat(s.xR)
+    if ctx.strain == "midpoint":
+        S = RiT + RjT
+        out.append((l, torch.cat([xl, -S, xr, S], -1) / (2.0 * l), ctx.C1))
+    else:
+        out.append((0.5 * l, torch.cat([xl, -RiT, z, RiT], -1) / l, ctx.C1))
+        out.append((0.5 * l, torch.cat([z, -RjT, xr, RjT], -1) / l, ctx.C1))
+    return out
+
+
+def element_stiffness(ctx, R: Tensor, p: Tensor) -> Tensor:
+    """(B, N, 12, 12) Gauss–Newton stiffness of every element, eq. (2), in (η_i, δp_i, η_{i+1}, δp_{i+1})."""
+    ke = None
+    for w, G, C in _jacobians(ctx, R, p):
+        term = w * (G.transpose(-1, -2) @ (C.unsqueeze(-1) * G))
+        ke = term if ke is None else ke + term
+    return ke
+
+
+def tangent_stiffness(ctx, R: Tensor, p: Tensor) -> Tensor:
+    """(B, 6n, 6n) dense K of eq. (2) for all nodes (node a: rows 6a … 6a+5 = (η_a, δp_a))."""
+    ke = element_stiffness(ctx, R, p)
+    B, N = ke.shape[0], ke.shape[1]
+    K = torch.zeros(B, 6 * (N + 1), 6 * (N + 1), dtype=ke.dtype, device=ke.device)
+    for i in range(N):
+        K[:, 6 * i:6 * i + 12, 6 * i:6 * i + 12] += ke[:, i]
+    return K
+
+
+def filter_forces(ctx, R: Tensor, p: Tensor, f: Tensor, tau: Tensor, beta_h2: float, clamped: bool,
+                  damping_c: float = 0.0, v: Optional[Tensor] = None, w: Optional[Tensor] = None
+                  ) -> Tuple[Tensor, Tensor]:
+    """Eq. (1): the filtered world forces and body torques ``(f̃, τ̃)`` (B, n, 3) for ``beta_h2`` = β h² [s²].
+    Node 0 is left as it is when ``clamped`` (its motion is prescribed). ``damping_c`` = c [s] > 0 adds the
+    numerical damping force ``−c K (ω, v)`` of the half-step velocities ``v``, ``w`` (eq. (4); the caller
+    passes β h² + h c / 2 as ``beta_h2``)."""
+    B, n = ctx.B, ctx.n
+    mvec = _mass_vector(ctx)
+    K = tangent_stiffness(ctx, R, p)
+    A = beta_h2 * K + torch.diag_embed(mvec)
+    F = torch.cat([tau, f], -1).reshape(B, 6 * n)
+    if damping_c > 0.0:
+        x = torch.cat([w, v], -1).reshape(B, 6 * n)
+        if clamped:
+            x = torch.cat([torch.zeros_like(x[:, :6]), x[:, 6:]], -1)
+        F = F - damping_c * (K @ x.unsqueeze(-1)).squeeze(-1)
+    a0 = 6 if clamped else 0
+    x = torch.linalg.solve(A[:, a0:, a0:], F[:, a0:].unsqueeze(-1)).squeeze(-1)
+    out = (mvec[:, a0:] * x).reshape(B, n - a0 // 6, 6)
+    if clamped:
+        out = torch.cat([torch.cat([tau[:, :1], f[:, :1]], -1), out], 1)
+    return out[..., 3:], out[..., :3]
+
+
+def _mass_vector(ctx) -> Tensor:
+    """(B, 6n) diagonal of M = diag(J_a, m_a I₃) in the (η_a, δp_a) order of K."""
+    B, n = ctx.B, ctx.n
+    return torch.cat([ctx.inertia, ctx.mass.unsqueeze(-1).expand(B, n, 3)], -1).reshape(B, 6 * n)
+
+
+def filter_velocities(ctx, R: Tensor, p: Tensor, v: Tensor, w: Tensor, beta_h2: float,
+                      clamped: bool) -> Tuple[Tensor, Tensor]:
+    """The scheme's velocity variable at an integer step, ``ṽ = (M + β h² K)⁻¹ M v`` (eq. (3)), from the
+    velocities (v world (B, n, 3) [m/s], ω body [rad/s]) of a state: the start of a run."""
+    f, tau = filter_forces(ctx, R, p, ctx.mass.unsqueeze(-1) * v, ctx.inertia * w, beta_h2, clamped)
+    return f / ctx.mass.unsqueeze(-1), tau / ctx.inertia
+
+
+def unfilter_velocities(ctx, R: Tensor, p: Tensor, v: Tensor, w: Tensor, beta_h2: float,
+                        clamped: bool) -> Tuple[Tensor, Tensor]:
+    """The inverse of :func:`filter_velocities`, ``v = M⁻¹ (M + β h² K) ṽ``: the velocities of a state from
+    the scheme's mean of the half-step velocities (records, callbacks, the final state). Node 0 of a clamped
+    rod is left as it is."""
+    B, n = ctx.B, ctx.n
+    x = torch.cat([w, v], -1).reshape(B, 6 * n)
+    if clamped:
+        x = torch.cat([torch.zeros_like(x[:, :6]), x[:, 6:]], -1)
+    kx = (tangent_stiffness(ctx, R, p) @ x.unsqueeze(-1)).squeeze(-1)
+    dx = (beta_h2 * kx / _mass_vector(ctx)).reshape(B, n, 6)
+    if clamped:
+        dx = torch.cat([torch.zeros_like(dx[:, :1]), dx[:, 1:]], 1)
+    return v + dx[..., 3:], w + dx[..., :3]
+
+
+def frequency_error(h_omega, beta: float = DEFAULT_BETA) -> float:
+    """Relative frequency error ``ω_h/ω − 1`` of the implicit step for a linear mode of frequency ω at step
+    h (exact for the two-step recursion: ``2 − 2 cos(ω_h h) = (hω)² / (1 + β (hω)²)``)."""
+    x2 = float(h_omega) ** 2
+    s = x2 / (1.0 + beta * x2)
+    return math.acos(1.0 - 0.5 * s) / float(h_omega) - 1.0
+
+
+def accuracy_dt(omega: float, rtol: float, beta: float = DEFAULT_BETA) -> float:
+    """The step [s] at which the highest mode of interest (angular frequency ``omega`` [rad/s]) is computed
+    with relative frequency error ``rtol`` (phase error ``rtol · ω t`` after t): the root of
+    :func:`frequency_error` = −rtol, ≈ √(2 rtol / (β − 1/12)) / ω (√(12 rtol)/ω at β = ¼). Lower modes
+    are more accurate (the error falls as ω²); modes above ``omega`` are slowed down but stay bounded."""
+    if not (omega > 0 and math.isfinite(omega)):
+        raise ValueError(f"omega = {omega!r}: must be a finite angular frequency > 0 [rad/s]")
+    if not (0 < rtol < 0.1):
+        raise ValueError(f"rtol = {rtol!r}: must be in (0, 0.1)")
+    x = math.sqrt(2.0 * rtol / (beta - 1.0 / 12.0))
+    for _ in range(30):                    # Newton on frequency_error(x) = −rtol (x = h ω)
+        e = frequency_error(x, beta) + rtol
+        d = (frequency_error(x * (1 + 1e-6), beta) - frequency_error(x, beta)) / (x * 1e-6)
+        x -= e / d
+    return x / omega
