@@ -62,3 +62,30 @@ def angular_error_summary(err_deg: torch.Tensor, prefix: str = "",
         out[f"{prefix}n_invalid"] = n_invalid
         out[f"{prefix}invalid_fraction"] = n_invalid / err.numel() if err.numel() else nan
     return out
+
+
+COLATITUDE_EDGES_DEG = (0.0, 10.0, 20.0, 29.5, 35.0, 40.0, 90.0)
+"""Bands of the true bend (colatitude of the label from straight) [deg]; the training cap is 29.5°."""
+CAP_DEG = 29.5
+PAST_CAP_DEG = (30.0, 40.0)
+
+
+def colatitude_deg(label: torch.Tensor) -> torch.Tensor:
+    """Bend [deg] of unit parent axes ``label`` (..., 3) in the child frame (straight = +z)."""
+    return torch.rad2deg(torch.acos(label[..., 2].clamp(-1.0, 1.0)))
+
+
+def band_summary(err_deg: torch.Tensor, label: torch.Tensor, prefix: str = "",
+                 edges: tuple[float, ...] = COLATITUDE_EDGES_DEG) -> dict[str, float]:
+    """Median, p95 and count of the errors per colatitude band, as ``{prefix}col_<lo>-<hi>/<stat>``, and for
+    the whole training cap (``{prefix}cap/``, 0–29.5°) and past it (``{prefix}past_cap/``, 30–40°)."""
+    col = colatitude_deg(label.double())
+    bands = [(f"col_{lo:g}-{hi:g}", lo, hi) for lo, hi in zip(edges[:-1], edges[1:])]
+    bands += [("cap", 0.0, CAP_DEG), ("past_cap", *PAST_CAP_DEG)]
+    out: dict[str, float] = {}
+    for name, lo, hi in bands:
+        e = err_deg.detach().double()[(col >= lo) & (col < hi) & torch.isfinite(err_deg)]
+        out[f"{prefix}{name}/n_samples"] = int(e.numel())
+        out[f"{prefix}{name}/ang_err_median_deg"] = torch.quantile(e, 0.5).item() if e.numel() else float("nan")
+        out[f"{prefix}{name}/ang_err_p95_deg"] = torch.quantile(e, 0.95).item() if e.numel() else float("nan")
+    return out

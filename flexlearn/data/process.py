@@ -61,6 +61,10 @@ class ProcessingConfig:
         accel_median_bounds: (lo, hi) plausible median |a| in m/s² (≈ 9.81 at rest); outside → wrong unit.
         split_fractions: (train, val, test) fractions, summing to 1.
         split_seed: seed of the pose → split hash (`flexlearn.data.dataset.assign_splits`).
+        soft_iron: "tumble" — when the raw sweep holds the module's hand-tumble readings (``meta['tumble']``),
+            ΔB becomes W·ΔB with the ellipsoid fit's W scaled to det W = 1 (gain and soft iron removed, tesla
+            kept; seed 002 III-B3, `flexlearn.sensing.module_cal.tumble_calibration`), recorded in
+            ``meta['calibration']``; "none" — ΔB as measured.
     """
 
     settle_time: float = 0.015
@@ -73,6 +77,7 @@ class ProcessingConfig:
     accel_median_bounds: tuple[float, float] = (8.0, 12.0)
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
     split_seed: int = 0
+    soft_iron: str = "tumble"
 
     def validate(self) -> None:
         """Range checks; a bad value raises `ConfigError` naming the key."""
@@ -90,6 +95,7 @@ class ProcessingConfig:
         check(len(fr) == 3 and min(fr) >= 0 and abs(sum(fr) - 1.0) < 1e-9, "split_fractions", fr,
               "must be three non-negative fractions summing to 1")
         check(self.split_seed >= 0, "split_seed", self.split_seed, "must be >= 0")
+        check(self.soft_iron in ("tumble", "none"), "soft_iron", self.soft_iron, "must be 'tumble' or 'none'")
 
 
 @dataclass
@@ -237,6 +243,18 @@ def _truth_columns(raw: RawSweep, pose_id: np.ndarray) -> dict[str, Optional[np.
     return out
 
 
+def _soft_iron(raw: RawSweep, cfg: ProcessingConfig) -> Optional[dict[str, Any]]:
+    """The tumble calibration {W (3, 3) det 1, offset (3,) [T], quality} to apply to ΔB, or None (see
+    ``ProcessingConfig.soft_iron``); a tumble too poor to fit raises `DataError` naming coverage and samples."""
+    tumble = raw.meta.get("tumble") if isinstance(raw.meta, dict) else None
+    if cfg.soft_iron == "none" or not isinstance(tumble, dict) or not len(tumble.get("mag") or []):
+        return None
+    from flexlearn.sensing.module_cal import tumble_calibration
+
+    w, offset, quality = tumble_calibration(np.asarray(tumble["mag"], dtype=np.float64), "meta.json 'tumble'")
+    return {"W": w.tolist(), "offset": offset.tolist(), "quality": quality, "source": "tumble"}
+
+
 def process_sweep(raw: RawSweep, cfg: Optional[ProcessingConfig] = None) -> ProcessedSweep:
     """Turn one raw sweep into a `DirectionDataset` of kept poses and a `DropReport` (seed 002, III-B1/B2).
 
@@ -255,6 +273,7 @@ def process_sweep(raw: RawSweep, cfg: Optional[ProcessingConfig] = None) -> Proc
     cfg = cfg or ProcessingConfig()
     cfg.validate()
     mag_finite, acc_finite = _check_sweep(raw, cfg)
+    calibration = _soft_iron(raw, cfg)             # a tumble too poor to fit is refused before any work
     mag_t = np.asarray(raw.mag_t, dtype=np.float64)
     mag = np.ascontiguousarray(raw.mag, dtype=np.float64)
     win = q.Windows.from_sweep(raw)
@@ -285,6 +304,12 @@ def process_sweep(raw: RawSweep, cfg: Optional[ProcessingConfig] = None) -> Proc
     delta_b = _delta_b(win, mag_t, mag, sel)[keep]
     label = acc_mean[keep] / np.linalg.norm(acc_mean[keep], axis=1, keepdims=True)
     pose_id = sorted_ids[keep]
+    truth = _truth_columns(raw, pose_id)
+    if calibration is not None:
+        w = np.asarray(calibration["W"])
+        delta_b = delta_b @ w.T
+        if truth["truth_delta_b"] is not None:
+            truth["truth_delta_b"] = truth["truth_delta_b"] @ w.T
     prov = raw.meta.get("provenance")
     meta = {
         "source": copy.deepcopy(raw.meta),
@@ -293,8 +318,9 @@ def process_sweep(raw: RawSweep, cfg: Optional[ProcessingConfig] = None) -> Proc
                        "processed_by": "flexlearn.data.process.process_sweep"},
         "processing": to_dict(cfg),
         "report": report.to_dict(),
+        "calibration": calibration,
     }
     ds = DirectionDataset(pose_id=pose_id, delta_b=delta_b, label=label,
                           split=assign_splits(pose_id, cfg.split_fractions, cfg.split_seed),
-                          n_coil_on=sel.n_on[keep], **_truth_columns(raw, pose_id), meta=meta)
+                          n_coil_on=sel.n_on[keep], **truth, meta=meta)
     return ProcessedSweep(dataset=ds, report=report)

@@ -18,17 +18,23 @@ from flexlearn.jobs.train import EVAL_KEYS, check_run_config, file_sha256, recor
 def evaluate_checkpoint(ckpt_path: str | Path, cfg: DictConfig) -> dict[str, Any]:
     """Test metrics and figures of a checkpoint on the test split of its dataset (or ``cfg.dataset_path``).
 
-    Predictions that are no usable direction score 180° and are counted in ``test/invalid_fraction``.
-    ``config.yaml`` in the output directory records the config, the dataset's and the checkpoint's SHA-256.
+    With ``calibration.n_poses`` = K > 0 the model is first calibrated to the dataset's module on K poses of its
+    train split within the trained cap (`flexlearn.jobs.calibrate.evaluate_module`; the test split stays unseen),
+    as a user does for a module the model was not trained on. Metrics include every colatitude band
+    (``test/col_<lo>-<hi>/...``, ``test/cap/...``, ``test/past_cap/...``). Predictions that are no usable
+    direction score 180° and are counted in ``test/invalid_fraction``. ``config.yaml`` in the output directory
+    records the config, the dataset's and the checkpoint's SHA-256.
     """
-    import torch
-
     from flexlearn.data.datamodule import DirectionDataModule
-    from flexlearn.metrics import angular_error_deg, angular_error_summary, invalid_direction
+    from flexlearn.jobs.calibrate import evaluate_module
     from flexlearn.tasks.checkpoints import load_direction_model
 
     check_run_config(cfg, EVAL_KEYS)
     check(isinstance(ckpt_path, (str, Path)), "ckpt_path", ckpt_path, "expected a file path")
+    cal = cfg.get("calibration") or {}
+    n_poses = cal.get("n_poses", 0)
+    check(isinstance(n_poses, int) and not isinstance(n_poses, bool) and 0 <= n_poses <= 50, "calibration.n_poses",
+          n_poses, "must be an integer in [0, 50] (0: no calibration)")
     model, info = load_direction_model(ckpt_path)
     dataset_path = cfg.get("dataset_path") or info.get("dataset_path")
     if not dataset_path or not isinstance(dataset_path, (str, Path)):
@@ -39,17 +45,16 @@ def evaluate_checkpoint(ckpt_path: str | Path, cfg: DictConfig) -> dict[str, Any
     record = run_record(cfg, dataset_path)
     record["run"]["checkpoint"] = {"path": str(ckpt_path), "sha256": file_sha256(ckpt_path)}
     record_run(record, output_dir, [])
-    test = dm.split("test")
-    with torch.no_grad():
-        pred = model(test.delta_b)
-    results: dict[str, Any] = angular_error_summary(angular_error_deg(pred.double(), test.label.double()), "test/",
-                                                    invalid=invalid_direction(pred))
+    results, label, pred, entry = evaluate_module(model, dm.dataset, n_poses, str(cal.get("kind", "linear")),
+                                                  float(cal.get("max_colatitude", 0.5149)), int(cal.get("seed", 0)))
+    if entry is not None:
+        results["calibration"] = {k: entry[k] for k in ("A", "W", "fit")}
     metrics_csv = cfg.get("metrics_csv") or info.get("metrics_csv")
     if metrics_csv and not cfg.get("metrics_csv") and not Path(metrics_csv).exists():
         metrics_csv = None  # the training run's log was moved or deleted: skip the training-curve figure
     from flexlearn.viz.direction_figures import write_evaluation_figures
 
-    figures = write_evaluation_figures(test.label.numpy(), pred.numpy(), output_dir / "figures",
+    figures = write_evaluation_figures(label.numpy(), pred.float().numpy(), output_dir / "figures",
                                        metrics_csv=Path(metrics_csv) if metrics_csv else None)
     results.update(ckpt_path=str(ckpt_path), dataset_path=str(dataset_path), output_dir=str(output_dir),
                    figures={k: str(v) for k, v in figures.items()})

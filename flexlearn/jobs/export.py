@@ -52,7 +52,7 @@ def _direction_metadata(ckpt_path: str | Path, info: dict[str, Any], metrics: Op
 def _calibration_input(bundle: Optional[DictConfig]) -> list[str]:
     """The calibration file of the ``bundle`` options, if one is named (an input outputs must not replace)."""
     cal = bundle.get("calibration") if bundle is not None else None
-    return [str(cal)] if isinstance(cal, (str, Path)) else []
+    return [str(cal)] if isinstance(cal, (str, Path)) and str(cal) != "identity" else []
 
 
 def _bundle_artifact(model: torch.nn.Module, info: dict[str, Any], ckpt_path: str | Path, out_dir: Path,
@@ -61,6 +61,9 @@ def _bundle_artifact(model: torch.nn.Module, info: dict[str, Any], ckpt_path: st
     from flexlearn.runtime.deploy import prepare_deploy_bundle
 
     opts = OmegaConf.to_container(bundle, resolve=True) if isinstance(bundle, DictConfig) else dict(bundle)
+    if opts.get("calibration") is None:
+        raise ConfigError("config 'bundle.calibration' is not set: give the receivers' calibration file "
+                          "(flexlearn-calibrate) or bundle.calibration=identity to deploy without one")
     try:
         return prepare_deploy_bundle(model, out_dir / "robot_bundle.pt", n_segments=int(opts["n_segments"]),
                                      length=float(opts["length"]), calibration=opts.get("calibration"),

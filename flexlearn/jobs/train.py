@@ -56,8 +56,8 @@ warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\).*
 
 
 TRAIN_KEYS = ("data", "model", "task", "callbacks", "logger", "trainer", "paths", "hydra", "task_name", "seed",
-              "train", "test", "ckpt_path", "figures", "export", "optimized_metric")
-EVAL_KEYS = ("paths", "hydra", "task_name", "ckpt_path", "dataset_path", "metrics_csv")
+              "train", "test", "ckpt_path", "figures", "export", "optimized_metric", "transfer")
+EVAL_KEYS = ("paths", "hydra", "task_name", "ckpt_path", "dataset_path", "metrics_csv", "calibration")
 PATHS_KEYS = ("root_dir", "log_dir", "cache_dir", "output_dir", "checkpoint_dir")
 SEED_RANGE = (0, 2**32 - 1)
 _NOT_TRAINER_KEYS = {"self", "callbacks", "logger"}  # callbacks and loggers come from their own groups
@@ -285,6 +285,8 @@ def _run(cfg: DictConfig, trainer: L.Trainer, task: DirectionTask, dm: Direction
         raise
     results.update(status="ok", dataset_path=str(dm.dataset_path), output_dir=str(output_dir),
                    epochs=int(trainer.current_epoch), world_size=int(trainer.world_size))
+    if cfg.get("test", True) and task.test_predictions is not None:
+        results.update(_held_out(cfg, task, dm, output_dir))
     for key in ("val/invalid_fraction", "test/invalid_fraction"):
         if results.get(key, 0.0) > 0:
             log.warning("%s = %.3g: the model gives no usable direction for these inputs (scored 180°)",
@@ -298,6 +300,18 @@ def _run(cfg: DictConfig, trainer: L.Trainer, task: DirectionTask, dm: Direction
     if trainer.is_global_zero:  # one writer under multi-process (DDP) training
         write_json_atomic(output_dir / "metrics.json", results)
     return results
+
+
+def _held_out(cfg: DictConfig, task: DirectionTask, dm: DirectionDataModule, output_dir: Path) -> dict[str, Any]:
+    """Held-out poses per colatitude band (``test/col_…``, ``test/cap``, ``test/past_cap``) and held-out modules
+    (``test_module/…``, `flexlearn.jobs.transfer`)."""
+    from flexlearn.jobs.transfer import transfer_metrics
+    from flexlearn.metrics import angular_error_deg, band_summary
+
+    label = dm.split("test").label.double()
+    out = band_summary(angular_error_deg(task.test_predictions.double(), label), label, "test/")
+    out.update(transfer_metrics(cfg, task.net, output_dir))
+    return out
 
 
 def _finish_wandb(loggers: list[Any]) -> None:

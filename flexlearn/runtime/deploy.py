@@ -17,6 +17,7 @@ and `load_bundle` verifies it (opt-out: ``trust_unverified=True``).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -26,6 +27,7 @@ import torch
 from torch import Tensor, nn
 
 from flexlearn.errors import CheckpointError, ConfigError
+from flexlearn.runtime.calibration_file import CALIBRATION_SCHEMA, CalibrationFileError, check_calibration
 from flexlearn.runtime.export import (Artifact, archive_entries, load_torchscript_bytes, read_verified, script,
                                       script_artifact, versions, write_artifacts)
 from flexlearn.runtime.fusion import FusedEstimator
@@ -243,12 +245,34 @@ def _calibration_source(calibration: Any, where: str) -> tuple[dict[str, Any], C
     return dict(cal), name
 
 
-def load_calibration(calibration: Optional[Mapping[str, Any] | str | Path], n_segments: int, where: str = "bundle"
-                     ) -> tuple[Optional[Tensor], Optional[Tensor], dict[str, Any]]:
-    """(W, A, the rest) of a calibration dict or JSON file: W, A (N, 3, 3) and offset (N, 3), finite [-, -, T]."""
-    if calibration is None:
-        return None, None, {}
+def model_fingerprint(model: nn.Module) -> str:
+    """SHA-256 (hex) of a model's weights and buffers (names, dtypes, shapes, bytes), the identity a calibration
+    file records (`flexlearn.runtime.calibration_file`)."""
+    h = hashlib.sha256()
+    for name, value in sorted(model.state_dict().items()):
+        t = value.detach().cpu().contiguous()
+        h.update(f"{name}\0{t.dtype}\0{tuple(t.shape)}\0".encode())
+        h.update(t.numpy().tobytes() if t.dtype != torch.bfloat16 else t.float().numpy().tobytes())
+    return h.hexdigest()
+
+
+def load_calibration(calibration: Optional[Mapping[str, Any] | str | Path], n_segments: int, where: str = "bundle",
+                     fingerprint: Optional[str] = None) -> tuple[Optional[Tensor], Optional[Tensor], dict[str, Any]]:
+    """(W, A, the rest) of a calibration dict or JSON file: W, A (N, 3, 3) and offset (N, 3), finite [-, -, T].
+
+    ``"identity"`` (or None) is no calibration. An object with a ``schema`` field must be a
+    ``flexlearn-calibration/1`` file (`flexlearn-calibrate`) for the model of ``fingerprint`` and ``n_segments``
+    receivers; one without is a hand-written W/A/offset set (no model check).
+    """
+    if calibration is None or (isinstance(calibration, str) and calibration == "identity"):
+        return None, None, {"source": "identity"}
     cal, name = _calibration_source(calibration, where)
+    if "schema" in cal:
+        try:
+            check_calibration(cal, n_segments, fingerprint, name("schema").rsplit(", field", 1)[0])
+        except CalibrationFileError as exc:
+            raise BundleConfigError(str(exc)) from exc
+        cal = {k: v for k, v in cal.items() if k not in ("schema",)}
     arrays: dict[str, Tensor] = {}
     for field, shape in (("W", (n_segments, 3, 3)), ("A", (n_segments, 3, 3)), ("offset", (n_segments, 3))):
         if field not in cal:
@@ -281,9 +305,11 @@ def prepare_deploy_bundle(model: nn.Module, out_path: str | Path, n_segments: in
     est_kw = _check_settings(FusedEstimator, estimator, f"{where}.estimator",
                              ("model", "n_segments", "length", "soft_iron", "alignment"), ESTIMATOR_RULES)
     ctl_kw = _check_settings(HeightPID, controller, f"{where}.controller", (), CONTROLLER_RULES)
-    w, a, rest = load_calibration(calibration, n_segments, where)
+    fingerprint = model_fingerprint(model)
+    w, a, rest = load_calibration(calibration, n_segments, where, fingerprint)
     bundle = build_bundle(model, n_segments, float(length), w, a, est_kw, ctl_kw)
-    return bundle_artifact(bundle, out_path, metadata, rest)
+    return bundle_artifact(bundle, out_path, {"model_fingerprint": fingerprint, "calibration_schema": CALIBRATION_SCHEMA,
+                                              **(metadata or {})}, rest)
 
 
 def export_deploy_bundle(model: nn.Module, out_path: str | Path, n_segments: int = 9, length: float = 0.029,

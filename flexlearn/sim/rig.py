@@ -19,6 +19,10 @@ Physical model (SI units; parent frame = world frame, z up, origin at the parent
   polls repeat bitwise.
 * Accelerometer: specific force f = R_childᵀ(a + g ẑ) + bias + noise at ``rate`` (+g up at rest), a the
   sensor's acceleration along the trajectory (central differences of the exact position).
+* Module tolerances (`flexlearn.sim.modules`, config block ``module``, docs/modules.md): the sweep's module
+  (``module_seed``, −1: ``seed``) has its own pivot radius, joint length, sensor offset, coil offset/tilt and
+  magnetometer axes against the accelerometer's; the coil current is set for the nominal design. ``meta['module']``
+  records the draw and ``meta['tumble']`` the module's hand-tumble readings (ellipsoid fit, seed 002 III-B3).
 * Faulty "non-stationary" poses keep swinging after the move: angle A e^{−τ/T} sin(2πfτ) about an axis ⟂ u
   (smooth onset; fades out during the next move), while the rig reports them stationary.
 * Acquisition (seed 002, III-B1/B2): each pose owns a fixed time slot: min-jerk move from the previous pose,
@@ -36,6 +40,7 @@ Torch reductions in the Biot–Savart sum may differ in the last bit between thr
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
@@ -49,6 +54,7 @@ from flexlearn.lie import rotation_between
 from flexlearn.sim.numpy_lie import exp_so3, single_torch_thread
 from flexlearn.sensing.coil import PlanarCoil
 from flexlearn.sensing.streams import RAW_SCHEMA_VERSION, RawSweep
+from flexlearn.sim.modules import PlacedCoil, draw_module, tumble_readings
 from flexlearn.sim.rig_config import RigConfig
 from flexlearn.sim.targets import cap_direction, sample_cap_targets
 
@@ -308,6 +314,12 @@ class _Sensors:
     earth: np.ndarray        # (3,) [T] world frame
     drift_period: np.ndarray  # (3,) [s]
     drift_phase: np.ndarray  # (3,) [rad]
+    mag_axes: np.ndarray = dataclasses.field(default_factory=lambda: np.eye(3))  # Q (3, 3), `flexlearn.sim.modules`
+
+    @property
+    def mag_gain(self) -> np.ndarray:
+        """S Qᵀ (3, 3): accelerometer-frame field → magnetometer reading (gain, soft iron, axes)."""
+        return self.soft_iron @ self.mag_axes.T
 
     def ambient(self, t: np.ndarray, drift: float) -> np.ndarray:
         """Earth field in the world frame (N, 3) [T] with slow sinusoidal drift."""
@@ -328,7 +340,7 @@ def _sensors(cfg: RigConfig, rng: np.random.Generator) -> _Sensors:
 
 
 def _mag_stream(cfg: RigConfig, clocks: _Clocks, motion: _Motion, sens: _Sensors,
-                coil: PlanarCoil, current: float, pose: dict[str, np.ndarray], coil_t: np.ndarray,
+                coil: PlacedCoil, current: float, pose: dict[str, np.ndarray], coil_t: np.ndarray,
                 coil_on: np.ndarray, rng: np.random.Generator, frng: np.random.Generator
                 ) -> tuple[np.ndarray, dict[str, int]]:
     """Polled magnetometer readings (N_p, 3) [T] and fault counts."""
@@ -348,7 +360,7 @@ def _mag_stream(cfg: RigConfig, clocks: _Clocks, motion: _Motion, sens: _Sensors
     if moving_on.any():
         b_coil[moving_on] = coil.field(torch.from_numpy(pos[moving_on])).numpy()
     field += (current * np.where(on, mean_i, 0.0))[:, None] * b_coil
-    m = np.einsum("ij,nkj,nk->ni", sens.soft_iron, r, field) + sens.hard_iron   # S·R_childᵀ·B + h
+    m = np.einsum("ij,nkj,nk->ni", sens.mag_gain, r, field) + sens.hard_iron    # S·Qᵀ·R_childᵀ·B + h
     m += rng.normal(0.0, mc.noise, m.shape)
     sat = frng.uniform(size=n_conv) < cfg.faults.saturation_rate
     axis = frng.integers(0, 3, n_conv)
@@ -393,6 +405,16 @@ def _perturb(targets: np.ndarray, cfg: RigConfig, rng: np.random.Generator) -> n
     return u
 
 
+def _tumble_meta(cfg: RigConfig, sens: _Sensors, draw: Any, rng: np.random.Generator) -> dict[str, Any]:
+    """The module's hand-tumble recording (``module.tumble_samples`` readings [T]) for the ellipsoid fit."""
+    n = cfg.module.tumble_samples
+    mc = cfg.magnetometer
+    m = tumble_readings(n, sens.earth, sens.soft_iron, draw.mag_axes, sens.hard_iron, mc.noise, mc.lsb, rng) if n \
+        else np.zeros((0, 3))
+    return {"mag": m.tolist(), "units": "T", "frame": "magnetometer",
+            "what": "readings while the module is tumbled by hand in the ambient field (seed 002, III-B3)"}
+
+
 def simulate_sweep(cfg: Union[RigConfig, Mapping[str, Any], None] = None) -> RawSweep:
     """Simulate a full stationary-pose sweep; deterministic given ``cfg.seed``.
 
@@ -414,8 +436,13 @@ def simulate_sweep(cfg: Union[RigConfig, Mapping[str, Any], None] = None) -> Raw
 
 def _simulate(cfg: RigConfig) -> RawSweep:
     """Body of `simulate_sweep` for a validated config."""
-    names = ("targets", "rig", "sensors", "timing", "mag", "accel", "faults", "motion")
-    rngs = dict(zip(names, (np.random.default_rng(s) for s in np.random.SeedSequence(cfg.seed).spawn(len(names)))))
+    names = ("targets", "rig", "sensors", "timing", "mag", "accel", "faults", "motion", "module")
+    seqs = np.random.SeedSequence(cfg.seed).spawn(len(names))
+    module_seed = cfg.seed if cfg.module_seed < 0 else cfg.module_seed
+    if module_seed != cfg.seed:         # the module's own draws (sensors, tolerances) come from its seed
+        own = np.random.SeedSequence(module_seed).spawn(len(names))
+        seqs[2], seqs[8] = own[2], own[8]
+    rngs = dict(zip(names, (np.random.default_rng(s) for s in seqs)))
     p, fr = cfg.n_poses, rngs["faults"]
     swing = fr.uniform(size=p) < cfg.faults.swing_rate
     short = fr.uniform(size=p) < cfg.faults.short_pulse_rate
@@ -423,8 +450,12 @@ def _simulate(cfg: RigConfig) -> RawSweep:
     targets = sample_cap_targets(p, cfg.geometry.max_colatitude, cfg.geometry.n_cells, rngs["targets"])
     u_act = _perturb(targets, cfg, rngs["rig"])
     sens = _sensors(cfg, rngs["sensors"])
-    coil = PlanarCoil(cfg.coil)
-    current = coil_current(coil, cfg)
+    draw = draw_module(cfg.module, rngs["module"])
+    sens.mag_axes = draw.mag_axes
+    nominal = cfg
+    cfg = dataclasses.replace(cfg, geometry=draw.geometry(cfg.geometry))             # this module's joint
+    coil = PlacedCoil(PlanarCoil(cfg.coil), draw)
+    current = coil_current(coil.coil, nominal)                                       # drive set for the design
     r_rel, r_child = child_frame(u_act, sens.mount)
     pos = sensor_position(u_act, r_rel, cfg)
     pose = {"r": r_child, "pos": pos, "b": coil.field(torch.from_numpy(pos)).numpy()}
@@ -440,12 +471,12 @@ def _simulate(cfg: RigConfig) -> RawSweep:
     accel_t, accel = _accel_stream(cfg, sched, motion, sens, pose, rngs["accel"])
 
     truth = {"pose_id": np.arange(p, dtype=np.int64)}
-    db = current * np.einsum("ij,nkj,nk->ni", sens.soft_iron, r_child, pose["b"])
+    db = current * np.einsum("ij,nkj,nk->ni", sens.mag_gain, r_child, pose["b"])
     for name, arr in (("label", r_child[:, 2, :]), ("u", u_act), ("db", db)):     # label = R_childᵀ ẑ
         for i, c in enumerate("xyz"):
             truth[f"{name}_{c}"] = np.ascontiguousarray(arr[:, i])
-    resistance = float(coil.resistance())
-    g = cfg.geometry
+    resistance = float(coil.coil.resistance())
+    g = nominal.geometry
     meta = {
         "units": {"time": "s", "mag": "T", "accel": "m/s^2", "length": "m", "angle": "rad", "current": "A",
                   "resistance": "ohm", "voltage": "V"},
@@ -455,7 +486,9 @@ def _simulate(cfg: RigConfig) -> RawSweep:
                 + g.platform_offset, "mechanical_limit": g.mechanical_limit, "max_colatitude": g.max_colatitude,
                 "slot": sched.slot, "duration": sched.t_total},
         "coil": {**to_dict(cfg.coil), "resistance": resistance, "current": current, "voltage": current * resistance,
-                 "trace_length": float(coil.trace_length()), "moment_per_ampere": coil.moment().tolist()},
+                 "trace_length": float(coil.coil.trace_length()), "moment_per_ampere": coil.coil.moment().tolist()},
+        "module": {"seed": module_seed, "tolerances": to_dict(cfg.module), "draw": draw.as_dict()},
+        "tumble": _tumble_meta(cfg, sens, draw, rngs["module"]),
         "sensors": {"magnetometer": {**to_dict(cfg.magnetometer), "hard_iron": sens.hard_iron.tolist(),
                                      "soft_iron": sens.soft_iron.tolist(), "mount": sens.mount.tolist(),
                                      "conversions": counts["conversions"]},
@@ -466,7 +499,7 @@ def _simulate(cfg: RigConfig) -> RawSweep:
                    "nan_polls": counts["nan_polls"], "saturated_conversions": counts["saturated_conversions"]},
         "firmware_fresh": {"min": int(sched.fresh.min()), "mean": float(sched.fresh.mean())},
         "seed": cfg.seed,
-        "config": to_dict(cfg),
+        "config": to_dict(nominal),
         "provenance": {"simulator": "flexlearn.sim.rig", "version": flexlearn.__version__,
                        "raw_schema_version": RAW_SCHEMA_VERSION},
     }

@@ -14,9 +14,7 @@ from flexlearn.config import check, check_non_negative, check_positive
 from flexlearn.sensing.coil import CoilConfig
 
 __all__ = ["JointGeometry", "MagnetometerConfig", "AccelerometerConfig", "AmbientConfig", "AcquisitionConfig",
-           "FaultConfig", "RigConfig"]
-
-
+           "FaultConfig", "ModuleTolerances", "RigConfig"]
 
 
 def _rate(obj: object, where: str, *keys: str) -> None:
@@ -183,11 +181,61 @@ class FaultConfig:
 
 
 @dataclass
+class ModuleTolerances:
+    """What differs between two built modules of one design: standard deviations of the per-module draws.
+
+    Every module (identified by ``RigConfig.module_seed``) draws once from these normal distributions (SI units;
+    angles [rad] are RMS per axis of a small rotation, lengths [m] per axis). docs/modules.md justifies each
+    magnitude; the magnetometer's own gain, soft iron and hard iron are ``magnetometer.soft_iron`` /
+    ``hard_iron`` and the sensor tilt on its disk is ``geometry.mount_misalignment``.
+
+    Attributes:
+        mag_axes: magnetometer axes against the accelerometer's (two dies in one package).
+        sensor_offset: (x, y, z) position of the sensor on its disk (board on the disk, chip on the board).
+        pivot_radius: radius of the TPU hourglass's pivot (print tolerance of the joint).
+        joint_length: axial distance parent board → pivot (print tolerance + compression under tendon load).
+        coil_offset: (x, y, z) position of the parent coil's board on its disk.
+        coil_tilt: tilt of the parent coil's board about x and y.
+        tumble_samples: magnetometer readings of the module tumbled by hand in the ambient field (for
+            `flexlearn.sensing.magcal.fit_ellipsoid`); 0: none recorded.
+    """
+
+    mag_axes: float = math.radians(0.5)
+    sensor_offset: tuple[float, float, float] = (0.2e-3, 0.2e-3, 0.1e-3)
+    pivot_radius: float = 0.2e-3
+    joint_length: float = 0.15e-3
+    coil_offset: tuple[float, float, float] = (0.2e-3, 0.2e-3, 0.1e-3)
+    coil_tilt: float = math.radians(0.5)
+    tumble_samples: int = 400
+
+    def validate(self, where: str = "module") -> None:
+        check_non_negative(self, where, "mag_axes", "pivot_radius", "joint_length", "coil_tilt")
+        for key in ("sensor_offset", "coil_offset"):
+            v = getattr(self, key)
+            check(len(v) == 3 and all(0.0 <= x <= 2e-3 for x in v), f"{where}.{key}", v,
+                  "must be three standard deviations in [0, 2e-3] m")
+        for key in ("mag_axes", "coil_tilt"):
+            check(getattr(self, key) <= math.radians(10.0), f"{where}.{key}", getattr(self, key),
+                  "must be at most 10 degrees (0.1745 rad)")
+        check(max(self.pivot_radius, self.joint_length) <= 2e-3, f"{where}.pivot_radius/joint_length",
+              (self.pivot_radius, self.joint_length), "must be at most 2e-3 m")
+        check(self.tumble_samples == 0 or self.tumble_samples >= 20, f"{where}.tumble_samples",
+              self.tumble_samples, "must be 0 (none) or >= 20")
+
+
+@dataclass
 class RigConfig:
-    """Everything `simulate_sweep` needs; ``seed`` makes the sweep reproducible."""
+    """Everything `simulate_sweep` needs; ``seed`` makes the sweep reproducible.
+
+    ``module_seed`` identifies the built module (its tolerance draws, `ModuleTolerances`, and its sensor
+    parameters); −1 uses ``seed``, so a plain ``seed`` change is another module. The same module swept again
+    with fresh targets and noise: same ``module_seed``, another ``seed``.
+    """
 
     n_poses: int = 15000
     seed: int = 0
+    module_seed: int = -1
+    module: ModuleTolerances = field(default_factory=ModuleTolerances)
     coil: CoilConfig = field(default_factory=CoilConfig)
     geometry: JointGeometry = field(default_factory=JointGeometry)
     magnetometer: MagnetometerConfig = field(default_factory=MagnetometerConfig)
@@ -200,7 +248,9 @@ class RigConfig:
         """Check every block (errors name ``block.key``) and the cross-block constraints."""
         check(self.n_poses >= 1, "n_poses", self.n_poses, "must be >= 1")
         check(self.seed >= 0, "seed", self.seed, "must be >= 0")
-        for name in ("coil", "geometry", "magnetometer", "accelerometer", "ambient", "acquisition", "faults"):
+        check(self.module_seed >= -1, "module_seed", self.module_seed, "must be >= -1 (-1: the sweep's seed)")
+        for name in ("coil", "geometry", "magnetometer", "accelerometer", "ambient", "acquisition", "faults",
+                     "module"):
             getattr(self, name).validate(name)
         acq = self.acquisition
         check(self.faults.short_pulse * 1.25 < acq.pulse + acq.off_window, "faults.short_pulse",

@@ -5,8 +5,10 @@ rotation R_k, R_0 = I, R_k = R_{k−1} exp([β_k]×) exp(τ_k [e]×) with a bend
 and an axial twist τ_k (zero except in manual manipulation). Joint k's child direction u_k = R_k e. Pivot
 points (the estimator's backbone, seed III-B4): p_0 = 0, p_k = p_{k−1} + L s_k u_k with L = 29 mm and a length
 scale s_k ≤ 1 (< 1 only under obstacle compression, which breaks the estimator's fixed-length assumption).
-The joint/coil geometry between module k−1 (coil) and k (receiver) is exactly the rig's (`flexlearn.sim.rig`):
-`sensor_position`, `coil_current`, `PlanarCoil` and the rig's sensor-model config blocks are reused.
+The joint/coil geometry between module k−1 (coil) and k (receiver) is the rig's (`flexlearn.sim.rig`):
+`sensor_position`, `coil_current`, `PlanarCoil` and the rig's sensor-model config blocks are reused, and every joint
+draws its own module tolerances (config block ``module``, `flexlearn.sim.modules`, docs/modules.md) from the
+hardware stream: pivot radius, joint length, sensor offset, coil offset/tilt, magnetometer axes.
 
 Sensors (per module, sensor frame = R_k M_k with a mount misalignment M_k):
 * IMU game rotation vector (III-A): q_k = quat(H_k(t) R_k M_k), H_k = Rz(ψ_k), ψ_k = ψ_k0 (arbitrary, uniform in
@@ -25,6 +27,7 @@ Sensors (per module, sensor frame = R_k M_k with a mount misalignment M_k):
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Union
@@ -36,9 +39,10 @@ from flexlearn.config import check, from_dict
 from flexlearn.lie import rotation_between
 from flexlearn.sensing.coil import CoilConfig, PlanarCoil
 from flexlearn.sim.numpy_lie import exp_so3, log_so3, quat_of, single_torch_thread
+from flexlearn.sim.modules import PlacedCoil, draw_module
 from flexlearn.sim.rig import coil_current, sensor_position
 from flexlearn.sim.rig_config import (AccelerometerConfig, AcquisitionConfig, AmbientConfig, JointGeometry,
-                                      MagnetometerConfig, RigConfig)
+                                      MagnetometerConfig, ModuleTolerances, RigConfig)
 
 __all__ = ["RobotConfig", "RobotRecording", "JointMotion", "simulate_robot", "forward_kinematics", "rig_pairs"]
 
@@ -85,11 +89,13 @@ class RobotConfig:
     accelerometer: AccelerometerConfig = field(default_factory=AccelerometerConfig)
     ambient: AmbientConfig = field(default_factory=AmbientConfig)
     acquisition: AcquisitionConfig = field(default_factory=AcquisitionConfig)
+    module: ModuleTolerances = field(default_factory=ModuleTolerances)     # each joint draws its own module
 
     def validate(self) -> None:
         check(self.seed >= 0, "seed", self.seed, "must be >= 0")
         check(self.hardware_seed >= -1, "hardware_seed", self.hardware_seed, "must be >= -1")
-        for name in ("robot", "coil", "geometry", "magnetometer", "accelerometer", "ambient", "acquisition"):
+        for name in ("robot", "coil", "geometry", "magnetometer", "accelerometer", "ambient", "acquisition",
+                     "module"):
             getattr(self, name).validate(name)
 
     def rig(self) -> RigConfig:
@@ -211,10 +217,12 @@ def _simulate(motion: JointMotion, duration: float, cfg: RobotConfig, n_cal: int
     rb, mc, ac = cfg.robot, cfg.magnetometer, cfg.accelerometer
     n, length = rb.n_segments, rb.length
     rng = {k: np.random.default_rng(s) for k, s in zip(
-        ("imu", "mag", "acc", "params", "cal"), np.random.SeedSequence(cfg.seed).spawn(5))}
+        ("imu", "mag", "acc", "params", "cal", "modules"), np.random.SeedSequence(cfg.seed).spawn(6))}
     if cfg.hardware_seed >= 0:          # the same robot (hardware draws) with fresh noise and motion
-        hw = np.random.SeedSequence(cfg.hardware_seed).spawn(5)
-        rng["params"], rng["cal"] = np.random.default_rng(hw[3]), np.random.default_rng(hw[4])
+        hw = np.random.SeedSequence(cfg.hardware_seed).spawn(6)
+        rng["params"], rng["cal"], rng["modules"] = (np.random.default_rng(hw[k]) for k in (3, 4, 5))
+    # joint j (coil of module j−1, receiver j): its own tolerance draw (`flexlearn.sim.modules`)
+    draws = [draw_module(cfg.module, rng["modules"]) for _ in range(n)]
     pr = rng["params"]
 
     def unit_axis(size: int) -> np.ndarray:
@@ -277,6 +285,7 @@ def _simulate(motion: JointMotion, duration: float, cfg: RobotConfig, n_cal: int
     coil = PlanarCoil(cfg.coil)
     current = coil_current(coil, rcfg)
     mags = np.zeros((poll_t.size, n, 3))
+    joint_cfg = [dataclasses.replace(rcfg, geometry=d.geometry(rcfg.geometry)) for d in draws]
     full = math.floor(mc.full_scale / mc.lsb) * mc.lsb
     mr = rng["mag"]
     for j in range(n):                                                           # receiver module j + 1
@@ -296,21 +305,23 @@ def _simulate(motion: JointMotion, duration: float, cfg: RobotConfig, n_cal: int
         on = frac > 0
         if on.any():
             d = rel[on, j] @ E
-            pos = sensor_position(d, rel[on, j], rcfg)
-            b_par = current * coil.field(torch.from_numpy(pos)).numpy()
+            pos = sensor_position(d, rel[on, j], joint_cfg[j])
+            b_par = current * PlacedCoil(coil, draws[j]).field(torch.from_numpy(pos)).numpy()
             field_s[on] += frac[on, None] * np.einsum("tij,ti->tj", rel[on, j] @ mount[j + 1], b_par)
-        m = field_s @ soft[j].T + hard[j] + mr.normal(0.0, mc.noise, field_s.shape)
+        m = field_s @ (soft[j] @ draws[j].mag_axes.T).T + hard[j] + mr.normal(0.0, mc.noise, field_s.shape)
         m = np.clip(np.round(m / mc.lsb) * mc.lsb, -full, full)
         mags[:, j] = m[np.searchsorted(conv, idx)]
     # calibration recordings: each receiver rotated through all orientations in the ambient field
     cr = rng["cal"]
     dirs = cr.normal(size=(n, n_cal, 3))
     dirs *= np.linalg.norm(earth) / np.linalg.norm(dirs, axis=-1, keepdims=True)
-    cal = np.einsum("nij,ncj->nci", soft, dirs) + hard[:, None] + cr.normal(0.0, mc.noise, dirs.shape)
+    gain = soft @ np.swapaxes(np.stack([d.mag_axes for d in draws]), 1, 2)               # S_j Q_jᵀ
+    cal = np.einsum("nij,ncj->nci", gain, dirs) + hard[:, None] + cr.normal(0.0, mc.noise, dirs.shape)
     meta = {"n_segments": n, "length": length, "duration": duration, "current": current,
             "soft_iron": soft, "hard_iron": hard, "mount": mount, "heading0": psi0, "heading_drift": drift,
             "accel_bias": acc_bias, "pulses": int(t_on.size), "gravity": ac.gravity,
-            "full_scale": full, "seed": cfg.seed, "hardware_seed": cfg.hardware_seed}
+            "full_scale": full, "seed": cfg.seed, "hardware_seed": cfg.hardware_seed,
+            "modules": [d.as_dict() for d in draws]}
     return RobotRecording(att_t=att_t, quats=quats, accel=f, mag_t=poll_t, mags=mags, coil=coil_of_poll,
                           points=pts_t, u=u_t, rot=rot_t, cal=cal, meta=meta)
 

@@ -115,7 +115,7 @@ def test_export_app_writes_the_robot_bundle(trained_run, compose_cfg):
     from flexlearn.jobs.export import export_robot_bundle
 
     cfg = compose_cfg("export", [f"ckpt_path={trained_run['metrics']['best_ckpt']}", "bundle.enabled=true",
-                                 "bundle.n_segments=8"])
+                                 "bundle.n_segments=8", "bundle.calibration=identity"])
     path = export_robot_bundle(cfg.ckpt_path, cfg.out_dir, cfg.bundle)
     module, meta = load_bundle(path)
     assert meta["n_segments"] == 8 and meta["length_m"] == pytest.approx(0.029)
@@ -127,7 +127,8 @@ def test_export_app_rejects_a_bad_bundle_option(trained_run, compose_cfg):
     from flexlearn.errors import ConfigError
     from flexlearn.jobs.export import export_robot_bundle
 
-    cfg = compose_cfg("export", [f"ckpt_path={trained_run['metrics']['best_ckpt']}", "bundle.n_segments=0"])
+    cfg = compose_cfg("export", [f"ckpt_path={trained_run['metrics']['best_ckpt']}", "bundle.n_segments=0",
+                                 "bundle.calibration=identity"])
     with pytest.raises(ConfigError, match="n_segments"):
         export_robot_bundle(cfg.ckpt_path, cfg.out_dir, cfg.bundle)
 
@@ -150,7 +151,7 @@ def cli_exports(trained_run, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cli_export")
     out = tmp / "out"
     args = [f"ckpt_path={trained_run['metrics']['best_ckpt']}", f"out_dir={out}", "bundle.enabled=true",
-            "bundle.n_segments=4"]
+            "bundle.n_segments=4", "bundle.calibration=identity"]
     runs, snaps = [], []
     for extra in ([], [], ["+bundle.controller.not_a_key=1"]):
         runs.append(_cli_export(tmp, *args, *extra))
@@ -193,7 +194,8 @@ def test_cli_export_errors_are_one_line(case, trained_run, tmp_path):
     out = blocker if case.endswith("out_dir_is_a_file") else tmp_path / "out"
     extra = {"missing_calibration": ["bundle.calibration=/no/such.json"], "out_dir_is_a_file": [],
              "arm_out_dir_is_a_file": ["target=arm_controller"],
-             "negative_gain": ["+bundle.controller.kp=-1e9", "+bundle.controller.v_max=-1"]}[case]
+             "negative_gain": ["+bundle.controller.kp=-1e9", "+bundle.controller.v_max=-1",
+                               "bundle.calibration=identity"]}[case]
     r = _cli_export(tmp_path, f"ckpt_path={trained_run['metrics']['best_ckpt']}", f"out_dir={out}",
                     "bundle.enabled=true", *extra)
     assert r.returncode == 2, r.stderr[-2000:]
@@ -212,15 +214,17 @@ def test_failed_bundle_export_writes_nothing(bad, trained_run, compose_cfg, tmp_
 
     ckpt = f"ckpt_path={trained_run['metrics']['best_ckpt']}"
     out = tmp_path / "out"
-    export_from_config(compose_cfg("export", [ckpt, f"out_dir={out}", "bundle.enabled=true"]))
+    export_from_config(compose_cfg("export", [ckpt, f"out_dir={out}", "bundle.enabled=true",
+                                              "bundle.calibration=identity"]))
     before = _snapshot(out)
     assert len(before) == 6
     cal = tmp_path / "cal.json"
     cal.write_text(json.dumps([1, 2, 3]))
     bad = [b.replace("CAL", str(cal)) for b in bad]
+    identity = [] if any(b.startswith("bundle.calibration") for b in bad) else ["bundle.calibration=identity"]
     with pytest.raises(ConfigError, match=r"bundle|cal\.json"):
         export_from_config(compose_cfg("export", [ckpt, f"out_dir={out}", "bundle.enabled=true", "bundle.length=0.03",
-                                                  *bad]))
+                                                  *identity, *bad]))
     assert _snapshot(out) == before
 
 

@@ -1,0 +1,30 @@
+"""`flexlearn-calibrate ckpt_path=<ckpt> inputs=[<module 1>,...]`: a calibration file for new modules.
+
+Each input (a raw sweep directory with the module's tumble, or a processed dataset) gives W (tumble ellipsoid) and
+A (at most ``n_poses`` stationary poses); the file (``output``) is what ``flexlearn-export bundle.calibration=...``
+and ``scripts/pi_runner.py --calibration`` take (docs/modules.md). Errors end in one line and exit status 2.
+"""
+from __future__ import annotations
+
+import json
+
+from omegaconf import DictConfig
+
+from flexlearn.apps._runner import hydra_app, readable_errors, require_values
+
+
+@hydra_app("flexlearn-calibrate", "calibrate")
+def main(cfg: DictConfig) -> None:
+    with readable_errors("flexlearn-calibrate"):
+        require_values(cfg)
+        from flexlearn.atomic import guard_output_file
+        from flexlearn.jobs.calibrate import calibrate
+
+        inputs = [cfg.inputs] if isinstance(cfg.inputs, str) else list(cfg.inputs)
+        guard_output_file(cfg.output, inputs=inputs)
+        summary = calibrate(cfg)
+    print(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()
