@@ -213,43 +213,59 @@ def simulate_robot(motion: JointMotion, duration: float,
         return _simulate(motion, duration, cfg, n_cal)
 
 
-def _simulate(motion: JointMotion, duration: float, cfg: RobotConfig, n_cal: int) -> RobotRecording:
-    rb, mc, ac = cfg.robot, cfg.magnetometer, cfg.accelerometer
-    n, length = rb.n_segments, rb.length
-    rng = {k: np.random.default_rng(s) for k, s in zip(
-        ("imu", "mag", "acc", "params", "cal", "modules"), np.random.SeedSequence(cfg.seed).spawn(6))}
-    if cfg.hardware_seed >= 0:          # the same robot (hardware draws) with fresh noise and motion
-        hw = np.random.SeedSequence(cfg.hardware_seed).spawn(6)
-        rng["params"], rng["cal"], rng["modules"] = (np.random.default_rng(hw[k]) for k in (3, 4, 5))
+@dataclass
+class RobotHardware:
+    """One robot's fixed draws (hardware stream): module tolerances, mounts, heading drift, magnetometer and
+    accelerometer errors, ambient-field drift, magnetometer conversion phases. Shapes: N joints, N+1 modules."""
+
+    draws: list                      # (N,) `flexlearn.sim.modules` tolerance draw per joint
+    mount: np.ndarray                # (N+1, 3, 3) mount misalignment M_k
+    psi0: np.ndarray                 # (N+1,) initial heading [rad]
+    drift: np.ndarray                # (N+1,) heading drift per radian of travel
+    soft: np.ndarray                 # (N, 3, 3) soft-iron matrix S_k
+    hard: np.ndarray                 # (N, 3) hard-iron offset [T]
+    acc_bias: np.ndarray             # (N+1, 3) accelerometer bias [m/s^2]
+    earth: np.ndarray                # (3,) ambient field [T]
+    drift_period: np.ndarray         # (3,) ambient drift periods [s]
+    drift_phase: np.ndarray          # (3,) ambient drift phases [rad]
+    c0: np.ndarray                   # (N,) first conversion instant of each magnetometer [s]
+
+    def ambient(self, t: np.ndarray, drift: float) -> np.ndarray:
+        """(T, 3) ambient field [T] at times t (T,): B_earth + drift·sin(2πt/T_i + φ_i)."""
+        return self.earth + drift * np.sin(2 * math.pi * t[:, None] / self.drift_period + self.drift_phase)
+
+
+def _draw_hardware(cfg: RobotConfig, pr: np.random.Generator, modules: np.random.Generator) -> RobotHardware:
+    """The robot's hardware draws, in the stream order every recording of seed/hardware_seed relies on."""
+    rb, mc, ac, amb = cfg.robot, cfg.magnetometer, cfg.accelerometer, cfg.ambient
+    n = rb.n_segments
     # joint j (coil of module j−1, receiver j): its own tolerance draw (`flexlearn.sim.modules`)
-    draws = [draw_module(cfg.module, rng["modules"]) for _ in range(n)]
-    pr = rng["params"]
-
-    def unit_axis(size: int) -> np.ndarray:
-        a = pr.normal(size=(size, 3))
-        return a / np.linalg.norm(a, axis=-1, keepdims=True)
-
-    mount = exp_so3(rb.mount_misalignment * unit_axis(n + 1))                       # (N+1, 3, 3)
+    draws = [draw_module(cfg.module, modules) for _ in range(n)]
+    axis = pr.normal(size=(n + 1, 3))
+    mount = exp_so3(rb.mount_misalignment * (axis / np.linalg.norm(axis, axis=-1, keepdims=True)))
     psi0 = pr.uniform(-rb.initial_heading, rb.initial_heading, n + 1)
     drift = rb.heading_drift * pr.choice([-1.0, 1.0], n + 1) * pr.uniform(0.5, 1.5, n + 1)
     e_soft = pr.normal(0.0, mc.soft_iron, (n, 3, 3))
     soft = np.eye(3) + 0.5 * (e_soft + np.swapaxes(e_soft, 1, 2))
     hard = pr.normal(0.0, mc.hard_iron, (n, 3))
     acc_bias = pr.normal(0.0, ac.bias, (n + 1, 3))
-    amb = cfg.ambient
     earth = amb.magnitude * np.array([math.cos(amb.inclination) * math.cos(amb.declination),
                                       math.cos(amb.inclination) * math.sin(amb.declination),
                                       -math.sin(amb.inclination)])
     drift_period = amb.drift_period * pr.uniform(0.5, 1.5, 3)
     drift_phase = pr.uniform(-math.pi, math.pi, 3)
+    c0 = pr.uniform(0.0, 1.0 / mc.rate, n)
+    return RobotHardware(draws, mount, psi0, drift, soft, hard, acc_bias, earth, drift_period, drift_phase, c0)
 
-    def ambient(t: np.ndarray) -> np.ndarray:
-        return earth + amb.drift * np.sin(2 * math.pi * t[:, None] / drift_period + drift_phase)
 
-    def kin(t: np.ndarray):
-        return forward_kinematics(*motion(t), length)
+def _attitude_streams(kin: Callable, hw: RobotHardware, cfg: RobotConfig, duration: float,
+                      rng_imu: np.random.Generator, rng_acc: np.random.Generator) -> dict[str, np.ndarray]:
+    """Game rotation vectors and accelerometer samples of every attitude sweep (see the module docstring).
 
-    # ---------------------------------------------------------------- attitude sweeps (quaternions, accel)
+    Returns att_t (K,), quats (K, N+1, 4), accel (K, N+1, 3) [m/s^2] and the truth rot (K, N+1, 3, 3),
+    u (K, N+1, 3), points (K, N+1, 3) [m] at the sweep times."""
+    rb, ac = cfg.robot, cfg.accelerometer
+    n = rb.n_segments
     att_t = np.arange(0.0, duration, rb.sweep_period)
     k_n = att_t.size
     offs = rb.module_read * np.arange(n + 1)
@@ -259,71 +275,105 @@ def _simulate(motion: JointMotion, duration: float, cfg: RobotConfig, n_cal: int
     # angular travel of each module → heading drift
     step = np.linalg.norm(log_so3(np.swapaxes(rot_read[:-1], -1, -2) @ rot_read[1:]), axis=-1)
     travel = np.concatenate([np.zeros((1, n + 1)), np.cumsum(step, axis=0)])
-    psi = psi0 + drift * travel
-    heading = exp_so3(psi[..., None] * UP)
-    noise = exp_so3(rng["imu"].normal(0.0, rb.quat_noise, (k_n, n + 1, 3)))
-    quats = quat_of(heading @ rot_read @ mount @ noise)
+    heading = exp_so3((hw.psi0 + hw.drift * travel)[..., None] * UP)
+    noise = exp_so3(rng_imu.normal(0.0, rb.quat_noise, (k_n, n + 1, 3)))
+    quats = quat_of(heading @ rot_read @ hw.mount @ noise)
     # accelerometers: board k at pivot_k + r u_k (k ≥ 1), base board fixed; central differences
-    g = cfg.geometry
+    pivot_radius = cfg.geometry.pivot_radius
 
     def boards(t: np.ndarray) -> np.ndarray:
         _, _, u, pts = kin(t)
-        return np.concatenate([np.zeros((t.size, 1, 3)), pts[:, :-1] + g.pivot_radius * u], axis=1)
+        return np.concatenate([np.zeros((t.size, 1, 3)), pts[:, :-1] + pivot_radius * u], axis=1)
 
     h = 1e-3
     acc = (boards(att_t - h) - 2 * boards(att_t) + boards(att_t + h)) / h ** 2
     rot_t, _, u_t, pts_t = kin(att_t)
-    sens = rot_t @ mount
-    f = np.einsum("tkij,tki->tkj", sens, acc + ac.gravity * UP) + acc_bias + rng["acc"].normal(0, ac.noise,
-                                                                                              (k_n, n + 1, 3))
+    f = (np.einsum("tkij,tki->tkj", rot_t @ hw.mount, acc + ac.gravity * UP) + hw.acc_bias
+         + rng_acc.normal(0, ac.noise, (k_n, n + 1, 3)))
+    return {"att_t": att_t, "quats": quats, "accel": f, "rot": rot_t, "u": u_t, "points": pts_t}
 
-    # ---------------------------------------------------------------- magnetometer bursts
+
+def _conversion_on_fraction(t_ready: np.ndarray, window: float, t_on: np.ndarray, t_off: np.ndarray) -> np.ndarray:
+    """(C,) fraction of each conversion window [t_ready − window, t_ready] during which the coil is on."""
+    lo, hi = t_ready - window, t_ready
+    frac = np.zeros(t_ready.size)
+    for a, b in zip(t_on, t_off):
+        frac += np.clip(np.minimum(hi, b) - np.maximum(lo, a), 0.0, None) / window
+    return frac
+
+
+def _magnetometer_streams(kin: Callable, hw: RobotHardware, cfg: RobotConfig, duration: float,
+                          rng_mag: np.random.Generator) -> dict[str, Any]:
+    """Polled magnetometer readings of every receiver (see the module docstring): poll times (M,), firing coil
+    per poll (M,), readings (M, N, 3) [T], coil current [A], pulse count and the clipping full scale [T]."""
+    rb, mc = cfg.robot, cfg.magnetometer
+    n = rb.n_segments
     poll_t, coil_of_poll, t_on, t_off = _mag_schedule(cfg, duration)
     tc = 1.0 / mc.rate
-    c0 = pr.uniform(0.0, tc, n)
     rcfg = cfg.rig()
     coil = PlanarCoil(cfg.coil)
     current = coil_current(coil, rcfg)
     mags = np.zeros((poll_t.size, n, 3))
-    joint_cfg = [dataclasses.replace(rcfg, geometry=d.geometry(rcfg.geometry)) for d in draws]
+    joint_cfg = [dataclasses.replace(rcfg, geometry=d.geometry(rcfg.geometry)) for d in hw.draws]
     full = math.floor(mc.full_scale / mc.lsb) * mc.lsb
-    mr = rng["mag"]
     for j in range(n):                                                           # receiver module j + 1
-        idx = np.floor((poll_t - c0[j]) / tc).astype(np.int64)                   # latest conversion per poll
+        idx = np.floor((poll_t - hw.c0[j]) / tc).astype(np.int64)                # latest conversion per poll
         conv = np.unique(idx)
-        t_ready = c0[j] + tc * conv
+        t_ready = hw.c0[j] + tc * conv
         t_mid = t_ready - 0.5 * mc.window
-        rot, rel, u, _ = kin(t_mid)
-        r_s = rot[:, j + 1] @ mount[j + 1]
-        field_s = np.einsum("tij,ti->tj", r_s, ambient(t_mid))
+        rot, rel, _, _ = kin(t_mid)
+        r_s = rot[:, j + 1] @ hw.mount[j + 1]
+        field_s = np.einsum("tij,ti->tj", r_s, hw.ambient(t_mid, cfg.ambient.drift))
         # coil j fires in pulses k ≡ j (mod N): on-fraction of each conversion window
         mine = (np.arange(t_on.size) % n) == j
-        lo, hi = t_ready - mc.window, t_ready
-        frac = np.zeros(conv.size)
-        for a, b in zip(t_on[mine], t_off[mine]):
-            frac += np.clip(np.minimum(hi, b) - np.maximum(lo, a), 0.0, None) / mc.window
+        frac = _conversion_on_fraction(t_ready, mc.window, t_on[mine], t_off[mine])
         on = frac > 0
         if on.any():
             d = rel[on, j] @ E
             pos = sensor_position(d, rel[on, j], joint_cfg[j])
-            b_par = current * PlacedCoil(coil, draws[j]).field(torch.from_numpy(pos)).numpy()
-            field_s[on] += frac[on, None] * np.einsum("tij,ti->tj", rel[on, j] @ mount[j + 1], b_par)
-        m = field_s @ (soft[j] @ draws[j].mag_axes.T).T + hard[j] + mr.normal(0.0, mc.noise, field_s.shape)
+            b_par = current * PlacedCoil(coil, hw.draws[j]).field(torch.from_numpy(pos)).numpy()
+            field_s[on] += frac[on, None] * np.einsum("tij,ti->tj", rel[on, j] @ hw.mount[j + 1], b_par)
+        m = (field_s @ (hw.soft[j] @ hw.draws[j].mag_axes.T).T + hw.hard[j]
+             + rng_mag.normal(0.0, mc.noise, field_s.shape))
         m = np.clip(np.round(m / mc.lsb) * mc.lsb, -full, full)
         mags[:, j] = m[np.searchsorted(conv, idx)]
-    # calibration recordings: each receiver rotated through all orientations in the ambient field
-    cr = rng["cal"]
-    dirs = cr.normal(size=(n, n_cal, 3))
-    dirs *= np.linalg.norm(earth) / np.linalg.norm(dirs, axis=-1, keepdims=True)
-    gain = soft @ np.swapaxes(np.stack([d.mag_axes for d in draws]), 1, 2)               # S_j Q_jᵀ
-    cal = np.einsum("nij,ncj->nci", gain, dirs) + hard[:, None] + cr.normal(0.0, mc.noise, dirs.shape)
-    meta = {"n_segments": n, "length": length, "duration": duration, "current": current,
-            "soft_iron": soft, "hard_iron": hard, "mount": mount, "heading0": psi0, "heading_drift": drift,
-            "accel_bias": acc_bias, "pulses": int(t_on.size), "gravity": ac.gravity,
-            "full_scale": full, "seed": cfg.seed, "hardware_seed": cfg.hardware_seed,
-            "modules": [d.as_dict() for d in draws]}
-    return RobotRecording(att_t=att_t, quats=quats, accel=f, mag_t=poll_t, mags=mags, coil=coil_of_poll,
-                          points=pts_t, u=u_t, rot=rot_t, cal=cal, meta=meta)
+    return {"mag_t": poll_t, "coil": coil_of_poll, "mags": mags, "current": current, "pulses": int(t_on.size),
+            "full_scale": full}
+
+
+def _calibration_recording(hw: RobotHardware, noise: float, n_cal: int, rng_cal: np.random.Generator) -> np.ndarray:
+    """(N, n_cal, 3) readings [T] of each receiver rotated through all orientations in the ambient field."""
+    n = hw.soft.shape[0]
+    dirs = rng_cal.normal(size=(n, n_cal, 3))
+    dirs *= np.linalg.norm(hw.earth) / np.linalg.norm(dirs, axis=-1, keepdims=True)
+    gain = hw.soft @ np.swapaxes(np.stack([d.mag_axes for d in hw.draws]), 1, 2)            # S_j Q_jᵀ
+    return np.einsum("nij,ncj->nci", gain, dirs) + hw.hard[:, None] + rng_cal.normal(0.0, noise, dirs.shape)
+
+
+def _simulate(motion: JointMotion, duration: float, cfg: RobotConfig, n_cal: int) -> RobotRecording:
+    """The whole recording: hardware draws, attitude sweeps, magnetometer polls, calibration tumbles."""
+    rb = cfg.robot
+    rng = {k: np.random.default_rng(s) for k, s in zip(
+        ("imu", "mag", "acc", "params", "cal", "modules"), np.random.SeedSequence(cfg.seed).spawn(6))}
+    if cfg.hardware_seed >= 0:          # the same robot (hardware draws) with fresh noise and motion
+        hw_seeds = np.random.SeedSequence(cfg.hardware_seed).spawn(6)
+        rng["params"], rng["cal"], rng["modules"] = (np.random.default_rng(hw_seeds[k]) for k in (3, 4, 5))
+    hw = _draw_hardware(cfg, rng["params"], rng["modules"])
+
+    def kin(t: np.ndarray):
+        return forward_kinematics(*motion(t), rb.length)
+
+    att = _attitude_streams(kin, hw, cfg, duration, rng["imu"], rng["acc"])
+    mag = _magnetometer_streams(kin, hw, cfg, duration, rng["mag"])
+    cal = _calibration_recording(hw, cfg.magnetometer.noise, n_cal, rng["cal"])
+    meta = {"n_segments": rb.n_segments, "length": rb.length, "duration": duration, "current": mag["current"],
+            "soft_iron": hw.soft, "hard_iron": hw.hard, "mount": hw.mount, "heading0": hw.psi0,
+            "heading_drift": hw.drift, "accel_bias": hw.acc_bias, "pulses": mag["pulses"],
+            "gravity": cfg.accelerometer.gravity, "full_scale": mag["full_scale"], "seed": cfg.seed,
+            "hardware_seed": cfg.hardware_seed, "modules": [d.as_dict() for d in hw.draws]}
+    return RobotRecording(att_t=att["att_t"], quats=att["quats"], accel=att["accel"], mag_t=mag["mag_t"],
+                          mags=mag["mags"], coil=mag["coil"], points=att["points"], u=att["u"], rot=att["rot"],
+                          cal=cal, meta=meta)
 
 
 # ------------------------------------------------------------------------------ tendon-driven planar robot
