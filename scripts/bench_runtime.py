@@ -2,6 +2,7 @@
 """Latency of the scripted fused estimator (seed 002, III-B4) on one thread, and a soak for flat latency/memory.
 
     python scripts/bench_runtime.py [--segments 9] [--steps 20000] [--soak 1000000] [--out bench.json]
+    python scripts/bench_runtime.py --baseline /tmp/base --steps 2000 --repeats 9   # fused step vs another tree
 
 Measures, on a TorchScript module (script → save → load, as deployed):
 * ``fused_step_us_median`` — one `FusedEstimator.forward`: a magnetometer round (N fresh readings, no coil) and an
@@ -10,6 +11,8 @@ Measures, on a TorchScript module (script → save → load, as deployed):
   update (direction MLP 3×128 + filter), once per 300 ms in the seed's schedule;
 * soak: ``--soak`` steps in blocks; medians of the first and last block and RSS before/after (flat = ratio ≈ 1,
   growth ≈ 0), nested under ``soak`` and flat as ``soak_latency_ratio_last_first``, ``soak_rss_growth_mb``, …;
+* ``imu_attitude_step`` — one `flexlearn.sensing.attitude_step.AttitudeStep` call (raw IMU → quaternion) against the
+  previous list round-trip wrapping of the same kernels, side by side (``--imu-step``: only this section);
 * ``binframe_parse_us_median`` — decoding one binary serial frame (`flexlearn.runtime.serial_frames`). The issue's full soak is 10⁶ steps (≈ 1 min); tests run a short one.
 * ``--formats`` (needs ``executorch``): ``formats`` — per-call latency of every exported module side by side,
   TorchScript / torch.export ``.pt2`` / ExecuTorch ``.pte``, each loaded from its file as deployed (direction model
@@ -41,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from flexlearn.lie import matrix_to_quat, so3_exp  # noqa: E402
 from flexlearn.models.direction_mlp import DirectionMLP  # noqa: E402
 from flexlearn.runtime.fusion import FusedEstimator  # noqa: E402
+from flexlearn.sensing import attitude_kernels  # noqa: E402
 
 
 def _rss_mb() -> float:
@@ -155,7 +159,135 @@ def _parse_cost(n: int, q: torch.Tensor, m: torch.Tensor, frames: int = 2000) ->
     return 1e6 * statistics.median(reps)
 
 
+# ------------------------------------------------------------------------------ IMU attitude filter step
+class _ListRoundTripStep(torch.nn.Module):
+    """The previous `AttitudeStep` wrapping, kept as the baseline: state in a float64 buffer converted to a list
+    and back (exactly, by a three-way Veltkamp split: TorchScript's ``torch.tensor(List[float], float64)`` rounds
+    through float32) on every call, around the same kernels."""
+
+    def __init__(self, rate_hz: float, use_mag: bool = False) -> None:
+        super().__init__()
+        from flexlearn.sensing.attitude_filter import initial_state, make_params
+        p = make_params(rate_hz)
+        self.register_buffer("params", torch.as_tensor(p, dtype=torch.float64))
+        self.register_buffer("state", torch.as_tensor(initial_state(p), dtype=torch.float64))
+        self.use_mag = bool(use_mag)
+
+    def forward(self, gyr: torch.Tensor, acc: torch.Tensor) -> torch.Tensor:
+        s: list[float] = self.state.tolist()
+        p: list[float] = self.params.tolist()
+        g: list[float] = gyr.tolist()
+        a: list[float] = acc.tolist()
+        attitude_kernels.step(s, p, g[0], g[1], g[2], a[0], a[1], a[2], 0.0, 0.0, 0.0, False)
+        q = attitude_kernels.output(s, False)
+        self.state.copy_(_veltkamp(s))
+        return _veltkamp([q[0], q[1], q[2], q[3]])
+
+
+def _veltkamp(s: list[float]) -> torch.Tensor:
+    hi: list[float] = []
+    mid: list[float] = []
+    lo: list[float] = []
+    for x in s:
+        c = 536870913.0 * x
+        h = c - (c - x)
+        r = x - h
+        c2 = 536870913.0 * r
+        m = c2 - (c2 - r)
+        hi.append(h)
+        mid.append(m)
+        lo.append(r - m)
+    return (torch.tensor(hi, dtype=torch.float64) + torch.tensor(mid, dtype=torch.float64)) \
+        + torch.tensor(lo, dtype=torch.float64)
+
+
+def run_imu_step(steps: int = 3000, repeats: int = 7) -> dict:
+    """``imu_attitude_step``: µs per `AttitudeStep` call (6-axis, scripted → saved → loaded) against the previous
+    list round-trip wrapping of the same kernels, side by side (medians over ``repeats`` blocks), and the largest
+    angle [rad] between each and the offline numba path over the stream (a rotating, shaken IMU at 200 Hz)."""
+    from _timing import time_per_call
+
+    from flexlearn.sensing.attitude_step import AttitudeStep
+
+    torch.set_num_threads(1)
+    g = torch.Generator().manual_seed(3)
+    t = torch.arange(steps, dtype=torch.float64).unsqueeze(1) / 200.0
+    gyr = 0.8 * torch.sin(t * torch.tensor([1.1, 0.7, 0.5], dtype=torch.float64)) + 0.003 * torch.randn(
+        steps, 3, generator=g, dtype=torch.float64)
+    acc = torch.tensor([0.0, 0.0, 9.80665], dtype=torch.float64) + 0.5 * torch.randn(steps, 3, generator=g,
+                                                                                      dtype=torch.float64)
+
+    def load(m: torch.nn.Module) -> torch.jit.ScriptModule:
+        buf = io.BytesIO()
+        torch.jit.save(torch.jit.script(m), buf)
+        buf.seek(0)
+        return torch.jit.load(buf)
+
+    mods = {"new": load(AttitudeStep(200.0)), "old": load(_ListRoundTripStep(200.0))}
+    res: dict = {"steps": steps, "repeats": repeats}
+    for name, m in mods.items():
+        tm = time_per_call(lambda k, m=m: m(gyr[k % steps], acc[k % steps]), steps, repeats, warmup=min(500, steps))
+        res[f"{name}_us"], res[f"{name}_cpu_us"] = tm["wall_median"], tm["cpu_median"]
+    res["speedup_old_over_new"] = res["old_us"] / res["new_us"]
+    res["cpu_speedup_old_over_new"] = res["old_cpu_us"] / res["new_cpu_us"]
+    from flexlearn.sensing.attitude_filter import run_filter
+    ref = torch.as_tensor(run_filter(gyr.numpy(), acc.numpy(), 200.0).quat)
+    for name, make in (("new", AttitudeStep), ("old", _ListRoundTripStep)):
+        m = load(make(200.0))
+        q = torch.stack([m(gyr[k], acc[k]) for k in range(steps)])
+        w = (q * ref).sum(-1)  # conj(ref) ⊗ q: scalar w, vector v; angle 2 atan2(|v|, |w|) (no acos round-off)
+        v = ref[:, :1] * q[:, 1:] - q[:, :1] * ref[:, 1:] - torch.linalg.cross(ref[:, 1:], q[:, 1:])
+        res[f"max_angle_rad_{name}_vs_offline"] = float((2.0 * torch.atan2(v.norm(dim=-1), w.abs())).max())
+    return res
+
+
 # ------------------------------------------------------------------------------ TorchScript / .pt2 / .pte
+_SAVE_FUSED = """import sys, torch
+sys.path.insert(0, sys.argv[1])
+from flexlearn.models.direction_mlp import DirectionMLP
+from flexlearn.runtime.fusion import FusedEstimator
+torch.manual_seed(0)
+torch.jit.save(torch.jit.script(FusedEstimator(DirectionMLP(), n_segments=int(sys.argv[3])).eval()), sys.argv[2])
+"""
+
+
+def run_baseline(root: str, n: int = 9, steps: int = 2000, repeats: int = 9) -> dict:
+    """``--baseline <tree>``: the fused step of this tree against the one of another source tree (e.g. ``git worktree
+    add /tmp/base HEAD`` before a change), each scripted and saved by a subprocess in its tree (same direction-model
+    weights: seed 0), loaded here and timed alternately repeat by repeat (median µs per step, ratio this / baseline)
+    on the same stream; ``max_abs_diff`` of points, tip height and flags over it."""
+    import subprocess
+    import tempfile
+
+    torch.set_num_threads(1)
+    mods = {}
+    with tempfile.TemporaryDirectory() as d:
+        for name, tree in (("baseline", root), ("this", str(Path(__file__).resolve().parents[1]))):
+            path = str(Path(d) / f"{name}.pt")
+            subprocess.run([sys.executable, "-c", _SAVE_FUSED, tree, path, str(n)], check=True, cwd=d)
+            mods[name] = torch.jit.load(path)
+    q, m = _stream(n, min(steps, 4096))
+    k = q.shape[0]
+    ref = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=torch.float64).repeat(n + 1, 1)
+    outs: dict = {}
+    for name, mod in mods.items():
+        mod.set_reference(ref)
+        outs[name] = [tuple(x.clone() for x in mod(0.06 * (i + 1), q[i % k], m[i % k], -1)) for i in range(k)]
+    diff = max(float((a - b).abs().max()) for oa, ob in zip(outs["baseline"], outs["this"]) for a, b in zip(oa, ob))
+    times: dict = {name: [] for name in mods}
+    clock = {name: 0.06 * (k + 1) for name in mods}
+    for _ in range(repeats):
+        for name, mod in mods.items():
+            t0 = time.thread_time()
+            for i in range(steps):
+                clock[name] += 0.06
+                mod(clock[name], q[i % k], m[i % k], -1)
+            times[name].append((time.thread_time() - t0) / steps * 1e6)
+    med = {name: statistics.median(v) for name, v in times.items()}
+    return {"root": root, "baseline_fused_step_cpu_us": med["baseline"], "fused_step_cpu_us": med["this"],
+            "ratio": med["this"] / med["baseline"], "max_abs_diff": diff, "target_ratio_max": 1.05}
+
+
 def _side_by_side(calls: dict, steps: int, repeats: int) -> dict:
     """µs per call (median over repeats) of each format's ``fn(k)``, ratios to TorchScript and max |Δ| of the
     outputs (``out(k)`` → tensor) against TorchScript over ``steps`` calls on fresh instances."""
@@ -286,8 +418,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--formats", action="store_true", help="TorchScript / .pt2 / .pte side by side (executorch)")
     ap.add_argument("--format-steps", type=int, default=500, help="calls per repeat in --formats")
     ap.add_argument("--repeats", type=int, default=7, help="repeats in --formats (medians over them)")
+    ap.add_argument("--imu-step", action="store_true", help="only the IMU attitude filter step, new vs previous")
+    ap.add_argument("--baseline", default="", help="only the fused step against this source tree, side by side")
     a = ap.parse_args(argv)
+    if a.baseline:
+        print(json.dumps({"fused_step_vs_baseline": run_baseline(a.baseline, a.segments, min(a.steps, 4000),
+                                                                  a.repeats)}, indent=2))
+        return 0
+    if a.imu_step:
+        res = {"imu_attitude_step": run_imu_step(min(a.steps, 3000), a.repeats)}
+        print(json.dumps(res, indent=2))
+        return 0
     res = run(a.segments, a.steps, a.soak, a.block)
+    res["imu_attitude_step"] = run_imu_step(min(a.steps, 3000), a.repeats)
     if a.formats:
         res["formats"] = run_formats(a.segments, a.format_steps, a.repeats)
     text = json.dumps(res, indent=2)

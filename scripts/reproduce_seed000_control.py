@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Reproduce seed 000, §VI-D (Table III, Figs. 15–17) in simulation. Prints JSON; writes JSON + PNGs.
 
-Truth: :class:`flexlearn.physics.arm.FlexibleArmPlant` — the DLFM of §VI-C (EI = 74300 N m², ρA = 5.37 kg/m,
+Truth: :class:`flexlearn.physics.arm.FlexibleArmPlant` (closed loop: :mod:`flexlearn.sim.arm_closed_loop`) — the
+DLFM of §VI-C (EI = 74300 N m², ρA = 5.37 kg/m,
 L = 4.5 / 3.55 m), three assumed modes per link, Lagrangian by autodiff, implicit midpoint at 1 kHz,
 noisy biased IMUs generated from the simulator state. Our choices (the seed gives none): hub inertias
 I_h = 1000 / 200 kg m², tip masses M₁ = 20 kg (joint-2 actuator), M₂ = 10 kg (payload), reaching task
@@ -44,7 +45,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from flexlearn.atomic import atomic_path, write_json_atomic  # noqa: E402
-from flexlearn.physics.arm import FlexibleArmPlant, ImuNoiseConfig, seed_arm_config, simulate_closed_loop  # noqa: E402
+from flexlearn.physics.arm import FlexibleArmPlant, seed_arm_config  # noqa: E402
+from flexlearn.sim.arm_closed_loop import ImuNoiseConfig, simulate_closed_loop  # noqa: E402
 from flexlearn.runtime.arm_controller import ArmController, ArmControllerConfig, quintic, state_layout  # noqa: E402
 
 VARIANTS = [("proposed_imu", "moment", "imu"), ("rigid_pd_imu", "rigid", "imu"), ("proposed_encoder", "moment", "enc"),

@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from flexlearn.atomic import atomic_path, write_json_atomic  # noqa: E402
-from flexlearn.physics.kinematics_se2 import (forward_kinematics, piecewise_rigid_forward_kinematics,  # noqa: E402
+from flexlearn.physics.arm.kinematics_se2 import (forward_kinematics, piecewise_rigid_forward_kinematics,  # noqa: E402
                                               pose_to_xytheta, rigid_forward_kinematics)
 from flexlearn.physics.modal import FlexibleArmEstimator, FlexibleLink, ModalReconstructor  # noqa: E402
 from flexlearn.sensing.imu import angular_acceleration, complementary_filter, kinematic_acceleration  # noqa: E402

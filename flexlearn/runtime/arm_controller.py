@@ -72,103 +72,34 @@ diverged on one draw); residual tip vibration 12.2 / 1.5 mm vs 13.5 / 2.1 mm for
 error is mostly the θ₂ estimate (link 1's tip slope from one mode); with the quintic over 2.5 s instead of
 6 s joint 2 reached 1.5°.
 
-TorchScript note: ``torch.tensor(float)`` and item assignment of a Python float round through float32
-in TorchScript; the hot path builds its outputs with ``torch.full``/``fill_`` to stay float64 (eager and
-scripted results are bit-identical, tested).
+Step cost (1 kHz, also on a Raspberry Pi 5): estimator and loads folded into a few matrices (`flexlearn.runtime.
+arm_step`, ~15 kernels), the law on Python floats, outputs exact via :func:`~flexlearn.runtime.arm_step.exact_f64`
+(``torch.tensor(List[float])`` rounds through float32 in TorchScript); eager and scripted are bit-identical.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
-from pathlib import Path
-from typing import Any, List, Optional, Tuple
+from typing import Final, List, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
 
-from flexlearn.config import check
 from flexlearn.physics.modal.estimator import FlexibleArmEstimator
-from flexlearn.physics.modal.link import FlexibleLink
+from flexlearn.runtime.arm_config import VARIANTS, ArmControllerConfig
 from flexlearn.runtime.arm_load import LinkLoadModel, static_angle_correction
-from flexlearn.sensing.imu import GRAVITY
+from flexlearn.runtime.arm_step import exact_f64, lean_step_maps
 
 __all__ = ["ArmControllerConfig", "ArmController", "VARIANTS", "FAULT_LOST_FRAME", "FAULT_NONFINITE",
            "FAULT_SATURATED", "FAULT_TORQUE_LIMIT", "FAULT_BAD_TORQUE", "FAULT_BAD_TIME", "state_layout",
-           "export_arm_controller", "export_arm_controller_from_config", "load_arm_controller", "quintic"]
+           "export_arm_controller", "export_arm_controller_from_config", "load_arm_controller", "quintic",
+           "exact_f64"]
 
-FAULT_LOST_FRAME = 1
-FAULT_NONFINITE = 2
-FAULT_SATURATED = 4
-FAULT_TORQUE_LIMIT = 8
-FAULT_BAD_TORQUE = 16
-FAULT_BAD_TIME = 32
-
-VARIANTS = {"seed": (1.0, 1.0, 1.0, 0.0, 1.0), "seed_payload": (1.0, 1.0, 1.0, 1.0, 1.0),
-            "rigid": (0.0, 1.0, 0.0, 1.0, 0.0), "hub": (1.0, 0.0, 0.0, 0.0, 1.0), "blend": (0.5, 0.5, 0.5, 0.5, 1.0),
-            "moment": (1.0, 0.0, 0.0, 0.0, 1.0)}
-
-
-@dataclasses.dataclass
-class ArmControllerConfig:
-    """Controller, model and trajectory parameters (SI). Seed values: gains (§VI-D), EI, ρA, L (§VI-C),
-    IMUs 1, 4 | 5, 6, 8 at the centres of four segments per link with 1 | 2 modes (Remark 2, §VI-C)."""
-
-    EI: tuple[float, ...] = (74300.0, 74300.0)
-    rho_A: tuple[float, ...] = (5.37, 5.37)
-    lengths: tuple[float, ...] = (4.5, 3.55)
-    payload: tuple[float, ...] = (20.0, 10.0)
-    hub_inertia: tuple[float, ...] = (1000.0, 200.0)
-    mode_tip_mass: tuple[float, ...] = (-1.0, -1.0)
-    n_modes: tuple[int, ...] = (1, 2)
-    imu_positions: tuple[tuple[float, ...], ...] = ((0.5625, 3.9375), (0.44375, 1.33125, 3.10625))
-    kp: tuple[float, ...] = (6000.0, 12000.0)
-    kd: tuple[float, ...] = (6000.0, 2000.0)
-    theta0: tuple[float, ...] = (0.2, -0.6)
-    thetaf: tuple[float, ...] = (0.6, -0.2)
-    t0: float = 1.0
-    duration: float = 6.0
-    gravity: float = GRAVITY
-    tau_max: tuple[float, ...] = (20000.0, 5000.0)
-    variant: str = "moment"
-    dt: float = 1e-3
-    filter_kp: float = 7.0407
-    filter_ki: float = 0.1984
-    acc_range: float = 6.0 * GRAVITY
-    gyr_range: float = math.radians(300.0)
-    tau_alpha: float = 0.05
-    compensate: bool = True
-    elastic: bool = True
-    curvature_gain: tuple[float, ...] = (0.5, 0.0)
-    gyro_rest_calibration: bool = True
-    load_filter_hz: float = 5.0
-    slope_correction: bool = True
-    modal_rates: bool = False
-
-    def validate(self) -> None:
-        for k in ("EI", "rho_A", "lengths", "payload", "hub_inertia", "mode_tip_mass", "n_modes", "imu_positions",
-                  "kp", "kd", "theta0", "thetaf", "tau_max"):
-            check(len(getattr(self, k)) == 2, f"arm_controller.{k}", getattr(self, k), "needs two entries (two links)")
-        for k in ("EI", "rho_A", "lengths", "kp", "kd", "tau_max"):
-            check(all(math.isfinite(v) and v > 0 for v in getattr(self, k)), f"arm_controller.{k}",
-                  getattr(self, k), "must be finite and > 0")
-        for k in ("payload", "hub_inertia"):
-            check(all(math.isfinite(v) and v >= 0 for v in getattr(self, k)), f"arm_controller.{k}",
-                  getattr(self, k), "must be finite and >= 0")
-        check(len(self.curvature_gain) == 2 and all(0.0 <= k <= 1.0 for k in self.curvature_gain),
-              "arm_controller.curvature_gain", self.curvature_gain, "two values in [0, 1]")
-        check(math.isfinite(self.load_filter_hz) and self.load_filter_hz > 0, "arm_controller.load_filter_hz",
-              self.load_filter_hz, "must be a finite number > 0 [Hz]")
-        check(self.variant in VARIANTS, "arm_controller.variant", self.variant, f"one of {sorted(VARIANTS)}")
-        check(self.duration > 0 and math.isfinite(self.t0), "arm_controller.duration", self.duration, "must be > 0")
-        check(0 < self.dt <= 0.01, "arm_controller.dt", self.dt, "must be in (0, 0.01] s")
-
-    def model_links(self) -> list[FlexibleLink]:
-        """The controller's modal model (clamped links; link 1 carries link 2 and both payloads unless
-        ``mode_tip_mass`` ≥ 0 is given)."""
-        carried = (self.payload[0] + self.rho_A[1] * self.lengths[1] + self.payload[1], self.payload[1])
-        return [FlexibleLink(self.EI[i], self.rho_A[i], self.lengths[i],
-                             carried[i] if self.mode_tip_mass[i] < 0 else self.mode_tip_mass[i]) for i in range(2)]
-
+FAULT_LOST_FRAME: Final[int] = 1  # frame of the wrong shape or empty
+FAULT_NONFINITE: Final[int] = 2  # NaN or inf sample
+FAULT_SATURATED: Final[int] = 4  # |acc| ≥ acc_range or |gyr| ≥ gyr_range
+FAULT_TORQUE_LIMIT: Final[int] = 8  # torque clamped to ±tau_max
+FAULT_BAD_TORQUE: Final[int] = 16  # non-finite torque or state (held)
+FAULT_BAD_TIME: Final[int] = 32  # non-finite time
 
 def quintic(t: Tensor, theta0: Tensor, thetaf: Tensor, t0: float, duration: float) -> Tuple[Tensor, Tensor, Tensor]:
     """Quintic reaching trajectory of seed 000, §VI-D: θ_d, θ̇_d, θ̈_d (broadcast of t (...,) or scalar with
@@ -199,6 +130,22 @@ def state_layout(n_modes_total: int) -> dict[str, list[int]]:
 class ArmController(nn.Module):
     """Scriptable IMU-fed controller of seed 000, eq. (45) (module docstring). Build with :meth:`build`."""
 
+    # fault bits as TorchScript constants (the module-level FAULT_* names; ``__constants__`` because this file's
+    # postponed annotations hide ``Final`` from the scripting)
+    # immutable settings too: inlined into the scripted code (no attribute look-ups in the 1 kHz step)
+    __constants__ = ["LOST_FRAME", "NONFINITE", "SATURATED", "TORQUE_LIMIT", "BAD_TORQUE", "BAD_TIME",
+                     "n_imus", "n_modes_total", "state_size", "t0", "duration", "a11", "a12", "a22", "gA1", "gB1",
+                     "kA1", "kB1", "gB2", "kB2", "th00", "th01", "thf0", "thf1", "kp1", "kp2", "kd1", "kd2",
+                     "tmax1", "tmax2", "dt", "EI1", "EI2", "ff1", "ff2", "ff21", "hold_a", "hold_b", "use_load",
+                     "L1", "L2", "lp_beta", "slope_correction", "c11", "c12", "c21", "c22", "calibrate", "cal_gate",
+                     "compensate", "k_u", "k_u2", "k_z", "k_lin", "k_e", "k_sin", "n_y", "k_fl"]
+    LOST_FRAME = FAULT_LOST_FRAME
+    NONFINITE = FAULT_NONFINITE
+    SATURATED = FAULT_SATURATED
+    TORQUE_LIMIT = FAULT_TORQUE_LIMIT
+    BAD_TORQUE = FAULT_BAD_TORQUE
+    BAD_TIME = FAULT_BAD_TIME
+
     def __init__(self, estimator: FlexibleArmEstimator, cfg: ArmControllerConfig) -> None:
         super().__init__()
         cfg.validate()
@@ -217,6 +164,53 @@ class ArmController(nn.Module):
         self.register_buffer("EI", torch.tensor(cfg.EI, dtype=f64))
         self.t0 = float(cfg.t0)
         self.duration = float(cfg.duration)
+        self._set_law_coefficients(cfg)
+        L1, L2 = cfg.lengths
+        # last valid output [τ (2) | state]: last_tau and last_state are views of one buffer (one copy per step)
+        last = torch.zeros(2 + self.state_size, dtype=f64)
+        last[0:2] = self._gravity_hold(torch.tensor(cfg.theta0, dtype=f64))
+        last[2:4] = torch.tensor(cfg.theta0, dtype=f64)
+        self.register_buffer("last_out", last)
+        self.register_buffer("last_tau", last[0:2])
+        self.register_buffer("last_state", last[2:])
+        self.tau2_last = float(self.last_tau[1])  # joint-2 torque of the last output (hub-1 load), float
+        self.fault_count = 0  # steps with a fault bit set
+        self.steps = 0  # calls of forward / step_joints
+        # hub loads from the measured link loads (module arm_load); joint 1 also carries link 2
+        links = cfg.model_links()
+        self.loads = LinkLoadModel.build(links, cfg.rho_A, cfg.payload, cfg.imu_positions, cfg.n_modes)
+        self.use_load = cfg.variant == "moment"
+        self.L1 = float(L1)
+        link_of_imu = torch.tensor([i for i, p in enumerate(cfg.imu_positions) for _ in p], dtype=torch.int64)
+        n = 2
+        phi_rows = estimator.psi_map[1 + 4 * n + M:1 + 5 * n + M]  # absolute base angles φ = P_φ ψ̂ (n, S)
+        trig_off, trig_map = LinkLoadModel.trig_of_slopes(torch.eye(self.n_imus, dtype=f64) - phi_rows[link_of_imu])
+        self.register_buffer("trig_off", trig_off)  # local slopes δ_s = ψ̂_s − φ_link(s): sin/cos in one op
+        self.register_buffer("trig_map", trig_map)
+        # hub 2 sits on link 1's tip: its base accelerates with θ̈₁ (consistent hub form of the feedforward)
+        self.ff21 = self.ff2 if self.use_load else 0.0
+        # critically damped second-order low-pass of the hub loads (two first-order stages at load_filter_hz):
+        # keeps the motion and the first modes, removes what the affine load fit cannot represent (the
+        # instantaneous high-mode accelerations that a torque step excites)
+        self.lp_beta = float(cfg.dt / (1.0 / (2.0 * math.pi * cfg.load_filter_hz) + cfg.dt))
+        self.lp = [0.0, 0.0, 0.0, 0.0]
+        self.lp_init = False
+        # static joint-angle correction Δθ = C (cos φ₁, cos φ₂) (arm_load.static_angle_correction)
+        self.slope_correction = bool(cfg.slope_correction)
+        C = static_angle_correction(links, cfg.rho_A, cfg.payload, cfg.imu_positions, cfg.n_modes,
+                                    cfg.gravity).tolist()
+        self.c11, self.c12, self.c21, self.c22 = C[0][0], C[0][1], C[1][0], C[1][1]
+        # standstill gyro calibration before the motion starts (t < t0): b̂ = −mean(ω) per IMU
+        self.calibrate = bool(cfg.gyro_rest_calibration)
+        # sums of the least-squares line through r(t) = ∫ω dt − ψ_m(t) per IMU (rows: count, Σt, Σt², Σr, Σtr, ∫ω)
+        self.register_buffer("cal", torch.zeros(6, self.n_imus, dtype=f64))
+        self.register_buffer("gyr_count", torch.zeros((), dtype=torch.int64))
+        self.cal_pending = self.calibrate  # until the calibration has been applied (at t0)
+        self.cal_gate = 0.05  # rad: samples whose |ψ_m − ψ̂| exceeds this (torque-step transients) are skipped
+        self._lean_step_buffers(estimator, trig_off, trig_map, float(L2))
+
+    def _set_law_coefficients(self, cfg: ArmControllerConfig) -> None:
+        """Scalar coefficients of eq. (45) in the configured variant (Python floats, TorchScript constants)."""
         g = float(cfg.gravity)
         m1, m2 = (cfg.rho_A[i] * cfg.lengths[i] for i in range(2))
         M1, M2 = cfg.payload
@@ -250,47 +244,57 @@ class ArmController(nn.Module):
         self.ff2 = self.c_ff * float(cfg.hub_inertia[1])
         self.hold_a = (0.5 * m1 + m2 + M1 + M2) * g * L1
         self.hold_b = (0.5 * m2 + M2) * g * L2
-        self.register_buffer("last_tau", self._gravity_hold(torch.tensor(cfg.theta0, dtype=f64)))
-        self.tau2_last = float(self.last_tau[1])  # joint-2 torque of the last output (hub-1 load), float
-        st = torch.zeros(self.state_size, dtype=f64)
-        st[0:2] = torch.tensor(cfg.theta0, dtype=f64)
-        self.register_buffer("last_state", st)
-        Mt = M
-        idx = [3, 4, 11 + Mt, 12 + Mt] + list(range(5, 11 + Mt)) + [0, 1, 2, 0, 0, 0, 0]
-        self.register_buffer("state_index", torch.tensor(idx, dtype=torch.int64))
-        self.register_buffer("fault_count", torch.zeros((), dtype=torch.int64))
-        self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
-        # hub loads from the measured link loads (module arm_load); joint 1 also carries link 2
-        links = cfg.model_links()
-        self.loads = LinkLoadModel.build(links, cfg.rho_A, cfg.payload, cfg.imu_positions, cfg.n_modes)
-        self.use_load = cfg.variant == "moment"
-        self.L1 = float(L1)
-        link_of_imu = torch.tensor([i for i, p in enumerate(cfg.imu_positions) for _ in p], dtype=torch.int64)
+
+    def _lean_step_buffers(self, estimator: FlexibleArmEstimator, trig_off: Tensor, trig_map: Tensor,
+                           L2: float) -> None:
+        """Matrices, row offsets and buffers of the lean step (module arm_step); the estimator's filter state and
+        link-angle trig become views of the controller's buffers ``work`` and ``sines``."""
+        f64 = torch.float64
         n = 2
-        phi_rows = estimator.psi_map[1 + 4 * n + M:1 + 5 * n + M]  # absolute base angles φ = P_φ ψ̂ (n, S)
-        trig_off, trig_map = LinkLoadModel.trig_of_slopes(torch.eye(self.n_imus, dtype=f64) - phi_rows[link_of_imu])
-        self.register_buffer("trig_off", trig_off)  # local slopes δ_s = ψ̂_s − φ_link(s): sin/cos in one op
-        self.register_buffer("trig_map", trig_map)
-        # hub 2 sits on link 1's tip: its base accelerates with θ̈₁ (consistent hub form of the feedforward)
-        self.ff21 = self.ff2 if self.use_load else 0.0
-        # critically damped second-order low-pass of the hub loads (two first-order stages at load_filter_hz):
-        # keeps the motion and the first modes, removes what the affine load fit cannot represent (the
-        # instantaneous high-mode accelerations that a torque step excites)
-        self.lp_beta = float(cfg.dt / (1.0 / (2.0 * math.pi * cfg.load_filter_hz) + cfg.dt))
-        self.lp = [0.0, 0.0, 0.0, 0.0]
-        self.lp_init = False
-        # static joint-angle correction Δθ = C (cos φ₁, cos φ₂) (arm_load.static_angle_correction)
-        self.slope_correction = bool(cfg.slope_correction)
-        C = static_angle_correction(links, cfg.rho_A, cfg.payload, cfg.imu_positions, cfg.n_modes,
-                                    cfg.gravity).tolist()
-        self.c11, self.c12, self.c21, self.c22 = C[0][0], C[0][1], C[1][0], C[1][1]
-        # standstill gyro calibration before the motion starts (t < t0): b̂ = −mean(ω) per IMU
-        self.calibrate = bool(cfg.gyro_rest_calibration)
-        # sums of the least-squares line through r(t) = ∫ω dt − ψ_m(t) per IMU (rows: count, Σt, Σt², Σr, Σtr, ∫ω)
-        self.register_buffer("cal", torch.zeros(6, self.n_imus, dtype=f64))
-        self.register_buffer("gyr_count", torch.zeros((), dtype=torch.int64))
-        self.cal_pending = self.calibrate  # until the calibration has been applied (at t0)
-        self.cal_gate = 0.05  # rad: samples whose |ψ_m − ψ̂| exceeds this (torque-step transients) are skipped
+        M = self.n_modes_total
+        # the lean step's matrices (module arm_step): estimator, loads and outputs folded per linear stretch
+        maps = lean_step_maps(estimator, trig_off, trig_map, self.loads.coup, self.loads.mom_n, self.loads.force,
+                              self.loads.link_sum)
+        for k, v in maps.items():
+            self.register_buffer(k, v)
+        self.register_buffer("ranges", torch.tensor([estimator.acc_range] * 3 + [estimator.gyr_range] * 3, dtype=f64))
+        S = self.n_imus
+        self.compensate = bool(estimator.compensate)
+        self.k_u = 2 * S  # row offsets in L = a0 + A [x; z]: f | u₁ | u₂ | z_lin | y0 + P z_lin | fl (6S)
+        self.k_u2 = 3 * S + n
+        self.k_z = 4 * S + 2 * n
+        self.k_lin = 1 + 4 * n + M  # in Y: [angle, θ, η, w(L), w′(L), w″(0)] | θ̇ | e (6S) | sin arguments
+        self.k_e = self.k_lin + n
+        self.k_sin = self.k_e + 6 * S
+        self.n_y = self.k_sin + 2 * n + 6 * S
+        self.k_fl = self.k_z + 4 * S + self.n_y
+        self.L2 = L2
+        # work = [x (6S) | z (4S) | Y]: the estimator's filter state becomes a view of it (module arm_step)
+        work = torch.zeros(10 * S + self.n_y, dtype=f64)
+        work[6 * S:10 * S] = estimator.filter_state
+        self.register_buffer("work", work)
+        estimator.filter_state = work[6 * S:10 * S]
+        for i, name in enumerate(("psi_hat", "bias_hat", "alpha", "w_prev")):
+            setattr(estimator, name, work[(6 + i) * S:(7 + i) * S])
+        # sin outputs [cos φ, sin φ (2n) | load slope trig (6S)]; the estimator's trig buffer becomes a view of it
+        sines = torch.zeros(2 * n + 6 * S, dtype=f64)
+        sines[:2 * n] = estimator.trig
+        self.register_buffer("sines", sines)
+        estimator.trig = sines[:2 * n]
+        # the step's intermediate vectors live in buffers, read and written through fixed views (no slicing and
+        # fewer allocations per step): L, f_c (2S), ψ_m (S)
+        Lb = torch.zeros(self.k_fl + 6 * S, dtype=f64)
+        fc = torch.zeros(2 * S, dtype=f64)
+        Y = work[10 * S:]
+        views = {"frame_in": work[:6 * S].view(S, 6), "xz": work[:10 * S], "zY": work[6 * S:], "L": Lb,
+                 "L_f": Lb[:2 * S], "L_u1": Lb[2 * S:self.k_u2], "L_u2": Lb[self.k_u2:self.k_z],
+                 "L_zY": Lb[self.k_z:self.k_fl], "L_w": Lb[self.k_z + 3 * S:self.k_z + 4 * S], "L_fl": Lb[self.k_fl:],
+                 "f_c": fc, "f_cy": fc[:S], "f_cz": fc[S:], "psi_m": torch.zeros(S, dtype=f64),
+                 "Y_out": Y[:self.k_e], "Y_e": Y[self.k_e:self.k_sin], "Y_sin": Y[self.k_sin:],
+                 "Y_rate": Y[self.k_lin:self.k_e], "Y_mid": Y[3:self.k_lin], "Y_angle": Y[0:1],
+                 "s_trig": sines[:2 * n], "s_load": sines[2 * n:]}
+        for k, v in views.items():
+            self.register_buffer(k, v)
 
     @classmethod
     def build(cls, cfg: Optional[ArmControllerConfig] = None) -> "ArmController":
@@ -315,8 +319,8 @@ class ArmController(nn.Module):
         self.last_tau.copy_(self._gravity_hold(self.theta0))
         self.last_state.zero_()
         self.last_state[0:2].copy_(self.theta0)
-        self.fault_count.zero_()
-        self.steps.zero_()
+        self.fault_count = 0
+        self.steps = 0
         self.cal.zero_()
         self.gyr_count.zero_()
         self.cal_pending = self.calibrate
@@ -346,37 +350,35 @@ class ArmController(nn.Module):
     def _check(self, frame: Tensor, t: float) -> int:
         """Cheap checks before estimation: lost frame (shape) and time."""
         if frame.dim() != 2 or frame.size(0) != self.n_imus or frame.size(1) != 6:
-            return 1  # FAULT_LOST_FRAME
+            return self.LOST_FRAME
         if not math.isfinite(t):
-            return 32  # FAULT_BAD_TIME
+            return self.BAD_TIME
         return 0
 
     def _classify(self, frame: Tensor) -> int:
-        """Why the estimator rejected a frame: non-finite sample or saturation (only on the fault path)."""
+        """Why a frame was rejected: non-finite sample or saturation (only on the fault path)."""
         if bool(torch.isfinite(frame).all()):
-            return 4  # FAULT_SATURATED
-        return 2  # FAULT_NONFINITE
+            return self.SATURATED
+        return self.NONFINITE
 
     def _hold(self, code: int) -> Tuple[Tensor, Tensor, Tensor]:
-        self.fault_count.add_(1)
+        self.fault_count += 1
         return self.last_tau.clone(), self.last_state.clone(), torch.tensor(code, dtype=torch.int64)
 
-    def _calibrate_gyros(self, t: float) -> None:
+    def _calibrate_gyros(self, t: float, fl: Tensor, w: Tensor, psi: Tensor) -> None:
         """Gyro biases before the motion starts (t < t0, the arm near rest): the slope of the least-squares
         line through ``r(t) = ∫ω dt − ψ_m(t)`` per IMU is the bias β (the accelerometer inclination
         ψ_m = atan2(f_y, f_z) carries no drift; uncompensated, as the compensation's differentiated gyros
         would add noise at rest; samples with ``|ψ_m − ψ̂| > cal_gate`` — transients of the high modes after torque
         steps — are left out). At t0 :meth:`_apply_gyro_calibration` replaces the PI filter's integral state
         by ``b̂ = −β`` (at the seed's k_I that state needs ≈ 35 s to converge; a rate bias β costs K_d β of
-        torque)."""
+        torque). ``fl`` = raw link-frame [f_y; f_z] (2S), ``w`` gyro rates (S), ``psi`` the new ψ̂ (S)."""
         S = self.n_imus
         c = self.cal
-        est = self.estimator
-        fl = est.frame_link
-        c[5].add_(fl[2 * S:], alpha=self.dt)
+        c[5].add_(w, alpha=self.dt)
         psi_m = torch.atan2(fl[:S], fl[S:2 * S])  # uncompensated: the arm is (nearly) at rest
         r = c[5] - psi_m
-        m = ((psi_m - est.psi_hat).abs() < self.cal_gate).to(torch.float64)
+        m = ((psi_m - psi).abs() < self.cal_gate).to(torch.float64)
         c[0].add_(m)
         c[1].add_(m, alpha=t)
         c[2].add_(m, alpha=t * t)
@@ -394,21 +396,38 @@ class ArmController(nn.Module):
         self.estimator.bias_hat.copy_(torch.where(ok, -beta, self.estimator.bias_hat))
         self.cal_pending = False
 
-    def _loads(self, out: Tensor, o: List[float]) -> List[float]:
-        """Hub loads from the measured link loads (module arm_load), low-passed: [hub-1 load, hub-2 load]
-        [N m]. Hub 1 carries link 1's root moment, link 2's force at link 1's tip and the joint-2 torque (the
-        last command)."""
+    def _estimate(self, frame: Tensor) -> None:
+        """The estimator step of a valid frame (S, 6) in folded form (module arm_step): updates the estimator's
+        filter state (in ``work``) and ``trig`` (in ``sines``), the buffers ``L``, ``Y`` (in ``work``), ``sines``."""
+        est = self.estimator
         S = self.n_imus
+        n = 2
+        self.frame_in.copy_(frame)
+        if not bool(est.initialized):  # first frame: ψ̂ = ψ_m, ω_prev = ω, link angles from ψ̂
+            torch.addmv(self.a0, self.A, self.xz, out=self.L)
+            est.psi_hat.copy_(torch.atan2(self.L_fl[:S], self.L_fl[S:2 * S]))
+            est.w_prev.copy_(self.L_w)
+            est.trig.copy_(torch.sin(torch.addmv(self.init_off, self.init_map, est.psi_hat)))
+            est.initialized.fill_(True)
+        torch.addmv(self.a0, self.A, self.xz, out=self.L)
+        if self.compensate:  # f_c = f + T(c) u,  T(c) = Q (c ⊗ c),  u = u₁ ⊙ u₂;  ψ_m = atan2(f_c)
+            T = torch.mv(self.Q, torch.outer(est.trig, est.trig).view(-1)).view(2 * S, S + n)
+            torch.addmv(self.L_f, T, self.L_u1 * self.L_u2, out=self.f_c)
+            torch.atan2(self.f_cy, self.f_cz, out=self.psi_m)
+        else:
+            torch.atan2(self.L_f[:S], self.L_f[S:], out=self.psi_m)
+        torch.addmv(self.L_zY, self.KK, self.psi_m, out=self.zY)  # [z′; Y]
+        torch.sin(self.Y_sin, out=self.sines)  # sines[:2n] is the estimator's trig
+
+    def _loads(self, lf: List[float], o: List[float]) -> List[float]:
+        """Hub loads from the measured link loads (module arm_load), low-passed: [hub-1 load, hub-2 load]
+        [N m]. ``lf`` = [Λ₁, Λ₂, F_a2, F_n2]; hub 1 carries link 1's root moment, link 2's force at link 1's
+        tip and the joint-2 torque (the last command)."""
         M = self.n_modes_total
-        # local slopes δ_s = ψ̂_s − φ_link(s), linear in ψ̂: their sines and cosines in one product and one sin
-        trig = torch.sin(torch.addmv(self.trig_off, self.trig_map, self.estimator.psi_hat)).view(2, 2, S)
-        Y = torch.jit.annotate(List[List[float]], self.loads.packed(self.estimator.frame_link[:2 * S].view(2, S),
-                                                                    trig, out[5:5 + M]).tolist())
-        lf = [Y[0][0] - Y[2][4], Y[0][1] - Y[2][5], Y[1][3], Y[0][3]]  # Λ₁, Λ₂, F_a2, F_n2
-        rot = o[4] + o[7 + M]  # link 2's base frame relative to link 1's: θ₂ + w₁′(L₁)
+        rot = o[2] + o[5 + M]  # link 2's base frame relative to link 1's: θ₂ + w₁′(L₁)
         cr, sr = math.cos(rot), math.sin(rot)
         fa2, fn2 = cr * lf[2] - sr * lf[3], sr * lf[2] + cr * lf[3]
-        raw = [lf[0] + self.L1 * fn2 - o[5 + M] * fa2 + self.tau2_last, lf[1]]
+        raw = [lf[0] + self.L1 * fn2 - o[3 + M] * fa2 + self.tau2_last, lf[1]]
         if not self.lp_init:
             self.lp = raw + raw
             self.lp_init = True
@@ -422,45 +441,56 @@ class ArmController(nn.Module):
             res.append(y)
         return res
 
+    def _pose(self, o: List[float], cs: List[float]) -> List[float]:
+        """End-effector position [x, y] (§IV): Σ L_i (cos φ_i, sin φ_i) + w_i(L_i) (−sin φ_i, cos φ_i)."""
+        M = self.n_modes_total
+        c1, c2, s1, s2 = cs[0], cs[1], cs[2], cs[3]
+        w1, w2 = o[3 + M], o[4 + M]
+        return [(c1 * self.L1 + c2 * self.L2) - (s1 * w1 + s2 * w2),
+                (s1 * self.L1 + s2 * self.L2) + (c1 * w1 + c2 * w2)]
+
     def _control(self, frame: Tensor, t: float, theta_in: Optional[Tensor],
                  rate_in: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
-        self.steps.add_(1)
+        self.steps += 1
         code = self._check(frame, t)
         if code != 0:
             return self._hold(code)
-        # the estimator rejects non-finite and saturated frames (|acc| ≥ acc_range, |gyr| ≥ gyr_range) and
-        # holds its last valid output
-        out, efault = self.estimator.step(frame[:, :3], frame[:, 3:])
-        if bool(efault):
+        # the estimator's validity test: every |sample| below its range (NaN and inf fail)
+        # (|x|/r < 1 ⟺ |x| < r exactly for r > 0; the inf-norm propagates NaN)
+        if not float(torch.linalg.vector_norm(frame / self.ranges, float("inf"))) < 1.0:
             return self._hold(self._classify(frame))
         M = self.n_modes_total
+        self._estimate(frame)
         if self.cal_pending:
-            if t < self.t0:
-                self._calibrate_gyros(t)
+            if t < self.t0:  # raw link-frame [f_y; f_z], gyro rates, new ψ̂
+                self._calibrate_gyros(t, self.L_fl, self.L_w, self.estimator.psi_hat)
             else:
                 self._apply_gyro_calibration()
-        # out = [pose (3), θ (2), η (M), w(L) (2), w′(L) (2), w″(0) (2), θ̇ (2)]
-        o = torch.jit.annotate(List[float], out.tolist())
-        th1, th2 = o[3], o[4]
-        r1, r2 = o[11 + M], o[12 + M]
+        # [Λ₁, Λ₂, F_a2, F_n2] = W (s_load ⊙ fl ⊙ e) (module arm_step)
+        lf = torch.jit.annotate(List[float], torch.mv(self.W, self.s_load * self.L_fl * self.Y_e).tolist())
+        # o = [angle, θ (2), η (M), w(L) (2), w′(L) (2), w″(0) (2), θ̇ (2)]
+        o = torch.jit.annotate(List[float], self.Y_out.tolist())
+        cs = torch.jit.annotate(List[float], self.s_trig.tolist())  # [cos φ₁, cos φ₂, sin φ₁, sin φ₂]
+        th1, th2 = o[1], o[2]
+        r1, r2 = o[9 + M], o[10 + M]
         if theta_in is not None and rate_in is not None:
             jt = torch.jit.annotate(List[float], theta_in.to(torch.float64).tolist())
             jr = torch.jit.annotate(List[float], rate_in.to(torch.float64).tolist())
             th1, th2, r1, r2 = jt[0], jt[1], jr[0], jr[1]
-        w1, w2 = o[5 + M], o[6 + M]
+        w1, w2 = o[3 + M], o[4 + M]
         # hub loads from the IMU-measured link loads: link i's root moment Λ_i (= −E_iI_i w_i″(0)) and, for
         # hub 1, link 2's force at link 1's tip and the joint-2 torque (last command)
-        lc = self._loads(out, o)
+        lc = self._loads(lf, o)
         load1, load2 = lc[0], lc[1]
         if self.slope_correction and theta_in is None:
             cp1 = math.cos(th1)
-            cp2 = math.cos(th1 + o[7 + M] + th2)  # absolute base angles φ₁, φ₂
+            cp2 = math.cos(th1 + o[5 + M] + th2)  # absolute base angles φ₁, φ₂
             th1, th2 = th1 + self.c11 * cp1 + self.c12 * cp2, th2 + self.c21 * cp1 + self.c22 * cp2
         if self.use_load:
             m1, m2 = -load1, -load2  # the root moments E_iI_i w_i″(0) of eq. (45) in its hub form
         else:
-            m1 = self.EI1 * o[9 + M]  # root bending moments E_iI_i w_i″(0) [N m], modal reconstruction
-            m2 = self.EI2 * o[10 + M]
+            m1 = self.EI1 * o[7 + M]  # root bending moments E_iI_i w_i″(0) [N m], modal reconstruction
+            m2 = self.EI2 * o[8 + M]
         d = self._desired_f(t)
         a12 = th1 + th2
         c1, s1 = math.cos(th1), math.sin(th1)
@@ -471,31 +501,25 @@ class ArmController(nn.Module):
         t1 = self.kp1 * (d[0] - th1) + self.kd1 * (d[2] - r1) - H1
         t2 = self.kp2 * (d[1] - th2) + self.kd2 * (d[3] - r2) - H2
         if not (math.isfinite(t1) and math.isfinite(t2) and math.isfinite(th1 + th2 + r1 + r2)):
-            return self._hold(16)  # FAULT_BAD_TORQUE
+            return self._hold(self.BAD_TORQUE)
         code = 0
         if abs(t1) > self.tmax1 or abs(t2) > self.tmax2:
-            code = 8  # FAULT_TORQUE_LIMIT
+            code = self.TORQUE_LIMIT
             t1 = min(max(t1, -self.tmax1), self.tmax1)
             t2 = min(max(t2, -self.tmax2), self.tmax2)
-            self.fault_count.add_(1)
-        # (fill_ keeps float64: in TorchScript torch.tensor(float) and item assignment round through float32)
-        tau = torch.full((2,), t1, dtype=torch.float64)
-        tau.select(0, 1).fill_(t2)
-        state = out[self.state_index]  # [θ, θ̇, η, w(L), w′(L), w″(0), pose, (θ_d placeholder)]
-        if theta_in is not None or self.slope_correction:
-            state.select(0, 0).fill_(th1)
-            state.select(0, 1).fill_(th2)
-        if theta_in is not None:
-            state.select(0, 2).fill_(r1)
-            state.select(0, 3).fill_(r2)
-        state.select(0, 13 + M).fill_(d[0])
-        state.select(0, 14 + M).fill_(d[1])
-        state.select(0, 15 + M).fill_(load1)
-        state.select(0, 16 + M).fill_(load2)
-        self.last_tau.copy_(tau)
+            self.fault_count += 1
+        # [τ | state [θ, θ̇, η, w(L), w′(L), w″(0), pose, θ_d, hub loads]]: the scalars computed here, exactly
+        # (exact_f64), around the estimator's values sliced from Y
+        p = self._pose(o, cs)
+        if theta_in is None:
+            F = exact_f64([t1, t2, th1, th2, p[0], p[1], d[0], d[1], load1, load2])
+            out = torch.cat([F[0:4], self.Y_rate, self.Y_mid, F[4:6], self.Y_angle, F[6:10]])
+        else:
+            F = exact_f64([t1, t2, th1, th2, r1, r2, p[0], p[1], d[0], d[1], load1, load2])
+            out = torch.cat([F[0:6], self.Y_mid, F[6:8], self.Y_angle, F[8:12]])
+        self.last_out.copy_(out)
         self.tau2_last = t2
-        self.last_state.copy_(state)
-        return tau, state, torch.tensor(code, dtype=torch.int64)
+        return out[0:2], out[2:], torch.tensor(code, dtype=torch.int64)
 
     def forward(self, frame: Tensor, t: float) -> Tuple[Tensor, Tensor, Tensor]:
         """One control step (1 kHz): frame (S, 6) = [acc (3) m/s² | gyr (3) rad/s] per IMU in the estimator's
@@ -509,57 +533,6 @@ class ArmController(nn.Module):
         return self._control(frame, t, theta, theta_rate)
 
 
-def _check_export_settings(cfg: ArmControllerConfig) -> None:
-    """Ranges `ArmControllerConfig.validate` leaves open, checked before anything is built or written."""
-    from flexlearn.config import check_finite
-
-    check_finite(cfg, "arm_controller", "theta0", "thetaf", "t0", "duration", "acc_range", "gyr_range")
-    check(math.isfinite(cfg.gravity) and cfg.gravity >= 0, "arm_controller.gravity", cfg.gravity,
-          "must be a finite acceleration >= 0 [m/s^2]")
-
-
-def export_arm_controller(controller: ArmController, path: str | Path, cfg: ArmControllerConfig,
-                          extra: Optional[dict[str, Any]] = None) -> Path:
-    """Script and save ``controller`` atomically with ``metadata.json`` (config, state layout, fault bits,
-    units) and the manifest ``<path>.manifest.json`` (kind "arm_controller"), readable by
-    :func:`load_arm_controller`. Not frozen: ``step_joints``, ``desired`` and ``reset`` stay callable and
-    the state buffers stay mutable."""
-    from flexlearn.runtime.export import script, script_artifact, write_artifacts
-
-    _check_export_settings(cfg)
-    meta = {"kind": "flexible_arm_controller", "schema": 1, "seed": "000 eq. (45)",
-            "config": dataclasses.asdict(cfg), "state_layout": state_layout(controller.n_modes_total),
-            "faults": {"lost_frame": FAULT_LOST_FRAME, "nonfinite": FAULT_NONFINITE, "saturated": FAULT_SATURATED,
-                       "torque_limit": FAULT_TORQUE_LIMIT, "bad_torque": FAULT_BAD_TORQUE, "bad_time": FAULT_BAD_TIME},
-            "inputs": {"frame": "(S, 6) [acc m/s^2 | gyr rad/s], link frames per the estimator", "t": "s"},
-            "outputs": {"torque": "(2,) N m", "state": "see state_layout", "fault": "int64 bit mask"}}
-    meta.update(extra or {})
-    art = script_artifact(script(controller), path, meta, "arm_controller")
-    return write_artifacts([art])[0]
-
-
-def export_arm_controller_from_config(overrides: Optional[Any], path: str | Path) -> Path:
-    """Build the controller from ``ArmControllerConfig`` overrides (a mapping or OmegaConf node; unknown
-    keys and out-of-range values raise :class:`~flexlearn.errors.ConfigError`) and export it to ``path``
-    (``flexlearn-export target=arm_controller``); everything is checked before anything is written."""
-    from flexlearn.config import from_dict
-    from flexlearn.runtime.export import check_output_path
-
-    cfg = from_dict(ArmControllerConfig, overrides, "arm_controller")
-    _check_export_settings(cfg)
-    check_output_path(path)
-    return export_arm_controller(ArmController.build(cfg), path, cfg)
-
-
-def load_arm_controller(path: str | Path, *, trust_unverified: bool = False
-                        ) -> tuple[torch.jit.ScriptModule, dict[str, Any]]:
-    """Load an exported controller and its metadata with plain torch, after verifying its manifest
-    (``trust_unverified=True`` skips that, only for files you trust: a model file is code)."""
-    from flexlearn.errors import CheckpointError
-    from flexlearn.runtime.export import load_torchscript
-
-    module, meta = load_torchscript(path, trust_unverified=trust_unverified)
-    if meta.get("kind") != "flexible_arm_controller":
-        raise CheckpointError(f"model file '{path}': metadata kind {meta.get('kind')!r}, expected "
-                              f"'flexible_arm_controller'")
-    return module, meta
+# the export and load functions live in arm_export (kept importable from here)
+from flexlearn.runtime.arm_export import (export_arm_controller, export_arm_controller_from_config,  # noqa: E402
+                                          load_arm_controller)

@@ -12,7 +12,9 @@ restructures the same step, built from an existing controller (same constants, s
   ``tau2_last``, ``cal_pending``, and the estimator's ``initialized`` …), mutated in place;
 * every early return and ``if`` on data is computed on both sides and selected with ``torch.where`` (a NaN
   frame computes NaNs that are never selected); the state is written only where the original writes it;
-* the scalar control law runs on 0-d float64 tensors in the original's operation order.
+* the folded estimator (`flexlearn.runtime.arm_step`: the same matrices, the same kernels in the same order) and
+  the scalar control law on 0-d float64 tensors in the original's operation order, so that the outputs are equal
+  bit for bit.
 
 Input: ``frame (S, 6)`` float64 [acc m/s² | gyr rad/s], ``t ()`` float64 [s], ``lost ()`` bool (the caller's
 shape check: a frame of the wrong shape is passed as zeros with ``lost=True``, fault 1). Output as
@@ -26,15 +28,15 @@ from typing import Tuple
 import torch
 from torch import Tensor, nn
 
-from flexlearn.runtime.arm_controller import ArmController
+from flexlearn.runtime.arm_controller import (FAULT_BAD_TIME, FAULT_BAD_TORQUE, FAULT_LOST_FRAME, FAULT_NONFINITE,
+                                              FAULT_SATURATED, FAULT_TORQUE_LIMIT, ArmController)
 
-_ESTIMATOR_CONSTANTS = ("acc_map", "gyr_map", "psi_map", "offset", "rate_map", "lengths", "lever_t", "sign2",
-                        "rot90", "link_of_imu", "ref_index", "own_el", "tip_el", "after_t")
-_ESTIMATOR_STATE = ("psi_hat", "bias_hat", "initialized", "last_out", "trig", "alpha", "w_prev", "frame_link")
-_CONTROLLER_STATE = ("last_tau", "last_state", "fault_count", "steps", "cal", "gyr_count")
+_MAPS = ("A", "a0", "Q", "KK", "W", "init_off", "init_map", "ranges")
+_CONTROLLER_STATE = ("last_tau", "last_state", "cal", "gyr_count")
 _FLOATS = ("t0", "duration", "a11", "a12", "a22", "gA1", "gB1", "kA1", "kB1", "gB2", "kB2", "th00", "th01", "kp1",
-           "kp2", "kd1", "kd2", "tmax1", "tmax2", "dt", "EI1", "EI2", "ff1", "ff2", "ff21", "L1", "lp_beta", "c11",
-           "c12", "c21", "c22", "cal_gate")
+           "kp2", "kd1", "kd2", "tmax1", "tmax2", "dt", "EI1", "EI2", "ff1", "ff2", "ff21", "L1", "L2", "lp_beta",
+           "c11", "c12", "c21", "c22", "cal_gate")
+_INTS = ("n_imus", "n_modes_total", "state_size", "k_u", "k_u2", "k_z", "k_fl", "k_lin", "k_e", "k_sin")
 
 
 class ArmControllerGraph(nn.Module):
@@ -46,25 +48,20 @@ class ArmControllerGraph(nn.Module):
     def __init__(self, controller: ArmController) -> None:
         super().__init__()
         est = controller.estimator
-        self.n_imus = int(controller.n_imus)
-        self.n_links = int(est.n_links)
-        self.n_modes_total = int(controller.n_modes_total)
-        self.state_size = int(controller.state_size)
-        for name in _ESTIMATOR_CONSTANTS + _ESTIMATOR_STATE:
-            self.register_buffer(name, getattr(est, name).detach().clone())
-        for name in _CONTROLLER_STATE + ("state_index", "trig_off", "trig_map"):
+        for name in _INTS:
+            setattr(self, name, int(getattr(controller, name)))
+        for name in _MAPS + _CONTROLLER_STATE:
             self.register_buffer(name, getattr(controller, name).detach().clone())
-        self.register_buffer("load_coup", controller.loads.coup.detach().clone())
-        self.register_buffer("load_cols", controller.loads.cols.detach().clone())
-        f64 = torch.float64
+        for name in ("filter_state", "trig", "initialized"):
+            self.register_buffer(name, getattr(est, name).detach().clone())
+        f64, i64 = torch.float64, torch.int64
+        self.register_buffer("fault_count", torch.tensor(int(controller.fault_count), dtype=i64))
+        self.register_buffer("steps", torch.tensor(int(controller.steps), dtype=i64))
         self.register_buffer("lp", torch.tensor(controller.lp, dtype=f64))                 # load low-pass (4,)
         self.register_buffer("lp_init", torch.tensor(bool(controller.lp_init)))
         self.register_buffer("tau2_last", torch.tensor(float(controller.tau2_last), dtype=f64))
         self.register_buffer("cal_pending", torch.tensor(bool(controller.cal_pending)))
-        self.acc_range, self.gyr_range = float(est.acc_range), float(est.gyr_range)
-        self.k_p_dt, self.k_i_dt, self.est_dt = float(est.k_p_dt), float(est.k_i_dt), float(est.dt)
-        self.inv_dt, self.beta_alpha = float(est.inv_dt), float(est.beta_alpha)
-        self.compensate, self.elastic = bool(est.compensate), bool(est.elastic)
+        self.compensate = bool(controller.compensate)
         self.slope_correction, self.use_load = bool(controller.slope_correction), bool(controller.use_load)
         for name in _FLOATS:
             setattr(self, name, float(getattr(controller, name)))
@@ -72,48 +69,28 @@ class ArmControllerGraph(nn.Module):
         self.d1 = float(controller.thf1 - controller.th01)
 
     # ------------------------------------------------------------------------------------------ estimator
-    def _estimate(self, acc: Tensor, gyr: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
-        """`FlexibleArmEstimator.step` of a frame taken as valid: new (out, frame_link, ψ̂, b̂, trig, α, w_prev)."""
-        S, n, M = self.n_imus, self.n_links, self.n_modes_total
-        v = torch.addmv(torch.mv(self.acc_map, acc.reshape(-1)), self.gyr_map, gyr.reshape(-1))
-        w = v[2 * S:]
-        fy = v[:S]
-        fz = v[S:2 * S]
+    def _estimate(self, frame: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        """`ArmController._estimate` of a frame taken as valid (module arm_step): (L, z′, Y, sines)."""
+        S, n = self.n_imus, 2
+        x = frame.reshape(-1)
+        z = self.filter_state
+        L0 = torch.addmv(self.a0, self.A, torch.cat([x, z]))
+        fl0 = L0[self.k_fl:]
+        psi0 = torch.atan2(fl0[:S], fl0[S:2 * S])
         init = self.initialized
-        psi0 = torch.where(init, self.psi_hat, torch.atan2(fy, fz))
-        trig0 = torch.where(init, self.trig, torch.sin(torch.addmv(self.offset, self.psi_map, psi0)[1 + 4 * n + M:]))
-        w_prev = torch.where(init, self.w_prev, w)
-        alpha = self.alpha
+        z0 = torch.where(init, z, torch.cat([psi0, z[S:3 * S], L0[self.k_z + 3 * S:self.k_z + 4 * S]]))
+        trig0 = torch.where(init, self.trig, torch.sin(torch.addmv(self.init_off, self.init_map, psi0)))
+        L = torch.addmv(self.a0, self.A, torch.cat([x, z0]))
+        f = L[:self.k_u]
         if self.compensate:
-            alpha = torch.add(alpha, (w - w_prev) * self.inv_dt - alpha, alpha=self.beta_alpha)
-            w_prev = w
-            wl = w[self.ref_index]
-            cs = trig0.view(2, n)
-            nrm = self.sign2 * cs.flip(0)
-            aw = nrm * alpha[self.ref_index] - cs * (wl * wl)
-            a = torch.mm(aw, self.lever_t)
-            if self.elastic:
-                a = a + torch.mm(nrm * torch.mv(self.tip_el, alpha), self.after_t)
-            ci = cs[:, self.link_of_imu]
-            fy = fy - (ci * a).sum(0)
-            fz = fz - (self.sign2 * ci.flip(0) * a).sum(0)
-            if self.elastic:
-                fz = fz - torch.mv(self.own_el, alpha)
-        psi_m = torch.atan2(fy, fz)
-        e = psi_m - psi0
-        psi = torch.add(torch.add(torch.add(psi0, self.bias_hat, alpha=self.est_dt), e, alpha=self.k_p_dt), w,
-                        alpha=self.est_dt)
-        bias = torch.add(self.bias_hat, e, alpha=self.k_i_dt)
-        y = torch.addmv(self.offset, self.psi_map, psi)
-        trig = torch.sin(y[1 + 4 * n + M:])
-        rate = torch.mv(self.rate_map, w + bias)
-        cs2 = trig.view(2, n)
-        pos = torch.mv(cs2, self.lengths) + torch.mv(self.rot90, torch.mv(cs2, y[1 + n + M:1 + 2 * n + M]))
-        out = torch.cat([pos, y[:1 + 4 * n + M], rate])
-        return out, v, psi, bias, trig, alpha, w_prev
+            T = torch.mv(self.Q, torch.outer(trig0, trig0).view(-1)).view(2 * S, S + n)
+            f = torch.addmv(f, T, L[self.k_u:self.k_u2] * L[self.k_u2:self.k_z])
+        zY = torch.addmv(L[self.k_z:self.k_fl], self.KK, torch.atan2(f[:S], f[S:]))
+        Y = zY[4 * S:]
+        return L, zY[:4 * S], Y, torch.sin(Y[self.k_sin:])
 
     # ------------------------------------------------------------------------------------------ controller
-    def _calibration(self, go: Tensor, t: Tensor, fl: Tensor, psi: Tensor, bias: Tensor
+    def _calibration(self, go: Tensor, t: Tensor, fl: Tensor, w: Tensor, psi: Tensor, bias: Tensor
                      ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
         """Gyro rest calibration (``_calibrate_gyros`` before t0, ``_apply_gyro_calibration`` at t0), masked:
         new (cal (6, S), gyr_count, b̂, cal_pending)."""
@@ -123,7 +100,7 @@ class ArmControllerGraph(nn.Module):
         before = t < self.t0
         do_cal = pending & before
         do_apply = pending & ~before
-        c5 = torch.add(c[5], fl[2 * S:], alpha=self.dt)
+        c5 = torch.add(c[5], w, alpha=self.dt)
         psi_m = torch.atan2(fl[:S], fl[S:2 * S])
         r = c5 - psi_m
         m = ((psi_m - psi).abs() < self.cal_gate).to(torch.float64)
@@ -137,36 +114,32 @@ class ArmControllerGraph(nn.Module):
         bias = torch.where(do_apply & ok, -beta, bias)
         return cal, count, bias, self.cal_pending & ~do_apply
 
-    def _loads(self, out: Tensor, fl: Tensor, psi: Tensor) -> Tuple[Tensor, Tensor]:
-        """``ArmController._loads``: (low-passed hub loads (2,) [N m], new low-pass state (4,))."""
-        S, M = self.n_imus, self.n_modes_total
-        trig = torch.sin(torch.addmv(self.trig_off, self.trig_map, psi)).view(2, 2, S)
-        fr = (trig * fl[:2 * S].view(2, S).unsqueeze(0)).sum(1)
-        Y = torch.mm(torch.cat([fr, (fr[1] * torch.mv(self.load_coup, out[5:5 + M])).unsqueeze(0)]), self.load_cols)
-        lf0, lf1, lf2, lf3 = Y[0, 0] - Y[2, 4], Y[0, 1] - Y[2, 5], Y[1, 3], Y[0, 3]
-        rot = out[4] + out[7 + M]
+    def _loads(self, lf: Tensor, Y: Tensor) -> Tuple[Tensor, Tensor]:
+        """``ArmController._loads`` from lf = [Λ₁, Λ₂, F_a2, F_n2]: (low-passed hub loads (2,) [N m], low-pass (4,))."""
+        M = self.n_modes_total
+        rot = Y[2] + Y[5 + M]
         cr, sr = torch.cos(rot), torch.sin(rot)
-        fa2, fn2 = cr * lf2 - sr * lf3, sr * lf2 + cr * lf3
-        raw = torch.stack([lf0 + self.L1 * fn2 - out[5 + M] * fa2 + self.tau2_last, lf1])
+        fa2, fn2 = cr * lf[2] - sr * lf[3], sr * lf[2] + cr * lf[3]
+        raw = torch.stack([lf[0] + self.L1 * fn2 - Y[3 + M] * fa2 + self.tau2_last, lf[1]])
         lp = torch.where(self.lp_init, self.lp, torch.cat([raw, raw]))
         a = lp[:2] + self.lp_beta * (raw - lp[:2])
         y = lp[2:] + self.lp_beta * (a - lp[2:])
         return y, torch.cat([a, y])
 
-    def _law(self, out: Tensor, t: Tensor, load: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    def _law(self, Y: Tensor, cs: Tensor, t: Tensor, load: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
         """Seed 000 eq. (45) in the source's variant on 0-d tensors: (τ₁, τ₂, state (17 + M,), finite)."""
         M = self.n_modes_total
-        th1, th2 = out[3], out[4]
-        r1, r2 = out[11 + M], out[12 + M]
-        w1, w2 = out[5 + M], out[6 + M]
+        th1, th2 = Y[1], Y[2]
+        r1, r2 = Y[self.k_lin], Y[self.k_lin + 1]
+        w1, w2 = Y[3 + M], Y[4 + M]
         if self.slope_correction:
             cp1 = torch.cos(th1)
-            cp2 = torch.cos(th1 + out[7 + M] + th2)
+            cp2 = torch.cos(th1 + Y[5 + M] + th2)
             th1, th2 = th1 + self.c11 * cp1 + self.c12 * cp2, th2 + self.c21 * cp1 + self.c22 * cp2
         if self.use_load:
             m1, m2 = -load[0], -load[1]
         else:
-            m1, m2 = self.EI1 * out[9 + M], self.EI2 * out[10 + M]
+            m1, m2 = self.EI1 * Y[7 + M], self.EI2 * Y[8 + M]
         T = self.duration
         sig = torch.clamp((t - self.t0) / T, 0.0, 1.0)
         s2 = sig * sig
@@ -184,36 +157,39 @@ class ArmControllerGraph(nn.Module):
         t1 = self.kp1 * (d[0] - th1) + self.kd1 * (d[2] - r1) - H1
         t2 = self.kp2 * (d[1] - th2) + self.kd2 * (d[3] - r2) - H2
         finite = torch.isfinite(t1) & torch.isfinite(t2) & torch.isfinite(th1 + th2 + r1 + r2)
-        st = out[self.state_index]
-        head = torch.stack([th1, th2]) if self.slope_correction else st[0:2]
-        state = torch.cat([head, st[2:13 + M], torch.stack([d[0], d[1], load[0], load[1]])])
+        c1_, c2_, s1_, s2_ = cs[0], cs[1], cs[2], cs[3]
+        px = (c1_ * self.L1 + c2_ * self.L2) - (s1_ * w1 + s2_ * w2)
+        py = (s1_ * self.L1 + s2_ * self.L2) + (c1_ * w1 + c2_ * w2)
+        state = torch.cat([torch.stack([th1, th2, r1, r2]), Y[3:self.k_lin], torch.stack([px, py, Y[0], d[0], d[1],
+                                                                                          load[0], load[1]])])
         return t1, t2, state, finite
 
     def forward(self, frame: Tensor, t: Tensor, lost: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         """One step (see the module docstring): frame (S, 6) f64, t () f64 [s], lost () bool → (τ, state, fault)."""
         i64 = torch.int64
+        S = self.n_imus
         self.steps.add_(1)
-        code0 = torch.where(lost, 1, torch.where(torch.isfinite(t), 0, 32)).to(i64)
-        acc = frame[:, :3]
-        gyr = frame[:, 3:]
-        est_ok = ((torch.linalg.vector_norm(acc, float("inf")) < self.acc_range)
-                  & (torch.linalg.vector_norm(gyr, float("inf")) < self.gyr_range))
+        code0 = torch.where(lost, FAULT_LOST_FRAME, torch.where(torch.isfinite(t), 0, FAULT_BAD_TIME)).to(i64)
+        est_ok = torch.linalg.vector_norm(frame / self.ranges, float("inf")) < 1.0
         go = (code0 == 0) & est_ok
-        out, fl, psi, bias, trig, alpha, w_prev = self._estimate(acc, gyr)
-        cal, count, bias, pending = self._calibration(go, t, fl, psi, bias)
-        load, lp = self._loads(out, fl, psi)
-        t1, t2, state, finite = self._law(out, t, load)
+        L, z, Y, sines = self._estimate(frame)
+        fl = L[self.k_fl:]
+        cal, count, bias, pending = self._calibration(go, t, fl, L[self.k_z + 3 * S:self.k_z + 4 * S], z[:S],
+                                                      z[S:2 * S])
+        lf = torch.mv(self.W, sines[4:] * fl * Y[self.k_e:self.k_sin])
+        load, lp = self._loads(lf, Y)
+        t1, t2, state, finite = self._law(Y, sines[:4], t, load)
         over = (t1.abs() > self.tmax1) | (t2.abs() > self.tmax2)
         t1 = torch.clamp(t1, -self.tmax1, self.tmax1)
         t2 = torch.clamp(t2, -self.tmax2, self.tmax2)
         tau = torch.stack([t1, t2])
         valid = go & finite
         # state writes where the source writes them
-        for name, new in (("last_out", out), ("frame_link", fl), ("psi_hat", psi), ("trig", trig),
-                          ("alpha", alpha), ("w_prev", w_prev), ("cal", cal), ("gyr_count", count), ("lp", lp)):
+        z_new = torch.cat([z[:S], bias, z[2 * S:]])
+        for name, new in (("filter_state", z_new), ("trig", sines[:4]), ("cal", cal), ("gyr_count", count),
+                          ("lp", lp)):
             buf = getattr(self, name)
             buf.copy_(torch.where(go, new, buf))
-        self.bias_hat.copy_(torch.where(go, bias, self.bias_hat))
         self.initialized.copy_(self.initialized | go)
         self.lp_init.copy_(self.lp_init | go)
         self.cal_pending.copy_(pending)
@@ -222,8 +198,8 @@ class ArmControllerGraph(nn.Module):
         self.last_tau.copy_(tau_out)
         self.last_state.copy_(state_out)
         self.tau2_last.copy_(torch.where(valid, t2, self.tau2_last))
-        classify = torch.where(torch.isfinite(frame).all(), 4, 2).to(i64)
+        classify = torch.where(torch.isfinite(frame).all(), FAULT_SATURATED, FAULT_NONFINITE).to(i64)
         code = torch.where(code0 != 0, code0, torch.where(~est_ok, classify, torch.where(
-            ~finite, 16, torch.where(over, 8, 0)).to(i64)))
+            ~finite, FAULT_BAD_TORQUE, torch.where(over, FAULT_TORQUE_LIMIT, 0)).to(i64)))
         self.fault_count.add_((code != 0).to(i64))
         return tau_out.clone(), state_out.clone(), code

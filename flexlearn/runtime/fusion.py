@@ -58,6 +58,7 @@ import torch
 from torch import Tensor, nn
 
 from flexlearn.lie import quat_to_matrix, rotation_between, so3_exp
+from flexlearn.runtime.fusion_flags import FLAG_BITS
 from flexlearn.runtime.heading_filter import HeadingDriftFilter, heading_angle
 from flexlearn.runtime.quat_quadratic import quadratic_map, reference_rows
 from flexlearn.runtime.time_base import RESYNC_FLAG_S, TimeBase
@@ -109,6 +110,9 @@ class FusedEstimator(nn.Module):
     Inputs are float64 tensors (other dtypes are converted); quaternions (w, x, y, z) with R(q) body → world.
     """
 
+    # flag bits (`fusion_flags`) and modes as TorchScript constants (set in __init__), inlined into the scripted code
+    __constants__ = list(FLAG_BITS) + ["FUSION", "QUAT_ONLY", "MAG_ONLY"]
+
     def __init__(self, model: nn.Module, n_segments: int = 9, length: float = 0.029,
                  sigma_b: Optional[float] = None,
                  sigma_m: Optional[float] = None, p0: float = 3e-4, twist_damping: float = 0.02, settle: float = 0.010,
@@ -121,35 +125,26 @@ class FusedEstimator(nn.Module):
         super().__init__()
         if n_segments < 1:
             raise ValueError(f"n_segments = {n_segments}: expected ≥ 1")
-        if innovation not in ("seed", "observable"):
-            raise ValueError(f"innovation = {innovation!r}: expected 'seed' or 'observable'")
-        if bias_model not in BIAS_MODELS:
-            raise ValueError(f"bias_model = {bias_model!r}: expected one of {BIAS_MODELS}")
-        if reference not in ("body", "world"):
-            raise ValueError(f"reference = {reference!r}: expected 'body' or 'world'")
-        if mode not in MODES:
-            raise ValueError(f"mode = {mode!r}: expected one of {sorted(MODES)}")
+        for key, value, allowed in (("innovation", innovation, ("seed", "observable")), ("bias_model", bias_model,
+                                    BIAS_MODELS), ("reference", reference, ("body", "world")), ("mode", mode, MODES)):
+            if value not in allowed:
+                raise ValueError(f"{key} = {value!r}: expected one of {sorted(allowed)}")
+        for name, bit in {**FLAG_BITS, "FUSION": FUSION, "QUAT_ONLY": QUAT_ONLY, "MAG_ONLY": MAG_ONLY}.items():
+            setattr(self, name, bit)  # the __constants__
         n = int(n_segments)
         f64 = torch.float64
         self.model = model
         self.n = n
         self.length = float(length)
         heading = bias_model != "rotation"
-        if sigma_b is None:
-            sigma_b = 3e-4 if heading else 3e-3
-        if sigma_m is None:
-            sigma_m = 0.03 if bias_model == "heading" else 0.07
-        if travel_noise is None:
-            travel_noise = HEADING_DRIFT_PER_TRAVEL if heading else 0.0
+        sigma_b = (3e-4 if heading else 3e-3) if sigma_b is None else sigma_b
+        sigma_m = (0.03 if bias_model == "heading" else 0.07) if sigma_m is None else sigma_m
+        travel_noise = (HEADING_DRIFT_PER_TRAVEL if heading else 0.0) if travel_noise is None else travel_noise
         self.sigma_b2 = float(sigma_b) ** 2
         self.sigma_m2 = float(sigma_m) ** 2
-        self.p0 = float(p0)
-        self.twist_damping = float(twist_damping)
-        self.settle = float(settle)
-        self.min_fresh = int(min_fresh)
-        self.full_scale = float(full_scale)
-        self.stale_after = float(stale_after)
-        self.fix_timeout = float(fix_timeout)
+        self.p0, self.twist_damping, self.settle = float(p0), float(twist_damping), float(settle)
+        self.min_fresh, self.full_scale = int(min_fresh), float(full_scale)
+        self.stale_after, self.fix_timeout = float(stale_after), float(fix_timeout)
         self.mode = MODES[mode]
         eye = torch.eye(3, dtype=f64)
         w = eye.expand(n, 3, 3) if soft_iron is None else soft_iron.to(f64).reshape(n, 3, 3)
@@ -222,8 +217,7 @@ class FusedEstimator(nn.Module):
         self.register_buffer("eye_n", torch.eye(n, dtype=torch.bool))
         self.mag_flagged = False
         self.coil = -1
-        self.t_switch = -1e300
-        self.t_mag = -1e300
+        self.t_switch, self.t_mag = -1e300, -1e300
         # master clock → estimator time τ = t + t_off (one shared offset; streams 0: attitude, 1: magnetometer)
         self.clock = TimeBase(2, float(clock_jump), int(clock_confirm))
         self.t_off = 0.0
@@ -231,7 +225,7 @@ class FusedEstimator(nn.Module):
         self.resync_until = -1e300                                           # CLOCK_RESYNC shown until then
         self.resync_flag_s = RESYNC_FLAG_S
         self.set_reference(self.q_ref.clone())
-        self.static_flags.fill_(128)                                         # NO_REFERENCE until set_reference
+        self.static_flags.fill_(self.NO_REFERENCE)                                   # until set_reference
         self.base_flags = self.static_flags.clone()
 
     # ------------------------------------------------------------------------------------------ setup
@@ -250,7 +244,7 @@ class FusedEstimator(nn.Module):
             self.v_ref.copy_(torch.matmul(r0t, self.e))
             self.axis.copy_(-self.e.expand(self.n + 1, 3))
         self.q_last.copy_(q)
-        self.static_flags.copy_(torch.where(ok[1:], 0, 128))                # NO_REFERENCE
+        self.static_flags.copy_(torch.where(ok[1:], 0, self.NO_REFERENCE))
         self.base_flags = self.static_flags | self.mag_flags
         self._refresh_tmap()
         self.reset_filter()
@@ -300,7 +294,7 @@ class FusedEstimator(nn.Module):
         if not (tau > self.t_att and tau - self.t_att <= self.max_gap):
             tau = self._clock(0, t, self.t_att)
             if math.isnan(tau):
-                return self.points, self.height, self.flags | 16   # TIME_ORDER
+                return self.points, self.height, self.flags | self.TIME_ORDER
         t = tau
         self.t_att = t
         q = quats.to(torch.float64)
@@ -310,7 +304,7 @@ class FusedEstimator(nn.Module):
         if all_ok:
             self.q_last.copy_(q)
             self.t_all_ok = t
-            if self.mode == 2:                               # MAG_ONLY
+            if self.mode == self.MAG_ONLY:
                 u = self._mag_chain()
             else:
                 u = torch.bmm(self.gain, (q.unsqueeze(-1) * q.unsqueeze(-2)).reshape(self.n + 1, 16, 1)).squeeze(-1)
@@ -321,11 +315,11 @@ class FusedEstimator(nn.Module):
         self.height = self.points[self.n, 2] + self.n * self.length   # h = L Σ (1 + û_z) = p_N,z + N L
         fl = self.base_flags
         if not all_ok:
-            fl = fl | self.bad_now | torch.where(t - self.q_time[1:] > self.stale_after, 2, 0)     # STALE_QUAT
+            fl = fl | self.bad_now | torch.where(t - self.q_time[1:] > self.stale_after, self.STALE_QUAT, 0)
         if t >= self.nofix_next:
             self._refresh_nofix(t)
         if self.nofix_any:
-            fl = fl | self.nofix_flags                                              # NO_FIX
+            fl = fl | self.nofix_flags
         self.flags = fl
         return self.points, self.height, fl
 
@@ -333,10 +327,10 @@ class FusedEstimator(nn.Module):
         """Timed flags: NO_FIX on segments without a fix for more than ``fix_timeout``, CLOCK_RESYNC on all within
         `RESYNC_FLAG_S` of a resync; the next change is the earliest deadline (a new fix or resync resets it)."""
         late = t - self.t_fix > self.fix_timeout
-        fl = torch.where(late, 64, 0)                                           # NO_FIX
+        fl = torch.where(late, self.NO_FIX, 0)
         nxt = float(torch.where(late, math.inf, self.t_fix + self.fix_timeout).min())
         if t < self.resync_until:
-            fl = fl | 256                                                       # CLOCK_RESYNC
+            fl = fl | self.CLOCK_RESYNC
             nxt = min(nxt, self.resync_until)
         self.nofix_flags = fl
         self.nofix_any = bool((fl != 0).any())
@@ -357,8 +351,8 @@ class FusedEstimator(nn.Module):
         self.q_time.copy_(torch.where(ok, t, torch.clamp_min(self.q_time, self.t_all_ok)))
         q = torch.where(ok.unsqueeze(-1), q * torch.rsqrt(n2.clamp_min(0.25)).unsqueeze(-1), self.q_last)
         self.q_last.copy_(q)
-        self.bad_now.copy_(torch.where(ok[1:], 0, 1))                                # BAD_QUAT
-        if self.mode == 2:
+        self.bad_now.copy_(torch.where(ok[1:], 0, self.BAD_QUAT))
+        if self.mode == self.MAG_ONLY:
             return self._mag_chain()
         return torch.bmm(self.gain, (q.unsqueeze(-1) * q.unsqueeze(-2)).reshape(self.n + 1, 16, 1)).squeeze(-1)
 
@@ -386,7 +380,7 @@ class FusedEstimator(nn.Module):
         if not (tau > self.t_mag and tau - self.t_mag <= self.max_gap):
             tau = self._clock(1, t, self.t_mag)
             if math.isnan(tau):
-                self._set_mag_flags(torch.full_like(self.mag_flags, 16))        # TIME_ORDER
+                self._set_mag_flags(torch.full_like(self.mag_flags, self.TIME_ORDER))
                 return applied
         t = tau
         self.t_mag = t
@@ -403,7 +397,8 @@ class FusedEstimator(nn.Module):
             usable = (m.abs() < self.full_scale).all(-1)
             fresh = (m != self.prev_raw).any(-1)
             self.prev_raw.copy_(torch.where(finite.unsqueeze(-1), m, self.prev_raw))
-            self._set_mag_flags(torch.where(usable, 0, 4) | torch.where(fresh | ~finite, 0, 8))  # BAD_MAG, REPEATED
+            self._set_mag_flags(torch.where(usable, 0, self.BAD_MAG)
+                                | torch.where(fresh | ~finite, 0, self.REPEATED_MAG))
         if coil != self.coil:
             if self.coil >= 0 and self.coil < self.n:
                 applied = self._finish_pulse(self.coil, t)
@@ -450,13 +445,13 @@ class FusedEstimator(nn.Module):
     def _finish_pulse(self, j: int, t: float) -> Tensor:
         applied = torch.zeros(self.n, dtype=torch.bool)
         if float(self.on_cnt[j]) < float(self.min_fresh) or not bool(self.base_ok[j]):
-            self._set_mag_flags(self.mag_flags | torch.where(self.eye_n[j], 32, 0))       # MAG_REJECTED
+            self._set_mag_flags(self.mag_flags | torch.where(self.eye_n[j], self.MAG_REJECTED, 0))
             return applied
         db = self.on_sum[j] / self.on_cnt[j] - self.base[j]
         if self.correct(j + 1, db, t):
             applied[j] = True
         else:
-            self._set_mag_flags(self.mag_flags | torch.where(self.eye_n[j], 32, 0))       # MAG_REJECTED
+            self._set_mag_flags(self.mag_flags | torch.where(self.eye_n[j], self.MAG_REJECTED, 0))
         return applied
 
     def _relative(self, k: int) -> Tensor:
@@ -487,7 +482,7 @@ class FusedEstimator(nn.Module):
         self.n_fixes[j] += 1
         self.t_fix[j] = t
         self.nofix_next = -1e300
-        if self.mode == 2:
+        if self.mode == self.MAG_ONLY:
             self.d_rel[j] = d
             self.last_um[j] = d
             return True
@@ -499,7 +494,7 @@ class FusedEstimator(nn.Module):
         self.last_um[j] = um
         self.last_db[j] = db                                 # for the alignment fit (seed III-B3): ΔB_i and
         self.last_target[j] = torch.matmul(r_par.transpose(0, 1), uq)   # R_{i−1}ᵀ u_i^q at this fix
-        if self.mode == 1:
+        if self.mode == self.QUAT_ONLY:
             return True
         # process noise: P ← P + σ_b² Δt (lazy) + (κ Δφ)² for the angular travel Δφ since the last fix
         # (heading model: a joint state is the difference of two modules' drifts, so both modules' noise adds)

@@ -189,16 +189,8 @@ class _Newmark:
         return qn, vn, an
 
 
-def simulate_flexible_arm(cfg: FlexibleArmSimConfig, theta, theta_dd=None) -> dict:
-    """Simulate the arm for prescribed joint angles θ (N, n) [rad] sampled at ``cfg.dt``.
-
-    ``theta_dd`` (N, n) [rad/s²]: joint accelerations (default: second differences of θ). Returns numpy
-    arrays: ``t`` (N,), ``theta`` (N, n), ``tip_deflection``, ``tip_slope``, ``base_curvature`` (N, n),
-    ``imu_slope`` list per link (N, S_i) [rad] (w′ at the IMUs), ``imu_angle`` (N, S) absolute IMU
-    inclinations, ``acc`` (N, S, 3), ``gyr`` (N, S, 3) noisy sensor-frame readings, ``acc_clean``,
-    ``gyr_clean``, ``ee_pose`` (N, 3) [x, y, angle], ``link_tips`` (N, n, 2), ``imu_bias_acc/gyr``.
-    """
-    cfg.validate()
+def _prescribed_motion(cfg: FlexibleArmSimConfig, theta, theta_dd) -> tuple:
+    """Checked joint angles θ (N, n), rates θ̇ (differences) and accelerations θ̈ (given or second differences)."""
     th = np.asarray(theta, dtype=np.float64)
     if th.ndim == 1:
         th = th[:, None]
@@ -210,69 +202,72 @@ def simulate_flexible_arm(cfg: FlexibleArmSimConfig, theta, theta_dd=None) -> di
         thdd = np.gradient(np.gradient(th, dt, axis=0), dt, axis=0)
     else:
         thdd = np.asarray(theta_dd, dtype=np.float64).reshape(N, n)
-    thd = np.gradient(th, dt, axis=0)
+    return th, np.gradient(th, dt, axis=0), thdd
+
+
+def _substep(cfg: FlexibleArmSimConfig, beams: list, steppers: list, tip_rows: list, states: list, th_k: np.ndarray,
+             thd_k: np.ndarray, thdd_k: np.ndarray) -> None:
+    """One Newmark substep of every link (in place on ``states``), link by link: link i is forced by its absolute
+    base angle Θ, Θ̈ and the base acceleration from link i−1's deformed tip (one-way coupling)."""
+    n, g = len(beams), cfg.gravity
+    base_acc = np.zeros(2)
+    Theta = 0.0
+    Thetadd = 0.0
+    for i, (b, stp) in enumerate(zip(beams, steppers)):
+        Theta = Theta + th_k[i]
+        Thetadd = Thetadd + thdd_k[i]
+        nrm = np.array([-math.sin(Theta), math.cos(Theta)])
+        F = stp.force(Thetadd, float(base_acc @ nrm) + g * math.cos(Theta))
+        q, v, a = states[i]
+        q, v, a = stp.step(q, v, a, F)
+        states[i] = [q, v, a]
+        if i + 1 < n:
+            # tip kinematics of link i in its rotating frame (for the next link's base)
+            L = b.cfg.length
+            w, wd, wdd = (float(tip_rows[i][0] @ x) for x in (q, v, a))
+            sl, sld, sldd = (float(tip_rows[i][1] @ x) for x in (q, v, a))
+            Thd = float(np.sum(thd_k[: i + 1])) + sum(float(tip_rows[j][1] @ states[j][1]) for j in range(i))
+            loc = np.array([-Thetadd * w - Thd**2 * L - 2 * Thd * wd, Thetadd * L - Thd**2 * w + wdd])
+            c, s_ = math.cos(Theta), math.sin(Theta)
+            base_acc = base_acc + np.array([c * loc[0] - s_ * loc[1], s_ * loc[0] + c * loc[1]])
+            Theta = Theta + sl
+            Thetadd = Thetadd + sldd
+
+
+def _integrate(cfg: FlexibleArmSimConfig, beams: list, tip_rows: list, th: np.ndarray, thd: np.ndarray,
+               thdd: np.ndarray) -> tuple[list, list]:
+    """FE states of every link at the samples, from the static sag at Θ(0): (q (N, ndof), q̇ (N, ndof)) per link;
+    ``cfg.substeps`` Newmark steps per sample with θ, θ̇, θ̈ interpolated linearly between samples."""
+    N, n = th.shape
     sub = cfg.substeps
-    h = dt / sub
-    g = cfg.gravity
-    beams = [FEBeam(ln) for ln in cfg.links]
-    steppers = [_Newmark(b, h) for b in beams]
-    tip_rows = [(b.rows([b.cfg.length], 0)[0], b.rows([b.cfg.length], 1)[0]) for b in beams]
-    imu_rows = [(b.rows(b.cfg.imu_positions, 0), b.rows(b.cfg.imu_positions, 1)) for b in beams]
-    curv_rows = [b.rows([0.0], 2)[0] for b in beams]
-    # fine time grid for the prescribed motion (linear interpolation of θ̈ between samples)
-    t = np.arange(N) * dt
-    # states
+    steppers = [_Newmark(b, cfg.dt / sub) for b in beams]
     states = []
     Theta0 = 0.0
     for i, b in enumerate(beams):
         Theta0 = Theta0 + th[0, i]
-        q0 = b.static(g * math.cos(Theta0))
+        q0 = b.static(cfg.gravity * math.cos(Theta0))
         states.append([q0, np.zeros(b.ndof), np.zeros(b.ndof)])
         Theta0 = Theta0 + float(tip_rows[i][1] @ q0)
-    # initial accelerations consistent with the forcing
     out_q = [np.empty((N, b.ndof)) for b in beams]
     out_v = [np.empty((N, b.ndof)) for b in beams]
-    out_a = [np.empty((N, b.ndof)) for b in beams]
     for k in range(N):
         if k > 0:
             for s in range(1, sub + 1):
                 frac = s / sub
-                thdd_k = thdd[k - 1] + frac * (thdd[k] - thdd[k - 1])
-                th_k = th[k - 1] + frac * (th[k] - th[k - 1])
-                thd_k = thd[k - 1] + frac * (thd[k] - thd[k - 1])
-                base_acc = np.zeros(2)
-                Theta = 0.0
-                Thetadd = 0.0
-                for i, (b, stp) in enumerate(zip(beams, steppers)):
-                    Theta = Theta + th_k[i]
-                    Thetadd = Thetadd + thdd_k[i]
-                    nrm = np.array([-math.sin(Theta), math.cos(Theta)])
-                    F = stp.force(Thetadd, float(base_acc @ nrm) + g * math.cos(Theta))
-                    q, v, a = states[i]
-                    q, v, a = stp.step(q, v, a, F)
-                    states[i] = [q, v, a]
-                    if i + 1 < n:
-                        # tip kinematics of link i in its rotating frame (for the next link's base)
-                        L = b.cfg.length
-                        w, wd, wdd = (float(tip_rows[i][0] @ x) for x in (q, v, a))
-                        sl, sld, sldd = (float(tip_rows[i][1] @ x) for x in (q, v, a))
-                        Thd = float(np.sum(thd_k[: i + 1])) + sum(float(tip_rows[j][1] @ states[j][1])
-                                                                  for j in range(i))
-                        loc = np.array([-Thetadd * w - Thd**2 * L - 2 * Thd * wd, Thetadd * L - Thd**2 * w + wdd])
-                        c, s_ = math.cos(Theta), math.sin(Theta)
-                        base_acc = base_acc + np.array([c * loc[0] - s_ * loc[1], s_ * loc[0] + c * loc[1]])
-                        Theta = Theta + sl
-                        Thetadd = Thetadd + sldd
+                _substep(cfg, beams, steppers, tip_rows, states, th[k - 1] + frac * (th[k] - th[k - 1]),
+                         thd[k - 1] + frac * (thd[k] - thd[k - 1]), thdd[k - 1] + frac * (thdd[k] - thdd[k - 1]))
         for i in range(n):
-            out_q[i][k], out_v[i][k], out_a[i][k] = states[i]
-    # -- outputs ----------------------------------------------------------------------------------
-    res: dict = {"t": t, "theta": th}
-    tip_w = np.stack([out_q[i] @ tip_rows[i][0] for i in range(n)], 1)
-    tip_s = np.stack([out_q[i] @ tip_rows[i][1] for i in range(n)], 1)
-    res["tip_deflection"], res["tip_slope"] = tip_w, tip_s
-    res["base_curvature"] = np.stack([out_q[i] @ curv_rows[i] for i in range(n)], 1)
+            out_q[i][k], out_v[i][k] = states[i][0], states[i][1]
+    return out_q, out_v
+
+
+def _kinematics(beams: list, tip_rows: list, out_q: list, out_v: list, th: np.ndarray, thd: np.ndarray,
+                res: dict) -> None:
+    """Link tips, base angles, end-effector pose and IMU inclinations, rates, positions and slopes into ``res``."""
+    N, n = th.shape
+    imu_rows = [(b.rows(b.cfg.imu_positions, 0), b.rows(b.cfg.imu_positions, 1)) for b in beams]
+    tip_w, tip_s = res["tip_deflection"], res["tip_slope"]
     base_angle = np.zeros((N, n))
-    base_pos = np.zeros((N, n, 2))
     link_tips = np.zeros((N, n, 2))
     Theta = np.zeros(N)
     P = np.zeros((N, 2))
@@ -283,7 +278,6 @@ def simulate_flexible_arm(cfg: FlexibleArmSimConfig, theta, theta_dd=None) -> di
         Theta = Theta + th[:, i]
         Thd = Thd + thd[:, i]
         base_angle[:, i] = Theta
-        base_pos[:, i] = P
         c, s_ = np.cos(Theta), np.sin(Theta)
         R0, R1 = imu_rows[i]
         wI = out_q[i] @ R0.T  # (N, S_i)
@@ -305,10 +299,15 @@ def simulate_flexible_arm(cfg: FlexibleArmSimConfig, theta, theta_dd=None) -> di
     res["link_tips"] = link_tips
     res["base_angle"] = base_angle
     res["imu_slope"] = imu_slope
-    ang = np.concatenate(imu_angle, 1)
-    rate = np.concatenate(imu_rate, 1)
-    pos = np.concatenate(imu_pos, 1)  # (N, S, 2)
-    res["imu_angle"], res["imu_rate"], res["imu_position"] = ang, rate, pos
+    res["imu_angle"], res["imu_rate"] = np.concatenate(imu_angle, 1), np.concatenate(imu_rate, 1)
+    res["imu_position"] = np.concatenate(imu_pos, 1)  # (N, S, 2)
+
+
+def _imu_readings(cfg: FlexibleArmSimConfig, res: dict) -> None:
+    """Sensor-frame readings into ``res``: specific force ``R(ψ)ᵀ (p̈ − g)`` (p̈ by central differences) and
+    gyro ψ̇, through the mounting, with constant biases, white noise and clipping at the ranges."""
+    dt, g = cfg.dt, cfg.gravity
+    ang, rate, pos = res["imu_angle"], res["imu_rate"], res["imu_position"]
     acc_w = np.gradient(np.gradient(pos, dt, axis=0), dt, axis=0)  # world acceleration (N, S, 2)
     f_w = acc_w + np.array([0.0, g])  # specific force p̈ − g_vec, g_vec = (0, −g)
     c, s_ = np.cos(ang), np.sin(ang)
@@ -334,6 +333,29 @@ def simulate_flexible_arm(cfg: FlexibleArmSimConfig, theta, theta_dd=None) -> di
     res["acc"] = np.clip(acc_s + ba + rng.normal(0, nz.acc_noise, acc_s.shape), -nz.acc_range, nz.acc_range)
     res["gyr"] = np.clip(gyr_s + bg + rng.normal(0, nz.gyr_noise, gyr_s.shape), -nz.gyr_range, nz.gyr_range)
     res["imu_bias_acc"], res["imu_bias_gyr"] = ba, bg
+
+
+def simulate_flexible_arm(cfg: FlexibleArmSimConfig, theta, theta_dd=None) -> dict:
+    """Simulate the arm for prescribed joint angles θ (N, n) [rad] sampled at ``cfg.dt``.
+
+    ``theta_dd`` (N, n) [rad/s²]: joint accelerations (default: second differences of θ). Returns numpy
+    arrays: ``t`` (N,), ``theta`` (N, n), ``tip_deflection``, ``tip_slope``, ``base_curvature`` (N, n),
+    ``imu_slope`` list per link (N, S_i) [rad] (w′ at the IMUs), ``imu_angle`` (N, S) absolute IMU
+    inclinations, ``acc`` (N, S, 3), ``gyr`` (N, S, 3) noisy sensor-frame readings, ``acc_clean``,
+    ``gyr_clean``, ``ee_pose`` (N, 3) [x, y, angle], ``link_tips`` (N, n, 2), ``imu_bias_acc/gyr``.
+    """
+    cfg.validate()
+    th, thd, thdd = _prescribed_motion(cfg, theta, theta_dd)
+    N, n = th.shape
+    beams = [FEBeam(ln) for ln in cfg.links]
+    tip_rows = [(b.rows([b.cfg.length], 0)[0], b.rows([b.cfg.length], 1)[0]) for b in beams]
+    out_q, out_v = _integrate(cfg, beams, tip_rows, th, thd, thdd)
+    res: dict = {"t": np.arange(N) * cfg.dt, "theta": th}
+    res["tip_deflection"] = np.stack([out_q[i] @ tip_rows[i][0] for i in range(n)], 1)
+    res["tip_slope"] = np.stack([out_q[i] @ tip_rows[i][1] for i in range(n)], 1)
+    res["base_curvature"] = np.stack([out_q[i] @ b.rows([0.0], 2)[0] for i, b in enumerate(beams)], 1)
+    _kinematics(beams, tip_rows, out_q, out_v, th, thd, res)
+    _imu_readings(cfg, res)
     res["fe_frequencies_hz"] = [b.omega[:4] / (2 * math.pi) for b in beams]
     return res
 

@@ -24,7 +24,7 @@ from flexlearn.runtime.arm_graph import ArmControllerGraph
 from flexlearn.runtime.fusion import FusedEstimator
 from flexlearn.runtime.fusion_graph import FusedEstimatorGraph
 from flexlearn.runtime.manifest import UntrustedArtifactError, manifest_path
-from flexlearn.sensing.imu import GRAVITY
+from flexlearn.sim.arm_fault_stream import arm_fault_stream, static_arm_frame
 
 F64 = torch.float64
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,34 +46,13 @@ def _load_runner():
 
 # ------------------------------------------------------------------------------------------ frame streams
 def _arm_frame(theta=(0.2, -0.6), noise=0.02, seed=0):
-    angs = [theta[0]] * 2 + [theta[0] + theta[1]] * 3
-    fr = torch.zeros(5, 6, dtype=F64)
-    for k, a in enumerate(angs):
-        fr[k, 1], fr[k, 2] = GRAVITY * math.sin(a), GRAVITY * math.cos(a)
-    g = torch.Generator().manual_seed(seed)
-    return fr + noise * torch.randn(fr.shape, generator=g, dtype=F64)
+    return static_arm_frame(theta, noise, seed)
 
 
 def arm_stream(steps: int = 1600):
     """IMU frames through the rest period (gyro calibration, t < 1 s) into the motion, with lost frames, NaN and
     inf samples, saturated accelerometers and gyros, and NaN times."""
-    g = torch.Generator().manual_seed(11)
-    for k in range(steps):
-        t, fr = k * 1e-3, _arm_frame(seed=k)
-        kind = int(torch.randint(0, 12, (1,), generator=g))
-        if kind == 0:
-            fr = fr[:3]
-        elif kind == 1:
-            fr[int(torch.randint(0, 5, (1,), generator=g)), int(torch.randint(0, 6, (1,), generator=g))] = math.nan
-        elif kind == 2:
-            fr[2, 1] = math.inf
-        elif kind == 3:
-            fr[4, 2] = 7.0 * GRAVITY
-        elif kind == 4:
-            fr[0, 3] = 10.0
-        elif kind == 5:
-            t = math.nan
-        yield fr, t
+    return arm_fault_stream(steps)
 
 
 def estimator_stream(rec):

@@ -10,7 +10,7 @@ import torch
 
 from flexlearn.config import from_dict
 from flexlearn.errors import ConfigError
-from flexlearn.physics.kinematics_se2 import forward_kinematics, pose_to_xytheta
+from flexlearn.physics.arm.kinematics_se2 import forward_kinematics, pose_to_xytheta
 from flexlearn.physics.modal import FlexibleLink, ModeSelectionConfig, chirp, modal_tip_response
 from flexlearn.sim.flexible_arm import (BeamLinkConfig, FlexibleArmSimConfig, seed_single_link_config,
                                         seed_single_link_trajectory, seed_two_link_config, simulate_flexible_arm,

@@ -238,7 +238,7 @@ def test_default_geometry_observes_the_joint_direction():
     import math
 
     from flexlearn.config import from_dict
-    from flexlearn.sim.observability import direction_sensitivity
+    from flexlearn.sim.direction_sensitivity import direction_sensitivity
     from flexlearn.sim.rig_config import RigConfig
 
     lam = np.radians([0.5, 10.0, 20.0, 29.0])[:, None] * np.ones((1, 6))

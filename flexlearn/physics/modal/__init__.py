@@ -1,6 +1,6 @@
 """Flexible links (seed 000, §III): mode shapes, mode selection, observability, reconstruction."""
 from flexlearn.physics.modal.link import FlexibleLink, cantilever_roots, frequency_function
-from flexlearn.physics.modal.observability import (
+from flexlearn.physics.modal.slope_observability import (
     ObservabilityWarning,
     observability,
     optimize_placement,

@@ -78,8 +78,12 @@ class FlexibleArmEstimator(nn.Module):
         self.register_buffer("offset", offset)
         self.register_buffer("lengths", lengths)
         n = self.n_links
-        self.register_buffer("psi_hat", torch.zeros(n_imus, dtype=torch.float64))
-        self.register_buffer("bias_hat", torch.zeros(n_imus, dtype=torch.float64))
+        # filter state [ψ̂ (S), b̂ (S), α (S), ω_prev (S)] in one buffer; psi_hat, bias_hat, alpha and w_prev are
+        # views of it (the controller's lean step updates all four with one copy)
+        fs = torch.zeros(4 * n_imus, dtype=torch.float64)
+        self.register_buffer("filter_state", fs)
+        self.register_buffer("psi_hat", fs[0:n_imus])
+        self.register_buffer("bias_hat", fs[n_imus:2 * n_imus])
         self.register_buffer("initialized", torch.zeros((), dtype=torch.bool))
         self.register_buffer("last_out", torch.zeros(3 + 2 * n + n_modes_total + 3 * n, dtype=torch.float64))
         self.register_buffer("fault_true", torch.ones((), dtype=torch.bool))
@@ -92,8 +96,8 @@ class FlexibleArmEstimator(nn.Module):
         self.register_buffer("trig", torch.zeros(2 * n, dtype=torch.float64))
         self.register_buffer("link_of_imu", link_of_imu)  # (S,)
         self.register_buffer("ref_index", ref_index)  # (n,)
-        self.register_buffer("alpha", torch.zeros(n_imus, dtype=torch.float64))
-        self.register_buffer("w_prev", torch.zeros(n_imus, dtype=torch.float64))
+        self.register_buffer("alpha", fs[2 * n_imus:3 * n_imus])
+        self.register_buffer("w_prev", fs[3 * n_imus:])
         self.elastic = own_el is not None
         self.register_buffer("own_el", own_el if own_el is not None else torch.zeros(n_imus, n_imus,
                                                                                       dtype=torch.float64))

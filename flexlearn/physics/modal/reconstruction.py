@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from flexlearn.config import check
 from flexlearn.physics.modal.link import FlexibleLink
-from flexlearn.physics.modal.observability import observability, slope_matrix
+from flexlearn.physics.modal.slope_observability import observability, slope_matrix
 
 __all__ = ["ModalReconstructor"]
 

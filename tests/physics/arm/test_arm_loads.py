@@ -6,7 +6,8 @@ import math
 import pytest
 import torch
 
-from flexlearn.physics.arm import FlexibleArmPlant, imu_frames, seed_arm_config
+from flexlearn.physics.arm import FlexibleArmPlant, seed_arm_config
+from flexlearn.sim.arm_closed_loop import imu_frames
 from flexlearn.runtime.arm_controller import ArmController, ArmControllerConfig, state_layout
 from flexlearn.sensing.imu import GRAVITY
 
@@ -159,7 +160,7 @@ def test_closed_loop_reaching_imu_fed_tracks_within_half_a_degree():
     with noisy, biased IMUs (a draw not used by the reproduction script): the IMU-fed ``moment`` controller
     tracks within 0.5° RMS on each joint (true angles), without faults. (Faster reaches track worse: with the
     quintic over 2.5 s joint 2 reached 1.5° RMS in our runs.)"""
-    from flexlearn.physics.arm import ImuNoiseConfig, simulate_closed_loop
+    from flexlearn.sim.arm_closed_loop import ImuNoiseConfig, simulate_closed_loop
     from flexlearn.runtime.arm_controller import quintic
 
     plant = FlexibleArmPlant(seed_arm_config(hub_inertia=CFG.hub_inertia, payload=CFG.payload))

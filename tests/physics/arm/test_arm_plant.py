@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from flexlearn.errors import ConfigError
-from flexlearn.physics.arm import (ArmConfig, ArmLinkConfig, FlexibleArmPlant, imu_frames, linearized_frequencies,
-                                   seed_arm_config, simulate_closed_loop)
+from flexlearn.physics.arm import ArmConfig, ArmLinkConfig, FlexibleArmPlant, linearized_frequencies, seed_arm_config
+from flexlearn.sim.arm_closed_loop import imu_frames, simulate_closed_loop
 from flexlearn.physics.modal import FlexibleLink
 
 f64 = torch.float64
@@ -164,7 +164,7 @@ def test_closed_loop_holds_rest_imu_fed():
     """Short closed loop: the IMU-fed rigid PD baseline holds the arm at θ₀ (noisy IMUs)."""
     import dataclasses
 
-    from flexlearn.physics.arm import ImuNoiseConfig
+    from flexlearn.sim.arm_closed_loop import ImuNoiseConfig
     from flexlearn.runtime.arm_controller import ArmController, ArmControllerConfig
 
     cfg = dataclasses.replace(ArmControllerConfig(), t0=10.0, variant="rigid")

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from flexlearn.errors import ConfigError
-from flexlearn.physics.kinematics_se2 import (PlanarFlexibleKinematics, forward_kinematics,
+from flexlearn.physics.arm.kinematics_se2 import (PlanarFlexibleKinematics, forward_kinematics,
                                               piecewise_rigid_forward_kinematics, pose_to_xytheta,
                                               rigid_forward_kinematics)
 from flexlearn.physics.modal import FlexibleArmEstimator, FlexibleLink

@@ -1,11 +1,9 @@
-"""Two-link flexible manipulator simulation with distributed IMUs and closed-loop control (seed 000, §V, §VI-D).
+"""Closed-loop simulation of the two-link flexible manipulator with distributed IMUs (seed 000, §V, §VI-D).
 
-* :class:`FlexibleArmPlant` (:mod:`flexlearn.physics.arm_lagrangian`): assumed modes, equations of motion by
-  autodiff of the Lagrangian, implicit-midpoint integration, optional actuator lag.
-* :class:`ImuNoise`, :func:`imu_frames`: noisy, biased, saturating IMU frames ``(B, S, 6)`` =
-  [specific force (3) m/s² | rate (3) rad/s] in link frames (x joint axis, y along, z normal;
-  :mod:`flexlearn.sensing.imu` conventions) generated from the simulator state, never from a model the
-  controller shares.
+* :func:`imu_frames`: noisy, biased, saturating IMU frames ``(B, S, 6)`` = [specific force (3) m/s² | rate (3)
+  rad/s] in link frames (x joint axis, y along, z normal; :mod:`flexlearn.sensing.imu` conventions) generated
+  from the plant state (:class:`~flexlearn.physics.arm.FlexibleArmPlant`), never from a model the controller
+  shares.
 * :func:`simulate_closed_loop`: a batch of arms, each with its own controller callable, at 1 kHz; the
   controller sees only its IMU frame (and, for the encoder-fed baseline, quantised encoder angles).
 
@@ -23,13 +21,10 @@ import torch
 from torch import Tensor
 
 from flexlearn.config import check
+from flexlearn.physics.arm import FlexibleArmPlant
 from flexlearn.sensing.imu import ImuNoiseConfig
-from flexlearn.physics.arm_lagrangian import (G0, ArmConfig, ArmLinkConfig, FlexibleArmPlant, assumed_mode_link,
-                                              seed_arm_config)
 
-__all__ = ["ArmConfig", "ArmLinkConfig", "FlexibleArmPlant", "seed_arm_config", "assumed_mode_link", "ImuNoise",
-           "ImuNoiseConfig",
-           "imu_frames", "simulate_closed_loop", "encoder_quantize", "linearized_frequencies", "G0"]
+__all__ = ["ImuNoise", "ImuNoiseConfig", "imu_frames", "simulate_closed_loop", "encoder_quantize"]
 
 
 ImuNoise = ImuNoiseConfig
@@ -58,19 +53,6 @@ def encoder_quantize(theta: Tensor, bits: int = 18) -> Tensor:
     return torch.round(theta / lsb) * lsb
 
 
-def linearized_frequencies(plant: FlexibleArmPlant, q0: Tensor, locked: Sequence[int] = ()) -> Tensor:
-    """Natural frequencies [Hz] of the plant linearised about the rest configuration q0 (N,), with the
-    coordinates in ``locked`` held fixed: ``det(K_lin − ω² M) = 0`` with ``M = ∂²T/∂q̇²`` and
-    ``K_lin = ∂²V/∂q²`` both by autodiff. Sorted ascending; zero-stiffness directions give 0."""
-    q = q0.reshape(1, -1).to(torch.float64)
-    M = plant.mass_matrix(q)[0]
-    K = plant._hess_v(q)[0]
-    free = [j for j in range(plant.N) if j not in set(locked)]
-    Mf, Kf = M[free][:, free], K[free][:, free]
-    Lc = torch.linalg.cholesky(Mf)
-    Li = torch.linalg.inv(Lc)
-    ev = torch.linalg.eigvalsh(Li @ Kf @ Li.T)
-    return torch.sqrt(torch.clamp(ev, min=0.0)) / (2 * math.pi)
 
 
 Controller = Callable[[Tensor, float, dict], tuple]
