@@ -346,9 +346,11 @@ def test_pi_runner_gives_the_torchscript_outputs_for_every_format(bundle_files, 
         outs[path.suffix] = [json.loads(x) for x in out.read_text().splitlines()]
     a, b = outs[".pt"], outs[suffix]
     assert len(a) == len(b) == curl_recording.att_t.size
+    # The runner prints points with 6 decimals: two within TOL of each other can round one unit (1e-6) apart.
+    printed = 1e-6 + TOL
     for x, y in zip(a, b):
         assert x["flags"] == y["flags"] and x["status"] == y["status"]
-        assert np.abs(np.asarray(x["points"]) - np.asarray(y["points"])).max() < TOL
+        assert np.abs(np.asarray(x["points"]) - np.asarray(y["points"])).max() < printed
         assert abs(x["h"] - y["h"]) < TOL and abs(x["v"] - y["v"]) < TOL
 
 
