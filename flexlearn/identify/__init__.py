@@ -6,9 +6,11 @@ Problems (recording + differentiable model + parameters): :class:`~flexlearn.ide
 LightningModule (:class:`~flexlearn.identify.task.IdentificationTask`: Levenberg–Marquardt or gradient
 descent) with positivity/bounds by reparametrization (:mod:`~flexlearn.identify.params`) and a Hessian
 uncertainty/identifiability report (:mod:`~flexlearn.identify.fit`); :func:`~flexlearn.identify.run.identify`
-runs one from a composed ``train`` config (``task=identify_*``). See docs/identify.md.
+runs one from a composed ``train`` config (``task=identify_*``). A new problem implements the
+:class:`~flexlearn.identify.fit.IdentificationProblem` protocol. See docs/identify.md.
 """
+from flexlearn.identify.fit import IdentificationProblem, StagedProblem
 from flexlearn.identify.params import ParameterSet, ParamSpec
 from flexlearn.identify.task import IdentificationTask
 
-__all__ = ["ParamSpec", "ParameterSet", "IdentificationTask"]
+__all__ = ["IdentificationProblem", "StagedProblem", "ParamSpec", "ParameterSet", "IdentificationTask"]

@@ -1,10 +1,12 @@
 """Least-squares fitting through a differentiable model: Jacobians, Levenberg–Marquardt steps, and the
 Hessian-based uncertainty and identifiability report.
 
-A *problem* supplies ``params`` (:class:`~flexlearn.identify.params.ParameterSet`), ``measured`` (M,)
-and ``sigma`` (M,) or scalar (the measurement noise std, physical units), ``predict(values) -> (M,)`` and
-``jacobian_mode`` ('forward' or 'reverse'). Whitened residuals ``r = (predict(p(u)) − measured)/σ``;
-cost ``C = ½ rᵀr``.
+A *problem* (:class:`IdentificationProblem`, a ``typing.Protocol``) supplies ``params``
+(:class:`~flexlearn.identify.params.ParameterSet`), ``measured`` (M,) and ``sigma`` (M,) or scalar (the
+measurement noise std, physical units), ``predict(values) -> (M,)`` and ``jacobian_mode`` ('forward' or
+'reverse'); a :class:`StagedProblem` also has ``horizons`` and ``set_horizon`` (fitted on growing prefixes
+of its recording, :class:`~flexlearn.identify.task.IdentificationTask`). Whitened residuals
+``r = (predict(p(u)) − measured)/σ``; cost ``C = ½ rᵀr``.
 
 Gauss–Newton Hessian in the unconstrained coordinates ``u``: ``H = JᵀJ`` with ``J = ∂r/∂u`` (M, P).
 Scaled covariance (noise level estimated from the fit): ``Σ_u = s² H⁻¹``, ``s² = rᵀr/(M − P)``, taken
@@ -15,20 +17,54 @@ deviation is below ``max_rel_std`` and ``H`` is not numerically singular along i
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Protocol, Union, runtime_checkable
 
 import torch
 from torch import Tensor
 from torch.autograd.forward_ad import dual_level, make_dual, unpack_dual
 
 from flexlearn.errors import FlexlearnError
+from flexlearn.identify.params import ParameterSet
 
-__all__ = ["whitened_residuals", "jacobian", "lm_step", "uncertainty", "fit_quality"]
+__all__ = ["IdentificationProblem", "StagedProblem", "whitened_residuals", "jacobian", "lm_step", "uncertainty",
+           "fit_quality"]
+
+
+@runtime_checkable
+class IdentificationProblem(Protocol):
+    """A recording plus a differentiable model of it (read-only members: a problem may hold them as plain
+    attributes). ``predict`` maps the physical values (P,) of ``params`` to the predicted measurements (M,),
+    in the units of ``measured``; ``jacobian_mode`` says how :func:`jacobian` differentiates it."""
+
+    @property
+    def params(self) -> ParameterSet: ...
+
+    @property
+    def measured(self) -> Tensor: ...
+
+    @property
+    def sigma(self) -> Union[float, Tensor]: ...
+
+    @property
+    def jacobian_mode(self) -> str: ...
+
+    def predict(self, values: Tensor) -> Tensor: ...
+
+
+@runtime_checkable
+class StagedProblem(IdentificationProblem, Protocol):
+    """A problem fitted on growing prefixes of its recording: ``horizons`` are fractions in (0, 1], the last
+    1.0; ``set_horizon(fraction)`` makes ``measured`` and ``predict`` use that prefix."""
+
+    @property
+    def horizons(self) -> tuple[float, ...]: ...
+
+    def set_horizon(self, fraction: float) -> None: ...
 
 _EIG_FLOOR = 1e-14  # eigenvalues of H below this × λ_max count as zero (numerically singular)
 
 
-def whitened_residuals(problem: Any, u: Optional[Tensor] = None) -> Tensor:
+def whitened_residuals(problem: IdentificationProblem, u: Optional[Tensor] = None) -> Tensor:
     """``(predict(p(u)) − measured)/σ`` (M,)."""
     pred = problem.predict(problem.params.values(u))
     return (pred - problem.measured) / problem.sigma
@@ -43,7 +79,10 @@ def jacobian(fn: Callable[[Tensor], Tensor], u: Tensor, mode: str = "forward") -
     """
     u = u.detach()
     if mode == "forward":
-        cols, value = [], None
+        if u.numel() == 0:
+            raise ValueError("jacobian: no parameters (u is empty)")
+        cols: list[Tensor] = []
+        value = u
         for i in range(u.numel()):
             tangent = torch.zeros_like(u)
             tangent[i] = 1.0
@@ -64,7 +103,7 @@ def jacobian(fn: Callable[[Tensor], Tensor], u: Tensor, mode: str = "forward") -
     return out.detach(), torch.stack(rows).detach()
 
 
-def lm_step(problem: Any, lam: float, max_tries: int = 8) -> dict[str, Any]:
+def lm_step(problem: IdentificationProblem, lam: float, max_tries: int = 8) -> dict[str, Any]:
     """One Levenberg–Marquardt iteration on ``problem.params.u`` (in place).
 
     Step ``δ = −(H + λ diag(H))⁻¹ Jᵀr``; accepted when the cost decreases (λ ← λ/3), otherwise
@@ -97,7 +136,7 @@ def lm_step(problem: Any, lam: float, max_tries: int = 8) -> dict[str, Any]:
             "grad_norm": float(g.norm())}
 
 
-def uncertainty(problem: Any, max_rel_std: float = 0.1) -> dict[str, Any]:
+def uncertainty(problem: IdentificationProblem, max_rel_std: float = 0.1) -> dict[str, Any]:
     """Hessian at the current estimate: per-parameter std, relative std, identifiability; the condition
     number of ``H`` and the eigenvector of its weakest direction."""
     params = problem.params
@@ -123,7 +162,7 @@ def uncertainty(problem: Any, max_rel_std: float = 0.1) -> dict[str, Any]:
             "weakest_direction": evecs[:, 0], "noise_scale": math.sqrt(s2), "residuals": r, "jacobian": J}
 
 
-def fit_quality(problem: Any, r: Tensor) -> dict[str, float]:
+def fit_quality(problem: IdentificationProblem, r: Tensor) -> dict[str, float]:
     """RMSE (physical units), χ²/dof, R² of the measurements, lag-1 autocorrelation of the residuals
     (≈ 0 for white noise; systematic model error shows as a large value)."""
     sigma = problem.sigma if torch.is_tensor(problem.sigma) else torch.tensor(float(problem.sigma))

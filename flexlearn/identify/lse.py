@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Optional
+from typing import Optional, cast
 
 import torch
 from torch import Tensor
 
 from flexlearn.config import check
-from flexlearn.identify.params import ParameterSet, ParamSpec
+from flexlearn.identify.params import ParameterSet, config_spec
 from flexlearn.physics.lse import CPRModel, Equilibrium, actuation_path
 
 __all__ = ["LseIdConfig", "CprStiffnessProblem"]
@@ -86,12 +86,10 @@ class CprStiffnessProblem:
                                                                   dtype=torch.float64)).reshape(-1)
         self.sigma = cfg.position_noise
         self.model = _model(cfg.cpr, cfg.n_elements, cfg.youngs_modulus)
-        self.g_ratio = (self.model.shear_modulus / self.model.youngs_modulus).clone()
-        self._inits: Optional[list[Optional[Equilibrium]]] = None
-        self.params = ParameterSet([ParamSpec("youngs_modulus", float(cfg.init["youngs_modulus"]),
-                                              *[float(b) for b in cfg.bounds["youngs_modulus"]]
-                                              if "youngs_modulus" in cfg.bounds else (None, None),
-                                              truth=cfg.youngs_modulus, unit="Pa")])
+        self.g_ratio = (cast(Tensor, self.model.shear_modulus) / cast(Tensor, self.model.youngs_modulus)).clone()
+        self._inits: Optional[list[Equilibrium]] = None
+        self.params = ParameterSet([config_spec("youngs_modulus", cfg.init["youngs_modulus"], cfg.bounds,
+                                                truth=cfg.youngs_modulus, unit="Pa")])
 
     def _positions(self, model: CPRModel, inits) -> tuple[Tensor, list[Equilibrium]]:
         """End-effector positions (K·E, 3) at the samples of every experiment.
@@ -120,7 +118,7 @@ class CprStiffnessProblem:
 
     def predict(self, values: Tensor) -> Tensor:
         e = values[0]
-        ones = torch.ones_like(self.model.lengths)
+        ones = torch.ones_like(cast(Tensor, self.model.lengths))
         self.model.youngs_modulus = e * ones
         self.model.shear_modulus = e * self.g_ratio
         pos, eqs = self._positions(self.model, self._inits)

@@ -36,7 +36,7 @@ from torch import Tensor
 
 from flexlearn.config import check
 from flexlearn.errors import DataError
-from flexlearn.identify.params import ParameterSet, ParamSpec
+from flexlearn.identify.params import ParameterSet, config_spec
 from flexlearn.physics.modal import FlexibleLink
 from flexlearn.sensing.imu import GRAVITY, ImuNoiseConfig
 
@@ -139,8 +139,7 @@ class ModalLinkProblem:
         self.measured = torch.as_tensor(slopes, dtype=torch.float64).reshape(-1)
         self.sigma = cfg.slope_noise
         units = {"EI": "N m^2", "tip_mass": "kg", "zeta": ""}
-        specs = [ParamSpec(k, float(cfg.init[k]), *[float(b) for b in cfg.bounds.get(k, (None, None))]
-                           if k in cfg.bounds else (None, None), truth=truth.get(k), unit=units[k])
+        specs = [config_spec(k, cfg.init[k], cfg.bounds, truth=truth.get(k), unit=units[k])
                  for k in ("EI", "tip_mass", "zeta")]
         self.params = ParameterSet(specs)
 

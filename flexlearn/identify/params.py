@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import torch
 from torch import Tensor
 
 from flexlearn.config import check
 
-__all__ = ["ParamSpec", "ParameterSet"]
+__all__ = ["ParamSpec", "ParameterSet", "config_spec"]
 
 
 @dataclasses.dataclass
@@ -38,11 +38,23 @@ class ParamSpec:
     def validate(self) -> None:
         check(math.isfinite(self.init) and self.init > 0, f"params.{self.name}.init", self.init,
               "must be a finite number > 0")
-        if self.lower is not None or self.upper is not None:
-            check(self.lower is not None and self.upper is not None, f"params.{self.name}", (self.lower, self.upper),
+        if self.lower is None or self.upper is None:
+            check(self.lower is None and self.upper is None, f"params.{self.name}", (self.lower, self.upper),
                   "give both lower and upper bounds, or neither")
-            check(0 < self.lower < self.init < self.upper, f"params.{self.name}", (self.lower, self.init, self.upper),
-                  "needs 0 < lower < init < upper")
+            return
+        check(0 < self.lower < self.init < self.upper, f"params.{self.name}", (self.lower, self.init, self.upper),
+              "needs 0 < lower < init < upper")
+
+
+def config_spec(name: str, init: float, bounds: Mapping[str, Sequence[float]], truth: Optional[float] = None,
+                unit: str = "") -> ParamSpec:
+    """The :class:`ParamSpec` of a problem config: initial guess ``init``, bounds ``bounds[name]`` =
+    ``[lower, upper]`` when the mapping has the name (else positivity only)."""
+    if name not in bounds:
+        return ParamSpec(name, float(init), truth=truth, unit=unit)
+    b = [float(x) for x in bounds[name]]
+    check(len(b) == 2, f"task.problem.bounds.{name}", list(bounds[name]), "must be [lower, upper]")
+    return ParamSpec(name, float(init), b[0], b[1], truth=truth, unit=unit)
 
 
 class ParameterSet(torch.nn.Module):
@@ -59,7 +71,7 @@ class ParameterSet(torch.nn.Module):
         self.specs = list(specs)
         u0 = []
         for s in specs:
-            if s.lower is None:
+            if s.lower is None or s.upper is None:
                 u0.append(0.0)
             else:
                 frac = (math.log(s.init) - math.log(s.lower)) / (math.log(s.upper) - math.log(s.lower))
@@ -75,7 +87,7 @@ class ParameterSet(torch.nn.Module):
         u = self.u if u is None else u
         out = []
         for i, s in enumerate(self.specs):
-            if s.lower is None:
+            if s.lower is None or s.upper is None:
                 out.append(s.init * torch.exp(u[i]))
             else:
                 lo, hi = math.log(s.lower), math.log(s.upper)

@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from flexlearn.atomic import write_json_atomic
 from flexlearn.config import from_dict, instantiate_group
 from flexlearn.errors import ConfigError
+from flexlearn.identify.fit import IdentificationProblem
 from flexlearn.identify.task import IdentificationTask
 from flexlearn.tasks.callbacks import EpochLines
 
@@ -30,22 +31,22 @@ log = logging.getLogger(__name__)
 __all__ = ["is_identification", "build_problem", "identify", "PROBLEMS"]
 
 
-def _modal(d: dict) -> Any:
+def _modal(d: dict) -> IdentificationProblem:
     from flexlearn.identify.modal import ModalIdConfig, ModalLinkProblem
     return ModalLinkProblem(from_dict(ModalIdConfig, d, "task.problem"))
 
 
-def _cosserat(d: dict) -> Any:
+def _cosserat(d: dict) -> IdentificationProblem:
     from flexlearn.identify.cosserat import CosseratIdConfig, CosseratTipProblem
     return CosseratTipProblem(from_dict(CosseratIdConfig, d, "task.problem"))
 
 
-def _lse(d: dict) -> Any:
+def _lse(d: dict) -> IdentificationProblem:
     from flexlearn.identify.lse import CprStiffnessProblem, LseIdConfig
     return CprStiffnessProblem(from_dict(LseIdConfig, d, "task.problem"))
 
 
-PROBLEMS: dict[str, Callable[[dict], Any]] = {"modal": _modal, "cosserat": _cosserat, "lse": _lse}
+PROBLEMS: dict[str, Callable[[dict], IdentificationProblem]] = {"modal": _modal, "cosserat": _cosserat, "lse": _lse}
 ID_EPOCH_KEYS = ("id/cost", "id/lambda", "id/horizon")  # what an iteration's line shows (those logged)
 _TASK_KEYS = {"kind", "problem_type", "problem", "method", "lam0", "lr", "tol", "max_rel_std"}
 
@@ -55,8 +56,10 @@ def is_identification(cfg: DictConfig) -> bool:
     return task is not None and task.get("kind") == "identify"
 
 
-def build_problem(task_cfg: DictConfig | dict) -> Any:
+def build_problem(task_cfg: DictConfig | dict) -> IdentificationProblem:
     t = OmegaConf.to_container(task_cfg, resolve=True) if isinstance(task_cfg, DictConfig) else dict(task_cfg)
+    if not isinstance(t, dict):
+        raise ConfigError(f"config 'task' = {t!r}: must be a mapping")
     unknown = sorted(set(t) - _TASK_KEYS)
     if unknown:
         raise ConfigError(f"config 'task': unknown keys {unknown} (allowed: {sorted(_TASK_KEYS)})")

@@ -20,7 +20,8 @@ import torch
 from torch.utils.data import DataLoader
 
 from flexlearn.errors import ConfigError
-from flexlearn.identify.fit import fit_quality, lm_step, uncertainty, whitened_residuals
+from flexlearn.identify.fit import (IdentificationProblem, StagedProblem, fit_quality, lm_step, uncertainty,
+                                   whitened_residuals)
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +31,7 @@ __all__ = ["IdentificationTask"]
 class IdentificationTask(L.LightningModule):
     """Fit ``problem.params`` to ``problem.measured`` (see :mod:`flexlearn.identify.fit` for the protocol)."""
 
-    def __init__(self, problem: Any, method: str = "lm", lam0: float = 1e-2, lr: float = 0.05, tol: float = 1e-9,
+    def __init__(self, problem: IdentificationProblem, method: str = "lm", lam0: float = 1e-2, lr: float = 0.05, tol: float = 1e-9,
                  max_rel_std: float = 0.1) -> None:
         super().__init__()
         if method not in ("lm", "adam"):
@@ -43,12 +44,18 @@ class IdentificationTask(L.LightningModule):
         self.history: list[float] = []
         self.converged = False
         # short horizons: problems with ``horizons`` (fractions of the recording) are fitted stage by stage
-        self.horizons = tuple(getattr(problem, "horizons", (1.0,)))
+        self.horizons = tuple(problem.horizons) if isinstance(problem, StagedProblem) else (1.0,)
         self.stage = 0
         self.lam0 = float(lam0)
 
+    def _set_horizon(self, fraction: float) -> None:
+        """Only reached with more than one horizon, i.e. for a :class:`StagedProblem`."""
+        if isinstance(self.problem, StagedProblem):
+            self.problem.set_horizon(fraction)
+
     def train_dataloader(self) -> DataLoader:
-        return DataLoader([0], batch_size=1)  # the recording lives in the problem: one step per epoch
+        # the recording lives in the problem: one step per epoch (a list is a map-style dataset)
+        return DataLoader([0], batch_size=1)  # type: ignore[arg-type]
 
     def configure_optimizers(self):
         if self.method == "adam":
@@ -64,6 +71,8 @@ class IdentificationTask(L.LightningModule):
             self.log("id/lambda", self.lam, on_epoch=True, on_step=False)
         else:
             opt = self.optimizers()
+            if isinstance(opt, list):  # one optimizer: configure_optimizers returns a single one
+                opt = opt[0]
             opt.zero_grad()
             r = whitened_residuals(self.problem)
             loss = 0.5 * (r @ r)
@@ -77,7 +86,7 @@ class IdentificationTask(L.LightningModule):
         self.log("id/cost", new, on_epoch=True, on_step=False)
         if done and self.stage + 1 < len(self.horizons):
             self.stage += 1
-            self.problem.set_horizon(self.horizons[self.stage])
+            self._set_horizon(self.horizons[self.stage])
             self.lam = self.lam0
             self.log("id/horizon", float(self.horizons[self.stage]), on_epoch=True, on_step=False)
         elif done:
@@ -90,7 +99,7 @@ class IdentificationTask(L.LightningModule):
         (``id/rmse``, ``id/chi2_dof``, ``id/r2``, ``id/residual_lag1_autocorr``), ``id/iterations``,
         ``id/converged``, and ``id/not_identifiable`` (the names that are not, as one string)."""
         if self.stage + 1 < len(self.horizons):  # stopped early: report on the whole recording
-            self.problem.set_horizon(self.horizons[-1])
+            self._set_horizon(self.horizons[-1])
         unc = uncertainty(self.problem, self.max_rel_std)
         out: dict[str, Any] = {}
         bad = []

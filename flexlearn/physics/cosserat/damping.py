@@ -1,11 +1,16 @@
 """Dissipation for the Cosserat LGVI: viscous/Rayleigh damping for simulation (enters the discrete
 Lagrange–d'Alembert principle, seed 001, eq. (8), as a non-conservative force), and the seed's
 distributed damping-estimation filters (seed 001, Sec. 3.2, eqs. (17)–(21)).
+
+Interfaces (``typing.Protocol``): :class:`DampingModel`, what the integrator asks of a damping model
+(:class:`Damping` implements it), and :class:`RodObserver`, what it asks of an observer run alongside the
+model (:class:`DampingEstimator`). The fused kernel runs :class:`Damping` without ``beta`` only; any other
+damping model runs on the tensor path (``fused.eligible`` says so).
 """
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, List, Optional, Protocol, Sequence, Tuple, Union, runtime_checkable
 
 import torch
 from torch import Tensor
@@ -13,7 +18,39 @@ from torch import Tensor
 from flexlearn.config import check
 from flexlearn.physics.cosserat.strains import strains
 
+if TYPE_CHECKING:  # pragma: no cover
+    from flexlearn.physics.cosserat.context import _Ctx
+
 Number = Union[float, Sequence[float], Tensor]
+StressRates = Tuple[Optional[Tuple[Tensor, Tensor]], Optional[Tensor]]
+"""``((dn_L, dn_R) (B, N, 3) [N] or None, dm (B, N, 3) [N m] or None)``: damping stress and moment added to
+``C1 Γ`` (seen from either node) and ``C2 κ`` in the internal forces (``CosseratRod._internal``)."""
+
+
+@runtime_checkable
+class DampingModel(Protocol):
+    """What the integrator asks of a damping model, per step k (states ``R`` (B, N+1, 3, 3), ``p`` (B, N+1, 3)):
+    ``reset`` once at the initial state; ``external`` the world node force and body torque (B, N+1, 3) from
+    the node velocities ``v`` [m/s] and angular velocities ``w`` [rad/s] (B, N+1, 3); ``internal`` the
+    damping stress and moment (:data:`StressRates`) for step ``h`` [s]; ``advance`` after the step k → k+1
+    with the state k+1."""
+
+    def reset(self, rod: Any, ctx: "_Ctx", R: Tensor, p: Tensor) -> None: ...
+
+    def external(self, ctx: "_Ctx", v: Tensor, w: Tensor) -> Tuple[Tensor, Tensor]: ...
+
+    def internal(self, ctx: "_Ctx", R: Tensor, p: Tensor, h: float) -> StressRates: ...
+
+    def advance(self, ctx: "_Ctx", R: Tensor, p: Tensor) -> None: ...
+
+
+@runtime_checkable
+class RodObserver(Protocol):
+    """An observer run alongside the model (``simulate(..., observer=...)``): at step k it sees the state
+    ``p``, the half-step velocity ``v`` (B, N+1, 3), the undamped node force ``f`` [N], the node masses
+    ``mass`` (B, N+1) [kg] and the step ``h`` [s], and returns a world force (B, N+1, 3) [N] to apply."""
+
+    def update(self, k: int, p: Tensor, v: Tensor, f: Tensor, mass: Tensor, h: float) -> Tensor: ...
 
 
 def _nonneg(v: Number, name: str) -> Tensor:
@@ -42,6 +79,12 @@ class Damping(torch.nn.Module):
     Each ``B``-batched value may be (B,) (one per rod).
     """
 
+    alpha: Tensor
+    beta: Tensor
+    translational: Tensor
+    rotational: Tensor
+    node_coefficients: Optional[Tensor]
+
     def __init__(self, alpha: Number = 0.0, beta: Number = 0.0, translational: Number = 0.0,
                  rotational: Number = 0.0, node_coefficients: Optional[Tensor] = None):
         super().__init__()
@@ -51,21 +94,22 @@ class Damping(torch.nn.Module):
         self.register_buffer("rotational", _nonneg(rotational, "Damping.rotational"))
         self.register_buffer("node_coefficients",
                              None if node_coefficients is None else _nonneg(node_coefficients, "Damping.node_coefficients"))
-        self._prev = None
+        self._prev: Optional[Tuple[Tensor, Tensor, Tensor]] = None
+        self._cur: Optional[Tuple[Tensor, Tensor, Tensor]] = None
 
     @staticmethod
     def _col(x: Tensor, like: Tensor) -> Tensor:
         x = x.to(like)
         return x.reshape(-1, 1, 1) if x.dim() == 1 else x
 
-    def reset(self, rod, ctx, R: Tensor, p: Tensor) -> None:
+    def reset(self, rod: Any, ctx: "_Ctx", R: Tensor, p: Tensor) -> None:
         self._prev = self._strains(ctx, R, p) if self._has_beta() else None
 
     def _has_beta(self) -> bool:
         return self.beta.requires_grad or bool((self.beta != 0).any())
 
     @staticmethod
-    def _strains(ctx, R: Tensor, p: Tensor):
+    def _strains(ctx: "_Ctx", R: Tensor, p: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         """``(x_L / l, x_R / l, κ)`` (B, N, 3) of :func:`~flexlearn.physics.cosserat.strains.strains`: Γ + E3 seen
         from either node (E3 drops out of the rates) and the curvature κ = 2 cay⁻¹(Q) / l [1/m]. Both strain
         models use these node strains (the mid-frame one only the first, see :meth:`internal`)."""
@@ -73,7 +117,7 @@ class Damping(torch.nn.Module):
         l = ctx.l.unsqueeze(-1)
         return s.xL / l, s.xR / l, 2.0 * s.f / l
 
-    def internal(self, ctx, R: Tensor, p: Tensor, h: float):
+    def internal(self, ctx: "_Ctx", R: Tensor, p: Tensor, h: float) -> StressRates:
         if self._prev is None:
             return None, None
         gL, gR, kap = self._strains(ctx, R, p)
@@ -82,12 +126,12 @@ class Damping(torch.nn.Module):
         b = self._col(self.beta, gL) / h
         return (b * ctx.C1 * (gL - pL), b * ctx.C1 * (gR - pR)), b * ctx.C2 * (kap - pk)
 
-    def advance(self, ctx, R: Tensor, p: Tensor) -> None:
+    def advance(self, ctx: "_Ctx", R: Tensor, p: Tensor) -> None:
         """After the step k → k+1: the strains of state k become the previous strains."""
-        if self._prev is not None and getattr(self, "_cur", None) is not None:
+        if self._prev is not None and self._cur is not None:
             self._prev = self._cur
 
-    def external(self, ctx, v: Tensor, w: Tensor):
+    def external(self, ctx: "_Ctx", v: Tensor, w: Tensor) -> Tuple[Tensor, Tensor]:
         a = self._col(self.alpha, v)
         ct = self._col(self.translational, v)
         cr = self._col(self.rotational, v)

@@ -290,11 +290,14 @@ def eligible(rod, loads, damping, observer, callback, record_energy, compile, ba
     """Why the fused kernel cannot run this simulation ('' when it can)."""
     import torch
 
+    from flexlearn.physics.cosserat.damping import Damping
     from flexlearn.physics.cosserat.state import Clamp
     if not HAVE_NUMBA:
         return "numba is not installed"
     if observer is not None or callback is not None:
         return "observers and callbacks run on the tensor path"
+    if damping is not None and type(damping) is not Damping:     # the kernel takes Damping's linear drag only
+        return f"damping model {type(damping).__name__} runs on the tensor path"
     if damping is not None and (damping._has_beta()):
         return "stiffness-proportional damping (beta) runs on the tensor path"
     if record_energy or compile:

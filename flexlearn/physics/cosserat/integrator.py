@@ -44,7 +44,7 @@ arguments and picks the fused kernel or the tensor path.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Union, cast
 
 import torch
 from torch import Tensor
@@ -54,7 +54,9 @@ from flexlearn.lie import so3_cayley
 from flexlearn.physics.cosserat import fused as _fused
 from flexlearn.physics.cosserat import implicit as _implicit
 from flexlearn.physics.cosserat.context import _Ctx
+from flexlearn.physics.cosserat.damping import DampingModel, RodObserver
 from flexlearn.physics.cosserat.errors import IntegrationError
+from flexlearn.physics.cosserat.loads import RodLoad, potential_loads
 from flexlearn.physics.cosserat.newton import _cayley_newton, _cayley_newton_fixed
 from flexlearn.physics.cosserat.state import Clamp, RodState, Trajectory
 
@@ -66,11 +68,12 @@ _PARAMETERS = ("length", "density", "youngs_modulus", "shear_modulus", "area", "
                "second_moment_2", "torsion_constant")
 
 
-def simulate(rod: "CosseratRod", duration: float, dt: float, loads: Sequence[Any] = (), damping: Optional[Any] = None,
+def simulate(rod: "CosseratRod", duration: float, dt: float, loads: Sequence[RodLoad] = (),
+             damping: Optional[DampingModel] = None,
              initial: Optional[RodState] = None, base: Union[Clamp, str, None] = None,
              record_every: int = 1, record_energy: bool = False, strain_limit: float = 0.5,
              newton_tol: float = 1e-12, newton_iters: int = 20, callback: Optional[Callable[[int, RodState], None]] = None,
-             observer: Optional[Any] = None, compile: bool = False, newton_fixed_iters: int = 3,
+             observer: Optional[RodObserver] = None, compile: bool = False, newton_fixed_iters: int = 3,
              backend: str = "auto", scheme: str = "lgvi", implicit_beta: float = 0.25,
              implicit_dissipation: float = 0.0) -> Trajectory:
     """Integrate ``rod`` for ``duration`` seconds with step ``dt`` (the implementation of
@@ -122,8 +125,8 @@ class Stepper:
     β > 0 selects the implicit variant (forces filtered by :func:`~flexlearn.physics.cosserat.implicit.filter_forces`);
     0 is the LGVI."""
 
-    def __init__(self, rod: "CosseratRod", loads: Sequence[Any], damping: Optional[Any], h: float,
-                 base: Union[Clamp, str, None], initial: Optional[RodState], observer: Optional[Any] = None,
+    def __init__(self, rod: "CosseratRod", loads: Sequence[RodLoad], damping: Optional[DampingModel], h: float,
+                 base: Union[Clamp, str, None], initial: Optional[RodState], observer: Optional[RodObserver] = None,
                  strain_limit: float = 0.5, newton_tol: float = 1e-12, newton_iters: int = 20,
                  newton_fixed_iters: int = 3, record_energy: bool = False, implicit_beta: float = 0.0,
                  implicit_dissipation: float = 0.0):
@@ -136,8 +139,9 @@ class Stepper:
         self.strain_limit, self.newton_tol, self.newton_iters = strain_limit, newton_tol, newton_iters
         self.newton_fixed_iters, self.record_energy, self.beta = newton_fixed_iters, record_energy, implicit_beta
         self.zeta = implicit_dissipation
-        self.device = rod.length.device
-        state = initial if initial is not None else rod.straight_state(self.base if self.clamped else None)
+        self.device = cast(Tensor, rod.length).device
+        clamp = self.base if isinstance(self.base, Clamp) else None
+        state = initial if initial is not None else rod.straight_state(clamp)
         B, n = ctx.B, ctx.n
         p = state.positions.to(dtype=self.dtype, device=self.device).expand(B, n, 3)
         R = state.rotations.to(dtype=self.dtype, device=self.device).expand(B, n, 3, 3)
@@ -149,7 +153,7 @@ class Stepper:
         self.v0 = state.velocities.to(p).expand(B, n, 3)
         self.w0 = state.angular_velocities.to(p).expand(B, n, 3)
         self.m, self.J, self.scale = ctx.mass.unsqueeze(-1), ctx.inertia, ctx.scale.unsqueeze(-1)
-        self.potentials = [ld for ld in self.loads if hasattr(ld, "potential")]
+        self.potentials = potential_loads(self.loads) if record_energy else []
         self.rec_p: List[Tensor] = []
         self.rec_R: List[Tensor] = []
         self.rec_t: List[float] = []
@@ -157,7 +161,7 @@ class Stepper:
         self.prev: Optional[tuple] = None
 
     def base_pose(self, t: float) -> Tuple[Tensor, Tensor]:
-        r0, p0 = self.base.pose(t, self.dtype, self.device)
+        r0, p0 = cast(Clamp, self.base).pose(t, self.dtype, self.device)
         return r0.expand(self.ctx.B, 3, 3), p0.expand(self.ctx.B, 3)
 
     def squeeze(self, x: Tensor) -> Tensor:
@@ -188,7 +192,7 @@ class Stepper:
     def observe(self, k: int, R: Tensor, p: Tensor, v: Tensor, fx: Tensor, dn, dm) -> Tensor:
         """Seed 001, Sec. 3.2: the estimation filters see the undamped model force at state k."""
         f_c, *_ = self.rod._internal(self.ctx, R, p, dn, dm)
-        fo = self.observer.update(k, p, v, f_c + fx, self.ctx.mass, self.h)
+        fo = cast(RodObserver, self.observer).update(k, p, v, f_c + fx, self.ctx.mass, self.h)
         return fx + fo
 
     def filtered(self, R: Tensor, p: Tensor, f: Tensor, tau: Tensor, v: Optional[Tensor] = None,
@@ -199,7 +203,7 @@ class Stepper:
         if self.beta == 0.0:
             return f, tau
         h = self.h
-        if self.zeta == 0.0 or v is None:
+        if self.zeta == 0.0 or v is None or pi is None:
             return _implicit.filter_forces(self.ctx, R, p, f, tau, self.beta * h * h, self.clamped)
         return _implicit.filter_forces(self.ctx, R, p, f, tau, (self.beta + 0.5 * self.zeta) * h * h, self.clamped,
                                        self.zeta * h, v, pi / self.J)
@@ -345,10 +349,7 @@ class Stepper:
             ek = 0.5 * (ctx.mass * (v_int ** 2).sum(-1)).sum(-1) + 0.5 * (pi_int ** 2 / self.J).sum((-1, -2))
             ek = ek + self.rod.potential_energy(R, p, ctx)
             for ld in self.potentials:
-                try:
-                    ek = ek + ld.potential(ctx, R, p, k * self.h)
-                except TypeError:
-                    ek = ek + ld.potential(ctx, p)
+                ek = ek + ld.potential(ctx, R, p, k * self.h)
             self.rec_e.append(ek)
 
     def trajectory(self) -> Trajectory:

@@ -1,25 +1,37 @@
 """External loads on a Cosserat rod: gravity, point forces, permanent magnets (seed 001, Sec. 4.3,
 Remark 1).
 
-Every load implements ``apply(ctx, R, p, t) -> (force, torque)`` with world-frame node forces
-(B, N+1, 3) [N] and body-frame node torques (B, N+1, 3) [N m] evaluated at the configuration
-(R (B, N+1, 3, 3), p (B, N+1, 3)) and time t. Loads that carry mass (magnets) report it through
+The interface is :class:`RodLoad` (a ``typing.Protocol``; :class:`Load` is the base class that gives its
+defaults): ``apply(ctx, R, p, t) -> (force, torque)`` with world-frame node forces (B, N+1, 3) [N] and
+body-frame node torques (B, N+1, 3) [N m] (either may be None) evaluated at the configuration
+(R (B, N+1, 3, 3), p (B, N+1, 3)) and time t [s]. Loads that carry mass (magnets) report it through
 ``point_masses(n_nodes)``; the simulation adds it to the lumped node mass (seed 001, Remark 1: a magnet at
-the tip adds its whole mass to the tip node) before gravity is evaluated.
+the tip adds its whole mass to the tip node) before gravity is evaluated. ``constant_world_force()`` True
+declares that ``apply`` returns a world force independent of state and time and no torque: such a load runs
+in the fused kernel (:mod:`flexlearn.physics.cosserat.fused`, which evaluates it once at t = 0).
+
+A load with an energy (for ``record_energy``) also implements :class:`PotentialLoad`:
+``potential(ctx, R, p, t) -> (B,)`` [J], one signature for every load, whatever it reads;
+:func:`potential_loads` selects those loads and checks the signature once, so that an error raised inside a
+potential propagates to the caller.
 
 Magnet (dipole) loads, seed 001, Sec. 4.3: torque ``τ = m × B`` and force ``F = ∇(m·B)`` with the world
 moment ``m = R m_body`` of the node that carries the magnet; in the body frame ``τ_body = m_body × Rᵀ B``.
 """
 from __future__ import annotations
 
+import inspect
 import math
-from typing import List, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, List, Optional, Protocol, Sequence, Tuple, Union, cast, runtime_checkable
 
 import torch
 from torch import Tensor
 
 from flexlearn.config import check
 from flexlearn.physics.cosserat.fields import Field, as_field
+
+if TYPE_CHECKING:  # pragma: no cover
+    from flexlearn.physics.cosserat.context import _Ctx
 
 ArrayLike = Union[float, Sequence[float], Tensor]
 MU0 = 4e-7 * math.pi * 1.00000000055
@@ -51,10 +63,58 @@ def _batched(v: ArrayLike, name: str) -> Tensor:
     return t
 
 
-class Load(torch.nn.Module):
-    """Base class of loads."""
+Forces = Tuple[Optional[Tensor], Optional[Tensor]]
+"""``(force (B, N+1, 3) world [N] or None, torque (B, N+1, 3) body [N m] or None)`` of a load."""
+PointMass = Tuple[int, Tensor, Tensor]
+"""``(node, mass [kg] () or (B,), principal inertia [kg m²] (3,) or (B, 3))`` a load adds to a node."""
 
-    def point_masses(self, n_nodes: int) -> List[Tuple[int, Tensor, Tensor]]:
+
+@runtime_checkable
+class RodLoad(Protocol):
+    """What :meth:`CosseratRod.simulate <flexlearn.physics.cosserat.rod.CosseratRod.simulate>` needs of a
+    load (see the module docstring for shapes and units)."""
+
+    def apply(self, ctx: "_Ctx", R: Tensor, p: Tensor, t: float) -> Forces: ...
+
+    def point_masses(self, n_nodes: int) -> List[PointMass]: ...
+
+    def constant_world_force(self) -> bool: ...
+
+
+@runtime_checkable
+class PotentialLoad(RodLoad, Protocol):
+    """A load with a potential energy ``V(R, p, t)`` [J] per rod (B,), added to the recorded energy."""
+
+    def potential(self, ctx: "_Ctx", R: Tensor, p: Tensor, t: float) -> Tensor: ...
+
+
+def potential_loads(loads: Sequence[RodLoad]) -> List[PotentialLoad]:
+    """The loads that have a ``potential``, each checked to take ``(ctx, R, p, t)``: a ConfigError naming
+    the load otherwise (checked here, once, so that a TypeError raised inside a potential is not mistaken
+    for a signature mismatch and reaches the caller)."""
+    out: List[PotentialLoad] = []
+    for i, ld in enumerate(loads):
+        if not callable(getattr(ld, "potential", None)):
+            continue
+        signature = inspect.signature(cast(PotentialLoad, ld).potential)
+        try:
+            signature.bind(None, None, None, 0.0)
+            ok = True
+        except TypeError:
+            ok = False
+        check(ok, f"loads[{i}].potential", f"{type(ld).__name__}.potential{signature}", "must take (ctx, R, p, t)")
+        out.append(cast(PotentialLoad, ld))
+    return out
+
+
+class Load(torch.nn.Module):
+    """Base class of loads: the :class:`RodLoad` defaults (no point mass, not a constant world force).
+    A subclass implements ``apply`` and, when it has an energy, ``potential`` (:class:`PotentialLoad`).
+
+    ``apply`` shadows :meth:`torch.nn.Module.apply` (``module.apply(fn)``): do not call that on a module
+    that holds loads as submodules."""
+
+    def point_masses(self, n_nodes: int) -> List[PointMass]:
         return []
 
     def constant_world_force(self) -> bool:
@@ -62,8 +122,8 @@ class Load(torch.nn.Module):
         loads run in the fused kernel, :mod:`flexlearn.physics.cosserat.fused`)."""
         return False
 
-    def apply(self, ctx, R: Tensor, p: Tensor, t: float) -> Tuple[Tensor, Tensor]:  # pragma: no cover
-        raise NotImplementedError
+    def apply(self, ctx: "_Ctx", R: Tensor, p: Tensor, t: float) -> Forces:  # type: ignore[override]
+        raise NotImplementedError  # pragma: no cover
 
 
 class Gravity(Load):
@@ -72,6 +132,8 @@ class Gravity(Load):
     Seed 001, eq. (1) writes the potential ``∫ F^c · P ds`` with ``F^c = M g_down``; the force on node a
     is ``m_a g``. The seed's tables list F^c 1000× the value ``M g`` (see the package docstring).
     """
+
+    g: Tensor
 
     def __init__(self, g: ArrayLike = (0.0, 0.0, -9.81)):
         super().__init__()
@@ -88,7 +150,8 @@ class Gravity(Load):
             f = ctx.mass.unsqueeze(-1) * g.unsqueeze(-2)
         return f, None
 
-    def potential(self, ctx, p: Tensor) -> Tensor:
+    def potential(self, ctx: "_Ctx", R: Tensor, p: Tensor, t: float) -> Tensor:
+        """``V = −Σ_a m_a g · p_a`` [J] (B,) (R and t are not read)."""
         g = self.g.to(p)
         g = g if g.dim() == 1 else g.unsqueeze(-2)
         return -(ctx.mass.unsqueeze(-1) * g * p).sum((-1, -2))
@@ -96,6 +159,8 @@ class Gravity(Load):
 
 class PointForce(Load):
     """A world-frame force [N] (3,) or (B, 3) at ``node`` (-1: tip), constant or ``fn(t)``."""
+
+    force: Tensor
 
     def __init__(self, node: int, force):
         super().__init__()
@@ -128,6 +193,10 @@ class EmbeddedMagnet(Load):
         mass: magnet mass [kg] added to the node (seed 001, Remark 1).
         inertia: principal rotational inertia (3,) [kg m²] added to the node (default 0).
     """
+
+    moment_body: Tensor
+    mass: Tensor
+    inertia: Tensor
 
     def __init__(self, node: int, moment_body: ArrayLike, field, mass: float = 0.0,
                  inertia: ArrayLike = (0.0, 0.0, 0.0)):
