@@ -23,7 +23,8 @@ from flexlearn.physics.lse.fused import _GL_NODES, _GL_WEIGHTS, _SERIES, _THRESH
 # The compiled solver modules call (and inline) the kernels of this file, and numba freezes the global
 # series table and thresholds (built at import from flexlearn.lie.tables / _thresholds, see fused.py) into
 # the machine code: one cache fingerprint over all these sources (paths relative to this directory).
-CACHE_SOURCES = ("fused", "compiled", "compiled_condense", "compiled_solver", "newton_policy",
+CACHE_SOURCES = ("fused", "compiled", "compiled_condense", "compiled_solver", "newton_policy", "pose_kernels",
+                 "pose_geometry", "pose_condense",
                  "../../lie/tables", "../../lie/_thresholds")
 refresh_numba_cache(Path(__file__).parent, CACHE_SOURCES, "lse_kernels")
 
@@ -38,13 +39,16 @@ except Exception:  # pragma: no cover - exercised only without numba
             return args[0]
         return lambda f: f
 
-__all__ = ["HAVE_NUMBA", "alloc_parts", "element_into", "element_residual_nb", "element_tangent_nb", "tangent_into",
+__all__ = ["GT3", "GTW3", "HAVE_NUMBA", "alloc_parts", "element_into", "element_residual_nb", "element_tangent_nb", "tangent_into",
            "workspace"]
 
 _SER = np.ascontiguousarray(_SERIES)
 _THR = np.ascontiguousarray(_THRESHOLDS)
 _GT = 0.5 * (_GL_NODES + 1.0)                   # Gauss–Legendre nodes on [0, 1]
 _GTW = 0.25 * (_GL_NODES + 1.0) * _GL_WEIGHTS   # t · w on [0, 1]
+_GL3_NODES, _GL3_WEIGHTS = np.polynomial.legendre.leggauss(3)
+GT3 = 0.5 * (_GL3_NODES + 1.0)                   # the same with 3 points (short elements, see tangent_into)
+GTW3 = 0.25 * (_GL3_NODES + 1.0) * _GL3_WEIGHTS
 
 
 @njit(cache=True)
@@ -267,16 +271,9 @@ def alloc_parts(r, n):
 
 
 @njit(cache=True)
-def element_into(ga, gb, beta, h, k, xi0, parts, r, e, ws):
-    """One element's residual (seed eq. (11), Sec. V-A; see :func:`flexlearn.physics.lse.fused.element_residual`)
-    written into ``parts[·][r, e]`` (:func:`alloc_parts`): relative pose ``(rr, pr) = g_a⁻¹ g_b``, its log
-    ``Ω = [φ; ρ]`` (θ² = |φ|²), ``A⁻¹ = (hI - h³/12 ad_β)⁻¹``, ``ξ̄ = A⁻¹ Ω``, ``μ = A⁻ᵀ h K (ξ̄ - ξ₀)``,
-    ``J_r⁻¹(Ω)``, ``J_l⁻¹ = J_r⁻¹ - ad_Ω``, ``r_a = -J_l⁻ᵀ μ``, ``r_b = J_r⁻ᵀ μ``,
-    ``r_β = h³/12 (K β - W̃(μ) ξ̄)``. ws: :func:`workspace`. No allocation."""
-    rr, pr, phi, rho = parts[0][r, e], parts[1][r, e], parts[2][r, e], parts[3][r, e]
-    ainv, xibar, mu, jri = parts[5][r, e], parts[6][r, e], parts[7][r, e], parts[8][r, e]
-    jli, r_a, r_b, r_beta = parts[9][r, e], parts[10][r, e], parts[11][r, e], parts[12][r, e]
-    co, w3, w33, w66 = ws[0], ws[1], ws[2], ws[3]
+def _relative_log_into(ga, gb, rr, pr, phi, rho, co, w3):
+    """Relative pose ``(rr, pr) = g_a⁻¹ g_b`` and its log ``Ω = [φ; ρ]`` into the arrays given; returns θ² = |φ|²
+    (``co`` (6,) receives the coefficients of θ², :func:`_coefficients_into`). No allocation."""
     for i in range(3):
         acc = 0.0
         for q in range(3):
@@ -294,35 +291,22 @@ def element_into(ga, gb, beta, h, k, xi0, parts, r, e, ws):
     if s2 > 0:
         theta = np.arctan2(np.sqrt(s2), cth)
         t2 = theta * theta
-    parts[4][r, e] = t2
     _coefficients_into(t2, co)
-    d = co[5]
     for i in range(3):
         phi[i] = v[i] / co[0]
     pxr, ppxr = w3[1], w3[2]
     _cross_into(phi, pr, pxr)
     _cross_into(phi, pxr, ppxr)
     for i in range(3):
-        rho[i] = pr[i] - 0.5 * pxr[i] + d * ppxr[i]
-    c = h ** 3 / 12.0
-    amat = w66[0]
-    _ad_into(beta, amat)
-    for i in range(6):
-        for j in range(6):
-            amat[i, j] *= -c
-        amat[i, i] += h
-    _inv6_into(amat, ainv)
-    for i in range(6):
-        acc = 0.0
-        for j in range(3):
-            acc += ainv[i, j] * phi[j] + ainv[i, 3 + j] * rho[j]
-        xibar[i] = acc
-    for i in range(6):
-        acc = 0.0
-        for j in range(6):
-            acc += ainv[j, i] * (h * k[j] * (xibar[j] - xi0[j]))
-        mu[i] = acc
-    # J_r⁻¹(Ω) = [[J₃, 0], [-J₃ Q_r J₃, J₃]], J₃ = I + φ^/2 + D φ^², Q_r = S - k^ (Barfoot's Q(-φ, -ρ))
+        rho[i] = pr[i] - 0.5 * pxr[i] + co[5] * ppxr[i]
+    return t2
+
+
+@njit(cache=True)
+def _jacobians_inv_into(phi, rho, t2, co, jri, jli, w3, w33):
+    """``J_r⁻¹(Ω) = [[J₃, 0], [-J₃ Q_r J₃, J₃]]``, ``J₃ = I + φ^/2 + D φ^²``, ``Q_r = S - k^`` (Barfoot's
+    Q(-φ, -ρ)), and ``J_l⁻¹ = J_r⁻¹ - ad_Ω`` (6, 6) into jri, jli; ``co``: coefficients of θ². No allocation."""
+    d = co[5]
     ph, jr3, q_r, tmp = w33[0], w33[1], w33[2], w33[3]
     _hat_into(phi, ph)
     pp = phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2]
@@ -347,7 +331,6 @@ def element_into(ga, gb, beta, h, k, xi0, parts, r, e, ws):
     jri[:3, :3] = jr3
     jri[3:, 3:] = jr3
     _gemm(jr3, tmp, jri[3:, :3], -1.0, False)
-    # J_l⁻¹ = J_r⁻¹ - ad_Ω
     _hat_into(rho, tmp)
     for i in range(3):
         for j in range(3):
@@ -355,6 +338,40 @@ def element_into(ga, gb, beta, h, k, xi0, parts, r, e, ws):
             jli[i, 3 + j] = 0.0
             jli[3 + i, j] = jri[3 + i, j] - tmp[i, j]
             jli[3 + i, 3 + j] = jri[3 + i, 3 + j] - ph[i, j]
+
+
+@njit(cache=True)
+def element_into(ga, gb, beta, h, k, xi0, parts, r, e, ws):
+    """One element's residual (seed eq. (11), Sec. V-A; see :func:`flexlearn.physics.lse.fused.element_residual`)
+    written into ``parts[·][r, e]`` (:func:`alloc_parts`): relative pose ``(rr, pr) = g_a⁻¹ g_b``, its log
+    ``Ω = [φ; ρ]`` (θ² = |φ|²), ``A⁻¹ = (hI - h³/12 ad_β)⁻¹``, ``ξ̄ = A⁻¹ Ω``, ``μ = A⁻ᵀ h K (ξ̄ - ξ₀)``,
+    ``J_r⁻¹(Ω)``, ``J_l⁻¹ = J_r⁻¹ - ad_Ω``, ``r_a = -J_l⁻ᵀ μ``, ``r_b = J_r⁻ᵀ μ``,
+    ``r_β = h³/12 (K β - W̃(μ) ξ̄)``. ws: :func:`workspace`. No allocation."""
+    rr, pr, phi, rho = parts[0][r, e], parts[1][r, e], parts[2][r, e], parts[3][r, e]
+    ainv, xibar, mu, jri = parts[5][r, e], parts[6][r, e], parts[7][r, e], parts[8][r, e]
+    jli, r_a, r_b, r_beta = parts[9][r, e], parts[10][r, e], parts[11][r, e], parts[12][r, e]
+    co, w3, w33, w66 = ws[0], ws[1], ws[2], ws[3]
+    t2 = _relative_log_into(ga, gb, rr, pr, phi, rho, co, w3)
+    parts[4][r, e] = t2
+    c = h ** 3 / 12.0
+    amat = w66[0]
+    _ad_into(beta, amat)
+    for i in range(6):
+        for j in range(6):
+            amat[i, j] *= -c
+        amat[i, i] += h
+    _inv6_into(amat, ainv)
+    for i in range(6):
+        acc = 0.0
+        for j in range(3):
+            acc += ainv[i, j] * phi[j] + ainv[i, 3 + j] * rho[j]
+        xibar[i] = acc
+    for i in range(6):
+        acc = 0.0
+        for j in range(6):
+            acc += ainv[j, i] * (h * k[j] * (xibar[j] - xi0[j]))
+        mu[i] = acc
+    _jacobians_inv_into(phi, rho, t2, co, jri, jli, w3, w33)
     for i in range(6):
         acc_b = 0.0
         acc_a = 0.0
@@ -374,8 +391,9 @@ def element_into(ga, gb, beta, h, k, xi0, parts, r, e, ws):
 
 
 @njit(cache=True)
-def _quadrature_q_into(phi, rho, t2, r_b, q, ws):
-    """``∫₀¹ t W̃(Ad_{exp(-tΩ)}ᵀ r_b) J_l(tΩ) dt`` (6, 6) into ``q``, 8-point Gauss–Legendre. No allocation."""
+def _quadrature_q_into(phi, rho, t2, r_b, q, ws, gt, gtw):
+    """``∫₀¹ t W̃(Ad_{exp(-tΩ)}ᵀ r_b) J_l(tΩ) dt`` (6, 6) into ``q``; Gauss–Legendre on the nodes ``gt`` with the
+    weights ``gtw`` (t · w). No allocation."""
     co, w3, w33 = ws[0], ws[1], ws[2]
     top, nfj_sum, ph, ph2, jl, ql, nf, nm = w33[0], w33[1], w33[2], w33[3], w33[4], w33[5], w33[6], w33[7]
     u, uu, p_t, x, px, ppx, nu, pxr, pppr, kv = w3[0], w3[1], w3[2], w3[3], w3[4], w3[5], w3[6], w3[7], w3[8], w3[9]
@@ -389,9 +407,9 @@ def _quadrature_q_into(phi, rho, t2, r_b, q, ws):
     pr = phi[0] * rho[0] + phi[1] * rho[1] + phi[2] * rho[2]
     _cross_into(phi, rho, pxr)
     _cross_into(phi, pxr, pppr)
-    for i in range(_GT.shape[0]):
-        t = _GT[i]
-        w = _GTW[i]
+    for i in range(gt.shape[0]):
+        t = gt[i]
+        w = gtw[i]
         t2i = t2 * t * t
         _coefficients_into(t2i, co)
         a, b, c = co[0], co[1], co[2]
@@ -439,7 +457,16 @@ def _quadrature_q_into(phi, rho, t2, r_b, q, ws):
 def tangent_into(parts, r, e, he, ke, oe, ws):
     """Exact element tangent (18, 18) into ``oe`` from the pieces of its residual pass (:func:`element_into`):
     ``∂[r_a; r_b; r_β]/∂(δζ_a, δζ_b, δβ)`` (seed Sec. V-D; see
-    :func:`flexlearn.physics.lse.fused.element_tangent_fused`). ws: :func:`workspace`. No allocation."""
+    :func:`flexlearn.physics.lse.fused.element_tangent_fused`). ws: :func:`workspace`. No allocation. The
+    tangent's one non-elementary term by 8-point Gauss–Legendre (:func:`tangent_nodes_into`)."""
+    tangent_nodes_into(parts, r, e, he, ke, oe, ws, _GT, _GTW)
+
+
+@njit(cache=True)
+def tangent_nodes_into(parts, r, e, he, ke, oe, ws, gt, gtw):
+    """:func:`tangent_into` with the quadrature term on the Gauss–Legendre nodes ``gt`` (on [0, 1]) with the
+    weights ``gtw`` (t · w): 8 points are exact to round-off at any element rotation < π; :data:`GT3`,
+    :data:`GTW3` (3 points) suit elements that turn by a small angle θ (error O(θ⁶) in that term)."""
     rr, pr, phi, rho, t2 = parts[0][r, e], parts[1][r, e], parts[2][r, e], parts[3][r, e], parts[4][r, e]
     ainv, xibar, mu, jri = parts[5][r, e], parts[6][r, e], parts[7][r, e], parts[8][r, e]
     jli, r_a, r_b = parts[9][r, e], parts[10][r, e], parts[11][r, e]
@@ -447,7 +474,7 @@ def tangent_into(parts, r, e, he, ke, oe, ws):
     c = he ** 3 / 12.0
     q, ad_xi, wmu, wra, adr, adn = w66[1], w66[2], w66[3], w66[4], w66[5], w66[6]
     cat, b, d_mu, inner, d_rb = w618[0], w618[1], w618[2], w618[3], w618[4]
-    _quadrature_q_into(phi, rho, t2, r_b, q, ws)
+    _quadrature_q_into(phi, rho, t2, r_b, q, ws, gt, gtw)
     _ad_into(xibar, ad_xi)
     # ∂ξ̄ = A⁻¹ [-J_l⁻¹, J_r⁻¹, -h³/12 ad_ξ̄] (6, 18)
     for i in range(6):

@@ -86,8 +86,25 @@ class GeometryConfig:
     platform_radius: float = 0.03
     platform_height: float = 0.18
     motor_limits: tuple[float, float] = (-math.pi / 2, math.pi / 2)
+    # layout "rods": fixed rod bases and platform attachments given per rod as [x, y, z, rx, ry, rz] (position
+    # [m], rotation vector [rad]; rod along its body z), bases in the world, attachments in the platform frame
+    layout: str = "motors"
+    rod_bases: tuple[tuple[float, ...], ...] = ()
+    rod_attachments: tuple[tuple[float, ...], ...] = ()
+    actuation: str = "motors"       # "motors" (angles) | "length" (rod lengths: inverse statics to a pose)
+    tip_twist: str = "clamped"      # "clamped" | "free" (a swivel about the rod axis at the platform)
 
     def validate(self, where: str = "geometry") -> None:
+        check(self.layout in ("motors", "rods"), f"{where}.layout", self.layout, "must be 'motors' or 'rods'")
+        check(self.actuation in ("motors", "length"), f"{where}.actuation", self.actuation,
+              "must be 'motors' or 'length'")
+        check(self.tip_twist in ("clamped", "free"), f"{where}.tip_twist", self.tip_twist,
+              "must be 'clamped' or 'free'")
+        if self.layout == "rods":
+            self._validate_rods(where)
+            return
+        check(self.actuation == "motors", f"{where}.actuation", self.actuation,
+              "length actuation needs layout 'rods'")
         check(self.n_motors >= 1, f"{where}.n_motors", self.n_motors, "must be >= 1")
         check(self.rods_per_motor >= 1, f"{where}.rods_per_motor", self.rods_per_motor, "must be >= 1")
         check_positive(self, where, "base_radius", "platform_radius", "platform_height")
@@ -98,6 +115,19 @@ class GeometryConfig:
         check_finite(self, where, "motor_phase", "horn_length", "motor_limits")
         lo, hi = self.motor_limits
         check(lo < hi, f"{where}.motor_limits", self.motor_limits, "must be (low, high) with low < high")
+
+    def _validate_rods(self, where: str) -> None:
+        n = len(self.rod_bases)
+        check(n >= 1, f"{where}.rod_bases", self.rod_bases, "layout 'rods' needs at least one rod")
+        check(len(self.rod_attachments) == n, f"{where}.rod_attachments", len(self.rod_attachments),
+              f"must list one frame per rod ({n})")
+        for key in ("rod_bases", "rod_attachments"):
+            for i, frame in enumerate(getattr(self, key)):
+                check(len(frame) == 6 and all(math.isfinite(x) for x in frame), f"{where}.{key}[{i}]", frame,
+                      "must be [x, y, z, rx, ry, rz] (finite)")
+        check(self.actuation == "motors" or n == 6, f"{where}.rod_bases", n,
+              "length actuation to a 6-D platform pose needs 6 rods")
+        check_positive(self, where, "platform_height")
 
 
 @dataclass

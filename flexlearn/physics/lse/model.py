@@ -103,6 +103,9 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         # derived data reused between solves, keyed by buffer identity and version (flexlearn.physics.lse.backend)
         self.solver_cache = SolverCache()
         self._kernels: Optional[str] = None       # the deprecated `kernels` setting (None: not set)
+        # "motors": motor angles drive the bases; "length": rod lengths, solved for by `pose_statics`
+        self.actuation = "motors"
+        self.tip_twist_free = False               # platform attachments free to twist about the rod axis
 
     @property
     def kernels(self) -> str:
@@ -132,6 +135,8 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
             cfg = from_dict(CPRConfig, cfg, "cpr")
         g = cfg.geometry
         dt = torch.float64
+        if g.layout == "rods":
+            return cls._from_rod_frames(cfg)
         axes, pivots, rod_motor, bases, tips, lengths = [], [], [], [], [], []
         ez = torch.tensor([0.0, 0.0, 1.0], dtype=dt)
         offsets = [((j - (g.rods_per_motor - 1) / 2) * g.rod_spacing) for j in range(g.rods_per_motor)]
@@ -157,6 +162,37 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
                 tips.append(se3_from_rt(rot, pt - p_ee))
                 rod_motor.append(m)
                 lengths.append(length)
+        return cls._with_rods(cfg, torch.stack(axes), torch.stack(pivots), torch.tensor(rod_motor), torch.stack(bases),
+                              torch.stack(tips), lengths)
+
+    @classmethod
+    def _from_rod_frames(cls, cfg: CPRConfig) -> "CPRModel":
+        """Fixed rods from per-rod base poses and platform attachment frames (``geometry.layout: rods``); the
+        rest lengths are the base-to-attachment distances with the platform level at ``platform_height``."""
+        g = cfg.geometry
+        dt = torch.float64
+
+        def pose(frame):
+            f = torch.tensor(frame, dtype=dt)
+            return se3_from_rt(so3_exp(f[3:]), f[:3])
+
+        bases = torch.stack([pose(f) for f in g.rod_bases])
+        tips = torch.stack([pose(f) for f in g.rod_attachments])
+        p_ee = torch.tensor([0.0, 0.0, g.platform_height], dtype=dt)
+        lengths = [float(torch.linalg.vector_norm(t[:3, 3] + p_ee - b[:3, 3])) for b, t in zip(bases, tips)]
+        r = bases.shape[0]
+        model = cls._with_rods(cfg, torch.zeros(0, 3, dtype=dt), torch.zeros(0, 3, dtype=dt),
+                               torch.full((r,), -1, dtype=torch.long), bases, tips, lengths)
+        model.actuation = g.actuation
+        model.tip_twist_free = g.tip_twist == "free"
+        return model
+
+    @classmethod
+    def _with_rods(cls, cfg: CPRConfig, axes: Tensor, pivots: Tensor, rod_motor: Tensor, bases: Tensor, tips: Tensor,
+                   lengths: list) -> "CPRModel":
+        """The model of ``cfg`` with the given motors, rod frames and rest lengths (m)."""
+        dt = torch.float64
+        g = cfg.geometry
         rc = cfg.rod
         area, i1, i2, jt = section_properties(rc.section, rc.section_dims)
         for k, length in enumerate(lengths):
@@ -164,8 +200,7 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
                 from flexlearn.errors import ConfigError
                 raise ConfigError(f"config 'cpr.geometry': rod {k} has zero length")
         xi0 = torch.tensor(list(rc.precurvature) + [0.0, 0.0, 1.0], dtype=dt)
-        model = cls(torch.stack(axes), torch.stack(pivots), torch.tensor(rod_motor), torch.stack(bases),
-                    torch.stack(tips), torch.tensor(lengths, dtype=dt), rc.n_elements, rc.youngs_modulus,
+        model = cls(axes, pivots, rod_motor, bases, tips, torch.tensor(lengths, dtype=dt), rc.n_elements, rc.youngs_modulus,
                     rc.g, area, i1, i2, jt, rc.density, xi0, torch.tensor(cfg.gravity, dtype=dt),
                     cfg.platform_mass, g.motor_limits)
         model.pulley_position = torch.tensor(cfg.pulley.position, dtype=dt)
@@ -302,6 +337,13 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         return (g_ee_new, g_int_new, beta + alpha * dbeta)
 
     # ------------------------------------------------------------------ conveniences
+    def pose_statics(self, **options):
+        """Inverse statics to a 6-D platform pose with the rod lengths as unknowns (fixed bases, six rods):
+        a :class:`flexlearn.physics.lse.pose_statics.PoseStatics` of this model (``options``: its keywords)."""
+        from flexlearn.physics.lse.pose_statics import PoseStatics
+
+        return PoseStatics(self, **options)
+
     def rod_poses(self, eq: Equilibrium, samples_per_element: int = 8) -> Tensor:
         """Poses along every rod (R, N·k + 1, 4, 4) from the element strain fields (k = samples_per_element).
 

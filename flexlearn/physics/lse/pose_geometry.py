@@ -1,0 +1,162 @@
+"""Pose helpers of the inverse pose statics (numba, no allocation where marked): SE(3) exponential and
+logarithm, pose products, the tip poses ``g_ee g^loc_k exp(ψ_k ê₃)`` and their wrench transforms, and the cold
+start (clamped–clamped Hermite rods). See :mod:`flexlearn.physics.lse.pose_kernels`. SI units.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from flexlearn.physics.lse.compiled import _coefficients, _coefficients_into, _mm, njit
+
+__all__ = ["cold_state", "tip_poses"]
+
+@njit(cache=True)
+def _exp_into(xi, out, co):
+    """SE(3) exponential of [φ; ρ] into ``out`` (4, 4) without allocation (as compiled_solver._exp); co (6,)."""
+    p0, p1, p2 = xi[0], xi[1], xi[2]
+    _coefficients_into(p0 * p0 + p1 * p1 + p2 * p2, co)
+    a, b, c = co[0], co[1], co[2]
+    # R = I + a φ^ + b φ^², t = ρ + b φ×ρ + c φ×(φ×ρ)
+    out[0, 0] = 1.0 - b * (p1 * p1 + p2 * p2)
+    out[1, 1] = 1.0 - b * (p0 * p0 + p2 * p2)
+    out[2, 2] = 1.0 - b * (p0 * p0 + p1 * p1)
+    out[0, 1] = -a * p2 + b * p0 * p1
+    out[1, 0] = a * p2 + b * p0 * p1
+    out[0, 2] = a * p1 + b * p0 * p2
+    out[2, 0] = -a * p1 + b * p0 * p2
+    out[1, 2] = -a * p0 + b * p1 * p2
+    out[2, 1] = a * p0 + b * p1 * p2
+    r0, r1, r2 = xi[3], xi[4], xi[5]
+    u0, u1, u2 = p1 * r2 - p2 * r1, p2 * r0 - p0 * r2, p0 * r1 - p1 * r0
+    v0, v1, v2 = p1 * u2 - p2 * u1, p2 * u0 - p0 * u2, p0 * u1 - p1 * u0
+    out[0, 3] = r0 + b * u0 + c * v0
+    out[1, 3] = r1 + b * u1 + c * v1
+    out[2, 3] = r2 + b * u2 + c * v2
+    out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
+
+@njit(cache=True)
+def _pose_mul_into(a, b, out):
+    """out = a b for poses (4, 4) (``out`` must not alias ``a`` or ``b``)."""
+    for i in range(3):
+        for j in range(4):
+            out[i, j] = a[i, 0] * b[0, j] + a[i, 1] * b[1, j] + a[i, 2] * b[2, j] + (a[i, 3] if j == 3 else 0.0)
+    out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
+
+@njit(cache=True)
+def tip_poses(g_ee, tip_local, psi):
+    """Tip node poses (R, 4, 4) ``g_ee g^loc_k exp(ψ_k ê₃)``."""
+    r = tip_local.shape[0]
+    out = np.empty((r, 4, 4))
+    for k in range(r):
+        t = _mm(g_ee, tip_local[k])
+        c, s = math.cos(psi[k]), math.sin(psi[k])
+        for i in range(4):
+            a, b = t[i, 0], t[i, 1]
+            t[i, 0] = c * a + s * b
+            t[i, 1] = -s * a + c * b
+        out[k] = t
+    return out
+
+@njit(cache=True)
+def _ad_inv_t(tip_local, psi, out):
+    """Ad_{T⁻¹}ᵀ (6, 6) of T = g^loc exp(ψ ê₃) into ``out`` (maps a tip-frame wrench to the platform frame)."""
+    c, s = math.cos(psi), math.sin(psi)
+    rt = np.empty((3, 3))
+    for i in range(3):
+        rt[i, 0] = c * tip_local[i, 0] + s * tip_local[i, 1]
+        rt[i, 1] = -s * tip_local[i, 0] + c * tip_local[i, 1]
+        rt[i, 2] = tip_local[i, 2]
+    p = tip_local[:3, 3]
+    # Ad_T = [[R, 0], [p^ R, R]] ([ω; v] order) and Ad_{T⁻¹}ᵀ = Ad_T⁻ᵀ = [[R, p^ R], [0, R]]
+    out[:, :] = 0.0
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = rt[i, j]
+            out[3 + i, 3 + j] = rt[i, j]
+            out[i, 3 + j] = (-p[2] * rt[1, j] + p[1] * rt[2, j]) if i == 0 else \
+                ((p[2] * rt[0, j] - p[0] * rt[2, j]) if i == 1 else (-p[1] * rt[0, j] + p[0] * rt[1, j]))
+
+@njit(cache=True)
+def _so3_log(rm):
+    """Rotation vector (3,) of a rotation matrix (3, 3) (angle < π)."""
+    g = np.eye(4)
+    g[:3, :3] = rm
+    return _log_se3(g)[:3]
+
+@njit(cache=True)
+def _log_se3(g):
+    """SE(3) logarithm [φ; ρ] (6,) of a pose (4, 4) (rotation angle < π)."""
+    rr = g[:3, :3]
+    v = np.array([0.5 * (rr[2, 1] - rr[1, 2]), 0.5 * (rr[0, 2] - rr[2, 0]), 0.5 * (rr[1, 0] - rr[0, 1])])
+    cth = 0.5 * (rr[0, 0] + rr[1, 1] + rr[2, 2] - 1.0)
+    s2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
+    t2 = 0.0
+    if s2 > 0:
+        th = np.arctan2(np.sqrt(s2), cth)
+        t2 = th * th
+    co = _coefficients(t2)
+    phi = v / co[0]
+    p = g[:3, 3].copy()
+    u = np.array([phi[1] * p[2] - phi[2] * p[1], phi[2] * p[0] - phi[0] * p[2], phi[0] * p[1] - phi[1] * p[0]])
+    uu = np.array([phi[1] * u[2] - phi[2] * u[1], phi[2] * u[0] - phi[0] * u[2], phi[0] * u[1] - phi[1] * u[0]])
+    out = np.empty(6)
+    out[:3] = phi
+    out[3:] = p - 0.5 * u + co[5] * uu
+    return out
+
+@njit(cache=True)
+def _inv_pose(g):
+    out = np.zeros((4, 4))
+    out[:3, :3] = g[:3, :3].T
+    for i in range(3):
+        out[i, 3] = -(g[0, i] * g[0, 3] + g[1, i] * g[1, 3] + g[2, i] * g[2, 3])
+    out[3, 3] = 1.0
+    return out
+
+@njit(cache=True)
+def _rotation_between(a, b):
+    """Smallest rotation (3, 3) taking the unit vector a to the unit vector b (a·b > -1)."""
+    v = np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+    c = a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+    vh = np.zeros((3, 3))
+    vh[0, 1], vh[0, 2], vh[1, 0], vh[1, 2], vh[2, 0], vh[2, 1] = -v[2], v[1], v[2], -v[0], -v[1], v[0]
+    return np.eye(3) + vh + _mm(vh, vh) / (1.0 + c)
+
+@njit(cache=True)
+def cold_state(base, g_ee, tip_local, n):
+    """Start without a previous solution: each rod on the cubic Hermite curve from its base to its tip with the
+    clamped tangents (the small-deflection shape of a clamped–clamped rod), frames turned from the base frame
+    by the smallest rotation onto the curve tangent, β = 0, ψ = 0, L = the curve's length. Returns
+    (g_int (R, N-1, 4, 4), beta (R, N, 6), psi (R,), lengths (R,))."""
+    r = base.shape[0]
+    psi = np.zeros(r)
+    tip = tip_poses(g_ee, tip_local, psi)
+    g_int = np.zeros((r, max(n - 1, 0), 4, 4))
+    lengths = np.empty(r)
+    for k in range(r):
+        pa, ta = base[k, :3, 3], base[k, :3, 2]
+        pb, tb = tip[k, :3, 3], tip[k, :3, 2]
+        d = pb - pa
+        c = math.sqrt(d[0] ** 2 + d[1] ** 2 + d[2] ** 2)
+        m = 64
+        total = 0.0
+        for i in range(m + 1):   # Simpson's rule for the arc length
+            t = i / m
+            dp = (6 * t * t - 6 * t) * pa + (3 * t * t - 4 * t + 1) * c * ta + (6 * t - 6 * t * t) * pb \
+                + (3 * t * t - 2 * t) * c * tb
+            wgt = 1.0 if (i == 0 or i == m) else (4.0 if i % 2 == 1 else 2.0)
+            total += wgt * math.sqrt(dp[0] ** 2 + dp[1] ** 2 + dp[2] ** 2)
+        lengths[k] = total / (3 * m)
+        for j in range(1, n):
+            t = j / n
+            p = (2 * t ** 3 - 3 * t * t + 1) * pa + (t ** 3 - 2 * t * t + t) * c * ta \
+                + (3 * t * t - 2 * t ** 3) * pb + (t ** 3 - t * t) * c * tb
+            dp = (6 * t * t - 6 * t) * pa + (3 * t * t - 4 * t + 1) * c * ta + (6 * t - 6 * t * t) * pb \
+                + (3 * t * t - 2 * t) * c * tb
+            tau = dp / math.sqrt(dp[0] ** 2 + dp[1] ** 2 + dp[2] ** 2)
+            g_int[k, j - 1, :3, :3] = _mm(_rotation_between(ta.copy(), tau), base[k, :3, :3].copy())
+            g_int[k, j - 1, :3, 3] = p
+            g_int[k, j - 1, 3, 3] = 1.0
+    return g_int, np.zeros((r, n, 6)), psi, lengths

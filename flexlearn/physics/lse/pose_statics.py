@@ -1,0 +1,228 @@
+"""Inverse statics of a length-actuated continuum parallel robot: the platform pose given, the rod lengths solved.
+
+The front door of :mod:`flexlearn.physics.lse.pose_kernels` (compiled Newton, one system per pose with the six
+lengths among the unknowns; seed 003 element and embeddings, see that module). Built from a `CPRModel` with
+fixed rod bases (``geometry.layout: rods`` in conf/cpr, e.g. ``csg.yaml``)::
+
+    model = CPRModel.from_config(cfg)
+    ps = model.pose_statics()
+    st = ps.solve(g_ee)                       # cold start (clamped-clamped Hermite shape), then Newton
+    path = ps.solve_path(poses, st)           # warm-started along poses (P, 4, 4), one compiled call
+    batch = ps.solve_batch(poses, st)         # independent poses, each started from st
+
+SI units; poses (4, 4) numpy or torch, float64. Rod weight is not modelled here (``density`` or gravity
+must be zero); an applied platform wrench ``[m; f]`` is given in the platform frame.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from flexlearn.errors import FlexlearnError
+from flexlearn.physics.lse.newton_policy import (
+    BACKTRACKS,
+    GROWTH,
+    MAX_ITER,
+    MAX_ROTATION_STEP,
+    STEP_TOL,
+    TOL,
+)
+
+__all__ = ["BatchResult", "PathResult", "PoseState", "PoseStatics", "PoseStaticsError"]
+
+
+class PoseStaticsError(FlexlearnError):
+    """Inverse pose statics did not converge (the pose index and iteration count are in the message)."""
+
+
+@dataclass
+class PoseState:
+    """A solved pose: platform pose (4, 4), interior nodes (R, N-1, 4, 4), slopes (R, N, 6), tip twists ψ (R,)
+    [rad], rod lengths (R,) [m], Newton iterations, and the sensitivity used by the predictor."""
+
+    g_ee: np.ndarray
+    g_int: np.ndarray
+    beta: np.ndarray
+    psi: np.ndarray
+    lengths: np.ndarray
+    iterations: int
+    sens: tuple
+
+
+@dataclass
+class PathResult:
+    lengths: np.ndarray      # (P, R) [m]
+    psi: np.ndarray          # (P, R) [rad]
+    g_int: np.ndarray        # (P, R, N-1, 4, 4)
+    beta: np.ndarray         # (P, R, N, 6)
+    iterations: np.ndarray   # (P,) Newton iterations per pose
+
+
+@dataclass
+class BatchResult:
+    converged: np.ndarray    # (P,) bool
+    lengths: np.ndarray      # (P, R) [m]
+    psi: np.ndarray          # (P, R) [rad]
+    iterations: np.ndarray   # (P,)
+
+
+def _nearest_neighbour_order(points: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Greedy nearest-neighbour visiting order (P,) of ``points`` (P, 3) from ``start`` (3,)."""
+    left = np.ones(points.shape[0], dtype=bool)
+    order = np.empty(points.shape[0], dtype=np.int64)
+    cur = start
+    for i in range(points.shape[0]):
+        d = np.where(left, ((points - cur) ** 2).sum(1), np.inf)
+        j = int(np.argmin(d))
+        order[i], left[j], cur = j, False, points[j]
+    return order
+
+
+def _np(x) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    return np.ascontiguousarray(np.asarray(x, dtype=np.float64))
+
+
+class PoseStatics:
+    """Compiled inverse pose statics of ``model`` (six fixed, length-actuated rods).
+
+    ``twist_free`` (default: the model's ``tip_twist_free``): the platform attachments turn freely about the
+    rod axis (torsion-free swivel); ``tol``: scaled residual ∞-norm (N·m over max EI/L, as
+    :mod:`~flexlearn.physics.lse.newton_policy`); ``platform_wrench`` (6,) [N·m; N] in the platform frame.
+    """
+
+    def __init__(self, model, twist_free: bool | None = None, tol: float = TOL, max_iter: int = MAX_ITER,
+                 max_rot: float = MAX_ROTATION_STEP, predictor: bool = True, platform_wrench=None):
+        if model.n_rods != 6:
+            raise ValueError(f"inverse pose statics needs 6 length-actuated rods, the model has {model.n_rods}")
+        if bool((model.rod_motor >= 0).any()):
+            raise ValueError("inverse pose statics needs fixed rod bases (geometry.layout: rods)")
+        weight = (model.density * model.area).abs().max() * model.gravity.norm()
+        if float(weight) > 0 or float(model.platform_mass * model.gravity.norm()) > 0:
+            raise ValueError("inverse pose statics does not model rod or platform weight: set density or "
+                             "gravity (and platform_mass) to zero, or pass platform_wrench")
+        from flexlearn.physics.lse import pose_kernels as pk
+
+        self._pk = pk
+        n = model.n_elements
+        self.n_elements = n
+        self.base = _np(model.base_pose0)
+        self.tip_local = _np(model.tip_local)
+        self.kd = _np(model.stiffness())
+        self.xi0 = _np(model.xi0)
+        self.w = _np(model._scales())
+        self.scale = float((model.stiffness()[:, :3].max(-1).values / model.lengths).max())
+        self.w_body = np.zeros(6) if platform_wrench is None else _np(platform_wrench).reshape(6)
+        self.twist_free = bool(model.tip_twist_free if twist_free is None else twist_free)
+        self.tol, self.max_iter, self.max_rot = float(tol), int(max_iter), float(max_rot)
+        self.predictor = bool(predictor)
+        self.step_tol, self.growth, self.backtracks = STEP_TOL, float(GROWTH), int(BACKTRACKS)
+
+    def _opts(self):
+        return (self.w, self.scale, self.tol, self.max_iter, self.max_rot, self.step_tol, self.growth,
+                self.backtracks, self.twist_free)
+
+    def cold_state(self, g_ee) -> PoseState:
+        """The unsolved start at ``g_ee``: rods on clamped-clamped Hermite curves (see ``cold_state`` kernel)."""
+        g = _np(g_ee)
+        gi, be, ps, ln = self._pk.cold_state(self.base, g, self.tip_local, self.n_elements)
+        r, n = self.base.shape[0], self.n_elements
+        sens = (np.zeros((r, 12 * n - 6, 6)), np.zeros((r, 6)), np.zeros((r, 6)), False, self._pk.alloc_parts(r, n))
+        return PoseState(g, gi, be, ps, ln, 0, sens)
+
+    def solve(self, g_ee, init: PoseState | None = None) -> PoseState:
+        """Equilibrium at the platform pose ``g_ee`` (4, 4): from ``init`` (with the predictor and sub-stepped
+        continuation along the SE(3) geodesic when needed), or from the cold start. Raises PoseStaticsError."""
+        g = _np(g_ee)
+        start = self.cold_state(g) if init is None else init
+        g_from = g if init is None else init.g_ee
+        sy, spsi, sl, hs, parts = start.sens
+        sy, spsi, sl = sy.copy(), spsi.copy(), sl.copy()
+        log = np.empty(self.max_iter + 2)
+        w, scale, tol, max_iter, max_rot, step_tol, growth, backtracks, tf = self._opts()
+        ok, st, it, hs, parts = self._pk._solve_stepped(
+            self.base, g_from, g, self.tip_local, self.kd, self.xi0, self.w_body,
+            (start.g_int, start.beta, start.psi, start.lengths), w, scale, tol, max_iter, max_rot, step_tol,
+            growth, backtracks, tf, self.predictor, (sy, spsi, sl, hs, parts), log)
+        if not ok:
+            raise PoseStaticsError(f"no equilibrium found at the platform pose {g[:3, 3].tolist()} ({it} Newton "
+                                   "iterations, continuation down to 1/1024 of the step)")
+        return PoseState(g, st[0], st[1], st[2], st[3], int(it), (sy, spsi, sl, hs, parts))
+
+    def solve_path(self, poses, init: PoseState) -> PathResult:
+        """Warm-started solves along ``poses`` (P, 4, 4) from the solution ``init``, in one compiled call."""
+        pz = _np(poses)
+        w, scale, tol, max_iter, max_rot, step_tol, growth, backtracks, tf = self._opts()
+        count, ln, ps, gi, be, its = self._pk.pose_path(
+            self.base, init.g_ee, pz, self.tip_local, self.kd, self.xi0, self.w_body, init.g_int, init.beta,
+            init.psi, init.lengths, tuple(init.sens), w, scale, tol, max_iter, max_rot, step_tol, growth, backtracks, tf,
+            self.predictor)
+        if count < pz.shape[0]:
+            raise PoseStaticsError(f"path pose {count} of {pz.shape[0]}: no equilibrium found")
+        return PathResult(ln, ps, gi, be, its)
+
+    def solve_batch(self, poses, ref: PoseState, chain: bool = True) -> BatchResult:
+        """Independent solves at ``poses`` (P, 4, 4).
+
+        ``chain`` (default): the poses are visited in a greedy nearest-neighbour order from ``ref`` and each is
+        warm-started from the previous one (compiled path runs; a pose that fails is marked and the chain
+        resumes from the last solved pose), so the cost per pose is that of a path step; each result is the
+        equilibrium at its pose, whatever the order (to the solver tolerance). ``chain=False``: every pose
+        from ``ref`` (predictor over the whole move, adaptive continuation, the cold start as the last resort),
+        in one compiled call."""
+        pz = _np(poses)
+        w, scale, tol, max_iter, max_rot, step_tol, growth, backtracks, tf = self._opts()
+        if not chain:
+            sy, spsi, sl, hs, parts = ref.sens
+            st, ln, ps, its = self._pk.pose_batch(
+                self.base, pz, self.tip_local, self.kd, self.xi0, self.w_body, ref.g_ee,
+                (ref.g_int, ref.beta, ref.psi, ref.lengths), (sy.copy(), spsi.copy(), sl.copy(), hs, parts), w,
+                scale, tol, max_iter, max_rot, step_tol, growth, backtracks, tf)
+            return BatchResult(st.astype(bool), ln, ps, its)
+        order = _nearest_neighbour_order(pz[:, :3, 3], ref.g_ee[:3, 3])
+        npose, r = pz.shape[0], self.base.shape[0]
+        ok = np.zeros(npose, dtype=bool)
+        lengths, psi = np.zeros((npose, r)), np.zeros((npose, r))
+        iters = np.zeros(npose, dtype=np.int64)
+        start, pos = ref, 0
+        while pos < npose:
+            idx = order[pos:]
+            count, ln, ps, gi, be, its = self._pk.pose_path(
+                self.base, start.g_ee, pz[idx], self.tip_local, self.kd, self.xi0, self.w_body, start.g_int,
+                start.beta, start.psi, start.lengths, tuple(start.sens), w, scale, tol, max_iter, max_rot, step_tol,
+                growth, backtracks, tf, self.predictor)
+            ok[idx[:count]] = True
+            lengths[idx[:count]], psi[idx[:count]], iters[idx[:count]] = ln[:count], ps[:count], its[:count]
+            if count > 0:
+                last = count - 1
+                sens = (start.sens[0].copy(), start.sens[1].copy(), start.sens[2].copy(), False, start.sens[4])
+                start = PoseState(pz[idx[last]], gi[last], be[last], ps[last], ln[last], 0, sens)
+            pos += count + 1     # skip the pose that failed
+        return BatchResult(ok, lengths, psi, iters)
+
+    def nodes(self, g_ee, g_int, psi) -> np.ndarray:
+        """All node poses (R, N+1, 4, 4): bases, interior nodes, platform attachments."""
+        tip = self._pk.tip_poses(_np(g_ee), self.tip_local, _np(psi))
+        return np.concatenate([self.base[:, None], _np(g_int), tip[:, None]], 1)
+
+    def rod_points(self, g_ee, g_int, beta, psi, lengths, samples_per_element: int = 8) -> np.ndarray:
+        """Centre-line points (R, N·k + 1, 3) from the element strain fields (k = samples_per_element), at arc
+        lengths s = j L / (N k) (seed eqs. (3), (8); as :meth:`CPRModel.rod_poses`)."""
+        from flexlearn.lie import se3_exp
+        from flexlearn.physics.lse.element import magnus_omega, mean_strain
+
+        nodes = torch.from_numpy(self.nodes(g_ee, g_int, psi))
+        be = torch.from_numpy(_np(beta))
+        r, n, k = nodes.shape[0], self.n_elements, int(samples_per_element)
+        h = (torch.from_numpy(_np(lengths)) / n)[:, None].expand(r, n)
+        ga, gb = nodes[:, :-1], nodes[:, 1:]
+        xibar = mean_strain(ga, gb, be, h)
+        s = (torch.arange(1, k + 1, dtype=h.dtype) / k)[None, None, :] * h[..., None]
+        xi_mean = xibar[..., None, :] + ((s - h[..., None]) / 2)[..., None] * be[..., None, :]
+        om = magnus_omega(xi_mean, be[..., None, :].expand_as(xi_mean), s)
+        g = (ga[..., None, :, :] @ se3_exp(om)).reshape(r, n * k, 4, 4)
+        pts = torch.cat([nodes[:, :1, :3, 3], g[..., :3, 3]], 1)
+        return pts.numpy()

@@ -1,0 +1,283 @@
+"""CSG inverse-statics benchmark: J. Till's C++ reference (ContinuumRobotExamples, 01_Statics/03_CSG_IK_Speedup)
+against our LSE inverse pose statics on the same robot and task, in one run.
+
+C++: variants 2, 3 and 5 compiled with g++ -O3 and Eigen into a temporary directory and run unchanged (their
+printed "Solution rate"); the two headers the anchor's Library/ lacks (eigenmatrixtypes.h: Eigen include and
+``using namespace Eigen``; numericaldifferentiation.h: the forward-difference Jacobian of the library's
+non-analytic Levenberg–Marquardt) are written here. For the shapes, a copy of variant 5 with M = 200 and the
+solution printed after every solve (outside the timed loop; no other change) gives the reference rod
+lengths and base wrenches along the 200-pose path; the rods are integrated from them with the reference's own
+RK4 (N = 40 points) in numpy.
+
+LSE: ``flexlearn/conf/cpr/csg.yaml`` (geometry, material, loads from the same sources), cold start at
+p_E = (0, 0, 0.4), then (0, 0.02, 0.48), then the reference's path (±1 mm in y and z per solve, 100 out,
+100 back), warm-started, one compiled call for the path; repeated ``--repeats`` times (median). Batched: 1,000
+independent poses (random in the path's box, fixed seed) by :meth:`PoseStatics.solve_batch` (nearest-neighbour
+chain from the start solution), one core. Shooting baseline: :func:`shoot_pose` on the first ``--shooting``
+path poses (warm-started).
+
+    OMP_NUM_THREADS=1 python scripts/bench_csg.py --anchor ../shared/anchors/till_csg_ik_speedup
+
+Prints JSON. Skips the C++ part (with the reason) without g++ or Eigen.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+EIGEN_DIRS = ("/usr/include/eigen3", "/usr/local/include/eigen3")
+SHIM_TYPES = "#ifndef EIGENMATRIXTYPES_H\n#define EIGENMATRIXTYPES_H\n#include <Eigen/Dense>\nusing namespace Eigen;\n#endif\n"
+SHIM_DIFF = """#ifndef NUMERICALDIFFERENTIATION_H
+#define NUMERICALDIFFERENTIATION_H
+#include "eigenmatrixtypes.h"
+namespace ContinuumRobotLibrary{
+typedef VectorXd(ObjFunc)(VectorXd);
+template<ObjFunc f>
+inline void getJacobian(MatrixXd& J, VectorXd& y, VectorXd& r, double incr_scale = 1e-8, double incr_floor = 1e-11){
+    for(int i = 0; i < y.size(); i++){
+        double temp = y(i);
+        double scaled = temp*incr_scale;
+        double incr = (scaled > incr_floor || scaled < -incr_floor) ? scaled : incr_floor;
+        y(i) += incr;
+        J.col(i) = (f(y) - r) / incr;
+        y(i) = temp;
+    }
+}
+}
+#endif
+"""
+DUMP_FN = """static void dump_solution(const Vector3d& p, const VectorXd& y){
+    std::printf("SOL %.17g %.17g %.17g", p(0), p(1), p(2));
+    for(int i = 0; i < y.size(); i++) std::printf(" %.17g", y(i));
+    std::printf("\\n");
+}
+int main(int, char**){"""
+SOLVE = "guess = solveLevenbergMarquardt<shootingFunction, jacobianFunction>(guess, 1e-6, 500, 1e-4, 0.5);"
+
+
+def _compile(src: Path, out: Path, inc: list[Path]) -> str:
+    cmd = ["g++", "-O3", "-march=native", "-DNDEBUG", "-std=c++17", *[f"-I{p}" for p in inc], str(src), "-o", str(out)]
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    return "" if r.returncode == 0 else r.stderr[-2000:]
+
+
+def run_cpp(anchor: Path, work: Path, rates_too: bool = True) -> dict:
+    """Compile and run variants 2, 3, 5 (``rates_too``) and the shape dump; rates [solves/s] and the reference
+    solutions."""
+    if shutil.which("g++") is None:
+        return {"skipped": "g++ not found"}
+    eigen = next((Path(d) for d in EIGEN_DIRS if (Path(d) / "Eigen" / "Dense").is_file()), None)
+    if eigen is None:
+        return {"skipped": "Eigen not found (apt install libeigen3-dev)"}
+    shim = work / "shim"
+    shim.mkdir()
+    (shim / "eigenmatrixtypes.h").write_text(SHIM_TYPES)
+    (shim / "numericaldifferentiation.h").write_text(SHIM_DIFF)
+    inc = [shim, anchor / "Library", eigen]
+    rates, errors = {}, {}
+    for v in (2, 3, 5) if rates_too else ():
+        exe = work / f"cpp{v}"
+        err = _compile(anchor / f"Cpp_{v}" / "main.cpp", exe, inc)
+        if err:
+            errors[f"cpp{v}"] = err
+            continue
+        out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600, check=False).stdout
+        m = re.search(r"Solution rate:\s*([0-9.eE+-]+)", out)
+        rates[f"cpp{v}"] = float(m.group(1)) if m else None
+    src = (anchor / "Cpp_5" / "main.cpp").read_text()
+    dump = src.replace("const int M = 50000;", "const int M = 200;").replace("int main(int, char**){", DUMP_FN)
+    dump = dump.replace(SOLVE, SOLVE + " dump_solution(pE, guess);")
+    (work / "dump.cpp").write_text(dump)
+    err = _compile(work / "dump.cpp", work / "dump", inc)
+    sols = []
+    if not err:
+        out = subprocess.run([str(work / "dump")], capture_output=True, text=True, timeout=600, check=False).stdout
+        sols = [np.array([float(x) for x in line.split()[1:]]) for line in out.splitlines() if line.startswith("SOL")]
+    else:
+        errors["dump"] = err
+    return {"rates": rates, "errors": errors, "solutions": sols}
+
+
+def _hat(w):
+    return np.array([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]])
+
+
+def cpp_rod_points(p0: np.ndarray, n0, m0xy, length: float, kd: np.ndarray, n_pts: int = 40) -> np.ndarray:
+    """The reference's rod from its base values: RK4 with N = 40 points, R(0) = I (as its cosseratRodOde / ode4)."""
+    kse_inv = 1.0 / kd[3:]
+    kbt_inv = 1.0 / kd[:3]
+
+    def f(y):
+        R = y[3:12].reshape(3, 3, order="F")
+        n, m = y[12:15], y[15:18]
+        v = kse_inv * (R.T @ n)
+        v[2] += 1.0
+        u = kbt_inv * (R.T @ m)
+        ps = R @ v
+        return np.concatenate([ps, (R @ _hat(u)).reshape(-1, order="F"), np.zeros(3), -np.cross(ps, n)])
+
+    y = np.concatenate([p0, np.eye(3).reshape(-1, order="F"), n0, m0xy, [0.0]])
+    ds = length / (n_pts - 1)
+    pts = [y[:3].copy()]
+    for _ in range(n_pts - 1):
+        k1 = f(y)
+        k2 = f(y + ds / 2 * k1)
+        k3 = f(y + ds / 2 * k2)
+        k4 = f(y + ds * k3)
+        y = y + ds / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        pts.append(y[:3].copy())
+    return np.array(pts)
+
+
+def path_poses() -> np.ndarray:
+    """The reference's 200 platform poses: from (0, 0.02, 0.48), +1 mm in y and z 100 times, then back; level."""
+    p = np.array([0.0, 0.02, 0.48])
+    out = []
+    for i in range(200):
+        p = p + (0.001 if i % 200 < 100 else -0.001) * np.array([0.0, 1.0, 1.0])
+        g = np.eye(4)
+        g[:3, 3] = p
+        out.append(g)
+    return np.array(out)
+
+
+def _pose(p) -> np.ndarray:
+    g = np.eye(4)
+    g[:3, 3] = p
+    return g
+
+
+def lse_run(n_elements: int, repeats: int, tol: float) -> dict:
+    from omegaconf import OmegaConf
+
+    from flexlearn.physics.lse import CPRModel
+
+    cfg = OmegaConf.load(Path(__file__).resolve().parents[1] / "flexlearn/conf/cpr/csg.yaml")
+    cfg.rod.n_elements = n_elements
+    model = CPRModel.from_config(cfg)
+    ps = model.pose_statics(tol=tol)
+    t0 = time.perf_counter()
+    st0 = ps.solve(_pose([0, 0, 0.4]))
+    st1 = ps.solve(_pose([0, 0.02, 0.48]), st0)
+    poses = path_poses()
+    ps.solve_path(poses[:2], st1)       # compile (or load) the path kernel
+    first = time.perf_counter() - t0
+    times, res = [], None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        res = ps.solve_path(poses, st1)
+        times.append(time.perf_counter() - t)
+    return {"model": model, "ps": ps, "start": st1, "path": res, "poses": poses, "first_call_s": first,
+            "solves_per_s": len(poses) / float(np.median(times)), "kd": ps.kd[0]}
+
+
+def compare(lse: dict, sols: list, n_elements: int) -> dict:
+    """Rod shapes (equal fractions of arc length) and lengths vs the reference, over the path poses."""
+    if len(sols) < 202:
+        return {}
+    ps, path, poses = lse["ps"], lse["path"], lse["poses"]
+    p0 = ps.base[:, :3, 3]
+    k = max(1, int(np.ceil(39 / n_elements)))
+    shape, dlen, closure = 0.0, 0.0, 0.0
+    for i in range(200):
+        sol = sols[2 + i]
+        assert np.allclose(sol[:3], poses[i][:3, 3], atol=1e-9)
+        y = sol[3:]
+        pts = ps.rod_points(poses[i], path.g_int[i], path.beta[i], path.psi[i], path.lengths[i], 39 * k)
+        for r in range(6):
+            ref = cpp_rod_points(p0[r], y[5 * r:5 * r + 3], y[5 * r + 3:5 * r + 5], y[30 + r], lse["kd"])
+            ours = pts[r][np.round(np.linspace(0, pts.shape[1] - 1, 40)).astype(int)]
+            target = poses[i][:3, 3] + ps.tip_local[r, :3, 3]
+            closure = max(closure, float(np.linalg.norm(ref[-1] - target)))
+            shape = max(shape, float(np.linalg.norm(ours - ref, axis=1).max()))
+            dlen = max(dlen, abs(float(path.lengths[i][r]) - y[30 + r]))
+    return {"max_shape_diff_m": shape, "max_length_diff_m": dlen, "cpp_max_tip_closure_m": closure}
+
+
+def shooting(lse: dict, count: int, sols: list) -> dict:
+    """Our shooting baseline (:func:`shoot_pose`, RK4 with the reference's 39 steps, finite-difference Newton to a
+    sum of squares ≤ 1e-12) warm-started along the first ``count`` path poses; lengths vs the LSE path (and the
+    reference when its solutions are there)."""
+    from flexlearn.physics.lse.shooting_pose import shoot_pose
+
+    model = lse["model"]
+    base, att, kd = model.base_pose0.numpy(), model.tip_local.numpy(), model.stiffness().numpy()
+    x, _, _ = shoot_pose(base, att, _pose([0, 0, 0.4]), kd)
+    x, _, _ = shoot_pose(base, att, _pose([0, 0.02, 0.48]), kd, x, tol=1e-12)
+    t = time.perf_counter()
+    diff, diff_cpp = 0.0, 0.0
+    for i in range(count):
+        x, lengths, _ = shoot_pose(base, att, lse["poses"][i], kd, x, tol=1e-12)
+        diff = max(diff, float(np.abs(lengths - lse["path"].lengths[i]).max()))
+        if len(sols) >= 202:
+            diff_cpp = max(diff_cpp, float(np.abs(lengths - sols[2 + i][3 + 30:]).max()))
+    out = {"shooting_solves_per_s": count / (time.perf_counter() - t), "shooting_vs_lse_max_length_diff_m": diff}
+    if len(sols) >= 202:
+        out["shooting_vs_cpp_max_length_diff_m"] = diff_cpp
+    return out
+
+
+def batched(lse: dict, n: int, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    # the reference path's neighbourhood: y, z from its range (0.02 … 0.12, 0.48 … 0.58 m), x within ±1 cm
+    pts = np.stack([rng.uniform(-0.01, 0.01, n), rng.uniform(0.02, 0.12, n), rng.uniform(0.48, 0.58, n)], 1)
+    poses = np.array([_pose(p) for p in pts])
+    ps = lse["ps"]
+    ps.solve_batch(poses[:2], lse["start"])     # compile (or load)
+    t = time.perf_counter()
+    out = ps.solve_batch(poses, lse["start"])
+    dt = time.perf_counter() - t
+    return {"batched_solves_per_s": n / dt, "batched_converged": int(out.converged.sum()), "batched_poses": n,
+            "batched_mean_newton_iters": float(out.iterations.mean())}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--anchor", required=True, type=Path, help="folder with Cpp_2, Cpp_3, Cpp_5 and Library/")
+    ap.add_argument("--elements", type=int, default=8, help="LSE elements per rod")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--tol", type=float, default=1e-6, help="LSE scaled residual tolerance")
+    ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument("--shooting", type=int, default=10, help="path poses solved by the shooting baseline")
+    ap.add_argument("--no-cpp", action="store_true")
+    ap.add_argument("--shapes-only", action="store_true", help="C++: only the reference solutions, no rates")
+    a = ap.parse_args(argv)
+    out: dict = {"elements": a.elements, "tol": a.tol}
+    with tempfile.TemporaryDirectory(prefix="bench_csg_") as tmp:
+        cpp = {"skipped": "--no-cpp"} if a.no_cpp else run_cpp(a.anchor.resolve(), Path(tmp), not a.shapes_only)
+    lse = lse_run(a.elements, a.repeats, a.tol)
+    out["lse_solves_per_s"] = lse["solves_per_s"]
+    out["lse_first_call_s"] = lse["first_call_s"]
+    it = lse["path"].iterations
+    out["mean_newton_iters"], out["max_newton_iters"] = float(it.mean()), int(it.max())
+    if "skipped" in cpp:
+        out["cpp_skipped"] = cpp["skipped"]
+    else:
+        rates = {k: v for k, v in cpp["rates"].items() if v}
+        out["cpp_variant_solves_per_s"] = rates
+        out["cpp_errors"] = cpp["errors"]
+        if rates:
+            out["cpp_solves_per_s"] = max(rates.values())
+            out["lse_vs_cpp"] = out["lse_solves_per_s"] / out["cpp_solves_per_s"]
+        out.update(compare(lse, cpp["solutions"], a.elements))
+    if a.shooting > 0:
+        out.update(shooting(lse, a.shooting, [] if "skipped" in cpp else cpp["solutions"]))
+    if a.batch > 0:
+        out.update(batched(lse, a.batch))
+        if "cpp_solves_per_s" in out:
+            out["batched_vs_cpp"] = out["batched_solves_per_s"] / out["cpp_solves_per_s"]
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
