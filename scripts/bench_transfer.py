@@ -4,9 +4,12 @@ Trains the default model (`flexlearn-train`, the main job's data and model; or t
 held-out module seed simulates a sweep of that module reaching 40° (past the 29.5° trained cap), calibrates the model
 on at most ``--n-poses`` stationary poses of its train split + its tumble (`flexlearn.jobs.calibrate`), and scores
 its test split. Same-module figures: the training module swept again with fresh targets and noise. The
-physics-informed model (`flexlearn.models.coil_direction`, identified on the same poses) is scored beside it.
+physics-informed model (`flexlearn.models.coil_direction`, identified on the same poses) is scored beside it, and so
+is a model trained jointly on several modules with a map per module (`flexlearn.models.joint_modules`,
+``held_out_joint_*``), calibrated on the same poses.
 
     python scripts/bench_transfer.py [--root DIR] [--ckpt CKPT] [--modules 2001 2002 ...] [--n-poses 50]
+                                     [--joint-modules 0 1 2 3] [--joint-poses 4000] [--no-physics]
 
 Targets (issue 18): held-out modules after calibration 0–29.5°: median ≤ 1.0°, p95 ≤ 2.5°; 30–40°: median ≤ 2.0°,
 p95 ≤ 5.0°; the same module no worse than 0.35° / 0.73° within the cap. Module seeds 11–19 and 101–102 were used
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -46,6 +50,44 @@ def module_dataset(root: Path, seed: int, module_seed: int, poses: int):
     sim = {"n_poses": poses, "seed": seed, "module_seed": module_seed,
            "geometry": {"max_colatitude": 0.70, "mechanical_limit": 0.785}}
     return DirectionDataset.load(prepare_dataset(DataConfig(sim=sim), root / ".cache"))
+
+
+def training_modules(root: Path, seeds, poses: int):
+    """Training sweeps (default geometry: the 29.5° cap) of modules ``seeds`` merged into one dataset with a
+    ``module`` column (`flexlearn.data.dataset.merge_modules`); module k's sweep seed is 500 + its module seed."""
+    from flexlearn.data.dataset import DirectionDataset, merge_modules
+    from flexlearn.data.sources import DataConfig, prepare_dataset
+
+    parts = [DirectionDataset.load(prepare_dataset(DataConfig(sim={"n_poses": poses, "seed": 500 + s,
+                                                                   "module_seed": s}), root / ".cache"))
+             for s in seeds]
+    return merge_modules(parts)
+
+
+def joint(root: Path, seeds, poses: int, held, n_poses: int, name: str = "joint") -> dict:
+    """Shared MLP + per-module A learned jointly (`flexlearn.models.joint_modules`) on modules ``seeds``; its
+    shared network calibrated on each held-out module exactly as the one-module model (same poses, same fit).
+    Keys ``held_out_<name>_cap``/``_past_cap``, ``<name>_training_modules_test_cap`` and ``<name>``."""
+    from flexlearn.models.joint_modules import train_joint
+
+    ds = training_modules(root, seeds, poses)
+    tr = ds.subset("train")
+    t0 = time.perf_counter()
+    model = train_joint(tr.delta_b, tr.label, tr.module)
+    train_s = time.perf_counter() - t0
+    te = ds.subset("test")
+    import torch
+
+    with torch.no_grad():
+        own = model(torch.as_tensor(te.delta_b), torch.as_tensor(te.module)).double()
+    label, pred, per = scored(model.net, held, n_poses)
+    out = {f"held_out_{name}_cap": figure(label, pred, 0.0, 29.5),
+           f"held_out_{name}_past_cap": figure(label, pred, 30.0, 40.0),
+           f"{name}_training_modules_test_cap": figure(torch.as_tensor(te.label), own, 0.0, 29.5)}
+    out[name] = {"training_module_seeds": list(seeds), "poses_per_module": poses, "train_s": round(train_s, 1),
+                    "maps_rotation_deg": [round(math.degrees(float(torch.linalg.vector_norm(t[:3]))), 3)
+                                          for t in model.theta.detach()], "per_module": per}
+    return out
 
 
 def scored(model, datasets, n_poses: int):
@@ -92,6 +134,55 @@ def physics(model, datasets, n_poses: int):
     return torch.cat(labels), torch.cat(preds), torch.cat(mlp), merged
 
 
+def physics_residual(root: Path, model, held, n_poses: int, points_per_turn: int = 8) -> dict:
+    """Coil model with and without a learned residual (`flexlearn.models.coil_residual`) under a model mismatch: the
+    identified coil is a coarse polyline (``points_per_turn`` vertices per turn; the simulator's has 48), the residual
+    r(v) is fitted once on module 0's train split (a 4000-pose sweep within the cap) and kept for every held-out
+    module, whose θ is identified on the same calibration poses as the MLP's A; both inverted from the calibrated
+    MLP's answer. Keys ``held_out_coarse_coil_*`` and ``held_out_coarse_coil_residual_*``."""
+    import torch
+
+    from flexlearn.data.dataset import DirectionDataset
+    from flexlearn.data.sources import DataConfig, prepare_dataset
+    from flexlearn.jobs.calibrate import calibration_rows, fit_module
+    from flexlearn.models.coil_direction import CoilDirectionModel
+    from flexlearn.models.coil_residual import CoilResidualModel, fit_residual
+    from flexlearn.sensing.coil import CoilConfig, PlanarCoil
+
+    coarse = PlanarCoil(CoilConfig(points_per_turn=points_per_turn))
+    train = DirectionDataset.load(prepare_dataset(DataConfig(sim={"n_poses": 4000, "seed": 500, "module_seed": 0}),
+                                                  root / ".cache"))
+    base = CoilResidualModel(coil=coarse)
+    base.identify(train.delta_b[calibration_rows(train, n_poses, math.radians(29.5))],
+                  train.label[calibration_rows(train, n_poses, math.radians(29.5))])
+    tr = train.subset("train")
+    t0 = time.perf_counter()
+    fit = fit_residual(base, tr.delta_b, tr.label)
+    fit["train_s"] = round(time.perf_counter() - t0, 1)
+    labels, preds = [], {"coarse_coil": [], "coarse_coil_residual": []}
+    for _, ds in held:
+        rows = calibration_rows(ds, n_poses, math.radians(29.5))
+        a = torch.as_tensor(fit_module(model, ds, n_poses, require_tumble=False)["A"], dtype=torch.float64)
+        test = ds.subset("test")
+        x = torch.as_tensor(test.delta_b)
+        with torch.no_grad():
+            init = model((x @ a.T).float()).double()
+        for name, phys in (("coarse_coil", CoilDirectionModel(coil=coarse)), ("coarse_coil_residual",
+                                                                               CoilResidualModel(coil=coarse))):
+            if name == "coarse_coil_residual":
+                phys.residual.load_state_dict(base.residual.state_dict())
+            phys.identify(ds.delta_b[rows], ds.label[rows])
+            preds[name].append(phys(x, init=init).detach())
+        labels.append(torch.as_tensor(test.label))
+    label = torch.cat(labels)
+    out = {"residual_fit_on_module0": {k: round(v, 3) for k, v in fit.items()}}
+    for name, p in preds.items():
+        pred = torch.cat(p)
+        out[f"held_out_{name}_cap"] = figure(label, pred, 0.0, 29.5)
+        out[f"held_out_{name}_past_cap"] = figure(label, pred, 30.0, 40.0)
+    return out
+
+
 def confidence_figures(label, mlp, conf) -> dict:
     """How the per-fix σ_m and flag of `fix_confidence` track the calibrated MLP's actual error."""
     import torch
@@ -131,6 +222,9 @@ def main() -> None:
     parser.add_argument("--n-poses", type=int, default=50, help="calibration poses per module (<= 50)")
     parser.add_argument("--sweep-poses", type=int, default=4000, help="poses per held-out sweep")
     parser.add_argument("--no-physics", action="store_true", help="skip the physics-informed model")
+    parser.add_argument("--joint-modules", type=int, nargs="*", default=[0, 1, 2, 3],
+                        help="training modules of the jointly trained model (none: skip it)")
+    parser.add_argument("--joint-poses", type=int, default=4000, help="poses per training module (joint model)")
     args = parser.parse_args()
     root = args.root or Path(tempfile.mkdtemp(prefix="flexlearn-transfer-"))
     start = time.perf_counter()
@@ -148,8 +242,14 @@ def main() -> None:
            "same_module_past_cap": figure(label_s, pred_s, 30.0, 40.0),
            "held_out_uncalibrated_cap": figure(label_0, pred_0, 0.0, 29.5),
            "held_out_uncalibrated_past_cap": figure(label_0, pred_0, 30.0, 40.0)}
+    if args.joint_modules:
+        out.update(joint(root, args.joint_modules, args.joint_poses, held, args.n_poses))
+        # control: the same code and pose count on the first training module alone (one map)
+        out.update(joint(root, args.joint_modules[:1], args.joint_poses * len(args.joint_modules), held,
+                         args.n_poses, name="joint_one_module"))
     if not args.no_physics:
         label_p, pred_p, mlp_p, conf = physics(model, held, args.n_poses)
+        out.update(physics_residual(root, model, held, args.n_poses))
         out.update(held_out_physics_cap=figure(label_p, pred_p, 0.0, 29.5),
                    held_out_physics_past_cap=figure(label_p, pred_p, 30.0, 40.0),
                    confidence=confidence_figures(label_p, mlp_p, conf))

@@ -40,13 +40,13 @@ VECTORS: dict[str, tuple[str, str]] = {
     "truth_u": ("1", "parent frame"),
     "truth_delta_b": ("T", "child sensor frame"),
 }
-SCALARS: dict[str, str] = {"pose_id": "-", "split": "-", "n_coil_on": "1"}
+SCALARS: dict[str, str] = {"pose_id": "-", "split": "-", "n_coil_on": "1", "module": "-"}
 REQUIRED = ("pose_id", "delta_b", "label", "split", "n_coil_on")
-OPTIONAL = ("truth_label", "truth_u", "truth_delta_b")
+OPTIONAL = ("truth_label", "truth_u", "truth_delta_b", "module")
 UNIT_VECTORS = ("label", "truth_label", "truth_u")
 # Column kinds checked on load (`flexlearn.tables.column_values`; vectors are "float"): no nulls, no text or
 # booleans where numbers are due. Integer columns are read as "number" so that `_coerce` names a float dtype.
-_KINDS = {"pose_id": "number", "n_coil_on": "number", "split": "str"}
+_KINDS = {"pose_id": "number", "n_coil_on": "number", "split": "str", "module": "number"}
 
 
 def _columns(name: str) -> list[str]:
@@ -101,6 +101,8 @@ class DirectionDataset:
         truth_label, truth_u: optional (N, 3) float64 unit; true label (child frame) and true child
             direction (parent frame), from ``raw.truth`` of simulated sweeps.
         truth_delta_b: optional (N, 3) float64 [T], noise-free coil field (simulated sweeps).
+        module: optional (N,) int64, index of the module a row was recorded on (datasets of several modules,
+            `merge_modules`); absent for a one-module sweep.
         meta: JSON-serialisable dict: 'source' (raw.meta), 'provenance', 'processing' (config),
             'report' (drop report); after `load` also the file-level keys (schema_version, units, ...).
     """
@@ -113,6 +115,7 @@ class DirectionDataset:
     truth_label: Optional[np.ndarray] = None
     truth_u: Optional[np.ndarray] = None
     truth_delta_b: Optional[np.ndarray] = None
+    module: Optional[np.ndarray] = None
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -123,6 +126,7 @@ class DirectionDataset:
         """Cast the columns to int64 (pose_id, n_coil_on), str (split) and float64 (vectors)."""
         # column -> (target dtype, accepted source dtype kinds)
         casts = {"pose_id": (np.int64, "iu"), "n_coil_on": (np.int64, "iu"), "split": (str, "UO"),
+                 "module": (np.int64, "iu"),
                  **{n: (np.float64, "iuf") for n in VECTORS}}
         for name, (dtype, kinds) in casts.items():
             value = getattr(self, name)
@@ -146,8 +150,8 @@ class DirectionDataset:
 
         if self.pose_id.shape != (n,) or len(np.unique(self.pose_id)) != n:
             fail("column 'pose_id' must be a 1-D array of unique integers")
-        for name in ("split", "n_coil_on"):
-            if getattr(self, name).shape != (n,):
+        for name in ("split", "n_coil_on", "module"):
+            if getattr(self, name) is not None and getattr(self, name).shape != (n,):
                 fail(f"column '{name}' has shape {getattr(self, name).shape}, expected ({n},)")
         bad = ~np.isin(self.split, SPLITS)
         if bad.any():
@@ -258,3 +262,24 @@ class DirectionDataset:
         ds._coerce(source=str(path))
         ds.validate(source=str(path))
         return ds
+
+
+def merge_modules(datasets: Sequence["DirectionDataset"]) -> "DirectionDataset":
+    """One dataset of several modules' sweeps with a ``module`` column (row i of ``datasets[k]`` → module k).
+
+    Each row keeps its split; pose ids become ``k · stride + pose_id`` (stride a power of ten above every id) so
+    that they stay unique. ``meta['modules']`` lists the sources' module seeds and calibrations.
+    """
+    if not datasets:
+        raise DataError("merge_modules: no datasets given")
+    top = max(int(d.pose_id.max()) if len(d) else 0 for d in datasets)
+    stride = 10 ** len(str(top + 1))
+    cat = lambda name: np.concatenate([getattr(d, name) for d in datasets])          # noqa: E731
+    kw = {n: cat(n) for n in REQUIRED if n != "pose_id"}
+    kw["pose_id"] = np.concatenate([k * stride + d.pose_id for k, d in enumerate(datasets)])
+    for n in ("truth_label", "truth_u", "truth_delta_b"):
+        kw[n] = cat(n) if all(getattr(d, n) is not None for d in datasets) else None
+    kw["module"] = np.concatenate([np.full(len(d), k, np.int64) for k, d in enumerate(datasets)])
+    modules = [{"seed": ((d.meta.get("source") or {}).get("module") or {}).get("seed"),
+                "calibration": d.meta.get("calibration"), "n": len(d)} for d in datasets]
+    return DirectionDataset(**kw, meta={"modules": modules, "pose_id_stride": stride})

@@ -87,7 +87,7 @@ class CoilDirectionModel(torch.nn.Module):
             return loss
 
         with torch.enable_grad():
-            before = float(residual(torch.zeros(16, dtype=torch.float64)).median())
+            before = float(residual(torch.zeros(16, dtype=torch.float64)).detach().median())
             opt.step(closure)
         self.theta.copy_(theta.detach())
         after = residual(self.theta).detach()

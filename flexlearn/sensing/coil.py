@@ -33,7 +33,7 @@ import torch
 from flexlearn.config import check, check_positive
 from flexlearn.sensing.biot_savart import MU0, biot_savart_polyline
 
-__all__ = ["CoilConfig", "PlanarCoil", "spiral_polyline", "biot_savart_polyline", "MU0"]
+__all__ = ["CoilConfig", "PlanarCoil", "spiral_polyline", "lead_polyline", "biot_savart_polyline", "MU0"]
 
 COPPER_RESISTIVITY = 1.72e-8
 """Resistivity of annealed copper at 20 °C [Ω·m]."""
@@ -57,6 +57,11 @@ class CoilConfig:
         resistivity: copper resistivity [Ω·m].
         points_per_turn: polyline vertices per turn (discretisation of the trace).
         winding: "same" (layers add) or "reversed" (bottom layer circulates the other way).
+        lead_length, lead_separation: the supply leads as a pair of straight traces leaving the outer via
+            radially (along the start of the top spiral, φ = 0) for ``lead_length`` [m], ``lead_separation``
+            [m] apart in the board plane and closed at their far end (`lead_polyline`). Their fields cancel only
+            to first order: the pair is a line dipole, B ≈ μ0 I s / (2π d²) at distance d. 0 (the default):
+            not modelled, as in `spiral_polyline`.
     """
 
     outer_radius: float = 10.0e-3
@@ -70,6 +75,8 @@ class CoilConfig:
     resistivity: float = COPPER_RESISTIVITY
     points_per_turn: int = 48
     winding: str = "same"
+    lead_length: float = 0.0
+    lead_separation: float = 0.0
 
     def validate(self, where: str = "coil") -> None:
         """Range checks; errors name ``<where>.<key>``."""
@@ -83,6 +90,19 @@ class CoilConfig:
               "sum of |alpha_k| must be < 1 (positive radius)")
         check(self.winding in ("same", "reversed"), f"{where}.winding", self.winding,
               "must be 'same' or 'reversed'")
+        check(0.0 <= self.lead_length <= 0.2 and 0.0 <= self.lead_separation <= 5e-3, f"{where}.lead_length/"
+              "lead_separation", (self.lead_length, self.lead_separation), "must be in [0, 0.2] m and [0, 5e-3] m")
+
+
+def lead_polyline(start: torch.Tensor, length: float, separation: float) -> torch.Tensor:
+    """Closed rectangle (5, 3) [m] of the supply-lead pair: out along +r̂ from ``start`` (3,) (the outer via, in the
+    board plane) on one side, back on the other, ``separation`` apart (current out on the +φ̂ side)."""
+    r = start.clone()
+    r[2] = 0.0
+    r = r / torch.linalg.vector_norm(r)
+    side = torch.stack([-r[1], r[0], r.new_zeros(())]) * (0.5 * separation)
+    a, b = start + side, start + side + length * r
+    return torch.stack([a, b, b - 2 * side, a - 2 * side, a])
 
 
 def spiral_polyline(outer_radius: torch.Tensor, pitch: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor,
@@ -94,10 +114,10 @@ def spiral_polyline(outer_radius: torch.Tensor, pitch: torch.Tensor, alpha: torc
     Sec. III-A). Via to z = −h/2 at φ = 2πN. Bottom layer, parameter t ∈ [0, 2πN]: radius (R0 − p(2πN − t)/2π)
     at angle +t ("same": still counter-clockwise, spiralling out) or at angle −t ("reversed"). The bottom
     layer ends under the start of the top layer; a second via returns there to the top layer, where the two
-    supply leads leave side by side (their fields cancel and are not modelled). The circuit is therefore closed
-    (``v[-1] == v[0]``): an open polyline would leave a spurious 1/r² field of the missing return path.
-    The current flows along the vertices. Differentiable with respect to every tensor argument; dtype/device
-    follow ``outer_radius``.
+    supply leads leave side by side (their fields cancel to first order; `lead_polyline` adds them). The circuit
+    is therefore closed (``v[-1] == v[0]``): an open polyline would leave a spurious 1/r² field of the missing
+    return path. The current flows along the vertices. Differentiable with respect to every tensor argument;
+    dtype/device follow ``outer_radius``.
     """
     n = turns * points_per_turn
     total = 2.0 * math.pi * turns
@@ -134,6 +154,7 @@ class PlanarCoil(torch.nn.Module):
         self.turns = int(cfg.turns)
         self.points_per_turn = int(cfg.points_per_turn)
         self.winding = cfg.winding
+        self.lead_length, self.lead_separation = float(cfg.lead_length), float(cfg.lead_separation)
         for name in ("outer_radius", "pitch", "board_thickness", "copper_thickness", "trace_width", "resistivity"):
             self.register_buffer(name, torch.tensor(float(getattr(cfg, name)), dtype=dtype))
         self.register_buffer("alpha", torch.tensor(cfg.alpha, dtype=dtype))
@@ -161,6 +182,12 @@ class PlanarCoil(torch.nn.Module):
         return 0.5 * current * torch.linalg.cross(v[:-1], v[1:], dim=-1).sum(0)
 
     def field(self, points: torch.Tensor, current: Union[float, torch.Tensor] = 1.0) -> torch.Tensor:
-        """Flux density [T] at ``points`` (..., 3) [m] in the coil frame, for ``current`` [A]; (..., 3)."""
-        return biot_savart_polyline(self.polyline(), points, current)
+        """Flux density [T] at ``points`` (..., 3) [m] in the coil frame, for ``current`` [A]; (..., 3).
+        Includes the supply-lead pair when ``lead_length`` and ``lead_separation`` are set (`lead_polyline`)."""
+        v = self.polyline()
+        b = biot_savart_polyline(v, points, current)
+        if self.lead_length > 0 and self.lead_separation > 0:
+            b = b + biot_savart_polyline(lead_polyline(v[0], self.lead_length, self.lead_separation).to(v.dtype),
+                                         points, current)
+        return b
 

@@ -118,3 +118,22 @@ def test_robot_draws_its_nine_modules_from_the_same_distribution():
     assert len(a.meta["modules"]) == 9 and a.meta["modules"] == b.meta["modules"] != c.meta["modules"]
     radii = [m["pivot_radius"] for m in a.meta["modules"]]
     assert len(set(radii)) == 9 and max(map(abs, radii)) < 5 * ModuleTolerances().pivot_radius
+
+
+def test_supply_lead_pair_is_a_small_loop_whose_far_field_is_its_dipole():
+    """`CoilConfig.lead_length/lead_separation`: the lead pair adds the field of a closed L × s loop in the board
+    plane: far away (d = 0.4 m ≫ L = 13 mm) it is the dipole μ0/4π (3(m·r̂)r̂ − m)/d³, m = I L s n̂ (0.5 % here)."""
+    from flexlearn.sensing.biot_savart import MU0
+    from flexlearn.sensing.coil import CoilConfig, PlanarCoil, lead_polyline
+
+    plain, leads = PlanarCoil(), PlanarCoil(CoilConfig(lead_length=0.013, lead_separation=1e-3))
+    loop = lead_polyline(plain.polyline()[0], 0.013, 1e-3)
+    m = 0.5 * torch.linalg.cross(loop[:-1], loop[1:] - loop[:-1], dim=-1).sum(0)
+    assert abs(float(torch.linalg.vector_norm(m)) - 0.013e-3) < 1e-12 and abs(float(m[2])) > 0.999 * 0.013e-3
+    p = torch.tensor([[0.4, 0.1, 0.2], [-0.1, 0.3, -0.25]], dtype=torch.float64)
+    r = p - loop[:4].mean(0)
+    d = torch.linalg.vector_norm(r, dim=-1, keepdim=True)
+    dip = MU0 / (4 * torch.pi) * (3 * (r @ m)[:, None] * r / d ** 2 - m) / d ** 3
+    extra = leads.field(p) - plain.field(p)
+    assert torch.allclose(extra, dip, rtol=5e-3, atol=0)
+    assert torch.equal(PlanarCoil(CoilConfig(lead_length=0.013)).field(p), plain.field(p))    # no separation: none

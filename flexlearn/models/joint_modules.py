@@ -1,0 +1,87 @@
+"""One direction model trained on several modules at once, each with its own input map (seed 002, III-B3).
+
+Seed 002 fits a per-receiver alignment Aᵢ (after the tumble's Wᵢ) so that one network serves every module. Here the
+network and the alignments are learned *together* on sweeps of several modules (a dataset with a ``module`` column,
+`flexlearn.data.dataset.merge_modules`):
+
+    d̂_n = f(A_{k(n)} x_n),   x_n = W_{k(n)} ΔB_n (processing applied the module's tumble),
+    L = mean_n (1 − d̂_nᵀ â_n) + (σ_fix² / 2N) Σ_k ‖θ_k / σ_θ‖²,
+
+A_k = `flexlearn.sensing.module_cal.input_map` (θ_k, ``kind``): a rotation times a trace-free symmetric stretch
+(8 parameters) or the rotation alone (3). 1 − cos ≈ ∠²/2, so with σ_fix the per-fix angular noise the loss is the
+negative log posterior of `fit_input_map` summed over modules (up to the factor σ_fix² / N): the same prior toward
+A = I pins the common map the shared network could otherwise absorb. The shared network ``f`` is a plain
+`DirectionMLP`: a module it never saw is calibrated with `fit_input_map` exactly as for a one-module model.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from flexlearn.models.direction_mlp import DirectionMLP
+from flexlearn.sensing.module_cal import input_map
+
+__all__ = ["JointModuleModel", "train_joint"]
+
+
+class JointModuleModel(nn.Module):
+    """Shared `DirectionMLP` ``net`` + per-module map parameters ``theta`` (K, 3 or 8)."""
+
+    def __init__(self, n_modules: int, kind: str = "linear", prior_rotation: float = math.radians(3.0),
+                 prior_shape: float = 0.03, **mlp: Any) -> None:
+        super().__init__()
+        if kind not in ("rotation", "linear") or n_modules < 1:
+            raise ValueError(f"JointModuleModel: kind {kind!r} (rotation|linear), n_modules {n_modules} (>= 1)")
+        self.kind, self.net = kind, DirectionMLP(**mlp)
+        n_par = 3 if kind == "rotation" else 8
+        self.theta = nn.Parameter(torch.zeros(n_modules, n_par, dtype=torch.float64))
+        self.register_buffer("prior", torch.tensor([prior_rotation] * 3 + [prior_shape] * (n_par - 3),
+                                                   dtype=torch.float64))
+
+    def maps(self) -> Tensor:
+        """A_k (K, 3, 3) of every training module."""
+        return torch.stack([input_map(t, self.kind) for t in self.theta])
+
+    def forward(self, delta_b: Tensor, module: Tensor) -> Tensor:
+        """Unit directions (N, 3) for calibrated fields ``delta_b`` (N, 3) [T] of modules ``module`` (N,) int."""
+        a = self.maps().to(self.net.input_mean.dtype)[module]
+        return self.net((a @ delta_b.to(a.dtype).unsqueeze(-1)).squeeze(-1))
+
+    def prior_term(self) -> Tensor:
+        """½ Σ_k ‖θ_k / σ_θ‖²."""
+        return 0.5 * ((self.theta / self.prior) ** 2).sum()
+
+
+def train_joint(delta_b: np.ndarray, label: np.ndarray, module: np.ndarray, epochs: int = 40, batch: int = 512,
+                lr: float = 3e-3, weight_decay: float = 1e-5, lr_min_factor: float = 0.02,
+                sigma_fix: float = math.radians(0.5), kind: str = "linear", seed: int = 7,
+                hidden: Optional[Sequence[int]] = None) -> JointModuleModel:
+    """Train `JointModuleModel` on rows (ΔB (N, 3) [T], label (N, 3) unit, module (N,) int in [0, K)).
+
+    AdamW on the network (``weight_decay``) and the maps (none), cosine-annealed learning rate from ``lr`` to
+    ``lr · lr_min_factor`` over ``epochs`` — the optimiser of `flexlearn.tasks.direction.DirectionTask`.
+    """
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.as_tensor(np.asarray(delta_b), dtype=torch.float32)
+    y = torch.as_tensor(np.asarray(label), dtype=torch.float32)
+    k = torch.as_tensor(np.asarray(module), dtype=torch.long)
+    model = JointModuleModel(int(k.max()) + 1, kind, hidden=tuple(hidden or (128, 128, 128)))
+    model.net.fit_input_normalization(x)
+    opt = torch.optim.AdamW([{"params": model.net.parameters(), "weight_decay": weight_decay},
+                             {"params": [model.theta], "weight_decay": 0.0}], lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, epochs), eta_min=lr * lr_min_factor)
+    n, w_prior = x.shape[0], sigma_fix ** 2 / x.shape[0]          # × ½Σ‖θ/σ‖² (prior_term)
+    for _ in range(epochs):
+        for idx in torch.randperm(n, generator=gen).split(batch):
+            opt.zero_grad()
+            pred = model(x[idx], k[idx])
+            loss = (1.0 - (pred * y[idx]).sum(-1)).mean() + w_prior * model.prior_term()
+            loss.backward()
+            opt.step()
+        sched.step()
+    return model.eval()
