@@ -4,6 +4,8 @@
     python scripts/reproduce_seed002_table1.py [--quick] [--duration 60] [--trials 3] [--first-trial 0] [--cycles 50]
                                                [--hold 1800] [--long 300] [--long-trials 2] [--align-init 0]
                                                [--out-dir results/seed002]
+    python scripts/reproduce_seed002_table1.py --confidence-study --first-trial 5 --trials 5 [--conf-growth 0.2]
+                                               [--conf-margin-deg 10] [--curl-max-deg 40]
 
 Scenarios `2d_curl`, `2d_obstacle`, `3d_curl`, `3d_hand` (flexlearn.sim.shape_scenarios), each over ``--trials``
 seeds from ``--first-trial`` (trial k: motion seed k, robot seed 100 k + scenario index; e.g. ``--first-trial 5``
@@ -18,12 +20,17 @@ Drift (seed IV-D): ``--cycles`` pull–release cycles of 10 s (phase-matched tip
 and true error) and a ``--hold`` s static hold (tip displacement over the hold; the truth does not move).
 Writes ``table1.json`` (scenario → method → {backbone_rmse_mm, tip_rmse_mm, …}, "average", "drift", the seed's
 values) and ``backbones.png`` (estimated vs true backbones). The direction model is a small MLP fitted on rig pairs
-(`fit_direction_model`) unless ``--model`` names a TorchScript direction model.
+(`fit_direction_model`, bends to ``TRAINED_CAP`` = 30°) unless ``--model`` names a TorchScript direction model.
+``--confidence-study`` runs only `3d_curl` (joints bent up to ``--curl-max-deg``, past the trained cap; every joint
+its own module drawn from the module tolerances) with the default fusion twice per trial, constant σ_m against the
+per-fix σ_m and rejection of `flexlearn.runtime.fusion_confidence.BendConfidence` (``--conf-growth``,
+``--conf-margin-deg``, cap = the model's trained cap), and writes ``confidence.json``.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -36,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from flexlearn.atomic import atomic_path  # noqa: E402
 from flexlearn.runtime import shape_replay as rs  # noqa: E402
 from flexlearn.sim import shape_scenarios as scenarios  # noqa: E402
-from flexlearn.sim.robot import RobotConfig, simulate_robot  # noqa: E402
+from flexlearn.sim.robot import E, RobotConfig, simulate_robot  # noqa: E402
 
 SEED_TABLE = {  # seed 002, Table I: backbone / tip RMSE [mm] (mean ± std over trials)
     "fusion": {"2d_curl": (7.6, 8.8), "2d_obstacle": (11.3, 16.5), "3d_curl": (13.3, 21.1), "3d_hand": (7.8, 13.0),
@@ -123,6 +130,37 @@ def scenario_table(model: torch.nn.Module, duration: float, trials: int, align_w
     return table, examples
 
 
+TRAINED_CAP_DEG = 30.0    # bend cap of `fit_direction_model`'s rig pairs
+
+
+def confidence_study(model: torch.nn.Module, duration: float, trials: int, first_trial: int, growth: float,
+                     margin_deg: float | None, curl_max_deg: float, cap_deg: float = TRAINED_CAP_DEG) -> dict:
+    """3d_curl past the trained cap: fusion with constant σ_m vs per-fix σ_m (`BendConfidence`), per trial and mean;
+    also the share of fixes rejected (LOW_CONFIDENCE) and each trial's largest true joint bend."""
+    conf = {"kind": "bend", "cap": math.radians(cap_deg), "growth": growth,
+            "margin": None if margin_deg is None else math.radians(margin_deg)}
+    rows = []
+    for trial in range(first_trial, first_trial + trials):
+        hw = 100 * trial + scenarios.SCENARIOS.index("3d_curl")
+        rec = simulate_robot(scenarios.scenario("3d_curl", period=min(20.0, duration), seed=trial,
+                                                theta_max=curl_max_deg), duration, RobotConfig(seed=hw))
+        parent = np.concatenate([np.broadcast_to(E, rec.u[:, :1].shape), rec.u[:, :-1]], 1)
+        bend = np.degrees(np.arccos(np.clip((parent * rec.u).sum(-1), -1.0, 1.0)))     # true joint bends (K, N)
+        row = {"trial": trial, "max_joint_bend_deg": float(bend.max()),
+               "share_past_cap": float((bend > cap_deg).mean())}
+        for name, kw in (("constant", {}), ("per_fix", {"confidence": conf})):
+            est = rs.build_estimator(rec, model, "fusion", **kw)
+            pts = rs.replay(rec, est)
+            rejected = int(est.n_low_confidence.sum())
+            row[name] = {**rs.errors(pts, rec), "rejected_share": rejected / max(int(est.n_fixes.sum()) + rejected, 1)}
+        rows.append(row)
+    mean = {name: {k: float(np.mean([r[name][k] for r in rows])) for k in ("backbone_rmse_mm", "tip_rmse_mm")}
+            for name in ("constant", "per_fix")}
+    wins = {k: int(sum(r["per_fix"][k] < r["constant"][k] for r in rows)) for k in ("backbone_rmse_mm", "tip_rmse_mm")}
+    return {"confidence": conf, "curl_max_deg": curl_max_deg, "trained_cap_deg": cap_deg, "duration_s": duration,
+            "first_trial": first_trial, "trials": trials, "mean": mean, "per_fix_wins": wins, "per_trial": rows}
+
+
 def figure(examples: dict, path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
@@ -167,12 +205,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--align-window", type=float, default=0.0,
                     help="fit receiver alignments A_i on the first N s (seed: 45; default 0 = identity)")
     ap.add_argument("--out-dir", type=Path, default=Path("results/seed002"))
+    ap.add_argument("--confidence-study", action="store_true",
+                    help="only 3d_curl past the trained cap: constant vs per-fix sigma_m (confidence.json)")
+    ap.add_argument("--conf-growth", type=float, default=0.2, help="BendConfidence growth [rad per rad past the cap]")
+    ap.add_argument("--conf-margin-deg", type=float, default=None,
+                    help="reject fixes bent more than this past the cap [deg] (default: none rejected)")
+    ap.add_argument("--curl-max-deg", type=float, default=40.0, help="3d_curl distal bend [deg] (study only)")
     a = ap.parse_args(argv)
     if a.quick:
         a.duration, a.trials, a.cycles, a.hold, a.long = 20.0, 1, 5, 60.0, 0.0
     torch.set_num_threads(1)
     t0 = time.time()
     model = torch.jit.load(str(a.model)) if a.model else rs.fit_direction_model()
+    if a.confidence_study:
+        study = confidence_study(model, a.duration, a.trials, a.first_trial, a.conf_growth, a.conf_margin_deg,
+                                 a.curl_max_deg)
+        study["wall_s"] = time.time() - t0
+        a.out_dir.mkdir(parents=True, exist_ok=True)
+        with atomic_path(a.out_dir / "confidence.json") as tmp:
+            Path(tmp).write_text(json.dumps(study, indent=2) + "\n")
+        print(json.dumps({k: study[k] for k in ("confidence", "mean", "per_fix_wins", "trials", "first_trial")}))
+        return 0
     table, examples = scenario_table(model, a.duration, a.trials, a.align_window, a.align_init, a.first_trial)
     long = scenario_table(model, a.long, a.long_trials, a.align_window, a.align_init,
                           a.first_trial)[0] if a.long > 0 else {}

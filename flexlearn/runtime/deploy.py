@@ -31,6 +31,7 @@ from flexlearn.runtime.calibration_file import CALIBRATION_SCHEMA, CalibrationFi
 from flexlearn.runtime.export import (Artifact, archive_entries, load_torchscript_bytes, read_verified, script,
                                       script_artifact, versions, write_artifacts)
 from flexlearn.runtime.fusion import FusedEstimator
+from flexlearn.runtime.fusion_confidence import confidence_error
 from flexlearn.runtime.height_control import HeightPID
 
 BUNDLE_SCHEMA_VERSION = 1
@@ -108,7 +109,7 @@ def bundle_artifact(bundle: DeployBundle, path: str | Path, metadata: Optional[d
                           "min_fresh": est.min_fresh, "full_scale_T": est.full_scale,
                           "reference": "body" if est.body_ref else "world",
                           "bias_model": est.bias_model, "gate": est.gate, "sigma_align": est.sigma_align,
-                          "travel_noise": est.travel_noise},
+                          "travel_noise": est.travel_noise, "confidence": json.loads(est.confidence_json)},
             "controller": {k: getattr(bundle.controller, k) for k in
                            ("target", "kp", "ki", "kd", "tau_d", "i_band", "v_max", "a_max", "settle",
                             "reject_above")},
@@ -201,6 +202,8 @@ ESTIMATOR_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "travel_noise": _rule(lambda v: v >= 0, "must be null or a finite value >= 0 [per rad]", optional=True),
     "gate": _rule(lambda v: v >= 0, "must be a finite gate >= 0 [standard deviations] (0: none)"),
     "sigma_align": _rule(lambda v: v > 0, "must be a finite angle > 0 [rad]"),
+    "confidence": (lambda v: confidence_error(v) is None, "must be null (constant sigma_m) or a per-fix confidence "
+                   "source (flexlearn.runtime.fusion_confidence): {reason}"),
     **CLOCK_RULES,
 }
 
@@ -217,7 +220,8 @@ def _check_settings(cls: type, kwargs: Optional[Mapping[str, Any]], where: str, 
         raise BundleConfigError(f"config '{where}': unknown key(s) {bad}; allowed: {sorted(allowed)}")
     for key, value in kwargs.items():
         if key in rules and not rules[key][0](value):
-            raise BundleConfigError(f"config '{where}.{key}' = {value!r}: {rules[key][1]}")
+            requirement = rules[key][1].replace("{reason}", str(confidence_error(value)))
+            raise BundleConfigError(f"config '{where}.{key}' = {value!r}: {requirement}")
     return kwargs
 
 

@@ -51,22 +51,23 @@ a restarted or jumping master clock is detected and the time base resynchronised
 """
 from __future__ import annotations
 
+import json
 import math
-from typing import List, Optional, Tuple
+from typing import Optional, Tuple
 
 import torch
 from torch import Tensor, nn
 
 from flexlearn.lie import quat_to_matrix, rotation_between, so3_exp
+from flexlearn.runtime.fusion_confidence import FixConfidence, build_confidence, quat_bend
 from flexlearn.runtime.fusion_flags import FLAG_BITS
+from flexlearn.runtime.fusion_options import BIAS_MODELS, FUSION, HEADING_DRIFT_PER_TRAVEL, MAG_ONLY, MODES, QUAT_ONLY
+from flexlearn.runtime.fusion_options import mag_chain, resolve_options
 from flexlearn.runtime.heading_filter import HeadingDriftFilter, heading_angle
 from flexlearn.runtime.quat_quadratic import quadratic_map, reference_rows
 from flexlearn.runtime.time_base import RESYNC_FLAG_S, TimeBase
 
-FUSION, QUAT_ONLY, MAG_ONLY = 0, 1, 2
-HEADING_DRIFT_PER_TRAVEL = 0.0065      # seed 002, III-B4: heading drift ≈ 0.65 % of angular travel
-MODES = {"fusion": FUSION, "quat_only": QUAT_ONLY, "mag_only": MAG_ONLY}
-BIAS_MODELS = ("heading", "heading_walk", "rotation")
+__all__ = ["FusedEstimator", "FUSION", "QUAT_ONLY", "MAG_ONLY", "MODES", "BIAS_MODELS", "HEADING_DRIFT_PER_TRAVEL"]
 
 
 class FusedEstimator(nn.Module):
@@ -89,10 +90,7 @@ class FusedEstimator(nn.Module):
         reference: "body" (default): R_i = R(q_i⁰)ᵀ R(q_i); "world": R_i = R(q_i) R(q_i⁰)ᵀ, the seed's literal form.
         innovation: "seed" (default, y = Log(u^q → u^m) − b) or "observable" (y = Log(û → u^m)).
         travel_noise: κ, extra process noise P += (κ Δφ)² for the module's angular travel Δφ [rad] since its last
-            fix (drift ∝ angular travel, seed III-B4; travel summed between coil activations). Default: the
-            seed's measured drift, 0.0065 per rad of travel, for "heading" (with a small σ_b, a still robot adds
-            almost no process noise, so the estimate settles instead of following the magnetic noise); 0 for
-            "rotation" (as it was tuned).
+            fix (drift ∝ angular travel, seed III-B4; travel summed between coil activations; defaults below).
         bias_model: "heading" (default: module headings and drift rates, `HeadingDriftFilter`), "heading_walk" (one
             random-walk heading correction per joint) or "rotation" (the seed's 3-D rotation bias b_i with twist
             damping); see the module docstring. For "heading", ``travel_noise`` κ is the prior std of the drift
@@ -102,16 +100,16 @@ class FusedEstimator(nn.Module):
         sigma_align: σ_δ, prior std per axis of each receiver's residual misalignment [rad] ("heading" only).
         clock_jump [s], clock_confirm: the outlier-time and clock-restart rule of `flexlearn.runtime.time_base`
             (outliers are dropped, TIME_ORDER; a resync keeps the state and flags CLOCK_RESYNC).
-    Defaults σ_m = 0.07 rad ("rotation", "heading_walk"), p0 = 3e-4 rad², γ = 0.02 and the "rotation"
-    σ_b = 3e-3 rad/√s were tuned on the simulator (`flexlearn.sim.shape_scenarios`); the "heading" model takes κ
-    from the seed's drift figure, σ_δ from a 1° mounting tolerance, σ_b = 3e-4 (not swept) and σ_m = 0.03 rad
-    (the white part: IMU noise, direction-model and timing errors; chosen between 0.03 and 0.07 on trials 0–4).
+        confidence: per-fix σ_m and rejection (`flexlearn.runtime.fusion_confidence`; e.g. ``{"kind": "bend"}``);
+            None: the constant σ_m. Rejected fixes are flagged MAG_REJECTED | LOW_CONFIDENCE.
+    How the defaults were chosen: `flexlearn.runtime.fusion_options`.
 
     Inputs are float64 tensors (other dtypes are converted); quaternions (w, x, y, z) with R(q) body → world.
     """
 
     # flag bits (`fusion_flags`) and modes as TorchScript constants (set in __init__), inlined into the scripted code
     __constants__ = list(FLAG_BITS) + ["FUSION", "QUAT_ONLY", "MAG_ONLY"]
+    __annotations__ = {"confidence": FixConfidence}   # an interface-typed submodule (a class, not a string)
 
     def __init__(self, model: nn.Module, n_segments: int = 9, length: float = 0.029,
                  sigma_b: Optional[float] = None,
@@ -121,27 +119,21 @@ class FusedEstimator(nn.Module):
                  reference: str = "body", innovation: str = "seed", travel_noise: Optional[float] = None,
                  bias_model: str = "heading", gate: float = 3.0,
                  sigma_align: float = math.sqrt(2.0) * math.radians(1.0), clock_jump: float = 2.0,
-                 clock_confirm: int = 3) -> None:
+                 clock_confirm: int = 3, confidence: Optional[dict] = None) -> None:
         super().__init__()
-        if n_segments < 1:
-            raise ValueError(f"n_segments = {n_segments}: expected ≥ 1")
-        for key, value, allowed in (("innovation", innovation, ("seed", "observable")), ("bias_model", bias_model,
-                                    BIAS_MODELS), ("reference", reference, ("body", "world")), ("mode", mode, MODES)):
-            if value not in allowed:
-                raise ValueError(f"{key} = {value!r}: expected one of {sorted(allowed)}")
+        sigma_b, sigma_m, travel_noise = resolve_options(n_segments, mode, reference, innovation, bias_model,
+                                                         sigma_b, sigma_m, travel_noise)
         for name, bit in {**FLAG_BITS, "FUSION": FUSION, "QUAT_ONLY": QUAT_ONLY, "MAG_ONLY": MAG_ONLY}.items():
             setattr(self, name, bit)  # the __constants__
         n = int(n_segments)
         f64 = torch.float64
-        self.model = model
-        self.n = n
-        self.length = float(length)
+        self.model, self.n, self.length = model, n, float(length)
         heading = bias_model != "rotation"
-        sigma_b = (3e-4 if heading else 3e-3) if sigma_b is None else sigma_b
-        sigma_m = (0.03 if bias_model == "heading" else 0.07) if sigma_m is None else sigma_m
-        travel_noise = (HEADING_DRIFT_PER_TRAVEL if heading else 0.0) if travel_noise is None else travel_noise
-        self.sigma_b2 = float(sigma_b) ** 2
-        self.sigma_m2 = float(sigma_m) ** 2
+        self.sigma_b2, self.sigma_m2 = sigma_b ** 2, sigma_m ** 2
+        self.confidence = build_confidence(confidence, self.sigma_m2)
+        self.confidence_json = json.dumps(confidence and dict(confidence), sort_keys=True)  # bundle metadata
+        self.use_confidence = confidence is not None and confidence["kind"] != "constant"
+        self.fix_sigma_m2, self.conf_flag = self.sigma_m2, 0                 # σ_m² of the current fix, its flag
         self.p0, self.twist_damping, self.settle = float(p0), float(twist_damping), float(settle)
         self.min_fresh, self.full_scale = int(min_fresh), float(full_scale)
         self.stale_after, self.fix_timeout = float(stale_after), float(fix_timeout)
@@ -214,6 +206,8 @@ class FusedEstimator(nn.Module):
         self.register_buffer("last_um", torch.full((n, 3), float("nan"), dtype=f64))
         self.register_buffer("last_db", torch.full((n, 3), float("nan"), dtype=f64))
         self.register_buffer("last_target", torch.full((n, 3), float("nan"), dtype=f64))
+        self.register_buffer("last_sigma_m", torch.full((n,), float(sigma_m), dtype=f64))  # per-fix σ_m [rad]
+        self.register_buffer("n_low_confidence", torch.zeros(n, dtype=torch.int64))       # fixes it rejected
         self.register_buffer("eye_n", torch.eye(n, dtype=torch.bool))
         self.mag_flagged = False
         self.coil = -1
@@ -305,7 +299,7 @@ class FusedEstimator(nn.Module):
             self.q_last.copy_(q)
             self.t_all_ok = t
             if self.mode == self.MAG_ONLY:
-                u = self._mag_chain()
+                u = mag_chain(self.e, self.d_rel)
             else:
                 u = torch.bmm(self.gain, (q.unsqueeze(-1) * q.unsqueeze(-2)).reshape(self.n + 1, 16, 1)).squeeze(-1)
         else:
@@ -353,18 +347,8 @@ class FusedEstimator(nn.Module):
         self.q_last.copy_(q)
         self.bad_now.copy_(torch.where(ok[1:], 0, self.BAD_QUAT))
         if self.mode == self.MAG_ONLY:
-            return self._mag_chain()
+            return mag_chain(self.e, self.d_rel)
         return torch.bmm(self.gain, (q.unsqueeze(-1) * q.unsqueeze(-2)).reshape(self.n + 1, 16, 1)).squeeze(-1)
-
-    def _mag_chain(self) -> Tensor:
-        """MAG_ONLY: (N + 1, 3) rows [e, û_1..û_N], û_i = R_i e, R_i = R_{i−1} exp(rotation_between(e, d_i)), R_0 = I."""
-        rel = so3_exp(rotation_between(self.e.expand(self.n, 3), self.d_rel))
-        r = torch.eye(3, dtype=torch.float64)
-        out: List[Tensor] = [self.e]
-        for i in range(self.n):
-            r = torch.matmul(r, rel[i])
-            out.append(torch.matmul(r, self.e))
-        return torch.stack(out)
 
     # ------------------------------------------------------------------------------------ magnetometer
     @torch.jit.export
@@ -451,7 +435,8 @@ class FusedEstimator(nn.Module):
         if self.correct(j + 1, db, t):
             applied[j] = True
         else:
-            self._set_mag_flags(self.mag_flags | torch.where(self.eye_n[j], self.MAG_REJECTED, 0))
+            self._set_mag_flags(self.mag_flags | torch.where(self.eye_n[j], self.MAG_REJECTED | self.conf_flag, 0))
+            self.conf_flag = 0
         return applied
 
     def _relative(self, k: int) -> Tensor:
@@ -460,6 +445,19 @@ class FusedEstimator(nn.Module):
         if self.body_ref:
             return torch.matmul(self.r0t[k], r)
         return torch.matmul(r, self.r0t[k].transpose(0, 1))
+
+    def _confident(self, j: int, x: Tensor, f: Tensor) -> bool:
+        """Per-fix σ_m² of joint j + 1 from the confidence source, given the quaternion bend (corrected parent and
+        child at coil activation; unknown in MAG_ONLY); False: rejected (the caller flags LOW_CONFIDENCE)."""
+        bq = -1.0
+        if self.mode != self.MAG_ONLY:
+            r_par = self._relative(j) if j == 0 else torch.matmul(self.c_bias[j - 1], self._relative(j))
+            bq = quat_bend(r_par, torch.matmul(self.c_bias[j], torch.matmul(self._relative(j + 1), self.e)), self.e)
+        self.fix_sigma_m2, reject = self.confidence(x, f, bq)
+        self.last_sigma_m[j] = math.sqrt(self.fix_sigma_m2)
+        self.conf_flag = self.LOW_CONFIDENCE if reject else 0
+        self.n_low_confidence[j] += int(reject)
+        return not reject
 
     @torch.jit.export
     def correct(self, i: int, delta_b: Tensor, t: float) -> bool:
@@ -477,6 +475,8 @@ class FusedEstimator(nn.Module):
         x = torch.matmul(self.aw[j], db)
         f = self.model(x.to(torch.float32).unsqueeze(0)).squeeze(0).detach().to(torch.float64)
         if not bool(torch.isfinite(f).all()) or float(torch.linalg.vector_norm(f)) < 0.5:
+            return False
+        if self.use_confidence and not self._confident(j, x, f):
             return False
         d = self.flip * f / torch.linalg.vector_norm(f).clamp_min(1e-12)   # child direction in the parent frame
         self.n_fixes[j] += 1
@@ -515,7 +515,7 @@ class FusedEstimator(nn.Module):
             y = rotation_between(uq, um) - b                 # seed III-B4 (implicitly damps b along u^q by K)
         else:
             y = rotation_between(torch.matmul(self.c_bias[j], uq), um)   # observable part only: Log(û → u^m)
-        k = p / (p + self.sigma_m2)
+        k = p / (p + self.fix_sigma_m2)
         b = b + k * y
         b = b - self.twist_damping * torch.dot(b, uq) * uq
         if not bool(torch.isfinite(b).all()):
@@ -543,7 +543,7 @@ class FusedEstimator(nn.Module):
         self.t_p[j] = t
         if s2 < 1e-3:                                       # segment near vertical: heading unobservable
             return True
-        k = p / (p + self.sigma_m2 / s2)
+        k = p / (p + self.fix_sigma_m2 / s2)
         c = self.rel_c[j] + k * y
         if not bool(torch.isfinite(c)):
             return False
@@ -577,7 +577,7 @@ class FusedEstimator(nn.Module):
             that = torch.linalg.cross(a, um)
             that = that / torch.linalg.vector_norm(that).clamp_min(1e-12)
             w = torch.matmul(r_par.transpose(0, 1), torch.linalg.cross(um, that)) / math.sqrt(s2)
-            ok = self.hf.update(j, y, self.sigma_m2 / s2, w)
+            ok = self.hf.update(j, y, self.fix_sigma_m2 / s2, w)
         th = self.hf.theta()
         if not bool(torch.isfinite(th).all()):
             self.hf.reset()

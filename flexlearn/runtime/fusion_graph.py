@@ -15,7 +15,8 @@ indexing by the firing coil). `torch.export` stops at the first of them (the clo
   ``pending``; ``correct_pending`` applies it. The caller runs the second only when the first returns True (a
   host-side branch: the correction is ~10× the cost of a round); ``magnetometer`` runs both, as the source does.
 
-Scope: the default configuration only (``mode="fusion"``, ``bias_model="heading"``, ``reference="body"``);
+Scope: the default configuration only (``mode="fusion"``, ``bias_model="heading"``, ``reference="body"``, constant
+σ_m: a per-fix ``confidence`` source, `flexlearn.runtime.fusion_confidence`, runs only in the TorchScript bundle);
 `from_estimator` refuses the others. The diagnostic buffers ``last_um``/``last_db``/``last_target`` (alignment
 fit) are not kept. Entry points (inputs float64 except ``coil`` int64; units s, T, m):
 ``set_reference(quats (N+1, 4)) → has_ref (N+1,)``; ``attitude(t (), quats (N+1, 4)) → (points (N+1, 3) [m],
@@ -53,10 +54,11 @@ class FusedEstimatorGraph(nn.Module):
     def __init__(self, est: FusedEstimator) -> None:
         super().__init__()
         bad = [k for k, ok in (("mode", est.mode == FUSION), ("bias_model", est.bias_model == "heading"),
-                               ("reference", est.body_ref)) if not ok]
+                               ("reference", est.body_ref), ("confidence", not est.use_confidence)) if not ok]
         if bad:
             raise ValueError(f"FusedEstimatorGraph covers the default estimator only (mode='fusion', "
-                             f"bias_model='heading', reference='body'); this one differs in {bad}")
+                             f"bias_model='heading', reference='body', constant sigma_m: no per-fix confidence; "
+                             f"use the TorchScript bundle for that); this one differs in {bad}")
         self.model = est.model
         self.n = int(est.n)
         self.length = float(est.length)
