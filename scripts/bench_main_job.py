@@ -27,7 +27,8 @@ def run_pipeline(root: Path, overrides: list[str]) -> dict:
         raise SystemExit(f"pipeline failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     out_dir = Path(proc.stdout.strip().splitlines()[-1])
     metrics = json.loads((out_dir / "metrics.json").read_text())
-    keep = {k: v for k, v in metrics.items() if k.startswith(("test/", "val/")) or k == "epochs"}
+    keep = {k: v for k, v in metrics.items() if k.startswith(("test/", "val/")) or k == "epochs"
+            or (k.startswith("test_module") and k.count("/") <= 2 and "/module" not in k)}   # held-out modules
     return {"wall_s": wall, "output_dir": str(out_dir), "metrics": keep}
 
 
