@@ -116,9 +116,10 @@ def describe_files(paths: Any) -> str:
     return ", ".join(paths)
 
 
-def show_result(metrics: Mapping[str, Any], optimized_metric: Optional[str] = None, **listed: Any) -> None:
-    """Print the metrics table, then each of ``listed`` (name: value), then the run directory as the last line
-    (scripts read it); a multirun job prints one line."""
+def show_result(metrics: Mapping[str, Any], optimized_metric: Optional[str] = None,
+                first: Optional[Mapping[str, Any]] = None, **listed: Any) -> None:
+    """Print each of ``first`` (name: value; the figures a reader must see first), the metrics table, each of
+    ``listed``, then the run directory as the last line (scripts read it); a multirun job prints one line."""
     if not is_rank_zero():
         return
     out_dir = metrics.get("output_dir", "")
@@ -130,6 +131,9 @@ def show_result(metrics: Mapping[str, Any], optimized_metric: Optional[str] = No
         print(f"[{label}] " + ", ".join(parts) + f" -> {out_dir}", flush=True)
         return
     table = metrics_table(metrics, optimized_metric)
+    for name, value in (first or {}).items():
+        if value:
+            print(f"{name}: {value}")
     print("\n" + table if table else "", flush=True)
     for name, value in listed.items():
         if value:

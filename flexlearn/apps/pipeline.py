@@ -23,8 +23,9 @@ def main(cfg: DictConfig) -> None:
         from flexlearn.jobs.train import train
 
         metrics = train(cfg)
-    show_result(metrics, cfg.optimized_metric, held_out_modules=metrics.get("test_module_summary"),
-                held_out_module_figures=describe_files(metrics.get("figures_test_module")),
+    show_result(metrics, cfg.optimized_metric,
+                first={"held-out modules": metrics.get("test_module_summary"),
+                       "held-out module figures": describe_files(metrics.get("figures_test_module"))},
                 figures=describe_files(metrics.get("figures")),
                 exports=describe_files(metrics.get("exports")))
 

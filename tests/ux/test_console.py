@@ -35,6 +35,14 @@ def test_show_result_ends_with_the_run_directory(capsys):
     assert "figures: a.png in /runs/x/figures" in lines and not any(ln.startswith("exports") for ln in lines)
 
 
+def test_show_result_prints_the_first_figures_before_the_table(capsys):
+    """The main job leads with the held-out-module figure, then the training module's table."""
+    console.show_result(METRICS, first={"held-out modules": "0.39° median", "held-out module figures": ""})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines.index("held-out modules: 0.39° median") < lines.index("test metrics (144 samples)")
+    assert not any(ln.startswith("held-out module figures") for ln in lines)
+
+
 def test_multirun_job_prints_one_line(capsys, monkeypatch):
     monkeypatch.setattr(console, "job_label", lambda: "job 3")
     console.show_result(METRICS, "val/ang_err_median_deg")
