@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from flexlearn.errors import ConfigError
+from tests.physics.cosserat.gradcheck import assert_gradients_match_central_differences
 from flexlearn.physics.cosserat import (Clamp, CosseratRod, Damping, Gravity, IntegrationError, RodState,
                                         RotatingField, TipMagnet)
 
@@ -79,13 +80,4 @@ def test_gradients_match_finite_differences():
         mag.moment_body = torch.stack([p["m"] * 0, p["m"] * 0, p["m"]])
         return _tip(rod, 2e-5, 60, [Gravity(), mag], Damping(alpha=p["alpha"])).sum()
 
-    leaves = {k: v.clone().requires_grad_(True) for k, v in params.items()}
-    out = run(leaves)
-    grads = torch.autograd.grad(out, list(leaves.values()))
-    for (k, v), g in zip(params.items(), grads):
-        eps = 1e-5 * float(v)
-        hi = {kk: (vv + eps if kk == k else vv) for kk, vv in params.items()}
-        lo = {kk: (vv - eps if kk == k else vv) for kk, vv in params.items()}
-        with torch.no_grad():
-            fd = (run(hi) - run(lo)) / (2 * eps)
-        assert float(g) == pytest.approx(float(fd), rel=1e-4, abs=1e-9 * abs(float(out.detach()))), k
+    assert_gradients_match_central_differences(run, params)

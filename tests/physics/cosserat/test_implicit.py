@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from flexlearn.errors import ConfigError
+from tests.physics.cosserat.gradcheck import assert_gradients_match_central_differences
 from flexlearn.lie import so3_exp
 from flexlearn.physics.cosserat import (FREE, Clamp, CosseratRod, Damping, EmbeddedMagnet, Gravity, IntegrationError,
                                         PointForce, RodState, RotatingField, TipMagnet)
@@ -248,16 +249,7 @@ def test_gradients_through_the_implicit_step_match_finite_differences():
         return rod.simulate(15 * dt, dt, loads=[Gravity()], damping=Damping(alpha=p["alpha"]), base=Clamp.horizontal(),
                             record_every=10 ** 9, scheme="implicit").positions[-1, -1].sum()
 
-    leaves = {k: v.clone().requires_grad_(True) for k, v in params.items()}
-    out = run(leaves)
-    grads = torch.autograd.grad(out, list(leaves.values()))
-    for (k, v), g in zip(params.items(), grads):
-        eps = 1e-5 * float(v)
-        hi = {kk: (vv + eps if kk == k else vv) for kk, vv in params.items()}
-        lo = {kk: (vv - eps if kk == k else vv) for kk, vv in params.items()}
-        with torch.no_grad():
-            fd = (run(hi) - run(lo)) / (2 * eps)
-        assert float(g) == pytest.approx(float(fd), rel=1e-4, abs=1e-9 * abs(float(out.detach()))), k
+    assert_gradients_match_central_differences(run, params)
 
 
 def test_bad_scheme_options_are_rejected():
