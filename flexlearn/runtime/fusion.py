@@ -120,6 +120,8 @@ class FusedEstimator(nn.Module):
                  bias_model: str = "heading", gate: float = 3.0,
                  sigma_align: float = math.sqrt(2.0) * math.radians(1.0), clock_jump: float = 2.0,
                  clock_confirm: int = 3, confidence: Optional[dict] = None) -> None:
+        """Arguments: see the class docstring. Over 80 lines on purpose: TorchScript needs every attribute and
+        buffer assigned here, so this is the one list of the estimator's state; checks live in fusion_options."""
         super().__init__()
         sigma_b, sigma_m, travel_noise = resolve_options(n_segments, mode, reference, innovation, bias_model,
                                                          sigma_b, sigma_m, travel_noise)
