@@ -310,20 +310,108 @@ def _first(x):
     return x[0] if isinstance(x, (list, tuple)) else x
 
 
+def _direction_model_formats(model, db, d: Path, steps: int, repeats: int) -> dict:
+    """Direction model ΔB (1, 3) → unit direction (the estimator's call) as TorchScript, .pt2 and .pte."""
+    from flexlearn.runtime import executorch_export as ee
+    from flexlearn.runtime.export import export_torchscript, load_torchscript
+
+    k_in = db.shape[0]
+    ts, _ = load_torchscript(export_torchscript(model, d / "dir.pt", {}))
+    pt2_path, pte_path = ee.export_direction_model(model, d / "dir")
+    pt2, _ = ee.load_pt2(pt2_path)
+    pte = ee.load_pte(pte_path).method("forward")
+    return _side_by_side(
+        {"torchscript": (lambda k: ts(db[k % k_in]), lambda k: ts(db[k % k_in])),
+         "pt2": (lambda k: pt2(db[k % k_in]), lambda k: pt2(db[k % k_in])),
+         "pte": (lambda k: pte(db[k % k_in]), lambda k: pte(db[k % k_in])[0])}, steps, repeats)
+
+
+def _arm_controller_formats(cfg, frames, d: Path, steps: int, repeats: int) -> dict:
+    """Arm-controller step in the three formats (fresh instances for the parity pass: the state advances)."""
+    from flexlearn.runtime import executorch_export as ee
+    from flexlearn.runtime.arm_controller import ArmController, export_arm_controller, load_arm_controller
+
+    k_in = frames.shape[0]
+    ts_path = export_arm_controller(ArmController.build(cfg), d / "arm.pt", cfg)
+    ee.export_arm_controller_graph(ArmController.build(cfg), cfg, d / "arm")
+
+    def arm(fmt: str):
+        if fmt == "torchscript":
+            c = load_arm_controller(ts_path)[0]
+            return lambda k: c(frames[k % k_in], 1e-3 * k)
+        c = ee.load_arm_controller_program(d / f"arm.{fmt}")[0]
+        return lambda k: c(frames[k % k_in], 1e-3 * k)
+
+    return _side_by_side({f: (arm(f), (lambda s: lambda k: s(k)[0])(arm(f))) for f in ("torchscript", "pt2", "pte")},
+                         steps, repeats)
+
+
+def _estimator_formats(model, n: int, q, m, d: Path, steps: int, repeats: int) -> dict:
+    """Bundle estimator as the runner drives it: attitude sweep, magnetometer round (no coil), fused step, and a
+    pulse cycle (10 coil-off rounds, 9 rounds of coil k mod N, the switch-off round with the magnetic correction,
+    one attitude sweep), per call, in the three formats."""
+    from flexlearn.runtime import executorch_export as ee
+    from flexlearn.runtime.deploy import build_bundle, load_bundle
+    from flexlearn.runtime.program_bundle import load_program_bundle
+
+    k_in = q.shape[0]
+    ee.export_bundle_programs(build_bundle(model, n), d / "bundle")
+
+    def est(fmt: str, what: str):
+        b = load_bundle(d / "bundle.pt")[0] if fmt == "torchscript" else load_program_bundle(d / f"bundle.{fmt}")[0]
+        b.set_reference(q[0])
+        clock = [0.0]
+
+        def fn(k: int):
+            if what == "pulse_cycle":
+                for r in range(20):
+                    clock[0] += 0.003
+                    b.magnetometer(clock[0], m[(20 * k + r) % k_in], -1 if r < 10 or r == 19 else k % n)
+            elif what != "attitude":
+                clock[0] += 0.003
+                b.magnetometer(clock[0], m[k % k_in], -1)
+            if what == "magnetometer":
+                return torch.zeros(())
+            clock[0] += 0.06
+            return b.attitude(clock[0], q[k % k_in])[0]
+        return fn
+
+    out = {}
+    for what in ("attitude", "magnetometer", "fused_step", "pulse_cycle"):
+        calls = steps if what != "pulse_cycle" else max(steps // 20, 5)
+        out[f"estimator_{what}"] = _side_by_side(
+            {f: (est(f, what), est(f, what)) for f in ("torchscript", "pt2", "pte")}, calls, repeats)
+    return out
+
+
+def _export_blockers(cfg, frames) -> dict:
+    """What stops torch.export on the TorchScript modules (file:line of each data-dependent branch)."""
+    from flexlearn.runtime import executorch_export as ee
+    from flexlearn.runtime.arm_controller import ArmController
+    from flexlearn.runtime.fusion import FusedEstimator
+    from flexlearn.runtime.height_control import HeightPID
+
+    f64 = torch.float64
+    e = FusedEstimator(DirectionMLP(hidden=(8,)), n_segments=3)
+    t0 = torch.tensor(0.1, dtype=f64)
+    q3 = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=f64).repeat(4, 1)
+    return {
+        "arm_controller": ee.export_blockers(ArmController.build(cfg), (frames[0], t0)),
+        "estimator_attitude": ee.export_blockers(ee.MethodOf(e, "attitude"), (t0, q3)),
+        "estimator_magnetometer": ee.export_blockers(ee.MethodOf(e, "magnetometer"),
+                                                     (t0, torch.full((3, 3), 1e-5, dtype=f64), torch.tensor(-1))),
+        "height_pid": ee.export_blockers(ee.MethodOf(HeightPID(), "step"),
+                                         (t0, torch.tensor(0.01, dtype=f64), torch.tensor(0.0, dtype=f64)))}
+
+
 def run_formats(n: int = 9, steps: int = 500, repeats: int = 7) -> dict:
     """The ``formats`` and ``export_blockers`` sections (module docstring); exports into a temporary folder."""
     import math
     import tempfile
 
-    from flexlearn.runtime import executorch_export as ee
-    from flexlearn.runtime.arm_controller import (ArmController, ArmControllerConfig, export_arm_controller,
-                                                  load_arm_controller)
-    from flexlearn.runtime.deploy import build_bundle, load_bundle
-    from flexlearn.runtime.export import export_torchscript, load_torchscript
-    from flexlearn.runtime.height_control import HeightPID
+    from flexlearn.runtime.arm_controller import ArmControllerConfig
 
     torch.set_num_threads(1)
-    f64 = torch.float64
     torch.manual_seed(0)
     model = DirectionMLP().eval()
     q, m = _stream(n, max(steps, 64))
@@ -331,78 +419,16 @@ def run_formats(n: int = 9, steps: int = 500, repeats: int = 7) -> dict:
     db = 3e-5 + 1e-5 * torch.randn(k_in, 1, 3, generator=torch.Generator().manual_seed(1))
     cfg = ArmControllerConfig()
     g = torch.Generator().manual_seed(0)
-    frames = torch.zeros(k_in, 5, 6, dtype=f64)
+    frames = torch.zeros(k_in, 5, 6, dtype=torch.float64)
     frames[:, :, 2] = 9.80665
-    frames += 0.02 * torch.randn(frames.shape, generator=g, dtype=f64)
+    frames += 0.02 * torch.randn(frames.shape, generator=g, dtype=torch.float64)
     res: dict = {"segments": n, "steps": steps, "repeats": repeats, "threads": torch.get_num_threads()}
     with tempfile.TemporaryDirectory() as tmp, torch.inference_mode():
         d = Path(tmp)
-        # direction model: ΔB (1, 3) → unit direction (the estimator's call)
-        ts, _ = load_torchscript(export_torchscript(model, d / "dir.pt", {}))
-        pt2_path, pte_path = ee.export_direction_model(model, d / "dir")
-        pt2, _ = ee.load_pt2(pt2_path)
-        pte = ee.load_pte(pte_path).method("forward")
-        res["direction_model"] = _side_by_side(
-            {"torchscript": (lambda k: ts(db[k % k_in]), lambda k: ts(db[k % k_in])),
-             "pt2": (lambda k: pt2(db[k % k_in]), lambda k: pt2(db[k % k_in])),
-             "pte": (lambda k: pte(db[k % k_in]), lambda k: pte(db[k % k_in])[0])}, steps, repeats)
-        # arm controller step (fresh instances for the parity pass: the state advances)
-        ts_path = export_arm_controller(ArmController.build(cfg), d / "arm.pt", cfg)
-        ee.export_arm_controller_graph(ArmController.build(cfg), cfg, d / "arm")
-
-        def arm(fmt: str):
-            if fmt == "torchscript":
-                c = load_arm_controller(ts_path)[0]
-                return lambda k: c(frames[k % k_in], 1e-3 * k)
-            c = ee.load_arm_controller_program(d / f"arm.{fmt}")[0]
-            return lambda k: c(frames[k % k_in], 1e-3 * k)
-
-        res["arm_controller"] = _side_by_side({f: (arm(f), (lambda s: lambda k: s(k)[0])(arm(f)))
-                                               for f in ("torchscript", "pt2", "pte")}, steps, repeats)
-        # bundle estimator, as the runner drives it: attitude sweep, magnetometer round (no coil), fused step, and
-        # a pulse cycle (10 coil-off rounds, 9 rounds of coil k mod N, the switch-off round with the magnetic
-        # correction, one attitude sweep), per call
-        from flexlearn.runtime.program_bundle import load_program_bundle
-
-        ee.export_bundle_programs(build_bundle(model, n), d / "bundle")
-
-        def est(fmt: str, what: str):
-            b = load_bundle(d / "bundle.pt")[0] if fmt == "torchscript" else \
-                load_program_bundle(d / f"bundle.{fmt}")[0]
-            b.set_reference(q[0])
-            clock = [0.0]
-
-            def fn(k: int):
-                if what == "pulse_cycle":
-                    for r in range(20):
-                        clock[0] += 0.003
-                        b.magnetometer(clock[0], m[(20 * k + r) % k_in], -1 if r < 10 or r == 19 else k % n)
-                elif what != "attitude":
-                    clock[0] += 0.003
-                    b.magnetometer(clock[0], m[k % k_in], -1)
-                if what == "magnetometer":
-                    return torch.zeros(())
-                clock[0] += 0.06
-                return b.attitude(clock[0], q[k % k_in])[0]
-            return fn
-
-        for what in ("attitude", "magnetometer", "fused_step", "pulse_cycle"):
-            calls = steps if what != "pulse_cycle" else max(steps // 20, 5)
-            res[f"estimator_{what}"] = _side_by_side(
-                {f: (est(f, what), est(f, what)) for f in ("torchscript", "pt2", "pte")}, calls, repeats)
-        # what stops torch.export on the TorchScript modules
-        from flexlearn.runtime.fusion import FusedEstimator
-
-        e = FusedEstimator(DirectionMLP(hidden=(8,)), n_segments=3)
-        t0 = torch.tensor(0.1, dtype=f64)
-        q3 = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=f64).repeat(4, 1)
-        res["export_blockers"] = {
-            "arm_controller": ee.export_blockers(ArmController.build(cfg), (frames[0], t0)),
-            "estimator_attitude": ee.export_blockers(ee.MethodOf(e, "attitude"), (t0, q3)),
-            "estimator_magnetometer": ee.export_blockers(ee.MethodOf(e, "magnetometer"),
-                                                         (t0, torch.full((3, 3), 1e-5, dtype=f64), torch.tensor(-1))),
-            "height_pid": ee.export_blockers(ee.MethodOf(HeightPID(), "step"),
-                                             (t0, torch.tensor(0.01, dtype=f64), torch.tensor(0.0, dtype=f64)))}
+        res["direction_model"] = _direction_model_formats(model, db, d, steps, repeats)
+        res["arm_controller"] = _arm_controller_formats(cfg, frames, d, steps, repeats)
+        res.update(_estimator_formats(model, n, q, m, d, steps, repeats))
+        res["export_blockers"] = _export_blockers(cfg, frames)
     res["finite"] = all(math.isfinite(v) for sec in res.values() if isinstance(sec, dict) and "torchscript_us" in sec
                         for v in sec.values())
     return res
