@@ -117,14 +117,28 @@ def run(seconds: float, out: Path, seed: int, lag: float, variants=VARIANTS,
     t0 = time.perf_counter()
     log = simulate_closed_loop(plant, ctrls, base.theta0, seconds, pos, noise=ImuNoiseConfig(), seed=seed)
     wall = time.perf_counter() - t0
-    t = log["t"]
+    res = _variant_metrics(plant, log, names, base)
+    res["sim_wall_s"] = wall
+    if out is not None:
+        _figures(log, names, res, base, out)
+    return res
+
+
+def _desired(t: np.ndarray, base: ArmControllerConfig) -> np.ndarray:
+    """(T, 2) desired joint angles [rad]: the quintic reference at the times t [s]."""
     th_d, _, _ = quintic(torch.as_tensor(t)[:, None], torch.tensor(base.theta0), torch.tensor(base.thetaf), base.t0,
                          base.duration)
-    th_d = th_d.numpy()
+    return th_d.numpy()
+
+
+def _variant_metrics(plant, log: dict, names: list, base: ArmControllerConfig) -> dict:
+    """Per controller: joint tracking and estimate errors [deg], torques, dynamic tip deflection and its
+    reconstruction (static sag at the current joint angles removed: every 10th sample, interpolated)."""
+    t = log["t"]
+    th_d = _desired(t, base)
     lay = state_layout(3)
-    # static sag at the current joint angles (every 10th sample, interpolated)
     sub = slice(None, None, 10)
-    res: dict = {"variants": {}, "sim_wall_s": wall}
+    res: dict = {"variants": {}}
     for b, name in enumerate(names):
         th = log["theta"][b]
         st = log["est_state"][b]
@@ -148,10 +162,15 @@ def run(seconds: float, out: Path, seed: int, lag: float, variants=VARIANTS,
             "faults": int((log["fault"][b] != 0).sum()),
             "stable": finite,
         }
-    if out is None:
-        return res
-    # figures (seed Figs. 15–17) for the proposed IMU-fed controller and the rigid baseline (a diverged
-    # controller is left out of the plots and named in the title)
+    return res
+
+
+def _figures(log: dict, names: list, res: dict, base: ArmControllerConfig, out: Path) -> None:
+    """Seed Figs. 15–17 for the proposed IMU-fed controller and the rigid baseline (a diverged controller is left
+    out of the plots and named in the title)."""
+    t = log["t"]
+    th_d = _desired(t, base)
+    lay = state_layout(3)
     shown = [(b, nm) for b, nm in enumerate(names[:2]) if res["variants"][nm]["stable"]]
     gone = [nm for nm in names[:2] if not res["variants"][nm]["stable"]]
     note = f" — diverged, not shown: {', '.join(gone)}" if gone else ""
@@ -191,7 +210,6 @@ def run(seconds: float, out: Path, seed: int, lag: float, variants=VARIANTS,
     ax[1].set_xlabel("t [s]")
     fig.suptitle("Fig. 17: tip deflections, truth and IMU reconstruction" + note)
     _save(fig, out / "fig17_tip_deformation.png")
-    return res
 
 
 def _robust_one(args: tuple) -> dict:
