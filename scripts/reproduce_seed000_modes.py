@@ -34,27 +34,9 @@ def _save(fig, path: Path) -> None:
     plt.close(fig)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out-dir", default="outputs/seed000_modes")
-    ap.add_argument("--grid", type=int, default=50)
-    a = ap.parse_args()
-    out = Path(a.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    torch.set_num_threads(1)
-    cfg = ModeSelectionConfig()
-    n = a.grid
-    EI = torch.logspace(4, 6, n, dtype=torch.float64)
-    rA = torch.linspace(1.0, 20.0, n, dtype=torch.float64)
-    L = torch.linspace(1.0, 8.0, n, dtype=torch.float64)
-    Mp = torch.linspace(0.0, 60.0, n, dtype=torch.float64)
-    t0 = time.perf_counter()
-    ra = select_modes(FlexibleLink(EI[:, None], rA[None, :], L0, MP0), cfg)
-    t1 = time.perf_counter()
-    rb = select_modes(FlexibleLink(EI0, RA0, L[:, None], Mp[None, :]), cfg)
-    t2 = time.perf_counter()
-
-    # Fig. 6: mode counts (convergence criterion, as in the seed's figure) and the combined m
+def _figures(ra: dict, rb: dict, EI, rA, L, Mp, out: Path) -> None:
+    """Seed Figs. 6 (mode counts by the convergence criterion, as in the seed's figure) and 7–8 (first four
+    frequencies) over the EI × ρA and L × M_p grids."""
     fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
     top = int(max(ra["m_conv"].max(), rb["m_conv"].max()))
     cmap = plt.get_cmap("viridis", top)
@@ -87,6 +69,29 @@ def main() -> None:
             ax[k].set_title(f"f_{k + 1} [Hz]")
             fig.colorbar(im, ax=ax[k])
         _save(fig, out / name)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out-dir", default="outputs/seed000_modes")
+    ap.add_argument("--grid", type=int, default=50)
+    a = ap.parse_args()
+    out = Path(a.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(1)
+    cfg = ModeSelectionConfig()
+    n = a.grid
+    EI = torch.logspace(4, 6, n, dtype=torch.float64)
+    rA = torch.linspace(1.0, 20.0, n, dtype=torch.float64)
+    L = torch.linspace(1.0, 8.0, n, dtype=torch.float64)
+    Mp = torch.linspace(0.0, 60.0, n, dtype=torch.float64)
+    t0 = time.perf_counter()
+    ra = select_modes(FlexibleLink(EI[:, None], rA[None, :], L0, MP0), cfg)
+    t1 = time.perf_counter()
+    rb = select_modes(FlexibleLink(EI0, RA0, L[:, None], Mp[None, :]), cfg)
+    t2 = time.perf_counter()
+
+    _figures(ra, rb, EI, rA, L, Mp, out)
 
     cases = {"SLFM 4.5 m, 20 kg": (4.5, 20.0), "SLFM 4.5 m, 40 kg": (4.5, 40.0),
              "DLFM link 1, 4.5 m, 30 kg": (4.5, 30.0), "DLFM link 2, 3.55 m, 10 kg": (3.55, 10.0)}
