@@ -28,6 +28,44 @@ from flexlearn.physics.lse.backend import plan
 from flexlearn.physics.lse.shooting import ShootingSolver
 
 
+def _lse_passes(model: CPRModel, loads, dense: torch.Tensor, rest, variants: dict, repeats: int):
+    """Warm-started LSE passes along ``dense`` per variant (backend, predictor), interleaved in the same run:
+    the default solver (compiled Newton when numba imports), the torch path with fused kernels and the tangent
+    predictor, without the predictor, and the reference (flexlearn.lie) element kernels without it.
+    Returns ({variant: [seconds per pass]}, {variant: (iterations, (K, 3) end-effector positions [m])})."""
+    def lse_pass(backend: str, predictor: bool):
+        model.predictor = predictor
+        eq = rest
+        pos, its = [], []
+        t0 = time.perf_counter()
+        for th in dense:
+            eq = model.solve(th, loads, init=eq, backend=backend)
+            its.append(eq.iterations)
+            pos.append(eq.position)
+        return time.perf_counter() - t0, its, torch.stack(pos).numpy()
+
+    times: dict = {k: [] for k in variants}
+    runs = {}
+    for _ in range(repeats):
+        for name, (backend, pred) in variants.items():
+            t, its, pos = lse_pass(backend, pred)
+            times[name].append(t)
+            runs[name] = (its, pos)
+    return times, runs
+
+
+def _shooting_pass(model: CPRModel, loads, dense: torch.Tensor, steps: int) -> tuple[float, np.ndarray]:
+    """Warm-started shooting solves along ``dense``: (seconds, (K, 3) end-effector positions [m])."""
+    shoot = ShootingSolver(model, steps=steps)
+    sh = shoot.solve(np.zeros(3), loads)
+    sh_pos = []
+    t0 = time.perf_counter()
+    for th in dense:
+        sh = shoot.solve(th.numpy(), loads, init=sh)
+        sh_pos.append(sh.position)
+    return time.perf_counter() - t0, np.stack(sh_pos)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=1)
@@ -47,48 +85,20 @@ def main() -> None:
     _, dense, _ = actuation_path(args.phases, args.substeps)
     rest = model.solve(torch.zeros(3, dtype=torch.float64), loads)
 
-    def lse_pass(backend: str, predictor: bool):
-        model.predictor = predictor
-        eq = rest
-        pos, its = [], []
-        t0 = time.perf_counter()
-        for th in dense:
-            eq = model.solve(th, loads, init=eq, backend=backend)
-            its.append(eq.iterations)
-            pos.append(eq.position)
-        return time.perf_counter() - t0, its, torch.stack(pos).numpy()
-
-    # side by side in the same run, interleaved: the default solver, the torch path (fused kernels + tangent
-    # predictor), without the predictor, and with the reference (flexlearn.lie) element kernels and no predictor
-    # default: compiled (numba) Newton when numba imports; "torch_fused": the torch path with fused kernels
     variants = {"default": ("auto", True), "torch_fused": ("torch", True),
                 "no_predictor": ("torch", False), "reference": ("reference", False)}
     if args.quick:
         variants = {"default": variants["default"]}
-    times = {k: [] for k in variants}
-    runs = {}
-    for _ in range(args.repeats):
-        for name, (backend, pred) in variants.items():
-            t, its, pos = lse_pass(backend, pred)
-            times[name].append(t)
-            runs[name] = (its, pos)
+    times, runs = _lse_passes(model, loads, dense, rest, variants, args.repeats)
     model.predictor = True
     default_plan = plan(model, "auto", False)
     iters, positions = runs["default"]
     lse_times = times["default"]
-
     if args.no_shooting:
         t_shoot, diff = float("nan"), np.full(1, np.nan)
     else:
-        shoot = ShootingSolver(model, steps=args.shooting_steps)
-        sh = shoot.solve(np.zeros(3), loads)
-        sh_pos = []
-        t0 = time.perf_counter()
-        for th in dense:
-            sh = shoot.solve(th.numpy(), loads, init=sh)
-            sh_pos.append(sh.position)
-        t_shoot = time.perf_counter() - t0
-        diff = np.linalg.norm(positions - np.stack(sh_pos), axis=-1)
+        t_shoot, sh_pos = _shooting_pass(model, loads, dense, args.shooting_steps)
+        diff = np.linalg.norm(positions - sh_pos, axis=-1)
 
     n = len(dense)
     out = {
