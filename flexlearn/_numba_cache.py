@@ -2,9 +2,10 @@
 
 numba keys a cached function on its own source file's time stamp and size only, so a compiled function that
 calls (or inlines) a function from another file keeps stale machine code after that other file is edited.
-A group of such modules shares one fingerprint (SHA-256 of their sources) stored next to numba's cache files
-in their ``__pycache__``; when it differs, the group's ``*.nbi``/``*.nbc`` files are removed, before anything is
-compiled or loaded. A reinstalled package gets new time stamps and needs none of this; an edited checkout does.
+A group of such modules shares one fingerprint (SHA-256 of their sources and of the files they call into)
+stored next to numba's cache files in their ``__pycache__``; when it differs, the group's ``*.nbi``/``*.nbc``
+files are removed, before anything is compiled or loaded. Groups are layered: a group that calls another lists
+it in ``depends`` and is refreshed by its edits, while an edit inside the upper group leaves the lower one cached. A reinstalled package gets new time stamps and needs none of this; an edited checkout does.
 
 :func:`cold_modules` tells which kernel modules will compile on their first call (nothing valid cached), so an
 app can say so before a long silent compile (``flexlearn-warmup`` compiles them all ahead).
@@ -19,14 +20,17 @@ from typing import Iterable
 __all__ = ["refresh_numba_cache", "cold_modules"]
 
 
-def refresh_numba_cache(directory: str | Path, modules: tuple[str, ...], group: str) -> bool:
-    """Remove the cache files of ``modules`` (names of ``.py`` files in ``directory``) when their sources changed
-    since the stamp ``__pycache__/<group>.numba-stamp`` was written. Returns True when files were removed.
-    Never raises: a read-only or concurrently cleaned directory leaves numba's own behaviour."""
+def refresh_numba_cache(directory: str | Path, modules: tuple[str, ...], group: str,
+                        depends: tuple[str, ...] = ()) -> bool:
+    """Remove the cache files of ``modules`` (names of ``.py`` files in ``directory``) when their sources, or
+    those of ``depends`` (files whose kernels they call, cached by their own group), changed since the stamp
+    ``__pycache__/<group>.numba-stamp`` was written. Returns True when files were removed. An edit to a
+    ``modules`` file leaves the ``depends`` files' cache alone (they never call into the group). Never raises: a
+    read-only or concurrently cleaned directory leaves numba's own behaviour."""
     try:
         directory = Path(directory)
         digest = hashlib.sha256()
-        for name in modules:
+        for name in tuple(depends) + tuple(modules):
             digest.update((directory / f"{name}.py").read_bytes())
         fingerprint = digest.hexdigest()
         cache = directory / "__pycache__"

@@ -69,8 +69,9 @@ def _warm_attitude() -> None:
 @dataclass(frozen=True)
 class KernelGroup:
     """One package of numba kernels: where they live, what uses them, how long a cold compile takes (seconds,
-    ``flexlearn-warmup`` on an empty cache on a 2-core workstation: 275 / 85 / 29 s for lse / cosserat / attitude
-    with the cores shared by other work at a load of ~6, about half that when idle) and how to compile them."""
+    on an empty cache on a 2-core workstation; lse: the warm-up takes 52–54 s of CPU, 54–56 s wall when idle and
+    150–240 s wall with the cores shared by other work at a load of ~6; cosserat / attitude: 85 / 29 s at that
+    load, about half when idle) and how to compile them."""
 
     name: str
     package: str
@@ -113,7 +114,7 @@ class KernelGroup:
 
 GROUPS = {
     "lse": KernelGroup("lse", "flexlearn.physics.lse", "flexlearn.physics.lse",
-                       "flexlearn-cpr (forward statics without gradients)", 150.0, _warm_lse),
+                       "flexlearn-cpr (forward statics without gradients)", 60.0, _warm_lse),
     "cosserat": KernelGroup("cosserat", "flexlearn.physics.cosserat", "flexlearn.physics.cosserat",
                             "flexlearn-cosserat (the fused step loop)", 45.0, _warm_cosserat),
     "attitude": KernelGroup("attitude", "flexlearn.sensing", "flexlearn.sensing.attitude_filter",

@@ -58,3 +58,39 @@ def test_refresh_removes_only_the_group_and_only_on_change(tmp_path):
     (tmp_path / "a.py").write_text("# a edited\n")
     assert refresh_numba_cache(tmp_path, ("a", "b"), "g")
     assert [f.exists() for f in files] == [False, False, True]
+
+
+def test_a_layered_group_follows_its_dependency_but_not_the_reverse(tmp_path):
+    """The pose kernels call the forward kernels: an edit to a forward file drops both groups' cache; an edit to a
+    pose file drops only the pose group's (the forward kernels never call it, so their cache stays valid)."""
+    for name in ("low", "high"):
+        (tmp_path / f"{name}.py").write_text(f"# {name}\n")
+    cache = tmp_path / "__pycache__"
+
+    def refresh():
+        return (refresh_numba_cache(tmp_path, ("low",), "lower"),
+                refresh_numba_cache(tmp_path, ("high",), "upper", depends=("low",)))
+
+    refresh()
+    low, high = cache / "low.f-1.py311.nbi", cache / "high.g-2.py311.nbc"
+
+    def cached():
+        low.write_text("x")
+        high.write_text("x")
+
+    cached()
+    assert refresh() == (False, False) and low.exists() and high.exists()
+    (tmp_path / "high.py").write_text("# high edited\n")
+    assert refresh() == (False, True)
+    assert low.exists() and not high.exists()
+    cached()
+    (tmp_path / "low.py").write_text("# low edited\n")
+    assert refresh() == (True, True)
+    assert not low.exists() and not high.exists()
+
+
+def test_the_lse_groups_cover_the_pose_kernels_on_top_of_the_forward_ones():
+    from flexlearn.physics.lse import compiled
+
+    assert not set(compiled.POSE_CACHE_SOURCES) & set(compiled.CACHE_SOURCES)
+    assert {"pose_kernels", "pose_geometry", "pose_condense"} == set(compiled.POSE_CACHE_SOURCES)

@@ -22,11 +22,18 @@ from flexlearn.physics.lse.fused import _GL_NODES, _GL_WEIGHTS, _SERIES, _THRESH
 
 # The compiled solver modules call (and inline) the kernels of this file, and numba freezes the global
 # series table and thresholds (built at import from flexlearn.lie.tables / _thresholds, see fused.py) into
-# the machine code: one cache fingerprint over all these sources (paths relative to this directory).
-CACHE_SOURCES = ("fused", "compiled", "compiled_condense", "compiled_solver", "newton_policy", "pose_kernels",
-                 "pose_geometry", "pose_condense",
+# the machine code: one cache fingerprint over all these sources (paths relative to this directory). The
+# inverse pose statics' kernels call these and are a group of their own on top (POSE_CACHE_SOURCES, refreshed by
+# `refresh_pose_cache` when a pose module is imported): editing a pose file recompiles only the pose kernels.
+CACHE_SOURCES = ("fused", "compiled", "compiled_condense", "compiled_solver", "newton_policy",
                  "../../lie/tables", "../../lie/_thresholds")
+POSE_CACHE_SOURCES = ("pose_kernels", "pose_geometry", "pose_condense")
 refresh_numba_cache(Path(__file__).parent, CACHE_SOURCES, "lse_kernels")
+
+
+def refresh_pose_cache() -> None:
+    """Drop the pose kernels' cache when a pose source or a forward kernel source changed (idempotent)."""
+    refresh_numba_cache(Path(__file__).parent, POSE_CACHE_SOURCES, "lse_pose", depends=CACHE_SOURCES)
 
 try:  # numba is a core dependency; the torch kernels remain the fallback
     from numba import njit
@@ -87,6 +94,31 @@ def _coefficients(t2):
     out = np.empty(6)
     _coefficients_into(t2, out)
     return out
+
+
+@njit(cache=True)
+def _exp_into(xi, out, co):
+    """SE(3) exponential of [φ; ρ] into ``out`` (4, 4) without allocation (:func:`flexlearn.physics.lse.compiled_solver._exp` allocates); co (6,)."""
+    p0, p1, p2 = xi[0], xi[1], xi[2]
+    _coefficients_into(p0 * p0 + p1 * p1 + p2 * p2, co)
+    a, b, c = co[0], co[1], co[2]
+    # R = I + a φ^ + b φ^², t = ρ + b φ×ρ + c φ×(φ×ρ)
+    out[0, 0] = 1.0 - b * (p1 * p1 + p2 * p2)
+    out[1, 1] = 1.0 - b * (p0 * p0 + p2 * p2)
+    out[2, 2] = 1.0 - b * (p0 * p0 + p1 * p1)
+    out[0, 1] = -a * p2 + b * p0 * p1
+    out[1, 0] = a * p2 + b * p0 * p1
+    out[0, 2] = a * p1 + b * p0 * p2
+    out[2, 0] = -a * p1 + b * p0 * p2
+    out[1, 2] = -a * p0 + b * p1 * p2
+    out[2, 1] = a * p0 + b * p1 * p2
+    r0, r1, r2 = xi[3], xi[4], xi[5]
+    u0, u1, u2 = p1 * r2 - p2 * r1, p2 * r0 - p0 * r2, p0 * r1 - p1 * r0
+    v0, v1, v2 = p1 * u2 - p2 * u1, p2 * u0 - p0 * u2, p0 * u1 - p1 * u0
+    out[0, 3] = r0 + b * u0 + c * v0
+    out[1, 3] = r1 + b * u1 + c * v1
+    out[2, 3] = r2 + b * u2 + c * v2
+    out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
 
 
 @njit(cache=True)

@@ -22,9 +22,9 @@ import math
 
 import numpy as np
 
-from flexlearn.physics.lse.compiled import (HAVE_NUMBA, _blocks, _coefficients, _cross, _gemm6, _hat,
-                                            _hat_into, _mm, _mv, alloc_parts, element_into, njit, tangent_into,
-                                            workspace)
+from flexlearn.physics.lse.compiled import (_GT, _GTW, HAVE_NUMBA, _blocks, _cross, _exp_into, _gemm6, _hat,
+                                            _hat_into, _mm, _mv, alloc_parts, element_into, njit,
+                                            tangent_nodes_into, workspace)
 from flexlearn.physics.lse.compiled_condense import base_columns, condense, condensed_apply
 from flexlearn.physics.lse.newton_policy import (BACKTRACK_FACTOR, CONVERGED, FAILED, accept_trial, residual_verdict,
                                                  step_scale, step_verdict)
@@ -35,14 +35,8 @@ __all__ = ["HAVE_NUMBA"]
 @njit(cache=True)
 def _exp(xi):
     """SE(3) exponential (4, 4) of a twist [φ; ρ] (as :func:`flexlearn.physics.lse.fused.se3_exp_fused`)."""
-    phi, rho = xi[:3], xi[3:]
-    co = _coefficients(phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2])
-    ph = _hat(phi)
-    out = np.zeros((4, 4))
-    out[:3, :3] = np.eye(3) + co[0] * ph + co[1] * _mm(ph, ph)
-    u = _cross(phi, rho)
-    out[:3, 3] = rho + co[1] * u + co[2] * _cross(phi, u)
-    out[3, 3] = 1.0
+    out = np.empty((4, 4))
+    _exp_into(xi, out, np.empty(6))
     return out
 
 
@@ -147,7 +141,7 @@ def _tangent(parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul):
     for k in range(r):
         for e in range(n):
             he = hel[k, e]
-            tangent_into(parts, k, e, h[k], kd[k], he, ws)
+            tangent_nodes_into(parts, k, e, h[k], kd[k], he, ws, _GT, _GTW)   # tangent_into, one compile level less
             _hat_into(body[k, e + 1, :3], hm)
             _hat_into(body[k, e + 1, 3:], hf)
             for i in range(3):

@@ -14,7 +14,9 @@ import math
 
 import numpy as np
 
-from flexlearn.physics.lse.compiled import _gemm6, _inv6_into, njit
+from flexlearn.physics.lse.compiled import _gemm6, _inv6_into, njit, refresh_pose_cache
+
+refresh_pose_cache()  # before any kernel of this file loads its cache
 
 __all__ = ["pose_system"]
 

@@ -8,33 +8,11 @@ import math
 
 import numpy as np
 
-from flexlearn.physics.lse.compiled import _coefficients, _coefficients_into, _mm, njit
+from flexlearn.physics.lse.compiled import _coefficients, _mm, njit, refresh_pose_cache
+
+refresh_pose_cache()  # before any kernel of this file loads its cache
 
 __all__ = ["cold_state", "tip_poses"]
-
-@njit(cache=True)
-def _exp_into(xi, out, co):
-    """SE(3) exponential of [φ; ρ] into ``out`` (4, 4) without allocation (as compiled_solver._exp); co (6,)."""
-    p0, p1, p2 = xi[0], xi[1], xi[2]
-    _coefficients_into(p0 * p0 + p1 * p1 + p2 * p2, co)
-    a, b, c = co[0], co[1], co[2]
-    # R = I + a φ^ + b φ^², t = ρ + b φ×ρ + c φ×(φ×ρ)
-    out[0, 0] = 1.0 - b * (p1 * p1 + p2 * p2)
-    out[1, 1] = 1.0 - b * (p0 * p0 + p2 * p2)
-    out[2, 2] = 1.0 - b * (p0 * p0 + p1 * p1)
-    out[0, 1] = -a * p2 + b * p0 * p1
-    out[1, 0] = a * p2 + b * p0 * p1
-    out[0, 2] = a * p1 + b * p0 * p2
-    out[2, 0] = -a * p1 + b * p0 * p2
-    out[1, 2] = -a * p0 + b * p1 * p2
-    out[2, 1] = a * p0 + b * p1 * p2
-    r0, r1, r2 = xi[3], xi[4], xi[5]
-    u0, u1, u2 = p1 * r2 - p2 * r1, p2 * r0 - p0 * r2, p0 * r1 - p1 * r0
-    v0, v1, v2 = p1 * u2 - p2 * u1, p2 * u0 - p0 * u2, p0 * u1 - p1 * u0
-    out[0, 3] = r0 + b * u0 + c * v0
-    out[1, 3] = r1 + b * u1 + c * v1
-    out[2, 3] = r2 + b * u2 + c * v2
-    out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
 
 @njit(cache=True)
 def _pose_mul_into(a, b, out):

@@ -31,10 +31,12 @@ from flexlearn.physics.lse.compiled import (
     _GTW,
     GT3,
     GTW3,
+    _exp_into,
     _mm,
     alloc_parts,
     element_into,
     njit,
+    refresh_pose_cache,
     tangent_nodes_into,
     workspace,
 )
@@ -51,7 +53,6 @@ from flexlearn.physics.lse.newton_policy import (
 from flexlearn.physics.lse.pose_condense import pose_system
 from flexlearn.physics.lse.pose_geometry import (
     _ad_inv_t,
-    _exp_into,
     _inv_pose,
     _log_se3,
     _pose_mul_into,
@@ -59,6 +60,8 @@ from flexlearn.physics.lse.pose_geometry import (
     cold_state,
     tip_poses,
 )
+
+refresh_pose_cache()  # before any kernel of this file loads its cache
 
 __all__ = [
     "FD_LENGTH",
@@ -261,10 +264,9 @@ def _linear_step(base, g_int, beta, psi, lengths, tip, tip_local, kd, xi0, w_bod
     for k in range(r):
         h = lengths[k] / n
         for e in range(n):
-            if parts[4][k, e] < SHORT_ELEMENT_T2:   # quadrature sized to the element's rotation
-                tangent_nodes_into(parts, k, e, h, kd[k], hel[k, e], ws, GT3, GTW3)
-            else:
-                tangent_nodes_into(parts, k, e, h, kd[k], hel[k, e], ws, _GT, _GTW)
+            short = parts[4][k, e] < SHORT_ELEMENT_T2   # quadrature sized to the element's rotation
+            gt, gtw = (GT3, GTW3) if short else (_GT, _GTW)
+            tangent_nodes_into(parts, k, e, h, kd[k], hel[k, e], ws, gt, gtw)   # one call site: inlined once
         _ad_inv_t(tip_local[k], psi[k], adt[k])
     _length_column(base, g_int, beta, tip, lengths, kd, xi0, res, parts, ws, dres)
     return pose_system(hel, res, dres, adt, w_body, twist_free, dy, dpsi, dl, nc)
