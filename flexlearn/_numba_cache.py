@@ -3,8 +3,8 @@
 numba keys a cached function on its own source file's time stamp and size only, so a compiled function that
 calls (or inlines) a function from another file keeps stale machine code after that other file is edited.
 A group of such modules shares one fingerprint (SHA-256 of their sources and of the files they call into)
-stored next to numba's cache files in their ``__pycache__``; when it differs, the group's ``*.nbi``/``*.nbc``
-files are removed, before anything is compiled or loaded. Groups are layered: a group that calls another lists
+stored next to numba's cache files (their ``__pycache__``, or under ``$NUMBA_CACHE_DIR`` when set); when it
+differs, the group's ``*.nbi``/``*.nbc`` files are removed, before anything is compiled or loaded. Groups are layered: a group that calls another lists
 it in ``depends`` and is refreshed by its edits, while an edit inside the upper group leaves the lower one cached. A reinstalled package gets new time stamps and needs none of this; an edited checkout does.
 
 :func:`cold_modules` tells which kernel modules will compile on their first call (nothing valid cached), so an
@@ -13,6 +13,7 @@ app can say so before a long silent compile (``flexlearn-warmup`` compiles them 
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from types import ModuleType
 from typing import Iterable
@@ -24,7 +25,7 @@ def refresh_numba_cache(directory: str | Path, modules: tuple[str, ...], group: 
                         depends: tuple[str, ...] = ()) -> bool:
     """Remove the cache files of ``modules`` (names of ``.py`` files in ``directory``) when their sources, or
     those of ``depends`` (files whose kernels they call, cached by their own group), changed since the stamp
-    ``__pycache__/<group>.numba-stamp`` was written. Returns True when files were removed. An edit to a
+    ``<group>.numba-stamp`` in numba's cache directory (`numba_cache_dir`) was written. Returns True when files were removed. An edit to a
     ``modules`` file leaves the ``depends`` files' cache alone (they never call into the group). Never raises: a
     read-only or concurrently cleaned directory leaves numba's own behaviour."""
     try:
@@ -33,7 +34,7 @@ def refresh_numba_cache(directory: str | Path, modules: tuple[str, ...], group: 
         for name in tuple(depends) + tuple(modules):
             digest.update((directory / f"{name}.py").read_bytes())
         fingerprint = digest.hexdigest()
-        cache = directory / "__pycache__"
+        cache = numba_cache_dir(directory)
         stamp = cache / f"{group}.numba-stamp"
         if stamp.is_file() and stamp.read_text().strip() == fingerprint:
             return False
@@ -44,11 +45,23 @@ def refresh_numba_cache(directory: str | Path, modules: tuple[str, ...], group: 
                     for f in cache.glob(pattern):
                         f.unlink(missing_ok=True)
                         removed = True
-        cache.mkdir(exist_ok=True)
+        cache.mkdir(parents=True, exist_ok=True)
         stamp.write_text(fingerprint + "\n")
         return removed
     except OSError:
         return False
+
+
+def numba_cache_dir(directory: str | Path) -> Path:
+    """Where numba caches the kernels of the ``.py`` files in ``directory``: ``$NUMBA_CACHE_DIR/<dir>_<sha1>`` when
+    that variable is set (numba's `UserProvidedCacheLocator`: the directory's name and the SHA-1 of its absolute
+    path), else ``directory/__pycache__``."""
+    directory = Path(directory)
+    user = os.environ.get("NUMBA_CACHE_DIR")
+    if not user:
+        return directory / "__pycache__"
+    absolute = os.path.dirname(os.path.abspath(directory / "x.py"))
+    return Path(user) / f"{os.path.basename(absolute)}_{hashlib.sha1(absolute.encode()).hexdigest()}"
 
 
 def cold_modules(modules: Iterable[ModuleType]) -> list[str]:

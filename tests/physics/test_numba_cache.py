@@ -1,6 +1,7 @@
 """numba's on-disk cache of functions that call functions of another file is refreshed when that file changes."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -29,20 +30,28 @@ def twice():
 """
 
 
-def _run(tmp_path) -> float:
+def _run(tmp_path, env: dict) -> float:
     code = "import sys; sys.path.insert(0, sys.argv[1]); import caller; print(caller.twice())"
     (tmp_path / "caller.py").write_text(textwrap.dedent(CALLER))
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True,
+                         env=env)
     return float(out.stdout.strip())
 
 
-def test_editing_a_called_kernel_reaches_the_cached_caller(tmp_path):
-    (tmp_path / "kernel.py").write_text(KERNEL.format(value=1.0))
+@pytest.mark.parametrize("cache_dir", [False, True], ids=["in-tree cache", "NUMBA_CACHE_DIR"])
+def test_editing_a_called_kernel_reaches_the_cached_caller(tmp_path, cache_dir):
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    src = tmp_path / "src"
+    src.mkdir()
+    if cache_dir:                          # numba then caches under this directory, not in src/__pycache__
+        env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba-cache")
+    (src / "kernel.py").write_text(KERNEL.format(value=1.0))
     # exact: 2·1 and 2·5 are small integers, exact in float64 and in their printed form
-    assert _run(tmp_path) == 2.0
+    assert _run(src, env) == 2.0
+    assert any((tmp_path / "numba-cache").rglob("caller.*.nbi")) == cache_dir
     # numba alone would load the caller's cached machine code (its own file did not change) and print 2.0
-    (tmp_path / "kernel.py").write_text(KERNEL.format(value=5.0))
-    assert _run(tmp_path) == 10.0
+    (src / "kernel.py").write_text(KERNEL.format(value=5.0))
+    assert _run(src, env) == 10.0
 
 
 def test_refresh_removes_only_the_group_and_only_on_change(tmp_path):
