@@ -6,7 +6,8 @@ IMU estimator with acceleration compensation → joint states, modal coordinates
 curvatures, pose → hub loads from the measured link loads, low-passed → static angle correction → quintic
 reference → control law → torque limit), 1 thread, median over repeats of the wall time per step; also the thread CPU
 time (robust to other processes on a shared machine), the estimator alone, and the step of the exported
-file loaded with plain torch. Target ≤ 150 µs.
+file loaded with plain torch. A 1 kHz loop needs well under 1 ms per step; changes are judged by the ratio to
+the previous step (``--baseline``), since absolute times differ 2–4× between machines.
 
 ``--baseline <checkout>``: the controller of another source tree (e.g. ``git worktree add /tmp/arm_base HEAD``
 before a change) is scripted and saved by a subprocess in that tree, loaded here with plain torch and timed in
