@@ -123,7 +123,8 @@ class Load(torch.nn.Module):
         return False
 
     def apply(self, ctx: "_Ctx", R: Tensor, p: Tensor, t: float) -> Forces:  # type: ignore[override]
-        raise NotImplementedError  # pragma: no cover
+        """Nodal forces and torques of the load (the subclass's one required method)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement apply(ctx, R, p, t)")  # pragma: no cover
 
 
 class Gravity(Load):

@@ -147,6 +147,18 @@ def _length_column(base, g_int, beta, tip, lengths, kd, xi0, res, parts, ws, dre
 
 
 @njit(cache=True)
+def _update_linear_parts(be, ps, ln, dy, dpsi, dl, alpha, col):
+    """In place: slopes β (R, N, 6), tip twists ψ (R,) and lengths L (R,) ← · + α δ· (column ``col``)."""
+    r, n = be.shape[0], be.shape[1]
+    for k in range(r):
+        for e in range(n):
+            for i in range(6):
+                be[k, e, i] += alpha * dy[k, 6 * (n - 1) + 6 * e + i, col]
+        ps[k] += alpha * dpsi[k, col]
+        ln[k] += alpha * dl[k, col]
+
+
+@njit(cache=True)
 def _retract(g_int, beta, psi, lengths, dy, dpsi, dl, alpha, col):
     """``g ← g exp(α δζ^)`` on the interior nodes, ``β, ψ, L ← · + α δ·`` (column ``col`` of the corrections)."""
     r, n = beta.shape[0], beta.shape[1]
@@ -160,11 +172,7 @@ def _retract(g_int, beta, psi, lengths, dy, dpsi, dl, alpha, col):
             for i in range(6):
                 x[i] = alpha * dy[k, 6 * j + i, col]
             gi[k, j] = _mm(g_int[k, j], _exp(x))
-        for e in range(n):
-            for i in range(6):
-                be[k, e, i] += alpha * dy[k, 6 * (n - 1) + 6 * e + i, col]
-        ps[k] += alpha * dpsi[k, col]
-        ln[k] += alpha * dl[k, col]
+    _update_linear_parts(be, ps, ln, dy, dpsi, dl, alpha, col)
     return gi, be, ps, ln
 
 
@@ -222,11 +230,7 @@ def _retract_strain(base, g_int, beta, psi, lengths, dy, dpsi, dl, alpha, col, t
                 for q in range(3):
                     gi[k, j - 1, i, q] = g_next[i, q]
                 gi[k, j - 1, i, 3] += frac * dp[i]
-        for e in range(n):
-            for i in range(6):
-                be[k, e, i] += alpha * dy[k, 6 * (n - 1) + 6 * e + i, col]
-        ps[k] += alpha * dpsi[k, col]
-        ln[k] += alpha * dl[k, col]
+    _update_linear_parts(be, ps, ln, dy, dpsi, dl, alpha, col)
     return gi, be, ps, ln
 
 
