@@ -105,6 +105,10 @@ class DirectionDataset:
             `merge_modules`); absent for a one-module sweep.
         meta: JSON-serialisable dict: 'source' (raw.meta), 'provenance', 'processing' (config),
             'report' (drop report); after `load` also the file-level keys (schema_version, units, ...).
+        per_pose: column -> (N,) float64, the hold-window means of registered ``per_pose`` streams
+            (`flexlearn.sensing.streams.StreamSchema.per_pose`), named ``<stream>_<column>``; NaN where a
+            window held no finite sample. Listed with their units under 'per_pose_units' in the metadata.
+        per_pose_units: column of ``per_pose`` -> unit.
     """
 
     pose_id: np.ndarray
@@ -117,6 +121,8 @@ class DirectionDataset:
     truth_delta_b: Optional[np.ndarray] = None
     module: Optional[np.ndarray] = None
     meta: dict[str, Any] = field(default_factory=dict)
+    per_pose: dict[str, np.ndarray] = field(default_factory=dict)
+    per_pose_units: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._coerce()
@@ -137,6 +143,11 @@ class DirectionDataset:
                 raise DataError(f"{source}: column(s) {_columns(name)} have dtype {value.dtype}, "
                                 f"expected {np.dtype(dtype).name}")
             setattr(self, name, value.astype(dtype))
+        for name, value in self.per_pose.items():
+            value = np.asarray(value)
+            if value.dtype.kind not in "iuf":
+                raise DataError(f"{source}: column '{name}' has dtype {value.dtype}, expected float64")
+            self.per_pose[name] = value.astype(np.float64)
 
     def __len__(self) -> int:
         return int(self.pose_id.shape[0])
@@ -157,6 +168,11 @@ class DirectionDataset:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             fail(f"column 'split' has value {str(self.split[i])!r} at row {i}; expected one of {SPLITS}")
+        fixed = set(column_units())
+        for name, value in self.per_pose.items():
+            if name in fixed or name not in self.per_pose_units or value.shape != (n,):
+                fail(f"column '{name}' (per pose): shape {value.shape}, expected ({n},), a unit in per_pose_units "
+                     f"({self.per_pose_units.get(name)!r}) and a name apart from the dataset's own columns")
         for name in VECTORS:
             value = getattr(self, name)
             if value is None:
@@ -183,8 +199,10 @@ class DirectionDataset:
 
     def take(self, rows: np.ndarray) -> "DirectionDataset":
         """The dataset restricted to ``rows`` (index array or boolean mask)."""
-        kw = {n: (None if getattr(self, n) is None else getattr(self, n)[rows]) for n in (*REQUIRED, *OPTIONAL)}
-        return DirectionDataset(**kw, meta=self.meta)
+        kw: dict[str, Any] = {n: (None if getattr(self, n) is None else getattr(self, n)[rows])
+                              for n in (*REQUIRED, *OPTIONAL)}
+        return DirectionDataset(**kw, meta=self.meta, per_pose={k: v[rows] for k, v in self.per_pose.items()},
+                                per_pose_units=dict(self.per_pose_units))
 
     # ------------------------------------------------------------------ disk
     def to_table(self) -> pa.Table:
@@ -198,8 +216,9 @@ class DirectionDataset:
                 arrays.update({c: np.ascontiguousarray(value[:, k]) for k, c in enumerate(_columns(name))})
             else:
                 arrays[name] = pa.array(value.tolist(), type=pa.string()) if name == "split" else value
+        arrays.update({c: np.ascontiguousarray(v) for c, v in self.per_pose.items()})
         table = pa.table(arrays)
-        units = column_units()
+        units = {**column_units(), **self.per_pose_units}
         header = {
             "schema_version": DATASET_SCHEMA_VERSION,
             "flexlearn_version": flexlearn.__version__,
@@ -207,8 +226,9 @@ class DirectionDataset:
             "units": {c: units[c] for c in table.column_names},
             "frames": {n: VECTORS[n][1] for n in VECTORS if getattr(self, n) is not None},
             "splits": list(SPLITS),
+            **({"per_pose_units": dict(self.per_pose_units)} if self.per_pose else {}),
         }
-        body = {k: v for k, v in self.meta.items() if k not in header}
+        body = {k: v for k, v in self.meta.items() if k not in header and k != "per_pose_units"}
         text = json.dumps({**body, **header}, sort_keys=True, default=_jsonable)
         return table.replace_schema_metadata({METADATA_KEY: text.encode()})
 
@@ -255,10 +275,19 @@ class DirectionDataset:
                 raise DataError(f"{path}: column(s) {sorted(set(cols) - set(present))} missing beside {present}")
             data = [column_values(table.column(c), _KINDS.get(name, "float"), str(path), c) for c in cols]
             kw[name] = np.stack(data, axis=-1) if name in VECTORS else data[0]
+        per_pose_units = meta.get("per_pose_units", {})
+        if not isinstance(per_pose_units, dict):
+            raise DataError(f"{path}: 'per_pose_units' in the '{METADATA_KEY.decode()}' metadata is "
+                            f"{per_pose_units!r}, expected a JSON object (column -> unit)")
+        missing = sorted(c for c in per_pose_units if c not in names)
+        if missing:
+            raise DataError(f"{path}: missing column(s) {missing} (listed in per_pose_units)")
         ds = cls.__new__(cls)
         for name in (*REQUIRED, *OPTIONAL):
             setattr(ds, name, kw.get(name))
         ds.meta = meta
+        ds.per_pose = {c: column_values(table.column(c), "float", str(path), c) for c in per_pose_units}
+        ds.per_pose_units = {c: str(u) for c, u in per_pose_units.items()}
         ds._coerce(source=str(path))
         ds.validate(source=str(path))
         return ds
@@ -275,11 +304,14 @@ def merge_modules(datasets: Sequence["DirectionDataset"]) -> "DirectionDataset":
     top = max(int(d.pose_id.max()) if len(d) else 0 for d in datasets)
     stride = 10 ** len(str(top + 1))
     cat = lambda name: np.concatenate([getattr(d, name) for d in datasets])          # noqa: E731
-    kw = {n: cat(n) for n in REQUIRED if n != "pose_id"}
+    kw: dict[str, Any] = {n: cat(n) for n in REQUIRED if n != "pose_id"}
     kw["pose_id"] = np.concatenate([k * stride + d.pose_id for k, d in enumerate(datasets)])
     for n in ("truth_label", "truth_u", "truth_delta_b"):
         kw[n] = cat(n) if all(getattr(d, n) is not None for d in datasets) else None
     kw["module"] = np.concatenate([np.full(len(d), k, np.int64) for k, d in enumerate(datasets)])
     modules = [{"seed": ((d.meta.get("source") or {}).get("module") or {}).get("seed"),
                 "calibration": d.meta.get("calibration"), "n": len(d)} for d in datasets]
-    return DirectionDataset(**kw, meta={"modules": modules, "pose_id_stride": stride})
+    units = {c: u for c, u in datasets[0].per_pose_units.items() if all(d.per_pose_units.get(c) == u for d in datasets)}
+    return DirectionDataset(**kw, meta={"modules": modules, "pose_id_stride": stride},
+                            per_pose={c: np.concatenate([d.per_pose[c] for d in datasets]) for c in units},
+                            per_pose_units=units)

@@ -18,7 +18,8 @@ base leveled"); a rig mounted the other way round needs −â.
 
 Per-sample acceptance and per-pose quality filters are in `flexlearn.data.quality`; this module checks
 whole-sweep errors (units, empty streams), computes the estimates with segment sums (no Python loop over
-poses) and assembles the `DirectionDataset` and its `DropReport`.
+poses) and assembles the `DirectionDataset` and its `DropReport`. Streams registered with ``per_pose``
+(`flexlearn.sensing.streams.StreamSchema`) add their hold-window means as dataset columns (`per_pose_means`).
 
 Every array here is in SI units: s, T, m/s².
 """
@@ -34,7 +35,7 @@ from flexlearn.config import check, to_dict
 from flexlearn.data import quality as q
 from flexlearn.data.dataset import DirectionDataset, assign_splits
 from flexlearn.errors import DataError
-from flexlearn.sensing.streams import RAW_SCHEMA_VERSION, RawSweep
+from flexlearn.sensing.streams import RAW_SCHEMA_VERSION, STREAMS, RawSweep
 
 G0 = 9.80665  # standard gravity [m/s^2]
 # Candidate units of a magnetometer stream: name -> tesla per unit. Used to name a wrong unit.
@@ -236,11 +237,37 @@ def _truth_columns(raw: RawSweep, pose_id: np.ndarray) -> dict[str, Optional[np.
     if not found.all():
         raise DataError(f"table 'truth': field 'pose_id' lacks pose {int(pose_id[~found][0])}")
     rows = order[pos]
-    out = {}
+    out: dict[str, Optional[np.ndarray]] = {}
     for name, prefix in (("truth_label", "label"), ("truth_u", "u"), ("truth_delta_b", "db")):
         cols = [np.asarray(raw.truth[f"{prefix}_{a}"], dtype=np.float64)[rows] for a in "xyz"]
         out[name] = np.stack(cols, axis=-1)
     return out
+
+
+def per_pose_means(raw: RawSweep, win: q.Windows) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Hold-window means of the registered ``per_pose`` streams the sweep holds, in sorted-window order.
+
+    For each such stream and each column c of its ``float`` fields: x̄_p = Σ_{t_i ∈ [t_start,p, t_end,p]} x_i / n_p
+    over the finite samples (NaN where n_p = 0). Returns (column ``<stream>_<c>`` -> (P,), column -> unit).
+    """
+    values: dict[str, np.ndarray] = {}
+    units: dict[str, str] = {}
+    for name, data in raw.streams.items():
+        schema = STREAMS[name]
+        if not (schema.per_pose and schema.timed):
+            continue
+        k = win.locate(np.asarray(data["t"], dtype=np.float64))
+        for f in schema.values:
+            if f.kind != "float":
+                continue
+            block = np.asarray(data[f.name], dtype=np.float64).reshape(k.shape[0], f.width)
+            for x, col in zip(block.T, f.columns):
+                use = (k >= 0) & np.isfinite(x)
+                n = np.bincount(k[use], minlength=win.n)
+                total = np.bincount(k[use], weights=x[use], minlength=win.n)
+                values[f"{name}_{col}"] = np.where(n > 0, total / np.maximum(n, 1), np.nan)
+                units[f"{name}_{col}"] = f.unit
+    return values, units
 
 
 def _soft_iron(raw: RawSweep, cfg: ProcessingConfig) -> Optional[dict[str, Any]]:
@@ -305,6 +332,7 @@ def process_sweep(raw: RawSweep, cfg: Optional[ProcessingConfig] = None) -> Proc
     label = acc_mean[keep] / np.linalg.norm(acc_mean[keep], axis=1, keepdims=True)
     pose_id = sorted_ids[keep]
     truth = _truth_columns(raw, pose_id)
+    per_pose, per_pose_units = per_pose_means(raw, win)
     if calibration is not None:
         w = np.asarray(calibration["W"])
         delta_b = delta_b @ w.T
@@ -322,5 +350,6 @@ def process_sweep(raw: RawSweep, cfg: Optional[ProcessingConfig] = None) -> Proc
     }
     ds = DirectionDataset(pose_id=pose_id, delta_b=delta_b, label=label,
                           split=assign_splits(pose_id, cfg.split_fractions, cfg.split_seed),
-                          n_coil_on=sel.n_on[keep], **truth, meta=meta)
+                          n_coil_on=sel.n_on[keep], **truth, meta=meta,
+                          per_pose={c: v[keep] for c, v in per_pose.items()}, per_pose_units=per_pose_units)
     return ProcessedSweep(dataset=ds, report=report)

@@ -36,7 +36,7 @@ from flexlearn.data.process import ProcessingConfig, process_sweep
 from flexlearn.errors import DataError
 from flexlearn.sensing.streams import RawSweep
 from flexlearn.sim.targets import assign_cells, cell_quotas, fibonacci_cells
-from flexlearn.tables import parse_json_object, read_columns, read_parquet
+from flexlearn.tables import parse_json_object
 
 FIGURES = {"coverage": "coverage.png", "delta_b": "delta_b_vs_bend.png", "noise": "noise.png",
            "drops": "dropped.png"}
@@ -82,31 +82,22 @@ class Session:
         return from_dict(ProcessingConfig, self.dataset.meta.get("processing", {}), "dataset processing")
 
 
-def _optional_table(path: Path) -> Optional[dict[str, np.ndarray]]:
-    if not path.is_file():
-        return None
-    t = read_parquet(path, f"table '{path.name}'")
-    return read_columns(t, path, {c: "number" for c in t.column_names})
-
-
 def load_session(path: Path, name: Optional[str] = None) -> Session:
     """Load an ingested session directory or a raw sweep directory (processed with defaults)."""
     path = Path(path)
     if (path / "raw").is_dir():
-        raw_dir, ds_file = path / "raw", path / "dataset.parquet"
-        raw = RawSweep.load(raw_dir)
-        dataset = DirectionDataset.load(ds_file)
+        raw = RawSweep.load(path / "raw")
+        dataset = DirectionDataset.load(path / "dataset.parquet")
         info_file = path / "ingest.json"
         info = parse_json_object(info_file.read_text(), str(info_file), "ingest summary") if info_file.is_file() else {}
     elif (path / "mag.parquet").is_file():
-        raw_dir = path
         raw = RawSweep.load(path)
         dataset, info = process_sweep(raw).dataset, {}
     else:
         raise DataError(f"{path}: not a session (expected an ingested directory with raw/ and dataset.parquet, "
                         "or a raw sweep directory)")
-    return Session(name or path.name, raw, dataset, info, _optional_table(raw_dir / "mocap.parquet"),
-                   _optional_table(raw_dir / "rate.parquet"))
+    return Session(name or path.name, raw, dataset, info, *(raw.columns(n) if n in raw.streams else None
+                                                            for n in ("mocap", "rate")))
 
 
 # ---------------------------------------------------------------------------------------------- statistics

@@ -6,29 +6,26 @@ t = (stamp − origin)·1e-9. Keeping the origin a whole second keeps the sub-se
 simulated sweep written with stamps ``origin + round(t·1e9)`` comes back as exactly
 `flexlearn.sensing.streams.quantize_times` of it. The origin is stored in ``meta['time_origin_ns']``.
 
-Extra tables written beside the raw sweep's Parquet files (``RawSweep.load`` ignores them):
-``rate.parquet`` (t, wx, wy, wz [rad/s]), ``orientation.parquet`` (t, qw, qx, qy, qz: the IMU's own, or, when its
-messages carry none, computed by the attitude filter — ``meta['imu_orientation']`` says which, see `split_imu`) and
-``mocap.parquet`` (t, px, py, pz [m], qw, qx, qy, qz).
+Every cleaned stream becomes the stream of that name of the raw sweep, laid out by its registered schema
+(`flexlearn.sensing.streams.STREAMS`): ``t`` from the stamps, a time field ``x`` from the stream's ``x_ns``
+stamps, every other field as read. Optional streams without samples are left out. Besides the built-in
+mag/accel/coil/poses these are ``rate`` and ``orientation`` (from the IMU: its own orientation or, when its
+messages carry none, computed by the attitude filter — ``meta['imu_orientation']`` says which, see
+`split_imu`), ``mocap`` and any registered stream the topic map names.
 """
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from flexlearn.errors import ConfigError, DataError
 from flexlearn.ingest.records import NS, Stream
-from flexlearn.sensing.streams import RawSweep
+from flexlearn.sensing.streams import STREAMS, RawSweep
 
 log = logging.getLogger(__name__)
 
-EXTRA_TABLES = {"rate": ("t", "wx", "wy", "wz"), "orientation": ("t", "qw", "qx", "qy", "qz"),
-                "mocap": ("t", "px", "py", "pz", "qw", "qx", "qy", "qz")}
 UNIT_TOL = 1e-3  # |‖target‖ − 1| allowed in a hold-window message
 
 
@@ -79,10 +76,9 @@ def _computed_orientation(imu: Stream) -> tuple[Optional[np.ndarray], dict[str, 
 
 
 def time_origin_ns(streams: dict[str, Stream]) -> int:
-    """The whole second [ns] at or before the earliest sample of mag/accel/coil and hold-window start."""
-    firsts = [int(streams[n].stamp_ns.min()) for n in ("mag", "accel", "coil") if len(streams[n])]
-    if len(streams["poses"]):
-        firsts.append(int(streams["poses"].values["t_start_ns"].min()))
+    """The whole second [ns] at or before the earliest stamp of any stream (sample or hold-window start)."""
+    firsts = [int(t.min()) for s in streams.values() if len(s)
+              for t in (s.stamp_ns, *(v for k, v in s.values.items() if k.endswith("_ns")))]
     return (min(firsts) // NS) * NS
 
 
@@ -90,7 +86,8 @@ def _seconds(ns: np.ndarray, origin: int) -> np.ndarray:
     return (np.asarray(ns, dtype=np.int64) - np.int64(origin)) * 1e-9
 
 
-def _poses(s: Stream, origin: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _check_poses(s: Stream) -> None:
+    """Hold windows: one message per pose, t_end ≥ t_start, disjoint windows, unit targets (else `DataError`)."""
     pid, ts, te, target = (s.values[k] for k in ("pose_id", "t_start_ns", "t_end_ns", "target"))
     uniq, counts = np.unique(pid, return_counts=True)
     if (counts > 1).any():
@@ -110,31 +107,26 @@ def _poses(s: Stream, origin: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
     if bad.size:
         raise DataError(f"{s.source}: pose_id {int(pid[bad[0]])} has target {target[bad[0]].tolist()} of norm "
                         f"{norm[bad[0]]:.4g}; expected a unit direction")
-    return pid, _seconds(ts, origin), _seconds(te, origin), target
+
+
+def _fields(name: str, s: Stream, origin: int) -> dict[str, np.ndarray]:
+    """The stream's registered fields from a cleaned `Stream`: times in s from the origin, values by kind."""
+    out = {}
+    for f in STREAMS[name].fields:
+        if f.name == "t":
+            out["t"] = _seconds(s.stamp_ns, origin)
+        elif f.is_time:
+            out[f.name] = _seconds(s.values[f"{f.name}_ns"], origin)
+        else:
+            out[f.name] = np.ascontiguousarray(s.values[f.name], dtype=bool if f.kind == "bool" else None)
+    return out
 
 
 def assemble_raw(streams: dict[str, Stream], meta: dict[str, Any]) -> tuple[RawSweep, dict[str, dict[str, np.ndarray]]]:
-    """Build the `RawSweep` (times relative to `time_origin_ns`) and the extra tables from cleaned streams."""
+    """Build the `RawSweep` (times relative to `time_origin_ns`) from cleaned streams; also return the optional
+    streams as their tables (column -> array)."""
     origin = time_origin_ns(streams)
-    mag, acc, coil = streams["mag"], streams["accel"], streams["coil"]
-    pid, ts, te, target = _poses(streams["poses"], origin)
-    raw = RawSweep(mag_t=_seconds(mag.stamp_ns, origin), mag=np.ascontiguousarray(mag.values["mag"]),
-                   accel_t=_seconds(acc.stamp_ns, origin), accel=np.ascontiguousarray(acc.values["accel"]),
-                   coil_t=_seconds(coil.stamp_ns, origin), coil_on=np.asarray(coil.values["on"], dtype=bool),
-                   pose_id=pid, pose_t_start=ts, pose_t_end=te, target=np.ascontiguousarray(target),
-                   meta=dict(meta, time_origin_ns=origin))
-    extras: dict[str, dict[str, np.ndarray]] = {}
-    for name, cols in EXTRA_TABLES.items():
-        s = streams.get(name)
-        if s is None or len(s) == 0:
-            continue
-        parts = [s.values[k] for k in s.values]
-        block = np.concatenate([p.reshape(len(s), -1) for p in parts], axis=1)
-        extras[name] = {"t": _seconds(s.stamp_ns, origin), **{c: block[:, i] for i, c in enumerate(cols[1:])}}
-    return raw, extras
-
-
-def save_extras(raw_dir: Path, extras: dict[str, dict[str, np.ndarray]]) -> None:
-    """Write the extra tables into an (unpublished, temporary) raw sweep directory."""
-    for name, cols in extras.items():
-        pq.write_table(pa.table({c: np.ascontiguousarray(v) for c, v in cols.items()}), raw_dir / f"{name}.parquet")
+    _check_poses(streams["poses"])
+    data = {name: _fields(name, s, origin) for name, s in streams.items() if STREAMS[name].required or len(s)}
+    raw = RawSweep(streams=data, meta=dict(meta, time_origin_ns=origin))
+    return raw, {name: raw.columns(name) for name in data if not STREAMS[name].required}

@@ -2,7 +2,7 @@
 
 Output directory layout (written atomically: a failed run leaves no partial output and keeps a previous one):
 
-    <output>/raw/             the raw-stream form (`flexlearn.sensing.streams.RawSweep`) + rate/orientation/mocap
+    <output>/raw/             the raw-stream form (`flexlearn.sensing.streams.RawSweep`): every stream recorded
     <output>/dataset.parquet  the processed dataset (`flexlearn.data.dataset.DirectionDataset`)
     <output>/ingest.json      fingerprint, source, topic map, message counts, dropped messages and poses by reason
     <output>/report/          quality report (report.md + PNG figures), unless report=False
@@ -19,17 +19,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
+
 import flexlearn
 from flexlearn.atomic import atomic_dir, guard_output_dir
 from flexlearn.config import to_dict
 from flexlearn.data.process import ProcessingConfig, process_sweep
 from flexlearn.errors import DataError
-from flexlearn.ingest.assemble import assemble_raw, save_extras, split_imu
+from flexlearn.ingest.assemble import assemble_raw, split_imu
 from flexlearn.ingest.records import DropLog, clean_stream
 from flexlearn.ingest.rosbag import bag_root, read_rosbag
 from flexlearn.ingest.serial import read_serial
 from flexlearn.ingest.topic_map import IngestConfig
 from flexlearn.progress import ticker
+from flexlearn.sensing.streams import RawSweep
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +100,9 @@ def _up_to_date(output: Path, digest: str) -> Optional[dict[str, Any]]:
     return info if isinstance(info, dict) and info.get("fingerprint") == digest else None
 
 
-def read_recording(path: Path, cfg: IngestConfig, show_progress: Optional[bool] = None):
-    """Read and check a recording; return (`RawSweep`, extra tables, `DropLog`, format)."""
+def read_recording(path: Path, cfg: IngestConfig, show_progress: Optional[bool] = None
+                   ) -> tuple[RawSweep, dict[str, dict[str, np.ndarray]], DropLog, str]:
+    """Read and check a recording; return (`RawSweep`, its optional streams as tables, `DropLog`, format)."""
     fmt = detect_format(path, cfg.format)
     if fmt == "rosbag2":
         streams = read_rosbag(path, cfg, show_progress)
@@ -138,7 +142,7 @@ def ingest_recording(path: str | Path, output: str | Path, cfg: IngestConfig,
         if info is not None:
             log.info("%s is up to date with %s", output, path)
             return IngestResult(output, output / DATASET_FILE, True, info)
-    raw, extras, drops, fmt = read_recording(path, cfg, show_progress)
+    raw, _, drops, fmt = read_recording(path, cfg, show_progress)
     with ticker(f"processing {path.name}", on=show_progress):
         processed = process_sweep(raw, processing)
     summary = {"fingerprint": digest, "input": str(path), "format": fmt, "ingest": to_dict(cfg),
@@ -147,7 +151,6 @@ def ingest_recording(path: str | Path, output: str | Path, cfg: IngestConfig,
                "flexlearn_version": flexlearn.__version__}
     with atomic_dir(output, inputs=[path]) as tmp, ticker(f"writing {output.name}", on=show_progress):
         raw.save(tmp / RAW_DIR)
-        save_extras(tmp / RAW_DIR, extras)
         processed.dataset.meta.setdefault("provenance", {})["raw_path"] = str(output / RAW_DIR)
         processed.dataset.save(tmp / DATASET_FILE)
         (tmp / INGEST_FILE).write_text(json.dumps(summary, indent=2, sort_keys=True, default=float) + "\n")

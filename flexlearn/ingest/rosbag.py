@@ -15,9 +15,7 @@ import numpy as np
 from flexlearn.errors import ConfigError, DataError
 from flexlearn.ingest.records import NS, Stream, progress
 from flexlearn.ingest.topic_map import IngestConfig, TopicSpec
-
-CONTINUOUS = ("mag", "imu")
-INT_COLUMNS = ("pose_id", "t_start_ns", "t_end_ns")  # kept exact (ns stamps exceed 2^53)
+from flexlearn.sensing.streams import STREAMS, Field
 
 
 def make_typestore(msg_definitions: dict[str, str]) -> Any:
@@ -80,22 +78,36 @@ def _getpath(msg: Any, path: str) -> Any:
     return msg
 
 
+def _value(v: Any, width: int) -> tuple[float, ...]:
+    """A message value as floats: a scalar (width 1), a vector x, y, z (3) or a quaternion w, x, y, z (4)."""
+    if width == 1:
+        return (float(v),)
+    return _vec(v) if width == 3 else _quat(v)
+
+
+def _field_reader(f: Field, path: str) -> tuple[Callable[[Any], tuple], str]:
+    """(message -> the field's values, column name in the `Stream`): times become int ns (``<name>_ns``), integers
+    stay int, booleans read by `coil_state`, floats by `_value`."""
+    if f.is_time:
+        return (lambda m: (_time_ns(_getpath(m, path)),)), f"{f.name}_ns"
+    if f.kind == "int":
+        return (lambda m: (int(_getpath(m, path)),)), f.name
+    if f.kind == "bool":
+        return (lambda m: (coil_state(_getpath(m, path), path),)), f.name
+    return (lambda m: _value(_getpath(m, path), f.width)), f.name
+
+
 # stream -> (row extractor, {column: width}); a row is a flat tuple of floats in column order.
 def _extractor(name: str, spec: TopicSpec) -> tuple[Callable[[Any], tuple], dict[str, int]]:
-    if name == "mag":
-        return (lambda m: _vec(m.magnetic_field)), {"mag": 3}
+    """The ``imu`` topic by hand (one message, three streams); every other stream from its registered fields
+    (`flexlearn.sensing.streams.Field.ros`, or the topic map's ``field`` where a field has none)."""
     if name == "imu":
         return (lambda m: (*_vec(m.linear_acceleration), *_vec(m.angular_velocity), *_quat(m.orientation),
                            float(m.orientation_covariance[0]))), {"accel": 3, "rate": 3, "orientation": 4,
                                                                   "orientation_cov0": 1}
-    if name == "coil":
-        return (lambda m: (coil_state(_getpath(m, spec.field), spec.field),)), {"on": 1}
-    if name == "poses":
-        return (lambda m: (int(m.pose_id), _time_ns(m.t_start), _time_ns(m.t_end), *_vec(m.target))), \
-            {"pose_id": 1, "t_start_ns": 1, "t_end_ns": 1, "target": 3}
-    if name == "mocap":
-        return (lambda m: (*_vec(m.pose.position), *_quat(m.pose.orientation))), {"position": 3, "orientation": 4}
-    raise AssertionError(name)
+    readers = [_field_reader(f, f.ros or spec.field) for f in STREAMS[name].values]
+    widths = {col: f.width for f, (_, col) in zip(STREAMS[name].values, readers)}
+    return (lambda m: tuple(v for read, _ in readers for v in read(m))), widths
 
 
 def _check_connections(root: Path, reader: Any, specs: dict[str, TopicSpec], store: Any) -> dict[str, Any]:
@@ -180,12 +192,14 @@ def read_rosbag(path: Path, cfg: IngestConfig, show_progress: Optional[bool] = N
         columns = extract[name][1]
         flat = list(zip(*rows[name])) or [()] * sum(columns.values())
         values, j = {}, 0
+        int_columns = {f"{f.name}_ns" if f.is_time else f.name for f in STREAMS[name].values
+                       if f.is_time or f.kind == "int"} if name in STREAMS else set()
         for col, width in columns.items():
-            dtype = np.int64 if col in INT_COLUMNS else np.float64
+            dtype = np.int64 if col in int_columns else np.float64  # kept exact (ns stamps exceed 2^53)
             block = np.array(flat[j:j + width], dtype=dtype).reshape(width, len(rows[name])).T
             values[col] = block[:, 0] if width == 1 else np.ascontiguousarray(block)
             j += width
         out[name] = Stream(name=name, source=f"{root}: topic '{spec.topic}'", stamp_ns=np.asarray(stamps[name], np.int64),
                            values=values, receive_ns=np.asarray(recv[name], np.int64) if spec.stamp == "header" else None,
-                           keys=keys[name], continuous=name in CONTINUOUS)
+                           keys=keys[name], continuous=name == "imu" or STREAMS[name].continuous)
     return out

@@ -1,14 +1,17 @@
 """Read a dump of the microcontroller's serial stream: CSV (header row) or JSON lines, one record per line.
 
 Each record has a time (``serial.time_field`` in ``serial.time_unit``), a kind (``serial.kind_field``) and
-the fields of its stream (`flexlearn.ingest.topic_map.SERIAL_FIELDS`): mag, accel and rate (x, y, z, scaled
-to SI by the stream's ``scale``), coil (on: 0/1 or true/false), poses (pose_id, t_start, t_end in the time
-unit, target x, y, z). Records of other kinds are ignored. A missing column, a record lacking a field of its
-kind or an unreadable file is a `DataError` naming the file, the column and the line; an empty (null)
-mag/accel/rate value is a failed conversion and reads as NaN (processing discards it as non-finite).
+the fields of its stream, in the order of its registered columns besides ``t``
+(`flexlearn.sensing.streams.STREAMS`): mag, accel and rate (x, y, z, scaled to SI by the stream's ``scale``),
+coil (on: 0/1 or true/false), poses (pose_id, t_start, t_end in the time unit, target x, y, z), and so on
+for any registered stream. Records of other kinds are ignored. A missing column, a record lacking a field
+of its kind or an unreadable file is a `DataError` naming the file, the column and the line; an empty
+(null) value of a nullable field (mag/accel/rate) is a failed conversion and reads as NaN (processing
+discards it as non-finite).
 
-Field types are checked strictly (`flexlearn.tables.column_values`): numbers for times and vectors, an integer
-(or exactly integral number) for pose_id, true/false or 0/1 for the coil state; a time must be finite and
+Field types are checked strictly by the field's kind (`flexlearn.tables.column_values`): numbers for times
+and vectors, an integer (or exactly integral number) for pose_id, true/false or 0/1 for the coil state;
+a time (a field of unit ``s``) is converted to nanosecond stamps and must be finite and
 within ±`flexlearn.ingest.records.STAMP_LIMIT_NS` once in nanoseconds. Anything else is a `DataError` naming
 the file, the record kind, the column, the line and the value.
 """
@@ -22,9 +25,9 @@ import pyarrow as pa
 from flexlearn.errors import DataError
 from flexlearn.ingest.records import NS, STAMP_LIMIT_NS, Stream
 from flexlearn.ingest.topic_map import TIME_UNITS, IngestConfig
+from flexlearn.sensing.streams import STREAMS
 from flexlearn.tables import column_values
 
-CONTINUOUS = ("mag", "accel", "rate")
 
 
 def _read_table(path: Path, fmt: str) -> pa.Table:
@@ -41,10 +44,6 @@ def _read_table(path: Path, fmt: str) -> pa.Table:
         return json.read_json(path)
     except pa.ArrowInvalid as exc:
         raise DataError(f"{path}: cannot be read as {fmt.upper()} ({str(exc).splitlines()[0]})") from exc
-
-
-# Kind of each field (see `flexlearn.tables`); vector readings of continuous streams may be null (NaN).
-_POSE_KINDS = ("int", "float", "float", "float", "float", "float")  # pose_id, t_start, t_end, target x/y/z
 
 
 def _field(path: Path, table: pa.Table, col: str, rows: np.ndarray, kind: str, line0: int, value_kind: str,
@@ -112,20 +111,19 @@ def read_serial(path: Path, cfg: IngestConfig, fmt: str) -> dict[str, Stream]:
                             f"{sorted(set(k for k in kinds if k is not None))}")
         t = _field(path, table, serial.time_field, rows, spec.kind, line0, "float")
         stamp = _stamps(path, t, unit, serial.time_field, rows, line0)
-        vector = name in CONTINUOUS  # a null reading is a failed conversion: NaN, dropped by processing
-        value_kinds = _POSE_KINDS if name == "poses" else ("bool",) if name == "coil" else ("float",) * 3
-        cols = [_field(path, table, c, rows, spec.kind, line0, k, vector) for c, k in zip(spec.fields, value_kinds)]
-        if name == "poses":
-            values = {"pose_id": cols[0],
-                      "t_start_ns": _stamps(path, cols[1], unit, spec.fields[1], rows, line0),
-                      "t_end_ns": _stamps(path, cols[2], unit, spec.fields[2], rows, line0),
-                      "target": np.stack(cols[3:6], axis=-1)}
-        elif name == "coil":
-            values = {"on": cols[0]}
-        else:
-            values = {name: np.stack(cols, axis=-1) * spec.scale}
+        values: dict[str, np.ndarray] = {}
+        cols: list[np.ndarray] = []
+        field_names = iter(spec.fields)
+        for f in STREAMS[name].values:  # the record's fields in the stream's column order
+            parts = [_field(path, table, next(field_names), rows, spec.kind, line0, f.kind, f.nullable) for _ in f.columns]
+            cols += parts
+            value = parts[0] if f.width == 1 else np.stack(parts, axis=-1)
+            if f.is_time:
+                values[f"{f.name}_ns"] = _stamps(path, value, unit, spec.fields[len(cols) - 1], rows, line0)
+            else:
+                values[f.name] = value * spec.scale if f.scaled else value
         row_bytes = np.ascontiguousarray(np.stack([t, *cols], axis=1).astype(np.float64)).view(np.uint8)
         keys = [r.tobytes() for r in row_bytes.reshape(rows.size, -1)]
         out[name] = Stream(name=name, source=source, stamp_ns=stamp, values=values, keys=keys,
-                           continuous=name in CONTINUOUS)
+                           continuous=STREAMS[name].continuous)
     return out

@@ -12,10 +12,15 @@ truth. Streams and the message types the reader understands:
 | poses  | a hold-window message: pose_id, t_start, t_end (Time), target (Vector3) | poses table          |
 | mocap  | geometry_msgs/msg/PoseStamped (optional)                  | mocap table (position, quaternion)  |
 
+Besides ``imu`` (one topic, three streams), every stream of the registry `flexlearn.sensing.streams.STREAMS`
+that is recorded (a ``stamp`` field) and whose fields say where their values are in a message (``Field.ros``;
+the coil's on/off path comes from ``field``) can be mapped to a topic: a registered stream needs no code here.
+
 Custom message types (the coil state, the hold window) are registered from their ``.msg`` text given in
 ``msg_definitions`` (type name -> text), so no ROS installation is needed. Serial dumps (CSV or JSON lines)
-are described by `SerialMap`: one record per line, its kind in ``kind_field``, its fields per stream and
-a scale factor to SI units per stream (converted here, once).
+are described by `SerialMap`: one record per line, its kind in ``kind_field``, its fields per stream (the
+stream's columns besides ``t``, `serial_width`) and a scale factor to SI units per stream (converted here,
+once; it multiplies the fields `flexlearn.sensing.streams.Field.scaled` marks).
 """
 from __future__ import annotations
 
@@ -24,16 +29,38 @@ from typing import Any, Mapping, Optional
 
 from flexlearn.config import check, from_dict, to_dict
 from flexlearn.errors import ConfigError
+from flexlearn.sensing.streams import STREAMS, StreamSchema
 
 FORMATS = ("auto", "rosbag2", "csv", "jsonl")
-BAG_STREAMS = ("mag", "imu", "coil", "poses", "mocap")
-REQUIRED_BAG_STREAMS = ("mag", "imu", "coil", "poses")
-SERIAL_STREAMS = ("mag", "accel", "rate", "coil", "poses")
-REQUIRED_SERIAL_STREAMS = ("mag", "accel", "coil", "poses")
+IMU_STREAMS = ("accel", "rate", "orientation")  # the streams a bag's 'imu' topic becomes (`assemble.split_imu`)
 STAMPS = ("header", "receive")
-# Fields each serial stream must name, in this order (x, y, z for vectors).
-SERIAL_FIELDS = {"mag": 3, "accel": 3, "rate": 3, "coil": 1, "poses": 6}
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+
+
+def serial_streams() -> tuple[str, ...]:
+    """Streams a serial dump may hold: the registered streams that are recorded (a ``stamp`` field)."""
+    return tuple(n for n, s in STREAMS.items() if s.stamp)
+
+
+def bag_streams() -> tuple[str, ...]:
+    """Streams a rosbag2 topic map may name: ``imu`` and the recorded streams not taken from it."""
+    return ("imu", *(n for n in serial_streams() if n not in IMU_STREAMS))
+
+
+def required_streams(bag: bool) -> tuple[str, ...]:
+    """Streams a topic map (``bag``) or serial map must name: the registry's required streams."""
+    req = tuple(n for n, s in STREAMS.items() if s.required)
+    return ("imu", *(n for n in req if n not in IMU_STREAMS)) if bag else req
+
+
+def serial_width(schema: StreamSchema) -> int:
+    """Number of fields a serial record of the stream names: its columns besides the time ``t``."""
+    return sum(f.width for f in schema.values)
+
+
+def needs_field(schema: StreamSchema) -> bool:
+    """The topic map must name the message field (``field``): a value field without a ``Field.ros`` path."""
+    return any(not f.ros for f in schema.values)
 
 
 @dataclass
@@ -44,7 +71,8 @@ class TopicSpec:
         topic: topic name, e.g. ``/flexlearn/m1/mag``.
         type: expected message type, e.g. ``sensor_msgs/msg/MagneticField``; another type on the topic is an error.
         stamp: time of a sample: ``header`` (header.stamp, the sensor clock) or ``receive`` (the bag's time).
-        field: coil only: attribute path of the on/off value (``data`` for std_msgs/msg/Bool).
+        field: attribute path of the value of a stream whose field has no ``ros`` path (the coil: of the
+            on/off value, ``data`` for std_msgs/msg/Bool).
     """
 
     topic: str = ""
@@ -60,7 +88,7 @@ class TopicSpec:
 
 @dataclass
 class SerialStream:
-    """One record kind of a serial dump: ``kind`` value, field names (see `SERIAL_FIELDS`) and SI scale."""
+    """One record kind of a serial dump: ``kind`` value, field names (`serial_width` of them) and SI scale."""
 
     kind: str = ""
     fields: tuple[str, ...] = ()
@@ -82,16 +110,18 @@ class SerialMap:
     def parsed(self) -> dict[str, SerialStream]:
         """Stream name -> `SerialStream`, validated (unknown stream, wrong field count, missing stream)."""
         out = {}
+        allowed = serial_streams()
         for name, spec in self.streams.items():
-            check(name in SERIAL_STREAMS, f"ingest.serial.streams.{name}", name, f"expected one of {SERIAL_STREAMS}")
+            check(name in allowed, f"ingest.serial.streams.{name}", name, f"expected one of {allowed}")
             if spec is None:
                 continue
             s = from_dict(SerialStream, spec, f"ingest.serial.streams.{name}")
-            check(len(s.fields) == SERIAL_FIELDS[name], f"ingest.serial.streams.{name}.fields", list(s.fields),
-                  f"expected {SERIAL_FIELDS[name]} field name(s)")
+            width = serial_width(STREAMS[name])
+            check(len(s.fields) == width, f"ingest.serial.streams.{name}.fields", list(s.fields),
+                  f"expected {width} field name(s)")
             check(s.scale > 0, f"ingest.serial.streams.{name}.scale", s.scale, "must be > 0")
             out[name] = s
-        missing = [s for s in REQUIRED_SERIAL_STREAMS if s not in out]
+        missing = [s for s in required_streams(bag=False) if s not in out]
         check(not missing, "ingest.serial.streams", sorted(self.streams), f"missing stream(s) {missing}")
         return out
 
@@ -159,16 +189,19 @@ class IngestConfig:
     def topic_specs(self) -> dict[str, TopicSpec]:
         """Stream name -> `TopicSpec` for the streams present (required ones checked)."""
         out = {}
+        allowed = bag_streams()
         for name, spec in self.topics.items():
-            check(name in BAG_STREAMS, f"ingest.topics.{name}", name, f"expected one of {BAG_STREAMS}")
+            check(name in allowed, f"ingest.topics.{name}", name, f"expected one of {allowed}")
             if spec is None:
                 continue
             out[name] = from_dict(TopicSpec, spec, f"ingest.topics.{name}")
-        missing = [s for s in REQUIRED_BAG_STREAMS if s not in out]
+        missing = [s for s in required_streams(bag=True) if s not in out]
         check(not missing, "ingest.topics", sorted(self.topics), f"missing stream(s) {missing}")
-        if "coil" in out:
-            check(bool(out["coil"].field), "ingest.topics.coil.field", out["coil"].field,
-                  "must name the on/off field of the coil message (e.g. 'data' for std_msgs/msg/Bool)")
+        for name, spec in out.items():
+            if name != "imu" and needs_field(STREAMS[name]):
+                check(bool(spec.field), f"ingest.topics.{name}.field", spec.field,
+                      f"must name the field of the {name} message that holds the value (for the coil: its on/off "
+                      "field, e.g. 'data' for std_msgs/msg/Bool)")
         return out
 
 

@@ -18,7 +18,7 @@ from flexlearn.atomic import atomic_dir, atomic_path
 from flexlearn.ingest.records import NS
 from flexlearn.ingest.rosbag import make_typestore
 from flexlearn.ingest.topic_map import TIME_UNITS, IngestConfig
-from flexlearn.sensing.streams import RawSweep
+from flexlearn.sensing.streams import STREAMS, RawSweep
 
 DEFAULT_EPOCH_NS = 1_700_000_000 * NS
 DEFAULT_LATENCY_NS = 2_000_000
@@ -139,35 +139,36 @@ def _json_value(v: Any) -> Any:
     return v
 
 
+def _serial_columns(raw: RawSweep, name: str, scale: float, unit: float) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Record times [s] and the serial field columns of stream ``name``: times in the dump's ``unit``, scaled
+    fields divided by ``scale``, booleans as 0/1."""
+    schema, data = STREAMS[name], raw.streams[name]
+    columns: list[np.ndarray] = []
+    for f in schema.values:
+        v = np.asarray(data[f.name])
+        v = v / unit if f.is_time else v / scale if f.scaled else v.astype(np.int64) if f.kind == "bool" else v
+        columns += [v] if f.width == 1 else [v[:, j] for j in range(f.width)]
+    return np.asarray(data[schema.stamp], dtype=np.float64), columns
+
+
 def write_serial(raw: RawSweep, path: str | Path, cfg: IngestConfig, fmt: Literal["csv", "jsonl"] = "csv") -> Path:
-    """Write the sweep as a serial dump in the layout of ``cfg.serial`` (values divided by each scale)."""
+    """Write the sweep as a serial dump in the layout of ``cfg.serial``: a record per sample of every stream the
+    map names and the sweep holds (stamped by its schema's ``stamp`` field; values divided by each scale)."""
     import json
 
     serial = cfg.serial
     streams = serial.parsed()
     unit = TIME_UNITS[serial.time_unit]
     records: list[tuple[float, dict[str, Any]]] = []
-
-    def emit(name: str, t: np.ndarray, columns: list[np.ndarray]) -> None:
-        spec = streams.get(name)
-        if spec is None:
-            return
-        for i in range(t.shape[0]):
-            rec = {serial.time_field: float(t[i]) / unit, serial.kind_field: spec.kind}
-            rec.update({f: c[i] for f, c in zip(spec.fields, columns)})
-            records.append((float(t[i]), rec))
-
-    def scaled(name: str, v: np.ndarray) -> list[np.ndarray]:
-        s = streams[name].scale if name in streams else 1.0
-        return [v[:, j] / s for j in range(3)]
-
-    emit("mag", raw.mag_t, scaled("mag", raw.mag))
-    emit("accel", raw.accel_t, scaled("accel", raw.accel))
-    emit("coil", raw.coil_t, [raw.coil_on.astype(np.int64)])
-    emit("poses", raw.pose_t_end, [raw.pose_id, raw.pose_t_start / unit, raw.pose_t_end / unit,
-                                   *[raw.target[:, j] for j in range(3)]])
+    for name in STREAMS:  # registry order
+        if name in streams and name in raw.streams:
+            spec, t, columns = streams[name], *_serial_columns(raw, name, streams[name].scale, unit)
+            for i in range(t.shape[0]):
+                rec = {serial.time_field: float(t[i]) / unit, serial.kind_field: spec.kind}
+                rec.update({f: c[i] for f, c in zip(spec.fields, columns)})
+                records.append((float(t[i]), rec))
     records.sort(key=lambda r: r[0])
-    columns = [serial.time_field, serial.kind_field] + [f for s in streams.values() for f in s.fields]
+    header = [serial.time_field, serial.kind_field] + [f for s in streams.values() for f in s.fields]
 
     def text(v: Any) -> str:
         return repr(float(v)) if isinstance(v, (float, np.floating)) else str(int(v)) if isinstance(
@@ -176,9 +177,9 @@ def write_serial(raw: RawSweep, path: str | Path, cfg: IngestConfig, fmt: Litera
     path = Path(path)
     with atomic_path(path) as tmp, open(tmp, "w") as f:
         if fmt == "csv":
-            f.write(",".join(columns) + "\n")
+            f.write(",".join(header) + "\n")
             for _, rec in records:
-                f.write(",".join(text(rec[c]) if c in rec else "" for c in columns) + "\n")
+                f.write(",".join(text(rec[c]) if c in rec else "" for c in header) + "\n")
         else:
             for _, rec in records:
                 f.write(json.dumps({k: _json_value(v) for k, v in rec.items()}) + "\n")

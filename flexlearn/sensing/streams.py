@@ -5,15 +5,23 @@ Both the sweep-rig simulator (`flexlearn.sim.rig`) and the ingestion of real rec
 metres per second squared. Frames: every vector is in the *child sensor frame* (the frame of the
 magnetometer/IMU board distal to the joint) unless its name says otherwise.
 
-On disk a raw sweep is a directory of Parquet tables, one per stream, plus ``meta.json``:
+A `RawSweep` is a mapping of named streams (``raw.streams['mag'] = {'t': (N,), 'mag': (N, 3)}``), each laid out
+by a `StreamSchema` of the registry `STREAMS`. The registry is the one place a stream is declared: save, load
+and validation here, the ingestion of recordings (`flexlearn.ingest`: topic maps, readers, writers), the
+simulators and processing (`flexlearn.data.process`: per-pose means of ``per_pose`` streams) read it.
+`register_stream` adds a stream. On disk a raw sweep is a directory of Parquet tables, one per stream, plus
+``meta.json``; the built-in streams:
 
-| file            | columns                                   | units         |
-| --------------- | ----------------------------------------- | ------------- |
-| mag.parquet     | t, mx, my, mz                             | s, T          |
-| accel.parquet   | t, ax, ay, az                             | s, m/s^2      |
-| coil.parquet    | t, on                                     | s, bool (or 0/1) |
-| poses.parquet   | pose_id, t_start, t_end, target_x/y/z     | int, s, s, unit |
-| truth.parquet   | pose_id, label_x/y/z, u_x/y/z, db_x/y/z   | -, unit, unit, T (optional) |
+| file                | columns                                   | units            | required |
+| ------------------- | ----------------------------------------- | ---------------- | -------- |
+| mag.parquet         | t, mx, my, mz                             | s, T             | yes      |
+| accel.parquet       | t, ax, ay, az                             | s, m/s^2         | yes      |
+| coil.parquet        | t, on                                     | s, bool (or 0/1) | yes      |
+| poses.parquet       | pose_id, t_start, t_end, target_x/y/z     | int, s, s, unit  | yes      |
+| truth.parquet       | pose_id, label_x/y/z, u_x/y/z, db_x/y/z   | -, unit, unit, T | no (simulation) |
+| rate.parquet        | t, wx, wy, wz                             | s, rad/s         | no (ingest)     |
+| orientation.parquet | t, qw, qx, qy, qz                         | s, unit          | no (ingest)     |
+| mocap.parquet       | t, px, py, pz, qw, qx, qy, qz             | s, m, unit       | no (ingest)     |
 
 ``mag`` holds every register *poll* of the magnetometer: a conversion that has not been replaced yet is
 read again and appears as a bitwise-identical repeat (stale sample). ``accel`` is the specific force
@@ -22,122 +30,360 @@ switch). ``poses`` holds the rig controller's log: the joint was commanded to ``
 child axis in the parent frame) and reported stationary between ``t_start`` and ``t_end``.
 ``truth`` exists only for simulated sweeps: the true label (parent axis, pointing from the child toward
 the parent, in the child sensor frame), the true child direction in the parent frame and the noise-free
-coil field at the magnetometer.
+coil field at the magnetometer. ``rate`` and ``orientation`` come from a recording's IMU (the orientation
+reported, or computed by the attitude filter: ``meta['imu_orientation']``), ``mocap`` from motion capture.
 
-`RawSweep.load` checks every column's type strictly (`flexlearn.tables.read_columns`): numbers where numbers
-are due, integers (or exactly integral floats) for ``pose_id``, booleans (or 0/1) for ``on``, and no null
-(missing) value except in a mag/accel reading (a failed conversion, read as NaN). ``meta.json`` must hold a
-JSON object. Anything else is a `DataError` naming the file, the column and the value.
+`RawSweep.load` checks every column's type strictly (`flexlearn.tables.read_columns`) by its field's kind:
+numbers where numbers are due, integers (or exactly integral floats) for ``pose_id``, booleans (or 0/1) for
+``on``, and no null (missing) value except in a nullable field (a failed conversion, read as NaN). ``meta.json``
+must hold a JSON object. Tables of unregistered names are left alone. Anything else is a `DataError` naming
+the file, the column and the value.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from flexlearn.atomic import atomic_dir
-from flexlearn.errors import DataError
+from flexlearn.errors import ConfigError, DataError
 from flexlearn.tables import parse_json_object, read_columns, read_parquet
 
 RAW_SCHEMA_VERSION = 1
-
-_TABLES: dict[str, tuple[str, ...]] = {
-    "mag": ("t", "mx", "my", "mz"),
-    "accel": ("t", "ax", "ay", "az"),
-    "coil": ("t", "on"),
-    "poses": ("pose_id", "t_start", "t_end", "target_x", "target_y", "target_z"),
-}
-_TRUTH_COLUMNS = ("pose_id", "label_x", "label_y", "label_z", "u_x", "u_y", "u_z", "db_x", "db_y", "db_z")
-# Column kinds as `flexlearn.tables.read_columns` checks them: every column is a number ("float", any integer
-# or floating type, read as float64) but the coil state ("bool": boolean or 0/1) and pose ids ("int": integer,
-# or floating point holding exact integers). Only a magnetometer or accelerometer reading may be null (a
-# failed conversion, read as NaN and discarded by processing); a null anywhere else is an error.
-_KINDS: dict[str, dict[str, str]] = {
-    name: {c: "bool" if c == "on" else "int" if c == "pose_id" else "float" for c in cols}
-    for name, cols in _TABLES.items()}
-_TRUTH_KINDS = {c: "int" if c == "pose_id" else "float" for c in _TRUTH_COLUMNS}
-_NULLABLE = ("mx", "my", "mz", "ax", "ay", "az")
+FIELD_KINDS = ("float", "int", "bool")
+_DTYPES = {"float": np.float64, "int": np.int64, "bool": np.bool_}
+DIMENSIONLESS = ("1", "-")  # units of a field that a serial ``scale`` never multiplies
 
 
-@dataclass
-class RawSweep:
-    """Time-stamped streams of one sweep. Shapes: N_m mag polls, N_a accel samples, N_c coil switches, P poses.
+@dataclass(frozen=True)
+class Field:
+    """One quantity of a stream: in memory an (N,) array (one column) or (N, k) array (k columns, in order).
 
     Attributes:
-        mag_t: (N_m,) poll times [s], non-decreasing.
-        mag: (N_m, 3) magnetometer readings [T] in the child sensor frame (stale polls repeat bitwise).
-        accel_t: (N_a,) sample times [s].
-        accel: (N_a, 3) specific force [m/s^2] in the child sensor frame.
-        coil_t: (N_c,) switch times [s].
-        coil_on: (N_c,) coil state after each switch.
-        pose_id: (P,) integer pose identifiers, unique.
-        pose_t_start, pose_t_end: (P,) interval [s] in which the rig reports the joint stationary.
-        target: (P, 3) commanded unit direction of the child axis in the parent frame.
-        meta: JSON-serialisable description: units, rig geometry, sampling, provenance.
-        truth: optional dict of arrays keyed like ``truth.parquet`` columns (simulation only).
+        name: key in the stream's mapping, e.g. ``t``, ``mag``, ``on``. ``t`` is the sample time [s].
+        columns: on-disk column per component (default ``(name,)``).
+        kind: ``float``, ``int`` or ``bool`` (checked on load and at ingest by `flexlearn.tables`).
+        unit: SI unit; ``s`` marks a time (shifted to the time origin at ingest, rounded by `quantize_times`),
+            ``1`` or ``-`` dimensionless (a serial ``scale`` multiplies only other ``float`` fields).
+        nullable: a null (a failed conversion) reads as NaN instead of being an error.
+        ros: attribute path of the value in a rosbag2 message (``magnetic_field``; a width-3 field reads
+            ``.x .y .z``, width 4 ``.w .x .y .z``); empty: the topic map's ``field`` names it.
+        doc: one line for the reader (frame, meaning).
     """
 
-    mag_t: np.ndarray
-    mag: np.ndarray
-    accel_t: np.ndarray
-    accel: np.ndarray
-    coil_t: np.ndarray
-    coil_on: np.ndarray
-    pose_id: np.ndarray
-    pose_t_start: np.ndarray
-    pose_t_end: np.ndarray
-    target: np.ndarray
-    meta: dict[str, Any] = field(default_factory=dict)
-    truth: Optional[dict[str, np.ndarray]] = None
+    name: str
+    columns: tuple[str, ...] = ()
+    kind: str = "float"
+    unit: str = "-"
+    nullable: bool = False
+    ros: str = ""
+    doc: str = ""
 
     def __post_init__(self) -> None:
+        if not self.columns:
+            object.__setattr__(self, "columns", (self.name,))
+        if self.kind not in FIELD_KINDS:
+            raise ConfigError(f"stream field '{self.name}': kind {self.kind!r}, expected one of {FIELD_KINDS}")
+
+    @property
+    def width(self) -> int:
+        return len(self.columns)
+
+    @property
+    def is_time(self) -> bool:
+        return self.unit == "s"
+
+    @property
+    def scaled(self) -> bool:
+        """A serial dump's per-stream ``scale`` converts this field to SI."""
+        return self.kind == "float" and not self.is_time and self.unit not in DIMENSIONLESS
+
+    def shape(self, n: int) -> tuple[int, ...]:
+        return (n,) if self.width == 1 else (n, self.width)
+
+
+def time_field(doc: str = "sample time") -> Field:
+    """The ``t`` field [s] of a time-stamped stream."""
+    return Field("t", unit="s", doc=doc)
+
+
+@dataclass(frozen=True)
+class StreamSchema:
+    """How one stream is laid out, checked, recorded and processed; declared once, in `STREAMS`.
+
+    Attributes:
+        name: stream name = table file stem (``<name>.parquet``) = topic-map / serial-map key.
+        fields: the stream's `Field` s, in column order.
+        required: every raw sweep holds it (else optional: absent table, absent key).
+        continuous: sampled at a steady rate (ingest checks gaps and forward clock jumps).
+        key: a field whose values are unique (``pose_id``), or empty.
+        stamp: the field a recorded message or serial record is stamped with (``t``; ``t_end`` for a hold
+            window, published when the hold ends); empty: never recorded (``truth``).
+        per_pose: processing adds the mean of every ``float`` field over each hold window to the dataset,
+            as columns ``<stream>_<column>`` (NaN where a window holds no finite sample).
+        attrs: `RawSweep` attribute -> field for attribute access (``mag_t`` -> ``t``; built-in streams).
+        check: extra consistency rule: returns a message, or None when the stream is fine.
+        doc: one line for the reader.
+    """
+
+    name: str
+    fields: tuple[Field, ...]
+    required: bool = False
+    continuous: bool = False
+    key: str = ""
+    stamp: str = "t"
+    per_pose: bool = False
+    attrs: tuple[tuple[str, str], ...] = ()
+    check: Optional[Callable[[Mapping[str, np.ndarray]], Optional[str]]] = None
+    doc: str = ""
+
+    @property
+    def timed(self) -> bool:
+        return any(f.name == "t" for f in self.fields)
+
+    @property
+    def values(self) -> tuple[Field, ...]:
+        """The fields a record carries besides its time stamp ``t``."""
+        return tuple(f for f in self.fields if f.name != "t")
+
+    @property
+    def kinds(self) -> dict[str, str]:
+        """Column -> kind, as `flexlearn.tables.read_columns` checks it."""
+        return {c: f.kind for f in self.fields for c in f.columns}
+
+    @property
+    def units(self) -> dict[str, str]:
+        """Column -> unit."""
+        return {c: f.unit for f in self.fields for c in f.columns}
+
+    @property
+    def nullable(self) -> tuple[str, ...]:
+        return tuple(c for f in self.fields if f.nullable for c in f.columns)
+
+    def to_columns(self, data: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Field arrays -> contiguous column arrays (ints as int64, booleans as bool; floats as given)."""
+        out: dict[str, np.ndarray] = {}
+        for f in self.fields:
+            a = np.asarray(data[f.name])
+            if f.kind != "float":
+                a = a.astype(_DTYPES[f.kind])
+            parts = [a] if f.width == 1 else [a[:, j] for j in range(f.width)]
+            out.update({c: np.ascontiguousarray(p) for c, p in zip(f.columns, parts)})
+        return out
+
+    def from_columns(self, cols: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Column arrays -> field arrays ((N,) or (N, k))."""
+        return {f.name: cols[f.columns[0]] if f.width == 1 else np.stack([cols[c] for c in f.columns], axis=-1)
+                for f in self.fields}
+
+    def validate(self, data: Mapping[str, np.ndarray]) -> Optional[str]:
+        """The first problem of ``data`` as a message (shapes, time stamps, unique key, ``check``), or None."""
+        missing = [f.name for f in self.fields if f.name not in data]
+        if missing or set(data) - {f.name for f in self.fields}:
+            return (f"stream '{self.name}': fields {sorted(data)}, expected {[f.name for f in self.fields]}")
+        n = np.shape(data[self.fields[0].name])[0] if np.ndim(data[self.fields[0].name]) else -1
+        shapes = {f.name: np.shape(data[f.name]) for f in self.fields}
+        if any(shapes[f.name] != f.shape(n) for f in self.fields):
+            want = {f.name: f.shape(n) for f in self.fields}
+            return f"stream '{self.name}': field shapes {shapes} differ, expected {want}"
+        if self.key and len(np.unique(data[self.key])) != n:
+            return f"stream '{self.name}': field '{self.key}' values are not unique"
+        if self.timed:
+            t = np.asarray(data["t"])
+            if not np.all(np.isfinite(t)):
+                return f"stream '{self.name}': field 't' has non-finite time stamps"
+            bad = np.flatnonzero(np.diff(t) < 0) if t.size > 1 else np.zeros(0, np.int64)
+            if bad.size:
+                return f"stream '{self.name}': field 't' decreases at index {bad[:1].tolist()}"
+        return self.check(data) if self.check is not None else None
+
+
+def _hold_windows_ordered(d: Mapping[str, np.ndarray]) -> Optional[str]:
+    return None if bool(np.all(d["t_end"] >= d["t_start"])) else "stream 'poses': t_end < t_start"
+
+
+def _xyz(prefix: str, **kw: Any) -> Field:
+    return Field(prefix, tuple(f"{prefix}_{a}" for a in "xyz"), **kw)
+
+
+_QUAT = ("qw", "qx", "qy", "qz")
+BUILTIN_STREAMS: tuple[StreamSchema, ...] = (
+    StreamSchema("mag", (time_field("poll time"), Field("mag", ("mx", "my", "mz"), unit="T", nullable=True,
+                                                        ros="magnetic_field", doc="field, child sensor frame")),
+                 required=True, continuous=True, attrs=(("mag_t", "t"), ("mag", "mag")),
+                 doc="magnetometer polls (stale polls repeat bitwise)"),
+    StreamSchema("accel", (time_field(), Field("accel", ("ax", "ay", "az"), unit="m/s^2", nullable=True,
+                                               doc="specific force, child sensor frame")),
+                 required=True, continuous=True, attrs=(("accel_t", "t"), ("accel", "accel")),
+                 doc="accelerometer (from the IMU topic in a rosbag2 recording)"),
+    StreamSchema("coil", (time_field("switch time"), Field("on", kind="bool", doc="coil state after the switch")),
+                 required=True, attrs=(("coil_t", "t"), ("coil_on", "on")), doc="parent coil switch events"),
+    StreamSchema("poses", (Field("pose_id", kind="int", ros="pose_id"), Field("t_start", unit="s", ros="t_start"),
+                           Field("t_end", unit="s", ros="t_end"),
+                           _xyz("target", unit="1", ros="target", doc="commanded child axis, parent frame")),
+                 required=True, key="pose_id", stamp="t_end", check=_hold_windows_ordered,
+                 attrs=(("pose_id", "pose_id"), ("pose_t_start", "t_start"), ("pose_t_end", "t_end"),
+                        ("target", "target")), doc="hold windows of the rig controller"),
+    StreamSchema("truth", (Field("pose_id", kind="int"), *(Field(f"{p}_{a}", unit=u) for p, u in
+                                                           (("label", "1"), ("u", "1"), ("db", "T")) for a in "xyz")),
+                 key="pose_id", stamp="", doc="simulation only: true label, direction, coil field"),
+    StreamSchema("rate", (time_field(), Field("rate", ("wx", "wy", "wz"), unit="rad/s", nullable=True)),
+                 continuous=True, doc="gyroscope (from the IMU topic), child sensor frame"),
+    StreamSchema("orientation", (time_field(), Field("orientation", _QUAT, unit="1", nullable=True)),
+                 doc="IMU orientation quaternion (w, x, y, z), sensor -> world"),
+    StreamSchema("mocap", (time_field(), Field("position", ("px", "py", "pz"), unit="m", ros="pose.position"),
+                           Field("orientation", _QUAT, unit="1", ros="pose.orientation")),
+                 doc="motion-capture pose of the child"),
+)
+STREAMS: dict[str, StreamSchema] = {}
+_ATTRS: dict[str, tuple[str, str]] = {}  # RawSweep attribute -> (stream, field)
+
+
+def register_stream(schema: StreamSchema) -> StreamSchema:
+    """Add ``schema`` to `STREAMS` (the same schema again is a no-op); return it.
+
+    Raises:
+        ConfigError: another schema of that name, or an attribute or file name already taken.
+    """
+    old = STREAMS.get(schema.name)
+    if old is not None:
+        if old == schema:
+            return schema
+        raise ConfigError(f"stream '{schema.name}' is already registered with another schema")
+    if not schema.name.isidentifier() or not schema.fields:
+        raise ConfigError(f"stream {schema.name!r}: expected an identifier and at least one field")
+    taken = [a for a, _ in schema.attrs if a in _ATTRS]
+    if taken:
+        raise ConfigError(f"stream '{schema.name}': attribute(s) {taken} already name another stream's field")
+    if (schema.key and schema.key not in {f.name for f in schema.fields}) or (
+            schema.stamp and schema.stamp not in {f.name for f in schema.fields}):
+        raise ConfigError(f"stream '{schema.name}': key {schema.key!r} / stamp {schema.stamp!r} is not a field")
+    STREAMS[schema.name] = schema
+    _ATTRS.update({a: (schema.name, f) for a, f in schema.attrs})
+    return schema
+
+
+def unregister_stream(name: str) -> None:
+    """Remove a stream added by `register_stream` (built-in streams stay)."""
+    if any(s.name == name for s in BUILTIN_STREAMS):
+        raise ConfigError(f"stream '{name}' is built in and cannot be removed")
+    STREAMS.pop(name, None)
+
+
+def stream_schema(name: str) -> StreamSchema:
+    """The registered schema of ``name``; an unknown name is a `ConfigError` listing the registered ones."""
+    if name not in STREAMS:
+        raise ConfigError(f"stream '{name}' is not registered (flexlearn.sensing.streams.register_stream); "
+                          f"registered: {list(STREAMS)}")
+    return STREAMS[name]
+
+
+for _schema in BUILTIN_STREAMS:
+    register_stream(_schema)
+
+
+class _FieldView:
+    """Attribute access to one field of a built-in stream: ``raw.mag_t`` is ``raw.streams['mag']['t']``."""
+
+    def __init__(self, stream: str, name: str) -> None:
+        self.stream, self.name = stream, name
+
+    def __get__(self, obj: Any, owner: Any = None) -> np.ndarray:
+        return obj.streams[self.stream][self.name]
+
+    def __set__(self, obj: Any, value: np.ndarray) -> None:
+        obj.streams[self.stream][self.name] = value
+
+
+@dataclass(init=False, eq=False)
+class RawSweep:
+    """Time-stamped streams of one sweep: ``streams`` maps a registered stream name to its field arrays.
+
+    The built-in streams keep attribute access (N_m mag polls, N_a accel samples, N_c coil switches, P poses):
+    mag_t (N_m,) [s] non-decreasing; mag (N_m, 3) [T]; accel_t (N_a,) [s]; accel (N_a, 3) [m/s^2] specific
+    force; coil_t (N_c,) [s]; coil_on (N_c,) state after each switch; pose_id (P,) unique ints; pose_t_start,
+    pose_t_end (P,) [s] the interval the joint is reported stationary; target (P, 3) commanded unit direction
+    (parent frame); truth: optional dict of ``truth.parquet`` columns (simulation only). Every other stream
+    (``rate``, ``mocap``, a registered one) is ``raw.streams[name]``.
+
+    Construct with the built-in keywords (``RawSweep(mag_t=..., mag=..., ...)``), with ``streams=`` (a mapping
+    by `STREAMS`), or both (keywords override). ``meta``: JSON-serialisable units, rig geometry, provenance.
+    """
+
+    streams: dict[str, dict[str, np.ndarray]]
+    meta: dict[str, Any]
+
+    mag_t = _FieldView("mag", "t")
+    mag = _FieldView("mag", "mag")
+    accel_t = _FieldView("accel", "t")
+    accel = _FieldView("accel", "accel")
+    coil_t = _FieldView("coil", "t")
+    coil_on = _FieldView("coil", "on")
+    pose_id = _FieldView("poses", "pose_id")
+    pose_t_start = _FieldView("poses", "t_start")
+    pose_t_end = _FieldView("poses", "t_end")
+    target = _FieldView("poses", "target")
+
+    def __init__(self, mag_t: Optional[np.ndarray] = None, mag: Optional[np.ndarray] = None,
+                 accel_t: Optional[np.ndarray] = None, accel: Optional[np.ndarray] = None,
+                 coil_t: Optional[np.ndarray] = None, coil_on: Optional[np.ndarray] = None,
+                 pose_id: Optional[np.ndarray] = None, pose_t_start: Optional[np.ndarray] = None,
+                 pose_t_end: Optional[np.ndarray] = None, target: Optional[np.ndarray] = None,
+                 meta: Optional[dict[str, Any]] = None, truth: Optional[Mapping[str, np.ndarray]] = None, *,
+                 streams: Optional[Mapping[str, Mapping[str, np.ndarray]]] = None) -> None:
+        self.streams = {name: dict(data) for name, data in (streams or {}).items()}
+        given = {"mag_t": mag_t, "mag": mag, "accel_t": accel_t, "accel": accel, "coil_t": coil_t,
+                 "coil_on": coil_on, "pose_id": pose_id, "pose_t_start": pose_t_start, "pose_t_end": pose_t_end,
+                 "target": target}
+        for attr, value in given.items():
+            if value is not None:
+                stream, name = _ATTRS[attr]
+                self.streams.setdefault(stream, {})[name] = value
+        if truth is not None:
+            self.streams["truth"] = dict(truth)
+        self.meta = {} if meta is None else meta
         self.validate()
 
-    def validate(self, source: str = "raw sweep") -> None:
-        """Check shapes and ordering; raise `DataError` naming the stream and field at fault."""
-        def need(cond: bool, msg: str) -> None:
-            if not cond:
-                raise DataError(f"{source}: {msg}")
+    @property
+    def truth(self) -> Optional[dict[str, np.ndarray]]:
+        return self.streams.get("truth")
 
-        need(self.mag_t.ndim == 1 and self.mag.shape == (self.mag_t.shape[0], 3),
-             f"stream 'mag': expected t (N,) and m (N, 3), got {self.mag_t.shape} and {self.mag.shape}")
-        need(self.accel_t.ndim == 1 and self.accel.shape == (self.accel_t.shape[0], 3),
-             f"stream 'accel': expected t (N,) and a (N, 3), got {self.accel_t.shape} and {self.accel.shape}")
-        need(self.coil_t.shape == self.coil_on.shape and self.coil_t.ndim == 1,
-             f"stream 'coil': t {self.coil_t.shape} and on {self.coil_on.shape} differ")
-        p = self.pose_id.shape[0]
-        need(self.pose_t_start.shape == (p,) and self.pose_t_end.shape == (p,) and self.target.shape == (p, 3),
-             "table 'poses': pose_id, t_start, t_end and target lengths differ")
-        need(len(np.unique(self.pose_id)) == p, "table 'poses': pose_id values are not unique")
-        for name, t in (("mag", self.mag_t), ("accel", self.accel_t), ("coil", self.coil_t)):
-            need(bool(np.all(np.isfinite(t))), f"stream '{name}': field 't' has non-finite time stamps")
-            if t.size > 1:
-                bad = np.flatnonzero(np.diff(t) < 0)
-                need(bad.size == 0, f"stream '{name}': field 't' decreases at index {bad[:1].tolist()}")
-        need(bool(np.all(self.pose_t_end >= self.pose_t_start)), "table 'poses': t_end < t_start")
+    @truth.setter
+    def truth(self, value: Optional[Mapping[str, np.ndarray]]) -> None:
+        if value is None:
+            self.streams.pop("truth", None)
+        else:
+            self.streams["truth"] = dict(value)
+
+    def columns(self, name: str) -> dict[str, np.ndarray]:
+        """Stream ``name`` as its on-disk columns (``mocap`` -> t, px, ..., qz)."""
+        return stream_schema(name).to_columns(self.streams[name])
+
+    def validate(self, source: str = "raw sweep") -> None:
+        """Check every stream against its schema; raise `DataError` naming the stream and field at fault."""
+        for schema in STREAMS.values():
+            if schema.required and schema.name not in self.streams:
+                raise DataError(f"{source}: stream '{schema.name}' missing")
+        for name, data in self.streams.items():
+            if name not in STREAMS:
+                raise DataError(f"{source}: stream '{name}' is not registered "
+                                f"(flexlearn.sensing.streams.register_stream); registered: {list(STREAMS)}")
+            problem = STREAMS[name].validate(data)
+            if problem:
+                raise DataError(f"{source}: {problem}")
 
     # ------------------------------------------------------------------ disk
     def save(self, path: str | Path) -> Path:
-        """Write the sweep as a directory of Parquet tables atomically; return the path."""
+        """Write the sweep as a directory of Parquet tables (one per stream) atomically; return the path."""
         path = Path(path)
-        columns = {
-            "mag": [self.mag_t, *self.mag.T],
-            "accel": [self.accel_t, *self.accel.T],
-            "coil": [self.coil_t, self.coil_on.astype(bool)],
-            "poses": [self.pose_id.astype(np.int64), self.pose_t_start, self.pose_t_end, *self.target.T],
-        }
         with atomic_dir(path) as tmp:
-            for name, arrays in columns.items():
-                table = pa.table({c: np.ascontiguousarray(a) for c, a in zip(_TABLES[name], arrays)})
-                pq.write_table(table, tmp / f"{name}.parquet")
-            if self.truth is not None:
-                pq.write_table(pa.table({c: np.ascontiguousarray(self.truth[c]) for c in _TRUTH_COLUMNS}),
-                               tmp / "truth.parquet")
+            for name, data in self.streams.items():
+                pq.write_table(pa.table(STREAMS[name].to_columns(data)), tmp / f"{name}.parquet")
             meta = dict(self.meta, raw_schema_version=RAW_SCHEMA_VERSION)
             (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True, default=float) + "\n")
         return path
@@ -148,36 +394,23 @@ class RawSweep:
         path = Path(path)
         if not path.is_dir():
             raise DataError(f"{path}: raw sweep directory not found")
-
-        def table(name: str, kinds: dict[str, str]) -> dict[str, np.ndarray]:
+        streams = {}
+        for name, schema in STREAMS.items():
             f = path / f"{name}.parquet"
-            return read_columns(read_parquet(f, f"stream file '{name}.parquet'"), f, kinds, nullable=_NULLABLE)
-
-        mag, acc = table("mag", _KINDS["mag"]), table("accel", _KINDS["accel"])
-        coil, poses = table("coil", _KINDS["coil"]), table("poses", _KINDS["poses"])
-        truth = table("truth", _TRUTH_KINDS) if (path / "truth.parquet").exists() else None
+            if schema.required or f.exists():
+                table = read_parquet(f, f"stream file '{name}.parquet'")
+                streams[name] = schema.from_columns(read_columns(table, f, schema.kinds, nullable=schema.nullable))
         meta_file = path / "meta.json"
         meta = parse_json_object(meta_file.read_bytes(), str(meta_file), "raw sweep metadata") \
             if meta_file.exists() else {}
         sweep = cls.__new__(cls)
-        sweep.mag_t = mag["t"]
-        sweep.mag = np.stack([mag["mx"], mag["my"], mag["mz"]], axis=-1)
-        sweep.accel_t = acc["t"]
-        sweep.accel = np.stack([acc["ax"], acc["ay"], acc["az"]], axis=-1)
-        sweep.coil_t = coil["t"]
-        sweep.coil_on = coil["on"]
-        sweep.pose_id = poses["pose_id"]
-        sweep.pose_t_start = poses["t_start"]
-        sweep.pose_t_end = poses["t_end"]
-        sweep.target = np.stack([poses["target_x"], poses["target_y"], poses["target_z"]], axis=-1)
-        sweep.meta = meta
-        sweep.truth = truth
+        sweep.streams, sweep.meta = streams, meta
         sweep.validate(source=str(path))
         return sweep
 
 
 def quantize_times(raw: RawSweep) -> RawSweep:
-    """A copy of ``raw`` with every time rounded to whole nanoseconds: t → round(t·1e9)·1e-9.
+    """A copy of ``raw`` with every time (fields of unit ``s``) rounded to whole nanoseconds: t → round(t·1e9)·1e-9.
 
     Recordings (rosbag2 stamps, serial dumps with integer clocks) resolve time in nanoseconds at best; this
     is the sweep as such a recording of it holds it (see `flexlearn.ingest.assemble`).
@@ -185,7 +418,6 @@ def quantize_times(raw: RawSweep) -> RawSweep:
     def q(t: np.ndarray) -> np.ndarray:
         return np.round(np.asarray(t, dtype=np.float64) * 1e9).astype(np.int64) * 1e-9
 
-    return RawSweep(mag_t=q(raw.mag_t), mag=raw.mag.copy(), accel_t=q(raw.accel_t), accel=raw.accel.copy(),
-                    coil_t=q(raw.coil_t), coil_on=raw.coil_on.copy(), pose_id=raw.pose_id.copy(),
-                    pose_t_start=q(raw.pose_t_start), pose_t_end=q(raw.pose_t_end), target=raw.target.copy(),
-                    meta=dict(raw.meta), truth=None if raw.truth is None else dict(raw.truth))
+    streams = {name: {f.name: q(data[f.name]) if f.is_time else np.array(data[f.name], copy=True)
+                      for f in STREAMS[name].fields} for name, data in raw.streams.items()}
+    return RawSweep(streams=streams, meta=dict(raw.meta))

@@ -88,7 +88,7 @@ def simulate_closed_loop(plant: FlexibleArmPlant, controllers: Sequence[Controll
         bstd = torch.tensor([noise.acc_bias] * 3 + [noise.gyr_bias] * 3, dtype=torch.float64)
         bias = torch.randn(B, S, 6, generator=gen, dtype=torch.float64) * bstd
     rows = plant.imu_rows(imu_positions)
-    log = {k: np.zeros((B, K, n)) for k in ("theta", "theta_rate", "tau_cmd", "tau_applied", "tip_deflection",
+    log: dict[str, np.ndarray] = {k: np.zeros((B, K, n)) for k in ("theta", "theta_rate", "tau_cmd", "tau_applied", "tip_deflection",
                                           "tip_slope", "base_curvature")}
     log["ee_pose"] = np.zeros((B, K, 3))
     log["fault"] = np.zeros((B, K), dtype=np.int64)

@@ -138,10 +138,10 @@ class FEBeam:
 
     def rows(self, xi: Sequence[float], derivative: int) -> np.ndarray:
         """Interpolation rows (P, ndof): d^k w/dξ^k at positions ξ from the nodal DOFs."""
-        xi = np.asarray(xi, dtype=np.float64)
+        positions = np.asarray(xi, dtype=np.float64)
         h, n = self.h, self.cfg.n_elements
-        R = np.zeros((len(xi), self.ndof + 2))
-        for p, x in enumerate(xi):
+        R = np.zeros((len(positions), self.ndof + 2))
+        for p, x in enumerate(positions):
             e = min(int(x / h), n - 1)
             s = (x - e * h) / h
             if derivative == 0:

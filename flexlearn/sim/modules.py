@@ -49,9 +49,10 @@ class ModuleDraw:
 
     def geometry(self, g: JointGeometry) -> JointGeometry:
         """The module's joint: b + δb, a + δa (taken on ``platform_offset``), sensor offset + δs."""
+        s = np.asarray(g.magnetometer_offset) + self.sensor_offset
         return dataclasses.replace(
             g, pivot_radius=g.pivot_radius + self.pivot_radius, platform_offset=g.platform_offset + self.joint_length,
-            magnetometer_offset=tuple(float(x) for x in np.asarray(g.magnetometer_offset) + self.sensor_offset))
+            magnetometer_offset=(float(s[0]), float(s[1]), float(s[2])))
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready values (recorded in a sweep's ``meta['module']``)."""

@@ -179,7 +179,7 @@ def _motion(cfg: RigConfig, slot: float, move_dur: np.ndarray, u_act: np.ndarray
     psi = rng.uniform(-math.pi, math.pi, p)
     amp = cfg.faults.swing_amplitude * rng.uniform(0.5, 1.5, p) * swing
     swing_w = amp[:, None] * (np.cos(psi)[:, None] * a + np.sin(psi)[:, None] * b)
-    swing_f = cfg.faults.swing_frequency * rng.uniform(0.7, 1.3, p)
+    swing_f = cfg.faults.swing_frequency * np.asarray(rng.uniform(0.7, 1.3, p))
     return _Motion(slot, np.arange(p) * slot, move_dur, u_prev, w_move, u_act, swing_w, swing_f,
                    cfg.faults.swing_decay)
 
@@ -503,6 +503,9 @@ def _simulate(cfg: RigConfig) -> RawSweep:
         "provenance": {"simulator": "flexlearn.sim.rig", "version": flexlearn.__version__,
                        "raw_schema_version": RAW_SCHEMA_VERSION},
     }
-    return RawSweep(mag_t=clocks.poll_t, mag=mag, accel_t=accel_t, accel=accel, coil_t=coil_t, coil_on=coil_on,
-                    pose_id=np.arange(p, dtype=np.int64), pose_t_start=sched.t_start, pose_t_end=sched.t_end,
-                    target=targets, meta=meta, truth=truth)
+    streams = {"mag": {"t": clocks.poll_t, "mag": mag}, "accel": {"t": accel_t, "accel": accel},   # by `STREAMS`
+               "coil": {"t": coil_t, "on": coil_on},
+               "poses": {"pose_id": np.arange(p, dtype=np.int64), "t_start": sched.t_start, "t_end": sched.t_end,
+                         "target": targets},
+               "truth": truth}
+    return RawSweep(streams=streams, meta=meta)

@@ -113,7 +113,7 @@ def closed_loop_height(controller: Any, estimator: Any, duration: float = 40.0, 
     controller.reset()
     controller.set_target(target)
     dt = 1.0 / rate
-    log = {k: [] for k in ("t", "h_true", "h_est", "v", "spool", "status")}
+    log: dict[str, list[Any]] = {k: [] for k in ("t", "h_true", "h_est", "v", "spool", "status")}
     v = 0.0
     for k in range(int(duration * rate)):
         t = k * dt

@@ -25,7 +25,7 @@ GOLDEN_ANGLE = math.pi * (3.0 - math.sqrt(5.0))
 """Azimuth increment of the Fibonacci lattice [rad]."""
 
 
-def cap_direction(colatitude: np.ndarray, azimuth: np.ndarray) -> np.ndarray:
+def cap_direction(colatitude: np.ndarray | float, azimuth: np.ndarray | float) -> np.ndarray:
     """Unit direction(s) (..., 3) for colatitude λ from −z and azimuth θ [rad] (broadcast)."""
     s = np.sin(colatitude)
     return np.stack(np.broadcast_arrays(s * np.cos(azimuth), s * np.sin(azimuth), -np.cos(colatitude)), axis=-1)
