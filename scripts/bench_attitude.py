@@ -17,11 +17,13 @@ al., *Data* 6(7):72, 2021, CC BY 4.0) is run through each filter on its defaults
 * TorchScript step (``AttitudeStep``) against the offline path over a whole recording: largest angle
   between the two estimates [rad] and the step time [µs] (``--no-parity`` skips it, ~20 s).
 * ``--vibrating-link``: slopes of a simulated vibrating flexible link (seed 000, `flexlearn.sim.flexible_arm`):
-  raw accelerometer angle, the PI complementary filter of eq. (6), this filter and the flexible-arm estimator.
+  raw accelerometer angle, the PI complementary filter of eq. (6), this filter and the flexible-arm estimator
+  with either inclination filter (its default PI filter, ``inclination="attitude"``), plus the estimator's joint
+  angle and tip deflection errors; noise seed 0 (sinusoid) and held-out seeds 1, 2 (random moves), ~10 min.
 
 Outputs: a Markdown table on stdout, ``<out>/bench_attitude.json`` and ``<out>/bench_attitude.png`` (error
 over time per trial). Packages that are not installed are skipped (listed in the JSON). Run:
-``python scripts/bench_attitude.py [--out outputs/bench_attitude] [--quick] [--vibrating-link]``.
+``python scripts/bench_attitude.py [--out outputs/bench_attitude] [--quick] [--only flexlearn,VQF] [--vibrating-link]``.
 """
 from __future__ import annotations
 
@@ -256,41 +258,77 @@ def parity(recs: dict) -> dict:
     return out
 
 
-def vibrating_link(seconds: float = 40.0) -> dict:
-    """Slopes under vibration: the seed-000 single flexible link (4.5 m, 20 kg payload, first modes 1.6 / 15 Hz;
-    `flexlearn.sim.flexible_arm`, 1 kHz, trajectory θ̄ − A cos Ω t) with 5 IMUs. Inclination RMSE [deg] per IMU after
-    10 s of: the raw accelerometer angle atan2(f_y, f_z); the PI complementary filter of eq. (6) on it; this
-    attitude filter (6-axis, ψ from R(q)ᵀ e_z); and the flexible-arm estimator's own filter, which subtracts the
-    modelled rigid and elastic accelerations first (`FlexibleArmEstimator`, 2 modes, its defaults)."""
+def _link_estimates(cfg, acc: np.ndarray, gyr: np.ndarray, inclination: str) -> dict:
+    """The flexible-arm estimator (2 modes, its defaults, TorchScript) with the given inclination filter over the
+    readings of the single link ``cfg``: ψ̂ (N, S) [rad], joint angle θ̂ (N,) [rad], tip deflection ŵ(L) (N,) [m]."""
     from flexlearn.physics.modal.estimator import FlexibleArmEstimator
     from flexlearn.physics.modal.link import FlexibleLink
-    from flexlearn.sensing.imu import complementary_filter
-    from flexlearn.sim.flexible_arm import seed_single_link_config, seed_single_link_trajectory, simulate_flexible_arm
 
-    cfg = seed_single_link_config()
-    t = np.arange(int(seconds / cfg.dt)) * cfg.dt
-    th, thdd = seed_single_link_trajectory(t)
-    r = simulate_flexible_arm(cfg, th[:, None], thdd[:, None])
-    acc, gyr, ang = r["acc"], r["gyr"], r["imu_angle"]
-    late = t > 10.0
     ln = cfg.links[0]
     est = torch.jit.script(FlexibleArmEstimator.build([FlexibleLink(ln.EI, ln.rho_A, ln.length, ln.tip_mass)],
-                                                      [list(ln.imu_positions)], [2], dt=cfg.dt))
+                                                      [list(ln.imu_positions)], [2], dt=cfg.dt,
+                                                      inclination=inclination))
     A, G = torch.as_tensor(acc), torch.as_tensor(gyr)
-    psi_est = np.empty_like(ang)
-    for k in range(len(t)):
-        est.step(A[k], G[k])
-        psi_est[k] = est.psi_hat.numpy()
-    out: dict = {"imus": ang.shape[1], "seconds": seconds, "modes_hz": [float(f) for f in r["fe_frequencies_hz"][0][:3]]}
-    rows = {"raw accelerometer": [], "complementary eq. (6)": [], "attitude filter": [], "estimator (compensated)": []}
+    psi = np.empty((len(A), A.shape[1]))
+    theta, tip = np.empty(len(A)), np.empty(len(A))
+    for k in range(len(A)):
+        out = est(A[k], G[k])
+        psi[k] = est.psi_hat.numpy()
+        theta[k], tip[k] = float(out[1][0]), float(out[4][0])
+    return {"psi": psi, "theta": theta, "tip": tip}
+
+
+def _link_case(seed: int, motion: str, seconds: float) -> dict:
+    """Inclination RMSE [deg] per IMU after 10 s, one simulated run (noise and IMU-bias draw ``seed``; motion
+    ``sinusoid``: θ̄ − A cos Ω t, ``random``: joystick-like quintic moves of the same seed); for the estimator
+    also the joint angle [deg] and tip deflection [mm] RMSE after 10 s."""
+    from flexlearn.sensing.imu import complementary_filter
+    from flexlearn.sim.flexible_arm import (seed_single_link_config, seed_single_link_trajectory,
+                                            simulate_flexible_arm, smooth_random_trajectory)
+
+    cfg = seed_single_link_config(seed=seed)
+    t = np.arange(int(seconds / cfg.dt)) * cfg.dt
+    if motion == "sinusoid":
+        th, thdd = seed_single_link_trajectory(t)
+        r = simulate_flexible_arm(cfg, th[:, None], thdd[:, None])
+    else:
+        r = simulate_flexible_arm(cfg, smooth_random_trajectory(t, 1, seed=seed))
+    acc, gyr, ang = r["acc"], r["gyr"], r["imu_angle"]
+    late = t > 10.0
+    est = {k: _link_estimates(cfg, acc, gyr, k) for k in ("complementary", "attitude")}
+    rows: dict = {"raw accelerometer": [], "complementary eq. (6)": [], "attitude filter": [],
+                  "estimator (compensated)": [], "estimator (compensated, attitude filter)": []}
     for s in range(ang.shape[1]):
         raw = np.arctan2(acc[:, s, 1], acc[:, s, 2])
         cf = complementary_filter(raw, gyr[:, s, 0], cfg.dt)[0][:, 0]
         w, x, y, z = run_filter(gyr[:, s], acc[:, s], 1.0 / cfg.dt).quat.T
         att = np.arctan2(2 * (y * z + w * x), 1 - 2 * (x * x + y * y))  # R(q)ᵀ e_z: (·, y, z) components
-        for name, psi in zip(rows, (raw, cf, att, psi_est[:, s])):
+        for name, psi in zip(rows, (raw, cf, att, est["complementary"]["psi"][:, s], est["attitude"]["psi"][:, s])):
             rows[name].append(float(np.degrees(np.sqrt(np.mean((psi - ang[:, s])[late] ** 2)))))
-    out["inclination_rmse_deg"] = rows
+    def late_rms(err: np.ndarray) -> float:
+        return float(np.sqrt(np.mean(err[late] ** 2)))
+
+    outputs = {k: {"theta_rmse_deg": float(np.degrees(late_rms(e["theta"] - r["theta"][:, 0]))),
+                   "tip_deflection_rmse_mm": 1e3 * late_rms(e["tip"] - r["tip_deflection"][:, 0])}
+               for k, e in est.items()}
+    return {"seed": seed, "motion": motion, "modes_hz": [float(f) for f in r["fe_frequencies_hz"][0][:3]],
+            "inclination_rmse_deg": rows, "mean_deg": {k: float(np.mean(v)) for k, v in rows.items()},
+            "estimator_outputs": outputs}
+
+
+def vibrating_link(seconds: float = 40.0) -> dict:
+    """Slopes under vibration: the seed-000 single flexible link (4.5 m, 20 kg payload, first modes 1.6 / 15 Hz;
+    `flexlearn.sim.flexible_arm`, 1 kHz) with 5 IMUs. Inclination RMSE [deg] per IMU after 10 s of: the raw
+    accelerometer angle atan2(f_y, f_z); the PI complementary filter of eq. (6) on it; this attitude filter
+    (6-axis, ψ from R(q)ᵀ e_z); the flexible-arm estimator, which subtracts the modelled rigid and elastic
+    accelerations first (`FlexibleArmEstimator`, 2 modes), with its default PI filter and with
+    ``inclination="attitude"`` (this filter on the compensated readings). Cases: seed 0 with the trajectory
+    θ̄ − A cos Ω t (where the estimator's defaults were set) and held-out seeds 1 and 2 (other noise and IMU
+    biases) with joystick-like random moves."""
+    cases = [_link_case(0, "sinusoid", seconds), _link_case(1, "random", seconds), _link_case(2, "random", seconds)]
+    out: dict = {"imus": len(cases[0]["inclination_rmse_deg"]["raw accelerometer"]), "seconds": seconds,
+                 "modes_hz": cases[0]["modes_hz"], "inclination_rmse_deg": cases[0]["inclination_rmse_deg"],
+                 "cases": cases}
     return out
 
 
@@ -399,17 +437,20 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("outputs/bench_attitude"))
     ap.add_argument("--repeats", type=int, default=3, help="timing passes of the compiled filters")
     ap.add_argument("--quick", action="store_true", help="flexlearn and VQF only, no robustness/parity")
+    ap.add_argument("--only", default="", help="comma-separated filters to run (e.g. flexlearn,VQF; default: all)")
     ap.add_argument("--no-parity", action="store_true")
     ap.add_argument("--no-plot", action="store_true")
-    ap.add_argument("--vibrating-link", action="store_true", help="also slopes of a simulated vibrating link (~30 s)")
+    ap.add_argument("--vibrating-link", action="store_true",
+                    help="also slopes of a simulated vibrating link (3 runs, ~10 min)")
     args = ap.parse_args()
     recs = find_recordings()
     if not recs:
         raise SystemExit(f"no BROAD recording under {DATA}")
     skipped: list = []
     filters = available(skipped)
-    if args.quick:
-        filters = {k: v for k, v in filters.items() if k in ("flexlearn", "VQF")}
+    if args.quick or args.only:
+        keep = ("flexlearn", "VQF") if args.quick else tuple(x.strip() for x in args.only.split(","))
+        filters = {k: v for k, v in filters.items() if k in keep}
     _flexlearn(load(next(iter(recs.values()))), False)  # compile (numba cache) before timing
     res, series = score_trials(recs, filters, args.repeats)
     rob = {} if args.quick else robustness(recs, filters)

@@ -17,9 +17,7 @@ model tracks, and the initial heading cancels in its ``reference="body"`` form R
 
 Both are ``torch.jit.script``-able; the filter states travel with the saved module.
 """
-from __future__ import annotations
-
-from typing import List, Optional, Tuple
+from typing import List, Optional, Protocol, Tuple, cast
 
 import torch
 from torch import Tensor, nn
@@ -28,6 +26,16 @@ from flexlearn.sensing.attitude_filter import AttitudeConfig
 from flexlearn.sensing.attitude_step import AttitudeStep
 
 __all__ = ["RawImuAttitude", "RawImuEstimator"]
+
+
+class _AttitudeEstimator(Protocol):
+    """What `RawImuEstimator` calls on its estimator (the methods of `FusedEstimator`)."""
+
+    def attitude(self, t: float, q: Tensor) -> Tuple[Tensor, Tensor, Tensor]: ...
+
+    def magnetometer(self, t: float, mags: Tensor, coil: int) -> Tensor: ...
+
+    def set_reference(self, q_ref: Tensor) -> None: ...
 
 
 class RawImuAttitude(nn.Module):
@@ -56,14 +64,14 @@ class RawImuAttitude(nn.Module):
     def reset(self) -> None:
         """Every filter back to its start state."""
         for step in self.steps:
-            step.reset()
+            getattr(step, "reset")()  # an AttitudeStep (ModuleList items are typed nn.Module for mypy)
 
     @torch.jit.export
     def skipped(self) -> List[int]:
         """Non-finite samples skipped so far, per module."""
         out: List[int] = []
         for step in self.steps:
-            out.append(step.skipped())
+            out.append(getattr(step, "skipped")())
         return out
 
 
@@ -75,11 +83,13 @@ class RawImuEstimator(nn.Module):
     ``forward(t, gyrs, accs, mags (N, 3) [T], coil)`` = ``magnetometer`` then ``attitude`` (as `FusedEstimator`).
     """
 
+    q_last: Tensor  # registered buffer: the latest filter quaternions (N + 1, 4)
+
     def __init__(self, estimator: nn.Module, rate_hz: float, config: Optional[AttitudeConfig] = None) -> None:
         super().__init__()
-        n = int(estimator.n) + 1 if hasattr(estimator, "n") else int(estimator.q_ref.shape[0])
+        n = int(getattr(estimator, "n")) + 1 if hasattr(estimator, "n") else int(getattr(estimator, "q_ref").shape[0])
         self.imus = RawImuAttitude(n, rate_hz, config)
-        self.estimator = estimator
+        self.estimator: _AttitudeEstimator = cast(_AttitudeEstimator, estimator)
         self.register_buffer("q_last", torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=torch.float64).repeat(n, 1))
 
     @torch.jit.export

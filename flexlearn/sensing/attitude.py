@@ -168,9 +168,8 @@ def regularize_time(t, rate_hz: Optional[float] = None):
     return float(rate_hz), slot
 
 
-def _on_grid(x: Optional[np.ndarray], slot: np.ndarray) -> Optional[np.ndarray]:
-    if x is None:
-        return None
+def _on_grid(x: np.ndarray, slot: np.ndarray) -> np.ndarray:
+    """Samples x (N, 3) placed at their grid slots; empty slots NaN."""
     out = np.full((int(slot[-1]) + 1, 3), np.nan)
     out[slot] = x
     return out
@@ -212,13 +211,15 @@ def estimate_orientation(acc, gyr, rate_hz: Optional[float] = None, config: Opti
         rate_hz, slot = regularize_time(t, rate_hz)
     check(rate_hz is not None and math.isfinite(rate_hz) and rate_hz > 0, "estimate_orientation.rate_hz",
           rate_hz, "must be a finite number > 0 (or give t)")
+    assert rate_hz is not None  # checked above (check raises ConfigError)
     finite = np.isfinite(A).all(1) & np.isfinite(W).all(1)
     if not finite.any():
         raise DataError("estimate_orientation: no finite sample")
     if check_units:
         check_imu_units(A, W, rate_hz, M)
     if slot is not None:
-        A, W, M = _on_grid(A, slot), _on_grid(W, slot), _on_grid(M, slot)
+        A, W = _on_grid(A, slot), _on_grid(W, slot)
+        M = _on_grid(M, slot) if M is not None else None
     res: FilterResult = run_filter(W, A, rate_hz, mag=M, config=cfg)
     pick = slot if slot is not None else slice(None)
     q = torch.as_tensor(res.quat[pick])

@@ -45,7 +45,10 @@ class AttitudeConfig:
     turning faster than ``mag_new_min_gyr`` [rad/s]; ``mag_min_undisturbed_time`` [s];
     ``mag_max_rejection_time`` [s] longest full rejection, then the gain is divided by
     ``mag_rejection_factor`` [-]. Gaps: ``gap_time`` [s] longest gap bridged with the last rate; after a
-    longer one the filter restarts its low-passes (re-acquires inclination and heading from the data).
+    longer one the filter restarts its low-passes (re-acquires inclination and heading from the data);
+    ``gap_uncertainty``: the inclination uncertainty grown through a gap, (‖ω_last‖ + σ_b)·gap, shortens the
+    accelerometer time constant like a bias uncertainty σ_θ/τ_acc until the filter has re-acquired it
+    (`attitude_kernels.gap_uncertainty`; needs ``adaptive_tau``).
     """
 
     tau_acc: float = 3.0
@@ -75,6 +78,7 @@ class AttitudeConfig:
     rest_bias: bool = True
     mag_rejection: bool = True
     adaptive_tau: bool = True
+    gap_uncertainty: bool = True
 
     def validate(self) -> None:
         for f in dataclasses.fields(self):
@@ -140,8 +144,8 @@ def make_params(rate_hz: float, config: Optional[AttitudeConfig] = None) -> np.n
           cfg.rest_gyr, cfg.rest_acc, cfg.rest_time,
           cfg.mag_norm_th, cfg.mag_dip_th, cfg.mag_new_time, cfg.mag_new_first_time, cfg.mag_new_min_gyr,
           cfg.mag_min_undisturbed_time, cfg.mag_max_rejection_time, cfg.mag_rejection_factor, cfg.tau_mag,
-          cfg.gap_time, float(cfg.motion_bias), float(cfg.rest_bias), float(cfg.mag_rejection), 0.0,
-          float(cfg.adaptive_tau), cfg.bias_sigma_motion ** 2]  # p[44], p[45]
+          cfg.gap_time, float(cfg.motion_bias), float(cfg.rest_bias), float(cfg.mag_rejection),
+          float(cfg.gap_uncertainty), float(cfg.adaptive_tau), cfg.bias_sigma_motion ** 2]  # p[43], p[44], p[45]
     assert len(p) == K.PARAM_SIZE
     return np.asarray(p, dtype=np.float64)
 

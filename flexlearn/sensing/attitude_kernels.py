@@ -23,29 +23,35 @@ State layout ``s`` (``STATE_SIZE`` floats; literals below, as TorchScript has no
     40 acc in I (n=3)   53 rest gyro (3)   66 rest acc (3)   79 bias R (9)   116 bias R·b̂ (2)   125 mag (2)
     134-142 the 3×3 identity (H of the rest update; constant)
     143-148 accelerometer low-pass coefficients (b0, b1, b2, a1, a2, τ) (scheduled, see acc_time_constant)
+    149  inclination uncertainty σ_θ after a gap [rad] (see gap_uncertainty)
 
 Parameter layout ``p``: built by :func:`flexlearn.sensing.attitude_filter.make_params` (``PARAM_SIZE``).
 """
 import math
-from typing import List, Tuple
+from typing import Any, Callable, List, Tuple
 
 
+def _plain(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return fn
+
+
+def _plain_njit(*args: Any, **kwargs: Any) -> Any:
+    if args and callable(args[0]):
+        return args[0]
+    return _plain
+
+
+jitable: Callable[..., Any] = _plain
+njit: Callable[..., Any] = _plain_njit
 try:  # numba is optional: without it the same functions run as (slow) Python
-    from numba import njit
-    from numba.extending import register_jitable as jitable
+    from numba import njit as _numba_njit
+    from numba.extending import register_jitable as _numba_jitable
+    jitable, njit = _numba_jitable, _numba_njit
     HAVE_NUMBA = True
 except Exception:  # pragma: no cover - exercised only without numba
     HAVE_NUMBA = False
 
-    def jitable(fn):
-        return fn
-
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda f: f
-
-STATE_SIZE = 149
+STATE_SIZE = 150
 PARAM_SIZE = 46
 
 
@@ -144,24 +150,42 @@ def butter_into(s: List[float], o: int, tau: float, ts: float) -> None:
 
 @jitable
 def acc_time_constant(s: List[float], p: List[float]) -> None:
-    """Accelerometer time constant from the bias uncertainty (coefficients in s[143:149]).
+    """Accelerometer time constant from the bias and inclination uncertainties (coefficients in s[143:149]).
 
     The inclination error of the low-pass in I has two parts: the drift of an unknown gyro bias seen through
     the filter's lag (group delay τ at low frequency), ≈ σ_b τ, and linear acceleration let through: for a
     velocity swing V at frequency ω the second-order filter passes ω V (ω_c/ω)² = 2V/(ω τ²), ∝ 1/τ². The sum of
     squares ``σ_b² τ² + c² τ⁻⁴`` is least at ``τ⁶ = 2c²/σ_b²``, i.e. τ ∝ σ_b^(−1/3). With τ_acc the choice at
-    the settled uncertainty σ_motion: ``τ = τ_acc · min(1, (σ_motion/σ_b)^(1/3))``, σ_b² = max diag P. So the
-    filter starts (σ_b = σ_init = 5 σ_motion: τ = 0.58 τ_acc) faster and lengthens τ as the bias is learnt;
-    after a gap the bias is still known and τ stays. p[44] = 0: fixed τ_acc. The coefficients are recomputed
-    when τ moves by more than 0.5 %.
+    the settled uncertainty σ_motion: ``τ = τ_acc · min(1, (σ_motion/σ)^(1/3))``. So the filter starts
+    (σ_b = σ_init = 5 σ_motion: τ = 0.58 τ_acc) faster and lengthens τ as the bias is learnt.
+    After a gap (``gap_uncertainty``, p[43] = 1) the inclination is uncertain by σ_θ (s[149], grown through the
+    gap by :func:`gap_uncertainty`); an error σ_θ to be removed within the lag τ_acc weighs like a drift
+    σ_θ/τ_acc, so ``σ² = max(max diag P, (σ_θ/τ_acc)²)``. The low-pass removes an initial error as
+    ``exp(−t/τ)`` (second-order Butterworth, ω_c = √2/τ), so σ_θ ← σ_θ exp(−Ts/τ) per sample, and τ returns
+    to its bias-set value as σ_θ falls. p[44] = 0: fixed τ_acc. The coefficients are recomputed when τ
+    moves by more than 0.5 %.
     """
     tau = p[6]
     if p[44] > 0.5:
         pm = max(s[15], max(s[19], s[23]))
+        if p[43] > 0.5:
+            pm = max(pm, (s[149] / p[6]) ** 2)
         if pm > p[45]:
             tau = tau * (p[45] / pm) ** (1.0 / 6.0)  # (σ_m² / σ_b²)^(1/6)
     if abs(tau - s[148]) > 0.005 * s[148]:
         butter_into(s, 143, tau, p[0])
+    if s[149] > 0.0:
+        s[149] = s[149] * math.exp(-p[0] / s[148])
+
+
+@jitable
+def gap_uncertainty(s: List[float], p: List[float]) -> None:
+    """Inclination uncertainty through one missing gyro sample: ``σ_θ ← min(π, σ_θ + (‖ω_last‖ + σ_b) Ts)``
+    [rad] (s[149]): the rotation of the gap is unknown up to the last bias-free rate (s[26:29], the sensor
+    may keep turning at it or stop) plus the bias uncertainty σ_b = √(max diag P) integrated over the gap."""
+    w = math.sqrt(s[26] * s[26] + s[27] * s[27] + s[28] * s[28])
+    sb = math.sqrt(max(s[15], max(s[19], s[23])))
+    s[149] = min(math.pi, s[149] + (w + sb) * p[0])
 
 
 @jitable
@@ -301,7 +325,8 @@ def bias_update(s: List[float], p: List[float], ex: float, ey: float) -> None:
     how much the drift R(b − b̂) was: ``y = LP(R b̂)_{xy} − c``, H = LP(R), W = diag(w_m, w_m, w_v) (the
     vertical row, ``y_z = 0``, has a weak weight so that the heading bias only slowly forgets). The motion
     update waits until the accelerometer low-pass has left its running-mean start-up (s[49] < 0): until then
-    the corrections are the mean settling on the first samples, not drift.
+    the corrections are the mean settling on the first samples, not drift; likewise after a gap while the
+    inclination uncertainty σ_θ/τ_acc exceeds σ_b (the corrections are then the re-acquisition, not drift).
     """
     w, x, y, z = q6(s)
     bx = s[12]
@@ -323,7 +348,7 @@ def bias_update(s: List[float], p: List[float], ex: float, ey: float) -> None:
     bias_noise(s, p)
     if s[9] > 0.5 and p[41] > 0.5:  # H = I (s[134:143], set by initial_state)
         kalman_bias(s, p, 134, s[53] - bx, s[54] - by, s[55] - bz, p[26], p[26], p[26])
-    elif p[40] > 0.5 and s[49] < 0.0:
+    elif p[40] > 0.5 and s[49] < 0.0 and s[149] * s[149] <= max(s[15], max(s[19], s[23])) * p[6] * p[6]:
         t0 = s[79] * bx + s[80] * by + s[81] * bz
         t1 = s[82] * bx + s[83] * by + s[84] * bz
         t2 = s[85] * bx + s[86] * by + s[87] * bz
@@ -486,8 +511,8 @@ def step(s: List[float], p: List[float], gx: float, gy: float, gz: float, ax: fl
     """One sample: gyro [rad/s], acc [m/s²], mag [any unit, µT by convention] (ignored unless use_mag).
 
     A sample with a non-finite value is counted (s[24]). A missing gyro sample is bridged with the last
-    bias-free rate for up to the gap time p[39]; after a longer gap the acc/mag updates pause and the first
-    valid sample calls :func:`recover`.
+    bias-free rate for up to the gap time p[39] and grows the inclination uncertainty (:func:`gap_uncertainty`);
+    after a longer gap the acc/mag updates pause and the first valid sample calls :func:`recover`.
     """
     gok = finite3(gx, gy, gz)
     aok = finite3(ax, ay, az)
@@ -502,6 +527,8 @@ def step(s: List[float], p: List[float], gx: float, gy: float, gz: float, ax: fl
     else:
         s[25] = s[25] + p[0]
         bias_noise(s, p)
+        if p[43] > 0.5:
+            gap_uncertainty(s, p)
         if s[25] <= p[39]:
             integrate(s, s[26], s[27], s[28], p[0])
     if s[25] <= p[39]:

@@ -88,7 +88,8 @@ class AttitudeStep(torch.nn.Module):
         """Continue from a kernel state (e.g. ``FilterResult.state`` of the offline path, or :meth:`state`)."""
         v: List[float] = state.to(torch.float64).tolist()
         if len(v) != len(self.s):
-            raise ValueError("AttitudeStep.load_state: wrong state size")
+            raise ValueError("AttitudeStep.load_state: the state has " + str(len(v)) + " values, this filter's has "
+                             + str(len(self.s)) + " (a state saved by another version of the filter)")
         for i in range(len(v)):
             self.s[i] = v[i]
 

@@ -11,7 +11,10 @@ link deformation and the end-effector pose:
 3. the PI complementary filter of eq. (6) on every IMU's absolute inclination (ψ̂, bias b̂). Every
    later quantity is linear in ψ̂, and the filter is linear and time-invariant, so filtering each IMU
    and then differencing equals the seed's filtering of joint angles (eq. (2)) with joint rates
-   (eq. (5)), while the slopes used for the deformation are filtered as well;
+   (eq. (5)), while the slopes used for the deformation are filtered as well. Option
+   ``inclination="attitude"``: instead, per IMU the VQF-type attitude filter of
+   :mod:`flexlearn.sensing.attitude_kernels` on the compensated link-frame accelerometer and the gyro
+   (measured against the default in ``scripts/bench_attitude.py --vibrating-link``, ``docs/attitude.md``);
 4. modal coordinates of every link from the relative slopes to its reference IMU (eq. (18)) and tip
    deflection w(L), tip slope w′(L), base curvature w″(0), joint angles
    ``θ_i = (ψ̂_{r,i} − w′_i(l_r)) − (φ_{i−1} + w′_{i−1}(L))`` (link-i base angle relative to the
@@ -21,10 +24,9 @@ link deformation and the end-effector pose:
 
 IMU order: link by link, the reference IMU first, then the slope IMUs in the order given.
 """
-from __future__ import annotations
 
 import math
-from typing import Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -32,9 +34,123 @@ from torch import Tensor, nn
 from flexlearn.config import check
 from flexlearn.physics.modal.link import FlexibleLink
 from flexlearn.physics.modal.reconstruction import ModalReconstructor
+from flexlearn.sensing.attitude_kernels import output as att_output
+from flexlearn.sensing.attitude_kernels import step as att_step
 from flexlearn.sensing.imu import GRAVITY
 
+if TYPE_CHECKING:
+    from flexlearn.sensing.attitude_filter import AttitudeConfig
+
 __all__ = ["FlexibleArmEstimator"]
+
+
+class _LinkMatrices(NamedTuple):
+    """Per-link blocks of :meth:`FlexibleArmEstimator.build` (S IMUs, M modes, n links): ``G`` (M, S) η = G ψ
+    (eq. (18)); ``H`` (4, n, M) rows of tip deflection, tip slope, base curvature and reference slope;
+    ``E_ref``/``E_last`` (n, S) pick each link's reference / last IMU; ``lengths`` [m]; ``lever`` (S, n) [m]
+    distances of every IMU from the joints before it; ``Phi_pos`` (S, M) mode shapes at the IMUs;
+    ``link_of_imu`` (S,)."""
+
+    G: Tensor
+    H: Tensor
+    E_ref: Tensor
+    E_last: Tensor
+    lengths: List[float]
+    lever: Tensor
+    Phi_pos: Tensor
+    link_of_imu: Tensor
+
+
+def _link_matrices(links: Sequence[FlexibleLink], imu_positions: Sequence[Sequence[float]], n_modes: Sequence[int],
+                   regularization: float) -> _LinkMatrices:
+    """Modal reconstruction of every link (:class:`ModalReconstructor`, eq. (18)) stacked into the blocks of
+    :class:`_LinkMatrices`; raises ConfigError for too few IMUs for the modes of a link."""
+    n = len(links)
+    S = sum(len(p) for p in imu_positions)
+    M = sum(n_modes)
+    f64 = torch.float64
+    G = torch.zeros(M, S, dtype=f64)  # η = G ψ
+    H = torch.zeros(4, n, M, dtype=f64)  # tip, tip slope, base curvature, reference slope
+    E_ref = torch.zeros(n, S, dtype=f64)
+    E_last = torch.zeros(n, S, dtype=f64)
+    lengths: List[float] = []
+    lever = torch.zeros(S, n, dtype=f64)
+    Phi_pos = torch.zeros(S, M, dtype=f64)
+    link_of_imu = torch.zeros(S, dtype=torch.long)
+    s0 = m0 = 0
+    for i, (link, pos, m) in enumerate(zip(links, imu_positions, n_modes)):
+        check(m >= 1, f"estimator.n_modes[{i}]", m, "must be >= 1")
+        check(len(pos) >= m + 1, f"estimator.imu_positions[{i}]", list(pos),
+              f"need {m} slope IMUs plus one reference IMU for {m} modes")
+        rec = ModalReconstructor.from_link(link, list(pos[1:]), m, reference=float(pos[0]),
+                                           regularization=regularization)
+        k = len(pos)
+        G[m0:m0 + m, s0 + 1:s0 + k] = rec.gain
+        G[m0:m0 + m, s0] = -rec.gain.sum(-1)
+        H[0, i, m0:m0 + m] = rec.tip_row
+        H[1, i, m0:m0 + m] = rec.tip_slope_row
+        H[2, i, m0:m0 + m] = rec.base_curvature_row
+        H[3, i, m0:m0 + m] = rec.ref_slope_row
+        Phi_pos[s0:s0 + k, m0:m0 + m] = link.mode_shapes(torch.tensor(list(pos), dtype=f64), m, 0).reshape(k, m)
+        for j, xi in enumerate(pos):
+            lever[s0 + j, :i] = torch.tensor([float(lk.length) for lk in links[:i]], dtype=f64)
+            lever[s0 + j, i] = float(xi)
+            link_of_imu[s0 + j] = i
+        E_ref[i, s0] = 1.0
+        E_last[i, s0 + k - 1] = 1.0
+        lengths.append(float(link.length))
+        s0 += k
+        m0 += m
+    return _LinkMatrices(G, H, E_ref, E_last, lengths, lever, Phi_pos, link_of_imu)
+
+
+def _frame_map(S: int, mount_angles: Optional[Sequence[float]], mount_flipped: Optional[Sequence[bool]]
+               ) -> Tuple[Tensor, Tensor]:
+    """``in_map`` (3S, 6S): raw frames ``cat([acc, gyr], 1).reshape(-1)`` → link-frame (f_y (S), f_z (S), ω_x (S)),
+    and the mounting rotations sensor → link (S, 3, 3) (:class:`~flexlearn.sensing.imu.ImuMount`)."""
+    from flexlearn.sensing.imu import ImuMount
+
+    f64 = torch.float64
+    ang = torch.zeros(S, dtype=f64) if mount_angles is None else torch.as_tensor(mount_angles, dtype=f64)
+    fl = torch.zeros(S, dtype=torch.bool) if mount_flipped is None else torch.as_tensor(mount_flipped)
+    check(ang.numel() == S, "estimator.mount_angles", ang.numel(), f"need one per IMU ({S})")
+    Mnt = ImuMount(ang, fl).matrix  # (S, 3, 3)
+    in_map = torch.zeros(3 * S, 6 * S, dtype=f64)
+    for s in range(S):
+        in_map[s, 6 * s:6 * s + 3] = Mnt[s, 1]  # f_y in the link frame
+        in_map[S + s, 6 * s:6 * s + 3] = Mnt[s, 2]  # f_z
+        in_map[2 * S + s, 6 * s + 3:6 * s + 6] = Mnt[s, 0]  # ω_x
+    return in_map, Mnt
+
+
+def _output_maps(lm: _LinkMatrices, n: int, modal_rates: bool) -> Tuple[Tensor, Tensor]:
+    """``psi_map`` (1 + M + 5n, S): filtered inclinations → [end-effector angle, θ (n), η (M), w(L), w′(L), w″(0),
+    absolute link base angles (n each)]; ``rate_map`` (n, S): gyro rates → joint rates (eq. (5), or
+    ``P_θ`` with ``modal_rates``)."""
+    f64 = torch.float64
+    G, H = lm.G, lm.H
+    shift = torch.diag(torch.ones(n - 1, dtype=f64), -1)  # (shift v)_i = v_{i−1}
+    rate_map = lm.E_ref - shift @ lm.E_last  # joint rates (eq. (5))
+    tip, slope, curv, refs = H[0] @ G, H[1] @ G, H[2] @ G, H[3] @ G
+    phi = lm.E_ref - refs  # absolute link base angles
+    theta_m = phi - shift @ (phi + slope)
+    lower = torch.tril(torch.ones(n, n, dtype=f64), -1)  # Σ_{k<i}
+    cum = torch.tril(torch.ones(n, n, dtype=f64))  # Σ_{k≤i}
+    ph = cum @ theta_m + lower @ slope  # absolute base angles of the links (after the filter)
+    if modal_rates:
+        rate_map = theta_m.clone()
+    ang = theta_m.sum(0, keepdim=True) + slope.sum(0, keepdim=True)  # end-effector angle
+    return torch.cat([ang, theta_m, G, tip, slope, curv, ph], 0), rate_map
+
+
+def _attitude_start(params: Optional[List[float]]) -> List[float]:
+    """Start state of the attitude filter for kernel parameters ``params`` ([0.0] when unused)."""
+    if params is None:
+        return [0.0]
+    import numpy as np
+
+    from flexlearn.sensing.attitude_filter import initial_state
+    return [float(x) for x in initial_state(np.asarray(params, dtype=np.float64))]
 
 
 class FlexibleArmEstimator(nn.Module):
@@ -52,10 +168,44 @@ class FlexibleArmEstimator(nn.Module):
     TorchScript ops.
     """
 
+    # registered buffers (see __init__)
+    acc_map: Tensor
+    gyr_map: Tensor
+    rate_map: Tensor
+    inv_range: Tensor
+    psi_map: Tensor
+    offset: Tensor
+    lengths: Tensor
+    filter_state: Tensor
+    psi_hat: Tensor
+    bias_hat: Tensor
+    initialized: Tensor
+    last_out: Tensor
+    fault_true: Tensor
+    lever_t: Tensor
+    sign2: Tensor
+    rot90: Tensor
+    trig: Tensor
+    link_of_imu: Tensor
+    ref_index: Tensor
+    alpha: Tensor
+    w_prev: Tensor
+    own_el: Tensor
+    tip_el: Tensor
+    after_t: Tensor
+    fault_false: Tensor
+    frame_link: Tensor
+    mount: Tensor
+    use_attitude: bool
+    att_p: List[float]
+    att_s0: List[float]
+    att_s: List[List[float]]
+
     def __init__(self, in_map: Tensor, inv_range: Tensor, psi_map: Tensor, rate_map: Tensor, lengths: Tensor,
                  n_imus: int, n_modes_total: int, k_p: float, k_i: float, dt: float, lever: Tensor,
                  link_of_imu: Tensor, ref_index: Tensor, compensate: bool = True, tau_alpha: float = 0.05,
-                 own_el: Optional[Tensor] = None, tip_el: Optional[Tensor] = None) -> None:
+                 own_el: Optional[Tensor] = None, tip_el: Optional[Tensor] = None,
+                 attitude_params: Optional[List[float]] = None, mount: Optional[Tensor] = None) -> None:
         super().__init__()
         self.n_links = int(lengths.numel())
         self.n_imus = n_imus
@@ -107,13 +257,21 @@ class FlexibleArmEstimator(nn.Module):
         self.register_buffer("fault_false", torch.zeros((), dtype=torch.bool))
         # link-frame readings of the last valid frame [f_y (S); f_z (S); ω_x (S)] before any compensation
         self.register_buffer("frame_link", torch.zeros(3 * n_imus, dtype=torch.float64))
+        # inclination="attitude": kernel parameters, one kernel state per IMU (updated in place), start state
+        self.use_attitude = attitude_params is not None
+        self.att_p = list(attitude_params) if attitude_params is not None else [0.0]
+        self.att_s0 = _attitude_start(attitude_params)
+        self.att_s = [list(self.att_s0) for _ in range(n_imus if self.use_attitude else 0)]
+        self.register_buffer("mount", mount if mount is not None else torch.zeros(n_imus, 3, 3, dtype=torch.float64))
 
     @classmethod
     def build(cls, links: Sequence[FlexibleLink], imu_positions: Sequence[Sequence[float]], n_modes: Sequence[int],
               mount_angles: Optional[Sequence[float]] = None, mount_flipped: Optional[Sequence[bool]] = None,
               dt: float = 1e-3, k_p: float = 7.0407, k_i: float = 0.1984, acc_range: float = 6.0 * GRAVITY,
               gyr_range: float = math.radians(300.0), regularization: float = 0.0, compensate: bool = True,
-              tau_alpha: float = 0.05, elastic: bool = True, modal_rates: bool = False) -> "FlexibleArmEstimator":
+              tau_alpha: float = 0.05, elastic: bool = True, modal_rates: bool = False,
+              inclination: str = "complementary", attitude: Optional["AttitudeConfig"] = None
+              ) -> "FlexibleArmEstimator":
         """Links (scalar FlexibleLink each), IMU positions per link [m] (reference first), modes per link.
 
         ``compensate``: subtract the rigid-chain linear acceleration of every IMU before eq. (2)
@@ -125,83 +283,41 @@ class FlexibleArmEstimator(nn.Module):
         the modal slope rate at l_r, minus the previous link's modal tip-slope rate), instead of eq. (5)'s
         ``ω̂_{r,i} − ω̂_{last,i−1}`` (which takes the last IMU's rotation for the tip's: in closed loop a high
         mode that turns the tip and that IMU differently feeds the joint-2 damping term). ``acc_range``/``gyr_range``:
-        saturation limits [m/s², rad/s]. Configuration errors (unobservable
+        saturation limits [m/s², rad/s]. ``inclination``: ``"complementary"`` (default) the PI filter of eq. (6)
+        on ψ = atan2(f_y, f_z); ``"attitude"``: per IMU the attitude filter of :mod:`flexlearn.sensing.attitude_kernels`
+        (VQF-type, ``attitude`` its :class:`~flexlearn.sensing.attitude_filter.AttitudeConfig`) on the compensated
+        link-frame accelerometer (f_x, f_y, f_z) and the link-frame gyro, ψ̂ = atan2(u_y, u_z) with u = R(q̂)ᵀ e_z
+        and b̂ = −(its gyro bias)_x (slower per step: one scalar filter per IMU). Configuration errors (unobservable
         placement, wrong counts, bad gains or ranges) raise :class:`~flexlearn.errors.ConfigError`.
         """
-        from flexlearn.sensing.imu import ComplementaryFilter, ImuMount
+        from flexlearn.sensing.imu import ComplementaryFilter
 
         check(len(links) == len(imu_positions) == len(n_modes) and len(links) >= 1, "estimator.links",
               (len(links), len(imu_positions), len(n_modes)), "links, imu_positions and n_modes must match")
         check(acc_range > 0 and gyr_range > 0, "estimator.acc_range", (acc_range, gyr_range), "must be > 0")
+        check(inclination in ("complementary", "attitude"), "estimator.inclination", inclination,
+              "must be 'complementary' or 'attitude'")
         ComplementaryFilter(k_p, k_i, dt)  # validates the gains
         n = len(links)
-        S = sum(len(p) for p in imu_positions)
-        M = sum(n_modes)
+        lm = _link_matrices(links, imu_positions, n_modes, regularization)
+        S, M = lm.lever.shape[0], lm.G.shape[0]
+        in_map, mount = _frame_map(S, mount_angles, mount_flipped)
+        psi_map, rate_map = _output_maps(lm, n, modal_rates)
         f64 = torch.float64
-        G = torch.zeros(M, S, dtype=f64)  # η = G ψ
-        H = torch.zeros(4, n, M, dtype=f64)  # tip, tip slope, base curvature, reference slope
-        E_ref = torch.zeros(n, S, dtype=f64)
-        E_last = torch.zeros(n, S, dtype=f64)
-        lengths = []
-        lever = torch.zeros(S, n, dtype=f64)
-        Phi_pos = torch.zeros(S, M, dtype=f64)
-        link_of_imu = torch.zeros(S, dtype=torch.long)
-        s0 = m0 = 0
-        for i, (link, pos, m) in enumerate(zip(links, imu_positions, n_modes)):
-            check(m >= 1, f"estimator.n_modes[{i}]", m, "must be >= 1")
-            check(len(pos) >= m + 1, f"estimator.imu_positions[{i}]", list(pos),
-                  f"need {m} slope IMUs plus one reference IMU for {m} modes")
-            rec = ModalReconstructor.from_link(link, list(pos[1:]), m, reference=float(pos[0]),
-                                               regularization=regularization)
-            k = len(pos)
-            G[m0:m0 + m, s0 + 1:s0 + k] = rec.gain
-            G[m0:m0 + m, s0] = -rec.gain.sum(-1)
-            H[0, i, m0:m0 + m] = rec.tip_row
-            H[1, i, m0:m0 + m] = rec.tip_slope_row
-            H[2, i, m0:m0 + m] = rec.base_curvature_row
-            H[3, i, m0:m0 + m] = rec.ref_slope_row
-            Phi_pos[s0:s0 + k, m0:m0 + m] = link.mode_shapes(torch.tensor(list(pos), dtype=f64), m, 0).reshape(k, m)
-            for j, xi in enumerate(pos):
-                lever[s0 + j, :i] = torch.tensor([float(lk.length) for lk in links[:i]], dtype=f64)
-                lever[s0 + j, i] = float(xi)
-                link_of_imu[s0 + j] = i
-            E_ref[i, s0] = 1.0
-            E_last[i, s0 + k - 1] = 1.0
-            lengths.append(float(link.length))
-            s0 += k
-            m0 += m
-        ang = torch.zeros(S, dtype=f64) if mount_angles is None else torch.as_tensor(mount_angles, dtype=f64)
-        fl = torch.zeros(S, dtype=torch.bool) if mount_flipped is None else torch.as_tensor(mount_flipped)
-        check(ang.numel() == S, "estimator.mount_angles", ang.numel(), f"need one per IMU ({S})")
-        Mnt = ImuMount(ang, fl).matrix  # (S, 3, 3)
-        # frames x = [acc (S,3) | gyr (S,3)] flattened row-major as cat([acc, gyr], 1).reshape(-1)
-        in_map = torch.zeros(3 * S, 6 * S, dtype=f64)
-        for s in range(S):
-            in_map[s, 6 * s:6 * s + 3] = Mnt[s, 1]  # f_y in the link frame
-            in_map[S + s, 6 * s:6 * s + 3] = Mnt[s, 2]  # f_z
-            in_map[2 * S + s, 6 * s + 3:6 * s + 6] = Mnt[s, 0]  # ω_x
-        shift = torch.diag(torch.ones(n - 1, dtype=f64), -1)  # (shift v)_i = v_{i−1}
-        rate_map = E_ref - shift @ E_last  # joint rates (eq. (5))
-        tip, slope, curv, refs = H[0] @ G, H[1] @ G, H[2] @ G, H[3] @ G
-        phi = E_ref - refs  # absolute link base angles
-        theta_m = phi - shift @ (phi + slope)
-        lower = torch.tril(torch.ones(n, n, dtype=f64), -1)  # Σ_{k<i}
-        cum = torch.tril(torch.ones(n, n, dtype=f64))  # Σ_{k≤i}
-        ph = cum @ theta_m + lower @ slope  # absolute base angles of the links (after the filter)
-        if modal_rates:
-            rate_map = theta_m.clone()
-        ang = theta_m.sum(0, keepdim=True) + slope.sum(0, keepdim=True)  # end-effector angle
-        psi_map = torch.cat([ang, theta_m, G, tip, slope, curv, ph], 0)
         inv = torch.cat([torch.full((S, 3), 1.0 / acc_range, dtype=f64),
                          torch.full((S, 3), 1.0 / gyr_range, dtype=f64)], 1).reshape(-1)
         check(tau_alpha > 0, "estimator.tau_alpha", tau_alpha, "must be > 0")
-        ref_index = E_ref.argmax(-1)
+        ref_index = lm.E_ref.argmax(-1)
         own_el = tip_el = None
         if elastic:
-            own_el = Phi_pos @ G  # (S, S): deflection at every IMU from its link's η = G ψ
-            tip_el = H[0] @ G  # (n, S): tip deflection of every link
-        return cls(in_map, inv, psi_map, rate_map, torch.tensor(lengths, dtype=f64), S, M, k_p, k_i, dt, lever,
-                   link_of_imu, ref_index, compensate, tau_alpha, own_el, tip_el)
+            own_el = lm.Phi_pos @ lm.G  # (S, S): deflection at every IMU from its link's η = G ψ
+            tip_el = lm.H[0] @ lm.G  # (n, S): tip deflection of every link
+        att = None
+        if inclination == "attitude":
+            from flexlearn.sensing.attitude_filter import make_params
+            att = [float(x) for x in make_params(1.0 / dt, attitude)]
+        return cls(in_map, inv, psi_map, rate_map, torch.tensor(lm.lengths, dtype=f64), S, M, k_p, k_i, dt,
+                   lm.lever, lm.link_of_imu, ref_index, compensate, tau_alpha, own_el, tip_el, att, mount)
 
     @torch.jit.export
     def reset(self) -> None:
@@ -213,6 +329,9 @@ class FlexibleArmEstimator(nn.Module):
         self.initialized.fill_(False)
         self.last_out.zero_()
         self.frame_link.zero_()
+        for st in self.att_s:
+            for i in range(len(self.att_s0)):
+                st[i] = self.att_s0[i]
 
     @torch.jit.export
     def step(self, acc: Tensor, gyr: Tensor) -> Tuple[Tensor, Tensor]:
@@ -220,6 +339,10 @@ class FlexibleArmEstimator(nn.Module):
         # max |x| in one op (NaN propagates, so NaN fails the comparison)
         if not (float(torch.linalg.vector_norm(acc, float("inf"))) < self.acc_range
                 and float(torch.linalg.vector_norm(gyr, float("inf"))) < self.gyr_range):
+            if self.use_attitude:  # the attitude filters count the missing sample (gap bridging, recovery)
+                nan = float("nan")
+                for st in self.att_s:
+                    att_step(st, self.att_p, nan, nan, nan, nan, nan, nan, 0.0, 0.0, 0.0, False)
             return self.last_out.clone(), self.fault_true  # NaN, inf or saturated frame
         S = self.n_imus
         n = self.n_links
@@ -255,10 +378,13 @@ class FlexibleArmEstimator(nn.Module):
             fz = fz - (self.sign2 * ci.flip(0) * a).sum(0)
             if self.elastic:
                 fz = fz - torch.mv(self.own_el, self.alpha)
-        psi_m = torch.atan2(fy, fz)
-        e = psi_m - self.psi_hat
-        self.psi_hat.add_(self.bias_hat, alpha=self.dt).add_(e, alpha=self.k_p_dt).add_(w, alpha=self.dt)
-        self.bias_hat.add_(e, alpha=self.k_i_dt)
+        if self.use_attitude:
+            self._attitude_update(acc, gyr, fy, fz)
+        else:
+            psi_m = torch.atan2(fy, fz)
+            e = psi_m - self.psi_hat
+            self.psi_hat.add_(self.bias_hat, alpha=self.dt).add_(e, alpha=self.k_p_dt).add_(w, alpha=self.dt)
+            self.bias_hat.add_(e, alpha=self.k_i_dt)
         # y = [angle, θ (n), η (M), w(L), w′(L), w″(0), φ + π/2 (n), φ (n)]
         y = torch.addmv(self.offset, self.psi_map, self.psi_hat)
         trig = torch.sin(y[1 + 4 * n + M:])  # [cos φ, sin φ]
@@ -269,6 +395,26 @@ class FlexibleArmEstimator(nn.Module):
         out = torch.cat([pos, y[:1 + 4 * n + M], rate])
         self.last_out.copy_(out)
         return out, self.fault_false
+
+    def _attitude_update(self, acc: Tensor, gyr: Tensor, fy: Tensor, fz: Tensor) -> None:
+        """ψ̂, b̂ from one attitude-filter step per IMU on the link-frame gyro and the compensated link-frame
+        accelerometer (f_x, f_y, f_z): ψ̂ = atan2(u_y, u_z), u = R(q̂)ᵀ e_z = (·, 2(yz + wx), 1 − 2(x² + y²))."""
+        S = self.n_imus
+        a: List[List[float]] = torch.bmm(self.mount, acc.reshape(S, 3, 1)).reshape(S, 3).tolist()
+        g: List[List[float]] = torch.bmm(self.mount, gyr.reshape(S, 3, 1)).reshape(S, 3).tolist()
+        fyl: List[float] = fy.tolist()
+        fzl: List[float] = fz.tolist()
+        psi: List[Tensor] = []
+        bias: List[Tensor] = []
+        for i in range(S):
+            st = self.att_s[i]
+            att_step(st, self.att_p, g[i][0], g[i][1], g[i][2], a[i][0], fyl[i], fzl[i], 0.0, 0.0, 0.0, False)
+            w, x, y, z = att_output(st, False)
+            psi.append(torch.scalar_tensor(math.atan2(2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)),
+                                           dtype=torch.float64))
+            bias.append(torch.scalar_tensor(-st[12], dtype=torch.float64))
+        self.psi_hat.copy_(torch.stack(psi))
+        self.bias_hat.copy_(torch.stack(bias))
 
     def forward(self, acc: Tensor, gyr: Tensor
                 ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
