@@ -83,7 +83,7 @@ def from_dict(cls: type[T], data: Mapping[str, Any] | None, where: str = "") -> 
     for name, value in data.items():
         path = f"{where}.{name}" if where else name
         hint = hints[name]
-        if dataclasses.is_dataclass(hint):
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
             kwargs[name] = from_dict(hint, value, path)
         else:
             kwargs[name] = _coerce(hint, value, path)
@@ -123,10 +123,10 @@ def _coerce(hint: Any, value: Any, path: str) -> Any:
             raise ConfigError(f"config '{path}' = {value!r}: expected {len(args)} values")
         return tuple(_coerce(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
     if origin is typing.Union:
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        members = [a for a in typing.get_args(hint) if a is not type(None)]
         if value is None:
             return None
-        return _coerce(args[0], value, path)
+        return _coerce(members[0], value, path)
     return value
 
 
@@ -140,6 +140,74 @@ def to_dict(obj: Any) -> dict[str, Any]:
         return v
 
     return conv(dataclasses.asdict(obj))
+
+
+TARGET_PACKAGES: tuple[str, ...] = ("flexlearn",)
+"""Top-level packages whose classes a ``_target_`` may name, in configs and in checkpoints: importing and calling
+any dotted path read from a file would run any code. A package built on flexlearn adds itself here."""
+
+
+def target_class(target: Any, where: str, base: type[T]) -> type[T]:
+    """The class a ``_target_`` (``"package.module.Class"``) names, imported; it must lie in one of
+    `TARGET_PACKAGES` and subclass ``base``. Else `ConfigError` "config '<where>._target_' = <value>: <why>"."""
+    import importlib
+
+    key = f"{where}._target_"
+    check(isinstance(target, str) and bool(target), key, target, "required: the dotted path of a class")
+    check(target.split(".")[0] in TARGET_PACKAGES, key, target, f"must name a class inside {list(TARGET_PACKAGES)}")
+    parts = target.split(".")
+    obj: Any = None
+    for n in range(len(parts) - 1, 0, -1):  # the longest importable module prefix, then attributes
+        try:
+            obj = importlib.import_module(".".join(parts[:n]))
+        except ImportError:
+            continue
+        for name in parts[n:]:
+            obj = getattr(obj, name, None)
+        break
+    check(isinstance(obj, type), key, target, "no such class")
+    check(issubclass(obj, base), key, target, f"must be a subclass of {base.__module__}.{base.__qualname__}")
+    return obj  # type: ignore[return-value]  # checked: a subclass of base
+
+
+def target_arguments(cls: type, args: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``args`` checked as the constructor arguments of ``cls``, before anything is built: by the class's own
+    ``validate_hparams(args, where) -> dict`` when it has one (its `ValueError`/`ConfigError` names the key),
+    else by the names of its ``__init__`` parameters. Returns the (normalised) arguments."""
+    import inspect
+
+    validate = getattr(cls, "validate_hparams", None)
+    if callable(validate):
+        try:
+            return dict(validate(dict(args), where))
+        except ValueError as exc:
+            raise ConfigError(f"config {exc}") from exc
+    params = inspect.signature(cls).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return dict(args)
+    known = [k for k, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = sorted(set(args) - set(known))
+    check(not unknown, where, unknown, f"unknown key(s){did_you_mean(unknown, known)}; known keys: {known}")
+    return dict(args)
+
+
+def split_target(node: Any, where: str, base: type[T], default: str | None = None) -> tuple[type[T], dict[str, Any]]:
+    """(class, checked constructor arguments) of a config mapping with a ``_target_`` (``default`` when it has
+    none) and the arguments beside it; see `target_class` and `target_arguments`. ``node`` is a mapping or an
+    OmegaConf node; errors name ``where``."""
+    plain = to_plain_dict(node, where)
+    cls = target_class(plain.pop("_target_", default), where, base)
+    return cls, target_arguments(cls, plain, where)
+
+
+def to_plain_dict(node: Any, where: str) -> dict[str, Any]:
+    """A mapping or OmegaConf ``DictConfig`` as a plain, resolved dict; anything else is a `ConfigError`."""
+    from omegaconf import DictConfig, OmegaConf
+
+    plain = OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
+    if not isinstance(plain, Mapping):
+        raise ConfigError(f"config '{where}' = {plain!r}: expected a mapping")
+    return {str(k): v for k, v in plain.items()}
 
 
 def instantiate_group(group: Any, name: str) -> list[Any]:

@@ -99,21 +99,22 @@ def ticker(desc: str, estimate_s: Optional[float] = None, on: Optional[bool] = N
     """A bar of elapsed seconds (out of ``estimate_s`` when given) while the body runs; a thread ticks it
     every 0.5 s. The bar ends at the true elapsed time."""
     bar = Bar(round(estimate_s, 1) if estimate_s else None, desc, "s", on)
-    if bar._bar is None:
+    inner = bar._bar
+    if inner is None:
         yield bar
         return
-    bar._bar.bar_format = ("{desc}: {n:.0f}/{total:.0f} s estimated |{bar}| {postfix}" if estimate_s
-                           else "{desc}: {n:.0f} s {postfix}")
+    inner.bar_format = ("{desc}: {n:.0f}/{total:.0f} s estimated |{bar}| {postfix}" if estimate_s
+                        else "{desc}: {n:.0f} s {postfix}")
     stop = threading.Event()
     t0 = time.perf_counter()
 
     def tick() -> None:
         while not stop.wait(0.5):
             elapsed = time.perf_counter() - t0
-            if bar._bar.total:
-                elapsed = min(elapsed, bar._bar.total)  # an overrun shows as a full bar, not an overflow
-            bar._bar.n = elapsed
-            bar._bar.refresh()
+            if inner.total:
+                elapsed = min(elapsed, inner.total)  # an overrun shows as a full bar, not an overflow
+            inner.n = elapsed
+            inner.refresh()
 
     thread = threading.Thread(target=tick, daemon=True)
     thread.start()
@@ -122,7 +123,7 @@ def ticker(desc: str, estimate_s: Optional[float] = None, on: Optional[bool] = N
     finally:
         stop.set()
         thread.join()
-        bar._bar.n = time.perf_counter() - t0
-        if bar._bar.total:
-            bar._bar.total = max(bar._bar.total, bar._bar.n)
+        inner.n = time.perf_counter() - t0
+        if inner.total:
+            inner.total = max(inner.total, inner.n)
         bar.close()

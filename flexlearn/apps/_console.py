@@ -32,7 +32,7 @@ def _sections(cfg: DictConfig) -> list[tuple[str, str]]:
         except Exception:  # e.g. a mandatory value (???) not given: shown as written
             return OmegaConf.to_yaml(node)
 
-    keys = [k for k in cfg.keys() if k != "hydra"]
+    keys = [str(k) for k in cfg.keys() if k != "hydra"]
     groups = [k for k in TREE_ORDER if k in keys and isinstance(cfg[k], DictConfig)]
     groups += [k for k in keys if k not in groups and isinstance(cfg.get(k), DictConfig)]
     scalars = [k for k in keys if k not in groups]

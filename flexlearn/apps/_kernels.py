@@ -30,9 +30,10 @@ def _warm_lse() -> None:
     import torch
     from omegaconf import OmegaConf
 
+    from flexlearn.config import to_plain_dict
     from flexlearn.physics.lse import CPRModel
 
-    cfg = OmegaConf.to_container(OmegaConf.load(PACKAGE_DIR / "conf" / "cpr" / "default.yaml"))
+    cfg = to_plain_dict(OmegaConf.load(PACKAGE_DIR / "conf" / "cpr" / "default.yaml"), "cpr")
     cfg.setdefault("rod", {})["n_elements"] = 2
     model = CPRModel.from_config(cfg)
     theta = torch.zeros(int(cfg["geometry"]["n_motors"]), dtype=torch.float64)

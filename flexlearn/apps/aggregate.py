@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from flexlearn.apps._runner import hydra_app, readable_errors
 
@@ -15,7 +15,7 @@ def main(cfg: DictConfig) -> None:
     with readable_errors("flexlearn-aggregate"):
         from flexlearn.sweeps.aggregate import aggregate_multirun
 
-        metrics = OmegaConf.to_container(cfg.metrics, resolve=True) or []
+        metrics = [cfg.metrics] if isinstance(cfg.metrics, str) else [str(m) for m in cfg.metrics or []]
         res = aggregate_multirun(cfg.dir, cfg.get("out"), metrics, cfg.get("x"), cfg.get("y"))
         files = [res["csv"], res["markdown"], res["figure"]]
         if (Path(cfg.dir) / "optimization_results.yaml").is_file() and res["y"]:

@@ -27,7 +27,8 @@ def commands() -> dict[str, str]:
             import importlib.util
 
             spec = importlib.util.find_spec(module)
-            doc = open(spec.origin, encoding="utf-8").read().split('"""')[1].strip().splitlines()[0] if spec else ""
+            origin = spec.origin if spec else None
+            doc = open(origin, encoding="utf-8").read().split('"""')[1].strip().splitlines()[0] if origin else ""
         except (OSError, IndexError, ImportError):
             doc = ""
         out[ep.name] = doc

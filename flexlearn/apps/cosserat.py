@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from flexlearn.apps._runner import hydra_app, readable_errors, use_progress
 from flexlearn.config import check
@@ -25,7 +25,7 @@ def main(cfg: DictConfig) -> None:
         from flexlearn.progress import ticker
         exp = load_experiment(cfg.cosserat, "cosserat")
         check(cfg.backend in ("auto", "torch", "numba"), "backend", cfg.backend, "auto | torch | numba")
-        formats = list(OmegaConf.to_container(cfg.formats)) if cfg.formats is not None else []
+        formats = [str(f) for f in cfg.formats] if cfg.formats is not None else []
         max_duration = None if cfg.max_duration is None else float(cfg.max_duration)
         check(isinstance(cfg.max_steps, int) and cfg.max_steps >= 1, "max_steps", cfg.max_steps,
               "must be an integer >= 1")

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from flexlearn.apps._runner import hydra_app, readable_errors
-from flexlearn.config import from_dict
+from flexlearn.config import from_dict, to_plain_dict
 
 
 @hydra_app("flexlearn-ingest", "ingest")
@@ -18,7 +18,7 @@ def main(cfg: DictConfig) -> None:
 
         topic_map = load_ingest_config(cfg.ingest)
         processing = from_dict(ProcessingConfig, cfg.processing, "processing")
-        options = OmegaConf.to_container(cfg.report_options, resolve=True) if cfg.get("report_options") else {}
+        options = to_plain_dict(cfg.report_options, "report_options") if cfg.get("report_options") else {}
         result = ingest_recording(Path(cfg.input), Path(cfg.output), topic_map, processing, force=bool(cfg.force),
                                   report=bool(cfg.report), show_progress=cfg.get("progress"), report_options=options)
     state = "up to date" if result.up_to_date else "written"

@@ -1,9 +1,10 @@
 """`flexlearn-report sessions=[...] output=<dir>`: dataset quality report (Markdown + PNG) of recorded sessions."""
 from __future__ import annotations
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from flexlearn.apps._runner import hydra_app, readable_errors
+from flexlearn.config import to_plain_dict
 
 
 @hydra_app("flexlearn-report", "report")
@@ -12,7 +13,7 @@ def main(cfg: DictConfig) -> None:
         from flexlearn.data.report import write_report
 
         sessions = list(cfg.sessions) if not isinstance(cfg.sessions, str) else [cfg.sessions]
-        options = OmegaConf.to_container(cfg.options, resolve=True)
+        options = to_plain_dict(cfg.options, "options")
         result = write_report(sessions, cfg.output, names=list(cfg.names) if cfg.names else None, **options)
     print(result["markdown"])
 

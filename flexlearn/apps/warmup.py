@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 import time
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 
 GROUP_NAMES = ("lse", "cosserat", "attitude")  # flexlearn.apps._kernels.GROUPS, listed without importing it
@@ -44,7 +44,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     from flexlearn.progress import ticker
 
-    summary = {}
+    summary: dict[str, dict[str, Any]] = {}
     for name in names:
         group = GROUPS[name]
         modules = group.modules()

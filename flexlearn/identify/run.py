@@ -1,7 +1,8 @@
 """Run an identification from a composed ``train`` config whose ``task`` group is an ``identify_*`` task.
 
-``cfg.task``: ``kind: identify``, ``problem_type`` (modal | cosserat | lse), ``problem`` (the problem's
-config dataclass fields), ``method``, ``lam0``, ``lr``, ``tol``, ``max_rel_std``. The trainer group
+``cfg.task``: ``_target_`` (`IdentificationTask` or a subclass), ``problem_type`` (modal | cosserat | lse),
+``problem`` (the problem's config dataclass fields) and the task's constructor arguments ``method``, ``lam0``,
+``lr``, ``tol``, ``max_rel_std`` (unknown ones are `ConfigError`s naming them). The trainer group
 drives the iterations (``trainer.max_epochs`` = maximum optimiser iterations); callbacks and loggers
 come from their groups; without an ``EpochLines`` among them one is added, so logs and pipes get one line per
 iteration (cost, LM damping, horizon). Writes ``metrics.json`` (the ``id/…`` report plus ``output_dir``) and
@@ -20,7 +21,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from flexlearn.atomic import write_json_atomic
-from flexlearn.config import from_dict, instantiate_group
+from flexlearn.config import from_dict, instantiate_group, split_target, target_class, to_plain_dict
 from flexlearn.errors import ConfigError
 from flexlearn.identify.fit import IdentificationProblem
 from flexlearn.identify.task import IdentificationTask
@@ -28,7 +29,7 @@ from flexlearn.tasks.callbacks import EpochLines
 
 log = logging.getLogger(__name__)
 
-__all__ = ["is_identification", "build_problem", "identify", "PROBLEMS"]
+__all__ = ["is_identification", "build_problem", "build_identification", "identify", "PROBLEMS"]
 
 
 def _modal(d: dict) -> IdentificationProblem:
@@ -46,38 +47,40 @@ def _lse(d: dict) -> IdentificationProblem:
     return CprStiffnessProblem(from_dict(LseIdConfig, d, "task.problem"))
 
 
-PROBLEMS: dict[str, Callable[[dict], IdentificationProblem]] = {"modal": _modal, "cosserat": _cosserat, "lse": _lse}
+PROBLEMS: dict[str, Callable[[dict[str, Any]], IdentificationProblem]] = {
+    "modal": _modal, "cosserat": _cosserat, "lse": _lse}
 ID_EPOCH_KEYS = ("id/cost", "id/lambda", "id/horizon")  # what an iteration's line shows (those logged)
-_TASK_KEYS = {"kind", "problem_type", "problem", "method", "lam0", "lr", "tol", "max_rel_std"}
 
 
 def is_identification(cfg: DictConfig) -> bool:
+    """True when the ``task`` group's ``_target_`` is an `IdentificationTask` (conf/task/identify_*.yaml)."""
     task = cfg.get("task")
-    return task is not None and task.get("kind") == "identify"
+    target = task.get("_target_") if isinstance(task, DictConfig) else None
+    if not isinstance(target, str):
+        return False
+    return issubclass(target_class(target, "task", L.LightningModule), IdentificationTask)
 
 
-def build_problem(task_cfg: DictConfig | dict) -> IdentificationProblem:
-    t = OmegaConf.to_container(task_cfg, resolve=True) if isinstance(task_cfg, DictConfig) else dict(task_cfg)
-    if not isinstance(t, dict):
-        raise ConfigError(f"config 'task' = {t!r}: must be a mapping")
-    unknown = sorted(set(t) - _TASK_KEYS)
-    if unknown:
-        raise ConfigError(f"config 'task': unknown keys {unknown} (allowed: {sorted(_TASK_KEYS)})")
-    kind = t.get("problem_type")
-    if kind not in PROBLEMS:
-        raise ConfigError(f"config 'task.problem_type' = {kind!r}: must be one of {sorted(PROBLEMS)}")
-    return PROBLEMS[kind](t.get("problem") or {})
+def build_problem(problem_type: Any, problem: Any) -> IdentificationProblem:
+    """The identification problem ``PROBLEMS[problem_type]`` built from the ``task.problem`` mapping."""
+    if problem_type not in PROBLEMS:
+        raise ConfigError(f"config 'task.problem_type' = {problem_type!r}: must be one of {sorted(PROBLEMS)}")
+    return PROBLEMS[problem_type](to_plain_dict(problem or {}, "task.problem"))
+
+
+def build_identification(task_cfg: Any) -> tuple[IdentificationTask, IdentificationProblem]:
+    """The ``task`` group's `IdentificationTask` (its ``_target_``) and the problem it fits; every key is checked
+    (unknown ones and bad values are `ConfigError`s naming ``task.<key>``) before the recording is made."""
+    cls, args = split_target(task_cfg, "task", IdentificationTask)
+    problem = build_problem(args.pop("problem_type", None), args.pop("problem", None))
+    return cls(problem, **args), problem
 
 
 def identify(cfg: DictConfig) -> dict[str, Any]:
     """Simulate (or load) the recording, fit, report; return the metrics written to ``metrics.json``."""
     output_dir = Path(cfg.paths.output_dir)
     L.seed_everything(int(cfg.seed), workers=True, verbose=False)
-    problem = build_problem(cfg.task)
-    t = cfg.task
-    task = IdentificationTask(problem, method=str(t.get("method", "lm")), lam0=float(t.get("lam0", 1e-2)),
-                              lr=float(t.get("lr", 0.05)), tol=float(t.get("tol", 1e-9)),
-                              max_rel_std=float(t.get("max_rel_std", 0.1)))
+    task, problem = build_identification(cfg.task)
     callbacks = instantiate_group(cfg.get("callbacks"), "callbacks")
     if not any(isinstance(c, EpochLines) for c in callbacks):
         callbacks.append(EpochLines(keys=ID_EPOCH_KEYS))  # one line per iteration when no progress bar is shown

@@ -19,6 +19,7 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader
 
+from flexlearn.config import check, did_you_mean
 from flexlearn.errors import ConfigError
 from flexlearn.identify.fit import (IdentificationProblem, StagedProblem, fit_quality, lm_step, uncertainty,
                                    whitened_residuals)
@@ -26,6 +27,8 @@ from flexlearn.identify.fit import (IdentificationProblem, StagedProblem, fit_qu
 log = logging.getLogger(__name__)
 
 __all__ = ["IdentificationTask"]
+
+TASK_KEYS = ("problem_type", "problem", "method", "lam0", "lr", "tol", "max_rel_std")  # the task group's keys
 
 
 class IdentificationTask(L.LightningModule):
@@ -47,6 +50,21 @@ class IdentificationTask(L.LightningModule):
         self.horizons = tuple(problem.horizons) if isinstance(problem, StagedProblem) else (1.0,)
         self.stage = 0
         self.lam0 = float(lam0)
+
+    @staticmethod
+    def validate_hparams(hp: dict[str, Any], where: str = "task") -> dict[str, Any]:
+        """The ``task`` group's keys checked for `flexlearn.config.target_arguments`: ``method`` 'lm' | 'adam',
+        ``lam0``, ``lr``, ``tol``, ``max_rel_std`` positive finite numbers, ``problem_type`` and ``problem`` (checked
+        by `flexlearn.identify.run.build_problem`); any other key is a `ConfigError` naming it."""
+        unknown = sorted(set(hp) - set(TASK_KEYS))
+        check(not unknown, where, unknown, f"unknown key(s){did_you_mean(unknown, TASK_KEYS)}; known keys: "
+              f"{list(TASK_KEYS)}")
+        check(hp.get("method", "lm") in ("lm", "adam"), f"{where}.method", hp.get("method"), "must be 'lm' or 'adam'")
+        for key in ("lam0", "lr", "tol", "max_rel_std"):
+            v = hp.get(key, 1.0)
+            check(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0,
+                  f"{where}.{key}", v, "must be a positive finite number")
+        return dict(hp)
 
     def _set_horizon(self, fraction: float) -> None:
         """Only reached with more than one horizon, i.e. for a :class:`StagedProblem`."""

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from flexlearn.atomic import write_json_atomic
-from flexlearn.config import check, from_dict
+from flexlearn.config import check, from_dict, to_plain_dict
 from flexlearn.errors import DataError
 
 CALIBRATE_KEYS = ("paths", "hydra", "task_name", "ckpt_path", "inputs", "n_poses", "kind", "max_colatitude", "split",
@@ -124,7 +124,7 @@ def calibrate(cfg: DictConfig) -> dict[str, Any]:
     check(cfg.kind in ("rotation", "linear"), "kind", cfg.kind, "must be 'rotation' or 'linear'")
     model, info = load_direction_model(cfg.ckpt_path)
     trained = trained_with_tumble(info)
-    processing = OmegaConf.to_container(cfg.processing, resolve=True) if cfg.get("processing") else {}
+    processing = to_plain_dict(cfg.processing, "processing") if cfg.get("processing") else {}
     modules = []
     for p in inputs:
         ds = module_dataset(p, processing)

@@ -15,7 +15,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 import flexlearn
-from flexlearn.config import check
+from flexlearn.config import check, to_plain_dict
 from flexlearn.data.dataset import DATASET_SCHEMA_VERSION
 from flexlearn.errors import ConfigError, FlexlearnError
 from flexlearn.runtime.export import (Artifact, check_output_path, program_artifact, torchscript_artifact,
@@ -35,7 +35,8 @@ def _outputs(out_dir: str | Path, names: list[str], inputs: list[str | Path]) ->
 def _direction_metadata(ckpt_path: str | Path, info: dict[str, Any], metrics: Optional[dict[str, Any]],
                         cfg: Optional[DictConfig]) -> dict[str, Any]:
     return {
-        "model": "DirectionMLP",
+        "model": str(info["model_target"]).rsplit(".", 1)[-1],  # the class name, e.g. DirectionMLP
+        "model_target": info["model_target"],  # the class the checkpoint's hyper_parameters.model._target_ names
         "input": {"name": "delta_b", "units": "T", "frame": "child sensor", "shape": "(..., 3)"},
         "output": {"name": "parent_axis", "units": "unit vector", "frame": "child sensor", "shape": "(..., 3)"},
         "dataset_schema_version": DATASET_SCHEMA_VERSION,
@@ -60,7 +61,7 @@ def _bundle_artifact(model: torch.nn.Module, info: dict[str, Any], ckpt_path: st
     """Validate the ``bundle`` options and build ``robot_bundle.pt`` in memory; errors are `ConfigError`s."""
     from flexlearn.runtime.deploy import prepare_deploy_bundle
 
-    opts = OmegaConf.to_container(bundle, resolve=True) if isinstance(bundle, DictConfig) else dict(bundle)
+    opts = to_plain_dict(bundle, "bundle")
     if opts.get("calibration") is None:
         raise ConfigError("config 'bundle.calibration' is not set: give the receivers' calibration file "
                           "(flexlearn-calibrate) or bundle.calibration=identity to deploy without one")

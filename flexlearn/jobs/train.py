@@ -34,10 +34,11 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from flexlearn.atomic import atomic_path, write_json_atomic
-from flexlearn.config import check, did_you_mean, from_dict, instantiate_group, is_rank_zero, run_name
+from flexlearn.config import (check, did_you_mean, from_dict, instantiate_group, is_rank_zero, run_name, split_target,
+                              to_plain_dict)
 from flexlearn.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -69,7 +70,9 @@ def trainer_keys() -> tuple[str, ...]:
     (importing Lightning takes seconds); from its signature if the source cannot be parsed."""
     try:
         spec = importlib.util.find_spec("lightning")
-        source = Path(spec.origin).parent / "pytorch" / "trainer" / "trainer.py"  # type: ignore[union-attr]
+        if spec is None or spec.origin is None:
+            raise ImportError("lightning has no source file")
+        source = Path(spec.origin).parent / "pytorch" / "trainer" / "trainer.py"
         tree = ast.parse(source.read_text(encoding="utf-8"))
         cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Trainer")
         init = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
@@ -132,31 +135,28 @@ def route_lightning_logs() -> None:
         rank_zero.addFilter(_NoTips())
 
 
-def check_model_config(cfg: DictConfig) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The ``model`` and ``task`` groups as plain dicts after checking their keys and values (nothing is built);
-    a bad one raises `ConfigError` naming it."""
-    from flexlearn.models.direction_mlp import validate_hparams
-    from flexlearn.tasks.direction import validate_task_hparams
+def check_model_config(cfg: DictConfig) -> tuple[type[DirectionTask], dict[str, Any]]:
+    """The task class (the ``task`` group's ``_target_``, a `DirectionTask`: identification tasks run through
+    `flexlearn.identify.run`) and its checked constructor arguments: the group's other
+    keys, ``max_epochs`` (``trainer.max_epochs``) and ``model`` (the ``model`` group, its ``_target_`` and
+    arguments checked by `flexlearn.tasks.direction_model.model_spec`). Nothing is built; a bad key or value
+    raises `ConfigError` naming it."""
+    from flexlearn.tasks.direction import DirectionTask
+    from flexlearn.tasks.direction_model import model_spec
 
-    model = OmegaConf.to_container(cfg.model, resolve=True)
-    task = OmegaConf.to_container(cfg.task, resolve=True)
-    try:
-        model = validate_hparams(model, "model")
-    except ValueError as exc:
-        raise ConfigError(f"config {exc}") from exc
-    validate_task_hparams(task, cfg.trainer.max_epochs)
-    return model, task
+    task = to_plain_dict(cfg.task, "task")
+    check("max_epochs" not in task and "model" not in task, "task", sorted(set(task) & {"max_epochs", "model"}),
+          "set by trainer.max_epochs and the model group, not in the task group")
+    model = model_spec(cfg.model, "model")
+    cls, args = split_target({**task, "max_epochs": cfg.trainer.max_epochs}, "task", DirectionTask)
+    return cls, {**args, "model": model}
 
 
 def build_task(cfg: DictConfig) -> DirectionTask:
-    """The LightningModule from the ``model`` and ``task`` groups; bad keys or values raise `ConfigError`.
-
-    Model sizes are validated before any layer is allocated (`validate_hparams`).
-    """
-    from flexlearn.tasks.direction import DirectionTask
-
-    model, task = check_model_config(cfg)
-    return DirectionTask(model=model, max_epochs=cfg.trainer.max_epochs, **task)
+    """The LightningModule the ``task`` group's ``_target_`` names, built with the ``model`` group; bad keys or
+    values raise `ConfigError` (model sizes are checked before any layer is allocated)."""
+    cls, args = check_model_config(cfg)
+    return cls(**args)
 
 
 def build_datamodule(cfg: DictConfig) -> DirectionDataModule:
@@ -186,7 +186,7 @@ def run_record(cfg: DictConfig, dataset_path: Optional[str | Path] = None) -> di
 
     import flexlearn
 
-    config = OmegaConf.to_container(cfg, resolve=True)
+    config = to_plain_dict(cfg, "<top level>")
     config.pop("hydra", None)
     overrides: list[str] = []
     try:
@@ -309,6 +309,8 @@ def _held_out(cfg: DictConfig, task: DirectionTask, dm: DirectionDataModule, out
     from flexlearn.metrics import angular_error_deg, band_summary
 
     label = dm.split("test").label.double()
+    if task.test_predictions is None:
+        return {}
     out = band_summary(angular_error_deg(task.test_predictions.double(), label), label, "test/")
     out.update(transfer_metrics(cfg, task.net, output_dir))
     return out
@@ -363,7 +365,9 @@ def _fit_and_test(cfg: DictConfig, trainer: L.Trainer, task: DirectionTask, dm: 
 
 def _checkpoint_paths(trainer: L.Trainer) -> tuple[str, str]:
     """(best, last) checkpoint paths: the monitored callback's best, the every-epoch ``last.ckpt``."""
-    ckpts = list(trainer.checkpoint_callbacks)
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    ckpts = [c for c in trainer.checkpoint_callbacks if isinstance(c, ModelCheckpoint)]
     best = next((c.best_model_path for c in ckpts if c.monitor and c.best_model_path), "") or \
         next((c.best_model_path for c in ckpts if c.best_model_path), "")
     last = next((c.last_model_path for c in ckpts if c.last_model_path), "") or \
@@ -388,12 +392,12 @@ def _checkpoints_into(cfg: DictConfig, resume_dir: Optional[Path]) -> Optional[D
     group = cfg.get("callbacks")
     if not group or resume_dir is None:
         return group
-    plain = OmegaConf.to_container(group, resolve=True)
+    plain = to_plain_dict(group, "callbacks")
     for node in plain.values():
         if isinstance(node, dict) and str(node.get("_target_", "")).endswith("ModelCheckpoint"):
             node["dirpath"] = str(resume_dir)
     log.info("resuming: checkpoints go to %s", resume_dir)
-    return OmegaConf.create(plain)
+    return DictConfig(plain)
 
 
 def _write_figures(label: torch.Tensor, pred: torch.Tensor, out_dir: Path, loggers: list[Any]) -> dict[str, str]:

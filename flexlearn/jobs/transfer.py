@@ -14,9 +14,9 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from flexlearn.config import check
+from flexlearn.config import check, to_plain_dict
 
 TRANSFER_KEYS = ("module_seeds", "datasets", "n_poses", "kind", "sweep_poses", "max_colatitude", "mechanical_limit",
                  "calibration_cap", "figures")
@@ -28,7 +28,7 @@ def held_out_datasets(cfg: DictConfig) -> list[tuple[str, Path]]:
 
     tr = cfg.transfer
     out: list[tuple[str, Path]] = []
-    data = OmegaConf.to_container(cfg.data, resolve=True)
+    data = to_plain_dict(cfg.data, "data")
     for seed in tr.get("module_seeds") or []:
         check(data.get("source", "sim") == "sim", "transfer.module_seeds", list(tr.module_seeds),
               "needs data.source=sim (use transfer.datasets for recorded modules)")
@@ -61,7 +61,8 @@ def transfer_metrics(cfg: DictConfig, model: Any, output_dir: Path) -> dict[str,
     check(not extra, "transfer", extra, f"unknown key(s); known keys: {list(TRANSFER_KEYS)}")
     model = model.eval()
     results: dict[str, Any] = {}
-    labels, preds = {"cal": [], "raw": []}, {"cal": [], "raw": []}
+    labels: dict[str, list[torch.Tensor]] = {"cal": [], "raw": []}
+    preds: dict[str, list[torch.Tensor]] = {"cal": [], "raw": []}
     for name, path in held_out_datasets(cfg):
         ds = DirectionDataset.load(path)
         for kind, k in (("cal", int(tr.n_poses)), ("raw", 0)):

@@ -21,8 +21,6 @@ Hyper-parameters are validated (names, types, bounded sizes) by `validate_hparam
 is allocated, so a checkpoint or config asking for a 10¹²-wide layer fails with a message, not an
 allocation.
 """
-from __future__ import annotations
-
 import math
 from typing import Any, Mapping, Sequence
 
@@ -79,6 +77,13 @@ def validate_hparams(hp: Mapping[str, Any], where: str = "model") -> dict[str, A
 
 class DirectionMLP(nn.Module):
     """ΔB (..., 3) [T] → unit direction (..., 3), or (0, 0, 0) where no direction is usable (module docstring)."""
+
+    # buffers μ, σ (3,) of the input standardisation (runtime annotations, no ``from __future__ import
+    # annotations``: TorchScript reads them)
+    input_mean: torch.Tensor
+    input_std: torch.Tensor
+    # the constructor-argument check flexlearn.config.target_arguments runs before a config or checkpoint builds it
+    validate_hparams = staticmethod(validate_hparams)
 
     def __init__(self, hidden: Sequence[int] = (128, 128, 128), activation: str = "silu",
                  amplitude_eps: float = 1e-12) -> None:

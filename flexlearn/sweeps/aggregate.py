@@ -228,4 +228,4 @@ def _default_hue(jobs: list[dict[str, Any]], candidates: list[str]) -> Optional[
         return not all(_is_number(j.get(k)) for j in jobs if j.get(k) is not None)
 
     cats = [k for k in candidates if categorical(k) and len({str(j.get(k)) for j in jobs}) <= 10]
-    return (cats or candidates or [None])[0]
+    return (cats or candidates)[0] if cats or candidates else None

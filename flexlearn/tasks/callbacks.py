@@ -101,7 +101,7 @@ class EpochLines(L.Callback):
         metrics = trainer.callback_metrics
         parts = [f"{k} {float(metrics[k]):.4g}" for k in self.keys if k in metrics]
         elapsed = time.perf_counter() - self._t_start
-        left = elapsed / max(self._epochs_done, 1) * max(trainer.max_epochs - epoch - 1, 0)
+        left = elapsed / max(self._epochs_done, 1) * max((trainer.max_epochs or 0) - epoch - 1, 0)
         width = len(str(trainer.max_epochs))
         self._print(f"epoch {epoch + 1:>{width}}/{trainer.max_epochs}  " + "  ".join(parts)
                     + f"  ({self._epoch_s:.1f} s/epoch, {_duration(elapsed)} elapsed, ~{_duration(left)} left)")

@@ -2,7 +2,9 @@
 
 Checkpoints are untrusted input: any failure to read one (a text file, a truncated archive, a pickle
 with code in it) and any bad hyper-parameter in it (unknown key, wrong type, a layer too wide to
-allocate) is a `CheckpointError` naming the file — checked before a model is built.
+allocate, a ``_target_`` outside flexlearn) is a `CheckpointError` naming the file — checked before a model is
+built. The model class is the ``_target_`` stored in ``hyper_parameters.model`` (`flexlearn.tasks.direction_model`);
+checkpoints written before models were chosen by config have none and hold a `DirectionMLP` (`LEGACY_TARGET`).
 """
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ from typing import Any, Mapping
 
 import torch
 
-from flexlearn.errors import CheckpointError
-from flexlearn.models.direction_mlp import DirectionMLP, validate_hparams
+from flexlearn.errors import CheckpointError, ConfigError
+from flexlearn.tasks.direction_model import LEGACY_TARGET, build_model, model_spec
 
 CHECKPOINT_INFO_KEY = "flexlearn"
 
@@ -38,14 +40,15 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
 
 
 def model_hparams(ckpt: Mapping[str, Any], path: str | Path) -> dict[str, Any]:
-    """The validated `DirectionMLP` arguments under ``hyper_parameters.model`` of a read checkpoint."""
+    """The checked model spec (``_target_`` and constructor arguments, `model_spec`) under
+    ``hyper_parameters.model`` of a read checkpoint; without a ``_target_`` the model is `LEGACY_TARGET`."""
     hp = ckpt.get("hyper_parameters") or {}
     if "model" not in hp:
         raise CheckpointError(f"{path}: checkpoint has no 'hyper_parameters.model'; not a direction-task checkpoint")
     try:
-        return validate_hparams(hp["model"], where="hyper_parameters.model")
-    except ValueError as exc:
-        raise CheckpointError(f"{path}: {exc}") from exc
+        return model_spec(hp["model"], where="hyper_parameters.model", default=LEGACY_TARGET)
+    except ConfigError as exc:
+        raise CheckpointError(f"{path}: {str(exc).removeprefix('config ')}") from exc
 
 
 def check_resumable(path: str | Path, model_config: Mapping[str, Any], state: Mapping[str, torch.Tensor],
@@ -62,9 +65,9 @@ def check_resumable(path: str | Path, model_config: Mapping[str, Any], state: Ma
         raise CheckpointError(f"{path}: cannot resume training from it: no {missing} (a weights-only or "
                               "exported file); pass a last.ckpt written by flexlearn-train")
     stored = model_hparams(ckpt, path)
-    diff = sorted(k for k in stored if stored[k] != model_config.get(k))
+    diff = sorted(k for k in set(stored) | set(model_config) if stored.get(k) != model_config.get(k))
     if diff:
-        shown = ", ".join(f"model.{k} = {stored[k]!r} (config: {model_config.get(k)!r})" for k in diff)
+        shown = ", ".join(f"model.{k} = {stored.get(k)!r} (config: {model_config.get(k)!r})" for k in diff)
         raise CheckpointError(f"{path}: trained with {shown}; resume with the same model settings")
     wrong = state_mismatch(ckpt["state_dict"], state)
     if wrong:
@@ -83,14 +86,19 @@ def state_mismatch(theirs: Mapping[str, torch.Tensor], ours: Mapping[str, torch.
     return ""
 
 
-def load_direction_model(path: str | Path) -> tuple[DirectionMLP, dict[str, Any]]:
-    """Rebuild the `DirectionMLP` stored in a `DirectionTask` checkpoint; return (model in eval mode, info).
+def load_direction_model(path: str | Path) -> tuple[torch.nn.Module, dict[str, Any]]:
+    """Rebuild the direction model stored in a `DirectionTask` checkpoint (the class its
+    ``hyper_parameters.model._target_`` names); return (model in eval mode, info).
 
     ``info`` holds what training recorded under the checkpoint's ``flexlearn`` key (dataset path,
-    schema version, config) plus ``hyper_parameters``.
+    schema version, config) plus ``hyper_parameters`` and ``model_target`` (the class rebuilt).
     """
     ckpt = read_checkpoint(path)
-    model = DirectionMLP(**model_hparams(ckpt, path))
+    spec = model_hparams(ckpt, path)
+    try:
+        model = build_model(spec, where="hyper_parameters.model")
+    except (ConfigError, ValueError, TypeError) as exc:
+        raise CheckpointError(f"{path}: cannot build {spec['_target_']} from 'hyper_parameters.model' ({exc})") from exc
     state = {k.removeprefix("net."): v for k, v in ckpt["state_dict"].items() if k.startswith("net.")}
     wrong = state_mismatch(state, model.state_dict())
     if wrong:
@@ -102,4 +110,5 @@ def load_direction_model(path: str | Path) -> tuple[DirectionMLP, dict[str, Any]
     raw_info = ckpt.get(CHECKPOINT_INFO_KEY)
     info = dict(raw_info) if isinstance(raw_info, dict) else {}
     info["hyper_parameters"] = ckpt.get("hyper_parameters") or {}
+    info["model_target"] = spec["_target_"]
     return model.eval(), info

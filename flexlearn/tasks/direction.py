@@ -14,12 +14,13 @@ from typing import Any, Optional
 
 import lightning as L
 import torch
+from lightning.pytorch.utilities.types import OptimizerLRSchedulerConfig
 
 import flexlearn
 from flexlearn.config import check, did_you_mean
-from flexlearn.models.direction_mlp import DirectionMLP
 from flexlearn.tasks.callbacks import TrainingDivergedError
 from flexlearn.tasks.checkpoints import CHECKPOINT_INFO_KEY
+from flexlearn.tasks.direction_model import LEGACY_TARGET, DirectionNet, as_direction_net, build_model, model_spec
 from flexlearn.metrics import angular_error_deg, angular_error_summary, invalid_direction
 
 TASK_KEYS = ("lr", "weight_decay", "lr_min_factor")
@@ -47,35 +48,53 @@ def validate_task_hparams(task: dict[str, Any], max_epochs: Any) -> None:
           "trainer.max_epochs", max_epochs, "must be an integer >= 1")
 
 
+def _datamodule(trainer: L.Trainer) -> Any:
+    """The trainer's datamodule (an attribute Lightning's data connector sets, not declared on `Trainer`)."""
+    return getattr(trainer, "datamodule", None)
+
+
 def cosine_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Mean of 1 − predᵀtarget over the batch; pred and target are unit vectors (B, 3)."""
     return (1.0 - (pred * target).sum(dim=-1)).mean()
 
 
 class DirectionTask(L.LightningModule):
-    """Trains `DirectionMLP` with the cosine loss; AdamW with a cosine-annealed learning rate.
+    """Trains the direction model the ``model`` group names (its ``_target_``, `flexlearn.tasks.direction_model`)
+    with the cosine loss; AdamW with a cosine-annealed learning rate.
 
     Hyperparameters are plain Python values (saved in the checkpoint, which therefore loads with
-    ``torch.load(weights_only=True)``).
+    ``torch.load(weights_only=True)``); ``model`` is saved with its ``_target_`` (`LEGACY_TARGET` when it names
+    none).
     """
+
+    net: DirectionNet
 
     def __init__(self, model: dict[str, Any], lr: float = 3e-3, weight_decay: float = 1e-5,
                  lr_min_factor: float = 0.02, max_epochs: int = 60) -> None:
         super().__init__()
         validate_task_hparams({"lr": lr, "weight_decay": weight_decay, "lr_min_factor": lr_min_factor}, max_epochs)
-        self.save_hyperparameters()
-        self.net = DirectionMLP(**model)
+        model = model_spec(model, default=LEGACY_TARGET)
+        self.save_hyperparameters({"model": model, "lr": lr, "weight_decay": weight_decay,
+                                   "lr_min_factor": lr_min_factor, "max_epochs": max_epochs})
+        self.net = as_direction_net(build_model(model))
         self._val_err: list[tuple[torch.Tensor, torch.Tensor]] = []
         self._test_err: list[tuple[torch.Tensor, torch.Tensor]] = []
         self._train_loss_sum = torch.zeros(())
         self._train_batches = 0
         self.test_predictions: Optional[torch.Tensor] = None
 
+    @staticmethod
+    def validate_hparams(hp: dict[str, Any], where: str = "task") -> dict[str, Any]:
+        """The task arguments (``lr``, ``weight_decay``, ``lr_min_factor``, ``max_epochs``) checked by
+        `validate_task_hparams`, for `flexlearn.config.target_arguments`; ``model`` is checked on its own."""
+        validate_task_hparams({k: v for k, v in hp.items() if k != "max_epochs"}, hp.get("max_epochs", 60))
+        return dict(hp)
+
     def forward(self, delta_b: torch.Tensor) -> torch.Tensor:
         return self.net(delta_b)
 
     def on_fit_start(self) -> None:
-        dm = self.trainer.datamodule
+        dm = _datamodule(self.trainer)
         if dm is not None and not self.trainer.ckpt_path:  # resumed runs keep the fitted normalisation
             self.net.fit_input_normalization(dm.train_delta_b())
 
@@ -86,7 +105,7 @@ class DirectionTask(L.LightningModule):
         if not bool(torch.isfinite(loss) & torch.isfinite(raw).all()):
             raise TrainingDivergedError(
                 f"training diverged at epoch {self.current_epoch} step {self.global_step}: non-finite "
-                f"{'loss' if not torch.isfinite(loss) else 'network output'} (task.lr = {self.hparams.lr:g}); "
+                f"{'loss' if not torch.isfinite(loss) else 'network output'} (task.lr = {self.hparams['lr']:g}); "
                 "lower task.lr or check the data")
         self._train_loss_sum = self._train_loss_sum + loss.detach()
         self._train_batches += 1
@@ -144,7 +163,7 @@ class DirectionTask(L.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Record what the model was trained on, in plain types (loadable with weights_only=True)."""
-        dm = self.trainer.datamodule if self._trainer is not None else None
+        dm = _datamodule(self.trainer) if self._trainer is not None else None
         csv_logs = [lg for lg in (self.trainer.loggers if self._trainer is not None else [])
                     if type(lg).__name__ == "CSVLogger"]
         checkpoint[CHECKPOINT_INFO_KEY] = {
@@ -154,8 +173,9 @@ class DirectionTask(L.LightningModule):
             "flexlearn_version": flexlearn.__version__,
         }
 
-    def configure_optimizers(self) -> dict[str, Any]:
-        opt = torch.optim.AdamW(self.net.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
+    def configure_optimizers(self) -> OptimizerLRSchedulerConfig:
+        hp = self.hparams
+        opt = torch.optim.AdamW(self.net.parameters(), lr=hp["lr"], weight_decay=hp["weight_decay"])
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(
-            opt, T_max=max(1, self.hparams.max_epochs), eta_min=self.hparams.lr * self.hparams.lr_min_factor)
+            opt, T_max=max(1, hp["max_epochs"]), eta_min=hp["lr"] * hp["lr_min_factor"])
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}
