@@ -41,6 +41,11 @@ def _angle(a: Tensor, b: Tensor) -> Tensor:
 class CoilDirectionModel(torch.nn.Module):
     """Identified joint + coil of one module; ``forward(x)`` → parent axis (N, 3) in the accelerometer frame."""
 
+    # buffers: magnetometer offset s0 (3,) [m], prior σ (16,) and the identified parameters θ (16,)
+    s0: Tensor
+    prior: Tensor
+    theta: Tensor
+
     def __init__(self, geometry: Optional[JointGeometry] = None, tolerances: Optional[ModuleTolerances] = None,
                  coil: Optional[PlanarCoil] = None, mount_prior: float = math.radians(1.5)) -> None:
         super().__init__()

@@ -33,10 +33,11 @@ class CoilResidualModel(CoilDirectionModel):
 
     def __init__(self, *args: Any, width: int = 32, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.residual = nn.Sequential(nn.Linear(2, width), nn.Tanh(), nn.Linear(width, width), nn.Tanh(),
-                                      nn.Linear(width, 3)).double()
-        nn.init.zeros_(self.residual[-1].weight)
-        nn.init.zeros_(self.residual[-1].bias)                          # starts as the coil model itself
+        hidden = [nn.Linear(2, width), nn.Tanh(), nn.Linear(width, width), nn.Tanh()]
+        head = nn.Linear(width, 3)
+        self.residual = nn.Sequential(*hidden, head).double()          # .double() converts head in place
+        nn.init.zeros_(head.weight)
+        nn.init.zeros_(head.bias)                                       # starts as the coil model itself
 
     def field_direction(self, v: Tensor, theta: Optional[Tensor] = None) -> Tensor:
         """Unit calibrated field (N, 3) for joint parent axes v (N, 3): coil model + r(v), renormalised."""

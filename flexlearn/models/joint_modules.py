@@ -31,6 +31,8 @@ __all__ = ["JointModuleModel", "train_joint"]
 class JointModuleModel(nn.Module):
     """Shared `DirectionMLP` ``net`` + per-module map parameters ``theta`` (K, 3 or 8)."""
 
+    prior: Tensor  # buffer σ_θ (3 or 8,) of the prior on ``theta``
+
     def __init__(self, n_modules: int, kind: str = "linear", prior_rotation: float = math.radians(3.0),
                  prior_shape: float = 0.03, **mlp: Any) -> None:
         super().__init__()

@@ -147,6 +147,15 @@ class PlanarCoil(torch.nn.Module):
     ``torch.nn.Parameter`` for identification; ``polyline``, ``field`` and ``resistance`` are differentiable.
     """
 
+    outer_radius: torch.Tensor
+    pitch: torch.Tensor
+    alpha: torch.Tensor
+    beta: torch.Tensor
+    board_thickness: torch.Tensor
+    copper_thickness: torch.Tensor
+    trace_width: torch.Tensor
+    resistivity: torch.Tensor
+
     def __init__(self, cfg: CoilConfig | None = None, dtype: torch.dtype = torch.float64) -> None:
         super().__init__()
         cfg = CoilConfig() if cfg is None else cfg

@@ -30,8 +30,6 @@ state converges to ``b̂ = −β`` and θ̂ is unbiased.
 Run-time faults: a frame with a non-finite or saturated value (or a missing IMU, given as NaN) makes
 :class:`ComplementaryFilter` hold its last valid state and return ``fault = True``; it never returns NaN.
 """
-from __future__ import annotations
-
 import dataclasses
 import math
 from typing import Optional, Tuple
@@ -90,6 +88,10 @@ class ImuMount(nn.Module):
     ``forward(acc, gyr)`` maps (..., S, 3) sensor-frame readings to link-frame readings.
     """
 
+    # buffer M = R_x(γ) · diag(±1, ±1, 1) (S, 3, 3) (runtime annotation, no ``from __future__ import
+    # annotations`` in this module: TorchScript reads class annotations)
+    matrix: Tensor
+
     def __init__(self, angles: Tensor, flipped: Tensor) -> None:
         super().__init__()
         a = torch.as_tensor(angles, dtype=torch.float64).reshape(-1)
@@ -124,6 +126,14 @@ class ComplementaryFilter(nn.Module):
     where ``rate_hat = θ̇ + b̂`` is the bias-corrected rate; non-finite inputs hold the state and flag
     ``fault``.
     """
+
+    # buffers: gains and step (), state (J,) and the initialised flag (bool)
+    k_p: Tensor
+    k_i: Tensor
+    dt: Tensor
+    theta_hat: Tensor
+    bias_hat: Tensor
+    initialized: Tensor
 
     def __init__(self, k_p: float = 7.0407, k_i: float = 0.1984, dt: float = 1e-3, n_joints: int = 1) -> None:
         super().__init__()

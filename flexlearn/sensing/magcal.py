@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Literal, Optional, overload
 
 import torch
 from torch import Tensor
@@ -129,6 +129,24 @@ def _refine(m: Tensor, w: Tensor, o: Tensor, iters: int) -> tuple[Tensor, Tensor
     return _sym(p[3:]), p[:3], done
 
 
+@overload
+def fit_ellipsoid(samples: Any, iters: int = 50, return_quality: Literal[False] = False) -> tuple[Tensor, Tensor]: ...
+
+
+@overload
+def fit_ellipsoid(samples: Any, iters: int = 50, *, return_quality: Literal[True]
+                  ) -> tuple[Tensor, Tensor, EllipsoidQuality]: ...
+
+
+@overload
+def fit_ellipsoid(samples: Any, iters: int, return_quality: Literal[True]) -> tuple[Tensor, Tensor, EllipsoidQuality]: ...
+
+
+@overload
+def fit_ellipsoid(samples: Any, iters: int = 50, return_quality: bool = False
+                  ) -> tuple[Tensor, Tensor] | tuple[Tensor, Tensor, EllipsoidQuality]: ...
+
+
 def fit_ellipsoid(samples: Any, iters: int = 50, return_quality: bool = False
                   ) -> tuple[Tensor, Tensor] | tuple[Tensor, Tensor, EllipsoidQuality]:
     """Fit (W, offset) so that ``(m − offset) @ W.T`` lies on the unit sphere (seed 002, III-B3).
@@ -177,7 +195,7 @@ def _ico_faces() -> Tensor:
     if _ICO is None:
         ph = (1 + math.sqrt(5)) / 2
         # dodecahedron vertices are the icosahedron's face centres
-        v = [(sx, sy, sz) for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]
+        v: list[tuple[float, float, float]] = [(sx, sy, sz) for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]
         for a in (-1, 1):
             for b in (-1, 1):
                 v += [(0, a / ph, b * ph), (a / ph, b * ph, 0), (a * ph, 0, b / ph)]

@@ -7,11 +7,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 import torch
 from matplotlib.figure import Figure
+from matplotlib.projections.polar import PolarAxes
 
 from flexlearn.metrics import angular_error_deg, angular_error_summary
 from flexlearn.viz.common import save_png
@@ -26,7 +27,7 @@ FIGURE_NAMES = {
     "error_histogram": "error_histogram.png",
     "training_curves": "training_curves.png",
 }
-_STATS = {"mean": np.mean, "median": np.median, "max": np.max}
+_STATS: dict[str, Callable[[np.ndarray], Any]] = {"mean": np.mean, "median": np.median, "max": np.max}
 
 
 def _as_directions(x: np.ndarray | torch.Tensor, name: str) -> torch.Tensor:
@@ -150,6 +151,7 @@ def plot_error_polar_map(label, pred, path, title: str = "Direction error over t
 
     fig = Figure(figsize=(6.4, 5.8), layout="constrained")
     ax = fig.add_subplot(projection="polar")
+    assert isinstance(ax, PolarAxes)
     mesh = _draw_bins(ax, bins, vmax)
     ax.set_ylim(0.0, bins.colat_edges_deg[-1])
     ax.set_rlabel_position(112.5)
@@ -219,7 +221,7 @@ def plot_error_histogram(err_deg, path, title: str = "Direction error distributi
     upper = upper if upper > 0 else 1.0
     fig = Figure(figsize=(6.4, 4.2), layout="constrained")
     ax = fig.add_subplot()
-    ax.hist(e, bins=np.linspace(0.0, upper, n_bins + 1), color="0.65", edgecolor="0.4", linewidth=0.4)
+    ax.hist(e, bins=np.linspace(0.0, upper, n_bins + 1).tolist(), color="0.65", edgecolor="0.4", linewidth=0.4)
     for key, name, colour, style in (("median", "median", "tab:blue", "-"), ("rms", "RMS", "tab:orange", "--"),
                                      ("p95", "p95", "tab:red", ":")):
         v = s[f"ang_err_{key}_deg"]

@@ -13,6 +13,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from flexlearn.viz.common import save_png
 
@@ -23,7 +24,7 @@ def is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
 
 
-def wants_log(key: str, values: Sequence[float]) -> bool:
+def wants_log(key: str, values: Sequence[float] | np.ndarray) -> bool:
     """Log axis for a learning rate, or for positive values spanning more than 100×."""
     v = np.asarray(values, float)
     if v.size == 0 or not (v > 0).all():
@@ -81,13 +82,15 @@ def sweep_figure(jobs: list[dict[str, Any]], x: str, y: str, hue: Optional[str],
     if others:
         fig.text(0.01, 0.005, "also varied, not shown: " + ", ".join(others), fontsize=7, color="0.35",
                  ha="left", va="bottom")
-        fig.get_layout_engine().set(rect=(0.0, 0.05, 1.0, 0.95))
+        engine = fig.get_layout_engine()
+        assert isinstance(engine, ConstrainedLayoutEngine)
+        engine.set(rect=(0.0, 0.05, 1.0, 0.95))
     return save_png(fig, path)
 
 
 def _place_x(ax: Any, pts: list[dict[str, Any]], x: str, hue: Optional[str]) -> np.ndarray:
     """x positions of the points: values on a (log) number line, or category indices (jittered when coloured)."""
-    raw = [j.get(x) if x != "job" else j.get("job") for j in pts]
+    raw: list[Any] = [j.get(x) if x != "job" else j.get("job") for j in pts]
     if x != "job" and all(is_number(v) for v in raw):
         xs = np.array([float(v) for v in raw])
         log = wants_log(x, xs)
@@ -113,7 +116,7 @@ def _draw_points(fig: Figure, ax: Any, pts: list[dict[str, Any]], xs: np.ndarray
     if hue is None:
         ax.scatter(xs, ys, s=36, alpha=0.85, color="C0", zorder=3, label="job")
         return None
-    values = [j.get(hue) for j in pts]
+    values: list[Any] = [j.get(hue) for j in pts]
     if all(is_number(v) for v in values):
         from matplotlib.colors import LogNorm, Normalize
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from flexlearn.errors import DataError
 from flexlearn.viz.common import save_png
@@ -153,7 +154,9 @@ def plot_training_curves(metrics_csv, path, x: str = "epoch",
     for ax in axes[len(panels):]:
         ax.set_visible(False)
     if note:
-        fig.get_layout_engine().set(rect=(0.0, note_h / fig.get_figheight(), 1.0, 1.0 - note_h / fig.get_figheight()))
+        engine = fig.get_layout_engine()
+        assert isinstance(engine, ConstrainedLayoutEngine)
+        engine.set(rect=(0.0, note_h / fig.get_figheight(), 1.0, 1.0 - note_h / fig.get_figheight()))
         fig.text(0.01, 0.01, note, fontsize=7.5, ha="left", va="bottom", color="0.3")
     fig.suptitle(f"{title} ({Path(metrics_csv).name})", fontsize=11)
     save_png(fig, path)

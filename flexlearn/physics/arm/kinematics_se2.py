@@ -16,8 +16,6 @@ inclinations are the IMU angles, as in the seed's ref. [40]).
 
 All functions are batched over leading dimensions, float64, and use :mod:`flexlearn.lie` for SE(2).
 """
-from __future__ import annotations
-
 from typing import Optional
 
 import torch
@@ -98,6 +96,9 @@ class PlanarFlexibleKinematics(nn.Module):
     (..., 3). Base frame = world. Absolute base angle of link i: ``Σ_{k≤i} θ_k + Σ_{k<i} w′_k``;
     tip position ``Σ_i R(φ_i)(L_i, w_i)``; end-effector angle ``Σ θ + Σ w′``.
     """
+
+    # runtime annotation (no ``from __future__ import annotations`` here: TorchScript reads it)
+    lengths: Tensor
 
     def __init__(self, lengths: Tensor) -> None:
         super().__init__()

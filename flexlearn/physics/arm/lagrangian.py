@@ -163,6 +163,18 @@ class FlexibleArmPlant(nn.Module):
     :meth:`step`, :meth:`energy`, :meth:`static_equilibrium`, :meth:`imu`, :meth:`tip_quantities`.
     """
 
+    # buffers: stiffness K, damping D (N, N), input map B (N, n); per link tip mass [kg], tip and hub
+    # inertia [kg m²] (n,); masses (P,) [kg] and inertias (A,) [kg m²] of the points of :meth:`points`.
+    # Per link i also xi{i}, wq{i}, phi{i}, tip{i}, tipslope{i}, curv0_{i}, wn{i} (read by getattr).
+    K: Tensor
+    D: Tensor
+    B: Tensor
+    tip_mass: Tensor
+    tip_inertia: Tensor
+    hub_inertia: Tensor
+    _mass: Tensor
+    _inert: Tensor
+
     def __init__(self, cfg: ArmConfig) -> None:
         super().__init__()
         cfg.validate()
@@ -428,7 +440,7 @@ class FlexibleArmPlant(nn.Module):
     # -- outputs ---------------------------------------------------------------------------------
     def tip_quantities(self, q: Tensor) -> dict:
         """w_i(L_i) [m], w_i′(L_i) [rad], w_i″(0) [1/m] (B, n) of the truth state."""
-        out = {"tip": [], "tip_slope": [], "base_curvature": []}
+        out: dict[str, list[Tensor]] = {"tip": [], "tip_slope": [], "base_curvature": []}
         for i in range(self.n):
             eta = self._eta(q, i)
             out["tip"].append(eta @ getattr(self, f"tip{i}"))
@@ -488,7 +500,10 @@ class FlexibleArmPlant(nn.Module):
         z = torch.zeros_like(q[:, 0])
         ax, ay = z, z  # base acceleration (world)
         phi, phid, phidd = q[:, 0], qd[:, 0], qdd[:, 0]
-        A, Ad, FX, FY = [], [], [], []
+        ang_parts: list[Tensor] = []
+        rate_parts: list[Tensor] = []
+        FX: list[Tensor] = []
+        FY: list[Tensor] = []
         for i in range(self.n):
             if i > 0:
                 phi, phid, phidd = phi + q[:, i], phid + qd[:, i], phidd + qdd[:, i]
@@ -506,13 +521,13 @@ class FlexibleArmPlant(nn.Module):
             c, s = torch.cos(p1), torch.sin(p1)
             gx = ax.unsqueeze(-1) + c * lx - s * ly
             gy = ay.unsqueeze(-1) + s * lx + c * ly
-            A.append(p1 + sl[:, :-1])
-            Ad.append(p2 + sld[:, :-1])
+            ang_parts.append(p1 + sl[:, :-1])
+            rate_parts.append(p2 + sld[:, :-1])
             FX.append(gx[:, :-1])
             FY.append(gy[:, :-1])
             ax, ay = gx[:, -1], gy[:, -1]
             phi, phid, phidd = phi + sl[:, -1], phid + sld[:, -1], phidd + sldd[:, -1]
-        A, Ad = torch.cat(A, 1), torch.cat(Ad, 1)
+        A, Ad = torch.cat(ang_parts, 1), torch.cat(rate_parts, 1)
         fx, fy_w = torch.cat(FX, 1), torch.cat(FY, 1) + self.g
         c, s = torch.cos(A), torch.sin(A)
         acc = torch.stack([torch.zeros_like(A), c * fx + s * fy_w, -s * fx + c * fy_w], -1)
@@ -530,8 +545,8 @@ class FlexibleArmPlant(nn.Module):
         def vel(z, zd):
             return jvp(pose, (z,), (zd,))[1][0]
 
-        (_, A), (_, Ad) = jvp(pose, (q,), (qd,))
-        _, Pdd = jvp(vel, (q, qd), (qd, qdd))
+        (_, A), (_, Ad) = jvp(pose, (q,), (qd,))[:2]   # (outputs, tangents); no aux
+        _, Pdd = jvp(vel, (q, qd), (qd, qdd))[:2]
         fx, fy_w = Pdd[..., 0], Pdd[..., 1] + self.g
         c, s = torch.cos(A), torch.sin(A)
         acc = torch.stack([torch.zeros_like(A), c * fx + s * fy_w, -s * fx + c * fy_w], -1)

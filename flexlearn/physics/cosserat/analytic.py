@@ -144,7 +144,7 @@ def frequency_shaping_study(length: float, radius: float, density: float, youngs
     for n in n_elements:
         rod = CosseratRod.circular(length, radius, density, youngs_modulus, poisson_ratio, int(n), strain=strain)
         w = rod.linear_frequencies(Clamp()).numpy()
-        bending = []
+        bending: list[float] = []
         for x in w:
             if x <= 0 or (bending and abs(x / bending[-1] - 1) < 1e-6):
                 continue

@@ -14,7 +14,7 @@ import torch
 
 from flexlearn.config import check, check_finite, check_non_negative, from_dict
 from flexlearn.physics.cosserat.damping import Damping
-from flexlearn.physics.cosserat.fields import RotatingField, UniformField
+from flexlearn.physics.cosserat.fields import Field, RotatingField, UniformField
 from flexlearn.physics.cosserat.loads import EmbeddedMagnet, Gravity
 from flexlearn.physics.cosserat.rod import Clamp, CosseratRod, RodState
 
@@ -168,6 +168,7 @@ def build_experiment(cfg: CosseratExperimentConfig):
                                       rotary_inertia=cfg.rotary_inertia)
     base = Clamp(rotation=_base_rotation(cfg.rest_axis))
     loads: List = [Gravity(cfg.gravity)]
+    field: Field
     if cfg.field.kind == "uniform":
         field = UniformField(cfg.field.flux_density)
     elif cfg.field.kind == "rotating":

@@ -62,6 +62,7 @@ class UniformField(Field):
     """Constant, spatially uniform field ``B`` (3,) or (B, 3) [T] (one per rod of the batch)."""
 
     uniform = True
+    flux_density: Tensor  # buffer (3,) or (B, 3) [T]
 
     def __init__(self, flux_density: ArrayLike):
         super().__init__()
@@ -86,6 +87,12 @@ class RotatingField(Field):
     """
 
     uniform = True
+    # buffers: amplitude [T] and frequency [Hz] () or (B,); u, v, offset (3,) ([T] for the offset)
+    amplitude: Tensor
+    frequency: Tensor
+    u: Tensor
+    v: Tensor
+    offset: Tensor
 
     def __init__(self, amplitude: float, frequency: float, axes: Tuple[ArrayLike, ArrayLike] = ((0, 1, 0), (0, 0, 1)),
                  offset: ArrayLike = (0.0, 0.0, 0.0), phase: float = 0.0, ramp: float = 0.0):
@@ -147,6 +154,9 @@ class HelmholtzField(Field):
     (``flexlearn.sensing.biot_savart``, 64-gon loops, each pair spaced by its radius), whose gradient
     gives the magnet force. ``from_flux_densities`` builds the currents that give wanted central fields.
     """
+
+    center: Tensor  # buffer (3,) [m]
+    loops: Tensor   # buffer (4, 65, 3) [m] of the loop polylines, ``model='biot_savart'`` only
 
     def __init__(self, radii: Tuple[float, float] = (0.10, 0.07), turns: Tuple[int, int] = (200, 200),
                  currents: Union[Callable[[float], Tuple[float, float]], Tuple[float, float]] = (0.0, 0.0),

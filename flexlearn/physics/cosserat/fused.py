@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from flexlearn.physics.cosserat.fused_common import HAVE_NUMBA, _element_strain, njit, numba  # noqa: F401
+from flexlearn.physics.cosserat.fused_common import HAVE_NUMBA, _element_strain, njit  # noqa: F401
 from flexlearn.physics.cosserat.fused_implicit import filter_forces as _filter_forces
 
 _CHORD_ITERS = 4

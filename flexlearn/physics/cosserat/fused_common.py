@@ -5,18 +5,22 @@ tested equal to them in tests/physics/cosserat/test_strains.py). Used by
 (the force filter of the implicit step)."""
 from __future__ import annotations
 
+from typing import Any
+
+
+def _no_jit(*args: Any, **kwargs: Any) -> Any:
+    """Stand-in for ``numba.njit`` without numba: the decorated function is returned unchanged."""
+    if args and callable(args[0]):
+        return args[0]
+    return lambda f: f
+
+
 try:  # numba is optional (it comes with the ``bench`` extra through PyElastica)
-    import numba
     from numba import njit
     HAVE_NUMBA = True
 except Exception:  # pragma: no cover - exercised only without numba
-    numba = None
+    njit = _no_jit
     HAVE_NUMBA = False
-
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda f: f
 
 
 @njit(cache=True, inline="always", error_model="numpy")

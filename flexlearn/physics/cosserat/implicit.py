@@ -109,10 +109,11 @@ def _jacobians(ctx, R: Tensor, p: Tensor) -> List[Tuple[Tensor, Tensor, Tensor]]
 
 def element_stiffness(ctx, R: Tensor, p: Tensor) -> Tensor:
     """(B, N, 12, 12) Gauss–Newton stiffness of every element, eq. (2), in (η_i, δp_i, η_{i+1}, δp_{i+1})."""
-    ke = None
+    ke: Optional[Tensor] = None
     for w, G, C in _jacobians(ctx, R, p):
         term = w * (G.transpose(-1, -2) @ (C.unsqueeze(-1) * G))
         ke = term if ke is None else ke + term
+    assert ke is not None, "_jacobians gives one or two terms per element"
     return ke
 
 
@@ -139,6 +140,8 @@ def filter_forces(ctx, R: Tensor, p: Tensor, f: Tensor, tau: Tensor, beta_h2: fl
     A = beta_h2 * K + torch.diag_embed(mvec)
     F = torch.cat([tau, f], -1).reshape(B, 6 * n)
     if damping_c > 0.0:
+        if v is None or w is None:
+            raise ValueError("filter_forces: damping_c > 0 needs the half-step velocities v and w")
         x = torch.cat([w, v], -1).reshape(B, 6 * n)
         if clamped:
             x = torch.cat([torch.zeros_like(x[:, :6]), x[:, 6:]], -1)

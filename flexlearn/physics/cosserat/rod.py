@@ -91,6 +91,19 @@ class CosseratRod(torch.nn.Module):
     Use :meth:`circular` / :meth:`rectangular` to compute A, I, J_t from the geometry (SI units).
     """
 
+    # buffers (see above; ``second_moments`` are stored as ``second_moment_1``, ``second_moment_2``)
+    length: Tensor
+    density: Tensor
+    youngs_modulus: Tensor
+    shear_modulus: Tensor
+    area: Tensor
+    second_moment_1: Tensor
+    second_moment_2: Tensor
+    torsion_constant: Tensor
+    shear_coefficient: Tensor
+    point_mass: Tensor
+    point_inertia: Tensor
+
     def __init__(self, length: Number, density: Number, youngs_modulus: Number, shear_modulus: Number,
                  area: Number, second_moments: Tuple[Number, Number], torsion_constant: Number,
                  n_elements: int, shear_coefficient: Number = 1.0, strain: str = "midpoint",
@@ -206,7 +219,7 @@ class CosseratRod(torch.nn.Module):
         (< 0.1 % for mode 1 at 20 elements) and vanishes as l → 0. Opt-in; not in the seed."""
         i1, i2 = self._b(self.second_moment_1), self._b(self.second_moment_2)
         rho = self._b(self.density)
-        extra = 0.0
+        extra: Tensor | float = 0.0
         if self.rotary_inertia == "segment":
             l = self._b(self.length) / self.n_elements
             extra = rho * self._b(self.area) * l ** 2 / 12.0

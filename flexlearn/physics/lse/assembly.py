@@ -7,15 +7,15 @@ gravity, the constant-tension pulley with its load stiffness), the rod-local res
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from flexlearn.physics.lse.element import element_forces, element_tangent
+from flexlearn.physics.lse.element import ElementState, element_forces, element_tangent
 from flexlearn.physics.lse.compiled import HAVE_NUMBA, element_residual_nb, element_tangent_nb
-from flexlearn.physics.lse.fused import element_residual, element_tangent_fused, hat
+from flexlearn.physics.lse.fused import ElementCache, element_residual, element_tangent_fused, hat
 from flexlearn.physics.lse.state import Loads, motor_twist
 
 __all__ = ["AssemblyMixin"]
@@ -26,6 +26,42 @@ class AssemblyMixin:
     kernels: ``"numba"`` (:mod:`flexlearn.physics.lse.compiled`, where nothing needs gradients; else as
     ``"fused"``), ``"fused"`` (:mod:`flexlearn.physics.lse.fused`) or ``"reference"`` (element.py); same values
     to round-off (the choice of :func:`flexlearn.physics.lse.backend.plan`)."""
+
+    # the model's sizes and buffers (float64, set by `CPRModel.__init__`; shapes and units there), declared
+    # here for the type checker
+    n_rods: int
+    n_elements: int
+    n_y: int                    # rod-local unknowns besides the platform twist: 12N - 6
+    motor_axis: Tensor
+    motor_pivot: Tensor
+    rod_motor: Tensor
+    base_pose0: Tensor
+    tip_local: Tensor
+    lengths: Tensor
+    youngs_modulus: Tensor
+    shear_modulus: Tensor
+    area: Tensor
+    i1: Tensor
+    i2: Tensor
+    torsion: Tensor
+    density: Tensor
+    xi0: Tensor
+    gravity: Tensor
+    platform_mass: Tensor
+    motor_limits: Tensor
+    proj: Tensor
+    proj_nodes: Tensor
+    proj_t: Tensor
+    proj_cat_t: Tensor
+    proj_cat: Tensor
+    proj_nodes_cat_t: Tensor
+
+    if TYPE_CHECKING:  # kinematics of `CPRModel` used here
+        def _all_nodes(self, theta: Tensor, g_ee: Tensor, g_int: Tensor) -> Tensor: ...
+
+        def stiffness(self) -> Tensor: ...
+
+        def _h(self) -> Tensor: ...
 
     def _loads_on_nodes(self, nodes: Tensor, loads: Loads) -> Tensor:
         """World [moment; force] on every node (R, N+1, 6): gravity lumped (½ ρ A h per element end) + dead."""
@@ -83,6 +119,8 @@ class AssemblyMixin:
         nodes = self._all_nodes(theta, g_ee, g_int)
         k = self.stiffness()[:, None, :].expand(r, n, 6)
         xi0 = self.xi0[:, None, :].expand(r, n, 6)
+        # the tangent's input: the numba kernels' arrays, the fused kernels' cache or the reference state
+        cache: tuple[np.ndarray, ...] | ElementCache | ElementState
         if elements == "numba" and HAVE_NUMBA and not (nodes.requires_grad or beta.requires_grad
                                                        or k.requires_grad or xi0.requires_grad):
             # compiled kernels (flexlearn.physics.lse.compiled): the inputs kept as the tangent's "cache"
@@ -92,8 +130,9 @@ class AssemblyMixin:
         elif elements in ("fused", "numba"):
             re, cache = element_residual(nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)  # (R, N, 18)
         else:  # the reference element functions (flexlearn.lie kernels), same values to round-off
-            cache = element_forces(nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)
-            re = torch.cat([cache.r_a, cache.r_b, cache.r_beta], -1)
+            state = element_forces(nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)
+            re = torch.cat([state.r_a, state.r_b, state.r_beta], -1)
+            cache = state
         # dead nodal loads: body wrench [Rᵀ m; Rᵀ f]
         wn = self._loads_on_nodes(nodes, loads)
         rot_t = nodes[..., :3, :3].transpose(-1, -2)

@@ -62,11 +62,16 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
     Parameter (or given ``requires_grad``) and receives gradients by implicit differentiation.
     """
 
+    # set by `from_config` (the configured Experiment-II pulley and the config the model was built from)
+    pulley_position: Tensor
+    pulley_tension: Tensor
+    config: CPRConfig
+
     def __init__(self, motor_axis: Tensor, motor_pivot: Tensor, rod_motor: Tensor, base_pose0: Tensor,
-                 tip_local: Tensor, lengths: Tensor, n_elements: int, youngs_modulus: Tensor,
-                 shear_modulus: Tensor, area: Tensor, i1: Tensor, i2: Tensor, torsion: Tensor,
-                 density: Tensor, xi0: Tensor, gravity: Tensor, platform_mass: float = 0.0,
-                 motor_limits: tuple[float, float] = (-math.pi, math.pi)):
+                 tip_local: Tensor, lengths: Tensor, n_elements: int, youngs_modulus: Tensor | float,
+                 shear_modulus: Tensor | float, area: Tensor | float, i1: Tensor | float, i2: Tensor | float,
+                 torsion: Tensor | float, density: Tensor | float, xi0: Tensor, gravity: Tensor,
+                 platform_mass: float = 0.0, motor_limits: tuple[float, float] = (-math.pi, math.pi)) -> None:
         super().__init__()
         dt = torch.float64
         r = base_pose0.shape[0]

@@ -11,13 +11,14 @@ shared with the compiled driver (:mod:`flexlearn.physics.lse.compiled_solver`).
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from flexlearn.physics.lse import newton_policy as policy
-from flexlearn.physics.lse.backend import SolveRun, plan
+from flexlearn.physics.lse.assembly import AssemblyMixin
+from flexlearn.physics.lse.backend import SolveRun, SolverCache, plan
 from flexlearn.physics.lse.compiled_problem import load_scale_compiled, newton_compiled, predict_compiled
 from flexlearn.physics.lse.newton_policy import BACKTRACK_FACTOR, CONTINUE, CONVERGED, FAILED
 from flexlearn.physics.lse.state import ConvergenceError, Equilibrium, Loads
@@ -38,8 +39,25 @@ def _solve_per_matrix(a: Tensor, b: Tensor) -> Tensor:
     return torch.stack([torch.linalg.solve(a[i], b[i]) for i in range(a.shape[0])])
 
 
-class SolverMixin:
+class SolverMixin(AssemblyMixin):
     """``solve`` and its Newton machinery for `CPRModel` (see the module docstring)."""
+
+    # plain attributes of `CPRModel` (its ``__init__`` documents them) and of nn.Module, for the type checker
+    solver_cache: SolverCache
+    retraction: str
+    transport: bool
+    predictor: bool
+    backtracks: int
+    growth: float
+    _buffers: dict[str, Tensor | None]
+    _parameters: dict[str, nn.Parameter | None]
+
+    if TYPE_CHECKING:  # kinematics of `CPRModel` used here
+        def straight_state(self, theta: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Tensor]: ...
+
+        def _retract(self, g_ee: Tensor, g_int: Tensor, beta: Tensor, dy: Tensor, dz: Tensor, alpha: float,
+                     theta: Optional[Tensor] = None,
+                     base_old: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Tensor]: ...
 
     def solve(self, theta: Tensor, loads: Optional[Loads] = None, init: Optional[Equilibrium] = None,
               tol: float = policy.TOL, max_iter: int = policy.MAX_ITER,
@@ -148,7 +166,8 @@ class SolverMixin:
             total += it0
         return ok, state, total, last, s_new
 
-    def _predict(self, run: SolveRun, state, sens, dth: Tensor, max_rot: float):
+    def _predict(self, run: SolveRun, state: tuple[Tensor, Tensor, Tensor], sens: tuple[Tensor, Tensor], dth: Tensor,
+                 max_rot: float) -> tuple[Tensor, Tensor, Tensor]:
         """First-order (tangent) predictor of a warm start: ``q ⊕ (dq/dθ) Δθ`` (nodal update) with the
         sensitivity ``dq/dθ = -K_t⁻¹ ∂r/∂θ`` of the previous equilibrium (from its last factorisation).
         Skipped when it would rotate a node by more than ``max_rot`` [rad]. (Applying the change to the
@@ -198,8 +217,10 @@ class SolverMixin:
             return ok, state, it, last, sens
         g_ee, g_int, beta = state
         n = self.n_elements
+        w = run.w
+        assert w is not None, "solve() sets the residual weights of the torch driver"
         res, res_ee, last = self._residual(th, g_ee, g_int, beta, loads, run.elements)
-        norm = self._scaled_norm(run.w, res, res_ee, scale)
+        norm = self._scaled_norm(w, res, res_ee, scale)
         log.append(norm)
         first = norm
         it = 0
@@ -210,7 +231,7 @@ class SolverMixin:
                 return verdict == CONVERGED, (g_ee, g_int, beta), it, last, sens
             kt, kee, drdth = self._tangent(last)
             dy, dz, sens = self._newton_step(res, kt, res_ee, kee, drdth)
-            verdict = _step_verdict(self._step_norm(run.w, dy, dz), step_tol)
+            verdict = _step_verdict(self._step_norm(w, dy, dz), step_tol)
             if verdict == CONVERGED:
                 # round-off floor: the correction is below 1e-13 rad / 1e-13 L, the residual cannot drop
                 # further; the correction is still applied (no new residual)
@@ -223,7 +244,7 @@ class SolverMixin:
             for _ in range(self.backtracks + 1):
                 cand = self._retract(g_ee, g_int, beta, dy, dz, alpha, th)
                 res_c, res_ee_c, last_c = self._residual(th, *cand, loads, run.elements)
-                n_c = self._scaled_norm(run.w, res_c, res_ee_c, scale)
+                n_c = self._scaled_norm(w, res_c, res_ee_c, scale)
                 if _accept_trial(n_c, norm, self.growth):
                     break
                 alpha *= BACKTRACK_FACTOR
@@ -240,13 +261,6 @@ class SolverMixin:
         g_ee2, g_int2, beta2 = self._retract(g_ee, g_int, beta, dy, dz, 1.0)
         nodes = self._all_nodes(theta, g_ee2, g_int2)
         return Equilibrium(g_ee2, nodes, beta2, theta, eq.iterations, eq.residual_log, eq.sensitivity)
-
-    def _load_scale(self, loads: Loads, g_ee: Tensor) -> float:
-        """Residual scale [N·m]: max(EI/L, |applied moments| + |applied forces|·L)."""
-        k = self.stiffness()
-        length = float(self.lengths.mean())
-        s = float((k[:, :3].max(-1).values / self.lengths).max())
-        return max(s, loads.magnitude(length))
 
     def _load_scale(self, loads: Loads, g_ee: Tensor) -> float:
         """Residual scale [N·m]: max(EI/L, |applied moments| + |applied forces|·L)."""

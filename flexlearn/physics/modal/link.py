@@ -177,6 +177,12 @@ class FlexibleLink(nn.Module):
     Non-positive or non-finite parameters raise :class:`ConfigError` naming the parameter.
     """
 
+    EI: Tensor
+    rho_A: Tensor
+    length: Tensor
+    tip_mass: Tensor
+    tip_inertia: Tensor
+
     def __init__(self, EI: Number, rho_A: Number, length: Number, tip_mass: Number = 0.0,
                  tip_inertia: Number = 0.0, dtype: torch.dtype = torch.float64) -> None:
         super().__init__()

@@ -13,8 +13,6 @@ outputs used downstream are the tip deflection ``w(L)`` [m], tip slope ``w′(L)
 
 :class:`ModalReconstructor` is a TorchScript-able ``nn.Module`` whose rows are buffers (float64).
 """
-from __future__ import annotations
-
 from typing import Optional, Sequence
 
 import torch
@@ -33,6 +31,15 @@ class ModalReconstructor(nn.Module):
     Buffers: ``gain`` (n, S) = (OᵀO + γI)⁻¹Oᵀ; ``tip_row``, ``tip_slope_row``, ``base_curvature_row``,
     ``ref_slope_row`` (n,); ``grid`` (P,) [m] and ``grid_rows`` (P, n) for w(ξ) on a fixed grid.
     """
+
+    # buffers (runtime annotations, no ``from __future__ import annotations``: TorchScript reads them)
+    gain: Tensor
+    tip_row: Tensor
+    tip_slope_row: Tensor
+    base_curvature_row: Tensor
+    ref_slope_row: Tensor
+    grid: Tensor
+    grid_rows: Tensor
 
     def __init__(self, gain: Tensor, tip_row: Tensor, tip_slope_row: Tensor, base_curvature_row: Tensor,
                  ref_slope_row: Tensor, grid: Tensor, grid_rows: Tensor) -> None:

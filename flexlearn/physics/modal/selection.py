@@ -128,7 +128,7 @@ def modal_tip_response(link: FlexibleLink, n: int, cfg: ModeSelectionConfig, chu
     pk = torch.exp(kk * cfg.dt * sp)  # p^k, k = 1..K
     pinv = torch.exp(-kk * cfg.dt * sp)  # p^{−(i+1)}, i = 0..K−1
     w0 = torch.zeros_like(sp)
-    out = [] if reducer is None else None
+    out: list[Tensor] = []  # the chunks (filled only without a reducer)
     k0 = 0
     while k0 < N:
         k1 = min(N, k0 + K)

@@ -107,11 +107,90 @@ def slope_node_warnings(link: FlexibleLink, positions, n: int, tol: float = 0.05
     return out
 
 
+def _candidate_positions(length: float, intervals: Sequence[tuple[float, float]] | None, candidates: int,
+                         reference: Optional[float], min_spacing: float) -> list[float]:
+    """Sorted, distinct candidate IMU positions [m]: ``candidates`` points spread over the ``intervals`` in
+    proportion to their lengths (default [(0.05 L, L)]), without those closer than ``min_spacing`` to the
+    reference IMU."""
+    ivs = list(intervals) if intervals is not None else [(0.05 * length, length)]
+    for a, b in ivs:
+        check(0 <= a < b <= length + 1e-12, "optimize_placement.intervals", (a, b),
+              f"must satisfy 0 <= a < b <= L = {length}")
+    total = sum(b - a for a, b in ivs)
+    cand: list[float] = []
+    for a, b in ivs:
+        k = max(2, int(round(candidates * (b - a) / total)))
+        cand += torch.linspace(a, b, k, dtype=torch.float64).tolist()
+    if reference is not None:
+        cand = [c for c in cand if abs(c - reference) >= min_spacing]
+    return sorted(set(cand))
+
+
+def _exhaustive_placement(O: Tensor, cand: list[float], n_sensors: int, min_spacing: float) -> list[int]:
+    """Indices into ``cand`` of the ``n_sensors`` rows of the slope matrix O (C, m) with the largest σ_min
+    among all combinations whose positions are at least ``min_spacing`` apart (one batched SVD)."""
+    combos = torch.tensor(list(itertools.combinations(range(len(cand)), n_sensors)), dtype=torch.long)
+    pos = torch.tensor(cand, dtype=torch.float64)[combos]
+    ok = torch.ones(len(combos), dtype=torch.bool)
+    if n_sensors > 1:
+        ok = ((pos[:, 1:] - pos[:, :-1]) >= min_spacing - 1e-12).all(-1)
+    sv = torch.linalg.svdvals(O[combos])[:, -1]
+    sv = torch.where(ok, sv, torch.full_like(sv, -1.0))
+    best = int(torch.argmax(sv))
+    if float(sv[best]) < 0:
+        raise ConfigError("optimize_placement: no placement satisfies the spacing constraint")
+    return combos[best].tolist()
+
+
+def _greedy_exchange_placement(O: Tensor, cand: list[float], n: int, n_sensors: int,
+                               min_spacing: float) -> list[int]:
+    """Indices into ``cand`` of ``n_sensors`` rows of the slope matrix O (C, m), m = ``n``, when there are too
+    many combinations to try: greedy selection on the volume (product of the leading singular values), then
+    coordinate exchange on σ_min until no single swap improves it; positions stay ``min_spacing`` apart."""
+    C = len(cand)
+
+    def smin(idx: list[int]) -> float:
+        return float(torch.linalg.svdvals(O[idx])[-1]) if len(idx) >= n else 0.0
+
+    def feasible(idx: Sequence[int]) -> bool:
+        ps = sorted(cand[i] for i in idx)
+        return all(ps[i + 1] - ps[i] >= min_spacing - 1e-12 for i in range(len(ps) - 1))
+
+    idx: list[int] = []
+    for _ in range(n_sensors):  # greedy on the product of the leading singular values (volume)
+        best_i, best_v = -1, -1.0
+        for i in range(C):
+            if i in idx or not feasible(idx + [i]):
+                continue
+            svs = torch.linalg.svdvals(O[idx + [i]])
+            v = float(torch.prod(svs[: min(n, len(idx) + 1)]))
+            if v > best_v:
+                best_i, best_v = i, v
+        if best_i < 0:
+            raise ConfigError("optimize_placement: no placement satisfies the spacing constraint")
+        idx.append(best_i)
+    improved = True
+    while improved:  # coordinate exchange on σ_min
+        improved = False
+        for k in range(n_sensors):
+            cur = smin(idx)
+            for i in range(C):
+                if i in idx:
+                    continue
+                trial = idx[:k] + [i] + idx[k + 1:]
+                if feasible(trial) and smin(trial) > cur * (1 + 1e-12):
+                    idx, cur, improved = trial, smin(trial), True
+    return idx
+
+
 def optimize_placement(link: FlexibleLink, n: int, n_sensors: Optional[int] = None,
                        intervals: Sequence[tuple[float, float]] | None = None, min_spacing: float = 0.1,
                        reference: Optional[float] = None, candidates: int = 181,
                        max_combinations: int = 200_000, node_tol: float = 0.05) -> dict:
     """IMU positions maximising σ_min of the slope matrix (beyond seed 000, §III-C).
+
+    Exhaustive search over all placements of the candidate points when there are at most
+    ``max_combinations`` of them, else greedy selection followed by coordinate exchange.
 
     Args:
         link: a scalar (un-batched) FlexibleLink.
@@ -128,69 +207,15 @@ def optimize_placement(link: FlexibleLink, n: int, n_sensors: Optional[int] = No
     S = n if n_sensors is None else n_sensors
     check(S >= n, "optimize_placement.n_sensors", S, f"must be >= the number of modes {n}")
     check(min_spacing >= 0, "optimize_placement.min_spacing", min_spacing, "must be >= 0")
-    L = float(link.length)
-    ivs = list(intervals) if intervals is not None else [(0.05 * L, L)]
-    for a, b in ivs:
-        check(0 <= a < b <= L + 1e-12, "optimize_placement.intervals", (a, b), f"must satisfy 0 <= a < b <= L = {L}")
-    total = sum(b - a for a, b in ivs)
-    cand = []
-    for a, b in ivs:
-        k = max(2, int(round(candidates * (b - a) / total)))
-        cand += torch.linspace(a, b, k, dtype=torch.float64).tolist()
-    if reference is not None:
-        cand = [c for c in cand if abs(c - reference) >= min_spacing]
-    cand = sorted(set(cand))
+    cand = _candidate_positions(float(link.length), intervals, candidates, reference, min_spacing)
     if len(cand) < S:
         raise ConfigError(f"optimize_placement: only {len(cand)} admissible candidate positions for {S} IMUs")
     O = slope_matrix(link, cand, n, reference).reshape(len(cand), n)
-    C = len(cand)
-
-    def smin(idx: list[int]) -> float:
-        return float(torch.linalg.svdvals(O[idx])[-1]) if len(idx) >= n else 0.0
-
-    def feasible(idx: Sequence[int]) -> bool:
-        ps = sorted(cand[i] for i in idx)
-        return all(ps[i + 1] - ps[i] >= min_spacing - 1e-12 for i in range(len(ps) - 1))
-
-    n_comb = math.comb(C, S)
-    if n_comb <= max_combinations:
-        combos = torch.tensor(list(itertools.combinations(range(C), S)), dtype=torch.long)
-        pos = torch.tensor(cand, dtype=torch.float64)[combos]
-        ok = torch.ones(len(combos), dtype=torch.bool)
-        if S > 1:
-            ok = ((pos[:, 1:] - pos[:, :-1]) >= min_spacing - 1e-12).all(-1)
-        sv = torch.linalg.svdvals(O[combos])[:, -1]
-        sv = torch.where(ok, sv, torch.full_like(sv, -1.0))
-        best = int(torch.argmax(sv))
-        if float(sv[best]) < 0:
-            raise ConfigError("optimize_placement: no placement satisfies the spacing constraint")
-        idx = combos[best].tolist()
+    if math.comb(len(cand), S) <= max_combinations:
+        idx = _exhaustive_placement(O, cand, S, min_spacing)
         method = "exhaustive"
     else:
-        idx: list[int] = []
-        for _ in range(S):  # greedy on the product of the leading singular values (volume)
-            best_i, best_v = -1, -1.0
-            for i in range(C):
-                if i in idx or not feasible(idx + [i]):
-                    continue
-                svs = torch.linalg.svdvals(O[idx + [i]])
-                v = float(torch.prod(svs[: min(n, len(idx) + 1)]))
-                if v > best_v:
-                    best_i, best_v = i, v
-            if best_i < 0:
-                raise ConfigError("optimize_placement: no placement satisfies the spacing constraint")
-            idx.append(best_i)
-        improved = True
-        while improved:  # coordinate exchange on σ_min
-            improved = False
-            for k in range(S):
-                cur = smin(idx)
-                for i in range(C):
-                    if i in idx:
-                        continue
-                    trial = idx[:k] + [i] + idx[k + 1:]
-                    if feasible(trial) and smin(trial) > cur * (1 + 1e-12):
-                        idx, cur, improved = trial, smin(trial), True
+        idx = _greedy_exchange_placement(O, cand, n, S, min_spacing)
         method = "greedy+exchange"
     positions = sorted(cand[i] for i in idx)
     res = observability(link, positions, n, reference)
