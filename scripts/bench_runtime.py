@@ -255,7 +255,8 @@ def run_baseline(root: str, n: int = 9, steps: int = 2000, repeats: int = 9) -> 
     """``--baseline <tree>``: the fused step of this tree against the one of another source tree (e.g. ``git worktree
     add /tmp/base HEAD`` before a change), each scripted and saved by a subprocess in its tree (same direction-model
     weights: seed 0), loaded here and timed alternately repeat by repeat (median µs per step, ratio this / baseline)
-    on the same stream; ``max_abs_diff`` of points, tip height and flags over it."""
+    on the same stream; ``max_abs_diff`` of points, tip height and flags over it; the same for one magnetic
+    correction (``correction_ratio``; ``correction_max_abs_diff`` of the bias state after the same fixes)."""
     import subprocess
     import tempfile
 
@@ -284,8 +285,23 @@ def run_baseline(root: str, n: int = 9, steps: int = 2000, repeats: int = 9) -> 
                 mod(clock[name], q[i % k], m[i % k], -1)
             times[name].append((time.thread_time() - t0) / steps * 1e6)
     med = {name: statistics.median(v) for name, v in times.items()}
+    # the magnetic correction (direction model + bias-model update), same fixes on both: time and state difference
+    db = torch.tensor([1e-5, -2e-5, 9e-5], dtype=torch.float64)
+    fix_times: dict = {name: [] for name in mods}
+    for _ in range(repeats):
+        for name, mod in mods.items():
+            t0 = time.thread_time()
+            for i in range(max(steps // 10, 1)):
+                clock[name] += 0.3
+                mod.correct(1 + i % n, db, clock[name])
+            fix_times[name].append((time.thread_time() - t0) / max(steps // 10, 1) * 1e6)
+    fix = {name: statistics.median(v) for name, v in fix_times.items()}
+    fix_diff = max(float((getattr(mods["baseline"], b) - getattr(mods["this"], b)).abs().max())
+                   for b in ("bias", "c_bias", "gain", "p_var", "rel_c"))
     return {"root": root, "baseline_fused_step_cpu_us": med["baseline"], "fused_step_cpu_us": med["this"],
-            "ratio": med["this"] / med["baseline"], "max_abs_diff": diff, "target_ratio_max": 1.05}
+            "ratio": med["this"] / med["baseline"], "max_abs_diff": diff, "target_ratio_max": 1.05,
+            "baseline_correction_cpu_us": fix["baseline"], "correction_cpu_us": fix["this"],
+            "correction_ratio": fix["this"] / fix["baseline"], "correction_max_abs_diff": fix_diff}
 
 
 def _side_by_side(calls: dict, steps: int, repeats: int) -> dict:

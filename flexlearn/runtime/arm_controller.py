@@ -76,8 +76,6 @@ Step cost (1 kHz, also on a Raspberry Pi 5): estimator and loads folded into a f
 arm_step`, ~15 kernels), the law on Python floats, outputs exact via :func:`~flexlearn.runtime.arm_step.exact_f64`
 (``torch.tensor(List[float])`` rounds through float32 in TorchScript); eager and scripted are bit-identical.
 """
-from __future__ import annotations
-
 import math
 from typing import Final, List, Optional, Tuple
 
@@ -130,8 +128,7 @@ def state_layout(n_modes_total: int) -> dict[str, list[int]]:
 class ArmController(nn.Module):
     """Scriptable IMU-fed controller of seed 000, eq. (45) (module docstring). Build with :meth:`build`."""
 
-    # fault bits as TorchScript constants (the module-level FAULT_* names; ``__constants__`` because this file's
-    # postponed annotations hide ``Final`` from the scripting)
+    # fault bits as TorchScript constants (the module-level FAULT_* names)
     # immutable settings too: inlined into the scripted code (no attribute look-ups in the 1 kHz step)
     __constants__ = ["LOST_FRAME", "NONFINITE", "SATURATED", "TORQUE_LIMIT", "BAD_TORQUE", "BAD_TIME",
                      "n_imus", "n_modes_total", "state_size", "t0", "duration", "a11", "a12", "a22", "gA1", "gB1",
@@ -145,6 +142,54 @@ class ArmController(nn.Module):
     TORQUE_LIMIT = FAULT_TORQUE_LIMIT
     BAD_TORQUE = FAULT_BAD_TORQUE
     BAD_TIME = FAULT_BAD_TIME
+    # buffers: gains and references, the last output, the lean step's maps (`lean_step_maps`), its work vectors
+    # and their fixed views (real annotations: this module does not postpone them, TorchScript reads them)
+    kp: Tensor
+    kd: Tensor
+    theta0: Tensor
+    thetaf: Tensor
+    tau_max: Tensor
+    hub: Tensor
+    EI: Tensor
+    last_out: Tensor
+    last_tau: Tensor
+    last_state: Tensor
+    trig_off: Tensor
+    trig_map: Tensor
+    cal: Tensor
+    gyr_count: Tensor
+    A: Tensor
+    a0: Tensor
+    Q: Tensor
+    KK: Tensor
+    init_off: Tensor
+    init_map: Tensor
+    W: Tensor
+    ranges: Tensor
+    work: Tensor
+    sines: Tensor
+    frame_in: Tensor
+    xz: Tensor
+    zY: Tensor
+    L: Tensor
+    L_f: Tensor
+    L_u1: Tensor
+    L_u2: Tensor
+    L_zY: Tensor
+    L_w: Tensor
+    L_fl: Tensor
+    f_c: Tensor
+    f_cy: Tensor
+    f_cz: Tensor
+    psi_m: Tensor
+    Y_out: Tensor
+    Y_e: Tensor
+    Y_sin: Tensor
+    Y_rate: Tensor
+    Y_mid: Tensor
+    Y_angle: Tensor
+    s_trig: Tensor
+    s_load: Tensor
 
     def __init__(self, estimator: FlexibleArmEstimator, cfg: ArmControllerConfig) -> None:
         super().__init__()

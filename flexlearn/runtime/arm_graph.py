@@ -45,6 +45,78 @@ class ArmControllerGraph(nn.Module):
     Built from ``controller`` in its current state (usually freshly built or reset); the source is not changed.
     """
 
+    # buffers: the lean step's maps (`_MAPS`), the controller's and the estimator's state
+    A: Tensor
+    a0: Tensor
+    Q: Tensor
+    KK: Tensor
+    W: Tensor
+    init_off: Tensor
+    init_map: Tensor
+    ranges: Tensor
+    last_tau: Tensor
+    last_state: Tensor
+    cal: Tensor
+    gyr_count: Tensor
+    filter_state: Tensor
+    trig: Tensor
+    initialized: Tensor
+    fault_count: Tensor
+    steps: Tensor
+    lp: Tensor
+    lp_init: Tensor
+    tau2_last: Tensor
+    cal_pending: Tensor
+    # settings copied from the controller (`_INTS`, `_FLOATS`)
+    n_imus: int
+    n_modes_total: int
+    state_size: int
+    k_u: int
+    k_u2: int
+    k_z: int
+    k_fl: int
+    k_lin: int
+    k_e: int
+    k_sin: int
+    t0: float
+    duration: float
+    a11: float
+    a12: float
+    a22: float
+    gA1: float
+    gB1: float
+    kA1: float
+    kB1: float
+    gB2: float
+    kB2: float
+    th00: float
+    th01: float
+    kp1: float
+    kp2: float
+    kd1: float
+    kd2: float
+    tmax1: float
+    tmax2: float
+    dt: float
+    EI1: float
+    EI2: float
+    ff1: float
+    ff2: float
+    ff21: float
+    L1: float
+    L2: float
+    lp_beta: float
+    c11: float
+    c12: float
+    c21: float
+    c22: float
+    cal_gate: float
+    d0: float
+    d1: float
+    compensate: bool
+    slope_correction: bool
+    use_load: bool
+
     def __init__(self, controller: ArmController) -> None:
         super().__init__()
         est = controller.estimator

@@ -26,8 +26,6 @@ arm with point payloads (rotary inertia of the payloads neglected; it is zero in
 Everything is linear in the specific forces (and in η for the coupling term), so :class:`LinkLoadModel`
 holds a few precomputed matrices; one evaluation is ~10 TorchScript ops.
 """
-from __future__ import annotations
-
 import math
 from typing import Sequence, Tuple
 
@@ -48,6 +46,13 @@ class LinkLoadModel(nn.Module):
     ``(moments (n,) Λ_i [N m], forces (2, n) [F_a; F_n] [N] in each link's base frame)``.
     IMUs ordered link by link (as :class:`~flexlearn.physics.modal.FlexibleArmEstimator`).
     """
+
+    # buffers (real annotations: this module does not postpone them, TorchScript reads them)
+    mom_n: Tensor
+    force: Tensor
+    coup: Tensor
+    link_sum: Tensor
+    cols: Tensor
 
     def __init__(self, mom_n: Tensor, force: Tensor, coup: Tensor, link_sum: Tensor) -> None:
         super().__init__()

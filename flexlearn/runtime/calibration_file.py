@@ -71,10 +71,10 @@ def check_calibration(cal: dict[str, Any], n_modules: int, model_fingerprint: Op
     if cal.get("n_modules") != n_modules:
         raise CalibrationFileError(f"{where}: field 'n_modules' = {cal.get('n_modules')!r}, but the robot has "
                                    f"{n_modules} receivers")
-    out = {}
+    out: dict[str, list] = {}
     for key, shape in _SHAPES.items():
         value = cal.get(key)
-        if _shape(value) != (n_modules, *shape):
+        if not isinstance(value, list) or _shape(value) != (n_modules, *shape):   # (a list: any expected shape)
             raise CalibrationFileError(f"{where}: field '{key}' has shape {_shape(value)}, expected "
                                        f"{(n_modules, *shape)}")
         if not _finite(value):

@@ -214,7 +214,7 @@ def _check_settings(cls: type, kwargs: Optional[Mapping[str, Any]], where: str, 
     import inspect
 
     kwargs = dict(kwargs or {})
-    allowed = set(inspect.signature(cls.__init__).parameters) - {"self", *reserved}
+    allowed = set(inspect.signature(cls).parameters) - {"self", *reserved}
     bad = sorted(set(kwargs) - allowed)
     if bad:
         raise BundleConfigError(f"config '{where}': unknown key(s) {bad}; allowed: {sorted(allowed)}")

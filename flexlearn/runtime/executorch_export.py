@@ -38,7 +38,7 @@ import json
 import re
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -48,6 +48,10 @@ from flexlearn.runtime.export import (METADATA_FILE, Artifact, _check_archive_ve
                                       _check_sample_inputs,
                                       archive_entries, load_program, program_artifact, read_verified, versions,
                                       write_artifacts)
+
+if TYPE_CHECKING:
+    from flexlearn.runtime.arm_controller import ArmController
+    from flexlearn.runtime.deploy import DeployBundle
 
 METADATA_METHOD = "metadata_json"
 PTE_SCHEMA = 1
@@ -96,7 +100,7 @@ def export_blockers(module: nn.Module, args: tuple) -> list[dict[str, Any]]:
         first = diagnose_export(module, args)
         first.pop("exportable", None)
         return [{**first, "draft_export": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}]
-    report = ep._report
+    report = ep._report  # type: ignore[attr-defined]  # set by draft_export, not in ExportedProgram's stubs
     # file names are interned once per process: those interned before this trace are not in the report's table
     names = {**{v: k for k, v in INTERN_TABLE.items()}, **report.str_to_filename}
     out: list[dict[str, Any]] = []
@@ -250,7 +254,7 @@ def load_program_set(path: str | Path, names: Sequence[str], *, trust_unverified
     data = read_verified(path, trust_unverified=trust_unverified)
     check_program_set_archive(data, path, names)
     contents = load_pt2(io.BytesIO(data))
-    modules = {name: contents.exported_programs[name].module() for name in names}
+    modules: dict[str, nn.Module] = {name: contents.exported_programs[name].module() for name in names}
     shared = dict(modules[names[0]].named_buffers())
     for module in modules.values():
         for fqn, _ in list(module.named_buffers()):
@@ -281,7 +285,7 @@ def export_direction_model(model: nn.Module, stem: str | Path, metadata: Optiona
     return write_artifacts(direction_model_artifacts(model, stem, metadata))
 
 
-def arm_controller_artifacts(controller: nn.Module, cfg: Any, stem: str | Path,
+def arm_controller_artifacts(controller: ArmController, cfg: Any, stem: str | Path,
                              extra: Optional[dict[str, Any]] = None) -> list[Artifact]:
     """``<stem>.pt2`` and ``<stem>.pte`` of `ArmControllerGraph` built from ``controller`` (an `ArmController`)
     and its ``cfg`` (`ArmControllerConfig`); metadata as `export_arm_controller` writes it, plus the signature."""
@@ -311,13 +315,13 @@ def arm_controller_artifacts(controller: nn.Module, cfg: Any, stem: str | Path,
             Artifact(stem.with_suffix(".pte"), pte, "executorch")]
 
 
-def export_arm_controller_graph(controller: nn.Module, cfg: Any, stem: str | Path,
+def export_arm_controller_graph(controller: ArmController, cfg: Any, stem: str | Path,
                                 extra: Optional[dict[str, Any]] = None) -> list[Path]:
     """Write ``<stem>.pt2`` and ``<stem>.pte`` of the controller step with their manifests (all or nothing)."""
     return write_artifacts(arm_controller_artifacts(controller, cfg, stem, extra))
 
 
-def _bundle_programs(bundle: nn.Module) -> dict[str, torch.export.ExportedProgram]:
+def _bundle_programs(bundle: DeployBundle) -> dict[str, torch.export.ExportedProgram]:
     """The three estimator methods of ``bundle`` (a `DeployBundle`) exported from one `FusedEstimatorGraph`."""
     from flexlearn.runtime.fusion_graph import FusedEstimatorGraph
 
@@ -331,7 +335,7 @@ def _bundle_programs(bundle: nn.Module) -> dict[str, torch.export.ExportedProgra
     return {name: export_program(MethodOf(graph, _GRAPH_METHODS[name]), args[name]) for name in BUNDLE_METHODS}
 
 
-def bundle_artifacts(bundle: nn.Module, stem: str | Path, metadata: Optional[dict[str, Any]] = None,
+def bundle_artifacts(bundle: DeployBundle, stem: str | Path, metadata: Optional[dict[str, Any]] = None,
                      calibration: Optional[dict[str, Any]] = None) -> list[Artifact]:
     """``<stem>.pt`` (the TorchScript bundle, `flexlearn.runtime.deploy.bundle_artifact`), ``<stem>.pt2`` (program
     set) and ``<stem>.pte`` of a `DeployBundle`, with the TorchScript bundle's metadata plus ``format`` and
@@ -356,7 +360,7 @@ def bundle_artifacts(bundle: nn.Module, stem: str | Path, metadata: Optional[dic
             Artifact(stem.with_suffix(".pte"), pte, "executorch")]
 
 
-def export_bundle_programs(bundle: nn.Module, stem: str | Path, metadata: Optional[dict[str, Any]] = None,
+def export_bundle_programs(bundle: DeployBundle, stem: str | Path, metadata: Optional[dict[str, Any]] = None,
                            calibration: Optional[dict[str, Any]] = None) -> list[Path]:
     """Write ``<stem>.pt``, ``<stem>.pt2`` and ``<stem>.pte`` of a `DeployBundle` with manifests (all or nothing)."""
     return write_artifacts(bundle_artifacts(bundle, stem, metadata, calibration))
@@ -436,6 +440,7 @@ def load_arm_controller_program(path: str | Path, *, trust_unverified: bool = Fa
                                 ) -> tuple[ArmControllerStepper, dict[str, Any]]:
     """An exported controller step (``.pt2`` or ``.pte``, by suffix) as an `ArmControllerStepper` + metadata."""
     path = Path(path)
+    step: Callable[..., Any]
     if path.suffix == ".pte":
         prog = load_pte(path, trust_unverified=trust_unverified)
         step, meta = prog.method("forward"), prog.metadata
@@ -456,11 +461,13 @@ def load_bundle_program(path: str | Path, *, trust_unverified: bool = False
     from flexlearn.runtime.deploy import BUNDLE_SCHEMA_VERSION, BundleSchemaError
 
     path = Path(path)
+    methods: dict[str, Callable[..., Any]]
     if path.suffix == ".pte":
         prog = load_pte(path, trust_unverified=trust_unverified)
         methods, meta = {name: prog.method(name) for name in BUNDLE_METHODS}, prog.metadata
     elif path.suffix == ".pt2":
-        methods, meta = load_program_set(path, BUNDLE_METHODS, trust_unverified=trust_unverified)
+        modules, meta = load_program_set(path, BUNDLE_METHODS, trust_unverified=trust_unverified)
+        methods = dict(modules)
     else:
         raise CheckpointError(f"bundle '{path}': expected a .pt2 or .pte bundle program")
     if meta.get("schema_version") != BUNDLE_SCHEMA_VERSION:

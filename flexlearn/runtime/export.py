@@ -178,7 +178,7 @@ def _hash_seed_independent() -> Iterator[None]:
         yield
     finally:
         if saved is None:
-            del recursive.set
+            delattr(recursive, "set")
         else:
             recursive.set = saved  # type: ignore[attr-defined]
 

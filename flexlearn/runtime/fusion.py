@@ -36,7 +36,9 @@ Equations (seed 002):
   of u (variance σ_m² / sin² tilt). Default "heading": one Kalman filter over module headings, drift rates per
   travel and receiver misalignments (`flexlearn.runtime.heading_filter`, which documents it). "heading_walk": one
   scalar random walk per joint, c_i = θ_i − θ_{i−1}, noise (κ Δφ)² per travel Δφ, θ_k = Σ_{m≤k} c_m, σ_m = 0.07.
-  Measured accuracy of each model: docs/raspberry_pi.md (`scripts/reproduce_seed002_table1.py`).
+  Each model is a submodule behind the `flexlearn.runtime.bias_models.BiasModel` interface (``bias_filter``), which
+  holds its update equations; the scripted estimator dispatches to it. Measured accuracy of each model:
+  docs/raspberry_pi.md (`scripts/reproduce_seed002_table1.py`).
 * III-B4: p_0 = 0, p_i = p_{i−1} + L û_i;  III-C: h = L Σ (1 + û_{i,z}).
 * III-B2 coil field: ΔB = mean of fresh coil-on samples (after ``settle``, bitwise-new conversions) − the latest
   confirmed coil-off baseline (mean of fresh coil-off samples before the pulse).
@@ -49,8 +51,6 @@ non-unit quaternions, silent modules (stale), repeated (stale) or saturated magn
 readings, out-of-order / duplicated timestamps (frame ignored), pulses with too few fresh samples or no baseline;
 a restarted or jumping master clock is detected and the time base resynchronised (`time_base`, CLOCK_RESYNC).
 """
-from __future__ import annotations
-
 import json
 import math
 from typing import Optional, Tuple
@@ -58,12 +58,14 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor, nn
 
-from flexlearn.lie import quat_to_matrix, rotation_between, so3_exp
+from flexlearn.lie import quat_to_matrix
+from flexlearn.runtime.bias_models import BIAS_STATE, BiasModel, build_bias_model
 from flexlearn.runtime.fusion_confidence import FixConfidence, build_confidence, quat_bend
-from flexlearn.runtime.fusion_flags import FLAG_BITS
+from flexlearn.runtime.fusion_flags import (BAD_MAG, BAD_QUAT, CLOCK_RESYNC, FLAG_BITS, LOW_CONFIDENCE, MAG_REJECTED,
+                                            NO_FIX, NO_REFERENCE, REPEATED_MAG, STALE_QUAT, TIME_ORDER)
 from flexlearn.runtime.fusion_options import BIAS_MODELS, FUSION, HEADING_DRIFT_PER_TRAVEL, MAG_ONLY, MODES, QUAT_ONLY
 from flexlearn.runtime.fusion_options import mag_chain, resolve_options
-from flexlearn.runtime.heading_filter import HeadingDriftFilter, heading_angle
+from flexlearn.runtime.heading_filter import HeadingDriftFilter
 from flexlearn.runtime.quat_quadratic import quadratic_map, reference_rows
 from flexlearn.runtime.time_base import RESYNC_FLAG_S, TimeBase
 
@@ -107,30 +109,82 @@ class FusedEstimator(nn.Module):
     Inputs are float64 tensors (other dtypes are converted); quaternions (w, x, y, z) with R(q) body → world.
     """
 
-    # flag bits (`fusion_flags`) and modes as TorchScript constants (set in __init__), inlined into the scripted code
+    # flag bits (`fusion_flags`) and modes: TorchScript constants, inlined into the scripted code
     __constants__ = list(FLAG_BITS) + ["FUSION", "QUAT_ONLY", "MAG_ONLY"]
-    __annotations__ = {"confidence": FixConfidence}   # an interface-typed submodule (a class, not a string)
+    BAD_QUAT, STALE_QUAT, BAD_MAG, REPEATED_MAG, TIME_ORDER = BAD_QUAT, STALE_QUAT, BAD_MAG, REPEATED_MAG, TIME_ORDER
+    MAG_REJECTED, NO_FIX, NO_REFERENCE, CLOCK_RESYNC = MAG_REJECTED, NO_FIX, NO_REFERENCE, CLOCK_RESYNC
+    LOW_CONFIDENCE, FUSION, QUAT_ONLY, MAG_ONLY = LOW_CONFIDENCE, FUSION, QUAT_ONLY, MAG_ONLY
+    # submodules behind interfaces (real types: this module does not postpone annotations, TorchScript reads them)
+    confidence: FixConfidence
+    bias_filter: BiasModel
+    # buffers (registered in the `_init_*` helpers)
+    aw: Tensor
+    e: Tensor
+    flip: Tensor
+    q_ref: Tensor
+    v_ref: Tensor
+    r0t: Tensor
+    theta_applied: Tensor
+    axis: Tensor
+    rel_c: Tensor
+    travel: Tensor
+    travel_fix: Tensor
+    has_ref: Tensor
+    q_last: Tensor
+    q_time: Tensor
+    q_on: Tensor
+    bias: Tensor
+    c_bias: Tensor
+    p_var: Tensor
+    t_p: Tensor
+    d_rel: Tensor
+    u_hat: Tensor
+    points: Tensor
+    height: Tensor
+    flags: Tensor
+    tmap: Tensor
+    gain: Tensor
+    chain: Tensor
+    no_fix_mask: Tensor
+    zeros3: Tensor
+    static_flags: Tensor
+    base_flags: Tensor
+    bad_now: Tensor
+    nofix_flags: Tensor
+    prev_raw: Tensor
+    off_sum: Tensor
+    off_cnt: Tensor
+    base: Tensor
+    base_ok: Tensor
+    on_sum: Tensor
+    on_cnt: Tensor
+    mag_flags: Tensor
+    t_fix: Tensor
+    n_fixes: Tensor
+    last_um: Tensor
+    last_db: Tensor
+    last_target: Tensor
+    last_sigma_m: Tensor
+    n_low_confidence: Tensor
+    eye_n: Tensor
 
     def __init__(self, model: nn.Module, n_segments: int = 9, length: float = 0.029,
                  sigma_b: Optional[float] = None,
                  sigma_m: Optional[float] = None, p0: float = 3e-4, twist_damping: float = 0.02, settle: float = 0.010,
                  min_fresh: int = 2, full_scale: float = 1.3e-3, stale_after: float = 0.5, fix_timeout: float = 10.0,
-                 soft_iron: Tensor | None = None, alignment: Tensor | None = None, mode: str = "fusion",
+                 soft_iron: Optional[Tensor] = None, alignment: Optional[Tensor] = None, mode: str = "fusion",
                  reference: str = "body", innovation: str = "seed", travel_noise: Optional[float] = None,
                  bias_model: str = "heading", gate: float = 3.0,
                  sigma_align: float = math.sqrt(2.0) * math.radians(1.0), clock_jump: float = 2.0,
                  clock_confirm: int = 3, confidence: Optional[dict] = None) -> None:
-        """Arguments: see the class docstring. Over 80 lines on purpose: TorchScript needs every attribute and
-        buffer assigned here, so this is the one list of the estimator's state; checks live in fusion_options."""
+        """Arguments: see the class docstring; the string options are checked in `fusion_options`. The state is set
+        up by the `_init_*` helpers (TorchScript takes every attribute and buffer the instance has once built)."""
         super().__init__()
         sigma_b, sigma_m, travel_noise = resolve_options(n_segments, mode, reference, innovation, bias_model,
                                                          sigma_b, sigma_m, travel_noise)
-        for name, bit in {**FLAG_BITS, "FUSION": FUSION, "QUAT_ONLY": QUAT_ONLY, "MAG_ONLY": MAG_ONLY}.items():
-            setattr(self, name, bit)  # the __constants__
         n = int(n_segments)
-        f64 = torch.float64
         self.model, self.n, self.length = model, n, float(length)
-        heading = bias_model != "rotation"
+        # configuration (also the bundle's metadata, `flexlearn.runtime.deploy`)
         self.sigma_b2, self.sigma_m2 = sigma_b ** 2, sigma_m ** 2
         self.confidence = build_confidence(confidence, self.sigma_m2)
         self.confidence_json = json.dumps(confidence and dict(confidence), sort_keys=True)  # bundle metadata
@@ -140,6 +194,29 @@ class FusedEstimator(nn.Module):
         self.min_fresh, self.full_scale = int(min_fresh), float(full_scale)
         self.stale_after, self.fix_timeout = float(stale_after), float(fix_timeout)
         self.mode = MODES[mode]
+        self.body_ref = reference == "body"
+        self.travel_noise, self.bias_model = float(travel_noise), bias_model
+        self.gate, self.sigma_align = float(gate), float(sigma_align)
+        self._init_attitude_state(n, soft_iron, alignment)
+        self._init_magnetometer_state(n, float(sigma_m))
+        # bias model (`bias_models`): it updates the bias state above in place; "heading" runs the filter ``hf``
+        self.hf = HeadingDriftFilter(n, float(p0), self.travel_noise if bias_model == "heading" else 0.0,
+                                     float(sigma_b), float(gate), float(sigma_align))
+        self.bias_filter = build_bias_model(bias_model, {name: getattr(self, name) for name in BIAS_STATE}, self.hf,
+                                            self.sigma_b2, self.travel_noise, self.twist_damping, innovation == "seed")
+        # master clock → estimator time τ = t + t_off (one shared offset; streams 0: attitude, 1: magnetometer)
+        self.clock = TimeBase(2, float(clock_jump), int(clock_confirm))
+        self.t_off = 0.0
+        self.max_gap = float(clock_jump)
+        self.resync_until = -1e300                                           # CLOCK_RESYNC shown until then
+        self.resync_flag_s = RESYNC_FLAG_S
+        self.set_reference(self.q_ref.clone())
+        self.static_flags.fill_(self.NO_REFERENCE)                                   # until set_reference
+        self.base_flags = self.static_flags.clone()
+
+    def _init_attitude_state(self, n: int, soft_iron: Optional[Tensor], alignment: Optional[Tensor]) -> None:
+        """Calibration, references, bias state, attitude outputs and flags of N segments (see the buffers' notes)."""
+        f64 = torch.float64
         eye = torch.eye(3, dtype=f64)
         w = eye.expand(n, 3, 3) if soft_iron is None else soft_iron.to(f64).reshape(n, 3, 3)
         a = eye.expand(n, 3, 3) if alignment is None else alignment.to(f64).reshape(n, 3, 3)
@@ -150,16 +227,6 @@ class FusedEstimator(nn.Module):
         self.register_buffer("q_ref", torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=f64).repeat(n + 1, 1))
         self.register_buffer("v_ref", self.e.repeat(n + 1, 1))               # R(q⁰)ᵀ e ("world") or e ("body")
         self.register_buffer("r0t", torch.eye(3, dtype=f64).repeat(n + 1, 1, 1))   # R(q⁰)ᵀ per module
-        self.body_ref = reference == "body"
-        self.seed_innovation = innovation == "seed"
-        self.travel_noise = float(travel_noise)
-        self.heading_bias = heading
-        self.drift_rate = bias_model == "heading"
-        self.bias_model = bias_model
-        self.gate = float(gate)
-        self.hf = HeadingDriftFilter(n, float(p0), self.travel_noise if self.drift_rate else 0.0, float(sigma_b),
-                                     float(gate), float(sigma_align))
-        self.sigma_align = float(sigma_align)
         self.register_buffer("theta_applied", torch.zeros(n, dtype=f64))  # θ in the current gains [rad]
         self.register_buffer("axis", torch.tensor([0.0, 0.0, 1.0], dtype=f64).repeat(n + 1, 1))  # drift axes
         self.register_buffer("rel_c", torch.zeros(n, dtype=f64))           # heading: joint corrections [rad]
@@ -171,7 +238,7 @@ class FusedEstimator(nn.Module):
         self.register_buffer("q_on", self.q_ref.clone())                    # snapshot at coil activation
         self.register_buffer("bias", torch.zeros(n, 3, dtype=f64))
         self.register_buffer("c_bias", eye.repeat(n, 1, 1))                 # exp([b_i]×)
-        self.register_buffer("p_var", torch.full((n,), float(p0), dtype=f64))   # P_i = p_i I at time t_p
+        self.register_buffer("p_var", torch.full((n,), self.p0, dtype=f64))   # P_i = p_i I at time t_p
         self.register_buffer("t_p", torch.full((n,), 1e300, dtype=f64))
         self.register_buffer("d_rel", self.e.repeat(n, 1))                  # MAG_ONLY: latest relative directions
         self.register_buffer("u_hat", self.e.repeat(n, 1))
@@ -180,7 +247,7 @@ class FusedEstimator(nn.Module):
         self.register_buffer("flags", torch.zeros(n, dtype=torch.int64))
         self.register_buffer("tmap", torch.zeros(n + 1, 3, 16, dtype=f64))  # q ↦ R(q) v_k per module k
         self.register_buffer("gain", torch.zeros(n + 1, 3, 16, dtype=f64))  # C_k T_k (C_0 = I)
-        chain = torch.tril(torch.ones(n + 1, n + 1, dtype=f64)) * float(length)
+        chain = torch.tril(torch.ones(n + 1, n + 1, dtype=f64)) * self.length
         chain[:, 0] = 0.0                                                      # the base module adds no segment
         self.register_buffer("chain", chain)                                 # points = chain @ û
         self.register_buffer("no_fix_mask", torch.zeros(n, dtype=torch.bool))
@@ -194,7 +261,10 @@ class FusedEstimator(nn.Module):
         self.nofix_next = -1e300
         self.nofix_any = False
         self.register_buffer("nofix_flags", torch.zeros(n, dtype=torch.int64))
-        # magnetometer / coil-burst state (receiver j = segment j + 1, its parent coil = module j)
+
+    def _init_magnetometer_state(self, n: int, sigma_m: float) -> None:
+        """Magnetometer / coil-burst state (receiver j = segment j + 1, its parent coil = module j) and fix records."""
+        f64 = torch.float64
         self.register_buffer("prev_raw", torch.full((n, 3), float("nan"), dtype=f64))
         self.register_buffer("off_sum", torch.zeros(n, 3, dtype=f64))
         self.register_buffer("off_cnt", torch.zeros(n, dtype=f64))
@@ -208,21 +278,12 @@ class FusedEstimator(nn.Module):
         self.register_buffer("last_um", torch.full((n, 3), float("nan"), dtype=f64))
         self.register_buffer("last_db", torch.full((n, 3), float("nan"), dtype=f64))
         self.register_buffer("last_target", torch.full((n, 3), float("nan"), dtype=f64))
-        self.register_buffer("last_sigma_m", torch.full((n,), float(sigma_m), dtype=f64))  # per-fix σ_m [rad]
+        self.register_buffer("last_sigma_m", torch.full((n,), sigma_m, dtype=f64))  # per-fix σ_m [rad]
         self.register_buffer("n_low_confidence", torch.zeros(n, dtype=torch.int64))       # fixes it rejected
         self.register_buffer("eye_n", torch.eye(n, dtype=torch.bool))
         self.mag_flagged = False
         self.coil = -1
         self.t_switch, self.t_mag = -1e300, -1e300
-        # master clock → estimator time τ = t + t_off (one shared offset; streams 0: attitude, 1: magnetometer)
-        self.clock = TimeBase(2, float(clock_jump), int(clock_confirm))
-        self.t_off = 0.0
-        self.max_gap = float(clock_jump)
-        self.resync_until = -1e300                                           # CLOCK_RESYNC shown until then
-        self.resync_flag_s = RESYNC_FLAG_S
-        self.set_reference(self.q_ref.clone())
-        self.static_flags.fill_(self.NO_REFERENCE)                                   # until set_reference
-        self.base_flags = self.static_flags.clone()
 
     # ------------------------------------------------------------------------------------------ setup
     @torch.jit.export
@@ -467,8 +528,8 @@ class FusedEstimator(nn.Module):
 
         Uses the module quaternions snapshotted at coil activation. Returns False (state unchanged) when the
         prediction is not a usable direction (not finite, or shorter than 0.5: the direction model returns
-        exactly zero for "no direction") or ΔB is zero, and when the "heading" model's gate rejects the fix (its drift
-        prediction is still applied).
+        exactly zero for "no direction") or ΔB is zero, and when the bias model rejects the fix (`bias_models`: the
+        "heading" model's χ² gate; its drift prediction is still applied).
         """
         j = i - 1
         db = delta_b.to(torch.float64)
@@ -498,101 +559,9 @@ class FusedEstimator(nn.Module):
         self.last_target[j] = torch.matmul(r_par.transpose(0, 1), uq)   # R_{i−1}ᵀ u_i^q at this fix
         if self.mode == self.QUAT_ONLY:
             return True
-        # process noise: P ← P + σ_b² Δt (lazy) + (κ Δφ)² for the angular travel Δφ since the last fix
-        # (heading model: a joint state is the difference of two modules' drifts, so both modules' noise adds)
-        two = 2.0 if self.heading_bias and j > 0 else 1.0
-        p = self.p_var[j] + two * self.sigma_b2 * max(t - float(self.t_p[j]), 0.0)
         dtr = self.travel[j:i + 1].flip(0) - self.travel_fix[j]             # (child, parent) travel [rad]
         self.travel_fix[j] = self.travel[j:i + 1].flip(0)
-        if self.drift_rate:
-            return self._correct_heading_rate(j, uq, um, r_par, t)
-        if self.travel_noise > 0.0:
-            p = p + (self.travel_noise * dtr[0]) ** 2
-            if self.heading_bias and j > 0:
-                p = p + (self.travel_noise * dtr[1]) ** 2
-        if self.heading_bias:
-            return self._correct_heading(j, uq, um, float(p), t)
-        b = self.bias[j]
-        if self.seed_innovation:
-            y = rotation_between(uq, um) - b                 # seed III-B4 (implicitly damps b along u^q by K)
-        else:
-            y = rotation_between(torch.matmul(self.c_bias[j], uq), um)   # observable part only: Log(û → u^m)
-        k = p / (p + self.fix_sigma_m2)
-        b = b + k * y
-        b = b - self.twist_damping * torch.dot(b, uq) * uq
-        if not bool(torch.isfinite(b).all()):
-            return False
-        self.bias[j] = b
-        self.p_var[j] = (1.0 - k) * p
-        self.t_p[j] = t
-        self.c_bias[j] = so3_exp(b)
-        self.gain[i] = torch.matmul(self.c_bias[j], self.tmap[i])
-        return True
-
-    def _correct_heading(self, j: int, uq: Tensor, um: Tensor, p: float, t: float) -> bool:
-        """Heading bias model: joint j + 1's fix measures the heading of module j + 1 relative to module j.
-
-        A game rotation vector's tilt is gravity-referenced, so its drift is a rotation ψ_k about the vertical a_k
-        of module k. The fix measures ψ_{j+1} − ψ_j (the parent rotation converts the relative direction), seen
-        through the horizontal part of u (|u_h| = sin tilt): y = signed angle about a from Ĉ u^q to u^m,
-        variance σ_m² / (|Ĉu^q_h| |u^m_h|). Scalar Kalman update of the joint's correction c_j ← c_j + K y; the
-        module corrections are the cumulative sums C_k = exp(Σ_{m≤k} c_m [a_k]×), so a parent's correction
-        carries its children along (their fixes were relative to it). Tilt components of y are ignored.
-        """
-        i = j + 1
-        y, s2 = heading_angle(torch.matmul(self.c_bias[j], uq), um, self.axis[i])
-        self.p_var[j] = p
-        self.t_p[j] = t
-        if s2 < 1e-3:                                       # segment near vertical: heading unobservable
-            return True
-        k = p / (p + self.fix_sigma_m2 / s2)
-        c = self.rel_c[j] + k * y
-        if not bool(torch.isfinite(c)):
-            return False
-        self.rel_c[j] = c
-        self.p_var[j] = (1.0 - k) * p
-        cum = torch.cumsum(self.rel_c, 0)
-        for m in range(j, self.n):
-            w = cum[m] * self.axis[m + 1]
-            self.bias[m] = w
-            self.c_bias[m] = so3_exp(w)
-            self.gain[m + 1] = torch.matmul(self.c_bias[m], self.tmap[m + 1])
-        return True
-
-    def _correct_heading_rate(self, j: int, uq: Tensor, um: Tensor, r_par: Tensor, t: float) -> bool:
-        """Default heading model: module headings and drift rates in one Kalman filter (`HeadingDriftFilter`).
-
-        Predicts every module's θ to t from its travel, then updates with joint j + 1's relative heading: y is the
-        signed angle about a from Ĉ_{j+1} u^q to u^m (both built with the θ in the current gains), moved to the
-        predicted state, white variance σ_m² / (|Ĉu^q_h| |u^m_h|), misalignment weights w = R̂_parᵀ (u^m × t̂) / s;
-        near vertical (product < 1e-3) only the prediction is applied. All modules' gains are refreshed (a fix moves correlated neighbours and the drift rates).
-        Returns False when the χ² gate rejects the fix (flagged MAG_REJECTED by the caller).
-        """
-        i = j + 1
-        self.hf.predict(self.travel[1:], t)
-        dth = self.hf.theta() - self.theta_applied
-        a = self.axis[i]
-        y, s2 = heading_angle(torch.matmul(self.c_bias[j], uq), um, a)
-        ok = True
-        if s2 >= 1e-3:
-            y = y - float(dth[j]) + (float(dth[j - 1]) if j > 0 else 0.0)
-            that = torch.linalg.cross(a, um)
-            that = that / torch.linalg.vector_norm(that).clamp_min(1e-12)
-            w = torch.matmul(r_par.transpose(0, 1), torch.linalg.cross(um, that)) / math.sqrt(s2)
-            ok = self.hf.update(j, y, self.fix_sigma_m2 / s2, w)
-        th = self.hf.theta()
-        if not bool(torch.isfinite(th).all()):
-            self.hf.reset()
-            return False
-        self.theta_applied.copy_(th)
-        self.rel_c.copy_(th - torch.cat([torch.zeros(1, dtype=torch.float64), th[:-1]]))
-        self.p_var[j] = self.hf.p[j, j]
-        self.t_p[j] = t
-        w = th.unsqueeze(-1) * self.axis[1:]
-        self.bias.copy_(w)
-        self.c_bias.copy_(so3_exp(w))
-        self.gain[1:] = torch.matmul(self.c_bias, self.tmap[1:])
-        return ok
+        return self.bias_filter.correct(j, uq, um, r_par, dtr, t, self.fix_sigma_m2)   # `bias_models`
 
     def forward(self, t: float, quats: Tensor, mags: Tensor, coil: int) -> Tuple[Tensor, Tensor, Tensor]:
         """One fused step: magnetometer round then attitude sweep at time t (see `magnetometer`, `attitude`)."""

@@ -1,3 +1,5 @@
+# mypy: disable-error-code="empty-body"
+# (a TorchScript interface method is declared with a bare `pass` body, and TorchScript reads `# type:` comments)
 """Per-fix magnetic noise σ_m and rejection for the fused estimator (`flexlearn.runtime.fusion`), torch only.
 
 The fused estimator's magnetic update weighs a fix by the direction noise σ_m (seed 002, III-B4: K = P(P + σ_m²)⁻¹).
@@ -25,7 +27,7 @@ estimator (and the bundle on the Pi) calls whichever one it was built with:
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Mapping, Optional, Tuple, cast
 
 import torch
 from torch import Tensor, nn
@@ -111,11 +113,12 @@ def confidence_error(settings: Any) -> Optional[str]:
     return None
 
 
-def build_confidence(settings: Optional[Mapping[str, Any]], sigma_m2: float) -> nn.Module:
-    """The confidence submodule for ``settings`` (None: `ConstantConfidence`); ValueError names a bad key."""
+def build_confidence(settings: Optional[Mapping[str, Any]], sigma_m2: float) -> FixConfidence:
+    """The confidence submodule for ``settings`` (None: `ConstantConfidence`); ValueError names a bad key. Typed as
+    the interface it implements (TorchScript checks the methods when the estimator is scripted)."""
     err = confidence_error(settings)
     if err is not None:
         raise ValueError(f"confidence: {err}")
     if settings is None or settings["kind"] == "constant":
-        return ConstantConfidence(sigma_m2)
-    return BendConfidence(sigma_m2, **{k: v for k, v in settings.items() if k != "kind"})
+        return cast(FixConfidence, ConstantConfidence(sigma_m2))
+    return cast(FixConfidence, BendConfidence(sigma_m2, **{k: v for k, v in settings.items() if k != "kind"}))

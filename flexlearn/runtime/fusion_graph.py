@@ -51,6 +51,98 @@ def _s(x: object, dtype: torch.dtype) -> Tensor:
 class FusedEstimatorGraph(nn.Module):
     """Branch-free twin of a default-configured `FusedEstimator` (module docstring); build with `from_estimator`."""
 
+    # buffers: the estimator's state (`_BUFFERS`, `_SCALARS` as 0-d tensors), the heading filter's and the time
+    # base's (prefixed ``hf_``, ``tb_``) and the pending correction
+    aw: Tensor
+    e: Tensor
+    flip: Tensor
+    q_ref: Tensor
+    v_ref: Tensor
+    r0t: Tensor
+    theta_applied: Tensor
+    axis: Tensor
+    rel_c: Tensor
+    travel: Tensor
+    travel_fix: Tensor
+    has_ref: Tensor
+    q_last: Tensor
+    q_time: Tensor
+    q_on: Tensor
+    bias: Tensor
+    c_bias: Tensor
+    p_var: Tensor
+    t_p: Tensor
+    u_hat: Tensor
+    points: Tensor
+    height: Tensor
+    flags: Tensor
+    tmap: Tensor
+    gain: Tensor
+    chain: Tensor
+    static_flags: Tensor
+    base_flags: Tensor
+    bad_now: Tensor
+    nofix_flags: Tensor
+    prev_raw: Tensor
+    off_sum: Tensor
+    off_cnt: Tensor
+    base: Tensor
+    base_ok: Tensor
+    on_sum: Tensor
+    on_cnt: Tensor
+    mag_flags: Tensor
+    t_fix: Tensor
+    n_fixes: Tensor
+    eye_n: Tensor
+    t_att: Tensor
+    t_all_ok: Tensor
+    nofix_next: Tensor
+    nofix_any: Tensor
+    mag_flagged: Tensor
+    coil: Tensor
+    t_switch: Tensor
+    t_mag: Tensor
+    t_off: Tensor
+    resync_until: Tensor
+    hf_x: Tensor
+    hf_p: Tensor
+    hf_travel_ref: Tensor
+    hf_eye: Tensor
+    hf_last_nis: Tensor
+    hf_rejected: Tensor
+    hf_t_ref: Tensor
+    tb_offset: Tensor
+    tb_resyncs: Tensor
+    tb_t_resync: Tensor
+    tb_cand_first: Tensor
+    tb_cand_prev: Tensor
+    tb_cand_last: Tensor
+    tb_cand_n: Tensor
+    ar3: Tensor
+    pending: Tensor
+    pend_j: Tensor
+    pend_t: Tensor
+    pend_db: Tensor
+    pend_q_on: Tensor
+    pend_travel: Tensor
+    tmap_e: Tensor
+    # settings copied from the estimator
+    sigma_m2: float
+    p0: float
+    settle: float
+    full_scale: float
+    stale_after: float
+    fix_timeout: float
+    max_gap: float
+    resync_flag_s: float
+    hf_kappa2: float
+    hf_sigma_b2: float
+    hf_sigma_align2: float
+    hf_gate2: float
+    tb_max_gap: float
+    min_fresh: int
+    confirm: int
+
     def __init__(self, est: FusedEstimator) -> None:
         super().__init__()
         bad = [k for k, ok in (("mode", est.mode == FUSION), ("bias_model", est.bias_model == "heading"),
@@ -69,7 +161,7 @@ class FusedEstimatorGraph(nn.Module):
         hf, tb = est.hf, est.clock
         for name in ("x", "p", "travel_ref", "eye", "last_nis", "rejected"):
             self.register_buffer("hf_" + name, getattr(hf, name).detach().clone())
-        self.register_buffer("hf_t_ref", _s(hf.t_ref, F64))
+        self.register_buffer("hf_t_ref", hf.t_ref.detach().clone())
         self.register_buffer("tb_offset", _s(tb.offset, F64))
         self.register_buffer("tb_resyncs", _s(tb.resyncs, torch.int64))
         self.register_buffer("tb_t_resync", _s(tb.t_resync, F64))

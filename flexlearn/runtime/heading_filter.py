@@ -23,8 +23,6 @@ Scalar update with h = e_{j+1} − e_j + w on δ_j, S = hᵀPh + r, K = Ph / S. 
 rejected as an outlier unless the joint's previous fix was rejected too (a persistent large innovation is a
 change the model did not foresee, and refusing it for ever would let the filter diverge). Cost: a few (2N × 2N) products, once per coil pulse (300 ms), none per attitude frame.
 """
-from __future__ import annotations
-
 import math
 from typing import Tuple
 
@@ -52,6 +50,15 @@ class HeadingDriftFilter(nn.Module):
         sigma_align: prior std σ_δ of each receiver's residual misalignment per axis [rad] (0: not estimated).
     """
 
+    # buffers (real annotations: this module does not postpone them, TorchScript reads them)
+    x: Tensor
+    p: Tensor
+    travel_ref: Tensor
+    eye: Tensor
+    last_nis: Tensor
+    rejected: Tensor
+    t_ref: Tensor
+
     def __init__(self, n: int, p0: float, kappa: float, sigma_b: float, gate: float = 3.0,
                  sigma_align: float = 0.0) -> None:
         super().__init__()
@@ -70,8 +77,16 @@ class HeadingDriftFilter(nn.Module):
         self.register_buffer("eye", torch.eye(5 * n, dtype=f64))
         self.register_buffer("last_nis", torch.zeros(n, dtype=f64))     # y² / S of each joint's latest fix
         self.register_buffer("rejected", torch.zeros(n, dtype=torch.int64))  # consecutive gated fixes per joint
-        self.t_ref = -1e300
+        self.register_buffer("t_ref", torch.full((), -1e300, dtype=f64))  # time of the last prediction [s]
         self.reset()
+
+    def share_state(self, other: "HeadingDriftFilter") -> None:
+        """Take ``other``'s settings and its state tensors themselves (not copies): the two are then one filter
+        (used by `flexlearn.runtime.bias_models.HeadingRateBias`, which runs the estimator's filter)."""
+        self.n, self.p0, self.kappa2, self.sigma_b2 = other.n, other.p0, other.kappa2, other.sigma_b2
+        self.sigma_align2, self.gate2 = other.sigma_align2, other.gate2
+        for name in ("x", "p", "travel_ref", "eye", "last_nis", "rejected", "t_ref"):
+            self.register_buffer(name, getattr(other, name))
 
     @torch.jit.export
     def reset(self) -> None:
@@ -85,7 +100,7 @@ class HeadingDriftFilter(nn.Module):
         self.travel_ref.zero_()
         self.last_nis.zero_()
         self.rejected.zero_()
-        self.t_ref = -1e300
+        self.t_ref.fill_(-1e300)
 
     @torch.jit.export
     def theta(self) -> Tensor:
@@ -98,8 +113,9 @@ class HeadingDriftFilter(nn.Module):
         n = self.n
         dphi = (travel - self.travel_ref).clamp_min(0.0)
         self.travel_ref.copy_(travel)
-        dt = max(t - self.t_ref, 0.0) if self.t_ref > -1e299 else 0.0
-        self.t_ref = t
+        t_ref = float(self.t_ref)
+        dt = max(t - t_ref, 0.0) if t_ref > -1e299 else 0.0
+        self.t_ref.fill_(t)
         f = self.eye.clone()
         f[:n, n:2 * n] = torch.diag(dphi)
         self.x.copy_(torch.matmul(f, self.x))

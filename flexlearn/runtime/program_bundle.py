@@ -41,11 +41,11 @@ def _sibling(name: str) -> Any:
         if key in sys.modules:
             return sys.modules[key]
         path = Path(__file__).resolve().parent / f"{name}.py"
-        if not path.is_file():
+        spec = importlib.util.spec_from_file_location(key, path) if path.is_file() else None
+        if spec is None or spec.loader is None:
             raise
-        spec = importlib.util.spec_from_file_location(key, path)
         mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)  # type: ignore[union-attr]
+        spec.loader.exec_module(mod)
         sys.modules[key] = mod
         return mod
 

@@ -11,13 +11,16 @@ The scenarios themselves are in `flexlearn.sim.shape_scenarios`.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 import torch
 
 from flexlearn.sim.numpy_lie import single_torch_thread
 from flexlearn.sim.robot import E, RobotConfig, RobotRecording, rig_pairs
+
+if TYPE_CHECKING:
+    from flexlearn.runtime.fusion import FusedEstimator
 
 METHODS = ("fusion", "fusion_heading_walk", "fusion_rotation", "mag_only", "quat_only", "accel_quat", "accel_only")
 
@@ -68,7 +71,7 @@ def soft_iron(rec: RobotRecording) -> torch.Tensor:
 
 def build_estimator(rec: RobotRecording, model: torch.nn.Module, mode: str = "fusion", script: bool = True,
                     align_window: float = 0.0, alignment: Optional[torch.Tensor] = None,
-                    **kwargs: Any) -> torch.nn.Module:
+                    **kwargs: Any) -> FusedEstimator | torch.jit.ScriptModule:
     """A `FusedEstimator` for ``rec``: soft iron W from `fit_ellipsoid` on each receiver's calibration data.
 
     Receiver alignments A_i (seed 002, III-B3): ``alignment`` (N, 3, 3) as given (e.g. `alignment_from_window` on
@@ -116,7 +119,7 @@ def alignment_from_window(rec: RobotRecording, model: torch.nn.Module, w: torch.
     return out
 
 
-def replay(rec: RobotRecording, est: torch.nn.Module) -> np.ndarray:
+def replay(rec: RobotRecording, est: FusedEstimator | torch.jit.ScriptModule) -> np.ndarray:
     """Run the recording through an estimator; estimated pivots (K, N+1, 3) [m] at the attitude sweeps."""
     est.set_reference(torch.from_numpy(rec.quats[0]))
     out = np.zeros_like(rec.points)
