@@ -105,8 +105,8 @@ class RotationBias(_SharedBiasState):
         if not bool(torch.isfinite(b).all()):
             return False
         self.bias[j] = b
-        self.p_var[j] = (1.0 - k) * p
-        self.t_p[j] = t
+        self.p_var[j].fill_((1.0 - k) * p)
+        self.t_p[j].fill_(t)
         self.c_bias[j] = so3_exp(b)
         self.gain[j + 1] = torch.matmul(self.c_bias[j], self.tmap[j + 1])
         return True
@@ -126,8 +126,8 @@ class HeadingWalkBias(_SharedBiasState):
     def correct(self, j: int, uq: Tensor, um: Tensor, r_par: Tensor, dtr: Tensor, t: float, sigma_m2: float) -> bool:
         p = float(self._variance(j, dtr, t, j > 0))
         y, s2 = heading_angle(torch.matmul(self.c_bias[j], uq), um, self.axis[j + 1])
-        self.p_var[j] = p
-        self.t_p[j] = t
+        self.p_var[j].fill_(p)
+        self.t_p[j].fill_(t)
         if s2 < 1e-3:                                       # segment near vertical: heading unobservable
             return True
         k = p / (p + sigma_m2 / s2)
@@ -135,7 +135,7 @@ class HeadingWalkBias(_SharedBiasState):
         if not bool(torch.isfinite(c)):
             return False
         self.rel_c[j] = c
-        self.p_var[j] = (1.0 - k) * p
+        self.p_var[j].fill_((1.0 - k) * p)
         cum = torch.cumsum(self.rel_c, 0)
         for m in range(j, self.n):
             w = cum[m] * self.axis[m + 1]
@@ -192,7 +192,7 @@ class HeadingRateBias(HeadingDriftFilter):
         self.theta_applied.copy_(th)
         self.rel_c.copy_(th - torch.cat([torch.zeros(1, dtype=torch.float64), th[:-1]]))
         self.p_var[j] = self.p[j, j]
-        self.t_p[j] = t
+        self.t_p[j].fill_(t)
         w = th.unsqueeze(-1) * self.axis[1:]
         self.bias.copy_(w)
         self.c_bias.copy_(so3_exp(w))

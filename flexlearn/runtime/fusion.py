@@ -517,7 +517,7 @@ class FusedEstimator(nn.Module):
             r_par = self._relative(j) if j == 0 else torch.matmul(self.c_bias[j - 1], self._relative(j))
             bq = quat_bend(r_par, torch.matmul(self.c_bias[j], torch.matmul(self._relative(j + 1), self.e)), self.e)
         self.fix_sigma_m2, reject = self.confidence(x, f, bq)
-        self.last_sigma_m[j] = math.sqrt(self.fix_sigma_m2)
+        self.last_sigma_m[j].fill_(math.sqrt(self.fix_sigma_m2))
         self.conf_flag = self.LOW_CONFIDENCE if reject else 0
         self.n_low_confidence[j] += int(reject)
         return not reject
@@ -543,7 +543,7 @@ class FusedEstimator(nn.Module):
             return False
         d = self.flip * f / torch.linalg.vector_norm(f).clamp_min(1e-12)   # child direction in the parent frame
         self.n_fixes[j] += 1
-        self.t_fix[j] = t
+        self.t_fix[j].fill_(t)
         self.nofix_next = -1e300
         if self.mode == self.MAG_ONLY:
             self.d_rel[j] = d

@@ -146,7 +146,7 @@ class HeadingDriftFilter(nn.Module):
         if not math.isfinite(y) or not math.isfinite(s) or s <= 0.0:
             return False
         nis = y * y / s
-        self.last_nis[j] = nis
+        self.last_nis[j].fill_(nis)
         if self.gate2 > 0.0 and nis > self.gate2 and int(self.rejected[j]) == 0:
             self.rejected[j] = 1
             return False
