@@ -90,6 +90,9 @@ def lean_step_maps(est, trig_off: Tensor, trig_map: Tensor, coup: Tensor, mom_n:
     model: ``A``, ``a0`` (L = a0 + A [x; z], rows [f (2S) | u₁ | u₂ (S+n each) | z_lin (4S) | y₀ + P z_lin |
     fl (6S)]), ``Q``, ``KK`` ([z′; Y] = L[z_lin, Y rows] + KK ψ_m), ``init_off``/``init_map`` (c = sin(init_off
     + init_map ψ̂) for the first frame) and ``W`` (4, 6S)."""
+    if bool(getattr(est, "use_attitude", False)):
+        raise ValueError("lean_step_maps: the lean step is the estimator's PI inclination filter written as matrices; "
+                         "an estimator built with inclination='attitude' has no such form (use the scripted step)")
     f64 = torch.float64
     S, n, M = int(est.n_imus), int(est.n_links), int(est.n_modes_total)
     C = 10 * S  # columns [x (6S) | ψ, b, α, ω_prev]

@@ -63,3 +63,12 @@ def test_attitude_state_survives_save_load_and_a_bad_frame_is_counted(tmp_path):
 def test_unknown_inclination_filter_refused():
     with pytest.raises(ConfigError, match="inclination"):
         FlexibleArmEstimator.build(_links(), POS, [1, 2], inclination="kalman")
+
+
+def test_lean_controller_step_refuses_the_attitude_option():
+    """The controller's lean step writes the PI filter as matrices; with the attitude option it would model a
+    filter the estimator does not run, so building its maps is refused by name."""
+    from flexlearn.runtime.arm_step import lean_step_maps
+    z = torch.zeros(1, dtype=f64)
+    with pytest.raises(ValueError, match="inclination='attitude'"):
+        lean_step_maps(_build(), z, z, z, z, z, z)
