@@ -70,9 +70,10 @@ def _warm_attitude() -> None:
 @dataclass(frozen=True)
 class KernelGroup:
     """One package of numba kernels: where they live, what uses them, how long a cold compile takes (seconds,
-    on an empty cache on a 2-core workstation; lse: the warm-up takes 52–54 s of CPU, 54–56 s wall when idle and
-    150–240 s wall with the cores shared by other work at a load of ~6; cosserat / attitude: 85 / 29 s at that
-    load, about half when idle) and how to compile them."""
+    on an empty cache on a 2-core workstation; lse: ≈ 42 s of CPU when idle (0.78–0.82 × the 52–54 s of the
+    deeper call graph that compiled_solver.py documents, measured side by side), 380–570 s wall with the cores
+    shared by other work at a load of ~10; cosserat / attitude: 85 / 29 s at a load of ~6,
+    about half when idle) and how to compile them."""
 
     name: str
     package: str
@@ -115,7 +116,7 @@ class KernelGroup:
 
 GROUPS = {
     "lse": KernelGroup("lse", "flexlearn.physics.lse", "flexlearn.physics.lse",
-                       "flexlearn-cpr (forward statics without gradients)", 60.0, _warm_lse),
+                       "flexlearn-cpr (forward statics without gradients)", 45.0, _warm_lse),
     "cosserat": KernelGroup("cosserat", "flexlearn.physics.cosserat", "flexlearn.physics.cosserat",
                             "flexlearn-cosserat (the fused step loop)", 45.0, _warm_cosserat),
     "attitude": KernelGroup("attitude", "flexlearn.sensing", "flexlearn.sensing.attitude_filter",

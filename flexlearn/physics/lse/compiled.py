@@ -35,16 +35,21 @@ def refresh_pose_cache() -> None:
     """Drop the pose kernels' cache when a pose source or a forward kernel source changed (idempotent)."""
     refresh_numba_cache(Path(__file__).parent, POSE_CACHE_SOURCES, "lse_pose", depends=CACHE_SOURCES)
 
+
+def _plain(*args, **kwargs):
+    """Stand-in for ``numba.njit`` without numba: the plain Python function."""
+    if args and callable(args[0]):
+        return args[0]
+    return lambda f: f
+
+
 try:  # numba is a core dependency; the torch kernels remain the fallback
-    from numba import njit
+    from numba import njit as _numba_njit
+    njit = _numba_njit
     HAVE_NUMBA = True
 except Exception:  # pragma: no cover - exercised only without numba
     HAVE_NUMBA = False
-
-    def njit(*args, **kwargs):
-        if args and callable(args[0]):
-            return args[0]
-        return lambda f: f
+    njit = _plain
 
 __all__ = ["GT3", "GTW3", "HAVE_NUMBA", "alloc_parts", "element_into", "element_residual_nb", "element_tangent_nb", "tangent_into",
            "workspace"]
@@ -212,7 +217,7 @@ def _inv6(a):
     return out
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _gemm(a, b, out, sign, add):
     """out (=|+=) sign · a @ b for 2-D arrays or views (explicit loops: no temporaries)."""
     n, k = a.shape
@@ -228,7 +233,7 @@ def _gemm(a, b, out, sign, add):
                 out[i, j] = sign * acc
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _gemm6(a, b, out, sign, add, trans=False):
     """out (=|+=) sign · op(a) @ b, op(a) = a, or aᵀ when ``trans``, with inner dimension 6 (unrolled: ≈ 3× faster
     than :func:`_gemm`)."""
@@ -245,21 +250,21 @@ def _gemm6(a, b, out, sign, add, trans=False):
                 out[i, j] = sign * acc
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _cross_into(a, b, out):
     out[0] = a[1] * b[2] - a[2] * b[1]
     out[1] = a[2] * b[0] - a[0] * b[2]
     out[2] = a[0] * b[1] - a[1] * b[0]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _hat_into(v, out):
     out[0, 0], out[0, 1], out[0, 2] = 0.0, -v[2], v[1]
     out[1, 0], out[1, 1], out[1, 2] = v[2], 0.0, -v[0]
     out[2, 0], out[2, 1], out[2, 2] = -v[1], v[0], 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _ad_into(x, out):
     """ad_ξ = [[ω^, 0], [v^, ω^]] (6, 6) of ξ = [ω; v]."""
     out[:3, 3:] = 0.0
@@ -268,7 +273,7 @@ def _ad_into(x, out):
     _hat_into(x[3:], out[3:, :3])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _wbar_into(w, out):
     """W̃(w) = [[m^, f^], [f^, 0]] (6, 6) with ad_aᵀ w = W̃(w) a, w = [m; f]."""
     out[3:, 3:] = 0.0
@@ -277,7 +282,7 @@ def _wbar_into(w, out):
     _hat_into(w[3:], out[3:, :3])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _mm3_acc(a, b, w, out):
     """out += w · a b (3 × 3)."""
     for i in range(3):
@@ -302,7 +307,7 @@ def alloc_parts(r, n):
             np.empty((r, n, 6)))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _relative_log_into(ga, gb, rr, pr, phi, rho, co, w3):
     """Relative pose ``(rr, pr) = g_a⁻¹ g_b`` and its log ``Ω = [φ; ρ]`` into the arrays given; returns θ² = |φ|²
     (``co`` (6,) receives the coefficients of θ², :func:`_coefficients_into`). No allocation."""
@@ -334,7 +339,7 @@ def _relative_log_into(ga, gb, rr, pr, phi, rho, co, w3):
     return t2
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _jacobians_inv_into(phi, rho, t2, co, jri, jli, w3, w33):
     """``J_r⁻¹(Ω) = [[J₃, 0], [-J₃ Q_r J₃, J₃]]``, ``J₃ = I + φ^/2 + D φ^²``, ``Q_r = S - k^`` (Barfoot's
     Q(-φ, -ρ)), and ``J_l⁻¹ = J_r⁻¹ - ad_Ω`` (6, 6) into jri, jli; ``co``: coefficients of θ². No allocation."""
@@ -422,7 +427,7 @@ def element_into(ga, gb, beta, h, k, xi0, parts, r, e, ws):
         r_beta[3 + i] = c * (k[3 + i] * beta[3 + i] - a3[i])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _quadrature_q_into(phi, rho, t2, r_b, q, ws, gt, gtw):
     """``∫₀¹ t W̃(Ad_{exp(-tΩ)}ᵀ r_b) J_l(tΩ) dt`` (6, 6) into ``q``; Gauss–Legendre on the nodes ``gt`` with the
     weights ``gtw`` (t · w). No allocation."""

@@ -77,9 +77,11 @@ def _load_arrays(c: CompiledConstants, loads: Loads):
     we = gs * c.gravity_ee
     if loads.ee_wrench is not None:
         we = we + _np(loads.ee_wrench)
-    has_pul = loads.pulley_position is not None and loads.pulley_tension is not None
-    pul_pos = _np(loads.pulley_position) if has_pul else np.zeros(3)
-    tension = float(loads.pulley_tension) if has_pul else 0.0
+    position, pull = loads.pulley_position, loads.pulley_tension
+    if position is not None and pull is not None:
+        pul_pos, tension, has_pul = _np(position), float(pull), True
+    else:
+        pul_pos, tension, has_pul = np.zeros(3), 0.0, False
     return np.ascontiguousarray(wn), np.ascontiguousarray(we), pul_pos, tension, has_pul
 
 

@@ -15,6 +15,15 @@ Used by `CPRModel` when :func:`flexlearn.physics.lse.backend.eligible` allows it
 nodal, no gradient is needed) and ``backend`` is ``"auto"`` or ``"numba"`` (through
 :mod:`flexlearn.physics.lse.compiled_problem`); otherwise the torch path runs. Float64 numpy
 arrays throughout.
+
+Compile cost (the first call; cached on disk afterwards): numba compiles each kernel that a kernel calls as a
+library of its own and links it, with everything it calls, into the caller, where LLVM optimises it and emits its
+machine code again, so code k calls deep is processed k + 1 times. ``_residual`` and ``_tangent`` (used only by
+``_newton``) and the single-use pieces of the element kernels (relative log, Jacobians, quadrature term of
+:mod:`flexlearn.physics.lse.compiled`) are therefore inlined by numba (``inline="always"``), while the small helpers
+used at many sites (products, hat maps, 6 × 6 inverses, coefficient series) are plain kernels compiled once per
+argument type that LLVM inlines. A cold forward run compiles in ≈ 0.8 × the CPU time of the layout with all of
+these as separate kernels (≈ 42 s instead of 52–54 s on an idle 2-core machine), with bitwise equal results.
 """
 from __future__ import annotations
 
@@ -81,7 +90,7 @@ def _add_block(res, k, idx, adinv, v, n):
             res[k, off + i] += v[i]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _residual(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul_pos, tension, has_pul):
     r, n = beta.shape[0], beta.shape[1]
     nodes = _nodes(base, g_ee, g_int, tip_local)
@@ -129,7 +138,7 @@ def _scaled_norm(res, res_ee, w, ny, scale):
     return out / scale
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _tangent(parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul):
     """Element tangents (R, N, 18, 18) with the nodal load stiffness ``-[[m̂, 0], [f̂, 0]]`` of node e+1 on
     each element's (ζ_b, ζ_b) block and the tip projection ``Ad_{(g^loc)⁻¹}`` on the last element's ζ_b
