@@ -154,18 +154,26 @@ def target_class(target: Any, where: str, base: type[T]) -> type[T]:
 
     key = f"{where}._target_"
     check(isinstance(target, str) and bool(target), key, target, "required: the dotted path of a class")
-    check(target.split(".")[0] in TARGET_PACKAGES, key, target, f"must name a class inside {list(TARGET_PACKAGES)}")
     parts = target.split(".")
+    check(all(p.isidentifier() for p in parts), key, target, "must be a dotted path of names (no space, no empty part)")
+    check(parts[0] in TARGET_PACKAGES, key, target, f"must name a class inside {list(TARGET_PACKAGES)}")
     obj: Any = None
     for n in range(len(parts) - 1, 0, -1):  # the longest importable module prefix, then attributes
+        module = ".".join(parts[:n])
         try:
-            obj = importlib.import_module(".".join(parts[:n]))
-        except ImportError:
-            continue
+            obj = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and (module + ".").startswith(exc.name + "."):
+                continue  # no module of that name: a shorter prefix, then attributes
+            raise ConfigError(f"config '{key}' = {target!r}: importing {module} failed ({exc})") from exc
+        except Exception as exc:  # the module itself is broken: a syntax error, an error raised at import
+            raise ConfigError(f"config '{key}' = {target!r}: importing {module} failed "
+                              f"({type(exc).__name__}: {exc})") from exc
         for name in parts[n:]:
             obj = getattr(obj, name, None)
         break
-    check(isinstance(obj, type), key, target, "no such class")
+    check(obj is not None, key, target, "no such class")
+    check(isinstance(obj, type), key, target, f"no such class (it names a {type(obj).__name__})")
     check(issubclass(obj, base), key, target, f"must be a subclass of {base.__module__}.{base.__qualname__}")
     return obj  # type: ignore[return-value]  # checked: a subclass of base
 

@@ -33,8 +33,8 @@ import numpy as np
 
 from flexlearn.config import check, to_dict
 from flexlearn.data import quality as q
-from flexlearn.data.dataset import DirectionDataset, assign_splits
-from flexlearn.errors import DataError
+from flexlearn.data.dataset import DirectionDataset, assign_splits, column_units
+from flexlearn.errors import ConfigError, DataError
 from flexlearn.sensing.streams import RAW_SCHEMA_VERSION, STREAMS, RawSweep
 
 G0 = 9.80665  # standard gravity [m/s^2]
@@ -249,7 +249,9 @@ def per_pose_means(raw: RawSweep, win: q.Windows) -> tuple[dict[str, np.ndarray]
 
     For each such stream and each column c of its ``float`` fields: x̄_p = Σ_{t_i ∈ [t_start,p, t_end,p]} x_i / n_p
     over the finite samples (NaN where n_p = 0). Returns (column ``<stream>_<c>`` -> (P,), column -> unit).
+    A name that is one of the dataset's own columns (stream 'label', column 'x') is a `ConfigError`.
     """
+    fixed = set(column_units())
     values: dict[str, np.ndarray] = {}
     units: dict[str, str] = {}
     for name, data in raw.streams.items():
@@ -262,6 +264,9 @@ def per_pose_means(raw: RawSweep, win: q.Windows) -> tuple[dict[str, np.ndarray]
                 continue
             block = np.asarray(data[f.name], dtype=np.float64).reshape(k.shape[0], f.width)
             for x, col in zip(block.T, f.columns):
+                if f"{name}_{col}" in fixed:
+                    raise ConfigError(f"stream '{name}', column '{col}': its per-pose column '{name}_{col}' is one of "
+                                      f"the dataset's own columns; rename the stream or the column")
                 use = (k >= 0) & np.isfinite(x)
                 n = np.bincount(k[use], minlength=win.n)
                 total = np.bincount(k[use], weights=x[use], minlength=win.n)

@@ -510,11 +510,13 @@ def step(s: List[float], p: List[float], gx: float, gy: float, gz: float, ax: fl
          mx: float, my: float, mz: float, use_mag: bool) -> None:
     """One sample: gyro [rad/s], acc [m/s²], mag [any unit, µT by convention] (ignored unless use_mag).
 
-    A sample with a non-finite value is counted (s[24]). A missing gyro sample is bridged with the last
-    bias-free rate for up to the gap time p[39] and grows the inclination uncertainty (:func:`gap_uncertainty`);
-    after a longer gap the acc/mag updates pause and the first valid sample calls :func:`recover`.
+    A sample with a non-finite value is counted (s[24]); so is a gyro sample over 1000 rad/s (‖ω‖² > 1e6,
+    beyond any gyroscope's range: a corrupt value, which would overflow the squares of the update to NaN).
+    A missing gyro sample is bridged with the last bias-free rate for up to the gap time p[39] and grows the
+    inclination uncertainty (:func:`gap_uncertainty`); after a longer gap the acc/mag updates pause and the
+    first valid sample calls :func:`recover`.
     """
-    gok = finite3(gx, gy, gz)
+    gok = finite3(gx, gy, gz) and gx * gx + gy * gy + gz * gz <= 1.0e6
     aok = finite3(ax, ay, az)
     mok = finite3(mx, my, mz) or not use_mag
     if not (gok and aok and mok):

@@ -36,8 +36,9 @@ reported, or computed by the attitude filter: ``meta['imu_orientation']``), ``mo
 `RawSweep.load` checks every column's type strictly (`flexlearn.tables.read_columns`) by its field's kind:
 numbers where numbers are due, integers (or exactly integral floats) for ``pose_id``, booleans (or 0/1) for
 ``on``, and no null (missing) value except in a nullable field (a failed conversion, read as NaN). ``meta.json``
-must hold a JSON object. Tables of unregistered names are left alone. Anything else is a `DataError` naming
-the file, the column and the value.
+must hold a JSON object. Tables of unregistered names are kept as read (`RawSweep.unregistered`) and written
+back by `save`; a non-nullable float field must be finite. Anything else is a `DataError` naming the file,
+the column and the value.
 """
 from __future__ import annotations
 
@@ -193,6 +194,14 @@ class StreamSchema:
             return f"stream '{self.name}': field shapes {shapes} differ, expected {want}"
         if self.key and len(np.unique(data[self.key])) != n:
             return f"stream '{self.name}': field '{self.key}' values are not unique"
+        for f in self.fields:  # NaN is a failed conversion: only a nullable field may hold one; ±inf none
+            if f.kind != "float" or f.nullable or f.name == "t":
+                continue
+            bad = np.flatnonzero(~np.isfinite(np.asarray(data[f.name], np.float64)).reshape(n, f.width).any(-1))
+            if bad.size:
+                return (f"stream '{self.name}': field '{f.name}' has the non-finite value "
+                        f"{np.asarray(data[f.name])[bad[0]].tolist()} at index {bad[0]}; only a nullable field may "
+                        "hold NaN")
         if self.timed:
             t = np.asarray(data["t"])
             if not np.all(np.isfinite(t)):
@@ -244,6 +253,22 @@ STREAMS: dict[str, StreamSchema] = {}
 _ATTRS: dict[str, tuple[str, str]] = {}  # RawSweep attribute -> (stream, field)
 
 
+def _layout_problem(schema: StreamSchema) -> Optional[str]:
+    """Why the fields of ``schema`` cannot be one table (repeated or empty names, a ``t`` that is no time), or None."""
+    names = [f.name for f in schema.fields]
+    columns = [c for f in schema.fields for c in f.columns]
+    twice = sorted({c for c in names if names.count(c) > 1} | {c for c in columns if columns.count(c) > 1})
+    if twice:
+        return f"field or column name(s) {twice} repeated; each must name one quantity, one column"
+    empty = [f.name for f in schema.fields if not f.name.isidentifier() or not all(c.strip() for c in f.columns)]
+    if empty:
+        return f"field(s) {empty}: expected an identifier name and non-blank column names"
+    if any(f.name == "t" and not (f.is_time and f.kind == "float" and f.width == 1) for f in schema.fields):
+        return "field 't' is the sample time: expected Field('t', unit='s') (one float column)"
+    unknown = [a for a, f in schema.attrs if f not in names]
+    return f"attribute(s) {unknown} name no field" if unknown else None
+
+
 def register_stream(schema: StreamSchema) -> StreamSchema:
     """Add ``schema`` to `STREAMS` (the same schema again is a no-op); return it.
 
@@ -257,12 +282,19 @@ def register_stream(schema: StreamSchema) -> StreamSchema:
         raise ConfigError(f"stream '{schema.name}' is already registered with another schema")
     if not schema.name.isidentifier() or not schema.fields:
         raise ConfigError(f"stream {schema.name!r}: expected an identifier and at least one field")
+    same_file = [n for n in STREAMS if n.casefold() == schema.name.casefold()]
+    if same_file:  # one file on a case-insensitive file system (macOS, Windows): a save would overwrite it
+        raise ConfigError(f"stream '{schema.name}': its file {schema.name}.parquet is {same_file[0]}.parquet on a "
+                          "case-insensitive file system; choose another name")
     taken = [a for a, _ in schema.attrs if a in _ATTRS]
     if taken:
         raise ConfigError(f"stream '{schema.name}': attribute(s) {taken} already name another stream's field")
     if (schema.key and schema.key not in {f.name for f in schema.fields}) or (
             schema.stamp and schema.stamp not in {f.name for f in schema.fields}):
         raise ConfigError(f"stream '{schema.name}': key {schema.key!r} / stamp {schema.stamp!r} is not a field")
+    problem = _layout_problem(schema)
+    if problem:
+        raise ConfigError(f"stream '{schema.name}': {problem}")
     STREAMS[schema.name] = schema
     _ATTRS.update({a: (schema.name, f) for a, f in schema.attrs})
     return schema
@@ -313,10 +345,13 @@ class RawSweep:
 
     Construct with the built-in keywords (``RawSweep(mag_t=..., mag=..., ...)``), with ``streams=`` (a mapping
     by `STREAMS`), or both (keywords override). ``meta``: JSON-serialisable units, rig geometry, provenance.
+    ``unregistered``: table file stem -> the Parquet bytes of a table `load` found whose stream is not registered
+    in this process; kept as read and written back by `save`, so that a re-save loses no table.
     """
 
     streams: dict[str, dict[str, np.ndarray]]
     meta: dict[str, Any]
+    unregistered: dict[str, bytes]
 
     mag_t = _FieldView("mag", "t")
     mag = _FieldView("mag", "mag")
@@ -335,7 +370,8 @@ class RawSweep:
                  pose_id: Optional[np.ndarray] = None, pose_t_start: Optional[np.ndarray] = None,
                  pose_t_end: Optional[np.ndarray] = None, target: Optional[np.ndarray] = None,
                  meta: Optional[dict[str, Any]] = None, truth: Optional[Mapping[str, np.ndarray]] = None, *,
-                 streams: Optional[Mapping[str, Mapping[str, np.ndarray]]] = None) -> None:
+                 streams: Optional[Mapping[str, Mapping[str, np.ndarray]]] = None,
+                 unregistered: Optional[Mapping[str, bytes]] = None) -> None:
         self.streams = {name: dict(data) for name, data in (streams or {}).items()}
         given = {"mag_t": mag_t, "mag": mag, "accel_t": accel_t, "accel": accel, "coil_t": coil_t,
                  "coil_on": coil_on, "pose_id": pose_id, "pose_t_start": pose_t_start, "pose_t_end": pose_t_end,
@@ -347,6 +383,7 @@ class RawSweep:
         if truth is not None:
             self.streams["truth"] = dict(truth)
         self.meta = {} if meta is None else meta
+        self.unregistered = dict(unregistered or {})
         self.validate()
 
     @property
@@ -379,9 +416,17 @@ class RawSweep:
 
     # ------------------------------------------------------------------ disk
     def save(self, path: str | Path) -> Path:
-        """Write the sweep as a directory of Parquet tables (one per stream) atomically; return the path."""
+        """Write the sweep as a directory of Parquet tables (one per stream) atomically; return the path.
+
+        The tables of `unregistered` streams are written back as read (unless a stream of that name is set).
+        The sweep is checked first (`validate`): a stream changed or unregistered since is a `DataError`.
+        """
         path = Path(path)
+        self.validate(source=f"{path}: raw sweep to save")
         with atomic_dir(path) as tmp:
+            for name, blob in self.unregistered.items():
+                if name not in self.streams:
+                    (tmp / f"{name}.parquet").write_bytes(blob)
             for name, data in self.streams.items():
                 pq.write_table(pa.table(STREAMS[name].to_columns(data)), tmp / f"{name}.parquet")
             meta = dict(self.meta, raw_schema_version=RAW_SCHEMA_VERSION)
@@ -405,6 +450,8 @@ class RawSweep:
             if meta_file.exists() else {}
         sweep = cls.__new__(cls)
         sweep.streams, sweep.meta = streams, meta
+        sweep.unregistered = {f.stem: f.read_bytes() for f in sorted(path.glob("*.parquet"))
+                              if f.stem not in STREAMS and f.is_file()}
         sweep.validate(source=str(path))
         return sweep
 
@@ -420,4 +467,4 @@ def quantize_times(raw: RawSweep) -> RawSweep:
 
     streams = {name: {f.name: q(data[f.name]) if f.is_time else np.array(data[f.name], copy=True)
                       for f in STREAMS[name].fields} for name, data in raw.streams.items()}
-    return RawSweep(streams=streams, meta=dict(raw.meta))
+    return RawSweep(streams=streams, meta=dict(raw.meta), unregistered=raw.unregistered)
