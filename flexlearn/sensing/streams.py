@@ -51,7 +51,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from flexlearn.atomic import atomic_dir
+from flexlearn.atomic import OUTPUT_MARKER, atomic_dir
 from flexlearn.errors import ConfigError, DataError
 from flexlearn.tables import parse_json_object, read_columns, read_parquet
 
@@ -332,6 +332,19 @@ class _FieldView:
         obj.streams[self.stream][self.name] = value
 
 
+def _refuse_foreign_entries(path: Path) -> None:
+    """A sweep directory is replaced as a whole: refuse to save over one that holds anything a sweep does not
+    write (a user's notes, figures, subdirectories), naming the first entries, instead of dropping them. (A
+    directory flexlearn did not write is refused by `atomic_dir` itself.)"""
+    if not (path / OUTPUT_MARKER).is_file():
+        return
+    foreign = sorted(e.name for e in path.iterdir()
+                     if not (e.is_file() and (e.suffix == ".parquet" or e.name in ("meta.json", OUTPUT_MARKER))))
+    if foreign:
+        raise DataError(f"{path}: saving the raw sweep would replace the directory and lose {foreign[:5]}"
+                        f"{' ...' if len(foreign) > 5 else ''} (not part of a raw sweep); move them or save elsewhere")
+
+
 @dataclass(init=False, eq=False)
 class RawSweep:
     """Time-stamped streams of one sweep: ``streams`` maps a registered stream name to its field arrays.
@@ -423,6 +436,7 @@ class RawSweep:
         """
         path = Path(path)
         self.validate(source=f"{path}: raw sweep to save")
+        _refuse_foreign_entries(path)
         with atomic_dir(path) as tmp:
             for name, blob in self.unregistered.items():
                 if name not in self.streams:

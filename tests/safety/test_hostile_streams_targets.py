@@ -142,6 +142,16 @@ def test_resave_never_replaces_a_directory_flexlearn_did_not_write(raw, tmp_path
     assert RawSweep.load(d).mag.shape == raw.mag.shape
 
 
+def test_resave_refuses_to_drop_a_users_files_in_a_sweep_directory(raw, tmp_path):
+    d = raw.save(tmp_path / "raw")
+    (d / "notes.txt").write_text("keep")
+    (d / "figures").mkdir()
+    with pytest.raises(DataError, match=r"lose \['figures', 'notes.txt'\]"):
+        raw.save(d)
+    assert (d / "notes.txt").read_text() == "keep" and (d / "figures").is_dir()
+    assert RawSweep.load(d).mag.shape == raw.mag.shape   # the sweep itself untouched
+
+
 @pytest.fixture
 def broken_module():
     """A module inside flexlearn whose import fails; its text is set by the test."""
