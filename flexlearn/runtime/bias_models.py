@@ -51,8 +51,8 @@ def _register_bias_state(module: nn.Module, state: Mapping[str, Tensor]) -> None
         module.register_buffer(name, state[name])
 
 
-class _SharedBiasState(nn.Module):
-    """Base of the rotation and heading-walk models: the shared bias state and the predicted variance P_j."""
+class BiasStateTypes:
+    """Declarations (no values) of the estimator's bias-state buffers a bias model registers as its own."""
 
     bias: Tensor
     c_bias: Tensor
@@ -64,6 +64,10 @@ class _SharedBiasState(nn.Module):
     theta_applied: Tensor
     axis: Tensor
     travel: Tensor
+
+
+class _SharedBiasState(nn.Module, BiasStateTypes):
+    """Base of the rotation and heading-walk models: the shared bias state and the predicted variance P_j."""
 
     def __init__(self, state: Mapping[str, Tensor], sigma_b2: float, travel_noise: float) -> None:
         super().__init__()
@@ -145,7 +149,7 @@ class HeadingWalkBias(_SharedBiasState):
         return True
 
 
-class HeadingRateBias(HeadingDriftFilter):
+class HeadingRateBias(HeadingDriftFilter, BiasStateTypes):
     """Default: module headings and drift rates in one Kalman filter, the estimator's ``hf``: this module is a
     `HeadingDriftFilter` over hf's own state tensors (`HeadingDriftFilter.share_state`) and the bias state, so
     ``est.hf`` shows every update it makes.
@@ -156,17 +160,6 @@ class HeadingRateBias(HeadingDriftFilter):
     near vertical (product < 1e-3) only the prediction is applied. All modules' gains are refreshed (a fix moves
     correlated neighbours and the drift rates). Returns False when the χ² gate rejects the fix.
     """
-
-    bias: Tensor
-    c_bias: Tensor
-    gain: Tensor
-    tmap: Tensor
-    p_var: Tensor
-    t_p: Tensor
-    rel_c: Tensor
-    theta_applied: Tensor
-    axis: Tensor
-    travel: Tensor
 
     def __init__(self, state: Mapping[str, Tensor], hf: HeadingDriftFilter) -> None:
         super().__init__(hf.n, hf.p0, 0.0, 0.0)          # settings and state: hf's, taken next

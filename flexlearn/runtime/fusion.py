@@ -61,6 +61,7 @@ from torch import Tensor, nn
 from flexlearn.lie import quat_to_matrix
 from flexlearn.runtime.bias_models import BIAS_STATE, BiasModel, build_bias_model
 from flexlearn.runtime.fusion_confidence import FixConfidence, build_confidence, quat_bend
+from flexlearn.runtime.estimator_state import EstimatorStateTypes
 from flexlearn.runtime.fusion_flags import (BAD_MAG, BAD_QUAT, CLOCK_RESYNC, FLAG_BITS, LOW_CONFIDENCE, MAG_REJECTED,
                                             NO_FIX, NO_REFERENCE, REPEATED_MAG, STALE_QUAT, TIME_ORDER)
 from flexlearn.runtime.fusion_options import BIAS_MODELS, FUSION, HEADING_DRIFT_PER_TRAVEL, MAG_ONLY, MODES, QUAT_ONLY
@@ -72,7 +73,7 @@ from flexlearn.runtime.time_base import RESYNC_FLAG_S, TimeBase
 __all__ = ["FusedEstimator", "FUSION", "QUAT_ONLY", "MAG_ONLY", "MODES", "BIAS_MODELS", "HEADING_DRIFT_PER_TRAVEL"]
 
 
-class FusedEstimator(nn.Module):
+class FusedEstimator(nn.Module, EstimatorStateTypes):
     """Stateful per-frame estimator; every method is TorchScript-compatible (state lives in buffers).
 
     Args:
@@ -117,56 +118,15 @@ class FusedEstimator(nn.Module):
     # submodules behind interfaces (real types: this module does not postpone annotations, TorchScript reads them)
     confidence: FixConfidence
     bias_filter: BiasModel
-    # buffers (registered in the `_init_*` helpers)
-    aw: Tensor
-    e: Tensor
-    flip: Tensor
-    q_ref: Tensor
-    v_ref: Tensor
-    r0t: Tensor
-    theta_applied: Tensor
-    axis: Tensor
-    rel_c: Tensor
-    travel: Tensor
-    travel_fix: Tensor
-    has_ref: Tensor
-    q_last: Tensor
-    q_time: Tensor
-    q_on: Tensor
-    bias: Tensor
-    c_bias: Tensor
-    p_var: Tensor
-    t_p: Tensor
+    # buffers (registered in the `_init_*` helpers) beside those of `EstimatorStateTypes`
     d_rel: Tensor
-    u_hat: Tensor
-    points: Tensor
-    height: Tensor
-    flags: Tensor
-    tmap: Tensor
-    gain: Tensor
-    chain: Tensor
     no_fix_mask: Tensor
     zeros3: Tensor
-    static_flags: Tensor
-    base_flags: Tensor
-    bad_now: Tensor
-    nofix_flags: Tensor
-    prev_raw: Tensor
-    off_sum: Tensor
-    off_cnt: Tensor
-    base: Tensor
-    base_ok: Tensor
-    on_sum: Tensor
-    on_cnt: Tensor
-    mag_flags: Tensor
-    t_fix: Tensor
-    n_fixes: Tensor
     last_um: Tensor
     last_db: Tensor
     last_target: Tensor
     last_sigma_m: Tensor
     n_low_confidence: Tensor
-    eye_n: Tensor
 
     def __init__(self, model: nn.Module, n_segments: int = 9, length: float = 0.029,
                  sigma_b: Optional[float] = None,

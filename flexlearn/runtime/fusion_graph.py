@@ -32,6 +32,7 @@ import torch
 from torch import Tensor, nn
 
 from flexlearn.lie import quat_to_matrix, so3_exp
+from flexlearn.runtime.estimator_state import EstimatorStateTypes
 from flexlearn.runtime.fusion import FUSION, FusedEstimator
 from flexlearn.runtime.quat_quadratic import quadratic_map, reference_rows
 
@@ -48,52 +49,11 @@ def _s(x: object, dtype: torch.dtype) -> Tensor:
     return torch.tensor(x, dtype=dtype)
 
 
-class FusedEstimatorGraph(nn.Module):
+class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
     """Branch-free twin of a default-configured `FusedEstimator` (module docstring); build with `from_estimator`."""
 
     # buffers: the estimator's state (`_BUFFERS`, `_SCALARS` as 0-d tensors), the heading filter's and the time
     # base's (prefixed ``hf_``, ``tb_``) and the pending correction
-    aw: Tensor
-    e: Tensor
-    flip: Tensor
-    q_ref: Tensor
-    v_ref: Tensor
-    r0t: Tensor
-    theta_applied: Tensor
-    axis: Tensor
-    rel_c: Tensor
-    travel: Tensor
-    travel_fix: Tensor
-    has_ref: Tensor
-    q_last: Tensor
-    q_time: Tensor
-    q_on: Tensor
-    bias: Tensor
-    c_bias: Tensor
-    p_var: Tensor
-    t_p: Tensor
-    u_hat: Tensor
-    points: Tensor
-    height: Tensor
-    flags: Tensor
-    tmap: Tensor
-    gain: Tensor
-    chain: Tensor
-    static_flags: Tensor
-    base_flags: Tensor
-    bad_now: Tensor
-    nofix_flags: Tensor
-    prev_raw: Tensor
-    off_sum: Tensor
-    off_cnt: Tensor
-    base: Tensor
-    base_ok: Tensor
-    on_sum: Tensor
-    on_cnt: Tensor
-    mag_flags: Tensor
-    t_fix: Tensor
-    n_fixes: Tensor
-    eye_n: Tensor
     t_att: Tensor
     t_all_ok: Tensor
     nofix_next: Tensor
