@@ -11,7 +11,9 @@ RK4 (N = 40 points) in numpy.
 
 LSE: ``flexlearn/conf/cpr/csg.yaml`` (geometry, material, loads from the same sources), cold start at
 p_E = (0, 0, 0.4), then (0, 0.02, 0.48), then the reference's path (±1 mm in y and z per solve, 100 out,
-100 back), warm-started, one compiled call for the path; repeated ``--repeats`` times (median). Batched: 1,000
+100 back), warm-started, one compiled call for the path; repeated ``--repeats`` times (median); the same path by
+plain Newton (``chord_keep=0``, 3-point tangents: a fresh factorisation every step) as the same-run baseline
+of the solver options (``--no-plain`` skips it). Batched: 1,000
 independent poses (random in the path's box, fixed seed) by :meth:`PoseStatics.solve_batch` (nearest-neighbour
 chain from the start solution), one core. Shooting baseline: :func:`shoot_pose` on the first ``--shooting``
 path poses (warm-started).
@@ -156,7 +158,19 @@ def _pose(p) -> np.ndarray:
     return g
 
 
-def lse_run(n_elements: int, repeats: int, tol: float) -> dict:
+def _path_rate(ps, poses, start, repeats: int):
+    """Median solves/s of ``repeats`` warm-started path runs, and the last result."""
+    times, res = [], None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        res = ps.solve_path(poses, start)
+        times.append(time.perf_counter() - t)
+    return len(poses) / float(np.median(times)), res
+
+
+def lse_run(n_elements: int, repeats: int, tol: float, plain: bool = False) -> dict:
+    """The LSE path (default solver: kept factorisations, sized quadrature) and, with ``plain``, the same path by
+    plain Newton (a fresh 3-point tangent every step) in the same process, just before."""
     from omegaconf import OmegaConf
 
     from flexlearn.physics.lse import CPRModel
@@ -171,13 +185,18 @@ def lse_run(n_elements: int, repeats: int, tol: float) -> dict:
     poses = path_poses()
     ps.solve_path(poses[:2], st1)       # compile (or load) the path kernel
     first = time.perf_counter() - t0
-    times, res = [], None
-    for _ in range(repeats):
-        t = time.perf_counter()
-        res = ps.solve_path(poses, st1)
-        times.append(time.perf_counter() - t)
-    return {"model": model, "ps": ps, "start": st1, "path": res, "poses": poses, "first_call_s": first,
-            "solves_per_s": len(poses) / float(np.median(times)), "kd": ps.kd[0]}
+    out = {"model": model, "ps": ps, "start": st1, "poses": poses, "first_call_s": first, "kd": ps.kd[0]}
+    if plain:
+        ps_plain = model.pose_statics(tol=tol, chord_keep=0.0, tiny_rotation=0.0)
+        rates = [_path_rate(ps_plain, poses, st1, 1)[0] for _ in range(repeats)]
+        res_plain = ps_plain.solve_path(poses, st1)
+        out["plain_solves_per_s"] = float(np.median(rates))
+        out["plain_iters"] = float(res_plain.iterations.mean())
+        out["plain_max_length_diff_m"] = 0.0
+    out["solves_per_s"], out["path"] = _path_rate(ps, poses, st1, repeats)
+    if plain:
+        out["plain_max_length_diff_m"] = float(np.abs(res_plain.lengths - out["path"].lengths).max())
+    return out
 
 
 def compare(lse: dict, sols: list, n_elements: int) -> dict:
@@ -249,16 +268,23 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--shooting", type=int, default=10, help="path poses solved by the shooting baseline")
     ap.add_argument("--no-cpp", action="store_true")
+    ap.add_argument("--no-plain", action="store_true", help="skip the plain-Newton LSE run (same-run baseline)")
     ap.add_argument("--shapes-only", action="store_true", help="C++: only the reference solutions, no rates")
     a = ap.parse_args(argv)
     out: dict = {"elements": a.elements, "tol": a.tol}
     with tempfile.TemporaryDirectory(prefix="bench_csg_") as tmp:
         cpp = {"skipped": "--no-cpp"} if a.no_cpp else run_cpp(a.anchor.resolve(), Path(tmp), not a.shapes_only)
-    lse = lse_run(a.elements, a.repeats, a.tol)
+    lse = lse_run(a.elements, a.repeats, a.tol, plain=not a.no_plain)
     out["lse_solves_per_s"] = lse["solves_per_s"]
     out["lse_first_call_s"] = lse["first_call_s"]
     it = lse["path"].iterations
     out["mean_newton_iters"], out["max_newton_iters"] = float(it.mean()), int(it.max())
+    out["mean_factorisations"] = float(lse["path"].factorisations.mean())
+    if "plain_solves_per_s" in lse:
+        out["lse_plain_newton_solves_per_s"] = lse["plain_solves_per_s"]
+        out["lse_plain_newton_iters"] = lse["plain_iters"]
+        out["lse_vs_plain_newton"] = lse["solves_per_s"] / lse["plain_solves_per_s"]
+        out["lse_vs_plain_newton_max_length_diff_m"] = lse["plain_max_length_diff_m"]
     if "skipped" in cpp:
         out["cpp_skipped"] = cpp["skipped"]
     else:

@@ -1,6 +1,7 @@
 """Pose helpers of the inverse pose statics (numba, no allocation where marked): SE(3) exponential and
-logarithm, pose products, the tip poses ``g_ee g^loc_k exp(ψ_k ê₃)`` and their wrench transforms, and the cold
-start (clamped–clamped Hermite rods). See :mod:`flexlearn.physics.lse.pose_kernels`. SI units.
+logarithm, pose products, the tip poses ``g_ee g^loc_k exp(ψ_k ê₃)`` and their wrench transforms, the strain
+retraction of a Newton correction, and the cold start (clamped–clamped Hermite rods). See
+:mod:`flexlearn.physics.lse.pose_kernels`. SI units.
 """
 from __future__ import annotations
 
@@ -8,11 +9,17 @@ import math
 
 import numpy as np
 
-from flexlearn.physics.lse.compiled import _coefficients, _mm, njit, refresh_pose_cache
+from flexlearn.physics.lse.compiled import (
+    _coefficients,
+    _exp_into,
+    _mm,
+    njit,
+    refresh_pose_cache,
+)
 
 refresh_pose_cache()  # before any kernel of this file loads its cache
 
-__all__ = ["cold_state", "tip_poses"]
+__all__ = ["cold_state", "copy_state", "retract_strain_into", "tip_poses", "tip_poses_into"]
 
 @njit(cache=True)
 def _pose_mul_into(a, b, out):
@@ -23,18 +30,23 @@ def _pose_mul_into(a, b, out):
     out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
 
 @njit(cache=True)
-def tip_poses(g_ee, tip_local, psi):
-    """Tip node poses (R, 4, 4) ``g_ee g^loc_k exp(ψ_k ê₃)``."""
-    r = tip_local.shape[0]
-    out = np.empty((r, 4, 4))
-    for k in range(r):
-        t = _mm(g_ee, tip_local[k])
+def tip_poses_into(g_ee, tip_local, psi, out):
+    """Tip node poses (R, 4, 4) ``g_ee g^loc_k exp(ψ_k ê₃)`` into ``out``. No allocation."""
+    for k in range(tip_local.shape[0]):
+        t = out[k]
+        _pose_mul_into(g_ee, tip_local[k], t)
         c, s = math.cos(psi[k]), math.sin(psi[k])
-        for i in range(4):
+        for i in range(3):
             a, b = t[i, 0], t[i, 1]
             t[i, 0] = c * a + s * b
             t[i, 1] = -s * a + c * b
-        out[k] = t
+
+
+@njit(cache=True)
+def tip_poses(g_ee, tip_local, psi):
+    """Tip node poses (R, 4, 4) ``g_ee g^loc_k exp(ψ_k ê₃)``."""
+    out = np.empty((tip_local.shape[0], 4, 4))
+    tip_poses_into(g_ee, tip_local, psi, out)
     return out
 
 @njit(cache=True)
@@ -138,3 +150,67 @@ def cold_state(base, g_ee, tip_local, n):
             g_int[k, j - 1, :3, 3] = p
             g_int[k, j - 1, 3, 3] = 1.0
     return g_int, np.zeros((r, n, 6)), psi, lengths
+
+
+@njit(cache=True)
+def copy_state(src, dst):
+    """dst ← src for states (g_int (R, N-1, 4, 4), beta (R, N, 6), psi (R,), lengths (R,))."""
+    dst[0][:] = src[0]
+    dst[1][:] = src[1]
+    dst[2][:] = src[2]
+    dst[3][:] = src[3]
+
+
+@njit(cache=True)
+def retract_strain_into(base, state, dy, dpsi, dl, alpha, col, tip_old, tip_new, parts, out, scratch):
+    """Strain retraction of the correction α (dy, dpsi, dl)[..., col] from ``state`` into ``out`` (states as
+    :func:`copy_state`): the interior nodes rebuilt from the base, ``g_j = g_{j-1} exp((Ω_j + α δΩ_j)^)`` with
+    the linearised change of each element's relative pose ``δΩ_j = -J_l⁻¹(Ω_j) δζ_{j-1} + J_r⁻¹(Ω_j) δζ_j``
+    (Ω, J_r⁻¹, J_l⁻¹ from ``parts`` of the residual at ``state``; δζ_N = log(tip_old⁻¹ tip_new)), then the
+    closure mismatch to the new tip spread along the rod as the fraction j/N of the rigid correction (as
+    :meth:`CPRModel._retract` with ``retraction="strain"``): unlike ``g ⊕ αδζ`` node by node it does not
+    stretch the nearly inextensible rods by O(|δζ|²)·EA. β, ψ, L are updated linearly. scratch (5, 6)."""
+    beta, psi, lengths = state[1], state[2], state[3]
+    gi, be, ps, ln = out
+    r, n = beta.shape[0], beta.shape[1]
+    dprev, dnext, om, co = scratch[0], scratch[1], scratch[2], scratch[3]
+    step, g, g_next = np.empty((4, 4)), np.empty((4, 4)), np.empty((4, 4))
+    for k in range(r):
+        g[:, :] = base[k]
+        dprev[:] = 0.0
+        for e in range(n):
+            if e < n - 1:
+                for i in range(6):
+                    dnext[i] = alpha * dy[k, 6 * e + i, col]
+            else:
+                dnext[:] = _log_se3(_mm(_inv_pose(tip_old[k]), tip_new[k]))
+            jri, jli = parts[8][k, e], parts[9][k, e]
+            for i in range(6):
+                acc = parts[2][k, e][i] if i < 3 else parts[3][k, e][i - 3]
+                for q in range(6):
+                    acc += jri[i, q] * dnext[q] - jli[i, q] * dprev[q]
+                om[i] = acc
+            _exp_into(om, step, co)
+            _pose_mul_into(g, step, g_next)
+            g[:, :] = g_next
+            if e < n - 1:
+                gi[k, e] = g
+            dprev[:] = dnext
+        dp = tip_new[k, :3, 3] - g[:3, 3]
+        dphi = _so3_log(_mm(tip_new[k, :3, :3].copy(), g[:3, :3].T.copy()))
+        for j in range(1, n):
+            frac = j / n
+            for i in range(3):
+                om[i] = frac * dphi[i]
+                om[3 + i] = 0.0
+            _exp_into(om, step, co)
+            _pose_mul_into(step, gi[k, j - 1], g_next)
+            for i in range(3):
+                for q in range(3):
+                    gi[k, j - 1, i, q] = g_next[i, q]
+                gi[k, j - 1, i, 3] += frac * dp[i]
+        for e in range(n):
+            for i in range(6):
+                be[k, e, i] = beta[k, e, i] + alpha * dy[k, 6 * (n - 1) + 6 * e + i, col]
+        ps[k] = psi[k] + alpha * dpsi[k, col]
+        ln[k] = lengths[k] + alpha * dl[k, col]

@@ -9,16 +9,22 @@ virtual-work residual of every interior node and slope (seed 003, eq. (11), Sec.
 free) and the platform wrench balance ``Σ_k Ad_{T_k⁻¹}ᵀ r_{b,k,N} − w_ee = 0`` (body frame; seed Sec. IV-B
 second display with δζ_ee replaced by the six lengths).
 
-Tangent: the exact element tangents (:func:`~flexlearn.physics.lse.compiled.tangent_into`) for the nodes,
-slopes and ψ; the length column ∂r/∂L_k by a forward difference of rod k's residual (relative step
-``FD_LENGTH``: the column is exact to ≈ 1e-7 relative, so Newton stays quadratic down to that factor).
-Linear solve by static condensation along each rod (slopes onto nodes, node chain from the base to the tip:
-:mod:`flexlearn.physics.lse.compiled_condense` does the same for the forward problem), the torsion row, then a
-6 × 6 system in δL. The same factorisation gives the sensitivity ``dq/dζ_ee`` (six more tip-motion columns),
-used as the first-order warm-start predictor along a pose path. Pose helpers and the cold start live in
-:mod:`~flexlearn.physics.lse.pose_geometry`, the condensed solve in :mod:`~flexlearn.physics.lse.pose_condense`.
+Tangent, factorisation and solves: :mod:`~flexlearn.physics.lse.pose_condense` (exact element tangents, the
+analytic length column, static condensation along each rod, a 6 × 6 system in δL; the same factorisation gives
+the sensitivity ``dq/dζ_ee``, six more columns, used by the warm-start predictor). Pose helpers, the strain
+retraction and the cold start: :mod:`~flexlearn.physics.lse.pose_geometry`.
 
-State arrays: g_int (R, N-1, 4, 4), beta (R, N, 6), psi (R,), lengths (R,). SI units.
+Newton (:func:`pose_newton`) follows the stopping and step rules of
+:mod:`flexlearn.physics.lse.newton_policy`, with the factorisation kept while it works (chord steps): a
+correction from a kept factorisation is taken only when it lowers the residual; when it lowers it by less than
+the factor ``chord_keep`` (default CHORD_KEEP; 0: plain Newton) the next step refactorises, and a rejected one is redone with a fresh factorisation
+(which then follows the plain Newton rules). Along a path the factorisation carries over from pose to pose.
+
+Each entry point (:func:`pose_solve`, :func:`pose_path`, :func:`pose_batch`) is one compiled call that allocates
+its work arrays once (:func:`pose_workspace`); no Python runs between Newton iterations or poses.
+
+States: (g_int (R, N-1, 4, 4), beta (R, N, 6), psi (R,), lengths (R,)); sensitivity (sens_y (R, 12N - 6, 6),
+sens_psi (R, 6), sens_l (R, 6), has_sens). SI units.
 """
 from __future__ import annotations
 
@@ -27,22 +33,16 @@ import math
 import numpy as np
 
 from flexlearn.physics.lse.compiled import (
-    _GT,
-    _GTW,
-    GT3,
-    GTW3,
-    _exp_into,
-    _mm,
     alloc_parts,
     element_into,
     njit,
     refresh_pose_cache,
-    tangent_nodes_into,
     workspace,
 )
 from flexlearn.physics.lse.compiled_solver import _exp
 from flexlearn.physics.lse.newton_policy import (
     BACKTRACK_FACTOR,
+    CONTINUE,
     CONVERGED,
     FAILED,
     accept_trial,
@@ -50,80 +50,107 @@ from flexlearn.physics.lse.newton_policy import (
     step_scale,
     step_verdict,
 )
-from flexlearn.physics.lse.pose_condense import pose_system
+from flexlearn.physics.lse.pose_condense import (
+    TINY_ELEMENT_T2,
+    condense_workspace,
+    pose_factor,
+    pose_solve_column,
+    pose_tangent,
+)
 from flexlearn.physics.lse.pose_geometry import (
     _ad_inv_t,
     _inv_pose,
     _log_se3,
-    _pose_mul_into,
-    _so3_log,
+    _mm,
     cold_state,
+    copy_state,
+    retract_strain_into,
     tip_poses,
+    tip_poses_into,
 )
 
 refresh_pose_cache()  # before any kernel of this file loads its cache
 
-__all__ = [
-    "FD_LENGTH",
-    "alloc_parts",
-    "cold_state",
-    "pose_batch",
-    "pose_newton",
-    "pose_path",
-    "predict_pose",
-    "sensitivity",
-    "tip_poses",
-]
+__all__ = ["CHORD_KEEP", "TINY_ELEMENT_T2", "cold_state", "pose_batch", "pose_newton", "pose_path", "pose_solve", "pose_workspace",
+           "tip_poses"]
 
-FD_LENGTH = 1e-7    # relative forward-difference step of the length column
-SHORT_ELEMENT_T2 = 0.3 ** 2   # elements turning by less than 0.3 rad: 3-point quadrature in the tangent
+CHORD_KEEP = 0.05     # default: a kept factorisation is refreshed after a step that lowered the residual less
+PARALLEL_COS = 0.9    # second-order predictor term only for platform moves this parallel to the previous one
 
 
 @njit(cache=True)
-def _rod_residual(k, base, g_int, beta, tip, length, kd, xi0, parts, ws, out):
-    """Rod k's residual (12N,) ``[ζ_1 … ζ_{N-1}, β_1 … β_N, tip wrench r_b]`` at length ``length`` into ``out``;
-    the element pieces go to ``parts[·][k, e]`` (:func:`~flexlearn.physics.lse.compiled.alloc_parts`)."""
-    n = beta.shape[1]
-    h = length / n
-    out[:] = 0.0
-    for e in range(n):
-        ga = base[k] if e == 0 else g_int[k, e - 1]
-        gb = tip[k] if e == n - 1 else g_int[k, e]
-        element_into(ga, gb, beta[k, e], h, kd[k], xi0[k], parts, k, e, ws)
-        ra, rb, rbeta = parts[10][k, e], parts[11][k, e], parts[12][k, e]
-        o_b = 12 * n - 6 if e == n - 1 else 6 * e
-        for i in range(6):
-            if e > 0:
-                out[6 * (e - 1) + i] += ra[i]
-            out[o_b + i] += rb[i]
-            out[6 * (n - 1) + 6 * e + i] = rbeta[i]
+def _state(r, n):
+    return (np.empty((r, max(n - 1, 0), 4, 4)), np.empty((r, n, 6)), np.empty(r), np.empty(r))
 
 
 @njit(cache=True)
-def _residuals(base, g_ee, g_int, beta, psi, lengths, tip_local, kd, xi0, w_body, parts, ws):
-    """All rod residuals (R, 12N), the platform residual ``Σ Ad_{T_k⁻¹}ᵀ r_{b,k} − w_body`` (6,), tip poses."""
+def pose_workspace(r, n):
+    """Work arrays of one compiled call for R rods of N elements (allocated once): 0, 1 element pieces of the
+    current and the trial state; 2 element scratch; 3 :func:`~flexlearn.physics.lse.pose_condense.condense_workspace`;
+    4, 5 current and trial state, 6 saved state; 7, 8 rod residuals (R, 12N); 9, 10 platform residuals (6,);
+    11, 12 tip poses (R, 4, 4); 13 element tangents; 14 length column; 15 Ad_{T⁻¹}ᵀ (R, 6, 6) at the factorisation;
+    16 (18,), 17 (5, 6), 18 (6, 6) scratch; 19 … 21 corrections (R, 12N - 6, 7), (R, 7), (R, 7); 22 flags (has a
+    factorisation, has a sensitivity, which of 0/1 is current, has a predictor defect); 23 sensitivity;
+    24 predictor defect and 25 this pose's corrections (dy (R, 12N - 6, 1), dpsi, dl (R, 1)); 26 previous move
+    (6,); 27 Newton log."""
+    ny = 12 * n - 6
+    return (alloc_parts(r, n), alloc_parts(r, n), workspace(), condense_workspace(r, n), _state(r, n), _state(r, n),
+            _state(r, n), np.empty((r, 12 * n)), np.empty((r, 12 * n)), np.empty(6), np.empty(6),
+            np.empty((r, 4, 4)), np.empty((r, 4, 4)), np.empty((r, n, 18, 18)), np.empty((r, 12 * n)),
+            np.empty((r, 6, 6)), np.empty(18), np.empty((5, 6)), np.empty((6, 6)), np.zeros((r, ny, 7)),
+            np.zeros((r, 7)), np.zeros((r, 7)), np.zeros(4, dtype=np.int64),
+            (np.zeros((r, ny, 6)), np.zeros((r, 6)), np.zeros((r, 6))),
+            (np.zeros((r, ny, 1)), np.zeros((r, 1)), np.zeros((r, 1))),
+            (np.zeros((r, ny, 1)), np.zeros((r, 1)), np.zeros((r, 1))), np.zeros(6), np.empty(64))
+
+
+@njit(cache=True)
+def _current(wk):
+    """(element pieces, state, rod residuals, platform residual, tip poses) of the current state, and the same of
+    the trial slot."""
+    if wk[22][2] == 0:
+        return (wk[0], wk[4], wk[7], wk[9], wk[11]), (wk[1], wk[5], wk[8], wk[10], wk[12])
+    return (wk[1], wk[5], wk[8], wk[10], wk[12]), (wk[0], wk[4], wk[7], wk[9], wk[11])
+
+
+@njit(cache=True)
+def _residuals_into(base, g_ee, state, tip_local, kd, xi0, w_body, parts, ws, res, res_ee, tip, adt):
+    """Rod residuals (R, 12N) ``[ζ_1 … ζ_{N-1}, β_1 … β_N, tip wrench r_b]`` per rod, the platform residual
+    ``Σ Ad_{T⁻¹}ᵀ r_b − w_body`` (6,) and the tip poses into res, res_ee, tip; element pieces into ``parts``
+    (:func:`~flexlearn.physics.lse.compiled.alloc_parts`). adt (6, 6): scratch."""
+    g_int, beta, psi, lengths = state
     r, n = beta.shape[0], beta.shape[1]
-    tip = tip_poses(g_ee, tip_local, psi)
-    res = np.empty((r, 12 * n))
-    res_ee = -w_body.copy()
-    adt = np.empty((6, 6))
+    tip_poses_into(g_ee, tip_local, psi, tip)
+    for i in range(6):
+        res_ee[i] = -w_body[i]
     for k in range(r):
-        _rod_residual(k, base, g_int, beta, tip, lengths[k], kd, xi0, parts, ws, res[k])
+        h = lengths[k] / n
+        out = res[k]
+        out[:] = 0.0
+        for e in range(n):
+            ga = base[k] if e == 0 else g_int[k, e - 1]
+            gb = tip[k] if e == n - 1 else g_int[k, e]
+            element_into(ga, gb, beta[k, e], h, kd[k], xi0[k], parts, k, e, ws)
+            ra, rb, rbeta = parts[10][k, e], parts[11][k, e], parts[12][k, e]
+            o_b = 12 * n - 6 if e == n - 1 else 6 * e
+            for i in range(6):
+                if e > 0:
+                    out[6 * (e - 1) + i] += ra[i]
+                out[o_b + i] += rb[i]
+                out[6 * (n - 1) + 6 * e + i] = rbeta[i]
         _ad_inv_t(tip_local[k], psi[k], adt)
         for i in range(6):
             acc = 0.0
             for j in range(6):
-                acc += adt[i, j] * res[k, 12 * n - 6 + j]
+                acc += adt[i, j] * out[12 * n - 6 + j]
             res_ee[i] += acc
-    return res, res_ee, tip
 
 
 @njit(cache=True)
 def _norm(res, res_ee, w, scale, twist_free):
     """Scaled residual ∞-norm: entries in N·m by the weights w (12N,) ([1, L] per node, 1/L² per β), over
     ``scale``; the rows solved for: interior nodes, slopes, tip torsion (when free), platform balance."""
-    n12 = res.shape[1]
-    ny = n12 - 6
+    ny = res.shape[1] - 6
     out = 0.0
     for k in range(res.shape[0]):
         for i in range(ny):
@@ -133,105 +160,6 @@ def _norm(res, res_ee, w, scale, twist_free):
     for i in range(6):
         out = max(out, abs(res_ee[i] * w[ny + i]))
     return out / scale
-
-
-@njit(cache=True)
-def _length_column(base, g_int, beta, tip, lengths, kd, xi0, res, parts, ws, dres):
-    """∂r_k/∂L_k (R, 12N) by a forward difference of each rod's residual (relative step FD_LENGTH)."""
-    tmp = np.empty(res.shape[1])
-    for k in range(res.shape[0]):
-        dlen = FD_LENGTH * lengths[k]
-        _rod_residual(k, base, g_int, beta, tip, lengths[k] + dlen, kd, xi0, parts, ws, tmp)
-        for i in range(res.shape[1]):
-            dres[k, i] = (tmp[i] - res[k, i]) / dlen
-
-
-@njit(cache=True)
-def _update_linear_parts(be, ps, ln, dy, dpsi, dl, alpha, col):
-    """In place: slopes β (R, N, 6), tip twists ψ (R,) and lengths L (R,) ← · + α δ· (column ``col``)."""
-    r, n = be.shape[0], be.shape[1]
-    for k in range(r):
-        for e in range(n):
-            for i in range(6):
-                be[k, e, i] += alpha * dy[k, 6 * (n - 1) + 6 * e + i, col]
-        ps[k] += alpha * dpsi[k, col]
-        ln[k] += alpha * dl[k, col]
-
-
-@njit(cache=True)
-def _retract(g_int, beta, psi, lengths, dy, dpsi, dl, alpha, col):
-    """``g ← g exp(α δζ^)`` on the interior nodes, ``β, ψ, L ← · + α δ·`` (column ``col`` of the corrections)."""
-    r, n = beta.shape[0], beta.shape[1]
-    gi = g_int.copy()
-    be = beta.copy()
-    ps = psi.copy()
-    ln = lengths.copy()
-    x = np.empty(6)
-    for k in range(r):
-        for j in range(n - 1):
-            for i in range(6):
-                x[i] = alpha * dy[k, 6 * j + i, col]
-            gi[k, j] = _mm(g_int[k, j], _exp(x))
-    _update_linear_parts(be, ps, ln, dy, dpsi, dl, alpha, col)
-    return gi, be, ps, ln
-
-
-@njit(cache=True)
-def _retract_strain(base, g_int, beta, psi, lengths, dy, dpsi, dl, alpha, col, tip_old, tip_new, parts):
-    """Strain retraction: the interior nodes rebuilt from the base, ``g_j = g_{j-1} exp((Ω_j + α δΩ_j)^)`` with
-    the linearised change of each element's relative pose ``δΩ_j = -J_l⁻¹(Ω_j) δζ_{j-1} + J_r⁻¹(Ω_j) δζ_j``
-    (Ω, J_r⁻¹, J_l⁻¹ from ``parts`` of the residual at the current state; δζ_N = log(tip_old⁻¹ tip_new)), then
-    the closure mismatch to the new tip spread along the rod as the fraction j/N of the rigid correction
-    (as :meth:`CPRModel._retract` with ``retraction="strain"``): unlike ``g ⊕ αδζ`` node by node it does not
-    stretch the nearly inextensible rods by O(|δζ|²)·EA. β, ψ, L are updated linearly. Returns the new state."""
-    r, n = beta.shape[0], beta.shape[1]
-    gi = g_int.copy()
-    be = beta.copy()
-    ps = psi.copy()
-    ln = lengths.copy()
-    dprev = np.zeros(6)
-    dnext = np.zeros(6)
-    om = np.empty(6)
-    co = np.empty(6)
-    step = np.empty((4, 4))
-    g = np.empty((4, 4))
-    g_next = np.empty((4, 4))
-    for k in range(r):
-        g[:, :] = base[k]
-        dprev[:] = 0.0
-        for e in range(n):
-            if e < n - 1:
-                for i in range(6):
-                    dnext[i] = alpha * dy[k, 6 * e + i, col]
-            else:
-                dnext[:] = _log_se3(_mm(_inv_pose(tip_old[k]), tip_new[k]))
-            jri, jli = parts[8][k, e], parts[9][k, e]
-            for i in range(6):
-                acc = parts[2][k, e][i] if i < 3 else parts[3][k, e][i - 3]
-                for q in range(6):
-                    acc += jri[i, q] * dnext[q] - jli[i, q] * dprev[q]
-                om[i] = acc
-            _exp_into(om, step, co)
-            _pose_mul_into(g, step, g_next)
-            g[:, :] = g_next
-            if e < n - 1:
-                gi[k, e] = g
-            dprev[:] = dnext
-        dp = tip_new[k, :3, 3] - g[:3, 3]
-        dphi = _so3_log(_mm(tip_new[k, :3, :3].copy(), g[:3, :3].T.copy()))
-        for j in range(1, n):
-            frac = j / n
-            for i in range(3):
-                om[i] = frac * dphi[i]
-                om[3 + i] = 0.0
-            _exp_into(om, step, co)
-            _pose_mul_into(step, gi[k, j - 1], g_next)
-            for i in range(3):
-                for q in range(3):
-                    gi[k, j - 1, i, q] = g_next[i, q]
-                gi[k, j - 1, i, 3] += frac * dp[i]
-    _update_linear_parts(be, ps, ln, dy, dpsi, dl, alpha, col)
-    return gi, be, ps, ln
 
 
 @njit(cache=True)
@@ -249,7 +177,7 @@ def _largest_rotation(dy, dpsi, dl, lengths, col):
 
 @njit(cache=True)
 def _step_norm(dy, dpsi, dl, lengths, w):
-    """Weighted ∞-norm of the Newton correction: rotations [rad], translations / L, slopes × L², δL / L."""
+    """Weighted ∞-norm of the Newton correction (column 0): rotations [rad], translations / L, slopes × L², δL / L."""
     out = 0.0
     for k in range(dy.shape[0]):
         for i in range(dy.shape[1]):
@@ -259,110 +187,101 @@ def _step_norm(dy, dpsi, dl, lengths, w):
 
 
 @njit(cache=True)
-def _linear_step(base, g_int, beta, psi, lengths, tip, tip_local, kd, xi0, w_body, twist_free, res, parts, ws, hel,
-                 dres, adt, dy, dpsi, dl, nc):
-    """Tangent (element tangents from ``parts`` of the residual ``res``, the length column) and the condensed
-    solve (:func:`~flexlearn.physics.lse.pose_condense.pose_system`) into dy, dpsi, dl (column 0: Newton step, 1 + i < nc: d/dζ_ee,i). False:
-    singular."""
-    r, n = beta.shape[0], beta.shape[1]
-    for k in range(r):
-        h = lengths[k] / n
-        for e in range(n):
-            short = parts[4][k, e] < SHORT_ELEMENT_T2   # quadrature sized to the element's rotation
-            gt, gtw = (GT3, GTW3) if short else (_GT, _GTW)
-            tangent_nodes_into(parts, k, e, h, kd[k], hel[k, e], ws, gt, gtw)   # one call site: inlined once
+def _refactor(wk, cur, tip_local, kd, xi0, opts):
+    """Tangent and factorisation at the current state, and the sensitivity (columns 1 … 6) into the workspace's
+    sensitivity. Returns False when singular."""
+    parts, st, res = cur[0], cur[1], cur[2]
+    cw, hel, dres, adt, dy, dpsi, dl, flags = wk[3], wk[13], wk[14], wk[15], wk[19], wk[20], wk[21], wk[22]
+    sy, spsi, sl = wk[23]
+    beta, psi, lengths, twist_free = st[1], st[2], st[3], opts[8]
+    pose_tangent(beta, lengths, kd, xi0, parts, wk[2], hel, dres, wk[16], wk[17], opts[10])
+    for k in range(beta.shape[0]):
         _ad_inv_t(tip_local[k], psi[k], adt[k])
-    _length_column(base, g_int, beta, tip, lengths, kd, xi0, res, parts, ws, dres)
-    return pose_system(hel, res, dres, adt, w_body, twist_free, dy, dpsi, dl, nc)
+    ok = pose_factor(hel, dres, adt, res, twist_free, cw)
+    for c in range(1, 7):
+        ok = pose_solve_column(cw, hel, adt, res, cur[3], twist_free, c, dy, dpsi, dl) and ok
+    if ok:
+        sy[:] = dy[:, :, 1:]
+        spsi[:] = dpsi[:, 1:]
+        sl[:] = dl[:, 1:]
+        flags[1] = 1
+    flags[0] = 1 if ok else 0
+    return ok
 
 
 @njit(cache=True)
-def sensitivity(base, g_ee, tip_local, kd, xi0, w_body, state, twist_free, sens_y, sens_psi, sens_l):
-    """The predictor's sensitivity d(ζ, β; ψ; L)/dζ_ee at a solved ``state`` (one tangent and solve) into sens_y
-    (R, 12N - 6, 6), sens_psi, sens_l (R, 6); returns (True when finite, the element pieces at ``state``)."""
-    g_int, beta, psi, lengths = state
-    r, n = beta.shape[0], beta.shape[1]
-    parts = alloc_parts(r, n)
-    ws = workspace()
-    res, _res_ee, tip = _residuals(base, g_ee, g_int, beta, psi, lengths, tip_local, kd, xi0, w_body, parts, ws)
-    dy = np.empty((r, 12 * n - 6, 7))
-    dpsi = np.empty((r, 7))
-    dl = np.empty((r, 7))
-    ok = _linear_step(base, g_int, beta, psi, lengths, tip, tip_local, kd, xi0, w_body, twist_free, res, parts, ws,
-                      np.empty((r, n, 18, 18)), np.empty((r, 12 * n)), np.empty((r, 6, 6)), dy, dpsi, dl, 7)
-    sens_y[:] = dy[:, :, 1:]
-    sens_psi[:] = dpsi[:, 1:]
-    sens_l[:] = dl[:, 1:]
-    # the tangent pass left the pieces of the residual at ``state`` in place except those the length column
-    # perturbed; recompute them for the predictor's retraction
-    _residuals(base, g_ee, g_int, beta, psi, lengths, tip_local, kd, xi0, w_body, parts, ws)
-    return ok, parts
+def _accumulate(acc, dy, dpsi, dl, alpha):
+    """This pose's corrections (in the tangent coordinates of the predictor) += α × column 0."""
+    acc[0][:, :, 0] += alpha * dy[:, :, 0]
+    acc[1][:, 0] += alpha * dpsi[:, 0]
+    acc[2][:, 0] += alpha * dl[:, 0]
 
 
 @njit(cache=True)
-def pose_newton(base, g_ee, tip_local, kd, xi0, w_body, g_int, beta, psi, lengths, w, scale, tol, max_iter,
-                max_rot, step_tol, growth, backtracks, twist_free, sens_y, sens_psi, sens_l, log):
-    """Riemannian Newton for one platform pose ``g_ee`` (4, 4) from the state (g_int, beta, psi, lengths); the
-    stopping and step rules of :mod:`flexlearn.physics.lse.newton_policy`. Writes the last factorisation's
-    sensitivity d(ζ, β; ψ; L)/dζ_ee into sens_y (R, 12N - 6, 6), sens_psi (R, 6), sens_l (R, 6) and the scaled
-    residual norms into ``log``. Returns (status 1 converged / 0 failed, g_int, beta, psi, lengths, iterations,
-    log length, has_sens, the element pieces of the last residual (for the predictor's retraction))."""
-    r, n = beta.shape[0], beta.shape[1]
-    ny = 12 * n - 6
-    parts = alloc_parts(r, n)
-    parts_c = alloc_parts(r, n)
-    ws = workspace()
-    res, res_ee, tip = _residuals(base, g_ee, g_int, beta, psi, lengths, tip_local, kd, xi0, w_body, parts, ws)
-    norm = _norm(res, res_ee, w, scale, twist_free)
+def _trial(base, g_ee, tip_local, kd, xi0, w_body, opts, wk, cur, trl, alpha):
+    """Retract the correction (column 0) scaled by α from the current state into the trial slot and evaluate
+    its residual; returns the trial's scaled norm."""
+    w, scale, twist_free = opts[0], opts[1], opts[8]
+    dy, dpsi, dl = wk[19], wk[20], wk[21]
+    tip_new = trl[4]
+    for k in range(dpsi.shape[0]):
+        wk[17][4, k] = cur[1][2][k] + alpha * dpsi[k, 0]
+    tip_poses_into(g_ee, tip_local, wk[17][4], tip_new)
+    retract_strain_into(base, cur[1], dy, dpsi, dl, alpha, 0, cur[4], tip_new, cur[0], trl[1], wk[17])
+    _residuals_into(base, g_ee, trl[1], tip_local, kd, xi0, w_body, trl[0], wk[2], trl[2], trl[3], trl[4], wk[18])
+    return _norm(trl[2], trl[3], w, scale, twist_free)
+
+
+@njit(cache=True)
+def pose_newton(base, g_ee, tip_local, kd, xi0, w_body, opts, wk):
+    """Riemannian Newton with kept factorisations (module docstring) at the platform pose ``g_ee`` (4, 4) from
+    the current state of the workspace ``wk`` (:func:`pose_workspace`; its residual evaluated here). opts: (w,
+    scale, tol, max_iter, max_rot, step_tol, growth, backtracks, twist_free, chord_keep, tiny_t2 (θ² below which
+    the tangent uses 2 quadrature points)). The solution stays the workspace's
+    current state; this pose's corrections are added to ``wk[25]``. Returns (status 1 converged / 0 failed,
+    corrections applied, factorisations, log length)."""
+    w, scale, tol, max_iter, max_rot, step_tol, growth, backtracks, twist_free, chord_keep, _t2 = opts
+    dy, dpsi, dl, flags, log = wk[19], wk[20], wk[21], wk[22], wk[27]
+    cur, trl = _current(wk)
+    _residuals_into(base, g_ee, cur[1], tip_local, kd, xi0, w_body, cur[0], wk[2], cur[2], cur[3], cur[4], wk[18])
+    norm = _norm(cur[2], cur[3], w, scale, twist_free)
+    first, it, nlog, factors, fresh = norm, 0, 1, 0, False
     log[0] = norm
-    nlog = 1
-    first = norm
-    it = 0
-    has_sens = False
-    hel = np.empty((r, n, 18, 18))
-    dres = np.empty((r, 12 * n))
-    adt = np.empty((r, 6, 6))
-    dy = np.empty((r, ny, 7))
-    dpsi = np.empty((r, 7))
-    dl = np.empty((r, 7))
     while True:
         verdict = residual_verdict(norm, first, it, tol, max_iter)
-        if verdict == CONVERGED:
-            return 1, g_int, beta, psi, lengths, it, nlog, has_sens, parts
+        if verdict != CONTINUE:
+            return (1 if verdict == CONVERGED else 0), it, factors, nlog
+        if flags[0] == 0:
+            factors += 1
+            fresh = True
+            if not _refactor(wk, cur, tip_local, kd, xi0, opts):
+                return 0, it, factors, nlog
+        ok = pose_solve_column(wk[3], wk[13], wk[15], cur[2], cur[3], twist_free, 0, dy, dpsi, dl)
+        verdict = step_verdict(_step_norm(dy, dpsi, dl, cur[1][3], w) if ok else np.inf, step_tol)
+        if verdict == FAILED and not fresh:
+            flags[0] = 0
+            continue
         if verdict == FAILED:
-            return 0, g_int, beta, psi, lengths, it, nlog, has_sens, parts
-        # the sensitivity (six more columns) from every factorisation: the predictor wants the last one (near
-        # equilibrium; at a predicted start the axial-force errors skew the geometric stiffness: measured 3
-        # instead of 2 Newton iterations per pose on the CSG path with the first factorisation's)
-        nc = 7
-        ok = _linear_step(base, g_int, beta, psi, lengths, tip, tip_local, kd, xi0, w_body, twist_free, res, parts, ws,
-                          hel, dres, adt, dy, dpsi, dl, nc)
-        step = _step_norm(dy, dpsi, dl, lengths, w) if ok else np.inf
-        verdict = step_verdict(step, step_tol)
-        if verdict == FAILED:
-            return 0, g_int, beta, psi, lengths, it, nlog, has_sens, parts
-        if nc == 7:
-            sens_y[:] = dy[:, :, 1:]
-            sens_psi[:] = dpsi[:, 1:]
-            sens_l[:] = dl[:, 1:]
-            has_sens = True
-        if verdict == CONVERGED:  # round-off floor: apply the correction, no new residual
-            g_int, beta, psi, lengths = _retract(g_int, beta, psi, lengths, dy, dpsi, dl, 1.0, 0)
-            return 1, g_int, beta, psi, lengths, it, nlog, has_sens, parts
-        alpha = step_scale(_largest_rotation(dy, dpsi, dl, lengths, 0), max_rot)
-        for _ in range(backtracks + 1):
-            tip_new = tip_poses(g_ee, tip_local, psi + alpha * dpsi[:, 0])
-            c_int, c_beta, c_psi, c_len = _retract_strain(base, g_int, beta, psi, lengths, dy, dpsi, dl, alpha, 0,
-                                                          tip, tip_new, parts)
-            res_c, res_ee_c, tip_c = _residuals(base, g_ee, c_int, c_beta, c_psi, c_len, tip_local, kd, xi0,
-                                                w_body, parts_c, ws)
-            n_c = _norm(res_c, res_ee_c, w, scale, twist_free)
+            return 0, it, factors, nlog
+        alpha = 1.0 if verdict == CONVERGED else step_scale(_largest_rotation(dy, dpsi, dl, cur[1][3], 0), max_rot)
+        n_c = _trial(base, g_ee, tip_local, kd, xi0, w_body, opts, wk, cur, trl, alpha)
+        if not fresh and not n_c < norm:            # a kept factorisation that no longer helps: refactorise
+            flags[0] = 0
+            continue
+        for _ in range(backtracks if fresh and verdict != CONVERGED else 0):
             if accept_trial(n_c, norm, growth):
                 break
             alpha *= BACKTRACK_FACTOR
-        g_int, beta, psi, lengths = c_int, c_beta, c_psi, c_len
-        res, res_ee, tip, norm = res_c, res_ee_c, tip_c, n_c
-        parts, parts_c = parts_c, parts
+            n_c = _trial(base, g_ee, tip_local, kd, xi0, w_body, opts, wk, cur, trl, alpha)
+        _accumulate(wk[25], dy, dpsi, dl, alpha)
+        flags[2] = 1 - flags[2]
+        cur, trl = trl, cur
+        if verdict == CONVERGED:  # round-off floor: the correction applied, its residual is the last one
+            return 1, it + 1, factors, nlog
+        if not n_c <= chord_keep * norm:
+            flags[0] = 0
+        norm = n_c
+        fresh = False
         it += 1
         if nlog < log.shape[0]:
             log[nlog] = norm
@@ -370,135 +289,194 @@ def pose_newton(base, g_ee, tip_local, kd, xi0, w_body, g_int, beta, psi, length
 
 
 @njit(cache=True)
-def predict_pose(base, g_old, g_new, tip_local, g_int, beta, psi, lengths, sens_y, sens_psi, sens_l, parts, max_rot):
-    """First-order warm start for the platform move ``g_old → g_new``: ``q ⊕ (dq/dζ_ee) dz``, dz = log(g_old⁻¹
-    g_new), by the strain retraction (``parts``: the element pieces at the old solution); the state unchanged
-    when a node would turn by more than ``max_rot`` [rad]."""
+def _predict(base, g_old, g_new, tip_local, kd, xi0, w_body, max_rot, wk):
+    """Warm start for the platform move ``g_old → g_new`` from the current (solved) state:
+    ``q ⊕ ((dq/dζ_ee) dz + s² d)``, dz = log(g_old⁻¹ g_new), by the strain retraction; ``d``: the corrections
+    Newton added to the previous pose's prediction (its second-order defect), s = dz·dz_prev / |dz_prev|², used
+    when the move is nearly parallel to the previous one (|cos| ≥ PARALLEL_COS; the defect is quadratic in the
+    move, so a reversal keeps it). False (the state unchanged) when a node would turn by more than ``max_rot``."""
+    flags, dy, dpsi, dl = wk[22], wk[19], wk[20], wk[21]
+    sy, spsi, sl = wk[23]
     dz = _log_se3(_mm(_inv_pose(g_old), g_new))
-    r, ny = sens_y.shape[0], sens_y.shape[1]
-    dy = np.zeros((r, ny, 1))
-    dpsi = np.zeros((r, 1))
-    dl = np.zeros((r, 1))
+    zp = wk[26]
+    dot, nn, np2 = 0.0, 0.0, 0.0
+    for i in range(6):
+        dot += dz[i] * zp[i]
+        nn += dz[i] * dz[i]
+        np2 += zp[i] * zp[i]
+    s2 = 0.0
+    if flags[3] == 1 and np2 > 0 and abs(dot) >= PARALLEL_COS * math.sqrt(nn * np2):
+        s2 = (dot / np2) ** 2
+    d_y, d_psi, d_l = wk[24]
+    a_y, a_psi, a_l = wk[25]      # this pose's defect starts with the predicted part
+    r, ny = sy.shape[0], sy.shape[1]
     for k in range(r):
+        for i in range(ny):
+            a_y[k, i, 0] = s2 * d_y[k, i, 0]
+            acc = a_y[k, i, 0]
+            for c in range(6):
+                acc += sy[k, i, c] * dz[c]
+            dy[k, i, 0] = acc
+        a_psi[k, 0], a_l[k, 0] = s2 * d_psi[k, 0], s2 * d_l[k, 0]
+        acc_p, acc_l = a_psi[k, 0], a_l[k, 0]
         for c in range(6):
-            for i in range(ny):
-                dy[k, i, 0] += sens_y[k, i, c] * dz[c]
-            dpsi[k, 0] += sens_psi[k, c] * dz[c]
-            dl[k, 0] += sens_l[k, c] * dz[c]
-    if not _largest_rotation(dy, dpsi, dl, lengths, 0) <= max_rot:
-        return g_int, beta, psi, lengths
-    return _retract_strain(base, g_int, beta, psi, lengths, dy, dpsi, dl, 1.0, 0, tip_poses(g_old, tip_local, psi),
-                           tip_poses(g_new, tip_local, psi + dpsi[:, 0]), parts)
+            acc_p += spsi[k, c] * dz[c]
+            acc_l += sl[k, c] * dz[c]
+        dpsi[k, 0], dl[k, 0] = acc_p, acc_l
+    zp[:] = dz
+    cur, trl = _current(wk)
+    if not _largest_rotation(dy, dpsi, dl, cur[1][3], 0) <= max_rot:
+        return False
+    tip_poses_into(g_old, tip_local, cur[1][2], trl[4])
+    tip_old = trl[4].copy()
+    for k in range(r):
+        wk[17][4, k] = cur[1][2][k] + dpsi[k, 0]
+    tip_poses_into(g_new, tip_local, wk[17][4], trl[4])
+    retract_strain_into(base, cur[1], dy, dpsi, dl, 1.0, 0, tip_old, trl[4].copy(), cur[0], trl[1], wk[17])
+    flags[2] = 1 - flags[2]
+    return True
 
 
 @njit(cache=True)
-def _solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, state, w, scale, tol, max_iter, max_rot,
-                   step_tol, growth, backtracks, twist_free, predictor, sens, log):
-    """Solve at ``g_to`` from the solution ``state`` at ``g_from`` by adaptive continuation along the SE(3)
-    geodesic: the whole step first; a failed step is halved (down to 1/1024 of the way), a converged one
-    doubles the next. Each step is warm-started by the first-order predictor when ``predictor`` (the
-    sensitivity computed at ``state`` when ``sens`` has none): a platform move with the rods left in place
-    stretches them by O(move)·EA, which Newton from there handles poorly on slender rods. ``sens``: (sens_y,
-    sens_psi, sens_l, has_sens, element pieces at ``state``), updated in place. Returns (status, state, total
-    Newton iterations, has_sens, element pieces at the returned state)."""
-    sens_y, sens_psi, sens_l, has_sens, parts = sens
-    if predictor and not has_sens:
-        has_sens, parts = sensitivity(base, g_from, tip_local, kd, xi0, w_body, state, twist_free, sens_y, sens_psi,
-                                      sens_l)
-    sy, spsi, sl = sens_y.copy(), sens_psi.copy(), sens_l.copy()
+def _restart(base, g_ee, tip_local, kd, xi0, w_body, wk):
+    """Evaluate the residual (and element pieces) of the workspace's current state at ``g_ee``."""
+    cur, _ = _current(wk)
+    _residuals_into(base, g_ee, cur[1], tip_local, kd, xi0, w_body, cur[0], wk[2], cur[2], cur[3], cur[4], wk[18])
+
+
+@njit(cache=True)
+def _load(base, g_ee, tip_local, kd, xi0, w_body, state, sens, wk):
+    """Workspace ← the state (solved at ``g_ee``) and its sensitivity ``sens``; its residual evaluated."""
+    flags = wk[22]
+    flags[:] = 0
+    copy_state(state, wk[4])
+    sy, spsi, sl, has_sens = sens
+    if has_sens:
+        wk[23][0][:] = sy
+        wk[23][1][:] = spsi
+        wk[23][2][:] = sl
+        flags[1] = 1
+    _restart(base, g_ee, tip_local, kd, xi0, w_body, wk)
+
+
+@njit(cache=True)
+def _solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predictor, wk):
+    """Solve at ``g_to`` from the workspace's current state (solved at ``g_from``) by adaptive continuation
+    along the SE(3) geodesic: the whole step first; a failed step is halved (down to 1/1024 of the way) from the
+    last solution, a converged one doubles the next. Each step is warm-started by the predictor
+    (:func:`_predict`) when ``predictor`` (the sensitivity computed at the start when there is none): a platform
+    move with the rods left in place stretches them by O(move)·EA, which Newton from there handles poorly on
+    slender rods. Returns (status, Newton corrections, factorisations)."""
+    max_rot = opts[4]
+    flags = wk[22]
+    if predictor and flags[1] == 0:
+        cur, _ = _current(wk)
+        _refactor(wk, cur, tip_local, kd, xi0, opts)
+    copy_state(_current(wk)[0][1], wk[6])
     dz = _log_se3(_mm(_inv_pose(g_from), g_to))
-    total = 0
+    total, factors = 0, 0
     t, dt = 0.0, 1.0
-    cur = state
     g_prev = g_from
+    acc = wk[25]
     while t < 1.0:
         t_new = min(1.0, t + dt)
         g_i = _mm(g_from, _exp(dz * t_new))
-        g_int, beta, psi, lengths = cur
-        if predictor and has_sens:
-            g_int, beta, psi, lengths = predict_pose(base, g_prev, g_i, tip_local, g_int, beta, psi, lengths,
-                                                     sens_y, sens_psi, sens_l, parts, max_rot)
-        ok, g_int, beta, psi, lengths, it, _nlog, hs_new, parts_new = pose_newton(
-            base, g_i, tip_local, kd, xi0, w_body, g_int, beta, psi, lengths, w, scale, tol, max_iter, max_rot,
-            step_tol, growth, backtracks, twist_free, sy, spsi, sl, log)
+        predicted = False
+        if predictor and flags[1] == 1:
+            predicted = _predict(base, g_prev, g_i, tip_local, kd, xi0, w_body, max_rot, wk)
+        if not predicted:
+            acc[0][:] = 0.0
+            acc[1][:] = 0.0
+            acc[2][:] = 0.0
+        ok, it, nf, _nlog = pose_newton(base, g_i, tip_local, kd, xi0, w_body, opts, wk)
         total += it
+        factors += nf
         if ok == 1:
-            cur = (g_int, beta, psi, lengths)
-            parts = parts_new
-            if hs_new:
-                sens_y[:] = sy
-                sens_psi[:] = spsi
-                sens_l[:] = sl
-                has_sens = True
-            t = t_new
-            g_prev = g_i
+            if predicted:
+                wk[24][0][:] = acc[0]
+                wk[24][1][:] = acc[1]
+                wk[24][2][:] = acc[2]
+            flags[3] = 1 if predicted else 0
+            t, g_prev = t_new, g_i
             dt *= 2.0
+            copy_state(_current(wk)[0][1], wk[6])
         else:
             dt *= 0.5
+            flags[0], flags[3] = 0, 0
             if dt < 1.0 / 1024:
-                return 0, state, total, has_sens, parts
-    return 1, cur, total, has_sens, parts
+                return 0, total, factors
+            copy_state(wk[6], _current(wk)[0][1])     # back to the last solution, its sensitivity recomputed
+            _restart(base, g_prev, tip_local, kd, xi0, w_body, wk)
+            if not _refactor(wk, _current(wk)[0], tip_local, kd, xi0, opts):
+                return 0, total, factors
+    return 1, total, factors
 
 
 @njit(cache=True)
-def pose_path(base, g_start, poses, tip_local, kd, xi0, w_body, g_int, beta, psi, lengths, sens, w, scale, tol,
-              max_iter, max_rot, step_tol, growth, backtracks, twist_free, predictor):
-    """Solve along a pose path (P, 4, 4) warm-started from the solution (g_int, beta, psi, lengths) at
-    ``g_start`` (``sens``: its predictor data, as :func:`_solve_stepped`), all in one compiled call. Returns (solved count, lengths (P, R), psi (P, R), g_int (P, R, N-1,
-    4, 4), beta (P, R, N, 6), Newton iterations (P,)); the count is short of P when a pose failed."""
-    r, n = beta.shape[0], beta.shape[1]
+def _sens_out(wk):
+    sy, spsi, sl = wk[23]
+    return sy.copy(), spsi.copy(), sl.copy(), wk[22][1] == 1
+
+
+@njit(cache=True)
+def pose_solve(base, g_from, g_to, tip_local, kd, xi0, w_body, state, sens, opts, predictor):
+    """One pose ``g_to`` from the solution ``state`` at ``g_from`` (its sensitivity ``sens``) in one compiled call
+    (:func:`_solve_stepped`). Returns (status, state at g_to (copies), Newton corrections, factorisations,
+    sensitivity there)."""
+    wk = pose_workspace(state[1].shape[0], state[1].shape[1])
+    _load(base, g_from, tip_local, kd, xi0, w_body, state, sens, wk)
+    ok, it, nf = _solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predictor, wk)
+    st = _current(wk)[0][1]
+    return ok, (st[0].copy(), st[1].copy(), st[2].copy(), st[3].copy()), it, nf, _sens_out(wk)
+
+
+@njit(cache=True)
+def pose_path(base, g_start, poses, tip_local, kd, xi0, w_body, state, sens, opts, predictor):
+    """Solve along a pose path (P, 4, 4) warm-started from the solution ``state`` at ``g_start`` (its
+    sensitivity ``sens``), all in one compiled call. Returns (solved count, lengths (P, R), psi (P, R), g_int
+    (P, R, N-1, 4, 4), beta (P, R, N, 6), Newton corrections (P,), factorisations (P,), the sensitivity at the
+    last solved pose); the count is short of P when a pose failed."""
+    r, n = state[1].shape[0], state[1].shape[1]
     npose = poses.shape[0]
-    out_l = np.zeros((npose, r))
-    out_psi = np.zeros((npose, r))
-    out_gi = np.zeros((npose, r, n - 1, 4, 4))
-    out_b = np.zeros((npose, r, n, 6))
-    iters = np.zeros(npose, dtype=np.int64)
-    log = np.empty(max_iter + 2)
-    state = (g_int, beta, psi, lengths)
+    out_l, out_psi = np.zeros((npose, r)), np.zeros((npose, r))
+    out_gi, out_b = np.zeros((npose, r, max(n - 1, 0), 4, 4)), np.zeros((npose, r, n, 6))
+    iters, factors = np.zeros(npose, dtype=np.int64), np.zeros(npose, dtype=np.int64)
+    wk = pose_workspace(r, n)
+    _load(base, g_start, tip_local, kd, xi0, w_body, state, sens, wk)
     g_prev = g_start
     for p in range(npose):
-        ok, state, it, hs, parts = _solve_stepped(base, g_prev, poses[p], tip_local, kd, xi0, w_body, state, w, scale,
-                                                  tol, max_iter, max_rot, step_tol, growth, backtracks, twist_free,
-                                                  predictor, sens, log)
+        ok, iters[p], factors[p] = _solve_stepped(base, g_prev, poses[p], tip_local, kd, xi0, w_body, opts,
+                                                  predictor, wk)
         if ok == 0:
-            return p, out_l, out_psi, out_gi, out_b, iters
-        sens = (sens[0], sens[1], sens[2], hs, parts)
-        out_gi[p], out_b[p], out_psi[p], out_l[p] = state
-        iters[p] = it
+            return p, out_l, out_psi, out_gi, out_b, iters, factors, _sens_out(wk)
+        st = _current(wk)[0][1]
+        out_gi[p], out_b[p], out_psi[p], out_l[p] = st[0], st[1], st[2], st[3]
         g_prev = poses[p]
-    return npose, out_l, out_psi, out_gi, out_b, iters
+    return npose, out_l, out_psi, out_gi, out_b, iters, factors, _sens_out(wk)
 
 
 @njit(cache=True)
-def pose_batch(base, poses, tip_local, kd, xi0, w_body, g_ref, ref_state, ref_sens, w, scale, tol, max_iter, max_rot,
-               step_tol, growth, backtracks, twist_free):
-    """Independent poses (P, 4, 4), each from the reference solution ``ref_state`` at ``g_ref`` (its predictor
-    data ``ref_sens``, as :func:`_solve_stepped`): the first-order predictor over the whole move, Newton, and
-    adaptive continuation where that fails; the cold start (:func:`cold_state`) as the last resort. Returns
-    (status (P,), lengths (P, R), psi (P, R), Newton iterations (P,))."""
+def pose_batch(base, poses, tip_local, kd, xi0, w_body, g_ref, ref_state, ref_sens, opts):
+    """Independent poses (P, 4, 4), each from the reference solution ``ref_state`` at ``g_ref`` (its
+    sensitivity ``ref_sens``; computed when missing): the predictor over the whole move, Newton, adaptive
+    continuation where that fails; the cold start (:func:`cold_state`) as the last resort. Returns (status (P,),
+    lengths (P, R), psi (P, R), Newton corrections (P,))."""
     r, n = ref_state[1].shape[0], ref_state[1].shape[1]
     npose = poses.shape[0]
-    status = np.zeros(npose, dtype=np.int64)
-    out_l = np.zeros((npose, r))
-    out_psi = np.zeros((npose, r))
-    iters = np.zeros(npose, dtype=np.int64)
-    sy, spsi, sl, hs, parts = ref_sens
-    if not hs:
-        hs, parts = sensitivity(base, g_ref, tip_local, kd, xi0, w_body, ref_state, twist_free, sy, spsi, sl)
-    log = np.empty(max_iter + 2)
+    status, iters = np.zeros(npose, dtype=np.int64), np.zeros(npose, dtype=np.int64)
+    out_l, out_psi = np.zeros((npose, r)), np.zeros((npose, r))
+    wk = pose_workspace(r, n)
+    _load(base, g_ref, tip_local, kd, xi0, w_body, ref_state, ref_sens, wk)
+    if wk[22][1] == 0:
+        _refactor(wk, _current(wk)[0], tip_local, kd, xi0, opts)
+    sens = _sens_out(wk)
     for p in range(npose):
-        ok, st, it, _hs, _parts = _solve_stepped(base, g_ref, poses[p], tip_local, kd, xi0, w_body, ref_state, w,
-                                                 scale, tol, max_iter, max_rot, step_tol, growth, backtracks,
-                                                 twist_free, True, (sy.copy(), spsi.copy(), sl.copy(), hs, parts), log)
-        g_int, beta, psi, lengths = st
+        _load(base, g_ref, tip_local, kd, xi0, w_body, ref_state, sens, wk)
+        ok, it, _nf = _solve_stepped(base, g_ref, poses[p], tip_local, kd, xi0, w_body, opts, True, wk)
         if ok == 0:
-            g_int, beta, psi, lengths = cold_state(base, poses[p], tip_local, n)
-            ok, g_int, beta, psi, lengths, it2, _nlog, _hs, _parts = pose_newton(
-                base, poses[p], tip_local, kd, xi0, w_body, g_int, beta, psi, lengths, w, scale, tol, max_iter,
-                max_rot, step_tol, growth, backtracks, twist_free, sy.copy(), spsi.copy(), sl.copy(), log)
+            _load(base, poses[p], tip_local, kd, xi0, w_body, cold_state(base, poses[p], tip_local, n), sens, wk)
+            ok, it2, _nf, _nlog = pose_newton(base, poses[p], tip_local, kd, xi0, w_body, opts, wk)
             it += it2
-        status[p] = ok
-        out_l[p] = lengths
-        out_psi[p] = psi
-        iters[p] = it
+        st = _current(wk)[0][1]
+        status[p], out_l[p], out_psi[p], iters[p] = ok, st[3], st[2], it
     return status, out_l, out_psi, iters

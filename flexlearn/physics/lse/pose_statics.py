@@ -40,7 +40,8 @@ class PoseStaticsError(FlexlearnError):
 @dataclass
 class PoseState:
     """A solved pose: platform pose (4, 4), interior nodes (R, N-1, 4, 4), slopes (R, N, 6), tip twists ψ (R,)
-    [rad], rod lengths (R,) [m], Newton iterations, and the sensitivity used by the predictor."""
+    [rad], rod lengths (R,) [m], Newton corrections, and the sensitivity used by the predictor: (d(ζ, β)/dζ_ee
+    (R, 12N - 6, 6), dψ/dζ_ee (R, 6), dL/dζ_ee (R, 6), has_sens)."""
 
     g_ee: np.ndarray
     g_int: np.ndarray
@@ -57,7 +58,8 @@ class PathResult:
     psi: np.ndarray          # (P, R) [rad]
     g_int: np.ndarray        # (P, R, N-1, 4, 4)
     beta: np.ndarray         # (P, R, N, 6)
-    iterations: np.ndarray   # (P,) Newton iterations per pose
+    iterations: np.ndarray   # (P,) Newton corrections per pose
+    factorisations: np.ndarray  # (P,) tangent factorisations per pose (a kept one is reused: chord steps)
 
 
 @dataclass
@@ -80,6 +82,11 @@ def _nearest_neighbour_order(points: np.ndarray, start: np.ndarray) -> np.ndarra
     return order
 
 
+def _state(s: PoseState) -> tuple:
+    """The kernels' state tuple (g_int, beta, psi, lengths) of a solved pose."""
+    return (s.g_int, s.beta, s.psi, s.lengths)
+
+
 def _np(x) -> np.ndarray:
     if isinstance(x, torch.Tensor):
         x = x.detach().cpu().numpy()
@@ -91,11 +98,15 @@ class PoseStatics:
 
     ``twist_free`` (default: the model's ``tip_twist_free``): the platform attachments turn freely about the
     rod axis (torsion-free swivel); ``tol``: scaled residual ∞-norm (N·m over max EI/L, as
-    :mod:`~flexlearn.physics.lse.newton_policy`); ``platform_wrench`` (6,) [N·m; N] in the platform frame.
+    :mod:`~flexlearn.physics.lse.newton_policy`); ``platform_wrench`` (6,) [N·m; N] in the platform frame;
+    ``chord_keep``: a factorisation is kept for the next Newton step (and pose) while each step lowers the
+    residual by at least this factor (0: a fresh tangent every step, plain Newton); ``tiny_rotation`` [rad]:
+    elements turning by less use 2 quadrature points in the tangent (0: at least 3).
     """
 
     def __init__(self, model, twist_free: bool | None = None, tol: float = TOL, max_iter: int = MAX_ITER,
-                 max_rot: float = MAX_ROTATION_STEP, predictor: bool = True, platform_wrench=None):
+                 max_rot: float = MAX_ROTATION_STEP, predictor: bool = True, platform_wrench=None,
+                 chord_keep: float | None = None, tiny_rotation: float | None = None):
         if model.n_rods != 6:
             raise ValueError(f"inverse pose statics needs 6 length-actuated rods, the model has {model.n_rods}")
         if bool((model.rod_motor >= 0).any()):
@@ -119,18 +130,20 @@ class PoseStatics:
         self.twist_free = bool(model.tip_twist_free if twist_free is None else twist_free)
         self.tol, self.max_iter, self.max_rot = float(tol), int(max_iter), float(max_rot)
         self.predictor = bool(predictor)
+        self.chord_keep = float(pk.CHORD_KEEP if chord_keep is None else chord_keep)
+        self.tiny_t2 = float(pk.TINY_ELEMENT_T2 if tiny_rotation is None else tiny_rotation ** 2)
         self.step_tol, self.growth, self.backtracks = STEP_TOL, float(GROWTH), int(BACKTRACKS)
 
     def _opts(self):
         return (self.w, self.scale, self.tol, self.max_iter, self.max_rot, self.step_tol, self.growth,
-                self.backtracks, self.twist_free)
+                self.backtracks, self.twist_free, self.chord_keep, self.tiny_t2)
 
     def cold_state(self, g_ee) -> PoseState:
         """The unsolved start at ``g_ee``: rods on clamped-clamped Hermite curves (see ``cold_state`` kernel)."""
         g = _np(g_ee)
         gi, be, ps, ln = self._pk.cold_state(self.base, g, self.tip_local, self.n_elements)
         r, n = self.base.shape[0], self.n_elements
-        sens = (np.zeros((r, 12 * n - 6, 6)), np.zeros((r, 6)), np.zeros((r, 6)), False, self._pk.alloc_parts(r, n))
+        sens = (np.zeros((r, 12 * n - 6, 6)), np.zeros((r, 6)), np.zeros((r, 6)), False)
         return PoseState(g, gi, be, ps, ln, 0, sens)
 
     def solve(self, g_ee, init: PoseState | None = None) -> PoseState:
@@ -139,30 +152,23 @@ class PoseStatics:
         g = _np(g_ee)
         start = self.cold_state(g) if init is None else init
         g_from = g if init is None else init.g_ee
-        sy, spsi, sl, hs, parts = start.sens
-        sy, spsi, sl = sy.copy(), spsi.copy(), sl.copy()
-        log = np.empty(self.max_iter + 2)
-        w, scale, tol, max_iter, max_rot, step_tol, growth, backtracks, tf = self._opts()
-        ok, st, it, hs, parts = self._pk._solve_stepped(
-            self.base, g_from, g, self.tip_local, self.kd, self.xi0, self.w_body,
-            (start.g_int, start.beta, start.psi, start.lengths), w, scale, tol, max_iter, max_rot, step_tol,
-            growth, backtracks, tf, self.predictor, (sy, spsi, sl, hs, parts), log)
+        ok, st, it, _nf, sens = self._pk.pose_solve(
+            self.base, g_from, g, self.tip_local, self.kd, self.xi0, self.w_body, _state(start), tuple(start.sens),
+            self._opts(), self.predictor)
         if not ok:
             raise PoseStaticsError(f"no equilibrium found at the platform pose {g[:3, 3].tolist()} ({it} Newton "
                                    "iterations, continuation down to 1/1024 of the step)")
-        return PoseState(g, st[0], st[1], st[2], st[3], int(it), (sy, spsi, sl, hs, parts))
+        return PoseState(g, st[0], st[1], st[2], st[3], int(it), sens)
 
     def solve_path(self, poses, init: PoseState) -> PathResult:
         """Warm-started solves along ``poses`` (P, 4, 4) from the solution ``init``, in one compiled call."""
         pz = _np(poses)
-        w, scale, tol, max_iter, max_rot, step_tol, growth, backtracks, tf = self._opts()
-        count, ln, ps, gi, be, its = self._pk.pose_path(
-            self.base, init.g_ee, pz, self.tip_local, self.kd, self.xi0, self.w_body, init.g_int, init.beta,
-            init.psi, init.lengths, tuple(init.sens), w, scale, tol, max_iter, max_rot, step_tol, growth, backtracks, tf,
-            self.predictor)
+        count, ln, ps, gi, be, its, nf, _sens = self._pk.pose_path(
+            self.base, init.g_ee, pz, self.tip_local, self.kd, self.xi0, self.w_body, _state(init), tuple(init.sens),
+            self._opts(), self.predictor)
         if count < pz.shape[0]:
             raise PoseStaticsError(f"path pose {count} of {pz.shape[0]}: no equilibrium found")
-        return PathResult(ln, ps, gi, be, its)
+        return PathResult(ln, ps, gi, be, its, nf)
 
     def solve_batch(self, poses, ref: PoseState, chain: bool = True) -> BatchResult:
         """Independent solves at ``poses`` (P, 4, 4).
@@ -174,13 +180,9 @@ class PoseStatics:
         from ``ref`` (predictor over the whole move, adaptive continuation, the cold start as the last resort),
         in one compiled call."""
         pz = _np(poses)
-        w, scale, tol, max_iter, max_rot, step_tol, growth, backtracks, tf = self._opts()
         if not chain:
-            sy, spsi, sl, hs, parts = ref.sens
-            st, ln, ps, its = self._pk.pose_batch(
-                self.base, pz, self.tip_local, self.kd, self.xi0, self.w_body, ref.g_ee,
-                (ref.g_int, ref.beta, ref.psi, ref.lengths), (sy.copy(), spsi.copy(), sl.copy(), hs, parts), w,
-                scale, tol, max_iter, max_rot, step_tol, growth, backtracks, tf)
+            st, ln, ps, its = self._pk.pose_batch(self.base, pz, self.tip_local, self.kd, self.xi0, self.w_body,
+                                                  ref.g_ee, _state(ref), tuple(ref.sens), self._opts())
             return BatchResult(st.astype(bool), ln, ps, its)
         order = _nearest_neighbour_order(pz[:, :3, 3], ref.g_ee[:3, 3])
         npose, r = pz.shape[0], self.base.shape[0]
@@ -190,15 +192,13 @@ class PoseStatics:
         start, pos = ref, 0
         while pos < npose:
             idx = order[pos:]
-            count, ln, ps, gi, be, its = self._pk.pose_path(
-                self.base, start.g_ee, pz[idx], self.tip_local, self.kd, self.xi0, self.w_body, start.g_int,
-                start.beta, start.psi, start.lengths, tuple(start.sens), w, scale, tol, max_iter, max_rot, step_tol,
-                growth, backtracks, tf, self.predictor)
+            count, ln, ps, gi, be, its, _nf, sens = self._pk.pose_path(
+                self.base, start.g_ee, pz[idx], self.tip_local, self.kd, self.xi0, self.w_body, _state(start),
+                tuple(start.sens), self._opts(), self.predictor)
             ok[idx[:count]] = True
             lengths[idx[:count]], psi[idx[:count]], iters[idx[:count]] = ln[:count], ps[:count], its[:count]
             if count > 0:
                 last = count - 1
-                sens = (start.sens[0].copy(), start.sens[1].copy(), start.sens[2].copy(), False, start.sens[4])
                 start = PoseState(pz[idx[last]], gi[last], be[last], ps[last], ln[last], 0, sens)
             pos += count + 1     # skip the pose that failed
         return BatchResult(ok, lengths, psi, iters)

@@ -1,8 +1,10 @@
 """Inverse pose statics of the length-actuated continuous Stewart–Gough robot (conf/cpr/csg.yaml).
 
 Checks: the config describes the reference robot; an axial load gives the analytic rod length; the LSE solution
-converges to the independent shooting solution as elements are added; path, single and batched solves give
-the same equilibria; a cold start from the Hermite shape converges without help.
+converges to the independent shooting solution as elements are added; the compiled solution zeroes the torch
+reference residual; the analytic length column equals finite differences; path, single and batched solves
+give the same equilibria, with or without kept factorisations; a cold start from the Hermite shape converges
+without help.
 """
 from __future__ import annotations
 
@@ -124,7 +126,7 @@ def test_path_single_and_batched_solves_agree(csg_start):
     ps, st = csg_start
     poses = np.array([_pose([0, 0.02 + 0.001 * i, 0.48 + 0.001 * i]) for i in range(1, 6)])
     path = ps.solve_path(poses, st)
-    assert path.iterations.max() <= 4
+    assert path.iterations.max() <= 4 and path.factorisations.max() <= 2
     single = st
     for i, g in enumerate(poses):
         single = ps.solve(g, single)
@@ -165,3 +167,79 @@ def test_csg_shapes_agree_with_the_cpp_reference(tmp_path):
     lse = bench.lse_run(8, 1, 1e-6)
     out = bench.compare(lse, cpp["solutions"], 8)
     assert out["max_shape_diff_m"] <= 1e-4 and out["max_length_diff_m"] <= 1e-4, out
+
+
+def test_kept_factorisations_give_the_plain_newton_equilibria(csg_start):
+    """Chord steps (a factorisation kept across steps and poses) and 2-point tangent quadrature change the path
+    to the solution, not the solution: the same lengths and shapes as plain Newton with 3-point tangents."""
+    ps, st = csg_start
+    poses = np.array([_pose([0, 0.02 - 0.002 * i, 0.48 + 0.001 * i]) for i in range(1, 6)])
+    kept = ps.solve_path(poses, st)
+    model = CPRModel.from_config(_cfg(4))
+    plain = model.pose_statics(chord_keep=0.0, tiny_rotation=0.0).solve_path(poses, st)
+    assert plain.factorisations.sum() == plain.iterations.sum()      # one tangent per Newton step
+    assert kept.factorisations.sum() < kept.iterations.sum()
+    np.testing.assert_allclose(kept.lengths, plain.lengths, atol=1e-9)
+    np.testing.assert_allclose(kept.beta, plain.beta, atol=1e-6)
+
+
+def test_analytic_length_column_matches_finite_differences(csg_start):
+    """∂r/∂L of every rod (element pieces, assembled as in the Newton system) against central differences of
+    the compiled residual."""
+    from flexlearn.physics.lse import pose_condense as pc
+    from flexlearn.physics.lse import pose_kernels as pk
+
+    ps, st = csg_start
+    r, n = st.beta.shape[:2]
+    state = (st.g_int, st.beta, st.psi, st.lengths)
+
+    def residual(lengths):
+        res, ree, tip = np.empty((r, 12 * n)), np.empty(6), np.empty((r, 4, 4))
+        pk._residuals_into(ps.base, st.g_ee, state[:3] + (lengths,), ps.tip_local, ps.kd, ps.xi0, ps.w_body,
+                           pk.alloc_parts(r, n), pk.workspace(), res, ree, tip, np.empty((6, 6)))
+        return res
+
+    parts = pk.alloc_parts(r, n)
+    pk._residuals_into(ps.base, st.g_ee, state, ps.tip_local, ps.kd, ps.xi0, ps.w_body, parts, pk.workspace(),
+                       np.empty((r, 12 * n)), np.empty(6), np.empty((r, 4, 4)), np.empty((6, 6)))
+    dres = np.empty((r, 12 * n))
+    pc.pose_tangent(st.beta, st.lengths, ps.kd, ps.xi0, parts, pk.workspace(), np.empty((r, n, 18, 18)), dres,
+                    np.empty(18), np.empty((3, 6)), 0.0)
+    for k in range(r):
+        step = 1e-6 * st.lengths[k]
+        up, down = st.lengths.copy(), st.lengths.copy()
+        up[k] += step
+        down[k] -= step
+        fd = (residual(up)[k] - residual(down)[k]) / (2 * step)
+        np.testing.assert_allclose(dres[k], fd, rtol=0, atol=1e-6 * np.abs(fd).max())
+
+
+def test_compiled_solution_zeroes_the_torch_residual(csg_start):
+    """The compiled equilibrium, evaluated by the torch element (fused.element_residual, the reference of the
+    compiled kernels): interior-node and slope residuals and the platform balance vanish (relative to the
+    element wrenches), tip torsion too (free twist)."""
+    import torch
+
+    from flexlearn.physics.lse.fused import element_residual
+
+    ps, st = csg_start
+    nodes = torch.from_numpy(ps.nodes(st.g_ee, st.g_int, st.psi))
+    r, n = st.beta.shape[:2]
+    h = torch.from_numpy(st.lengths / n)[:, None].expand(r, n)
+    kd = torch.from_numpy(ps.kd)[:, None].expand(r, n, 6)
+    xi0 = torch.from_numpy(ps.xi0)[:, None].expand(r, n, 6)
+    el, _ = element_residual(nodes[:, :-1], nodes[:, 1:], torch.from_numpy(st.beta), h, kd, xi0)
+    el = el.numpy()
+    node = el[:, 1:, :6] + el[:, :-1, 6:12]             # interior nodes: r_a of the next + r_b of the previous
+    size = np.abs(el[..., :12]).max()
+    assert np.abs(node).max() < 1e-6 * size and np.abs(el[..., 12:]).max() < 1e-6 * size
+    tip = el[:, -1, 6:12]
+    assert np.abs(tip[:, 2]).max() < 1e-6 * size
+    from flexlearn.physics.lse.pose_geometry import _ad_inv_t
+
+    wrench = np.zeros(6)
+    for k in range(r):
+        adt = np.empty((6, 6))
+        _ad_inv_t(ps.tip_local[k], st.psi[k], adt)
+        wrench += adt @ tip[k]
+    assert np.abs(wrench).max() < 1e-6 * size
