@@ -72,3 +72,29 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+# The library type check (tests/test_types.py) costs ≈ 45 s of one core, mostly reading torch's stubs; it starts
+# in the background as soon as it is selected, on the core the mostly single-threaded tests leave free, and the
+# test collects its output.
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if any(item.path.name == "test_types.py" for item in session.items):
+        from tests.type_check import start_type_check
+        session.config.stash[TYPE_CHECK] = start_type_check(REPO)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    check = session.config.stash.get(TYPE_CHECK, None)
+    if check is not None:
+        check.stop()
+
+
+TYPE_CHECK = pytest.StashKey["object"]()
+
+
+@pytest.fixture(scope="session")
+def type_check(pytestconfig: pytest.Config):
+    """The background type check started at collection (`tests/type_check.py`), or a fresh one."""
+    from tests.type_check import start_type_check
+    check = pytestconfig.stash.get(TYPE_CHECK, None)
+    return check if check is not None else start_type_check(REPO)

@@ -1,19 +1,13 @@
-"""The library type-checks: mypy over flexlearn/ (configured in pyproject.toml's [tool.mypy]) reports no error."""
-from __future__ import annotations
+"""The library type-checks: mypy over flexlearn/ (configured in pyproject.toml's [tool.mypy]) reports no error.
 
-import subprocess
-import sys
-from pathlib import Path
+The check runs in the background from the end of collection (`tests/conftest.py`); this test collects it."""
+from __future__ import annotations
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-def test_mypy_reports_no_error(tmp_path: Path) -> None:
+def test_mypy_reports_no_error(type_check) -> None:
     pytest.importorskip("mypy")
-    # A private cache directory: a clean run every time, no clash with a developer's own cache.
-    result = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy_cache")],
-                            cwd=ROOT, capture_output=True, text=True)
-    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
-    assert result.returncode == 0 and not errors, "\n".join(errors[:50]) or result.stdout + result.stderr
+    code, out = type_check.result()
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert code == 0 and not errors, "\n".join(errors[:50]) or out
