@@ -74,27 +74,33 @@ def one_torch_thread():
     torch.set_num_threads(n)
 
 
-# The library type check (tests/test_types.py) costs ≈ 45 s of one core, mostly reading torch's stubs; it starts
-# in the background as soon as it is selected, on the core the mostly single-threaded tests leave free, and the
-# test collects its output.
+# Two background jobs on the core the mostly single-threaded tests leave free, started as soon as the tests that
+# need them are selected: the library type check (tests/test_types.py, ≈ 45 s of one core reading torch's
+# stubs; the test collects its output) and the compile of the inverse-statics pose kernels (≈ 140 s on an empty
+# cache, `flexlearn-warmup --only pose`; numba caches them on disk, so the pose tests load them instead).
 def pytest_collection_finish(session: pytest.Session) -> None:
-    if any(item.path.name == "test_types.py" for item in session.items):
-        from tests.type_check import start_type_check
+    from tests.background_jobs import start_pose_warmup, start_type_check
+    paths = {str(item.path) for item in session.items}
+    if any(p.endswith("test_types.py") for p in paths):
         session.config.stash[TYPE_CHECK] = start_type_check(REPO)
+    if any("test_lse_pose_statics" in p for p in paths):
+        session.config.stash[POSE_WARMUP] = start_pose_warmup(REPO)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    check = session.config.stash.get(TYPE_CHECK, None)
-    if check is not None:
-        check.stop()
+    for key in (TYPE_CHECK, POSE_WARMUP):
+        job = session.config.stash.get(key, None)
+        if job is not None:
+            job.stop()
 
 
+POSE_WARMUP = pytest.StashKey["object"]()
 TYPE_CHECK = pytest.StashKey["object"]()
 
 
 @pytest.fixture(scope="session")
 def type_check(pytestconfig: pytest.Config):
-    """The background type check started at collection (`tests/type_check.py`), or a fresh one."""
-    from tests.type_check import start_type_check
+    """The background type check started at collection (`tests/background_jobs.py`), or a fresh one."""
+    from tests.background_jobs import start_type_check
     check = pytestconfig.stash.get(TYPE_CHECK, None)
     return check if check is not None else start_type_check(REPO)

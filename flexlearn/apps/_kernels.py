@@ -43,6 +43,26 @@ def _warm_lse() -> None:
         model.solve(theta + 1e-3, loads, init=eq)
 
 
+def _warm_pose() -> None:
+    """The inverse statics of the continuous Stewart-Gough robot (conf/cpr/csg.yaml) with 2 elements per rod: a
+    cold solve, a warm-started one, a path and a batch (every entry point of `PoseStatics`)."""
+    import numpy as np
+    from omegaconf import OmegaConf
+
+    from flexlearn.config import to_plain_dict
+    from flexlearn.physics.lse import CPRModel
+
+    cfg = to_plain_dict(OmegaConf.load(PACKAGE_DIR / "conf" / "cpr" / "csg.yaml"), "cpr")
+    cfg.setdefault("rod", {})["n_elements"] = 2
+    ps = CPRModel.from_config(cfg).pose_statics()
+    poses = np.tile(np.eye(4), (3, 1, 1))
+    poses[:, :3, 3] = [[0.0, 0.0, 0.4], [0.0, 0.001, 0.401], [0.0, 0.002, 0.402]]
+    start = ps.solve(poses[0])
+    ps.solve(poses[1], start)
+    ps.solve_path(poses[1:], start)
+    ps.solve_batch(poses[1:], start)
+
+
 def _warm_cosserat() -> None:
     """Ten steps of flexlearn-cosserat's default experiment on the fused kernel."""
     from omegaconf import OmegaConf
@@ -70,10 +90,10 @@ def _warm_attitude() -> None:
 @dataclass(frozen=True)
 class KernelGroup:
     """One package of numba kernels: where they live, what uses them, how long a cold compile takes (seconds,
-    on an empty cache on a 2-core workstation; lse: ≈ 42 s of CPU when idle (0.78–0.82 × the 52–54 s of the
-    deeper call graph that compiled_solver.py documents, measured side by side), 380–570 s wall with the cores
-    shared by other work at a load of ~10; cosserat / attitude: 85 / 29 s at a load of ~6,
-    about half when idle) and how to compile them."""
+    on an empty cache on a 2-core workstation; lse: 52 s when idle, 0.72 × the 72.5 s of the deeper call graph
+    that compiled_solver.py documents, measured back to back; 380–570 s wall with the cores shared by other
+    work at a load of ~10; pose: ≈ 140 s after lse, idle; cosserat / attitude: 85 / 29 s at a
+    load of ~6, about half when idle) and how to compile them."""
 
     name: str
     package: str
@@ -81,12 +101,13 @@ class KernelGroup:
     used_by: str
     estimate_s: float
     warm: Callable[[], None]
+    prefix: str = ""  # only the package's kernel files whose name starts so (the pose kernels share lse's package)
 
     def modules(self) -> list[ModuleType]:
         """The group's kernel modules that its package loads (a kernel file nothing imports is left out)."""
         importlib.import_module(self.entry)
         root = PACKAGE_DIR.joinpath(*self.package.split(".")[1:])
-        names = sorted(p.stem for p in root.glob("*.py") if "@njit" in p.read_text(encoding="utf-8"))
+        names = sorted(p.stem for p in root.glob(f"{self.prefix}*.py") if "@njit" in p.read_text(encoding="utf-8"))
         return [sys.modules[f"{self.package}.{n}"] for n in names if f"{self.package}.{n}" in sys.modules]
 
     def _record(self) -> Path:
@@ -116,7 +137,10 @@ class KernelGroup:
 
 GROUPS = {
     "lse": KernelGroup("lse", "flexlearn.physics.lse", "flexlearn.physics.lse",
-                       "flexlearn-cpr (forward statics without gradients)", 45.0, _warm_lse),
+                       "flexlearn-cpr (forward statics without gradients)", 55.0, _warm_lse),
+    "pose": KernelGroup("pose", "flexlearn.physics.lse", "flexlearn.physics.lse.pose_kernels",
+                        "inverse statics to a platform pose (CPRModel.pose_statics, scripts/bench_csg.py)", 140.0,
+                        _warm_pose, prefix="pose_"),
     "cosserat": KernelGroup("cosserat", "flexlearn.physics.cosserat", "flexlearn.physics.cosserat",
                             "flexlearn-cosserat (the fused step loop)", 45.0, _warm_cosserat),
     "attitude": KernelGroup("attitude", "flexlearn.sensing", "flexlearn.sensing.attitude_filter",

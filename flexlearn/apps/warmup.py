@@ -1,6 +1,6 @@
 """`flexlearn-warmup`: compile and cache every numba kernel of the package ahead of the first run.
 
-    flexlearn-warmup                 # every group: lse (flexlearn-cpr), cosserat, attitude
+    flexlearn-warmup                 # every group: lse (flexlearn-cpr), pose (CSG inverse statics), cosserat, attitude
     flexlearn-warmup --only lse      # one group
     flexlearn-warmup --list          # which groups would compile (cold) and which are cached; compiles nothing
 
@@ -16,7 +16,7 @@ import time
 from typing import Any, Optional, Sequence
 
 
-GROUP_NAMES = ("lse", "cosserat", "attitude")  # flexlearn.apps._kernels.GROUPS, listed without importing it
+GROUP_NAMES = ("lse", "pose", "cosserat", "attitude")  # flexlearn.apps._kernels.GROUPS, listed without importing it
 
 
 def build_parser() -> argparse.ArgumentParser:

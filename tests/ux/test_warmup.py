@@ -54,8 +54,11 @@ def test_warmup_groups_name_every_kernel_module_the_package_loads():
     """Each group finds its kernel modules from the sources (a kernel file added later is covered)."""
     from flexlearn.apps._kernels import GROUPS
 
-    assert set(GROUPS) == {"lse", "cosserat", "attitude"}
+    from flexlearn.apps.warmup import GROUP_NAMES
+
+    assert set(GROUPS) == set(GROUP_NAMES) == {"lse", "pose", "cosserat", "attitude"}
     names = {g: [m.__name__ for m in GROUPS[g].modules()] for g in GROUPS}
+    assert names["pose"] and all(n.startswith("flexlearn.physics.lse.pose_") for n in names["pose"])
     assert "flexlearn.sensing.attitude_kernels" in names["attitude"]
     assert any(n.startswith("flexlearn.physics.lse.compiled") for n in names["lse"])
     assert "flexlearn.physics.cosserat.fused" in names["cosserat"]
