@@ -75,20 +75,23 @@ class EpochSeededBatchSampler(Sampler[torch.Tensor]):
 
 
 class TensorBatches(Dataset):
-    """Dataset whose items are whole batches: ``ds[idx]`` with an index tensor returns (ΔB, label)."""
+    """Dataset whose items are whole batches: ``ds[idx]`` with an index tensor returns (ΔB, label), or
+    (ΔB, label, module) when the rows carry a module index (datasets of several modules)."""
 
-    def __init__(self, delta_b: torch.Tensor, label: torch.Tensor) -> None:
-        self.delta_b, self.label = delta_b, label
+    def __init__(self, delta_b: torch.Tensor, label: torch.Tensor, module: Optional[torch.Tensor] = None) -> None:
+        self.delta_b, self.label, self.module = delta_b, label, module
 
     def __len__(self) -> int:
         return self.delta_b.shape[0]
 
-    def __getitem__(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.delta_b[idx], self.label[idx]
+    def __getitem__(self, idx: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        if self.module is None:
+            return self.delta_b[idx], self.label[idx]
+        return self.delta_b[idx], self.label[idx], self.module[idx]
 
 
 class DirectionDataModule(L.LightningDataModule):
-    """Train/val/test loaders of (ΔB [T] float32 (B, 3), label unit float32 (B, 3))."""
+    """Train/val/test loaders of (ΔB [T] float32 (B, 3), label unit float32 (B, 3)[, module int64 (B,)])."""
 
     def __init__(self, dataset_path: str | Path, batch_size: int = 512, seed: int = 0,
                  eval_batch_size: int = 8192) -> None:
@@ -106,7 +109,8 @@ class DirectionDataModule(L.LightningDataModule):
         for name in SPLITS:
             part = dataset.subset(name)
             splits[name] = TensorBatches(_as_float32(self.dataset_path, name, "delta_b", part.delta_b, part.pose_id),
-                                         _as_float32(self.dataset_path, name, "label", part.label, part.pose_id))
+                                         _as_float32(self.dataset_path, name, "label", part.label, part.pose_id),
+                                         None if part.module is None else torch.as_tensor(part.module))
         self.dataset, self._splits = dataset, splits
 
     def require(self, *names: str) -> None:
@@ -118,6 +122,14 @@ class DirectionDataModule(L.LightningDataModule):
                 rows = ", ".join(f"{n} {c}" for n, c in counts.items())
                 raise DataError(f"{self.dataset_path}: split '{name}' has {counts[name]} row(s), needs at least "
                                 f"{MIN_ROWS[name]} (rows per split: {rows}); record or keep more poses")
+
+    @property
+    def n_modules(self) -> int:
+        """Number of modules of a dataset with a ``module`` column (1 + the largest index); 0 without one."""
+        self.setup()
+        assert self.dataset is not None
+        module = self.dataset.module
+        return 0 if module is None or not len(module) else int(module.max()) + 1
 
     def split(self, name: str) -> TensorBatches:
         """The tensors of one split ('train', 'val' or 'test')."""

@@ -164,6 +164,9 @@ class DirectionDataset:
         for name in ("split", "n_coil_on", "module"):
             if getattr(self, name) is not None and getattr(self, name).shape != (n,):
                 fail(f"column '{name}' has shape {getattr(self, name).shape}, expected ({n},)")
+        if self.module is not None and n and int(self.module.min()) < 0:
+            i = int(np.argmin(self.module))
+            fail(f"column 'module' has value {int(self.module[i])} at row {i}; module indices are >= 0")
         bad = ~np.isin(self.split, SPLITS)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])

@@ -19,6 +19,7 @@ import flexlearn
 from flexlearn.config import check, from_dict, to_dict
 from flexlearn.data.process import ProcessingConfig, process_sweep
 from flexlearn.errors import DataError
+from flexlearn.fingerprint import file_sha256, update_with_file
 from flexlearn.sensing.streams import RawSweep
 from flexlearn.sim.rig import RigConfig, simulate_sweep
 
@@ -33,6 +34,11 @@ class DataConfig:
 
     source: str = "sim"
     path: Optional[str] = None  # raw sweep directory (source=raw) or dataset file (source=dataset)
+    # Several modules in one dataset (a ``module`` column, `merge_modules`): simulated modules by module seed
+    # (source=sim; each its own sweep, seeded by its module seed) or one raw sweep / dataset per module
+    # (source=raw|dataset, instead of ``path``). Module k is the k-th entry.
+    module_seeds: list[int] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
     batch_size: int = 512
     eval_batch_size: int = 8192
     sim: dict[str, Any] = field(default_factory=dict)  # RigConfig overrides
@@ -40,16 +46,22 @@ class DataConfig:
 
     def validate(self) -> None:
         check(self.source in SOURCES, "data.source", self.source, f"expected one of {SOURCES}")
-        check(self.source == "sim" or bool(self.path), "data.path", self.path,
-              f"required when data.source = {self.source}")
+        check(self.source == "sim" or bool(self.path) != bool(self.paths), "data.path", self.path,
+              f"data.source = {self.source} needs exactly one of data.path (one module) and data.paths "
+              f"(several modules; now {list(self.paths)})")
+        check(not self.module_seeds or self.source == "sim", "data.module_seeds", list(self.module_seeds),
+              "simulated modules need data.source = sim (recorded modules: data.paths)")
+        check(not self.paths or self.source != "sim", "data.paths", list(self.paths),
+              "needs data.source = raw or dataset (simulated modules: data.module_seeds)")
+        for key, items in (("module_seeds", self.module_seeds), ("paths", self.paths)):
+            check(len(set(map(str, items))) == len(items), f"data.{key}", list(items), "lists a module twice")
+        check(all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in self.module_seeds),
+              "data.module_seeds", list(self.module_seeds), "must be integers >= 0")
         check(self.batch_size >= 1, "data.batch_size", self.batch_size, "must be >= 1")
         check(self.eval_batch_size >= 1, "data.eval_batch_size", self.eval_batch_size, "must be >= 1")
         # Building the blocks validates them and names any unknown key.
         from_dict(RigConfig, self.sim, "data.sim")
         from_dict(ProcessingConfig, self.processing, "data.processing")
-
-
-_CHUNK = 1 << 20  # bytes read at a time when fingerprinting
 
 
 def raw_fingerprint(raw_dir: Path) -> str:
@@ -67,9 +79,7 @@ def raw_fingerprint(raw_dir: Path) -> str:
     h = hashlib.sha256()
     for p in files:
         h.update(f"{p.relative_to(raw_dir).as_posix()}\0{p.stat().st_size}\0".encode())
-        with open(p, "rb") as f:
-            while chunk := f.read(_CHUNK):
-                h.update(chunk)
+        update_with_file(h, p)
     return h.hexdigest()
 
 
@@ -89,8 +99,34 @@ def process_raw(raw_dir: Path, processing: ProcessingConfig, out_file: Path) -> 
 
 
 def prepare_dataset(data: DataConfig, cache_dir: str | Path) -> Path:
-    """Return the path of the processed dataset the ``data`` block describes, building it if needed."""
-    cache_dir = Path(cache_dir)
+    """Return the path of the processed dataset the ``data`` block describes, building it if needed; with
+    ``module_seeds`` or ``paths``, one dataset of all the modules (a ``module`` column, `merge_modules`)."""
+    if data.module_seeds or data.paths:
+        return _prepare_modules(data, Path(cache_dir))
+    return _prepare_one(data, Path(cache_dir))
+
+
+def _prepare_modules(data: DataConfig, cache_dir: Path) -> Path:
+    """The merged dataset of every module in ``data.module_seeds`` / ``data.paths``, cached by their datasets'
+    fingerprints (a changed recording rebuilds it)."""
+    from flexlearn.data.dataset import DirectionDataset, merge_modules
+
+    parts: list[Path] = []
+    for seed in data.module_seeds:
+        sim = {**data.sim, "seed": int(seed), "module_seed": int(seed)}
+        parts.append(_prepare_one(DataConfig(source="sim", sim=sim, processing=data.processing), cache_dir))
+    for path in data.paths:
+        parts.append(_prepare_one(DataConfig(source=data.source, path=path, processing=data.processing), cache_dir))
+    key = _digest({"parts": [file_sha256(p) for p in parts], "version": flexlearn.__version__})
+    out = cache_dir / "datasets" / f"modules{len(parts)}-{key}.parquet"
+    if not out.exists():
+        merge_modules([DirectionDataset.load(p) for p in parts]).save(out)
+        log.info("merged %d modules into %s", len(parts), out)
+    return out
+
+
+def _prepare_one(data: DataConfig, cache_dir: Path) -> Path:
+    """The dataset of one module: a dataset file, a processed raw sweep, or a simulated and processed sweep."""
     processing = from_dict(ProcessingConfig, data.processing, "data.processing")
     if data.source == "dataset":
         path = Path(data.path or "")

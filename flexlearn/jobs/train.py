@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import hashlib
 import importlib.util
 import logging
 import math
@@ -40,6 +39,7 @@ from flexlearn.atomic import atomic_path, write_json_atomic
 from flexlearn.config import (check, did_you_mean, from_dict, instantiate_group, is_rank_zero, run_name, split_target,
                               to_plain_dict)
 from flexlearn.errors import ConfigError
+from flexlearn.fingerprint import file_sha256
 
 if TYPE_CHECKING:
     import lightning as L
@@ -145,18 +145,20 @@ def check_model_config(cfg: DictConfig) -> tuple[type[DirectionTask], dict[str, 
     from flexlearn.tasks.direction_model import model_spec
 
     task = to_plain_dict(cfg.task, "task")
-    check("max_epochs" not in task and "model" not in task, "task", sorted(set(task) & {"max_epochs", "model"}),
-          "set by trainer.max_epochs and the model group, not in the task group")
+    injected = {"max_epochs", "model", "n_modules"}
+    check(not injected & set(task), "task", sorted(injected & set(task)),
+          "set by trainer.max_epochs, the model group and the dataset, not in the task group")
     model = model_spec(cfg.model, "model")
     cls, args = split_target({**task, "max_epochs": cfg.trainer.max_epochs}, "task", DirectionTask)
     return cls, {**args, "model": model}
 
 
-def build_task(cfg: DictConfig) -> DirectionTask:
-    """The LightningModule the ``task`` group's ``_target_`` names, built with the ``model`` group; bad keys or
-    values raise `ConfigError` (model sizes are checked before any layer is allocated)."""
+def build_task(cfg: DictConfig, n_modules: int = 0) -> DirectionTask:
+    """The LightningModule the ``task`` group's ``_target_`` names, built with the ``model`` group and the
+    dataset's module count (``n_modules``: 0 for a one-module dataset); bad keys or values raise `ConfigError`
+    (model sizes are checked before any layer is allocated)."""
     cls, args = check_model_config(cfg)
-    return cls(**args)
+    return cls(**args, n_modules=n_modules) if n_modules else cls(**args)
 
 
 def build_datamodule(cfg: DictConfig) -> DirectionDataModule:
@@ -168,15 +170,6 @@ def build_datamodule(cfg: DictConfig) -> DirectionDataModule:
     path = prepare_dataset(data, cfg.paths.cache_dir)
     return DirectionDataModule(path, batch_size=data.batch_size, eval_batch_size=data.eval_batch_size,
                                seed=int(cfg.seed))
-
-
-def file_sha256(path: str | Path) -> str:
-    """SHA-256 (hex) of a file's bytes, read in 1 MiB chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def run_record(cfg: DictConfig, dataset_path: Optional[str | Path] = None) -> dict[str, Any]:
@@ -333,7 +326,7 @@ def _set_up(cfg: DictConfig, output_dir: Path, extra_callbacks: Optional[list[L.
     check_model_config(cfg)  # before the dataset is simulated or processed
     dm = build_datamodule(cfg)
     dm.require(*(["train", "val"] if cfg.get("train", True) else []), *(["test"] if cfg.get("test", True) else []))
-    task = build_task(cfg)
+    task = build_task(cfg, dm.n_modules if cfg.task.get("module_maps") is not None else 0)
     ckpt_path = _checked_ckpt_path(cfg, task)
     resume_dir = Path(ckpt_path).resolve().parent if ckpt_path and cfg.get("train", True) else None
     callbacks = instantiate_group(_checkpoints_into(cfg, resume_dir), "callbacks") + list(extra_callbacks or [])

@@ -16,7 +16,7 @@ A = I pins the common map the shared network could otherwise absorb. The shared 
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
@@ -25,20 +25,42 @@ from torch import Tensor, nn
 from flexlearn.models.direction_mlp import DirectionMLP
 from flexlearn.sensing.module_cal import input_map
 
-__all__ = ["JointModuleModel", "train_joint"]
+__all__ = ["JointModuleModel", "ModuleMaps", "check_map_options", "train_joint"]
 
 
-class JointModuleModel(nn.Module):
-    """Shared `DirectionMLP` ``net`` + per-module map parameters ``theta`` (K, 3 or 8)."""
+MAP_KINDS = ("rotation", "linear")
+MAP_KEYS = ("kind", "prior_rotation_deg", "prior_shape", "sigma_fix_deg")
+
+
+def check_map_options(options: Mapping[str, Any], where: str = "task.module_maps") -> dict[str, Any]:
+    """The per-module map options (``kind`` rotation|linear, priors ``prior_rotation_deg`` [deg] and
+    ``prior_shape`` [-], per-fix noise ``sigma_fix_deg`` [deg]) with defaults filled; `ConfigError` names a bad
+    key or value."""
+    from flexlearn.config import check, did_you_mean
+
+    unknown = sorted(set(options) - set(MAP_KEYS))
+    check(not unknown, where, unknown, f"unknown key(s){did_you_mean(unknown, MAP_KEYS)}; known keys: {list(MAP_KEYS)}")
+    out = {"kind": "linear", "prior_rotation_deg": 3.0, "prior_shape": 0.03, "sigma_fix_deg": 0.5, **options}
+    check(out["kind"] in MAP_KINDS, f"{where}.kind", out["kind"], f"expected one of {MAP_KINDS}")
+    for key in MAP_KEYS[1:]:
+        v = out[key]
+        check(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0,
+              f"{where}.{key}", v, "must be a positive finite number")
+        out[key] = float(v)
+    return out
+
+
+class ModuleMaps(nn.Module):
+    """Per-module input maps A_k = `input_map` (θ_k, ``kind``) with the Gaussian prior θ_k ~ N(0, σ_θ²)."""
 
     prior: Tensor  # buffer σ_θ (3 or 8,) of the prior on ``theta``
 
     def __init__(self, n_modules: int, kind: str = "linear", prior_rotation: float = math.radians(3.0),
-                 prior_shape: float = 0.03, **mlp: Any) -> None:
+                 prior_shape: float = 0.03) -> None:
         super().__init__()
-        if kind not in ("rotation", "linear") or n_modules < 1:
-            raise ValueError(f"JointModuleModel: kind {kind!r} (rotation|linear), n_modules {n_modules} (>= 1)")
-        self.kind, self.net = kind, DirectionMLP(**mlp)
+        if kind not in MAP_KINDS or n_modules < 1:
+            raise ValueError(f"ModuleMaps: kind {kind!r} (rotation|linear), n_modules {n_modules} (>= 1)")
+        self.kind = kind
         n_par = 3 if kind == "rotation" else 8
         self.theta = nn.Parameter(torch.zeros(n_modules, n_par, dtype=torch.float64))
         self.register_buffer("prior", torch.tensor([prior_rotation] * 3 + [prior_shape] * (n_par - 3),
@@ -49,13 +71,36 @@ class JointModuleModel(nn.Module):
         return torch.stack([input_map(t, self.kind) for t in self.theta])
 
     def forward(self, delta_b: Tensor, module: Tensor) -> Tensor:
-        """Unit directions (N, 3) for calibrated fields ``delta_b`` (N, 3) [T] of modules ``module`` (N,) int."""
-        a = self.maps().to(self.net.input_mean.dtype)[module]
-        return self.net((a @ delta_b.to(a.dtype).unsqueeze(-1)).squeeze(-1))
+        """A_{k(n)} x_n (N, 3) in the dtype of ``delta_b`` [T], for fields (N, 3) of modules ``module`` (N,) int."""
+        a = self.maps()[module]
+        return (a @ delta_b.to(a.dtype).unsqueeze(-1)).squeeze(-1).to(delta_b.dtype)
 
     def prior_term(self) -> Tensor:
         """½ Σ_k ‖θ_k / σ_θ‖²."""
         return 0.5 * ((self.theta / self.prior) ** 2).sum()
+
+
+class JointModuleModel(nn.Module):
+    """Shared `DirectionMLP` ``net`` + per-module maps ``maps`` (`ModuleMaps`)."""
+
+    def __init__(self, n_modules: int, kind: str = "linear", prior_rotation: float = math.radians(3.0),
+                 prior_shape: float = 0.03, **mlp: Any) -> None:
+        super().__init__()
+        self.maps = ModuleMaps(n_modules, kind, prior_rotation, prior_shape)
+        self.net = DirectionMLP(**mlp)
+
+    @property
+    def theta(self) -> nn.Parameter:
+        """θ (K, 3 or 8) of the maps."""
+        return self.maps.theta
+
+    def forward(self, delta_b: Tensor, module: Tensor) -> Tensor:
+        """Unit directions (N, 3) for calibrated fields ``delta_b`` (N, 3) [T] of modules ``module`` (N,) int."""
+        return self.net(self.maps(delta_b.to(self.net.input_mean.dtype), module))
+
+    def prior_term(self) -> Tensor:
+        """½ Σ_k ‖θ_k / σ_θ‖²."""
+        return self.maps.prior_term()
 
 
 def train_joint(delta_b: np.ndarray, label: np.ndarray, module: np.ndarray, epochs: int = 40, batch: int = 512,

@@ -4,6 +4,11 @@ Loss: ℓ = 1 − f(ΔB)ᵀ â (cosine loss between the predicted and the accele
 Metrics on val/test: angular error mean, median, RMS and 95th percentile in degrees, and the fraction of
 predictions that were no usable direction (``invalid_fraction``; each scored 180°).
 
+On a dataset of several modules (a ``module`` column) with ``module_maps`` set, every module k gets its own input
+map A_k learned with the network (seed 002 III-B3's Aᵢ, `flexlearn.models.joint_modules.ModuleMaps`):
+ℓ = mean (1 − f(A_k ΔB)ᵀ â) + (σ_fix² / 2N) Σ_k ‖θ_k / σ_θ‖², N the training rows; val/test rows use their module's
+map. The shared network is what is exported; a module it never saw is calibrated with `flexlearn-calibrate`.
+
 A non-finite loss or raw network output during training, or a non-finite validation metric, raises
 `TrainingDivergedError` at once: the run fails rather than report or checkpoint a diverged model.
 """
@@ -22,8 +27,9 @@ from flexlearn.tasks.callbacks import TrainingDivergedError
 from flexlearn.tasks.checkpoints import CHECKPOINT_INFO_KEY
 from flexlearn.tasks.direction_model import LEGACY_TARGET, DirectionNet, as_direction_net, build_model, model_spec
 from flexlearn.metrics import angular_error_deg, angular_error_summary, invalid_direction
+from flexlearn.models.joint_modules import ModuleMaps, check_map_options
 
-TASK_KEYS = ("lr", "weight_decay", "lr_min_factor")
+TASK_KEYS = ("lr", "weight_decay", "lr_min_factor", "module_maps")
 PROGRESS_BAR_KEYS = ("train/loss", "val/ang_err_median_deg")  # shown on the progress bar (terminal runs)
 
 
@@ -40,6 +46,10 @@ def validate_task_hparams(task: dict[str, Any], max_epochs: Any) -> None:
     unknown = sorted(set(task) - set(TASK_KEYS))
     check(not unknown, "task", unknown,
           f"unknown key(s){did_you_mean(unknown, TASK_KEYS)}; known keys: {list(TASK_KEYS)}")
+    if task.get("module_maps") is not None:
+        check(isinstance(task["module_maps"], dict), "task.module_maps", task["module_maps"],
+              "must be a mapping (kind, prior_rotation_deg, prior_shape, sigma_fix_deg) or null")
+        check_map_options(task["module_maps"])
     lr, wd, lmf = task.get("lr", 3e-3), task.get("weight_decay", 1e-5), task.get("lr_min_factor", 0.02)
     check(_number(lr) and lr > 0, "task.lr", lr, "must be a positive finite number")
     check(_number(wd) and wd >= 0, "task.weight_decay", wd, "must be a finite number >= 0")
@@ -68,15 +78,25 @@ class DirectionTask(L.LightningModule):
     """
 
     net: DirectionNet
+    module_maps: Optional[ModuleMaps]
 
     def __init__(self, model: dict[str, Any], lr: float = 3e-3, weight_decay: float = 1e-5,
-                 lr_min_factor: float = 0.02, max_epochs: int = 60) -> None:
+                 lr_min_factor: float = 0.02, max_epochs: int = 60, module_maps: Optional[dict[str, Any]] = None,
+                 n_modules: int = 0) -> None:
         super().__init__()
-        validate_task_hparams({"lr": lr, "weight_decay": weight_decay, "lr_min_factor": lr_min_factor}, max_epochs)
+        validate_task_hparams({"lr": lr, "weight_decay": weight_decay, "lr_min_factor": lr_min_factor,
+                               "module_maps": module_maps}, max_epochs)
         model = model_spec(model, default=LEGACY_TARGET)
+        maps = None if module_maps is None else check_map_options(module_maps)
+        check(maps is None or n_modules >= 1, "task.module_maps", module_maps,
+              "needs a dataset of several modules (a 'module' column: data.module_seeds or data.paths)")
         self.save_hyperparameters({"model": model, "lr": lr, "weight_decay": weight_decay,
-                                   "lr_min_factor": lr_min_factor, "max_epochs": max_epochs})
+                                   "lr_min_factor": lr_min_factor, "max_epochs": max_epochs, "module_maps": maps,
+                                   "n_modules": int(n_modules)})
         self.net = as_direction_net(build_model(model))
+        self.module_maps = None if maps is None else ModuleMaps(
+            int(n_modules), maps["kind"], math.radians(maps["prior_rotation_deg"]), maps["prior_shape"])
+        self._prior_weight = 0.0  # σ_fix² / N_train, set when fitting starts
         self._val_err: list[tuple[torch.Tensor, torch.Tensor]] = []
         self._test_err: list[tuple[torch.Tensor, torch.Tensor]] = []
         self._train_loss_sum = torch.zeros(())
@@ -85,9 +105,11 @@ class DirectionTask(L.LightningModule):
 
     @staticmethod
     def validate_hparams(hp: dict[str, Any], where: str = "task") -> dict[str, Any]:
-        """The task arguments (``lr``, ``weight_decay``, ``lr_min_factor``, ``max_epochs``) checked by
-        `validate_task_hparams`, for `flexlearn.config.target_arguments`; ``model`` is checked on its own."""
-        validate_task_hparams({k: v for k, v in hp.items() if k != "max_epochs"}, hp.get("max_epochs", 60))
+        """The task arguments (``lr``, ``weight_decay``, ``lr_min_factor``, ``module_maps``, ``max_epochs``) checked
+        by `validate_task_hparams`, for `flexlearn.config.target_arguments`; ``model`` is checked on its own and
+        ``n_modules`` comes from the dataset."""
+        validate_task_hparams({k: v for k, v in hp.items() if k not in ("max_epochs", "n_modules")},
+                              hp.get("max_epochs", 60))
         return dict(hp)
 
     def forward(self, delta_b: torch.Tensor) -> torch.Tensor:
@@ -95,13 +117,30 @@ class DirectionTask(L.LightningModule):
 
     def on_fit_start(self) -> None:
         dm = _datamodule(self.trainer)
-        if dm is not None and not self.trainer.ckpt_path:  # resumed runs keep the fitted normalisation
+        if dm is None:
+            return
+        if self.module_maps is not None:
+            found, n = dm.n_modules, int(self.hparams["n_modules"])
+            check(found == n, "task.module_maps", f"{n} module maps", f"the dataset {dm.dataset_path} has {found} "
+                  "modules; train (or resume) on the modules the maps were made for")
+            sigma = math.radians(self.hparams["module_maps"]["sigma_fix_deg"])
+            self._prior_weight = sigma ** 2 / max(1, len(dm.split("train")))
+        if not self.trainer.ckpt_path:  # resumed runs keep the fitted normalisation
             self.net.fit_input_normalization(dm.train_delta_b())
 
-    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
-        delta_b, label = batch
+    def _inputs(self, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(ΔB, label) of a batch; ΔB through its rows' module maps when the task has them."""
+        delta_b, label = batch[0], batch[1]
+        if self.module_maps is not None and len(batch) == 3:
+            delta_b = self.module_maps(delta_b, batch[2])
+        return delta_b, label
+
+    def training_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> torch.Tensor:
+        delta_b, label = self._inputs(batch)
         raw = self.net.raw_output(delta_b)
         loss = cosine_loss(self.net.direction(raw, delta_b), label)
+        if self.module_maps is not None:
+            loss = loss + self._prior_weight * self.module_maps.prior_term().to(loss.dtype)
         if not bool(torch.isfinite(loss) & torch.isfinite(raw).all()):
             raise TrainingDivergedError(
                 f"training diverged at epoch {self.current_epoch} step {self.global_step}: non-finite "
@@ -118,17 +157,17 @@ class DirectionTask(L.LightningModule):
         self._train_loss_sum = torch.zeros(())
         self._train_batches = 0
 
-    def _eval_step(self, batch: tuple[torch.Tensor, torch.Tensor],
+    def _eval_step(self, batch: tuple[torch.Tensor, ...],
                    store: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
-        delta_b, label = batch
+        delta_b, label = self._inputs(batch)
         pred = self.net(delta_b)
         store.append((angular_error_deg(pred.double(), label.double()), invalid_direction(pred)))
         return pred
 
-    def validation_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
+    def validation_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> None:
         self._eval_step(batch, self._val_err)
 
-    def test_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> None:
+    def test_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> None:
         pred = self._eval_step(batch, self._test_err)
         self._test_preds.append(pred.detach())
 
@@ -175,7 +214,10 @@ class DirectionTask(L.LightningModule):
 
     def configure_optimizers(self) -> OptimizerLRSchedulerConfig:
         hp = self.hparams
-        opt = torch.optim.AdamW(self.net.parameters(), lr=hp["lr"], weight_decay=hp["weight_decay"])
+        groups: list[dict[str, Any]] = [{"params": list(self.net.parameters()), "weight_decay": hp["weight_decay"]}]
+        if self.module_maps is not None:
+            groups.append({"params": [self.module_maps.theta], "weight_decay": 0.0})
+        opt = torch.optim.AdamW(groups, lr=hp["lr"])
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(
             opt, T_max=max(1, hp["max_epochs"]), eta_min=hp["lr"] * hp["lr_min_factor"])
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}

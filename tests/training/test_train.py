@@ -15,10 +15,10 @@ from flexlearn.jobs.train import build_task, train
 TINY = ["data.sim.n_poses=400", "trainer.max_epochs=3", "data.batch_size=64"]
 
 CONFIG_GROUPS = {
-    "data": ["sim_rig", "raw", "dataset"],
+    "data": ["sim_rig", "raw", "dataset", "modules"],
     "logger": ["csv", "wandb", "none"],
     "debug": ["default", "fdr", "overfit"],
-    "experiment": ["quick"],
+    "experiment": ["quick", "joint_modules"],
     "trainer": ["default", "gpu"],
     "callbacks": ["default", "none"],
 }
