@@ -5,7 +5,7 @@
                                                [--hold 1800] [--long 300] [--long-trials 2] [--align-init 0]
                                                [--out-dir results/seed002]
     python scripts/reproduce_seed002_table1.py --confidence-study --first-trial 5 --trials 5 [--conf-growth 0.2]
-                                               [--conf-margin-deg 10] [--curl-max-deg 40]
+                                               [--conf-margin-deg 10] [--curl-max-deg 40] [--align-init 30]
 
 Scenarios `2d_curl`, `2d_obstacle`, `3d_curl`, `3d_hand` (flexlearn.sim.shape_scenarios), each over ``--trials``
 seeds from ``--first-trial`` (trial k: motion seed k, robot seed 100 k + scenario index; e.g. ``--first-trial 5``
@@ -24,7 +24,8 @@ values) and ``backbones.png`` (estimated vs true backbones). The direction model
 ``--confidence-study`` runs only `3d_curl` (joints bent up to ``--curl-max-deg``, past the trained cap; every joint
 its own module drawn from the module tolerances) with the default fusion twice per trial, constant σ_m against the
 per-fix σ_m and rejection of `flexlearn.runtime.fusion_confidence.BendConfidence` (``--conf-growth``,
-``--conf-margin-deg``, cap = the model's trained cap), and writes ``confidence.json``.
+``--conf-margin-deg``, cap = the model's trained cap), and writes ``confidence.json``; with ``--align-init S`` every
+module is first calibrated (A_i from a separate S-s recording, as above).
 """
 from __future__ import annotations
 
@@ -96,6 +97,16 @@ def drift_runs(model: torch.nn.Module, cycles: int, hold: float, seed: int) -> d
     return out
 
 
+def init_alignment(model: torch.nn.Module, trial: int, hw: int, align_init: float) -> torch.Tensor | None:
+    """Receiver alignments A_i (N, 3, 3) fitted on a separate ``align_init`` s bending recording of the same robot
+    (hardware draws ``hw``), as the seed fits them outside the scored trial; None when ``align_init`` is 0."""
+    if align_init <= 0:
+        return None
+    init = simulate_robot(scenarios.scenario("3d_curl", period=15.0, seed=trial + 50), align_init,
+                          RobotConfig(seed=hw + 5000, hardware_seed=hw))
+    return rs.alignment_from_window(init, model, rs.soft_iron(init), align_init)
+
+
 def scenario_table(model: torch.nn.Module, duration: float, trials: int, align_window: float = 0.0,
                    align_init: float = 0.0, first_trial: int = 0) -> tuple[dict, dict]:
     """scenario → method → mean/std of backbone and tip RMSE over ``trials`` (+ "average", "wins" of fusion over
@@ -108,11 +119,7 @@ def scenario_table(model: torch.nn.Module, duration: float, trials: int, align_w
             hw = 100 * trial + scenarios.SCENARIOS.index(sc)
             rec = simulate_robot(scenarios.scenario(sc, period=min(20.0, duration), seed=trial), duration,
                                  RobotConfig(seed=hw))
-            align = None
-            if align_init > 0:                      # same robot (hardware draws), separate bending recording
-                init = simulate_robot(scenarios.scenario("3d_curl", period=15.0, seed=trial + 50), align_init,
-                                      RobotConfig(seed=hw + 5000, hardware_seed=hw))
-                align = rs.alignment_from_window(init, model, rs.soft_iron(init), align_init)
+            align = init_alignment(model, trial, hw, align_init)
             res = rs.run_methods(rec, model, align_window=align_window, alignment=align)
             for m in rs.METHODS:
                 runs[m].append((res[m]["backbone_rmse_mm"], res[m]["tip_rmse_mm"]))
@@ -134,7 +141,8 @@ TRAINED_CAP_DEG = 30.0    # bend cap of `fit_direction_model`'s rig pairs
 
 
 def confidence_study(model: torch.nn.Module, duration: float, trials: int, first_trial: int, growth: float,
-                     margin_deg: float | None, curl_max_deg: float, cap_deg: float = TRAINED_CAP_DEG) -> dict:
+                     margin_deg: float | None, curl_max_deg: float, cap_deg: float = TRAINED_CAP_DEG,
+                     align_init: float = 0.0) -> dict:
     """3d_curl past the trained cap: fusion with constant σ_m vs per-fix σ_m (`BendConfidence`), per trial and mean;
     also the share of fixes rejected (LOW_CONFIDENCE) and each trial's largest true joint bend."""
     conf = {"kind": "bend", "cap": math.radians(cap_deg), "growth": growth,
@@ -148,8 +156,9 @@ def confidence_study(model: torch.nn.Module, duration: float, trials: int, first
         bend = np.degrees(np.arccos(np.clip((parent * rec.u).sum(-1), -1.0, 1.0)))     # true joint bends (K, N)
         row = {"trial": trial, "max_joint_bend_deg": float(bend.max()),
                "share_past_cap": float((bend > cap_deg).mean())}
+        align = init_alignment(model, trial, hw, align_init)
         for name, kw in (("constant", {}), ("per_fix", {"confidence": conf})):
-            est = rs.build_estimator(rec, model, "fusion", **kw)
+            est = rs.build_estimator(rec, model, "fusion", alignment=align, **kw)
             pts = rs.replay(rec, est)
             rejected = int(est.n_low_confidence.sum())
             row[name] = {**rs.errors(pts, rec), "rejected_share": rejected / max(int(est.n_fixes.sum()) + rejected, 1)}
@@ -158,6 +167,7 @@ def confidence_study(model: torch.nn.Module, duration: float, trials: int, first
             for name in ("constant", "per_fix")}
     wins = {k: int(sum(r["per_fix"][k] < r["constant"][k] for r in rows)) for k in ("backbone_rmse_mm", "tip_rmse_mm")}
     return {"confidence": conf, "curl_max_deg": curl_max_deg, "trained_cap_deg": cap_deg, "duration_s": duration,
+            "align_init_s": align_init,
             "first_trial": first_trial, "trials": trials, "mean": mean, "per_fix_wins": wins, "per_trial": rows}
 
 
@@ -219,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     model = torch.jit.load(str(a.model)) if a.model else rs.fit_direction_model()
     if a.confidence_study:
         study = confidence_study(model, a.duration, a.trials, a.first_trial, a.conf_growth, a.conf_margin_deg,
-                                 a.curl_max_deg)
+                                 a.curl_max_deg, align_init=a.align_init)
         study["wall_s"] = time.time() - t0
         a.out_dir.mkdir(parents=True, exist_ok=True)
         with atomic_path(a.out_dir / "confidence.json") as tmp:
