@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from flexlearn.data.dataset import DirectionDataset
-from flexlearn.errors import ConfigError
+from flexlearn.errors import CheckpointError, ConfigError
 from flexlearn.jobs.train import train
 from flexlearn.sensing.module_cal import input_map
 from flexlearn.tasks.checkpoints import load_direction_model
@@ -96,3 +96,14 @@ def test_bad_module_settings_are_named(compose_cfg, overrides, named):
     cfg = compose_cfg("train", sim + TINY + overrides)
     with pytest.raises(ConfigError, match=named.replace(".", r"\.")):
         train(cfg)
+
+
+def test_resuming_on_another_module_count_is_refused(compose_cfg):
+    base = ["data.sim.n_poses=300", "task.module_maps={}", "trainer.max_epochs=1", "data.batch_size=64",
+            "transfer.module_seeds=[]"]
+    cfg = compose_cfg("train", base + ["data.module_seeds=[0,1]"], out="two")
+    train(cfg)
+    last = Path(cfg.paths.checkpoint_dir) / "last.ckpt"
+    resumed = compose_cfg("train", base + ["data.module_seeds=[0,1,2]", f"ckpt_path={last}"], out="three")
+    with pytest.raises(CheckpointError, match="module_maps.theta"):
+        train(resumed)
