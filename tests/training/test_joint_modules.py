@@ -36,6 +36,8 @@ def test_merge_keeps_rows_splits_and_names_the_module(tmp_path):
     assert back.module.tolist() == ds.module.tolist() and back.subset("test").module is not None
     with pytest.raises(DataError, match="no datasets"):
         merge_modules([])
+    with pytest.raises(DataError, match="dataset 1 already holds several modules"):
+        merge_modules([parts[0], ds])
 
 
 def test_a_bad_module_column_is_named():
