@@ -51,8 +51,15 @@ except Exception:  # pragma: no cover - exercised only without numba
     HAVE_NUMBA = False
     njit = _plain
 
-__all__ = ["GT3", "GTW3", "HAVE_NUMBA", "alloc_parts", "element_into", "element_residual_nb", "element_tangent_nb", "tangent_into",
-           "workspace"]
+
+def njit_inner(f):
+    """``njit(cache=True)`` for a kernel that only kernels call: without the CPython and C wrappers (argument
+    unboxing compiled per type, never used); not callable from Python (use ``py_func``). Without numba: ``f``."""
+    return _numba_njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)(f) if HAVE_NUMBA else f
+
+
+__all__ = ["GT3", "GTW3", "HAVE_NUMBA", "alloc_parts", "element_into", "element_residual_nb", "element_tangent_nb",
+           "njit_inner", "tangent_into", "workspace"]
 
 _SER = np.ascontiguousarray(_SERIES)
 _THR = np.ascontiguousarray(_THRESHOLDS)
@@ -63,7 +70,7 @@ GT3 = 0.5 * (_GL3_NODES + 1.0)                   # the same with 3 points (short
 GTW3 = 0.25 * (_GL3_NODES + 1.0) * _GL3_WEIGHTS
 
 
-@njit(cache=True)
+@njit_inner
 def _coefficients_into(t2, out):
     """[A, B, C, E, F, D] of θ² into ``out`` (6,) (see :func:`flexlearn.physics.lse.fused.coefficients`)."""
     th = np.sqrt(t2)
@@ -101,7 +108,7 @@ def _coefficients(t2):
     return out
 
 
-@njit(cache=True)
+@njit_inner
 def _exp_into(xi, out, co):
     """SE(3) exponential of [φ; ρ] into ``out`` (4, 4) without allocation (:func:`flexlearn.physics.lse.compiled_solver._exp` allocates); co (6,)."""
     p0, p1, p2 = xi[0], xi[1], xi[2]
@@ -126,7 +133,7 @@ def _exp_into(xi, out, co):
     out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
 
 
-@njit(cache=True)
+@njit_inner
 def _hat(v):
     m = np.zeros((3, 3))
     m[0, 1], m[0, 2] = -v[2], v[1]
@@ -135,12 +142,12 @@ def _hat(v):
     return m
 
 
-@njit(cache=True)
+@njit_inner
 def _cross(a, b):
     return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
-@njit(cache=True)
+@njit_inner
 def _mm(a, b):
     n, k = a.shape
     m = b.shape[1]
@@ -154,7 +161,7 @@ def _mm(a, b):
     return out
 
 
-@njit(cache=True)
+@njit_inner
 def _mv(a, v):
     n, k = a.shape
     out = np.zeros(n)
@@ -166,7 +173,7 @@ def _mv(a, v):
     return out
 
 
-@njit(cache=True)
+@njit_inner
 def _blocks(a, b, c, d):
     m = np.empty((6, 6))
     for i in range(3):
@@ -178,7 +185,7 @@ def _blocks(a, b, c, d):
     return m
 
 
-@njit(cache=True)
+@njit_inner
 def _inv6_into(m, out):
     """Inverse of the (6, 6) matrix ``m`` into ``out`` by Gauss–Jordan elimination with partial pivoting
     (``m`` is overwritten; no LAPACK call: ≈ 5× cheaper than ``np.linalg.inv`` at this size). A singular
@@ -209,15 +216,7 @@ def _inv6_into(m, out):
                         out[i, j] -= f * out[col, j]
 
 
-@njit(cache=True)
-def _inv6(a):
-    """Inverse (6, 6) of a (6, 6) matrix (``a`` is kept; see :func:`_inv6_into`)."""
-    out = np.empty((6, 6))
-    _inv6_into(a.copy(), out)
-    return out
-
-
-@njit(cache=True)
+@njit_inner
 def _gemm(a, b, out, sign, add):
     """out (=|+=) sign · a @ b for 2-D arrays or views (explicit loops: no temporaries)."""
     n, k = a.shape
@@ -233,7 +232,7 @@ def _gemm(a, b, out, sign, add):
                 out[i, j] = sign * acc
 
 
-@njit(cache=True)
+@njit_inner
 def _gemm6(a, b, out, sign, add, trans=False):
     """out (=|+=) sign · op(a) @ b, op(a) = a, or aᵀ when ``trans``, with inner dimension 6 (unrolled: ≈ 3× faster
     than :func:`_gemm`)."""
@@ -250,21 +249,37 @@ def _gemm6(a, b, out, sign, add, trans=False):
                 out[i, j] = sign * acc
 
 
-@njit(cache=True)
+@njit_inner
+def _copy1(src, dst):
+    """``dst[:] = src`` (1-D) as a loop: an array assigned to a slice links numba's shape-mismatch error (a few
+    thousand LLVM instructions of message formatting) into the kernel and every caller."""
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
+@njit_inner
+def _copy2(src, dst):
+    """``dst[:, :] = src`` for 2-D arrays of one shape, as a loop (see :func:`_copy1`)."""
+    for i in range(src.shape[0]):
+        for j in range(src.shape[1]):
+            dst[i, j] = src[i, j]
+
+
+@njit_inner
 def _cross_into(a, b, out):
     out[0] = a[1] * b[2] - a[2] * b[1]
     out[1] = a[2] * b[0] - a[0] * b[2]
     out[2] = a[0] * b[1] - a[1] * b[0]
 
 
-@njit(cache=True)
+@njit_inner
 def _hat_into(v, out):
     out[0, 0], out[0, 1], out[0, 2] = 0.0, -v[2], v[1]
     out[1, 0], out[1, 1], out[1, 2] = v[2], 0.0, -v[0]
     out[2, 0], out[2, 1], out[2, 2] = -v[1], v[0], 0.0
 
 
-@njit(cache=True)
+@njit_inner
 def _ad_into(x, out):
     """ad_ξ = [[ω^, 0], [v^, ω^]] (6, 6) of ξ = [ω; v]."""
     out[:3, 3:] = 0.0
@@ -273,7 +288,7 @@ def _ad_into(x, out):
     _hat_into(x[3:], out[3:, :3])
 
 
-@njit(cache=True)
+@njit_inner
 def _wbar_into(w, out):
     """W̃(w) = [[m^, f^], [f^, 0]] (6, 6) with ad_aᵀ w = W̃(w) a, w = [m; f]."""
     out[3:, 3:] = 0.0
@@ -282,7 +297,7 @@ def _wbar_into(w, out):
     _hat_into(w[3:], out[3:, :3])
 
 
-@njit(cache=True)
+@njit_inner
 def _mm3_acc(a, b, w, out):
     """out += w · a b (3 × 3)."""
     for i in range(3):
@@ -364,9 +379,9 @@ def _jacobians_inv_into(phi, rho, t2, co, jri, jli, w3, w33):
             q_r[i, j] = cq * (rho[i] * phi[j] + rho[j] * phi[i]) - 2.0 * fq * m * phi[i] * phi[j] - q_r[i, j]
         q_r[i, i] += 2.0 * m * (fq * t2 - cq)
     _gemm(q_r, jr3, tmp, 1.0, False)
-    jri[:3, 3:] = 0.0
-    jri[:3, :3] = jr3
-    jri[3:, 3:] = jr3
+    for i in range(3):
+        for j in range(3):
+            jri[i, j], jri[i, 3 + j], jri[3 + i, 3 + j] = jr3[i, j], 0.0, jr3[i, j]
     _gemm(jr3, tmp, jri[3:, :3], -1.0, False)
     _hat_into(rho, tmp)
     for i in range(3):
@@ -377,7 +392,7 @@ def _jacobians_inv_into(phi, rho, t2, co, jri, jli, w3, w33):
             jli[3 + i, 3 + j] = jri[3 + i, 3 + j] - ph[i, j]
 
 
-@njit(cache=True)
+@njit_inner
 def element_into(ga, gb, beta, h, k, xi0, parts, r, e, ws):
     """One element's residual (seed eq. (11), Sec. V-A; see :func:`flexlearn.physics.lse.fused.element_residual`)
     written into ``parts[·][r, e]`` (:func:`alloc_parts`): relative pose ``(rr, pr) = g_a⁻¹ g_b``, its log
@@ -484,13 +499,12 @@ def _quadrature_q_into(phi, rho, t2, r_b, q, ws, gt, gtw):
         _mm3_acc(nm, jl, w, top)
         _mm3_acc(nf, ql, w, top)
         _mm3_acc(nf, jl, w, nfj_sum)
-    q[:3, :3] = top
-    q[:3, 3:] = nfj_sum
-    q[3:, :3] = nfj_sum
-    q[3:, 3:] = 0.0
+    for j in range(3):
+        for l in range(3):
+            q[j, l], q[j, 3 + l], q[3 + j, l], q[3 + j, 3 + l] = top[j, l], nfj_sum[j, l], nfj_sum[j, l], 0.0
 
 
-@njit(cache=True)
+@njit_inner
 def tangent_into(parts, r, e, he, ke, oe, ws):
     """Exact element tangent (18, 18) into ``oe`` from the pieces of its residual pass (:func:`element_into`):
     ``∂[r_a; r_b; r_β]/∂(δζ_a, δζ_b, δβ)`` (seed Sec. V-D; see
@@ -499,7 +513,7 @@ def tangent_into(parts, r, e, he, ke, oe, ws):
     tangent_nodes_into(parts, r, e, he, ke, oe, ws, _GT, _GTW)
 
 
-@njit(cache=True)
+@njit_inner
 def tangent_nodes_into(parts, r, e, he, ke, oe, ws, gt, gtw):
     """:func:`tangent_into` with the quadrature term on the Gauss–Legendre nodes ``gt`` (on [0, 1]) with the
     weights ``gtw`` (t · w): 8 points are exact to round-off at any element rotation < π; :data:`GT3`,
@@ -528,7 +542,7 @@ def tangent_nodes_into(parts, r, e, he, ke, oe, ws, gt, gtw):
     _wbar_into(mu, wmu)
     _gemm6(ainv, wmu, d_mu[:, 12:], c, True, True)
     # ∂r_b = J_r⁻ᵀ (∂μ + Q [-J_l⁻¹, J_r⁻¹, 0])
-    inner[:] = d_mu
+    _copy2(d_mu, inner)
     _gemm6(q, jli, inner[:, :6], -1.0, True)
     _gemm6(q, jri, inner[:, 6:12], 1.0, True)
     _gemm6(jri, inner, d_rb, 1.0, False, True)
@@ -536,14 +550,10 @@ def tangent_nodes_into(parts, r, e, he, ke, oe, ws, gt, gtw):
     x = w33[0]
     _hat_into(pr, w33[1])
     _gemm(w33[1], rr, x, 1.0, False)
-    adr[:3, 3:] = 0.0
-    adr[:3, :3] = rr
-    adr[3:, :3] = x
-    adr[3:, 3:] = rr
-    adn[:3, :3] = rr
-    adn[:3, 3:] = x
-    adn[3:, :3] = 0.0
-    adn[3:, 3:] = rr
+    for i in range(3):
+        for j in range(3):
+            adr[i, j], adr[i, 3 + j], adr[3 + i, j], adr[3 + i, 3 + j] = rr[i, j], 0.0, x[i, j], rr[i, j]
+            adn[i, j], adn[i, 3 + j], adn[3 + i, j], adn[3 + i, 3 + j] = rr[i, j], x[i, j], 0.0, rr[i, j]
     _wbar_into(r_a, wra)
     for i in range(6):
         for j in range(6):
@@ -551,7 +561,7 @@ def tangent_nodes_into(parts, r, e, he, ke, oe, ws, gt, gtw):
             oe[i, 12 + j] = 0.0
     _gemm6(wra, adr, oe[:6, 6:12], -1.0, False)
     _gemm6(adn, d_rb, oe[:6], -1.0, True)
-    oe[6:12] = d_rb
+    _copy2(d_rb, oe[6:12])
     # ∂r_β = -h³/12 (ad_ξ̄ᵀ ∂μ + W̃(μ) ∂ξ̄) + h³/12 K on the β block
     _gemm6(ad_xi, d_mu, oe[12:], -c, False, True)
     _gemm6(wmu, b, oe[12:], -c, True)
@@ -568,9 +578,9 @@ def element_residual_nb(ga, gb, beta, h, k, xi0):
     out = np.empty((n_el, 18))
     for e in range(n_el):
         element_into(ga[e], gb[e], beta[e], h[e], k[e], xi0[e], parts, 0, e, ws)
-        out[e, :6] = parts[10][0, e]
-        out[e, 6:12] = parts[11][0, e]
-        out[e, 12:] = parts[12][0, e]
+        _copy1(parts[10][0, e], out[e, :6])
+        _copy1(parts[11][0, e], out[e, 6:12])
+        _copy1(parts[12][0, e], out[e, 12:])
     return out
 
 

@@ -16,18 +16,20 @@ O(N³). Several right-hand sides at once: column 0 is the Newton step for ``b = 
 sensitivity ``dq/dθ_m = -K_t⁻¹ ∂r/∂θ_m`` (the prescribed base twist moved to the right-hand side).
 A singular block gives non-finite entries, which the Newton loop treats as a failed iteration. The factors
 (:func:`condense`) are kept apart from the right-hand sides (:func:`condensed_apply`). (Chord steps that
-reuse the factors once the residual is small were tried: more iterations, no net gain.)
+reuse the factors once the residual is small were tried: more iterations, no net gain.) :func:`condense`,
+:func:`condensed_apply` and :func:`base_columns` are inlined by numba into their one caller each
+(``inline="always"``; see the compile-cost note of :mod:`flexlearn.physics.lse.compiled_solver`).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from flexlearn.physics.lse.compiled import _gemm6, _inv6, _inv6_into, njit
+from flexlearn.physics.lse.compiled import _copy2, _gemm6, _inv6_into, njit
 
 __all__ = ["base_columns", "condense", "condensed_apply", "condensed_solve"]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def condense(hel, kee):
     """Factor the Newton system (steps 1-3 of the module docstring) for any right-hand side.
 
@@ -52,10 +54,10 @@ def condense(hel, kee):
         d[:] = 0.0
         for e in range(n):
             hm = hel[k, e]
-            tmp[:, :] = hm[12:, 12:]
+            _copy2(hm[12:, 12:], tmp)
             _inv6_into(tmp, hbb_inv[k, e])
             _gemm6(hbb_inv[k, e], hm[12:, :12], gmat[k, e], 1.0, False)
-            hc[:, :] = hm[:12, :12]
+            _copy2(hm[:12, :12], hc)
             _gemm6(hm[:12, 12:], gmat[k, e], hc, -1.0, True)
             for i in range(6):
                 for j in range(6):
@@ -71,10 +73,12 @@ def condense(hel, kee):
             _gemm6(dinv[k, j], up[j], xu[k, j], 1.0, False)
             _gemm6(lo[k, j], xu[k, j], d[j + 1], -1.0, True)
         s += d[n]
-    return hbb_inv, gmat, lo, dinv, xu, h10, _inv6(s)
+    s_inv = np.empty((6, 6))
+    _inv6_into(s, s_inv)   # s is overwritten
+    return hbb_inv, gmat, lo, dinv, xu, h10, s_inv
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def condensed_apply(hel, factors, res, res_ee, x0):
     """Solve with the factors of :func:`condense`: column 0 for ``b = -r`` (res (R, 12N), res_ee (6,)), column
     c ≥ 1 for the prescribed base twists ``x0[:, :, c]`` (R, 6, C) alone (column 0 of x0 is normally zero).
@@ -119,21 +123,21 @@ def condensed_apply(hel, factors, res, res_ee, x0):
     dy = np.empty((r, ny, nc))
     xs = np.empty((n + 1, 6, nc))
     for k in range(r):
-        xs[0] = x0[k]
-        xs[n] = dz
+        _copy2(x0[k], xs[0])
+        _copy2(dz, xs[n])
         for j in range(n - 1, 0, -1):
-            xs[j] = xb[k, j]
+            _copy2(xb[k, j], xs[j])
             _gemm6(xu[k, j], xs[j + 1], xs[j], -1.0, True)
-            dy[k, 6 * (j - 1):6 * j] = xs[j]
+            _copy2(xs[j], dy[k, 6 * (j - 1):6 * j])
         for e in range(n):
             o = 6 * (n - 1) + 6 * e
-            dy[k, o:o + 6] = gvec[k, e]
+            _copy2(gvec[k, e], dy[k, o:o + 6])
             _gemm6(gmat[k, e, :, :6], xs[e], dy[k, o:o + 6], -1.0, True)
             _gemm6(gmat[k, e, :, 6:], xs[e + 1], dy[k, o:o + 6], -1.0, True)
     return dy, dz
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def base_columns(dz0, rod_motor, n_motors):
     """Prescribed base twists (R, 6, 1 + M): column 0 zero (the Newton step), column 1 + m the base twist per
     unit angle ``dz0`` (R, 6) of the rods driven by motor m (the sensitivity dq/dθ_m)."""

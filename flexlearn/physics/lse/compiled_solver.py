@@ -18,12 +18,18 @@ arrays throughout.
 
 Compile cost (the first call; cached on disk afterwards): numba compiles each kernel that a kernel calls as a
 library of its own and links it, with everything it calls, into the caller, where LLVM optimises it and emits its
-machine code again, so code k calls deep is processed k + 1 times. ``_residual`` and ``_tangent`` (used only by
-``_newton``) and the single-use pieces of the element kernels (relative log, Jacobians, quadrature term of
-:mod:`flexlearn.physics.lse.compiled`) are therefore inlined by numba (``inline="always"``), while the small helpers
-used at many sites (products, hat maps, 6 × 6 inverses, coefficient series) are plain kernels compiled once per
-argument type that LLVM inlines. A cold forward run compiles in ≈ 0.8 × the CPU time of the layout with all of
-these as separate kernels (≈ 42 s instead of 52–54 s on an idle 2-core machine), with bitwise equal results.
+machine code again, so code k calls deep is processed k + 1 times. Hence (scripts/bench_lse_compile.py measures
+the effect):
+
+* single-use code is inlined by numba (``inline="always"``): ``_residual``, ``_tangent`` and ``_base_twists`` here,
+  the condensation (:mod:`flexlearn.physics.lse.compiled_condense`) and the single-use pieces of the element
+  kernels (relative log, Jacobians, quadrature term of :mod:`flexlearn.physics.lse.compiled`); ``_newton``
+  evaluates the residual at one place of its loop, so ``_residual`` is inlined once;
+* the small helpers used at many sites (products, hat maps, 6 × 6 inverses, coefficient series) are plain kernels
+  compiled once per argument type that LLVM inlines, without the CPython and C wrappers that only a call from
+  Python needs (:func:`~flexlearn.physics.lse.compiled.njit_inner`);
+* no kernel assigns an array to an array slice (``_copy1``/``_copy2`` loops instead): numba would link its
+  shape-mismatch error, with the string formatting of its message, into every such kernel.
 """
 from __future__ import annotations
 
@@ -31,17 +37,46 @@ import math
 
 import numpy as np
 
-from flexlearn.physics.lse.compiled import (_GT, _GTW, HAVE_NUMBA, _blocks, _cross, _exp_into, _gemm6, _hat,
-                                            _hat_into, _mm, _mv, alloc_parts, element_into, njit,
-                                            tangent_nodes_into, workspace)
-from flexlearn.physics.lse.compiled_condense import base_columns, condense, condensed_apply
-from flexlearn.physics.lse.newton_policy import (BACKTRACK_FACTOR, CONVERGED, FAILED, accept_trial, residual_verdict,
-                                                 step_scale, step_verdict)
+from flexlearn.physics.lse.compiled import (
+    _GT,
+    _GTW,
+    HAVE_NUMBA,
+    _blocks,
+    _copy1,
+    _copy2,
+    _cross,
+    _exp_into,
+    _gemm6,
+    _hat,
+    _hat_into,
+    _mm,
+    _mv,
+    alloc_parts,
+    element_into,
+    njit,
+    njit_inner,
+    tangent_nodes_into,
+    workspace,
+)
+from flexlearn.physics.lse.compiled_condense import (
+    base_columns,
+    condense,
+    condensed_apply,
+)
+from flexlearn.physics.lse.newton_policy import (
+    BACKTRACK_FACTOR,
+    CONVERGED,
+    FAILED,
+    accept_trial,
+    residual_verdict,
+    step_scale,
+    step_verdict,
+)
 
 __all__ = ["HAVE_NUMBA"]
 
 
-@njit(cache=True)
+@njit_inner
 def _exp(xi):
     """SE(3) exponential (4, 4) of a twist [φ; ρ] (as :func:`flexlearn.physics.lse.fused.se3_exp_fused`)."""
     out = np.empty((4, 4))
@@ -49,31 +84,31 @@ def _exp(xi):
     return out
 
 
-@njit(cache=True)
+@njit_inner
 def _nodes(base, g_ee, g_int, tip_local):
     r, n1 = g_int.shape[0], g_int.shape[1]
     nodes = np.empty((r, n1 + 2, 4, 4))
     for k in range(r):
-        nodes[k, 0] = base[k]
+        _copy2(base[k], nodes[k, 0])
         for j in range(n1):
-            nodes[k, j + 1] = g_int[k, j]
-        nodes[k, n1 + 1] = _mm(g_ee, tip_local[k])
+            _copy2(g_int[k, j], nodes[k, j + 1])
+        _copy2(_mm(g_ee, tip_local[k]), nodes[k, n1 + 1])
     return nodes
 
 
-@njit(cache=True)
+@njit_inner
 def _body_loads(nodes, wn):
     """Body wrenches [Rᵀ m; Rᵀ f] (R, N+1, 6) of the world nodal loads."""
     out = np.empty(wn.shape)
     for k in range(wn.shape[0]):
         for j in range(wn.shape[1]):
             rt = nodes[k, j, :3, :3].T.copy()
-            out[k, j, :3] = _mv(rt, wn[k, j, :3].copy())
-            out[k, j, 3:] = _mv(rt, wn[k, j, 3:].copy())
+            _copy1(_mv(rt, wn[k, j, :3].copy()), out[k, j, :3])
+            _copy1(_mv(rt, wn[k, j, 3:].copy()), out[k, j, 3:])
     return out
 
 
-@njit(cache=True)
+@njit_inner
 def _add_block(res, k, idx, adinv, v, n):
     """res[k, block idx] += T_idxᵀ v for the rod-local block of node idx (1..N) or β_e (idx = -1 - e)."""
     nl = 12 * n
@@ -120,11 +155,13 @@ def _residual(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul
             for j in range(3):
                 dfdp[i, j] = (tension / dist) * (u[i] * u[j] - (1.0 if i == j else 0.0))
     fe = _mv(re_t, fw)
-    res_ee = -np.concatenate((me, fe))
+    res_ee = np.empty(6)
+    for i in range(3):
+        res_ee[i], res_ee[3 + i] = -me[i], -fe[i]
     return res, res_ee, nodes, body, me, fe, dfdp, parts
 
 
-@njit(cache=True)
+@njit_inner
 def _scaled_norm(res, res_ee, w, ny, scale):
     out = 0.0
     for k in range(res.shape[0]):
@@ -161,34 +198,38 @@ def _tangent(parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul):
         ad = adinv[k]
         hl = hel[k, n - 1]
         for cb in range(3):
-            tmp[:, :] = hl[6:12, 6 * cb:6 * cb + 6]
+            _copy2(hl[6:12, 6 * cb:6 * cb + 6], tmp)
             _gemm6(ad, tmp, hl[6:12, 6 * cb:6 * cb + 6], 1.0, False, True)
         for rb in range(3):
-            tmp[:, :] = hl[6 * rb:6 * rb + 6, 6:12]
+            _copy2(hl[6 * rb:6 * rb + 6, 6:12], tmp)
             _gemm6(tmp, ad, hl[6 * rb:6 * rb + 6, 6:12], 1.0, False)
     z3 = np.zeros((3, 3))
     kee = -_blocks(_hat(me), z3, _hat(fe), z3)
     if has_pul:
         rot = g_ee[:3, :3].copy()
-        kee[3:, 3:] -= _mm(_mm(rot.T.copy(), dfdp), rot)
+        kp = _mm(_mm(rot.T.copy(), dfdp), rot)
+        for i in range(3):
+            for j in range(3):
+                kee[3 + i, 3 + j] -= kp[i, j]
     return hel, kee
 
 
-@njit(cache=True)
-def _base_twists(nodes, s_world):
-    """Base twist per unit motor angle ``δζ₀ = Ad_{g₀⁻¹} S`` (R, 6) of every rod (body frame of its base)."""
-    r = nodes.shape[0]
+@njit(cache=True, inline="always")
+def _base_twists(base, s_world):
+    """Base twist per unit motor angle ``δζ₀ = Ad_{g₀⁻¹} S`` (R, 6) of every rod (body frame of its base pose
+    ``base`` (R, 4, 4))."""
+    r = base.shape[0]
     dz0 = np.empty((r, 6))
     for k in range(r):
-        rb_t = nodes[k, 0, :3, :3].T.copy()
-        pb = nodes[k, 0, :3, 3].copy()
+        rb_t = base[k, :3, :3].T.copy()
+        pb = base[k, :3, 3].copy()
         sw = s_world[k]
-        dz0[k, :3] = _mv(rb_t, sw[:3].copy())
-        dz0[k, 3:] = _mv(rb_t, sw[3:] - _cross(pb, sw[:3].copy()))
+        _copy1(_mv(rb_t, sw[:3].copy()), dz0[k, :3])
+        _copy1(_mv(rb_t, sw[3:] - _cross(pb, sw[:3].copy())), dz0[k, 3:])
     return dz0
 
 
-@njit(cache=True)
+@njit_inner
 def _retract(g_ee, g_int, beta, dy, dz, alpha):
     """Nodal retraction ``g ← g exp(α δζ^)``, ``β ← β + α δβ`` (seed Sec. V-E)."""
     r, n1 = g_int.shape[0], g_int.shape[1]
@@ -197,9 +238,10 @@ def _retract(g_ee, g_int, beta, dy, dz, alpha):
     beta_new = np.empty(beta.shape)
     for k in range(r):
         for j in range(n1):
-            g_int_new[k, j] = _mm(g_int[k, j].copy(), _exp(alpha * dy[k, 6 * j:6 * j + 6]))
+            _copy2(_mm(g_int[k, j].copy(), _exp(alpha * dy[k, 6 * j:6 * j + 6])), g_int_new[k, j])
         for e in range(n):
-            beta_new[k, e] = beta[k, e] + alpha * dy[k, 6 * n1 + 6 * e:6 * n1 + 6 * e + 6]
+            for i in range(6):
+                beta_new[k, e, i] = beta[k, e, i] + alpha * dy[k, 6 * n1 + 6 * e + i]
     return _mm(g_ee, _exp(alpha * dz)), g_int_new, beta_new
 
 
@@ -207,22 +249,42 @@ def _retract(g_ee, g_int, beta, dy, dz, alpha):
 def _newton(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul_pos, tension, has_pul,
             s_world, rod_motor, n_motors, w, scale, tol, max_iter, max_rot, step_tol, growth, backtracks, log):
     """Returns (status: 1 converged / 0 failed, g_ee, g_int, beta, nodes, iterations, log length, sens_y,
-    sens_z, has_sens)."""
+    sens_z, has_sens).
+
+    The residual is evaluated at one place of the loop (numba inlines `_residual` there once): first for the
+    starting state, then for each trial step ``q ⊕ α δq``; a trial is taken when the relaxed test accepts it or
+    when it is the last of ``backtracks + 1`` (α halved in between), as in :meth:`CPRModel._newton`."""
     r, n = beta.shape[0], beta.shape[1]
     ny = 12 * n - 6
-    res, res_ee, nodes, body, me, fe, dfdp, parts = _residual(base, g_ee, g_int, beta, tip_local, adinv, h, kd,
-                                                             xi0, wn, we, pul_pos, tension, has_pul)
-    norm = _scaled_norm(res, res_ee, w, ny, scale)
     nlog = 0
-    log[nlog] = norm
-    nlog += 1
-    first = norm
     it = 0
+    norm = 0.0
+    first = 0.0
     sens_y = np.zeros((r, ny, n_motors))
     sens_z = np.zeros((6, n_motors))
     has_sens = False
-    x0 = base_columns(_base_twists(nodes, s_world), rod_motor, n_motors)   # [Newton step | dq/dθ]
+    x0 = base_columns(_base_twists(base, s_world), rod_motor, n_motors)   # [Newton step | dq/dθ]
+    dy = np.zeros((r, ny))
+    dz = np.zeros(6)
+    alpha = 1.0
+    c_ee, c_int, c_beta = g_ee, g_int, beta   # the state whose residual is evaluated next
+    trial = -1                                # -1: the starting state, else the halvings of the trial step
     while True:
+        res, res_ee, nodes, body, me, fe, dfdp, parts = _residual(base, c_ee, c_int, c_beta, tip_local, adinv, h, kd,
+                                                                 xi0, wn, we, pul_pos, tension, has_pul)
+        n_c = _scaled_norm(res, res_ee, w, ny, scale)
+        if trial >= 0 and trial < backtracks and not accept_trial(n_c, norm, growth):
+            alpha *= BACKTRACK_FACTOR
+            trial += 1
+            c_ee, c_int, c_beta = _retract(g_ee, g_int, beta, dy, dz, alpha)
+            continue
+        if trial < 0:
+            first = n_c
+        else:
+            it += 1
+        g_ee, g_int, beta, norm = c_ee, c_int, c_beta, n_c
+        log[nlog] = norm
+        nlog += 1
         verdict = residual_verdict(norm, first, it, tol, max_iter)
         if verdict == CONVERGED:
             break
@@ -253,20 +315,8 @@ def _newton(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul_p
             for j in range(n - 1):
                 big = max(big, math.sqrt(dy[k, 6 * j] ** 2 + dy[k, 6 * j + 1] ** 2 + dy[k, 6 * j + 2] ** 2))
         alpha = step_scale(big, max_rot)
-        for _ in range(backtracks + 1):
-            c_ee, c_int, c_beta = _retract(g_ee, g_int, beta, dy, dz, alpha)
-            res_c, res_ee_c, nodes_c, body_c, me_c, fe_c, dfdp_c, parts_c = _residual(
-                base, c_ee, c_int, c_beta, tip_local, adinv, h, kd, xi0, wn, we, pul_pos, tension, has_pul)
-            n_c = _scaled_norm(res_c, res_ee_c, w, ny, scale)
-            if accept_trial(n_c, norm, growth):
-                break
-            alpha *= BACKTRACK_FACTOR
-        g_ee, g_int, beta = c_ee, c_int, c_beta
-        res, res_ee, nodes, body, me, fe, dfdp, parts = res_c, res_ee_c, nodes_c, body_c, me_c, fe_c, dfdp_c, parts_c
-        norm = n_c
-        it += 1
-        log[nlog] = norm
-        nlog += 1
+        trial = 0
+        c_ee, c_int, c_beta = _retract(g_ee, g_int, beta, dy, dz, alpha)
     return 1, g_ee, g_int, beta, nodes, it, nlog, sens_y, sens_z, has_sens
 
 
@@ -304,5 +354,5 @@ def _base_poses(base0, s_world, rod_motor, theta):
     out = base0.copy()
     for k in range(base0.shape[0]):
         if rod_motor[k] >= 0:
-            out[k] = _mm(_exp(theta[rod_motor[k]] * s_world[k]), base0[k].copy())
+            _copy2(_mm(_exp(theta[rod_motor[k]] * s_world[k]), base0[k].copy()), out[k])
     return out
