@@ -1,5 +1,5 @@
 """Background jobs of the test session: mypy over flexlearn/ (pyproject.toml's [tool.mypy]) with a private cache,
-and the compile of the pose kernels into numba's on-disk cache."""
+and the compile of the LSE and pose kernels into numba's on-disk cache."""
 from __future__ import annotations
 
 import shutil
@@ -36,9 +36,9 @@ def start_type_check(repo: Path) -> BackgroundJob:
     return BackgroundJob(process, cache)
 
 
-def start_pose_warmup(repo: Path) -> BackgroundJob:
-    """`flexlearn-warmup --only pose` in the background (output discarded; a test that needs a kernel before it
-    is cached compiles it itself, as without this job)."""
-    process = subprocess.Popen([sys.executable, "-m", "flexlearn.apps.warmup", "--only", "pose"], cwd=repo,
+def start_kernel_warmup(repo: Path, groups: str) -> BackgroundJob:
+    """`flexlearn-warmup --only <groups>` in the background, groups in the order given (output discarded; a test
+    that needs a kernel before it is cached compiles it itself, as without this job)."""
+    process = subprocess.Popen([sys.executable, "-m", "flexlearn.apps.warmup", "--only", groups], cwd=repo,
                                stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, text=True)
     return BackgroundJob(process, None)

@@ -76,25 +76,36 @@ def one_torch_thread():
 
 # Two background jobs on the core the mostly single-threaded tests leave free, started as soon as the tests that
 # need them are selected: the library type check (tests/test_types.py, ≈ 45 s of one core reading torch's
-# stubs; the test collects its output) and the compile of the inverse-statics pose kernels (≈ 140 s on an empty
-# cache, `flexlearn-warmup --only pose`; numba caches them on disk, so the pose tests load them instead).
+# stubs; the test collects its output) and the compile of the LSE kernels (≈ 50 s on an empty cache) and then of the
+# inverse-statics pose kernels (≈ 140 s; `flexlearn-warmup --only lse,pose`). numba caches them on disk, so the
+# LSE and pose tests load them instead. The two early tests that would otherwise be the first to compile the LSE
+# kernels (the docs' CPR example and the identification Jacobian test) run last, once the cache holds them.
+RUN_LAST = ("tests/docs/test_extending.py", "tests/identify/test_lse.py")
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    last = [item for item in items if str(item.path).endswith(RUN_LAST)]
+    if last:
+        items[:] = [item for item in items if item not in last] + last
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    from tests.background_jobs import start_pose_warmup, start_type_check
+    from tests.background_jobs import start_kernel_warmup, start_type_check
     paths = {str(item.path) for item in session.items}
     if any(p.endswith("test_types.py") for p in paths):
         session.config.stash[TYPE_CHECK] = start_type_check(REPO)
-    if any("test_lse_pose_statics" in p for p in paths):
-        session.config.stash[POSE_WARMUP] = start_pose_warmup(REPO)
+    if any("/physics/lse/" in p or p.endswith(RUN_LAST) for p in paths):
+        session.config.stash[KERNEL_WARMUP] = start_kernel_warmup(REPO, "lse,pose")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    for key in (TYPE_CHECK, POSE_WARMUP):
+    for key in (TYPE_CHECK, KERNEL_WARMUP):
         job = session.config.stash.get(key, None)
         if job is not None:
             job.stop()
 
 
-POSE_WARMUP = pytest.StashKey["object"]()
+KERNEL_WARMUP = pytest.StashKey["object"]()
 TYPE_CHECK = pytest.StashKey["object"]()
 
 
