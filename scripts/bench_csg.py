@@ -20,12 +20,18 @@ path poses (warm-started).
 
     OMP_NUM_THREADS=1 python scripts/bench_csg.py --anchor ../shared/anchors/till_csg_ik_speedup
 
+``--baseline TREE`` (a checkout of an earlier version, e.g. ``git archive HEAD | tar -x -C /tmp/base``): the LSE
+path and batch rates of that tree's solver and of this one, each in a child process importing its tree's
+``flexlearn``, alternated ``--baseline-rounds`` times (medians), with the ratio and the largest difference of
+their path lengths in ``baseline``.
+
 Prints JSON. Skips the C++ part (with the reason) without g++ or Eigen.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -259,6 +265,47 @@ def batched(lse: dict, n: int, seed: int = 0) -> dict:
             "batched_mean_newton_iters": float(out.iterations.mean())}
 
 
+def rate_child(elements: int, repeats: int, tol: float, batch: int, out: Path) -> None:
+    """Child of ``--baseline``: path and batch rates of the ``flexlearn`` on PYTHONPATH; path lengths into ``out``
+    (.npy); the rates as one JSON line."""
+    lse = lse_run(elements, repeats, tol)
+    np.save(out, lse["path"].lengths)
+    res = {"lse_solves_per_s": lse["solves_per_s"], "mean_newton_iters": float(lse["path"].iterations.mean()),
+           "mean_factorisations": float(lse["path"].factorisations.mean())}
+    if batch > 0:
+        res.update(batched(lse, batch))
+    print(json.dumps(res))
+
+
+def baseline(tree: Path, elements: int, repeats: int, tol: float, batch: int, rounds: int) -> dict:
+    """Rates of the solver in ``tree`` and in this checkout, each in its own child process, alternated ``rounds``
+    times; medians, ratios (this / baseline) and the largest difference of their path lengths [m]."""
+    here = Path(__file__).resolve().parents[1]
+    runs: dict = {"baseline": [], "this": []}
+    with tempfile.TemporaryDirectory(prefix="bench_csg_base_") as tmp:
+        for i in range(rounds):
+            for name, root in (("baseline", tree.resolve()), ("this", here)):
+                env = dict(os.environ, PYTHONPATH=str(root))
+                out = Path(tmp) / f"{name}{i}.npy"
+                cmd = [sys.executable, str(Path(__file__).resolve()), "--rate-child", str(out), "--anchor", ".",
+                       "--elements", str(elements), "--repeats", str(repeats), "--tol", str(tol), "--batch", str(batch)]
+                r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(root), check=False)
+                if r.returncode != 0:
+                    return {"error": f"{name} child failed: {r.stderr[-2000:]}"}
+                runs[name].append((json.loads(r.stdout.strip().splitlines()[-1]), np.load(out)))
+    res: dict = {"tree": str(tree), "rounds": rounds}
+    for key in ("lse_solves_per_s", "batched_solves_per_s", "mean_newton_iters", "mean_factorisations"):
+        for name, results in runs.items():
+            vals = [r[0][key] for r in results if key in r[0]]
+            if vals:
+                res[f"{name}_{key}"] = float(np.median(vals))
+    res["lse_vs_baseline"] = res["this_lse_solves_per_s"] / res["baseline_lse_solves_per_s"]
+    if "this_batched_solves_per_s" in res:
+        res["batched_vs_baseline"] = res["this_batched_solves_per_s"] / res["baseline_batched_solves_per_s"]
+    res["max_length_diff_vs_baseline_m"] = float(np.abs(runs["this"][-1][1] - runs["baseline"][-1][1]).max())
+    return res
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--anchor", required=True, type=Path, help="folder with Cpp_2, Cpp_3, Cpp_5 and Library/")
@@ -270,7 +317,13 @@ def main(argv=None) -> int:
     ap.add_argument("--no-cpp", action="store_true")
     ap.add_argument("--no-plain", action="store_true", help="skip the plain-Newton LSE run (same-run baseline)")
     ap.add_argument("--shapes-only", action="store_true", help="C++: only the reference solutions, no rates")
+    ap.add_argument("--baseline", type=Path, help="tree of an earlier version: its LSE rates beside this one's")
+    ap.add_argument("--baseline-rounds", type=int, default=3, help="alternated child runs per tree (medians)")
+    ap.add_argument("--rate-child", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.rate_child is not None:
+        rate_child(a.elements, a.repeats, a.tol, a.batch, a.rate_child)
+        return 0
     out: dict = {"elements": a.elements, "tol": a.tol}
     with tempfile.TemporaryDirectory(prefix="bench_csg_") as tmp:
         cpp = {"skipped": "--no-cpp"} if a.no_cpp else run_cpp(a.anchor.resolve(), Path(tmp), not a.shapes_only)
@@ -301,6 +354,8 @@ def main(argv=None) -> int:
         out.update(batched(lse, a.batch))
         if "cpp_solves_per_s" in out:
             out["batched_vs_cpp"] = out["batched_solves_per_s"] / out["cpp_solves_per_s"]
+    if a.baseline is not None:
+        out["baseline"] = baseline(a.baseline, a.elements, a.repeats, a.tol, a.batch, a.baseline_rounds)
     print(json.dumps(out, indent=2))
     return 0
 

@@ -1,6 +1,7 @@
 """Pose helpers of the inverse pose statics (numba, no allocation where marked): SE(3) exponential and
 logarithm, pose products, the tip poses ``g_ee g^loc_k exp(ψ_k ê₃)`` and their wrench transforms, the strain
-retraction of a Newton correction, and the cold start (clamped–clamped Hermite rods). See
+retraction of a Newton correction, the nodes rebuilt from element strains, the weights of the polynomial
+extrapolation along a straight platform path, and the cold start (clamped–clamped Hermite rods). See
 :mod:`flexlearn.physics.lse.pose_kernels`. SI units.
 """
 from __future__ import annotations
@@ -19,7 +20,12 @@ from flexlearn.physics.lse.compiled import (
 
 refresh_pose_cache()  # before any kernel of this file loads its cache
 
-__all__ = ["cold_state", "copy_state", "retract_strain_into", "tip_poses", "tip_poses_into"]
+__all__ = ["EXTRAP_REACH", "LINE_TOL", "NODE_GAP", "cold_state", "copy_state", "line_weights", "rebuild_nodes_into",
+           "retract_strain_into", "tip_poses", "tip_poses_into"]
+
+LINE_TOL = 1e-6       # relative distance from the line below which stored platform poses count as on it
+EXTRAP_REACH = 2.0    # extrapolation at most this many times the nearest stored distance from the latest pose
+NODE_GAP = 0.25       # stored poses closer than this fraction of the move to a later one are not used
 
 @njit(cache=True)
 def _pose_mul_into(a, b, out):
@@ -162,21 +168,19 @@ def copy_state(src, dst):
 
 
 @njit(cache=True)
-def retract_strain_into(base, state, dy, dpsi, dl, alpha, col, tip_old, tip_new, parts, out, scratch):
+def retract_strain_into(base, state, dy, dpsi, dl, alpha, col, tip_old, tip_new, parts, out, scratch, omega):
     """Strain retraction of the correction α (dy, dpsi, dl)[..., col] from ``state`` into ``out`` (states as
-    :func:`copy_state`): the interior nodes rebuilt from the base, ``g_j = g_{j-1} exp((Ω_j + α δΩ_j)^)`` with
-    the linearised change of each element's relative pose ``δΩ_j = -J_l⁻¹(Ω_j) δζ_{j-1} + J_r⁻¹(Ω_j) δζ_j``
-    (Ω, J_r⁻¹, J_l⁻¹ from ``parts`` of the residual at ``state``; δζ_N = log(tip_old⁻¹ tip_new)), then the
-    closure mismatch to the new tip spread along the rod as the fraction j/N of the rigid correction (as
-    :meth:`CPRModel._retract` with ``retraction="strain"``): unlike ``g ⊕ αδζ`` node by node it does not
-    stretch the nearly inextensible rods by O(|δζ|²)·EA. β, ψ, L are updated linearly. scratch (5, 6)."""
+    :func:`copy_state`): each element's relative pose changed by the linearised
+    ``δΩ_j = -J_l⁻¹(Ω_j) δζ_{j-1} + J_r⁻¹(Ω_j) δζ_j`` (Ω, J_r⁻¹, J_l⁻¹ from ``parts`` of the residual at ``state``;
+    δζ_N = log(tip_old⁻¹ tip_new)) into ``omega`` (R, N, 6), the nodes rebuilt from it by
+    :func:`rebuild_nodes_into` (as :meth:`CPRModel._retract` with ``retraction="strain"``): unlike ``g ⊕ αδζ``
+    node by node it does not stretch the nearly inextensible rods by O(|δζ|²)·EA. β, ψ, L are updated
+    linearly. scratch (5, 6)."""
     beta, psi, lengths = state[1], state[2], state[3]
-    gi, be, ps, ln = out
+    _gi, be, ps, ln = out
     r, n = beta.shape[0], beta.shape[1]
-    dprev, dnext, om, co = scratch[0], scratch[1], scratch[2], scratch[3]
-    step, g, g_next = np.empty((4, 4)), np.empty((4, 4)), np.empty((4, 4))
+    dprev, dnext = scratch[0], scratch[1]
     for k in range(r):
-        g[:, :] = base[k]
         dprev[:] = 0.0
         for e in range(n):
             if e < n - 1:
@@ -189,15 +193,34 @@ def retract_strain_into(base, state, dy, dpsi, dl, alpha, col, tip_old, tip_new,
                 acc = parts[2][k, e][i] if i < 3 else parts[3][k, e][i - 3]
                 for q in range(6):
                     acc += jri[i, q] * dnext[q] - jli[i, q] * dprev[q]
-                om[i] = acc
-            _exp_into(om, step, co)
+                omega[k, e, i] = acc
+            dprev[:] = dnext
+        for e in range(n):
+            for i in range(6):
+                be[k, e, i] = beta[k, e, i] + alpha * dy[k, 6 * (n - 1) + 6 * e + i, col]
+        ps[k] = psi[k] + alpha * dpsi[k, col]
+        ln[k] = lengths[k] + alpha * dl[k, col]
+    rebuild_nodes_into(base, omega, tip_new, out[0], scratch)
+
+
+@njit(cache=True)
+def rebuild_nodes_into(base, omega, tip, gi, scratch):
+    """Interior nodes (R, N-1, 4, 4) into ``gi`` from the element relative poses ``omega`` (R, N, 6):
+    ``g_j = g_{j-1} exp(Ω_j^)`` from the base, then the closure mismatch to the tip poses ``tip`` (R, 4, 4)
+    spread along the rod as the fraction j/N of the rigid correction. scratch (5, 6)."""
+    r, n = omega.shape[0], omega.shape[1]
+    om, co = scratch[2], scratch[3]
+    step, g, g_next = np.empty((4, 4)), np.empty((4, 4)), np.empty((4, 4))
+    for k in range(r):
+        g[:, :] = base[k]
+        for e in range(n):
+            _exp_into(omega[k, e], step, co)
             _pose_mul_into(g, step, g_next)
             g[:, :] = g_next
             if e < n - 1:
                 gi[k, e] = g
-            dprev[:] = dnext
-        dp = tip_new[k, :3, 3] - g[:3, 3]
-        dphi = _so3_log(_mm(tip_new[k, :3, :3].copy(), g[:3, :3].T.copy()))
+        dp = tip[k, :3, 3] - g[:3, 3]
+        dphi = _so3_log(_mm(tip[k, :3, :3].copy(), g[:3, :3].T.copy()))
         for j in range(1, n):
             frac = j / n
             for i in range(3):
@@ -209,8 +232,48 @@ def retract_strain_into(base, state, dy, dpsi, dl, alpha, col, tip_old, tip_new,
                 for q in range(3):
                     gi[k, j - 1, i, q] = g_next[i, q]
                 gi[k, j - 1, i, 3] += frac * dp[i]
-        for e in range(n):
-            for i in range(6):
-                be[k, e, i] = beta[k, e, i] + alpha * dy[k, 6 * (n - 1) + 6 * e + i, col]
-        ps[k] = psi[k] + alpha * dpsi[k, col]
-        ln[k] = lengths[k] + alpha * dl[k, col]
+
+
+@njit(cache=True)
+def line_weights(poses, m, g_new, s, w, max_points):
+    """Lagrange weights (m,) into ``w`` that extrapolate values stored at the poses ``poses[:m]`` (latest first)
+    to ``g_new`` along one SE(3) geodesic: ``u_i = log(g_0⁻¹ g_i)`` parallel to ``u = log(g_0⁻¹ g_new)`` (within
+    LINE_TOL, relative), s_i = u_i·u/|u| their positions on it (into ``s``), ``w_i = Π_{j≠i} (|u| - s_j)/(s_i -
+    s_j)`` over the latest ``max_points`` stored poses that lie on the line (the scan stops at the first one off
+    it) at distinct positions (an older pose closer than NODE_GAP |u| to a chosen one is left out, weight 0).
+    Returns the number of points used (0 when fewer than 2, or when g_new lies farther from g_0 than
+    EXTRAP_REACH × the nearest chosen distance)."""
+    g0i = _inv_pose(poses[0])
+    ut = _log_se3(_mm(g0i, g_new))
+    nt = math.sqrt(np.sum(ut * ut))
+    w[:m] = 0.0
+    if nt == 0.0 or m < 2 or max_points < 2:
+        return 0
+    chosen = np.zeros(m, dtype=np.bool_)
+    s[0], chosen[0] = 0.0, True
+    used, near = 1, np.inf
+    for i in range(1, m):
+        if used == max_points:
+            break
+        ui = _log_se3(_mm(g0i, poses[i]))
+        si = np.sum(ui * ut) / nt
+        if math.sqrt(np.sum((ui - (si / nt) * ut) ** 2)) > LINE_TOL * (nt + abs(si)):
+            break
+        s[i] = si
+        chosen[i] = True
+        for j in range(i):
+            if chosen[j] and abs(si - s[j]) < NODE_GAP * nt:
+                chosen[i] = False
+        if chosen[i]:
+            used += 1
+            near = min(near, abs(si))
+    if used < 2 or not nt <= EXTRAP_REACH * near:
+        return 0
+    for i in range(m):
+        if chosen[i]:
+            acc = 1.0
+            for j in range(m):
+                if j != i and chosen[j]:
+                    acc *= (nt - s[j]) / (s[i] - s[j])
+            w[i] = acc
+    return used

@@ -20,6 +20,12 @@ correction from a kept factorisation is taken only when it lowers the residual; 
 the factor ``chord_keep`` (default CHORD_KEEP; 0: plain Newton) the next step refactorises, and a rejected one is redone with a fresh factorisation
 (which then follows the plain Newton rules). Along a path the factorisation carries over from pose to pose.
 
+Warm starts (:func:`_solve_stepped`): along a straight platform path (the last solutions and the new pose on one
+SE(3) geodesic) the polynomial extrapolation of up to EXTRAP_POINTS previous solutions in their element strains
+(:func:`_extrapolate`; its first residual ≈ 1e-5 of the load scale on the CSG path against ≈ 0.08 for the
+sensitivity predictor); otherwise the sensitivity predictor (:func:`_predict`), whose six columns are solved
+from the latest factorisation only when it is used.
+
 Each entry point (:func:`pose_solve`, :func:`pose_path`, :func:`pose_batch`) is one compiled call that allocates
 its work arrays once (:func:`pose_workspace`); no Python runs between Newton iterations or poses.
 
@@ -64,6 +70,8 @@ from flexlearn.physics.lse.pose_geometry import (
     _mm,
     cold_state,
     copy_state,
+    line_weights,
+    rebuild_nodes_into,
     retract_strain_into,
     tip_poses,
     tip_poses_into,
@@ -71,11 +79,14 @@ from flexlearn.physics.lse.pose_geometry import (
 
 refresh_pose_cache()  # before any kernel of this file loads its cache
 
-__all__ = ["CHORD_KEEP", "TINY_ELEMENT_T2", "cold_state", "pose_batch", "pose_newton", "pose_path", "pose_solve", "pose_workspace",
+__all__ = ["CHORD_KEEP", "EXTRAP_POINTS", "TINY_ELEMENT_T2", "cold_state", "pose_batch", "pose_newton", "pose_path", "pose_solve", "pose_workspace",
            "tip_poses"]
 
 CHORD_KEEP = 0.05     # default: a kept factorisation is refreshed after a step that lowered the residual less
 PARALLEL_COS = 0.9    # second-order predictor term only for platform moves this parallel to the previous one
+HISTORY = 8           # solutions kept for the extrapolation predictor
+EXTRAP_POINTS = 7     # default: solutions it extrapolates from at most (polynomial degree EXTRAP_POINTS - 1)
+EXTRAP_MIN = 4        # fewest solutions it extrapolates from (degree ≥ 3; lower degrees predict worse)
 
 
 @njit(cache=True)
@@ -92,16 +103,22 @@ def pose_workspace(r, n):
     16 (18,), 17 (5, 6), 18 (6, 6) scratch; 19 … 21 corrections (R, 12N - 6, 7), (R, 7), (R, 7); 22 flags (has a
     factorisation, has a sensitivity, which of 0/1 is current, has a predictor defect); 23 sensitivity;
     24 predictor defect and 25 this pose's corrections (dy (R, 12N - 6, 1), dpsi, dl (R, 1)); 26 previous move
-    (6,); 27 Newton log."""
+    (6,); 27 Newton log; 28 solution history (:func:`_push_history`): platform poses (H, 4, 4), element relative
+    poses Ω (H, R, N, 6), β (H, R, N, 6), ψ, L (H, R); 29 Ω scratch (R, N, 6); 30 positions and weights (2, H).
+    Flags: 0 has a factorisation, 1 has a sensitivity, 2 which of 0/1 is current, 3 has a predictor defect,
+    4 sensitivity columns still to solve from the factorisation, 5 solutions in the history, 6 the last solution
+    was left out of it."""
     ny = 12 * n - 6
     return (alloc_parts(r, n), alloc_parts(r, n), workspace(), condense_workspace(r, n), _state(r, n), _state(r, n),
             _state(r, n), np.empty((r, 12 * n)), np.empty((r, 12 * n)), np.empty(6), np.empty(6),
             np.empty((r, 4, 4)), np.empty((r, 4, 4)), np.empty((r, n, 18, 18)), np.empty((r, 12 * n)),
             np.empty((r, 6, 6)), np.empty(18), np.empty((5, 6)), np.empty((6, 6)), np.zeros((r, ny, 7)),
-            np.zeros((r, 7)), np.zeros((r, 7)), np.zeros(4, dtype=np.int64),
+            np.zeros((r, 7)), np.zeros((r, 7)), np.zeros(7, dtype=np.int64),
             (np.zeros((r, ny, 6)), np.zeros((r, 6)), np.zeros((r, 6))),
             (np.zeros((r, ny, 1)), np.zeros((r, 1)), np.zeros((r, 1))),
-            (np.zeros((r, ny, 1)), np.zeros((r, 1)), np.zeros((r, 1))), np.zeros(6), np.empty(64))
+            (np.zeros((r, ny, 1)), np.zeros((r, 1)), np.zeros((r, 1))), np.zeros(6), np.empty(64),
+            (np.zeros((HISTORY, 4, 4)), np.zeros((HISTORY, r, n, 6)), np.zeros((HISTORY, r, n, 6)),
+             np.zeros((HISTORY, r)), np.zeros((HISTORY, r))), np.empty((r, n, 6)), np.empty((2, HISTORY)))
 
 
 @njit(cache=True)
@@ -188,25 +205,93 @@ def _step_norm(dy, dpsi, dl, lengths, w):
 
 @njit(cache=True)
 def _refactor(wk, cur, tip_local, kd, xi0, opts):
-    """Tangent and factorisation at the current state, and the sensitivity (columns 1 … 6) into the workspace's
-    sensitivity. Returns False when singular."""
+    """Tangent and factorisation at the current state; its sensitivity (columns 1 … 6) is solved when first
+    needed (:func:`_ensure_sens`). Returns False when singular."""
     parts, st, res = cur[0], cur[1], cur[2]
-    cw, hel, dres, adt, dy, dpsi, dl, flags = wk[3], wk[13], wk[14], wk[15], wk[19], wk[20], wk[21], wk[22]
-    sy, spsi, sl = wk[23]
+    cw, hel, dres, adt, flags = wk[3], wk[13], wk[14], wk[15], wk[22]
     beta, psi, lengths, twist_free = st[1], st[2], st[3], opts[8]
     pose_tangent(beta, lengths, kd, xi0, parts, wk[2], hel, dres, wk[16], wk[17], opts[10])
     for k in range(beta.shape[0]):
         _ad_inv_t(tip_local[k], psi[k], adt[k])
     ok = pose_factor(hel, dres, adt, res, twist_free, cw)
-    for c in range(1, 7):
-        ok = pose_solve_column(cw, hel, adt, res, cur[3], twist_free, c, dy, dpsi, dl) and ok
     if ok:
-        sy[:] = dy[:, :, 1:]
-        spsi[:] = dpsi[:, 1:]
-        sl[:] = dl[:, 1:]
-        flags[1] = 1
+        flags[1], flags[4] = 1, 1
+    elif flags[4] == 1:          # the pending columns belonged to the factorisation just overwritten
+        flags[1], flags[4] = 0, 0
     flags[0] = 1 if ok else 0
     return ok
+
+
+@njit(cache=True)
+def _ensure_sens(wk, twist_free):
+    """Solve the sensitivity columns 1 … 6 (platform twists) of the latest factorisation into the workspace's
+    sensitivity when they are pending (flag 4)."""
+    flags, dy, dpsi, dl = wk[22], wk[19], wk[20], wk[21]
+    if flags[4] == 0:
+        return
+    cur, _ = _current(wk)
+    ok = True
+    for c in range(1, 7):
+        ok = pose_solve_column(wk[3], wk[13], wk[15], cur[2], cur[3], twist_free, c, dy, dpsi, dl) and ok
+    if ok:
+        wk[23][0][:] = dy[:, :, 1:]
+        wk[23][1][:] = dpsi[:, 1:]
+        wk[23][2][:] = dl[:, 1:]
+    flags[1], flags[4] = (1 if ok else 0), 0
+
+
+@njit(cache=True)
+def _push_history(g_ee, wk):
+    """Add the current state (a solution at ``g_ee``, its element pieces evaluated) to the front of the
+    solution history, dropping the oldest beyond HISTORY."""
+    flags, hist = wk[22], wk[28]
+    m = min(flags[5] + 1, HISTORY)
+    for i in range(m - 1, 0, -1):
+        hist[0][i], hist[1][i], hist[2][i] = hist[0][i - 1], hist[1][i - 1], hist[2][i - 1]
+        hist[3][i], hist[4][i] = hist[3][i - 1], hist[4][i - 1]
+    cur, _ = _current(wk)
+    parts, st = cur[0], cur[1]
+    hist[0][0] = g_ee
+    hist[1][0, :, :, :3] = parts[2]
+    hist[1][0, :, :, 3:] = parts[3]
+    hist[2][0] = st[1]
+    hist[3][0] = st[2]
+    hist[4][0] = st[3]
+    flags[5] = m
+
+
+@njit(cache=True)
+def _extrapolate(base, g_new, tip_local, max_points, wk):
+    """Warm start at ``g_new`` by polynomial extrapolation of the stored solutions (:func:`_push_history`) when
+    they and ``g_new`` lie on one SE(3) geodesic (:func:`~flexlearn.physics.lse.pose_geometry.line_weights`):
+    Ω, β, ψ, L each ``Σ_i w_i x_i`` (Lagrange weights in the position along the line over at most
+    ``max_points`` solutions, error O(|move|^max_points)), the nodes rebuilt from Ω and closed onto the new tips. Returns False (the state
+    unchanged) with fewer than EXTRAP_MIN solutions stored or off the line."""
+    flags, hist, om, sw = wk[22], wk[28], wk[29], wk[30]
+    m = flags[5]
+    if m < EXTRAP_MIN or line_weights(hist[0], m, g_new, sw[0], sw[1], max_points) < EXTRAP_MIN:
+        return False
+    w = sw[1]
+    _, trl = _current(wk)
+    gi, be, ps, ln = trl[1]
+    r, n = be.shape[0], be.shape[1]
+    for k in range(r):
+        acc_p, acc_l = 0.0, 0.0
+        for i in range(m):
+            acc_p += w[i] * hist[3][i, k]
+            acc_l += w[i] * hist[4][i, k]
+        ps[k], ln[k] = acc_p, acc_l
+        for e in range(n):
+            for j in range(6):
+                acc_o, acc_b = 0.0, 0.0
+                for i in range(m):
+                    acc_o += w[i] * hist[1][i, k, e, j]
+                    acc_b += w[i] * hist[2][i, k, e, j]
+                om[k, e, j], be[k, e, j] = acc_o, acc_b
+    tip_poses_into(g_new, tip_local, ps, trl[4])
+    rebuild_nodes_into(base, om, trl[4], gi, wk[17])
+    flags[2] = 1 - flags[2]
+    return True
 
 
 @njit(cache=True)
@@ -227,7 +312,7 @@ def _trial(base, g_ee, tip_local, kd, xi0, w_body, opts, wk, cur, trl, alpha):
     for k in range(dpsi.shape[0]):
         wk[17][4, k] = cur[1][2][k] + alpha * dpsi[k, 0]
     tip_poses_into(g_ee, tip_local, wk[17][4], tip_new)
-    retract_strain_into(base, cur[1], dy, dpsi, dl, alpha, 0, cur[4], tip_new, cur[0], trl[1], wk[17])
+    retract_strain_into(base, cur[1], dy, dpsi, dl, alpha, 0, cur[4], tip_new, cur[0], trl[1], wk[17], wk[29])
     _residuals_into(base, g_ee, trl[1], tip_local, kd, xi0, w_body, trl[0], wk[2], trl[2], trl[3], trl[4], wk[18])
     return _norm(trl[2], trl[3], w, scale, twist_free)
 
@@ -237,10 +322,10 @@ def pose_newton(base, g_ee, tip_local, kd, xi0, w_body, opts, wk):
     """Riemannian Newton with kept factorisations (module docstring) at the platform pose ``g_ee`` (4, 4) from
     the current state of the workspace ``wk`` (:func:`pose_workspace`; its residual evaluated here). opts: (w,
     scale, tol, max_iter, max_rot, step_tol, growth, backtracks, twist_free, chord_keep, tiny_t2 (θ² below which
-    the tangent uses 2 quadrature points)). The solution stays the workspace's
+    the tangent uses 2 quadrature points), extrapolation points (:func:`_extrapolate`; below EXTRAP_MIN: off)). The solution stays the workspace's
     current state; this pose's corrections are added to ``wk[25]``. Returns (status 1 converged / 0 failed,
     corrections applied, factorisations, log length)."""
-    w, scale, tol, max_iter, max_rot, step_tol, growth, backtracks, twist_free, chord_keep, _t2 = opts
+    w, scale, tol, max_iter, max_rot, step_tol, growth, backtracks, twist_free, chord_keep, _t2, _ex = opts
     dy, dpsi, dl, flags, log = wk[19], wk[20], wk[21], wk[22], wk[27]
     cur, trl = _current(wk)
     _residuals_into(base, g_ee, cur[1], tip_local, kd, xi0, w_body, cur[0], wk[2], cur[2], cur[3], cur[4], wk[18])
@@ -332,7 +417,8 @@ def _predict(base, g_old, g_new, tip_local, kd, xi0, w_body, max_rot, wk):
     for k in range(r):
         wk[17][4, k] = cur[1][2][k] + dpsi[k, 0]
     tip_poses_into(g_new, tip_local, wk[17][4], trl[4])
-    retract_strain_into(base, cur[1], dy, dpsi, dl, 1.0, 0, tip_old, trl[4].copy(), cur[0], trl[1], wk[17])
+    retract_strain_into(base, cur[1], dy, dpsi, dl, 1.0, 0, tip_old, trl[4].copy(), cur[0], trl[1], wk[17],
+                        wk[29])
     flags[2] = 1 - flags[2]
     return True
 
@@ -363,12 +449,18 @@ def _load(base, g_ee, tip_local, kd, xi0, w_body, state, sens, wk):
 def _solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predictor, wk):
     """Solve at ``g_to`` from the workspace's current state (solved at ``g_from``) by adaptive continuation
     along the SE(3) geodesic: the whole step first; a failed step is halved (down to 1/1024 of the way) from the
-    last solution, a converged one doubles the next. Each step is warm-started by the predictor
-    (:func:`_predict`) when ``predictor`` (the sensitivity computed at the start when there is none): a platform
-    move with the rods left in place stretches them by O(move)·EA, which Newton from there handles poorly on
-    slender rods. Returns (status, Newton corrections, factorisations)."""
-    max_rot = opts[4]
+    last solution, a converged one doubles the next. Each step is warm-started when ``predictor``: by
+    extrapolation of the last solutions when they lie on the step's line (:func:`_extrapolate`; Newton then
+    starts with a fresh factorisation, as a kept one leaves solutions only just inside the tolerance, whose
+    errors the next extrapolations amplify; for the same reason a solution the extrapolation reached without a
+    correction is left out of the history, though never two in a row), else by the sensitivity (:func:`_predict`; computed at the start when there is none): a platform move with the rods
+    left in place stretches them by O(move)·EA, which Newton from there handles poorly on slender rods. The
+    solutions reached (the start's included) join the history. Returns (status, Newton corrections,
+    factorisations)."""
+    max_rot, twist_free = opts[4], opts[8]
     flags = wk[22]
+    if flags[5] == 0:
+        _push_history(g_from, wk)
     if predictor and flags[1] == 0:
         cur, _ = _current(wk)
         _refactor(wk, cur, tip_local, kd, xi0, opts)
@@ -381,9 +473,13 @@ def _solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predict
     while t < 1.0:
         t_new = min(1.0, t + dt)
         g_i = _mm(g_from, _exp(dz * t_new))
-        predicted = False
-        if predictor and flags[1] == 1:
-            predicted = _predict(base, g_prev, g_i, tip_local, kd, xi0, w_body, max_rot, wk)
+        predicted, extrapolated = False, predictor and _extrapolate(base, g_i, tip_local, opts[11], wk)
+        if extrapolated:
+            flags[0] = 0    # a fresh tangent there: one Newton step to round-off keeps the history clean
+        elif predictor:
+            _ensure_sens(wk, twist_free)
+            if flags[1] == 1:
+                predicted = _predict(base, g_prev, g_i, tip_local, kd, xi0, w_body, max_rot, wk)
         if not predicted:
             acc[0][:] = 0.0
             acc[1][:] = 0.0
@@ -399,6 +495,11 @@ def _solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predict
             flags[3] = 1 if predicted else 0
             t, g_prev = t_new, g_i
             dt *= 2.0
+            if extrapolated and it == 0 and flags[6] == 0:
+                flags[6] = 1        # only just inside the tolerance: kept out of the history (once in a row)
+            else:
+                _push_history(g_i, wk)
+                flags[6] = 0
             copy_state(_current(wk)[0][1], wk[6])
         else:
             dt *= 0.5
@@ -413,7 +514,8 @@ def _solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predict
 
 
 @njit(cache=True)
-def _sens_out(wk):
+def _sens_out(wk, twist_free):
+    _ensure_sens(wk, twist_free)
     sy, spsi, sl = wk[23]
     return sy.copy(), spsi.copy(), sl.copy(), wk[22][1] == 1
 
@@ -427,7 +529,7 @@ def pose_solve(base, g_from, g_to, tip_local, kd, xi0, w_body, state, sens, opts
     _load(base, g_from, tip_local, kd, xi0, w_body, state, sens, wk)
     ok, it, nf = _solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predictor, wk)
     st = _current(wk)[0][1]
-    return ok, (st[0].copy(), st[1].copy(), st[2].copy(), st[3].copy()), it, nf, _sens_out(wk)
+    return ok, (st[0].copy(), st[1].copy(), st[2].copy(), st[3].copy()), it, nf, _sens_out(wk, opts[8])
 
 
 @njit(cache=True)
@@ -448,11 +550,11 @@ def pose_path(base, g_start, poses, tip_local, kd, xi0, w_body, state, sens, opt
         ok, iters[p], factors[p] = _solve_stepped(base, g_prev, poses[p], tip_local, kd, xi0, w_body, opts,
                                                   predictor, wk)
         if ok == 0:
-            return p, out_l, out_psi, out_gi, out_b, iters, factors, _sens_out(wk)
+            return p, out_l, out_psi, out_gi, out_b, iters, factors, _sens_out(wk, opts[8])
         st = _current(wk)[0][1]
         out_gi[p], out_b[p], out_psi[p], out_l[p] = st[0], st[1], st[2], st[3]
         g_prev = poses[p]
-    return npose, out_l, out_psi, out_gi, out_b, iters, factors, _sens_out(wk)
+    return npose, out_l, out_psi, out_gi, out_b, iters, factors, _sens_out(wk, opts[8])
 
 
 @njit(cache=True)
@@ -469,7 +571,7 @@ def pose_batch(base, poses, tip_local, kd, xi0, w_body, g_ref, ref_state, ref_se
     _load(base, g_ref, tip_local, kd, xi0, w_body, ref_state, ref_sens, wk)
     if wk[22][1] == 0:
         _refactor(wk, _current(wk)[0], tip_local, kd, xi0, opts)
-    sens = _sens_out(wk)
+    sens = _sens_out(wk, opts[8])
     for p in range(npose):
         _load(base, g_ref, tip_local, kd, xi0, w_body, ref_state, sens, wk)
         ok, it, _nf = _solve_stepped(base, g_ref, poses[p], tip_local, kd, xi0, w_body, opts, True, wk)

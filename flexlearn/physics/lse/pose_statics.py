@@ -101,12 +101,15 @@ class PoseStatics:
     :mod:`~flexlearn.physics.lse.newton_policy`); ``platform_wrench`` (6,) [N·m; N] in the platform frame;
     ``chord_keep``: a factorisation is kept for the next Newton step (and pose) while each step lowers the
     residual by at least this factor (0: a fresh tangent every step, plain Newton); ``tiny_rotation`` [rad]:
-    elements turning by less use 2 quadrature points in the tangent (0: at least 3).
+    elements turning by less use 2 quadrature points in the tangent (0: at least 3); ``extrapolation``: along a
+    straight platform path (poses on one SE(3) geodesic) each solve starts from the polynomial extrapolation
+    of up to this many previous solutions (below 4: never; the sensitivity predictor is used otherwise).
     """
 
     def __init__(self, model, twist_free: bool | None = None, tol: float = TOL, max_iter: int = MAX_ITER,
                  max_rot: float = MAX_ROTATION_STEP, predictor: bool = True, platform_wrench=None,
-                 chord_keep: float | None = None, tiny_rotation: float | None = None):
+                 chord_keep: float | None = None, tiny_rotation: float | None = None,
+                 extrapolation: int | None = None):
         if model.n_rods != 6:
             raise ValueError(f"inverse pose statics needs 6 length-actuated rods, the model has {model.n_rods}")
         if bool((model.rod_motor >= 0).any()):
@@ -133,10 +136,13 @@ class PoseStatics:
         self.chord_keep = float(pk.CHORD_KEEP if chord_keep is None else chord_keep)
         self.tiny_t2 = float(pk.TINY_ELEMENT_T2 if tiny_rotation is None else tiny_rotation ** 2)
         self.step_tol, self.growth, self.backtracks = STEP_TOL, float(GROWTH), int(BACKTRACKS)
+        self.extrapolation = int(pk.EXTRAP_POINTS if extrapolation is None else extrapolation)
+        if not 0 <= self.extrapolation <= pk.HISTORY:
+            raise ValueError(f"extrapolation: 0 … {pk.HISTORY} solutions, got {self.extrapolation}")
 
     def _opts(self):
         return (self.w, self.scale, self.tol, self.max_iter, self.max_rot, self.step_tol, self.growth,
-                self.backtracks, self.twist_free, self.chord_keep, self.tiny_t2)
+                self.backtracks, self.twist_free, self.chord_keep, self.tiny_t2, self.extrapolation)
 
     def cold_state(self, g_ee) -> PoseState:
         """The unsolved start at ``g_ee``: rods on clamped-clamped Hermite curves (see ``cold_state`` kernel)."""

@@ -3,8 +3,9 @@
 Checks: the config describes the reference robot; an axial load gives the analytic rod length; the LSE solution
 converges to the independent shooting solution as elements are added; the compiled solution zeroes the torch
 reference residual; the analytic length column equals finite differences; path, single and batched solves
-give the same equilibria, with or without kept factorisations; a cold start from the Hermite shape converges
-without help.
+give the same equilibria, with or without kept factorisations and with the extrapolation predictor along a
+straight path (whose weights reproduce polynomials on a geodesic); a cold start from the Hermite shape
+converges without help.
 """
 from __future__ import annotations
 
@@ -243,3 +244,51 @@ def test_compiled_solution_zeroes_the_torch_residual(csg_start):
         _ad_inv_t(ps.tip_local[k], st.psi[k], adt)
         wrench += adt @ tip[k]
     assert np.abs(wrench).max() < 1e-6 * size
+
+
+def test_line_weights_extrapolate_polynomials_along_a_geodesic_only():
+    """The extrapolation predictor's weights reproduce any polynomial of degree m - 1 in the position along an
+    SE(3) geodesic (irregular spacing, target beyond the last pose or back between them) and are refused off
+    the line or too far beyond the latest spacing."""
+    import torch
+
+    from flexlearn.lie import se3_exp
+    from flexlearn.physics.lse.pose_geometry import line_weights
+
+    g0 = _pose([0.01, -0.02, 0.45])
+    twist = np.array([0.3, -0.1, 0.2, 0.01, 0.02, -0.03])
+
+    def at(t):
+        return g0 @ se3_exp(torch.from_numpy(twist * t)).numpy()
+
+    ts = np.array([0.0, -0.9, -2.1, -2.9, -4.2])   # latest first
+    poses = np.array([at(t) for t in ts])
+    coeff = np.array([0.7, -1.3, 0.4, 2.2, -0.6])
+    s, w = np.zeros(5), np.zeros(5)
+    for target in (1.1, -0.5):
+        assert line_weights(poses, 5, at(target), s, w, 5) == 5
+        np.testing.assert_allclose(np.sum(w * np.polyval(coeff, ts)), np.polyval(coeff, target), rtol=1e-9)
+    off = at(1.0) @ _pose([0.0, 0.0, 1e-4])
+    assert line_weights(poses, 5, off, s, w, 5) == 0
+    assert line_weights(poses, 5, at(2.0), s, w, 5) == 0     # beyond twice the nearest stored distance (0.9)
+    # a pose visited twice (a path that turns back) counts once: the older copy gets weight 0
+    ts2 = np.array([0.0, -0.9, 0.0, -2.1, -2.9])
+    back = np.array([at(t) for t in ts2])
+    assert line_weights(back, 5, at(0.9), s, w, 5) == 4 and w[2] == 0.0
+    np.testing.assert_allclose(np.sum(w * np.polyval(coeff[1:], ts2)), np.polyval(coeff[1:], 0.9), rtol=1e-9)
+
+
+def test_straight_path_solves_start_from_the_extrapolation(csg_start):
+    """Along a straight platform path, once four solutions are known each pose starts from their polynomial
+    extrapolation, which needs fewer Newton corrections than the sensitivity predictor alone; the equilibria
+    are those of pose-by-pose solves."""
+    ps, st = csg_start
+    poses = np.array([_pose([0, 0.02 + 0.001 * i, 0.48 + 0.001 * i]) for i in range(1, 9)])
+    path = ps.solve_path(poses, st)
+    sens_only = CPRModel.from_config(_cfg(4)).pose_statics(extrapolation=0).solve_path(poses, st)
+    assert path.iterations[3:].sum() < sens_only.iterations[3:].sum(), (path.iterations, sens_only.iterations)
+    np.testing.assert_allclose(sens_only.lengths, path.lengths, atol=1e-9)
+    single = st
+    for i, g in enumerate(poses):
+        single = ps.solve(g, single)
+        np.testing.assert_allclose(single.lengths, path.lengths[i], atol=1e-9)
