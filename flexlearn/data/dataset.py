@@ -304,10 +304,10 @@ def merge_modules(datasets: Sequence["DirectionDataset"]) -> "DirectionDataset":
     """
     if not datasets:
         raise DataError("merge_modules: no datasets given")
-    merged = [k for k, d in enumerate(datasets) if d.module is not None and len(np.unique(d.module)) > 1]
-    if merged:
-        raise DataError(f"merge_modules: dataset {merged[0]} already holds several modules (column 'module': "
-                        f"{sorted(set(datasets[merged[0]].module.tolist()))}); merge the single-module datasets")
+    for k, d in enumerate(datasets):
+        if d.module is not None and len(np.unique(d.module)) > 1:
+            raise DataError(f"merge_modules: dataset {k} already holds several modules (column 'module': "
+                            f"{sorted(set(d.module.tolist()))}); merge the single-module datasets")
     top = max(int(d.pose_id.max()) if len(d) else 0 for d in datasets)
     stride = 10 ** len(str(top + 1))
     cat = lambda name: np.concatenate([getattr(d, name) for d in datasets])          # noqa: E731

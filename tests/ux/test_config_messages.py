@@ -30,7 +30,7 @@ def one_error_line(code: int, err: str, app: str) -> str:
 
 @pytest.mark.parametrize("module,arg,expected", [
     ("train", "task.lrr=1", "config key 'task.lrr' does not exist; did you mean 'task.lr'? "
-                            "(keys of 'task': _target_, lr, weight_decay, lr_min_factor)"),
+                            "(keys of 'task': _target_, lr, weight_decay, lr_min_factor, module_maps)"),
     ("train", "trainer.max_epoch=3", "did you mean 'trainer.max_epochs'?"),
     ("pipeline", "data.sim.n_pose=10", "did you mean 'data.sim.n_poses'?"),
     ("train", "tsk.lr=1", "config key 'tsk.lr' does not exist; did you mean 'task.lr'? (top-level keys: data,"),
@@ -60,7 +60,7 @@ def test_misspelled_key_through_the_console_script(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.strip() == ("flexlearn-train: error: config key 'task.lrr' does not exist; did you mean "
-                                   "'task.lr'? (keys of 'task': _target_, lr, weight_decay, lr_min_factor)")
+                                   "'task.lr'? (keys of 'task': _target_, lr, weight_decay, lr_min_factor, module_maps)")
 
 
 def test_hydra_full_error_keeps_hydras_report(tmp_path):
