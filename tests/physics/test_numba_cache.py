@@ -54,7 +54,8 @@ def test_editing_a_called_kernel_reaches_the_cached_caller(tmp_path, cache_dir):
     assert _run(src, env) == 10.0
 
 
-def test_refresh_removes_only_the_group_and_only_on_change(tmp_path):
+def test_refresh_removes_only_the_group_and_only_on_change(tmp_path, monkeypatch):
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)       # the files below sit in numba's default __pycache__
     for name in ("a", "b", "other"):
         (tmp_path / f"{name}.py").write_text(f"# {name}\n")
     assert not refresh_numba_cache(tmp_path, ("a", "b"), "g")      # first stamp, nothing cached yet
@@ -69,7 +70,8 @@ def test_refresh_removes_only_the_group_and_only_on_change(tmp_path):
     assert [f.exists() for f in files] == [False, False, True]
 
 
-def test_a_layered_group_follows_its_dependency_but_not_the_reverse(tmp_path):
+def test_a_layered_group_follows_its_dependency_but_not_the_reverse(tmp_path, monkeypatch):
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     """The pose kernels call the forward kernels: an edit to a forward file drops both groups' cache; an edit to a
     pose file drops only the pose group's (the forward kernels never call it, so their cache stays valid)."""
     for name in ("low", "high"):
