@@ -45,6 +45,9 @@ def test_a_bad_module_column_is_named():
     with pytest.raises(DataError, match="module"):
         DirectionDataset(pose_id=ds.pose_id, delta_b=ds.delta_b, label=ds.label, split=ds.split,
                          n_coil_on=ds.n_coil_on, module=np.zeros(9, np.int64))
+    with pytest.raises(DataError, match="column 'module' has value -1 at row 3"):
+        DirectionDataset(pose_id=ds.pose_id, delta_b=ds.delta_b, label=ds.label, split=ds.split,
+                         n_coil_on=ds.n_coil_on, module=np.array([0, 0, 1, -1, 0, 0, 1, 1, 0, 0], np.int64))
 
 
 def test_forward_applies_each_rows_own_map():
