@@ -16,6 +16,11 @@ from flexlearn.errors import ConfigError
 T = TypeVar("T")
 
 
+def is_finite_number(v: Any) -> bool:
+    """True for a finite int or float (not a bool, NaN or ±inf): what a numeric config value or metric must be."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 def check(condition: bool, where: str, value: Any, requirement: str) -> None:
     """Raise `ConfigError` "<where> = <value>: <requirement>" unless ``condition`` holds."""
     if not condition:

@@ -19,7 +19,7 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader
 
-from flexlearn.config import check, did_you_mean
+from flexlearn.config import check, did_you_mean, is_finite_number
 from flexlearn.errors import ConfigError
 from flexlearn.identify.fit import (IdentificationProblem, StagedProblem, fit_quality, lm_step, uncertainty,
                                    whitened_residuals)
@@ -62,8 +62,7 @@ class IdentificationTask(L.LightningModule):
         check(hp.get("method", "lm") in ("lm", "adam"), f"{where}.method", hp.get("method"), "must be 'lm' or 'adam'")
         for key in ("lam0", "lr", "tol", "max_rel_std"):
             v = hp.get(key, 1.0)
-            check(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0,
-                  f"{where}.{key}", v, "must be a positive finite number")
+            check(is_finite_number(v) and v > 0, f"{where}.{key}", v, "must be a positive finite number")
         return dict(hp)
 
     def _set_horizon(self, fraction: float) -> None:

@@ -36,7 +36,7 @@ def check_map_options(options: Mapping[str, Any], where: str = "task.module_maps
     """The per-module map options (``kind`` rotation|linear, priors ``prior_rotation_deg`` [deg] and
     ``prior_shape`` [-], per-fix noise ``sigma_fix_deg`` [deg]) with defaults filled; `ConfigError` names a bad
     key or value."""
-    from flexlearn.config import check, did_you_mean
+    from flexlearn.config import check, did_you_mean, is_finite_number
 
     unknown = sorted(set(options) - set(MAP_KEYS))
     check(not unknown, where, unknown, f"unknown key(s){did_you_mean(unknown, MAP_KEYS)}; known keys: {list(MAP_KEYS)}")
@@ -44,8 +44,7 @@ def check_map_options(options: Mapping[str, Any], where: str = "task.module_maps
     check(out["kind"] in MAP_KINDS, f"{where}.kind", out["kind"], f"expected one of {MAP_KINDS}")
     for key in MAP_KEYS[1:]:
         v = out[key]
-        check(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0,
-              f"{where}.{key}", v, "must be a positive finite number")
+        check(is_finite_number(v) and v > 0, f"{where}.{key}", v, "must be a positive finite number")
         out[key] = float(v)
     return out
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import statistics
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -23,6 +22,7 @@ from typing import Any, Optional, Sequence
 import yaml
 
 from flexlearn.atomic import atomic_path
+from flexlearn.config import is_finite_number
 from flexlearn.errors import ConfigError, DataError
 
 __all__ = ["collect_jobs", "aggregate_multirun"]
@@ -124,10 +124,6 @@ def _natural_key(path: Path, root: Path) -> list[Any]:
     return [int(p) if p.isdigit() else p for p in path.relative_to(root).parts]
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
-
-
 def _columns(jobs: list[dict[str, Any]], metrics: Sequence[str]) -> tuple[list[str], list[str]]:
     meta = {"job", "status", _SWEPT, _OPTIMIZED, "output_dir", "best_ckpt", "last_ckpt", "dataset_path"}
     swept: list[str] = []
@@ -181,7 +177,7 @@ def aggregate_multirun(root: str | Path, out_dir: Optional[str | Path] = None, m
     done = [j for j in jobs if j["status"] == "ok"]
     stats = []
     for c in cols:
-        vals = [float(j[c]) for j in done if _is_number(j.get(c))]
+        vals = [float(j[c]) for j in done if is_finite_number(j.get(c))]
         if vals:
             stats.append([c, len(vals), statistics.fmean(vals), statistics.stdev(vals) if len(vals) > 1 else 0.0,
                           min(vals), max(vals)])
@@ -215,7 +211,7 @@ def aggregate_multirun(root: str | Path, out_dir: Optional[str | Path] = None, m
 def _default_y(done: list[dict[str, Any]], cols: list[str]) -> Optional[str]:
     """The jobs' ``optimized_metric`` when they record one, else the first numeric result that is no bookkeeping
     (``epochs``, ...), else the first numeric column."""
-    numeric = [c for c in cols if any(_is_number(j.get(c)) for j in done)]
+    numeric = [c for c in cols if any(is_finite_number(j.get(c)) for j in done)]
     optimized = [j.get(_OPTIMIZED) for j in done if j.get(_OPTIMIZED) in numeric]
     results = [c for c in numeric if c not in _BOOKKEEPING and not c.endswith("n_samples")]
     return (optimized or results or numeric or [None])[0]
@@ -225,7 +221,7 @@ def _default_hue(jobs: list[dict[str, Any]], candidates: list[str]) -> Optional[
     """The second swept key of the figure (colour): a categorical one with at most 10 values if any, else the
     first other swept key that varies; None when only one key varies."""
     def categorical(k: str) -> bool:
-        return not all(_is_number(j.get(k)) for j in jobs if j.get(k) is not None)
+        return not all(is_finite_number(j.get(k)) for j in jobs if j.get(k) is not None)
 
     cats = [k for k in candidates if categorical(k) and len({str(j.get(k)) for j in jobs}) <= 10]
     return (cats or candidates)[0] if cats or candidates else None

@@ -22,7 +22,7 @@ import torch
 from lightning.pytorch.utilities.types import OptimizerLRSchedulerConfig
 
 import flexlearn
-from flexlearn.config import check, did_you_mean
+from flexlearn.config import check, did_you_mean, is_finite_number
 from flexlearn.tasks.callbacks import TrainingDivergedError
 from flexlearn.tasks.checkpoints import CHECKPOINT_INFO_KEY
 from flexlearn.tasks.direction_model import LEGACY_TARGET, DirectionNet, as_direction_net, build_model, model_spec
@@ -31,10 +31,6 @@ from flexlearn.models.joint_modules import ModuleMaps, check_map_options
 
 TASK_KEYS = ("lr", "weight_decay", "lr_min_factor", "module_maps")
 PROGRESS_BAR_KEYS = ("train/loss", "val/ang_err_median_deg")  # shown on the progress bar (terminal runs)
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def validate_task_hparams(task: dict[str, Any], max_epochs: Any) -> None:
@@ -51,9 +47,9 @@ def validate_task_hparams(task: dict[str, Any], max_epochs: Any) -> None:
               "must be a mapping (kind, prior_rotation_deg, prior_shape, sigma_fix_deg) or null")
         check_map_options(task["module_maps"])
     lr, wd, lmf = task.get("lr", 3e-3), task.get("weight_decay", 1e-5), task.get("lr_min_factor", 0.02)
-    check(_number(lr) and lr > 0, "task.lr", lr, "must be a positive finite number")
-    check(_number(wd) and wd >= 0, "task.weight_decay", wd, "must be a finite number >= 0")
-    check(_number(lmf) and 0 <= lmf <= 1, "task.lr_min_factor", lmf, "must be a number in [0, 1]")
+    check(is_finite_number(lr) and lr > 0, "task.lr", lr, "must be a positive finite number")
+    check(is_finite_number(wd) and wd >= 0, "task.weight_decay", wd, "must be a finite number >= 0")
+    check(is_finite_number(lmf) and 0 <= lmf <= 1, "task.lr_min_factor", lmf, "must be a number in [0, 1]")
     check(isinstance(max_epochs, int) and not isinstance(max_epochs, bool) and max_epochs >= 1,
           "trainer.max_epochs", max_epochs, "must be an integer >= 1")
 

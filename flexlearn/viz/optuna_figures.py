@@ -13,7 +13,6 @@ The search space and direction come from the jobs' ``.hydra/hydra.yaml`` (``hydr
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -21,6 +20,7 @@ import numpy as np
 import yaml
 from matplotlib.figure import Figure
 
+from flexlearn.config import is_finite_number
 from flexlearn.viz.common import save_png
 
 MIN_TRIALS_FOR_RANKING = 10  # below this the importance figure says its ranking is not reliable
@@ -82,7 +82,7 @@ def optuna_importances(trials: list[dict[str, Any]], y: str, params: dict[str, A
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             for t in trials:
-                if not _finite(t.get(y)) or any(k not in t for k in dists):
+                if not is_finite_number(t.get(y)) or any(k not in t for k in dists):
                     continue
                 study.add_trial(optuna.trial.create_trial(
                     params={k: _coerce(t[k], d) for k, d in dists.items()}, distributions=dists,
@@ -102,13 +102,13 @@ def optuna_importances(trials: list[dict[str, Any]], y: str, params: dict[str, A
 def eta_squared(trials: list[dict[str, Any]], y: str, keys: Sequence[str], bins: int = 4) -> dict[str, float]:
     """Correlation ratio η² = SS_between / SS_total of the metric grouped by each key (numbers in ``bins``
     quantile bins), normalised to sum 1 (all 0 when the metric does not vary)."""
-    done = [t for t in trials if _finite(t.get(y))]
+    done = [t for t in trials if is_finite_number(t.get(y))]
     v = np.array([float(t[y]) for t in done])
     total = float(((v - v.mean()) ** 2).sum()) if len(v) else 0.0
     out = {}
     for k in keys:
         vals = [t.get(k) for t in done]
-        if all(_finite(x) for x in vals) and len({str(x) for x in vals}) > bins:
+        if all(is_finite_number(x) for x in vals) and len({str(x) for x in vals}) > bins:
             x = np.array(vals, float)
             edges = np.quantile(x, np.linspace(0, 1, bins + 1)[1:-1])
             groups = np.searchsorted(edges, x).astype(str)
@@ -135,15 +135,11 @@ def _swept_keys(root: str | Path) -> list[str]:
     return keys
 
 
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
-
-
 def history_figure(trials: list[dict[str, Any]], y: str, direction: str, path: Path, title: str,
                    n_startup: Optional[int] = None) -> Path:
     """Write ``optuna_history.png`` (module docstring)."""
     n = np.arange(len(trials))
-    v = np.array([float(t[y]) if _finite(t.get(y)) else np.nan for t in trials])
+    v = np.array([float(t[y]) if is_finite_number(t.get(y)) else np.nan for t in trials])
     ok = np.isfinite(v)
     fig = Figure(figsize=(7.5, 4.2), layout="constrained")
     ax = fig.add_subplot()
@@ -203,7 +199,7 @@ def write_optuna_figures(root: str | Path, trials: list[dict[str, Any]], y: str,
     out = Path(out_dir)
     paths = [history_figure(trials, y, direction, out / "optuna_history.png", f"Optuna study {name}: history",
                             n_startup if isinstance(n_startup, int) else None)]
-    finished = [t for t in trials if _finite(t.get(y))]
+    finished = [t for t in trials if is_finite_number(t.get(y))]
     keys = [k for k in params if any(k in t for t in trials)] or _swept_keys(root)
     if len(finished) >= 2 and keys:
         found = optuna_importances(trials, y, {k: params[k] for k in keys if k in params}, direction) \

@@ -15,13 +15,10 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
+from flexlearn.config import is_finite_number as is_number
 from flexlearn.viz.common import save_png
 
 _LR = re.compile(r"(^|[._/])(lr|learning_rate)$")
-
-
-def is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
 
 
 def wants_log(key: str, values: Sequence[float] | np.ndarray) -> bool:
