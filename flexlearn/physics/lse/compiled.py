@@ -59,7 +59,7 @@ def njit_inner(f):
 
 
 __all__ = ["GT3", "GTW3", "HAVE_NUMBA", "alloc_parts", "element_into", "element_residual_nb", "element_tangent_nb",
-           "njit_inner", "tangent_into", "workspace"]
+           "njit_inner", "pose_mul_into", "tangent_into", "workspace"]
 
 _SER = np.ascontiguousarray(_SERIES)
 _THR = np.ascontiguousarray(_THRESHOLDS)
@@ -159,6 +159,15 @@ def _mm(a, b):
                 for j in range(m):
                     out[i, j] += aip * b[p, j]
     return out
+
+
+@njit_inner
+def pose_mul_into(a, b, out):
+    """out = a b for poses (4, 4) (``out`` must not alias ``a`` or ``b``). No allocation."""
+    for i in range(3):
+        for j in range(4):
+            out[i, j] = a[i, 0] * b[0, j] + a[i, 1] * b[1, j] + a[i, 2] * b[2, j] + (a[i, 3] if j == 3 else 0.0)
+    out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
 
 
 @njit_inner

@@ -24,9 +24,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from flexlearn.physics.lse.compiled import _copy2, _gemm6, _inv6_into, njit
+from flexlearn.physics.lse.compiled import _copy2, _gemm6, _inv6_into, njit, njit_inner
 
 __all__ = ["base_columns", "condense", "condensed_apply", "condensed_solve"]
+
+
+@njit_inner
+def _zero2(a):
+    """``a[:] = 0`` (2-D) as a loop (see the compile-cost note of :mod:`flexlearn.physics.lse.compiled_solver`)."""
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            a[i, j] = 0.0
 
 
 @njit(cache=True, inline="always")
@@ -45,13 +53,15 @@ def condense(hel, kee):
     dinv = np.zeros((r, n, 6, 6))
     xu = np.zeros((r, n, 6, 6))
     h10 = np.empty((r, 6, 6))
-    s = kee.copy()
+    s = np.empty((6, 6))
+    _copy2(kee, s)
     d = np.empty((n + 1, 6, 6))
     up = np.empty((n + 1, 6, 6))
     hc = np.empty((12, 12))
     tmp = np.empty((6, 6))
     for k in range(r):
-        d[:] = 0.0
+        for j in range(n + 1):
+            _zero2(d[j])
         for e in range(n):
             hm = hel[k, e]
             _copy2(hm[12:, 12:], tmp)
@@ -72,7 +82,9 @@ def condense(hel, kee):
             _inv6_into(d[j], dinv[k, j])
             _gemm6(dinv[k, j], up[j], xu[k, j], 1.0, False)
             _gemm6(lo[k, j], xu[k, j], d[j + 1], -1.0, True)
-        s += d[n]
+        for i in range(6):
+            for j in range(6):
+                s[i, j] += d[n, i, j]
     s_inv = np.empty((6, 6))
     _inv6_into(s, s_inv)   # s is overwritten
     return hbb_inv, gmat, lo, dinv, xu, h10, s_inv
@@ -96,7 +108,8 @@ def condensed_apply(hel, factors, res, res_ee, x0):
     bc = np.empty((12, nc))
     bbeta = np.zeros((6, nc))
     for k in range(r):
-        bn[:] = 0.0
+        for j in range(n + 1):
+            _zero2(bn[j])
         for j in range(1, n):
             for i in range(6):
                 bn[j, i, 0] = -res[k, 6 * (j - 1) + i]
@@ -117,7 +130,9 @@ def condensed_apply(hel, factors, res, res_ee, x0):
         for j in range(1, n):
             _gemm6(dinv[k, j], bn[j], xb[k, j], 1.0, False)
             _gemm6(lo[k, j], xb[k, j], bn[j + 1], -1.0, True)
-        rz += bn[n]
+        for i in range(6):
+            for j in range(nc):
+                rz[i, j] += bn[n, i, j]
     dz = np.empty((6, nc))
     _gemm6(s_inv, rz, dz, 1.0, False)
     dy = np.empty((r, ny, nc))

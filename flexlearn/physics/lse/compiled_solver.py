@@ -41,20 +41,15 @@ from flexlearn.physics.lse.compiled import (
     _GT,
     _GTW,
     HAVE_NUMBA,
-    _blocks,
-    _copy1,
     _copy2,
-    _cross,
     _exp_into,
     _gemm6,
-    _hat,
     _hat_into,
-    _mm,
-    _mv,
     alloc_parts,
     element_into,
     njit,
     njit_inner,
+    pose_mul_into,
     tangent_nodes_into,
     workspace,
 )
@@ -92,7 +87,7 @@ def _nodes(base, g_ee, g_int, tip_local):
         _copy2(base[k], nodes[k, 0])
         for j in range(n1):
             _copy2(g_int[k, j], nodes[k, j + 1])
-        _copy2(_mm(g_ee, tip_local[k]), nodes[k, n1 + 1])
+        pose_mul_into(g_ee, tip_local[k], nodes[k, n1 + 1])
     return nodes
 
 
@@ -102,27 +97,28 @@ def _body_loads(nodes, wn):
     out = np.empty(wn.shape)
     for k in range(wn.shape[0]):
         for j in range(wn.shape[1]):
-            rt = nodes[k, j, :3, :3].T.copy()
-            _copy1(_mv(rt, wn[k, j, :3].copy()), out[k, j, :3])
-            _copy1(_mv(rt, wn[k, j, 3:].copy()), out[k, j, 3:])
+            g, w = nodes[k, j], wn[k, j]
+            for i in range(3):
+                out[k, j, i] = g[0, i] * w[0] + g[1, i] * w[1] + g[2, i] * w[2]
+                out[k, j, 3 + i] = g[0, i] * w[3] + g[1, i] * w[4] + g[2, i] * w[5]
     return out
 
 
 @njit_inner
-def _add_block(res, k, idx, adinv, v, n):
-    """res[k, block idx] += T_idxᵀ v for the rod-local block of node idx (1..N) or β_e (idx = -1 - e)."""
+def _add_block(res, k, idx, adinv, v, n, sign):
+    """res[k, block idx] += T_idxᵀ (sign · v) for the rod-local block of node idx (1..N) or β_e (idx = -1 - e)."""
     nl = 12 * n
     if idx == n:
         for i in range(6):
             acc = 0.0
             for j in range(6):
-                acc += adinv[k, j, i] * v[j]
+                acc += adinv[k, j, i] * (sign * v[j])
             res[k, nl - 6 + i] += acc
         return
     off = 6 * (n - 1) + 6 * (-1 - idx) if idx < 0 else 6 * (idx - 1)
     if idx != 0:
         for i in range(6):
-            res[k, off + i] += v[i]
+            res[k, off + i] += sign * v[i]
 
 
 @njit(cache=True, inline="always")
@@ -135,28 +131,35 @@ def _residual(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul
     for k in range(r):
         for e in range(n):
             element_into(nodes[k, e], nodes[k, e + 1], beta[k, e], h[k], kd[k], xi0[k], parts, k, e, ws)
-            _add_block(res, k, e, adinv, parts[10][k, e], n)
-            _add_block(res, k, e + 1, adinv, parts[11][k, e], n)
-            _add_block(res, k, -1 - e, adinv, parts[12][k, e], n)
+            _add_block(res, k, e, adinv, parts[10][k, e], n, 1.0)
+            _add_block(res, k, e + 1, adinv, parts[11][k, e], n, 1.0)
+            _add_block(res, k, -1 - e, adinv, parts[12][k, e], n, 1.0)
     body = _body_loads(nodes, wn)
     for k in range(r):
         for j in range(1, n + 1):
-            _add_block(res, k, j, adinv, -body[k, j], n)
-    re_t = g_ee[:3, :3].T.copy()
-    me = _mv(re_t, we[:3].copy())
-    fw = we[3:].copy()
+            _add_block(res, k, j, adinv, body[k, j], n, -1.0)
+    # platform: body-frame moment me and force fe of the world wrench we (+ the pulley's pull), dfdp = ∂f/∂p
+    fw = np.empty(3)
+    u = np.empty(3)
     dfdp = np.zeros((3, 3))
+    dist = 1.0
+    for i in range(3):
+        u[i] = pul_pos[i] - g_ee[i, 3]
     if has_pul:
-        d = pul_pos - g_ee[:3, 3]
-        dist = np.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
-        u = d / dist
-        fw = fw + tension * u
+        dist = np.sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2])
+    for i in range(3):
+        u[i] = u[i] / dist
+        fw[i] = we[3 + i] + tension * u[i] if has_pul else we[3 + i]
+    if has_pul:
         for i in range(3):
             for j in range(3):
                 dfdp[i, j] = (tension / dist) * (u[i] * u[j] - (1.0 if i == j else 0.0))
-    fe = _mv(re_t, fw)
+    me = np.empty(3)
+    fe = np.empty(3)
     res_ee = np.empty(6)
     for i in range(3):
+        me[i] = g_ee[0, i] * we[0] + g_ee[1, i] * we[1] + g_ee[2, i] * we[2]
+        fe[i] = g_ee[0, i] * fw[0] + g_ee[1, i] * fw[1] + g_ee[2, i] * fw[2]
         res_ee[i], res_ee[3 + i] = -me[i], -fe[i]
     return res, res_ee, nodes, body, me, fe, dfdp, parts
 
@@ -203,14 +206,20 @@ def _tangent(parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul):
         for rb in range(3):
             _copy2(hl[6 * rb:6 * rb + 6, 6:12], tmp)
             _gemm6(tmp, ad, hl[6 * rb:6 * rb + 6, 6:12], 1.0, False)
-    z3 = np.zeros((3, 3))
-    kee = -_blocks(_hat(me), z3, _hat(fe), z3)
-    if has_pul:
-        rot = g_ee[:3, :3].copy()
-        kp = _mm(_mm(rot.T.copy(), dfdp), rot)
+    kee = np.zeros((6, 6))
+    _hat_into(me, hm)
+    _hat_into(fe, hf)
+    for i in range(3):
+        for j in range(3):
+            kee[i, j] = -hm[i, j]
+            kee[3 + i, j] = -hf[i, j]
+    if has_pul:  # - Rᵀ (∂f/∂p) R on the position block
         for i in range(3):
             for j in range(3):
-                kee[3 + i, 3 + j] -= kp[i, j]
+                tmp[i, j] = g_ee[0, i] * dfdp[0, j] + g_ee[1, i] * dfdp[1, j] + g_ee[2, i] * dfdp[2, j]
+        for i in range(3):
+            for j in range(3):
+                kee[3 + i, 3 + j] -= tmp[i, 0] * g_ee[0, j] + tmp[i, 1] * g_ee[1, j] + tmp[i, 2] * g_ee[2, j]
     return hel, kee
 
 
@@ -220,12 +229,15 @@ def _base_twists(base, s_world):
     ``base`` (R, 4, 4))."""
     r = base.shape[0]
     dz0 = np.empty((r, 6))
+    v = np.empty(3)
     for k in range(r):
-        rb_t = base[k, :3, :3].T.copy()
-        pb = base[k, :3, 3].copy()
-        sw = s_world[k]
-        _copy1(_mv(rb_t, sw[:3].copy()), dz0[k, :3])
-        _copy1(_mv(rb_t, sw[3:] - _cross(pb, sw[:3].copy())), dz0[k, 3:])
+        g, sw = base[k], s_world[k]
+        v[0] = sw[3] - (g[1, 3] * sw[2] - g[2, 3] * sw[1])   # v - p × ω
+        v[1] = sw[4] - (g[2, 3] * sw[0] - g[0, 3] * sw[2])
+        v[2] = sw[5] - (g[0, 3] * sw[1] - g[1, 3] * sw[0])
+        for i in range(3):
+            dz0[k, i] = g[0, i] * sw[0] + g[1, i] * sw[1] + g[2, i] * sw[2]
+            dz0[k, 3 + i] = g[0, i] * v[0] + g[1, i] * v[1] + g[2, i] * v[2]
     return dz0
 
 
@@ -236,13 +248,22 @@ def _retract(g_ee, g_int, beta, dy, dz, alpha):
     n = n1 + 1
     g_int_new = np.empty(g_int.shape)
     beta_new = np.empty(beta.shape)
+    xi, co, step = np.empty(6), np.empty(6), np.empty((4, 4))
     for k in range(r):
         for j in range(n1):
-            _copy2(_mm(g_int[k, j].copy(), _exp(alpha * dy[k, 6 * j:6 * j + 6])), g_int_new[k, j])
+            for i in range(6):
+                xi[i] = alpha * dy[k, 6 * j + i]
+            _exp_into(xi, step, co)
+            pose_mul_into(g_int[k, j], step, g_int_new[k, j])
         for e in range(n):
             for i in range(6):
                 beta_new[k, e, i] = beta[k, e, i] + alpha * dy[k, 6 * n1 + 6 * e + i]
-    return _mm(g_ee, _exp(alpha * dz)), g_int_new, beta_new
+    for i in range(6):
+        xi[i] = alpha * dz[i]
+    _exp_into(xi, step, co)
+    g_ee_new = np.empty((4, 4))
+    pose_mul_into(g_ee, step, g_ee_new)
+    return g_ee_new, g_int_new, beta_new
 
 
 @njit(cache=True)
@@ -292,11 +313,16 @@ def _newton(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul_p
             return 0, g_ee, g_int, beta, nodes, it, nlog, sens_y, sens_z, has_sens
         hel, kee = _tangent(parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul)
         dy_all, dz_all = condensed_apply(hel, condense(hel, kee), res, res_ee, x0)
-        sens_y = dy_all[:, :, 1:].copy()
-        sens_z = dz_all[:, 1:].copy()
+        for k in range(r):
+            for i in range(ny):
+                dy[k, i] = dy_all[k, i, 0]
+                for j in range(n_motors):
+                    sens_y[k, i, j] = dy_all[k, i, 1 + j]
+        for i in range(6):
+            dz[i] = dz_all[i, 0]
+            for j in range(n_motors):
+                sens_z[i, j] = dz_all[i, 1 + j]
         has_sens = True
-        dy = dy_all[:, :, 0].copy()
-        dz = dz_all[:, 0].copy()
         step = 0.0
         for k in range(r):
             for i in range(ny):
@@ -351,8 +377,14 @@ def _predict(g_ee, g_int, beta, sens_y, sens_z, dth, max_rot):
 @njit(cache=True)
 def _base_poses(base0, s_world, rod_motor, theta):
     """Rod base poses (R, 4, 4) ``g_{k,0} = exp(θ_m S_m^) g⁰_{k,0}`` (seed Sec. IV-B); fixed rods keep g⁰."""
-    out = base0.copy()
+    out = np.empty(base0.shape)
+    xi, co, step = np.empty(6), np.empty(6), np.empty((4, 4))
     for k in range(base0.shape[0]):
         if rod_motor[k] >= 0:
-            _copy2(_mm(_exp(theta[rod_motor[k]] * s_world[k]), base0[k].copy()), out[k])
+            for i in range(6):
+                xi[i] = theta[rod_motor[k]] * s_world[k, i]
+            _exp_into(xi, step, co)
+            pose_mul_into(step, base0[k], out[k])
+        else:
+            _copy2(base0[k], out[k])
     return out
