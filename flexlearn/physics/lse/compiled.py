@@ -401,27 +401,50 @@ def _jacobians_inv_into(phi, rho, t2, co, jri, jli, w3, w33):
             jli[3 + i, 3 + j] = jri[3 + i, 3 + j] - ph[i, j]
 
 
+@njit(cache=True, inline="always")
+def _strain_map_inv_into(beta, h, c, ainv, binv, tmp):
+    """``A⁻¹`` (6, 6) of ``A = hI - c ad_β`` (c = h³/12, β = [ω; v]) in closed form into ``ainv``: A is block
+    lower-triangular, ``[[B, 0], [-c v^, B]]`` with ``B = hI - c ω^``, so ``A⁻¹ = [[B⁻¹, 0], [c B⁻¹ v^ B⁻¹,
+    B⁻¹]]`` and ``B⁻¹ = (h² I + h c ω^ + c² ω ωᵀ) / (h (h² + c² |ω|²))`` (ω^² = ω ωᵀ - |ω|² I). binv, tmp: (3, 3)
+    scratch. No allocation."""
+    w0, w1, w2 = beta[0], beta[1], beta[2]
+    den = 1.0 / (h * (h * h + c * c * (w0 * w0 + w1 * w1 + w2 * w2)))
+    hc, cc, hh = h * c, c * c, h * h
+    binv[0, 0], binv[0, 1], binv[0, 2] = hh + cc * w0 * w0, -hc * w2 + cc * w0 * w1, hc * w1 + cc * w0 * w2
+    binv[1, 0], binv[1, 1], binv[1, 2] = hc * w2 + cc * w1 * w0, hh + cc * w1 * w1, -hc * w0 + cc * w1 * w2
+    binv[2, 0], binv[2, 1], binv[2, 2] = -hc * w1 + cc * w2 * w0, hc * w0 + cc * w2 * w1, hh + cc * w2 * w2
+    for i in range(3):
+        for j in range(3):
+            binv[i, j] *= den
+    v0, v1, v2 = beta[3], beta[4], beta[5]
+    for j in range(3):  # tmp = c v^ B⁻¹
+        tmp[0, j] = c * (v1 * binv[2, j] - v2 * binv[1, j])
+        tmp[1, j] = c * (v2 * binv[0, j] - v0 * binv[2, j])
+        tmp[2, j] = c * (v0 * binv[1, j] - v1 * binv[0, j])
+    for i in range(3):
+        for j in range(3):
+            ainv[i, j] = binv[i, j]
+            ainv[i, 3 + j] = 0.0
+            ainv[3 + i, 3 + j] = binv[i, j]
+            ainv[3 + i, j] = binv[i, 0] * tmp[0, j] + binv[i, 1] * tmp[1, j] + binv[i, 2] * tmp[2, j]
+
+
 @njit_inner
 def element_into(ga, gb, beta, h, k, xi0, parts, r, e, ws):
     """One element's residual (seed eq. (11), Sec. V-A; see :func:`flexlearn.physics.lse.fused.element_residual`)
     written into ``parts[·][r, e]`` (:func:`alloc_parts`): relative pose ``(rr, pr) = g_a⁻¹ g_b``, its log
-    ``Ω = [φ; ρ]`` (θ² = |φ|²), ``A⁻¹ = (hI - h³/12 ad_β)⁻¹``, ``ξ̄ = A⁻¹ Ω``, ``μ = A⁻ᵀ h K (ξ̄ - ξ₀)``,
+    ``Ω = [φ; ρ]`` (θ² = |φ|²), ``A⁻¹ = (hI - h³/12 ad_β)⁻¹`` (closed form, :func:`_strain_map_inv_into`),
+    ``ξ̄ = A⁻¹ Ω``, ``μ = A⁻ᵀ h K (ξ̄ - ξ₀)``,
     ``J_r⁻¹(Ω)``, ``J_l⁻¹ = J_r⁻¹ - ad_Ω``, ``r_a = -J_l⁻ᵀ μ``, ``r_b = J_r⁻ᵀ μ``,
     ``r_β = h³/12 (K β - W̃(μ) ξ̄)``. ws: :func:`workspace`. No allocation."""
     rr, pr, phi, rho = parts[0][r, e], parts[1][r, e], parts[2][r, e], parts[3][r, e]
     ainv, xibar, mu, jri = parts[5][r, e], parts[6][r, e], parts[7][r, e], parts[8][r, e]
     jli, r_a, r_b, r_beta = parts[9][r, e], parts[10][r, e], parts[11][r, e], parts[12][r, e]
-    co, w3, w33, w66 = ws[0], ws[1], ws[2], ws[3]
+    co, w3, w33 = ws[0], ws[1], ws[2]
     t2 = _relative_log_into(ga, gb, rr, pr, phi, rho, co, w3)
     parts[4][r, e] = t2
     c = h ** 3 / 12.0
-    amat = w66[0]
-    _ad_into(beta, amat)
-    for i in range(6):
-        for j in range(6):
-            amat[i, j] *= -c
-        amat[i, i] += h
-    _inv6_into(amat, ainv)
+    _strain_map_inv_into(beta, h, c, ainv, w33[0], w33[1])
     for i in range(6):
         acc = 0.0
         for j in range(3):

@@ -33,6 +33,30 @@ def test_compiled_kernels_equal_torch_kernels():
     torch.testing.assert_close(hn, hm, rtol=0, atol=1e-13 * float(hm.abs().max()))
 
 
+def test_closed_form_strain_map_inverse_equals_the_numerical_inverse():
+    """A⁻¹ of A = hI - h³/12 ad_β in closed form against numpy's inverse, from tiny to large element slopes."""
+    import numpy as np
+
+    from flexlearn.physics.lse.compiled import _strain_map_inv_into
+
+    rng = np.random.default_rng(7)
+    binv, tmp, ainv = np.empty((3, 3)), np.empty((3, 3)), np.empty((6, 6))
+    for scale in (0.0, 1e-6, 1.0, 50.0, 5e3):
+        for h in (1e-3, 0.04, 0.5):
+            beta = scale * rng.standard_normal(6)
+            c = h ** 3 / 12.0
+            amat = h * np.eye(6)
+            w, v = beta[:3], beta[3:]
+            hat = lambda x: np.array([[0, -x[2], x[1]], [x[2], 0, -x[0]], [-x[1], x[0], 0]])  # noqa: E731
+            amat[:3, :3] -= c * hat(w)
+            amat[3:, 3:] -= c * hat(w)
+            amat[3:, :3] -= c * hat(v)
+            _strain_map_inv_into(beta, h, c, ainv, binv, tmp)
+            ref = np.linalg.inv(amat)
+            assert np.abs(ainv - ref).max() <= 1e-12 * np.abs(ref).max(), (scale, h)
+            assert np.abs(ainv @ amat - np.eye(6)).max() <= 1e-12
+
+
 @pytest.mark.parametrize("pulley", [False, True])
 def test_numba_solver_matches_torch_solver_along_path(pulley):
     model = CPRModel.from_config()
