@@ -198,7 +198,7 @@ def _blocks(a, b, c, d):
 def _inv6_into(m, out):
     """Inverse of the (6, 6) matrix ``m`` into ``out`` by Gauss–Jordan elimination with partial pivoting
     (``m`` is overwritten; no LAPACK call: ≈ 5× cheaper than ``np.linalg.inv`` at this size). A singular
-    matrix gives non-finite entries."""
+    matrix (an exactly zero pivot) gives NaN entries."""
     for i in range(6):
         for j in range(6):
             out[i, j] = 1.0 if i == j else 0.0
@@ -212,6 +212,11 @@ def _inv6_into(m, out):
             for j in range(6):
                 m[col, j], m[piv, j] = m[piv, j], m[col, j]
                 out[col, j], out[piv, j] = out[piv, j], out[col, j]
+        if m[col, col] == 0.0:  # singular: NaN, not numba's ZeroDivisionError (error_model "python")
+            for i in range(6):
+                for j in range(6):
+                    out[i, j] = np.nan
+            return
         d = 1.0 / m[col, col]
         for j in range(6):
             m[col, j] *= d

@@ -57,6 +57,26 @@ def test_closed_form_strain_map_inverse_equals_the_numerical_inverse():
             assert np.abs(ainv @ amat - np.eye(6)).max() <= 1e-12
 
 
+def test_six_by_six_inverse_of_a_singular_matrix_is_nan_not_an_exception():
+    import numpy as np
+    from numba import njit
+
+    from flexlearn.physics.lse.compiled import _inv6_into
+
+    @njit
+    def inv(m, out):
+        _inv6_into(m, out)
+
+    out = np.empty((6, 6))
+    good = np.eye(6) + 0.1 * np.arange(36.0).reshape(6, 6) / 36.0
+    inv(good.copy(), out)
+    assert np.allclose(out @ good, np.eye(6), atol=1e-12)
+    singular = good.copy()
+    singular[:, 3] = 0.0
+    inv(singular, out)
+    assert np.isnan(out).all()
+
+
 @pytest.mark.parametrize("pulley", [False, True])
 def test_numba_solver_matches_torch_solver_along_path(pulley):
     model = CPRModel.from_config()
