@@ -152,7 +152,8 @@ def pose_tangent(beta, lengths, kd, xi0, parts, ws, hel, dres, dh, w, tiny_t2):
 def _rod_factor(hel_k, hbb_inv, gmat, lo, dinv, xu, s_tip, d, up, hc, tmp):
     """Condense rod k's slopes onto its nodes and eliminate the node chain from the (prescribed) base to the tip
     (as :func:`flexlearn.physics.lse.compiled_condense.condense`, one rod, tip block kept): factors into the
-    arrays given, the tip's Schur complement into ``s_tip`` (6, 6). A singular block gives non-finite entries.
+    arrays given, the tip's Schur complement into ``s_tip`` (6, 6); the base columns of G are zero (prescribed
+    base). A singular block gives non-finite entries.
     d (N + 1, 6, 6), up (N, 6, 6), hc (12, 12), tmp (6, 6): scratch."""
     n = hel_k.shape[0]
     d[:] = 0.0
@@ -160,9 +161,15 @@ def _rod_factor(hel_k, hbb_inv, gmat, lo, dinv, xu, s_tip, d, up, hc, tmp):
         hm = hel_k[e]
         tmp[:, :] = hm[12:, 12:]
         _inv6_into(tmp, hbb_inv[e])
-        _gemm6(hbb_inv[e], hm[12:, :12], gmat[e], 1.0, False)
-        hc[:, :] = hm[:12, :12]
-        _gemm6(hm[:12, 12:], gmat[e], hc, -1.0, True)
+        if e == 0:              # the base node is prescribed: only its tip-side columns and block are needed
+            gmat[e, :, :6] = 0.0
+            _gemm6(hbb_inv[e], hm[12:, 6:12], gmat[e, :, 6:], 1.0, False)
+            hc[6:, 6:] = hm[6:12, 6:12]
+            _gemm6(hm[6:12, 12:], gmat[e, :, 6:], hc[6:, 6:], -1.0, True)
+        else:
+            _gemm6(hbb_inv[e], hm[12:, :12], gmat[e], 1.0, False)
+            hc[:, :] = hm[:12, :12]
+            _gemm6(hm[:12, 12:], gmat[e], hc, -1.0, True)
         for i in range(6):
             for j in range(6):
                 if e > 0:

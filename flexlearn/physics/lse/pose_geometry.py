@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from flexlearn.physics.lse.compiled import (
-    _coefficients,
+    _coefficients_into,
     _exp_into,
     _mm,
     njit,
@@ -59,48 +59,63 @@ def tip_poses(g_ee, tip_local, psi):
 def _ad_inv_t(tip_local, psi, out):
     """Ad_{T⁻¹}ᵀ (6, 6) of T = g^loc exp(ψ ê₃) into ``out`` (maps a tip-frame wrench to the platform frame)."""
     c, s = math.cos(psi), math.sin(psi)
-    rt = np.empty((3, 3))
+    # Ad_T = [[R, 0], [p^ R, R]] ([ω; v] order) and Ad_{T⁻¹}ᵀ = Ad_T⁻ᵀ = [[R, p^ R], [0, R]]; R into both
+    # diagonal blocks first (no scratch), then p^ R from them
     for i in range(3):
-        rt[i, 0] = c * tip_local[i, 0] + s * tip_local[i, 1]
-        rt[i, 1] = -s * tip_local[i, 0] + c * tip_local[i, 1]
-        rt[i, 2] = tip_local[i, 2]
-    p = tip_local[:3, 3]
-    # Ad_T = [[R, 0], [p^ R, R]] ([ω; v] order) and Ad_{T⁻¹}ᵀ = Ad_T⁻ᵀ = [[R, p^ R], [0, R]]
-    out[:, :] = 0.0
-    for i in range(3):
+        a, b = tip_local[i, 0], tip_local[i, 1]
+        out[i, 0], out[i, 1], out[i, 2] = c * a + s * b, -s * a + c * b, tip_local[i, 2]
         for j in range(3):
-            out[i, j] = rt[i, j]
-            out[3 + i, 3 + j] = rt[i, j]
-            out[i, 3 + j] = (-p[2] * rt[1, j] + p[1] * rt[2, j]) if i == 0 else \
-                ((p[2] * rt[0, j] - p[0] * rt[2, j]) if i == 1 else (-p[1] * rt[0, j] + p[0] * rt[1, j]))
+            out[3 + i, 3 + j] = out[i, j]
+            out[3 + i, j] = 0.0
+    p0, p1, p2 = tip_local[0, 3], tip_local[1, 3], tip_local[2, 3]
+    for j in range(3):
+        out[0, 3 + j] = -p2 * out[1, j] + p1 * out[2, j]
+        out[1, 3 + j] = p2 * out[0, j] - p0 * out[2, j]
+        out[2, 3 + j] = -p1 * out[0, j] + p0 * out[1, j]
 
 @njit(cache=True)
-def _so3_log(rm):
-    """Rotation vector (3,) of a rotation matrix (3, 3) (angle < π)."""
-    g = np.eye(4)
-    g[:3, :3] = rm
-    return _log_se3(g)[:3]
+def _log_se3_into(g, out, co):
+    """SE(3) logarithm [φ; ρ] of a pose (4, 4) (rotation angle < π) into ``out`` (6,); ``co`` (6,) receives the
+    coefficients of θ² (:func:`~flexlearn.physics.lse.compiled._coefficients_into`). No allocation.
+    ``φ = vee(R - Rᵀ) / (2 A)``, ``ρ = p - φ×p / 2 + D φ×(φ×p)``."""
+    v0, v1, v2 = 0.5 * (g[2, 1] - g[1, 2]), 0.5 * (g[0, 2] - g[2, 0]), 0.5 * (g[1, 0] - g[0, 1])
+    cth = 0.5 * (g[0, 0] + g[1, 1] + g[2, 2] - 1.0)
+    s2 = v0 * v0 + v1 * v1 + v2 * v2
+    t2 = 0.0
+    if s2 > 0:
+        th = math.atan2(math.sqrt(s2), cth)
+        t2 = th * th
+    _coefficients_into(t2, co)
+    f0, f1, f2 = v0 / co[0], v1 / co[0], v2 / co[0]
+    p0, p1, p2 = g[0, 3], g[1, 3], g[2, 3]
+    u0, u1, u2 = f1 * p2 - f2 * p1, f2 * p0 - f0 * p2, f0 * p1 - f1 * p0
+    d = co[5]
+    out[0], out[1], out[2] = f0, f1, f2
+    out[3] = p0 - 0.5 * u0 + d * (f1 * u2 - f2 * u1)
+    out[4] = p1 - 0.5 * u1 + d * (f2 * u0 - f0 * u2)
+    out[5] = p2 - 0.5 * u2 + d * (f0 * u1 - f1 * u0)
+
 
 @njit(cache=True)
 def _log_se3(g):
-    """SE(3) logarithm [φ; ρ] (6,) of a pose (4, 4) (rotation angle < π)."""
-    rr = g[:3, :3]
-    v = np.array([0.5 * (rr[2, 1] - rr[1, 2]), 0.5 * (rr[0, 2] - rr[2, 0]), 0.5 * (rr[1, 0] - rr[0, 1])])
-    cth = 0.5 * (rr[0, 0] + rr[1, 1] + rr[2, 2] - 1.0)
-    s2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
-    t2 = 0.0
-    if s2 > 0:
-        th = np.arctan2(np.sqrt(s2), cth)
-        t2 = th * th
-    co = _coefficients(t2)
-    phi = v / co[0]
-    p = g[:3, 3].copy()
-    u = np.array([phi[1] * p[2] - phi[2] * p[1], phi[2] * p[0] - phi[0] * p[2], phi[0] * p[1] - phi[1] * p[0]])
-    uu = np.array([phi[1] * u[2] - phi[2] * u[1], phi[2] * u[0] - phi[0] * u[2], phi[0] * u[1] - phi[1] * u[0]])
+    """SE(3) logarithm [φ; ρ] (6,) of a pose (4, 4) (rotation angle < π); allocating :func:`_log_se3_into`."""
     out = np.empty(6)
-    out[:3] = phi
-    out[3:] = p - 0.5 * u + co[5] * uu
+    _log_se3_into(g, out, np.empty(6))
     return out
+
+
+@njit(cache=True)
+def _rel_pose_into(a, b, out):
+    """out = a⁻¹ b for poses (4, 4) (``out`` must not alias ``a`` or ``b``). No allocation."""
+    for i in range(3):
+        acc = 0.0
+        for q in range(3):
+            acc += a[q, i] * (b[q, 3] - a[q, 3])
+        out[i, 3] = acc
+        for j in range(3):
+            out[i, j] = a[0, i] * b[0, j] + a[1, i] * b[1, j] + a[2, i] * b[2, j]
+    out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
+
 
 @njit(cache=True)
 def _inv_pose(g):
@@ -175,26 +190,30 @@ def retract_strain_into(base, state, dy, dpsi, dl, alpha, col, tip_old, tip_new,
     δζ_N = log(tip_old⁻¹ tip_new)) into ``omega`` (R, N, 6), the nodes rebuilt from it by
     :func:`rebuild_nodes_into` (as :meth:`CPRModel._retract` with ``retraction="strain"``): unlike ``g ⊕ αδζ``
     node by node it does not stretch the nearly inextensible rods by O(|δζ|²)·EA. β, ψ, L are updated
-    linearly. scratch (5, 6)."""
+    linearly. scratch (5, 6): rows 0 … 3 used."""
     beta, psi, lengths = state[1], state[2], state[3]
     _gi, be, ps, ln = out
     r, n = beta.shape[0], beta.shape[1]
-    dprev, dnext = scratch[0], scratch[1]
+    dprev, dnext, co = scratch[0], scratch[1], scratch[3]
+    rel = np.empty((4, 4))
     for k in range(r):
-        dprev[:] = 0.0
+        for i in range(6):
+            dprev[i] = 0.0
         for e in range(n):
             if e < n - 1:
                 for i in range(6):
                     dnext[i] = alpha * dy[k, 6 * e + i, col]
             else:
-                dnext[:] = _log_se3(_mm(_inv_pose(tip_old[k]), tip_new[k]))
-            jri, jli = parts[8][k, e], parts[9][k, e]
+                _rel_pose_into(tip_old[k], tip_new[k], rel)
+                _log_se3_into(rel, dnext, co)
+            jri, jli, phi, rho = parts[8][k, e], parts[9][k, e], parts[2][k, e], parts[3][k, e]
             for i in range(6):
-                acc = parts[2][k, e][i] if i < 3 else parts[3][k, e][i - 3]
+                acc = phi[i] if i < 3 else rho[i - 3]
                 for q in range(6):
                     acc += jri[i, q] * dnext[q] - jli[i, q] * dprev[q]
                 omega[k, e, i] = acc
-            dprev[:] = dnext
+            for i in range(6):
+                dprev[i] = dnext[i]
         for e in range(n):
             for i in range(6):
                 be[k, e, i] = beta[k, e, i] + alpha * dy[k, 6 * (n - 1) + 6 * e + i, col]
@@ -207,31 +226,53 @@ def retract_strain_into(base, state, dy, dpsi, dl, alpha, col, tip_old, tip_new,
 def rebuild_nodes_into(base, omega, tip, gi, scratch):
     """Interior nodes (R, N-1, 4, 4) into ``gi`` from the element relative poses ``omega`` (R, N, 6):
     ``g_j = g_{j-1} exp(Ω_j^)`` from the base, then the closure mismatch to the tip poses ``tip`` (R, 4, 4)
-    spread along the rod as the fraction j/N of the rigid correction. scratch (5, 6)."""
+    spread along the rod as the fraction j/N of the rigid correction: rotations ``exp(j/N δφ) = exp(δφ/N)^j``
+    (one exponential per rod), ``δφ = log(R_tip R_Nᵀ)``, translations ``j/N δp``. scratch (5, 6): rows 2, 3."""
     r, n = omega.shape[0], omega.shape[1]
     om, co = scratch[2], scratch[3]
-    step, g, g_next = np.empty((4, 4)), np.empty((4, 4)), np.empty((4, 4))
+    step, g, g_next, turn = np.empty((4, 4)), np.empty((4, 4)), np.empty((4, 4)), np.empty((3, 3))
     for k in range(r):
-        g[:, :] = base[k]
+        for i in range(4):
+            for j in range(4):
+                g[i, j] = base[k, i, j]
         for e in range(n):
             _exp_into(omega[k, e], step, co)
             _pose_mul_into(g, step, g_next)
-            g[:, :] = g_next
+            for i in range(3):
+                for j in range(4):
+                    g[i, j] = g_next[i, j]
             if e < n - 1:
-                gi[k, e] = g
-        dp = tip[k, :3, 3] - g[:3, 3]
-        dphi = _so3_log(_mm(tip[k, :3, :3].copy(), g[:3, :3].T.copy()))
+                for i in range(4):
+                    for j in range(4):
+                        gi[k, e, i, j] = g[i, j]
+        for i in range(3):          # g_next ← (R_tip R_Nᵀ, 0): the closure rotation
+            for j in range(3):
+                g_next[i, j] = tip[k, i, 0] * g[j, 0] + tip[k, i, 1] * g[j, 1] + tip[k, i, 2] * g[j, 2]
+            g_next[i, 3] = 0.0
+        _log_se3_into(g_next, om, co)
+        for i in range(3):
+            om[i] /= n
+            om[3 + i] = 0.0
+        _exp_into(om, step, co)     # exp(δφ / N)
+        for i in range(3):
+            for j in range(3):
+                turn[i, j] = 1.0 if i == j else 0.0
         for j in range(1, n):
             frac = j / n
-            for i in range(3):
-                om[i] = frac * dphi[i]
-                om[3 + i] = 0.0
-            _exp_into(om, step, co)
-            _pose_mul_into(step, gi[k, j - 1], g_next)
+            for i in range(3):      # turn ← exp(δφ/N) turn = exp(j/N δφ)
+                t0, t1, t2 = turn[0, i], turn[1, i], turn[2, i]
+                for q in range(3):
+                    g_next[q, i] = step[q, 0] * t0 + step[q, 1] * t1 + step[q, 2] * t2
             for i in range(3):
                 for q in range(3):
-                    gi[k, j - 1, i, q] = g_next[i, q]
-                gi[k, j - 1, i, 3] += frac * dp[i]
+                    turn[i, q] = g_next[i, q]
+            node = gi[k, j - 1]
+            for q in range(3):
+                c0, c1, c2 = node[0, q], node[1, q], node[2, q]
+                for i in range(3):
+                    node[i, q] = turn[i, 0] * c0 + turn[i, 1] * c1 + turn[i, 2] * c2
+            for i in range(3):
+                node[i, 3] += frac * (tip[k, i, 3] - g[i, 3])
 
 
 @njit(cache=True)
@@ -243,9 +284,14 @@ def line_weights(poses, m, g_new, s, w, max_points):
     it) at distinct positions (an older pose closer than NODE_GAP |u| to a chosen one is left out, weight 0).
     Returns the number of points used (0 when fewer than 2, or when g_new lies farther from g_0 than
     EXTRAP_REACH × the nearest chosen distance)."""
-    g0i = _inv_pose(poses[0])
-    ut = _log_se3(_mm(g0i, g_new))
-    nt = math.sqrt(np.sum(ut * ut))
+    rel, vec = np.empty((4, 4)), np.empty((3, 6))
+    ut, ui, co = vec[0], vec[1], vec[2]
+    _rel_pose_into(poses[0], g_new, rel)
+    _log_se3_into(rel, ut, co)
+    nt = 0.0
+    for j in range(6):
+        nt += ut[j] * ut[j]
+    nt = math.sqrt(nt)
     w[:m] = 0.0
     if nt == 0.0 or m < 2 or max_points < 2:
         return 0
@@ -255,9 +301,16 @@ def line_weights(poses, m, g_new, s, w, max_points):
     for i in range(1, m):
         if used == max_points:
             break
-        ui = _log_se3(_mm(g0i, poses[i]))
-        si = np.sum(ui * ut) / nt
-        if math.sqrt(np.sum((ui - (si / nt) * ut) ** 2)) > LINE_TOL * (nt + abs(si)):
+        _rel_pose_into(poses[0], poses[i], rel)
+        _log_se3_into(rel, ui, co)
+        si = 0.0
+        for j in range(6):
+            si += ui[j] * ut[j]
+        si /= nt
+        off = 0.0
+        for j in range(6):
+            off += (ui[j] - (si / nt) * ut[j]) ** 2
+        if math.sqrt(off) > LINE_TOL * (nt + abs(si)):
             break
         s[i] = si
         chosen[i] = True

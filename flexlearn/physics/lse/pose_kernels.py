@@ -103,8 +103,9 @@ def pose_workspace(r, n):
     16 (18,), 17 (5, 6), 18 (6, 6) scratch; 19 … 21 corrections (R, 12N - 6, 7), (R, 7), (R, 7); 22 flags (has a
     factorisation, has a sensitivity, which of 0/1 is current, has a predictor defect); 23 sensitivity;
     24 predictor defect and 25 this pose's corrections (dy (R, 12N - 6, 1), dpsi, dl (R, 1)); 26 previous move
-    (6,); 27 Newton log; 28 solution history (:func:`_push_history`): platform poses (H, 4, 4), element relative
-    poses Ω (H, R, N, 6), β (H, R, N, 6), ψ, L (H, R); 29 Ω scratch (R, N, 6); 30 positions and weights (2, H).
+    (6,); 27 Newton log; 28 solution history (:func:`_push_history`): platform poses (H, 4, 4) latest first, Ω,
+    β (H, R, N, 6), ψ, L (H, R) in storage slots, the slots latest first (H,); 29 Ω scratch (R, N, 6);
+    30 positions and weights (2, H).
     Flags: 0 has a factorisation, 1 has a sensitivity, 2 which of 0/1 is current, 3 has a predictor defect,
     4 sensitivity columns still to solve from the factorisation, 5 solutions in the history, 6 the last solution
     was left out of it."""
@@ -118,7 +119,8 @@ def pose_workspace(r, n):
             (np.zeros((r, ny, 1)), np.zeros((r, 1)), np.zeros((r, 1))),
             (np.zeros((r, ny, 1)), np.zeros((r, 1)), np.zeros((r, 1))), np.zeros(6), np.empty(64),
             (np.zeros((HISTORY, 4, 4)), np.zeros((HISTORY, r, n, 6)), np.zeros((HISTORY, r, n, 6)),
-             np.zeros((HISTORY, r)), np.zeros((HISTORY, r))), np.empty((r, n, 6)), np.empty((2, HISTORY)))
+             np.zeros((HISTORY, r)), np.zeros((HISTORY, r)), np.arange(HISTORY)), np.empty((r, n, 6)),
+            np.empty((2, HISTORY)))
 
 
 @njit(cache=True)
@@ -243,20 +245,30 @@ def _ensure_sens(wk, twist_free):
 @njit(cache=True)
 def _push_history(g_ee, wk):
     """Add the current state (a solution at ``g_ee``, its element pieces evaluated) to the front of the
-    solution history, dropping the oldest beyond HISTORY."""
+    solution history, dropping the oldest beyond HISTORY. The platform poses shift (latest first); Ω, β, ψ, L
+    stay in their storage slots, ``slots[i]`` naming the slot of the i-th latest (no copies of older ones)."""
     flags, hist = wk[22], wk[28]
+    slots = hist[5]
     m = min(flags[5] + 1, HISTORY)
+    new = slots[m - 1]          # a free slot, or the oldest one's when the history is full
     for i in range(m - 1, 0, -1):
-        hist[0][i], hist[1][i], hist[2][i] = hist[0][i - 1], hist[1][i - 1], hist[2][i - 1]
-        hist[3][i], hist[4][i] = hist[3][i - 1], hist[4][i - 1]
+        slots[i] = slots[i - 1]
+        hist[0][i] = hist[0][i - 1]
+    slots[0] = new
     cur, _ = _current(wk)
     parts, st = cur[0], cur[1]
     hist[0][0] = g_ee
-    hist[1][0, :, :, :3] = parts[2]
-    hist[1][0, :, :, 3:] = parts[3]
-    hist[2][0] = st[1]
-    hist[3][0] = st[2]
-    hist[4][0] = st[3]
+    om, be = hist[1][new], hist[2][new]
+    r, n = be.shape[0], be.shape[1]
+    for k in range(r):
+        for e in range(n):
+            for j in range(3):
+                om[k, e, j] = parts[2][k, e, j]
+                om[k, e, 3 + j] = parts[3][k, e, j]
+            for j in range(6):
+                be[k, e, j] = st[1][k, e, j]
+        hist[3][new, k] = st[2][k]
+        hist[4][new, k] = st[3][k]
     flags[5] = m
 
 
@@ -271,23 +283,25 @@ def _extrapolate(base, g_new, tip_local, max_points, wk):
     m = flags[5]
     if m < EXTRAP_MIN or line_weights(hist[0], m, g_new, sw[0], sw[1], max_points) < EXTRAP_MIN:
         return False
-    w = sw[1]
+    w, slots = sw[1], hist[5]
     _, trl = _current(wk)
     gi, be, ps, ln = trl[1]
     r, n = be.shape[0], be.shape[1]
     for k in range(r):
-        acc_p, acc_l = 0.0, 0.0
-        for i in range(m):
-            acc_p += w[i] * hist[3][i, k]
-            acc_l += w[i] * hist[4][i, k]
-        ps[k], ln[k] = acc_p, acc_l
+        ps[k], ln[k] = 0.0, 0.0
         for e in range(n):
             for j in range(6):
-                acc_o, acc_b = 0.0, 0.0
-                for i in range(m):
-                    acc_o += w[i] * hist[1][i, k, e, j]
-                    acc_b += w[i] * hist[2][i, k, e, j]
-                om[k, e, j], be[k, e, j] = acc_o, acc_b
+                om[k, e, j], be[k, e, j] = 0.0, 0.0
+    for i in range(m):          # Σ_i in the order i = 0 … m-1 for every entry
+        wi, sl = w[i], slots[i]
+        ho, hb = hist[1][sl], hist[2][sl]
+        for k in range(r):
+            ps[k] += wi * hist[3][sl, k]
+            ln[k] += wi * hist[4][sl, k]
+            for e in range(n):
+                for j in range(6):
+                    om[k, e, j] += wi * ho[k, e, j]
+                    be[k, e, j] += wi * hb[k, e, j]
     tip_poses_into(g_new, tip_local, ps, trl[4])
     rebuild_nodes_into(base, om, trl[4], gi, wk[17])
     flags[2] = 1 - flags[2]
@@ -297,9 +311,11 @@ def _extrapolate(base, g_new, tip_local, max_points, wk):
 @njit(cache=True)
 def _accumulate(acc, dy, dpsi, dl, alpha):
     """This pose's corrections (in the tangent coordinates of the predictor) += α × column 0."""
-    acc[0][:, :, 0] += alpha * dy[:, :, 0]
-    acc[1][:, 0] += alpha * dpsi[:, 0]
-    acc[2][:, 0] += alpha * dl[:, 0]
+    for k in range(dy.shape[0]):
+        for i in range(dy.shape[1]):
+            acc[0][k, i, 0] += alpha * dy[k, i, 0]
+        acc[1][k, 0] += alpha * dpsi[k, 0]
+        acc[2][k, 0] += alpha * dl[k, 0]
 
 
 @njit(cache=True)
@@ -472,7 +488,7 @@ def _solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predict
     acc = wk[25]
     while t < 1.0:
         t_new = min(1.0, t + dt)
-        g_i = _mm(g_from, _exp(dz * t_new))
+        g_i = g_to if t_new == 1.0 else _mm(g_from, _exp(dz * t_new))
         predicted, extrapolated = False, predictor and _extrapolate(base, g_i, tip_local, opts[11], wk)
         if extrapolated:
             flags[0] = 0    # a fresh tangent there: one Newton step to round-off keeps the history clean
