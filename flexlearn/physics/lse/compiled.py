@@ -18,6 +18,24 @@ from pathlib import Path
 import numpy as np
 
 from flexlearn._numba_cache import refresh_numba_cache
+from flexlearn.physics.lse.compiled_linalg import (  # noqa: F401  (re-exported: the kernels import them from here)
+    HAVE_NUMBA,
+    _ad_into,
+    _copy1,
+    _copy2,
+    _cross_into,
+    _gemm,
+    _gemm6,
+    _hat_into,
+    _inv6_into,
+    _mm,
+    _mm3_acc,
+    _mv,
+    _wbar_into,
+    njit,
+    njit_inner,
+    pose_mul_into,
+)
 from flexlearn.physics.lse.fused import _GL_NODES, _GL_WEIGHTS, _SERIES, _THRESHOLDS
 
 # The compiled solver modules call (and inline) the kernels of this file, and numba freezes the global
@@ -25,7 +43,7 @@ from flexlearn.physics.lse.fused import _GL_NODES, _GL_WEIGHTS, _SERIES, _THRESH
 # the machine code: one cache fingerprint over all these sources (paths relative to this directory). The
 # inverse pose statics' kernels call these and are a group of their own on top (POSE_CACHE_SOURCES, refreshed by
 # `refresh_pose_cache` when a pose module is imported): editing a pose file recompiles only the pose kernels.
-CACHE_SOURCES = ("fused", "compiled", "compiled_condense", "compiled_solver", "newton_policy",
+CACHE_SOURCES = ("fused", "compiled", "compiled_linalg", "compiled_condense", "compiled_solver", "newton_policy",
                  "../../lie/tables", "../../lie/_thresholds")
 POSE_CACHE_SOURCES = ("pose_kernels", "pose_geometry", "pose_condense")
 refresh_numba_cache(Path(__file__).parent, CACHE_SOURCES, "lse_kernels")
@@ -36,26 +54,6 @@ def refresh_pose_cache() -> None:
     refresh_numba_cache(Path(__file__).parent, POSE_CACHE_SOURCES, "lse_pose", depends=CACHE_SOURCES)
 
 
-def _plain(*args, **kwargs):
-    """Stand-in for ``numba.njit`` without numba: the plain Python function."""
-    if args and callable(args[0]):
-        return args[0]
-    return lambda f: f
-
-
-try:  # numba is a core dependency; the torch kernels remain the fallback
-    from numba import njit as _numba_njit
-    njit = _numba_njit
-    HAVE_NUMBA = True
-except Exception:  # pragma: no cover - exercised only without numba
-    HAVE_NUMBA = False
-    njit = _plain
-
-
-def njit_inner(f):
-    """``njit(cache=True)`` for a kernel that only kernels call: without the CPython and C wrappers (argument
-    unboxing compiled per type, never used); not callable from Python (use ``py_func``). Without numba: ``f``."""
-    return _numba_njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)(f) if HAVE_NUMBA else f
 
 
 __all__ = ["GT3", "GTW3", "HAVE_NUMBA", "alloc_parts", "element_into", "element_residual_nb", "element_tangent_nb",
@@ -132,191 +130,6 @@ def _exp_into(xi, out, co):
     out[2, 3] = r2 + b * u2 + c * v2
     out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
 
-
-@njit_inner
-def _hat(v):
-    m = np.zeros((3, 3))
-    m[0, 1], m[0, 2] = -v[2], v[1]
-    m[1, 0], m[1, 2] = v[2], -v[0]
-    m[2, 0], m[2, 1] = -v[1], v[0]
-    return m
-
-
-@njit_inner
-def _cross(a, b):
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
-
-
-@njit_inner
-def _mm(a, b):
-    n, k = a.shape
-    m = b.shape[1]
-    out = np.zeros((n, m))
-    for i in range(n):
-        for p in range(k):
-            aip = a[i, p]
-            if aip != 0.0:
-                for j in range(m):
-                    out[i, j] += aip * b[p, j]
-    return out
-
-
-@njit_inner
-def pose_mul_into(a, b, out):
-    """out = a b for poses (4, 4) (``out`` must not alias ``a`` or ``b``). No allocation."""
-    for i in range(3):
-        for j in range(4):
-            out[i, j] = a[i, 0] * b[0, j] + a[i, 1] * b[1, j] + a[i, 2] * b[2, j] + (a[i, 3] if j == 3 else 0.0)
-    out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
-
-
-@njit_inner
-def _mv(a, v):
-    n, k = a.shape
-    out = np.zeros(n)
-    for i in range(n):
-        acc = 0.0
-        for p in range(k):
-            acc += a[i, p] * v[p]
-        out[i] = acc
-    return out
-
-
-@njit_inner
-def _blocks(a, b, c, d):
-    m = np.empty((6, 6))
-    for i in range(3):
-        for j in range(3):
-            m[i, j] = a[i, j]
-            m[i, j + 3] = b[i, j]
-            m[i + 3, j] = c[i, j]
-            m[i + 3, j + 3] = d[i, j]
-    return m
-
-
-@njit_inner
-def _inv6_into(m, out):
-    """Inverse of the (6, 6) matrix ``m`` into ``out`` by Gauss–Jordan elimination with partial pivoting
-    (``m`` is overwritten; no LAPACK call: ≈ 5× cheaper than ``np.linalg.inv`` at this size). A singular
-    matrix (an exactly zero pivot) gives NaN entries."""
-    for i in range(6):
-        for j in range(6):
-            out[i, j] = 1.0 if i == j else 0.0
-    for col in range(6):
-        piv = col
-        big = abs(m[col, col])
-        for i in range(col + 1, 6):
-            if abs(m[i, col]) > big:
-                big, piv = abs(m[i, col]), i
-        if piv != col:
-            for j in range(6):
-                m[col, j], m[piv, j] = m[piv, j], m[col, j]
-                out[col, j], out[piv, j] = out[piv, j], out[col, j]
-        if m[col, col] == 0.0:  # singular: NaN, not numba's ZeroDivisionError (error_model "python")
-            for i in range(6):
-                for j in range(6):
-                    out[i, j] = np.nan
-            return
-        d = 1.0 / m[col, col]
-        for j in range(6):
-            m[col, j] *= d
-            out[col, j] *= d
-        for i in range(6):
-            if i != col:
-                f = m[i, col]
-                if f != 0.0:
-                    for j in range(6):
-                        m[i, j] -= f * m[col, j]
-                        out[i, j] -= f * out[col, j]
-
-
-@njit_inner
-def _gemm(a, b, out, sign, add):
-    """out (=|+=) sign · a @ b for 2-D arrays or views (explicit loops: no temporaries)."""
-    n, k = a.shape
-    m = b.shape[1]
-    for i in range(n):
-        for j in range(m):
-            acc = 0.0
-            for p in range(k):
-                acc += a[i, p] * b[p, j]
-            if add:
-                out[i, j] += sign * acc
-            else:
-                out[i, j] = sign * acc
-
-
-@njit_inner
-def _gemm6(a, b, out, sign, add, trans=False):
-    """out (=|+=) sign · op(a) @ b, op(a) = a, or aᵀ when ``trans``, with inner dimension 6 (unrolled: ≈ 3× faster
-    than :func:`_gemm`)."""
-    for i in range(a.shape[1] if trans else a.shape[0]):
-        if trans:
-            a0, a1, a2, a3, a4, a5 = a[0, i], a[1, i], a[2, i], a[3, i], a[4, i], a[5, i]
-        else:
-            a0, a1, a2, a3, a4, a5 = a[i, 0], a[i, 1], a[i, 2], a[i, 3], a[i, 4], a[i, 5]
-        for j in range(b.shape[1]):
-            acc = a0 * b[0, j] + a1 * b[1, j] + a2 * b[2, j] + a3 * b[3, j] + a4 * b[4, j] + a5 * b[5, j]
-            if add:
-                out[i, j] += sign * acc
-            else:
-                out[i, j] = sign * acc
-
-
-@njit_inner
-def _copy1(src, dst):
-    """``dst[:] = src`` (1-D) as a loop: an array assigned to a slice links numba's shape-mismatch error (a few
-    thousand LLVM instructions of message formatting) into the kernel and every caller."""
-    for i in range(src.shape[0]):
-        dst[i] = src[i]
-
-
-@njit_inner
-def _copy2(src, dst):
-    """``dst[:, :] = src`` for 2-D arrays of one shape, as a loop (see :func:`_copy1`)."""
-    for i in range(src.shape[0]):
-        for j in range(src.shape[1]):
-            dst[i, j] = src[i, j]
-
-
-@njit_inner
-def _cross_into(a, b, out):
-    out[0] = a[1] * b[2] - a[2] * b[1]
-    out[1] = a[2] * b[0] - a[0] * b[2]
-    out[2] = a[0] * b[1] - a[1] * b[0]
-
-
-@njit_inner
-def _hat_into(v, out):
-    out[0, 0], out[0, 1], out[0, 2] = 0.0, -v[2], v[1]
-    out[1, 0], out[1, 1], out[1, 2] = v[2], 0.0, -v[0]
-    out[2, 0], out[2, 1], out[2, 2] = -v[1], v[0], 0.0
-
-
-@njit_inner
-def _ad_into(x, out):
-    """ad_ξ = [[ω^, 0], [v^, ω^]] (6, 6) of ξ = [ω; v]."""
-    out[:3, 3:] = 0.0
-    _hat_into(x[:3], out[:3, :3])
-    _hat_into(x[:3], out[3:, 3:])
-    _hat_into(x[3:], out[3:, :3])
-
-
-@njit_inner
-def _wbar_into(w, out):
-    """W̃(w) = [[m^, f^], [f^, 0]] (6, 6) with ad_aᵀ w = W̃(w) a, w = [m; f]."""
-    out[3:, 3:] = 0.0
-    _hat_into(w[:3], out[:3, :3])
-    _hat_into(w[3:], out[:3, 3:])
-    _hat_into(w[3:], out[3:, :3])
-
-
-@njit_inner
-def _mm3_acc(a, b, w, out):
-    """out += w · a b (3 × 3)."""
-    for i in range(3):
-        for j in range(3):
-            out[i, j] += w * (a[i, 0] * b[0, j] + a[i, 1] * b[1, j] + a[i, 2] * b[2, j])
 
 
 @njit(cache=True)

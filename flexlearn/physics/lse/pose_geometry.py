@@ -15,6 +15,7 @@ from flexlearn.physics.lse.compiled import (
     _exp_into,
     _mm,
     njit,
+    pose_mul_into,
     refresh_pose_cache,
 )
 
@@ -27,20 +28,13 @@ LINE_TOL = 1e-6       # relative distance from the line below which stored platf
 EXTRAP_REACH = 2.0    # extrapolation at most this many times the nearest stored distance from the latest pose
 NODE_GAP = 0.25       # stored poses closer than this fraction of the move to a later one are not used
 
-@njit(cache=True)
-def _pose_mul_into(a, b, out):
-    """out = a b for poses (4, 4) (``out`` must not alias ``a`` or ``b``)."""
-    for i in range(3):
-        for j in range(4):
-            out[i, j] = a[i, 0] * b[0, j] + a[i, 1] * b[1, j] + a[i, 2] * b[2, j] + (a[i, 3] if j == 3 else 0.0)
-    out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
 
 @njit(cache=True)
 def tip_poses_into(g_ee, tip_local, psi, out):
     """Tip node poses (R, 4, 4) ``g_ee g^loc_k exp(ψ_k ê₃)`` into ``out``. No allocation."""
     for k in range(tip_local.shape[0]):
         t = out[k]
-        _pose_mul_into(g_ee, tip_local[k], t)
+        pose_mul_into(g_ee, tip_local[k], t)
         c, s = math.cos(psi[k]), math.sin(psi[k])
         for i in range(3):
             a, b = t[i, 0], t[i, 1]
@@ -237,7 +231,7 @@ def rebuild_nodes_into(base, omega, tip, gi, scratch):
                 g[i, j] = base[k, i, j]
         for e in range(n):
             _exp_into(omega[k, e], step, co)
-            _pose_mul_into(g, step, g_next)
+            pose_mul_into(g, step, g_next)
             for i in range(3):
                 for j in range(4):
                     g[i, j] = g_next[i, j]
