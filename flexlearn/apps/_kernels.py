@@ -90,8 +90,8 @@ def _warm_attitude() -> None:
 @dataclass(frozen=True)
 class KernelGroup:
     """One package of numba kernels: where they live, what uses them, how long a cold compile takes (seconds,
-    on an empty cache on a 2-core workstation; lse: 27–35 s with one core free, 0.55–0.6 × the layout before
-    the compile-cost changes that compiled_solver.py lists (52 s idle), measured back to back by
+    on an empty cache on a 2-core workstation; lse: 26–31.5 s idle, about half the layout before the
+    compile-cost changes that compiled_solver.py lists (52 s idle), measured back to back by
     scripts/bench_lse_compile.py; pose: ≈ 140 s after lse, idle; cosserat / attitude: 85 / 29 s at a load of ~6,
     about half when idle) and how to compile them."""
 
@@ -137,7 +137,7 @@ class KernelGroup:
 
 GROUPS = {
     "lse": KernelGroup("lse", "flexlearn.physics.lse", "flexlearn.physics.lse",
-                       "flexlearn-cpr (forward statics without gradients)", 35.0, _warm_lse),
+                       "flexlearn-cpr (forward statics without gradients)", 30.0, _warm_lse),
     "pose": KernelGroup("pose", "flexlearn.physics.lse", "flexlearn.physics.lse.pose_kernels",
                         "inverse statics to a platform pose (CPRModel.pose_statics, scripts/bench_csg.py)", 140.0,
                         _warm_pose, prefix="pose_"),
