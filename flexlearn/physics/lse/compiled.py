@@ -35,6 +35,7 @@ from flexlearn.physics.lse.compiled_linalg import (  # noqa: F401  (re-exported:
     njit,
     njit_inner,
     pose_mul_into,
+    rot_t_mv_into,
 )
 from flexlearn.physics.lse.fused import _GL_NODES, _GL_WEIGHTS, _SERIES, _THRESHOLDS
 
@@ -57,7 +58,7 @@ def refresh_pose_cache() -> None:
 
 
 __all__ = ["GT3", "GTW3", "HAVE_NUMBA", "alloc_parts", "element_into", "element_residual_nb", "element_tangent_nb",
-           "njit_inner", "pose_mul_into", "tangent_into", "workspace"]
+           "njit_inner", "pose_mul_into", "rot_t_mv_into", "tangent_into", "workspace"]
 
 _SER = np.ascontiguousarray(_SERIES)
 _THR = np.ascontiguousarray(_THRESHOLDS)

@@ -56,6 +56,13 @@ def pose_mul_into(a, b, out):
 
 
 @njit_inner
+def rot_t_mv_into(g, v, out):
+    """out (3,) = Rᵀ v, R = g[:3, :3] of a pose or rotation ``g``; v (3,). No allocation."""
+    for i in range(3):
+        out[i] = g[0, i] * v[0] + g[1, i] * v[1] + g[2, i] * v[2]
+
+
+@njit_inner
 def _mv(a, v):
     n, k = a.shape
     out = np.zeros(n)

@@ -50,6 +50,7 @@ from flexlearn.physics.lse.compiled import (
     njit,
     njit_inner,
     pose_mul_into,
+    rot_t_mv_into,
     tangent_nodes_into,
     workspace,
 )
@@ -97,10 +98,8 @@ def _body_loads(nodes, wn):
     out = np.empty(wn.shape)
     for k in range(wn.shape[0]):
         for j in range(wn.shape[1]):
-            g, w = nodes[k, j], wn[k, j]
-            for i in range(3):
-                out[k, j, i] = g[0, i] * w[0] + g[1, i] * w[1] + g[2, i] * w[2]
-                out[k, j, 3 + i] = g[0, i] * w[3] + g[1, i] * w[4] + g[2, i] * w[5]
+            rot_t_mv_into(nodes[k, j], wn[k, j, :3], out[k, j, :3])
+            rot_t_mv_into(nodes[k, j], wn[k, j, 3:], out[k, j, 3:])
     return out
 
 
@@ -140,26 +139,26 @@ def _residual(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul
             _add_block(res, k, j, adinv, body[k, j], n, -1.0)
     # platform: body-frame moment me and force fe of the world wrench we (+ the pulley's pull), dfdp = ∂f/∂p
     fw = np.empty(3)
-    u = np.empty(3)
     dfdp = np.zeros((3, 3))
-    dist = 1.0
     for i in range(3):
-        u[i] = pul_pos[i] - g_ee[i, 3]
+        fw[i] = we[3 + i]
     if has_pul:
+        u = np.empty(3)
+        for i in range(3):
+            u[i] = pul_pos[i] - g_ee[i, 3]
         dist = np.sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2])
-    for i in range(3):
-        u[i] = u[i] / dist
-        fw[i] = we[3 + i] + tension * u[i] if has_pul else we[3 + i]
-    if has_pul:
+        for i in range(3):
+            u[i] = u[i] / dist
+            fw[i] = fw[i] + tension * u[i]
         for i in range(3):
             for j in range(3):
                 dfdp[i, j] = (tension / dist) * (u[i] * u[j] - (1.0 if i == j else 0.0))
     me = np.empty(3)
     fe = np.empty(3)
+    rot_t_mv_into(g_ee, we[:3], me)
+    rot_t_mv_into(g_ee, fw, fe)
     res_ee = np.empty(6)
     for i in range(3):
-        me[i] = g_ee[0, i] * we[0] + g_ee[1, i] * we[1] + g_ee[2, i] * we[2]
-        fe[i] = g_ee[0, i] * fw[0] + g_ee[1, i] * fw[1] + g_ee[2, i] * fw[2]
         res_ee[i], res_ee[3 + i] = -me[i], -fe[i]
     return res, res_ee, nodes, body, me, fe, dfdp, parts
 
@@ -235,9 +234,8 @@ def _base_twists(base, s_world):
         v[0] = sw[3] - (g[1, 3] * sw[2] - g[2, 3] * sw[1])   # v - p × ω
         v[1] = sw[4] - (g[2, 3] * sw[0] - g[0, 3] * sw[2])
         v[2] = sw[5] - (g[0, 3] * sw[1] - g[1, 3] * sw[0])
-        for i in range(3):
-            dz0[k, i] = g[0, i] * sw[0] + g[1, i] * sw[1] + g[2, i] * sw[2]
-            dz0[k, 3 + i] = g[0, i] * v[0] + g[1, i] * v[1] + g[2, i] * v[2]
+        rot_t_mv_into(g, sw[:3], dz0[k, :3])
+        rot_t_mv_into(g, v, dz0[k, 3:])
     return dz0
 
 
