@@ -2,6 +2,7 @@
 under --realtime, unbounded statistics, and the integrity manifest of the bundle. Each test reproduces one defect."""
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
 import math
@@ -178,7 +179,9 @@ def test_realtime_pacing_caps_a_forward_jump(runner, monkeypatch):
 
 
 def test_latency_statistics_are_bounded(runner, tmp_path, bundle):
-    """The runner kept every frame's latency in a list (~37 B per frame, for ever)."""
+    """The runner kept every frame's latency in a list (~37 B per frame, for ever). Memory is probed after a garbage
+    collection, 3,200 frames apart: the frames in flight, the JSON decoder's scanners and the output file's buffer
+    differ between any two probes by up to ≈ 35 kB (measured), bounded noise beside the ≈ 118 kB such a leak adds."""
 
     class Source:                                                   # lines made on demand; memory probed
         def __init__(self, n):
@@ -186,7 +189,8 @@ def test_latency_statistics_are_bounded(runner, tmp_path, bundle):
 
         def readline(self, size=-1):
             self.k += 1
-            if self.k in (300, 1800):
+            if self.k in (400, 3600):
+                gc.collect()
                 self.mem[self.k] = tracemalloc.get_traced_memory()[0]
             if self.k == 1:
                 return json.dumps({"type": "ref", "t": 0.0, "q": Q}) + "\n"
@@ -195,14 +199,14 @@ def test_latency_statistics_are_bounded(runner, tmp_path, bundle):
         def __iter__(self):
             return iter(self.readline, "")
 
-    src = Source(2000)
+    src = Source(4000)
     tracemalloc.start()
     try:
         counts = runner.run(str(bundle), src, out=str(tmp_path / "o.jsonl"))
     finally:
         tracemalloc.stop()
-    assert counts["att"] == 1999
-    assert src.mem[1800] - src.mem[300] < 15_000                    # bytes over 1500 frames (was ≈ 46 kB)
+    assert counts["att"] == 3999
+    assert src.mem[3600] - src.mem[400] < 60_000                    # bytes over 3200 frames
 
 
 def test_latency_statistics_quantiles(runner):
