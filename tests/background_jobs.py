@@ -1,25 +1,34 @@
-"""Background jobs of the test session: mypy over flexlearn/ (pyproject.toml's [tool.mypy]) with a private cache,
-and the compile of the LSE and pose kernels into numba's on-disk cache."""
+"""Background jobs of the test session (started by tests/conftest.py): mypy over flexlearn/ (pyproject.toml's
+[tool.mypy]) with a private cache, and the compile of the numba kernel groups into numba's on-disk cache."""
 from __future__ import annotations
 
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
+
+
+# mypy's output and exit status go to files in a directory that every test process can read (xdist's workers run
+# the test that collects them, the scheduling process starts the check): the status file appears last, atomically.
+_WRAP = """
+import os, subprocess, sys
+jobs, cache = sys.argv[1], sys.argv[2]
+with open(os.path.join(jobs, "mypy.out"), "w") as out:
+    code = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", cache], stdout=out, stderr=subprocess.STDOUT).returncode
+with open(os.path.join(jobs, "mypy.rc.part"), "w") as f:
+    f.write(str(code))
+os.replace(os.path.join(jobs, "mypy.rc.part"), os.path.join(jobs, "mypy.rc"))
+"""
 
 
 @dataclass
 class BackgroundJob:
     process: subprocess.Popen
     cache: Optional[Path]
-
-    def result(self, timeout: float = 900.0) -> tuple[int, str]:
-        """(exit status, stdout + stderr) once mypy has finished."""
-        out, _ = self.process.communicate(timeout=timeout)
-        return self.process.returncode, out
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -29,10 +38,33 @@ class BackgroundJob:
             shutil.rmtree(self.cache, ignore_errors=True)
 
 
-def start_type_check(repo: Path) -> BackgroundJob:
+@dataclass
+class TypeCheckResult:
+    """The outcome of the type check that :func:`start_type_check` started with this ``jobs`` directory (possibly
+    in another process); starts one here if none was."""
+
+    jobs: Path
+    repo: Optional[Path] = None
+
+    def result(self, timeout: float = 900.0) -> tuple[int, str]:
+        """(exit status, stdout + stderr) once mypy has finished."""
+        if not (self.jobs / "mypy.started").exists():
+            start_type_check(self.repo or Path(__file__).resolve().parents[1], self.jobs)
+        rc, t0 = self.jobs / "mypy.rc", time.monotonic()
+        while not rc.exists():
+            if time.monotonic() - t0 > timeout:
+                raise TimeoutError(f"no type-check result in {self.jobs} after {timeout:.0f} s")
+            time.sleep(0.5)
+        return int(rc.read_text()), (self.jobs / "mypy.out").read_text()
+
+
+def start_type_check(repo: Path, jobs: Path) -> BackgroundJob:
+    """mypy over flexlearn/ in the background; :class:`TypeCheckResult` (``jobs``) reads its outcome."""
     cache = Path(tempfile.mkdtemp(prefix="flexlearn-mypy-"))   # a clean run every time, no developer cache shared
-    process = subprocess.Popen([sys.executable, "-m", "mypy", "--cache-dir", str(cache)], cwd=repo,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    jobs.mkdir(parents=True, exist_ok=True)
+    (jobs / "mypy.started").touch()
+    process = subprocess.Popen([sys.executable, "-c", _WRAP, str(jobs), str(cache)], cwd=repo,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     return BackgroundJob(process, cache)
 
 

@@ -1,6 +1,9 @@
 """Shared fixtures: composed Hydra configs on tiny simulated sweeps, with one cache per test session."""
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -76,28 +79,68 @@ def one_torch_thread():
     torch.set_num_threads(n)
 
 
-# Two background jobs on the core the mostly single-threaded tests leave free, started as soon as the tests that
-# need them are selected: the library type check (tests/test_types.py, ≈ 45 s of one core reading torch's
-# stubs; the test collects its output) and the compile of the LSE kernels (≈ 50 s on an empty cache) and then of the
-# inverse-statics pose kernels (≈ 140 s; `flexlearn-warmup --only lse,pose`). numba caches them on disk, so the
-# LSE and pose tests load them instead. The two early tests that would otherwise be the first to compile the LSE
-# kernels (the docs' CPR example and the identification Jacobian test) run last, once the cache holds them.
-RUN_LAST = ("tests/docs/test_extending.py", "tests/identify/test_lse.py")
+# The suite runs on two pytest-xdist workers (pyproject.toml's addopts), beside two background jobs started once, by
+# the process that schedules the tests (or by the only process, with `-n 0` or without xdist): the library type check
+# (tests/test_types.py, ≈ 45 s of one core reading torch's stubs; its output goes to a file that the test reads,
+# in whichever worker it runs) and the compile of every numba kernel group into numba's on-disk cache
+# (`flexlearn-warmup --only attitude,cosserat,lse,pose`: ≈ 15 + 45 + 30 + 140 s on an empty cache). The tests of
+# those kernels run last, in the order the warm-up compiles them, so that they load the cached kernels instead of
+# compiling them in a worker (a test that gets there first compiles what it needs itself, as without this job).
+JOBS_DIR_ENV = "FLEXLEARN_TEST_JOBS_DIR"
+WARMUP_GROUPS = "attitude,cosserat,lse,pose"
+KERNEL_TESTS = (
+    ("tests/sensing/test_attitude", "tests/runtime/test_raw_imu.py"),
+    ("tests/physics/cosserat/", "tests/identify/test_cosserat.py", "tests/safety/test_app_limits.py"),
+    ("tests/physics/lse/", "tests/identify/test_lse.py", "tests/docs/test_extending.py", "tests/viz/test_cpr_figure.py"),
+    ("tests/physics/lse/test_lse_pose",),
+)
+
+
+def _kernel_rank(item: pytest.Item) -> int:
+    """0 for a test of no numba kernel, else 1 + the index of the last KERNEL_TESTS tier its file belongs to."""
+    path = Path(str(item.path)).relative_to(REPO).as_posix()
+    tiers = [i + 1 for i, prefixes in enumerate(KERNEL_TESTS) if path.startswith(prefixes)]
+    return max(tiers, default=0)
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    last = [item for item in items if str(item.path).endswith(RUN_LAST)]
-    if last:
-        items[:] = [item for item in items if item not in last] + last
+    items.sort(key=_kernel_rank)  # stable: collection order within a tier
+
+
+def _schedules(config: pytest.Config) -> bool:
+    """True in the process that schedules the tests: xdist's controller, or the only process without workers."""
+    return not hasattr(config, "workerinput")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _schedules(config) and JOBS_DIR_ENV not in os.environ:  # the workers inherit the environment
+        os.environ[JOBS_DIR_ENV] = config.stash[JOBS_DIR] = tempfile.mkdtemp(prefix="flexlearn-test-jobs-")
+
+
+def _start_jobs(config: pytest.Config, paths: set[str]) -> None:
+    from tests.background_jobs import start_kernel_warmup, start_type_check
+    jobs = Path(os.environ[JOBS_DIR_ENV])
+    if any(p.endswith("test_types.py") for p in paths):
+        config.stash[TYPE_CHECK] = start_type_check(REPO, jobs)
+    if any(p.startswith(tuple(prefix for tier in KERNEL_TESTS for prefix in tier)) for p in paths):
+        config.stash[KERNEL_WARMUP] = start_kernel_warmup(REPO, WARMUP_GROUPS)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    from tests.background_jobs import start_kernel_warmup, start_type_check
-    paths = {str(item.path) for item in session.items}
-    if any(p.endswith("test_types.py") for p in paths):
-        session.config.stash[TYPE_CHECK] = start_type_check(REPO)
-    if any("/physics/lse/" in p or p.endswith(RUN_LAST) for p in paths):
-        session.config.stash[KERNEL_WARMUP] = start_kernel_warmup(REPO, "lse,pose")
+    if _schedules(session.config) and not _xdist_workers(session.config):
+        _start_jobs(session.config, {Path(str(item.path)).relative_to(REPO).as_posix() for item in session.items})
+
+
+def _xdist_workers(config: pytest.Config) -> int:
+    return int(getattr(config.option, "numprocesses", 0) or 0) if config.pluginmanager.hasplugin("xdist") else 0
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
+    """In xdist's controller, once the first worker has collected: start the background jobs for its tests."""
+    config = node.config
+    if TYPE_CHECK not in config.stash and KERNEL_WARMUP not in config.stash:
+        _start_jobs(config, {nodeid.split("::")[0] for nodeid in ids})
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -105,8 +148,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         job = session.config.stash.get(key, None)
         if job is not None:
             job.stop()
+    jobs = session.config.stash.get(JOBS_DIR, None)
+    if jobs is not None:
+        shutil.rmtree(jobs, ignore_errors=True)
 
 
+JOBS_DIR = pytest.StashKey[str]()
 KERNEL_WARMUP = pytest.StashKey["object"]()
 TYPE_CHECK = pytest.StashKey["object"]()
 
@@ -114,6 +161,5 @@ TYPE_CHECK = pytest.StashKey["object"]()
 @pytest.fixture(scope="session")
 def type_check(pytestconfig: pytest.Config):
     """The background type check started at collection (`tests/background_jobs.py`), or a fresh one."""
-    from tests.background_jobs import start_type_check
-    check = pytestconfig.stash.get(TYPE_CHECK, None)
-    return check if check is not None else start_type_check(REPO)
+    from tests.background_jobs import TypeCheckResult
+    return TypeCheckResult(Path(os.environ.get(JOBS_DIR_ENV) or tempfile.mkdtemp(prefix="flexlearn-test-jobs-")), REPO)
