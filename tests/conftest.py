@@ -91,7 +91,8 @@ WARMUP_GROUPS = "attitude,cosserat,lse,pose"
 KERNEL_TESTS = (
     ("tests/sensing/test_attitude", "tests/runtime/test_raw_imu.py"),
     ("tests/physics/cosserat/", "tests/identify/test_cosserat.py", "tests/safety/test_app_limits.py"),
-    ("tests/physics/lse/", "tests/identify/test_lse.py", "tests/docs/test_extending.py", "tests/viz/test_cpr_figure.py"),
+    ("tests/physics/lse/", "tests/identify/test_lse.py", "tests/identify/test_problem_protocol.py",
+     "tests/docs/test_extending.py", "tests/viz/test_cpr_figure.py"),
     ("tests/physics/lse/test_lse_pose",),
 )
 
