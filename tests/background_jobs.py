@@ -44,12 +44,12 @@ class TypeCheckResult:
     in another process); starts one here if none was."""
 
     jobs: Path
-    repo: Optional[Path] = None
+    repo: Path
 
     def result(self, timeout: float = 900.0) -> tuple[int, str]:
         """(exit status, stdout + stderr) once mypy has finished."""
         if not (self.jobs / "mypy.started").exists():
-            start_type_check(self.repo or Path(__file__).resolve().parents[1], self.jobs)
+            start_type_check(self.repo, self.jobs)
         rc, t0 = self.jobs / "mypy.rc", time.monotonic()
         while not rc.exists():
             if time.monotonic() - t0 > timeout:

@@ -97,9 +97,14 @@ KERNEL_TESTS = (
 )
 
 
+def _repo_path(item: pytest.Item) -> str:
+    """The test's file relative to the repository, with forward slashes (as in KERNEL_TESTS and xdist's node ids)."""
+    return Path(str(item.path)).relative_to(REPO).as_posix()
+
+
 def _kernel_rank(item: pytest.Item) -> int:
     """0 for a test of no numba kernel, else 1 + the index of the last KERNEL_TESTS tier its file belongs to."""
-    path = Path(str(item.path)).relative_to(REPO).as_posix()
+    path = _repo_path(item)
     tiers = [i + 1 for i, prefixes in enumerate(KERNEL_TESTS) if path.startswith(prefixes)]
     return max(tiers, default=0)
 
@@ -129,7 +134,7 @@ def _start_jobs(config: pytest.Config, paths: set[str]) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     if _schedules(session.config) and not _xdist_workers(session.config):
-        _start_jobs(session.config, {Path(str(item.path)).relative_to(REPO).as_posix() for item in session.items})
+        _start_jobs(session.config, {_repo_path(item) for item in session.items})
 
 
 def _xdist_workers(config: pytest.Config) -> int:

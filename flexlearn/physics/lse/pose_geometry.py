@@ -91,14 +91,6 @@ def _log_se3_into(g, out, co):
 
 
 @njit(cache=True)
-def _log_se3(g):
-    """SE(3) logarithm [φ; ρ] (6,) of a pose (4, 4) (rotation angle < π); allocating :func:`_log_se3_into`."""
-    out = np.empty(6)
-    _log_se3_into(g, out, np.empty(6))
-    return out
-
-
-@njit(cache=True)
 def _rel_pose_into(a, b, out):
     """out = a⁻¹ b for poses (4, 4) (``out`` must not alias ``a`` or ``b``). No allocation."""
     for i in range(3):
@@ -112,12 +104,12 @@ def _rel_pose_into(a, b, out):
 
 
 @njit(cache=True)
-def _inv_pose(g):
-    out = np.zeros((4, 4))
-    out[:3, :3] = g[:3, :3].T
-    for i in range(3):
-        out[i, 3] = -(g[0, i] * g[0, 3] + g[1, i] * g[1, 3] + g[2, i] * g[2, 3])
-    out[3, 3] = 1.0
+def _rel_log(a, b):
+    """log(a⁻¹ b) = [φ; ρ] (6,) of two poses (4, 4) (relative rotation < π); the allocating form of
+    :func:`_rel_pose_into` and :func:`_log_se3_into`."""
+    rel, out = np.empty((4, 4)), np.empty(6)
+    _rel_pose_into(a, b, rel)
+    _log_se3_into(rel, out, np.empty(6))
     return out
 
 @njit(cache=True)

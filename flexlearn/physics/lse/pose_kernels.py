@@ -65,9 +65,8 @@ from flexlearn.physics.lse.pose_condense import (
 )
 from flexlearn.physics.lse.pose_geometry import (
     _ad_inv_t,
-    _inv_pose,
-    _log_se3,
     _mm,
+    _rel_log,
     cold_state,
     copy_state,
     line_weights,
@@ -398,7 +397,7 @@ def _predict(base, g_old, g_new, tip_local, kd, xi0, w_body, max_rot, wk):
     move, so a reversal keeps it). False (the state unchanged) when a node would turn by more than ``max_rot``."""
     flags, dy, dpsi, dl = wk[22], wk[19], wk[20], wk[21]
     sy, spsi, sl = wk[23]
-    dz = _log_se3(_mm(_inv_pose(g_old), g_new))
+    dz = _rel_log(g_old, g_new)
     zp = wk[26]
     dot, nn, np2 = 0.0, 0.0, 0.0
     for i in range(6):
@@ -481,7 +480,7 @@ def _solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predict
         cur, _ = _current(wk)
         _refactor(wk, cur, tip_local, kd, xi0, opts)
     copy_state(_current(wk)[0][1], wk[6])
-    dz = _log_se3(_mm(_inv_pose(g_from), g_to))
+    dz = _rel_log(g_from, g_to)
     total, factors = 0, 0
     t, dt = 0.0, 1.0
     g_prev = g_from
