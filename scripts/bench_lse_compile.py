@@ -4,7 +4,8 @@ Prints one JSON object. For each tree (``--base``, e.g. an export of the last co
 /tmp/base``, and this checkout) and each of ``--repeats`` rounds (the order of the trees alternates), a fresh
 process with an empty ``NUMBA_CACHE_DIR`` imports :mod:`flexlearn.physics.lse` and runs the ``lse`` warm-up of
 ``flexlearn-warmup`` (:data:`flexlearn.apps._kernels.GROUPS`), which compiles exactly what ``flexlearn-cpr`` loads:
-``compile_s`` is the warm-up's wall time (import excluded), ``process_s`` the whole process. Then, with the
+``compile_s`` is the warm-up's wall time (import excluded), ``compile_cpu_s`` its CPU time with the forked
+compile helper's (:mod:`flexlearn.physics.lse.compiled_prebuild`), ``process_s`` the whole process. Then, with the
 kernels cached, processes alternating between the trees solve ``flexlearn-cpr``'s two experiments (default robot,
 ``--substeps`` warm-start steps, 10 phases; no shooting baseline) ``--passes`` times each: ``solve_ms`` is the
 median wall time of one warm-started solve, ``solve_cpu_ms`` its CPU time (steadier on a shared machine);
@@ -37,8 +38,17 @@ def _child_compile() -> None:
     from flexlearn.apps._kernels import GROUPS
 
     t1 = time.perf_counter()
+    c1 = _cpu_s()
     GROUPS["lse"].warm()
-    print(json.dumps({"import_s": t1 - t0, "compile_s": time.perf_counter() - t1}))
+    print(json.dumps({"import_s": t1 - t0, "compile_s": time.perf_counter() - t1, "compile_cpu_s": _cpu_s() - c1}))
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process and of its finished children (the compile's forked helper)."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _child_solve(passes: int, substeps: int, out: str) -> None:
@@ -102,12 +112,14 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench_lse_compile_"))
     caches = {}
     compile_s: dict = {k: [] for k in trees}
+    compile_cpu_s: dict = {k: [] for k in trees}
     process_s: dict = {k: [] for k in trees}
     for r in range(a.repeats):
         for name in (("base", "new") if r % 2 == 0 else ("new", "base")):
             caches[name] = tempfile.mkdtemp(dir=tmp)
             res = _run(trees[name], ["--child", "compile"], caches[name])
             compile_s[name].append(res["compile_s"])
+            compile_cpu_s[name].append(res["compile_cpu_s"])
             process_s[name].append(res["process_s"])
     for name, tree in trees.items():  # --repeats 0: compile (unmeasured) for the solve processes
         if name not in caches:
@@ -129,7 +141,7 @@ def main() -> None:
     cpu_med = {k: statistics.median(v) for k, v in solve_cpu.items()}
     cmed = {k: statistics.median(v) for k, v in compile_s.items() if v}
     print(json.dumps({
-        "compile_s": compile_s, "process_s": process_s, "compile_median_s": cmed,
+        "compile_s": compile_s, "compile_cpu_s": compile_cpu_s, "process_s": process_s, "compile_median_s": cmed,
         "compile_ratio": cmed["new"] / cmed["base"] if cmed else None,
         "solve_ms_median": med, "solve_speed_ratio": med["base"] / med["new"],
         "solve_cpu_ms_median": cpu_med, "solve_cpu_speed_ratio": cpu_med["base"] / cpu_med["new"],

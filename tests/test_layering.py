@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "flexlearn"
 # Lower number = lower layer. A package may import its own layer or lower ones, never a higher one.
 LAYERS = {
     "errors": 0, "atomic": 0, "config": 0, "tables": 0, "metrics": 0, "_numba_cache": 0, "progress": 0,
-    "fingerprint": 0,
+    "fingerprint": 0, "parallel_compile": 0,
     "lie": 1,
     "physics": 2, "sensing": 2,
     "sim": 3, "models": 3,

@@ -32,7 +32,9 @@ def _warm_lse() -> None:
 
     from flexlearn.config import to_plain_dict
     from flexlearn.physics.lse import CPRModel
+    from flexlearn.physics.lse.compiled_prebuild import prebuild
 
+    prebuild()  # the solver's large kernels, on two processes when there are two CPUs
     cfg = to_plain_dict(OmegaConf.load(PACKAGE_DIR / "conf" / "cpr" / "default.yaml"), "cpr")
     cfg.setdefault("rod", {})["n_elements"] = 2
     model = CPRModel.from_config(cfg)
@@ -90,10 +92,9 @@ def _warm_attitude() -> None:
 @dataclass(frozen=True)
 class KernelGroup:
     """One package of numba kernels: where they live, what uses them, how long a cold compile takes (seconds,
-    on an empty cache on a 2-core workstation; lse: 26–31.5 s idle, about half the layout before the
-    compile-cost changes that compiled_solver.py lists (52 s idle), measured back to back by
-    scripts/bench_lse_compile.py; pose: ≈ 140 s after lse, idle; cosserat / attitude: 85 / 29 s at a load of ~6,
-    about half when idle) and how to compile them."""
+    on an empty cache on a 2-core workstation; lse: 18–23 s idle on two processes (compiled_prebuild.py), 26–33 s
+    on one, measured back to back by scripts/bench_lse_compile.py; pose: ≈ 140 s after lse, idle; cosserat /
+    attitude: 85 / 29 s at a load of ~6, about half when idle) and how to compile them."""
 
     name: str
     package: str
@@ -137,7 +138,7 @@ class KernelGroup:
 
 GROUPS = {
     "lse": KernelGroup("lse", "flexlearn.physics.lse", "flexlearn.physics.lse",
-                       "flexlearn-cpr (forward statics without gradients)", 30.0, _warm_lse),
+                       "flexlearn-cpr (forward statics without gradients)", 25.0, _warm_lse),
     "pose": KernelGroup("pose", "flexlearn.physics.lse", "flexlearn.physics.lse.pose_kernels",
                         "inverse statics to a platform pose (CPRModel.pose_statics, scripts/bench_csg.py)", 140.0,
                         _warm_pose, prefix="pose_"),

@@ -17,8 +17,9 @@ sensitivity ``dq/dθ_m = -K_t⁻¹ ∂r/∂θ_m`` (the prescribed base twist mov
 A singular block gives non-finite entries, which the Newton loop treats as a failed iteration. The factors
 (:func:`condense`) are kept apart from the right-hand sides (:func:`condensed_apply`). (Chord steps that
 reuse the factors once the residual is small were tried: more iterations, no net gain.) :func:`condense`,
-:func:`condensed_apply` and :func:`base_columns` are inlined by numba into their one caller each
-(``inline="always"``; see the compile-cost note of :mod:`flexlearn.physics.lse.compiled_solver`).
+:func:`base_columns` is inlined by numba into its one caller (``inline="always"``); :func:`condense` and
+:func:`condensed_apply` are kernels of their own, compiled beside the tangent on a first compile (see the
+compile-cost note of :mod:`flexlearn.physics.lse.compiled_solver`).
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def _zero2(a):
             a[i, j] = 0.0
 
 
-@njit(cache=True, inline="always")
+@njit_inner
 def condense(hel, kee):
     """Factor the Newton system (steps 1-3 of the module docstring) for any right-hand side.
 
@@ -90,7 +91,7 @@ def condense(hel, kee):
     return hbb_inv, gmat, lo, dinv, xu, h10, s_inv
 
 
-@njit(cache=True, inline="always")
+@njit_inner
 def condensed_apply(hel, factors, res, res_ee, x0):
     """Solve with the factors of :func:`condense`: column 0 for ``b = -r`` (res (R, 12N), res_ee (6,)), column
     c ≥ 1 for the prescribed base twists ``x0[:, :, c]`` (R, 6, C) alone (column 0 of x0 is normally zero).

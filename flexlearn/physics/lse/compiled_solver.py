@@ -21,10 +21,14 @@ library of its own and links it, with everything it calls, into the caller, wher
 machine code again, so code k calls deep is processed k + 1 times. Hence (scripts/bench_lse_compile.py measures
 the effect):
 
-* single-use code is inlined by numba (``inline="always"``): ``_residual``, ``_tangent`` and ``_base_twists`` here,
-  the condensation (:mod:`flexlearn.physics.lse.compiled_condense`) and the single-use pieces of the element
-  kernels (relative log, Jacobians, quadrature term of :mod:`flexlearn.physics.lse.compiled`); ``_newton``
-  evaluates the residual at one place of its loop, so ``_residual`` is inlined once;
+* the four large pieces of a Newton iteration, ``_residual``, ``_tangent`` and the condensation
+  (:mod:`flexlearn.physics.lse.compiled_condense`), are kernels of their own that do not call one another, so that
+  a first compile builds them on two processes at once (:mod:`flexlearn.physics.lse.compiled_prebuild`) and
+  ``_newton`` then links them from numba's cache (inlined into ``_newton``, they compiled ≈ 1.6× longer on two
+  CPUs, and ≈ 8 % shorter on one);
+* single-use small code is inlined by numba (``inline="always"``): ``_base_twists`` here, ``base_columns`` and
+  the single-use pieces of the element kernels (relative log, Jacobians, quadrature term of
+  :mod:`flexlearn.physics.lse.compiled`);
 * the small helpers used at many sites (products, hat maps, 6 × 6 inverses, coefficient series) are plain kernels
   compiled once per argument type that LLVM inlines, without the CPython and C wrappers that only a call from
   Python needs (:func:`~flexlearn.physics.lse.compiled.njit_inner`);
@@ -120,7 +124,7 @@ def _add_block(res, k, idx, adinv, v, n, sign):
             res[k, off + i] += sign * v[i]
 
 
-@njit(cache=True, inline="always")
+@njit_inner
 def _residual(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul_pos, tension, has_pul):
     r, n = beta.shape[0], beta.shape[1]
     nodes = _nodes(base, g_ee, g_int, tip_local)
@@ -177,7 +181,7 @@ def _scaled_norm(res, res_ee, w, ny, scale):
     return out / scale
 
 
-@njit(cache=True, inline="always")
+@njit_inner
 def _tangent(parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul):
     """Element tangents (R, N, 18, 18) with the nodal load stiffness ``-[[m̂, 0], [f̂, 0]]`` of node e+1 on
     each element's (ζ_b, ζ_b) block and the tip projection ``Ad_{(g^loc)⁻¹}`` on the last element's ζ_b
@@ -270,7 +274,7 @@ def _newton(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul_p
     """Returns (status: 1 converged / 0 failed, g_ee, g_int, beta, nodes, iterations, log length, sens_y,
     sens_z, has_sens).
 
-    The residual is evaluated at one place of the loop (numba inlines `_residual` there once): first for the
+    The residual is evaluated at one place of the loop: first for the
     starting state, then for each trial step ``q ⊕ α δq``; a trial is taken when the relaxed test accepts it or
     when it is the last of ``backtracks + 1`` (α halved in between), as in :meth:`CPRModel._newton`."""
     r, n = beta.shape[0], beta.shape[1]

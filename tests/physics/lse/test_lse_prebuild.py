@@ -1,0 +1,63 @@
+"""The split first compile of the forward statics (compiled_prebuild): it compiles the solver's large kernels at
+exactly the argument types the Newton kernel and the solve glue call them with, so that nothing is compiled
+twice; and the solves after it equal the torch solver's."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from flexlearn.physics.lse.compiled import HAVE_NUMBA
+
+pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="numba not installed")
+
+
+def _newton_call_types(args) -> dict:
+    """{callee name: {argument types}} of the kernel calls in `_newton`, from numba's type inference at ``args``."""
+    from numba.core import compiler, types
+    from numba.core.registry import cpu_target
+    from numba.core.typed_passes import type_inference_stage
+
+    from flexlearn.physics.lse import compiled_solver
+
+    interp = compiler.run_frontend(compiled_solver._newton.py_func)
+    typemap, _, calltypes, _ = type_inference_stage(cpu_target.typing_context, cpu_target.target_context, interp,
+                                                    args, None)
+    seen: dict = {}
+    for expr, sig in calltypes.items():
+        if getattr(expr, "op", "") != "call":
+            continue
+        fnty = typemap.get(expr.func.name)
+        if isinstance(fnty, types.Dispatcher):
+            seen.setdefault(fnty.dispatcher.py_func.__name__, set()).add(tuple(sig.args))
+    return seen
+
+
+def test_prebuild_types_are_the_types_of_the_solve():
+    from numba import typeof
+
+    from flexlearn.physics.lse import CPRModel, compiled_solver
+    from flexlearn.physics.lse.compiled_prebuild import planned_signatures
+
+    planned = planned_signatures()
+    model = CPRModel.from_config({"rod": {"n_elements": 3}})
+    th = torch.zeros(model.motor_axis.shape[0], dtype=torch.float64)
+    calls = []
+    original = compiled_solver._newton
+
+    def spy(*args):
+        calls.append(tuple(typeof(a) for a in args))
+        return original(*args)
+
+    import flexlearn.physics.lse.compiled_problem as problem
+    problem._newton, real = spy, problem._newton
+    try:
+        eq = model.solve(th, model.default_loads(True))
+        model.solve(th + 1e-3, model.default_loads(True), init=eq)
+    finally:
+        problem._newton = real
+    assert calls and len(set(calls)) == 1
+    seen = _newton_call_types(calls[0])
+    for name in ("_residual", "_tangent", "condense", "condensed_apply"):
+        assert seen[name] == {planned[name]}, name
+    for kernel in (compiled_solver._base_poses, compiled_solver._predict):
+        assert planned[kernel.py_func.__name__] in set(map(tuple, kernel.signatures))
