@@ -83,8 +83,13 @@ def compile_side_by_side(here: Sequence[Callable[[], object]], there: Sequence[C
         if pid == 0:
             _run_child(there)
         mode = "parallel"
-    for job in here:
-        job()
+    try:
+        for job in here:
+            job()
+    except BaseException:
+        if pid:  # no orphan left compiling after this process fails or is interrupted
+            _wait(pid, 0.0)
+        raise
     if pid:
         status = _wait(pid, timeout_s)
         if status != 0:

@@ -92,8 +92,8 @@ def _warm_attitude() -> None:
 @dataclass(frozen=True)
 class KernelGroup:
     """One package of numba kernels: where they live, what uses them, how long a cold compile takes (seconds,
-    on an empty cache on a 2-core workstation; lse: 18–23 s idle on two processes (compiled_prebuild.py), 26–33 s
-    on one, measured back to back by scripts/bench_lse_compile.py; pose: ≈ 140 s after lse, idle; cosserat /
+    on an empty cache on a 2-core workstation; lse: 18–24 s on two processes (compiled_prebuild.py), 26–33 s on
+    one, measured back to back by scripts/bench_lse_compile.py; pose: ≈ 140 s after lse, idle; cosserat /
     attitude: 85 / 29 s at a load of ~6, about half when idle) and how to compile them."""
 
     name: str

@@ -85,3 +85,34 @@ def test_one_cpu_or_the_variable_keeps_it_serial(monkeypatch):
     assert order == ["here", "there"]
     monkeypatch.setenv(parallel_compile.JOBS_ENV, "not a number")  # ignored: the CPUs of the affinity mask
     assert available_cpus() >= 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_failure_here_stops_the_child(two_cpus, monkeypatch):
+    import time
+
+    parent = os.getpid()
+    forked = []
+    real_fork = os.fork
+
+    def fork():
+        pid = real_fork()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+
+    def slow():
+        if os.getpid() != parent:
+            time.sleep(60)
+
+    def fail():
+        raise ValueError("a compile error here")
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="a compile error here"):
+        compile_side_by_side([fail], [slow])
+    assert time.perf_counter() - t0 < 30 and len(forked) == 1
+    with pytest.raises(ChildProcessError):  # the child was killed and reaped
+        os.waitpid(forked[0], os.WNOHANG)
