@@ -171,8 +171,36 @@ def composition_error_message(exc: BaseException) -> Optional[str]:
     if near:
         fixed = f"{where + '.' if where else ''}{near[0]}{key[len(str(full_key)):]}"
         return f"config key '{key}' does not exist; did you mean '{fixed}'? ({scope}: {_listed(listed)})"
+    deeper = _nested_match(parent._get_root(), key)
+    if deeper:
+        return f"config key '{key}' does not exist; did you mean '{deeper}'? ({scope}: {_listed(listed)})"
     return (f"config key '{key}' does not exist ({scope}: {_listed(listed)}); a key the config does not list "
             f"is added with a leading '+'")
+
+
+def _nested_match(root: Any, key: str) -> Optional[str]:
+    """The full path of a deeper config key whose last components are spelled most like ``key``
+    (``rod.n_elemnts`` → ``cpr.rod.n_elements``, ``n_elements`` → ``cpr.rod.n_elements``), or None."""
+    from omegaconf import OmegaConf
+
+    def paths(node: Any, prefix: str) -> Iterator[str]:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if prefix or k != "hydra":
+                    yield from paths(v, f"{prefix}{k}.")
+        elif prefix:
+            yield prefix[:-1]
+
+    typed = key.split(".")
+    suffixes: dict[str, str] = {}
+    container = OmegaConf.to_container(root, resolve=False) if isinstance(root, DictConfig) else {}
+    for path in paths(container, ""):
+        parts = path.split(".")
+        tail = parts[-len(typed):]
+        if len(parts) > len(typed) and all(closest(t, [c]) for t, c in zip(typed, tail)):  # each part alike
+            suffixes.setdefault(".".join(tail), path)
+    near = closest(key, suffixes)
+    return suffixes[near[0]] if near else None
 
 
 def _listed(names: Any) -> str:

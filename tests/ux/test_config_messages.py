@@ -39,6 +39,8 @@ def one_error_line(code: int, err: str, app: str) -> str:
     ("train", "trainer=gpuu", "config group 'trainer' has no option 'gpuu'; did you mean 'trainer=gpu'? "
                               "(options: ddp_cpu, default, gpu)"),
     ("train", "experiment=quik", "did you mean 'experiment=quick'?"),
+    ("cpr", "rod.n_elemnts=3", "config key 'rod.n_elemnts' does not exist; did you mean 'cpr.rod.n_elements'?"),
+    ("cpr", "n_elements=3", "did you mean 'cpr.rod.n_elements'?"),
 ])
 def test_misspelled_key_names_the_closest(module, arg, expected, tmp_path, monkeypatch, capsys):
     code, out, err = run_main(module, tmp_path, [arg], monkeypatch, capsys)
@@ -52,6 +54,8 @@ def test_unknown_key_without_a_close_match_lists_the_keys(tmp_path, monkeypatch,
     assert code == 2 and "Traceback" not in err
     assert "config key 'data.sim.zzz' does not exist (keys of 'data.sim': n_poses, seed" in err
     assert "did you mean" not in err
+    code, _, err = run_main("cpr", tmp_path, ["geometry.zzz=1"], monkeypatch, capsys)  # a deeper 'geometry' only
+    assert code == 2 and "did you mean" not in err, err  # is no match: every part must be alike
 
 
 def test_misspelled_key_through_the_console_script(tmp_path):
