@@ -7,8 +7,9 @@ compiling them again. The child is a ``fork`` of this process, so it starts at o
 imported and compiled here; it prints nothing and ends with ``os._exit`` (no interpreter shutdown that could
 wait on a lock held by another thread of this process at the fork).
 
-Serial (the child's list runs here, after this process's own) when ``os.fork`` is missing (Windows), fewer than
-two CPUs are available, or ``FLEXLEARN_COMPILE_JOBS=1``. Whatever the child leaves undone (it failed, was killed
+Serial (the child's list runs here, after this process's own) off Linux (no ``fork`` on Windows; on macOS a forked
+child may not use every system library), when fewer than two CPUs are available, or with
+``FLEXLEARN_COMPILE_JOBS=1``. Whatever the child leaves undone (it failed, was killed
 after ``timeout_s``) is compiled here afterwards: the child's list always runs here at the end, and loads from
 the cache what the child wrote. numba writes each cache file atomically; when both processes add a specialisation
 of one small shared helper to its index at the same moment, one entry can be lost, which costs only a compile of
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 import warnings
 from typing import Callable, Sequence
@@ -76,7 +78,7 @@ def compile_side_by_side(here: Sequence[Callable[[], object]], there: Sequence[C
     used, or ``"parallel, child failed (status S)"``. Jobs must only compile (they run twice in the parallel case)."""
     mode = "serial"
     pid = 0
-    if there and hasattr(os, "fork") and available_cpus() >= 2:
+    if there and sys.platform.startswith("linux") and available_cpus() >= 2:
         with warnings.catch_warnings():  # Python ≥ 3.12 warns on fork in a process with threads (the child only compiles)
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()

@@ -33,7 +33,7 @@ def two_cpus(monkeypatch):
     monkeypatch.setattr(parallel_compile, "available_cpus", lambda: 2)
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
 def test_the_child_compiles_and_this_process_loads_its_work_from_the_cache(tmp_path, monkeypatch, two_cpus):
     from numba import float64
 
@@ -46,7 +46,7 @@ def test_the_child_compiles_and_this_process_loads_its_work_from_the_cache(tmp_p
     assert mod.g(3.0) == 6.0 and mod.f(1.0) == 2.0
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
 def test_a_failed_child_leaves_its_jobs_to_this_process(tmp_path, two_cpus):
     parent = os.getpid()
     done = []
@@ -60,7 +60,7 @@ def test_a_failed_child_leaves_its_jobs_to_this_process(tmp_path, two_cpus):
     assert done == ["here"]
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
 def test_a_hung_child_is_killed_after_the_timeout(two_cpus):
     import time
 
@@ -87,7 +87,7 @@ def test_one_cpu_or_the_variable_keeps_it_serial(monkeypatch):
     assert available_cpus() >= 1
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
 def test_a_failure_here_stops_the_child(two_cpus, monkeypatch):
     import time
 
