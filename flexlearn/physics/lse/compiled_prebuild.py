@@ -75,8 +75,8 @@ def planned_signatures() -> dict:
 
 def prebuild() -> str:
     """Compile the kernels of the module docstring (two processes when possible); returns the mode of
-    :func:`~flexlearn.parallel_compile.compile_side_by_side`, or ``"no numba"``."""
-    if not HAVE_NUMBA:
+    :func:`~flexlearn.parallel_compile.compile_side_by_side`, or ``"no numba"`` (also under ``NUMBA_DISABLE_JIT=1``)."""
+    if not HAVE_NUMBA or not hasattr(_residual, "compile"):  # no numba, or NUMBA_DISABLE_JIT=1 (plain functions)
         return "no numba"
     here: list[Callable[[], object]] = [_compile_residual_side]
     there: list[Callable[[], object]] = [_compile_tangent_side]

@@ -61,3 +61,11 @@ def test_prebuild_types_are_the_types_of_the_solve():
         assert seen[name] == {planned[name]}, name
     for kernel in (compiled_solver._base_poses, compiled_solver._predict):
         assert planned[kernel.py_func.__name__] in set(map(tuple, kernel.signatures))
+
+
+def test_prebuild_does_nothing_when_the_kernels_are_plain_functions(monkeypatch):
+    """NUMBA_DISABLE_JIT=1 makes every kernel a plain Python function: nothing to compile, no error."""
+    from flexlearn.physics.lse import compiled_prebuild, compiled_solver
+
+    monkeypatch.setattr(compiled_prebuild, "_residual", compiled_solver._residual.py_func)
+    assert compiled_prebuild.prebuild() == "no numba"
