@@ -81,10 +81,14 @@ def compile_side_by_side(here: Sequence[Callable[[], object]], there: Sequence[C
     if there and sys.platform.startswith("linux") and available_cpus() >= 2:
         with warnings.catch_warnings():  # Python ≥ 3.12 warns on fork in a process with threads (the child only compiles)
             warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except OSError:  # no process left to this user (ulimit -u), no memory: compile serially
+                pid = -1
         if pid == 0:
             _run_child(there)
-        mode = "parallel"
+        mode = "parallel" if pid > 0 else "serial"
+        pid = max(pid, 0)
     try:
         for job in here:
             job()

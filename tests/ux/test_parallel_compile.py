@@ -116,3 +116,13 @@ def test_a_failure_here_stops_the_child(two_cpus, monkeypatch):
     assert time.perf_counter() - t0 < 30 and len(forked) == 1
     with pytest.raises(ChildProcessError):  # the child was killed and reaped
         os.waitpid(forked[0], os.WNOHANG)
+
+
+def test_a_refused_fork_compiles_serially(two_cpus, monkeypatch):
+    def no_fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    order = []
+    assert compile_side_by_side([lambda: order.append("here")], [lambda: order.append("there")]) == "serial"
+    assert order == ["here", "there"]
