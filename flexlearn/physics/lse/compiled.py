@@ -34,6 +34,8 @@ from flexlearn.physics.lse.compiled_linalg import (  # noqa: F401  (re-exported:
     _wbar_into,
     njit,
     njit_inner,
+    njit_inner_leaf,
+    njit_leaf,
     pose_mul_into,
     rot_t_mv_into,
 )
@@ -248,7 +250,7 @@ def _strain_map_inv_into(beta, h, c, ainv, binv, tmp):
             ainv[3 + i, j] = binv[i, 0] * tmp[0, j] + binv[i, 1] * tmp[1, j] + binv[i, 2] * tmp[2, j]
 
 
-@njit_inner
+@njit_inner_leaf
 def element_into(ga, gb, beta, h, k, xi0, parts, r, e, ws):
     """One element's residual (seed eq. (11), Sec. V-A; see :func:`flexlearn.physics.lse.fused.element_residual`)
     written into ``parts[·][r, e]`` (:func:`alloc_parts`): relative pose ``(rr, pr) = g_a⁻¹ g_b``, its log
@@ -355,7 +357,7 @@ def _quadrature_q_into(phi, rho, t2, r_b, q, ws, gt, gtw):
             q[j, l], q[j, 3 + l], q[3 + j, l], q[3 + j, 3 + l] = top[j, l], nfj_sum[j, l], nfj_sum[j, l], 0.0
 
 
-@njit_inner
+@njit_inner_leaf
 def tangent_into(parts, r, e, he, ke, oe, ws):
     """Exact element tangent (18, 18) into ``oe`` from the pieces of its residual pass (:func:`element_into`):
     ``∂[r_a; r_b; r_β]/∂(δζ_a, δζ_b, δβ)`` (seed Sec. V-D; see
@@ -364,7 +366,7 @@ def tangent_into(parts, r, e, he, ke, oe, ws):
     tangent_nodes_into(parts, r, e, he, ke, oe, ws, _GT, _GTW)
 
 
-@njit_inner
+@njit_inner_leaf
 def tangent_nodes_into(parts, r, e, he, ke, oe, ws, gt, gtw):
     """:func:`tangent_into` with the quadrature term on the Gauss–Legendre nodes ``gt`` (on [0, 1]) with the
     weights ``gtw`` (t · w): 8 points are exact to round-off at any element rotation < π; :data:`GT3`,

@@ -32,6 +32,24 @@ def njit_inner(f):
     return _numba_njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)(f) if HAVE_NUMBA else f
 
 
+def njit_leaf(f):
+    """``njit(cache=True)`` without numba's reference counting (``_nrt=False``), for a kernel that allocates
+    nothing, returns no array and calls nothing that returns one (an array it received would never be released);
+    nor may it assign an array to a slice (numba needs the runtime for that: use :func:`_copy1`/:func:`_copy2`).
+    Each array view such a kernel takes (``parts[5][r, e]``, ``w33[0]``, ``mu[:3]``) would otherwise cost an
+    atomic increment and decrement of the parent's count: with counting, those were ≈ 20 % of the time of a CSG
+    pose solve (perf, ``NRT_incref``/``NRT_decref``). The arrays it is given stay owned by its caller. Without
+    numba: ``f``."""
+    return _numba_njit(cache=True, _nrt=False)(f) if HAVE_NUMBA else f
+
+
+def njit_inner_leaf(f):
+    """:func:`njit_leaf` without the CPython and C wrappers (as :func:`njit_inner`)."""
+    if not HAVE_NUMBA:
+        return f
+    return _numba_njit(cache=True, _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)(f)
+
+
 @njit_inner
 def _mm(a, b):
     n, k = a.shape

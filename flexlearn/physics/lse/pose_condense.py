@@ -24,13 +24,16 @@ import math
 import numpy as np
 
 from flexlearn.physics.lse.compiled import (
-    _GT,
-    _GTW,
     GT3,
     GTW3,
+    _GT,
+    _GTW,
+    _copy1,
+    _copy2,
     _gemm6,
     _inv6_into,
     njit,
+    njit_leaf,
     refresh_pose_cache,
     tangent_nodes_into,
 )
@@ -63,7 +66,7 @@ def condense_workspace(r, n):
             np.zeros((n + 1, 6)), np.empty((3, 6)))
 
 
-@njit(cache=True)
+@njit_leaf
 def element_dh_into(parts, k, e, h, kk, beta, xi0, out, w):
     """∂[r_a; r_b; r_β]/∂h (18,) of element (k, e) at element length h [m] into ``out``, from the pieces of its
     residual pass (:func:`~flexlearn.physics.lse.compiled.element_into`; the twists Ω do not depend on h).
@@ -124,7 +127,7 @@ def element_dh_into(parts, k, e, h, kk, beta, xi0, out, w):
     out[17] = 3.0 / h * rbeta[5] - c * ((d3 * x1 - d4 * x0) + (f0 * y1 - f1 * y0))
 
 
-@njit(cache=True)
+@njit_leaf
 def pose_tangent(beta, lengths, kd, xi0, parts, ws, hel, dres, dh, w, tiny_t2):
     """Element tangents (R, N, 18, 18) into ``hel`` and the length column ∂r_k/∂L_k (R, 12N, rod layout) into
     ``dres`` (h = L/N: ∂/∂L = ∂/∂h / N), from the pieces ``parts`` of the residual pass at the same state.
@@ -148,7 +151,7 @@ def pose_tangent(beta, lengths, kd, xi0, parts, ws, hel, dres, dh, w, tiny_t2):
                 dres[k, 6 * (n - 1) + 6 * e + i] = dh[12 + i] / n
 
 
-@njit(cache=True)
+@njit_leaf
 def _rod_factor(hel_k, hbb_inv, gmat, lo, dinv, xu, s_tip, d, up, hc, tmp):
     """Condense rod k's slopes onto its nodes and eliminate the node chain from the (prescribed) base to the tip
     (as :func:`flexlearn.physics.lse.compiled_condense.condense`, one rod, tip block kept): factors into the
@@ -159,16 +162,16 @@ def _rod_factor(hel_k, hbb_inv, gmat, lo, dinv, xu, s_tip, d, up, hc, tmp):
     d[:] = 0.0
     for e in range(n):
         hm = hel_k[e]
-        tmp[:, :] = hm[12:, 12:]
+        _copy2(hm[12:, 12:], tmp)
         _inv6_into(tmp, hbb_inv[e])
         if e == 0:              # the base node is prescribed: only its tip-side columns and block are needed
             gmat[e, :, :6] = 0.0
             _gemm6(hbb_inv[e], hm[12:, 6:12], gmat[e, :, 6:], 1.0, False)
-            hc[6:, 6:] = hm[6:12, 6:12]
+            _copy2(hm[6:12, 6:12], hc[6:, 6:])
             _gemm6(hm[6:12, 12:], gmat[e, :, 6:], hc[6:, 6:], -1.0, True)
         else:
             _gemm6(hbb_inv[e], hm[12:, :12], gmat[e], 1.0, False)
-            hc[:, :] = hm[:12, :12]
+            _copy2(hm[:12, :12], hc)
             _gemm6(hm[:12, 12:], gmat[e], hc, -1.0, True)
         for i in range(6):
             for j in range(6):
@@ -181,10 +184,10 @@ def _rod_factor(hel_k, hbb_inv, gmat, lo, dinv, xu, s_tip, d, up, hc, tmp):
         _inv6_into(d[j], dinv[j])
         _gemm6(dinv[j], up[j], xu[j], 1.0, False)
         _gemm6(lo[j], xu[j], d[j + 1], -1.0, True)
-    s_tip[:, :] = d[n]
+    _copy2(d[n], s_tip)
 
 
-@njit(cache=True)
+@njit_leaf
 def _rod_forward(hel_k, sign, rhs, hbb_inv, lo, dinv, gvec, xb, btip, bn, bc):
     """Forward elimination of the right-hand side ``sign · rhs`` (12N,) (rod layout) with the factors of
     :func:`_rod_factor`: ``gvec`` (N, 6) = H_ββ⁻¹ b_β, ``xb`` (N, 6) = D̃⁻¹ b̃, the condensed tip side ``btip``
@@ -225,17 +228,17 @@ def _rod_forward(hel_k, sign, rhs, hbb_inv, lo, dinv, gvec, xb, btip, bn, bc):
             for q in range(6):
                 acc += lo[j, i, q] * xb[j, q]
             bn[j + 1, i] -= acc
-    btip[:] = bn[n]
+    _copy1(bn[n], btip)
 
 
-@njit(cache=True)
+@njit_leaf
 def _rod_back(gmat, xu, xb0, gv0, xbl, gvl, lk, xtip, xs, out):
     """Back-substitution of one column of rod k: nodes and slopes (12N - 6,) into ``out`` from the tip twist
     ``xtip`` (6,), the forward-eliminated sides of the column (``xb0``, ``gv0`` (N, 6)) plus ``lk`` times those
     of the length column (``xbl``, ``gvl``). xs (N + 1, 6): scratch."""
     n = gv0.shape[0]
     xs[0] = 0.0
-    xs[n] = xtip
+    _copy1(xtip, xs[n])
     for j in range(n - 1, 0, -1):
         for i in range(6):
             acc = xb0[j, i] + lk * xbl[j, i]
@@ -252,7 +255,7 @@ def _rod_back(gmat, xu, xb0, gv0, xbl, gvl, lk, xtip, xs, out):
             out[o + i] = acc
 
 
-@njit(cache=True)
+@njit_leaf
 def pose_factor(hel, dres, adt, res, twist_free, cw):
     """Factorise the Newton system (module docstring) at the state of the tangent ``hel`` (R, N, 18, 18), the
     length column ``dres`` (R, 12N), ``adt`` = Ad_{T_k⁻¹}ᵀ (R, 6, 6) and the residual ``res`` (R, 12N) there
@@ -286,7 +289,7 @@ def pose_factor(hel, dres, adt, res, twist_free, cw):
     return ok
 
 
-@njit(cache=True)
+@njit_leaf
 def pose_solve_column(cw, hel, adt, res, res_ee, twist_free, c, dy, dpsi, dl):
     """Solve column ``c`` with the factorisation in ``cw`` (:func:`pose_factor`) into dy (R, 12N - 6, ·),
     dpsi, dl (R, ·): c = 0 the Newton correction for the current residuals ``res`` (R, 12N) and ``res_ee`` (6,)

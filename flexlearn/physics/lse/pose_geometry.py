@@ -15,6 +15,7 @@ from flexlearn.physics.lse.compiled import (
     _exp_into,
     _mm,
     njit,
+    njit_leaf,
     pose_mul_into,
     refresh_pose_cache,
 )
@@ -29,7 +30,7 @@ EXTRAP_REACH = 2.0    # extrapolation at most this many times the nearest stored
 NODE_GAP = 0.25       # stored poses closer than this fraction of the move to a later one are not used
 
 
-@njit(cache=True)
+@njit_leaf
 def tip_poses_into(g_ee, tip_local, psi, out):
     """Tip node poses (R, 4, 4) ``g_ee g^loc_k exp(ψ_k ê₃)`` into ``out``. No allocation."""
     for k in range(tip_local.shape[0]):
@@ -49,7 +50,7 @@ def tip_poses(g_ee, tip_local, psi):
     tip_poses_into(g_ee, tip_local, psi, out)
     return out
 
-@njit(cache=True)
+@njit_leaf
 def _ad_inv_t(tip_local, psi, out):
     """Ad_{T⁻¹}ᵀ (6, 6) of T = g^loc exp(ψ ê₃) into ``out`` (maps a tip-frame wrench to the platform frame)."""
     c, s = math.cos(psi), math.sin(psi)
@@ -67,7 +68,7 @@ def _ad_inv_t(tip_local, psi, out):
         out[1, 3 + j] = p2 * out[0, j] - p0 * out[2, j]
         out[2, 3 + j] = -p1 * out[0, j] + p0 * out[1, j]
 
-@njit(cache=True)
+@njit_leaf
 def _log_se3_into(g, out, co):
     """SE(3) logarithm [φ; ρ] of a pose (4, 4) (rotation angle < π) into ``out`` (6,); ``co`` (6,) receives the
     coefficients of θ² (:func:`~flexlearn.physics.lse.compiled._coefficients_into`). No allocation.
@@ -90,7 +91,7 @@ def _log_se3_into(g, out, co):
     out[5] = p2 - 0.5 * u2 + d * (f0 * u1 - f1 * u0)
 
 
-@njit(cache=True)
+@njit_leaf
 def _rel_pose_into(a, b, out):
     """out = a⁻¹ b for poses (4, 4) (``out`` must not alias ``a`` or ``b``). No allocation."""
     for i in range(3):

@@ -42,6 +42,7 @@ from flexlearn.physics.lse.compiled import (
     alloc_parts,
     element_into,
     njit,
+    njit_leaf,
     refresh_pose_cache,
     workspace,
 )
@@ -131,7 +132,7 @@ def _current(wk):
     return (wk[1], wk[5], wk[8], wk[10], wk[12]), (wk[0], wk[4], wk[7], wk[9], wk[11])
 
 
-@njit(cache=True)
+@njit_leaf
 def _residuals_into(base, g_ee, state, tip_local, kd, xi0, w_body, parts, ws, res, res_ee, tip, adt):
     """Rod residuals (R, 12N) ``[ζ_1 … ζ_{N-1}, β_1 … β_N, tip wrench r_b]`` per rod, the platform residual
     ``Σ Ad_{T⁻¹}ᵀ r_b − w_body`` (6,) and the tip poses into res, res_ee, tip; element pieces into ``parts``
@@ -164,7 +165,7 @@ def _residuals_into(base, g_ee, state, tip_local, kd, xi0, w_body, parts, ws, re
             res_ee[i] += acc
 
 
-@njit(cache=True)
+@njit_leaf
 def _norm(res, res_ee, w, scale, twist_free):
     """Scaled residual ∞-norm: entries in N·m by the weights w (12N,) ([1, L] per node, 1/L² per β), over
     ``scale``; the rows solved for: interior nodes, slopes, tip torsion (when free), platform balance."""
@@ -180,7 +181,7 @@ def _norm(res, res_ee, w, scale, twist_free):
     return out / scale
 
 
-@njit(cache=True)
+@njit_leaf
 def _largest_rotation(dy, dpsi, dl, lengths, col):
     """Largest nodal rotation [rad] (and tip twist, relative length change) of a correction column."""
     r = dy.shape[0]
@@ -193,7 +194,7 @@ def _largest_rotation(dy, dpsi, dl, lengths, col):
     return big
 
 
-@njit(cache=True)
+@njit_leaf
 def _step_norm(dy, dpsi, dl, lengths, w):
     """Weighted ∞-norm of the Newton correction (column 0): rotations [rad], translations / L, slopes × L², δL / L."""
     out = 0.0
@@ -204,7 +205,7 @@ def _step_norm(dy, dpsi, dl, lengths, w):
     return out
 
 
-@njit(cache=True)
+@njit_leaf
 def _refactor(wk, cur, tip_local, kd, xi0, opts):
     """Tangent and factorisation at the current state; its sensitivity (columns 1 … 6) is solved when first
     needed (:func:`_ensure_sens`). Returns False when singular."""
@@ -307,7 +308,7 @@ def _extrapolate(base, g_new, tip_local, max_points, wk):
     return True
 
 
-@njit(cache=True)
+@njit_leaf
 def _accumulate(acc, dy, dpsi, dl, alpha):
     """This pose's corrections (in the tangent coordinates of the predictor) += α × column 0."""
     for k in range(dy.shape[0]):
