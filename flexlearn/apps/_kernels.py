@@ -92,7 +92,7 @@ def _warm_attitude() -> None:
 @dataclass(frozen=True)
 class KernelGroup:
     """One package of numba kernels: where they live, what uses them, how long a cold compile takes (seconds,
-    on an empty cache on a 2-core workstation; lse: 18–24 s on two processes (compiled_prebuild.py), 26–33 s on
+    on an empty cache on a 2-core workstation; lse: 13–24 s on two processes (compiled_prebuild.py), ≈ 25 s on
     one, measured back to back by scripts/bench_lse_compile.py; pose: ≈ 140 s after lse, idle; cosserat /
     attitude: 85 / 29 s at a load of ~6, about half when idle) and how to compile them."""
 
@@ -138,7 +138,7 @@ class KernelGroup:
 
 GROUPS = {
     "lse": KernelGroup("lse", "flexlearn.physics.lse", "flexlearn.physics.lse",
-                       "flexlearn-cpr (forward statics without gradients)", 25.0, _warm_lse),
+                       "flexlearn-cpr (forward statics without gradients)", 20.0, _warm_lse),
     "pose": KernelGroup("pose", "flexlearn.physics.lse", "flexlearn.physics.lse.pose_kernels",
                         "inverse statics to a platform pose (CPRModel.pose_statics, scripts/bench_csg.py)", 140.0,
                         _warm_pose, prefix="pose_"),

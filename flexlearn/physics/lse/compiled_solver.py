@@ -25,7 +25,7 @@ the effect):
   (:mod:`flexlearn.physics.lse.compiled_condense`), are kernels of their own that do not call one another, so that
   a first compile builds them on two processes at once (:mod:`flexlearn.physics.lse.compiled_prebuild`) and
   ``_newton`` then links them from numba's cache (inlined into ``_newton``, they compiled ≈ 1.6× longer on two
-  CPUs, and ≈ 8 % shorter on one);
+  CPUs, and ≈ 8 % shorter on one, before the element kernels lost their reference counting);
 * single-use small code is inlined by numba (``inline="always"``): ``_base_twists`` here, ``base_columns`` and
   the single-use pieces of the element kernels (relative log, Jacobians, quadrature term of
   :mod:`flexlearn.physics.lse.compiled`);
