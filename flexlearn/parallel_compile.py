@@ -71,24 +71,27 @@ def _wait(pid: int, timeout_s: float) -> int:
         time.sleep(0.02)
 
 
+def _fork(jobs: Sequence[Callable[[], object]]) -> int:
+    """Fork a child that runs ``jobs`` (:func:`_run_child`); returns its pid, or 0 when the fork is refused (no
+    process left to this user, ``ulimit -u``; no memory)."""
+    with warnings.catch_warnings():  # Python ≥ 3.12 warns on fork in a process with threads (the child only compiles)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            pid = os.fork()
+        except OSError:
+            return 0
+    if pid == 0:
+        _run_child(jobs)
+    return pid
+
+
 def compile_side_by_side(here: Sequence[Callable[[], object]], there: Sequence[Callable[[], object]],
                          timeout_s: float = 900.0) -> str:
     """Run the compile jobs ``there`` in a forked child while ``here`` runs in this process; then run ``there``
     here too (cache loads after a successful child). Returns ``"parallel"``, or ``"serial"`` when no child was
     used, or ``"parallel, child failed (status S)"``. Jobs must only compile (they run twice in the parallel case)."""
-    mode = "serial"
-    pid = 0
-    if there and sys.platform.startswith("linux") and available_cpus() >= 2:
-        with warnings.catch_warnings():  # Python ≥ 3.12 warns on fork in a process with threads (the child only compiles)
-            warnings.simplefilter("ignore", DeprecationWarning)
-            try:
-                pid = os.fork()
-            except OSError:  # no process left to this user (ulimit -u), no memory: compile serially
-                pid = -1
-        if pid == 0:
-            _run_child(there)
-        mode = "parallel" if pid > 0 else "serial"
-        pid = max(pid, 0)
+    pid = _fork(there) if there and sys.platform.startswith("linux") and available_cpus() >= 2 else 0
+    mode = "parallel" if pid else "serial"
     try:
         for job in here:
             job()

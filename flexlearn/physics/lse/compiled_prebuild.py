@@ -24,13 +24,11 @@ __all__ = ["planned_signatures", "prebuild"]
 
 
 def _types():
-    """numba types: C-contiguous float64 arrays by rank, int64 vector, float64, bool, int64."""
+    """numba types: C-contiguous float64 arrays of rank 1-4, an int64 vector, float64, bool, int64."""
     from numba import types
 
-    def arr(ndim, dtype=types.float64):
-        return types.Array(dtype, ndim, "C")
-
-    return arr, arr(1, types.int64), types.float64, types.boolean, types.int64
+    c1, c2, c3, c4 = (types.Array(types.float64, nd, "C") for nd in (1, 2, 3, 4))
+    return c1, c2, c3, c4, types.Array(types.int64, 1, "C"), types.float64, types.boolean, types.int64
 
 
 def _returns(dispatcher, args) -> object:
@@ -42,8 +40,7 @@ def _returns(dispatcher, args) -> object:
 def _compile_residual_side() -> dict:
     """What `_newton` calls first (the base poses, the residual) and the condensation (factors, right-hand sides).
     Returns {kernel name: argument types}."""
-    arr, i8, f8, b1, int64 = _types()
-    c1, c2, c3, c4 = arr(1), arr(2), arr(3), arr(4)
+    c1, c2, c3, c4, i8, f8, b1, int64 = _types()
     done = {"_base_poses": (c3, c2, i8, c1),                                # base0, s_world, rod_motor, theta
             "_residual": (c3, c2, c4, c3, c3, c3, c1, c2, c2, c3, c1, c1, f8, b1)}
     _base_poses.compile(done["_base_poses"])
@@ -58,8 +55,7 @@ def _compile_residual_side() -> dict:
 
 def _compile_tangent_side() -> dict:
     """The tangent and the warm-start predictor. Returns {kernel name: argument types}."""
-    arr, i8, f8, b1, int64 = _types()
-    c1, c2, c3, c4 = arr(1), arr(2), arr(3), arr(4)
+    c1, c2, c3, c4, i8, f8, b1, int64 = _types()
     parts = _returns(alloc_parts, (int64, int64))                           # r, n (intp)
     done = {"_tangent": (parts, c3, c1, c2, c3, c1, c1, c2, c2, b1),       # parts, adinv, h, kd, body, me, fe, dfdp
             "_predict": (c2, c4, c3, c3, c2, c1, f8)}                       # g_ee, g_int, beta, sens, dθ, max_rot
