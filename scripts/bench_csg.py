@@ -25,6 +25,11 @@ path and batch rates of that tree's solver and of this one, each in a child proc
 ``flexlearn``, alternated ``--baseline-rounds`` times (medians), with the ratio and the largest difference of
 their path lengths in ``baseline``.
 
+Rates side by side: the C++ variants (one run each) and the LSE path (median of ``--repeats`` passes) are timed
+alternately ``--rounds`` times; ``lse_vs_cpp`` is the median over rounds of the LSE rate over the fastest variant's
+in the same round (``lse_vs_cpp_rounds`` lists them), so that a burst of load from another process falls on one
+round rather than on one side of the ratio.
+
 Prints JSON. Skips the C++ part (with the reason) without g++ or Eigen.
 """
 from __future__ import annotations
@@ -78,9 +83,9 @@ def _compile(src: Path, out: Path, inc: list[Path]) -> str:
     return "" if r.returncode == 0 else r.stderr[-2000:]
 
 
-def run_cpp(anchor: Path, work: Path, rates_too: bool = True) -> dict:
-    """Compile and run variants 2, 3, 5 (``rates_too``) and the shape dump; rates [solves/s] and the reference
-    solutions."""
+def build_cpp(anchor: Path, work: Path, rates_too: bool = True) -> dict:
+    """Compile variants 2, 3, 5 (``rates_too``) into ``work`` and run the shape dump: the executables, compiler
+    errors and the reference solutions."""
     if shutil.which("g++") is None:
         return {"skipped": "g++ not found"}
     eigen = next((Path(d) for d in EIGEN_DIRS if (Path(d) / "Eigen" / "Dense").is_file()), None)
@@ -91,16 +96,14 @@ def run_cpp(anchor: Path, work: Path, rates_too: bool = True) -> dict:
     (shim / "eigenmatrixtypes.h").write_text(SHIM_TYPES)
     (shim / "numericaldifferentiation.h").write_text(SHIM_DIFF)
     inc = [shim, anchor / "Library", eigen]
-    rates, errors = {}, {}
+    exes, errors = {}, {}
     for v in (2, 3, 5) if rates_too else ():
         exe = work / f"cpp{v}"
         err = _compile(anchor / f"Cpp_{v}" / "main.cpp", exe, inc)
         if err:
             errors[f"cpp{v}"] = err
-            continue
-        out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600, check=False).stdout
-        m = re.search(r"Solution rate:\s*([0-9.eE+-]+)", out)
-        rates[f"cpp{v}"] = float(m.group(1)) if m else None
+        else:
+            exes[f"cpp{v}"] = exe
     src = (anchor / "Cpp_5" / "main.cpp").read_text()
     dump = src.replace("const int M = 50000;", "const int M = 200;").replace("int main(int, char**){", DUMP_FN)
     dump = dump.replace(SOLVE, SOLVE + " dump_solution(pE, guess);")
@@ -112,7 +115,40 @@ def run_cpp(anchor: Path, work: Path, rates_too: bool = True) -> dict:
         sols = [np.array([float(x) for x in line.split()[1:]]) for line in out.splitlines() if line.startswith("SOL")]
     else:
         errors["dump"] = err
-    return {"rates": rates, "errors": errors, "solutions": sols}
+    return {"exes": exes, "errors": errors, "solutions": sols}
+
+
+def cpp_rates(exes: dict) -> dict:
+    """One run of each compiled variant: its printed "Solution rate" [solves/s] (None when it printed none)."""
+    rates = {}
+    for name, exe in exes.items():
+        out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600, check=False).stdout
+        m = re.search(r"Solution rate:\s*([0-9.eE+-]+)", out)
+        rates[name] = float(m.group(1)) if m else None
+    return rates
+
+
+def rounds_vs_cpp(lse: dict, exes: dict, rounds: int, repeats: int) -> dict:
+    """C++ variants and the LSE path timed alternately ``rounds`` times in this process, so that a burst of load
+    from elsewhere falls on one round of both rather than on one side: per-variant and LSE medians, and the
+    median over rounds of LSE / fastest variant of the same round."""
+    per_round, lse_rates, ratios = [], [], []
+    for _ in range(rounds):
+        rates = {k: v for k, v in cpp_rates(exes).items() if v}
+        rate = _path_rate(lse["ps"], lse["poses"], lse["start"], repeats)[0]
+        per_round.append(rates)
+        lse_rates.append(rate)
+        if rates:
+            ratios.append(rate / max(rates.values()))
+    names = sorted({k for r in per_round for k in r})
+    medians = {k: float(np.median([r[k] for r in per_round if k in r])) for k in names}
+    out = {"rounds": rounds, "lse_solves_per_s": float(np.median(lse_rates)), "lse_rounds_solves_per_s": lse_rates,
+           "cpp_variant_solves_per_s": medians}
+    if ratios:
+        out["cpp_solves_per_s"] = max(medians.values())
+        out["lse_vs_cpp"] = float(np.median(ratios))
+        out["lse_vs_cpp_rounds"] = ratios
+    return out
 
 
 def _hat(w):
@@ -314,7 +350,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--anchor", required=True, type=Path, help="folder with Cpp_2, Cpp_3, Cpp_5 and Library/")
     ap.add_argument("--elements", type=int, default=8, help="LSE elements per rod")
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=25, help="LSE path passes per timing (median)")
+    ap.add_argument("--rounds", type=int, default=3, help="alternated C++ / LSE timings (medians)")
     ap.add_argument("--tol", type=float, default=1e-6, help="LSE scaled residual tolerance")
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--shooting", type=int, default=10, help="path poses solved by the shooting baseline")
@@ -330,28 +367,25 @@ def main(argv=None) -> int:
         return 0
     out: dict = {"elements": a.elements, "tol": a.tol}
     with tempfile.TemporaryDirectory(prefix="bench_csg_") as tmp:
-        cpp = {"skipped": "--no-cpp"} if a.no_cpp else run_cpp(a.anchor.resolve(), Path(tmp), not a.shapes_only)
-    lse = lse_run(a.elements, a.repeats, a.tol, plain=not a.no_plain)
-    out["lse_solves_per_s"] = lse["solves_per_s"]
-    out["lse_first_call_s"] = lse["first_call_s"]
-    it = lse["path"].iterations
-    out["mean_newton_iters"], out["max_newton_iters"] = float(it.mean()), int(it.max())
-    out["mean_factorisations"] = float(lse["path"].factorisations.mean())
-    if "plain_solves_per_s" in lse:
-        out["lse_plain_newton_solves_per_s"] = lse["plain_solves_per_s"]
-        out["lse_plain_newton_iters"] = lse["plain_iters"]
-        out["lse_vs_plain_newton"] = lse["solves_per_s"] / lse["plain_solves_per_s"]
-        out["lse_vs_plain_newton_max_length_diff_m"] = lse["plain_max_length_diff_m"]
-    if "skipped" in cpp:
-        out["cpp_skipped"] = cpp["skipped"]
-    else:
-        rates = {k: v for k, v in cpp["rates"].items() if v}
-        out["cpp_variant_solves_per_s"] = rates
-        out["cpp_errors"] = cpp["errors"]
-        if rates:
-            out["cpp_solves_per_s"] = max(rates.values())
-            out["lse_vs_cpp"] = out["lse_solves_per_s"] / out["cpp_solves_per_s"]
-        out.update(compare(lse, cpp["solutions"], a.elements))
+        cpp = {"skipped": "--no-cpp"} if a.no_cpp else build_cpp(a.anchor.resolve(), Path(tmp), not a.shapes_only)
+        lse = lse_run(a.elements, a.repeats, a.tol, plain=not a.no_plain)
+        out["lse_solves_per_s"] = lse["solves_per_s"]
+        out["lse_first_call_s"] = lse["first_call_s"]
+        it = lse["path"].iterations
+        out["mean_newton_iters"], out["max_newton_iters"] = float(it.mean()), int(it.max())
+        out["mean_factorisations"] = float(lse["path"].factorisations.mean())
+        if "plain_solves_per_s" in lse:
+            out["lse_plain_newton_solves_per_s"] = lse["plain_solves_per_s"]
+            out["lse_plain_newton_iters"] = lse["plain_iters"]
+            out["lse_vs_plain_newton"] = lse["solves_per_s"] / lse["plain_solves_per_s"]
+            out["lse_vs_plain_newton_max_length_diff_m"] = lse["plain_max_length_diff_m"]
+        if "skipped" in cpp:
+            out["cpp_skipped"] = cpp["skipped"]
+        else:
+            out["cpp_errors"] = cpp["errors"]
+            if cpp["exes"]:
+                out.update(rounds_vs_cpp(lse, cpp["exes"], a.rounds, a.repeats))
+            out.update(compare(lse, cpp["solutions"], a.elements))
     if a.shooting > 0:
         out.update(shooting(lse, a.shooting, [] if "skipped" in cpp else cpp["solutions"]))
     if a.batch > 0:

@@ -162,7 +162,7 @@ def test_csg_shapes_agree_with_the_cpp_reference(tmp_path):
     spec = importlib.util.spec_from_file_location("bench_csg", root / "scripts" / "bench_csg.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    cpp = bench.run_cpp(anchor, tmp_path, rates_too=False)
+    cpp = bench.build_cpp(anchor, tmp_path, rates_too=False)
     if "skipped" in cpp:
         pytest.skip(cpp["skipped"])
     lse = bench.lse_run(8, 1, 1e-6)
