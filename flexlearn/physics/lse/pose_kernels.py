@@ -39,12 +39,10 @@ import math
 import numpy as np
 
 from flexlearn.physics.lse.compiled import (
-    alloc_parts,
     element_into,
     njit,
     njit_leaf,
     refresh_pose_cache,
-    workspace,
 )
 from flexlearn.physics.lse.compiled_solver import _exp
 from flexlearn.physics.lse.newton_policy import (
@@ -59,7 +57,6 @@ from flexlearn.physics.lse.newton_policy import (
 )
 from flexlearn.physics.lse.pose_condense import (
     TINY_ELEMENT_T2,
-    condense_workspace,
     pose_factor,
     pose_solve_column,
     pose_tangent,
@@ -76,60 +73,22 @@ from flexlearn.physics.lse.pose_geometry import (
     tip_poses,
     tip_poses_into,
 )
+from flexlearn.physics.lse.pose_work import (
+    HISTORY,
+    _current,
+    _state_now,
+    pose_workspace,
+)
 
 refresh_pose_cache()  # before any kernel of this file loads its cache
 
-__all__ = ["CHORD_KEEP", "EXTRAP_POINTS", "TINY_ELEMENT_T2", "cold_state", "pose_batch", "pose_newton", "pose_path", "pose_solve", "pose_workspace",
-           "tip_poses"]
+__all__ = ["CHORD_KEEP", "EXTRAP_POINTS", "TINY_ELEMENT_T2", "cold_state", "pose_batch", "pose_newton", "pose_path",
+           "pose_solve", "pose_workspace", "tip_poses"]
 
 CHORD_KEEP = 0.05     # default: a kept factorisation is refreshed after a step that lowered the residual less
 PARALLEL_COS = 0.9    # second-order predictor term only for platform moves this parallel to the previous one
-HISTORY = 8           # solutions kept for the extrapolation predictor
 EXTRAP_POINTS = 7     # default: solutions it extrapolates from at most (polynomial degree EXTRAP_POINTS - 1)
 EXTRAP_MIN = 4        # fewest solutions it extrapolates from (degree ≥ 3; lower degrees predict worse)
-
-
-@njit(cache=True)
-def _state(r, n):
-    return (np.empty((r, max(n - 1, 0), 4, 4)), np.empty((r, n, 6)), np.empty(r), np.empty(r))
-
-
-@njit(cache=True)
-def pose_workspace(r, n):
-    """Work arrays of one compiled call for R rods of N elements (allocated once): 0, 1 element pieces of the
-    current and the trial state; 2 element scratch; 3 :func:`~flexlearn.physics.lse.pose_condense.condense_workspace`;
-    4, 5 current and trial state, 6 saved state; 7, 8 rod residuals (R, 12N); 9, 10 platform residuals (6,);
-    11, 12 tip poses (R, 4, 4); 13 element tangents; 14 length column; 15 Ad_{T⁻¹}ᵀ (R, 6, 6) at the factorisation;
-    16 (18,), 17 (5, 6), 18 (6, 6) scratch; 19 … 21 corrections (R, 12N - 6, 7), (R, 7), (R, 7); 22 flags (has a
-    factorisation, has a sensitivity, which of 0/1 is current, has a predictor defect); 23 sensitivity;
-    24 predictor defect and 25 this pose's corrections (dy (R, 12N - 6, 1), dpsi, dl (R, 1)); 26 previous move
-    (6,); 27 Newton log; 28 solution history (:func:`_push_history`): platform poses (H, 4, 4) latest first, Ω,
-    β (H, R, N, 6), ψ, L (H, R) in storage slots, the slots latest first (H,); 29 Ω scratch (R, N, 6);
-    30 positions and weights (2, H).
-    Flags: 0 has a factorisation, 1 has a sensitivity, 2 which of 0/1 is current, 3 has a predictor defect,
-    4 sensitivity columns still to solve from the factorisation, 5 solutions in the history, 6 the last solution
-    was left out of it."""
-    ny = 12 * n - 6
-    return (alloc_parts(r, n), alloc_parts(r, n), workspace(), condense_workspace(r, n), _state(r, n), _state(r, n),
-            _state(r, n), np.empty((r, 12 * n)), np.empty((r, 12 * n)), np.empty(6), np.empty(6),
-            np.empty((r, 4, 4)), np.empty((r, 4, 4)), np.empty((r, n, 18, 18)), np.empty((r, 12 * n)),
-            np.empty((r, 6, 6)), np.empty(18), np.empty((5, 6)), np.empty((6, 6)), np.zeros((r, ny, 7)),
-            np.zeros((r, 7)), np.zeros((r, 7)), np.zeros(7, dtype=np.int64),
-            (np.zeros((r, ny, 6)), np.zeros((r, 6)), np.zeros((r, 6))),
-            (np.zeros((r, ny, 1)), np.zeros((r, 1)), np.zeros((r, 1))),
-            (np.zeros((r, ny, 1)), np.zeros((r, 1)), np.zeros((r, 1))), np.zeros(6), np.empty(64),
-            (np.zeros((HISTORY, 4, 4)), np.zeros((HISTORY, r, n, 6)), np.zeros((HISTORY, r, n, 6)),
-             np.zeros((HISTORY, r)), np.zeros((HISTORY, r)), np.arange(HISTORY)), np.empty((r, n, 6)),
-            np.empty((2, HISTORY)))
-
-
-@njit(cache=True)
-def _current(wk):
-    """(element pieces, state, rod residuals, platform residual, tip poses) of the current state, and the same of
-    the trial slot."""
-    if wk[22][2] == 0:
-        return (wk[0], wk[4], wk[7], wk[9], wk[11]), (wk[1], wk[5], wk[8], wk[10], wk[12])
-    return (wk[1], wk[5], wk[8], wk[10], wk[12]), (wk[0], wk[4], wk[7], wk[9], wk[11])
 
 
 @njit_leaf
@@ -480,7 +439,7 @@ def _solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predict
     if predictor and flags[1] == 0:
         cur, _ = _current(wk)
         _refactor(wk, cur, tip_local, kd, xi0, opts)
-    copy_state(_current(wk)[0][1], wk[6])
+    copy_state(_state_now(wk), wk[6])
     dz = _rel_log(g_from, g_to)
     total, factors = 0, 0
     t, dt = 0.0, 1.0
@@ -516,13 +475,13 @@ def _solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predict
             else:
                 _push_history(g_i, wk)
                 flags[6] = 0
-            copy_state(_current(wk)[0][1], wk[6])
+            copy_state(_state_now(wk), wk[6])
         else:
             dt *= 0.5
             flags[0], flags[3] = 0, 0
             if dt < 1.0 / 1024:
                 return 0, total, factors
-            copy_state(wk[6], _current(wk)[0][1])     # back to the last solution, its sensitivity recomputed
+            copy_state(wk[6], _state_now(wk))     # back to the last solution, its sensitivity recomputed
             _restart(base, g_prev, tip_local, kd, xi0, w_body, wk)
             if not _refactor(wk, _current(wk)[0], tip_local, kd, xi0, opts):
                 return 0, total, factors
@@ -544,7 +503,7 @@ def pose_solve(base, g_from, g_to, tip_local, kd, xi0, w_body, state, sens, opts
     wk = pose_workspace(state[1].shape[0], state[1].shape[1])
     _load(base, g_from, tip_local, kd, xi0, w_body, state, sens, wk)
     ok, it, nf = _solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predictor, wk)
-    st = _current(wk)[0][1]
+    st = _state_now(wk)
     return ok, (st[0].copy(), st[1].copy(), st[2].copy(), st[3].copy()), it, nf, _sens_out(wk, opts[8])
 
 
@@ -567,7 +526,7 @@ def pose_path(base, g_start, poses, tip_local, kd, xi0, w_body, state, sens, opt
                                                   predictor, wk)
         if ok == 0:
             return p, out_l, out_psi, out_gi, out_b, iters, factors, _sens_out(wk, opts[8])
-        st = _current(wk)[0][1]
+        st = _state_now(wk)
         out_gi[p], out_b[p], out_psi[p], out_l[p] = st[0], st[1], st[2], st[3]
         g_prev = poses[p]
     return npose, out_l, out_psi, out_gi, out_b, iters, factors, _sens_out(wk, opts[8])
@@ -595,6 +554,6 @@ def pose_batch(base, poses, tip_local, kd, xi0, w_body, g_ref, ref_state, ref_se
             _load(base, poses[p], tip_local, kd, xi0, w_body, cold_state(base, poses[p], tip_local, n), sens, wk)
             ok, it2, _nf, _nlog = pose_newton(base, poses[p], tip_local, kd, xi0, w_body, opts, wk)
             it += it2
-        st = _current(wk)[0][1]
+        st = _state_now(wk)
         status[p], out_l[p], out_psi[p], iters[p] = ok, st[3], st[2], it
     return status, out_l, out_psi, iters

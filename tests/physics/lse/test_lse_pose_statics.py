@@ -189,6 +189,7 @@ def test_analytic_length_column_matches_finite_differences(csg_start):
     the compiled residual."""
     from flexlearn.physics.lse import pose_condense as pc
     from flexlearn.physics.lse import pose_kernels as pk
+    from flexlearn.physics.lse.compiled import alloc_parts, workspace
 
     ps, st = csg_start
     r, n = st.beta.shape[:2]
@@ -197,14 +198,14 @@ def test_analytic_length_column_matches_finite_differences(csg_start):
     def residual(lengths):
         res, ree, tip = np.empty((r, 12 * n)), np.empty(6), np.empty((r, 4, 4))
         pk._residuals_into(ps.base, st.g_ee, state[:3] + (lengths,), ps.tip_local, ps.kd, ps.xi0, ps.w_body,
-                           pk.alloc_parts(r, n), pk.workspace(), res, ree, tip, np.empty((6, 6)))
+                           alloc_parts(r, n), workspace(), res, ree, tip, np.empty((6, 6)))
         return res
 
-    parts = pk.alloc_parts(r, n)
-    pk._residuals_into(ps.base, st.g_ee, state, ps.tip_local, ps.kd, ps.xi0, ps.w_body, parts, pk.workspace(),
+    parts = alloc_parts(r, n)
+    pk._residuals_into(ps.base, st.g_ee, state, ps.tip_local, ps.kd, ps.xi0, ps.w_body, parts, workspace(),
                        np.empty((r, 12 * n)), np.empty(6), np.empty((r, 4, 4)), np.empty((6, 6)))
     dres = np.empty((r, 12 * n))
-    pc.pose_tangent(st.beta, st.lengths, ps.kd, ps.xi0, parts, pk.workspace(), np.empty((r, n, 18, 18)), dres,
+    pc.pose_tangent(st.beta, st.lengths, ps.kd, ps.xi0, parts, workspace(), np.empty((r, n, 18, 18)), dres,
                     np.empty(18), np.empty((3, 6)), 0.0)
     for k in range(r):
         step = 1e-6 * st.lengths[k]
