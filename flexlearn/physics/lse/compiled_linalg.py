@@ -26,10 +26,32 @@ except Exception:  # pragma: no cover - exercised only without numba
     njit = _plain
 
 
+if HAVE_NUMBA:
+    from numba.core.registry import CPUDispatcher
+
+    class KernelOnlyDispatcher(CPUDispatcher):
+        """A dispatcher compiled without its CPython wrapper (:func:`njit_inner`): numba would call the missing
+        entry point and crash the interpreter, so a call from Python raises instead."""
+
+        def __call__(self, *args, **kwargs):
+            name = f"{self.py_func.__module__}.{self.py_func.__qualname__}"
+            raise TypeError(f"{name} is a compiled kernel that only other compiled kernels call: it has no "
+                            "Python entry point; use the module's Python-facing function, or run with "
+                            "NUMBA_DISABLE_JIT=1 to step through it as plain Python")
+
+
+def _kernel_only(dispatcher):
+    """The dispatcher, its Python calls refused (:class:`KernelOnlyDispatcher`)."""
+    dispatcher.__class__ = KernelOnlyDispatcher
+    return dispatcher
+
+
 def njit_inner(f):
     """``njit(cache=True)`` for a kernel that only kernels call: without the CPython and C wrappers (argument
-    unboxing compiled per type, never used); not callable from Python (use ``py_func``). Without numba: ``f``."""
-    return _numba_njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)(f) if HAVE_NUMBA else f
+    unboxing compiled per type, never used); a call from Python raises TypeError. Without numba: ``f``."""
+    if not HAVE_NUMBA:
+        return f
+    return _kernel_only(_numba_njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)(f))
 
 
 def njit_leaf(f):
@@ -47,7 +69,7 @@ def njit_inner_leaf(f):
     """:func:`njit_leaf` without the CPython and C wrappers (as :func:`njit_inner`)."""
     if not HAVE_NUMBA:
         return f
-    return _numba_njit(cache=True, _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)(f)
+    return _kernel_only(_numba_njit(cache=True, _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)(f))
 
 
 @njit_inner

@@ -77,6 +77,25 @@ def test_six_by_six_inverse_of_a_singular_matrix_is_nan_not_an_exception():
     assert np.isnan(out).all()
 
 
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba missing")
+def test_kernel_without_python_entry_point_refuses_a_python_call():
+    """`njit_inner` kernels have no CPython wrapper: a Python call raised a segmentation fault; it raises TypeError
+    naming the kernel, and compiled callers still reach it."""
+    import numpy as np
+
+    from flexlearn.physics.lse.compiled import _coefficients_into, element_into
+
+    for kernel, args in ((_coefficients_into, (0.1, np.empty(6))), (element_into, ())):
+        with pytest.raises(TypeError, match=kernel.py_func.__qualname__ + " is a compiled kernel"):
+            kernel(*args)
+    ga = np.eye(4)[None]
+    gb = np.eye(4)[None].copy()
+    gb[0, 2, 3] = 0.1
+    out = element_residual_nb(ga, gb, np.zeros((1, 6)), np.full(1, 0.1), np.ones((1, 6)),
+                              np.array([[0.0, 0, 0, 0, 0, 1]]))
+    assert np.isfinite(out).all()
+
+
 @pytest.mark.parametrize("pulley", [False, True])
 def test_numba_solver_matches_torch_solver_along_path(pulley):
     model = CPRModel.from_config()
