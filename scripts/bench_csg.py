@@ -369,6 +369,12 @@ def main(argv=None) -> int:
     for name in ("repeats", "rounds", "baseline_rounds", "elements"):
         if getattr(a, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be >= 1 (got {getattr(a, name)})")
+    if a.rate_child is None and not a.no_cpp:
+        need = ["Library", "Cpp_5/main.cpp"] + ([] if a.shapes_only else ["Cpp_2/main.cpp", "Cpp_3/main.cpp"])
+        missing = [n for n in need if not (a.anchor / n).exists()]
+        if missing:
+            ap.error(f"--anchor {a.anchor}: missing {', '.join(missing)} (the folder of the C++ benchmark's sources, "
+                     "with Cpp_2, Cpp_3, Cpp_5 and Library/; or --no-cpp)")
     if a.rate_child is not None:
         rate_child(a.elements, a.repeats, a.tol, a.batch, a.rate_child)
         return 0
