@@ -41,8 +41,10 @@ if HAVE_NUMBA:
 
 
 def _kernel_only(dispatcher):
-    """The dispatcher, its Python calls refused (:class:`KernelOnlyDispatcher`)."""
-    dispatcher.__class__ = KernelOnlyDispatcher
+    """The dispatcher, its Python calls refused (:class:`KernelOnlyDispatcher`); under ``NUMBA_DISABLE_JIT=1``
+    numba returns the plain function, which is returned as it is."""
+    if isinstance(dispatcher, CPUDispatcher):
+        dispatcher.__class__ = KernelOnlyDispatcher
     return dispatcher
 
 

@@ -1,6 +1,8 @@
 """Compiled (numba) element kernels: equal to the torch kernels to round-off, and the solver on them."""
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -94,6 +96,24 @@ def test_kernel_without_python_entry_point_refuses_a_python_call():
     out = element_residual_nb(ga, gb, np.zeros((1, 6)), np.full(1, 0.1), np.ones((1, 6)),
                               np.array([[0.0, 0, 0, 0, 0, 1]]))
     assert np.isfinite(out).all()
+
+
+def test_kernels_run_as_plain_python_with_the_jit_disabled():
+    """NUMBA_DISABLE_JIT=1 (stepping through the kernels in a debugger): every kernel is a plain function, the
+    module imports and the element kernels run."""
+    import subprocess
+    import sys
+
+    code = ("import numpy as np\n"
+            "from flexlearn.physics.lse.compiled import element_into, element_residual_nb\n"
+            "assert not hasattr(element_into, 'py_func')\n"
+            "gb = np.eye(4)[None].copy(); gb[0, 2, 3] = 0.1\n"
+            "out = element_residual_nb(np.eye(4)[None], gb, np.zeros((1, 6)), np.full(1, 0.1), np.ones((1, 6)),\n"
+            "                          np.array([[0.0, 0, 0, 0, 0, 1]]))\n"
+            "assert np.isfinite(out).all()\n")
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
 
 
 @pytest.mark.parametrize("pulley", [False, True])
