@@ -200,16 +200,22 @@ def _pose(p) -> np.ndarray:
     return g
 
 
-def _path_rate(ps, poses, start, repeats: int):
-    """Median solves/s of ``repeats`` warm-started path runs, and the last result. Callers run one untimed pass
-    first: the first passes of a process run up to ≈ 30 % slower (first touch of the path's work arrays, which
-    the allocator serves from fresh pages until it adapts), and the C++ reference allocates nothing per solve."""
+def _rate(solve, count: int, repeats: int):
+    """Median solves/s of ``repeats`` calls of ``solve()`` that each solve ``count`` poses, and the last result.
+    Callers make one untimed call first: the first passes of a process run up to ≈ 30 % slower (first touch of
+    the work arrays, which the allocator serves from fresh pages until it adapts), and the C++ reference
+    allocates nothing per solve."""
     times, res = [], None
     for _ in range(repeats):
         t = time.perf_counter()
-        res = ps.solve_path(poses, start)
+        res = solve()
         times.append(time.perf_counter() - t)
-    return len(poses) / float(np.median(times)), res
+    return count / float(np.median(times)), res
+
+
+def _path_rate(ps, poses, start, repeats: int):
+    """:func:`_rate` of the warm-started path."""
+    return _rate(lambda: ps.solve_path(poses, start), len(poses), repeats)
 
 
 def lse_run(n_elements: int, repeats: int, tol: float, plain: bool = False) -> dict:
@@ -229,16 +235,13 @@ def lse_run(n_elements: int, repeats: int, tol: float, plain: bool = False) -> d
     poses = path_poses()
     ps.solve_path(poses[:2], st1)       # compile (or load) the path kernel
     first = time.perf_counter() - t0
-    ps.solve_path(poses, st1)           # untimed warm-up pass (see _path_rate)
+    ps.solve_path(poses, st1)           # untimed warm-up pass (see _rate)
     out = {"model": model, "ps": ps, "start": st1, "poses": poses, "first_call_s": first, "kd": ps.kd[0]}
     if plain:
         ps_plain = model.pose_statics(tol=tol, chord_keep=0.0, tiny_rotation=0.0)
         ps_plain.solve_path(poses, st1)
-        rates = [_path_rate(ps_plain, poses, st1, 1)[0] for _ in range(repeats)]
-        res_plain = ps_plain.solve_path(poses, st1)
-        out["plain_solves_per_s"] = float(np.median(rates))
+        out["plain_solves_per_s"], res_plain = _path_rate(ps_plain, poses, st1, repeats)
         out["plain_iters"] = float(res_plain.iterations.mean())
-        out["plain_max_length_diff_m"] = 0.0
     out["solves_per_s"], out["path"] = _path_rate(ps, poses, st1, repeats)
     if plain:
         out["plain_max_length_diff_m"] = float(np.abs(res_plain.lengths - out["path"].lengths).max())
@@ -299,14 +302,10 @@ def batched(lse: dict, n: int, seed: int = 0, repeats: int = 3) -> dict:
     pts = np.stack([rng.uniform(-0.01, 0.01, n), rng.uniform(0.02, 0.12, n), rng.uniform(0.48, 0.58, n)], 1)
     poses = np.array([_pose(p) for p in pts])
     ps = lse["ps"]
-    ps.solve_batch(poses, lse["start"])     # compile (or load) and an untimed warm-up pass (see _path_rate)
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = ps.solve_batch(poses, lse["start"])
-        times.append(time.perf_counter() - t)
-    return {"batched_solves_per_s": n / float(np.median(times)), "batched_converged": int(out.converged.sum()),
-            "batched_poses": n, "batched_mean_newton_iters": float(out.iterations.mean())}
+    ps.solve_batch(poses, lse["start"])     # compile (or load) and an untimed warm-up pass (see _rate)
+    rate, out = _rate(lambda: ps.solve_batch(poses, lse["start"]), n, repeats)
+    return {"batched_solves_per_s": rate, "batched_converged": int(out.converged.sum()), "batched_poses": n,
+            "batched_mean_newton_iters": float(out.iterations.mean())}
 
 
 def rate_child(elements: int, repeats: int, tol: float, batch: int, out: Path) -> None:

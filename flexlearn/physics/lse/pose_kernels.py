@@ -453,14 +453,12 @@ def _solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predict
         t_new = min(1.0, t + dt)
         g_i = g_to if t_new == 1.0 else _mm(g_from, _exp(dz * t_new))
         predicted, extrapolated = False, predictor and _extrapolate(base, g_i, tip_local, opts[11], wk)
-        if extrapolated:
-            flags[0] = 0    # a fresh tangent there: one Newton step to round-off keeps the history clean
-        elif predictor:
+        if predictor and not extrapolated:
             _ensure_sens(wk, twist_free)
             if flags[1] == 1:
                 predicted = _predict(base, g_prev, g_i, tip_local, kd, xi0, w_body, max_rot, wk)
-                if predicted:
-                    flags[0] = 0
+        if extrapolated or predicted:
+            flags[0] = 0    # a warm start begins with a fresh tangent (docstring)
         if not predicted:
             acc[0][:] = 0.0
             acc[1][:] = 0.0
