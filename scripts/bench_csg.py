@@ -15,8 +15,11 @@ p_E = (0, 0, 0.4), then (0, 0.02, 0.48), then the reference's path (±1 mm in y 
 plain Newton (``chord_keep=0``, 3-point tangents: a fresh factorisation every step) as the same-run baseline
 of the solver options (``--no-plain`` skips it). Batched: 1,000
 independent poses (random in the path's box, fixed seed; median of 3 passes) by :meth:`PoseStatics.solve_batch` (nearest-neighbour
-chain from the start solution), one core. Shooting baseline: :func:`shoot_pose` on the first ``--shooting``
-path poses (warm-started).
+chain from the start solution), one core; the same poses solved by the reference (variant 5's solver, each
+warm-started from the previous solution as in its own loop) in their given order and in our chain's order, with
+its rate, failures and how many of its solutions are ours (``cpp_batch_*``: the shooting problem has several
+equilibria here, and from a far warm start it finds others). Shooting baseline: :func:`shoot_pose` on the first
+``--shooting`` path poses (warm-started).
 
     OMP_NUM_THREADS=1 python scripts/bench_csg.py --anchor ../shared/anchors/till_csg_ik_speedup
 
@@ -75,6 +78,41 @@ DUMP_FN = """static void dump_solution(const Vector3d& p, const VectorXd& y){
 }
 int main(int, char**){"""
 SOLVE = "guess = solveLevenbergMarquardt<shootingFunction, jacobianFunction>(guess, 1e-6, 500, 1e-4, 0.5);"
+# variant 5's timed loop, made to solve the platform positions listed in argv[1] (x y z per line) in that order,
+# each warm-started from the previous solution as the reference's own loop does (its first residual reuses the
+# previous solve's integration); a solve that exceeds the iteration limit is counted and the next one starts
+# from the last solution; argv[2] == "dump" prints, after the timing, each pose's failure flag, position and solution
+BATCH_LOOP = """    std::vector<Vector3d> targets;
+    { std::ifstream in(argv[1]); double x, y_, z; while(in >> x >> y_ >> z) targets.push_back(Vector3d(x, y_, z)); }
+    const int M = int(targets.size());
+    MatrixXd sols(36, M);
+    std::vector<int> failed(M, 0);
+    int failures = 0;
+    bool fresh = false;
+    std::clock_t start = std::clock();
+    for(int i = 0; i < M; i++){
+        integrate = fresh;
+        fresh = false;
+        pE = targets[i];
+        try{
+            """ + SOLVE + """
+        }catch(...){
+            failures++;
+            failed[i] = 1;
+            fresh = true;
+        }
+        sols.col(i) = guess;
+    }
+    double duration = ( std::clock() - start ) / double(CLOCKS_PER_SEC);
+    std::printf("Solution rate: %.17gHz\\nFailures: %d\\n", M/duration, failures);
+    if(argc > 2) for(int i = 0; i < M; i++){
+        std::printf("SOL %d %.17g %.17g %.17g", failed[i], targets[i](0), targets[i](1), targets[i](2));
+        for(int k = 0; k < 36; k++) std::printf(" %.17g", sols(k, i));
+        std::printf("\\n");
+    }
+    return 0;
+}
+"""
 
 
 def _compile(src: Path, out: Path, inc: list[Path]) -> str:
@@ -115,7 +153,13 @@ def build_cpp(anchor: Path, work: Path, rates_too: bool = True) -> dict:
         sols = [np.array([float(x) for x in line.split()[1:]]) for line in out.splitlines() if line.startswith("SOL")]
     else:
         errors["dump"] = err
-    return {"exes": exes, "errors": errors, "solutions": sols}
+    head, loop = src.split("//Benchmark speed test")
+    batch = "#include <fstream>\n#include <vector>\n" + head.replace("int main(int, char**){", "int main(int argc, char** argv){")
+    (work / "batch.cpp").write_text(batch + BATCH_LOOP)
+    err = _compile(work / "batch.cpp", work / "batch", inc)
+    if err:
+        errors["batch"] = err
+    return {"exes": exes, "errors": errors, "solutions": sols, "batch_exe": None if err else work / "batch"}
 
 
 def cpp_rates(exes: dict) -> dict:
@@ -126,6 +170,25 @@ def cpp_rates(exes: dict) -> dict:
         m = re.search(r"Solution rate:\s*([0-9.eE+-]+)", out)
         rates[name] = float(m.group(1)) if m else None
     return rates
+
+
+def cpp_batch(exe: Path, points: np.ndarray, work: Path, dump: bool = False) -> dict:
+    """The reference (variant 5's solver) on the platform positions ``points`` (P, 3), in the given order, each
+    warm-started from the previous solution: its solves/s, failures (iteration limit) and, with ``dump``, the
+    per-pose failure flags (P,) and solutions (P, 36: base forces and moments, then the six lengths)."""
+    listing = work / "batch_points.txt"
+    np.savetxt(listing, points, fmt="%.17g")
+    out = subprocess.run([str(exe), str(listing)] + (["dump"] if dump else []), capture_output=True, text=True,
+                         timeout=1200, check=False).stdout
+    rate = re.search(r"Solution rate:\s*([0-9.eE+-]+)", out)
+    fails = re.search(r"Failures:\s*(\d+)", out)
+    res: dict = {"solves_per_s": float(rate.group(1)) if rate else None,
+                 "failures": int(fails.group(1)) if fails else None}
+    if dump:
+        rows = [line.split() for line in out.splitlines() if line.startswith("SOL")]
+        res["failed"] = np.array([row[1] == "1" for row in rows], dtype=bool)
+        res["solutions"] = np.array([[float(x) for x in row[5:]] for row in rows])
+    return res
 
 
 def rounds_vs_cpp(lse: dict, exes: dict, rounds: int, repeats: int) -> dict:
@@ -294,9 +357,12 @@ def shooting(lse: dict, count: int, sols: list) -> dict:
     return out
 
 
-def batched(lse: dict, n: int, seed: int = 0, repeats: int = 3) -> dict:
+def batched(lse: dict, n: int, seed: int = 0, repeats: int = 3, cpp_exe: Path | None = None,
+            work: Path | None = None) -> dict:
     """``n`` random poses in the path's box solved by :meth:`PoseStatics.solve_batch`; the rate is the median of
-    ``repeats`` passes (one pass is ≈ 1 s, so a burst of load would decide a single one)."""
+    ``repeats`` passes (one pass is ≈ 1 s, so a burst of load would decide a single one). With ``cpp_exe`` (the
+    reference's batch build, :func:`build_cpp`) also the reference on the same poses (:func:`batched_vs_cpp`;
+    its files in ``work``)."""
     rng = np.random.default_rng(seed)
     # the reference path's neighbourhood: y, z from its range (0.02 … 0.12, 0.48 … 0.58 m), x within ±1 cm
     pts = np.stack([rng.uniform(-0.01, 0.01, n), rng.uniform(0.02, 0.12, n), rng.uniform(0.48, 0.58, n)], 1)
@@ -304,8 +370,37 @@ def batched(lse: dict, n: int, seed: int = 0, repeats: int = 3) -> dict:
     ps = lse["ps"]
     ps.solve_batch(poses, lse["start"])     # compile (or load) and an untimed warm-up pass (see _rate)
     rate, out = _rate(lambda: ps.solve_batch(poses, lse["start"]), n, repeats)
-    return {"batched_solves_per_s": rate, "batched_converged": int(out.converged.sum()), "batched_poses": n,
-            "batched_mean_newton_iters": float(out.iterations.mean())}
+    res = {"batched_solves_per_s": rate, "batched_converged": int(out.converged.sum()), "batched_poses": n,
+           "batched_mean_newton_iters": float(out.iterations.mean())}
+    if cpp_exe is not None and work is not None:
+        res.update(batched_vs_cpp(cpp_exe, pts, out, rate, lse["start"].g_ee[:3, 3], work))
+    return res
+
+
+def batched_vs_cpp(exe: Path, pts: np.ndarray, ours, rate: float, start: np.ndarray, work: Path) -> dict:
+    """The reference on the batch's poses (:func:`cpp_batch`), in their given (random) order and in the
+    nearest-neighbour order our batch solver visits them (``ours``: our :class:`BatchResult`, ``rate`` its
+    solves/s, ``start`` the chain's start position): its rate, our rate over it, its failures, and of the poses
+    where both converged, how many it solved to our equilibrium (all six lengths within 0.1 mm) and how many to
+    another one (a length more than 1 mm off: the shooting problem has several solutions here, e.g. with one rod
+    buckled), and the median length difference [m]."""
+    from flexlearn.physics.lse.pose_statics import nearest_neighbour_order
+
+    res: dict = {}
+    for name, order in (("given_order", np.arange(len(pts))), ("chain", nearest_neighbour_order(pts, start))):
+        ref = cpp_batch(exe, pts[order], work, dump=True)
+        key = f"cpp_batch_{name}"
+        res[f"{key}_solves_per_s"] = ref["solves_per_s"]
+        if ref["solves_per_s"]:
+            res[f"batched_vs_{key}"] = rate / ref["solves_per_s"]
+        res[f"{key}_failures"] = ref["failures"]
+        both = ~ref["failed"] & ours.converged[order]
+        diff = np.abs(ours.lengths[order] - ref["solutions"][:, 30:]).max(1)
+        res[f"{key}_same_equilibrium"] = int((both & (diff <= 1e-4)).sum())
+        res[f"{key}_other_equilibrium"] = int((both & (diff > 1e-3)).sum())
+        if both.any():
+            res[f"{key}_median_length_diff_m"] = float(np.median(diff[both]))
+    return res
 
 
 def rate_child(elements: int, repeats: int, tol: float, batch: int, out: Path) -> None:
@@ -379,7 +474,7 @@ def main(argv=None) -> int:
         return 0
     out: dict = {"elements": a.elements, "tol": a.tol}
     with tempfile.TemporaryDirectory(prefix="bench_csg_") as tmp:
-        cpp = {"skipped": "--no-cpp"} if a.no_cpp else build_cpp(a.anchor.resolve(), Path(tmp), not a.shapes_only)
+        cpp: dict = {"skipped": "--no-cpp"} if a.no_cpp else build_cpp(a.anchor.resolve(), Path(tmp), not a.shapes_only)
         lse = lse_run(a.elements, a.repeats, a.tol, plain=not a.no_plain)
         out["lse_solves_per_s"] = lse["solves_per_s"]
         out["lse_first_call_s"] = lse["first_call_s"]
@@ -398,12 +493,12 @@ def main(argv=None) -> int:
             if cpp["exes"]:
                 out.update(rounds_vs_cpp(lse, cpp["exes"], a.rounds, a.repeats))
             out.update(compare(lse, cpp["solutions"], a.elements))
-    if a.shooting > 0:
-        out.update(shooting(lse, a.shooting, [] if "skipped" in cpp else cpp["solutions"]))
-    if a.batch > 0:
-        out.update(batched(lse, a.batch))
-        if "cpp_solves_per_s" in out:
-            out["batched_vs_cpp"] = out["batched_solves_per_s"] / out["cpp_solves_per_s"]
+        if a.shooting > 0:
+            out.update(shooting(lse, a.shooting, [] if "skipped" in cpp else cpp["solutions"]))
+        if a.batch > 0:
+            out.update(batched(lse, a.batch, cpp_exe=cpp.get("batch_exe"), work=Path(tmp)))
+            if "cpp_solves_per_s" in out:
+                out["batched_vs_cpp"] = out["batched_solves_per_s"] / out["cpp_solves_per_s"]
     if a.baseline is not None:
         out["baseline"] = baseline(a.baseline, a.elements, a.repeats, a.tol, a.batch, a.baseline_rounds)
     print(json.dumps(out, indent=2))

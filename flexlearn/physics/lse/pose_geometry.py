@@ -206,15 +206,19 @@ def retract_strain_into(base, state, dy, dpsi, dl, alpha, col, tip_old, tip_new,
                 be[k, e, i] = beta[k, e, i] + alpha * dy[k, 6 * (n - 1) + 6 * e + i, col]
         ps[k] = psi[k] + alpha * dpsi[k, col]
         ln[k] = lengths[k] + alpha * dl[k, col]
-    rebuild_nodes_into(base, omega, tip_new, out[0], scratch)
+    rebuild_nodes_into(base, omega, tip_new, out[0], scratch, ln)
 
 
 @njit(cache=True)
-def rebuild_nodes_into(base, omega, tip, gi, scratch):
+def rebuild_nodes_into(base, omega, tip, gi, scratch, lengths):
     """Interior nodes (R, N-1, 4, 4) into ``gi`` from the element relative poses ``omega`` (R, N, 6):
     ``g_j = g_{j-1} exp(Ω_j^)`` from the base, then the closure mismatch to the tip poses ``tip`` (R, 4, 4)
     spread along the rod as the fraction j/N of the rigid correction: rotations ``exp(j/N δφ) = exp(δφ/N)^j``
-    (one exponential per rod), ``δφ = log(R_tip R_Nᵀ)``, translations ``j/N δp``. scratch (5, 6): rows 2, 3."""
+    (one exponential per rod), ``δφ = log(R_tip R_Nᵀ)``, translations ``j/N δp``. The translations stretch
+    element j by ``t_j·δp/N`` (t_j its axis), which EA turns into a force residual far above the tolerance
+    even for δp ≈ 1e-8 m (the closure of a step is O(|δζ|²)); the rod lengths ``lengths`` (R,), unknowns of
+    the inverse problem, absorb the mean: ``L += Σ_j t_j·δp / N`` (t_j the mean of the element's end-node
+    axes), so only the spread of t_j along the rod is left to Newton. scratch (5, 6): rows 2, 3."""
     r, n = omega.shape[0], omega.shape[1]
     om, co = scratch[2], scratch[3]
     step, g, g_next, turn = np.empty((4, 4)), np.empty((4, 4)), np.empty((4, 4)), np.empty((3, 3))
@@ -260,6 +264,13 @@ def rebuild_nodes_into(base, omega, tip, gi, scratch):
                     node[i, q] = turn[i, 0] * c0 + turn[i, 1] * c1 + turn[i, 2] * c2
             for i in range(3):
                 node[i, 3] += frac * (tip[k, i, 3] - g[i, 3])
+        stretch = 0.0       # Σ_j t_j·δp with t_j = (z_{j-1} + z_j)/2: ends once, interior nodes twice
+        for i in range(3):
+            axes = 0.5 * (base[k, i, 2] + tip[k, i, 2])
+            for j in range(1, n):
+                axes += gi[k, j - 1, i, 2]
+            stretch += axes * (tip[k, i, 3] - g[i, 3])
+        lengths[k] += stretch / n
 
 
 @njit(cache=True)

@@ -70,7 +70,7 @@ class BatchResult:
     iterations: np.ndarray   # (P,)
 
 
-def _nearest_neighbour_order(points: np.ndarray, start: np.ndarray) -> np.ndarray:
+def nearest_neighbour_order(points: np.ndarray, start: np.ndarray) -> np.ndarray:
     """Greedy nearest-neighbour visiting order (P,) of ``points`` (P, 3) from ``start`` (3,)."""
     left = np.ones(points.shape[0], dtype=bool)
     order = np.empty(points.shape[0], dtype=np.int64)
@@ -190,7 +190,7 @@ class PoseStatics:
             st, ln, ps, its = self._pk.pose_batch(self.base, pz, self.tip_local, self.kd, self.xi0, self.w_body,
                                                   ref.g_ee, _state(ref), tuple(ref.sens), self._opts())
             return BatchResult(st.astype(bool), ln, ps, its)
-        order = _nearest_neighbour_order(pz[:, :3, 3], ref.g_ee[:3, 3])
+        order = nearest_neighbour_order(pz[:, :3, 3], ref.g_ee[:3, 3])
         npose, r = pz.shape[0], self.base.shape[0]
         ok = np.zeros(npose, dtype=bool)
         lengths, psi = np.zeros((npose, r)), np.zeros((npose, r))
