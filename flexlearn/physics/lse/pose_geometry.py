@@ -1,6 +1,7 @@
 """Pose helpers of the inverse pose statics (numba, no allocation where marked): SE(3) exponential and
 logarithm, pose products, the tip poses ``g_ee g^loc_k exp(ψ_k ê₃)`` and their wrench transforms, the strain
-retraction of a Newton correction, the nodes rebuilt from element strains, the weights of the polynomial
+retraction of a Newton correction, the nodes rebuilt from element strains and closed onto the tips by the
+element rotations and rod lengths (stretch and shear held), the weights of the polynomial
 extrapolation along a straight platform path, and the cold start (clamped–clamped Hermite rods). See
 :mod:`flexlearn.physics.lse.pose_kernels`. SI units.
 """
@@ -13,6 +14,7 @@ import numpy as np
 from flexlearn.physics.lse.compiled import (
     _coefficients_into,
     _exp_into,
+    _inv6_into,
     _mm,
     njit,
     njit_leaf,
@@ -28,6 +30,8 @@ __all__ = ["EXTRAP_REACH", "LINE_TOL", "NODE_GAP", "cold_state", "copy_state", "
 LINE_TOL = 1e-6       # relative distance from the line below which stored platform poses count as on it
 EXTRAP_REACH = 2.0    # extrapolation at most this many times the nearest stored distance from the latest pose
 NODE_GAP = 0.25       # stored poses closer than this fraction of the move to a later one are not used
+CLOSURE_TOL = 1e-13   # chain-to-tip mismatch (rad, and m per m of rod) below which the nodes are closed rigidly
+CLOSURE_PASSES = 3    # closures by strain per rebuild (each leaves ≈ |Ω_rot|³/15 of the mismatch: J_r's series cut)
 
 
 @njit_leaf
@@ -209,33 +213,177 @@ def retract_strain_into(base, state, dy, dpsi, dl, alpha, col, tip_old, tip_new,
     rebuild_nodes_into(base, omega, tip_new, out[0], scratch, ln)
 
 
+@njit_leaf
+def _chain_into(base_k, omega_k, gi_k, g, step, g_next, co):
+    """``g_j = g_{j-1} exp(Ω_j^)`` from ``base_k`` (4, 4) over the element twists ``omega_k`` (N, 6): interior nodes
+    into ``gi_k`` (N-1, 4, 4), the end into ``g``. step, g_next (4, 4), co (6,): scratch. No allocation."""
+    n = omega_k.shape[0]
+    for i in range(4):
+        for j in range(4):
+            g[i, j] = base_k[i, j]
+    for e in range(n):
+        _exp_into(omega_k[e], step, co)
+        pose_mul_into(g, step, g_next)
+        for i in range(3):
+            for j in range(4):
+                g[i, j] = g_next[i, j]
+        if e < n - 1:
+            for i in range(4):
+                for j in range(4):
+                    gi_k[e, i, j] = g[i, j]
+
+
+@njit_leaf
+def _mul3(a, b, out, sign, add):
+    """out (=|+=) sign · a @ b for (3, 3) arrays (``out`` must not alias them). No allocation."""
+    for i in range(3):
+        for j in range(3):
+            acc = sign * (a[i, 0] * b[0, j] + a[i, 1] * b[1, j] + a[i, 2] * b[2, j])
+            out[i, j] = out[i, j] + acc if add else acc
+
+
+@njit_leaf
+def _hat3_into(v0, v1, v2, out):
+    out[0, 0], out[0, 1], out[0, 2] = 0.0, -v2, v1
+    out[1, 0], out[1, 1], out[1, 2] = v2, 0.0, -v0
+    out[2, 0], out[2, 1], out[2, 2] = -v1, v0, 0.0
+
+
+@njit_leaf
+def _jr_blocks_into(omega_e, m):
+    """Right Jacobian of the SE(3) exponential at Ω = [w; u], ``J_r = I − ad/2 + ad²/6 − ad³/24`` (the rest is
+    O(|w|³|Ω|)), ad = [[ŵ, 0], [û, ŵ]]: its diagonal block T into m[2] and lower-left block B into m[3];
+    m (8, 3, 3) rows 0, 1, 4 … 7 scratch (ŵ, û, powers and products). No allocation."""
+    w, u, t, b, w2, uw, wu, x = m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
+    _hat3_into(omega_e[0], omega_e[1], omega_e[2], w)
+    _hat3_into(omega_e[3], omega_e[4], omega_e[5], u)
+    _mul3(w, w, w2, 1.0, False)
+    _mul3(w2, w, x, 1.0, False)                     # ŵ³
+    for i in range(3):
+        for j in range(3):
+            t[i, j] = (1.0 if i == j else 0.0) - 0.5 * w[i, j] + w2[i, j] / 6.0 - x[i, j] / 24.0
+    _mul3(u, w, uw, 1.0, False)
+    _mul3(w, u, wu, 1.0, False)
+    for i in range(3):
+        for j in range(3):
+            b[i, j] = -0.5 * u[i, j] + (uw[i, j] + wu[i, j]) / 6.0
+    _mul3(uw, w, b, -1.0 / 24.0, True)              # − (û ŵ² + ŵ û ŵ + ŵ² û) / 24
+    _mul3(w, uw, b, -1.0 / 24.0, True)
+    _mul3(w, wu, b, -1.0 / 24.0, True)
+
+
+@njit_leaf
+def _closure_by_strain(omega_k, gi_k, g_end, tip_k, length, blocks, a, ainv, rel, xi, co, m):
+    """Close the chain onto its tip by its soft unknowns: the least change of the element rotations ``δφ_j`` and
+    of the rod length (``δL`` weighted as a rotation of δL/h), the element stretch and shear ν_j = Ω_j,trans / h
+    held, such that the end moves by ``ξ = log(g_N⁻¹ tip)``: linearised, ``Σ_j Ad_{g_N⁻¹ g_j} J_r(Ω_j) δΩ_j = ξ``
+    with ``δΩ_j = [δφ_j; δL/L Ω_j,trans]`` (:func:`_jr_blocks_into`), solved as ``δφ_j = M_jᵀ λ``,
+    ``δL = h² cᵀ λ``, ``(Σ M_j M_jᵀ + h² c cᵀ) λ = ξ``. ``omega_k`` is updated in place; returns (True, δL), or
+    (False, 0) with ``omega_k`` unchanged when the mismatch is below CLOSURE_TOL (rotation-matrix entries,
+    translation / L). blocks (N + 1, 6, 4), a, ainv (6, 6), rel (4, 4), xi, co (6,), m (8, 3, 3): scratch.
+    No allocation."""
+    n = omega_k.shape[0]
+    _rel_pose_into(g_end, tip_k, rel)
+    big = 0.0
+    for i in range(3):
+        big = max(big, abs(tip_k[i, 3] - g_end[i, 3]) / length)
+        for j in range(3):
+            big = max(big, abs(rel[i, j] - (1.0 if i == j else 0.0)))
+    if big <= CLOSURE_TOL:
+        return False, 0.0
+    h2 = (length / n) ** 2
+    rx, t, bl = m[0], m[2], m[3]
+    for i in range(6):
+        for j in range(6):
+            a[i, j] = 0.0
+    for e in range(n):
+        node = gi_k[e] if e < n - 1 else g_end
+        _jr_blocks_into(omega_k[e], m)              # T, B into m[2], m[3]; m[0], m[1] free again
+        for i in range(3):                          # X = g_N⁻¹ g_j: R_x into m[0], p_x into xi[:3]
+            for j in range(3):
+                rx[i, j] = g_end[0, i] * node[0, j] + g_end[1, i] * node[1, j] + g_end[2, i] * node[2, j]
+            xi[i] = (g_end[0, i] * (node[0, 3] - g_end[0, 3]) + g_end[1, i] * (node[1, 3] - g_end[1, 3])
+                     + g_end[2, i] * (node[2, 3] - g_end[2, 3]))
+        for i in range(3):
+            for c in range(3):                      # M_j = [R_x T; p̂_x R_x T + R_x B]
+                top, bot = 0.0, 0.0
+                for q in range(3):
+                    top += rx[i, q] * t[q, c]
+                    bot += rx[i, q] * bl[q, c]
+                blocks[e, i, c], blocks[e, 3 + i, c] = top, bot
+            blocks[e, i, 3] = 0.0                   # length column [0; R_x T u / L]
+        for q in range(3):
+            xi[3 + q] = (t[q, 0] * omega_k[e, 3] + t[q, 1] * omega_k[e, 4] + t[q, 2] * omega_k[e, 5]) / length
+        for i in range(3):
+            blocks[e, 3 + i, 3] = rx[i, 0] * xi[3] + rx[i, 1] * xi[4] + rx[i, 2] * xi[5]
+        for c in range(3):
+            t0, t1, t2 = blocks[e, 0, c], blocks[e, 1, c], blocks[e, 2, c]
+            blocks[e, 3, c] += xi[1] * t2 - xi[2] * t1
+            blocks[e, 4, c] += xi[2] * t0 - xi[0] * t2
+            blocks[e, 5, c] += xi[0] * t1 - xi[1] * t0
+        for i in range(6):
+            for j in range(i, 6):
+                a[i, j] += blocks[e, i, 0] * blocks[e, j, 0] + blocks[e, i, 1] * blocks[e, j, 1] \
+                    + blocks[e, i, 2] * blocks[e, j, 2]
+    col = blocks[n, :, 0]       # c = Σ_j (length columns)
+    for i in range(6):
+        acc = 0.0
+        for e in range(n):
+            acc += blocks[e, i, 3]
+        col[i] = acc
+    for i in range(6):
+        for j in range(i, 6):
+            a[i, j] += h2 * col[i] * col[j]
+            a[j, i] = a[i, j]
+    _inv6_into(a, ainv)
+    _log_se3_into(rel, xi, co)
+    lam = co           # λ = A⁻¹ ξ into co (the log's coefficients are no longer needed)
+    for i in range(6):
+        acc = 0.0
+        for j in range(6):
+            acc += ainv[i, j] * xi[j]
+        lam[i] = acc
+    dl = 0.0
+    for j in range(6):
+        dl += h2 * col[j] * lam[j]
+    for e in range(n):
+        for c in range(3):
+            acc = 0.0
+            for j in range(6):
+                acc += blocks[e, j, c] * lam[j]
+            omega_k[e, c] += acc
+        for i in range(3):
+            omega_k[e, 3 + i] *= 1.0 + dl / length
+    return True, dl
+
+
 @njit(cache=True)
 def rebuild_nodes_into(base, omega, tip, gi, scratch, lengths):
-    """Interior nodes (R, N-1, 4, 4) into ``gi`` from the element relative poses ``omega`` (R, N, 6):
-    ``g_j = g_{j-1} exp(Ω_j^)`` from the base, then the closure mismatch to the tip poses ``tip`` (R, 4, 4)
-    spread along the rod as the fraction j/N of the rigid correction: rotations ``exp(j/N δφ) = exp(δφ/N)^j``
-    (one exponential per rod), ``δφ = log(R_tip R_Nᵀ)``, translations ``j/N δp``. The translations stretch
-    element j by ``t_j·δp/N`` (t_j its axis), which EA turns into a force residual far above the tolerance
-    even for δp ≈ 1e-8 m (the closure of a step is O(|δζ|²)); the rod lengths ``lengths`` (R,), unknowns of
-    the inverse problem, absorb the mean: ``L += Σ_j t_j·δp / N`` (t_j the mean of the element's end-node
-    axes), so only the spread of t_j along the rod is left to Newton. scratch (5, 6): rows 2, 3."""
+    """Interior nodes (R, N-1, 4, 4) into ``gi`` from the element relative poses ``omega`` (R, N, 6), closed onto
+    the tip poses ``tip`` (R, 4, 4), with the rod lengths ``lengths`` (R,) (unknowns of the inverse problem)
+    updated. The chain ``g_j = g_{j-1} exp(Ω_j^)`` from the base misses its tip by O(|δζ|²) after a linearised
+    step; spread as a rigid correction (below) that mismatch stretches and shears the elements, which EA turns
+    into force residuals far above the tolerance even at 1e-8 m. So first :func:`_closure_by_strain` takes it up
+    by the element rotations and the length, with every element's stretch and shear held (``omega`` updated
+    in place), and the chain is rebuilt, up to CLOSURE_PASSES times while the mismatch is above CLOSURE_TOL
+    (each pass leaves ≈ |Ω_rot|³/15 of it, from the cut series of J_r). What remains is spread as the fraction j/N of the rigid
+    correction: rotations ``exp(j/N δφ) = exp(δφ/N)^j`` (one exponential per rod), ``δφ = log(R_tip R_Nᵀ)``,
+    translations ``j/N δp``, with the lengths taking its mean stretch ``L += Σ_j t_j·δp / N`` (t_j the mean of
+    the element's end-node axes). scratch (5, 6): rows 2, 3."""
     r, n = omega.shape[0], omega.shape[1]
     om, co = scratch[2], scratch[3]
     step, g, g_next, turn = np.empty((4, 4)), np.empty((4, 4)), np.empty((4, 4)), np.empty((3, 3))
+    blocks, a, ainv, xi = np.empty((n + 1, 6, 4)), np.empty((6, 6)), np.empty((6, 6)), np.empty(6)
+    mats = np.empty((8, 3, 3))
     for k in range(r):
-        for i in range(4):
-            for j in range(4):
-                g[i, j] = base[k, i, j]
-        for e in range(n):
-            _exp_into(omega[k, e], step, co)
-            pose_mul_into(g, step, g_next)
-            for i in range(3):
-                for j in range(4):
-                    g[i, j] = g_next[i, j]
-            if e < n - 1:
-                for i in range(4):
-                    for j in range(4):
-                        gi[k, e, i, j] = g[i, j]
+        _chain_into(base[k], omega[k], gi[k], g, step, g_next, co)
+        for _ in range(CLOSURE_PASSES):
+            applied, dl = _closure_by_strain(omega[k], gi[k], g, tip[k], lengths[k], blocks, a, ainv, step, xi, co,
+                                             mats)
+            if not applied:
+                break
+            lengths[k] += dl
+            _chain_into(base[k], omega[k], gi[k], g, step, g_next, co)
         for i in range(3):          # g_next ← (R_tip R_Nᵀ, 0): the closure rotation
             for j in range(3):
                 g_next[i, j] = tip[k, i, 0] * g[j, 0] + tip[k, i, 1] * g[j, 1] + tip[k, i, 2] * g[j, 2]
