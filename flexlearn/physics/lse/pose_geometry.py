@@ -280,9 +280,11 @@ def _closure_by_strain(omega_k, gi_k, g_end, tip_k, length, blocks, a, ainv, rel
     with ``δΩ_j = [δφ_j; δL/L Ω_j,trans]`` (:func:`_jr_blocks_into`), solved as ``δφ_j = M_jᵀ λ``,
     ``δL = h² cᵀ λ``, ``(Σ M_j M_jᵀ + h² c cᵀ) λ = ξ``. ``omega_k`` is updated in place; returns (True, δL), or
     (False, 0) with ``omega_k`` unchanged when the mismatch is below CLOSURE_TOL (rotation-matrix entries,
-    translation / L). blocks (N + 1, 6, 4), a, ainv (6, 6), rel (4, 4), xi, co (6,), m (8, 3, 3): scratch.
-    No allocation."""
+    translation / L), with a single element, or when the system is singular. blocks (N + 1, 6, 4), a, ainv (6, 6),
+    rel (4, 4), xi, co (6,), m (8, 3, 3): scratch. No allocation."""
     n = omega_k.shape[0]
+    if 3 * n + 1 < 6:           # one element: 4 unknowns cannot close 6 constraints (spread rigidly instead)
+        return False, 0.0
     _rel_pose_into(g_end, tip_k, rel)
     big = 0.0
     for i in range(3):
@@ -336,6 +338,8 @@ def _closure_by_strain(omega_k, gi_k, g_end, tip_k, length, blocks, a, ainv, rel
             a[i, j] += h2 * col[i] * col[j]
             a[j, i] = a[i, j]
     _inv6_into(a, ainv)
+    if not ainv[0, 0] == ainv[0, 0]:       # singular (NaN from _inv6_into): leave it to the rigid spread
+        return False, 0.0
     _log_se3_into(rel, xi, co)
     lam = co           # λ = A⁻¹ ξ into co (the log's coefficients are no longer needed)
     for i in range(6):

@@ -385,6 +385,18 @@ def test_node_rebuild_closes_on_the_tip_without_stretching_or_shearing_the_rod()
         assert miss > 1e-6 and change < 1e-6 * miss / length, (misses, changes)
 
 
+def test_one_element_per_rod_still_solves():
+    """With one element per rod the chain has 4 soft unknowns for 6 closure constraints: the node rebuild skips
+    its closure by strain (its singular system gave NaN and a ZeroDivisionError) and the solver still finds
+    equilibria."""
+    ps = CPRModel.from_config(_cfg(1)).pose_statics()
+    st = ps.solve(_pose([0, 0, 0.4]))
+    poses = np.array([_pose([0, 0.002 * i, 0.4 + 0.002 * i]) for i in range(1, 4)])
+    path = ps.solve_path(poses, st)
+    assert np.isfinite(path.lengths).all() and np.isfinite(path.beta).all()
+    assert np.isfinite(ps.solve(poses[-1], st).lengths).all()     # (a one-element rod has several equilibria here)
+
+
 def test_node_rebuild_keeps_the_stretch_of_a_straight_rod_whose_tip_moved_along_it():
     """A straight rod of N elements (stretch 1.001) whose tip target lies 1e-6 m further along its axis: the
     length takes it up (δL = 1e-6 / 1.001), so every element's stretch (node spacing over L/N) is unchanged; a
