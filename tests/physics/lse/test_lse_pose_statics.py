@@ -175,6 +175,29 @@ def test_csg_shapes_agree_with_the_cpp_reference(tmp_path):
     np.testing.assert_array_equal(same["solutions"], np.array(cpp["solutions"])[2:, 3:])
 
 
+def test_bench_reads_the_reference_batch_output_and_refuses_a_short_one(tmp_path):
+    """scripts/bench_csg.py's reader of the reference's batch build (a stand-in executable here): per-pose failure
+    flags and solutions when every pose is printed; an error naming the count, not a crash, when some are not."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[3]
+    spec = importlib.util.spec_from_file_location("bench_csg", root / "scripts" / "bench_csg.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    sol = " ".join(["0.5"] * 36)
+    for name, lines in (("full", 3), ("short", 2)):
+        exe = tmp_path / name
+        body = "".join(f'echo "SOL {i % 2} 0 0 0.4 {sol}"\n' for i in range(lines))
+        exe.write_text(f'#!/bin/sh\necho "Solution rate: 1234.5Hz"\necho "Failures: 1"\n{body}')
+        exe.chmod(0o755)
+        res = bench.cpp_batch(exe, np.zeros((3, 3)), tmp_path, dump=True)
+        assert res["solves_per_s"] == 1234.5 and res["failures"] == 1
+        if name == "full":
+            assert res["failed"].tolist() == [False, True, False] and res["solutions"].shape == (3, 36)
+        else:
+            assert res["error"] == "printed 2 solutions for 3 poses" and "solutions" not in res
+
+
 def test_kept_factorisations_give_the_plain_newton_equilibria(csg_start):
     """Chord steps (a factorisation kept across steps and poses) and 2-point tangent quadrature change the path
     to the solution, not the solution: the same lengths and shapes as plain Newton with 3-point tangents."""
