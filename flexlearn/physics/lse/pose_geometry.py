@@ -179,9 +179,10 @@ def retract_strain_into(base, state, dy, dpsi, dl, alpha, col, tip_old, tip_new,
     :func:`copy_state`): each element's relative pose changed by the linearised
     ``δΩ_j = -J_l⁻¹(Ω_j) δζ_{j-1} + J_r⁻¹(Ω_j) δζ_j`` (Ω, J_r⁻¹, J_l⁻¹ from ``parts`` of the residual at ``state``;
     δζ_N = log(tip_old⁻¹ tip_new)) into ``omega`` (R, N, 6), the nodes rebuilt from it by
-    :func:`rebuild_nodes_into` (as :meth:`CPRModel._retract` with ``retraction="strain"``): unlike ``g ⊕ αδζ``
-    node by node it does not stretch the nearly inextensible rods by O(|δζ|²)·EA. β, ψ, L are updated
-    linearly. scratch (5, 6): rows 0 … 3 used."""
+    :func:`rebuild_nodes_into` (as :meth:`CPRModel._retract` with ``retraction="strain"``, which closes the
+    chain rigidly; here the closure keeps the element stretch and shear): unlike ``g ⊕ αδζ`` node by node it does
+    not stretch the nearly inextensible rods by O(|δζ|²)·EA. β, ψ are updated linearly, L linearly plus the
+    closure's length change. scratch (5, 6): rows 0 … 3 used."""
     beta, psi, lengths = state[1], state[2], state[3]
     _gi, be, ps, ln = out
     r, n = beta.shape[0], beta.shape[1]
