@@ -81,7 +81,7 @@ SOLVE = "guess = solveLevenbergMarquardt<shootingFunction, jacobianFunction>(gue
 # variant 5's timed loop, made to solve the platform positions listed in argv[1] (x y z per line) in that order,
 # each warm-started from the previous solution as the reference's own loop does (its first residual reuses the
 # previous solve's integration); a solve that exceeds the iteration limit is counted and the next one starts
-# from the last solution; argv[2] == "dump" prints, after the timing, each pose's failure flag, position and solution
+# from the last solution; argv[2] (any) prints, after the timing, each pose's failure flag, position and solution
 BATCH_LOOP = """    std::vector<Vector3d> targets;
     { std::ifstream in(argv[1]); double x, y_, z; while(in >> x >> y_ >> z) targets.push_back(Vector3d(x, y_, z)); }
     const int M = int(targets.size());
@@ -153,7 +153,7 @@ def build_cpp(anchor: Path, work: Path, rates_too: bool = True) -> dict:
         sols = [np.array([float(x) for x in line.split()[1:]]) for line in out.splitlines() if line.startswith("SOL")]
     else:
         errors["dump"] = err
-    head, loop = src.split("//Benchmark speed test")
+    head = src.split("//Benchmark speed test")[0]
     batch = "#include <fstream>\n#include <vector>\n" + head.replace("int main(int, char**){", "int main(int argc, char** argv){")
     (work / "batch.cpp").write_text(batch + BATCH_LOOP)
     err = _compile(work / "batch.cpp", work / "batch", inc)
@@ -162,39 +162,42 @@ def build_cpp(anchor: Path, work: Path, rates_too: bool = True) -> dict:
     return {"exes": exes, "errors": errors, "solutions": sols, "batch_exe": None if err else work / "batch"}
 
 
+def _printed_rate(out: str) -> float | None:
+    """The "Solution rate" [solves/s] a reference executable printed (None when it printed none)."""
+    m = re.search(r"Solution rate:\s*([0-9.eE+-]+)", out)
+    return float(m.group(1)) if m else None
+
+
 def cpp_rates(exes: dict) -> dict:
     """One run of each compiled variant: its printed "Solution rate" [solves/s] (None when it printed none)."""
     rates = {}
     for name, exe in exes.items():
         out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600, check=False).stdout
-        m = re.search(r"Solution rate:\s*([0-9.eE+-]+)", out)
-        rates[name] = float(m.group(1)) if m else None
+        rates[name] = _printed_rate(out)
     return rates
 
 
-def cpp_batch(exe: Path, points: np.ndarray, work: Path, dump: bool = False) -> dict:
+def cpp_batch(exe: Path, points: np.ndarray, work: Path) -> dict:
     """The reference (variant 5's solver) on the platform positions ``points`` (P, 3), in the given order, each
-    warm-started from the previous solution: its solves/s, failures (iteration limit) and, with ``dump``, the
-    per-pose failure flags (P,) and solutions (P, 36: base forces and moments, then the six lengths)."""
+    warm-started from the previous solution: its solves/s, failures (iteration limit), the per-pose failure
+    flags (P,) and solutions (P, 36: base forces and moments, then the six lengths); ``error`` instead of the last
+    two when it did not finish or printed too few."""
     listing = work / "batch_points.txt"
     np.savetxt(listing, points, fmt="%.17g")
     limit = 60 + 0.2 * len(points)     # s: ≈ 13× the slowest rate seen (66/s, poses in random order)
     try:
-        out = subprocess.run([str(exe), str(listing)] + (["dump"] if dump else []), capture_output=True, text=True,
-                             timeout=limit, check=False).stdout
+        out = subprocess.run([str(exe), str(listing), "dump"], capture_output=True, text=True, timeout=limit,
+                             check=False).stdout
     except subprocess.TimeoutExpired:
         return {"solves_per_s": None, "failures": None, "error": f"not finished within {limit:.0f} s"}
-    rate = re.search(r"Solution rate:\s*([0-9.eE+-]+)", out)
     fails = re.search(r"Failures:\s*(\d+)", out)
-    res: dict = {"solves_per_s": float(rate.group(1)) if rate else None,
-                 "failures": int(fails.group(1)) if fails else None}
-    if dump:
-        rows = [line.split() for line in out.splitlines() if line.startswith("SOL")]
-        if len(rows) != len(points) or any(len(row) != 41 for row in rows):
-            res["error"] = f"printed {len(rows)} solutions for {len(points)} poses"
-            return res
-        res["failed"] = np.array([row[1] == "1" for row in rows], dtype=bool)
-        res["solutions"] = np.array([[float(x) for x in row[5:]] for row in rows])
+    res: dict = {"solves_per_s": _printed_rate(out), "failures": int(fails.group(1)) if fails else None}
+    rows = [line.split() for line in out.splitlines() if line.startswith("SOL")]
+    if len(rows) != len(points) or any(len(row) != 41 for row in rows):
+        res["error"] = f"printed {len(rows)} solutions for {len(points)} poses"
+        return res
+    res["failed"] = np.array([row[1] == "1" for row in rows], dtype=bool)
+    res["solutions"] = np.array([[float(x) for x in row[5:]] for row in rows])
     return res
 
 
@@ -395,7 +398,7 @@ def batched_vs_cpp(exe: Path, pts: np.ndarray, ours, rate: float, start: np.ndar
 
     res: dict = {}
     for name, order in (("given_order", np.arange(len(pts))), ("chain", nearest_neighbour_order(pts, start))):
-        ref = cpp_batch(exe, pts[order], work, dump=True)
+        ref = cpp_batch(exe, pts[order], work)
         key = f"cpp_batch_{name}"
         res[f"{key}_solves_per_s"] = ref["solves_per_s"]
         if ref["solves_per_s"]:

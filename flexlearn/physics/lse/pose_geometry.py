@@ -14,6 +14,8 @@ import numpy as np
 from flexlearn.physics.lse.compiled import (
     _coefficients_into,
     _exp_into,
+    _gemm,
+    _hat_into,
     _inv6_into,
     _mm,
     njit,
@@ -235,42 +237,26 @@ def _chain_into(base_k, omega_k, gi_k, g, step, g_next, co):
 
 
 @njit_leaf
-def _mul3(a, b, out, sign, add):
-    """out (=|+=) sign · a @ b for (3, 3) arrays (``out`` must not alias them). No allocation."""
-    for i in range(3):
-        for j in range(3):
-            acc = sign * (a[i, 0] * b[0, j] + a[i, 1] * b[1, j] + a[i, 2] * b[2, j])
-            out[i, j] = out[i, j] + acc if add else acc
-
-
-@njit_leaf
-def _hat3_into(v0, v1, v2, out):
-    out[0, 0], out[0, 1], out[0, 2] = 0.0, -v2, v1
-    out[1, 0], out[1, 1], out[1, 2] = v2, 0.0, -v0
-    out[2, 0], out[2, 1], out[2, 2] = -v1, v0, 0.0
-
-
-@njit_leaf
 def _jr_blocks_into(omega_e, m):
     """Right Jacobian of the SE(3) exponential at Ω = [w; u], ``J_r = I − ad/2 + ad²/6 − ad³/24`` (the rest is
     O(|w|³|Ω|)), ad = [[ŵ, 0], [û, ŵ]]: its diagonal block T into m[2] and lower-left block B into m[3];
     m (8, 3, 3) rows 0, 1, 4 … 7 scratch (ŵ, û, powers and products). No allocation."""
     w, u, t, b, w2, uw, wu, x = m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
-    _hat3_into(omega_e[0], omega_e[1], omega_e[2], w)
-    _hat3_into(omega_e[3], omega_e[4], omega_e[5], u)
-    _mul3(w, w, w2, 1.0, False)
-    _mul3(w2, w, x, 1.0, False)                     # ŵ³
+    _hat_into(omega_e[:3], w)
+    _hat_into(omega_e[3:], u)
+    _gemm(w, w, w2, 1.0, False)
+    _gemm(w2, w, x, 1.0, False)                     # ŵ³
     for i in range(3):
         for j in range(3):
             t[i, j] = (1.0 if i == j else 0.0) - 0.5 * w[i, j] + w2[i, j] / 6.0 - x[i, j] / 24.0
-    _mul3(u, w, uw, 1.0, False)
-    _mul3(w, u, wu, 1.0, False)
+    _gemm(u, w, uw, 1.0, False)
+    _gemm(w, u, wu, 1.0, False)
     for i in range(3):
         for j in range(3):
             b[i, j] = -0.5 * u[i, j] + (uw[i, j] + wu[i, j]) / 6.0
-    _mul3(uw, w, b, -1.0 / 24.0, True)              # − (û ŵ² + ŵ û ŵ + ŵ² û) / 24
-    _mul3(w, uw, b, -1.0 / 24.0, True)
-    _mul3(w, wu, b, -1.0 / 24.0, True)
+    _gemm(uw, w, b, -1.0 / 24.0, True)              # − (û ŵ² + ŵ û ŵ + ŵ² û) / 24
+    _gemm(w, uw, b, -1.0 / 24.0, True)
+    _gemm(w, wu, b, -1.0 / 24.0, True)
 
 
 @njit_leaf

@@ -170,7 +170,7 @@ def test_csg_shapes_agree_with_the_cpp_reference(tmp_path):
     out = bench.compare(lse, cpp["solutions"], 8)
     assert out["max_shape_diff_m"] <= 1e-4 and out["max_length_diff_m"] <= 1e-4, out
     # the reference's batch build (positions from a file) on the path: the same solves as its own loop
-    same = bench.cpp_batch(cpp["batch_exe"], bench.path_poses()[:, :3, 3], tmp_path, dump=True)
+    same = bench.cpp_batch(cpp["batch_exe"], bench.path_poses()[:, :3, 3], tmp_path)
     assert same["failures"] == 0 and not same["failed"].any()
     np.testing.assert_array_equal(same["solutions"], np.array(cpp["solutions"])[2:, 3:])
 
@@ -190,7 +190,7 @@ def test_bench_reads_the_reference_batch_output_and_refuses_a_short_one(tmp_path
         body = "".join(f'echo "SOL {i % 2} 0 0 0.4 {sol}"\n' for i in range(lines))
         exe.write_text(f'#!/bin/sh\necho "Solution rate: 1234.5Hz"\necho "Failures: 1"\n{body}')
         exe.chmod(0o755)
-        res = bench.cpp_batch(exe, np.zeros((3, 3)), tmp_path, dump=True)
+        res = bench.cpp_batch(exe, np.zeros((3, 3)), tmp_path)
         assert res["solves_per_s"] == 1234.5 and res["failures"] == 1
         if name == "full":
             assert res["failed"].tolist() == [False, True, False] and res["solutions"].shape == (3, 36)
