@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from flexlearn.sensing.coil import PlanarCoil
+from flexlearn.sim.direction_bound import tangent_jacobian
 from flexlearn.sim.rig import child_frame, sensor_position
 from flexlearn.sim.rig_config import RigConfig
 
@@ -33,12 +34,5 @@ def direction_sensitivity(colatitude: np.ndarray, azimuth: np.ndarray, cfg: RigC
     coil = PlanarCoil(cfg.coil)
     lam, th = np.broadcast_arrays(np.asarray(colatitude, float), np.asarray(azimuth, float))
     u = np.stack([np.sin(lam) * np.cos(th), np.sin(lam) * np.sin(th), -np.cos(lam)], axis=-1)
-    t1 = np.stack([np.cos(lam) * np.cos(th), np.cos(lam) * np.sin(th), np.sin(lam)], axis=-1)
-    t2 = np.cross(u, t1)
-    cols = []
-    for t in (t1, t2):
-        plus = u * np.cos(step) + t * np.sin(step)
-        minus = u * np.cos(step) - t * np.sin(step)
-        cols.append((unit_field_in_sensor(plus, cfg, coil) - unit_field_in_sensor(minus, cfg, coil)) / (2 * step))
-    jac = np.stack(cols, axis=-1)  # (N, 3, 2)
+    jac = tangent_jacobian(lambda x: unit_field_in_sensor(x, cfg, coil), u, step)  # (N, 3, 2)
     return np.linalg.svd(jac, compute_uv=False)
