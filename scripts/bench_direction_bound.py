@@ -2,7 +2,7 @@
 
 Simulates and processes a sweep (the main job's default: 15,000 poses, ``seed`` 0, its module), measures the field
 and label noise of its poses against the simulator's truth, and evaluates the bound of
-`flexlearn.sim.direction_bound` on its test split within the trained cap (0–29.5°): the unit field (what the
+`flexlearn.sim.direction_bound` on its test split within the trained cap (0–29.5° of true bend, `flexlearn.metrics.CAP_DEG`): the unit field (what the
 direction network sees) and the full field vector (magnitude too). With ``--ckpt`` the trained model is scored on
 the same test poses, and ``efficiency`` is its error over the bound (1.0: no estimator can do better).
 
@@ -19,8 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-CAP_DEG = 29.5
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -35,6 +33,9 @@ def main() -> None:
 
     from flexlearn.data.dataset import DirectionDataset
     from flexlearn.data.sources import DataConfig, prepare_dataset
+    import torch
+
+    from flexlearn.metrics import CAP_DEG, colatitude_deg
     from flexlearn.sim import direction_bound as db
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -47,7 +48,7 @@ def main() -> None:
     noise = db.measured_noise(ds.delta_b, truth_db, ds.n_coil_on)
     label_var = float(np.mean(np.sum((ds.label - truth_label) ** 2, axis=-1)) / 2.0)
     test = ds.split == "test"
-    cap = np.degrees(np.arccos(np.clip(-truth_u[:, 2], -1.0, 1.0))) <= CAP_DEG
+    cap = colatitude_deg(torch.as_tensor(truth_label)).numpy() <= CAP_DEG     # the metrics' band
     rows = test & cap
     field, label = db.module_field(ds.meta)
     out: dict[str, object] = {
@@ -61,8 +62,6 @@ def main() -> None:
         out[f"{key}_median_deg"] = float(np.median(e))
         out[f"{key}_p95_deg"] = float(np.percentile(e, 95))
     if args.ckpt:
-        import torch
-
         from flexlearn.metrics import angular_error_deg
         from flexlearn.tasks.checkpoints import load_direction_model
 

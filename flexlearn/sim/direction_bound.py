@@ -111,10 +111,8 @@ def error_bound(field: FieldFn, label: FieldFn, u: np.ndarray, noise_var: np.nda
     z = rng.standard_normal((u.shape[0], draws, 2))
     e_u = np.einsum("nij,ndj->ndi", np.linalg.cholesky(np.linalg.inv(fisher)), z)
     e = np.einsum("nki,ndi->ndk", k, e_u)
-    lab = label(u)
-    a = np.cross(lab, np.where(np.abs(lab[:, :1]) < 0.9, [[1.0, 0, 0]], [[0, 1.0, 0]]))
-    a /= np.linalg.norm(a, axis=-1, keepdims=True)
-    basis = np.stack([a, np.cross(lab, a)], axis=-1)                   # (N, 3, 2) label tangent plane
-    e += np.einsum("nki,ndi->ndk", basis, float(np.sqrt(max(label_var, 0.0))) * rng.standard_normal((u.shape[0], draws, 2)))
+    basis = np.linalg.qr(k)[0]                                         # (N, 3, 2) the label's tangent plane
+    e_l = np.sqrt(max(label_var, 0.0)) * rng.standard_normal((u.shape[0], draws, 2))
+    e += np.einsum("nki,ndi->ndk", basis, e_l)
     return np.degrees(np.linalg.norm(e, axis=-1)).ravel()
 
