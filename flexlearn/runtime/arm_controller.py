@@ -185,9 +185,9 @@ class ArmController(nn.Module):
     Y_out: Tensor
     Y_e: Tensor
     Y_sin: Tensor
-    Y_rate: Tensor
-    Y_mid: Tensor
-    Y_angle: Tensor
+    YF: Tensor
+    F: Tensor
+    out_index: Tensor
     s_trig: Tensor
     s_load: Tensor
 
@@ -314,8 +314,10 @@ class ArmController(nn.Module):
         self.n_y = self.k_sin + 2 * n + 6 * S
         self.k_fl = self.k_z + 4 * S + self.n_y
         self.L2 = L2
-        # work = [x (6S) | z (4S) | Y]: the estimator's filter state becomes a view of it (module arm_step)
-        work = torch.zeros(10 * S + self.n_y, dtype=f64)
+        # work = [x (6S) | z (4S) | Y | F (12)]: the estimator's filter state becomes a view of it (module
+        # arm_step); F holds the step's Python-float outputs, exactly, beside Y, so that one index_select gathers
+        # the output [τ | state] from [Y | F] (`out_index`)
+        work = torch.zeros(10 * S + self.n_y + 12, dtype=f64)
         work[6 * S:10 * S] = estimator.filter_state
         self.register_buffer("work", work)
         estimator.filter_state = work[6 * S:10 * S]
@@ -330,13 +332,19 @@ class ArmController(nn.Module):
         # fewer allocations per step): L, f_c (2S), ψ_m (S)
         Lb = torch.zeros(self.k_fl + 6 * S, dtype=f64)
         fc = torch.zeros(2 * S, dtype=f64)
-        Y = work[10 * S:]
-        views = {"frame_in": work[:6 * S].view(S, 6), "xz": work[:10 * S], "zY": work[6 * S:], "L": Lb,
+        Y = work[10 * S:10 * S + self.n_y]
+        # out = [τ (2), θ (2), θ̇ (2) | η, w(L), w′(L), w″(0) (Y[3:k_lin]) | x, y | angle (Y[0]) | θ_d (2), hub loads (2)]
+        # from F = [τ, θ, θ̇, x, y, θ_d, hub loads] (12) at YF[n_y:]
+        f0 = self.n_y
+        order = (list(range(f0, f0 + 6)) + list(range(3, self.k_lin)) + [f0 + 6, f0 + 7, 0]
+                 + list(range(f0 + 8, f0 + 12)))
+        self.register_buffer("out_index", torch.tensor(order, dtype=torch.int64))
+        views = {"frame_in": work[:6 * S].view(S, 6), "xz": work[:10 * S], "zY": work[6 * S:10 * S + self.n_y],
+                 "YF": work[10 * S:], "F": work[10 * S + self.n_y:], "L": Lb,
                  "L_f": Lb[:2 * S], "L_u1": Lb[2 * S:self.k_u2], "L_u2": Lb[self.k_u2:self.k_z],
                  "L_zY": Lb[self.k_z:self.k_fl], "L_w": Lb[self.k_z + 3 * S:self.k_z + 4 * S], "L_fl": Lb[self.k_fl:],
                  "f_c": fc, "f_cy": fc[:S], "f_cz": fc[S:], "psi_m": torch.zeros(S, dtype=f64),
                  "Y_out": Y[:self.k_e], "Y_e": Y[self.k_e:self.k_sin], "Y_sin": Y[self.k_sin:],
-                 "Y_rate": Y[self.k_lin:self.k_e], "Y_mid": Y[3:self.k_lin], "Y_angle": Y[0:1],
                  "s_trig": sines[:2 * n], "s_load": sines[2 * n:]}
         for k, v in views.items():
             self.register_buffer(k, v)
@@ -429,7 +437,7 @@ class ArmController(nn.Module):
         c[2].add_(m, alpha=t * t)
         mr = m * r
         c[3].add_(mr)
-        c[4].add_(mr, alpha=t)
+        c[4].add_(mr * t)  # not add_(alpha=t): that fuses the multiply (one rounding), the graph's twin cannot
         self.gyr_count.add_(1)
 
     def _apply_gyro_calibration(self) -> None:
@@ -441,13 +449,13 @@ class ArmController(nn.Module):
         self.estimator.bias_hat.copy_(torch.where(ok, -beta, self.estimator.bias_hat))
         self.cal_pending = False
 
-    def _estimate(self, frame: Tensor) -> None:
-        """The estimator step of a valid frame (S, 6) in folded form (module arm_step): updates the estimator's
-        filter state (in ``work``) and ``trig`` (in ``sines``), the buffers ``L``, ``Y`` (in ``work``), ``sines``."""
+    def _estimate(self) -> None:
+        """The estimator step of a valid frame, already in ``frame_in`` over the sensor ranges, in folded form
+        (module arm_step): updates the estimator's filter state (in ``work``) and ``trig`` (in ``sines``), the
+        buffers ``L``, ``Y`` (in ``work``), ``sines``."""
         est = self.estimator
         S = self.n_imus
         n = 2
-        self.frame_in.copy_(frame)
         if not bool(est.initialized):  # first frame: ψ̂ = ψ_m, ω_prev = ω, link angles from ψ̂
             torch.addmv(self.a0, self.A, self.xz, out=self.L)
             est.psi_hat.copy_(torch.atan2(self.L_fl[:S], self.L_fl[S:2 * S]))
@@ -501,11 +509,12 @@ class ArmController(nn.Module):
         if code != 0:
             return self._hold(code)
         # the estimator's validity test: every |sample| below its range (NaN and inf fail)
-        # (|x|/r < 1 ⟺ |x| < r exactly for r > 0; the inf-norm propagates NaN)
-        if not float(torch.linalg.vector_norm(frame / self.ranges, float("inf"))) < 1.0:
+        # (|x|/r < 1 ⟺ |x| < r exactly for r > 0; the inf-norm propagates NaN); the quotient is the estimator's input
+        torch.div(frame, self.ranges, out=self.frame_in)
+        if not float(torch.linalg.vector_norm(self.frame_in, float("inf"))) < 1.0:
             return self._hold(self._classify(frame))
         M = self.n_modes_total
-        self._estimate(frame)
+        self._estimate()
         if self.cal_pending:
             if t < self.t0:  # raw link-frame [f_y; f_z], gyro rates, new ψ̂
                 self._calibrate_gyros(t, self.L_fl, self.L_w, self.estimator.psi_hat)
@@ -554,14 +563,11 @@ class ArmController(nn.Module):
             t2 = min(max(t2, -self.tmax2), self.tmax2)
             self.fault_count += 1
         # [τ | state [θ, θ̇, η, w(L), w′(L), w″(0), pose, θ_d, hub loads]]: the scalars computed here, exactly
-        # (exact_f64), around the estimator's values sliced from Y
+        # (exact_f64) into F, gathered with the estimator's values from Y in one kernel (θ̇ is Y's own rate when
+        # no encoder rates are given: the same float64 values)
         p = self._pose(o, cs)
-        if theta_in is None:
-            F = exact_f64([t1, t2, th1, th2, p[0], p[1], d[0], d[1], load1, load2])
-            out = torch.cat([F[0:4], self.Y_rate, self.Y_mid, F[4:6], self.Y_angle, F[6:10]])
-        else:
-            F = exact_f64([t1, t2, th1, th2, r1, r2, p[0], p[1], d[0], d[1], load1, load2])
-            out = torch.cat([F[0:6], self.Y_mid, F[6:8], self.Y_angle, F[8:12]])
+        exact_f64([t1, t2, th1, th2, r1, r2, p[0], p[1], d[0], d[1], load1, load2], self.F)
+        out = torch.index_select(self.YF, 0, self.out_index)
         self.last_out.copy_(out)
         self.tau2_last = t2
         return out[0:2], out[2:], torch.tensor(code, dtype=torch.int64)

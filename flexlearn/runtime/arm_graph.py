@@ -141,10 +141,11 @@ class ArmControllerGraph(nn.Module):
         self.d1 = float(controller.thf1 - controller.th01)
 
     # ------------------------------------------------------------------------------------------ estimator
-    def _estimate(self, frame: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-        """`ArmController._estimate` of a frame taken as valid (module arm_step): (L, z′, Y, sines)."""
+    def _estimate(self, scaled: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        """`ArmController._estimate` of a frame taken as valid, given over the sensor ranges (S, 6) (module
+        arm_step): (L, z′, Y, sines)."""
         S, n = self.n_imus, 2
-        x = frame.reshape(-1)
+        x = scaled.reshape(-1)
         z = self.filter_state
         L0 = torch.addmv(self.a0, self.A, torch.cat([x, z]))
         fl0 = L0[self.k_fl:]
@@ -242,9 +243,10 @@ class ArmControllerGraph(nn.Module):
         S = self.n_imus
         self.steps.add_(1)
         code0 = torch.where(lost, FAULT_LOST_FRAME, torch.where(torch.isfinite(t), 0, FAULT_BAD_TIME)).to(i64)
-        est_ok = torch.linalg.vector_norm(frame / self.ranges, float("inf")) < 1.0
+        scaled = frame / self.ranges
+        est_ok = torch.linalg.vector_norm(scaled, float("inf")) < 1.0
         go = (code0 == 0) & est_ok
-        L, z, Y, sines = self._estimate(frame)
+        L, z, Y, sines = self._estimate(scaled)
         fl = L[self.k_fl:]
         cal, count, bias, pending = self._calibration(go, t, fl, L[self.k_z + 3 * S:self.k_z + 4 * S], z[:S],
                                                       z[S:2 * S])

@@ -5,8 +5,10 @@ step) and the hub-load model (:class:`~flexlearn.runtime.arm_load.LinkLoadModel`
 nonlinear points (the compensation's products with the previous link angles, ``atan2``, ``sin``, the
 three-way products of the loads). Each linear stretch is folded into one matrix at build time, so that a step
 is ~15 small tensor kernels; the scalar rest (pose, loads, control law) runs on Python floats. With
-``z = [ψ̂, b̂, α, ω_prev]`` (4S, the estimator's ``filter_state``), the frame ``x`` (6S, row-major
-[acc | gyr] per IMU) and the previous link angles as ``c = [cos φ, sin φ]`` (2n, the estimator's ``trig``):
+``z = [ψ̂, b̂, α, ω_prev]`` (4S, the estimator's ``filter_state``), the frame over the sensor ranges ``x`` (6S,
+row-major [acc / acc_range | gyr / gyr_range] per IMU: the quotient the validity test |x| < 1 computes anyway, so
+A's frame columns carry the ranges) and the previous link angles as ``c = [cos φ, sin φ]`` (2n, the estimator's
+``trig``):
 
     L  = a₀ + A [x; z]                    [f (2S) | u₁ | u₂ (S+n each) | z_lin (4S) | y₀ + P z_lin | fl (6S)]
     u  = u₁ ⊙ u₂                          [α′ (S), ω_ref² (n)]  (u₁ = [α′, ω_ref], u₂ = [1, ω_ref])
@@ -32,7 +34,7 @@ The same matrices drive `flexlearn.runtime.arm_graph` (the exportable graph), op
 from __future__ import annotations
 
 import math
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import torch
 from torch import Tensor
@@ -41,12 +43,13 @@ __all__ = ["lean_step_maps", "exact_f64"]
 
 
 def _in_map(est) -> Tensor:
-    """frames x (6S, row-major [acc | gyr] per IMU) → [f_y (S); f_z (S); ω_x (S)] (3S, 6S)."""
+    """frames over the ranges x (6S, row-major [acc / acc_range | gyr / gyr_range] per IMU) → [f_y (S); f_z (S);
+    ω_x (S)] [m/s², rad/s] (3S, 6S)."""
     S = int(est.n_imus)
     cols = torch.arange(6 * S).reshape(S, 6)
     m = torch.zeros(3 * S, 6 * S, dtype=torch.float64)
-    m[:, cols[:, :3].reshape(-1)] = est.acc_map
-    m[:, cols[:, 3:].reshape(-1)] = est.gyr_map
+    m[:, cols[:, :3].reshape(-1)] = est.acc_map * float(est.acc_range)
+    m[:, cols[:, 3:].reshape(-1)] = est.gyr_map * float(est.gyr_range)
     return m
 
 
@@ -159,18 +162,24 @@ def lean_step_maps(est, trig_off: Tensor, trig_map: Tensor, coup: Tensor, mom_n:
             "init_map": pm[k_lin:].contiguous(), "W": W.reshape(4, 6 * S).contiguous()}
 
 
-def exact_f64(vals: List[float]) -> Tensor:
+def exact_f64(vals: List[float], out: Optional[Tensor] = None) -> Tensor:
     """Python floats → float64 tensor, exactly, in three kernels (TorchScript's ``torch.tensor(List[float])``
     rounds through float32, the default dtype; ``scalar_tensor`` per value costs a kernel each): ``v = m 2^(e−53)``
     (``math.frexp``) with the integer mantissas m (int64 → float64 is exact) times the powers of two (exact in
     float32 for 2^-149 … 2^127, i.e. |v| ∈ [6e-30, 1e54]; smaller values give 0, error < 6e-30). Non-finite
-    values (any: their sum is not finite) take one kernel per value."""
+    values (any: their sum is not finite) take one kernel per value. ``out`` (len(vals),) float64: written in
+    place and returned (no new tensor)."""
     if not math.isfinite(sum(vals)):
-        return torch.stack([torch.scalar_tensor(v, dtype=torch.float64) for v in vals])
+        exact = torch.stack([torch.scalar_tensor(v, dtype=torch.float64) for v in vals])
+        if out is None:
+            return exact
+        return out.copy_(exact)
     mant = torch.jit.annotate(List[int], [])
     scale = torch.jit.annotate(List[float], [])
     for v in vals:
         f, e = math.frexp(v)
         mant.append(int(f * 9007199254740992.0))  # f ∈ [0.5, 1): f 2^53 is an integer < 2^53
         scale.append(math.ldexp(1.0, e - 53))
-    return torch.tensor(mant, dtype=torch.float64) * torch.tensor(scale, dtype=torch.float64)
+    if out is None:
+        return torch.tensor(mant, dtype=torch.float64) * torch.tensor(scale, dtype=torch.float64)
+    return torch.mul(torch.tensor(mant, dtype=torch.float64), torch.tensor(scale, dtype=torch.float64), out=out)
