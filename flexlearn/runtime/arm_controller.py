@@ -570,7 +570,8 @@ class ArmController(nn.Module):
         out = torch.index_select(self.YF, 0, self.out_index)
         self.last_out.copy_(out)
         self.tau2_last = t2
-        return out[0:2], out[2:], torch.tensor(code, dtype=torch.int64)
+        parts = torch.split(out, [2, self.state_size])  # one kernel for both views
+        return parts[0], parts[1], torch.tensor(code, dtype=torch.int64)
 
     def forward(self, frame: Tensor, t: float) -> Tuple[Tensor, Tensor, Tensor]:
         """One control step (1 kHz): frame (S, 6) = [acc (3) m/s² | gyr (3) rad/s] per IMU in the estimator's

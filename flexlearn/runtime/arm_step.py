@@ -180,6 +180,7 @@ def exact_f64(vals: List[float], out: Optional[Tensor] = None) -> Tensor:
         f, e = math.frexp(v)
         mant.append(int(f * 9007199254740992.0))  # f ∈ [0.5, 1): f 2^53 is an integer < 2^53
         scale.append(math.ldexp(1.0, e - 53))
+    # int64 × float64 is computed in float64 (the mantissas convert exactly inside the kernel, no cast of their own)
     if out is None:
-        return torch.tensor(mant, dtype=torch.float64) * torch.tensor(scale, dtype=torch.float64)
-    return torch.mul(torch.tensor(mant, dtype=torch.float64), torch.tensor(scale, dtype=torch.float64), out=out)
+        return torch.tensor(mant) * torch.tensor(scale, dtype=torch.float64)
+    return torch.mul(torch.tensor(mant), torch.tensor(scale, dtype=torch.float64), out=out)
