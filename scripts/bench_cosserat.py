@@ -18,6 +18,8 @@ Cases (issue 5):
               ``--stiff-dts``) whose error is ≤ PyElastica's (the ``ladder`` lists what was tried). Every
               solver is timed over the whole horizon, setup included, round-robin; the headline
               ``implicit_speedup_vs_pyelastica`` is the ratio of simulated seconds per wall second.
+              ``--stiff-rod KEY=VALUE ...`` runs the same comparison on another rod (L, r, E, rho, nu; set
+              ``--stiff-horizon`` to a similar number of first-mode periods).
 
 For each case and solver: ``max_stable_dt_s`` (largest dt with no blow-up over ``--probe-steps`` steps
 from a small random velocity field, by bisection in log dt), ``sim_s_per_wall_s`` at 0.9 × that dt
@@ -268,6 +270,29 @@ gravity switched on at t = 0, tip deflection recorded every ``sample`` s over ``
 of the first mode)."""
 
 
+_STIFF_KEYS = ("L", "r", "E", "rho", "nu")
+
+
+def stiff_overrides(items):
+    """``--stiff-rod KEY=VALUE ...`` → {key: float}: another rod for the stiff-rod comparison (keys L [m], r [m],
+    E [Pa], rho [kg/m³], nu); an unknown key, a value that is not a number or not positive (ν in (0, 0.5)) is
+    refused by name."""
+    out = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or key not in _STIFF_KEYS:
+            raise SystemExit(f"--stiff-rod {item!r}: expected KEY=VALUE with KEY one of {', '.join(_STIFF_KEYS)}")
+        try:
+            value = float(text)
+        except ValueError:
+            raise SystemExit(f"--stiff-rod {key}: {text!r} is not a number") from None
+        ok = 0.0 < value < 0.5 if key == "nu" else 0.0 < value < math.inf
+        if not ok:
+            raise SystemExit(f"--stiff-rod {key}={text}: must be {'in (0, 0.5)' if key == 'nu' else 'positive'}")
+        out[key] = value
+    return out
+
+
 def stiff_rod(c, N):
     return CosseratRod.circular(c["L"], c["r"], c["rho"], c["E"], c["nu"], N)
 
@@ -317,10 +342,10 @@ def stiff_case(args):
     """PyElastica (N = 20, 0.9 × its largest stable dt), the LGVI (same) and the implicit step at the
     coarsest (N, dt) of the ladder whose error against the converged reference is ≤ PyElastica's; each timed
     over the whole horizon (setup included, round-robin)."""
-    c = dict(STIFF, horizon=args.stiff_horizon)
+    c = dict(STIFF, **args.stiff_rod, horizon=args.stiff_horizon)
     ref, ref_unc = stiff_reference(c, args.stiff_ref_n)
     eb = np.array([-eb_tip_step_response(c, k * c["sample"]) for k in range(len(ref))])
-    res = {"_reference": {"n_elements": args.stiff_ref_n, "uncertainty": ref_unc,
+    res = {"_reference": {"rod": {k: c[k] for k in _STIFF_KEYS}, "n_elements": args.stiff_ref_n, "uncertainty": ref_unc,
                           "euler_bernoulli_linear_difference": stiff_error(eb, ref)}}
     base = Clamp.horizontal()
     T = c["horizon"]
@@ -438,6 +463,8 @@ def main(argv=None):
     ap.add_argument("--cases", nargs="*", default=list(CASES) + ["stiff_rod"])
     ap.add_argument("--stiff-horizon", type=float, default=STIFF["horizon"], help="stiff_rod: simulated span [s]")
     ap.add_argument("--stiff-ref-n", type=int, default=160, help="stiff_rod: elements of the reference solution")
+    ap.add_argument("--stiff-rod", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="stiff_rod: another rod than issue 21's (L, r, E, rho, nu in SI units), e.g. r=0.5e-3 E=5e10")
     ap.add_argument("--stiff-dts", type=float, nargs="+", default=[2e-3, 1e-3, 5e-4, 2.5e-4, 1e-4, 5e-5, 2e-5, 1e-5],
                     help="stiff_rod: the implicit step's dt ladder, coarsest first [s]")
     ap.add_argument("--probe-steps", type=int, default=1000)
@@ -457,6 +484,7 @@ def main(argv=None):
     ap.add_argument("--compile", action="store_true", help="also time the torch.compile'd step")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args(argv)
+    args.stiff_rod = stiff_overrides(args.stiff_rod)
     torch.set_num_threads(args.threads)
     BACKEND["name"] = args.backend
     report = {"machine_note": "shared 2-core CPU (loaded); medians of noisy wall times", "torch": torch.__version__}

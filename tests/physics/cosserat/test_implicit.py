@@ -262,3 +262,21 @@ def test_bad_scheme_options_are_rejected():
         rod.simulate(1e-4, 1e-5, scheme="implicit", implicit_beta=0.1)
     with pytest.raises(ValueError, match="rtol"):
         accuracy_dt(10.0, 0.5)
+
+
+def test_bench_stiff_rod_overrides_are_parsed_and_bad_ones_refused_by_name():
+    """scripts/bench_cosserat.py ``--stiff-rod KEY=VALUE``: another rod for the implicit-step comparison; an unknown
+    key, a non-number or a value out of range stops the bench with the key named."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    spec = importlib.util.spec_from_file_location("bench_cosserat", root / "scripts" / "bench_cosserat.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.stiff_overrides(["r=0.5e-3", "E=5e10", "nu=0.33"]) == {"r": 5e-4, "E": 5e10, "nu": 0.33}
+    assert bench.stiff_overrides([]) == {}
+    for bad, named in ((["Q=1"], "'Q=1'"), (["r"], "'r'"), (["E=abc"], "E: 'abc'"), (["L=-1"], "L=-1"),
+                       (["nu=0.5"], "nu=0.5"), (["rho=nan"], "rho=nan")):
+        with pytest.raises(SystemExit, match=named):
+            bench.stiff_overrides(bad)
