@@ -227,6 +227,9 @@ def main() -> None:
     parser.add_argument("--joint-poses", type=int, default=4000, help="poses per training module (joint model)")
     args = parser.parse_args()
     root = args.root or Path(tempfile.mkdtemp(prefix="flexlearn-transfer-"))
+    if root.exists() and not root.is_dir():
+        raise SystemExit(f"--root {root}: exists and is not a directory")
+    root.mkdir(parents=True, exist_ok=True)  # a new cache root (it failed with FileNotFoundError in the first child)
     start = time.perf_counter()
     ckpt = args.ckpt or train_default(root)
     from flexlearn.tasks.checkpoints import load_direction_model
