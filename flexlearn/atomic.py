@@ -7,9 +7,10 @@ Every writer of flexlearn goes through this module, so the guarantees hold every
 - An output is checked *before anything is touched* (`guard_output_dir`, `guard_output_file`): it must not
   be a symlink, an existing file where a directory is expected (or the reverse), the file system root, the
   home directory, the working directory, a repository root, or a path that equals or contains one of the
-  command's inputs. A directory is only ever replaced as a whole when it carries the marker file
-  ``.flexlearn-output`` that flexlearn writes into every directory it creates, or is empty; any other
-  existing directory is refused. The refusal is an `OutputPathError`: one line, exit status 2.
+  command's inputs, or an existing file inside an input directory (a recording's own files are never replaced;
+  new files and flexlearn's own directories there are allowed). A directory is only ever replaced as a whole when
+  it carries the marker file ``.flexlearn-output`` that flexlearn writes into every directory it creates, or is
+  empty; any other existing directory is refused. The refusal is an `OutputPathError`: one line, exit status 2.
 - Temporary names carry the writer's process id; a later writer removes the leftovers of writers that
   died (``kill -9``), so they do not pile up.
 """
@@ -59,6 +60,9 @@ def _check_against_inputs(path: Path, resolved: Path, inputs: _Paths) -> None:
         if resolved in inp.parents:
             raise OutputPathError(f"output '{path}': it contains the input '{item}', which replacing it "
                                   f"would delete; choose another output")
+        if inp in resolved.parents and inp.is_dir() and resolved.is_file():
+            raise OutputPathError(f"output '{path}': an existing file inside the input directory '{item}' (one of "
+                                  f"the input's own files, for all flexlearn knows); choose an output outside it")
 
 
 def _check_common(path: Path, inputs: _Paths) -> Path:

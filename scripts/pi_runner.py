@@ -3,7 +3,7 @@
 
 Imports only torch (+ pyserial for ``--serial``, + rclpy when ``--ros`` and it is installed). One torch thread.
 
-    python pi_runner.py bundle.pt --log frames.jsonl [--realtime] [--out poses.jsonl | --csv poses.csv]
+    python pi_runner.py bundle.pt --log frames.jsonl [--realtime] [--out poses.jsonl] [--csv]
     python pi_runner.py bundle.pt --serial /dev/ttyACM0 --baud 921600 [--format bin] [--control] [--ros]
     python pi_runner.py arm_controller.pt --arm --log imu.jsonl     # the flexible-arm controller (arm_runner.py)
     python pi_runner.py bundle.pte --serial /dev/ttyACM0 ...     # the ExecuTorch program (needs executorch)
@@ -44,6 +44,7 @@ import argparse
 import functools
 import json
 import math
+import os
 import sys
 import time
 from typing import IO, Callable, Iterator, Optional
@@ -209,8 +210,7 @@ def paced(frames: Iterator[dict], realtime: bool, max_wait: float = MAX_WAIT,
     stall): wait at most ``max_wait`` and re-anchor the pacing on that frame. ``clock`` / ``sleep`` default to
     `time.monotonic` / `time.sleep`.
     """
-    clock = clock or time.monotonic
-    sleep = sleep or time.sleep
+    clock, sleep = clock or time.monotonic, sleep or time.sleep
     t_wall0: Optional[float] = None
     t_log0 = 0.0
     for fr in frames:
@@ -239,9 +239,7 @@ class LatencyStats:
 
     def __init__(self) -> None:
         self.hist = [0] * self.BINS
-        self.n = 0
-        self.total = 0.0
-        self.max = 0.0
+        self.n, self.total, self.max = 0, 0.0, 0.0
 
     def add(self, x: float) -> None:
         i = int(math.log(x / self.LO) / self.LOG_RATIO) if x > self.LO else 0
@@ -277,10 +275,8 @@ def _json_num(x: Optional[float]) -> Optional[float]:
 def _json_safe(x):
     if isinstance(x, float):
         return _json_num(x)
-    if isinstance(x, list):
-        return [_json_safe(c) for c in x]
-    if isinstance(x, dict):
-        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, dict)):
+        return [_json_safe(c) for c in x] if isinstance(x, list) else {k: _json_safe(v) for k, v in x.items()}
     return x
 
 
@@ -312,9 +308,7 @@ class Outputs:
                 cols = ["t", "h", "v", "status", "flags_or"] + [f"p{i}{c}" for i in range(pts.shape[0]) for c in "xyz"]
                 self.f.write(",".join(cols) + "\n")
                 self.header = True
-            f_or = 0
-            for x in flags.tolist():
-                f_or |= int(x)
+            f_or = functools.reduce(lambda acc, x: acc | int(x), flags.tolist(), 0)
             vals = [t, h, NAN if v is None else v, -1 if status is None else status, f_or] + pts.reshape(-1).tolist()
             self.f.write(",".join(f"{x:.6g}" if isinstance(x, float) else str(x) for x in vals) + "\n")
         else:
@@ -543,6 +537,15 @@ def _is_untrusted(exc: Exception) -> bool:
         return False
 
 
+def _clobbered_input(a: argparse.Namespace) -> Optional[str]:
+    """The input that ``--out`` names (log, bundle, its manifest, calibration, serial device), or None."""
+    inputs = {"--log": a.log, "the bundle": a.bundle, "the bundle's manifest": a.bundle + ".manifest.json",
+              "--calibration": a.calibration, "--serial": a.serial}
+    same = lambda p: os.path.realpath(p) == os.path.realpath(a.out) or (  # noqa: E731
+        os.path.exists(p) and os.path.exists(a.out) and os.path.samefile(p, a.out))
+    return next((f"{k} '{p}'" for k, p in inputs.items() if a.out and p and same(p)), None)
+
+
 def main(argv: Optional[list] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("bundle", help="bundle file: .pt (TorchScript), .pte (ExecuTorch) or .pt2 (torch.export)")
@@ -564,6 +567,9 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--trust-unverified", action="store_true",
                     help="load the bundle without its manifest check (explicit opt-out; a model file is code)")
     a = ap.parse_args(argv)
+    if _clobbered_input(a):  # before anything is opened: "w" truncates
+        print(f"pi_runner: --out '{a.out}' is {_clobbered_input(a)}; choose another output", file=sys.stderr)
+        return 2
     try:
         if a.serial:
             import serial  # pyserial

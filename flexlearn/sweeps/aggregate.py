@@ -21,7 +21,7 @@ from typing import Any, Optional, Sequence
 
 import yaml
 
-from flexlearn.atomic import atomic_path
+from flexlearn.atomic import atomic_path, prepare_output_dir
 from flexlearn.config import is_finite_number
 from flexlearn.errors import ConfigError, DataError
 
@@ -159,13 +159,15 @@ def aggregate_multirun(root: str | Path, out_dir: Optional[str | Path] = None, m
 
     ``metrics``: the metric columns (default: all); ``x``: swept key for the figure (default: the first
     swept key whose value varies); ``y``: metric for the figure (default: the first metric column).
-    Returns the paths, ``x``, ``y``, the number of jobs (all, finished) and the rows.
+    Returns the paths, ``x``, ``y``, the number of jobs (all, finished) and the rows. ``out_dir`` other than
+    ``root`` goes through `flexlearn.atomic.prepare_output_dir` (new, empty or flexlearn's own; checked before the
+    jobs are read): a folder of the user's own, where ``summary.csv`` was overwritten, is refused.
     """
     root = Path(root)
+    own = not out_dir or Path(out_dir).resolve() == root.resolve()
+    out = root if own else prepare_output_dir(out_dir, inputs=[root])
     jobs = collect_jobs(root)
     swept, cols = _columns(jobs, metrics)
-    out = Path(out_dir) if out_dir else root
-    out.mkdir(parents=True, exist_ok=True)
     header = ["job", "status"] + swept + cols
     rows = [[j.get(h) for h in header] for j in jobs]
     buf = io.StringIO()

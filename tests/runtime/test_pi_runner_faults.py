@@ -242,6 +242,23 @@ def test_bundle_without_valid_manifest_is_refused(runner, capsys, tmp_path, bund
     assert rc == 0 and len(recs) == 1
 
 
+def test_an_output_that_is_an_input_is_refused_before_it_is_truncated(runner, capsys, tmp_path, bundle):
+    """``--out`` naming the log (also by another path or a hard link), the bundle or its manifest truncated that file
+    on open (the log read as empty, 0 outputs, exit 0); now refused by name, every input unchanged."""
+    log = tmp_path / "frames.jsonl"
+    log.write_bytes(_line(type="ref", t=0.0, q=Q) + b"\n" + _att(0.06) + b"\n")
+    (tmp_path / "link.jsonl").hardlink_to(log)
+    before = {p: p.read_bytes() for p in (log, bundle, manifest_path(bundle))}
+    for out, named in ((log, "--log"), (tmp_path / "sub" / ".." / "frames.jsonl", "--log"),
+                       (tmp_path / "link.jsonl", "--log"), (bundle, "the bundle"),
+                       (manifest_path(bundle), "the bundle's manifest")):
+        rc = runner.main([str(bundle), "--log", str(log), "--out", str(out)])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1 and named in err[0] and "choose another output" in err[0], err
+    assert all(p.read_bytes() == b for p, b in before.items())
+    assert runner.main([str(bundle), "--log", str(log), "--out", str(tmp_path / "out.jsonl")]) == 0
+
+
 def test_manifest_check_runs_with_torch_alone(tmp_path, bundle):
     """On the Pi there is no flexlearn: manifest.py and frame_lines.py are loaded by file path next to pi_runner.py."""
     shutil.copy(ROOT / "scripts" / "pi_runner.py", tmp_path)

@@ -56,6 +56,30 @@ def test_ingest_cli_refuses_the_recordings_folder_in_one_line(recording, tmp_pat
     assert _tree(recording.parent) == before
 
 
+def test_an_output_file_inside_an_input_directory_is_refused(tmp_path):
+    """An existing file inside an input folder (``flexlearn-calibrate inputs=[sweep] output=sweep/poses.parquet``) was
+    replaced by the output: one of the recording's own files. The guard refuses it by name (the process CLI too);
+    new files there (``cd sweep && flexlearn-process input=.`` writes logs/ below it) stay allowed."""
+    sweep = tmp_path / "sweep"
+    raw = simulate_sweep(from_dict(RigConfig, {"n_poses": 12, "seed": 1}))
+    raw.save(sweep)
+    before = _tree(sweep)
+    for name in ("poses.parquet", "mag.parquet", "meta.json"):
+        with pytest.raises(OutputPathError, match="inside the input directory"):
+            guard_output_file(sweep / name, inputs=[sweep])
+    guard_output_file(sweep / "new.json", inputs=[sweep])                 # a new file replaces nothing
+    guard_output_dir(sweep / "logs", inputs=[sweep])                      # nor does a new run directory
+    guard_output_file(tmp_path / "calibration.json", inputs=[sweep])      # beside it is fine
+    guard_output_file(tmp_path / "d.parquet", inputs=[sweep / "mag.parquet"])  # a file input has no inside
+    env = dict(os.environ, FLEXLEARN_ROOT=str(tmp_path), OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-m", "flexlearn.apps.process", f"input={sweep}",
+                           f"output={sweep / 'mag.parquet'}"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 2 and "inside the input directory" in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert _tree(sweep) == before
+
+
 @pytest.mark.parametrize("make", ["root", "home", "cwd", "repo"])
 def test_protected_directories_are_refused(make, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -145,3 +145,23 @@ def test_sweep_figure_without_numeric_metric_is_none(tmp_path):
     jobs = [{"job": "0", "lr": 0.1, "m": float("nan")}, {"job": "1", "lr": 0.2, "m": "x"}]
     assert sweep_figure(jobs, "lr", "m", None, tmp_path / "f.png", "t") is None
     assert not (tmp_path / "f.png").exists()
+
+
+def test_an_out_dir_of_the_users_own_is_refused_and_kept(multirun, tmp_path):
+    """``out=`` a folder that flexlearn did not write (here with the user's own summary.csv in it) had its files
+    overwritten; it is refused before anything is read, unchanged. A new folder, or the multirun itself, is fine."""
+    from flexlearn.atomic import OutputPathError
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "summary.csv").write_text("my own table\n")
+    with pytest.raises(OutputPathError, match="did not write"):
+        aggregate_multirun(multirun, mine)
+    assert [p.name for p in mine.iterdir()] == ["summary.csv"]
+    assert (mine / "summary.csv").read_text() == "my own table\n"
+    with pytest.raises(OutputPathError, match="input"):
+        aggregate_multirun(multirun, tmp_path)          # contains the multirun
+    assert Path(aggregate_multirun(multirun, multirun)["csv"]) == multirun / "summary.csv"
+    res = aggregate_multirun(multirun, tmp_path / "new")
+    assert Path(res["csv"]).parent == tmp_path / "new"
+    assert aggregate_multirun(multirun, tmp_path / "new")["n_jobs"] == 4  # its own folder is written again
