@@ -92,7 +92,7 @@ __all__ = ["ArmControllerConfig", "ArmController", "VARIANTS", "FAULT_LOST_FRAME
            "export_arm_controller", "export_arm_controller_from_config", "load_arm_controller", "quintic",
            "exact_f64"]
 
-FAULT_LOST_FRAME: Final[int] = 1  # frame of the wrong shape or empty
+FAULT_LOST_FRAME: Final[int] = 1  # frame of the wrong shape, empty or complex
 FAULT_NONFINITE: Final[int] = 2  # NaN or inf sample
 FAULT_SATURATED: Final[int] = 4  # |acc| ≥ acc_range or |gyr| ≥ gyr_range
 FAULT_TORQUE_LIMIT: Final[int] = 8  # torque clamped to ±tau_max
@@ -401,8 +401,8 @@ class ArmController(nn.Module):
         return [self.th00 + d0 * p, self.th01 + d1 * p, d0 * v, d1 * v, d0 * a, d1 * a]
 
     def _check(self, frame: Tensor, t: float) -> int:
-        """Cheap checks before estimation: lost frame (shape) and time."""
-        if frame.dim() != 2 or frame.size(0) != self.n_imus or frame.size(1) != 6:
+        """Cheap checks before estimation: lost frame (shape; a complex frame is no sensor reading) and time."""
+        if frame.dim() != 2 or frame.size(0) != self.n_imus or frame.size(1) != 6 or frame.is_complex():
             return self.LOST_FRAME
         if not math.isfinite(t):
             return self.BAD_TIME

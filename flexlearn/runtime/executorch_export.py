@@ -430,7 +430,7 @@ class ArmControllerStepper:
         self._zeros = torch.zeros(self.n_imus, 6, dtype=torch.float64)
 
     def __call__(self, frame: Tensor, t: float) -> tuple[Tensor, Tensor, Tensor]:
-        lost = frame.dim() != 2 or tuple(frame.shape) != (self.n_imus, 6)
+        lost = frame.dim() != 2 or tuple(frame.shape) != (self.n_imus, 6) or frame.is_complex()
         x = self._zeros if lost else frame.to(torch.float64).contiguous()
         out = self.step(x, torch.tensor(float(t), dtype=torch.float64), torch.tensor(lost))
         return out[0], out[1], out[2]

@@ -74,14 +74,17 @@ def test_export_load_with_plain_torch(tmp_path, cfg):
     assert meta2 == meta and torch.isfinite(m2(_frame(), 0.0)[0]).all()
 
 
-@pytest.mark.parametrize("kind,code", [("lost", 1), ("nan", 2), ("saturated", 4), ("bad_time", 32)])
+@pytest.mark.parametrize("kind,code", [("lost", 1), ("complex", 1), ("nan", 2), ("saturated", 4), ("bad_time", 32)])
 def test_bad_input_holds_last_valid_output_and_flags(cfg, kind, code):
+    """A complex frame (no sensor reading) raised in the folded step's division; it is a lost frame."""
     c = torch.jit.script(ArmController.build(cfg))
     tau0, st0, f0 = c(_frame(), 0.0)
     assert int(f0) == 0
     fr, t = _frame(), 0.001
     if kind == "lost":
         fr = torch.empty(0, 6, dtype=f64)
+    elif kind == "complex":
+        fr = fr.to(torch.complex128)
     elif kind == "nan":
         fr[3, 4] = float("nan")
     elif kind == "saturated":
