@@ -164,8 +164,9 @@ def aggregate_multirun(root: str | Path, out_dir: Optional[str | Path] = None, m
     jobs are read): a folder of the user's own, where ``summary.csv`` was overwritten, is refused.
     """
     root = Path(root)
-    own = not out_dir or Path(out_dir).resolve() == root.resolve()
-    out = root if own else prepare_output_dir(out_dir, inputs=[root])
+    out = root
+    if out_dir and Path(out_dir).resolve() != root.resolve():
+        out = prepare_output_dir(out_dir, inputs=[root])
     jobs = collect_jobs(root)
     swept, cols = _columns(jobs, metrics)
     header = ["job", "status"] + swept + cols
