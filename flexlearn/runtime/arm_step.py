@@ -26,7 +26,7 @@ and the ``[z′; Y]`` product is written behind it, so the estimator's filter st
 by that product. ``T(c)`` is quadratic in ``c``: the compensation rotates the world acceleration of IMU s (link l)
 from the link angles into its frame, ``Σ_k c_k(φ_l) c_k'(φ_j)`` = sin / cos (φ_l − φ_j). ``e = [1 (4S), coup η,
 coup η]`` puts the loads' η coupling into the same product. The kernels, the Python-float rest and the exact
-float64 outputs (:func:`exact_f64`) bring the step to ~0.4× the unfolded one (scripts/bench_arm_controller.py
+float64 outputs (:func:`exact_f64`) bring the step to ≈ 0.37× the unfolded one (scripts/bench_arm_controller.py
 ``--baseline``); outputs equal the readable estimator + control law to ~3e-11 N m on the fault stream
 (tests/runtime/test_arm_lean_step.py). ``f``: [f_y; f_z − Φ(ξ_s) G α′] (the elastic term, linear).
 The same matrices drive `flexlearn.runtime.arm_graph` (the exportable graph), op for op.
