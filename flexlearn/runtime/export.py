@@ -127,14 +127,19 @@ def _commit(staged: Sequence[tuple[Path, Path]]) -> None:
 def write_artifacts(artifacts: Sequence[Artifact], inputs: Iterable[str | Path] = ()) -> list[Path]:
     """Write every artifact and its manifest ``<file>.manifest.json`` so that all land or none.
 
-    Output paths are checked first (`check_output_path`, against ``inputs`` too); all files are written to
-    temporary names in their folders, then renamed in; on failure the temporaries are removed and replaced
-    files are restored.
+    Output paths are checked first (`check_output_path`, against ``inputs`` too; an existing file is replaced only
+    when a manifest beside it shows an earlier export, so a file of the user's own of that name is kept); all
+    files are written to temporary names in their folders, then renamed in; on failure the temporaries are removed
+    and replaced files are restored.
     """
     inputs = list(inputs)
     for art in artifacts:
         check_output_path(art.path, inputs)
         check_output_path(manifest_path(art.path), inputs)
+        if Path(art.path).is_file() and not manifest_path(art.path).is_file():  # not an export of ours
+            raise OutputPathError(f"output '{art.path}': an existing file that flexlearn did not export (no "
+                                  f"'{manifest_path(art.path).name}' beside it); remove it yourself or choose "
+                                  f"another folder")
     staged: list[tuple[Path, Path]] = []
     try:
         for art in artifacts:

@@ -312,6 +312,24 @@ def test_output_that_is_a_file_is_refused(small_model, tmp_path):
         export_torchscript(small_model, tmp_path / "dir.pt", {})
 
 
+def test_a_users_file_of_an_export_name_is_kept(small_model, tmp_path):
+    """``flexlearn-export out_dir=<a folder of the user's>`` replaced a file of the user's own named
+    direction_model.pt; a file without a manifest beside it is now refused and kept, while an earlier export (its
+    manifest beside it) is replaced as before."""
+    from flexlearn.runtime.export import export_torchscript
+
+    mine = tmp_path / "direction_model.pt"
+    mine.write_bytes(b"my own model")
+    with pytest.raises(FlexlearnError, match="did not export"):
+        export_torchscript(small_model, mine, {})
+    assert mine.read_bytes() == b"my own model" and not manifest_path(mine).exists()
+    mine.unlink()
+    export_torchscript(small_model, mine, {})
+    first = mine.read_bytes()
+    export_torchscript(small_model, mine, {"note": "again"})      # our own earlier export: replaced
+    assert mine.read_bytes() != first and manifest_path(mine).is_file()
+
+
 HASH_SEED_EXPORT = """
 import sys, torch
 from flexlearn.models.direction_mlp import DirectionMLP
