@@ -53,6 +53,9 @@ class DataConfig:
               "simulated modules need data.source = sim (recorded modules: data.paths)")
         check(not self.paths or self.source != "sim", "data.paths", list(self.paths),
               "needs data.source = raw or dataset (simulated modules: data.module_seeds)")
+        check(not self.path or self.source != "sim", "data.path", self.path,
+              "is not read with data.source = sim (the simulated sweep would be trained on instead): add "
+              "data=dataset (a .parquet or a flexlearn-ingest directory) or data=raw (a raw sweep directory)")
         for key, items in (("module_seeds", self.module_seeds), ("paths", self.paths)):
             check(len(set(map(str, items))) == len(items), f"data.{key}", list(items), "lists a module twice")
         check(all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in self.module_seeds),

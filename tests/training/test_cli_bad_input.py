@@ -77,6 +77,14 @@ def test_unknown_processing_key_is_named(raw_dir, tmp_path):
     assert_clean_failure(proc, "settle_tme")
 
 
+def test_a_data_path_without_a_recorded_source_is_refused(raw_dir, tmp_path):
+    """``flexlearn-train data.path=<my recording>`` without ``data=raw``/``data=dataset`` trained on the simulated
+    sweep and ignored the path; it is refused, naming the fix, before anything is simulated or trained."""
+    proc = run_app("train", tmp_path, f"data.path={raw_dir}")
+    assert_clean_failure(proc, "data.path", "data=raw")
+    assert not (tmp_path / ".cache").exists() and not (tmp_path / "checkpoints").exists()
+
+
 def test_eval_and_export_with_missing_or_corrupt_checkpoint(tmp_path):
     proc = run_app("evaluate", tmp_path, f"ckpt_path={tmp_path / 'none.ckpt'}")
     assert_clean_failure(proc, "none.ckpt", "not found")
