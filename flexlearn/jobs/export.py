@@ -109,6 +109,11 @@ def export_from_config(cfg: DictConfig) -> dict[str, str]:
     ``bundle.enabled=true``) or ``target=arm_controller``; returns {what: path}."""
     target = cfg.get("target", "checkpoint")
     check(target in ("checkpoint", "arm_controller"), "export.target", target, "one of 'checkpoint', 'arm_controller'")
+    # options that the chosen export would not read are refused, not ignored: the user meant something else
+    check(target == "checkpoint" or OmegaConf.is_missing(cfg, "ckpt_path"), "ckpt_path", cfg.get("ckpt_path"),
+          "is not read with export.target=arm_controller (the controller is built from its config, no checkpoint)")
+    check(bool(cfg.bundle.enabled) or cfg.bundle.get("calibration") is None, "bundle.calibration",
+          cfg.bundle.get("calibration"), "is only read for the robot bundle: add bundle.enabled=true")
     if target == "arm_controller":
         from flexlearn.runtime.arm_controller import export_arm_controller_from_config
 

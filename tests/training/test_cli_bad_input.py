@@ -93,3 +93,15 @@ def test_eval_and_export_with_missing_or_corrupt_checkpoint(tmp_path):
     proc = run_app("export", tmp_path, f"ckpt_path={corrupt}")
     assert_clean_failure(proc, "corrupt.ckpt")
     assert corrupt.read_bytes() == b"PK\x03\x04 this is not a checkpoint"
+
+
+def test_export_options_the_export_would_not_read_are_refused(tmp_path):
+    """``bundle.calibration=<file>`` without ``bundle.enabled=true`` wrote no bundle and ignored the calibration, and
+    ``ckpt_path`` with ``target=arm_controller`` was ignored: both are refused by name, nothing written."""
+    cal = tmp_path / "calibration.json"
+    cal.write_text("{}")
+    proc = run_app("export", tmp_path, f"ckpt_path={tmp_path / 'm.ckpt'}", f"bundle.calibration={cal}")
+    assert_clean_failure(proc, "bundle.calibration", "bundle.enabled=true")
+    proc = run_app("export", tmp_path, "target=arm_controller", f"ckpt_path={tmp_path / 'm.ckpt'}")
+    assert_clean_failure(proc, "ckpt_path", "arm_controller")
+    assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").rglob("*.pt"))

@@ -196,8 +196,8 @@ def test_cli_export_errors_are_one_line(case, trained_run, tmp_path):
              "arm_out_dir_is_a_file": ["target=arm_controller"],
              "negative_gain": ["+bundle.controller.kp=-1e9", "+bundle.controller.v_max=-1",
                                "bundle.calibration=identity"]}[case]
-    r = _cli_export(tmp_path, f"ckpt_path={trained_run['metrics']['best_ckpt']}", f"out_dir={out}",
-                    "bundle.enabled=true", *extra)
+    ckpt = [] if case.startswith("arm") else [f"ckpt_path={trained_run['metrics']['best_ckpt']}"]  # not read there
+    r = _cli_export(tmp_path, *ckpt, f"out_dir={out}", "bundle.enabled=true", *extra)
     assert r.returncode == 2, r.stderr[-2000:]
     assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("flexlearn-export: error:")
     assert {"missing_calibration": "/no/such.json", "out_dir_is_a_file": str(blocker),
