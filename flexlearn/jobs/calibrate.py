@@ -125,6 +125,9 @@ def calibrate(cfg: DictConfig) -> dict[str, Any]:
     model, info = load_direction_model(cfg.ckpt_path)
     trained = trained_with_tumble(info)
     processing = to_plain_dict(cfg.processing, "processing") if cfg.get("processing") else {}
+    raw = [p for p in inputs if (Path(p) / "meta.json").is_file()]
+    check(not processing or bool(raw), "processing", processing, "is only read for raw sweep inputs (meta.json); "
+          "these inputs are processed datasets: process them again with the overrides (flexlearn-process)")
     modules = []
     for p in inputs:
         ds = module_dataset(p, processing)

@@ -99,6 +99,22 @@ def test_too_few_poses_are_refused_naming_them(trained_run, module_sweeps, compo
     assert not (tmp_path / "cal.json").exists()
 
 
+def test_processing_overrides_for_dataset_inputs_are_refused(trained_run, module_sweeps, compose_cfg, tmp_path):
+    """``+processing.…`` with processed dataset inputs was ignored without a word (only raw sweeps are processed
+    here); it is refused, naming the key and what to do, before anything is written."""
+    from flexlearn.data.process import process_sweep
+    from flexlearn.jobs.calibrate import calibrate
+    from flexlearn.sensing.streams import RawSweep
+
+    ds = tmp_path / "m.parquet"
+    process_sweep(RawSweep.load(module_sweeps[0])).dataset.save(ds)
+    cfg = compose_cfg("calibrate", [f"ckpt_path={trained_run['metrics']['best_ckpt']}", f"inputs={ds}",
+                                    "+processing.settle_time=0.02", f"output={tmp_path / 'cal.json'}"])
+    with pytest.raises(ConfigError, match="processing.*only read for raw sweep inputs"):
+        calibrate(cfg)
+    assert not (tmp_path / "cal.json").exists()
+
+
 def test_calibrate_app_error_is_one_line(trained_run, module_sweeps, tmp_path):
     r = subprocess.run([sys.executable, "-m", "flexlearn.apps.calibrate",
                         f"ckpt_path={trained_run['metrics']['best_ckpt']}", f"inputs={module_sweeps[0]}", "n_poses=80",
