@@ -42,6 +42,11 @@ def read_parquet(path: Path, what: str) -> pa.Table:
 
     ``what`` says what the file should be, for the message (e.g. "dataset file", "stream file 'mag'").
     """
+    if path.is_dir():  # a common slip: the folder instead of the file in it, or a raw sweep instead of its dataset
+        hint = ("; it holds a raw sweep (meta.json): process it first, flexlearn-process input=<it>"
+                if (path / "meta.json").is_file() else
+                f"; give the file in it, {path / 'dataset.parquet'}" if (path / "dataset.parquet").is_file() else "")
+        raise DataError(f"{path}: a directory, not a {what}{hint}")
     if not path.is_file():
         raise DataError(f"{path}: {what} not found")
     try:

@@ -94,6 +94,21 @@ def test_missing_file(tmp_path):
         DirectionDataset.load(tmp_path / "nope.parquet")
 
 
+def test_a_directory_instead_of_the_dataset_file_says_what_to_give(ds, tmp_path):
+    """A raw sweep or an ingested folder given where the dataset file belongs was "dataset file not found" although
+    the path exists; the message now says what it is and what to give instead."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(DataError, match=r"empty: a directory, not a dataset file$"):
+        DirectionDataset.load(empty)
+    ds.save(tmp_path / "ingested" / "dataset.parquet")
+    with pytest.raises(DataError, match=r"give the file in it, .*ingested/dataset\.parquet"):
+        DirectionDataset.load(tmp_path / "ingested")
+    make_sweep(5, hold=0.45, gap=0.05).save(tmp_path / "raw")
+    with pytest.raises(DataError, match=r"raw sweep \(meta\.json\): process it first"):
+        DirectionDataset.load(tmp_path / "raw")
+
+
 def test_corrupt_file(ds, tmp_path):
     path = ds.save(tmp_path / "d.parquet")
     path.write_bytes(path.read_bytes()[:200])
