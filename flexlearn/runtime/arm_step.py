@@ -163,24 +163,29 @@ def lean_step_maps(est, trig_off: Tensor, trig_map: Tensor, coup: Tensor, mom_n:
 
 
 def exact_f64(vals: List[float], out: Optional[Tensor] = None) -> Tensor:
-    """Python floats → float64 tensor, exactly, in three kernels (TorchScript's ``torch.tensor(List[float])``
-    rounds through float32, the default dtype; ``scalar_tensor`` per value costs a kernel each): ``v = m 2^(e−53)``
-    (``math.frexp``) with the integer mantissas m (int64 → float64 is exact) times the powers of two (exact in
-    float32 for 2^-149 … 2^127, i.e. |v| ∈ [6e-30, 1e54]; smaller values give 0, error < 6e-30). Non-finite
-    values (any: their sum is not finite) take one kernel per value. ``out`` (len(vals),) float64: written in
-    place and returned (no new tensor)."""
-    if not math.isfinite(sum(vals)):
-        exact = torch.stack([torch.scalar_tensor(v, dtype=torch.float64) for v in vals])
-        if out is None:
-            return exact
-        return out.copy_(exact)
-    mant = torch.jit.annotate(List[int], [])
-    scale = torch.jit.annotate(List[float], [])
+    """Python floats → float64 tensor, bit for bit, in two kernels (three with ``out``): TorchScript's
+    ``torch.tensor(List[float])`` rounds through float32, the default dtype, and ``scalar_tensor`` costs a kernel
+    per value. Each value's IEEE-754 bit pattern is assembled as an integer from ``math.frexp`` (v = f 2^e,
+    0.5 ≤ |f| < 1: biased exponent e + 1022, mantissa field f 2^53 − 2^52, sign bit), put in an int64 tensor and
+    reinterpreted (``torch.view_copy(…, float64)``, a bit cast). Zero gives +0.0. Non-finite or subnormal values
+    (|v| < 2.2e-308), and lists whose sum overflows, take one kernel per value (exact too). ``out`` (len(vals),)
+    float64: written in place and returned."""
+    bits = torch.jit.annotate(List[int], [])
+    exact = math.isfinite(sum(vals))
     for v in vals:
         f, e = math.frexp(v)
-        mant.append(int(f * 9007199254740992.0))  # f ∈ [0.5, 1): f 2^53 is an integer < 2^53
-        scale.append(math.ldexp(1.0, e - 53))
-    # int64 × float64 is computed in float64 (the mantissas convert exactly inside the kernel, no cast of their own)
+        if e < -1021:  # subnormal (frexp's exponent of the smallest normal, 2^-1022, is -1021)
+            exact = False
+        if f > 0.0:
+            bits.append((e + 1021) * 4503599627370496 + int(f * 9007199254740992.0))
+        elif f < 0.0:  # the sign bit: −2^63 in two's complement
+            bits.append((e + 1021) * 4503599627370496 + int(-f * 9007199254740992.0) - 9223372036854775807 - 1)
+        else:
+            bits.append(0)
+    if exact:
+        res = torch.view_copy(torch.tensor(bits), torch.float64)
+    else:
+        res = torch.stack([torch.scalar_tensor(v, dtype=torch.float64) for v in vals])
     if out is None:
-        return torch.tensor(mant) * torch.tensor(scale, dtype=torch.float64)
-    return torch.mul(torch.tensor(mant), torch.tensor(scale, dtype=torch.float64), out=out)
+        return res
+    return out.copy_(res)

@@ -116,12 +116,19 @@ def _tensor_of_list(v: List[float]) -> torch.Tensor:
 
 
 def test_exact_f64_is_exact_where_torch_tensor_rounds():
-    """``exact_f64`` (scripted) returns every float64 bit for bit, non-finite values included."""
+    """``exact_f64`` (scripted) returns every float64 bit for bit over the whole range (1e-300 … 1e300, the largest
+    and smallest normal numbers, subnormals), non-finite values included, also into ``out``."""
+    import struct
+
     f = torch.jit.script(exact_f64)
     g = torch.Generator().manual_seed(0)
     vals = ((torch.rand(2000, generator=g, dtype=F64) - 0.5) * 10.0 ** (torch.rand(2000, generator=g, dtype=F64)
-                                                                        * 30 - 20)).tolist() + [0.0, -1.5, 1e-3]
-    assert f(vals).tolist() == vals
+                                                                        * 600 - 300)).tolist()
+    vals += [0.0, -1.5, 1e-3, -2.2250738585072014e-308]                # normal numbers: the bit-pattern path
+    for v in (vals, [1.7976931348623157e308, -1.0], vals + [5e-324, -3e-320]):   # largest; subnormals: per value
+        assert [struct.pack("<d", x) for x in f(v).tolist()] == [struct.pack("<d", x) for x in v]
+    out = torch.zeros(3, dtype=F64)
+    assert f([1e-310, -2.5, 7.0], out) is out and out.tolist() == [1e-310, -2.5, 7.0]
     assert torch.jit.script(_tensor_of_list)([0.1]).item() != 0.1  # the reason: float32 on the way
     got = f([1.0, math.inf, math.nan]).tolist()
     assert got[:2] == [1.0, math.inf] and math.isnan(got[2])
