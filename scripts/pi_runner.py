@@ -109,9 +109,7 @@ BadFrame, decode_line, read_lines = _frame_lines.BadFrame, _frame_lines.decode_l
 
 def read_binary(source: IO, stats: dict, chunk: int = 4096) -> Iterator[dict]:
     """Frames of the binary protocol ``flexlearn-binframes/1`` (see serial_frames.py); parser counters → ``stats``.
-
-    Reads what is available (a serial port's ``in_waiting``, at least one byte) or ``chunk`` bytes from a file.
-    """
+    Reads what is available (a serial port's ``in_waiting``, at least one byte) or ``chunk`` bytes from a file."""
     parser = _serial_frames_module().FrameParser()
     stats.update(parser.stats)
     while True:
@@ -138,13 +136,11 @@ def _num(x, field: str) -> float:
 
 
 def _first_line(exc: BaseException) -> str:
-    lines = str(exc).splitlines()
-    return lines[0] if lines else type(exc).__name__
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
 def _short(x) -> str:
-    s = repr(x)
-    return s if len(s) <= 40 else s[:37] + "..."
+    return repr(x) if len(repr(x)) <= 40 else repr(x)[:37] + "..."
 
 
 def _rows(v, rows: int, width: int, field: str) -> torch.Tensor:
@@ -174,10 +170,8 @@ def _coil(x) -> int:
 
 
 def check_frame(fr: dict, n: int) -> dict:
-    """A decoded frame → a typed one (``t`` float, tensors of the right shapes); raises `BadFrame` naming the field.
-
-    n: number of segments N. A NaN time is kept (the estimator flags TIME_ORDER).
-    """
+    """A decoded frame → a typed one (``t`` float, tensors of the right shapes; ``n`` segments); raises `BadFrame`
+    naming the field. A NaN time is kept (the estimator flags TIME_ORDER)."""
     kind = fr.get("type")
     if kind == "bad":
         raise BadFrame(fr.get("reason", "bad"), fr.get("message", "bad frame"))
@@ -537,13 +531,18 @@ def _is_untrusted(exc: Exception) -> bool:
         return False
 
 
-def _clobbered_input(a: argparse.Namespace) -> Optional[str]:
-    """The input that ``--out`` names (log, bundle, its manifest, calibration, serial device), or None."""
+def _bad_output(a: argparse.Namespace) -> Optional[str]:
+    """Why ``--out`` cannot be written (a directory; a folder that does not exist) or must not be (it is the log,
+    the bundle, its manifest, the calibration or the serial device: "w" would truncate it), or None."""
+    if not a.out:
+        return None
+    if os.path.isdir(a.out) or not os.path.isdir(os.path.dirname(os.path.abspath(a.out))):
+        return "is a directory or lies in a folder that does not exist"
     inputs = {"--log": a.log, "the bundle": a.bundle, "the bundle's manifest": a.bundle + ".manifest.json",
               "--calibration": a.calibration, "--serial": a.serial}
     same = lambda p: os.path.realpath(p) == os.path.realpath(a.out) or (  # noqa: E731
         os.path.exists(p) and os.path.exists(a.out) and os.path.samefile(p, a.out))
-    return next((f"{k} '{p}'" for k, p in inputs.items() if a.out and p and same(p)), None)
+    return next((f"is {k} '{p}'" for k, p in inputs.items() if p and same(p)), None)
 
 
 def main(argv: Optional[list] = None) -> int:
@@ -567,8 +566,8 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--trust-unverified", action="store_true",
                     help="load the bundle without its manifest check (explicit opt-out; a model file is code)")
     a = ap.parse_args(argv)
-    if _clobbered_input(a):  # before anything is opened: "w" truncates
-        print(f"pi_runner: --out '{a.out}' is {_clobbered_input(a)}; choose another output", file=sys.stderr)
+    if _bad_output(a):  # before anything is opened
+        print(f"pi_runner: --out '{a.out}' {_bad_output(a)}; choose another output", file=sys.stderr)
         return 2
     try:
         if a.serial:

@@ -244,7 +244,8 @@ def test_bundle_without_valid_manifest_is_refused(runner, capsys, tmp_path, bund
 
 def test_an_output_that_is_an_input_is_refused_before_it_is_truncated(runner, capsys, tmp_path, bundle):
     """``--out`` naming the log (also by another path or a hard link), the bundle or its manifest truncated that file
-    on open (the log read as empty, 0 outputs, exit 0); now refused by name, every input unchanged."""
+    on open (the log read as empty, 0 outputs, exit 0); now refused by name, every input unchanged. An ``--out``
+    that is a directory or lies in a missing folder ended in a traceback; now one line."""
     log = tmp_path / "frames.jsonl"
     log.write_bytes(_line(type="ref", t=0.0, q=Q) + b"\n" + _att(0.06) + b"\n")
     (tmp_path / "link.jsonl").hardlink_to(log)
@@ -256,6 +257,10 @@ def test_an_output_that_is_an_input_is_refused_before_it_is_truncated(runner, ca
         err = capsys.readouterr().err.strip().splitlines()
         assert rc == 2 and len(err) == 1 and named in err[0] and "choose another output" in err[0], err
     assert all(p.read_bytes() == b for p, b in before.items())
+    for out in (tmp_path, tmp_path / "no_such_folder" / "o.jsonl"):        # tracebacks before: IsADirectory, NotFound
+        rc = runner.main([str(bundle), "--log", str(log), "--out", str(out)])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1 and "does not exist" in err[0], err
     assert runner.main([str(bundle), "--log", str(log), "--out", str(tmp_path / "out.jsonl")]) == 0
 
 
