@@ -140,7 +140,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _short(x) -> str:
-    return repr(x) if len(repr(x)) <= 40 else repr(x)[:37] + "..."
+    s = repr(x)
+    return s if len(s) <= 40 else s[:37] + "..."
 
 
 def _rows(v, rows: int, width: int, field: str) -> torch.Tensor:
@@ -532,8 +533,7 @@ def _is_untrusted(exc: Exception) -> bool:
 
 
 def _bad_output(a: argparse.Namespace) -> Optional[str]:
-    """Why ``--out`` cannot be written (a directory; a folder that does not exist) or must not be (it is the log,
-    the bundle, its manifest, the calibration or the serial device: "w" would truncate it), or None."""
+    """Why ``--out`` cannot be written (a directory, a missing folder) or must not be (an input: "w" truncates)."""
     if not a.out:
         return None
     if os.path.isdir(a.out) or not os.path.isdir(os.path.dirname(os.path.abspath(a.out))):
@@ -566,8 +566,9 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--trust-unverified", action="store_true",
                     help="load the bundle without its manifest check (explicit opt-out; a model file is code)")
     a = ap.parse_args(argv)
-    if _bad_output(a):  # before anything is opened
-        print(f"pi_runner: --out '{a.out}' {_bad_output(a)}; choose another output", file=sys.stderr)
+    reason = _bad_output(a)  # before anything is opened
+    if reason:
+        print(f"pi_runner: --out '{a.out}' {reason}; choose another output", file=sys.stderr)
         return 2
     try:
         if a.serial:

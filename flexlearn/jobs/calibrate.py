@@ -25,6 +25,11 @@ CALIBRATE_KEYS = ("paths", "hydra", "task_name", "ckpt_path", "inputs", "n_poses
                   "seed", "output", "processing", "require_tumble")
 
 
+def _is_raw_sweep(path: str | Path) -> bool:
+    """A raw sweep directory (its ``meta.json`` holds the tumble), processed here; else a dataset file/folder."""
+    return Path(path).is_dir() and (Path(path) / "meta.json").is_file()
+
+
 def module_dataset(path: str | Path, processing: Optional[dict[str, Any]] = None):
     """The `DirectionDataset` of one module: a dataset file as is, a raw sweep directory processed (tumble → W)."""
     from flexlearn.data.dataset import DirectionDataset
@@ -32,7 +37,7 @@ def module_dataset(path: str | Path, processing: Optional[dict[str, Any]] = None
     from flexlearn.sensing.streams import RawSweep
 
     p = Path(path)
-    if p.is_dir() and (p / "meta.json").is_file():
+    if _is_raw_sweep(p):
         return process_sweep(RawSweep.load(p), from_dict(ProcessingConfig, processing or {}, "processing")).dataset
     if p.is_dir() and (p / "dataset.parquet").is_file():
         p = p / "dataset.parquet"
@@ -125,8 +130,7 @@ def calibrate(cfg: DictConfig) -> dict[str, Any]:
     model, info = load_direction_model(cfg.ckpt_path)
     trained = trained_with_tumble(info)
     processing = to_plain_dict(cfg.processing, "processing") if cfg.get("processing") else {}
-    raw = [p for p in inputs if (Path(p) / "meta.json").is_file()]
-    check(not processing or bool(raw), "processing", processing, "is only read for raw sweep inputs (meta.json); "
+    check(not processing or any(_is_raw_sweep(p) for p in inputs), "processing", processing, "is only read for raw sweep inputs (meta.json); "
           "these inputs are processed datasets: process them again with the overrides (flexlearn-process)")
     modules = []
     for p in inputs:
