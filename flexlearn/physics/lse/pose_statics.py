@@ -15,6 +15,7 @@ must be zero); an applied platform wrench ``[m; f]`` is given in the platform fr
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,6 +94,39 @@ def _np(x) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(x, dtype=np.float64))
 
 
+RIGID_TOL = 1e-6    # largest |RᵀR - I| entry of a platform pose accepted as a rotation
+
+
+def platform_poses(x, name: str, batch: bool) -> np.ndarray:
+    """``x`` as float64 platform poses, (4, 4) or with ``batch`` (P, 4, 4), checked to be rigid transforms:
+    finite, RᵀR = I within RIGID_TOL, det R = +1, bottom row [0, 0, 0, 1]. Raises ValueError naming the pose
+    (its index in a batch) and what is wrong with it."""
+    try:
+        g = _np(x)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name}: not an array of numbers ({err})") from None
+    want = "(P, 4, 4)" if batch else "(4, 4)"
+    if g.ndim != (3 if batch else 2) or g.shape[-2:] != (4, 4):
+        raise ValueError(f"{name}: shape {tuple(g.shape)}, expected {want} homogeneous transforms")
+    flat = g.reshape(-1, 4, 4)
+    rot = flat[:, :3, :3]
+    finite = np.isfinite(flat).all((1, 2))
+    bottom = finite & (flat[:, 3] == (0.0, 0.0, 0.0, 1.0)).all(1)
+    off = np.where(finite, np.abs(np.swapaxes(rot, 1, 2) @ rot - np.eye(3)).max((1, 2)), 0.0)
+    det = np.where(finite, np.linalg.det(np.where(finite[:, None, None], rot, np.eye(3))), 1.0)
+    bad = np.flatnonzero(~finite | ~bottom | (off > RIGID_TOL) | (det < 0))
+    if bad.size:
+        i = int(bad[0])
+        m, where = flat[i], (f"{name}[{i}]" if batch else name)
+        if not finite[i]:
+            raise ValueError(f"{where}: non-finite entries {m.tolist()}")
+        if not bottom[i]:
+            raise ValueError(f"{where}: bottom row {m[3].tolist()}, a rigid transform has [0, 0, 0, 1]")
+        raise ValueError(f"{where}: the rotation block is not a rotation (|RᵀR - I| up to {off[i]:.3g}, det "
+                         f"{det[i]:.6g}): a platform pose has a proper rotation, without scale, shear or reflection")
+    return g
+
+
 class PoseStatics:
     """Compiled inverse pose statics of ``model`` (six fixed, length-actuated rods).
 
@@ -129,7 +163,12 @@ class PoseStatics:
         self.xi0 = _np(model.xi0)
         self.w = _np(model._scales())
         self.scale = float((model.stiffness()[:, :3].max(-1).values / model.lengths).max())
-        self.w_body = np.zeros(6) if platform_wrench is None else _np(platform_wrench).reshape(6)
+        self.w_body = np.zeros(6) if platform_wrench is None else _np(platform_wrench)
+        if self.w_body.shape != (6,) or not np.isfinite(self.w_body).all():
+            raise ValueError(f"platform_wrench: six finite numbers [N·m; N] in the platform frame, got "
+                             f"{self.w_body.tolist()}")
+        if not (tol > 0 and math.isfinite(tol)) or int(max_iter) < 1:
+            raise ValueError(f"tol must be a positive number and max_iter ≥ 1, got tol={tol}, max_iter={max_iter}")
         self.twist_free = bool(model.tip_twist_free if twist_free is None else twist_free)
         self.tol, self.max_iter, self.max_rot = float(tol), int(max_iter), float(max_rot)
         self.predictor = bool(predictor)
@@ -144,9 +183,25 @@ class PoseStatics:
         return (self.w, self.scale, self.tol, self.max_iter, self.max_rot, self.step_tol, self.growth,
                 self.backtracks, self.twist_free, self.chord_keep, self.tiny_t2, self.extrapolation)
 
+    def _check_init(self, init, name: str = "init") -> PoseState:
+        """``init`` if it is a solved state of this robot (a PoseState of its rod and element counts, finite);
+        ValueError naming what does not fit otherwise."""
+        if not isinstance(init, PoseState):
+            raise ValueError(f"{name}: a PoseState (from solve or cold_state), got {type(init).__name__}")
+        r, n = self.base.shape[0], self.n_elements
+        want = {"g_ee": (4, 4), "g_int": (r, n - 1, 4, 4), "beta": (r, n, 6), "psi": (r,), "lengths": (r,)}
+        for field, shape in want.items():
+            arr = np.asarray(getattr(init, field))
+            if arr.shape != shape:
+                raise ValueError(f"{name}.{field}: shape {arr.shape}, this robot ({r} rods of {n} elements) needs "
+                                 f"{shape}: a state solved with another element count?")
+            if not np.isfinite(arr).all():
+                raise ValueError(f"{name}.{field}: non-finite entries")
+        return init
+
     def cold_state(self, g_ee) -> PoseState:
         """The unsolved start at ``g_ee``: rods on clamped-clamped Hermite curves (see ``cold_state`` kernel)."""
-        g = _np(g_ee)
+        g = platform_poses(g_ee, "g_ee", False)
         gi, be, ps, ln = self._pk.cold_state(self.base, g, self.tip_local, self.n_elements)
         r, n = self.base.shape[0], self.n_elements
         sens = (np.zeros((r, 12 * n - 6, 6)), np.zeros((r, 6)), np.zeros((r, 6)), False)
@@ -155,8 +210,8 @@ class PoseStatics:
     def solve(self, g_ee, init: PoseState | None = None) -> PoseState:
         """Equilibrium at the platform pose ``g_ee`` (4, 4): from ``init`` (with the predictor and sub-stepped
         continuation along the SE(3) geodesic when needed), or from the cold start. Raises PoseStaticsError."""
-        g = _np(g_ee)
-        start = self.cold_state(g) if init is None else init
+        g = platform_poses(g_ee, "g_ee", False)
+        start = self.cold_state(g) if init is None else self._check_init(init)
         g_from = g if init is None else init.g_ee
         ok, st, it, _nf, sens = self._pk.pose_solve(
             self.base, g_from, g, self.tip_local, self.kd, self.xi0, self.w_body, _state(start), tuple(start.sens),
@@ -168,7 +223,8 @@ class PoseStatics:
 
     def solve_path(self, poses, init: PoseState) -> PathResult:
         """Warm-started solves along ``poses`` (P, 4, 4) from the solution ``init``, in one compiled call."""
-        pz = _np(poses)
+        pz = platform_poses(poses, "poses", True)
+        init = self._check_init(init)
         count, ln, ps, gi, be, its, nf, _sens = self._pk.pose_path(
             self.base, init.g_ee, pz, self.tip_local, self.kd, self.xi0, self.w_body, _state(init), tuple(init.sens),
             self._opts(), self.predictor)
@@ -185,7 +241,8 @@ class PoseStatics:
         equilibrium at its pose, whatever the order (to the solver tolerance). ``chain=False``: every pose
         from ``ref`` (predictor over the whole move, adaptive continuation, the cold start as the last resort),
         in one compiled call."""
-        pz = _np(poses)
+        pz = platform_poses(poses, "poses", True)
+        ref = self._check_init(ref, "ref")
         if not chain:
             st, ln, ps, its = self._pk.pose_batch(self.base, pz, self.tip_local, self.kd, self.xi0, self.w_body,
                                                   ref.g_ee, _state(ref), tuple(ref.sens), self._opts())
