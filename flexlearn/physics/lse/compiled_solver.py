@@ -169,16 +169,20 @@ def _residual(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul
 
 @njit_inner
 def _scaled_norm(res, res_ee, w, ny, scale):
-    out = 0.0
+    """Scaled residual ∞-norm; ∞ when an entry is not finite (``max`` skips a NaN: a diverged state must not
+    read as converged)."""
+    out, total = 0.0, 0.0
     for k in range(res.shape[0]):
         for i in range(ny):
-            out = max(out, abs(res[k, i] * w[i]))
+            v = abs(res[k, i] * w[i])
+            out, total = max(out, v), total + v
     for i in range(6):
         acc = res_ee[i]
         for k in range(res.shape[0]):
             acc += res[k, ny + i]
-        out = max(out, abs(acc * w[ny + i]))
-    return out / scale
+        v = abs(acc * w[ny + i])
+        out, total = max(out, v), total + v
+    return out / scale if math.isfinite(total) else math.inf
 
 
 @njit_inner

@@ -130,15 +130,18 @@ def _norm(res, res_ee, w, scale, twist_free):
     """Scaled residual ∞-norm: entries in N·m by the weights w (12N,) ([1, L] per node, 1/L² per β), over
     ``scale``; the rows solved for: interior nodes, slopes, tip torsion (when free), platform balance."""
     ny = res.shape[1] - 6
-    out = 0.0
+    out, total = 0.0, 0.0
     for k in range(res.shape[0]):
         for i in range(ny):
-            out = max(out, abs(res[k, i] * w[i]))
+            v = abs(res[k, i] * w[i])
+            out, total = max(out, v), total + v
         if twist_free:
-            out = max(out, abs(res[k, ny + 2] * w[ny + 2]))
+            v = abs(res[k, ny + 2] * w[ny + 2])
+            out, total = max(out, v), total + v
     for i in range(6):
-        out = max(out, abs(res_ee[i] * w[ny + i]))
-    return out / scale
+        v = abs(res_ee[i] * w[ny + i])
+        out, total = max(out, v), total + v
+    return out / scale if math.isfinite(total) else math.inf     # max skips NaN: a diverged state is not converged
 
 
 @njit_leaf
@@ -157,12 +160,14 @@ def _largest_rotation(dy, dpsi, dl, lengths, col):
 @njit_leaf
 def _step_norm(dy, dpsi, dl, lengths, w):
     """Weighted ∞-norm of the Newton correction (column 0): rotations [rad], translations / L, slopes × L², δL / L."""
-    out = 0.0
+    out, total = 0.0, 0.0
     for k in range(dy.shape[0]):
         for i in range(dy.shape[1]):
-            out = max(out, abs(dy[k, i, 0] / w[i]))
-        out = max(out, abs(dpsi[k, 0]), abs(dl[k, 0]) / lengths[k])
-    return out
+            v = abs(dy[k, i, 0] / w[i])
+            out, total = max(out, v), total + v
+        v = max(abs(dpsi[k, 0]), abs(dl[k, 0]) / lengths[k])
+        out, total = max(out, v), total + abs(dpsi[k, 0]) + abs(dl[k, 0])
+    return out if math.isfinite(total) else math.inf
 
 
 @njit_leaf

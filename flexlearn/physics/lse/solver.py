@@ -278,10 +278,14 @@ class SolverMixin(AssemblyMixin):
         return w
 
     def _scaled_norm(self, w: Tensor, res: Tensor, res_ee: Tensor, loads_scale: float) -> float:
-        """Scaled residual ∞-norm (entries in N·m by the weights ``w`` (12N,), over ``loads_scale``)."""
+        """Scaled residual ∞-norm (entries in N·m by the weights ``w`` (12N,), over ``loads_scale``); ∞ when an
+        entry is not finite (a diverged state must not read as converged; as the compiled kernels)."""
         ry = res[:, :self.n_y] * w[:self.n_y]
         rz = (res[:, self.n_y:].sum(0) + res_ee) * w[self.n_y:]
-        return float(torch.cat([ry.reshape(-1), rz]).abs().max()) / loads_scale
+        entries = torch.cat([ry.reshape(-1), rz]).abs()
+        if not bool(torch.isfinite(entries).all()):
+            return math.inf
+        return float(entries.max()) / loads_scale
 
     def _step_norm(self, w: Tensor, dy: Tensor, dz: Tensor) -> float:
         """Weighted ∞-norm of a step: rotations [rad], translations / L, slopes × L²."""

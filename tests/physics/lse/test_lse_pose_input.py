@@ -1,6 +1,7 @@
 """Bad input to the inverse pose statics is refused by name before the compiled kernels run (they index without
 bounds checks and divide by zero on non-finite poses): poses that are not rigid transforms, a start state of
-another element count, a non-finite platform wrench or tolerance."""
+another element count, a non-finite platform wrench or tolerance. And a state gone non-finite inside Newton is a
+failure, never a convergence (``max`` skips NaN, so the residual norms read such a state as 0)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -90,3 +91,31 @@ def test_rotation_tolerance_accepts_round_off_and_empty_batches_solve_nothing(so
 def test_bad_options_are_refused_by_name(kw, words):
     with pytest.raises(ValueError, match=words):
         _statics(**kw)
+
+
+def test_a_non_finite_residual_is_an_infinite_norm_and_newton_fails_on_it(solved):
+    from flexlearn.physics.lse import pose_kernels as pk
+    from flexlearn.physics.lse.compiled_solver import _scaled_norm
+    from flexlearn.physics.lse.newton_policy import CONVERGED, residual_verdict
+    from flexlearn.physics.lse.pose_statics import _state
+
+    from numba import njit
+
+    forward_norm = njit(lambda res, res_ee, w, ny: _scaled_norm(res, res_ee, w, ny, 1.0))   # an inner kernel
+    ps, st = solved
+    r, n = 6, ps.n_elements
+    w = np.ones(12 * n)
+    for bad in (np.nan, np.inf):
+        res = np.zeros((r, 12 * n))
+        res[2, 5] = bad
+        assert pk._norm(res, np.zeros(6), w, 1.0, True) == np.inf
+        assert forward_norm(res, np.zeros(6), w, 12 * n - 6) == np.inf
+        assert residual_verdict(pk._norm(res, np.zeros(6), w, 1.0, True), 1.0, 1, 1e-6, 50) != CONVERGED
+    assert pk._norm(np.zeros((r, 12 * n)), np.zeros(6), w, 1.0, True) == 0.0
+    beta = st.beta.copy()
+    beta[0, 0, 0] = np.nan                   # a state gone non-finite (no public call can pass one in)
+    state = (st.g_int, beta, st.psi, st.lengths)
+    wk = pk.pose_workspace(r, n)
+    pk._load(ps.base, st.g_ee, ps.tip_local, ps.kd, ps.xi0, ps.w_body, state, tuple(st.sens), wk)
+    status, _it, _nf, _nlog = pk.pose_newton(ps.base, st.g_ee, ps.tip_local, ps.kd, ps.xi0, ps.w_body, ps._opts(), wk)
+    assert status == 0
