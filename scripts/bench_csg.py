@@ -15,7 +15,8 @@ p_E = (0, 0, 0.4), then (0, 0.02, 0.48), then the reference's path (±1 mm in y 
 plain Newton (``chord_keep=0``, 3-point tangents: a fresh factorisation every step) as the same-run baseline
 of the solver options (``--no-plain`` skips it). Batched: 1,000
 independent poses (random in the path's box, fixed seed; median of 3 passes) by :meth:`PoseStatics.solve_batch` (nearest-neighbour
-chain from the start solution), one core; the same poses solved by the reference (variant 5's solver, each
+chain from the start solution, each pose started from the fit of its solved neighbours), one core, and beside it
+the same chain with every pose started from the previous solution (``batched_chain_only_*``, ``fit=False``); the same poses solved by the reference (variant 5's solver, each
 warm-started from the previous solution as in its own loop) in their given order and in our chain's order, with
 its rate, failures and how many of its solutions are ours (``cpp_batch_*``: the shooting problem has several
 equilibria here, and from a far warm start it finds others). Shooting baseline: :func:`shoot_pose` on the first
@@ -38,6 +39,7 @@ Prints JSON. Skips the C++ part (with the reason) without g++ or Eigen.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import re
@@ -380,8 +382,20 @@ def batched(lse: dict, n: int, seed: int = 0, repeats: int = 3, cpp_exe: Path | 
     ps = lse["ps"]
     ps.solve_batch(poses, lse["start"])     # compile (or load) and an untimed warm-up pass (see _rate)
     rate, out = _rate(lambda: ps.solve_batch(poses, lse["start"]), n, repeats)
-    res = {"batched_solves_per_s": rate, "batched_converged": int(out.converged.sum()), "batched_poses": n,
-           "batched_mean_newton_iters": float(out.iterations.mean())}
+    if "fit" not in inspect.signature(ps.solve_batch).parameters:   # an earlier tree (--baseline)
+        return {"batched_solves_per_s": rate, "batched_converged": int(out.converged.sum()), "batched_poses": n, "batched_seed": seed,
+                "batched_mean_newton_iters": float(out.iterations.mean())}
+    ps.solve_batch(poses, lse["start"], fit=False)
+    rate_chain, chain = _rate(lambda: ps.solve_batch(poses, lse["start"], fit=False), n, repeats)
+    both = out.converged & chain.converged
+    res = {"batched_solves_per_s": rate, "batched_converged": int(out.converged.sum()), "batched_poses": n, "batched_seed": seed,
+           "batched_mean_newton_iters": float(out.iterations.mean()),
+           "batched_fit_started": int(out.fit_started.sum()),
+           "batched_chain_only_solves_per_s": rate_chain, "batched_chain_only_converged": int(chain.converged.sum()),
+           "batched_chain_only_mean_newton_iters": float(chain.iterations.mean()),
+           "batched_vs_chain_only": rate / rate_chain,
+           "batched_vs_chain_only_max_length_diff_m": float(np.abs(out.lengths - chain.lengths)[both].max())
+           if both.any() else None}
     if cpp_exe is not None and work is not None:
         res.update(batched_vs_cpp(cpp_exe, pts, out, rate, lse["start"].g_ee[:3, 3], work))
     return res
@@ -465,6 +479,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="alternated C++ / LSE timings (medians)")
     ap.add_argument("--tol", type=float, default=1e-6, help="LSE scaled residual tolerance")
     ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument("--batch-seed", type=int, default=0, help="seed of the batch's random poses")
     ap.add_argument("--shooting", type=int, default=10, help="path poses solved by the shooting baseline")
     ap.add_argument("--no-cpp", action="store_true")
     ap.add_argument("--no-plain", action="store_true", help="skip the plain-Newton LSE run (same-run baseline)")
@@ -509,7 +524,7 @@ def main(argv=None) -> int:
         if a.shooting > 0:
             out.update(shooting(lse, a.shooting, [] if "skipped" in cpp else cpp["solutions"]))
         if a.batch > 0:
-            out.update(batched(lse, a.batch, cpp_exe=cpp.get("batch_exe"), work=Path(tmp)))
+            out.update(batched(lse, a.batch, seed=a.batch_seed, cpp_exe=cpp.get("batch_exe"), work=Path(tmp)))
             if "cpp_solves_per_s" in out:
                 out["batched_vs_cpp"] = out["batched_solves_per_s"] / out["cpp_solves_per_s"]
     if a.baseline is not None:

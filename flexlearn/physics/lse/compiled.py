@@ -48,7 +48,7 @@ from flexlearn.physics.lse.fused import _GL_NODES, _GL_WEIGHTS, _SERIES, _THRESH
 # `refresh_pose_cache` when a pose module is imported): editing a pose file recompiles only the pose kernels.
 CACHE_SOURCES = ("fused", "compiled", "compiled_linalg", "compiled_condense", "compiled_solver", "newton_policy",
                  "../../lie/tables", "../../lie/_thresholds")
-POSE_CACHE_SOURCES = ("pose_kernels", "pose_geometry", "pose_condense", "pose_work")
+POSE_CACHE_SOURCES = ("pose_kernels", "pose_geometry", "pose_condense", "pose_work", "pose_fit", "pose_batch")
 refresh_numba_cache(Path(__file__).parent, CACHE_SOURCES, "lse_kernels")
 
 

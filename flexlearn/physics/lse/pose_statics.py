@@ -69,10 +69,11 @@ class BatchResult:
     lengths: np.ndarray      # (P, R) [m]
     psi: np.ndarray          # (P, R) [rad]
     iterations: np.ndarray   # (P,)
+    fit_started: np.ndarray  # (P,) bool: started from the fit of solved neighbours (solve_batch's ``fit``)
 
 
 def nearest_neighbour_order(points: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """Greedy nearest-neighbour visiting order (P,) of ``points`` (P, 3) from ``start`` (3,)."""
+    """Greedy nearest-neighbour visiting order (P,) of ``points`` (P, D) from ``start`` (D,) (Euclidean)."""
     left = np.ones(points.shape[0], dtype=bool)
     order = np.empty(points.shape[0], dtype=np.int64)
     cur = start
@@ -81,6 +82,13 @@ def nearest_neighbour_order(points: np.ndarray, start: np.ndarray) -> np.ndarray
         j = int(np.argmin(d))
         order[i], left[j], cur = j, False, points[j]
     return order
+
+
+def pose_features(poses: np.ndarray, rotation_scale: float) -> np.ndarray:
+    """Points (P, 12) whose squared distance is that of the batch fit (:mod:`~flexlearn.physics.lse.pose_fit`):
+    ``|p_i − p_j|² + s² |R_i − R_j|²_F / 2`` for poses (P, 4, 4), ``s`` = ``rotation_scale`` [m]."""
+    p = poses.reshape(-1, 4, 4)
+    return np.concatenate([p[:, :3, 3], rotation_scale / np.sqrt(2.0) * p[:, :3, :3].reshape(-1, 9)], 1)
 
 
 def _state(s: PoseState) -> tuple:
@@ -232,39 +240,34 @@ class PoseStatics:
             raise PoseStaticsError(f"path pose {count} of {pz.shape[0]}: no equilibrium found")
         return PathResult(ln, ps, gi, be, its, nf)
 
-    def solve_batch(self, poses, ref: PoseState, chain: bool = True) -> BatchResult:
+    def solve_batch(self, poses, ref: PoseState, chain: bool = True, fit: bool = True) -> BatchResult:
         """Independent solves at ``poses`` (P, 4, 4).
 
-        ``chain`` (default): the poses are visited in a greedy nearest-neighbour order from ``ref`` and each is
-        warm-started from the previous one (compiled path runs; a pose that fails is marked and the chain
-        resumes from the last solved pose), so the cost per pose is that of a path step; each result is the
-        equilibrium at its pose, whatever the order (to the solver tolerance). ``chain=False``: every pose
-        from ``ref`` (predictor over the whole move, adaptive continuation, the cold start as the last resort),
-        in one compiled call."""
+        ``chain`` (default): the poses are visited in a greedy nearest-neighbour order from ``ref`` (positions and
+        rotations, :func:`pose_features`), in one
+        compiled call (:mod:`~flexlearn.physics.lse.pose_batch`). With ``fit`` (default), once enough poses are
+        solved each starts from the local polynomial fit of its nearest solutions
+        (:mod:`~flexlearn.physics.lse.pose_fit`); otherwise, and where that fails, from the previous solution
+        (the path step). A pose that fails is marked and the chain goes on from the last solution. Each result is
+        the equilibrium at its pose, whatever the order and start (to the solver tolerance). ``chain=False``:
+        every pose from ``ref`` (predictor over the whole move, adaptive continuation, the cold start as the last
+        resort), in one compiled call."""
         pz = platform_poses(poses, "poses", True)
         ref = self._check_init(ref, "ref")
         if not chain:
             st, ln, ps, its = self._pk.pose_batch(self.base, pz, self.tip_local, self.kd, self.xi0, self.w_body,
                                                   ref.g_ee, _state(ref), tuple(ref.sens), self._opts())
-            return BatchResult(st.astype(bool), ln, ps, its)
-        order = nearest_neighbour_order(pz[:, :3, 3], ref.g_ee[:3, 3])
-        npose, r = pz.shape[0], self.base.shape[0]
-        ok = np.zeros(npose, dtype=bool)
-        lengths, psi = np.zeros((npose, r)), np.zeros((npose, r))
-        iters = np.zeros(npose, dtype=np.int64)
-        start, pos = ref, 0
-        while pos < npose:
-            idx = order[pos:]
-            count, ln, ps, gi, be, its, _nf, sens = self._pk.pose_path(
-                self.base, start.g_ee, pz[idx], self.tip_local, self.kd, self.xi0, self.w_body, _state(start),
-                tuple(start.sens), self._opts(), self.predictor)
-            ok[idx[:count]] = True
-            lengths[idx[:count]], psi[idx[:count]], iters[idx[:count]] = ln[:count], ps[:count], its[:count]
-            if count > 0:
-                last = count - 1
-                start = PoseState(pz[idx[last]], gi[last], be[last], ps[last], ln[last], 0, sens)
-            pos += count + 1     # skip the pose that failed
-        return BatchResult(ok, lengths, psi, iters)
+            return BatchResult(st.astype(bool), ln, ps, its, np.zeros(pz.shape[0], dtype=bool))
+        from flexlearn.physics.lse.pose_batch import pose_batch_chain
+
+        scale = float(np.linalg.norm(self.tip_local[:, :3, 3], axis=1).mean())   # rotations: arcs at the attachments
+        order = nearest_neighbour_order(pose_features(pz, scale), pose_features(ref.g_ee, scale)[0])
+        st, ln, ps, its, fitted = pose_batch_chain(
+            self.base, ref.g_ee, np.ascontiguousarray(pz[order]), self.tip_local, self.kd, self.xi0, self.w_body,
+            _state(ref), tuple(ref.sens), self._opts(), bool(fit), scale)
+        back = np.empty_like(order)
+        back[order] = np.arange(order.size)
+        return BatchResult(st[back].astype(bool), ln[back], ps[back], its[back], fitted[back])
 
     def nodes(self, g_ee, g_int, psi) -> np.ndarray:
         """All node poses (R, N+1, 4, 4): bases, interior nodes, platform attachments."""

@@ -97,7 +97,6 @@ def test_a_non_finite_residual_is_an_infinite_norm_and_newton_fails_on_it(solved
     from flexlearn.physics.lse import pose_kernels as pk
     from flexlearn.physics.lse.compiled_solver import _scaled_norm
     from flexlearn.physics.lse.newton_policy import CONVERGED, residual_verdict
-    from flexlearn.physics.lse.pose_statics import _state
 
     from numba import njit
 
