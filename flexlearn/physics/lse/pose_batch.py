@@ -1,6 +1,7 @@
 """Compiled batch of independent inverse-statics poses, each warm-started from the solutions found before it.
 
-The poses are visited in the order given (:meth:`PoseStatics.solve_batch` gives a greedy nearest-neighbour order).
+The poses are visited in the order given (:meth:`PoseStatics.solve_batch` gives a greedy nearest-neighbour order,
+:func:`visiting_order`). The latest STORE_MAX solutions are kept for the fits.
 Once MAX_NEIGHBOURS solutions are stored, a pose starts from the local polynomial fit of its nearest solutions
 (:mod:`flexlearn.physics.lse.pose_fit`) and Newton (:func:`~flexlearn.physics.lse.pose_kernels.pose_newton`,
 a fresh tangent first) finishes it; before that, or when the fit is unavailable or Newton fails from it, the pose
@@ -20,7 +21,31 @@ from flexlearn.physics.lse.pose_work import _state, _state_now, pose_workspace
 
 refresh_pose_cache()  # before any kernel of this file loads its cache
 
-__all__ = ["pose_batch_chain"]
+__all__ = ["STORE_MAX", "pose_batch_chain", "visiting_order"]
+
+STORE_MAX = 2048     # solutions kept for the fits (the latest; memory and search bounded for large batches)
+
+
+@njit(cache=True)
+def visiting_order(points, start):
+    """Greedy nearest-neighbour order (P,) of ``points`` (P, D) from ``start`` (D,), Euclidean; O(P² D)."""
+    npt, dim = points.shape
+    left = np.ones(npt, dtype=np.bool_)
+    order = np.empty(npt, dtype=np.int64)
+    cur = start.copy()
+    for i in range(npt):
+        best, j = np.inf, -1
+        for q in range(npt):
+            if left[q]:
+                d = 0.0
+                for c in range(dim):
+                    d += (points[q, c] - cur[c]) ** 2
+                if d < best or j < 0:
+                    best, j = d, q
+        order[i], left[j] = j, False
+        for c in range(dim):
+            cur[c] = points[j, c]
+    return order
 
 
 @njit(cache=True)
@@ -64,7 +89,8 @@ def pose_batch_chain(base, g_start, poses, tip_local, kd, xi0, w_body, state, se
     fitted = np.zeros(npose, dtype=np.bool_)
     out_l, out_psi = np.zeros((npose, r)), np.zeros((npose, r))
     wk = pose_workspace(r, n)
-    fw = fit_workspace(npose, r, n)
+    capacity = max(1, min(npose, STORE_MAX))
+    fw = fit_workspace(capacity, r, n)
     saved = _state(r, n)
     _load(base, g_start, tip_local, kd, xi0, w_body, state, sens, wk)
     copy_state(state, saved)
@@ -74,7 +100,7 @@ def pose_batch_chain(base, g_start, poses, tip_local, kd, xi0, w_body, state, se
         g = poses[p]
         ok, it = -1, 0
         if use_fit:
-            ok, it = _from_fit(base, g, tip_local, kd, xi0, w_body, opts, wk, fw, stored, lbar)
+            ok, it = _from_fit(base, g, tip_local, kd, xi0, w_body, opts, wk, fw, min(stored, capacity), lbar)
             fitted[p] = ok == 1
             if ok == 0:
                 _restore(base, g_last, tip_local, kd, xi0, w_body, saved, wk)
@@ -90,7 +116,7 @@ def pose_batch_chain(base, g_start, poses, tip_local, kd, xi0, w_body, state, se
         status[p], out_l[p], out_psi[p] = 1, st[3], st[2]
         if fitted[p]:
             wk[22][5], wk[22][6] = 0, 0      # the path history restarts from this solution
-        store_solution(fw, stored, g, cur[0], st)
+        store_solution(fw, stored % capacity, g, cur[0], st)
         stored += 1
         copy_state(st, saved)
         g_last = g

@@ -22,7 +22,13 @@ import math
 import numpy as np
 
 from flexlearn.physics.lse.compiled import njit, njit_leaf, refresh_pose_cache
-from flexlearn.physics.lse.pose_geometry import _log_se3_into, _rel_pose_into, rebuild_nodes_into, tip_poses_into
+from flexlearn.physics.lse.pose_geometry import (
+    _log_se3_into,
+    _rel_pose_into,
+    rebuild_nodes_into,
+    record_solution_into,
+    tip_poses_into,
+)
 
 refresh_pose_cache()  # before any kernel of this file loads its cache
 
@@ -52,17 +58,7 @@ def store_solution(fw, s, g, parts, state):
     """Store the solution ``state`` at ``g`` as entry ``s``: Ω from its element pieces (``parts`` of the residual
     pass at the solution), β, ψ, L."""
     fw[0][s] = g
-    om, be = fw[1][s], fw[2][s]
-    r, n = be.shape[0], be.shape[1]
-    for k in range(r):
-        for e in range(n):
-            for j in range(3):
-                om[k, e, j] = parts[2][k, e, j]
-                om[k, e, 3 + j] = parts[3][k, e, j]
-            for j in range(6):
-                be[k, e, j] = state[1][k, e, j]
-        fw[3][s, k] = state[2][k]
-        fw[4][s, k] = state[3][k]
+    record_solution_into(parts, state, fw[1][s], fw[2][s], fw[3][s], fw[4][s])
 
 
 @njit_leaf

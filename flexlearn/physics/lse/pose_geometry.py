@@ -27,7 +27,7 @@ from flexlearn.physics.lse.compiled import (
 refresh_pose_cache()  # before any kernel of this file loads its cache
 
 __all__ = ["EXTRAP_REACH", "LINE_TOL", "NODE_GAP", "cold_state", "copy_state", "line_weights", "rebuild_nodes_into",
-           "retract_strain_into", "tip_poses", "tip_poses_into"]
+           "record_solution_into", "retract_strain_into", "tip_poses", "tip_poses_into"]
 
 LINE_TOL = 1e-6       # relative distance from the line below which stored platform poses count as on it
 EXTRAP_REACH = 2.0    # extrapolation at most this many times the nearest stored distance from the latest pose
@@ -164,6 +164,22 @@ def cold_state(base, g_ee, tip_local, n):
             g_int[k, j - 1, :3, 3] = p
             g_int[k, j - 1, 3, 3] = 1.0
     return g_int, np.zeros((r, n, 6)), psi, lengths
+
+
+@njit_leaf
+def record_solution_into(parts, state, om, be, psi, lengths):
+    """A solution's element twists Ω = [φ; ρ] (from ``parts``, the pieces of its residual pass), slopes β, tip
+    twists ψ and lengths L into ``om``, ``be`` (R, N, 6), ``psi``, ``lengths`` (R,)."""
+    r, n = be.shape[0], be.shape[1]
+    for k in range(r):
+        for e in range(n):
+            for j in range(3):
+                om[k, e, j] = parts[2][k, e, j]
+                om[k, e, 3 + j] = parts[3][k, e, j]
+            for j in range(6):
+                be[k, e, j] = state[1][k, e, j]
+        psi[k] = state[2][k]
+        lengths[k] = state[3][k]
 
 
 @njit(cache=True)

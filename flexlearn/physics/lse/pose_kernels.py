@@ -70,6 +70,7 @@ from flexlearn.physics.lse.pose_geometry import (
     copy_state,
     line_weights,
     rebuild_nodes_into,
+    record_solution_into,
     retract_strain_into,
     tip_poses,
     tip_poses_into,
@@ -223,17 +224,7 @@ def _push_history(g_ee, wk):
     cur, _ = _current(wk)
     parts, st = cur[0], cur[1]
     hist[0][0] = g_ee
-    om, be = hist[1][new], hist[2][new]
-    r, n = be.shape[0], be.shape[1]
-    for k in range(r):
-        for e in range(n):
-            for j in range(3):
-                om[k, e, j] = parts[2][k, e, j]
-                om[k, e, 3 + j] = parts[3][k, e, j]
-            for j in range(6):
-                be[k, e, j] = st[1][k, e, j]
-        hist[3][new, k] = st[2][k]
-        hist[4][new, k] = st[3][k]
+    record_solution_into(parts, st, hist[1][new], hist[2][new], hist[3][new], hist[4][new])
     flags[5] = m
 
 

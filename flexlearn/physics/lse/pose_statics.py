@@ -73,15 +73,13 @@ class BatchResult:
 
 
 def nearest_neighbour_order(points: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """Greedy nearest-neighbour visiting order (P,) of ``points`` (P, D) from ``start`` (D,) (Euclidean)."""
-    left = np.ones(points.shape[0], dtype=bool)
-    order = np.empty(points.shape[0], dtype=np.int64)
-    cur = start
-    for i in range(points.shape[0]):
-        d = np.where(left, ((points - cur) ** 2).sum(1), np.inf)
-        j = int(np.argmin(d))
-        order[i], left[j], cur = j, False, points[j]
-    return order
+    """Greedy nearest-neighbour visiting order (P,) of ``points`` (P, D) from ``start`` (D,) (Euclidean; compiled,
+    :func:`~flexlearn.physics.lse.pose_batch.visiting_order`)."""
+    from flexlearn.physics.lse.pose_batch import visiting_order
+
+    pts = np.ascontiguousarray(points, dtype=np.float64)
+    pts = pts.reshape(pts.shape[0], int(np.prod(pts.shape[1:])))
+    return visiting_order(pts, np.ascontiguousarray(start, dtype=np.float64).reshape(pts.shape[1]))
 
 
 def pose_features(poses: np.ndarray, rotation_scale: float) -> np.ndarray:

@@ -155,6 +155,20 @@ def test_batch_of_turned_poses_fits_in_six_directions(csg):
         np.testing.assert_allclose(fit.lengths[i], ps.solve(poses[i], st).lengths, atol=1e-8)
 
 
+def test_a_batch_beyond_the_store_keeps_the_latest_solutions(csg):
+    from flexlearn.physics.lse.pose_batch import STORE_MAX
+
+    ps, st = csg
+    rng = np.random.default_rng(6)
+    n = STORE_MAX + 150
+    pts = np.stack([rng.uniform(-0.01, 0.01, n), rng.uniform(0.02, 0.07, n), rng.uniform(0.48, 0.53, n)], 1)
+    poses = _poses(pts)
+    fit = ps.solve_batch(poses, st)
+    assert fit.converged.all() and fit.fit_started.sum() > STORE_MAX
+    chain = ps.solve_batch(poses, st, fit=False)
+    np.testing.assert_allclose(fit.lengths, chain.lengths, atol=1e-8)
+
+
 def test_a_pose_without_equilibrium_is_marked_and_the_batch_goes_on(csg):
     ps, st = csg
     rng = np.random.default_rng(5)
@@ -165,3 +179,27 @@ def test_a_pose_without_equilibrium_is_marked_and_the_batch_goes_on(csg):
         out = ps.solve_batch(poses, st, fit=fit)
         assert not out.converged[20] and out.converged.sum() == 49
         np.testing.assert_allclose(out.lengths[49], ps.solve(poses[49], st).lengths, atol=1e-8)
+
+
+def test_budget_script_counts_its_schemes_and_refuses_a_bad_rate(capsys):
+    """scripts/bench_csg_budget.py: each scheme's µs per pose is the sum of the kernels it runs, the SIMD line is
+    that over 8 lanes against 1 / (10 × the C++ rate); a rate ≤ 0 is refused before anything is built."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[3]
+    spec = importlib.util.spec_from_file_location("bench_csg_budget", root / "scripts" / "bench_csg_budget.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    k = {"residual": 10.0, "tangent": 60.0, "factorisation": 30.0, "column": 5.0, "trial": 20.0,
+         "sensitivity_6_columns": 15.0, "fit_weights_and_start": 40.0}
+    res = {"batch": {"us_per_pose": 200.0}, "chain_only": {"us_per_pose": 400.0},
+           "chord": {"corrections_per_converged_pose": None}}
+    out = bench.floors(k, res, 12.5)
+    assert out["fit_then_one_newton_correction"]["us"] == 40 + 10 + 60 + 30 + 5 + 20
+    assert out["fit_then_one_newton_correction"]["us_at_simd_lanes"] == 165 / 8
+    assert not out["fit_then_one_newton_correction"]["within_budget_at_simd_lanes"]
+    assert out["one_residual_only"]["within_budget_at_simd_lanes"]
+    assert "sensitivity_then_chord_from_previous_factorisation" not in out     # no pose converged by chord
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--cpp-solves-per-s", "0"])
+    assert exc.value.code == 2 and "positive rate" in capsys.readouterr().err
