@@ -13,7 +13,7 @@ tips at ``g`` (:func:`~flexlearn.physics.lse.pose_geometry.rebuild_nodes_into`),
 
 On the CSG batch of ``scripts/bench_csg.py`` (1,000 random positions, visited in nearest-neighbour order) the
 fit's first scaled residual is ≈ 0.05 against ≈ 1.6 for the sensitivity predictor from the previous pose, and
-Newton then needs ≈ 1.0 corrections per pose instead of ≈ 2.7 (``scripts/bench_csg_budget.py``).
+Newton then needs ≈ 1.1 corrections per pose instead of ≈ 2.7 (``scripts/bench_csg_budget.py``).
 """
 from __future__ import annotations
 
