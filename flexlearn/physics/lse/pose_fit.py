@@ -25,6 +25,7 @@ from flexlearn.physics.lse.compiled import njit, njit_leaf, refresh_pose_cache
 from flexlearn.physics.lse.pose_geometry import (
     _log_se3_into,
     _rel_pose_into,
+    combine_solutions_into,
     rebuild_nodes_into,
     record_solution_into,
     tip_poses_into,
@@ -245,23 +246,7 @@ def fit_start_into(fw, k, base, g, tip_local, state, tip, omega, scratch):
     """The warm start at ``g`` from the weights of :func:`fit_neighbours` (k > 0) into ``state`` (g_int, β, ψ, L)
     and its tip poses ``tip`` (R, 4, 4): Ω, β, ψ, L as Σ_i w_i x_i, the nodes rebuilt from Ω (``omega`` (R, N, 6)
     scratch) and closed onto the tips, the lengths taking the closure's change. scratch (5, 6)."""
-    idx, w = fw[5], fw[10]
     gi, be, psi, ln = state
-    r, n = be.shape[0], be.shape[1]
-    for kk in range(r):
-        psi[kk], ln[kk] = 0.0, 0.0
-        for e in range(n):
-            for j in range(6):
-                omega[kk, e, j], be[kk, e, j] = 0.0, 0.0
-    for i in range(k):
-        wi, s = w[i], idx[i]
-        om_s, be_s = fw[1][s], fw[2][s]
-        for kk in range(r):
-            psi[kk] += wi * fw[3][s, kk]
-            ln[kk] += wi * fw[4][s, kk]
-            for e in range(n):
-                for j in range(6):
-                    omega[kk, e, j] += wi * om_s[kk, e, j]
-                    be[kk, e, j] += wi * be_s[kk, e, j]
+    combine_solutions_into(fw[10], fw[5], k, fw[1], fw[2], fw[3], fw[4], omega, be, psi, ln)
     tip_poses_into(g, tip_local, psi, tip)
     rebuild_nodes_into(base, omega, tip, gi, scratch, ln)

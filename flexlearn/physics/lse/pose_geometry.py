@@ -26,7 +26,8 @@ from flexlearn.physics.lse.compiled import (
 
 refresh_pose_cache()  # before any kernel of this file loads its cache
 
-__all__ = ["EXTRAP_REACH", "LINE_TOL", "NODE_GAP", "cold_state", "copy_state", "line_weights", "rebuild_nodes_into",
+__all__ = ["EXTRAP_REACH", "LINE_TOL", "NODE_GAP", "cold_state", "combine_solutions_into", "copy_state",
+           "line_weights", "rebuild_nodes_into",
            "record_solution_into", "retract_strain_into", "tip_poses", "tip_poses_into"]
 
 LINE_TOL = 1e-6       # relative distance from the line below which stored platform poses count as on it
@@ -180,6 +181,27 @@ def record_solution_into(parts, state, om, be, psi, lengths):
                 be[k, e, j] = state[1][k, e, j]
         psi[k] = state[2][k]
         lengths[k] = state[3][k]
+
+
+@njit_leaf
+def combine_solutions_into(w, which, count, om_store, be_store, psi_store, len_store, om, be, psi, lengths):
+    """``Σ_i w[i] x[which[i]]`` over i < count of stored solutions (Ω, β (S, R, N, 6); ψ, L (S, R)) into ``om``,
+    ``be`` (R, N, 6), ``psi``, ``lengths`` (R,), summed in the order i = 0 … count-1 for every entry."""
+    r, n = be.shape[0], be.shape[1]
+    for k in range(r):
+        psi[k], lengths[k] = 0.0, 0.0
+        for e in range(n):
+            for j in range(6):
+                om[k, e, j], be[k, e, j] = 0.0, 0.0
+    for i in range(count):
+        wi, s = w[i], which[i]
+        for k in range(r):
+            psi[k] += wi * psi_store[s, k]
+            lengths[k] += wi * len_store[s, k]
+            for e in range(n):
+                for j in range(6):
+                    om[k, e, j] += wi * om_store[s, k, e, j]
+                    be[k, e, j] += wi * be_store[s, k, e, j]
 
 
 @njit(cache=True)

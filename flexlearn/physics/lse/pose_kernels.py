@@ -67,6 +67,7 @@ from flexlearn.physics.lse.pose_geometry import (
     _mm,
     _rel_log,
     cold_state,
+    combine_solutions_into,
     copy_state,
     line_weights,
     rebuild_nodes_into,
@@ -242,25 +243,10 @@ def _extrapolate(base, g_new, tip_local, max_points, wk):
     m = flags[5]
     if m < EXTRAP_MIN or line_weights(hist[0], m, g_new, sw[0], sw[1], max_points) < EXTRAP_MIN:
         return False
-    w, slots = sw[1], hist[5]
     _, trl = _current(wk)
     gi, be, ps, ln = trl[1]
-    r, n = be.shape[0], be.shape[1]
-    for k in range(r):
-        ps[k], ln[k] = 0.0, 0.0
-        for e in range(n):
-            for j in range(6):
-                om[k, e, j], be[k, e, j] = 0.0, 0.0
-    for i in range(m):          # Σ_i in the order i = 0 … m-1 for every entry
-        wi, sl = w[i], slots[i]
-        ho, hb = hist[1][sl], hist[2][sl]
-        for k in range(r):
-            ps[k] += wi * hist[3][sl, k]
-            ln[k] += wi * hist[4][sl, k]
-            for e in range(n):
-                for j in range(6):
-                    om[k, e, j] += wi * ho[k, e, j]
-                    be[k, e, j] += wi * hb[k, e, j]
+    r = be.shape[0]
+    combine_solutions_into(sw[1], hist[5], m, hist[1], hist[2], hist[3], hist[4], om, be, ps, ln)
     tip_poses_into(g_new, tip_local, ps, trl[4])
     rebuild_nodes_into(base, om, trl[4], gi, wk[17], wk[16][:r])     # its length change dropped (docstring)
     flags[2] = 1 - flags[2]
