@@ -139,7 +139,7 @@ class KernelGroup:
 GROUPS = {
     "lse": KernelGroup("lse", "flexlearn.physics.lse", "flexlearn.physics.lse",
                        "flexlearn-cpr (forward statics without gradients)", 20.0, _warm_lse),
-    "pose": KernelGroup("pose", "flexlearn.physics.lse", "flexlearn.physics.lse.pose_kernels",
+    "pose": KernelGroup("pose", "flexlearn.physics.lse", "flexlearn.physics.lse.pose_batch",
                         "inverse statics to a platform pose (CPRModel.pose_statics, scripts/bench_csg.py)", 140.0,
                         _warm_pose, prefix="pose_"),
     "cosserat": KernelGroup("cosserat", "flexlearn.physics.cosserat", "flexlearn.physics.cosserat",
