@@ -1,7 +1,8 @@
 """Warm starts for a batch of independent poses: a local polynomial fit of the solutions already found.
 
 For a new platform pose ``g`` and the poses ``g_i`` solved so far, the K nearest (distance² = |p_i − p|² +
-L̄² |R_i − R|²_F / 2, L̄ [m] a rod length that puts rotations in metres) give displacement coordinates
+L̄² |R_i − R|²_F / 2, L̄ [m] a length that puts rotations in metres: :meth:`PoseStatics.solve_batch` takes the
+mean radius of the platform attachments, the arc a rotation moves them by) give displacement coordinates
 ``x_i = [L̄ φ_i; ρ_i]`` with ``[φ_i; ρ_i] = log(g⁻¹ g_i)``, projected on the subspace they span (m ≤ 6
 directions: the eigenvectors of Σ x_i x_iᵀ above EIG_REL of the largest; a batch of positions at one orientation
 spans 3) and scaled to unit radius. Each stored solution quantity — element twists Ω, slopes β, tip twists ψ,
