@@ -59,6 +59,13 @@ def test_warmup_groups_name_every_kernel_module_the_package_loads():
     assert set(GROUPS) == set(GROUP_NAMES) == {"lse", "pose", "cosserat", "attitude"}
     names = {g: [m.__name__ for m in GROUPS[g].modules()] for g in GROUPS}
     assert names["pose"] and all(n.startswith("flexlearn.physics.lse.pose_") for n in names["pose"])
+    # in a fresh process (here other tests may have imported them): the batch kernels are in the pose group
+    import subprocess
+    import sys
+
+    code = "from flexlearn.apps._kernels import GROUPS; print(' '.join(m.__name__ for m in GROUPS['pose'].modules()))"
+    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert {"flexlearn.physics.lse.pose_batch", "flexlearn.physics.lse.pose_fit"} <= set(fresh)
     assert "flexlearn.sensing.attitude_kernels" in names["attitude"]
     assert any(n.startswith("flexlearn.physics.lse.compiled") for n in names["lse"])
     assert "flexlearn.physics.cosserat.fused" in names["cosserat"]
