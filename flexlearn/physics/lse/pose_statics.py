@@ -189,20 +189,31 @@ class PoseStatics:
         return (self.w, self.scale, self.tol, self.max_iter, self.max_rot, self.step_tol, self.growth,
                 self.backtracks, self.twist_free, self.chord_keep, self.tiny_t2, self.extrapolation)
 
+    def _checked(self, prefix: str, **fields) -> dict:
+        """``fields`` (any of g_ee, g_int, beta, psi, lengths) as float64 arrays, checked against this robot's
+        rod and element counts and for finite entries; ValueError naming the field (``prefix`` + name)."""
+        r, n = self.base.shape[0], self.n_elements
+        want = {"g_ee": (4, 4), "g_int": (r, n - 1, 4, 4), "beta": (r, n, 6), "psi": (r,), "lengths": (r,)}
+        out = {}
+        for field, value in fields.items():
+            try:
+                arr = _np(value)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"{prefix}{field}: not an array of numbers ({err})") from None
+            if arr.shape != want[field]:
+                raise ValueError(f"{prefix}{field}: shape {arr.shape}, this robot ({r} rods of {n} elements) needs "
+                                 f"{want[field]}: a state solved with another element count?")
+            if not np.isfinite(arr).all():
+                raise ValueError(f"{prefix}{field}: non-finite entries")
+            out[field] = arr
+        return out
+
     def _check_init(self, init, name: str = "init") -> PoseState:
         """``init`` if it is a solved state of this robot (a PoseState of its rod and element counts, finite);
         ValueError naming what does not fit otherwise."""
         if not isinstance(init, PoseState):
             raise ValueError(f"{name}: a PoseState (from solve or cold_state), got {type(init).__name__}")
-        r, n = self.base.shape[0], self.n_elements
-        want = {"g_ee": (4, 4), "g_int": (r, n - 1, 4, 4), "beta": (r, n, 6), "psi": (r,), "lengths": (r,)}
-        for field, shape in want.items():
-            arr = np.asarray(getattr(init, field))
-            if arr.shape != shape:
-                raise ValueError(f"{name}.{field}: shape {arr.shape}, this robot ({r} rods of {n} elements) needs "
-                                 f"{shape}: a state solved with another element count?")
-            if not np.isfinite(arr).all():
-                raise ValueError(f"{name}.{field}: non-finite entries")
+        self._checked(f"{name}.", **{f: getattr(init, f) for f in ("g_ee", "g_int", "beta", "psi", "lengths")})
         return init
 
     def cold_state(self, g_ee) -> PoseState:
@@ -269,8 +280,9 @@ class PoseStatics:
 
     def nodes(self, g_ee, g_int, psi) -> np.ndarray:
         """All node poses (R, N+1, 4, 4): bases, interior nodes, platform attachments."""
-        tip = self._pk.tip_poses(_np(g_ee), self.tip_local, _np(psi))
-        return np.concatenate([self.base[:, None], _np(g_int), tip[:, None]], 1)
+        a = self._checked("", g_ee=platform_poses(g_ee, "g_ee", False), g_int=g_int, psi=psi)
+        tip = self._pk.tip_poses(a["g_ee"], self.tip_local, a["psi"])
+        return np.concatenate([self.base[:, None], a["g_int"], tip[:, None]], 1)
 
     def rod_points(self, g_ee, g_int, beta, psi, lengths, samples_per_element: int = 8) -> np.ndarray:
         """Centre-line points (R, N·k + 1, 3) from the element strain fields (k = samples_per_element), at arc
@@ -278,10 +290,13 @@ class PoseStatics:
         from flexlearn.lie import se3_exp
         from flexlearn.physics.lse.element import magnus_omega, mean_strain
 
+        if int(samples_per_element) < 1:
+            raise ValueError(f"samples_per_element must be ≥ 1, got {samples_per_element}")
+        a = self._checked("", beta=beta, lengths=lengths)
         nodes = torch.from_numpy(self.nodes(g_ee, g_int, psi))
-        be = torch.from_numpy(_np(beta))
+        be = torch.from_numpy(a["beta"])
         r, n, k = nodes.shape[0], self.n_elements, int(samples_per_element)
-        h = (torch.from_numpy(_np(lengths)) / n)[:, None].expand(r, n)
+        h = (torch.from_numpy(a["lengths"]) / n)[:, None].expand(r, n)
         ga, gb = nodes[:, :-1], nodes[:, 1:]
         xibar = mean_strain(ga, gb, be, h)
         s = (torch.arange(1, k + 1, dtype=h.dtype) / k)[None, None, :] * h[..., None]

@@ -118,3 +118,17 @@ def test_a_non_finite_residual_is_an_infinite_norm_and_newton_fails_on_it(solved
     pk._load(ps.base, st.g_ee, ps.tip_local, ps.kd, ps.xi0, ps.w_body, state, tuple(st.sens), wk)
     status, _it, _nf, _nlog = pk.pose_newton(ps.base, st.g_ee, ps.tip_local, ps.kd, ps.xi0, ps.w_body, ps._opts(), wk)
     assert status == 0
+
+
+def test_node_and_point_reconstruction_check_their_arrays(solved):
+    ps, st = solved
+    pts = ps.rod_points(st.g_ee, st.g_int, st.beta, st.psi, st.lengths, 4)
+    assert pts.shape == (6, ps.n_elements * 4 + 1, 3) and np.isfinite(pts).all()
+    with pytest.raises(ValueError, match=r"psi: shape \(3,\)"):
+        ps.nodes(st.g_ee, st.g_int, st.psi[:3])           # read past the array by the compiled tip poses before
+    with pytest.raises(ValueError, match="g_int: non-finite"):
+        ps.nodes(st.g_ee, np.full_like(st.g_int, np.nan), st.psi)
+    with pytest.raises(ValueError, match="beta: shape"):
+        ps.rod_points(st.g_ee, st.g_int, st.beta[:, :1], st.psi, st.lengths)
+    with pytest.raises(ValueError, match="samples_per_element"):
+        ps.rod_points(st.g_ee, st.g_int, st.beta, st.psi, st.lengths, 0)
