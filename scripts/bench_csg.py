@@ -14,9 +14,10 @@ p_E = (0, 0, 0.4), then (0, 0.02, 0.48), then the reference's path (±1 mm in y 
 100 back), warm-started, one compiled call for the path; repeated ``--repeats`` times (median); the same path by
 plain Newton (``chord_keep=0``, 3-point tangents: a fresh factorisation every step) as the same-run baseline
 of the solver options (``--no-plain`` skips it). Batched: 1,000
-independent poses (random in the path's box, fixed seed; median of 3 passes) by :meth:`PoseStatics.solve_batch` (nearest-neighbour
-chain from the start solution, each pose started from the fit of its solved neighbours), one core, and beside it
-the same chain with every pose started from the previous solution (``batched_chain_only_*``, ``fit=False``); the same poses solved by the reference (variant 5's solver, each
+independent poses (random in the path's box, ``--batch-seed``; median of 3 passes) by
+:meth:`PoseStatics.solve_batch` (nearest-neighbour chain from the start solution, each pose started from the fit
+of its solved neighbours), one core, and beside it the same chain with every pose started from the previous
+solution (``batched_chain_only_*``, ``fit=False``); the same poses solved by the reference (variant 5's solver, each
 warm-started from the previous solution as in its own loop) in their given order and in our chain's order, with
 its rate, failures and how many of its solutions are ours (``cpp_batch_*``: the shooting problem has several
 equilibria here, and from a far warm start it finds others). Shooting baseline: :func:`shoot_pose` on the first
@@ -382,20 +383,20 @@ def batched(lse: dict, n: int, seed: int = 0, repeats: int = 3, cpp_exe: Path | 
     ps = lse["ps"]
     ps.solve_batch(poses, lse["start"])     # compile (or load) and an untimed warm-up pass (see _rate)
     rate, out = _rate(lambda: ps.solve_batch(poses, lse["start"]), n, repeats)
+    res = {"batched_solves_per_s": rate, "batched_converged": int(out.converged.sum()), "batched_poses": n,
+           "batched_seed": seed, "batched_mean_newton_iters": float(out.iterations.mean())}
     if "fit" not in inspect.signature(ps.solve_batch).parameters:   # an earlier tree (--baseline)
-        return {"batched_solves_per_s": rate, "batched_converged": int(out.converged.sum()), "batched_poses": n, "batched_seed": seed,
-                "batched_mean_newton_iters": float(out.iterations.mean())}
+        return res
     ps.solve_batch(poses, lse["start"], fit=False)
     rate_chain, chain = _rate(lambda: ps.solve_batch(poses, lse["start"], fit=False), n, repeats)
     both = out.converged & chain.converged
-    res = {"batched_solves_per_s": rate, "batched_converged": int(out.converged.sum()), "batched_poses": n, "batched_seed": seed,
-           "batched_mean_newton_iters": float(out.iterations.mean()),
-           "batched_fit_started": int(out.fit_started.sum()),
-           "batched_chain_only_solves_per_s": rate_chain, "batched_chain_only_converged": int(chain.converged.sum()),
-           "batched_chain_only_mean_newton_iters": float(chain.iterations.mean()),
-           "batched_vs_chain_only": rate / rate_chain,
-           "batched_vs_chain_only_max_length_diff_m": float(np.abs(out.lengths - chain.lengths)[both].max())
-           if both.any() else None}
+    res.update({"batched_fit_started": int(out.fit_started.sum()),
+                "batched_chain_only_solves_per_s": rate_chain,
+                "batched_chain_only_converged": int(chain.converged.sum()),
+                "batched_chain_only_mean_newton_iters": float(chain.iterations.mean()),
+                "batched_vs_chain_only": rate / rate_chain,
+                "batched_vs_chain_only_max_length_diff_m": float(np.abs(out.lengths - chain.lengths)[both].max())
+                if both.any() else None})
     if cpp_exe is not None and work is not None:
         res.update(batched_vs_cpp(cpp_exe, pts, out, rate, lse["start"].g_ee[:3, 3], work))
     return res

@@ -78,10 +78,11 @@ def _from_fit(base, g, tip_local, kd, xi0, w_body, opts, wk, fw, count, lbar):
 
 
 @njit(cache=True)
-def pose_batch_chain(base, g_start, poses, tip_local, kd, xi0, w_body, state, sens, opts, use_fit, lbar):
+def pose_batch_chain(base, g_start, poses, tip_local, kd, xi0, w_body, state, sens, opts, predictor, use_fit, lbar):
     """Independent poses (P, 4, 4) in the given order from the solution ``state`` at ``g_start`` (its sensitivity
     ``sens``): the fit start when ``use_fit`` and enough solutions are stored (``lbar`` [m]: the rotation scale
-    of its neighbour distances), else the path step from the previous solution (module docstring). Returns
+    of its neighbour distances), else the path step from the previous solution, warm-started when ``predictor``
+    (module docstring). Returns
     (status (P,), lengths (P, R), psi (P, R), Newton corrections (P,), poses started from the fit (P,) bool)."""
     r, n = state[1].shape[0], state[1].shape[1]
     npose = poses.shape[0]
@@ -105,7 +106,7 @@ def pose_batch_chain(base, g_start, poses, tip_local, kd, xi0, w_body, state, se
             if ok == 0:
                 _restore(base, g_last, tip_local, kd, xi0, w_body, saved, wk)
         if ok != 1:
-            ok, it2, _nf = _solve_stepped(base, g_last, g, tip_local, kd, xi0, w_body, opts, True, wk)
+            ok, it2, _nf = _solve_stepped(base, g_last, g, tip_local, kd, xi0, w_body, opts, predictor, wk)
             it += it2
         iters[p] = it
         if ok != 1:

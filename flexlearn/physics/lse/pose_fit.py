@@ -52,7 +52,8 @@ def fit_workspace(capacity, r, n):
     m = MAX_NEIGHBOURS
     return (np.zeros((capacity, 4, 4)), np.zeros((capacity, r, n, 6)), np.zeros((capacity, r, n, 6)),
             np.zeros((capacity, r)), np.zeros((capacity, r)), np.zeros(m, dtype=np.int64), np.zeros(m),
-            np.zeros((m, 6)), np.zeros((m, 28)), np.zeros((28, 28)), np.zeros(m), np.zeros((3, 6, 6)), np.zeros((3, 28)), np.zeros((4, 4)))
+            np.zeros((m, 6)), np.zeros((m, 28)), np.zeros((28, 28)), np.zeros(m), np.zeros((3, 6, 6)),
+            np.zeros((3, 28)), np.zeros((4, 4)))
 
 
 @njit(cache=True)

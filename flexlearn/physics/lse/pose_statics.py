@@ -273,7 +273,7 @@ class PoseStatics:
         order = nearest_neighbour_order(pose_features(pz, scale), pose_features(ref.g_ee, scale)[0])
         st, ln, ps, its, fitted = pose_batch_chain(
             self.base, ref.g_ee, np.ascontiguousarray(pz[order]), self.tip_local, self.kd, self.xi0, self.w_body,
-            _state(ref), tuple(ref.sens), self._opts(), bool(fit), scale)
+            _state(ref), tuple(ref.sens), self._opts(), self.predictor, bool(fit), scale)
         back = np.empty_like(order)
         back[order] = np.arange(order.size)
         return BatchResult(st[back].astype(bool), ln[back], ps[back], its[back], fitted[back])

@@ -169,6 +169,20 @@ def test_a_batch_beyond_the_store_keeps_the_latest_solutions(csg):
     np.testing.assert_allclose(fit.lengths, chain.lengths, atol=1e-8)
 
 
+def test_the_batch_path_step_honours_predictor_false(csg):
+    ps, st = csg
+    cfg = OmegaConf.load(CSG)
+    cfg.rod.n_elements = 4
+    plain = CPRModel.from_config(cfg).pose_statics(predictor=False)
+    rng = np.random.default_rng(7)
+    pts = np.stack([rng.uniform(-0.005, 0.005, 20), rng.uniform(0.02, 0.04, 20), rng.uniform(0.48, 0.50, 20)], 1)
+    poses = _poses(pts)
+    warm, cold = ps.solve_batch(poses, st, fit=False), plain.solve_batch(poses, st, fit=False)
+    assert warm.converged.all() and cold.converged.all()
+    np.testing.assert_allclose(cold.lengths, warm.lengths, atol=1e-8)
+    assert cold.iterations.sum() > warm.iterations.sum()     # no sensitivity warm start: more corrections
+
+
 def test_a_pose_without_equilibrium_is_marked_and_the_batch_goes_on(csg):
     ps, st = csg
     rng = np.random.default_rng(5)
