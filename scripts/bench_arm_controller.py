@@ -33,12 +33,12 @@ from pathlib import Path
 import torch
 
 from _timing import time_per_call  # noqa: E402  (scripts/ is on sys.path when run)
-from flexlearn.runtime.arm_controller import ArmController, ArmControllerConfig, export_arm_controller
+from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig, export_arm_controller
 from flexlearn.sim.arm_fault_stream import arm_fault_stream, static_arm_frame
 
 _SAVE = """import sys, torch
 sys.path.insert(0, sys.argv[1])
-from flexlearn.runtime.arm_controller import ArmController, ArmControllerConfig
+from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig
 torch.jit.save(torch.jit.script(ArmController.build(ArmControllerConfig())), sys.argv[2])
 """
 

@@ -36,9 +36,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from flexlearn.sensing.attitude import estimate_orientation
-from flexlearn.sensing.attitude_filter import run_filter
-from flexlearn.sensing.attitude_step import AttitudeStep
+from flexlearn.sensing.attitude.orientation import estimate_orientation
+from flexlearn.sensing.attitude.offline import run_filter
+from flexlearn.sensing.attitude.step import AttitudeStep
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "external"
 DEV = ("02", "05", "11", "24")

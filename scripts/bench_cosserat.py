@@ -29,7 +29,7 @@ setup included, the solvers of a case timed round-robin so that the machine's lo
 ``--match-n`` whose error is ≤ PyElastica's at N = 20; ``n_elements`` says which), ``flexlearn_compiled``
 (timing of the torch.compile'd tensor step, ``--compile``), ``pyelastica`` (PositionVerlet, N = 20;
 skipped with a note when not installed). flexlearn runs with ``backend='auto'``: the fused numba kernel
-(:mod:`flexlearn.physics.cosserat.fused`) for these conservative runs; ``--backend torch`` times the
+(:mod:`flexlearn.physics.cosserat.compiled.lgvi`) for these conservative runs; ``--backend torch`` times the
 tensor path instead. ``<case>.<solver>.speedup_vs_pyelastica`` is the ratio of sim_s_per_wall_s measured
 in this run. ``batched.rod_steps_per_s`` for B = 1, 32, 1024 (thin_rod geometry, segment inertia, the
 default backend) and ``batched_torch.rod_steps_per_s`` (the differentiable tensor path).

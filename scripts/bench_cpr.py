@@ -25,7 +25,7 @@ import torch
 
 from flexlearn.physics.lse import CPRModel, actuation_path
 from flexlearn.physics.lse.backend import plan
-from flexlearn.physics.lse.shooting import ShootingSolver
+from flexlearn.physics.lse.shooting.forward import ShootingSolver
 
 
 def _lse_passes(model: CPRModel, loads, dense: torch.Tensor, rest, variants: dict, repeats: int):

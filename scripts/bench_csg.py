@@ -351,7 +351,7 @@ def shooting(lse: dict, count: int, sols: list) -> dict:
     """Our shooting baseline (:func:`shoot_pose`, RK4 with the reference's 39 steps, finite-difference Newton to a
     sum of squares ≤ 1e-12) warm-started along the first ``count`` path poses; lengths vs the LSE path (and the
     reference when its solutions are there)."""
-    from flexlearn.physics.lse.shooting_pose import shoot_pose
+    from flexlearn.physics.lse.shooting.pose import shoot_pose
 
     model = lse["model"]
     base, att, kd = model.base_pose0.numpy(), model.tip_local.numpy(), model.stiffness().numpy()
@@ -409,7 +409,7 @@ def batched_vs_cpp(exe: Path, pts: np.ndarray, ours, rate: float, start: np.ndar
     where both converged, how many it solved to our equilibrium (all six lengths within 0.1 mm) and how many to
     another one (a length more than 1 mm off: the shooting problem has several solutions here, e.g. with one rod
     much longer), and the median length difference [m]."""
-    from flexlearn.physics.lse.pose_statics import nearest_neighbour_order
+    from flexlearn.physics.lse.length_actuated.statics import nearest_neighbour_order
 
     res: dict = {}
     for name, order in (("given_order", np.arange(len(pts))), ("chain", nearest_neighbour_order(pts, start))):

@@ -37,12 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bench_csg  # noqa: E402  (scripts/ on sys.path above)
-from flexlearn.physics.lse import pose_kernels as pk  # noqa: E402
+from flexlearn.physics.lse.length_actuated import kernels as pk  # noqa: E402
 from flexlearn.physics.lse.newton_policy import step_scale  # noqa: E402
-from flexlearn.physics.lse.pose_condense import pose_factor, pose_tangent  # noqa: E402
-from flexlearn.physics.lse.pose_geometry import _rel_log  # noqa: E402
-from flexlearn.physics.lse.pose_fit import fit_neighbours, fit_start_into, fit_workspace  # noqa: E402
-from flexlearn.physics.lse.pose_statics import _state, nearest_neighbour_order  # noqa: E402
+from flexlearn.physics.lse.length_actuated.condense import pose_factor, pose_tangent  # noqa: E402
+from flexlearn.physics.lse.length_actuated.geometry import _rel_log  # noqa: E402
+from flexlearn.physics.lse.length_actuated.fit import fit_neighbours, fit_start_into, fit_workspace  # noqa: E402
+from flexlearn.physics.lse.length_actuated.statics import _state, nearest_neighbour_order  # noqa: E402
 
 SIMD_LANES = 8      # float64 lanes of one AVX-512 register
 
@@ -208,7 +208,7 @@ def _time_fit(reps, with_start, fw, count, poses, base, tip_local, state, tip, o
 
 
 def fit_residuals(ps, st, poses: np.ndarray, path, skip: int, count: int) -> tuple[float, dict]:
-    """The batch fit (:mod:`flexlearn.physics.lse.pose_fit`) at poses ``skip … skip+count`` of the chain from the
+    """The batch fit (:mod:`flexlearn.physics.lse.length_actuated.fit`) at poses ``skip … skip+count`` of the chain from the
     solutions before each: median scaled first residual, and µs per pose of its weights and of its start."""
     r, n = ps.base.shape[0], ps.n_elements
     scale = float(np.linalg.norm(ps.tip_local[:, :3, 3], axis=1).mean())     # as PoseStatics.solve_batch

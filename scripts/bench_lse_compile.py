@@ -3,9 +3,9 @@
 Prints one JSON object. For each tree (``--base``, e.g. an export of the last commit: ``git archive HEAD | tar -x -C
 /tmp/base``, and this checkout) and each of ``--repeats`` rounds (the order of the trees alternates), a fresh
 process with an empty ``NUMBA_CACHE_DIR`` imports :mod:`flexlearn.physics.lse` and runs the ``lse`` warm-up of
-``flexlearn-warmup`` (:data:`flexlearn.apps._kernels.GROUPS`), which compiles exactly what ``flexlearn-cpr`` loads:
+``flexlearn-warmup`` (:data:`flexlearn.apps.kernels.GROUPS`), which compiles exactly what ``flexlearn-cpr`` loads:
 ``compile_s`` is the warm-up's wall time (import excluded), ``compile_cpu_s`` its CPU time with the forked
-compile helper's (:mod:`flexlearn.physics.lse.compiled_prebuild`), ``process_s`` the whole process. Then, with the
+compile helper's (:mod:`flexlearn.physics.lse.compiled.prebuild`), ``process_s`` the whole process. Then, with the
 kernels cached, processes alternating between the trees solve ``flexlearn-cpr``'s two experiments (default robot,
 ``--substeps`` warm-start steps, 10 phases; no shooting baseline) ``--passes`` times each: ``solve_ms`` is the
 median wall time of one warm-started solve, ``solve_cpu_ms`` its CPU time (steadier on a shared machine);
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _child_compile() -> None:
     t0 = time.perf_counter()
     import flexlearn.physics.lse  # noqa: F401
-    from flexlearn.apps._kernels import GROUPS
+    from flexlearn.apps.kernels import GROUPS
 
     t1 = time.perf_counter()
     c1 = _cpu_s()

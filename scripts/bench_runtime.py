@@ -11,7 +11,7 @@ Measures, on a TorchScript module (script → save → load, as deployed):
   update (direction MLP 3×128 + filter), once per 300 ms in the seed's schedule;
 * soak: ``--soak`` steps in blocks; medians of the first and last block and RSS before/after (flat = ratio ≈ 1,
   growth ≈ 0), nested under ``soak`` and flat as ``soak_latency_ratio_last_first``, ``soak_rss_growth_mb``, …;
-* ``imu_attitude_step`` — one `flexlearn.sensing.attitude_step.AttitudeStep` call (raw IMU → quaternion) against the
+* ``imu_attitude_step`` — one `flexlearn.sensing.attitude.step.AttitudeStep` call (raw IMU → quaternion) against the
   previous list round-trip wrapping of the same kernels, side by side (``--imu-step``: only this section);
 * ``binframe_parse_us_median`` — decoding one binary serial frame (`flexlearn.runtime.serial_frames`). The issue's full soak is 10⁶ steps (≈ 1 min); tests run a short one.
 * ``--formats`` (needs ``executorch``): ``formats`` — per-call latency of every exported module side by side,
@@ -43,8 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from flexlearn.lie import matrix_to_quat, so3_exp  # noqa: E402
 from flexlearn.models.direction_mlp import DirectionMLP  # noqa: E402
-from flexlearn.runtime.fusion import FusedEstimator  # noqa: E402
-from flexlearn.sensing import attitude_kernels  # noqa: E402
+from flexlearn.runtime.fusion.estimator import FusedEstimator  # noqa: E402
+from flexlearn.sensing.attitude import kernels as attitude_kernels  # noqa: E402
 
 
 def _rss_mb() -> float:
@@ -167,7 +167,7 @@ class _ListRoundTripStep(torch.nn.Module):
 
     def __init__(self, rate_hz: float, use_mag: bool = False) -> None:
         super().__init__()
-        from flexlearn.sensing.attitude_filter import initial_state, make_params
+        from flexlearn.sensing.attitude.offline import initial_state, make_params
         p = make_params(rate_hz)
         self.register_buffer("params", torch.as_tensor(p, dtype=torch.float64))
         self.register_buffer("state", torch.as_tensor(initial_state(p), dtype=torch.float64))
@@ -207,7 +207,7 @@ def run_imu_step(steps: int = 3000, repeats: int = 7) -> dict:
     angle [rad] between each and the offline numba path over the stream (a rotating, shaken IMU at 200 Hz)."""
     from _timing import time_per_call
 
-    from flexlearn.sensing.attitude_step import AttitudeStep
+    from flexlearn.sensing.attitude.step import AttitudeStep
 
     torch.set_num_threads(1)
     g = torch.Generator().manual_seed(3)
@@ -230,7 +230,7 @@ def run_imu_step(steps: int = 3000, repeats: int = 7) -> dict:
         res[f"{name}_us"], res[f"{name}_cpu_us"] = tm["wall_median"], tm["cpu_median"]
     res["speedup_old_over_new"] = res["old_us"] / res["new_us"]
     res["cpu_speedup_old_over_new"] = res["old_cpu_us"] / res["new_cpu_us"]
-    from flexlearn.sensing.attitude_filter import run_filter
+    from flexlearn.sensing.attitude.offline import run_filter
     ref = torch.as_tensor(run_filter(gyr.numpy(), acc.numpy(), 200.0).quat)
     for name, make in (("new", AttitudeStep), ("old", _ListRoundTripStep)):
         m = load(make(200.0))
@@ -245,7 +245,7 @@ def run_imu_step(steps: int = 3000, repeats: int = 7) -> dict:
 _SAVE_FUSED = """import sys, torch
 sys.path.insert(0, sys.argv[1])
 from flexlearn.models.direction_mlp import DirectionMLP
-from flexlearn.runtime.fusion import FusedEstimator
+from flexlearn.runtime.fusion.estimator import FusedEstimator
 torch.manual_seed(0)
 torch.jit.save(torch.jit.script(FusedEstimator(DirectionMLP(), n_segments=int(sys.argv[3])).eval()), sys.argv[2])
 """
@@ -345,7 +345,7 @@ def _direction_model_formats(model, db, d: Path, steps: int, repeats: int) -> di
 def _arm_controller_formats(cfg, frames, d: Path, steps: int, repeats: int) -> dict:
     """Arm-controller step in the three formats (fresh instances for the parity pass: the state advances)."""
     from flexlearn.runtime import executorch_export as ee
-    from flexlearn.runtime.arm_controller import ArmController, export_arm_controller, load_arm_controller
+    from flexlearn.runtime.arm.controller import ArmController, export_arm_controller, load_arm_controller
 
     k_in = frames.shape[0]
     ts_path = export_arm_controller(ArmController.build(cfg), d / "arm.pt", cfg)
@@ -403,8 +403,8 @@ def _estimator_formats(model, n: int, q, m, d: Path, steps: int, repeats: int) -
 def _export_blockers(cfg, frames) -> dict:
     """What stops torch.export on the TorchScript modules (file:line of each data-dependent branch)."""
     from flexlearn.runtime import executorch_export as ee
-    from flexlearn.runtime.arm_controller import ArmController
-    from flexlearn.runtime.fusion import FusedEstimator
+    from flexlearn.runtime.arm.controller import ArmController
+    from flexlearn.runtime.fusion.estimator import FusedEstimator
     from flexlearn.runtime.height_control import HeightPID
 
     f64 = torch.float64
@@ -425,7 +425,7 @@ def run_formats(n: int = 9, steps: int = 500, repeats: int = 7) -> dict:
     import math
     import tempfile
 
-    from flexlearn.runtime.arm_controller import ArmControllerConfig
+    from flexlearn.runtime.arm.controller import ArmControllerConfig
 
     torch.set_num_threads(1)
     torch.manual_seed(0)

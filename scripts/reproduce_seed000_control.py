@@ -8,11 +8,11 @@ noisy biased IMUs generated from the simulator state. Our choices (the seed give
 I_h = 1000 / 200 kg m², tip masses M₁ = 20 kg (joint-2 actuator), M₂ = 10 kg (payload), reaching task
 θ: (0.2, −0.6) → (0.6, −0.2) rad, quintic over 6 s from t = 1 s, 10 s in all; gains of §VI-D.
 
-Controllers (scripted :class:`flexlearn.runtime.arm_controller.ArmController`, 1 kHz, IMUs 1, 4 | 5, 6, 8
+Controllers (scripted :class:`flexlearn.runtime.arm.controller.ArmController`, 1 kHz, IMUs 1, 4 | 5, 6, 8
 with 1 | 2 modes; the state comes from the IMU pipeline, never from the simulator; the same estimation —
 gyro calibration at rest, static sag correction of the angles — for every IMU-fed variant):
 * ``proposed_imu``: eq. (45) in its hub form with the root moments E_iI_i w_i″(0) from the IMU-measured link
-  loads (variant ``moment``, :mod:`flexlearn.runtime.arm_load`), IMU-fed;
+  loads (variant ``moment``, :mod:`flexlearn.runtime.arm.load`), IMU-fed;
 * ``rigid_pd_imu``: PD with rigid gravity compensation (no deformation terms), IMU-fed;
 * ``proposed_encoder``: as proposed, joint angles/rates from 18-bit encoders;
 * ``oracle_hub``: eq. (45) in its consistent hub form fed with the simulator's true states (an ideal);
@@ -47,7 +47,7 @@ import torch  # noqa: E402
 from flexlearn.atomic import atomic_path, write_json_atomic  # noqa: E402
 from flexlearn.physics.arm import FlexibleArmPlant, seed_arm_config  # noqa: E402
 from flexlearn.sim.arm_closed_loop import ImuNoiseConfig, simulate_closed_loop  # noqa: E402
-from flexlearn.runtime.arm_controller import ArmController, ArmControllerConfig, quintic, state_layout  # noqa: E402
+from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig, quintic, state_layout  # noqa: E402
 
 VARIANTS = [("proposed_imu", "moment", "imu"), ("rigid_pd_imu", "rigid", "imu"), ("proposed_encoder", "moment", "enc"),
             ("oracle_hub", "hub", "oracle"), ("seed_exact_imu", "seed", "imu")]

@@ -4,7 +4,7 @@
     python scripts/reproduce_seed001_experiments.py --out outputs/seed001 [--max-duration 0.2] [names...]
 
 ``--max-duration`` caps the simulated time (default 0.3 s; the seed's runs are 1.5–7.5 s). The runs use the
-fused kernel (≈ 2 µs per step) where they can (:mod:`flexlearn.physics.cosserat.fused`), else the tensor
+fused kernel (≈ 2 µs per step) where they can (:mod:`flexlearn.physics.cosserat.compiled.lgvi`), else the tensor
 path (≈ 1 ms per step, e.g. with stiffness-proportional damping). Writes, per
 experiment, ``<name>_tip.json/.csv/.png`` (:mod:`flexlearn.physics.cosserat.tip_output`) and
 ``summary.json`` (final tip, wall time, steps), each atomically. The same runs, one at a time and

@@ -23,7 +23,7 @@ values) and ``backbones.png`` (estimated vs true backbones). The direction model
 (`fit_direction_model`, bends to ``TRAINED_CAP`` = 30°) unless ``--model`` names a TorchScript direction model.
 ``--confidence-study`` runs only `3d_curl` (joints bent up to ``--curl-max-deg``, past the trained cap; every joint
 its own module drawn from the module tolerances) with the default fusion twice per trial, constant σ_m against the
-per-fix σ_m and rejection of `flexlearn.runtime.fusion_confidence.BendConfidence` (``--conf-growth``,
+per-fix σ_m and rejection of `flexlearn.runtime.fusion.confidence.BendConfidence` (``--conf-growth``,
 ``--conf-margin-deg``, cap = the model's trained cap), and writes ``confidence.json``; with ``--align-init S`` every
 module is first calibrated (A_i from a separate S-s recording, as above).
 """
@@ -42,7 +42,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from flexlearn.atomic import atomic_path  # noqa: E402
-from flexlearn.runtime import shape_replay as rs  # noqa: E402
+from flexlearn.replay import shapes as rs  # noqa: E402
 from flexlearn.sim import shape_scenarios as scenarios  # noqa: E402
 from flexlearn.sim.robot import E, RobotConfig, simulate_robot  # noqa: E402
 

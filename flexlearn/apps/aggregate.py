@@ -7,7 +7,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import hydra_app, readable_errors
+from flexlearn.apps.runner import hydra_app, readable_errors
 
 
 @hydra_app("flexlearn-aggregate", "aggregate")

@@ -10,7 +10,7 @@ import json
 
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import hydra_app, readable_errors, require_values
+from flexlearn.apps.runner import hydra_app, readable_errors, require_values
 
 
 @hydra_app("flexlearn-calibrate", "calibrate")

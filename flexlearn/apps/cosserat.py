@@ -11,7 +11,7 @@ import json
 
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import hydra_app, readable_errors, use_progress
+from flexlearn.apps.runner import hydra_app, readable_errors, use_progress
 from flexlearn.config import check
 
 
@@ -19,7 +19,7 @@ from flexlearn.config import check
 def main(cfg: DictConfig) -> None:
     with readable_errors("flexlearn-cosserat"):
         use_progress(cfg)
-        from flexlearn.apps._kernels import compile_ahead
+        from flexlearn.apps.kernels import compile_ahead
         from flexlearn.physics.cosserat.experiments import load_experiment
         from flexlearn.physics.cosserat.tip_output import run_experiment, write_tip_trajectory
         from flexlearn.progress import ticker

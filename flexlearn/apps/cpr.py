@@ -13,7 +13,7 @@ import json
 
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import hydra_app, readable_errors, use_progress
+from flexlearn.apps.runner import hydra_app, readable_errors, use_progress
 from flexlearn.config import check
 
 
@@ -22,7 +22,7 @@ def main(cfg: DictConfig) -> None:
     with readable_errors("flexlearn-cpr"):
         import torch
 
-        from flexlearn.apps._kernels import compile_ahead
+        from flexlearn.apps.kernels import compile_ahead
         from flexlearn.physics.lse import CPRModel
         from flexlearn.physics.lse.experiments import run_experiments, summary, write_outputs
         from flexlearn.physics.lse.inverse import actuation_path

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from flexlearn.apps._console import describe_files, show_config, show_result
-from flexlearn.apps._runner import hydra_app, readable_errors, require_values
+from flexlearn.apps.console import describe_files, show_config, show_result
+from flexlearn.apps.runner import hydra_app, readable_errors, require_values
 
 
 @hydra_app("flexlearn-eval", "eval")

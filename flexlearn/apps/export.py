@@ -12,7 +12,7 @@ import json
 
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import hydra_app, readable_errors
+from flexlearn.apps.runner import hydra_app, readable_errors
 
 
 @hydra_app("flexlearn-export", "export")

@@ -46,7 +46,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from flexlearn.atomic import guard_output_file
     from flexlearn.errors import FlexlearnError
     from flexlearn.progress import ticker
-    from flexlearn.runtime.frame_writers import write_frames_binary, write_frames_jsonl
+    from flexlearn.replay.frames import write_frames_binary, write_frames_jsonl
     from flexlearn.sim.robot import simulate_robot
     from flexlearn.sim.shape_scenarios import scenario
 

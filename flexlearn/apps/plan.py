@@ -6,7 +6,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import hydra_app, readable_errors
+from flexlearn.apps.runner import hydra_app, readable_errors
 from flexlearn.atomic import guard_output_dir, guard_output_file
 from flexlearn.config import from_dict
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import hydra_app, readable_errors, use_progress
+from flexlearn.apps.runner import hydra_app, readable_errors, use_progress
 from flexlearn.atomic import guard_output_file
 from flexlearn.config import from_dict
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import hydra_app, readable_errors
+from flexlearn.apps.runner import hydra_app, readable_errors
 from flexlearn.config import to_plain_dict
 
 

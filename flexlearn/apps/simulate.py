@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from flexlearn.apps._runner import hydra_app, readable_errors, use_progress
+from flexlearn.apps.runner import hydra_app, readable_errors, use_progress
 from flexlearn.config import from_dict
 
 

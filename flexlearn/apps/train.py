@@ -14,8 +14,8 @@ import math
 
 from omegaconf import DictConfig
 
-from flexlearn.apps._console import show_config, show_result
-from flexlearn.apps._runner import hydra_app, readable_errors, require_values, sweep_value, threads_per_parallel_job
+from flexlearn.apps.console import show_config, show_result
+from flexlearn.apps.runner import hydra_app, readable_errors, require_values, sweep_value, threads_per_parallel_job
 from flexlearn.config import in_multirun
 
 log = logging.getLogger(__name__)

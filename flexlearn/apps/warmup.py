@@ -16,7 +16,7 @@ import time
 from typing import Any, Optional, Sequence
 
 
-GROUP_NAMES = ("lse", "pose", "cosserat", "attitude")  # flexlearn.apps._kernels.GROUPS, listed without importing it
+GROUP_NAMES = ("lse", "pose", "cosserat", "attitude")  # flexlearn.apps.kernels.GROUPS, listed without importing it
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    from flexlearn.apps._kernels import GROUPS
+    from flexlearn.apps.kernels import GROUPS
 
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in GROUPS]

@@ -35,7 +35,7 @@ def split_imu(streams: dict[str, Stream]) -> tuple[dict[str, Stream], dict[str, 
 
     Messages that report an orientation keep it (``{"orientation": "reported"}``). When none does (REP 145:
     ``orientation_covariance[0] = -1``), the orientation is computed from the IMU's own accelerometer and gyro
-    by the attitude filter (`flexlearn.sensing.attitude.estimate_orientation`, 6-axis: world z up, heading
+    by the attitude filter (`flexlearn.sensing.attitude.orientation.estimate_orientation`, 6-axis: world z up, heading
     that of the start) and the note says so, with the filter's sampling rate and skipped samples. IMU data
     that cannot give an orientation (wrong units, bad timestamps) leave it out, with the reason in the note.
     """
@@ -59,9 +59,9 @@ def split_imu(streams: dict[str, Stream]) -> tuple[dict[str, Stream], dict[str, 
 def _computed_orientation(imu: Stream) -> tuple[Optional[np.ndarray], dict[str, Any]]:
     """(N, 4) quaternions (w, x, y, z; sensor → world, z up) from the IMU's accel [m/s²] and rate [rad/s] at its
     stamps, and the provenance note; (None, note with the reason) when the data cannot give one."""
-    from flexlearn.sensing.attitude import estimate_orientation
+    from flexlearn.sensing.attitude.orientation import estimate_orientation
 
-    note: dict[str, Any] = {"orientation": "computed", "method": "flexlearn.sensing.attitude.estimate_orientation",
+    note: dict[str, Any] = {"orientation": "computed", "method": "flexlearn.sensing.attitude.orientation.estimate_orientation",
                             "mode": "6-axis (accelerometer + gyroscope): world z up, heading that of the start"}
     if len(imu) < 2:
         return None, dict(note, orientation="none", reason=f"{imu.source}: fewer than 2 IMU samples")

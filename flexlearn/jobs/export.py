@@ -115,7 +115,7 @@ def export_from_config(cfg: DictConfig) -> dict[str, str]:
     check(bool(cfg.bundle.enabled) or cfg.bundle.get("calibration") is None, "bundle.calibration",
           cfg.bundle.get("calibration"), "is only read for the robot bundle: add bundle.enabled=true")
     if target == "arm_controller":
-        from flexlearn.runtime.arm_controller import export_arm_controller_from_config
+        from flexlearn.runtime.arm.controller import export_arm_controller_from_config
 
         out = _outputs(cfg.out_dir, [cfg.arm_controller_file], [])
         return {"arm_controller": str(export_arm_controller_from_config(cfg.arm_controller,

@@ -4,7 +4,7 @@ TorchScript-compatible functions.
 Conventions (docs/architecture.md): batch-first shapes (..., 3), (..., 3, 3), (..., 4, 4) that broadcast; every
 function keeps the dtype and device of its inputs; twists are [angular; linear]; quaternions are
 (w, x, y, z), Hamilton, R(q) maps body to world, canonical w ≥ 0; perturbations on the right,
-g ⊕ δ = g exp(δ^). Thresholds between closed forms and series: :mod:`flexlearn.lie._thresholds`.
+g ⊕ δ = g exp(δ^). Thresholds between closed forms and series: :mod:`flexlearn.lie.thresholds`.
 """
 
 from flexlearn.lie.cayley import (

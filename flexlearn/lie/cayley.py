@@ -19,7 +19,7 @@ from typing import Tuple
 import torch
 from torch import Tensor
 
-from flexlearn.lie._tensor import blocks6, entries, solve3, sqnorm
+from flexlearn.lie.tensor_checks import blocks6, entries, solve3, sqnorm
 from flexlearn.lie.se3 import _pose
 from flexlearn.lie.so3 import _so3_quadratic, _so3_quadratic_apply, _so3_quadratic_entries, so3_hat, so3_vee
 

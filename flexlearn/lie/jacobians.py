@@ -13,8 +13,8 @@ from typing import Tuple
 import torch
 from torch import Tensor
 
-from flexlearn.lie._series import cosc, cosc2, cotc, sinc3, sinc5
-from flexlearn.lie._tensor import blocks6, cross3, entries, from_entries, sqnorm
+from flexlearn.lie.series import cosc, cosc2, cotc, sinc3, sinc5
+from flexlearn.lie.tensor_checks import blocks6, cross3, entries, from_entries, sqnorm
 from flexlearn.lie.so3 import _so3_quadratic
 
 

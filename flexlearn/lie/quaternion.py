@@ -8,9 +8,9 @@ Shapes: quaternions ``(..., 4)``, rotation vectors ``(..., 3)`` in rad, matrices
 import torch
 from torch import Tensor
 
-from flexlearn.lie._series import atan2_ratio, cos_from_t2, sinc
-from flexlearn.lie._tensor import entries, from_entries, sqnorm
-from flexlearn.lie._thresholds import normalize_eps
+from flexlearn.lie.series import atan2_ratio, cos_from_t2, sinc
+from flexlearn.lie.tensor_checks import entries, from_entries, sqnorm
+from flexlearn.lie.thresholds import normalize_eps
 
 
 def quat_multiply(p: Tensor, q: Tensor) -> Tensor:

@@ -9,7 +9,7 @@ from typing import List
 import torch
 from torch import Tensor
 
-from flexlearn.lie._series import cosc, cotc, sinc
+from flexlearn.lie.series import cosc, cotc, sinc
 
 
 def _pose(c: Tensor, s: Tensor, px: Tensor, py: Tensor) -> Tensor:

@@ -9,8 +9,8 @@ from typing import List
 import torch
 from torch import Tensor
 
-from flexlearn.lie._series import cosc, cotc, sinc, sinc3
-from flexlearn.lie._tensor import blocks6, cross3, entries, from_entries, sqnorm
+from flexlearn.lie.series import cosc, cotc, sinc, sinc3
+from flexlearn.lie.tensor_checks import blocks6, cross3, entries, from_entries, sqnorm
 from flexlearn.lie.so3 import _hat_entries, _so3_quadratic_apply, _so3_quadratic_entries, so3_log
 
 

@@ -11,9 +11,9 @@ from typing import List
 import torch
 from torch import Tensor
 
-from flexlearn.lie._series import atan2_ratio, cosc, sinc
-from flexlearn.lie._tensor import cross3, dot, from_entries, sqnorm
-from flexlearn.lie._thresholds import antiparallel_threshold, normalize_eps
+from flexlearn.lie.series import atan2_ratio, cosc, sinc
+from flexlearn.lie.tensor_checks import cross3, dot, from_entries, sqnorm
+from flexlearn.lie.thresholds import antiparallel_threshold, normalize_eps
 from flexlearn.lie.quaternion import matrix_to_quat, quat_log
 
 

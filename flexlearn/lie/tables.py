@@ -2,9 +2,9 @@
 t2 = θ² and the per-dtype thresholds where the series take over from the closed forms.
 
 :func:`taylor_coefficients` is the one definition of every series used by the Lie group formulas and by the
-kernels built on them: the TorchScript literal lists of :func:`flexlearn.lie._series.series_coefficients` are
+kernels built on them: the TorchScript literal lists of :func:`flexlearn.lie.series.series_coefficients` are
 tested equal to a prefix of these (tests/lie/test_lie_tables.py), and the fused and numba linear-strain-element
-kernels (:mod:`flexlearn.physics.lse.fused`, :mod:`flexlearn.physics.lse.compiled`) build their (15, 6) table
+kernels (:mod:`flexlearn.physics.lse.fused`, :mod:`flexlearn.physics.lse.compiled.elements`) build their (15, 6) table
 from them. Each coefficient is an exact rational (Bernoulli numbers for D) rounded once to float64:
 
 ==============  ====================================  ========================================
@@ -19,7 +19,7 @@ cotc            D = (1 - (θ/2) cot(θ/2)) / θ²         |B_{2j+2}| / (2j+2)!
 atan2_ratio     atan(y) / y  (t2 = y²)                (-1)^j / (2j+1)
 ==============  ====================================  ========================================
 
-:func:`threshold_table`: the switch points of :func:`flexlearn.lie._thresholds.series_threshold` (the one
+:func:`threshold_table`: the switch points of :func:`flexlearn.lie.thresholds.series_threshold` (the one
 definition, TorchScript literals) as a dict, for kernels that need them as constants.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from math import factorial
 
 import torch
 
-from flexlearn.lie._thresholds import series_threshold
+from flexlearn.lie.thresholds import series_threshold
 
 __all__ = ["SERIES_NAMES", "THRESHOLD_NAMES", "bernoulli", "taylor_coefficients", "threshold_table"]
 

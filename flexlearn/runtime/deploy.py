@@ -30,8 +30,8 @@ from flexlearn.errors import CheckpointError, ConfigError
 from flexlearn.runtime.calibration_file import CALIBRATION_SCHEMA, CalibrationFileError, check_calibration
 from flexlearn.runtime.export import (Artifact, archive_entries, load_torchscript_bytes, read_verified, script,
                                       script_artifact, versions, write_artifacts)
-from flexlearn.runtime.fusion import FusedEstimator
-from flexlearn.runtime.fusion_confidence import confidence_error
+from flexlearn.runtime.fusion.estimator import FusedEstimator
+from flexlearn.runtime.fusion.confidence import confidence_error
 from flexlearn.runtime.height_control import HeightPID
 
 BUNDLE_SCHEMA_VERSION = 1
@@ -188,7 +188,7 @@ CONTROLLER_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "reject_above": _rule(lambda v: v >= 0, "must be a finite height >= 0 [m]"),
     **CLOCK_RULES,
 }
-# FusedEstimator settings with numeric ranges (flexlearn.runtime.fusion; the string options are checked there)
+# FusedEstimator settings with numeric ranges (flexlearn.runtime.fusion.estimator; the string options are checked there)
 ESTIMATOR_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "sigma_b": _rule(lambda v: v > 0, "must be null or a finite noise > 0 [rad/sqrt(s)]", optional=True),
     "sigma_m": _rule(lambda v: v > 0, "must be null or a finite noise > 0 [rad]", optional=True),
@@ -203,7 +203,7 @@ ESTIMATOR_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "gate": _rule(lambda v: v >= 0, "must be a finite gate >= 0 [standard deviations] (0: none)"),
     "sigma_align": _rule(lambda v: v > 0, "must be a finite angle > 0 [rad]"),
     "confidence": (lambda v: confidence_error(v) is None, "must be null (constant sigma_m) or a per-fix confidence "
-                   "source (flexlearn.runtime.fusion_confidence): {reason}"),
+                   "source (flexlearn.runtime.fusion.confidence): {reason}"),
     **CLOCK_RULES,
 }
 

@@ -4,9 +4,9 @@ torch 2.13 deprecates `torch.jit`; TorchScript stays the format the Pi runner lo
 adds its successors for the modules that can be traced:
 
 * the direction model (`flexlearn.models.direction_mlp.DirectionMLP`): stateless, exported as is (dynamic batch);
-* the flexible-arm controller: its step restructured as a branch-free graph (`flexlearn.runtime.arm_graph`), one
+* the flexible-arm controller: its step restructured as a branch-free graph (`flexlearn.runtime.arm.graph`), one
   method ``forward(frame (S, 6), t (), lost ())``, state in buffers;
-* the robot bundle's fused shape estimator, restructured likewise (`flexlearn.runtime.fusion_graph`): methods
+* the robot bundle's fused shape estimator, restructured likewise (`flexlearn.runtime.fusion.graph`): methods
   ``set_reference``, ``attitude``, ``magnetometer`` (a round; returns whether a pulse ended) and ``correct`` (that
   pulse's correction, called only then) sharing one state (a ``.pt2`` *program set*, one archive with a program
   per method whose buffers the loader ties together; a ``.pte`` with shared mutable buffers). The
@@ -50,7 +50,7 @@ from flexlearn.runtime.export import (METADATA_FILE, Artifact, _check_archive_ve
                                       write_artifacts)
 
 if TYPE_CHECKING:
-    from flexlearn.runtime.arm_controller import ArmController
+    from flexlearn.runtime.arm.controller import ArmController
     from flexlearn.runtime.deploy import DeployBundle
 
 METADATA_METHOD = "metadata_json"
@@ -291,10 +291,10 @@ def arm_controller_artifacts(controller: ArmController, cfg: Any, stem: str | Pa
     and its ``cfg`` (`ArmControllerConfig`); metadata as `export_arm_controller` writes it, plus the signature."""
     import dataclasses
 
-    from flexlearn.runtime.arm_controller import (FAULT_BAD_TIME, FAULT_BAD_TORQUE, FAULT_LOST_FRAME,
+    from flexlearn.runtime.arm.controller import (FAULT_BAD_TIME, FAULT_BAD_TORQUE, FAULT_LOST_FRAME,
                                                   FAULT_NONFINITE, FAULT_SATURATED, FAULT_TORQUE_LIMIT,
                                                   state_layout)
-    from flexlearn.runtime.arm_graph import ArmControllerGraph
+    from flexlearn.runtime.arm.graph import ArmControllerGraph
 
     graph = ArmControllerGraph(controller)
     meta = {"kind": "flexible_arm_controller_graph", "schema": PTE_SCHEMA, "seed": "000 eq. (45)",
@@ -323,7 +323,7 @@ def export_arm_controller_graph(controller: ArmController, cfg: Any, stem: str |
 
 def _bundle_programs(bundle: DeployBundle) -> dict[str, torch.export.ExportedProgram]:
     """The three estimator methods of ``bundle`` (a `DeployBundle`) exported from one `FusedEstimatorGraph`."""
-    from flexlearn.runtime.fusion_graph import FusedEstimatorGraph
+    from flexlearn.runtime.fusion.graph import FusedEstimatorGraph
 
     graph = FusedEstimatorGraph.from_estimator(bundle.estimator)
     n = graph.n

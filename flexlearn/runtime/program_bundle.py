@@ -2,7 +2,7 @@
 TorchScript bundle (`flexlearn.runtime.deploy.DeployBundle`): ``set_reference``, ``attitude``, ``magnetometer``,
 ``control``, ``set_target``.
 
-The exported programs hold the fused shape estimator (`flexlearn.runtime.fusion_graph`, written by
+The exported programs hold the fused shape estimator (`flexlearn.runtime.fusion.graph`, written by
 `flexlearn.runtime.executorch_export.bundle_artifacts`); the tip-height PID (`flexlearn.runtime.height_control`,
 Python floats only) runs here, built from the metadata's ``controller`` and ``controller_clock`` settings, on the
 height of the latest accepted attitude sweep (as ``DeployBundle.control`` does).

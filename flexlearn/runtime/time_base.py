@@ -1,5 +1,5 @@
 """Time base of the runtime modules: the master's clock → a monotonic module time, with clock-restart and outlier
-detection (used by `flexlearn.runtime.fusion.FusedEstimator` and `flexlearn.runtime.height_control.HeightPID`).
+detection (used by `flexlearn.runtime.fusion.estimator.FusedEstimator` and `flexlearn.runtime.height_control.HeightPID`).
 
 The master (ESP32) stamps every frame with its monotonic clock t [s]. Two faults freeze a module that only accepts
 increasing times: one frame with a wild time (t = 1e9: every later frame looks old) and a restart of the master's

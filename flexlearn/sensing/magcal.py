@@ -235,7 +235,7 @@ def fit_alignment(model: Callable[[Tensor], Tensor], delta_b: Tensor, target_par
     directions expressed in the parent frame, R_{i−1}ᵀ u_i^q; ``w`` the soft-iron W (identity if None);
     ``model`` the direction model f (ΔB → parent axis in the child frame, e.g. `DirectionMLP`).
     M = I − 2eeᵀ, e = −ẑ maps f's parent axis to the child direction u (the seed writes 2eeᵀ − I, which gives −u
-    for a label pointing from child to parent; see `flexlearn.runtime.fusion`). Stationary samples fix the tilt
+    for a label pointing from child to parent; see `flexlearn.runtime.fusion.estimator`). Stationary samples fix the tilt
     part of A; bending motion is needed for its axial part (about e).
 
     Robustness: a few noisy fixes (≈ 16 in the seed's 45 s) determine a poorly, above all its axial part. With

@@ -1,5 +1,5 @@
 """A fault-laden IMU frame stream for the two-link flexible-arm controller (seed 000): the parity checks of
-`flexlearn.runtime.arm_controller`, `flexlearn.runtime.arm_graph`, their exported programs and
+`flexlearn.runtime.arm.controller`, `flexlearn.runtime.arm.graph`, their exported programs and
 ``scripts/bench_arm_controller.py`` all run this stream."""
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from flexlearn.ingest.assemble import split_imu
 from flexlearn.ingest.records import Stream
-from flexlearn.sensing.attitude import inclination_error
+from flexlearn.sensing.attitude.orientation import inclination_error
 
 G = 9.80665
 

@@ -7,7 +7,7 @@ import math
 import mpmath
 import torch
 
-from flexlearn.lie._thresholds import series_threshold
+from flexlearn.lie.thresholds import series_threshold
 
 mpmath.mp.dps = 32
 

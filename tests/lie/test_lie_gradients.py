@@ -8,7 +8,7 @@ from torch.autograd import gradcheck as _gradcheck
 from torch.autograd import gradgradcheck as _gradgradcheck
 
 import flexlearn.lie as L
-from flexlearn.lie._thresholds import series_threshold
+from flexlearn.lie.thresholds import series_threshold
 from tests.lie.lie_testutil import DTYPES
 
 AXIS = torch.tensor([0.48, -0.6, 0.64], dtype=torch.float64)  # unit

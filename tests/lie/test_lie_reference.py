@@ -1,6 +1,6 @@
 """Coefficient functions against mpmath, in ulp, just below and above every per-dtype threshold.
 
-This is the measurement behind :mod:`flexlearn.lie._thresholds`: it also checks that the closed form
+This is the measurement behind :mod:`flexlearn.lie.thresholds`: it also checks that the closed form
 alone would be worse than the chosen branch well below the threshold (the cancellation is real).
 """
 
@@ -10,8 +10,8 @@ import mpmath
 import pytest
 import torch
 
-from flexlearn.lie import _series
-from flexlearn.lie._thresholds import series_threshold
+from flexlearn.lie import series as _series
+from flexlearn.lie.thresholds import series_threshold
 from tests.lie.lie_testutil import DTYPES, EPS
 
 REF = {

@@ -1,5 +1,5 @@
-"""The TorchScript literal series of flexlearn.lie._series are the exact rationals of flexlearn.lie.tables, whose
-threshold table is flexlearn.lie._thresholds'."""
+"""The TorchScript literal series of flexlearn.lie.series are the exact rationals of flexlearn.lie.tables, whose
+threshold table is flexlearn.lie.thresholds'."""
 from __future__ import annotations
 
 from fractions import Fraction
@@ -7,8 +7,8 @@ from fractions import Fraction
 import pytest
 import torch
 
-from flexlearn.lie import _series
-from flexlearn.lie._thresholds import series_threshold
+from flexlearn.lie import series as _series
+from flexlearn.lie.thresholds import series_threshold
 from flexlearn.lie.tables import SERIES_NAMES, THRESHOLD_NAMES, bernoulli, taylor_coefficients, threshold_table
 
 LITERAL_NAMES = ("sinc", "sinc3", "cosc2", "sinc5", "cotc", "atan2_ratio")

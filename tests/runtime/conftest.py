@@ -6,7 +6,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def direction_model():
-    from flexlearn.runtime.shape_replay import fit_direction_model
+    from flexlearn.replay.shapes import fit_direction_model
 
     return fit_direction_model(n=3000, steps=500, hidden=(48, 48))
 

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from flexlearn.errors import ConfigError
-from flexlearn.runtime.arm_controller import (ArmController, ArmControllerConfig, export_arm_controller,
+from flexlearn.runtime.arm.controller import (ArmController, ArmControllerConfig, export_arm_controller,
                                               load_arm_controller, quintic, state_layout)
-from flexlearn.runtime.arm_load import static_angle_correction
+from flexlearn.runtime.arm.load import static_angle_correction
 from flexlearn.sensing.imu import GRAVITY
 
 f64 = torch.float64

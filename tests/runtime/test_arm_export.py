@@ -60,7 +60,7 @@ def test_cli_exports_arm_controller_loadable_by_plain_torch(tmp_path):
     assert res["faults"] == [0] * 20
     assert all(math.isfinite(v) for row in res["taus"] for v in row)
     # the same controller built in this process gives the same torques, bit for bit
-    from flexlearn.runtime.arm_controller import ArmController, ArmControllerConfig
+    from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig
 
     c = ArmController.build(ArmControllerConfig(variant="rigid", hub_inertia=(800.0, 150.0)))
     g = 9.80665

@@ -1,4 +1,4 @@
-"""The lean controller step (folded estimator, `flexlearn.runtime.arm_step`) against a readable reference: the
+"""The lean controller step (folded estimator, `flexlearn.runtime.arm.step`) against a readable reference: the
 estimator's own step (`FlexibleArmEstimator.step`), the load model's `forward`, `quintic` and eq. (45) written out,
 over the fault-laden frame stream (lost frames, NaN/inf, saturation, NaN times, torque limits, gyro calibration)."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from flexlearn.physics.modal.estimator import FlexibleArmEstimator
-from flexlearn.runtime.arm_controller import ArmController, ArmControllerConfig, exact_f64, quintic
+from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig, exact_f64, quintic
 from flexlearn.sim.arm_fault_stream import arm_fault_stream as arm_stream
 
 F64 = torch.float64

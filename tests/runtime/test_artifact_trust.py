@@ -45,7 +45,7 @@ def _export(kind: str, model: torch.nn.Module, path: Path) -> Path:
         return export.export_program(model, EXAMPLE, path, {"note": "t"})
     if kind == "bundle":
         return deploy.export_bundle(deploy.build_bundle(model, 3), path, {"note": "t"})
-    from flexlearn.runtime.arm_controller import ArmController, ArmControllerConfig, export_arm_controller
+    from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig, export_arm_controller
 
     cfg = ArmControllerConfig(variant="rigid")
     return export_arm_controller(ArmController.build(cfg), path, cfg)
@@ -53,7 +53,7 @@ def _export(kind: str, model: torch.nn.Module, path: Path) -> Path:
 
 def _loader(kind: str):
     from flexlearn.runtime import deploy, export
-    from flexlearn.runtime.arm_controller import load_arm_controller
+    from flexlearn.runtime.arm.controller import load_arm_controller
 
     return {"torchscript": export.load_torchscript, "program": export.load_program, "bundle": deploy.load_bundle,
             "arm_controller": load_arm_controller}[kind]
@@ -246,7 +246,7 @@ def test_kp_and_v_max_out_of_range_do_not_export(small_model, tmp_path):
 @pytest.mark.parametrize("key,value", [("theta0", (math.nan, 0.0)), ("thetaf", (0.0, math.inf)),
                                        ("gravity", math.nan), ("duration", math.inf)])
 def test_arm_controller_settings_are_range_checked(key, value, tmp_path):
-    from flexlearn.runtime.arm_controller import export_arm_controller_from_config
+    from flexlearn.runtime.arm.controller import export_arm_controller_from_config
 
     with pytest.raises(ConfigError, match=rf"config 'arm_controller\.{key}' = "):
         export_arm_controller_from_config({key: list(value) if isinstance(value, tuple) else value},

@@ -1,4 +1,4 @@
-"""Bias models of the fused estimator behind the `BiasModel` interface (`flexlearn.runtime.bias_models`): each one
+"""Bias models of the fused estimator behind the `BiasModel` interface (`flexlearn.runtime.fusion.bias_models`): each one
 scripts, saves and loads with the estimator and updates the estimator's own state; each follows its equation."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from flexlearn.lie import matrix_to_quat, rotation_between, so3_exp
-from flexlearn.runtime.fusion import FusedEstimator
-from flexlearn.runtime.heading_filter import heading_angle
+from flexlearn.runtime.fusion.estimator import FusedEstimator
+from flexlearn.runtime.fusion.heading_filter import heading_angle
 
 F64 = torch.float64
 ID = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=F64)

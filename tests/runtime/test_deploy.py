@@ -12,9 +12,9 @@ import torch
 from flexlearn.runtime.deploy import build_bundle, export_bundle, load_bundle
 from flexlearn.runtime.manifest import manifest_path, manifest_record
 from flexlearn.sensing.magcal import fit_ellipsoid
-from flexlearn.runtime import shape_replay as rs
+from flexlearn.replay import shapes as rs
 from flexlearn.sim import shape_scenarios as scenarios
-from flexlearn.runtime import frame_writers as frames
+from flexlearn.replay import frames
 from flexlearn.sim.robot import simulate_robot
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"

@@ -19,10 +19,10 @@ import pytest
 import torch
 
 from flexlearn.runtime import executorch_export as ee
-from flexlearn.runtime.arm_controller import ArmController, ArmControllerConfig
-from flexlearn.runtime.arm_graph import ArmControllerGraph
-from flexlearn.runtime.fusion import FusedEstimator
-from flexlearn.runtime.fusion_graph import FusedEstimatorGraph
+from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig
+from flexlearn.runtime.arm.graph import ArmControllerGraph
+from flexlearn.runtime.fusion.estimator import FusedEstimator
+from flexlearn.runtime.fusion.graph import FusedEstimatorGraph
 from flexlearn.runtime.manifest import UntrustedArtifactError, manifest_path
 from flexlearn.sim.arm_fault_stream import arm_fault_stream, static_arm_frame
 
@@ -136,7 +136,7 @@ def compare_estimator(ref, got):
 
 @pytest.fixture(scope="module")
 def est_kw(curl_recording):
-    from flexlearn.runtime.shape_replay import soft_iron
+    from flexlearn.replay.shapes import soft_iron
 
     return dict(soft_iron=soft_iron(curl_recording), full_scale=curl_recording.meta["full_scale"], fix_timeout=2.0)
 
@@ -169,7 +169,7 @@ def test_export_blockers_of_the_torchscript_modules_are_named(direction_model):
     est = FusedEstimator(direction_model, n_segments=3)
     q = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=F64).repeat(4, 1)
     att = ee.diagnose_export(ee.MethodOf(est, "attitude"), (torch.tensor(0.1, dtype=F64), q))
-    assert not att["exportable"] and att["where"].startswith("flexlearn/runtime/fusion.py:")
+    assert not att["exportable"] and att["where"].startswith("flexlearn/runtime/fusion/estimator.py:")
     assert "self.t_att" in att["code"]
     mag = ee.diagnose_export(ee.MethodOf(est, "magnetometer"),
                              (torch.tensor(0.1, dtype=F64), torch.full((3, 3), 1e-5, dtype=F64), torch.tensor(-1)))
@@ -295,7 +295,7 @@ def test_estimator_graph_equals_the_estimator(direction_model, est_kw, est_refer
     graph = FusedEstimatorGraph.from_estimator(FusedEstimator(direction_model, n_segments=9, **est_kw))
     got = run_estimator(frames, graph.set_reference, graph.attitude, graph.magnetometer, tensors=True)
     assert compare_estimator(ref, got) < 1e-12
-    from flexlearn.runtime.fusion_flags import decode_flags
+    from flexlearn.runtime.fusion.flags import decode_flags
 
     bits = 0
     for out in ref:
@@ -324,7 +324,7 @@ def test_bundle_programs_match_the_estimator(bundle_files, est_reference, suffix
 def test_pi_runner_gives_the_torchscript_outputs_for_every_format(bundle_files, curl_recording, tmp_path, suffix):
     """The runner on the program bundle and on the TorchScript bundle written with it: same records (points, h,
     flags, spool command and status) for a log with bad lines and null readings, control on."""
-    from flexlearn.runtime.frame_writers import write_frames_jsonl
+    from flexlearn.replay.frames import write_frames_jsonl
 
     log = tmp_path / "frames.jsonl"
     write_frames_jsonl(curl_recording, log)
@@ -386,7 +386,7 @@ def test_artefacts_run_under_an_aarch64_emulator(request, curl_recording, tmp_pa
         pytest.skip("no aarch64 Python with torch 2.13 + executorch 1.5: set FLEXLEARN_AARCH64_PYTHON (an arm64 "
                     "root filesystem with requirements-pi.txt installed; see docs/raspberry_pi.md)")
     bundle_files = request.getfixturevalue("bundle_files")
-    from flexlearn.runtime.frame_writers import write_frames_jsonl
+    from flexlearn.replay.frames import write_frames_jsonl
 
     work = tmp_path / "pi"
     work.mkdir()

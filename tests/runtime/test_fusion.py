@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from flexlearn.lie import matrix_to_quat, quat_multiply, rotation_between, so3_exp
-from flexlearn.runtime.fusion import FusedEstimator
-from flexlearn.runtime.fusion_flags import (BAD_MAG, BAD_QUAT, MAG_REJECTED, NO_FIX, NO_REFERENCE, REPEATED_MAG,
+from flexlearn.runtime.fusion.estimator import FusedEstimator
+from flexlearn.runtime.fusion.flags import (BAD_MAG, BAD_QUAT, MAG_REJECTED, NO_FIX, NO_REFERENCE, REPEATED_MAG,
                                             STALE_QUAT, TIME_ORDER, decode_flags)
-from flexlearn.runtime import shape_replay as rs
+from flexlearn.replay import shapes as rs
 from flexlearn.sim import robot
 from flexlearn.sim import shape_scenarios as scenarios
 
@@ -309,7 +309,7 @@ def test_parent_correction_carries_children(bias_model):
 def test_heading_filter_learns_drift_rate():
     """Drift ∝ travel is a ramp: the rate states learn it, so the prediction between fixes follows the drift;
     without them (κ = 0, heading random walk only) the estimate lags behind."""
-    from flexlearn.runtime.heading_filter import HeadingDriftFilter
+    from flexlearn.runtime.fusion.heading_filter import HeadingDriftFilter
 
     g = np.random.default_rng(0)
     rho = torch.tensor([0.008, -0.006], dtype=F64)                  # drift per rad of travel, modules 1, 2
@@ -336,7 +336,7 @@ def test_heading_filter_learns_drift_rate():
 def test_heading_gate_rejects_one_outlier_then_accepts():
     """χ² gate: a fix whose innovation is far outside its predicted spread is rejected (state unchanged, flagged
     by the caller); a second consecutive one is accepted (a persistent change is not refused for ever)."""
-    from flexlearn.runtime.heading_filter import HeadingDriftFilter
+    from flexlearn.runtime.fusion.heading_filter import HeadingDriftFilter
 
     f = HeadingDriftFilter(3, p0=1e-4, kappa=0.0, sigma_b=0.0, gate=3.0)
     f.predict(torch.zeros(3, dtype=F64), 0.0)
@@ -373,7 +373,7 @@ def test_heading_filter_separates_receiver_misalignment():
     """A fixed 1.5° misalignment of one receiver biases its heading fixes by w·δ with w ∝ 1/sin tilt; as the tilt
     changes with the motion the filter tells it from the heading (which stays 0 here). Without the δ states
     (σ_δ = 0) the same fixes pull the heading of the near-vertical segment off by degrees."""
-    from flexlearn.runtime.heading_filter import HeadingDriftFilter
+    from flexlearn.runtime.fusion.heading_filter import HeadingDriftFilter
 
     g = np.random.default_rng(1)
     delta = torch.tensor([0.0, math.radians(1.5), 0.0], dtype=F64)

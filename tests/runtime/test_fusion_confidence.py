@@ -1,4 +1,4 @@
-"""Per-fix σ_m and rejection of the fused estimator (`flexlearn.runtime.fusion_confidence`)."""
+"""Per-fix σ_m and rejection of the fused estimator (`flexlearn.runtime.fusion.confidence`)."""
 from __future__ import annotations
 
 import io
@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from flexlearn.runtime import shape_replay as rs
+from flexlearn.replay import shapes as rs
 from flexlearn.runtime.deploy import BundleConfigError, export_deploy_bundle, load_bundle
-from flexlearn.runtime.fusion import FusedEstimator
-from flexlearn.runtime.fusion_confidence import BendConfidence, build_confidence
-from flexlearn.runtime.fusion_flags import LOW_CONFIDENCE, MAG_REJECTED, decode_flags
-from flexlearn.runtime.fusion_graph import FusedEstimatorGraph
+from flexlearn.runtime.fusion.estimator import FusedEstimator
+from flexlearn.runtime.fusion.confidence import BendConfidence, build_confidence
+from flexlearn.runtime.fusion.flags import LOW_CONFIDENCE, MAG_REJECTED, decode_flags
+from flexlearn.runtime.fusion.graph import FusedEstimatorGraph
 
 F64 = torch.float64
 ID = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=F64)

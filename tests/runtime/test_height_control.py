@@ -7,7 +7,7 @@ import math
 import torch
 
 from flexlearn.models.direction_mlp import DirectionMLP
-from flexlearn.runtime.fusion import FusedEstimator
+from flexlearn.runtime.fusion.estimator import FusedEstimator
 from flexlearn.runtime.height_control import ACTIVE, HOLD, REJECTED, SETTLING, HeightPID
 from flexlearn.sim.shape_scenarios import closed_loop_height
 

@@ -1,4 +1,4 @@
-"""Raw-IMU front end (`flexlearn.runtime.raw_imu`): the fused estimate from gyro + accelerometer streams is close
+"""Raw-IMU front end (`flexlearn.runtime.fusion.raw_imu`): the fused estimate from gyro + accelerometer streams is close
 to the one from quaternions, on a simulated robot; scripting and saving carry the filter states."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import torch
 
 from flexlearn.models.direction_mlp import DirectionMLP
-from flexlearn.runtime.fusion import FusedEstimator
-from flexlearn.runtime.raw_imu import RawImuAttitude, RawImuEstimator
+from flexlearn.runtime.fusion.estimator import FusedEstimator
+from flexlearn.runtime.fusion.raw_imu import RawImuAttitude, RawImuEstimator
 from flexlearn.sim import shape_scenarios as scenarios
 from flexlearn.sim.numpy_lie import exp_so3, log_so3, quat_of
 from flexlearn.sim.robot import UP, forward_kinematics
@@ -83,7 +83,7 @@ def test_raw_imu_attitude_matches_offline_filters_and_survives_save_and_bad_rows
     front = torch.jit.load(buf)
     q = torch.stack(q + [front(G[k], A[k]) for k in range(half, len(G))]).numpy()
     assert np.isfinite(q).all() and front.skipped() == [10, 0, 1, 0, 0]
-    from flexlearn.sensing.attitude_filter import run_filter
+    from flexlearn.sensing.attitude.offline import run_filter
     for m in range(N + 1):
         ref = run_filter(gyr[:, m], acc[:, m], RATE).quat
         assert np.abs(q[:, m] - ref).max() < 1e-12

@@ -11,8 +11,8 @@ import torch
 from flexlearn.lie import matrix_to_quat, so3_exp
 from flexlearn.models.direction_mlp import DirectionMLP
 from flexlearn.runtime import serial_frames as sf
-from flexlearn.runtime.fusion import FusedEstimator
-from flexlearn.runtime.fusion_flags import TIME_ORDER
+from flexlearn.runtime.fusion.estimator import FusedEstimator
+from flexlearn.runtime.fusion.flags import TIME_ORDER
 from flexlearn.runtime.height_control import ACTIVE, HOLD, HeightPID
 
 F64 = torch.float64
@@ -83,7 +83,7 @@ def test_master_clock_restart_resynchronises_and_keeps_the_state(scripted):
         flags.append(int(fl[0]))
     assert flags[0] & TIME_ORDER and flags[1] & TIME_ORDER         # two frames dropped ...
     assert not any(f & TIME_ORDER for f in flags[2:])               # ... then resynchronised
-    from flexlearn.runtime.fusion_flags import CLOCK_RESYNC, FLAG_NAMES
+    from flexlearn.runtime.fusion.flags import CLOCK_RESYNC, FLAG_NAMES
 
     assert FLAG_NAMES[CLOCK_RESYNC] == "clock_resync" and CLOCK_RESYNC not in (1, 2, 4, 8, 16, 32, 64, 128)
     assert all(f & CLOCK_RESYNC for f in flags[2:]) and not flags[0] & CLOCK_RESYNC

@@ -18,8 +18,7 @@ from flexlearn.runtime.manifest import manifest_path, manifest_record
 from flexlearn.sensing.magcal import fit_ellipsoid
 from flexlearn.sim.robot import simulate_robot
 from flexlearn.sim import shape_scenarios as scenarios
-from flexlearn.runtime import frame_writers as frames
-
+from flexlearn.replay import frames
 ROOT = Path(__file__).resolve().parents[2]
 Q = [[1.0, 0.0, 0.0, 0.0], [0.5, 0.5, -0.5, 0.5], [0.0, 0.0, 0.0, 1.0]]
 M = [[1e-5, -2.5e-5, 4.0e-5], [None, 3e-6, -7e-6]]

@@ -85,7 +85,7 @@ def test_documented_command_composes_as_written(where, command):
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    import flexlearn.apps._runner as runner
+    import flexlearn.apps.runner as runner
 
     app, args = _argv(command)
     assert app in CONFIG, f"{where}: '{app}' is not a console script of this package"

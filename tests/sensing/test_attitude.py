@@ -10,9 +10,9 @@ import torch
 from flexlearn.config import from_dict
 from flexlearn.errors import ConfigError, DataError
 from flexlearn.lie import quat_exp, quat_multiply
-from flexlearn.sensing.attitude import (AttitudeConfig, estimate_orientation, heading_error, inclination_error,
+from flexlearn.sensing.attitude.orientation import (AttitudeConfig, estimate_orientation, heading_error, inclination_error,
                                         up_in_sensor)
-from flexlearn.sensing.attitude_filter import run_filter
+from flexlearn.sensing.attitude.offline import run_filter
 
 from .conftest import BROAD, simulate, wobble
 

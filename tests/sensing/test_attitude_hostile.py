@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from flexlearn.errors import DataError
-from flexlearn.sensing.attitude import estimate_orientation
-from flexlearn.sensing.attitude_filter import run_filter
-from flexlearn.sensing.attitude_step import AttitudeStep
+from flexlearn.sensing.attitude.orientation import estimate_orientation
+from flexlearn.sensing.attitude.offline import run_filter
+from flexlearn.sensing.attitude.step import AttitudeStep
 
 from .conftest import simulate
 from .test_attitude_robust import SHAKE, TURN, _angle, _step_all

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from flexlearn.errors import DataError
-from flexlearn.sensing.attitude import estimate_orientation, heading_error, inclination_error
-from flexlearn.sensing.attitude_filter import AttitudeConfig, run_filter
-from flexlearn.sensing.attitude_step import AttitudeStep
+from flexlearn.sensing.attitude.orientation import estimate_orientation, heading_error, inclination_error
+from flexlearn.sensing.attitude.offline import AttitudeConfig, run_filter
+from flexlearn.sensing.attitude.step import AttitudeStep
 
 from .conftest import BROAD, simulate
 

@@ -1,6 +1,6 @@
 """Start-up and gap recovery on real data (BROAD development trial 24, tapping): started in motion and after a 1 s
 NaN gap the inclination error over 5–10 s after the event stays under 2° (the issue's target), with the bias-
-uncertainty time-constant schedule (`attitude_kernels.acc_time_constant`) doing measurably better than a fixed
+uncertainty time-constant schedule (`kernels.acc_time_constant`) doing measurably better than a fixed
 τ_acc. Also the schedule itself (τ rises from its start value to τ_acc as the bias is learnt)."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from flexlearn.sensing.attitude import inclination_error
-from flexlearn.sensing.attitude_filter import AttitudeConfig, run_filter
+from flexlearn.sensing.attitude.orientation import inclination_error
+from flexlearn.sensing.attitude.offline import AttitudeConfig, run_filter
 
 from .conftest import BROAD, simulate, wobble
 

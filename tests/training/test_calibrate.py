@@ -28,7 +28,7 @@ def module_sweeps(tmp_path_factory):
 def calibration(trained_run, module_sweeps, tmp_path_factory):
     from omegaconf import OmegaConf
 
-    from flexlearn.apps._runner import CONF_DIR
+    from flexlearn.apps.runner import CONF_DIR
     from flexlearn.jobs.calibrate import calibrate
 
     ckpt = trained_run["metrics"]["best_ckpt"]

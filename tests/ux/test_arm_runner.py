@@ -29,7 +29,7 @@ def _rows(theta, noise, rng):
 
 @pytest.fixture(scope="module")
 def controller_file(tmp_path_factory):
-    from flexlearn.runtime.arm_controller import ArmController, ArmControllerConfig, export_arm_controller
+    from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig, export_arm_controller
 
     cfg = ArmControllerConfig()
     return export_arm_controller(ArmController.build(cfg), tmp_path_factory.mktemp("arm") / "arm.pt", cfg)
@@ -38,7 +38,7 @@ def controller_file(tmp_path_factory):
 def test_arm_mode_steps_the_controller_and_flags_bad_frames(controller_file, tmp_path, capsys):
     import random
 
-    from flexlearn.runtime.arm_controller import FAULT_LOST_FRAME, FAULT_NONFINITE, ArmController, ArmControllerConfig
+    from flexlearn.runtime.arm.controller import FAULT_LOST_FRAME, FAULT_NONFINITE, ArmController, ArmControllerConfig
 
     rng = random.Random(0)
     lines, frames = [], []

@@ -7,8 +7,7 @@ import sys
 import pytest
 from omegaconf import OmegaConf
 
-from flexlearn.apps import _console as console
-
+from flexlearn.apps import console
 METRICS = {"test/ang_err_median_deg": 0.4091, "test/ang_err_p95_deg": 0.8192, "test/ang_err_rms_deg": 0.4641,
            "test/ang_err_mean_deg": 0.4163, "test/invalid_fraction": 0.0125, "test/n_samples": 144.0,
            "val/ang_err_median_deg": 0.3871, "output_dir": "/runs/x"}

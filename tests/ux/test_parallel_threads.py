@@ -12,7 +12,7 @@ from omegaconf import open_dict
 
 
 def _hydra(overrides: list[str], mode: RunMode) -> None:
-    import flexlearn.apps._runner as runner
+    import flexlearn.apps.runner as runner
 
     GlobalHydra.instance().clear()
     with initialize_config_dir(version_base="1.3", config_dir=runner.CONF_DIR):
@@ -24,7 +24,7 @@ def _hydra(overrides: list[str], mode: RunMode) -> None:
 
 
 def test_threads_limited_in_a_local_parallel_job_only(monkeypatch):
-    from flexlearn.apps._runner import threads_per_parallel_job
+    from flexlearn.apps.runner import threads_per_parallel_job
 
     before = torch.get_num_threads()
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):

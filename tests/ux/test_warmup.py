@@ -23,7 +23,7 @@ def _module_with_kernel(tmp_path, name: str):
 
 
 def test_cold_modules_sees_a_kernel_compile_and_get_cached(tmp_path):
-    from flexlearn._numba_cache import cold_modules
+    from flexlearn.numba_cache import cold_modules
 
     mod = _module_with_kernel(tmp_path, "kernel_probe_a")
     assert cold_modules([mod]) == ["kernel_probe_a"]
@@ -33,11 +33,11 @@ def test_cold_modules_sees_a_kernel_compile_and_get_cached(tmp_path):
 
 
 def test_warmup_lists_and_compiles_groups(capsys, monkeypatch, tmp_path):
-    from flexlearn.apps import _kernels, warmup
-
+    from flexlearn.apps import warmup
+    from flexlearn.apps import kernels as _kernels
     monkeypatch.setattr(_kernels.KernelGroup, "_record", lambda self: tmp_path / f"{self.name}.json")
     calls = []
-    group = _kernels.KernelGroup("probe", "flexlearn.sensing", "flexlearn.sensing.attitude_filter", "a test", 1.0,
+    group = _kernels.KernelGroup("probe", "flexlearn.sensing", "flexlearn.sensing.attitude.offline", "a test", 1.0,
                                  lambda: calls.append("warm"))
     monkeypatch.setattr(_kernels, "GROUPS", {"probe": group})
     monkeypatch.setattr(warmup, "GROUP_NAMES", ("probe",))
@@ -52,7 +52,7 @@ def test_warmup_lists_and_compiles_groups(capsys, monkeypatch, tmp_path):
 
 def test_warmup_groups_name_every_kernel_module_the_package_loads():
     """Each group finds its kernel modules from the sources (a kernel file added later is covered)."""
-    from flexlearn.apps._kernels import GROUPS
+    from flexlearn.apps.kernels import GROUPS
 
     from flexlearn.apps.warmup import GROUP_NAMES
 
@@ -63,21 +63,20 @@ def test_warmup_groups_name_every_kernel_module_the_package_loads():
     import subprocess
     import sys
 
-    code = "from flexlearn.apps._kernels import GROUPS; print(' '.join(m.__name__ for m in GROUPS['pose'].modules()))"
+    code = "from flexlearn.apps.kernels import GROUPS; print(' '.join(m.__name__ for m in GROUPS['pose'].modules()))"
     fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert {"flexlearn.physics.lse.pose_batch", "flexlearn.physics.lse.pose_fit"} <= set(fresh)
-    assert "flexlearn.sensing.attitude_kernels" in names["attitude"]
-    assert any(n.startswith("flexlearn.physics.lse.compiled") for n in names["lse"])
-    assert "flexlearn.physics.cosserat.fused" in names["cosserat"]
+    assert {"flexlearn.physics.lse.length_actuated.batch", "flexlearn.physics.lse.length_actuated.fit"} <= set(fresh)
+    assert "flexlearn.sensing.attitude.kernels" in names["attitude"]
+    assert any(n.startswith("flexlearn.physics.lse.compiled.elements") for n in names["lse"])
+    assert "flexlearn.physics.cosserat.compiled.lgvi" in names["cosserat"]
 
 
 def test_notice_before_a_cold_compile(capsys, monkeypatch, tmp_path):
-    from flexlearn.apps import _kernels
-
+    from flexlearn.apps import kernels as _kernels
     monkeypatch.setattr(_kernels.KernelGroup, "_record", lambda self: tmp_path / f"{self.name}.json")
     calls = []
     cold = [["m"]]
-    group = _kernels.KernelGroup("probe", "flexlearn.sensing", "flexlearn.sensing.attitude_filter", "a test", 42.0,
+    group = _kernels.KernelGroup("probe", "flexlearn.sensing", "flexlearn.sensing.attitude.offline", "a test", 42.0,
                                  lambda: calls.append("warm"))
     monkeypatch.setattr(group.__class__, "cold", lambda self: cold[0])
     monkeypatch.setitem(_kernels.GROUPS, "probe", group)
@@ -91,11 +90,10 @@ def test_notice_before_a_cold_compile(capsys, monkeypatch, tmp_path):
 
 def test_a_kernel_module_the_runs_never_call_does_not_stay_cold(tmp_path, monkeypatch):
     """After a warm-up only the modules it compiled count: an unused kernel file gives no false notice."""
-    from flexlearn.apps import _kernels
-
+    from flexlearn.apps import kernels as _kernels
     used = _module_with_kernel(tmp_path, "kernel_probe_used")
     unused = _module_with_kernel(tmp_path, "kernel_probe_idle")
-    group = _kernels.KernelGroup("probe2", "flexlearn.sensing", "flexlearn.sensing.attitude_filter", "a test", 1.0,
+    group = _kernels.KernelGroup("probe2", "flexlearn.sensing", "flexlearn.sensing.attitude.offline", "a test", 1.0,
                                  lambda: used.twice(2))
     monkeypatch.setattr(_kernels.KernelGroup, "modules", lambda self: [used, unused])
     monkeypatch.setattr(_kernels.KernelGroup, "_record", lambda self: tmp_path / "probe2.json")

@@ -35,7 +35,7 @@ for bare-cantilever modes carrying the payload through the Lagrangian; static sa
 the cantilever formulas; IMU kinematics equal nested forward-mode autodiff.
 
 Seed discrepancies: eq. (43) is the linearised kinematics (small θ); eq. (44) double-counts gravity — see
-:mod:`flexlearn.runtime.arm_controller` — and eq. (8) lacks the rigid-motion term of the tip shear
+:mod:`flexlearn.runtime.arm.controller` — and eq. (8) lacks the rigid-motion term of the tip shear
 condition (``EI w‴(L) = M (L θ̈ + ẅ(L))`` for a rotating clamped link); the assumed-mode shapes used here
 come from eq. (8) as written (a fixed clamped basis), which is admissible for the Ritz method. Speed: one
 EOM evaluation ≈ 3–5 ms (CPU, B ≤ 5), so 10 s of closed loop takes ≈ 1–4 min.

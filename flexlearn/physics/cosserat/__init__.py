@@ -21,10 +21,10 @@ Units: SI inside. Modules, one job each:
 * :mod:`~flexlearn.physics.cosserat.implicit` — the implicit step (``scheme='implicit'``): forces filtered by
   ``M (M + β h² K)⁻¹`` with the Gauss–Newton tangent stiffness K, stable at steps set by accuracy
   (:meth:`CosseratRod.accurate_dt`); the torch reference of its equations;
-* :mod:`~flexlearn.physics.cosserat.fused` — the same step loop compiled with numba for runs that need no
+* :mod:`~flexlearn.physics.cosserat.compiled.lgvi` — the same step loop compiled with numba for runs that need no
   gradient (gravity, point forces, magnets in a uniform field, damping without ``beta``), ≈ 2 µs per step;
-  :mod:`~flexlearn.physics.cosserat.fused_implicit` its implicit force filter (block Cholesky),
-  :mod:`~flexlearn.physics.cosserat.fused_common` what both kernels share (element strains);
+  :mod:`~flexlearn.physics.cosserat.compiled.implicit` its implicit force filter (block Cholesky),
+  :mod:`~flexlearn.physics.cosserat.compiled.common` what both kernels share (element strains);
 * :mod:`~flexlearn.physics.cosserat.state` — :class:`RodState`, :class:`Trajectory`, :class:`Clamp`, ``FREE``;
 * :mod:`~flexlearn.physics.cosserat.context` — per-simulation derived quantities (masses, inertias, stiffnesses);
 * :mod:`~flexlearn.physics.cosserat.loads`, :mod:`~flexlearn.physics.cosserat.fields` — gravity, point forces,

@@ -53,7 +53,7 @@ are removed within a few steps, resolved ones barely touched (mode 1 of the benc
 h = 1 ms: 3e-4 per radian at ζ = 0.01). It is energy-decaying (cK ≥ 0) and restores stability where
 explicit stiffness (large deflections, magnets) pushes the unresolved modes at β = ¼ over the edge.
 
-The numba kernel (:mod:`flexlearn.physics.cosserat.fused_implicit`) solves (1) by a block-tridiagonal
+The numba kernel (:mod:`flexlearn.physics.cosserat.compiled.implicit`) solves (1) by a block-tridiagonal
 Cholesky factorisation; this module assembles the dense matrix and calls ``torch.linalg.solve``
 (differentiable; the reference the kernel is tested against). Not in the seed.
 

@@ -51,7 +51,7 @@ from torch import Tensor
 
 from flexlearn.config import check
 from flexlearn.lie import so3_cayley
-from flexlearn.physics.cosserat import fused as _fused
+from flexlearn.physics.cosserat.compiled import lgvi as _fused
 from flexlearn.physics.cosserat import implicit as _implicit
 from flexlearn.physics.cosserat.context import _Ctx
 from flexlearn.physics.cosserat.damping import DampingModel, RodObserver
@@ -308,7 +308,7 @@ class Stepper:
         return traj
 
     def run_fused(self, n_steps: int, record_every: int) -> Optional[Trajectory]:
-        """The same run in the fused kernel (:func:`flexlearn.physics.cosserat.fused.simulate`); None when a
+        """The same run in the fused kernel (:func:`flexlearn.physics.cosserat.compiled.lgvi.simulate`); None when a
         step failed there."""
         r1 = p1 = None
         if self.clamped:

@@ -8,7 +8,7 @@ body-frame node torques (B, N+1, 3) [N m] (either may be None) evaluated at the 
 ``point_masses(n_nodes)``; the simulation adds it to the lumped node mass (seed 001, Remark 1: a magnet at
 the tip adds its whole mass to the tip node) before gravity is evaluated. ``constant_world_force()`` True
 declares that ``apply`` returns a world force independent of state and time and no torque: such a load runs
-in the fused kernel (:mod:`flexlearn.physics.cosserat.fused`, which evaluates it once at t = 0).
+in the fused kernel (:mod:`flexlearn.physics.cosserat.compiled.lgvi`, which evaluates it once at t = 0).
 
 A load with an energy (for ``record_energy``) also implements :class:`PotentialLoad`:
 ``potential(ctx, R, p, t) -> (B,)`` [J], one signature for every load, whatever it reads;
@@ -119,7 +119,7 @@ class Load(torch.nn.Module):
 
     def constant_world_force(self) -> bool:
         """True when ``apply`` returns a world force independent of state and time and no torque (such
-        loads run in the fused kernel, :mod:`flexlearn.physics.cosserat.fused`)."""
+        loads run in the fused kernel, :mod:`flexlearn.physics.cosserat.compiled.lgvi`)."""
         return False
 
     def apply(self, ctx: "_Ctx", R: Tensor, p: Tensor, t: float) -> Forces:  # type: ignore[override]

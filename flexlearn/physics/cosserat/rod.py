@@ -437,7 +437,7 @@ class CosseratRod(torch.nn.Module):
             compile: ``torch.compile`` the step (one fused kernel; ~6× faster per step, tens of seconds
                 to compile once per shape): the Newton solve then runs ``newton_fixed_iters`` iterations
                 and its residual is still checked.
-            backend: ``'auto'`` runs the fused numba kernel (:mod:`~flexlearn.physics.cosserat.fused`, the
+            backend: ``'auto'`` runs the fused numba kernel (:mod:`~flexlearn.physics.cosserat.compiled.lgvi`, the
                 same discrete equations, ~100× faster per step) when numba is installed and the run needs
                 no gradient, only gravity, constant point forces and magnets in one spatially uniform field,
                 damping without ``beta``, no observer, callback, energy record or base motion; else the

@@ -11,7 +11,7 @@ For element i between nodes i and i+1 (rest length l_i, chord ``e_i = p_{i+1} âˆ
 :meth:`CosseratRod._internal <flexlearn.physics.cosserat.rod.CosseratRod._internal>`,
 :meth:`CosseratRod.potential_energy <flexlearn.physics.cosserat.rod.CosseratRod.potential_energy>` and
 :class:`~flexlearn.physics.cosserat.damping.Damping`; the numba kernel
-(:func:`flexlearn.physics.cosserat.fused._element_strain`) evaluates the same expressions per element and is
+(:func:`flexlearn.physics.cosserat.compiled.lgvi._element_strain`) evaluates the same expressions per element and is
 tested equal to :func:`strains` to round-off (tests/physics/cosserat/test_strains.py).
 
 Shapes: R (B, N+1, 3, 3) body â†’ world, p (B, N+1, 3) [m], l (B, N) [m], E3 (3,); every strain (B, N, 3).

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from flexlearn.physics.lse.element import ElementState, element_forces, element_tangent
-from flexlearn.physics.lse.compiled import HAVE_NUMBA, element_residual_nb, element_tangent_nb
+from flexlearn.physics.lse.compiled.elements import HAVE_NUMBA, element_residual_nb, element_tangent_nb
 from flexlearn.physics.lse.fused import ElementCache, element_residual, element_tangent_fused, hat
 from flexlearn.physics.lse.state import Loads, motor_twist
 
@@ -23,7 +23,7 @@ __all__ = ["AssemblyMixin"]
 
 class AssemblyMixin:
     """Residual and tangent of `CPRModel` (uses its buffers and projections). ``elements`` picks the element
-    kernels: ``"numba"`` (:mod:`flexlearn.physics.lse.compiled`, where nothing needs gradients; else as
+    kernels: ``"numba"`` (:mod:`flexlearn.physics.lse.compiled.elements`, where nothing needs gradients; else as
     ``"fused"``), ``"fused"`` (:mod:`flexlearn.physics.lse.fused`) or ``"reference"`` (element.py); same values
     to round-off (the choice of :func:`flexlearn.physics.lse.backend.plan`)."""
 
@@ -123,7 +123,7 @@ class AssemblyMixin:
         cache: tuple[np.ndarray, ...] | ElementCache | ElementState
         if elements == "numba" and HAVE_NUMBA and not (nodes.requires_grad or beta.requires_grad
                                                        or k.requires_grad or xi0.requires_grad):
-            # compiled kernels (flexlearn.physics.lse.compiled): the inputs kept as the tangent's "cache"
+            # compiled kernels (flexlearn.physics.lse.compiled.elements): the inputs kept as the tangent's "cache"
             cache = tuple(t.detach().reshape((r * n,) + t.shape[2:]).contiguous().numpy() for t in
                           (nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0))
             re = torch.from_numpy(element_residual_nb(*cache)).reshape(r, n, 18)

@@ -1,8 +1,8 @@
 """Backend selection and reusable derived data of :meth:`CPRModel.solve <flexlearn.physics.lse.model.CPRModel.solve>`.
 
 * ``backend`` (an argument of ``solve``): ``"auto"`` runs the compiled (numba) Newton driver
-  (:mod:`flexlearn.physics.lse.compiled_solver`) when :func:`eligible` finds nothing against it, else the torch
-  driver with the compiled element kernels (:mod:`flexlearn.physics.lse.compiled`) wherever nothing needs
+  (:mod:`flexlearn.physics.lse.compiled.newton`) when :func:`eligible` finds nothing against it, else the torch
+  driver with the compiled element kernels (:mod:`flexlearn.physics.lse.compiled.elements`) wherever nothing needs
   gradients and the fused torch kernels elsewhere; ``"numba"`` insists on the compiled driver (a
   ``ConfigError`` with the reason when it cannot run); ``"torch"`` runs the torch driver with the fused kernels
   (:mod:`flexlearn.physics.lse.fused`); ``"reference"`` the torch driver with the element functions of
@@ -22,8 +22,8 @@ import torch
 from torch import Tensor
 
 from flexlearn.config import check
-from flexlearn.physics.lse.compiled import HAVE_NUMBA
-from flexlearn.physics.lse.compiled_problem import CompiledConstants, build_constants
+from flexlearn.physics.lse.compiled.elements import HAVE_NUMBA
+from flexlearn.physics.lse.compiled.problem import CompiledConstants, build_constants
 
 __all__ = ["BACKENDS", "KERNELS", "SolvePlan", "SolveRun", "SolverCache", "eligible", "plan"]
 
@@ -71,7 +71,7 @@ def plan(model, backend: str, needs_grad: bool) -> SolvePlan:
 class SolverCache:
     """Derived data reused between solves of one model, each entry keyed by a structural fingerprint.
 
-    ``constants(model)``: the compiled driver's :class:`~flexlearn.physics.lse.compiled_problem.CompiledConstants`,
+    ``constants(model)``: the compiled driver's :class:`~flexlearn.physics.lse.compiled.problem.CompiledConstants`,
     keyed on ``n_elements`` and the identity and version counter of every buffer. ``base_poses(model, θ)``: the rod
     base poses (R, 4, 4) of the last θ [rad] (M,), keyed on θ's values and the motor and base buffers (not cached
     while gradients are needed). ``clear()`` drops both.

@@ -77,7 +77,7 @@ def run_experiment(model: CPRModel, loads: Loads, dense: torch.Tensor, index: li
 def run_experiments(model: CPRModel, substeps: int = 8, shooting_steps: Optional[int] = 40,
                     n_phases: int = 10, step=None) -> tuple[dict, dict]:
     """Experiments I (no load) and II (pulley) along the seed's path; ``shooting_steps`` None: no baseline."""
-    from flexlearn.physics.lse.shooting import ShootingSolver
+    from flexlearn.physics.lse.shooting.forward import ShootingSolver
 
     samples, dense, index = actuation_path(n_phases, substeps)
     shoot = None if shooting_steps is None else ShootingSolver(model, steps=shooting_steps)

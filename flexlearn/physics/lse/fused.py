@@ -9,7 +9,7 @@ not their size:
   E = (θ²+2cos θ-2)/(2θ⁴), F = (2θ-3sin θ+θcos θ)/(2θ⁵), D = (1-(θ/2)cot(θ/2))/θ²) is evaluated for all six
   at once (:func:`coefficients`): one power table of θ² times a constant (15, 6) matrix of series
   coefficients, one vector of closed forms, one ``where`` (the safe-where pattern of :mod:`flexlearn.lie`:
-  finite values and gradients at θ = 0, thresholds of :mod:`flexlearn.lie._thresholds`);
+  finite values and gradients at θ = 0, thresholds of :mod:`flexlearn.lie.thresholds`);
 * hat, ad and W̃ maps are one product with a constant (k, 9|36) matrix;
 * the SE(3) Jacobians use Barfoot's closed-form Q block (eq. (7.86)), expanded as in
   :func:`flexlearn.lie.se3_q_matrix`; the exact tangent's quadrature term (8-point Gauss–Legendre of

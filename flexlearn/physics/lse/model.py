@@ -41,7 +41,7 @@ from flexlearn.lie import (
 from flexlearn.physics.lse import newton_policy as policy
 from flexlearn.physics.lse.assembly import AssemblyMixin
 from flexlearn.physics.lse.backend import KERNELS, SolverCache
-from flexlearn.physics.lse.compiled import HAVE_NUMBA
+from flexlearn.physics.lse.compiled.elements import HAVE_NUMBA
 from flexlearn.physics.lse.config import CPRConfig
 from flexlearn.physics.lse.element import section_properties
 from flexlearn.physics.lse.fused import se3_exp_fused
@@ -344,8 +344,8 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
     # ------------------------------------------------------------------ conveniences
     def pose_statics(self, **options):
         """Inverse statics to a 6-D platform pose with the rod lengths as unknowns (fixed bases, six rods):
-        a :class:`flexlearn.physics.lse.pose_statics.PoseStatics` of this model (``options``: its keywords)."""
-        from flexlearn.physics.lse.pose_statics import PoseStatics
+        a :class:`flexlearn.physics.lse.length_actuated.statics.PoseStatics` of this model (``options``: its keywords)."""
+        from flexlearn.physics.lse.length_actuated.statics import PoseStatics
 
         return PoseStatics(self, **options)
 

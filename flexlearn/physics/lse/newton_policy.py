@@ -2,7 +2,7 @@
 
 Both Newton drivers call these functions at the same points of the same loop: the torch one
 (:meth:`CPRModel._newton <flexlearn.physics.lse.model.CPRModel._newton>`, through ``.py_func``) and the compiled
-one (:func:`flexlearn.physics.lse.compiled_solver._newton`, inlined by numba). One iteration::
+one (:func:`flexlearn.physics.lse.compiled.newton._newton`, inlined by numba). One iteration::
 
     residual_verdict(norm, first, it, tol, max_iter)    CONVERGED: stop | FAILED: stop | CONTINUE
     (tangent, correction δq)
@@ -15,13 +15,13 @@ Norms: ``norm`` is the scaled residual ∞-norm (entries in N·m, relative to th
 ``|δq|_w`` the weighted step ∞-norm (rotations [rad], translations / L, slopes × L²). Plain functions of
 scalars, compiled by numba (``cache=True``) and callable from Python as ``f.py_func`` (or ``f`` itself
 without numba). The constants are module globals: numba freezes them into the machine code, so this file
-is part of the LSE kernels' cache fingerprint (:data:`flexlearn.physics.lse.compiled.CACHE_SOURCES`).
+is part of the LSE kernels' cache fingerprint (:data:`flexlearn.physics.lse.compiled.elements.CACHE_SOURCES`).
 """
 from __future__ import annotations
 
 import math
 
-from flexlearn.physics.lse.compiled import njit
+from flexlearn.physics.lse.compiled.elements import njit
 
 __all__ = ["BACKTRACKS", "BACKTRACK_FACTOR", "CONTINUE", "CONVERGED", "DIVERGED", "DIVERGED_FLOOR", "FAILED",
            "GROWTH", "MAX_ITER", "MAX_ROTATION_STEP", "STALL_ITERS", "STEP_TOL", "TOL", "accept_trial", "py",

@@ -6,7 +6,7 @@ residual/tangent of :class:`~flexlearn.physics.lse.assembly.AssemblyMixin`). One
 decisions and by-products in a :class:`~flexlearn.physics.lse.backend.SolveRun` (backend plan, residual weights,
 the compiled driver's last nodes) that every step receives; nothing is written on the model. The Newton rules
 (tolerances, failure tests, rotation cap, backtracking) are those of :mod:`flexlearn.physics.lse.newton_policy`,
-shared with the compiled driver (:mod:`flexlearn.physics.lse.compiled_solver`).
+shared with the compiled driver (:mod:`flexlearn.physics.lse.compiled.newton`).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from torch import Tensor, nn
 from flexlearn.physics.lse import newton_policy as policy
 from flexlearn.physics.lse.assembly import AssemblyMixin
 from flexlearn.physics.lse.backend import SolveRun, SolverCache, plan
-from flexlearn.physics.lse.compiled_problem import load_scale_compiled, newton_compiled, predict_compiled
+from flexlearn.physics.lse.compiled.problem import load_scale_compiled, newton_compiled, predict_compiled
 from flexlearn.physics.lse.newton_policy import BACKTRACK_FACTOR, CONTINUE, CONVERGED, FAILED
 from flexlearn.physics.lse.state import ConvergenceError, Equilibrium, Loads
 

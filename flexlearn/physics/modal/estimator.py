@@ -13,7 +13,7 @@ link deformation and the end-effector pose:
    and then differencing equals the seed's filtering of joint angles (eq. (2)) with joint rates
    (eq. (5)), while the slopes used for the deformation are filtered as well. Option
    ``inclination="attitude"``: instead, per IMU the VQF-type attitude filter of
-   :mod:`flexlearn.sensing.attitude_kernels` on the compensated link-frame accelerometer and the gyro
+   :mod:`flexlearn.sensing.attitude.kernels` on the compensated link-frame accelerometer and the gyro
    (measured against the default in ``scripts/bench_attitude.py --vibrating-link``, ``docs/attitude.md``);
 4. modal coordinates of every link from the relative slopes to its reference IMU (eq. (18)) and tip
    deflection w(L), tip slope w′(L), base curvature w″(0), joint angles
@@ -34,12 +34,12 @@ from torch import Tensor, nn
 from flexlearn.config import check
 from flexlearn.physics.modal.link import FlexibleLink
 from flexlearn.physics.modal.reconstruction import ModalReconstructor
-from flexlearn.sensing.attitude_kernels import output as att_output
-from flexlearn.sensing.attitude_kernels import step as att_step
+from flexlearn.sensing.attitude.kernels import output as att_output
+from flexlearn.sensing.attitude.kernels import step as att_step
 from flexlearn.sensing.imu import GRAVITY
 
 if TYPE_CHECKING:
-    from flexlearn.sensing.attitude_filter import AttitudeConfig
+    from flexlearn.sensing.attitude.offline import AttitudeConfig
 
 __all__ = ["FlexibleArmEstimator"]
 
@@ -149,7 +149,7 @@ def _attitude_start(params: Optional[List[float]]) -> List[float]:
         return [0.0]
     import numpy as np
 
-    from flexlearn.sensing.attitude_filter import initial_state
+    from flexlearn.sensing.attitude.offline import initial_state
     return [float(x) for x in initial_state(np.asarray(params, dtype=np.float64))]
 
 
@@ -284,8 +284,8 @@ class FlexibleArmEstimator(nn.Module):
         ``ω̂_{r,i} − ω̂_{last,i−1}`` (which takes the last IMU's rotation for the tip's: in closed loop a high
         mode that turns the tip and that IMU differently feeds the joint-2 damping term). ``acc_range``/``gyr_range``:
         saturation limits [m/s², rad/s]. ``inclination``: ``"complementary"`` (default) the PI filter of eq. (6)
-        on ψ = atan2(f_y, f_z); ``"attitude"``: per IMU the attitude filter of :mod:`flexlearn.sensing.attitude_kernels`
-        (VQF-type, ``attitude`` its :class:`~flexlearn.sensing.attitude_filter.AttitudeConfig`) on the compensated
+        on ψ = atan2(f_y, f_z); ``"attitude"``: per IMU the attitude filter of :mod:`flexlearn.sensing.attitude.kernels`
+        (VQF-type, ``attitude`` its :class:`~flexlearn.sensing.attitude.offline.AttitudeConfig`) on the compensated
         link-frame accelerometer (f_x, f_y, f_z) and the link-frame gyro, ψ̂ = atan2(u_y, u_z) with u = R(q̂)ᵀ e_z
         and b̂ = −(its gyro bias)_x (slower per step: one scalar filter per IMU). Configuration errors (unobservable
         placement, wrong counts, bad gains or ranges) raise :class:`~flexlearn.errors.ConfigError`.
@@ -314,7 +314,7 @@ class FlexibleArmEstimator(nn.Module):
             tip_el = lm.H[0] @ lm.G  # (n, S): tip deflection of every link
         att = None
         if inclination == "attitude":
-            from flexlearn.sensing.attitude_filter import make_params
+            from flexlearn.sensing.attitude.offline import make_params
             att = [float(x) for x in make_params(1.0 / dt, attitude)]
         return cls(in_map, inv, psi_map, rate_map, torch.tensor(lm.lengths, dtype=f64), S, M, k_p, k_i, dt,
                    lm.lever, lm.link_of_imu, ref_index, compensate, tau_alpha, own_el, tip_el, att, mount)

@@ -8,7 +8,7 @@ import torch
 
 from flexlearn.physics.arm import FlexibleArmPlant, seed_arm_config
 from flexlearn.sim.arm_closed_loop import imu_frames
-from flexlearn.runtime.arm_controller import ArmController, ArmControllerConfig, state_layout
+from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig, state_layout
 from flexlearn.sensing.imu import GRAVITY
 
 f64 = torch.float64
@@ -161,7 +161,7 @@ def test_closed_loop_reaching_imu_fed_tracks_within_half_a_degree():
     tracks within 0.5° RMS on each joint (true angles), without faults. (Faster reaches track worse: with the
     quintic over 2.5 s joint 2 reached 1.5° RMS in our runs.)"""
     from flexlearn.sim.arm_closed_loop import ImuNoiseConfig, simulate_closed_loop
-    from flexlearn.runtime.arm_controller import quintic
+    from flexlearn.runtime.arm.controller import quintic
 
     plant = FlexibleArmPlant(seed_arm_config(hub_inertia=CFG.hub_inertia, payload=CFG.payload))
     c = torch.jit.script(ArmController.build(CFG))
@@ -176,7 +176,7 @@ def test_closed_loop_reaching_imu_fed_tracks_within_half_a_degree():
 
 def test_packed_load_evaluation_equals_the_readable_form():
     """The controller's hot path (one sin of the stacked slopes, three products) against forward()."""
-    from flexlearn.runtime.arm_load import LinkLoadModel
+    from flexlearn.runtime.arm.load import LinkLoadModel
     c = _controller()
     g = torch.Generator().manual_seed(3)
     S, M = c.n_imus, c.n_modes_total

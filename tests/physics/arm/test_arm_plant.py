@@ -165,7 +165,7 @@ def test_closed_loop_holds_rest_imu_fed():
     import dataclasses
 
     from flexlearn.sim.arm_closed_loop import ImuNoiseConfig
-    from flexlearn.runtime.arm_controller import ArmController, ArmControllerConfig
+    from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig
 
     cfg = dataclasses.replace(ArmControllerConfig(), t0=10.0, variant="rigid")
     p = FlexibleArmPlant(seed_arm_config(n_modes=(2, 2), hub_inertia=cfg.hub_inertia, payload=cfg.payload))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from flexlearn.apps._runner import CONF_DIR
+from flexlearn.apps.runner import CONF_DIR
 from flexlearn.physics.cosserat.experiments import load_experiment
 
 NAMES = sorted(p.stem for p in (Path(CONF_DIR) / "cosserat").glob("*.yaml"))

@@ -9,10 +9,7 @@ from flexlearn.errors import ConfigError
 from flexlearn.lie import so3_exp
 from flexlearn.physics.cosserat import (FREE, Clamp, CosseratRod, Damping, EmbeddedMagnet, Gravity, IntegrationError,
                                         PointForce, RodState, RotatingField, TipMagnet)
-from flexlearn.physics.cosserat import fused
-
-
-
+from flexlearn.physics.cosserat.compiled import lgvi as fused
 def test_numba_is_installed():
     """numba is a core dependency: without it the fused loop (and these tests) would silently not run."""
     assert fused.HAVE_NUMBA

@@ -12,7 +12,7 @@ from tests.physics.cosserat.gradcheck import assert_gradients_match_central_diff
 from flexlearn.lie import so3_exp
 from flexlearn.physics.cosserat import (FREE, Clamp, CosseratRod, Damping, EmbeddedMagnet, Gravity, IntegrationError,
                                         PointForce, RodState, RotatingField, TipMagnet)
-from flexlearn.physics.cosserat import fused_implicit
+from flexlearn.physics.cosserat.compiled import implicit as fused_implicit
 from flexlearn.physics.cosserat.implicit import (accuracy_dt, filter_forces, frequency_error, tangent_stiffness)
 from flexlearn.physics.cosserat.strains import strains
 

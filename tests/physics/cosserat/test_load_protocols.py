@@ -75,8 +75,7 @@ def test_energy_of_gravity_and_magnet_through_the_one_signature():
 
 
 def test_fused_kernel_refuses_another_damping_model_by_name():
-    from flexlearn.physics.cosserat import fused
-
+    from flexlearn.physics.cosserat.compiled import lgvi as fused
     class MyDamping(Damping):
         pass
 

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from flexlearn.lie import so3_cayley_inv, so3_cayley_lgvi, so3_exp
-from flexlearn.physics.cosserat import CosseratRod, Damping, fused
+from flexlearn.physics.cosserat import CosseratRod, Damping
+from flexlearn.physics.cosserat.compiled import lgvi as fused
 from flexlearn.physics.cosserat.newton import _cayley_newton, _cayley_newton_fixed
 from flexlearn.physics.cosserat.strains import strains
 

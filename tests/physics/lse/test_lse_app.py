@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 
-from flexlearn.apps._runner import CONF_DIR
+from flexlearn.apps.runner import CONF_DIR
 from flexlearn.physics.lse import CPRModel
 
 

@@ -8,7 +8,7 @@ import torch
 
 from flexlearn.lie import se3_exp
 from flexlearn.physics.lse import CPRModel, Loads, actuation_path
-from flexlearn.physics.lse.compiled import HAVE_NUMBA, element_residual_nb, element_tangent_nb
+from flexlearn.physics.lse.compiled.elements import HAVE_NUMBA, element_residual_nb, element_tangent_nb
 from flexlearn.physics.lse.fused import element_residual, element_tangent_fused
 
 pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="numba not installed")
@@ -39,7 +39,7 @@ def test_closed_form_strain_map_inverse_equals_the_numerical_inverse():
     """A⁻¹ of A = hI - h³/12 ad_β in closed form against numpy's inverse, from tiny to large element slopes."""
     import numpy as np
 
-    from flexlearn.physics.lse.compiled import _strain_map_inv_into
+    from flexlearn.physics.lse.compiled.elements import _strain_map_inv_into
 
     rng = np.random.default_rng(7)
     binv, tmp, ainv = np.empty((3, 3)), np.empty((3, 3)), np.empty((6, 6))
@@ -63,7 +63,7 @@ def test_six_by_six_inverse_of_a_singular_matrix_is_nan_not_an_exception():
     import numpy as np
     from numba import njit
 
-    from flexlearn.physics.lse.compiled import _inv6_into
+    from flexlearn.physics.lse.compiled.elements import _inv6_into
 
     @njit
     def inv(m, out):
@@ -85,7 +85,7 @@ def test_kernel_without_python_entry_point_refuses_a_python_call():
     naming the kernel, and compiled callers still reach it."""
     import numpy as np
 
-    from flexlearn.physics.lse.compiled import _coefficients_into, element_into
+    from flexlearn.physics.lse.compiled.elements import _coefficients_into, element_into
 
     for kernel, args in ((_coefficients_into, (0.1, np.empty(6))), (element_into, ())):
         with pytest.raises(TypeError, match=kernel.py_func.__qualname__ + " is a compiled kernel"):
@@ -105,7 +105,7 @@ def test_kernels_run_as_plain_python_with_the_jit_disabled():
     import sys
 
     code = ("import numpy as np\n"
-            "from flexlearn.physics.lse.compiled import element_into, element_residual_nb\n"
+            "from flexlearn.physics.lse.compiled.elements import element_into, element_residual_nb\n"
             "assert not hasattr(element_into, 'py_func')\n"
             "gb = np.eye(4)[None].copy(); gb[0, 2, 3] = 0.1\n"
             "out = element_residual_nb(np.eye(4)[None], gb, np.zeros((1, 6)), np.full(1, 0.1), np.ones((1, 6)),\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from flexlearn.physics.lse.compiled import HAVE_NUMBA
+from flexlearn.physics.lse.compiled.elements import HAVE_NUMBA
 
 pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="numba not installed")
 
@@ -50,7 +50,7 @@ def _dense(hel, res, res_ee, kee, dz0, rod_motor, n_motors):
 
 @pytest.mark.parametrize("n_elements", [1, 2, 4])
 def test_condensed_solve_equals_dense_solve(n_elements):
-    from flexlearn.physics.lse.compiled_condense import condensed_solve
+    from flexlearn.physics.lse.compiled.condense import condensed_solve
 
     rng = np.random.default_rng(n_elements)
     r, n, m = 4, n_elements, 2

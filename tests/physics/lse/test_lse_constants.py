@@ -7,10 +7,9 @@ import numpy as np
 import torch
 
 from flexlearn.lie.tables import taylor_coefficients
-from flexlearn.lie._thresholds import series_threshold
-from flexlearn.physics.lse import compiled, fused
-
-# fused/compiled columns [A, B, C, E, F, D]; B (1 - cos θ)/θ² switches where A does (flexlearn.lie has no
+from flexlearn.lie.thresholds import series_threshold
+from flexlearn.physics.lse import fused  # fused/compiled columns [A, B, C, E, F, D]; B (1 - cos θ)/θ² switches where A does (flexlearn.lie has no
+from flexlearn.physics.lse.compiled import elements as compiled
 # threshold of its own for B: it evaluates B as ½ A(θ/2)²)
 COLUMNS = ("sinc", "cosc", "sinc3", "cosc2", "sinc5", "cotc")
 THRESHOLD_OF = ("sinc", "sinc", "sinc3", "cosc2", "sinc5", "cotc")
@@ -53,6 +52,6 @@ def test_numba_cache_fingerprint_covers_the_lie_sources():
     files = {(here / f"{name}.py").resolve() for name in compiled.CACHE_SOURCES}
     assert all(f.is_file() for f in files)
     lie = Path(taylor_coefficients.__code__.co_filename).parent
-    assert {(lie / "tables.py").resolve(), (lie / "_thresholds.py").resolve()} <= files
-    for mod in ("fused", "compiled", "compiled_condense", "compiled_solver", "newton_policy"):
+    assert {(lie / "tables.py").resolve(), (lie / "thresholds.py").resolve()} <= files
+    for mod in ("../fused", "elements", "condense", "newton", "../newton_policy"):
         assert (here / f"{mod}.py").resolve() in files

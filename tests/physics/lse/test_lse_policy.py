@@ -11,7 +11,7 @@ from flexlearn.errors import ConfigError
 from flexlearn.physics.lse import CPRModel
 from flexlearn.physics.lse import newton_policy as policy
 from flexlearn.physics.lse.backend import SolveRun, eligible, plan
-from flexlearn.physics.lse.compiled import HAVE_NUMBA
+from flexlearn.physics.lse.compiled.elements import HAVE_NUMBA
 from flexlearn.physics.lse.newton_policy import CONTINUE, CONVERGED, FAILED
 
 DT = torch.float64

@@ -1,4 +1,4 @@
-"""The batch warm start from solved neighbours (pose_fit) and the compiled batch chain (pose_batch).
+"""The batch warm start from solved neighbours (length_actuated.fit) and the compiled batch chain (length_actuated.batch).
 
 Checks: the fit weights reproduce every polynomial of the fit's degree exactly (cubics over positions at one
 orientation, quadratics over full 6-D poses) and find the subspace the neighbours span (k neighbours: 5 on a
@@ -17,8 +17,8 @@ from omegaconf import OmegaConf
 
 from flexlearn.lie import so3_exp
 from flexlearn.physics.lse import CPRModel
-from flexlearn.physics.lse import pose_fit as pf
-from flexlearn.physics.lse.pose_statics import nearest_neighbour_order, pose_features
+from flexlearn.physics.lse.length_actuated import fit as pf
+from flexlearn.physics.lse.length_actuated.statics import nearest_neighbour_order, pose_features
 
 CSG = Path(__file__).resolve().parents[3] / "flexlearn" / "conf" / "cpr" / "csg.yaml"
 
@@ -156,7 +156,7 @@ def test_batch_of_turned_poses_fits_in_six_directions(csg):
 
 
 def test_a_batch_beyond_the_store_keeps_the_latest_solutions(csg):
-    from flexlearn.physics.lse.pose_batch import STORE_MAX
+    from flexlearn.physics.lse.length_actuated.batch import STORE_MAX
 
     ps, st = csg
     rng = np.random.default_rng(6)

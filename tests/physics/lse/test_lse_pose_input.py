@@ -11,7 +11,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from flexlearn.physics.lse import CPRModel
-from flexlearn.physics.lse.pose_statics import platform_poses
+from flexlearn.physics.lse.length_actuated.statics import platform_poses
 
 CSG = Path(__file__).resolve().parents[3] / "flexlearn" / "conf" / "cpr" / "csg.yaml"
 
@@ -94,8 +94,8 @@ def test_bad_options_are_refused_by_name(kw, words):
 
 
 def test_a_non_finite_residual_is_an_infinite_norm_and_newton_fails_on_it(solved):
-    from flexlearn.physics.lse import pose_kernels as pk
-    from flexlearn.physics.lse.compiled_solver import _scaled_norm
+    from flexlearn.physics.lse.length_actuated import kernels as pk
+    from flexlearn.physics.lse.compiled.newton import _scaled_norm
     from flexlearn.physics.lse.newton_policy import CONVERGED, residual_verdict
 
     from numba import njit

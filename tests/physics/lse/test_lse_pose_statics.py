@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 
 from flexlearn.errors import ConfigError
 from flexlearn.physics.lse import CPRModel
-from flexlearn.physics.lse.shooting_pose import shoot_pose
+from flexlearn.physics.lse.shooting.pose import shoot_pose
 
 CSG = Path(__file__).resolve().parents[3] / "flexlearn" / "conf" / "cpr" / "csg.yaml"
 
@@ -215,9 +215,9 @@ def test_kept_factorisations_give_the_plain_newton_equilibria(csg_start):
 def test_analytic_length_column_matches_finite_differences(csg_start):
     """∂r/∂L of every rod (element pieces, assembled as in the Newton system) against central differences of
     the compiled residual."""
-    from flexlearn.physics.lse import pose_condense as pc
-    from flexlearn.physics.lse import pose_kernels as pk
-    from flexlearn.physics.lse.compiled import alloc_parts, workspace
+    from flexlearn.physics.lse.length_actuated import condense as pc
+    from flexlearn.physics.lse.length_actuated import kernels as pk
+    from flexlearn.physics.lse.compiled.elements import alloc_parts, workspace
 
     ps, st = csg_start
     r, n = st.beta.shape[:2]
@@ -265,7 +265,7 @@ def test_compiled_solution_zeroes_the_torch_residual(csg_start):
     assert np.abs(node).max() < 1e-6 * size and np.abs(el[..., 12:]).max() < 1e-6 * size
     tip = el[:, -1, 6:12]
     assert np.abs(tip[:, 2]).max() < 1e-6 * size
-    from flexlearn.physics.lse.pose_geometry import _ad_inv_t
+    from flexlearn.physics.lse.length_actuated.geometry import _ad_inv_t
 
     wrench = np.zeros(6)
     for k in range(r):
@@ -282,7 +282,7 @@ def test_line_weights_extrapolate_polynomials_along_a_geodesic_only():
     import torch
 
     from flexlearn.lie import se3_exp
-    from flexlearn.physics.lse.pose_geometry import line_weights
+    from flexlearn.physics.lse.length_actuated.geometry import line_weights
 
     g0 = _pose([0.01, -0.02, 0.45])
     twist = np.array([0.3, -0.1, 0.2, 0.01, 0.02, -0.03])
@@ -330,7 +330,7 @@ def test_pose_log_and_node_rebuild_match_the_lie_group_maps():
     import torch
 
     from flexlearn.lie import se3_exp, se3_log
-    from flexlearn.physics.lse.pose_geometry import (
+    from flexlearn.physics.lse.length_actuated.geometry import (
         _log_se3_into,
         _rel_pose_into,
         rebuild_nodes_into,
@@ -379,7 +379,7 @@ def test_node_rebuild_closes_on_the_tip_without_stretching_or_shearing_the_rod()
     import torch
 
     from flexlearn.lie import se3_exp, se3_log
-    from flexlearn.physics.lse.pose_geometry import rebuild_nodes_into
+    from flexlearn.physics.lse.length_actuated.geometry import rebuild_nodes_into
 
     rng = np.random.default_rng(5)
     r, n, length = 2, 8, 0.5
@@ -424,7 +424,7 @@ def test_node_rebuild_keeps_the_stretch_of_a_straight_rod_whose_tip_moved_along_
     """A straight rod of N elements (stretch 1.001) whose tip target lies 1e-6 m further along its axis: the
     length takes it up (δL = 1e-6 / 1.001), so every element's stretch (node spacing over L/N) is unchanged; a
     rigid spread would change it by δp/L = 2e-6, ≈ 0.5 N of axial force on a 1.3 mm steel rod."""
-    from flexlearn.physics.lse.pose_geometry import rebuild_nodes_into
+    from flexlearn.physics.lse.length_actuated.geometry import rebuild_nodes_into
 
     n, length, stretch = 8, 0.5, 1.001
     base = np.eye(4)[None]

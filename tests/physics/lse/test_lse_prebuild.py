@@ -1,4 +1,4 @@
-"""The split first compile of the forward statics (compiled_prebuild): it compiles the solver's large kernels at
+"""The split first compile of the forward statics (compiled.prebuild): it compiles the solver's large kernels at
 exactly the argument types the Newton kernel and the solve glue call them with, so that nothing is compiled
 twice; and the solves after it equal the torch solver's."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from flexlearn.physics.lse.compiled import HAVE_NUMBA
+from flexlearn.physics.lse.compiled.elements import HAVE_NUMBA
 
 pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="numba not installed")
 
@@ -17,8 +17,7 @@ def _newton_call_types(args) -> dict:
     from numba.core.registry import cpu_target
     from numba.core.typed_passes import type_inference_stage
 
-    from flexlearn.physics.lse import compiled_solver
-
+    from flexlearn.physics.lse.compiled import newton as compiled_solver
     interp = compiler.run_frontend(compiled_solver._newton.py_func)
     typemap, _, calltypes, _ = type_inference_stage(cpu_target.typing_context, cpu_target.target_context, interp,
                                                     args, None)
@@ -35,8 +34,10 @@ def _newton_call_types(args) -> dict:
 def test_prebuild_types_are_the_types_of_the_solve():
     from numba import typeof
 
-    from flexlearn.physics.lse import CPRModel, compiled_solver
-    from flexlearn.physics.lse.compiled_prebuild import planned_signatures
+    from flexlearn.physics.lse import CPRModel
+
+    from flexlearn.physics.lse.compiled import newton as compiled_solver
+    from flexlearn.physics.lse.compiled.prebuild import planned_signatures
 
     planned = planned_signatures()
     model = CPRModel.from_config({"rod": {"n_elements": 3}})
@@ -48,7 +49,7 @@ def test_prebuild_types_are_the_types_of_the_solve():
         calls.append(tuple(typeof(a) for a in args))
         return original(*args)
 
-    import flexlearn.physics.lse.compiled_problem as problem
+    import flexlearn.physics.lse.compiled.problem as problem
     problem._newton, real = spy, problem._newton
     try:
         eq = model.solve(th, model.default_loads(True))
@@ -65,7 +66,7 @@ def test_prebuild_types_are_the_types_of_the_solve():
 
 def test_prebuild_does_nothing_when_the_kernels_are_plain_functions(monkeypatch):
     """NUMBA_DISABLE_JIT=1 makes every kernel a plain Python function: nothing to compile, no error."""
-    from flexlearn.physics.lse import compiled_prebuild, compiled_solver
-
+    from flexlearn.physics.lse.compiled import prebuild as compiled_prebuild
+    from flexlearn.physics.lse.compiled import newton as compiled_solver
     monkeypatch.setattr(compiled_prebuild, "_residual", compiled_solver._residual.py_func)
     assert compiled_prebuild.prebuild() == "no numba"

@@ -21,7 +21,7 @@ from flexlearn.physics.lse import (
     solve_path,
 )
 from flexlearn.physics.lse.inverse import actuation_theta
-from flexlearn.physics.lse.shooting import ShootingSolver
+from flexlearn.physics.lse.shooting.forward import ShootingSolver
 
 DT = torch.float64
 CONF = Path(__file__).resolve().parents[3] / "flexlearn" / "conf" / "cpr" / "default.yaml"

@@ -1,4 +1,4 @@
-"""FlexibleArmEstimator with ``inclination="attitude"``: the attitude filter of `flexlearn.sensing.attitude_kernels`
+"""FlexibleArmEstimator with ``inclination="attitude"``: the attitude filter of `flexlearn.sensing.attitude.kernels`
 per IMU on the compensated link-frame readings. Exact on a static deformed arm, eager == TorchScript (also across
 save/load), a bad frame is counted by the attitude filters and holds the output, bad option names refused."""
 from __future__ import annotations
@@ -68,7 +68,7 @@ def test_unknown_inclination_filter_refused():
 def test_lean_controller_step_refuses_the_attitude_option():
     """The controller's lean step writes the PI filter as matrices; with the attitude option it would model a
     filter the estimator does not run, so building its maps is refused by name."""
-    from flexlearn.runtime.arm_step import lean_step_maps
+    from flexlearn.runtime.arm.step import lean_step_maps
     z = torch.zeros(1, dtype=f64)
     with pytest.raises(ValueError, match="inclination='attitude'"):
         lean_step_maps(_build(), z, z, z, z, z, z)

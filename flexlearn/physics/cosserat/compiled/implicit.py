@@ -1,0 +1,221 @@
+"""The force filter of the implicit Cosserat step, compiled with numba: eq. (1) of
+:mod:`flexlearn.physics.cosserat.implicit` (the torch reference, which holds the equations),
+``F̃ = M (M + β h² K)⁻¹ F`` with K the block-tridiagonal Gauss–Newton stiffness of eq. (2), solved by a
+block Cholesky factorisation (6×6 blocks, O(n)) instead of a dense solve. Called by the fused step loop
+(:func:`flexlearn.physics.cosserat.compiled.lgvi.run`) for every state when ``beta_h2 > 0``; tested equal to the
+reference to round-off (tests/physics/cosserat/test_implicit.py).
+
+Block Cholesky of ``A`` (diagonal blocks D_a, upper blocks E_a = A[a, a+1]): ``L_a L_aᵀ = D_a − W_{a−1}ᵀ
+W_{a−1}``, ``W_a = L_a⁻¹ E_a``; then ``L_a y_a = F_a − W_{a−1}ᵀ y_{a−1}`` forwards and ``L_aᵀ x_a = y_a −
+W_a x_{a+1}`` backwards.
+
+Shapes: R (B, n, 3, 3), p (B, n, 3), C1, C2 (B, N, 3), l (B, N), mass (B, n), inertia (B, n, 3);
+work arrays D, W (n, 6, 6), y (n, 6), G (3, 12), Ke (12, 12); force, torque (n, 3) of rod b, filtered in place.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from flexlearn.physics.cosserat.compiled.common import _element_strain, njit
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _hat_into(G, col, x0, x1, x2, s):
+    """G[:, col:col+3] = s · x^ (the cross-product matrix of x)."""
+    G[0, col], G[0, col + 1], G[0, col + 2] = 0.0, -s * x2, s * x1
+    G[1, col], G[1, col + 1], G[1, col + 2] = s * x2, 0.0, -s * x0
+    G[2, col], G[2, col + 1], G[2, col + 2] = -s * x1, s * x0, 0.0
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _add_hat(G, col, x0, x1, x2, s):
+    """G[:, col:col+3] += s · x^."""
+    G[0, col + 1] -= s * x2
+    G[0, col + 2] += s * x1
+    G[1, col] += s * x2
+    G[1, col + 2] -= s * x0
+    G[2, col] -= s * x1
+    G[2, col + 1] += s * x0
+
+
+@njit(cache=True, error_model="numpy")
+def _accumulate(G, c0, c1, c2, w, Ke):
+    """Ke += w Gᵀ diag(c) G (12 × 12, symmetric)."""
+    for r in range(12):
+        g0, g1, g2 = w * c0 * G[0, r], w * c1 * G[1, r], w * c2 * G[2, r]
+        if g0 == 0.0 and g1 == 0.0 and g2 == 0.0:
+            continue
+        for c in range(12):
+            Ke[r, c] += g0 * G[0, c] + g1 * G[1, c] + g2 * G[2, c]
+
+
+@njit(cache=True, error_model="numpy")
+def _element(R, p, C1, C2, l, midpoint, b, i, G, Ke):
+    """Ke = the element stiffness of eq. (2) of element i of rod b (12 × 12)."""
+    (xL0, xL1, xL2, xR0, xR1, xR2, _g0, _g1, _g2, _h0, _h1, _h2, f0, f1, f2, _tr,
+     il) = _element_strain(R, p, l, midpoint, b, i)
+    Ke[:, :] = 0.0
+    G[:, :] = 0.0
+    for r in range(3):                                   # bending: [−A_pᵀ, 0, A_p, 0] / l,
+        fr = f0 if r == 0 else (f1 if r == 1 else f2)    # A_p = I + f^ + f fᵀ, −A_pᵀ = −(I + f fᵀ) + f^
+        for c in range(3):
+            fc = f0 if c == 0 else (f1 if c == 1 else f2)
+            a = (fr * fc + (1.0 if r == c else 0.0)) * il
+            G[r, 6 + c] = a
+            G[r, c] = -a
+    _add_hat(G, 6, f0, f1, f2, il)
+    _add_hat(G, 0, f0, f1, f2, il)
+    _accumulate(G, C2[b, i, 0], C2[b, i, 1], C2[b, i, 2], l[b, i], Ke)
+    G[:, :] = 0.0
+    if midpoint:
+        s = 0.5 * il
+        _hat_into(G, 0, xL0, xL1, xL2, s)
+        _hat_into(G, 6, xR0, xR1, xR2, s)
+        for r in range(3):
+            for c in range(3):
+                st = s * (R[b, i, c, r] + R[b, i + 1, c, r])      # S = (R_i + R_{i+1})ᵀ
+                G[r, 3 + c] = -st
+                G[r, 9 + c] = st
+        _accumulate(G, C1[b, i, 0], C1[b, i, 1], C1[b, i, 2], l[b, i], Ke)
+    else:
+        for side in range(2):
+            G[:, :] = 0.0
+            node = i + side
+            if side == 0:
+                _hat_into(G, 0, xL0, xL1, xL2, il)
+            else:
+                _hat_into(G, 6, xR0, xR1, xR2, il)
+            for r in range(3):
+                for c in range(3):
+                    G[r, 3 + c] = -il * R[b, node, c, r]
+                    G[r, 9 + c] = il * R[b, node, c, r]
+            _accumulate(G, C1[b, i, 0], C1[b, i, 1], C1[b, i, 2], 0.5 * l[b, i], Ke)
+
+
+@njit(cache=True, error_model="numpy")
+def _chol6(D):
+    """In place: the lower Cholesky factor of the 6×6 block D (upper part left as it is)."""
+    for j in range(6):
+        s = D[j, j]
+        for k in range(j):
+            s -= D[j, k] * D[j, k]
+        d = np.sqrt(s)
+        D[j, j] = d
+        for i in range(j + 1, 6):
+            t = D[i, j]
+            for k in range(j):
+                t -= D[i, k] * D[j, k]
+            D[i, j] = t / d
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _lower_solve(L, x):
+    """x ← L⁻¹ x for the 6-vector x."""
+    for i in range(6):
+        t = x[i]
+        for k in range(i):
+            t -= L[i, k] * x[k]
+        x[i] = t / L[i, i]
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _upper_solve(L, x):
+    """x ← L⁻ᵀ x for the 6-vector x."""
+    for i in range(5, -1, -1):
+        t = x[i]
+        for k in range(i + 1, 6):
+            t -= L[k, i] * x[k]
+        x[i] = t / L[i, i]
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _velocity(v, pi, inertia, b, a, c):
+    """Component c of node a's half-step velocity (ω = pi / J for c < 3, then v)."""
+    return pi[b, a, c] / inertia[b, a, c] if c < 3 else v[b, a, c - 3]
+
+
+@njit(cache=True, error_model="numpy")
+def _subtract_damping(D, W, v, pi, inertia, scale, a_first, b, force, torque, y):
+    """force/torque −= scale · (A x) with A the assembled block-tridiagonal (D, W = E) before M is added and
+    x the half-step velocities of the free nodes: the numerical damping of eq. (4) (y is work space)."""
+    n = force.shape[0]
+    for a in range(a_first, n):
+        for r in range(6):
+            t = 0.0
+            for c in range(6):
+                t += D[a, r, c] * _velocity(v, pi, inertia, b, a, c)
+                if a + 1 < n:
+                    t += W[a, r, c] * _velocity(v, pi, inertia, b, a + 1, c)
+                if a - 1 >= a_first:
+                    t += W[a - 1, c, r] * _velocity(v, pi, inertia, b, a - 1, c)
+            y[a, r] = t
+    for a in range(a_first, n):
+        for c in range(3):
+            torque[a, c] -= scale * y[a, c]
+            force[a, c] -= scale * y[a, 3 + c]
+
+
+@njit(cache=True, error_model="numpy")
+def filter_forces(R, p, C1, C2, l, mass, inertia, midpoint, beta_h2, a_first, b, force, torque, D, W, y, G, Ke,
+                  damping_c, v, pi):
+    """Eq. (1) for rod b: ``force`` (world) and ``torque`` (body) (n, 3) replaced by ``M (M + βh²K)⁻¹ F``
+    for the nodes a ≥ ``a_first`` (1 with a clamped base); with ``damping_c`` = c > 0 the force first gets the
+    numerical damping ``−c K (pi/J, v)`` of eq. (4) (the caller passes β h² + h c/2 as ``beta_h2``). Returns
+    False when the matrix is not positive definite (a non-finite state)."""
+    n = force.shape[0]
+    for a in range(n):
+        D[a, :, :] = 0.0
+        W[a, :, :] = 0.0
+    for i in range(n - 1):
+        _element(R, p, C1, C2, l, midpoint, b, i, G, Ke)
+        for r in range(6):
+            for c in range(6):
+                D[i, r, c] += beta_h2 * Ke[r, c]
+                D[i + 1, r, c] += beta_h2 * Ke[6 + r, 6 + c]
+                W[i, r, c] = beta_h2 * Ke[r, 6 + c]          # E_i, turned into W_i below
+    if damping_c > 0.0:
+        _subtract_damping(D, W, v, pi, inertia, damping_c / beta_h2, a_first, b, force, torque, y)
+    for a in range(a_first, n):
+        for c in range(3):
+            D[a, c, c] += inertia[b, a, c]
+            D[a, 3 + c, 3 + c] += mass[b, a]
+            y[a, c] = torque[a, c]
+            y[a, 3 + c] = force[a, c]
+    for a in range(a_first, n):                             # factor: L_a, W_a = L_a⁻¹ E_a
+        if a > a_first:
+            for r in range(6):
+                for c in range(r + 1):
+                    t = 0.0
+                    for k in range(6):
+                        t += W[a - 1, k, r] * W[a - 1, k, c]
+                    D[a, r, c] -= t
+        if not (D[a, 0, 0] > 0.0):
+            return False
+        _chol6(D[a])
+        for j in range(6):
+            if not (D[a, j, j] > 0.0):
+                return False
+        if a < n - 1:
+            for c in range(6):
+                _lower_solve(D[a], W[a, :, c])
+    for a in range(a_first, n):                             # forwards: L_a y_a = F_a − W_{a−1}ᵀ y_{a−1}
+        if a > a_first:
+            for r in range(6):
+                t = 0.0
+                for k in range(6):
+                    t += W[a - 1, k, r] * y[a - 1, k]
+                y[a, r] -= t
+        _lower_solve(D[a], y[a])
+    for a in range(n - 1, a_first - 1, -1):                 # backwards: L_aᵀ x_a = y_a − W_a x_{a+1}
+        if a < n - 1:
+            for r in range(6):
+                t = 0.0
+                for k in range(6):
+                    t += W[a, r, k] * y[a + 1, k]
+                y[a, r] -= t
+        _upper_solve(D[a], y[a])
+    for a in range(a_first, n):
+        for c in range(3):
+            torque[a, c] = inertia[b, a, c] * y[a, c]
+            force[a, c] = mass[b, a] * y[a, 3 + c]
+    return True

@@ -1,0 +1,437 @@
+"""A fused, compiled (numba) step loop of the LGVI for the common conservative case: the same discrete
+equations as :mod:`flexlearn.physics.cosserat.integrator` (leapfrog positions, Cayley–Newton node
+rotations, seed 001 eqs. (7)–(13)), written as scalar loops over the nodes so that one step of a 20-element
+rod costs microseconds instead of the ~1 ms of eager tensor operations.
+
+Used by :meth:`CosseratRod.simulate` when ``backend='auto'`` (default) finds numba installed and the run
+needs nothing the kernel lacks: no gradient; loads that are constant world forces (gravity, constant point
+forces) or magnets in one spatially uniform field (constant, rotating, ideal Helmholtz: sampled at the step
+times beforehand); damping without the stiffness-proportional part (mass-proportional and viscous terms,
+per-node capacities); no observer, callback or energy record; a fixed clamp or a free base; CPU.
+Everything else runs on the tensor path, which stays the reference (the tests compare both to round-off).
+The implicit step (``scheme='implicit'``) runs in the same loop with its force filter
+(:mod:`flexlearn.physics.cosserat.compiled.implicit`) applied to every state's forces.
+A failing step (strain beyond the limit, a bent-through element, a non-finite value, a Newton solve that
+does not converge) stops the kernel; the caller then reruns the tensor path, which raises the
+:class:`~flexlearn.physics.cosserat.errors.IntegrationError` with node, step and the state before.
+
+Shapes: R (B, n, 3, 3), p, v, pi, fext (B, n, 3); mass (B, n); C1, C2 (B, N, 3); l (B, N); scale (B, n);
+jd, jn (B, n, 3) (diagonals of the normalised J_d and J of the Newton solve); cf, cw, mmag (B, n, 3);
+bfield (n_steps + 1, B, 3). SI units.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from flexlearn.physics.cosserat.compiled.common import HAVE_NUMBA, _element_strain, njit  # noqa: F401
+from flexlearn.physics.cosserat.compiled.implicit import filter_forces as _filter_forces
+
+_CHORD_ITERS = 4
+
+# status codes returned by the kernel
+OK, BAD_ELEMENT, BAD_NODE, NEWTON = 0, 1, 2, 3
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n):
+    """Internal forces (world) and torques (body) of rod ``b`` plus ``fext`` into ``force``/``torque``
+    (the expressions of :meth:`CosseratRod._internal`, strains from :func:`_element_strain`).
+    Returns (status, element)."""
+    for a in range(n):
+        for c in range(3):
+            force[a, c] = fext[b, a, c]
+            torque[a, c] = 0.0
+    for i in range(n - 1):
+        (xL0, xL1, xL2, xR0, xR1, xR2, gL0, gL1, gL2, gR0, gR1, gR2, f0, f1, f2, tr,
+         il) = _element_strain(R, p, l, midpoint, b, i)
+        c10, c11, c12 = C1[b, i, 0], C1[b, i, 1], C1[b, i, 2]
+        nL0, nL1, nL2 = c10 * gL0, c11 * gL1, c12 * gL2
+        nR0, nR1, nR2 = c10 * gR0, c11 * gR1, c12 * gR2
+        sL = gL0 * gL0 + gL1 * gL1 + gL2 * gL2
+        sR = gR0 * gR0 + gR1 * gR1 + gR2 * gR2
+        strain2 = sL if sL > sR else sR
+        # fe = ½ (R_i nL + R_{i+1} nR)
+        for c in range(3):
+            fe = 0.5 * (R[b, i, c, 0] * nL0 + R[b, i, c, 1] * nL1 + R[b, i, c, 2] * nL2
+                        + R[b, i + 1, c, 0] * nR0 + R[b, i + 1, c, 1] * nR1 + R[b, i + 1, c, 2] * nR2)
+            force[i, c] += fe
+            force[i + 1, c] -= fe
+        if not (strain2 == strain2) or strain2 > limit2 or not (1.0 + tr > 1e-6):
+            return BAD_ELEMENT, i
+        m0 = C2[b, i, 0] * 2.0 * f0 * il
+        m1 = C2[b, i, 1] * 2.0 * f1 * il
+        m2 = C2[b, i, 2] * 2.0 * f2 * il
+        x0, x1, x2 = f1 * m2 - f2 * m1, f2 * m0 - f0 * m2, f0 * m1 - f1 * m0      # f × m
+        fm = f0 * m0 + f1 * m1 + f2 * m2
+        torque[i, 0] += 0.5 * (xL1 * nL2 - xL2 * nL1) + m0 + x0 + fm * f0
+        torque[i, 1] += 0.5 * (xL2 * nL0 - xL0 * nL2) + m1 + x1 + fm * f1
+        torque[i, 2] += 0.5 * (xL0 * nL1 - xL1 * nL0) + m2 + x2 + fm * f2
+        torque[i + 1, 0] += 0.5 * (xR1 * nR2 - xR2 * nR1) - (m0 - x0 + fm * f0)
+        torque[i + 1, 1] += 0.5 * (xR2 * nR0 - xR0 * nR2) - (m1 - x1 + fm * f1)
+        torque[i + 1, 2] += 0.5 * (xR0 * nR1 - xR1 * nR0) - (m2 - x2 + fm * f2)
+    for a in range(n):
+        s = force[a, 0] + force[a, 1] + force[a, 2] + torque[a, 0] + torque[a, 1] + torque[a, 2]
+        if not np.isfinite(s):
+            return BAD_NODE, a
+    return OK, 0
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _cayley_newton(u0, u1, u2, d0, d1, d2, j0, j1, j2, tol, iters):
+    """Newton on the Cayley map for ``(cay(f) J_d − J_d cay(f)ᵀ)ᵛ = u`` with diagonal J_d = diag(d),
+    J = diag(j) (the residual and Jacobian of :func:`flexlearn.lie.so3_cayley_lgvi`, the stopping rule of
+    :func:`flexlearn.physics.cosserat.newton._cayley_newton`: the last update ≤ tol · max(|u|, 1e-3)): the scalar
+    form of :func:`flexlearn.lie.cayley.so3_cayley_lgvi_newton`, tested equal to it to the solve's tolerance
+    (tests/physics/cosserat/test_strains.py). A few chord iterations first; full Newton from the linear start
+    if they do not converge. Returns (f0, f1, f2, converged)."""
+    i0, i1, i2 = 0.5 / j0, 0.5 / j1, 0.5 / j2
+    f0, f1, f2 = u0 * i0, u1 * i1, u2 * i2
+    uu = u0 * u0 + u1 * u1 + u2 * u2
+    thr2 = tol * tol * (uu if uu > 1e-6 else 1e-6)      # squared: no square roots in the loop
+    # chord iterations with the Jacobian at f = 0 (2 J, diagonal): ~6× cheaper per iteration, linear rate
+    # O(|f|), so for the small rotations of a stable step they reach the tolerance in 1–3 iterations
+    c0, c1, c2 = f0, f1, f2
+    for _ in range(_CHORD_ITERS):
+        a0, a1, a2 = d0 * c0, d1 * c1, d2 * c2
+        k = 2.0 / (1.0 + c0 * c0 + c1 * c1 + c2 * c2)
+        g0 = (k * (j0 * c0 + a1 * c2 - a2 * c1) - u0) * i0
+        g1 = (k * (j1 * c1 + a2 * c0 - a0 * c2) - u1) * i1
+        g2 = (k * (j2 * c2 + a0 * c1 - a1 * c0) - u2) * i2
+        c0, c1, c2 = c0 - g0, c1 - g1, c2 - g2
+        if g0 * g0 + g1 * g1 + g2 * g2 <= thr2:
+            return c0, c1, c2, True
+    # otherwise full Newton from the linear start
+    thr = np.sqrt(thr2)
+    ok = False
+    for _ in range(iters):
+        a0, a1, a2 = d0 * f0, d1 * f1, d2 * f2                                   # J_d f
+        h0 = j0 * f0 + a1 * f2 - a2 * f1                                         # J f + (J_d f) × f
+        h1 = j1 * f1 + a2 * f0 - a0 * f2
+        h2 = j2 * f2 + a0 * f1 - a1 * f0
+        k = 2.0 / (1.0 + f0 * f0 + f1 * f1 + f2 * f2)
+        kk = k * k
+        # dh = diag(j) − f^ diag(d) + (J_d f)^ ;  dg = k dh − k² h fᵀ
+        m00 = k * j0 - kk * h0 * f0
+        m01 = k * (f2 * d1 - a2) - kk * h0 * f1
+        m02 = k * (-f1 * d2 + a1) - kk * h0 * f2
+        m10 = k * (-f2 * d0 + a2) - kk * h1 * f0
+        m11 = k * j1 - kk * h1 * f1
+        m12 = k * (f0 * d2 - a0) - kk * h1 * f2
+        m20 = k * (f1 * d0 - a1) - kk * h2 * f0
+        m21 = k * (-f0 * d1 + a0) - kk * h2 * f1
+        m22 = k * j2 - kk * h2 * f2
+        r0, r1, r2 = k * h0 - u0, k * h1 - u1, k * h2 - u2
+        # δ = dg⁻¹ r by the adjugate (rows a_i: columns of the inverse are a1×a2, a2×a0, a0×a1)
+        c00, c01, c02 = m11 * m22 - m12 * m21, m12 * m20 - m10 * m22, m10 * m21 - m11 * m20
+        c10, c11, c12 = m21 * m02 - m22 * m01, m22 * m00 - m20 * m02, m20 * m01 - m21 * m00
+        c20, c21, c22 = m01 * m12 - m02 * m11, m02 * m10 - m00 * m12, m00 * m11 - m01 * m10
+        det = m00 * c00 + m01 * c01 + m02 * c02
+        g0 = (r0 * c00 + r1 * c10 + r2 * c20) / det
+        g1 = (r0 * c01 + r1 * c11 + r2 * c21) / det
+        g2 = (r0 * c02 + r1 * c12 + r2 * c22) / det
+        f0, f1, f2 = f0 - g0, f1 - g1, f2 - g2
+        if np.sqrt(g0 * g0 + g1 * g1 + g2 * g2) <= thr:
+            ok = True
+            break
+    return f0, f1, f2, ok
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _damping_and_magnets(R, v, pi, cf, cw, mmag, bw0, bw1, bw2, force, torque, b, n):
+    """Add the damping force ``−cf ∘ v``, torque ``−cw ∘ pi`` and the magnet torques ``m ∘× (Rᵀ B)`` of rod b
+    (field ``(bw0, bw1, bw2)`` at this step) into ``force``/``torque``."""
+    for a in range(n):
+        for c in range(3):
+            force[a, c] -= cf[b, a, c] * v[b, a, c]
+            torque[a, c] -= cw[b, a, c] * pi[b, a, c]
+        m0, m1, m2 = mmag[b, a, 0], mmag[b, a, 1], mmag[b, a, 2]
+        if m0 != 0.0 or m1 != 0.0 or m2 != 0.0:
+            y0 = R[b, a, 0, 0] * bw0 + R[b, a, 1, 0] * bw1 + R[b, a, 2, 0] * bw2    # Rᵀ B
+            y1 = R[b, a, 0, 1] * bw0 + R[b, a, 1, 1] * bw1 + R[b, a, 2, 1] * bw2
+            y2 = R[b, a, 0, 2] * bw0 + R[b, a, 1, 2] * bw1 + R[b, a, 2, 2] * bw2
+            torque[a, 0] += m1 * y2 - m2 * y1
+            torque[a, 1] += m2 * y0 - m0 * y2
+            torque[a, 2] += m0 * y1 - m1 * y0
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _copy_state(R, p, out_p, out_R, rec, b, n):
+    """out_p[rec, b], out_R[rec, b] ← p[b], R[b]."""
+    for a in range(n):
+        for c in range(3):
+            out_p[rec, b, a, c] = p[b, a, c]
+            for d in range(3):
+                out_R[rec, b, a, c, d] = R[b, a, c, d]
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _solve_rotations(pi, torque, scale, jd, jn, h, tol, iters, fs, b, a_first, n):
+    """Cayley–Newton for every free node of rod b into ``fs`` (n, 3); returns the first node whose solve
+    did not converge, or −1 (state k is left untouched either way)."""
+    for a in range(a_first, n):
+        s = h / scale[b, a]
+        u0 = pi[b, a, 0] + h * torque[a, 0]
+        u1 = pi[b, a, 1] + h * torque[a, 1]
+        u2 = pi[b, a, 2] + h * torque[a, 2]
+        f0, f1, f2, ok = _cayley_newton(s * u0, s * u1, s * u2, jd[b, a, 0], jd[b, a, 1], jd[b, a, 2],
+                                        jn[b, a, 0], jn[b, a, 1], jn[b, a, 2], tol, iters)
+        if not ok:
+            return a
+        fs[a, 0], fs[a, 1], fs[a, 2] = f0, f1, f2
+    return -1
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _rotate_kick_drift(R, p, v, pi, mass, force, torque, fs, h, b, a_first, n):
+    """With F = cay(f) of every free node: ``Π ← Fᵀ (Π + h τ)``, ``R ← R F``, ``v += h f/m``, ``p += h v``."""
+    for a in range(a_first, n):
+        f0, f1, f2 = fs[a, 0], fs[a, 1], fs[a, 2]
+        kc = 2.0 / (1.0 + f0 * f0 + f1 * f1 + f2 * f2)
+        # F = I + kc (f^ + f^ f^),  f^ f^ = f fᵀ − |f|² I
+        ff = f0 * f0 + f1 * f1 + f2 * f2
+        F00 = 1.0 + kc * (f0 * f0 - ff)
+        F11 = 1.0 + kc * (f1 * f1 - ff)
+        F22 = 1.0 + kc * (f2 * f2 - ff)
+        F01 = kc * (-f2 + f0 * f1)
+        F10 = kc * (f2 + f1 * f0)
+        F02 = kc * (f1 + f0 * f2)
+        F20 = kc * (-f1 + f2 * f0)
+        F12 = kc * (-f0 + f1 * f2)
+        F21 = kc * (f0 + f2 * f1)
+        u0 = pi[b, a, 0] + h * torque[a, 0]
+        u1 = pi[b, a, 1] + h * torque[a, 1]
+        u2 = pi[b, a, 2] + h * torque[a, 2]
+        pi[b, a, 0] = F00 * u0 + F10 * u1 + F20 * u2            # Π ← Fᵀ u
+        pi[b, a, 1] = F01 * u0 + F11 * u1 + F21 * u2
+        pi[b, a, 2] = F02 * u0 + F12 * u1 + F22 * u2
+        for c in range(3):                                     # R ← R F
+            x0, x1, x2 = R[b, a, c, 0], R[b, a, c, 1], R[b, a, c, 2]
+            R[b, a, c, 0] = x0 * F00 + x1 * F10 + x2 * F20
+            R[b, a, c, 1] = x0 * F01 + x1 * F11 + x2 * F21
+            R[b, a, c, 2] = x0 * F02 + x1 * F12 + x2 * F22
+        hm = h / mass[b, a]
+        for c in range(3):                                     # kick, drift
+            v[b, a, c] += hm * force[a, c]
+            p[b, a, c] += h * v[b, a, c]
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _clamp(R, p, v, pi, r1, p1, h, b):
+    """Node 0 of rod b to the base pose (r1, p1) of the next step."""
+    for c in range(3):
+        v[b, 0, c] = (p1[b, c] - p[b, 0, c]) / h
+        p[b, 0, c] = p1[b, c]
+        pi[b, 0, c] = 0.0
+        for d in range(3):
+            R[b, 0, c, d] = r1[b, c, d]
+
+
+@njit(cache=True, error_model="numpy")
+def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield, h, n_steps, record_every, clamped,
+        r1, p1, midpoint, limit2, tol, iters, out_p, out_R, f_last, t_last, inertia, beta_h2, damping_c):
+    """Advance every rod ``n_steps`` steps in place from the half-step state (R, p, v = v^{k−½},
+    pi = Π^k − h/2 τ^k convention of the tensor path). Records (R, p) at k % record_every == 0 and at the
+    last step into out_R/out_p (T, B, n, …); leaves the model force/torque of the last state in
+    f_last/t_last. Damping: node force ``−cf ∘ v`` and body torque ``−cw ∘ pi`` (the velocities of the
+    tensor path's ``Damping.external``); magnets: body torque ``m ∘× (Rᵀ B_k)`` with the summed body moments
+    ``mmag`` (B, n, 3) and the spatially uniform field ``bfield`` (n_steps + 1, B, 3) at the step times
+    (a (1, B, 3) placeholder when there is no magnet). ``beta_h2`` = β h² > 0: the implicit step (forces
+    filtered by :func:`flexlearn.physics.cosserat.compiled.implicit.filter_forces`, ``inertia`` (B, n, 3);
+    ``damping_c`` = c [s] its numerical damping, ``beta_h2`` then being β h² + h c/2).
+    Returns (status, step, rod, node/element) with status :data:`OK` when all steps ran."""
+    B, n = p.shape[0], p.shape[1]
+    force, torque, fs = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
+    D, W, y, G, Ke = np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6)), np.empty((3, 12)), np.empty((12, 12))
+    a_first = 1 if clamped else 0
+    magnetic = bfield.shape[0] > n_steps
+    for b in range(B):
+        rec = 0
+        for k in range(n_steps + 1):
+            st, where = _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n)
+            if st != OK:
+                return st, k, b, where
+            bw0 = bw1 = bw2 = 0.0
+            if magnetic:
+                bw0, bw1, bw2 = bfield[k, b, 0], bfield[k, b, 1], bfield[k, b, 2]
+            _damping_and_magnets(R, v, pi, cf, cw, mmag, bw0, bw1, bw2, force, torque, b, n)
+            if beta_h2 > 0.0 and not _filter_forces(R, p, C1, C2, l, mass, inertia, midpoint, beta_h2, a_first, b,
+                                                    force, torque, D, W, y, G, Ke, damping_c, v, pi):
+                return BAD_NODE, k, b, 0
+            if k % record_every == 0 or k == n_steps:
+                _copy_state(R, p, out_p, out_R, rec, b, n)
+                rec += 1
+            if k == n_steps:
+                f_last[b, :, :] = force
+                t_last[b, :, :] = torque
+                break
+            node = _solve_rotations(pi, torque, scale, jd, jn, h, tol, iters, fs, b, a_first, n)
+            if node >= 0:                                      # Newton first: a failure leaves state k as it is
+                return NEWTON, k, b, node
+            _rotate_kick_drift(R, p, v, pi, mass, force, torque, fs, h, b, a_first, n)
+            if clamped:
+                _clamp(R, p, v, pi, r1, p1, h, b)
+    return OK, n_steps, 0, 0
+
+
+def _np(t) -> np.ndarray:
+    return np.ascontiguousarray(t.detach().cpu().numpy(), dtype=np.float64).copy()
+
+
+_FIELD_SAMPLES_MAX = 2 * 10 ** 7        # (steps + 1) · B · 3 field values sampled ahead at most (160 MB)
+
+
+def _magnets(loads):
+    from flexlearn.physics.cosserat.loads import EmbeddedMagnet
+    return [ld for ld in loads if isinstance(ld, EmbeddedMagnet)]
+
+
+def eligible(rod, loads, damping, observer, callback, record_energy, compile, base, initial,
+             n_steps: int = 0) -> str:
+    """Why the fused kernel cannot run this simulation ('' when it can)."""
+    import torch
+
+    from flexlearn.physics.cosserat.damping import Damping
+    from flexlearn.physics.cosserat.state import Clamp
+    if not HAVE_NUMBA:
+        return "numba is not installed"
+    if observer is not None or callback is not None:
+        return "observers and callbacks run on the tensor path"
+    if damping is not None and type(damping) is not Damping:     # the kernel takes Damping's linear drag only
+        return f"damping model {type(damping).__name__} runs on the tensor path"
+    if damping is not None and (damping._has_beta()):
+        return "stiffness-proportional damping (beta) runs on the tensor path"
+    if record_energy or compile:
+        return "record_energy/compile run on the tensor path"
+    if isinstance(base, Clamp) and base.motion is not None:
+        return "a prescribed base motion runs on the tensor path"
+    if rod.length.device.type != "cpu":
+        return "the kernel runs on CPU only"
+    mags = _magnets(loads)
+    for ld in loads:
+        if ld in mags:
+            if not ld.field.uniform or ld.field is not mags[0].field:
+                return "magnets need one spatially uniform field object for the kernel"
+        elif not getattr(ld, "constant_world_force", lambda: False)():
+            return f"load {type(ld).__name__} is not a constant world force"
+    if mags and (n_steps + 1) * rod.batch_size * 3 > _FIELD_SAMPLES_MAX:
+        return "too many steps to sample the field ahead"
+    tensors = list(rod.parameters()) + list(rod.buffers())
+    for ld in loads:
+        tensors += list(ld.parameters()) + list(ld.buffers())
+    if damping is not None:
+        tensors += list(damping.parameters()) + list(damping.buffers())
+    if initial is not None:
+        tensors += [initial.positions, initial.rotations, initial.velocities, initial.angular_velocities]
+    tensors = [t for t in tensors if t is not None]
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return "gradients need the tensor path"
+    if any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in tensors):
+        return "forward-mode tangents need the tensor path"
+    return ""
+
+
+def _load_arrays(ctx, loads, damping, R, p, v0, w0, h, n_steps):
+    """The loads and damping as kernel inputs: ``(fx constant world forces, fx0, tx0 all loads and damping
+    at t = 0 (the half-kick start), cf, cw damping coefficients of v and pi, mmag summed magnet body moments,
+    bfield (n_steps + 1, B, 3) or a (1, B, 3) placeholder)``."""
+    import torch
+    B, n = p.shape[0], p.shape[1]
+    mags = _magnets(loads)
+    fx = torch.zeros_like(p)                 # constant world forces
+    fx0, tx0 = torch.zeros_like(p), torch.zeros_like(p)     # all loads at t = 0 (half-kick start)
+    for ld in loads:
+        fl, tl = ld.apply(ctx, R, p, 0.0)
+        if fl is not None:
+            fx0 = fx0 + fl
+            if ld not in mags:
+                fx = fx + fl
+        if tl is not None:
+            tx0 = tx0 + tl
+    cf = torch.zeros_like(p)
+    cw = torch.zeros_like(p)
+    if damping is not None:
+        fd, td = damping.external(ctx, v0, w0)
+        fx0, tx0 = fx0 + fd, tx0 + td
+        e1 = torch.zeros_like(p) + 1.0    # coefficients: the damping of unit velocities
+        cf = -damping.external(ctx, e1, torch.zeros_like(p))[0]
+        cw = -damping.external(ctx, torch.zeros_like(p), e1)[1] / ctx.inertia    # acts on pi = J ω
+    mmag = torch.zeros_like(p)
+    bfield = np.zeros((1, B, 3))                 # (n_steps + 1, B, 3) only when a magnet is present
+    if mags:
+        for ld in mags:
+            node = ld.node % n
+            mmag[:, node] = mmag[:, node] + ld.moment_body.to(p).expand(B, 3)
+        x = p[:, -1]
+        bfield = _np(mags[0].field.samples(x, [k * h for k in range(n_steps + 1)]))
+    return fx, fx0, tx0, cf, cw, mmag, bfield
+
+
+def _final_state(ctx, Rn, pn, vn, pin, f_last, t_last, h, n_steps, clamped, beta_h2):
+    """The :class:`RodState` after the last step from the kernel's arrays (velocities at the integer step;
+    eq. (3) of :mod:`flexlearn.physics.cosserat.implicit` for the implicit step)."""
+    import torch
+
+    from flexlearn.physics.cosserat.state import RodState
+    m, J = ctx.mass.unsqueeze(-1), ctx.inertia
+    fl, tl = torch.from_numpy(f_last), torch.from_numpy(t_last)
+    vh, ph = torch.from_numpy(vn), torch.from_numpy(pin)
+    vv = vh + 0.5 * h * fl / m
+    if clamped:
+        vv[:, 0] = vh[:, 0]
+    Rf, pf, wf = torch.from_numpy(Rn), torch.from_numpy(pn), (ph + 0.5 * h * tl) / J
+    if beta_h2 > 0.0:
+        from flexlearn.physics.cosserat.implicit import unfilter_velocities
+        if clamped:
+            wf[:, 0] = 0.0
+        vv, wf = unfilter_velocities(ctx, Rf, pf, vv, wf, beta_h2, clamped)
+    return RodState(pf, Rf, vv, wf, n_steps * h, n_steps)
+
+
+def simulate(rod, ctx, loads, damping, R, p, v0, w0, h, n_steps, record_every, clamped, r1, p1, strain_limit,
+             tol, iters, implicit_beta: float = 0.0, implicit_dissipation: float = 0.0):
+    """Run the kernel from state (R, p, v0, w0) (tensors, (B, n, …)); returns ``(positions, rotations,
+    times, final)`` as tensors of the tensor path's layout (T, B, n, …) plus the final
+    :class:`RodState`, or ``None`` when a step failed (the caller reruns the tensor path for the error).
+    ``implicit_beta`` β > 0 runs the implicit step (:mod:`flexlearn.physics.cosserat.implicit`), with the
+    numerical damping ζ = ``implicit_dissipation``."""
+    import torch
+    with torch.no_grad():
+        B, n = p.shape[0], p.shape[1]
+        m = ctx.mass.unsqueeze(-1)
+        J = ctx.inertia
+        fx, fx0, tx0, cf, cw, mmag, bfield = _load_arrays(ctx, loads, damping, R, p, v0, w0, h, n_steps)
+        f0, tau0, *_ = rod._internal(ctx, R, p)
+        f0, tau0 = f0 + fx0, tau0 + tx0
+        beta_h2 = float(implicit_beta) * h * h
+        if beta_h2 > 0.0:
+            from flexlearn.physics.cosserat.implicit import filter_forces, filter_velocities
+            f0, tau0 = filter_forces(ctx, R, p, f0, tau0, beta_h2, clamped)
+            v0, w0 = filter_velocities(ctx, R, p, v0, w0, beta_h2, clamped)
+        v = v0 - 0.5 * h * f0 / m
+        pi = J * w0 - 0.5 * h * tau0
+        if clamped:
+            v[:, 0] = 0.0
+            pi[:, 0] = 0.0
+        ks = list(range(0, n_steps + 1, record_every))
+        if n_steps % record_every:
+            ks.append(n_steps)
+        out_p = np.empty((len(ks), B, n, 3))
+        out_R = np.empty((len(ks), B, n, 3, 3))
+        f_last = np.empty((B, n, 3))
+        t_last = np.empty((B, n, 3))
+        Rn, pn, vn, pin = _np(R), _np(p), _np(v), _np(pi)
+        jd = _np(torch.diagonal(ctx.jd_n, dim1=-2, dim2=-1))
+        r1n = _np(r1.expand(B, 3, 3)) if clamped else np.zeros((B, 3, 3))
+        p1n = _np(p1.expand(B, 3)) if clamped else np.zeros((B, 3))
+        status, k, b, where = run(Rn, pn, vn, pin, _np(ctx.mass), _np(ctx.scale), jd, _np(ctx.j_n), _np(ctx.C1),
+                                  _np(ctx.C2), _np(ctx.l), _np(fx), _np(cf), _np(cw), _np(mmag), bfield, float(h),
+                                  int(n_steps), int(record_every), bool(clamped), r1n, p1n,
+                                  ctx.strain == "midpoint", float(strain_limit) ** 2, float(tol), int(iters),
+                                  out_p, out_R, f_last, t_last, _np(J),
+                                  beta_h2 + 0.5 * implicit_dissipation * h * h if beta_h2 > 0.0 else 0.0,
+                                  implicit_dissipation * h if beta_h2 > 0.0 else 0.0)
+        if status != OK:
+            return None
+        times = torch.tensor([kk * h for kk in ks], dtype=torch.float64)
+        final = _final_state(ctx, Rn, pn, vn, pin, f_last, t_last, h, n_steps, clamped, beta_h2)
+        return torch.from_numpy(out_p), torch.from_numpy(out_R), times, final

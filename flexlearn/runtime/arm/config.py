@@ -1,0 +1,78 @@
+"""Settings of the flexible-arm controller (`flexlearn.runtime.arm.controller`, seed 000, eq. (45)): the
+control-law variants and :class:`ArmControllerConfig` (validated, SI units)."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from flexlearn.config import check
+from flexlearn.physics.modal.link import FlexibleLink
+from flexlearn.sensing.imu import GRAVITY
+
+__all__ = ["VARIANTS", "ArmControllerConfig"]
+
+VARIANTS = {"seed": (1.0, 1.0, 1.0, 0.0, 1.0), "seed_payload": (1.0, 1.0, 1.0, 1.0, 1.0),
+            "rigid": (0.0, 1.0, 0.0, 1.0, 0.0), "hub": (1.0, 0.0, 0.0, 0.0, 1.0), "blend": (0.5, 0.5, 0.5, 0.5, 1.0),
+            "moment": (1.0, 0.0, 0.0, 0.0, 1.0)}
+
+
+@dataclasses.dataclass
+class ArmControllerConfig:
+    """Controller, model and trajectory parameters (SI). Seed values: gains (§VI-D), EI, ρA, L (§VI-C),
+    IMUs 1, 4 | 5, 6, 8 at the centres of four segments per link with 1 | 2 modes (Remark 2, §VI-C)."""
+
+    EI: tuple[float, ...] = (74300.0, 74300.0)
+    rho_A: tuple[float, ...] = (5.37, 5.37)
+    lengths: tuple[float, ...] = (4.5, 3.55)
+    payload: tuple[float, ...] = (20.0, 10.0)
+    hub_inertia: tuple[float, ...] = (1000.0, 200.0)
+    mode_tip_mass: tuple[float, ...] = (-1.0, -1.0)
+    n_modes: tuple[int, ...] = (1, 2)
+    imu_positions: tuple[tuple[float, ...], ...] = ((0.5625, 3.9375), (0.44375, 1.33125, 3.10625))
+    kp: tuple[float, ...] = (6000.0, 12000.0)
+    kd: tuple[float, ...] = (6000.0, 2000.0)
+    theta0: tuple[float, ...] = (0.2, -0.6)
+    thetaf: tuple[float, ...] = (0.6, -0.2)
+    t0: float = 1.0
+    duration: float = 6.0
+    gravity: float = GRAVITY
+    tau_max: tuple[float, ...] = (20000.0, 5000.0)
+    variant: str = "moment"
+    dt: float = 1e-3
+    filter_kp: float = 7.0407
+    filter_ki: float = 0.1984
+    acc_range: float = 6.0 * GRAVITY
+    gyr_range: float = math.radians(300.0)
+    tau_alpha: float = 0.05
+    compensate: bool = True
+    elastic: bool = True
+    curvature_gain: tuple[float, ...] = (0.5, 0.0)
+    gyro_rest_calibration: bool = True
+    load_filter_hz: float = 5.0
+    slope_correction: bool = True
+    modal_rates: bool = False
+
+    def validate(self) -> None:
+        for k in ("EI", "rho_A", "lengths", "payload", "hub_inertia", "mode_tip_mass", "n_modes", "imu_positions",
+                  "kp", "kd", "theta0", "thetaf", "tau_max"):
+            check(len(getattr(self, k)) == 2, f"arm_controller.{k}", getattr(self, k), "needs two entries (two links)")
+        for k in ("EI", "rho_A", "lengths", "kp", "kd", "tau_max"):
+            check(all(math.isfinite(v) and v > 0 for v in getattr(self, k)), f"arm_controller.{k}",
+                  getattr(self, k), "must be finite and > 0")
+        for k in ("payload", "hub_inertia"):
+            check(all(math.isfinite(v) and v >= 0 for v in getattr(self, k)), f"arm_controller.{k}",
+                  getattr(self, k), "must be finite and >= 0")
+        check(len(self.curvature_gain) == 2 and all(0.0 <= k <= 1.0 for k in self.curvature_gain),
+              "arm_controller.curvature_gain", self.curvature_gain, "two values in [0, 1]")
+        check(math.isfinite(self.load_filter_hz) and self.load_filter_hz > 0, "arm_controller.load_filter_hz",
+              self.load_filter_hz, "must be a finite number > 0 [Hz]")
+        check(self.variant in VARIANTS, "arm_controller.variant", self.variant, f"one of {sorted(VARIANTS)}")
+        check(self.duration > 0 and math.isfinite(self.t0), "arm_controller.duration", self.duration, "must be > 0")
+        check(0 < self.dt <= 0.01, "arm_controller.dt", self.dt, "must be in (0, 0.01] s")
+
+    def model_links(self) -> list[FlexibleLink]:
+        """The controller's modal model (clamped links; link 1 carries link 2 and both payloads unless
+        ``mode_tip_mass`` ≥ 0 is given)."""
+        carried = (self.payload[0] + self.rho_A[1] * self.lengths[1] + self.payload[1], self.payload[1])
+        return [FlexibleLink(self.EI[i], self.rho_A[i], self.lengths[i],
+                             carried[i] if self.mode_tip_mass[i] < 0 else self.mode_tip_mass[i]) for i in range(2)]

@@ -1,0 +1,509 @@
+"""The fused shape estimator (`flexlearn.runtime.fusion.estimator.FusedEstimator`) restructured for `torch.export` / ExecuTorch.
+
+`FusedEstimator` is written for TorchScript: its time base, pulse bookkeeping and heading filter keep Python
+floats, ints and lists as state and branch on tensor values (``bool(...)``, ``float(...)``, ``torch.equal``,
+indexing by the firing coil). `torch.export` stops at the first of them (the clock test of ``attitude``,
+``bool(good.all())`` of ``magnetometer``; `flexlearn.runtime.executorch_export.diagnose_export` names each).
+`FusedEstimatorGraph` computes the same three entry points without data-dependent control flow:
+
+* every Python scalar of the estimator, its `TimeBase` (two streams) and its `HeadingDriftFilter` is a 0-d or 1-d
+  buffer (``t_att``, ``t_off``, ``coil``, ``nofix_next``, the clock candidates, the filter's ``t_ref`` …);
+* every ``if`` on data is evaluated on both sides and selected with ``torch.where``; state is written (in the
+  source's order) only where the source writes it; the firing coil j is a tensor index (``index_select``);
+* the magnetic correction of a pulse (direction model + heading filter) is split off: ``magnetometer_round``
+  records a pulse that ends (``pending`` and what the correction reads, as of that moment) and returns
+  ``pending``; ``correct_pending`` applies it. The caller runs the second only when the first returns True (a
+  host-side branch: the correction is ~10× the cost of a round); ``magnetometer`` runs both, as the source does.
+
+Scope: the default configuration only (``mode="fusion"``, ``bias_model="heading"``, ``reference="body"``, constant
+σ_m: a per-fix ``confidence`` source, `flexlearn.runtime.fusion.confidence`, runs only in the TorchScript bundle);
+`from_estimator` refuses the others. The diagnostic buffers ``last_um``/``last_db``/``last_target`` (alignment
+fit) are not kept. Entry points (inputs float64 except ``coil`` int64; units s, T, m):
+``set_reference(quats (N+1, 4)) → has_ref (N+1,)``; ``attitude(t (), quats (N+1, 4)) → (points (N+1, 3) [m],
+h () [m], flags (N,) int64)``; ``magnetometer_round(t (), mags (N, 3), coil ()) → pending () bool``;
+``correct_pending(request () bool) → applied (N,) bool``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor, nn
+
+from flexlearn.lie import quat_to_matrix, so3_exp
+from flexlearn.runtime.fusion.state import EstimatorStateTypes
+from flexlearn.runtime.fusion.estimator import FUSION, FusedEstimator
+from flexlearn.runtime.fusion.quat_quadratic import quadratic_map, reference_rows
+
+F64 = torch.float64
+_BUFFERS = ("aw", "e", "flip", "q_ref", "v_ref", "r0t", "theta_applied", "axis", "rel_c", "travel", "travel_fix",
+            "has_ref", "q_last", "q_time", "q_on", "bias", "c_bias", "p_var", "t_p", "u_hat", "points", "height",
+            "flags", "tmap", "gain", "chain", "static_flags", "base_flags", "bad_now", "nofix_flags", "prev_raw",
+            "off_sum", "off_cnt", "base", "base_ok", "on_sum", "on_cnt", "mag_flags", "t_fix", "n_fixes", "eye_n")
+_SCALARS = {"t_att": F64, "t_all_ok": F64, "nofix_next": F64, "nofix_any": torch.bool, "mag_flagged": torch.bool,
+            "coil": torch.int64, "t_switch": F64, "t_mag": F64, "t_off": F64, "resync_until": F64}
+
+
+def _s(x: object, dtype: torch.dtype) -> Tensor:
+    return torch.tensor(x, dtype=dtype)
+
+
+class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
+    """Branch-free twin of a default-configured `FusedEstimator` (module docstring); build with `from_estimator`."""
+
+    # buffers: the estimator's state (`_BUFFERS`, `_SCALARS` as 0-d tensors), the heading filter's and the time
+    # base's (prefixed ``hf_``, ``tb_``) and the pending correction
+    t_att: Tensor
+    t_all_ok: Tensor
+    nofix_next: Tensor
+    nofix_any: Tensor
+    mag_flagged: Tensor
+    coil: Tensor
+    t_switch: Tensor
+    t_mag: Tensor
+    t_off: Tensor
+    resync_until: Tensor
+    hf_x: Tensor
+    hf_p: Tensor
+    hf_travel_ref: Tensor
+    hf_eye: Tensor
+    hf_last_nis: Tensor
+    hf_rejected: Tensor
+    hf_t_ref: Tensor
+    tb_offset: Tensor
+    tb_resyncs: Tensor
+    tb_t_resync: Tensor
+    tb_cand_first: Tensor
+    tb_cand_prev: Tensor
+    tb_cand_last: Tensor
+    tb_cand_n: Tensor
+    ar3: Tensor
+    pending: Tensor
+    pend_j: Tensor
+    pend_t: Tensor
+    pend_db: Tensor
+    pend_q_on: Tensor
+    pend_travel: Tensor
+    tmap_e: Tensor
+    # settings copied from the estimator
+    sigma_m2: float
+    p0: float
+    settle: float
+    full_scale: float
+    stale_after: float
+    fix_timeout: float
+    max_gap: float
+    resync_flag_s: float
+    hf_kappa2: float
+    hf_sigma_b2: float
+    hf_sigma_align2: float
+    hf_gate2: float
+    tb_max_gap: float
+    min_fresh: int
+    confirm: int
+
+    def __init__(self, est: FusedEstimator) -> None:
+        super().__init__()
+        bad = [k for k, ok in (("mode", est.mode == FUSION), ("bias_model", est.bias_model == "heading"),
+                               ("reference", est.body_ref), ("confidence", not est.use_confidence)) if not ok]
+        if bad:
+            raise ValueError(f"FusedEstimatorGraph covers the default estimator only (mode='fusion', "
+                             f"bias_model='heading', reference='body', constant sigma_m: no per-fix confidence; "
+                             f"use the TorchScript bundle for that); this one differs in {bad}")
+        self.model = est.model
+        self.n = int(est.n)
+        self.length = float(est.length)
+        for name in _BUFFERS:
+            self.register_buffer(name, getattr(est, name).detach().clone())
+        for name, dtype in _SCALARS.items():
+            self.register_buffer(name, _s(getattr(est, name), dtype))
+        hf, tb = est.hf, est.clock
+        for name in ("x", "p", "travel_ref", "eye", "last_nis", "rejected"):
+            self.register_buffer("hf_" + name, getattr(hf, name).detach().clone())
+        self.register_buffer("hf_t_ref", hf.t_ref.detach().clone())
+        self.register_buffer("tb_offset", _s(tb.offset, F64))
+        self.register_buffer("tb_resyncs", _s(tb.resyncs, torch.int64))
+        self.register_buffer("tb_t_resync", _s(tb.t_resync, F64))
+        for name in ("cand_first", "cand_prev", "cand_last"):
+            self.register_buffer("tb_" + name, _s(getattr(tb, name), F64))
+        self.register_buffer("tb_cand_n", _s(tb.cand_n, torch.int64))
+        self.register_buffer("ar3", torch.arange(3))
+        # a pulse that ended in `magnetometer_round`, corrected by `correct_pending` (what it reads, as of then)
+        self.register_buffer("pending", torch.zeros((), dtype=torch.bool))
+        self.register_buffer("pend_j", torch.zeros((), dtype=torch.int64))
+        self.register_buffer("pend_t", torch.zeros((), dtype=F64))
+        self.register_buffer("pend_db", torch.zeros(3, dtype=F64))
+        self.register_buffer("pend_q_on", self.q_on.clone())
+        self.register_buffer("pend_travel", self.travel.clone())
+        # T(e) of `quadratic_map`: v_ref is e for every module with reference "body" (a constant, 1.3k ops less)
+        self.register_buffer("tmap_e", quadratic_map(est.e.expand(self.n + 1, 3)))
+        for name in ("sigma_m2", "p0", "settle", "full_scale", "stale_after", "fix_timeout", "max_gap",
+                     "resync_flag_s"):
+            setattr(self, name, float(getattr(est, name)))
+        self.min_fresh = int(est.min_fresh)
+        self.hf_kappa2, self.hf_sigma_b2 = float(hf.kappa2), float(hf.sigma_b2)
+        self.hf_sigma_align2, self.hf_gate2 = float(hf.sigma_align2), float(hf.gate2)
+        self.confirm = int(tb.confirm)
+        self.tb_max_gap = float(tb.max_gap)
+
+    @classmethod
+    def from_estimator(cls, est: FusedEstimator) -> "FusedEstimatorGraph":
+        """The twin of ``est`` in its current state (usually freshly built); ``est`` is not changed."""
+        return cls(est)
+
+    @staticmethod
+    def _put(buf: Tensor, cond: Tensor, value: Tensor) -> None:
+        buf.copy_(torch.where(cond, value, buf))
+
+    # ------------------------------------------------------------------------------------------ time base
+    def _clock(self, k: int, t: Tensor, last: Tensor, active: Tensor) -> Tensor:
+        """`FusedEstimator._clock` (stream k) applied where ``active``: τ [s] or NaN (drop)."""
+        latest = torch.maximum(self.t_att, self.t_mag)
+        finite = torch.isfinite(t)
+        tau = t + self.tb_offset
+        first = last <= -1e299
+        accept = torch.where(first, (latest <= -1e299) | ((tau - latest).abs() <= self.tb_max_gap),
+                             (tau > last) & (tau - last <= self.tb_max_gap)) & finite
+        repeat = ~first & ~accept & (tau == last) & finite
+        cand = finite & ~accept & ~repeat & active
+        ref = torch.maximum(latest, last)
+        n = self.tb_cand_n[k]
+        run = (n > 0) & (last == self.tb_cand_last[k])
+        step = t - self.tb_cand_prev[k]
+        stay = run & (step == 0.0)
+        grow = run & (step > 0.0) & (step <= self.tb_max_gap)
+        n_new = torch.where(grow, n + 1, torch.ones_like(n))
+        first_new = torch.where(grow, self.tb_cand_first[k], t)
+        upd = cand & ~stay
+        resync = upd & (n_new >= self.confirm)
+        offset = torch.where(resync, ref - first_new, self.tb_offset)
+        tau_r = t + offset
+        onehot = torch.arange(2) == k
+        self._put(self.tb_cand_n, onehot & (upd & ~resync), n_new.expand(2))
+        self._put(self.tb_cand_n, resync | (accept & active & onehot), torch.zeros_like(self.tb_cand_n))
+        self._put(self.tb_cand_first, onehot & upd, first_new.expand(2))
+        self._put(self.tb_cand_prev, onehot & upd, t.expand(2))
+        self._put(self.tb_cand_last, onehot & upd, last.expand(2))
+        self.tb_offset.copy_(offset)
+        self.tb_resyncs.add_(resync.to(torch.int64))
+        self._put(self.tb_t_resync, resync, tau_r)
+        out = torch.where(accept, tau, torch.where(resync, tau_r, torch.full_like(tau, math.nan)))
+        changed = active & (self.tb_offset != self.t_off)
+        self._put(self.t_off, changed, self.tb_offset)
+        self._put(self.resync_until, changed, out + self.resync_flag_s)
+        self._put(self.nofix_next, changed, torch.full_like(t, -1e300))
+        return out
+
+    def _time(self, k: int, t: Tensor, last: Tensor) -> Tensor:
+        """Inline in-order test, else the slow clock path: τ [s] or NaN."""
+        tau = t + self.t_off
+        inorder = (tau > last) & (tau - last <= self.max_gap)
+        slow = self._clock(k, t, last, ~inorder)
+        return torch.where(inorder, tau, slow)
+
+    # ------------------------------------------------------------------------------------------- setup
+    def set_reference(self, quats: Tensor) -> Tensor:
+        """`FusedEstimator.set_reference` (q⁰ (N + 1, 4), filter reset); returns the rows accepted."""
+        n = self.n
+        q, ok = reference_rows(quats, self.q_ref)
+        self.q_ref.copy_(q)
+        self.has_ref.copy_(ok)
+        r0t = quat_to_matrix(q).transpose(-1, -2)
+        self.r0t.copy_(r0t)
+        self.v_ref.copy_(self.e.expand(n + 1, 3))
+        self.axis.copy_(r0t[:, :, 2])
+        self.q_last.copy_(q.clone())            # a distinct value: two buffers set from one node break export
+        self.static_flags.copy_(torch.where(ok[1:], 0, 128))
+        self.base_flags.copy_(self.static_flags | self.mag_flags)
+        self.tmap.copy_(torch.matmul(self.r0t, self.tmap_e))
+        self.bias.zero_()
+        self.c_bias.copy_(torch.eye(3, dtype=F64).expand(n, 3, 3))
+        self.p_var.fill_(self.p0)
+        self.t_p.fill_(1e300)
+        for buf in (self.off_sum, self.off_cnt, self.on_sum, self.on_cnt, self.base_ok, self.n_fixes, self.rel_c,
+                    self.theta_applied, self.travel, self.travel_fix):
+            buf.zero_()
+        self.t_fix.fill_(-1e300)
+        self.nofix_next.fill_(-1e300)
+        self.gain.copy_(self.tmap.clone())
+        self._hf_reset()
+        self.pending.fill_(False)
+        self.q_on.copy_(self.q_last.clone())
+        return ok.clone()
+
+    def _hf_reset(self, cond: Optional[Tensor] = None) -> None:
+        """`HeadingDriftFilter.reset` (where ``cond``; always if None)."""
+        n = self.n
+        diag = torch.cat([torch.full((n,), self.p0, dtype=F64), torch.full((n,), self.hf_kappa2, dtype=F64),
+                          torch.full((3 * n,), self.hf_sigma_align2, dtype=F64)])
+        if cond is None:
+            for buf in (self.hf_x, self.hf_travel_ref, self.hf_last_nis, self.hf_rejected):
+                buf.zero_()
+            self.hf_p.copy_(self.hf_eye * diag)
+            self.hf_t_ref.fill_(-1e300)
+            return
+        self._put(self.hf_x, cond, torch.zeros_like(self.hf_x))
+        self._put(self.hf_p, cond, self.hf_eye * diag)
+        for buf in (self.hf_travel_ref, self.hf_last_nis, self.hf_rejected):
+            self._put(buf, cond, torch.zeros_like(buf))
+        self._put(self.hf_t_ref, cond, torch.full_like(self.hf_t_ref, -1e300))
+
+    # ---------------------------------------------------------------------------------------- attitude
+    def attitude(self, t: Tensor, quats: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """`FusedEstimator.attitude`: t () [s], quats (N + 1, 4) → (points (N + 1, 3) [m], h () [m], flags (N,))."""
+        n = self.n
+        tau = self._time(0, t, self.t_att)
+        keep = ~torch.isnan(tau)
+        old_points, old_height, old_flags = self.points.clone(), self.height.clone(), self.flags.clone()
+        t = torch.where(keep, tau, self.t_att)
+        self.t_att.copy_(t)
+        q = quats.to(F64)
+        n2 = (q * q).sum(-1)
+        all_ok = ((n2 >= 0.999) & (n2 <= 1.001)).all()
+        ok = (n2 > 0.25) & (n2 < 4.0)
+        slow = keep & ~all_ok
+        self._put(self.q_time, slow, torch.where(ok, t, torch.clamp_min(self.q_time, self.t_all_ok)))
+        qn = torch.where(ok.unsqueeze(-1), q * torch.rsqrt(n2.clamp_min(0.25)).unsqueeze(-1), self.q_last)
+        qs = torch.where(all_ok, q, qn)
+        self._put(self.q_last, keep, qs)
+        self._put(self.t_all_ok, keep & all_ok, t)
+        self._put(self.bad_now, slow, torch.where(ok[1:], 0, 1))
+        u = torch.bmm(self.gain, (qs.unsqueeze(-1) * qs.unsqueeze(-2)).reshape(n + 1, 16, 1)).squeeze(-1)
+        points = torch.matmul(self.chain, u)
+        height = points[n, 2] + n * self.length
+        stale = torch.where(t - self.q_time[1:] > self.stale_after, 2, 0)
+        fl = torch.where(all_ok, self.base_flags, self.base_flags | self.bad_now | stale)
+        self._refresh_nofix(t, keep & (t >= self.nofix_next))
+        fl = fl | self.nofix_flags
+        self._put(self.u_hat, keep, u[1:])
+        self._put(self.points, keep, points)
+        self._put(self.height, keep, height)
+        self._put(self.flags, keep, fl)
+        return (torch.where(keep, points, old_points), torch.where(keep, height, old_height),
+                torch.where(keep, fl, old_flags | 16))
+
+    def _refresh_nofix(self, t: Tensor, cond: Tensor) -> None:
+        late = t - self.t_fix > self.fix_timeout
+        fl = torch.where(late, 64, 0)
+        nxt = torch.where(late, math.inf, self.t_fix + self.fix_timeout).min()
+        resync = t < self.resync_until
+        fl = torch.where(resync, fl | 256, fl)
+        nxt = torch.where(resync, torch.minimum(nxt, self.resync_until), nxt)
+        self._put(self.nofix_flags, cond, fl)
+        self._put(self.nofix_any, cond, (fl != 0).any())
+        self._put(self.nofix_next, cond, nxt)
+
+    # ------------------------------------------------------------------------------------ magnetometer
+    def _set_mag_flags(self, cond: Tensor, fl: Tensor) -> None:
+        self._put(self.mag_flags, cond, fl)
+        self._put(self.base_flags, cond, self.static_flags | fl)
+        self._put(self.mag_flagged, cond, (fl != 0).any())
+
+    def magnetometer(self, t: Tensor, mags: Tensor, coil: Tensor) -> Tensor:
+        """`FusedEstimator.magnetometer`: t () [s], mags (N, 3) [T], coil () int64 → corrections applied (N,);
+        `magnetometer_round` then `correct_pending` (exported as two methods: the caller runs the second only
+        when the first returns True, so that the correction runs once per pulse, not every round)."""
+        return self.correct_pending(self.magnetometer_round(t, mags, coil))
+
+    def magnetometer_round(self, t: Tensor, mags: Tensor, coil: Tensor) -> Tensor:
+        """A magnetometer round without the magnetic correction of a pulse that ends in it: that is recorded
+        (``pending``, with what the correction reads as of this moment); returns ``pending`` () bool."""
+        n = self.n
+        tau = self._time(1, t, self.t_mag)
+        keep = ~torch.isnan(tau)
+        self._set_mag_flags(~keep, torch.full_like(self.mag_flags, 16))
+        t = torch.where(keep, tau, self.t_mag)
+        self.t_mag.copy_(t)
+        m = mags.to(F64)
+        usable = (m.abs() < self.full_scale).all(-1)
+        fresh = (m != self.prev_raw).any(-1)
+        good = usable & fresh
+        all_good = good.all()
+        finite = torch.isfinite(m).all(-1)
+        self._put(self.prev_raw, keep, torch.where((finite | all_good).unsqueeze(-1), m, self.prev_raw))
+        self._set_mag_flags(keep & (~all_good | self.mag_flagged),
+                            torch.where(all_good, torch.zeros_like(self.mag_flags),
+                                        torch.where(usable, 0, 4) | torch.where(fresh | ~finite, 0, 8)))
+        coil = coil.to(torch.int64)
+        cur = self.coil.clone()
+        switch = keep & (coil != cur)
+        old_ok = (cur >= 0) & (cur < n)
+        new_ok = (coil >= 0) & (coil < n)
+        self._end_pulse(cur.clamp(0, n - 1), t, switch & old_ok)
+        self._put(self.coil, switch, coil)
+        self._put(self.t_switch, switch, t)
+        jn = coil.clamp(0, n - 1)
+        row = self.eye_n.index_select(0, jn.view(1)).squeeze(0)
+        confirm = switch & new_ok
+        has_off = (self.off_cnt > 0.0) & row & confirm
+        self._put(self.base, has_off.unsqueeze(-1), self.off_sum / self.off_cnt.clamp_min(1.0).unsqueeze(-1))
+        self._put(self.base_ok, has_off, torch.ones_like(self.base_ok))
+        self._put(self.on_sum, (row & confirm).unsqueeze(-1), torch.zeros_like(self.on_sum))
+        self._put(self.on_cnt, row & confirm, torch.zeros_like(self.on_cnt))
+        dot = torch.abs((self.q_on * self.q_last).sum(-1)) * torch.rsqrt(
+            (self.q_on * self.q_on).sum(-1) * (self.q_last * self.q_last).sum(-1))
+        self._put(self.travel, confirm, self.travel + 2.0 * torch.acos(dot.clamp(max=1.0)))
+        self._put(self.q_on, confirm, self.q_last)
+        self._put(self.off_sum, switch, torch.zeros_like(self.off_sum))
+        self._put(self.off_cnt, switch, torch.zeros_like(self.off_cnt))
+        settled = keep & ~switch & ~(t - self.t_switch < self.settle)
+        jc = cur.clamp(0, n - 1)
+        rowc = self.eye_n.index_select(0, jc.view(1)).squeeze(0)
+        on = settled & old_ok & rowc & good
+        self.on_sum.copy_(self.on_sum + torch.where(on.unsqueeze(-1), m, torch.zeros_like(m)))
+        self.on_cnt.copy_(self.on_cnt + on.to(F64))
+        off = settled & (cur < 0)
+        self._put(self.off_sum, off, torch.where(all_good, self.off_sum + m,
+                                                 self.off_sum + torch.where(good.unsqueeze(-1), m, 0.0)))
+        self._put(self.off_cnt, off, torch.where(all_good, self.off_cnt + 1.0, self.off_cnt + good.to(F64)))
+        return self.pending.clone()
+
+    def _end_pulse(self, j: Tensor, t: Tensor, finish: Tensor) -> None:
+        """End of coil j's pulse (where ``finish``): too few fresh samples or no baseline → MAG_REJECTED; else the
+        correction from the mean coil-on field is made pending (`correct_pending`)."""
+        jv = j.view(1)
+        row = self.eye_n.index_select(0, jv).squeeze(0)
+        cnt = self.on_cnt.index_select(0, jv)
+        enough = (cnt.squeeze(0) >= float(self.min_fresh)) & self.base_ok.index_select(0, jv).squeeze(0)
+        self._set_mag_flags(finish & ~enough, self.mag_flags | torch.where(row, 32, 0))
+        attempt = finish & enough
+        db = (self.on_sum.index_select(0, jv) / cnt.clamp_min(1.0).unsqueeze(-1) - self.base.index_select(0, jv))
+        self.pending.copy_(attempt)
+        self._put(self.pend_j, attempt, j)
+        self._put(self.pend_t, attempt, t)
+        self._put(self.pend_db, attempt, db.squeeze(0))
+        self._put(self.pend_q_on, attempt, self.q_on.clone())
+        self._put(self.pend_travel, attempt, self.travel.clone())
+
+    def correct_pending(self, request: Tensor) -> Tensor:
+        """The pending correction where ``request`` () bool (the round's answer; a method without inputs trips
+        ExecuTorch 1.5.1's constant lifting): `FusedEstimator.correct` of the pulse's segment, MAG_REJECTED when
+        it is not taken; mask (N,) of the correction applied (all False when none was pending)."""
+        j = self.pend_j
+        attempt = self.pending & request
+        accepted = self._correct(j, self.pend_db, self.pend_t, attempt)
+        row = self.eye_n.index_select(0, j.view(1)).squeeze(0)
+        self._set_mag_flags(attempt & ~accepted, self.mag_flags | torch.where(row, 32, 0))
+        self.pending.fill_(False)
+        return row & accepted
+
+    def _relative(self, k: Tensor) -> Tensor:
+        """R_k at coil activation (reference "body"): R(q_k⁰)ᵀ R(q_k), k a 1-element index."""
+        q = self.pend_q_on.index_select(0, k).squeeze(0)
+        r = quat_to_matrix(q / torch.linalg.vector_norm(q))
+        return torch.matmul(self.r0t.index_select(0, k).squeeze(0), r)
+
+    def _correct(self, j: Tensor, delta_b: Tensor, t: Tensor, attempt: Tensor) -> Tensor:
+        """`FusedEstimator.correct` of segment j + 1 (where ``attempt``) with the heading-rate model."""
+        n = self.n
+        jv = j.view(1)
+        row = self.eye_n.index_select(0, jv).squeeze(0)
+        db = delta_b.to(F64)
+        x = torch.matmul(self.aw.index_select(0, jv).squeeze(0), db)
+        f = self.model(x.to(torch.float32).unsqueeze(0)).squeeze(0).detach().to(F64)
+        fn = torch.linalg.vector_norm(f)
+        go = attempt & torch.isfinite(db).all() & (torch.linalg.vector_norm(db) > 0.0) & \
+            torch.isfinite(f).all() & (fn >= 0.5)
+        d = self.flip * f / fn.clamp_min(1e-12)
+        self._put(self.n_fixes, go & row, self.n_fixes + 1)
+        self._put(self.t_fix, go & row, t.expand(n))
+        self._put(self.nofix_next, go, torch.full_like(t, -1e300))
+        has_parent = j > 0
+        jp = (j - 1).clamp_min(0).view(1)
+        r_par = self._relative(jv)
+        r_par = torch.where(has_parent, torch.matmul(self.c_bias.index_select(0, jp).squeeze(0), r_par), r_par)
+        um = torch.matmul(r_par, d)
+        uq = torch.matmul(self._relative(jv + 1), self.e)
+        trav = torch.stack([self.pend_travel.index_select(0, jv + 1), self.pend_travel.index_select(0, jv)], -1)
+        self._put(self.travel_fix, (go & row).unsqueeze(-1), trav.expand(n, 2))
+        return self._heading_rate(j, uq, um, r_par, t, go)
+
+    def _heading_rate(self, j: Tensor, uq: Tensor, um: Tensor, r_par: Tensor, t: Tensor, go: Tensor) -> Tensor:
+        """`FusedEstimator._correct_heading_rate` (predict, update, gains) where ``go``; the fix's acceptance."""
+        n = self.n
+        jv = j.view(1)
+        self._hf_predict(self.pend_travel[1:], t, go)
+        th0 = self.hf_x[:n]
+        dth = th0 - self.theta_applied
+        a = self.axis.index_select(0, jv + 1).squeeze(0)
+        x = torch.matmul(self.c_bias.index_select(0, jv).squeeze(0), uq)
+        xp = x - torch.dot(x, a) * a
+        yp = um - torch.dot(um, a) * a
+        s2 = torch.linalg.vector_norm(xp) * torch.linalg.vector_norm(yp)
+        obs = s2 >= 1e-3
+        y = torch.atan2(torch.dot(a, torch.linalg.cross(xp, yp)), torch.dot(xp, yp))
+        jp = (j - 1).clamp_min(0).view(1)
+        prev = torch.where(j > 0, dth.index_select(0, jp).squeeze(0), torch.zeros_like(s2))
+        y = y - dth.index_select(0, jv).squeeze(0) + prev
+        that = torch.linalg.cross(a, um)
+        that = that / torch.linalg.vector_norm(that).clamp_min(1e-12)
+        w = torch.matmul(r_par.transpose(0, 1), torch.linalg.cross(um, that)) / torch.sqrt(s2)
+        ok = self._hf_update(j, y, self.sigma_m2 / s2, w, go & obs)
+        ok = ok | ~obs
+        th = self.hf_x[:n]
+        finite = torch.isfinite(th).all()
+        self._hf_reset(go & ~finite)
+        set_gain = go & finite
+        self._put(self.theta_applied, set_gain, th)
+        self._put(self.rel_c, set_gain, th - torch.cat([torch.zeros(1, dtype=F64), th[:-1]]))
+        pjj = self.hf_p.index_select(0, jv).index_select(1, jv).reshape(1).expand(n)
+        row = self.eye_n.index_select(0, jv).squeeze(0)
+        self._put(self.p_var, set_gain & row, pjj)
+        self._put(self.t_p, set_gain & row, t.expand(n))
+        wv = th.unsqueeze(-1) * self.axis[1:]
+        self._put(self.bias, set_gain, wv)
+        cb = so3_exp(wv)
+        self._put(self.c_bias, set_gain, cb)
+        self._put(self.gain, set_gain, torch.cat([self.gain[:1], torch.matmul(cb, self.tmap[1:])]))
+        return ok & finite & go
+
+    # ---------------------------------------------------------------------------------- heading filter
+    def _hf_predict(self, travel: Tensor, t: Tensor, cond: Tensor) -> None:
+        """`HeadingDriftFilter.predict` where ``cond``."""
+        n = self.n
+        dphi = (travel - self.hf_travel_ref).clamp_min(0.0)
+        self._put(self.hf_travel_ref, cond, travel)
+        dt = torch.where(self.hf_t_ref > -1e299, torch.clamp_min(t - self.hf_t_ref, 0.0), torch.zeros_like(t))
+        self._put(self.hf_t_ref, cond, t)
+        f = self.hf_eye.clone()
+        f[:n, n:2 * n] = torch.diag(dphi)
+        x = torch.matmul(f, self.hf_x)
+        p = torch.matmul(torch.matmul(f, self.hf_p), f.transpose(0, 1))
+        p[:n, :n] += self.hf_eye[:n, :n] * (self.hf_sigma_b2 * dt)
+        self._put(self.hf_x, cond, x)
+        self._put(self.hf_p, cond, p)
+
+    def _hf_update(self, j: Tensor, y: Tensor, r: Tensor, w: Tensor, cond: Tensor) -> Tensor:
+        """`HeadingDriftFilter.update` of joint j + 1 where ``cond``; True where the fix is taken."""
+        n = self.n
+        jv = j.view(1)
+        jp = (j - 1).clamp_min(0).view(1)
+        has_parent = j > 0
+        cols = 2 * n + 3 * j + self.ar3
+        pj = self.hf_p.index_select(1, jv).squeeze(1)
+        ph = torch.where(has_parent, pj - self.hf_p.index_select(1, jp).squeeze(1), pj)
+        ph = ph + torch.matmul(self.hf_p.index_select(1, cols), w)
+        phj = ph.index_select(0, jv).squeeze(0)
+        s = phj - torch.where(has_parent, ph.index_select(0, jp).squeeze(0), torch.zeros_like(phj))
+        s = s + torch.dot(ph.index_select(0, cols), w) + r
+        y = y - torch.dot(self.hf_x.index_select(0, cols), w)
+        valid = cond & torch.isfinite(y) & torch.isfinite(s) & (s > 0.0)
+        nis = y * y / s
+        row = self.eye_n.index_select(0, jv).squeeze(0)
+        self._put(self.hf_last_nis, valid & row, nis.expand(n))
+        gated = valid & (self.hf_gate2 > 0.0) & (nis > self.hf_gate2) & \
+            (self.hf_rejected.index_select(0, jv).squeeze(0) == 0)
+        self._put(self.hf_rejected, gated & row, torch.ones_like(self.hf_rejected))
+        take = valid & ~gated
+        self._put(self.hf_rejected, take & row, torch.zeros_like(self.hf_rejected))
+        k = ph / s
+        self._put(self.hf_x, take, self.hf_x + k * y)
+        p = self.hf_p - torch.outer(k, ph)
+        self._put(self.hf_p, take, 0.5 * (p + p.transpose(0, 1)))
+        return take
+
+    def forward(self, t: Tensor, quats: Tensor, mags: Tensor, coil: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """One fused step: magnetometer round then attitude sweep (as `FusedEstimator.forward`)."""
+        self.magnetometer(t, mags, coil)
+        return self.attitude(t, quats)
