@@ -14,6 +14,7 @@ Every writer of flexlearn goes through this module, so the guarantees hold every
 - Temporary names carry the writer's process id; a later writer removes the leftovers of writers that
   died (``kill -9``), so they do not pile up.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -58,11 +59,15 @@ def _check_against_inputs(path: Path, resolved: Path, inputs: _Paths) -> None:
         if resolved == inp:
             raise OutputPathError(f"output '{path}': it is the input '{item}'; choose another output")
         if resolved in inp.parents:
-            raise OutputPathError(f"output '{path}': it contains the input '{item}', which replacing it "
-                                  f"would delete; choose another output")
+            raise OutputPathError(
+                f"output '{path}': it contains the input '{item}', which replacing it "
+                f"would delete; choose another output"
+            )
         if inp in resolved.parents and inp.is_dir() and resolved.is_file():
-            raise OutputPathError(f"output '{path}': an existing file inside the input directory '{item}' (one of "
-                                  f"the input's own files, for all flexlearn knows); choose an output outside it")
+            raise OutputPathError(
+                f"output '{path}': an existing file inside the input directory '{item}' (one of "
+                f"the input's own files, for all flexlearn knows); choose an output outside it"
+            )
 
 
 def _check_common(path: Path, inputs: _Paths) -> Path:
@@ -93,8 +98,10 @@ def guard_output_dir(path: str | os.PathLike, inputs: _Paths = ()) -> Path:
         if not path.is_dir():
             raise OutputPathError(f"output '{path}': it is an existing file, not a directory")
         if not (path / OUTPUT_MARKER).exists() and any(path.iterdir()):
-            raise OutputPathError(f"output '{path}': an existing directory that flexlearn did not write (no "
-                                  f"'{OUTPUT_MARKER}' in it); choose a new or empty directory, or remove it yourself")
+            raise OutputPathError(
+                f"output '{path}': an existing directory that flexlearn did not write (no "
+                f"'{OUTPUT_MARKER}' in it); choose a new or empty directory, or remove it yourself"
+            )
     return path
 
 

@@ -3,13 +3,21 @@
 Every block is a frozen-free dataclass; `from_dict` rejects unknown keys and wrong types with a
 `ConfigError` that names the key path, and each block's own ``validate()`` checks ranges.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib
+import inspect
 import math
+import os
+import secrets
+import sys
 import typing
 from typing import Any, Iterable, Mapping, TypeVar
+
+from omegaconf import DictConfig, OmegaConf
 
 from flexlearn.errors import ConfigError
 
@@ -60,8 +68,7 @@ def did_you_mean(unknown: Iterable[str], known: Iterable[str]) -> str:
     pairs = [(u, m[0]) for u in unknown for m in [closest(u, known)] if m]
     if not pairs:
         return ""
-    return "; did you mean " + ", ".join(f"{m!r}" + (f" (for {u!r})" if len(pairs) > 1 else "")
-                                         for u, m in pairs) + "?"
+    return "; did you mean " + ", ".join(f"{m!r}" + (f" (for {u!r})" if len(pairs) > 1 else "") for u, m in pairs) + "?"
 
 
 def from_dict(cls: type[T], data: Mapping[str, Any] | None, where: str = "") -> T:
@@ -73,8 +80,6 @@ def from_dict(cls: type[T], data: Mapping[str, Any] | None, where: str = "") -> 
     if data is None:
         data = {}
     if hasattr(data, "items") and not isinstance(data, dict):  # OmegaConf DictConfig
-        from omegaconf import OmegaConf
-
         data = OmegaConf.to_container(data, resolve=True)  # type: ignore[assignment]
     if not isinstance(data, Mapping):
         raise ConfigError(f"config '{where or cls.__name__}' must be a mapping, got {type(data).__name__}")
@@ -82,8 +87,10 @@ def from_dict(cls: type[T], data: Mapping[str, Any] | None, where: str = "") -> 
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise ConfigError(f"config '{where or cls.__name__}': unknown key(s) {unknown}"
-                          f"{did_you_mean(unknown, fields)}; known keys: {sorted(fields)}")
+        raise ConfigError(
+            f"config '{where or cls.__name__}': unknown key(s) {unknown}"
+            f"{did_you_mean(unknown, fields)}; known keys: {sorted(fields)}"
+        )
     kwargs: dict[str, Any] = {}
     for name, value in data.items():
         path = f"{where}.{name}" if where else name
@@ -137,6 +144,7 @@ def _coerce(hint: Any, value: Any, path: str) -> Any:
 
 def to_dict(obj: Any) -> dict[str, Any]:
     """The dataclass as a plain nested dict (tuples become lists), for metadata and logging."""
+
     def conv(v: Any) -> Any:
         if isinstance(v, tuple):
             return [conv(x) for x in v]
@@ -155,8 +163,6 @@ any dotted path read from a file would run any code. A package built on flexlear
 def target_class(target: Any, where: str, base: type[T]) -> type[T]:
     """The class a ``_target_`` (``"package.module.Class"``) names, imported; it must lie in one of
     `TARGET_PACKAGES` and subclass ``base``. Else `ConfigError` "config '<where>._target_' = <value>: <why>"."""
-    import importlib
-
     key = f"{where}._target_"
     check(isinstance(target, str) and bool(target), key, target, "required: the dotted path of a class")
     parts = target.split(".")
@@ -172,8 +178,9 @@ def target_class(target: Any, where: str, base: type[T]) -> type[T]:
                 continue  # no module of that name: a shorter prefix, then attributes
             raise ConfigError(f"config '{key}' = {target!r}: importing {module} failed ({exc})") from exc
         except Exception as exc:  # the module itself is broken: a syntax error, an error raised at import
-            raise ConfigError(f"config '{key}' = {target!r}: importing {module} failed "
-                              f"({type(exc).__name__}: {exc})") from exc
+            raise ConfigError(
+                f"config '{key}' = {target!r}: importing {module} failed ({type(exc).__name__}: {exc})"
+            ) from exc
         for name in parts[n:]:
             obj = getattr(obj, name, None)
         break
@@ -187,8 +194,6 @@ def target_arguments(cls: type, args: Mapping[str, Any], where: str) -> dict[str
     """``args`` checked as the constructor arguments of ``cls``, before anything is built: by the class's own
     ``validate_hparams(args, where) -> dict`` when it has one (its `ValueError`/`ConfigError` names the key),
     else by the names of its ``__init__`` parameters. Returns the (normalised) arguments."""
-    import inspect
-
     validate = getattr(cls, "validate_hparams", None)
     if callable(validate):
         try:
@@ -215,8 +220,6 @@ def split_target(node: Any, where: str, base: type[T], default: str | None = Non
 
 def to_plain_dict(node: Any, where: str) -> dict[str, Any]:
     """A mapping or OmegaConf ``DictConfig`` as a plain, resolved dict; anything else is a `ConfigError`."""
-    from omegaconf import DictConfig, OmegaConf
-
     plain = OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
     if not isinstance(plain, Mapping):
         raise ConfigError(f"config '{where}' = {plain!r}: expected a mapping")
@@ -226,8 +229,7 @@ def to_plain_dict(node: Any, where: str) -> dict[str, Any]:
 def instantiate_group(group: Any, name: str) -> list[Any]:
     """Instantiate every entry of a callbacks/logger group; an entry is a mapping with a ``_target_``, or null
     (disabled). Anything else (e.g. a misspelt ``+callbacks.foo=1``) raises `ConfigError` naming it."""
-    from hydra.utils import instantiate
-    from omegaconf import DictConfig
+    from hydra.utils import instantiate  # Hydra only under a Hydra run: off the runtime's start-up path
 
     if not group:
         return []
@@ -247,8 +249,8 @@ def instantiate_group(group: Any, name: str) -> list[Any]:
 def in_multirun() -> bool:
     """True inside a job of a Hydra multirun (sweep)."""
     try:
-        from hydra.core.hydra_config import HydraConfig
-        from hydra.types import RunMode
+        from hydra.core.hydra_config import HydraConfig  # Hydra only under a Hydra run: off the runtime's start-up
+        from hydra.types import RunMode  # path (the runtime and physics import this module)
 
         return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
     except Exception:  # pragma: no cover - Hydra config without a mode
@@ -259,23 +261,19 @@ def job_label() -> str:
     """'job <n>' inside a multirun job, '' otherwise: tags the lines of jobs whose output interleaves."""
     if not in_multirun():
         return ""
-    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.hydra_config import HydraConfig  # Hydra only under a Hydra run (see `in_multirun`)
 
     return f"job {HydraConfig.get().job.num}"
 
 
 def is_rank_zero() -> bool:
     """False in the processes of ranks > 0 of a multi-process (DDP, SLURM) run: they print and write nothing."""
-    import os
-
     return all(os.environ.get(k, "0") in ("", "0") for k in ("RANK", "LOCAL_RANK", "NODE_RANK", "SLURM_PROCID"))
 
 
 def interactive() -> bool:
     """True when stdout is a terminal and this is no multirun job: progress bars and model summaries then,
     one plain line per epoch otherwise (``${interactive:}`` in conf/trainer/default.yaml)."""
-    import sys
-
     return bool(getattr(sys.stdout, "isatty", lambda: False)()) and not in_multirun()
 
 
@@ -286,7 +284,7 @@ def run_name(task_name: str, max_len: int = 128) -> str:
     """``<task_name> <override> ...``: the run (or multirun job) name loggers show, from the Hydra overrides
     of this job, leaving out paths, Hydra and logger settings (``${run_name:${task_name}}``)."""
     try:
-        from hydra.core.hydra_config import HydraConfig
+        from hydra.core.hydra_config import HydraConfig  # Hydra only under a Hydra run (see `in_multirun`)
 
         overrides = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
     except Exception:  # pragma: no cover - Hydra config without overrides
@@ -300,11 +298,6 @@ def _register_resolvers() -> None:
     """OmegaConf resolvers used by flexlearn/conf: ``${relpath:path,start}`` (path relative to start),
     ``${run_tag:}`` (``<pid>-<4 hex>``, the suffix that makes run directories unique), ``${interactive:}``
     (`interactive`) and ``${run_name:<task name>}`` (`run_name`)."""
-    import os
-    import secrets
-
-    from omegaconf import OmegaConf
-
     if not OmegaConf.has_resolver("run_tag"):  # unique per process, shared by its multirun jobs and DDP ranks
         tag = f"{os.getpid()}-{secrets.token_hex(2)}"
         OmegaConf.register_new_resolver("run_tag", lambda: tag, use_cache=True)

@@ -1,4 +1,5 @@
 """Errors that name the problem: the file, the field and the value at fault."""
+
 from __future__ import annotations
 
 
@@ -16,3 +17,9 @@ class ConfigError(FlexlearnError):
 
 class CheckpointError(FlexlearnError):
     """A checkpoint or exported model is missing, corrupt or of an incompatible schema."""
+
+
+class ArgumentError(FlexlearnError, ValueError):
+    """A function or constructor was given a value outside its domain: a wrong shape, an unknown option name, a
+    size out of range. Also a `ValueError`, as Python callers expect of a bad argument (`except ValueError` keeps
+    working); a config that passes such a value reaches the user as a `ConfigError` naming the key."""

@@ -1,4 +1,5 @@
 """Content fingerprints of files: what identifies a dataset or checkpoint, whatever its path or timestamp."""
+
 from __future__ import annotations
 
 import hashlib

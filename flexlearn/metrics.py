@@ -4,6 +4,7 @@ A prediction that is not a usable direction — non-finite, or shorter than `DIR
 vector `DirectionMLP` returns when it has no direction) — scores the maximal error, 180°, and is counted
 as invalid: a collapsed model that outputs (0, 0, 0) everywhere therefore scores 180°, never 0°.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -35,8 +36,9 @@ def angular_error_deg(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return torch.where(bad_target, torch.full_like(err, float("nan")), err)
 
 
-def angular_error_summary(err_deg: torch.Tensor, prefix: str = "",
-                          invalid: Optional[torch.Tensor] = None) -> dict[str, float]:
+def angular_error_summary(
+    err_deg: torch.Tensor, prefix: str = "", invalid: Optional[torch.Tensor] = None
+) -> dict[str, float]:
     """Mean, median, RMS and 95th percentile of angular errors [deg] as ``{prefix}ang_err_<stat>_deg``.
 
     Non-finite errors are counted under ``{prefix}n_nonfinite`` and excluded from the statistics;
@@ -75,8 +77,9 @@ def colatitude_deg(label: torch.Tensor) -> torch.Tensor:
     return torch.rad2deg(torch.acos(label[..., 2].clamp(-1.0, 1.0)))
 
 
-def band_summary(err_deg: torch.Tensor, label: torch.Tensor, prefix: str = "",
-                 edges: tuple[float, ...] = COLATITUDE_EDGES_DEG) -> dict[str, float]:
+def band_summary(
+    err_deg: torch.Tensor, label: torch.Tensor, prefix: str = "", edges: tuple[float, ...] = COLATITUDE_EDGES_DEG
+) -> dict[str, float]:
     """Median, p95 and count of the errors per colatitude band, as ``{prefix}col_<lo>-<hi>/<stat>``, and for
     the whole training cap (``{prefix}cap/``, 0–29.5°) and past it (``{prefix}past_cap/``, 30–40°)."""
     col = colatitude_deg(label.double())

@@ -4,12 +4,16 @@ numba keys a cached function on its own source file's time stamp and size only, 
 calls (or inlines) a function from another file keeps stale machine code after that other file is edited.
 A group of such modules shares one fingerprint (SHA-256 of their sources and of the files they call into)
 stored next to numba's cache files (their ``__pycache__``, or under ``$NUMBA_CACHE_DIR`` when set); when it
-differs, the group's ``*.nbi``/``*.nbc`` files are removed, before anything is compiled or loaded. Groups are layered: a group that calls another lists
-it in ``depends`` and is refreshed by its edits, while an edit inside the upper group leaves the lower one cached. A reinstalled package gets new time stamps and needs none of this; an edited checkout does.
+differs, the group's ``*.nbi``/``*.nbc`` files are removed, before anything is compiled or loaded. Groups are
+layered: a group that calls another lists it in ``depends`` and is refreshed by its edits, while an edit inside the
+upper group leaves the lower one cached. A group's files may lie in several folders (names relative to one
+directory); each file's cache is found in its own folder. A reinstalled package gets new time stamps and needs none
+of this; an edited checkout does.
 
 :func:`cold_modules` tells which kernel modules will compile on their first call (nothing valid cached), so an
 app can say so before a long silent compile (``flexlearn-warmup`` compiles them all ahead).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -21,8 +25,9 @@ from typing import Iterable
 __all__ = ["refresh_numba_cache", "cold_modules"]
 
 
-def refresh_numba_cache(directory: str | Path, modules: tuple[str, ...], group: str,
-                        depends: tuple[str, ...] = ()) -> bool:
+def refresh_numba_cache(
+    directory: str | Path, modules: tuple[str, ...], group: str, depends: tuple[str, ...] = ()
+) -> bool:
     """Remove the cache files of ``modules`` when their sources, or those of ``depends`` (files whose kernels
     they call, cached by their own group), changed since the stamp ``<group>.numba-stamp`` was written.
 

@@ -15,6 +15,7 @@ the cache what the child wrote. numba writes each cache file atomically; when bo
 of one small shared helper to its index at the same moment, one entry can be lost, which costs only a compile of
 that helper the next time a kernel that calls it is compiled.
 """
+
 from __future__ import annotations
 
 import os
@@ -85,8 +86,9 @@ def _fork(jobs: Sequence[Callable[[], object]]) -> int:
     return pid
 
 
-def compile_side_by_side(here: Sequence[Callable[[], object]], there: Sequence[Callable[[], object]],
-                         timeout_s: float = 900.0) -> str:
+def compile_side_by_side(
+    here: Sequence[Callable[[], object]], there: Sequence[Callable[[], object]], timeout_s: float = 900.0
+) -> str:
     """Run the compile jobs ``there`` in a forked child while ``here`` runs in this process; then run ``there``
     here too (cache loads after a successful child). Returns ``"parallel"``, or ``"serial"`` when no child was
     used, or ``"parallel, child failed (status S)"``. Jobs must only compile (they run twice in the parallel case)."""

@@ -9,6 +9,7 @@ with their config's ``progress`` value) or the environment variable ``FLEXLEARN_
 bars on, e.g. under ``script``). Off, they cost nothing and print nothing, so logs and pipes stay clean. tqdm
 is imported only when a bar is drawn.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -52,10 +53,11 @@ class Bar:
     def __init__(self, total: Optional[float], desc: str, unit: str, on: Optional[bool] = None) -> None:
         self._bar = None
         if enabled() if on is None else on:
-            from tqdm.auto import tqdm
+            from tqdm.auto import tqdm  # off the start-up path: imported only when a bar is drawn
 
-            self._bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, mininterval=0.25,
-                             dynamic_ncols=True, leave=True)
+            self._bar = tqdm(
+                total=total, desc=desc, unit=unit, file=sys.stderr, mininterval=0.25, dynamic_ncols=True, leave=True
+            )
 
     def update(self, n: float = 1) -> None:
         if self._bar is not None:
@@ -83,8 +85,9 @@ class Bar:
         self.close()
 
 
-def progress(items: Iterable[Any], total: Optional[int] = None, desc: str = "", unit: str = "it",
-             on: Optional[bool] = None) -> Iterator[Any]:
+def progress(
+    items: Iterable[Any], total: Optional[int] = None, desc: str = "", unit: str = "it", on: Optional[bool] = None
+) -> Iterator[Any]:
     """Yield ``items`` while a bar counts them (``total`` default ``len(items)`` when it has one)."""
     if total is None and hasattr(items, "__len__"):
         total = len(items)  # type: ignore[arg-type]
@@ -103,8 +106,9 @@ def ticker(desc: str, estimate_s: Optional[float] = None, on: Optional[bool] = N
     if inner is None:
         yield bar
         return
-    inner.bar_format = ("{desc}: {n:.0f}/{total:.0f} s estimated |{bar}| {postfix}" if estimate_s
-                        else "{desc}: {n:.0f} s {postfix}")
+    inner.bar_format = (
+        "{desc}: {n:.0f}/{total:.0f} s estimated |{bar}| {postfix}" if estimate_s else "{desc}: {n:.0f} s {postfix}"
+    )
     stop = threading.Event()
     t0 = time.perf_counter()
 

@@ -16,6 +16,7 @@ A null (missing) value is an error, except in a ``nullable`` "float" column, whe
 failed sensor conversion). Integers must fit int64. Anything else is a `DataError` naming the file, the
 column, the offending value and its row (or line).
 """
+
 from __future__ import annotations
 
 import json
@@ -26,15 +27,25 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from flexlearn.errors import DataError
+from flexlearn.errors import ArgumentError, DataError
 
 INT64_MAX = 2**63 - 1
 KINDS = ("float", "number", "int", "bool", "str")
-_EXPECTED = {"float": "numbers", "number": "numbers", "int": "integers",
-             "bool": "booleans (true/false or 0/1)", "str": "strings"}
+_EXPECTED = {
+    "float": "numbers",
+    "number": "numbers",
+    "int": "integers",
+    "bool": "booleans (true/false or 0/1)",
+    "str": "strings",
+}
 # Arrow type categories each kind accepts (before the value checks).
-_ACCEPTS = {"float": ("int", "float"), "number": ("int", "float"), "int": ("int", "float"),
-            "bool": ("bool", "int", "float"), "str": ("str",)}
+_ACCEPTS = {
+    "float": ("int", "float"),
+    "number": ("int", "float"),
+    "int": ("int", "float"),
+    "bool": ("bool", "int", "float"),
+    "str": ("str",),
+}
 
 
 def read_parquet(path: Path, what: str) -> pa.Table:
@@ -43,9 +54,13 @@ def read_parquet(path: Path, what: str) -> pa.Table:
     ``what`` says what the file should be, for the message (e.g. "dataset file", "stream file 'mag'").
     """
     if path.is_dir():  # a common slip: the folder instead of the file in it, or a raw sweep instead of its dataset
-        hint = ("; it holds a raw sweep (meta.json): process it first, flexlearn-process input=<it>"
-                if (path / "meta.json").is_file() else
-                f"; give the file in it, {path / 'dataset.parquet'}" if (path / "dataset.parquet").is_file() else "")
+        hint = (
+            "; it holds a raw sweep (meta.json): process it first, flexlearn-process input=<it>"
+            if (path / "meta.json").is_file()
+            else f"; give the file in it, {path / 'dataset.parquet'}"
+            if (path / "dataset.parquet").is_file()
+            else ""
+        )
         raise DataError(f"{path}: a directory, not a {what}{hint}")
     if not path.is_file():
         raise DataError(f"{path}: {what} not found")
@@ -94,7 +109,7 @@ def _category(t: pa.DataType) -> str:
 
 
 def _example(arr: pa.Array, locate: Callable[[int], str]) -> str:
-    """" (e.g. <value> at <its place>)" for a column of the wrong type, or "" when every value is null.
+    """The text " (e.g. <value> at <its place>)" for a column of the wrong type, or "" when every value is null.
 
     The value is the first one that is not a number written as text (in a text column: the culprit of a
     CSV column that would otherwise be numeric), else the first non-null one.
@@ -122,12 +137,21 @@ def _flat(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     return arr
 
 
-def column_values(values: pa.Array | pa.ChunkedArray, kind: str, where: str, column: str, *,
-                  nullable: bool = False, float_ints: bool = True,
-                  locate: Optional[Callable[[int], str]] = None) -> np.ndarray:
+def column_values(
+    values: pa.Array | pa.ChunkedArray,
+    kind: str,
+    where: str,
+    column: str,
+    *,
+    nullable: bool = False,
+    float_ints: bool = True,
+    locate: Optional[Callable[[int], str]] = None,
+) -> np.ndarray:
     """The Arrow column ``values`` as a NumPy array of ``kind`` (see the module docstring), checked strictly.
 
     Args:
+        values: the Arrow column (chunked or not; a dictionary column is decoded).
+        kind: one of `KINDS`.
         where: the file (and context) for messages, e.g. "/x/raw/coil.parquet".
         column: the column's name, for messages.
         nullable: "float" only: a null reads as NaN instead of being an error.
@@ -136,9 +160,10 @@ def column_values(values: pa.Array | pa.ChunkedArray, kind: str, where: str, col
 
     Raises:
         DataError: wrong type, null, non-integer, out-of-range or non-0/1 value, naming file, column and value.
+        ArgumentError: ``kind`` is not one of `KINDS`.
     """
     if kind not in KINDS:
-        raise ValueError(f"unknown column kind {kind!r}; expected one of {KINDS}")
+        raise ArgumentError(f"unknown column kind {kind!r}; expected one of {KINDS}")
     arr = _flat(values)
     locate = locate or (lambda i: f"row {i}")
 
@@ -150,9 +175,11 @@ def column_values(values: pa.Array | pa.ChunkedArray, kind: str, where: str, col
     if cat == "null" and len(arr) and not null_ok:
         raise fail(0, "has a missing (null) value")
     if cat not in _ACCEPTS[kind] + (("null",) if kind == "float" else ()) or (
-            kind == "int" and cat == "float" and not float_ints):
-        raise DataError(f"{where}: column '{column}' holds {arr.type} values{_example(arr, locate)}, "
-                        f"expected {_EXPECTED[kind]}")
+        kind == "int" and cat == "float" and not float_ints
+    ):
+        raise DataError(
+            f"{where}: column '{column}' holds {arr.type} values{_example(arr, locate)}, expected {_EXPECTED[kind]}"
+        )
     if arr.null_count and not null_ok:
         raise fail(int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0]), "has a missing (null) value")
     return _convert(arr, cat, kind, fail)
@@ -184,8 +211,14 @@ def _convert(arr: pa.Array, cat: str, kind: str, fail: Callable[[int, str], Data
     return v.astype(np.int64)
 
 
-def read_columns(table: pa.Table, path: str | Path, kinds: Mapping[str, str], *,
-                 nullable: Collection[str] = (), float_ints: bool = True) -> dict[str, np.ndarray]:
+def read_columns(
+    table: pa.Table,
+    path: str | Path,
+    kinds: Mapping[str, str],
+    *,
+    nullable: Collection[str] = (),
+    float_ints: bool = True,
+) -> dict[str, np.ndarray]:
     """Columns ``kinds`` (name -> kind) of ``table`` read by `column_values`; a missing one names the file.
 
     ``nullable``: the "float" columns in which a null reads as NaN.
@@ -193,5 +226,7 @@ def read_columns(table: pa.Table, path: str | Path, kinds: Mapping[str, str], *,
     missing = [c for c in kinds if c not in table.column_names]
     if missing:
         raise DataError(f"{path}: missing column(s) {missing}")
-    return {c: column_values(table.column(c), k, str(path), c, nullable=c in nullable, float_ints=float_ints)
-            for c, k in kinds.items()}
+    return {
+        c: column_values(table.column(c), k, str(path), c, nullable=c in nullable, float_ints=float_ints)
+        for c, k in kinds.items()
+    }

@@ -1,4 +1,5 @@
 """Per-call timing shared by the benchmark scripts: medians of wall and thread-CPU time in µs."""
+
 from __future__ import annotations
 
 import statistics
@@ -17,5 +18,9 @@ def time_per_call(fn: Callable[[int], object], steps: int, repeats: int, warmup:
             fn(k)
         wall.append((time.perf_counter() - t0) / steps * 1e6)
         cpu.append((time.thread_time() - c0) / steps * 1e6)
-    return {"wall_median": statistics.median(wall), "wall_min": min(wall), "cpu_median": statistics.median(cpu),
-            "cpu_min": min(cpu)}
+    return {
+        "wall_median": statistics.median(wall),
+        "wall_min": min(wall),
+        "cpu_median": statistics.median(cpu),
+        "cpu_min": min(cpu),
+    }

@@ -15,6 +15,7 @@ angles), ``fault`` (bit mask, names in the metadata's ``faults``). A frame the c
 NaN, saturated, bad time) still gets a line: the last valid torques with its fault bits; a line that is not JSON
 or not an ``imu`` frame is counted in ``bad`` and skipped. The run never stops on one frame.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,10 @@ REPORT_BAD = 10
 def check_metadata(meta: dict, path: str) -> None:
     """Raise ValueError unless ``meta`` is an arm controller's metadata."""
     if meta.get("kind") != KIND:
-        raise ValueError(f"model file '{path}': metadata kind {meta.get('kind')!r}, expected '{KIND}' "
-                         "(export it with: flexlearn-export target=arm_controller)")
+        raise ValueError(
+            f"model file '{path}': metadata kind {meta.get('kind')!r}, expected '{KIND}' "
+            "(export it with: flexlearn-export target=arm_controller)"
+        )
 
 
 def _frame_tensor(rows: Any) -> torch.Tensor:
@@ -84,8 +87,12 @@ def run_arm(controller: Any, meta: dict, source: IO, out: Optional[IO] = None) -
             for bit, name in names.items():
                 if code & bit:
                     counts["faults"][name] += 1
-            rec = {"t": t if math.isfinite(t) else None, "tau": [float(x) for x in tau],
-                   "theta": [float(x) for x in state[theta[0]:theta[1]]], "fault": code}
+            rec = {
+                "t": t if math.isfinite(t) else None,
+                "tau": [float(x) for x in tau],
+                "theta": [float(x) for x in state[theta[0] : theta[1]]],
+                "fault": code,
+            }
             out.write(json.dumps(rec) + "\n")
             counts["frames"] += 1
     if lat:

@@ -18,6 +18,7 @@ differences over a 1,600-step stream with lost frames, NaN/inf samples, saturate
 
     python scripts/bench_arm_controller.py [--repeats 9] [--steps 2000] [--baseline /tmp/arm_base] [--out r.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,14 +32,17 @@ import time
 from pathlib import Path
 
 import torch
-
 from _timing import time_per_call  # noqa: E402  (scripts/ is on sys.path when run)
-from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig, export_arm_controller
+
+from flexlearn.runtime.arm.config import ArmControllerConfig
+from flexlearn.runtime.arm.controller import ArmController
+from flexlearn.runtime.arm.export import export_arm_controller
 from flexlearn.sim.arm_fault_stream import arm_fault_stream, static_arm_frame
 
 _SAVE = """import sys, torch
 sys.path.insert(0, sys.argv[1])
-from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig
+from flexlearn.runtime.arm.config import ArmControllerConfig
+from flexlearn.runtime.arm.controller import ArmController
 torch.jit.save(torch.jit.script(ArmController.build(ArmControllerConfig())), sys.argv[2])
 """
 
@@ -77,13 +81,20 @@ def compare_baseline(root: str, steps: int, repeats: int) -> dict:
     base.reset()
     new.reset()
     fr = static_arm_frame()
-    res = _alternating({"baseline": lambda k: base(fr, 1.0 + 1e-3 * k), "this": lambda k: new(fr, 1.0 + 1e-3 * k)},
-                       steps, repeats)
-    return {"root": root, "baseline_step_us": res["baseline"], "step_us": res["this"],
-            "ratio_cpu": res["this"]["cpu_median"] / res["baseline"]["cpu_median"],
-            "ratio_wall": res["this"]["wall_median"] / res["baseline"]["wall_median"],
-            "parity_max_abs_torque": dtau, "parity_max_abs_state": dstate, "code_mismatches": mismatches,
-            "target_ratio": 0.4}
+    res = _alternating(
+        {"baseline": lambda k: base(fr, 1.0 + 1e-3 * k), "this": lambda k: new(fr, 1.0 + 1e-3 * k)}, steps, repeats
+    )
+    return {
+        "root": root,
+        "baseline_step_us": res["baseline"],
+        "step_us": res["this"],
+        "ratio_cpu": res["this"]["cpu_median"] / res["baseline"]["cpu_median"],
+        "ratio_wall": res["this"]["wall_median"] / res["baseline"]["wall_median"],
+        "parity_max_abs_torque": dtau,
+        "parity_max_abs_state": dstate,
+        "code_mismatches": mismatches,
+        "target_ratio": 0.4,
+    }
 
 
 def main() -> None:
@@ -104,8 +115,15 @@ def main() -> None:
         path = export_arm_controller(ArmController.build(cfg), Path(d) / "arm.pt", cfg)
         loaded = torch.jit.load(str(path))
         exported = time_per_call(lambda k: loaded(fr, 1.0 + 1e-3 * k), a.steps, a.repeats)
-    out = {"threads": torch.get_num_threads(), "loadavg": os.getloadavg(), "step_us_median": ctrl["wall_median"],
-           "step_us": ctrl, "estimator_step_us": est, "exported_step_us": exported, "target_step_us": 150.0}
+    out = {
+        "threads": torch.get_num_threads(),
+        "loadavg": os.getloadavg(),
+        "step_us_median": ctrl["wall_median"],
+        "step_us": ctrl,
+        "estimator_step_us": est,
+        "exported_step_us": exported,
+        "target_step_us": 150.0,
+    }
     if a.baseline:
         out["baseline"] = compare_baseline(a.baseline, a.steps, a.repeats)
     if a.out:

@@ -25,9 +25,11 @@ Outputs: a Markdown table on stdout, ``<out>/bench_attitude.json`` and ``<out>/b
 over time per trial). Packages that are not installed are skipped (listed in the JSON). Run:
 ``python scripts/bench_attitude.py [--out outputs/bench_attitude] [--quick] [--only flexlearn,VQF] [--vibrating-link]``.
 """
+
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import time
@@ -36,9 +38,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from flexlearn.sensing.attitude.orientation import estimate_orientation
+from flexlearn.physics.modal.estimator import EstimatorOptions, FlexibleArmEstimator
+from flexlearn.physics.modal.link import FlexibleLink
 from flexlearn.sensing.attitude.offline import run_filter
+from flexlearn.sensing.attitude.orientation import estimate_orientation
 from flexlearn.sensing.attitude.step import AttitudeStep
+from flexlearn.sensing.imu import complementary_filter
+from flexlearn.sim.flexible_arm import (
+    seed_single_link_config,
+    seed_single_link_trajectory,
+    simulate_flexible_arm,
+    smooth_random_trajectory,
+)
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "external"
 DEV = ("02", "05", "11", "24")
@@ -59,7 +70,8 @@ def find_recordings() -> dict:
 
 
 def load(path: Path) -> dict:
-    import h5py
+    import h5py  # optional: only to read the BROAD recordings
+
     with h5py.File(path, "r") as f:
         d = {k: np.ascontiguousarray(f[k][:], dtype=np.float64) for k in ("imu_acc", "imu_gyr", "imu_mag", "opt_quat")}
         d["movement"] = np.asarray(f["movement"][:]).astype(bool).ravel()
@@ -72,8 +84,15 @@ def load(path: Path) -> dict:
 def qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     aw, ax, ay, az = np.moveaxis(np.broadcast_to(a, np.broadcast_shapes(a.shape, b.shape)), -1, 0)
     bw, bx, by, bz = np.moveaxis(np.broadcast_to(b, np.broadcast_shapes(a.shape, b.shape)), -1, 0)
-    return np.stack([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], -1)
+    return np.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        -1,
+    )
 
 
 def errors_deg(q: np.ndarray, ref: np.ndarray) -> tuple:
@@ -97,7 +116,8 @@ def _flexlearn(d, mag: bool):
 
 
 def _vqf(d, mag: bool):
-    import vqf
+    import vqf  # optional: a baseline, skipped when not installed
+
     v = vqf.VQF(1.0 / d["fs"])
     if mag:
         return v.updateBatch(d["imu_gyr"], d["imu_acc"], d["imu_mag"])["quat9D"]
@@ -105,18 +125,21 @@ def _vqf(d, mag: bool):
 
 
 def _madgwick(d, mag: bool):
-    from ahrs.filters import Madgwick  # frame NWU (sensor → earth)
+    from ahrs.filters import Madgwick  # optional baseline; frame NWU (sensor → earth)
+
     q = Madgwick(gyr=d["imu_gyr"], acc=d["imu_acc"], mag=d["imu_mag"] if mag else None, frequency=d["fs"]).Q
     return qmul(NWU_TO_ENU, q)
 
 
 def _mahony(d, mag: bool):
-    from ahrs.filters import Mahony  # with a magnetometer its earth frame is ENU already
+    from ahrs.filters import Mahony  # optional baseline; with a magnetometer its earth frame is ENU already
+
     return Mahony(gyr=d["imu_gyr"], acc=d["imu_acc"], mag=d["imu_mag"] if mag else None, frequency=d["fs"]).Q
 
 
 def _fusion(d, mag: bool):
-    import imufusion  # defaults: NWU, gain 0.5; inputs °/s, g
+    import imufusion  # optional baseline; defaults: NWU, gain 0.5; inputs °/s, g
+
     f = imufusion.Ahrs()
     f.set_sample_period(1.0 / d["fs"])
     g, a, m = np.degrees(d["imu_gyr"]), d["imu_acc"] / 9.80665, d["imu_mag"]
@@ -130,13 +153,17 @@ def _fusion(d, mag: bool):
     return qmul(NWU_TO_ENU, out)
 
 
-FILTERS = {"flexlearn": (_flexlearn, None), "VQF": (_vqf, "vqf"), "Madgwick": (_madgwick, "ahrs"),
-           "Mahony": (_mahony, "ahrs"), "Fusion": (_fusion, "imufusion")}
+FILTERS = {
+    "flexlearn": (_flexlearn, None),
+    "VQF": (_vqf, "vqf"),
+    "Madgwick": (_madgwick, "ahrs"),
+    "Mahony": (_mahony, "ahrs"),
+    "Fusion": (_fusion, "imufusion"),
+}
 
 
 def available(skip: list) -> dict:
     """The filters whose package imports; the others are appended to ``skip``."""
-    import importlib
     out = {}
     for name, (fn, pkg) in FILTERS.items():
         try:
@@ -176,8 +203,11 @@ def score_trials(recs: dict, filters: dict, repeats: int) -> tuple:
                 if mag:
                     row[key]["heading_rmse_deg"] = rmse(head, mov)
                 ser[key] = (inc, head)
-            print(f"  {tid} {name}: 6D {row[name + ' 6D']['inclination_rmse_deg']:.3f}°, "
-                  f"9D heading {row[name + ' 9D']['heading_rmse_deg']:.2f}°", flush=True)
+            print(
+                f"  {tid} {name}: 6D {row[name + ' 6D']['inclination_rmse_deg']:.3f}°, "
+                f"9D heading {row[name + ' 9D']['heading_rmse_deg']:.2f}°",
+                flush=True,
+            )
         res[tid] = row
         series[tid] = (ser, mov, d["fs"])
     return res, series
@@ -195,7 +225,7 @@ def motion_points(movement: np.ndarray, fs: float, per_trial: int = 4) -> list:
 
 def _window_rmse(inc: np.ndarray, t0: int, fs: float) -> float:
     w = np.zeros(len(inc), dtype=bool)
-    w[t0 + int(5 * fs): t0 + int(10 * fs)] = True
+    w[t0 + int(5 * fs) : t0 + int(10 * fs)] = True
     return rmse(inc, w)
 
 
@@ -213,7 +243,7 @@ def robustness(recs: dict, filters: dict) -> dict:
             inc_full, _ = errors_deg(filters[name](d, False), d["opt_quat"])
             for s0 in motion_points(d["movement"], fs):
                 steady.append(_window_rmse(inc_full, s0, fs))  # the uncut run over the same window
-                seg = {k: (v[s0: s0 + int(12 * fs)] if isinstance(v, np.ndarray) else v) for k, v in d.items()}
+                seg = {k: (v[s0 : s0 + int(12 * fs)] if isinstance(v, np.ndarray) else v) for k, v in d.items()}
                 inc, _ = errors_deg(filters[name](seg, False), seg["opt_quat"])
                 starts.append(_window_rmse(inc, 0, fs))
                 g = dict(d)
@@ -228,10 +258,13 @@ def robustness(recs: dict, filters: dict) -> dict:
             out["gap_1s"].setdefault(name, {})[tid] = gaps
             out.setdefault("uncut_same_window", {}).setdefault(name, {})[tid] = steady
     for kind in out.values():
-        for name, per in kind.items():
+        for per in kind.values():
             trials = list(per)
-            for split, ids in (("", trials), ("dev_", [t for t in trials if t in DEV]),
-                               ("held_out_", [t for t in trials if t in HELD])):
+            for split, ids in (
+                ("", trials),
+                ("dev_", [t for t in trials if t in DEV]),
+                ("held_out_", [t for t in trials if t in HELD]),
+            ):
                 vals = [v for t in ids for v in per[t] if np.isfinite(v)]
                 per[split + "worst"] = max(vals) if vals else float("nan")
                 per[split + "mean"] = float(np.mean(vals)) if vals else float("nan")
@@ -253,21 +286,27 @@ def parity(recs: dict) -> dict:
         cpu, wall = (time.thread_time() - c0) / len(G) * 1e6, (time.perf_counter() - t0) / len(G) * 1e6
         e = qmul(ref * np.array([1.0, -1, -1, -1]), q)
         ang = 2 * np.arctan2(np.linalg.norm(e[:, 1:], axis=1), np.abs(e[:, 0]))
-        out["9D" if mag else "6D"] = {"max_angle_rad": float(ang.max()), "step_us_cpu": cpu, "step_us_wall": wall,
-                                      "samples": len(G)}
+        out["9D" if mag else "6D"] = {
+            "max_angle_rad": float(ang.max()),
+            "step_us_cpu": cpu,
+            "step_us_wall": wall,
+            "samples": len(G),
+        }
     return out
 
 
 def _link_estimates(cfg, acc: np.ndarray, gyr: np.ndarray, inclination: str) -> dict:
     """The flexible-arm estimator (2 modes, its defaults, TorchScript) with the given inclination filter over the
     readings of the single link ``cfg``: ψ̂ (N, S) [rad], joint angle θ̂ (N,) [rad], tip deflection ŵ(L) (N,) [m]."""
-    from flexlearn.physics.modal.estimator import FlexibleArmEstimator
-    from flexlearn.physics.modal.link import FlexibleLink
-
     ln = cfg.links[0]
-    est = torch.jit.script(FlexibleArmEstimator.build([FlexibleLink(ln.EI, ln.rho_A, ln.length, ln.tip_mass)],
-                                                      [list(ln.imu_positions)], [2], dt=cfg.dt,
-                                                      inclination=inclination))
+    est = torch.jit.script(
+        FlexibleArmEstimator.build(
+            [FlexibleLink(ln.EI, ln.rho_A, ln.length, ln.tip_mass)],
+            [list(ln.imu_positions)],
+            [2],
+            EstimatorOptions(dt=cfg.dt, inclination=inclination),
+        )
+    )
     A, G = torch.as_tensor(acc), torch.as_tensor(gyr)
     psi = np.empty((len(A), A.shape[1]))
     theta, tip = np.empty(len(A)), np.empty(len(A))
@@ -282,10 +321,6 @@ def _link_case(seed: int, motion: str, seconds: float) -> dict:
     """Inclination RMSE [deg] per IMU after 10 s, one simulated run (noise and IMU-bias draw ``seed``; motion
     ``sinusoid``: θ̄ − A cos Ω t, ``random``: joystick-like quintic moves of the same seed); for the estimator
     also the joint angle [deg] and tip deflection [mm] RMSE after 10 s."""
-    from flexlearn.sensing.imu import complementary_filter
-    from flexlearn.sim.flexible_arm import (seed_single_link_config, seed_single_link_trajectory,
-                                            simulate_flexible_arm, smooth_random_trajectory)
-
     cfg = seed_single_link_config(seed=seed)
     t = np.arange(int(seconds / cfg.dt)) * cfg.dt
     if motion == "sinusoid":
@@ -296,8 +331,13 @@ def _link_case(seed: int, motion: str, seconds: float) -> dict:
     acc, gyr, ang = r["acc"], r["gyr"], r["imu_angle"]
     late = t > 10.0
     est = {k: _link_estimates(cfg, acc, gyr, k) for k in ("complementary", "attitude")}
-    rows: dict = {"raw accelerometer": [], "complementary eq. (6)": [], "attitude filter": [],
-                  "estimator (compensated)": [], "estimator (compensated, attitude filter)": []}
+    rows: dict = {
+        "raw accelerometer": [],
+        "complementary eq. (6)": [],
+        "attitude filter": [],
+        "estimator (compensated)": [],
+        "estimator (compensated, attitude filter)": [],
+    }
     for s in range(ang.shape[1]):
         raw = np.arctan2(acc[:, s, 1], acc[:, s, 2])
         cf = complementary_filter(raw, gyr[:, s, 0], cfg.dt)[0][:, 0]
@@ -305,15 +345,25 @@ def _link_case(seed: int, motion: str, seconds: float) -> dict:
         att = np.arctan2(2 * (y * z + w * x), 1 - 2 * (x * x + y * y))  # R(q)ᵀ e_z: (·, y, z) components
         for name, psi in zip(rows, (raw, cf, att, est["complementary"]["psi"][:, s], est["attitude"]["psi"][:, s])):
             rows[name].append(float(np.degrees(np.sqrt(np.mean((psi - ang[:, s])[late] ** 2)))))
+
     def late_rms(err: np.ndarray) -> float:
         return float(np.sqrt(np.mean(err[late] ** 2)))
 
-    outputs = {k: {"theta_rmse_deg": float(np.degrees(late_rms(e["theta"] - r["theta"][:, 0]))),
-                   "tip_deflection_rmse_mm": 1e3 * late_rms(e["tip"] - r["tip_deflection"][:, 0])}
-               for k, e in est.items()}
-    return {"seed": seed, "motion": motion, "modes_hz": [float(f) for f in r["fe_frequencies_hz"][0][:3]],
-            "inclination_rmse_deg": rows, "mean_deg": {k: float(np.mean(v)) for k, v in rows.items()},
-            "estimator_outputs": outputs}
+    outputs = {
+        k: {
+            "theta_rmse_deg": float(np.degrees(late_rms(e["theta"] - r["theta"][:, 0]))),
+            "tip_deflection_rmse_mm": 1e3 * late_rms(e["tip"] - r["tip_deflection"][:, 0]),
+        }
+        for k, e in est.items()
+    }
+    return {
+        "seed": seed,
+        "motion": motion,
+        "modes_hz": [float(f) for f in r["fe_frequencies_hz"][0][:3]],
+        "inclination_rmse_deg": rows,
+        "mean_deg": {k: float(np.mean(v)) for k, v in rows.items()},
+        "estimator_outputs": outputs,
+    }
 
 
 def vibrating_link(seconds: float = 40.0) -> dict:
@@ -326,9 +376,13 @@ def vibrating_link(seconds: float = 40.0) -> dict:
     θ̄ − A cos Ω t (where the estimator's defaults were set) and held-out seeds 1 and 2 (other noise and IMU
     biases) with joystick-like random moves."""
     cases = [_link_case(0, "sinusoid", seconds), _link_case(1, "random", seconds), _link_case(2, "random", seconds)]
-    out: dict = {"imus": len(cases[0]["inclination_rmse_deg"]["raw accelerometer"]), "seconds": seconds,
-                 "modes_hz": cases[0]["modes_hz"], "inclination_rmse_deg": cases[0]["inclination_rmse_deg"],
-                 "cases": cases}
+    out: dict = {
+        "imus": len(cases[0]["inclination_rmse_deg"]["raw accelerometer"]),
+        "seconds": seconds,
+        "modes_hz": cases[0]["modes_hz"],
+        "inclination_rmse_deg": cases[0]["inclination_rmse_deg"],
+        "cases": cases,
+    }
     return out
 
 
@@ -340,16 +394,18 @@ def summarize(res: dict, rob: dict, par: dict) -> dict:
     undist = [t for t in res if "undisturbed" in res[t]["file"]]
     summ = {"inclination_mean": {}, "heading_undisturbed_mean": {}, "us_per_sample_mean": {}}
     for k in keys:
-        summ["inclination_mean"][k] = {g: float(np.mean([res[t][k]["inclination_rmse_deg"] for t in ts]))
-                                       for g, ts in groups.items() if ts}
+        summ["inclination_mean"][k] = {
+            g: float(np.mean([res[t][k]["inclination_rmse_deg"] for t in ts])) for g, ts in groups.items() if ts
+        }
         summ["us_per_sample_mean"][k] = float(np.mean([res[t][k]["us_per_sample"] for t in res]))
         if k.endswith("9D") and undist:
             summ["heading_undisturbed_mean"][k] = float(np.mean([res[t][k]["heading_rmse_deg"] for t in undist]))
     tg = {}
     if "VQF 6D" in keys:
         fl, vq = summ["inclination_mean"]["flexlearn 6D"], summ["inclination_mean"]["VQF 6D"]
-        ratios = {t: res[t]["flexlearn 6D"]["inclination_rmse_deg"] / res[t]["VQF 6D"]["inclination_rmse_deg"]
-                  for t in res}
+        ratios = {
+            t: res[t]["flexlearn 6D"]["inclination_rmse_deg"] / res[t]["VQF 6D"]["inclination_rmse_deg"] for t in res
+        }
         hr = {t: res[t]["flexlearn 9D"]["heading_rmse_deg"] / res[t]["VQF 9D"]["heading_rmse_deg"] for t in undist}
         cpu = summ["us_per_sample_mean"]["flexlearn 6D"] / summ["us_per_sample_mean"]["VQF 6D"]
         tg["6D mean ≤ VQF 6D (all)"] = [fl["all"], vq["all"], fl["all"] <= vq["all"] + 1e-12]
@@ -360,8 +416,10 @@ def summarize(res: dict, rob: dict, par: dict) -> dict:
         summ["flexlearn_over_vqf_6D"] = ratios
     dist = [t for t in DISTURBED_MAG if t in res]
     if dist:
-        worst = max(res[t]["flexlearn 9D"]["inclination_rmse_deg"] - res[t]["flexlearn 6D"]["inclination_rmse_deg"]
-                    for t in dist)
+        worst = max(
+            res[t]["flexlearn 9D"]["inclination_rmse_deg"] - res[t]["flexlearn 6D"]["inclination_rmse_deg"]
+            for t in dist
+        )
         tg["9D inclination ≤ 6D on disturbed (max diff, deg)"] = [worst, 0.0, worst <= 1e-9]
     for kind in ("start_in_motion", "gap_1s"):
         if "flexlearn" in rob.get(kind, {}):
@@ -378,22 +436,31 @@ def table(res: dict, summ: dict) -> str:
     keys6 = [k for k in summ["inclination_mean"] if k.endswith("6D")]
     keys9 = [k for k in summ["inclination_mean"] if k.endswith("9D")]
     lines = []
-    for title, keys, metric in (("Inclination RMSE [deg], 6-axis", keys6, "inclination_rmse_deg"),
-                                ("Inclination RMSE [deg], 9-axis", keys9, "inclination_rmse_deg"),
-                                ("Heading RMSE [deg], 9-axis", keys9, "heading_rmse_deg"),
-                                ("CPU µs per sample", keys6 + keys9, "us_per_sample")):
-        lines += [f"\n### {title}\n", "| trial | split | " + " | ".join(keys) + " |",
-                  "|---|---|" + "---|" * len(keys)]
+    for title, keys, metric in (
+        ("Inclination RMSE [deg], 6-axis", keys6, "inclination_rmse_deg"),
+        ("Inclination RMSE [deg], 9-axis", keys9, "inclination_rmse_deg"),
+        ("Heading RMSE [deg], 9-axis", keys9, "heading_rmse_deg"),
+        ("CPU µs per sample", keys6 + keys9, "us_per_sample"),
+    ):
+        lines += [f"\n### {title}\n", "| trial | split | " + " | ".join(keys) + " |", "|---|---|" + "---|" * len(keys)]
         for t, row in res.items():
             split = "dev" if t in DEV else "held-out" if t in HELD else "-"
-            lines.append(f"| {row['file'][:40]} | {split} | " + " | ".join(f"{row[k][metric]:.3f}" for k in keys) + " |")
+            lines.append(
+                f"| {row['file'][:40]} | {split} | " + " | ".join(f"{row[k][metric]:.3f}" for k in keys) + " |"
+            )
         if metric == "inclination_rmse_deg":
             for g in ("dev", "held_out", "all"):
-                lines.append(f"| **mean {g}** | | " + " | ".join(
-                    f"**{summ['inclination_mean'][k].get(g, float('nan')):.3f}**" for k in keys) + " |")
+                lines.append(
+                    f"| **mean {g}** | | "
+                    + " | ".join(f"**{summ['inclination_mean'][k].get(g, float('nan')):.3f}**" for k in keys)
+                    + " |"
+                )
         elif metric == "heading_rmse_deg":
-            lines.append("| **mean undisturbed** | | " + " | ".join(
-                f"**{summ['heading_undisturbed_mean'].get(k, float('nan')):.3f}**" for k in keys) + " |")
+            lines.append(
+                "| **mean undisturbed** | | "
+                + " | ".join(f"**{summ['heading_undisturbed_mean'].get(k, float('nan')):.3f}**" for k in keys)
+                + " |"
+            )
     lines += ["\n### Targets\n", "| target | measured | bound | met |", "|---|---|---|---|"]
     for name, (val, bound, ok) in summ["targets"].items():
         lines.append(f"| {name} | {val:.4g} | {bound:g} | {'yes' if ok else 'NO'} |")
@@ -402,9 +469,11 @@ def table(res: dict, summ: dict) -> str:
 
 def plot(series: dict, path: Path) -> None:
     """Per trial: 1 s moving RMS of the 6-axis inclination error and of the 9-axis heading error."""
-    import matplotlib
+    import matplotlib  # heavy: skipped with --no-plot
+
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after the backend is chosen
+
     fig, axs = plt.subplots(len(series), 2, figsize=(15, 2.3 * len(series)), squeeze=False, sharex="row")
     for row, (tid, (ser, mov, fs)) in zip(axs, series.items()):
         w = max(1, int(fs))
@@ -417,8 +486,15 @@ def plot(series: dict, path: Path) -> None:
             with np.errstate(invalid="ignore", divide="ignore"):
                 r = np.where(den > w / 2, np.sqrt(num / den), np.nan)
             fl = key.startswith("flexlearn")  # drawn dashed on top: it often coincides with VQF
-            row[col].plot(np.arange(len(e)) / fs, r, lw=0.9 if fl else 0.7, ls="--" if fl else "-",
-                          zorder=3 if fl else 2, color="k" if fl else None, label=key)
+            row[col].plot(
+                np.arange(len(e)) / fs,
+                r,
+                lw=0.9 if fl else 0.7,
+                ls="--" if fl else "-",
+                zorder=3 if fl else 2,
+                color="k" if fl else None,
+                label=key,
+            )
         row[0].set_ylabel(f"{tid}\ninclination [deg]")
         row[1].set_ylabel("heading [deg]")
         for ax in row:
@@ -440,8 +516,9 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated filters to run (e.g. flexlearn,VQF; default: all)")
     ap.add_argument("--no-parity", action="store_true")
     ap.add_argument("--no-plot", action="store_true")
-    ap.add_argument("--vibrating-link", action="store_true",
-                    help="also slopes of a simulated vibrating link (3 runs, ~10 min)")
+    ap.add_argument(
+        "--vibrating-link", action="store_true", help="also slopes of a simulated vibrating link (3 runs, ~10 min)"
+    )
     args = ap.parse_args()
     recs = find_recordings()
     if not recs:
@@ -459,13 +536,24 @@ def main() -> None:
     vib = vibrating_link() if args.vibrating_link else {}
     print(table(res, summ))
     args.out.mkdir(parents=True, exist_ok=True)
-    out = {"data": str(DATA), "trials": res, "summary": summ, "robustness": rob, "torchscript": par,
-           "vibrating_link": vib, "skipped": skipped, "split": {"dev": DEV, "held_out": HELD}, "torch": torch.__version__}
+    out = {
+        "data": str(DATA),
+        "trials": res,
+        "summary": summ,
+        "robustness": rob,
+        "torchscript": par,
+        "vibrating_link": vib,
+        "skipped": skipped,
+        "split": {"dev": DEV, "held_out": HELD},
+        "torch": torch.__version__,
+    }
     (args.out / "bench_attitude.json").write_text(json.dumps(out, indent=1, default=float))
     if not args.no_plot:
         plot(series, args.out / "bench_attitude.png")
     keys = ("worst", "mean", "dev_worst", "dev_mean", "held_out_worst", "held_out_mean")
-    print(f"\nrobustness: {json.dumps({k: {n: {q: v[q] for q in keys} for n, v in r.items()} for k, r in rob.items()})}")
+    print(
+        f"\nrobustness: {json.dumps({k: {n: {q: v[q] for q in keys} for n, v in r.items()} for k, r in rob.items()})}"
+    )
     if vib:
         print(f"vibrating link: {json.dumps(vib)}")
     print(f"torchscript: {json.dumps(par)}\nskipped: {skipped}\nwritten: {args.out}/bench_attitude.json, .png")

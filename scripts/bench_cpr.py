@@ -13,6 +13,7 @@ imports, tangent predictor), the torch path with the fused element kernels (``ba
 the predictor (``backend="reference"``) (``variants``, ``speedup_vs_torch_fused``, ``speedup_vs_reference``).
 ``--no-shooting`` skips the shooting comparison (minutes per pass) when only the LSE timing is wanted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,6 +34,7 @@ def _lse_passes(model: CPRModel, loads, dense: torch.Tensor, rest, variants: dic
     the default solver (compiled Newton when numba imports), the torch path with fused kernels and the tangent
     predictor, without the predictor, and the reference (flexlearn.lie) element kernels without it.
     Returns ({variant: [seconds per pass]}, {variant: (iterations, (K, 3) end-effector positions [m])})."""
+
     def lse_pass(backend: str, predictor: bool):
         model.predictor = predictor
         eq = rest
@@ -85,8 +87,12 @@ def main() -> None:
     _, dense, _ = actuation_path(args.phases, args.substeps)
     rest = model.solve(torch.zeros(3, dtype=torch.float64), loads)
 
-    variants = {"default": ("auto", True), "torch_fused": ("torch", True),
-                "no_predictor": ("torch", False), "reference": ("reference", False)}
+    variants = {
+        "default": ("auto", True),
+        "torch_fused": ("torch", True),
+        "no_predictor": ("torch", False),
+        "reference": ("reference", False),
+    }
     if args.quick:
         variants = {"default": variants["default"]}
     times, runs = _lse_passes(model, loads, dense, rest, variants, args.repeats)
@@ -110,14 +116,20 @@ def main() -> None:
         "mean_ee_diff_m": float(diff.mean()),
         "n_solves": n,
         "lse_pass_times_s": lse_times,
-        "variants": {name: {"solves_per_s": n / statistics.median(times[name]),
-                            "mean_newton_iters": float(np.mean(runs[name][0])),
-                            "max_ee_diff_to_default_m": float(np.linalg.norm(runs[name][1] - positions, axis=-1).max())}
-                     for name in variants},
-        "speedup_vs_reference": (statistics.median(times["reference"]) / statistics.median(lse_times)
-                                 if "reference" in times else None),
-        "speedup_vs_torch_fused": (statistics.median(times["torch_fused"]) / statistics.median(lse_times)
-                                   if "torch_fused" in times else None),
+        "variants": {
+            name: {
+                "solves_per_s": n / statistics.median(times[name]),
+                "mean_newton_iters": float(np.mean(runs[name][0])),
+                "max_ee_diff_to_default_m": float(np.linalg.norm(runs[name][1] - positions, axis=-1).max()),
+            }
+            for name in variants
+        },
+        "speedup_vs_reference": (
+            statistics.median(times["reference"]) / statistics.median(lse_times) if "reference" in times else None
+        ),
+        "speedup_vs_torch_fused": (
+            statistics.median(times["torch_fused"]) / statistics.median(lse_times) if "torch_fused" in times else None
+        ),
         "backend": "auto",
         "kernels": "numba" if default_plan.elements == "numba" else "fused",
         "compiled_newton": default_plan.compiled,

@@ -37,6 +37,7 @@ round rather than on one side of the ratio.
 
 Prints JSON. Skips the C++ part (with the reason) without g++ or Eigen.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,7 +55,9 @@ from pathlib import Path
 import numpy as np
 
 EIGEN_DIRS = ("/usr/include/eigen3", "/usr/local/include/eigen3")
-SHIM_TYPES = "#ifndef EIGENMATRIXTYPES_H\n#define EIGENMATRIXTYPES_H\n#include <Eigen/Dense>\nusing namespace Eigen;\n#endif\n"
+SHIM_TYPES = (
+    "#ifndef EIGENMATRIXTYPES_H\n#define EIGENMATRIXTYPES_H\n#include <Eigen/Dense>\nusing namespace Eigen;\n#endif\n"
+)
 SHIM_DIFF = """#ifndef NUMERICALDIFFERENTIATION_H
 #define NUMERICALDIFFERENTIATION_H
 #include "eigenmatrixtypes.h"
@@ -85,7 +88,8 @@ SOLVE = "guess = solveLevenbergMarquardt<shootingFunction, jacobianFunction>(gue
 # each warm-started from the previous solution as the reference's own loop does (its first residual reuses the
 # previous solve's integration); a solve that exceeds the iteration limit is counted and the next one starts
 # from the last solution; argv[2] (any) prints, after the timing, each pose's failure flag, position and solution
-BATCH_LOOP = """    std::vector<Vector3d> targets;
+BATCH_LOOP = (
+    """    std::vector<Vector3d> targets;
     { std::ifstream in(argv[1]); double x, y_, z; while(in >> x >> y_ >> z) targets.push_back(Vector3d(x, y_, z)); }
     const int M = int(targets.size());
     MatrixXd sols(36, M);
@@ -98,7 +102,9 @@ BATCH_LOOP = """    std::vector<Vector3d> targets;
         fresh = false;
         pE = targets[i];
         try{
-            """ + SOLVE + """
+            """
+    + SOLVE
+    + """
         }catch(...){
             failures++;
             failed[i] = 1;
@@ -116,6 +122,7 @@ BATCH_LOOP = """    std::vector<Vector3d> targets;
     return 0;
 }
 """
+)
 
 
 def _compile(src: Path, out: Path, inc: list[Path]) -> str:
@@ -157,7 +164,9 @@ def build_cpp(anchor: Path, work: Path, rates_too: bool = True) -> dict:
     else:
         errors["dump"] = err
     head = src.split("//Benchmark speed test")[0]
-    batch = "#include <fstream>\n#include <vector>\n" + head.replace("int main(int, char**){", "int main(int argc, char** argv){")
+    batch = "#include <fstream>\n#include <vector>\n" + head.replace(
+        "int main(int, char**){", "int main(int argc, char** argv){"
+    )
     (work / "batch.cpp").write_text(batch + BATCH_LOOP)
     err = _compile(work / "batch.cpp", work / "batch", inc)
     if err:
@@ -187,10 +196,11 @@ def cpp_batch(exe: Path, points: np.ndarray, work: Path) -> dict:
     two when it did not finish or printed too few."""
     listing = work / "batch_points.txt"
     np.savetxt(listing, points, fmt="%.17g")
-    limit = 60 + 0.2 * len(points)     # s: ≈ 13× the slowest rate seen (66/s, poses in random order)
+    limit = 60 + 0.2 * len(points)  # s: ≈ 13× the slowest rate seen (66/s, poses in random order)
     try:
-        out = subprocess.run([str(exe), str(listing), "dump"], capture_output=True, text=True, timeout=limit,
-                             check=False).stdout
+        out = subprocess.run(
+            [str(exe), str(listing), "dump"], capture_output=True, text=True, timeout=limit, check=False
+        ).stdout
     except subprocess.TimeoutExpired:
         return {"solves_per_s": None, "failures": None, "error": f"not finished within {limit:.0f} s"}
     fails = re.search(r"Failures:\s*(\d+)", out)
@@ -218,8 +228,12 @@ def rounds_vs_cpp(lse: dict, exes: dict, rounds: int, repeats: int) -> dict:
             ratios.append(rate / max(rates.values()))
     names = sorted({k for r in per_round for k in r})
     medians = {k: float(np.median([r[k] for r in per_round if k in r])) for k in names}
-    out = {"rounds": rounds, "lse_solves_per_s": float(np.median(lse_rates)), "lse_rounds_solves_per_s": lse_rates,
-           "cpp_variant_solves_per_s": medians}
+    out = {
+        "rounds": rounds,
+        "lse_solves_per_s": float(np.median(lse_rates)),
+        "lse_rounds_solves_per_s": lse_rates,
+        "cpp_variant_solves_per_s": medians,
+    }
     if ratios:
         out["cpp_solves_per_s"] = max(medians.values())
         out["lse_vs_cpp"] = float(np.median(ratios))
@@ -297,9 +311,9 @@ def _path_rate(ps, poses, start, repeats: int):
 def lse_run(n_elements: int, repeats: int, tol: float, plain: bool = False) -> dict:
     """The LSE path (default solver: kept factorisations, sized quadrature) and, with ``plain``, the same path by
     plain Newton (a fresh 3-point tangent every step) in the same process, just before."""
-    from omegaconf import OmegaConf
+    from omegaconf import OmegaConf  # lazy: --baseline child (older tree)
 
-    from flexlearn.physics.lse import CPRModel
+    from flexlearn.physics.lse import CPRModel  # lazy: --baseline child (older tree)
 
     cfg = OmegaConf.load(Path(__file__).resolve().parents[1] / "flexlearn/conf/cpr/csg.yaml")
     cfg.rod.n_elements = n_elements
@@ -309,9 +323,9 @@ def lse_run(n_elements: int, repeats: int, tol: float, plain: bool = False) -> d
     st0 = ps.solve(_pose([0, 0, 0.4]))
     st1 = ps.solve(_pose([0, 0.02, 0.48]), st0)
     poses = path_poses()
-    ps.solve_path(poses[:2], st1)       # compile (or load) the path kernel
+    ps.solve_path(poses[:2], st1)  # compile (or load) the path kernel
     first = time.perf_counter() - t0
-    ps.solve_path(poses, st1)           # untimed warm-up pass (see _rate)
+    ps.solve_path(poses, st1)  # untimed warm-up pass (see _rate)
     out = {"model": model, "ps": ps, "start": st1, "poses": poses, "first_call_s": first, "kd": ps.kd[0]}
     if plain:
         ps_plain = model.pose_statics(tol=tol, chord_keep=0.0, tiny_rotation=0.0)
@@ -338,7 +352,7 @@ def compare(lse: dict, sols: list, n_elements: int) -> dict:
         y = sol[3:]
         pts = ps.rod_points(poses[i], path.g_int[i], path.beta[i], path.psi[i], path.lengths[i], 39 * k)
         for r in range(6):
-            ref = cpp_rod_points(p0[r], y[5 * r:5 * r + 3], y[5 * r + 3:5 * r + 5], y[30 + r], lse["kd"])
+            ref = cpp_rod_points(p0[r], y[5 * r : 5 * r + 3], y[5 * r + 3 : 5 * r + 5], y[30 + r], lse["kd"])
             ours = pts[r][np.round(np.linspace(0, pts.shape[1] - 1, 40)).astype(int)]
             target = poses[i][:3, 3] + ps.tip_local[r, :3, 3]
             closure = max(closure, float(np.linalg.norm(ref[-1] - target)))
@@ -351,27 +365,32 @@ def shooting(lse: dict, count: int, sols: list) -> dict:
     """Our shooting baseline (:func:`shoot_pose`, RK4 with the reference's 39 steps, finite-difference Newton to a
     sum of squares ≤ 1e-12) warm-started along the first ``count`` path poses; lengths vs the LSE path (and the
     reference when its solutions are there)."""
-    from flexlearn.physics.lse.shooting.pose import shoot_pose
+    from flexlearn.physics.lse.shooting import pose as shooting_pose  # lazy: --baseline child (older tree)
 
     model = lse["model"]
     base, att, kd = model.base_pose0.numpy(), model.tip_local.numpy(), model.stiffness().numpy()
-    x, _, _ = shoot_pose(base, att, _pose([0, 0, 0.4]), kd)
-    x, _, _ = shoot_pose(base, att, _pose([0, 0.02, 0.48]), kd, x, tol=1e-12)
+    x, _, _ = shooting_pose.shoot_pose(base, att, _pose([0, 0, 0.4]), kd)
+    x, _, _ = shooting_pose.shoot_pose(
+        base, att, _pose([0, 0.02, 0.48]), kd, x, shooting_pose.ShootingSettings(tol=1e-12)
+    )
     t = time.perf_counter()
     diff, diff_cpp = 0.0, 0.0
     for i in range(count):
-        x, lengths, _ = shoot_pose(base, att, lse["poses"][i], kd, x, tol=1e-12)
+        x, lengths, _ = shooting_pose.shoot_pose(
+            base, att, lse["poses"][i], kd, x, shooting_pose.ShootingSettings(tol=1e-12)
+        )
         diff = max(diff, float(np.abs(lengths - lse["path"].lengths[i]).max()))
         if len(sols) >= 202:
-            diff_cpp = max(diff_cpp, float(np.abs(lengths - sols[2 + i][3 + 30:]).max()))
+            diff_cpp = max(diff_cpp, float(np.abs(lengths - sols[2 + i][3 + 30 :]).max()))
     out = {"shooting_solves_per_s": count / (time.perf_counter() - t), "shooting_vs_lse_max_length_diff_m": diff}
     if len(sols) >= 202:
         out["shooting_vs_cpp_max_length_diff_m"] = diff_cpp
     return out
 
 
-def batched(lse: dict, n: int, seed: int = 0, repeats: int = 3, cpp_exe: Path | None = None,
-            work: Path | None = None) -> dict:
+def batched(
+    lse: dict, n: int, seed: int = 0, repeats: int = 3, cpp_exe: Path | None = None, work: Path | None = None
+) -> dict:
     """``n`` random poses in the path's box solved by :meth:`PoseStatics.solve_batch`; the rate is the median of
     ``repeats`` passes (one pass is ≈ 1 s, so a burst of load would decide a single one). With ``cpp_exe`` (the
     reference's batch build, :func:`build_cpp`) also the reference on the same poses (:func:`batched_vs_cpp`;
@@ -381,22 +400,32 @@ def batched(lse: dict, n: int, seed: int = 0, repeats: int = 3, cpp_exe: Path | 
     pts = np.stack([rng.uniform(-0.01, 0.01, n), rng.uniform(0.02, 0.12, n), rng.uniform(0.48, 0.58, n)], 1)
     poses = np.array([_pose(p) for p in pts])
     ps = lse["ps"]
-    ps.solve_batch(poses, lse["start"])     # compile (or load) and an untimed warm-up pass (see _rate)
+    ps.solve_batch(poses, lse["start"])  # compile (or load) and an untimed warm-up pass (see _rate)
     rate, out = _rate(lambda: ps.solve_batch(poses, lse["start"]), n, repeats)
-    res = {"batched_solves_per_s": rate, "batched_converged": int(out.converged.sum()), "batched_poses": n,
-           "batched_seed": seed, "batched_mean_newton_iters": float(out.iterations.mean())}
-    if "fit" not in inspect.signature(ps.solve_batch).parameters:   # an earlier tree (--baseline)
+    res = {
+        "batched_solves_per_s": rate,
+        "batched_converged": int(out.converged.sum()),
+        "batched_poses": n,
+        "batched_seed": seed,
+        "batched_mean_newton_iters": float(out.iterations.mean()),
+    }
+    if "fit" not in inspect.signature(ps.solve_batch).parameters:  # an earlier tree (--baseline)
         return res
     ps.solve_batch(poses, lse["start"], fit=False)
     rate_chain, chain = _rate(lambda: ps.solve_batch(poses, lse["start"], fit=False), n, repeats)
     both = out.converged & chain.converged
-    res.update({"batched_fit_started": int(out.fit_started.sum()),
-                "batched_chain_only_solves_per_s": rate_chain,
-                "batched_chain_only_converged": int(chain.converged.sum()),
-                "batched_chain_only_mean_newton_iters": float(chain.iterations.mean()),
-                "batched_vs_chain_only": rate / rate_chain,
-                "batched_vs_chain_only_max_length_diff_m": float(np.abs(out.lengths - chain.lengths)[both].max())
-                if both.any() else None})
+    res.update(
+        {
+            "batched_fit_started": int(out.fit_started.sum()),
+            "batched_chain_only_solves_per_s": rate_chain,
+            "batched_chain_only_converged": int(chain.converged.sum()),
+            "batched_chain_only_mean_newton_iters": float(chain.iterations.mean()),
+            "batched_vs_chain_only": rate / rate_chain,
+            "batched_vs_chain_only_max_length_diff_m": float(np.abs(out.lengths - chain.lengths)[both].max())
+            if both.any()
+            else None,
+        }
+    )
     if cpp_exe is not None and work is not None:
         res.update(batched_vs_cpp(cpp_exe, pts, out, rate, lse["start"].g_ee[:3, 3], work))
     return res
@@ -409,10 +438,10 @@ def batched_vs_cpp(exe: Path, pts: np.ndarray, ours, rate: float, start: np.ndar
     where both converged, how many it solved to our equilibrium (all six lengths within 0.1 mm) and how many to
     another one (a length more than 1 mm off: the shooting problem has several solutions here, e.g. with one rod
     much longer), and the median length difference [m]."""
-    from flexlearn.physics.lse.length_actuated.statics import nearest_neighbour_order
+    from flexlearn.physics.lse.length_actuated import statics  # lazy: --baseline child (older tree)
 
     res: dict = {}
-    for name, order in (("given_order", np.arange(len(pts))), ("chain", nearest_neighbour_order(pts, start))):
+    for name, order in (("given_order", np.arange(len(pts))), ("chain", statics.nearest_neighbour_order(pts, start))):
         ref = cpp_batch(exe, pts[order], work)
         key = f"cpp_batch_{name}"
         res[f"{key}_solves_per_s"] = ref["solves_per_s"]
@@ -436,8 +465,11 @@ def rate_child(elements: int, repeats: int, tol: float, batch: int, out: Path) -
     (.npy); the rates as one JSON line."""
     lse = lse_run(elements, repeats, tol)
     np.save(out, lse["path"].lengths)
-    res = {"lse_solves_per_s": lse["solves_per_s"], "mean_newton_iters": float(lse["path"].iterations.mean()),
-           "mean_factorisations": float(lse["path"].factorisations.mean())}
+    res = {
+        "lse_solves_per_s": lse["solves_per_s"],
+        "mean_newton_iters": float(lse["path"].iterations.mean()),
+        "mean_factorisations": float(lse["path"].factorisations.mean()),
+    }
     if batch > 0:
         res.update(batched(lse, batch))
     print(json.dumps(res))
@@ -453,8 +485,22 @@ def baseline(tree: Path, elements: int, repeats: int, tol: float, batch: int, ro
             for name, root in (("baseline", tree.resolve()), ("this", here)):
                 env = dict(os.environ, PYTHONPATH=str(root))
                 out = Path(tmp) / f"{name}{i}.npy"
-                cmd = [sys.executable, str(Path(__file__).resolve()), "--rate-child", str(out), "--anchor", ".",
-                       "--elements", str(elements), "--repeats", str(repeats), "--tol", str(tol), "--batch", str(batch)]
+                cmd = [
+                    sys.executable,
+                    str(Path(__file__).resolve()),
+                    "--rate-child",
+                    str(out),
+                    "--anchor",
+                    ".",
+                    "--elements",
+                    str(elements),
+                    "--repeats",
+                    str(repeats),
+                    "--tol",
+                    str(tol),
+                    "--batch",
+                    str(batch),
+                ]
                 r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(root), check=False)
                 if r.returncode != 0:
                     return {"error": f"{name} child failed: {r.stderr[-2000:]}"}
@@ -496,8 +542,10 @@ def main(argv=None) -> int:
         need = ["Library", "Cpp_5/main.cpp"] + ([] if a.shapes_only else ["Cpp_2/main.cpp", "Cpp_3/main.cpp"])
         missing = [n for n in need if not (a.anchor / n).exists()]
         if missing:
-            ap.error(f"--anchor {a.anchor}: missing {', '.join(missing)} (the folder of the C++ benchmark's sources, "
-                     "with Cpp_2, Cpp_3, Cpp_5 and Library/; or --no-cpp)")
+            ap.error(
+                f"--anchor {a.anchor}: missing {', '.join(missing)} (the folder of the C++ benchmark's sources, "
+                "with Cpp_2, Cpp_3, Cpp_5 and Library/; or --no-cpp)"
+            )
     if a.rate_child is not None:
         rate_child(a.elements, a.repeats, a.tol, a.batch, a.rate_child)
         return 0

@@ -62,9 +62,15 @@ def inputs(batch: int, dtype: torch.dtype, seed: int = 0) -> dict[str, torch.Ten
     w = torch.randn(batch, 3, generator=g, dtype=dtype)
     w = w / w.norm(dim=-1, keepdim=True) * torch.rand(batch, 1, generator=g, dtype=dtype) * 3.0
     xi = torch.cat([w, torch.randn(batch, 3, generator=g, dtype=dtype)], -1)
-    return {"w": w, "R": L.so3_exp(w), "q": L.quat_exp(w), "xi": xi, "T": L.se3_exp(xi),
-            "x3": torch.randn(batch, 3, generator=g, dtype=dtype),
-            "x6": torch.randn(batch, 6, generator=g, dtype=dtype)}
+    return {
+        "w": w,
+        "R": L.so3_exp(w),
+        "q": L.quat_exp(w),
+        "xi": xi,
+        "T": L.se3_exp(xi),
+        "x3": torch.randn(batch, 3, generator=g, dtype=dtype),
+        "x6": torch.randn(batch, 6, generator=g, dtype=dtype),
+    }
 
 
 OPS: dict[str, tuple[Callable, tuple[str, ...]]] = {
@@ -83,7 +89,7 @@ OPS: dict[str, tuple[Callable, tuple[str, ...]]] = {
 def pypose_ops(inp: dict[str, torch.Tensor]):
     """PyPose equivalents (same inputs and outputs as the flexlearn op of that name), or None."""
     try:
-        import pypose as pp
+        import pypose as pp  # optional: the comparison is skipped without it
     except ImportError:
         return None, None
     w, xi = inp["w"], inp["xi"]
@@ -123,16 +129,37 @@ def main() -> None:
             a = tuple(inp[k] for k in keys)
             torch.testing.assert_close(scripted[name](*a), fn(*a), rtol=0, atol=0)
             for mode, f in [("eager", fn), ("script", scripted[name])]:
-                results.append({"op": name, "batch": batch, "impl": f"flexlearn.{mode}",
-                                "us_per_call": round(1e6 * time_call(f, a, args.repeats), 2)})
+                results.append(
+                    {
+                        "op": name,
+                        "batch": batch,
+                        "impl": f"flexlearn.{mode}",
+                        "us_per_call": round(1e6 * time_call(f, a, args.repeats), 2),
+                    }
+                )
         pp_ops, pp_version = pypose_ops(inp)
         if pp_ops is not None:
             for name, (f, a, what) in pp_ops.items():
-                results.append({"op": name, "batch": batch, "impl": "pypose.eager", "what": what,
-                                "us_per_call": round(1e6 * time_call(f, a, args.repeats), 2)})
-    meta = {"torch": torch.__version__, "python": platform.python_version(), "machine": platform.machine(),
-            "threads": torch.get_num_threads(), "dtype": args.dtype, "repeats": args.repeats,
-            "statistic": "median", "unit": "microseconds per call", "pypose": pp_version}
+                results.append(
+                    {
+                        "op": name,
+                        "batch": batch,
+                        "impl": "pypose.eager",
+                        "what": what,
+                        "us_per_call": round(1e6 * time_call(f, a, args.repeats), 2),
+                    }
+                )
+    meta = {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "threads": torch.get_num_threads(),
+        "dtype": args.dtype,
+        "repeats": args.repeats,
+        "statistic": "median",
+        "unit": "microseconds per call",
+        "pypose": pp_version,
+    }
     print(json.dumps({"meta": meta, "results": results}, indent=1))
 
 

@@ -17,11 +17,13 @@ times across runs.
 
     OMP_NUM_THREADS=1 python scripts/bench_lse_compile.py --base /tmp/base --repeats 2
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -34,8 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _child_compile() -> None:
     t0 = time.perf_counter()
-    import flexlearn.physics.lse  # noqa: F401
-    from flexlearn.apps.kernels import GROUPS
+    import flexlearn.physics.lse  # noqa: F401  (lazy: the child times this import)
+    from flexlearn.apps.kernels import (
+        GROUPS,
+    )  # lazy: the child times its own imports; the parent imports no tree's flexlearn
 
     t1 = time.perf_counter()
     c1 = _cpu_s()
@@ -45,20 +49,24 @@ def _child_compile() -> None:
 
 def _cpu_s() -> float:
     """CPU seconds of this process and of its finished children (the compile's forked helper)."""
-    import resource
-
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _child_solve(passes: int, substeps: int, out: str) -> None:
-    import numpy as np
-    import torch
-    from omegaconf import OmegaConf
+    import numpy as np  # lazy: the child times its own imports; the parent imports no tree's flexlearn
+    import torch  # lazy: the child times its own imports; the parent imports no tree's flexlearn
+    from omegaconf import OmegaConf  # lazy: the child times its own imports; the parent imports no tree's flexlearn
 
-    from flexlearn.config import to_plain_dict
-    from flexlearn.physics.lse import CPRModel
-    from flexlearn.physics.lse.inverse import actuation_path
+    from flexlearn.config import (
+        to_plain_dict,
+    )  # lazy: the child times its own imports; the parent imports no tree's flexlearn
+    from flexlearn.physics.lse import (
+        CPRModel,
+    )  # lazy: the child times its own imports; the parent imports no tree's flexlearn
+    from flexlearn.physics.lse.inverse import (
+        actuation_path,
+    )  # lazy: the child times its own imports; the parent imports no tree's flexlearn
 
     cfg = to_plain_dict(OmegaConf.load(ROOT / "flexlearn" / "conf" / "cpr" / "default.yaml"), "cpr")
     model = CPRModel.from_config(cfg)
@@ -72,8 +80,11 @@ def _child_solve(passes: int, substeps: int, out: str) -> None:
             for th in dense:
                 eq = model.solve(th, loads, init=eq)
                 if p == 0:
-                    states.append(np.concatenate([eq.g_ee.reshape(-1).numpy(), eq.nodes.reshape(-1).numpy(),
-                                                  eq.beta.reshape(-1).numpy()]))
+                    states.append(
+                        np.concatenate(
+                            [eq.g_ee.reshape(-1).numpy(), eq.nodes.reshape(-1).numpy(), eq.beta.reshape(-1).numpy()]
+                        )
+                    )
             times.append((time.perf_counter() - t0) / len(dense))
             cpu.append((time.process_time() - c0) / len(dense))
     np.save(out, np.stack(states))
@@ -83,8 +94,14 @@ def _child_solve(passes: int, substeps: int, out: str) -> None:
 def _run(tree: Path, args: list[str], cache: str) -> dict:
     env = dict(os.environ, PYTHONPATH=str(tree), NUMBA_CACHE_DIR=cache, OMP_NUM_THREADS="1")
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), *args], env=env, cwd=str(tree),
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), *args],
+        env=env,
+        cwd=str(tree),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"child in {tree} failed:\n{proc.stderr[-3000:]}")
     res = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -115,7 +132,7 @@ def main() -> None:
     compile_cpu_s: dict = {k: [] for k in trees}
     process_s: dict = {k: [] for k in trees}
     for r in range(a.repeats):
-        for name in (("base", "new") if r % 2 == 0 else ("new", "base")):
+        for name in ("base", "new") if r % 2 == 0 else ("new", "base"):
             caches[name] = tempfile.mkdtemp(dir=tmp)
             res = _run(trees[name], ["--child", "compile"], caches[name])
             compile_s[name].append(res["compile_s"])
@@ -128,29 +145,56 @@ def main() -> None:
     solve_ms: dict = {k: [] for k in trees}
     solve_cpu: dict = {k: [] for k in trees}
     for r in range(a.solve_rounds):
-        for name in (("base", "new") if r % 2 == 0 else ("new", "base")):
-            res = _run(trees[name], ["--child", "solve", "--passes", str(a.passes), "--substeps", str(a.substeps),
-                                     "--out", str(tmp / f"{name}.npy")], caches[name])
+        for name in ("base", "new") if r % 2 == 0 else ("new", "base"):
+            res = _run(
+                trees[name],
+                [
+                    "--child",
+                    "solve",
+                    "--passes",
+                    str(a.passes),
+                    "--substeps",
+                    str(a.substeps),
+                    "--out",
+                    str(tmp / f"{name}.npy"),
+                ],
+                caches[name],
+            )
             solve_ms[name].extend(res["solve_ms"])
             solve_cpu[name].extend(res["solve_cpu_ms"])
-    import numpy as np
+    import numpy as np  # lazy: the children time their imports, numpy among them
 
     sb, sn = np.load(tmp / "base.npy"), np.load(tmp / "new.npy")
     same_shape = sb.shape == sn.shape
     med = {k: statistics.median(v) for k, v in solve_ms.items()}
     cpu_med = {k: statistics.median(v) for k, v in solve_cpu.items()}
     cmed = {k: statistics.median(v) for k, v in compile_s.items() if v}
-    print(json.dumps({
-        "compile_s": compile_s, "compile_cpu_s": compile_cpu_s, "process_s": process_s, "compile_median_s": cmed,
-        "compile_ratio": cmed["new"] / cmed["base"] if cmed else None,
-        "solve_ms_median": med, "solve_speed_ratio": med["base"] / med["new"],
-        "solve_cpu_ms_median": cpu_med, "solve_cpu_speed_ratio": cpu_med["base"] / cpu_med["new"],
-        "solves_compared": int(sb.shape[0]) if same_shape else None,
-        "bitwise_equal": bool(same_shape and np.array_equal(sb, sn)),
-        "max_abs_diff": float(np.abs(sb - sn).max()) if same_shape else None,
-        "setup": {"base": str(trees["base"]), "substeps": a.substeps, "passes": a.passes,
-                  "solve_rounds": a.solve_rounds, "threads": 1},
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "compile_s": compile_s,
+                "compile_cpu_s": compile_cpu_s,
+                "process_s": process_s,
+                "compile_median_s": cmed,
+                "compile_ratio": cmed["new"] / cmed["base"] if cmed else None,
+                "solve_ms_median": med,
+                "solve_speed_ratio": med["base"] / med["new"],
+                "solve_cpu_ms_median": cpu_med,
+                "solve_cpu_speed_ratio": cpu_med["base"] / cpu_med["new"],
+                "solves_compared": int(sb.shape[0]) if same_shape else None,
+                "bitwise_equal": bool(same_shape and np.array_equal(sb, sn)),
+                "max_abs_diff": float(np.abs(sb - sn).max()) if same_shape else None,
+                "setup": {
+                    "base": str(trees["base"]),
+                    "substeps": a.substeps,
+                    "passes": a.passes,
+                    "solve_rounds": a.solve_rounds,
+                    "threads": 1,
+                },
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

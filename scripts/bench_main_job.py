@@ -5,6 +5,7 @@ cached sweep and dataset are reused). Prints JSON with wall-clock seconds and th
 
     python scripts/bench_main_job.py [--root DIR] [overrides ...]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,15 +21,21 @@ from pathlib import Path
 def run_pipeline(root: Path, overrides: list[str]) -> dict:
     env = dict(os.environ, FLEXLEARN_ROOT=str(root))
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "flexlearn.apps.pipeline", *overrides], env=env, cwd=root,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flexlearn.apps.pipeline", *overrides], env=env, cwd=root, capture_output=True, text=True
+    )
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"pipeline failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     out_dir = Path(proc.stdout.strip().splitlines()[-1])
     metrics = json.loads((out_dir / "metrics.json").read_text())
-    keep = {k: v for k, v in metrics.items() if k.startswith(("test/", "val/")) or k == "epochs"
-            or (k.startswith("test_module") and k.count("/") <= 2 and "/module" not in k)}   # held-out modules
+    keep = {
+        k: v
+        for k, v in metrics.items()
+        if k.startswith(("test/", "val/"))
+        or k == "epochs"
+        or (k.startswith("test_module") and k.count("/") <= 2 and "/module" not in k)
+    }  # held-out modules
     return {"wall_s": wall, "output_dir": str(out_dir), "metrics": keep}
 
 

@@ -3,13 +3,15 @@
 
 * ``estimator_step_us``: one runtime step of the two-link reduced-model estimator
   (5 IMUs → acceleration compensation → complementary filters → joint states → modal coordinates →
-  end-effector pose), TorchScript, 1 thread (also without the elastic / without any compensation); median over repeats of the wall time and of the thread CPU time (the latter is robust to
-  other processes on a shared machine). Target ≤ 100 µs.
+  end-effector pose), TorchScript, 1 thread (also without the elastic / without any compensation); median over
+  repeats of the wall time and of the thread CPU time (the latter is robust to other processes on a shared
+  machine). Target ≤ 100 µs.
 * ``mode_grid_s``: the 50 × 50 mode-count grids of Fig. 6 (both scenarios), target ≤ 10 s each.
 * ``reference_20_adds_us``: a scripted loop of 20 scalar adds, to normalise for machine load.
 
 Usage: ``python scripts/bench_modal.py [--repeats 9] [--steps 2000] [--skip-grid]``
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,10 +20,15 @@ import os
 import time
 
 import torch
-
 from _timing import time_per_call  # noqa: E402  (scripts/ is on sys.path when run)
 
-from flexlearn.physics.modal import FlexibleArmEstimator, FlexibleLink, ModeSelectionConfig, select_modes
+from flexlearn.physics.modal import (
+    EstimatorOptions,
+    FlexibleArmEstimator,
+    FlexibleLink,
+    ModeSelectionConfig,
+    select_modes,
+)
 
 
 def _ref(x: torch.Tensor) -> torch.Tensor:
@@ -45,8 +52,9 @@ def main() -> None:
     pos = [[0.5625, 3.9375], [0.44375, 1.33125, 3.10625]]  # IMUs 1, 4 | 5, 6, 8 of the seed's DLFM
     est = torch.jit.script(FlexibleArmEstimator.build(links, pos, [1, 2]))
     g = torch.Generator().manual_seed(0)
-    acc = torch.tensor([[0.0, 0.0, 9.81]] * 5, dtype=torch.float64) + 0.05 * torch.randn(5, 3, generator=g,
-                                                                                          dtype=torch.float64)
+    acc = torch.tensor([[0.0, 0.0, 9.81]] * 5, dtype=torch.float64) + 0.05 * torch.randn(
+        5, 3, generator=g, dtype=torch.float64
+    )
     gyr = 0.01 * torch.randn(5, 3, generator=g, dtype=torch.float64)
     ref = torch.jit.script(_ref)
     out = {
@@ -54,10 +62,18 @@ def main() -> None:
         "loadavg": os.getloadavg(),
         "estimator_step_us": _time(est.step, (acc, gyr), a.steps, a.repeats),
         "estimator_forward_us": _time(est, (acc, gyr), a.steps, a.repeats),
-        "estimator_step_rigid_compensation_only_us": _time(torch.jit.script(FlexibleArmEstimator.build(
-            links, pos, [1, 2], elastic=False)).step, (acc, gyr), a.steps, a.repeats),
-        "estimator_step_no_compensation_us": _time(torch.jit.script(FlexibleArmEstimator.build(
-            links, pos, [1, 2], compensate=False)).step, (acc, gyr), a.steps, a.repeats),
+        "estimator_step_rigid_compensation_only_us": _time(
+            torch.jit.script(FlexibleArmEstimator.build(links, pos, [1, 2], EstimatorOptions(elastic=False))).step,
+            (acc, gyr),
+            a.steps,
+            a.repeats,
+        ),
+        "estimator_step_no_compensation_us": _time(
+            torch.jit.script(FlexibleArmEstimator.build(links, pos, [1, 2], EstimatorOptions(compensate=False))).step,
+            (acc, gyr),
+            a.steps,
+            a.repeats,
+        ),
         "reference_20_adds_us": _time(ref, (torch.zeros(5, dtype=torch.float64),), a.steps, a.repeats),
         "target_step_us": 100.0,
     }

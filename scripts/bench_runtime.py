@@ -13,7 +13,8 @@ Measures, on a TorchScript module (script → save → load, as deployed):
   growth ≈ 0), nested under ``soak`` and flat as ``soak_latency_ratio_last_first``, ``soak_rss_growth_mb``, …;
 * ``imu_attitude_step`` — one `flexlearn.sensing.attitude.step.AttitudeStep` call (raw IMU → quaternion) against the
   previous list round-trip wrapping of the same kernels, side by side (``--imu-step``: only this section);
-* ``binframe_parse_us_median`` — decoding one binary serial frame (`flexlearn.runtime.serial_frames`). The issue's full soak is 10⁶ steps (≈ 1 min); tests run a short one.
+* ``binframe_parse_us_median`` — decoding one binary serial frame (`flexlearn.runtime.serial_frames`). The issue's
+full soak is 10⁶ steps (≈ 1 min); tests run a short one.
 * ``--formats`` (needs ``executorch``): ``formats`` — per-call latency of every exported module side by side,
   TorchScript / torch.export ``.pt2`` / ExecuTorch ``.pte``, each loaded from its file as deployed (direction model
   on one ΔB, arm-controller step, the bundle estimator driven as the runner drives it (`ProgramBundle`): attitude
@@ -25,6 +26,7 @@ Prints and writes one JSON object (atomically with ``--out``).
 
     python scripts/bench_runtime.py --steps 2000 --formats --format-steps 500 --repeats 7 --out formats.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,15 +46,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from flexlearn.lie import matrix_to_quat, so3_exp  # noqa: E402
 from flexlearn.models.direction_mlp import DirectionMLP  # noqa: E402
 from flexlearn.runtime.fusion.estimator import FusedEstimator  # noqa: E402
+from flexlearn.runtime.fusion.options import EstimatorSettings  # noqa: E402
 from flexlearn.sensing.attitude import kernels as attitude_kernels  # noqa: E402
 
 
 def _rss_mb() -> float:
     try:
         with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
     except OSError:
         import resource
+
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -67,7 +71,7 @@ def _stream(n: int, steps: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tens
 
 
 def build(n: int) -> torch.jit.ScriptModule:
-    est = FusedEstimator(DirectionMLP(), n_segments=n).eval()
+    est = FusedEstimator(DirectionMLP(), EstimatorSettings(n_segments=n)).eval()
     buf = io.BytesIO()
     torch.jit.save(torch.jit.script(est), buf)
     buf.seek(0)
@@ -111,16 +115,20 @@ def run(n: int = 9, steps: int = 20000, soak: int = 0, block: int = 50000) -> di
         mod.correct(1 + i % n, db, clock[0])
 
     with torch.inference_mode():
-        for _ in range(2):                           # warm-up: profiling executor specialises on the first calls
+        for _ in range(2):  # warm-up: profiling executor specialises on the first calls
             _time(fused, 2000)
         # fixes everywhere so that the steady state (no NO_FIX evaluation) is measured
         _time(corr, 3 * n)
-        res = {"segments": n, "threads": torch.get_num_threads(), "torch": torch.__version__,
-               "fused_step_us_median": 1e6 * statistics.median(_time(fused, steps)),
-               "attitude_step_us_median": 1e6 * statistics.median(_time(att, steps)),
-               "mag_round_us_median": 1e6 * statistics.median(_time(mag, steps)),
-               "correction_us_median": 1e6 * statistics.median(_time(corr, min(steps, 2000))),
-               "fused_step_us_p99": 0.0}
+        res = {
+            "segments": n,
+            "threads": torch.get_num_threads(),
+            "torch": torch.__version__,
+            "fused_step_us_median": 1e6 * statistics.median(_time(fused, steps)),
+            "attitude_step_us_median": 1e6 * statistics.median(_time(att, steps)),
+            "mag_round_us_median": 1e6 * statistics.median(_time(mag, steps)),
+            "correction_us_median": 1e6 * statistics.median(_time(corr, min(steps, 2000))),
+            "fused_step_us_p99": 0.0,
+        }
         lat = sorted(_time(fused, steps))
         res["fused_step_us_p99"] = 1e6 * lat[int(0.99 * (len(lat) - 1))]
         if soak > 0:
@@ -131,13 +139,31 @@ def run(n: int = 9, steps: int = 20000, soak: int = 0, block: int = 50000) -> di
                 b = min(block, soak - done)
                 blocks.append(1e6 * statistics.median(_time(fused, b)))
                 done += b
-            res["soak"] = {"steps": soak, "block": block, "first_block_us": blocks[0], "last_block_us": blocks[-1],
-                           "max_block_us": max(blocks), "latency_ratio_last_first": blocks[-1] / blocks[0],
-                           "rss_mb_before": rss0, "rss_mb_after": _rss_mb(), "rss_growth_mb": _rss_mb() - rss0}
+            res["soak"] = {
+                "steps": soak,
+                "block": block,
+                "first_block_us": blocks[0],
+                "last_block_us": blocks[-1],
+                "max_block_us": max(blocks),
+                "latency_ratio_last_first": blocks[-1] / blocks[0],
+                "rss_mb_before": rss0,
+                "rss_mb_after": _rss_mb(),
+                "rss_growth_mb": _rss_mb() - rss0,
+            }
             # the same figures flat, for dashboards and comparisons across runs
-            res.update({f"soak_{key}": res["soak"][key] for key in
-                        ("steps", "first_block_us", "last_block_us", "max_block_us", "latency_ratio_last_first",
-                         "rss_growth_mb")})
+            res.update(
+                {
+                    f"soak_{key}": res["soak"][key]
+                    for key in (
+                        "steps",
+                        "first_block_us",
+                        "last_block_us",
+                        "max_block_us",
+                        "latency_ratio_last_first",
+                        "rss_growth_mb",
+                    )
+                }
+            )
         res["finite"] = bool(torch.isfinite(mod.points).all())
     res["binframe_parse_us_median"] = _parse_cost(n, q, m)
     return res
@@ -148,13 +174,17 @@ def _parse_cost(n: int, q: torch.Tensor, m: torch.Tensor, frames: int = 2000) ->
     chunks, `flexlearn.runtime.serial_frames.FrameParser`): the runner's link overhead per frame."""
     from flexlearn.runtime.serial_frames import FrameParser, encode_frame
 
-    raw = b"".join(encode_frame("att", 0.06 * i, i, q=q[i % q.shape[0]].tolist()) if i % 2 == 0 else
-                   encode_frame("mag", 0.06 * i, i, m=m[i % m.shape[0]].tolist(), coil=-1) for i in range(frames))
+    raw = b"".join(
+        encode_frame("att", 0.06 * i, i, q=q[i % q.shape[0]].tolist())
+        if i % 2 == 0
+        else encode_frame("mag", 0.06 * i, i, m=m[i % m.shape[0]].tolist(), coil=-1)
+        for i in range(frames)
+    )
     reps = []
     for _ in range(5):
         p = FrameParser()
         t0 = time.perf_counter()
-        got = sum(len(p.feed(raw[k:k + 4096])) for k in range(0, len(raw), 4096))
+        got = sum(len(p.feed(raw[k : k + 4096])) for k in range(0, len(raw), 4096))
         reps.append((time.perf_counter() - t0) / max(got, 1))
     return 1e6 * statistics.median(reps)
 
@@ -168,6 +198,7 @@ class _ListRoundTripStep(torch.nn.Module):
     def __init__(self, rate_hz: float, use_mag: bool = False) -> None:
         super().__init__()
         from flexlearn.sensing.attitude.offline import initial_state, make_params
+
         p = make_params(rate_hz)
         self.register_buffer("params", torch.as_tensor(p, dtype=torch.float64))
         self.register_buffer("state", torch.as_tensor(initial_state(p), dtype=torch.float64))
@@ -197,8 +228,9 @@ def _veltkamp(s: list[float]) -> torch.Tensor:
         hi.append(h)
         mid.append(m)
         lo.append(r - m)
-    return (torch.tensor(hi, dtype=torch.float64) + torch.tensor(mid, dtype=torch.float64)) \
-        + torch.tensor(lo, dtype=torch.float64)
+    return (torch.tensor(hi, dtype=torch.float64) + torch.tensor(mid, dtype=torch.float64)) + torch.tensor(
+        lo, dtype=torch.float64
+    )
 
 
 def run_imu_step(steps: int = 3000, repeats: int = 7) -> dict:
@@ -213,9 +245,11 @@ def run_imu_step(steps: int = 3000, repeats: int = 7) -> dict:
     g = torch.Generator().manual_seed(3)
     t = torch.arange(steps, dtype=torch.float64).unsqueeze(1) / 200.0
     gyr = 0.8 * torch.sin(t * torch.tensor([1.1, 0.7, 0.5], dtype=torch.float64)) + 0.003 * torch.randn(
-        steps, 3, generator=g, dtype=torch.float64)
-    acc = torch.tensor([0.0, 0.0, 9.80665], dtype=torch.float64) + 0.5 * torch.randn(steps, 3, generator=g,
-                                                                                      dtype=torch.float64)
+        steps, 3, generator=g, dtype=torch.float64
+    )
+    acc = torch.tensor([0.0, 0.0, 9.80665], dtype=torch.float64) + 0.5 * torch.randn(
+        steps, 3, generator=g, dtype=torch.float64
+    )
 
     def load(m: torch.nn.Module) -> torch.jit.ScriptModule:
         buf = io.BytesIO()
@@ -231,6 +265,7 @@ def run_imu_step(steps: int = 3000, repeats: int = 7) -> dict:
     res["speedup_old_over_new"] = res["old_us"] / res["new_us"]
     res["cpu_speedup_old_over_new"] = res["old_cpu_us"] / res["new_cpu_us"]
     from flexlearn.sensing.attitude.offline import run_filter
+
     ref = torch.as_tensor(run_filter(gyr.numpy(), acc.numpy(), 200.0).quat)
     for name, make in (("new", AttitudeStep), ("old", _ListRoundTripStep)):
         m = load(make(200.0))
@@ -247,7 +282,13 @@ sys.path.insert(0, sys.argv[1])
 from flexlearn.models.direction_mlp import DirectionMLP
 from flexlearn.runtime.fusion.estimator import FusedEstimator
 torch.manual_seed(0)
-torch.jit.save(torch.jit.script(FusedEstimator(DirectionMLP(), n_segments=int(sys.argv[3])).eval()), sys.argv[2])
+n = int(sys.argv[3])
+try:
+    from flexlearn.runtime.fusion.options import EstimatorSettings
+    est = FusedEstimator(DirectionMLP(), EstimatorSettings(n_segments=n))
+except ImportError:  # a tree from before the settings object
+    est = FusedEstimator(DirectionMLP(), n_segments=n)
+torch.jit.save(torch.jit.script(est.eval()), sys.argv[2])
 """
 
 
@@ -296,12 +337,22 @@ def run_baseline(root: str, n: int = 9, steps: int = 2000, repeats: int = 9) -> 
                 mod.correct(1 + i % n, db, clock[name])
             fix_times[name].append((time.thread_time() - t0) / max(steps // 10, 1) * 1e6)
     fix = {name: statistics.median(v) for name, v in fix_times.items()}
-    fix_diff = max(float((getattr(mods["baseline"], b) - getattr(mods["this"], b)).abs().max())
-                   for b in ("bias", "c_bias", "gain", "p_var", "rel_c"))
-    return {"root": root, "baseline_fused_step_cpu_us": med["baseline"], "fused_step_cpu_us": med["this"],
-            "ratio": med["this"] / med["baseline"], "max_abs_diff": diff, "target_ratio_max": 1.05,
-            "baseline_correction_cpu_us": fix["baseline"], "correction_cpu_us": fix["this"],
-            "correction_ratio": fix["this"] / fix["baseline"], "correction_max_abs_diff": fix_diff}
+    fix_diff = max(
+        float((getattr(mods["baseline"], b) - getattr(mods["this"], b)).abs().max())
+        for b in ("bias", "c_bias", "gain", "p_var", "rel_c")
+    )
+    return {
+        "root": root,
+        "baseline_fused_step_cpu_us": med["baseline"],
+        "fused_step_cpu_us": med["this"],
+        "ratio": med["this"] / med["baseline"],
+        "max_abs_diff": diff,
+        "target_ratio_max": 1.05,
+        "baseline_correction_cpu_us": fix["baseline"],
+        "correction_cpu_us": fix["this"],
+        "correction_ratio": fix["this"] / fix["baseline"],
+        "correction_max_abs_diff": fix_diff,
+    }
 
 
 def _side_by_side(calls: dict, steps: int, repeats: int) -> dict:
@@ -337,15 +388,21 @@ def _direction_model_formats(model, db, d: Path, steps: int, repeats: int) -> di
     pt2, _ = ee.load_pt2(pt2_path)
     pte = ee.load_pte(pte_path).method("forward")
     return _side_by_side(
-        {"torchscript": (lambda k: ts(db[k % k_in]), lambda k: ts(db[k % k_in])),
-         "pt2": (lambda k: pt2(db[k % k_in]), lambda k: pt2(db[k % k_in])),
-         "pte": (lambda k: pte(db[k % k_in]), lambda k: pte(db[k % k_in])[0])}, steps, repeats)
+        {
+            "torchscript": (lambda k: ts(db[k % k_in]), lambda k: ts(db[k % k_in])),
+            "pt2": (lambda k: pt2(db[k % k_in]), lambda k: pt2(db[k % k_in])),
+            "pte": (lambda k: pte(db[k % k_in]), lambda k: pte(db[k % k_in])[0]),
+        },
+        steps,
+        repeats,
+    )
 
 
 def _arm_controller_formats(cfg, frames, d: Path, steps: int, repeats: int) -> dict:
     """Arm-controller step in the three formats (fresh instances for the parity pass: the state advances)."""
     from flexlearn.runtime import executorch_export as ee
-    from flexlearn.runtime.arm.controller import ArmController, export_arm_controller, load_arm_controller
+    from flexlearn.runtime.arm.controller import ArmController
+    from flexlearn.runtime.arm.export import export_arm_controller, load_arm_controller
 
     k_in = frames.shape[0]
     ts_path = export_arm_controller(ArmController.build(cfg), d / "arm.pt", cfg)
@@ -358,8 +415,9 @@ def _arm_controller_formats(cfg, frames, d: Path, steps: int, repeats: int) -> d
         c = ee.load_arm_controller_program(d / f"arm.{fmt}")[0]
         return lambda k: c(frames[k % k_in], 1e-3 * k)
 
-    return _side_by_side({f: (arm(f), (lambda s: lambda k: s(k)[0])(arm(f))) for f in ("torchscript", "pt2", "pte")},
-                         steps, repeats)
+    return _side_by_side(
+        {f: (arm(f), (lambda s: lambda k: s(k)[0])(arm(f))) for f in ("torchscript", "pt2", "pte")}, steps, repeats
+    )
 
 
 def _estimator_formats(model, n: int, q, m, d: Path, steps: int, repeats: int) -> dict:
@@ -390,13 +448,15 @@ def _estimator_formats(model, n: int, q, m, d: Path, steps: int, repeats: int) -
                 return torch.zeros(())
             clock[0] += 0.06
             return b.attitude(clock[0], q[k % k_in])[0]
+
         return fn
 
     out = {}
     for what in ("attitude", "magnetometer", "fused_step", "pulse_cycle"):
         calls = steps if what != "pulse_cycle" else max(steps // 20, 5)
         out[f"estimator_{what}"] = _side_by_side(
-            {f: (est(f, what), est(f, what)) for f in ("torchscript", "pt2", "pte")}, calls, repeats)
+            {f: (est(f, what), est(f, what)) for f in ("torchscript", "pt2", "pte")}, calls, repeats
+        )
     return out
 
 
@@ -408,16 +468,19 @@ def _export_blockers(cfg, frames) -> dict:
     from flexlearn.runtime.height_control import HeightPID
 
     f64 = torch.float64
-    e = FusedEstimator(DirectionMLP(hidden=(8,)), n_segments=3)
+    e = FusedEstimator(DirectionMLP(hidden=(8,)), EstimatorSettings(n_segments=3))
     t0 = torch.tensor(0.1, dtype=f64)
     q3 = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=f64).repeat(4, 1)
     return {
         "arm_controller": ee.export_blockers(ArmController.build(cfg), (frames[0], t0)),
         "estimator_attitude": ee.export_blockers(ee.MethodOf(e, "attitude"), (t0, q3)),
-        "estimator_magnetometer": ee.export_blockers(ee.MethodOf(e, "magnetometer"),
-                                                     (t0, torch.full((3, 3), 1e-5, dtype=f64), torch.tensor(-1))),
-        "height_pid": ee.export_blockers(ee.MethodOf(HeightPID(), "step"),
-                                         (t0, torch.tensor(0.01, dtype=f64), torch.tensor(0.0, dtype=f64)))}
+        "estimator_magnetometer": ee.export_blockers(
+            ee.MethodOf(e, "magnetometer"), (t0, torch.full((3, 3), 1e-5, dtype=f64), torch.tensor(-1))
+        ),
+        "height_pid": ee.export_blockers(
+            ee.MethodOf(HeightPID(), "step"), (t0, torch.tensor(0.01, dtype=f64), torch.tensor(0.0, dtype=f64))
+        ),
+    }
 
 
 def run_formats(n: int = 9, steps: int = 500, repeats: int = 7) -> dict:
@@ -425,7 +488,7 @@ def run_formats(n: int = 9, steps: int = 500, repeats: int = 7) -> dict:
     import math
     import tempfile
 
-    from flexlearn.runtime.arm.controller import ArmControllerConfig
+    from flexlearn.runtime.arm.config import ArmControllerConfig
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -445,8 +508,12 @@ def run_formats(n: int = 9, steps: int = 500, repeats: int = 7) -> dict:
         res["arm_controller"] = _arm_controller_formats(cfg, frames, d, steps, repeats)
         res.update(_estimator_formats(model, n, q, m, d, steps, repeats))
         res["export_blockers"] = _export_blockers(cfg, frames)
-    res["finite"] = all(math.isfinite(v) for sec in res.values() if isinstance(sec, dict) and "torchscript_us" in sec
-                        for v in sec.values())
+    res["finite"] = all(
+        math.isfinite(v)
+        for sec in res.values()
+        if isinstance(sec, dict) and "torchscript_us" in sec
+        for v in sec.values()
+    )
     return res
 
 
@@ -464,8 +531,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", default="", help="only the fused step against this source tree, side by side")
     a = ap.parse_args(argv)
     if a.baseline:
-        print(json.dumps({"fused_step_vs_baseline": run_baseline(a.baseline, a.segments, min(a.steps, 4000),
-                                                                  a.repeats)}, indent=2))
+        print(
+            json.dumps(
+                {"fused_step_vs_baseline": run_baseline(a.baseline, a.segments, min(a.steps, 4000), a.repeats)},
+                indent=2,
+            )
+        )
         return 0
     if a.imu_step:
         res = {"imu_attitude_step": run_imu_step(min(a.steps, 3000), a.repeats)}
@@ -479,6 +550,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if a.out is not None:
         from flexlearn.atomic import atomic_path
+
         with atomic_path(a.out) as tmp:
             Path(tmp).write_text(text + "\n")
     return 0

@@ -12,6 +12,7 @@ bare/plain and configured/plain-with-checkpoints.
 Each variant reports wall and process CPU seconds per epoch; on a shared machine the CPU-time ratio is
 the steadier of the two.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,8 +62,12 @@ def plain_loop(dm: DirectionDataModule, epochs: int, seed: int, checkpoints: boo
                 opt.step()
             sched.step()
             if checkpoints:
-                state = {"epoch": epoch, "state_dict": task.state_dict(), "optimizer": opt.state_dict(),
-                         "scheduler": sched.state_dict()}
+                state = {
+                    "epoch": epoch,
+                    "state_dict": task.state_dict(),
+                    "optimizer": opt.state_dict(),
+                    "scheduler": sched.state_dict(),
+                }
                 for name in ("last.ckpt", "best.ckpt"):
                     with atomic_path(Path(tmp.name) / name) as part:
                         torch.save(state, part)
@@ -78,13 +83,24 @@ def lightning_loop(dm: DirectionDataModule, epochs: int, seed: int, configured: 
     with tempfile.TemporaryDirectory() as tmp:
         extra = {}
         if configured:
-            extra = {"logger": CSVLogger(tmp, name="csv", version=""),
-                     "callbacks": [ModelCheckpoint(dirpath=tmp, save_last=True), NonFiniteLossGuard()]}
+            extra = {
+                "logger": CSVLogger(tmp, name="csv", version=""),
+                "callbacks": [ModelCheckpoint(dirpath=tmp, save_last=True), NonFiniteLossGuard()],
+            }
         else:
             extra = {"logger": False, "enable_checkpointing": False}
-        trainer = L.Trainer(max_epochs=epochs, accelerator="cpu", devices=1, limit_val_batches=0,
-                            num_sanity_val_steps=0, enable_progress_bar=False, enable_model_summary=False,
-                            deterministic=True, default_root_dir=tmp, **extra)
+        trainer = L.Trainer(
+            max_epochs=epochs,
+            accelerator="cpu",
+            devices=1,
+            limit_val_batches=0,
+            num_sanity_val_steps=0,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            deterministic=True,
+            default_root_dir=tmp,
+            **extra,
+        )
         wall, cpu = timed(lambda: trainer.fit(task, datamodule=dm))
         return wall / epochs, cpu / epochs
 
@@ -102,10 +118,12 @@ def main() -> None:
     path = args.dataset or prepare_dataset(DataConfig(), args.cache_dir)
     dm = DirectionDataModule(path, batch_size=args.batch_size)
     dm.setup()
-    runs = {"plain": lambda r: plain_loop(dm, args.epochs, r),
-            "plain_with_checkpoints": lambda r: plain_loop(dm, args.epochs, r, checkpoints=True),
-            "lightning_bare": lambda r: lightning_loop(dm, args.epochs, r, configured=False),
-            "lightning_configured": lambda r: lightning_loop(dm, args.epochs, r, configured=True)}
+    runs = {
+        "plain": lambda r: plain_loop(dm, args.epochs, r),
+        "plain_with_checkpoints": lambda r: plain_loop(dm, args.epochs, r, checkpoints=True),
+        "lightning_bare": lambda r: lightning_loop(dm, args.epochs, r, configured=False),
+        "lightning_configured": lambda r: lightning_loop(dm, args.epochs, r, configured=True),
+    }
     wall: dict[str, list[float]] = {k: [] for k in runs}
     cpu: dict[str, list[float]] = {k: [] for k in runs}
     for r in range(args.repeats):  # interleaved, so that machine load drifts affect all variants alike
@@ -116,20 +134,29 @@ def main() -> None:
     med = {k: statistics.median(v) for k, v in wall.items()}
     med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
     n_train = len(dm.split("train"))
-    print(json.dumps({
-        "dataset": str(path), "n_train": n_train, "batch_size": args.batch_size,
-        "steps_per_epoch": -(-n_train // args.batch_size), "epochs": args.epochs, "repeats": args.repeats,
-        "torch_threads": torch.get_num_threads(),
-        "median_wall_s_per_epoch": med,
-        "median_cpu_s_per_epoch": med_cpu,
-        "ratio_lightning_bare_over_plain": med["lightning_bare"] / med["plain"],
-        "ratio_lightning_configured_over_plain": med["lightning_configured"] / med["plain"],
-        "ratio_lightning_configured_over_plain_with_checkpoints":
-            med["lightning_configured"] / med["plain_with_checkpoints"],
-        "cpu_ratio_lightning_bare_over_plain": med_cpu["lightning_bare"] / med_cpu["plain"],
-        "cpu_ratio_lightning_configured_over_plain": med_cpu["lightning_configured"] / med_cpu["plain"],
-        "all_wall_s_per_epoch": wall,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "dataset": str(path),
+                "n_train": n_train,
+                "batch_size": args.batch_size,
+                "steps_per_epoch": -(-n_train // args.batch_size),
+                "epochs": args.epochs,
+                "repeats": args.repeats,
+                "torch_threads": torch.get_num_threads(),
+                "median_wall_s_per_epoch": med,
+                "median_cpu_s_per_epoch": med_cpu,
+                "ratio_lightning_bare_over_plain": med["lightning_bare"] / med["plain"],
+                "ratio_lightning_configured_over_plain": med["lightning_configured"] / med["plain"],
+                "ratio_lightning_configured_over_plain_with_checkpoints": med["lightning_configured"]
+                / med["plain_with_checkpoints"],
+                "cpu_ratio_lightning_bare_over_plain": med_cpu["lightning_bare"] / med_cpu["plain"],
+                "cpu_ratio_lightning_configured_over_plain": med_cpu["lightning_configured"] / med_cpu["plain"],
+                "all_wall_s_per_epoch": wall,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ Targets (issue 18): held-out modules after calibration 0–29.5°: median ≤ 1.
 p95 ≤ 5.0°; the same module no worse than 0.35° / 0.73° within the cap. Module seeds 11–19 and 101–102 were used
 while developing; the default report seeds 2001–2008 were not.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,13 @@ TARGETS = {"held_out_cap": (1.0, 2.5), "held_out_past_cap": (2.0, 5.0), "same_mo
 def train_default(root: Path) -> str:
     """Best checkpoint of `flexlearn-train` with its defaults in ``root`` (subprocess; FLEXLEARN_ROOT=root)."""
     env = dict(os.environ, FLEXLEARN_ROOT=str(root))
-    proc = subprocess.run([sys.executable, "-m", "flexlearn.apps.train", "transfer.module_seeds=[]"], env=env,
-                          cwd=root, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flexlearn.apps.train", "transfer.module_seeds=[]"],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"training failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     out_dir = Path(proc.stdout.strip().splitlines()[-1])
@@ -47,8 +53,12 @@ def module_dataset(root: Path, seed: int, module_seed: int, poses: int):
     from flexlearn.data.dataset import DirectionDataset
     from flexlearn.data.sources import DataConfig, prepare_dataset
 
-    sim = {"n_poses": poses, "seed": seed, "module_seed": module_seed,
-           "geometry": {"max_colatitude": 0.70, "mechanical_limit": 0.785}}
+    sim = {
+        "n_poses": poses,
+        "seed": seed,
+        "module_seed": module_seed,
+        "geometry": {"max_colatitude": 0.70, "mechanical_limit": 0.785},
+    }
     return DirectionDataset.load(prepare_dataset(DataConfig(sim=sim), root / ".cache"))
 
 
@@ -58,9 +68,12 @@ def training_modules(root: Path, seeds, poses: int):
     from flexlearn.data.dataset import DirectionDataset, merge_modules
     from flexlearn.data.sources import DataConfig, prepare_dataset
 
-    parts = [DirectionDataset.load(prepare_dataset(DataConfig(sim={"n_poses": poses, "seed": 500 + s,
-                                                                   "module_seed": s}), root / ".cache"))
-             for s in seeds]
+    parts = [
+        DirectionDataset.load(
+            prepare_dataset(DataConfig(sim={"n_poses": poses, "seed": 500 + s, "module_seed": s}), root / ".cache")
+        )
+        for s in seeds
+    ]
     return merge_modules(parts)
 
 
@@ -81,12 +94,20 @@ def joint(root: Path, seeds, poses: int, held, n_poses: int, name: str = "joint"
     with torch.no_grad():
         own = model(torch.as_tensor(te.delta_b), torch.as_tensor(te.module)).double()
     label, pred, per = scored(model.net, held, n_poses)
-    out = {f"held_out_{name}_cap": figure(label, pred, 0.0, 29.5),
-           f"held_out_{name}_past_cap": figure(label, pred, 30.0, 40.0),
-           f"{name}_training_modules_test_cap": figure(torch.as_tensor(te.label), own, 0.0, 29.5)}
-    out[name] = {"training_module_seeds": list(seeds), "poses_per_module": poses, "train_s": round(train_s, 1),
-                    "maps_rotation_deg": [round(math.degrees(float(torch.linalg.vector_norm(t[:3]))), 3)
-                                          for t in model.theta.detach()], "per_module": per}
+    out = {
+        f"held_out_{name}_cap": figure(label, pred, 0.0, 29.5),
+        f"held_out_{name}_past_cap": figure(label, pred, 30.0, 40.0),
+        f"{name}_training_modules_test_cap": figure(torch.as_tensor(te.label), own, 0.0, 29.5),
+    }
+    out[name] = {
+        "training_module_seeds": list(seeds),
+        "poses_per_module": poses,
+        "train_s": round(train_s, 1),
+        "maps_rotation_deg": [
+            round(math.degrees(float(torch.linalg.vector_norm(t[:3]))), 3) for t in model.theta.detach()
+        ],
+        "per_module": per,
+    }
     return out
 
 
@@ -94,15 +115,18 @@ def scored(model, datasets, n_poses: int):
     """Pooled (label, pred) tensors after calibration on n_poses poses per module, plus per-module metrics."""
     import torch
 
-    from flexlearn.jobs.calibrate import evaluate_module
+    from flexlearn.jobs.calibrate import CalibrationFit, evaluate_module
 
     labels, preds, per = [], [], {}
     for name, ds in datasets:
-        m, label, pred, _ = evaluate_module(model, ds, n_poses)
+        m, label, pred, _ = evaluate_module(model, ds, CalibrationFit(n_poses=n_poses))
         labels.append(label)
         preds.append(pred)
-        per[name] = {k.split("/", 1)[1]: round(v, 3) for k, v in m.items()
-                     if k.startswith(("test/cap/", "test/past_cap/")) and k.endswith(("median_deg", "p95_deg"))}
+        per[name] = {
+            k.split("/", 1)[1]: round(v, 3)
+            for k, v in m.items()
+            if k.startswith(("test/cap/", "test/past_cap/")) and k.endswith(("median_deg", "p95_deg"))
+        }
     return torch.cat(labels), torch.cat(preds), per
 
 
@@ -113,14 +137,15 @@ def physics(model, datasets, n_poses: int):
 
     import torch
 
-    from flexlearn.jobs.calibrate import calibration_rows, fit_module
+    from flexlearn.jobs.calibrate import CalibrationFit, calibration_rows, fit_module
     from flexlearn.models.coil_direction import CoilDirectionModel
     from flexlearn.models.fix_confidence import fix_confidence
 
     labels, preds, mlp, conf = [], [], [], []
     for _, ds in datasets:
         rows = calibration_rows(ds, n_poses, math.radians(29.5))
-        a = torch.as_tensor(fit_module(model, ds, n_poses, require_tumble=False)["A"], dtype=torch.float64)
+        fit = CalibrationFit(n_poses=n_poses, require_tumble=False)
+        a = torch.as_tensor(fit_module(model, ds, fit)["A"], dtype=torch.float64)
         test = ds.subset("test")
         with torch.no_grad():
             init = model((torch.as_tensor(test.delta_b) @ a.T).float()).double()
@@ -144,17 +169,20 @@ def physics_residual(root: Path, model, held, n_poses: int, points_per_turn: int
 
     from flexlearn.data.dataset import DirectionDataset
     from flexlearn.data.sources import DataConfig, prepare_dataset
-    from flexlearn.jobs.calibrate import calibration_rows, fit_module
+    from flexlearn.jobs.calibrate import CalibrationFit, calibration_rows, fit_module
     from flexlearn.models.coil_direction import CoilDirectionModel
     from flexlearn.models.coil_residual import CoilResidualModel, fit_residual
     from flexlearn.sensing.coil import CoilConfig, PlanarCoil
 
     coarse = PlanarCoil(CoilConfig(points_per_turn=points_per_turn))
-    train = DirectionDataset.load(prepare_dataset(DataConfig(sim={"n_poses": 4000, "seed": 500, "module_seed": 0}),
-                                                  root / ".cache"))
+    train = DirectionDataset.load(
+        prepare_dataset(DataConfig(sim={"n_poses": 4000, "seed": 500, "module_seed": 0}), root / ".cache")
+    )
     base = CoilResidualModel(coil=coarse)
-    base.identify(train.delta_b[calibration_rows(train, n_poses, math.radians(29.5))],
-                  train.label[calibration_rows(train, n_poses, math.radians(29.5))])
+    base.identify(
+        train.delta_b[calibration_rows(train, n_poses, math.radians(29.5))],
+        train.label[calibration_rows(train, n_poses, math.radians(29.5))],
+    )
     tr = train.subset("train")
     t0 = time.perf_counter()
     fit = fit_residual(base, tr.delta_b, tr.label)
@@ -162,13 +190,16 @@ def physics_residual(root: Path, model, held, n_poses: int, points_per_turn: int
     labels, preds = [], {"coarse_coil": [], "coarse_coil_residual": []}
     for _, ds in held:
         rows = calibration_rows(ds, n_poses, math.radians(29.5))
-        a = torch.as_tensor(fit_module(model, ds, n_poses, require_tumble=False)["A"], dtype=torch.float64)
+        fit = CalibrationFit(n_poses=n_poses, require_tumble=False)
+        a = torch.as_tensor(fit_module(model, ds, fit)["A"], dtype=torch.float64)
         test = ds.subset("test")
         x = torch.as_tensor(test.delta_b)
         with torch.no_grad():
             init = model((x @ a.T).float()).double()
-        for name, phys in (("coarse_coil", CoilDirectionModel(coil=coarse)), ("coarse_coil_residual",
-                                                                               CoilResidualModel(coil=coarse))):
+        for name, phys in (
+            ("coarse_coil", CoilDirectionModel(coil=coarse)),
+            ("coarse_coil_residual", CoilResidualModel(coil=coarse)),
+        ):
             if name == "coarse_coil_residual":
                 phys.residual.load_state_dict(base.residual.state_dict())
             phys.identify(ds.delta_b[rows], ds.label[rows])
@@ -191,15 +222,17 @@ def confidence_figures(label, mlp, conf) -> dict:
 
     err = angular_error_deg(mlp, label)
     sig = torch.rad2deg(conf["sigma_m"])
-    rank = lambda t: torch.argsort(torch.argsort(t)).double()            # noqa: E731
+    rank = lambda t: torch.argsort(torch.argsort(t)).double()  # noqa: E731
     spearman = float(torch.corrcoef(torch.stack([rank(err), rank(sig)]))[0, 1])
     keep = ~conf["flagged"]
-    return {"spearman_sigma_vs_error": round(spearman, 3), "within_2_sigma": round(float((err <= 2 * sig).double()
-                                                                                         .mean()), 3),
-            "flagged_fraction": round(float(conf["flagged"].double().mean()), 3),
-            "error_p95_deg_all": round(float(torch.quantile(err, 0.95)), 3),
-            "error_p95_deg_unflagged": round(float(torch.quantile(err[keep], 0.95)), 3),
-            "error_median_deg_flagged": round(float(torch.quantile(err[~keep], 0.5)), 3) if (~keep).any() else None}
+    return {
+        "spearman_sigma_vs_error": round(spearman, 3),
+        "within_2_sigma": round(float((err <= 2 * sig).double().mean()), 3),
+        "flagged_fraction": round(float(conf["flagged"].double().mean()), 3),
+        "error_p95_deg_all": round(float(torch.quantile(err, 0.95)), 3),
+        "error_p95_deg_unflagged": round(float(torch.quantile(err[keep], 0.95)), 3),
+        "error_median_deg_flagged": round(float(torch.quantile(err[~keep], 0.5)), 3) if (~keep).any() else None,
+    }
 
 
 def figure(label, pred, lo: float, hi: float) -> dict:
@@ -210,8 +243,12 @@ def figure(label, pred, lo: float, hi: float) -> dict:
     err = angular_error_deg(pred, label)
     col = colatitude_deg(label)
     e = err[(col >= lo) & (col < hi)]
-    return {"band_deg": [lo, hi], "n": int(e.numel()), "median_deg": round(float(torch.quantile(e, 0.5)), 3),
-            "p95_deg": round(float(torch.quantile(e, 0.95)), 3)}
+    return {
+        "band_deg": [lo, hi],
+        "n": int(e.numel()),
+        "median_deg": round(float(torch.quantile(e, 0.5)), 3),
+        "p95_deg": round(float(torch.quantile(e, 0.95)), 3),
+    }
 
 
 def main() -> None:
@@ -222,8 +259,13 @@ def main() -> None:
     parser.add_argument("--n-poses", type=int, default=50, help="calibration poses per module (<= 50)")
     parser.add_argument("--sweep-poses", type=int, default=4000, help="poses per held-out sweep")
     parser.add_argument("--no-physics", action="store_true", help="skip the physics-informed model")
-    parser.add_argument("--joint-modules", type=int, nargs="*", default=[0, 1, 2, 3],
-                        help="training modules of the jointly trained model (none: skip it)")
+    parser.add_argument(
+        "--joint-modules",
+        type=int,
+        nargs="*",
+        default=[0, 1, 2, 3],
+        help="training modules of the jointly trained model (none: skip it)",
+    )
     parser.add_argument("--joint-poses", type=int, default=4000, help="poses per training module (joint model)")
     args = parser.parse_args()
     root = args.root or Path(tempfile.mkdtemp(prefix="flexlearn-transfer-"))
@@ -240,27 +282,47 @@ def main() -> None:
     label_0, pred_0, _ = scored(model, held, 0)
     same = [("module0", module_dataset(root, 900 + i, 0, args.sweep_poses)) for i in range(2)]
     label_s, pred_s, _ = scored(model, same, 0)
-    out = {"held_out_cap": figure(label, pred, 0.0, 29.5), "held_out_past_cap": figure(label, pred, 30.0, 40.0),
-           "same_module_cap": figure(label_s, pred_s, 0.0, 29.5),
-           "same_module_past_cap": figure(label_s, pred_s, 30.0, 40.0),
-           "held_out_uncalibrated_cap": figure(label_0, pred_0, 0.0, 29.5),
-           "held_out_uncalibrated_past_cap": figure(label_0, pred_0, 30.0, 40.0)}
+    out = {
+        "held_out_cap": figure(label, pred, 0.0, 29.5),
+        "held_out_past_cap": figure(label, pred, 30.0, 40.0),
+        "same_module_cap": figure(label_s, pred_s, 0.0, 29.5),
+        "same_module_past_cap": figure(label_s, pred_s, 30.0, 40.0),
+        "held_out_uncalibrated_cap": figure(label_0, pred_0, 0.0, 29.5),
+        "held_out_uncalibrated_past_cap": figure(label_0, pred_0, 30.0, 40.0),
+    }
     if args.joint_modules:
         out.update(joint(root, args.joint_modules, args.joint_poses, held, args.n_poses))
         # control: the same code and pose count on the first training module alone (one map)
-        out.update(joint(root, args.joint_modules[:1], args.joint_poses * len(args.joint_modules), held,
-                         args.n_poses, name="joint_one_module"))
+        out.update(
+            joint(
+                root,
+                args.joint_modules[:1],
+                args.joint_poses * len(args.joint_modules),
+                held,
+                args.n_poses,
+                name="joint_one_module",
+            )
+        )
     if not args.no_physics:
         label_p, pred_p, mlp_p, conf = physics(model, held, args.n_poses)
         out.update(physics_residual(root, model, held, args.n_poses))
-        out.update(held_out_physics_cap=figure(label_p, pred_p, 0.0, 29.5),
-                   held_out_physics_past_cap=figure(label_p, pred_p, 30.0, 40.0),
-                   confidence=confidence_figures(label_p, mlp_p, conf))
+        out.update(
+            held_out_physics_cap=figure(label_p, pred_p, 0.0, 29.5),
+            held_out_physics_past_cap=figure(label_p, pred_p, 30.0, 40.0),
+            confidence=confidence_figures(label_p, mlp_p, conf),
+        )
     for key, (med, p95) in TARGETS.items():
-        out[key].update(target_median_deg=med, target_p95_deg=p95,
-                        met=out[key]["median_deg"] <= med and out[key]["p95_deg"] <= p95)
-    out.update(per_module=per, module_seeds=args.modules, calibration_poses=args.n_poses, checkpoint=ckpt,
-               root=str(root), wall_s=round(time.perf_counter() - start, 1))
+        out[key].update(
+            target_median_deg=med, target_p95_deg=p95, met=out[key]["median_deg"] <= med and out[key]["p95_deg"] <= p95
+        )
+    out.update(
+        per_module=per,
+        module_seeds=args.modules,
+        calibration_poses=args.n_poses,
+        checkpoint=ckpt,
+        root=str(root),
+        wall_s=round(time.perf_counter() - start, 1),
+    )
     print(json.dumps(out, indent=2))
 
 

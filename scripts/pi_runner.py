@@ -38,24 +38,28 @@ Output (one per "att" frame): {"t", "h", "points" (N+1)×3, "flags" (N), and wit
 lines (always valid JSON: a missing number is null), or CSV columns t, h, v, status, flags_or, p0x..pNz. The summary
 (counters, latency median/p99 from a fixed-size histogram) goes to stderr as one JSON line.
 """
+
 from __future__ import annotations
 
 import argparse
 import functools
+import importlib
+import importlib.util
 import json
 import math
 import os
 import sys
 import time
+from pathlib import Path
 from typing import IO, Callable, Iterator, Optional
 
 import torch
 
 NAN = float("nan")
-MAX_WAIT = 1.0                     # --realtime: longest sleep for one frame [s]; a larger jump re-anchors pacing
-REPORT_BAD = 10                    # bad frames named on stderr (the rest are only counted)
-HOLD = 3                           # controller status HOLD (flexlearn.runtime.height_control)
-NO_SPOOL_WARN_AFTER = 20           # --control: warn once after this many attitude frames without a spool frame
+MAX_WAIT = 1.0  # --realtime: longest sleep for one frame [s]; a larger jump re-anchors pacing
+REPORT_BAD = 10  # bad frames named on stderr (the rest are only counted)
+HOLD = 3  # controller status HOLD (flexlearn.runtime.height_control)
+NO_SPOOL_WARN_AFTER = 20  # --control: warn once after this many attitude frames without a spool frame
 KINDS = ("ref", "att", "mag", "spool", "target")
 
 
@@ -68,13 +72,10 @@ def _runtime_module(name: str):
     """`flexlearn.runtime.<name>` (stdlib-only modules): from an installed flexlearn, else ``<name>.py`` copied next
     to this script, else the repository copy."""
     try:
-        import importlib
         return importlib.import_module(f"flexlearn.runtime.{name}")
     except ImportError:
-        import importlib.util
-        from pathlib import Path
         here = Path(__file__).resolve().parent
-        key = f"flexlearn_runtime_{name}"      # registered: program_bundle.py finds the same module object
+        key = f"flexlearn_runtime_{name}"  # registered: program_bundle.py finds the same module object
         if key in sys.modules:
             return sys.modules[key]
         for cand in (here / f"{name}.py", here.parent / "flexlearn" / "runtime" / f"{name}.py"):
@@ -87,23 +88,27 @@ def _runtime_module(name: str):
         raise
 
 
-def _serial_frames_module():                         # binary protocol parser
+def _serial_frames_module():  # binary protocol parser
     try:
         return _runtime_module("serial_frames")
     except ImportError:
-        raise RunnerError("--format bin needs the binary frame parser serial_frames.py next to pi_runner.py "
-                          "(copy flexlearn/runtime/serial_frames.py; standard library only)") from None
+        raise RunnerError(
+            "--format bin needs the binary frame parser serial_frames.py next to pi_runner.py "
+            "(copy flexlearn/runtime/serial_frames.py; standard library only)"
+        ) from None
 
 
-def _manifest_module():                              # integrity manifests of model files
+def _manifest_module():  # integrity manifests of model files
     return _runtime_module("manifest")
 
 
-try:                                                 # JSON-lines protocol: decoding, bad-line reasons
+try:  # JSON-lines protocol: decoding, bad-line reasons
     _frame_lines = _runtime_module("frame_lines")
 except ImportError:
-    sys.exit("pi_runner: error: frame_lines.py must lie next to pi_runner.py (copy flexlearn/runtime/frame_lines.py; "
-             "standard library only)")
+    sys.exit(
+        "pi_runner: error: frame_lines.py must lie next to pi_runner.py (copy flexlearn/runtime/frame_lines.py; "
+        "standard library only)"
+    )
 BadFrame, decode_line, read_lines = _frame_lines.BadFrame, _frame_lines.decode_line, _frame_lines.read_lines
 
 
@@ -196,9 +201,13 @@ def check_frame(fr: dict, n: int) -> dict:
 
 
 # ------------------------------------------------------------------------------------ pacing, statistics
-def paced(frames: Iterator[dict], realtime: bool, max_wait: float = MAX_WAIT,
-          clock: Optional[Callable[[], float]] = None,
-          sleep: Optional[Callable[[float], None]] = None) -> Iterator[dict]:
+def paced(
+    frames: Iterator[dict],
+    realtime: bool,
+    max_wait: float = MAX_WAIT,
+    clock: Optional[Callable[[], float]] = None,
+    sleep: Optional[Callable[[float], None]] = None,
+) -> Iterator[dict]:
     """With ``realtime``, sleep so that frame times map onto wall-clock time (replaying a log).
 
     A frame more than ``max_wait`` [s] ahead of (or behind) the pacing clock is a jump of the master's clock (or a
@@ -258,8 +267,12 @@ class LatencyStats:
     def summary(self, prefix: str) -> dict:
         if self.n == 0:
             return {}
-        return {f"{prefix}_us_median": 1e6 * self.quantile(0.5), f"{prefix}_us_p99": 1e6 * self.quantile(0.99),
-                f"{prefix}_us_mean": 1e6 * self.total / self.n, f"{prefix}_us_max": 1e6 * self.max}
+        return {
+            f"{prefix}_us_median": 1e6 * self.quantile(0.5),
+            f"{prefix}_us_p99": 1e6 * self.quantile(0.99),
+            f"{prefix}_us_mean": 1e6 * self.total / self.n,
+            f"{prefix}_us_max": 1e6 * self.max,
+        }
 
 
 # ---------------------------------------------------------------------------------------------- output
@@ -285,19 +298,27 @@ class Outputs:
         self.ros = None
         if ros:
             try:
-                import rclpy
-                from geometry_msgs.msg import Pose, PoseArray
-                from std_msgs.msg import Float64
+                import rclpy  # optional: ROS 2 only with --ros
+                from geometry_msgs.msg import Pose, PoseArray  # optional: ROS 2
+                from std_msgs.msg import Float64  # optional: ROS 2
+
                 rclpy.init()
                 node = rclpy.create_node("flexlearn_shape")
-                self.ros = (node, node.create_publisher(Float64, "tip_height", 10),
-                            node.create_publisher(PoseArray, "backbone", 10),
-                            node.create_publisher(Float64, "spool_velocity", 10), Float64, Pose, PoseArray)
+                self.ros = (
+                    node,
+                    node.create_publisher(Float64, "tip_height", 10),
+                    node.create_publisher(PoseArray, "backbone", 10),
+                    node.create_publisher(Float64, "spool_velocity", 10),
+                    Float64,
+                    Pose,
+                    PoseArray,
+                )
             except ImportError:
                 print("rclpy not available: ROS 2 publishing disabled", file=sys.stderr)
 
-    def write(self, t: float, pts: torch.Tensor, h: float, flags: torch.Tensor, v: Optional[float],
-              status: Optional[int]) -> None:
+    def write(
+        self, t: float, pts: torch.Tensor, h: float, flags: torch.Tensor, v: Optional[float], status: Optional[int]
+    ) -> None:
         if self.csv:
             if not self.header:
                 cols = ["t", "h", "v", "status", "flags_or"] + [f"p{i}{c}" for i in range(pts.shape[0]) for c in "xyz"]
@@ -307,13 +328,17 @@ class Outputs:
             vals = [t, h, NAN if v is None else v, -1 if status is None else status, f_or] + pts.reshape(-1).tolist()
             self.f.write(",".join(f"{x:.6g}" if isinstance(x, float) else str(x) for x in vals) + "\n")
         else:
-            rec = {"t": _json_num(t), "h": _json_num(h), "points": [[round(c, 6) for c in p] for p in pts.tolist()],
-                   "flags": flags.tolist()}
+            rec = {
+                "t": _json_num(t),
+                "h": _json_num(h),
+                "points": [[round(c, 6) for c in p] for p in pts.tolist()],
+                "flags": flags.tolist(),
+            }
             if v is not None:
                 rec["v"], rec["status"] = _json_num(v), status
             try:
                 text = json.dumps(rec, allow_nan=False)
-            except ValueError:                       # a non-finite number somewhere: null, never NaN
+            except ValueError:  # a non-finite number somewhere: null, never NaN
                 text = json.dumps(_json_safe(rec), allow_nan=False)
             self.f.write(text + "\n")
         if self.ros is not None:
@@ -349,14 +374,19 @@ def load_checked(bundle_path: str, trust_unverified: bool = False):
     Raises the manifest module's ``UntrustedArtifactError`` or `RunnerError`, each naming the file and the reason.
     """
     if trust_unverified:
-        print(f"pi_runner: WARNING: --trust-unverified: '{bundle_path}' is loaded without checking its manifest; "
-              "a model file is code, load only files you trust", file=sys.stderr)
+        print(
+            f"pi_runner: WARNING: --trust-unverified: '{bundle_path}' is loaded without checking its manifest; "
+            "a model file is code, load only files you trust",
+            file=sys.stderr,
+        )
     if bundle_path.lower().endswith((".pte", ".pt2")):
         try:
             programs = _runtime_module("program_bundle")
         except ImportError:
-            raise RunnerError(f"model file '{bundle_path}': program_bundle.py is not next to pi_runner.py (copy "
-                              "flexlearn/runtime/program_bundle.py, height_control.py and time_base.py)") from None
+            raise RunnerError(
+                f"model file '{bundle_path}': program_bundle.py is not next to pi_runner.py (copy "
+                "flexlearn/runtime/program_bundle.py, height_control.py and time_base.py)"
+            ) from None
         try:
             bundle, meta = programs.load_program_bundle(bundle_path, trust_unverified=trust_unverified)
         except programs.BundleLoadError as exc:
@@ -366,9 +396,10 @@ def load_checked(bundle_path: str, trust_unverified: bool = False):
             try:
                 manifest = _manifest_module()
             except ImportError:
-                raise RunnerError(f"model file '{bundle_path}': cannot verify it: flexlearn is not installed and "
-                                  "manifest.py is not next to pi_runner.py (copy flexlearn/runtime/manifest.py)"
-                                  ) from None
+                raise RunnerError(
+                    f"model file '{bundle_path}': cannot verify it: flexlearn is not installed and "
+                    "manifest.py is not next to pi_runner.py (copy flexlearn/runtime/manifest.py)"
+                ) from None
             manifest.verify_manifest(bundle_path)
         extra = {"metadata.json": ""}
         try:
@@ -387,8 +418,18 @@ class _Runner:
 
     def __init__(self, bundle, writer: Outputs, control: bool) -> None:
         self.bundle, self.writer, self.control = bundle, writer, control
-        self.counts = {"att": 0, "mag": 0, "bad": 0, "ref": 0, "spool": 0, "target": 0, "outputs": 0,
-                       "corrections": 0, "bad_target": 0, "bad_reasons": {}}
+        self.counts = {
+            "att": 0,
+            "mag": 0,
+            "bad": 0,
+            "ref": 0,
+            "spool": 0,
+            "target": 0,
+            "outputs": 0,
+            "corrections": 0,
+            "bad_target": 0,
+            "bad_reasons": {},
+        }
         self.have_ref = False
         self.spool = NAN
         self.lat = LatencyStats()
@@ -419,12 +460,15 @@ class _Runner:
             if self.control:
                 if c["spool"] == 0 and c["att"] == NO_SPOOL_WARN_AFTER and not self.warned_spool:
                     self.warned_spool = True
-                    print(f"pi_runner: warning: --control, but no 'spool' frame in the first {c['att']} attitude "
-                          "frames: the controller holds (status 3, v = 0) until spool positions arrive; send "
-                          "{\"type\": \"spool\", \"t\": ..., \"pos\": ...} frames (docs/raspberry_pi.md)",
-                          file=sys.stderr, flush=True)
+                    print(
+                        f"pi_runner: warning: --control, but no 'spool' frame in the first {c['att']} attitude "
+                        "frames: the controller holds (status 3, v = 0) until spool positions arrive; send "
+                        '{"type": "spool", "t": ..., "pos": ...} frames (docs/raspberry_pi.md)',
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 v, status = self.bundle.control(t, self.spool)
-                if not math.isfinite(v):             # an older bundle's controller: never pass NaN on
+                if not math.isfinite(v):  # an older bundle's controller: never pass NaN on
                     v, status = 0.0, HOLD
             self.lat.add(time.perf_counter() - t0)
             self.writer.write(t, pts, float(h), flags, v, status)
@@ -444,8 +488,10 @@ class _Runner:
             if not (math.isfinite(h) and abs(h) < 1e3):
                 c["bad_target"] += 1
                 if c["bad_target"] <= REPORT_BAD:
-                    print(f"pi_runner: frame {self.seen}: target h = {h} refused, the last valid target stays",
-                          file=sys.stderr)
+                    print(
+                        f"pi_runner: frame {self.seen}: target h = {h} refused, the last valid target stays",
+                        file=sys.stderr,
+                    )
 
 
 def _typed(frames: Iterator[dict], n: int) -> Iterator[dict]:
@@ -465,9 +511,18 @@ def apply_calibration(bundle, meta: dict, n: int, path: str) -> None:
         raise RunnerError(f"--calibration '{path}': {_first_line(exc)}") from None
 
 
-def run(bundle_path: str, source: IO, realtime: bool = False, out: Optional[str] = None, csv: bool = False,
-        control: bool = False, ros: bool = False, binary: bool = False, trust_unverified: bool = False,
-        calibration: Optional[str] = None) -> dict:
+def run(
+    bundle_path: str,
+    source: IO,
+    realtime: bool = False,
+    out: Optional[str] = None,
+    csv: bool = False,
+    control: bool = False,
+    ros: bool = False,
+    binary: bool = False,
+    trust_unverified: bool = False,
+    calibration: Optional[str] = None,
+) -> dict:
     """Process every frame of ``source`` (JSON lines, or binary frames with ``binary``); returns counters.
 
     Torch-only. The bundle's manifest is verified first (`load_checked`). With ``binary`` the counters include the
@@ -476,7 +531,7 @@ def run(bundle_path: str, source: IO, realtime: bool = False, out: Optional[str]
     """
     torch.set_num_threads(1)
     if binary:
-        _serial_frames_module()                       # a missing parser: one line before anything is loaded
+        _serial_frames_module()  # a missing parser: one line before anything is loaded
     bundle, meta, n = load_checked(bundle_path, trust_unverified)
     if calibration:
         apply_calibration(bundle, meta, n, calibration)
@@ -494,8 +549,8 @@ def run(bundle_path: str, source: IO, realtime: bool = False, out: Optional[str]
                 try:
                     runner.frame(fr)
                 except OSError:
-                    raise                             # the output failed: not a bad frame
-                except Exception as exc:              # never stop on one frame
+                    raise  # the output failed: not a bad frame
+                except Exception as exc:  # never stop on one frame
                     runner.bad("error", f"{fr['type']} frame: {type(exc).__name__}: {_first_line(exc)}")
     finally:
         writer.close()
@@ -538,10 +593,19 @@ def _bad_output(a: argparse.Namespace) -> Optional[str]:
         return None
     if os.path.isdir(a.out) or not os.path.isdir(os.path.dirname(os.path.abspath(a.out))):
         return "is a directory or lies in a folder that does not exist"
-    inputs = {"--log": a.log, "the bundle": a.bundle, "the bundle's manifest": a.bundle + ".manifest.json",
-              "--calibration": a.calibration, "--serial": a.serial}
-    same = lambda p: os.path.realpath(p) == os.path.realpath(a.out) or (  # noqa: E731
-        os.path.exists(p) and os.path.exists(a.out) and os.path.samefile(p, a.out))
+    inputs = {
+        "--log": a.log,
+        "the bundle": a.bundle,
+        "the bundle's manifest": a.bundle + ".manifest.json",
+        "--calibration": a.calibration,
+        "--serial": a.serial,
+    }
+
+    def same(p: str) -> bool:
+        return os.path.realpath(p) == os.path.realpath(a.out) or (
+            os.path.exists(p) and os.path.exists(a.out) and os.path.samefile(p, a.out)
+        )
+
     return next((f"is {k} '{p}'" for k, p in inputs.items() if p and same(p)), None)
 
 
@@ -552,19 +616,34 @@ def main(argv: Optional[list] = None) -> int:
     src.add_argument("--log", help="recorded frames (JSON lines)")
     src.add_argument("--serial", help="serial device, e.g. /dev/ttyACM0 (needs pyserial)")
     ap.add_argument("--baud", type=int, default=921600)
-    ap.add_argument("--format", choices=("jsonl", "bin"), default="jsonl",
-                    help="frame protocol: JSON lines (flexlearn-frames/1) or binary (flexlearn-binframes/1)")
+    ap.add_argument(
+        "--format",
+        choices=("jsonl", "bin"),
+        default="jsonl",
+        help="frame protocol: JSON lines (flexlearn-frames/1) or binary (flexlearn-binframes/1)",
+    )
     ap.add_argument("--realtime", action="store_true", help="replay a log at real time (default: as fast as possible)")
     ap.add_argument("--out", default=None, help="output file (default stdout)")
     ap.add_argument("--csv", action="store_true", help="CSV instead of JSON lines")
     ap.add_argument("--control", action="store_true", help="also run the tip-height controller")
-    ap.add_argument("--arm", action="store_true", help="the file is a flexible-arm controller: imu frames in, torques "
-                    "out (arm_runner.py beside this script; docs/arm_controller.md)")
+    ap.add_argument(
+        "--arm",
+        action="store_true",
+        help="the file is a flexible-arm controller: imu frames in, torques "
+        "out (arm_runner.py beside this script; docs/arm_controller.md)",
+    )
     ap.add_argument("--ros", action="store_true", help="publish to ROS 2 when rclpy is present")
-    ap.add_argument("--calibration", default=None, help="receiver calibration file from flexlearn-calibrate (replaces "
-                    "the bundle's; refused for another model or module count)")
-    ap.add_argument("--trust-unverified", action="store_true",
-                    help="load the bundle without its manifest check (explicit opt-out; a model file is code)")
+    ap.add_argument(
+        "--calibration",
+        default=None,
+        help="receiver calibration file from flexlearn-calibrate (replaces "
+        "the bundle's; refused for another model or module count)",
+    )
+    ap.add_argument(
+        "--trust-unverified",
+        action="store_true",
+        help="load the bundle without its manifest check (explicit opt-out; a model file is code)",
+    )
     a = ap.parse_args(argv)
     reason = _bad_output(a)  # before anything is opened
     if reason:
@@ -573,6 +652,7 @@ def main(argv: Optional[list] = None) -> int:
     try:
         if a.serial:
             import serial  # pyserial
+
             source = serial.Serial(a.serial, a.baud, timeout=None)
         else:
             source = open(a.log, "rb")
@@ -583,8 +663,18 @@ def main(argv: Optional[list] = None) -> int:
         if a.arm:
             counts = run_arm_mode(a.bundle, source, a.out, a.trust_unverified)
         else:
-            counts = run(a.bundle, source, a.realtime, a.out, a.csv, a.control, a.ros, binary=a.format == "bin",
-                         trust_unverified=a.trust_unverified, calibration=a.calibration)
+            counts = run(
+                a.bundle,
+                source,
+                a.realtime,
+                a.out,
+                a.csv,
+                a.control,
+                a.ros,
+                binary=a.format == "bin",
+                trust_unverified=a.trust_unverified,
+                calibration=a.calibration,
+            )
     except Exception as exc:
         if not (isinstance(exc, RunnerError) or _is_untrusted(exc)):
             raise

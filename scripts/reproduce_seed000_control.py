@@ -28,11 +28,13 @@ median and the worst.
     python scripts/reproduce_seed000_control.py [--out-dir outputs/seed000_control] [--seconds 10]
         [--robustness-seeds 1 2 3 4]
 """
+
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import multiprocessing as mp
 import statistics
 import time
 from pathlib import Path
@@ -46,11 +48,17 @@ import torch  # noqa: E402
 
 from flexlearn.atomic import atomic_path, write_json_atomic  # noqa: E402
 from flexlearn.physics.arm import FlexibleArmPlant, seed_arm_config  # noqa: E402
-from flexlearn.sim.arm_closed_loop import ImuNoiseConfig, simulate_closed_loop  # noqa: E402
-from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig, quintic, state_layout  # noqa: E402
+from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig, quintic  # noqa: E402
+from flexlearn.runtime.arm.outputs import state_layout  # noqa: E402
+from flexlearn.sim.arm_closed_loop import ImuArray, ImuNoiseConfig, simulate_closed_loop  # noqa: E402
 
-VARIANTS = [("proposed_imu", "moment", "imu"), ("rigid_pd_imu", "rigid", "imu"), ("proposed_encoder", "moment", "enc"),
-            ("oracle_hub", "hub", "oracle"), ("seed_exact_imu", "seed", "imu")]
+VARIANTS = [
+    ("proposed_imu", "moment", "imu"),
+    ("rigid_pd_imu", "rigid", "imu"),
+    ("proposed_encoder", "moment", "enc"),
+    ("oracle_hub", "hub", "oracle"),
+    ("seed_exact_imu", "seed", "imu"),
+]
 
 
 def _save(fig, path: Path) -> None:
@@ -73,6 +81,7 @@ def _oracle(cfg: ArmControllerConfig):
         z = torch.zeros(7, dtype=torch.float64)
         st = torch.cat([th, rt, z[:3], info["tip"], z, thd, z[:2]])
         return tau, st, 0
+
     return ctrl
 
 
@@ -101,8 +110,15 @@ def bench_step(cfg: ArmControllerConfig, steps: int = 2000, repeats: int = 5) ->
     return {"step_us_median": statistics.median(res), "step_us_min": min(res)}
 
 
-def run(seconds: float, out: Path, seed: int, lag: float, variants=VARIANTS,
-        base: ArmControllerConfig = ArmControllerConfig()) -> dict:
+def run(
+    seconds: float,
+    out: Path,
+    seed: int,
+    lag: float,
+    variants=VARIANTS,
+    base: ArmControllerConfig | None = None,
+) -> dict:
+    base = base if base is not None else ArmControllerConfig()
     torch.set_num_threads(1)
     plant = FlexibleArmPlant(seed_arm_config(hub_inertia=base.hub_inertia, payload=base.payload, actuator_tau=lag))
     pos = [list(p) for p in base.imu_positions]
@@ -115,7 +131,7 @@ def run(seconds: float, out: Path, seed: int, lag: float, variants=VARIANTS,
             ctrls.append(_ctrl(c, mode))
         names.append(name)
     t0 = time.perf_counter()
-    log = simulate_closed_loop(plant, ctrls, base.theta0, seconds, pos, noise=ImuNoiseConfig(), seed=seed)
+    log = simulate_closed_loop(plant, ctrls, base.theta0, seconds, ImuArray(pos, ImuNoiseConfig()), seed=seed)
     wall = time.perf_counter() - t0
     res = _variant_metrics(plant, log, names, base)
     res["sim_wall_s"] = wall
@@ -126,8 +142,9 @@ def run(seconds: float, out: Path, seed: int, lag: float, variants=VARIANTS,
 
 def _desired(t: np.ndarray, base: ArmControllerConfig) -> np.ndarray:
     """(T, 2) desired joint angles [rad]: the quintic reference at the times t [s]."""
-    th_d, _, _ = quintic(torch.as_tensor(t)[:, None], torch.tensor(base.theta0), torch.tensor(base.thetaf), base.t0,
-                         base.duration)
+    th_d, _, _ = quintic(
+        torch.as_tensor(t)[:, None], torch.tensor(base.theta0), torch.tensor(base.thetaf), base.t0, base.duration
+    )
     return th_d.numpy()
 
 
@@ -142,14 +159,14 @@ def _variant_metrics(plant, log: dict, names: list, base: ArmControllerConfig) -
     for b, name in enumerate(names):
         th = log["theta"][b]
         st = log["est_state"][b]
-        est = st[:, lay["theta"][0]:lay["theta"][1]]
+        est = st[:, lay["theta"][0] : lay["theta"][1]]
         e = np.degrees(th_d - th)
         ee = np.degrees(th_d - est)
         qs = plant.static_equilibrium(torch.as_tensor(th[sub]))
         sag = plant.tip_quantities(qs)["tip"].numpy()
         sag_i = np.stack([np.interp(t, t[sub], sag[:, i]) for i in range(2)], 1)
         dyn = log["tip_deflection"][b] - sag_i
-        w_est = st[:, lay["tip_deflection"][0]:lay["tip_deflection"][1]]
+        w_est = st[:, lay["tip_deflection"][0] : lay["tip_deflection"][1]]
         finite = bool(np.isfinite(th).all()) and float(np.abs(e).max()) < 30.0
         res["variants"][name] = {
             "joint_rmse_deg": np.sqrt(np.mean(e**2, 0)).tolist(),
@@ -219,14 +236,21 @@ def _robust_one(args: tuple) -> dict:
         r = run(seconds, None, seed, lag, VARIANTS[:2], base)["variants"]
     except FloatingPointError as exc:  # a diverged simulation is a result, not a crash
         return {"seed": seed, "diverged": str(exc)}
-    return {"seed": seed, **{k: {"joint_rmse_deg": v["joint_rmse_deg"], "tip_dynamic_rms_m": v["tip_dynamic_rms_m"],
-                                 "stable": v["stable"]} for k, v in r.items()}}
+    return {
+        "seed": seed,
+        **{
+            k: {
+                "joint_rmse_deg": v["joint_rmse_deg"],
+                "tip_dynamic_rms_m": v["tip_dynamic_rms_m"],
+                "stable": v["stable"],
+            }
+            for k, v in r.items()
+        },
+    }
 
 
 def robustness(seconds: float, seeds: list, lag: float, base: ArmControllerConfig) -> dict:
     """Proposed vs rigid IMU-fed over IMU noise/bias draws (one process per seed); median and worst."""
-    import multiprocessing as mp
-
     with mp.get_context("spawn").Pool(len(seeds)) as pool:
         runs = pool.map(_robust_one, [(seconds, s, lag, base) for s in seeds])
     out: dict = {"runs": runs}
@@ -234,11 +258,14 @@ def robustness(seconds: float, seeds: list, lag: float, base: ArmControllerConfi
         ok = [r[name] for r in runs if name in r]
         rm = np.array([v["joint_rmse_deg"] if v["stable"] else [np.inf, np.inf] for v in ok])
         tip = np.array([v["tip_dynamic_rms_m"] if v["stable"] else [np.inf, np.inf] for v in ok])
-        out[name] = {"n": len(runs), "diverged_or_unstable": int(len(runs) - sum(v["stable"] for v in ok)),
-                     "joint_rmse_deg_median": np.median(rm, 0).tolist() if len(rm) else None,
-                     "joint_rmse_deg_worst": rm.max(0).tolist() if len(rm) else None,
-                     "tip_dynamic_rms_m_median": np.median(tip, 0).tolist() if len(tip) else None,
-                     "tip_dynamic_rms_m_worst": tip.max(0).tolist() if len(tip) else None}
+        out[name] = {
+            "n": len(runs),
+            "diverged_or_unstable": int(len(runs) - sum(v["stable"] for v in ok)),
+            "joint_rmse_deg_median": np.median(rm, 0).tolist() if len(rm) else None,
+            "joint_rmse_deg_worst": rm.max(0).tolist() if len(rm) else None,
+            "tip_dynamic_rms_m_median": np.median(tip, 0).tolist() if len(tip) else None,
+            "tip_dynamic_rms_m_worst": tip.max(0).tolist() if len(tip) else None,
+        }
     return out
 
 
@@ -258,19 +285,37 @@ def main() -> None:
     variants = VARIANTS[:4] if a.skip_seed_exact else VARIANTS
     res = run(a.seconds, out, a.seed, a.lag, variants, base)
     p = res["variants"]["proposed_imu"]
-    res.update({
-        "joint1_rmse_deg": p["joint_rmse_deg"][0], "joint2_rmse_deg": p["joint_rmse_deg"][1],
-        "joint1_torque_rms_nm": p["torque_rms_nm"][0], "joint2_torque_rms_nm": p["torque_rms_nm"][1],
-        **bench_step(base),
-        "seed_table3": {"joint1_rmse_deg": 0.363, "joint2_rmse_deg": 0.477, "joint1_torque_rms_nm": 3179.57,
-                        "joint2_torque_rms_nm": 310.40},
-        "setup": {"hub_inertia_kg_m2": list(base.hub_inertia), "tip_mass_kg": list(base.payload),
-                  "theta0_rad": list(base.theta0), "thetaf_rad": list(base.thetaf), "t0_s": base.t0,
-                  "duration_s": base.duration, "seconds": a.seconds, "truth_modes": [3, 3],
-                  "controller_modes": list(base.n_modes), "gains": {"kp": list(base.kp), "kd": list(base.kd)},
-                  "actuator_lag_s": a.lag, "variant": base.variant, "load_filter_hz": base.load_filter_hz,
-                  "imu_noise": dataclasses.asdict(ImuNoiseConfig())},
-    })
+    res.update(
+        {
+            "joint1_rmse_deg": p["joint_rmse_deg"][0],
+            "joint2_rmse_deg": p["joint_rmse_deg"][1],
+            "joint1_torque_rms_nm": p["torque_rms_nm"][0],
+            "joint2_torque_rms_nm": p["torque_rms_nm"][1],
+            **bench_step(base),
+            "seed_table3": {
+                "joint1_rmse_deg": 0.363,
+                "joint2_rmse_deg": 0.477,
+                "joint1_torque_rms_nm": 3179.57,
+                "joint2_torque_rms_nm": 310.40,
+            },
+            "setup": {
+                "hub_inertia_kg_m2": list(base.hub_inertia),
+                "tip_mass_kg": list(base.payload),
+                "theta0_rad": list(base.theta0),
+                "thetaf_rad": list(base.thetaf),
+                "t0_s": base.t0,
+                "duration_s": base.duration,
+                "seconds": a.seconds,
+                "truth_modes": [3, 3],
+                "controller_modes": list(base.n_modes),
+                "gains": {"kp": list(base.kp), "kd": list(base.kd)},
+                "actuator_lag_s": a.lag,
+                "variant": base.variant,
+                "load_filter_hz": base.load_filter_hz,
+                "imu_noise": dataclasses.asdict(ImuNoiseConfig()),
+            },
+        }
+    )
     if a.robustness_seeds:
         res["robustness"] = robustness(a.seconds, a.robustness_seeds, a.lag, base)
     write_json_atomic(out / "results.json", res)

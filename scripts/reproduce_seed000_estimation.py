@@ -19,6 +19,7 @@ isolate the modelling error from the inclination-estimation error.
 
     python scripts/reproduce_seed000_estimation.py [--out-dir outputs/seed000_estimation] [--seconds 20]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,12 +36,21 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from flexlearn.atomic import atomic_path, write_json_atomic  # noqa: E402
-from flexlearn.physics.arm.kinematics_se2 import (forward_kinematics, piecewise_rigid_forward_kinematics,  # noqa: E402
-                                              pose_to_xytheta, rigid_forward_kinematics)
-from flexlearn.physics.modal import FlexibleArmEstimator, FlexibleLink, ModalReconstructor  # noqa: E402
+from flexlearn.physics.arm.kinematics_se2 import (
+    forward_kinematics,
+    piecewise_rigid_forward_kinematics,  # noqa: E402
+    pose_to_xytheta,
+    rigid_forward_kinematics,
+)
+from flexlearn.physics.modal import EstimatorOptions, FlexibleArmEstimator, FlexibleLink, ModalReconstructor  # noqa: E402
 from flexlearn.sensing.imu import angular_acceleration, complementary_filter, kinematic_acceleration  # noqa: E402
-from flexlearn.sim.flexible_arm import (seed_single_link_config, seed_single_link_trajectory,  # noqa: E402
-                                        seed_two_link_config, simulate_flexible_arm, smooth_random_trajectory)
+from flexlearn.sim.flexible_arm import (
+    seed_single_link_config,
+    seed_single_link_trajectory,  # noqa: E402
+    seed_two_link_config,
+    simulate_flexible_arm,
+    smooth_random_trajectory,
+)
 
 EI, RA = 74300.0, 5.37
 DT = 1e-3
@@ -52,8 +62,9 @@ def _save(fig, path: Path) -> None:
     plt.close(fig)
 
 
-def _filtered_angles(r: dict, lever: np.ndarray, link_of_imu: np.ndarray, ref_idx: list[int],
-                     tau_alpha: float = 0.05) -> np.ndarray:
+def _filtered_angles(
+    r: dict, lever: np.ndarray, link_of_imu: np.ndarray, ref_idx: list[int], tau_alpha: float = 0.05
+) -> np.ndarray:
     """Complementary-filtered absolute inclination of every IMU (N, S) [rad] (eqs. (2), (6)).
 
     Two passes, offline twin of the runtime estimator: pass 1 filters the raw gravity-referenced angles;
@@ -64,8 +75,13 @@ def _filtered_angles(r: dict, lever: np.ndarray, link_of_imu: np.ndarray, ref_id
     psi0, _ = complementary_filter(np.unwrap(np.arctan2(acc[..., 1], acc[..., 2]), axis=0), gyr[..., 0], dt=DT)
     w = gyr[:, ref_idx, 0]
     alpha = angular_acceleration(w, DT, tau_alpha)
-    a = kinematic_acceleration(torch.as_tensor(w), torch.as_tensor(alpha), torch.as_tensor(psi0[:, ref_idx]),
-                               torch.as_tensor(lever), torch.as_tensor(link_of_imu)).numpy()
+    a = kinematic_acceleration(
+        torch.as_tensor(w),
+        torch.as_tensor(alpha),
+        torch.as_tensor(psi0[:, ref_idx]),
+        torch.as_tensor(lever),
+        torch.as_tensor(link_of_imu),
+    ).numpy()
     f = acc - a
     est, _ = complementary_filter(np.unwrap(np.arctan2(f[..., 1], f[..., 2]), axis=0), gyr[..., 0], dt=DT)
     return est
@@ -94,8 +110,11 @@ def _table1_methods(psi: np.ndarray, link: FlexibleLink, pos: list) -> dict:
     p = pose_to_xytheta(piecewise_rigid_forward_kinematics(torch.as_tensor(psi), seg)).numpy()
     th1 = psi[:, 0]
     est["Piecewise Rigid (5 IMUs)"] = -np.sin(th1) * p[:, 0] + np.cos(th1) * p[:, 1]
-    for name, m, idx in (("1 Mode (IMUs 1,5)", 1, [4]), ("2 Modes (IMUs 1,3,5)", 2, [2, 4]),
-                         ("3 Modes (IMUs 1,2,3,5)", 3, [1, 2, 4])):
+    for name, m, idx in (
+        ("1 Mode (IMUs 1,5)", 1, [4]),
+        ("2 Modes (IMUs 1,3,5)", 2, [2, 4]),
+        ("3 Modes (IMUs 1,2,3,5)", 3, [1, 2, 4]),
+    ):
         rec = ModalReconstructor.from_link(link, [pos[i] for i in idx], m, reference=pos[0])
         eta = rec(torch.as_tensor(psi[:, idx] - psi[:, :1]))
         est[name] = rec.tip_deflection(eta).numpy()
@@ -106,8 +125,7 @@ def table1(seconds: float, settle: float, seed: int, out: Path, speed: float) ->
     t = np.arange(int(seconds / DT)) * DT
     omega_tr = 2 * math.pi * 0.25 * speed
     th, thdd = seed_single_link_trajectory(t, omega_tr=omega_tr)
-    res: dict = {"trajectory": {"theta_bar_rad": 0.2, "A_rad": 0.25, "Omega_tr_rad_s": omega_tr,
-                                "seconds": seconds}}
+    res: dict = {"trajectory": {"theta_bar_rad": 0.2, "A_rad": 0.25, "Omega_tr_rad_s": omega_tr, "seconds": seconds}}
     fig, axes = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
     for ax, Mp in zip(axes, (20.0, 40.0)):
         cfg = seed_single_link_config(Mp, seed=seed)
@@ -120,9 +138,14 @@ def table1(seconds: float, settle: float, seed: int, out: Path, speed: float) ->
         est = _table1_methods(psi, link, pos)
         # the modal methods through the scripted runtime estimator (their own IMUs only, with the
         # rigid + elastic acceleration compensation of their own modal model)
-        for name, m, idx in (("1 Mode (IMUs 1,5)", 1, [4]), ("2 Modes (IMUs 1,3,5)", 2, [2, 4]),
-                             ("3 Modes (IMUs 1,2,3,5)", 3, [1, 2, 4])):
-            e = torch.jit.script(FlexibleArmEstimator.build([link], [[pos[0]] + [pos[i] for i in idx]], [m], dt=DT))
+        for name, m, idx in (
+            ("1 Mode (IMUs 1,5)", 1, [4]),
+            ("2 Modes (IMUs 1,3,5)", 2, [2, 4]),
+            ("3 Modes (IMUs 1,2,3,5)", 3, [1, 2, 4]),
+        ):
+            e = torch.jit.script(
+                FlexibleArmEstimator.build([link], [[pos[0]] + [pos[i] for i in idx]], [m], EstimatorOptions(dt=DT))
+            )
             sel = [0] + idx
             acc, gyr = torch.as_tensor(r["acc"][:, sel]), torch.as_tensor(r["gyr"][:, sel])
             est[name] = np.array([float(e(acc[k], gyr[k])[4][0]) for k in range(len(t))])
@@ -170,11 +193,15 @@ def table2(seconds: float, settle: float, seed: int, out: Path, speed: float) ->
     th_rigid = np.stack([psi[:, 0], psi[:, 4] - psi[:, 3]], 1)
     est["Rigid"] = pose_to_xytheta(rigid_forward_kinematics(torch.as_tensor(th_rigid), L)).numpy()
     seg = torch.tensor([4.5 / 4] * 4 + [3.55 / 4] * 4, dtype=torch.float64)
-    est["Piecewise rigid (8 IMUs)"] = pose_to_xytheta(piecewise_rigid_forward_kinematics(torch.as_tensor(psi),
-                                                                                         seg)).numpy()
+    est["Piecewise rigid (8 IMUs)"] = pose_to_xytheta(
+        piecewise_rigid_forward_kinematics(torch.as_tensor(psi), seg)
+    ).numpy()
     links = [FlexibleLink(EI, RA, 4.5, 30.0), FlexibleLink(EI, RA, 3.55, 10.0)]
-    estm = torch.jit.script(FlexibleArmEstimator.build(links, [[pos1[0], pos1[3]], [pos2[0], pos2[1], pos2[3]]],
-                                                       [1, 2], dt=DT))
+    estm = torch.jit.script(
+        FlexibleArmEstimator.build(
+            links, [[pos1[0], pos1[3]], [pos2[0], pos2[1], pos2[3]]], [1, 2], EstimatorOptions(dt=DT)
+        )
+    )
     sel = [0, 3, 4, 5, 7]
     acc = torch.as_tensor(r["acc"][:, sel])
     gyr = torch.as_tensor(r["gyr"][:, sel])
@@ -190,21 +217,31 @@ def table2(seconds: float, settle: float, seed: int, out: Path, speed: float) ->
     step_us = (time.perf_counter() - t0) / len(t) * 1e6
     est["Proposed (5 IMUs)"] = poses
     psi_true = r["imu_angle"]
-    oracle = {"Rigid": pose_to_xytheta(rigid_forward_kinematics(torch.as_tensor(
-                  np.stack([psi_true[:, 0], psi_true[:, 4] - psi_true[:, 3]], 1)), L)).numpy(),
-              "Piecewise rigid (8 IMUs)": pose_to_xytheta(piecewise_rigid_forward_kinematics(
-                  torch.as_tensor(psi_true), seg)).numpy(),
-              "Proposed (5 IMUs)": _table2_offline(psi_true, pos1, pos2)}
+    oracle = {
+        "Rigid": pose_to_xytheta(
+            rigid_forward_kinematics(torch.as_tensor(np.stack([psi_true[:, 0], psi_true[:, 4] - psi_true[:, 3]], 1)), L)
+        ).numpy(),
+        "Piecewise rigid (8 IMUs)": pose_to_xytheta(
+            piecewise_rigid_forward_kinematics(torch.as_tensor(psi_true), seg)
+        ).numpy(),
+        "Proposed (5 IMUs)": _table2_offline(psi_true, pos1, pos2),
+    }
     table = {}
     oracle_table = {}
     for k, v in oracle.items():
         dang = np.arctan2(np.sin(v[:, 2] - truth[:, 2]), np.cos(v[:, 2] - truth[:, 2]))
-        oracle_table[k] = {"y_EE_m": _rmse(v[keep, 0], truth[keep, 0]), "z_EE_m": _rmse(v[keep, 1], truth[keep, 1]),
-                           "theta_EE_rad": float(np.sqrt(np.mean(dang[keep] ** 2)))}
+        oracle_table[k] = {
+            "y_EE_m": _rmse(v[keep, 0], truth[keep, 0]),
+            "z_EE_m": _rmse(v[keep, 1], truth[keep, 1]),
+            "theta_EE_rad": float(np.sqrt(np.mean(dang[keep] ** 2))),
+        }
     for k, v in est.items():
         dang = np.arctan2(np.sin(v[:, 2] - truth[:, 2]), np.cos(v[:, 2] - truth[:, 2]))
-        table[k] = {"y_EE_m": _rmse(v[keep, 0], truth[keep, 0]), "z_EE_m": _rmse(v[keep, 1], truth[keep, 1]),
-                    "theta_EE_rad": float(np.sqrt(np.mean(dang[keep] ** 2)))}
+        table[k] = {
+            "y_EE_m": _rmse(v[keep, 0], truth[keep, 0]),
+            "z_EE_m": _rmse(v[keep, 1], truth[keep, 1]),
+            "theta_EE_rad": float(np.sqrt(np.mean(dang[keep] ** 2))),
+        }
     joint_rmse = [float(np.sqrt(np.mean((thetas[keep, i] - th[keep, i]) ** 2))) for i in range(2)]
     fig, axes = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
     for i, lab in enumerate(("|e y_EE| [m]", "|e z_EE| [m]", "|e θ_EE| [rad]")):
@@ -218,12 +255,26 @@ def table2(seconds: float, settle: float, seed: int, out: Path, speed: float) ->
     axes[0].legend(fontsize=8)
     axes[-1].set_xlabel("t [s]")
     _save(fig, out / "table2_end_effector_error.png")
-    return {"table": table, "oracle_angles_table": oracle_table,
-            "imu_angle_rmse_rad": np.sqrt(np.mean((psi - psi_true)[keep] ** 2, 0)).tolist(),
-            "proposed_joint_angle_rmse_rad": joint_rmse, "estimator_faults": faults,
-            "estimator_python_loop_step_us": step_us, "seconds": seconds,
-            "truth_ee_sag_rms_m": float(np.sqrt(np.mean((truth[keep, 1] - pose_to_xytheta(
-                rigid_forward_kinematics(torch.as_tensor(th), L)).numpy()[keep, 1]) ** 2)))}
+    return {
+        "table": table,
+        "oracle_angles_table": oracle_table,
+        "imu_angle_rmse_rad": np.sqrt(np.mean((psi - psi_true)[keep] ** 2, 0)).tolist(),
+        "proposed_joint_angle_rmse_rad": joint_rmse,
+        "estimator_faults": faults,
+        "estimator_python_loop_step_us": step_us,
+        "seconds": seconds,
+        "truth_ee_sag_rms_m": float(
+            np.sqrt(
+                np.mean(
+                    (
+                        truth[keep, 1]
+                        - pose_to_xytheta(rigid_forward_kinematics(torch.as_tensor(th), L)).numpy()[keep, 1]
+                    )
+                    ** 2
+                )
+            )
+        ),
+    }
 
 
 def main() -> None:
@@ -239,19 +290,32 @@ def main() -> None:
     torch.set_num_threads(1)
     t1 = table1(a.seconds, a.settle, a.seed, out, a.speed)
     t2 = table2(1.5 * a.seconds, a.settle, a.seed, out, a.speed)
-    order1 = {k: (v["2 Modes (IMUs 1,3,5)"] < v["Piecewise Rigid (5 IMUs)"]) for k, v in t1.items()
-              if "Mp_" in k and "angle_rmse" not in k}
+    order1 = {
+        k: (v["2 Modes (IMUs 1,3,5)"] < v["Piecewise Rigid (5 IMUs)"])
+        for k, v in t1.items()
+        if "Mp_" in k and "angle_rmse" not in k
+    }
     tb = t2["table"]
-    order2 = {q: tb["Proposed (5 IMUs)"][q] < tb["Piecewise rigid (8 IMUs)"][q] < tb["Rigid"][q]
-              for q in ("y_EE_m", "z_EE_m", "theta_EE_rad")}
+    order2 = {
+        q: tb["Proposed (5 IMUs)"][q] < tb["Piecewise rigid (8 IMUs)"][q] < tb["Rigid"][q]
+        for q in ("y_EE_m", "z_EE_m", "theta_EE_rad")
+    }
     tbo = t2["oracle_angles_table"]
-    order2o = {q: tbo["Proposed (5 IMUs)"][q] < tbo["Piecewise rigid (8 IMUs)"][q] < tbo["Rigid"][q]
-               for q in ("y_EE_m", "z_EE_m", "theta_EE_rad")}
-    result = {"speed": a.speed, "table1_tip_deflection_rmse_m": t1, "table2_end_effector_rmse": t2,
-              "ordering": {"table1_modal_below_piecewise_rigid": order1,
-                           "table2_proposed_lt_piecewise_lt_rigid": order2,
-                           "table2_oracle_angles_proposed_lt_piecewise_lt_rigid": order2o},
-              "figures": [str(out / "table1_tip_deflection.png"), str(out / "table2_end_effector_error.png")]}
+    order2o = {
+        q: tbo["Proposed (5 IMUs)"][q] < tbo["Piecewise rigid (8 IMUs)"][q] < tbo["Rigid"][q]
+        for q in ("y_EE_m", "z_EE_m", "theta_EE_rad")
+    }
+    result = {
+        "speed": a.speed,
+        "table1_tip_deflection_rmse_m": t1,
+        "table2_end_effector_rmse": t2,
+        "ordering": {
+            "table1_modal_below_piecewise_rigid": order1,
+            "table2_proposed_lt_piecewise_lt_rigid": order2,
+            "table2_oracle_angles_proposed_lt_piecewise_lt_rigid": order2o,
+        },
+        "figures": [str(out / "table1_tip_deflection.png"), str(out / "table2_end_effector_error.png")],
+    }
     write_json_atomic(out / "estimation.json", result)
     print(json.dumps(result, indent=2))
 

@@ -8,6 +8,7 @@ ranges are ours and are printed (see :class:`flexlearn.physics.modal.ModeSelecti
 
     python scripts/reproduce_seed000_modes.py [--out-dir outputs/seed000_modes] [--grid 50]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,12 +57,19 @@ def _figures(ra: dict, rb: dict, EI, rA, L, Mp, out: Path) -> None:
     _save(fig, out / "fig6_mode_count.png")
 
     for name, res, X, Y, xl, yl, logy in (
-            ("fig7_frequencies_EI_rhoA.png", ra, rA, EI, "ρA [kg/m]", "EI [N m²]", True),
-            ("fig8_frequencies_L_Mp.png", rb, Mp, L, "M_p [kg]", "L [m]", False)):
+        ("fig7_frequencies_EI_rhoA.png", ra, rA, EI, "ρA [kg/m]", "EI [N m²]", True),
+        ("fig8_frequencies_L_Mp.png", rb, Mp, L, "M_p [kg]", "L [m]", False),
+    ):
         fig, ax = plt.subplots(1, 4, figsize=(18, 4))
         for k in range(4):
-            im = ax[k].pcolormesh(X.numpy(), Y.numpy(), res["frequencies_hz"][..., k].numpy(), shading="nearest",
-                                  cmap="magma", norm=matplotlib.colors.LogNorm())
+            im = ax[k].pcolormesh(
+                X.numpy(),
+                Y.numpy(),
+                res["frequencies_hz"][..., k].numpy(),
+                shading="nearest",
+                cmap="magma",
+                norm=matplotlib.colors.LogNorm(),
+            )
             if logy:
                 ax[k].set_yscale("log")
             ax[k].set_xlabel(xl)
@@ -93,30 +101,56 @@ def main() -> None:
 
     _figures(ra, rb, EI, rA, L, Mp, out)
 
-    cases = {"SLFM 4.5 m, 20 kg": (4.5, 20.0), "SLFM 4.5 m, 40 kg": (4.5, 40.0),
-             "DLFM link 1, 4.5 m, 30 kg": (4.5, 30.0), "DLFM link 2, 3.55 m, 10 kg": (3.55, 10.0)}
-    lk = FlexibleLink(EI0, RA0, torch.tensor([c[0] for c in cases.values()], dtype=torch.float64),
-                      torch.tensor([c[1] for c in cases.values()], dtype=torch.float64))
+    cases = {
+        "SLFM 4.5 m, 20 kg": (4.5, 20.0),
+        "SLFM 4.5 m, 40 kg": (4.5, 40.0),
+        "DLFM link 1, 4.5 m, 30 kg": (4.5, 30.0),
+        "DLFM link 2, 3.55 m, 10 kg": (3.55, 10.0),
+    }
+    lk = FlexibleLink(
+        EI0,
+        RA0,
+        torch.tensor([c[0] for c in cases.values()], dtype=torch.float64),
+        torch.tensor([c[1] for c in cases.values()], dtype=torch.float64),
+    )
     rc = select_modes(lk, cfg)
-    seed_says = {"SLFM 4.5 m, 20 kg": 2, "SLFM 4.5 m, 40 kg": 1, "DLFM link 1, 4.5 m, 30 kg": 1,
-                 "DLFM link 2, 3.55 m, 10 kg": 2}
+    seed_says = {
+        "SLFM 4.5 m, 20 kg": 2,
+        "SLFM 4.5 m, 40 kg": 1,
+        "DLFM link 1, 4.5 m, 30 kg": 1,
+        "DLFM link 2, 3.55 m, 10 kg": 2,
+    }
     case_out = {}
     for i, k in enumerate(cases):
-        case_out[k] = {"m_conv": int(rc["m_conv"][i]), "m_bw": int(rc["m_bw"][i]), "m": int(rc["m"][i]),
-                       "seed": seed_says[k], "max_C_k": [float(x) for x in rc["c_max"][i]],
-                       "frequencies_hz": [round(float(x), 4) for x in rc["frequencies_hz"][i][:4]]}
+        case_out[k] = {
+            "m_conv": int(rc["m_conv"][i]),
+            "m_bw": int(rc["m_bw"][i]),
+            "m": int(rc["m"][i]),
+            "seed": seed_says[k],
+            "max_C_k": [float(x) for x in rc["c_max"][i]],
+            "frequencies_hz": [round(float(x), 4) for x in rc["frequencies_hz"][i][:4]],
+        }
     result = {
         "config": dataclasses.asdict(cfg) | {"f_exc_used_hz": cfg.excitation_hz},
-        "grids": {"EI_Nm2": [float(EI[0]), float(EI[-1]), "log", n], "rhoA_kg_m": [float(rA[0]), float(rA[-1]), n],
-                  "L_m": [float(L[0]), float(L[-1]), n], "Mp_kg": [float(Mp[0]), float(Mp[-1]), n]},
+        "grids": {
+            "EI_Nm2": [float(EI[0]), float(EI[-1]), "log", n],
+            "rhoA_kg_m": [float(rA[0]), float(rA[-1]), n],
+            "L_m": [float(L[0]), float(L[-1]), n],
+            "Mp_kg": [float(Mp[0]), float(Mp[-1]), n],
+        },
         "time_s": {"EI_x_rhoA": t1 - t0, "L_x_Mp": t2 - t1},
-        "mode_count_histogram": {"EI_x_rhoA": torch.bincount(ra["m"].flatten()).tolist(),
-                                 "L_x_Mp": torch.bincount(rb["m"].flatten()).tolist()},
-        "saturated_fraction": {"EI_x_rhoA": float(ra["saturated"].double().mean()),
-                               "L_x_Mp": float(rb["saturated"].double().mean())},
+        "mode_count_histogram": {
+            "EI_x_rhoA": torch.bincount(ra["m"].flatten()).tolist(),
+            "L_x_Mp": torch.bincount(rb["m"].flatten()).tolist(),
+        },
+        "saturated_fraction": {
+            "EI_x_rhoA": float(ra["saturated"].double().mean()),
+            "L_x_Mp": float(rb["saturated"].double().mean()),
+        },
         "cases": case_out,
-        "figures": [str(out / f) for f in ("fig6_mode_count.png", "fig7_frequencies_EI_rhoA.png",
-                                           "fig8_frequencies_L_Mp.png")],
+        "figures": [
+            str(out / f) for f in ("fig6_mode_count.png", "fig7_frequencies_EI_rhoA.png", "fig8_frequencies_L_Mp.png")
+        ],
     }
     write_json_atomic(out / "modes.json", result)
     print(json.dumps(result, indent=2))

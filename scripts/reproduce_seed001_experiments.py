@@ -11,6 +11,7 @@ experiment, ``<name>_tip.json/.csv/.png`` (:mod:`flexlearn.physics.cosserat.tip_
 configurable through Hydra: ``flexlearn-cosserat cosserat=<name>``. No experimental data is shipped with the
 seed, so the figures show the simulated tips only.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -27,6 +27,7 @@ per-fix σ_m and rejection of `flexlearn.runtime.fusion.confidence.BendConfidenc
 ``--conf-margin-deg``, cap = the model's trained cap), and writes ``confidence.json``; with ``--align-init S`` every
 module is first calibrated (A_i from a separate S-s recording, as above).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,14 +48,34 @@ from flexlearn.sim import shape_scenarios as scenarios  # noqa: E402
 from flexlearn.sim.robot import E, RobotConfig, simulate_robot  # noqa: E402
 
 SEED_TABLE = {  # seed 002, Table I: backbone / tip RMSE [mm] (mean ± std over trials)
-    "fusion": {"2d_curl": (7.6, 8.8), "2d_obstacle": (11.3, 16.5), "3d_curl": (13.3, 21.1), "3d_hand": (7.8, 13.0),
-               "average": (10.0, 14.9)},
-    "mag_only": {"2d_curl": (36.9, 59.9), "2d_obstacle": (18.0, 36.2), "3d_curl": (29.4, 48.0),
-                 "3d_hand": (14.1, 24.9), "average": (24.6, 42.3)},
-    "accel_quat": {"2d_curl": (133.8, 193.7), "2d_obstacle": (163.0, 246.0), "3d_curl": (71.9, 113.1),
-                   "3d_hand": (90.5, 151.8), "average": (114.8, 176.2)},
-    "accel_only": {"2d_curl": (189.0, 297.5), "2d_obstacle": (153.8, 232.6), "3d_curl": (177.7, 279.4),
-                   "3d_hand": (180.8, 289.1), "average": (175.3, 274.7)},
+    "fusion": {
+        "2d_curl": (7.6, 8.8),
+        "2d_obstacle": (11.3, 16.5),
+        "3d_curl": (13.3, 21.1),
+        "3d_hand": (7.8, 13.0),
+        "average": (10.0, 14.9),
+    },
+    "mag_only": {
+        "2d_curl": (36.9, 59.9),
+        "2d_obstacle": (18.0, 36.2),
+        "3d_curl": (29.4, 48.0),
+        "3d_hand": (14.1, 24.9),
+        "average": (24.6, 42.3),
+    },
+    "accel_quat": {
+        "2d_curl": (133.8, 193.7),
+        "2d_obstacle": (163.0, 246.0),
+        "3d_curl": (71.9, 113.1),
+        "3d_hand": (90.5, 151.8),
+        "average": (114.8, 176.2),
+    },
+    "accel_only": {
+        "2d_curl": (189.0, 297.5),
+        "2d_obstacle": (153.8, 232.6),
+        "3d_curl": (177.7, 279.4),
+        "3d_hand": (180.8, 289.1),
+        "average": (175.3, 274.7),
+    },
 }
 
 
@@ -67,21 +88,24 @@ def drift_runs(model: torch.nn.Module, cycles: int, hold: float, seed: int) -> d
     out: dict = {}
     if cycles > 0:
         period = 10.0
-        rec = simulate_robot(scenarios.scenario("cyclic", period=period, seed=seed), cycles * period + 0.5,
-                             RobotConfig(seed=seed))
-        ends = np.searchsorted(rec.att_t, period * np.arange(cycles + 1)[1:] - 1e-9)   # released phase
-        mids = np.searchsorted(rec.att_t, period * (np.arange(cycles) + 0.5))          # pulled phase
+        rec = simulate_robot(
+            scenarios.scenario("cyclic", period=period, seed=seed), cycles * period + 0.5, RobotConfig(seed=seed)
+        )
+        ends = np.searchsorted(rec.att_t, period * np.arange(cycles + 1)[1:] - 1e-9)  # released phase
+        mids = np.searchsorted(rec.att_t, period * (np.arange(cycles) + 0.5))  # pulled phase
         res = {}
         for m in rs.ESTIMATOR_METHODS:
             mode, kw = rs.ESTIMATOR_METHODS[m]
             pts = rs.replay(rec, rs.build_estimator(rec, model, mode, **kw))
             tip = _tip(pts)
             err = np.linalg.norm(tip - _tip(rec.points), axis=-1)
-            res[m] = {"final_phase_matched_tip_change_mm": float(1e3 * np.linalg.norm(tip[mids[-1]] - tip[mids[0]])),
-                      "cycle_to_cycle_std_mm": float(1e3 * np.std(np.linalg.norm(tip[mids] - tip[mids[0]], axis=-1))),
-                      "baseline_change_mm": float(1e3 * np.linalg.norm(tip[ends[-1] - 1] - tip[ends[0] - 1])),
-                      "tip_error_first_cycle_mm": float(1e3 * err[: ends[0]].mean()),
-                      "tip_error_last_cycle_mm": float(1e3 * err[(ends[-2] if cycles > 1 else 0): ends[-1]].mean())}
+            res[m] = {
+                "final_phase_matched_tip_change_mm": float(1e3 * np.linalg.norm(tip[mids[-1]] - tip[mids[0]])),
+                "cycle_to_cycle_std_mm": float(1e3 * np.std(np.linalg.norm(tip[mids] - tip[mids[0]], axis=-1))),
+                "baseline_change_mm": float(1e3 * np.linalg.norm(tip[ends[-1] - 1] - tip[ends[0] - 1])),
+                "tip_error_first_cycle_mm": float(1e3 * err[: ends[0]].mean()),
+                "tip_error_last_cycle_mm": float(1e3 * err[(ends[-2] if cycles > 1 else 0) : ends[-1]].mean()),
+            }
         out["cyclic"] = {"cycles": cycles, "period_s": period, **res}
     if hold > 0:
         rec = simulate_robot(scenarios.scenario("static_hold", seed=seed), hold, RobotConfig(seed=seed))
@@ -91,8 +115,10 @@ def drift_runs(model: torch.nn.Module, cycles: int, hold: float, seed: int) -> d
             mode, kw = rs.ESTIMATOR_METHODS[m]
             est = rs.build_estimator(rec, model, mode, **kw)
             tip = _tip(rs.replay(rec, est))[start:]
-            res[m] = {"max_tip_displacement_mm": float(1e3 * np.linalg.norm(tip - tip[0], axis=-1).max()),
-                      "final_tip_error_mm": float(1e3 * np.linalg.norm(tip[-1] - _tip(rec.points)[-1]))}
+            res[m] = {
+                "max_tip_displacement_mm": float(1e3 * np.linalg.norm(tip - tip[0], axis=-1).max()),
+                "final_tip_error_mm": float(1e3 * np.linalg.norm(tip[-1] - _tip(rec.points)[-1])),
+            }
         out["static_hold"] = {"duration_s": hold, "true_tip_displacement_mm": 0.0, **res}
     return out
 
@@ -102,14 +128,23 @@ def init_alignment(model: torch.nn.Module, trial: int, hw: int, align_init: floa
     (hardware draws ``hw``), as the seed fits them outside the scored trial; None when ``align_init`` is 0."""
     if align_init <= 0:
         return None
-    init = simulate_robot(scenarios.scenario("3d_curl", period=15.0, seed=trial + 50), align_init,
-                          RobotConfig(seed=hw + 5000, hardware_seed=hw))
+    init = simulate_robot(
+        scenarios.scenario("3d_curl", period=15.0, seed=trial + 50),
+        align_init,
+        RobotConfig(seed=hw + 5000, hardware_seed=hw),
+    )
     return rs.alignment_from_window(init, model, rs.soft_iron(init), align_init)
 
 
-def scenario_table(model: torch.nn.Module, duration: float, trials: int, align_window: float = 0.0,
-                   align_init: float = 0.0, first_trial: int = 0) -> tuple[dict, dict]:
-    """scenario → method → mean/std of backbone and tip RMSE over ``trials`` (+ "average", "wins" of fusion over
+def scenario_table(
+    model: torch.nn.Module,
+    duration: float,
+    trials: int,
+    align_window: float = 0.0,
+    align_init: float = 0.0,
+    first_trial: int = 0,
+) -> tuple[dict, dict]:
+    """Scenario → method → mean/std of backbone and tip RMSE over ``trials`` (+ "average", "wins" of fusion over
     quat_only per trial); and the first trial's (recording, results) per scenario for the figure."""
     table: dict = {}
     examples: dict = {}
@@ -117,45 +152,76 @@ def scenario_table(model: torch.nn.Module, duration: float, trials: int, align_w
         runs: dict = {m: [] for m in rs.METHODS}
         for trial in range(first_trial, first_trial + trials):
             hw = 100 * trial + scenarios.SCENARIOS.index(sc)
-            rec = simulate_robot(scenarios.scenario(sc, period=min(20.0, duration), seed=trial), duration,
-                                 RobotConfig(seed=hw))
+            rec = simulate_robot(
+                scenarios.scenario(sc, period=min(20.0, duration), seed=trial), duration, RobotConfig(seed=hw)
+            )
             align = init_alignment(model, trial, hw, align_init)
             res = rs.run_methods(rec, model, align_window=align_window, alignment=align)
             for m in rs.METHODS:
                 runs[m].append((res[m]["backbone_rmse_mm"], res[m]["tip_rmse_mm"]))
             if trial == first_trial:
                 examples[sc] = (rec, res)
-        table[sc] = {m: {"backbone_rmse_mm": float(np.mean([r[0] for r in v])),
-                         "tip_rmse_mm": float(np.mean([r[1] for r in v])),
-                         "backbone_rmse_std_mm": float(np.std([r[0] for r in v])),
-                         "tip_rmse_std_mm": float(np.std([r[1] for r in v]))} for m, v in runs.items()}
+        table[sc] = {
+            m: {
+                "backbone_rmse_mm": float(np.mean([r[0] for r in v])),
+                "tip_rmse_mm": float(np.mean([r[1] for r in v])),
+                "backbone_rmse_std_mm": float(np.std([r[0] for r in v])),
+                "tip_rmse_std_mm": float(np.std([r[1] for r in v])),
+            }
+            for m, v in runs.items()
+        }
         table[sc]["fusion_wins_over_quat_only"] = {
             "backbone": int(sum(f[0] < q[0] for f, q in zip(runs["fusion"], runs["quat_only"]))),
-            "tip": int(sum(f[1] < q[1] for f, q in zip(runs["fusion"], runs["quat_only"]))), "trials": trials}
-    table["average"] = {m: {k: float(np.mean([table[s][m][k] for s in scenarios.SCENARIOS]))
-                            for k in ("backbone_rmse_mm", "tip_rmse_mm")} for m in rs.METHODS}
+            "tip": int(sum(f[1] < q[1] for f, q in zip(runs["fusion"], runs["quat_only"]))),
+            "trials": trials,
+        }
+    table["average"] = {
+        m: {
+            k: float(np.mean([table[s][m][k] for s in scenarios.SCENARIOS]))
+            for k in ("backbone_rmse_mm", "tip_rmse_mm")
+        }
+        for m in rs.METHODS
+    }
     return table, examples
 
 
-TRAINED_CAP_DEG = 30.0    # bend cap of `fit_direction_model`'s rig pairs
+TRAINED_CAP_DEG = 30.0  # bend cap of `fit_direction_model`'s rig pairs
 
 
-def confidence_study(model: torch.nn.Module, duration: float, trials: int, first_trial: int, growth: float,
-                     margin_deg: float | None, curl_max_deg: float, cap_deg: float = TRAINED_CAP_DEG,
-                     align_init: float = 0.0) -> dict:
+def confidence_study(
+    model: torch.nn.Module,
+    duration: float,
+    trials: int,
+    first_trial: int,
+    growth: float,
+    margin_deg: float | None,
+    curl_max_deg: float,
+    cap_deg: float = TRAINED_CAP_DEG,
+    align_init: float = 0.0,
+) -> dict:
     """3d_curl past the trained cap: fusion with constant σ_m vs per-fix σ_m (`BendConfidence`), per trial and mean;
     also the share of fixes rejected (LOW_CONFIDENCE) and each trial's largest true joint bend."""
-    conf = {"kind": "bend", "cap": math.radians(cap_deg), "growth": growth,
-            "margin": None if margin_deg is None else math.radians(margin_deg)}
+    conf = {
+        "kind": "bend",
+        "cap": math.radians(cap_deg),
+        "growth": growth,
+        "margin": None if margin_deg is None else math.radians(margin_deg),
+    }
     rows = []
     for trial in range(first_trial, first_trial + trials):
         hw = 100 * trial + scenarios.SCENARIOS.index("3d_curl")
-        rec = simulate_robot(scenarios.scenario("3d_curl", period=min(20.0, duration), seed=trial,
-                                                theta_max=curl_max_deg), duration, RobotConfig(seed=hw))
+        rec = simulate_robot(
+            scenarios.scenario("3d_curl", period=min(20.0, duration), seed=trial, theta_max=curl_max_deg),
+            duration,
+            RobotConfig(seed=hw),
+        )
         parent = np.concatenate([np.broadcast_to(E, rec.u[:, :1].shape), rec.u[:, :-1]], 1)
-        bend = np.degrees(np.arccos(np.clip((parent * rec.u).sum(-1), -1.0, 1.0)))     # true joint bends (K, N)
-        row = {"trial": trial, "max_joint_bend_deg": float(bend.max()),
-               "share_past_cap": float((bend > cap_deg).mean())}
+        bend = np.degrees(np.arccos(np.clip((parent * rec.u).sum(-1), -1.0, 1.0)))  # true joint bends (K, N)
+        row = {
+            "trial": trial,
+            "max_joint_bend_deg": float(bend.max()),
+            "share_past_cap": float((bend > cap_deg).mean()),
+        }
         align = init_alignment(model, trial, hw, align_init)
         for name, kw in (("constant", {}), ("per_fix", {"confidence": conf})):
             est = rs.build_estimator(rec, model, "fusion", alignment=align, **kw)
@@ -163,16 +229,28 @@ def confidence_study(model: torch.nn.Module, duration: float, trials: int, first
             rejected = int(est.n_low_confidence.sum())
             row[name] = {**rs.errors(pts, rec), "rejected_share": rejected / max(int(est.n_fixes.sum()) + rejected, 1)}
         rows.append(row)
-    mean = {name: {k: float(np.mean([r[name][k] for r in rows])) for k in ("backbone_rmse_mm", "tip_rmse_mm")}
-            for name in ("constant", "per_fix")}
+    mean = {
+        name: {k: float(np.mean([r[name][k] for r in rows])) for k in ("backbone_rmse_mm", "tip_rmse_mm")}
+        for name in ("constant", "per_fix")
+    }
     wins = {k: int(sum(r["per_fix"][k] < r["constant"][k] for r in rows)) for k in ("backbone_rmse_mm", "tip_rmse_mm")}
-    return {"confidence": conf, "curl_max_deg": curl_max_deg, "trained_cap_deg": cap_deg, "duration_s": duration,
-            "align_init_s": align_init,
-            "first_trial": first_trial, "trials": trials, "mean": mean, "per_fix_wins": wins, "per_trial": rows}
+    return {
+        "confidence": conf,
+        "curl_max_deg": curl_max_deg,
+        "trained_cap_deg": cap_deg,
+        "duration_s": duration,
+        "align_init_s": align_init,
+        "first_trial": first_trial,
+        "trials": trials,
+        "mean": mean,
+        "per_fix_wins": wins,
+        "per_trial": rows,
+    }
 
 
 def figure(examples: dict, path: Path) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -181,7 +259,7 @@ def figure(examples: dict, path: Path) -> None:
         frames = np.linspace(0, len(rec.att_t) - 1, 5).astype(int)[1:]
         tip_xy = rec.points[:, -1, :2]
         d = tip_xy[np.argmax(np.linalg.norm(tip_xy, axis=-1))]
-        a = d / max(float(np.linalg.norm(d)), 1e-12)          # horizontal axis of the largest bend
+        a = d / max(float(np.linalg.norm(d)), 1e-12)  # horizontal axis of the largest bend
         for j, k in enumerate(frames):
             lab = (lambda s: s) if j == 0 else (lambda s: None)
             ax.plot(1e3 * rec.points[k, :, :2] @ a, 1e3 * rec.points[k, :, 2], "k-o", ms=3, label=lab("truth"))
@@ -207,19 +285,34 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--first-trial", type=int, default=0, help="index of the first trial (held-out sets: 5)")
     ap.add_argument("--long", type=float, default=300.0, help="duration of the long trials [s] (0: none)")
     ap.add_argument("--long-trials", type=int, default=2)
-    ap.add_argument("--align-init", type=float, default=0.0,
-                    help="fit A_i on a separate initialisation recording of this many seconds (0: identity)")
+    ap.add_argument(
+        "--align-init",
+        type=float,
+        default=0.0,
+        help="fit A_i on a separate initialisation recording of this many seconds (0: identity)",
+    )
     ap.add_argument("--cycles", type=int, default=50)
     ap.add_argument("--hold", type=float, default=1800.0)
     ap.add_argument("--model", type=Path, default=None)
-    ap.add_argument("--align-window", type=float, default=0.0,
-                    help="fit receiver alignments A_i on the first N s (seed: 45; default 0 = identity)")
+    ap.add_argument(
+        "--align-window",
+        type=float,
+        default=0.0,
+        help="fit receiver alignments A_i on the first N s (seed: 45; default 0 = identity)",
+    )
     ap.add_argument("--out-dir", type=Path, default=Path("results/seed002"))
-    ap.add_argument("--confidence-study", action="store_true",
-                    help="only 3d_curl past the trained cap: constant vs per-fix sigma_m (confidence.json)")
+    ap.add_argument(
+        "--confidence-study",
+        action="store_true",
+        help="only 3d_curl past the trained cap: constant vs per-fix sigma_m (confidence.json)",
+    )
     ap.add_argument("--conf-growth", type=float, default=0.2, help="BendConfidence growth [rad per rad past the cap]")
-    ap.add_argument("--conf-margin-deg", type=float, default=None,
-                    help="reject fixes bent more than this past the cap [deg] (default: none rejected)")
+    ap.add_argument(
+        "--conf-margin-deg",
+        type=float,
+        default=None,
+        help="reject fixes bent more than this past the cap [deg] (default: none rejected)",
+    )
     ap.add_argument("--curl-max-deg", type=float, default=40.0, help="3d_curl distal bend [deg] (study only)")
     a = ap.parse_args(argv)
     if a.quick:
@@ -228,8 +321,16 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     model = torch.jit.load(str(a.model)) if a.model else rs.fit_direction_model()
     if a.confidence_study:
-        study = confidence_study(model, a.duration, a.trials, a.first_trial, a.conf_growth, a.conf_margin_deg,
-                                 a.curl_max_deg, align_init=a.align_init)
+        study = confidence_study(
+            model,
+            a.duration,
+            a.trials,
+            a.first_trial,
+            a.conf_growth,
+            a.conf_margin_deg,
+            a.curl_max_deg,
+            align_init=a.align_init,
+        )
         study["wall_s"] = time.time() - t0
         a.out_dir.mkdir(parents=True, exist_ok=True)
         with atomic_path(a.out_dir / "confidence.json") as tmp:
@@ -237,17 +338,30 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({k: study[k] for k in ("confidence", "mean", "per_fix_wins", "trials", "first_trial")}))
         return 0
     table, examples = scenario_table(model, a.duration, a.trials, a.align_window, a.align_init, a.first_trial)
-    long = scenario_table(model, a.long, a.long_trials, a.align_window, a.align_init,
-                          a.first_trial)[0] if a.long > 0 else {}
-    out = {**table, "long": {"duration_s": a.long, "trials": a.long_trials, "first_trial": a.first_trial, **long},
-           "drift": drift_runs(model, a.cycles, a.hold, seed=7),
-           "seed_table_mm": {m: {s: {"backbone_rmse_mm": v[0], "tip_rmse_mm": v[1]} for s, v in d.items()}
-                             for m, d in SEED_TABLE.items()},
-           "settings": {"duration_s": a.duration, "trials": a.trials, "first_trial": a.first_trial,
-                        "cycles": a.cycles, "hold_s": a.hold,
-                        "model": str(a.model) if a.model else "fit_direction_model()",
-                        "align_window_s": a.align_window, "align_init_s": a.align_init,
-                        "wall_s": time.time() - t0}}
+    long = (
+        scenario_table(model, a.long, a.long_trials, a.align_window, a.align_init, a.first_trial)[0]
+        if a.long > 0
+        else {}
+    )
+    out = {
+        **table,
+        "long": {"duration_s": a.long, "trials": a.long_trials, "first_trial": a.first_trial, **long},
+        "drift": drift_runs(model, a.cycles, a.hold, seed=7),
+        "seed_table_mm": {
+            m: {s: {"backbone_rmse_mm": v[0], "tip_rmse_mm": v[1]} for s, v in d.items()} for m, d in SEED_TABLE.items()
+        },
+        "settings": {
+            "duration_s": a.duration,
+            "trials": a.trials,
+            "first_trial": a.first_trial,
+            "cycles": a.cycles,
+            "hold_s": a.hold,
+            "model": str(a.model) if a.model else "fit_direction_model()",
+            "align_window_s": a.align_window,
+            "align_init_s": a.align_init,
+            "wall_s": time.time() - t0,
+        },
+    }
     a.out_dir.mkdir(parents=True, exist_ok=True)
     with atomic_path(a.out_dir / "table1.json") as tmp:
         Path(tmp).write_text(json.dumps(out, indent=2) + "\n")
@@ -256,8 +370,12 @@ def main(argv: list[str] | None = None) -> int:
         if tab:
             print(f"backbone/tip RMSE [mm], {title} trials")
         for sc in (*scenarios.SCENARIOS, "average") if tab else ():
-            print(f"{sc:12s} " + "  ".join(f"{m}={tab[sc][m]['backbone_rmse_mm']:.2f}/{tab[sc][m]['tip_rmse_mm']:.2f}"
-                                           for m in rs.METHODS))
+            print(
+                f"{sc:12s} "
+                + "  ".join(
+                    f"{m}={tab[sc][m]['backbone_rmse_mm']:.2f}/{tab[sc][m]['tip_rmse_mm']:.2f}" for m in rs.METHODS
+                )
+            )
     print(json.dumps(out["drift"], indent=1))
     return 0
 

@@ -6,6 +6,7 @@ Writes (atomically) into ``--out`` (default ``outputs/seed003``): ``experiments.
 positions per experiment [m], LSE–shooting differences, Newton iterations, timing), ``trajectory.png`` and
 ``shapes_exp1.png`` / ``shapes_exp2.png``.
 """
+
 from __future__ import annotations
 
 import argparse

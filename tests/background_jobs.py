@@ -1,5 +1,6 @@
 """Background jobs of the test session (started by tests/conftest.py): mypy over flexlearn/ (pyproject.toml's
 [tool.mypy]) with a private cache, and the compile of the numba kernel groups into numba's on-disk cache."""
+
 from __future__ import annotations
 
 import shutil
@@ -11,14 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-
 # mypy's output and exit status go to files in a directory that every test process can read (xdist's workers run
 # the test that collects them, the scheduling process starts the check): the status file appears last, atomically.
 _WRAP = """
 import os, subprocess, sys
 jobs, cache = sys.argv[1], sys.argv[2]
 with open(os.path.join(jobs, "mypy.out"), "w") as out:
-    code = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", cache], stdout=out, stderr=subprocess.STDOUT).returncode
+    command = [sys.executable, "-m", "mypy", "--cache-dir", cache]
+    code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT).returncode
 with open(os.path.join(jobs, "mypy.rc.part"), "w") as f:
     f.write(str(code))
 os.replace(os.path.join(jobs, "mypy.rc.part"), os.path.join(jobs, "mypy.rc"))
@@ -59,18 +60,27 @@ class TypeCheckResult:
 
 
 def start_type_check(repo: Path, jobs: Path) -> BackgroundJob:
-    """mypy over flexlearn/ in the background; :class:`TypeCheckResult` (``jobs``) reads its outcome."""
-    cache = Path(tempfile.mkdtemp(prefix="flexlearn-mypy-"))   # a clean run every time, no developer cache shared
+    """Mypy over flexlearn/ in the background; :class:`TypeCheckResult` (``jobs``) reads its outcome."""
+    cache = Path(tempfile.mkdtemp(prefix="flexlearn-mypy-"))  # a clean run every time, no developer cache shared
     jobs.mkdir(parents=True, exist_ok=True)
     (jobs / "mypy.started").touch()
-    process = subprocess.Popen([sys.executable, "-c", _WRAP, str(jobs), str(cache)], cwd=repo,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        [sys.executable, "-c", _WRAP, str(jobs), str(cache)],
+        cwd=repo,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
     return BackgroundJob(process, cache)
 
 
 def start_kernel_warmup(repo: Path, groups: str) -> BackgroundJob:
     """`flexlearn-warmup --only <groups>` in the background, groups in the order given (output discarded; a test
     that needs a kernel before it is cached compiles it itself, as without this job)."""
-    process = subprocess.Popen([sys.executable, "-m", "flexlearn.apps.warmup", "--only", groups], cwd=repo,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flexlearn.apps.warmup", "--only", groups],
+        cwd=repo,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     return BackgroundJob(process, None)

@@ -1,4 +1,5 @@
 """Shared fixtures: composed Hydra configs on tiny simulated sweeps, with one cache per test session."""
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,9 @@ CONF_DIR = REPO / "flexlearn" / "conf"
 torch.set_num_threads(1)
 
 
-def compose_config(root: Path, cache_dir: Path, config_name: str = "train", overrides: list[str] | None = None,
-                   out: str = "out"):
+def compose_config(
+    root: Path, cache_dir: Path, config_name: str = "train", overrides: list[str] | None = None, out: str = "out"
+):
     """Compose conf/<config_name> with ``overrides``; every path points inside ``root``; HydraConfig set."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -51,6 +53,7 @@ def cache_dir(tmp_path_factory) -> Path:
 @pytest.fixture
 def compose_cfg(tmp_path, cache_dir):
     """compose_cfg(config_name, overrides, out) -> DictConfig rooted in this test's tmp_path."""
+
     def _compose(config_name: str = "train", overrides: list[str] | None = None, out: str = "out"):
         return compose_config(tmp_path, cache_dir, config_name, overrides, out)
 
@@ -63,8 +66,9 @@ def trained_run(tmp_path_factory, cache_dir) -> dict:
     from flexlearn.jobs.train import train
 
     root = tmp_path_factory.mktemp("trained")
-    cfg = compose_config(root, cache_dir, "train",
-                         ["data.sim.n_poses=600", "trainer.max_epochs=3", "data.batch_size=64"])
+    cfg = compose_config(
+        root, cache_dir, "train", ["data.sim.n_poses=600", "trainer.max_epochs=3", "data.batch_size=64"]
+    )
     metrics = train(cfg)
     return {"cfg": cfg, "metrics": metrics, "root": root}
 
@@ -91,8 +95,13 @@ WARMUP_GROUPS = "attitude,cosserat,lse,pose"
 KERNEL_TESTS = (
     ("tests/sensing/test_attitude", "tests/runtime/test_raw_imu.py"),
     ("tests/physics/cosserat/", "tests/identify/test_cosserat.py", "tests/safety/test_app_limits.py"),
-    ("tests/physics/lse/", "tests/identify/test_lse.py", "tests/identify/test_problem_protocol.py",
-     "tests/docs/test_extending.py", "tests/viz/test_cpr_figure.py"),
+    (
+        "tests/physics/lse/",
+        "tests/identify/test_lse.py",
+        "tests/identify/test_problem_protocol.py",
+        "tests/docs/test_extending.py",
+        "tests/viz/test_cpr_figure.py",
+    ),
     ("tests/physics/lse/test_lse_pose",),
 )
 
@@ -125,6 +134,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _start_jobs(config: pytest.Config, paths: set[str]) -> None:
     from tests.background_jobs import start_kernel_warmup, start_type_check
+
     jobs = Path(os.environ[JOBS_DIR_ENV])
     if any(p.endswith("test_types.py") for p in paths):
         config.stash[TYPE_CHECK] = start_type_check(REPO, jobs)
@@ -168,4 +178,5 @@ TYPE_CHECK = pytest.StashKey["object"]()
 def type_check(pytestconfig: pytest.Config):
     """The background type check started at collection (`tests/background_jobs.py`), or a fresh one."""
     from tests.background_jobs import TypeCheckResult
+
     return TypeCheckResult(Path(os.environ.get(JOBS_DIR_ENV) or tempfile.mkdtemp(prefix="flexlearn-test-jobs-")), REPO)

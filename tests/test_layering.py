@@ -1,89 +1,188 @@
-"""The package's layers (docs/architecture.md) as a test: imports point down, never up; no cycles; no
-private name crosses a package boundary.
+"""The package's layers as a test: the layer map of docs/architecture.md is the one source; imports point down,
+never up; no import circle between modules; no private name imported from another module.
 
-Every ``import flexlearn.x`` / ``from flexlearn.x import y`` is counted, also those inside functions.
+Every import of a flexlearn module is counted: at module level, inside functions and under ``TYPE_CHECKING``.
 """
+
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "flexlearn"
-
-# Lower number = lower layer. A package may import its own layer or lower ones, never a higher one.
-LAYERS = {
-    "errors": 0, "atomic": 0, "config": 0, "tables": 0, "metrics": 0, "numba_cache": 0, "progress": 0,
-    "fingerprint": 0, "parallel_compile": 0,
-    "lie": 1,
-    "physics": 2, "sensing": 2,
-    "sim": 3, "models": 3,
-    "data": 4, "ingest": 4, "runtime": 4, "viz": 4, "sweeps": 4,
-    "tasks": 5, "identify": 5,
-    "jobs": 6,
-    "apps": 7,
-}
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "flexlearn"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
 
 
-def _package_of(module: str) -> str:
+def documented_layers() -> dict[str, int]:
+    """Package (or top-level module) name → layer, read from the table under "## Layers" in docs/architecture.md."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    layers: dict[str, int] = {}
+    for row in re.findall(r"^\| (\d+) \| ([^|]+) \|", section, flags=re.M):
+        for name in re.findall(r"`([\w.]+)`", row[1]):
+            assert name not in layers, f"docs/architecture.md names `{name}` twice in the layer table"
+            layers[name] = int(row[0])
+    return layers
+
+
+LAYERS = documented_layers()
+
+
+def module_names() -> dict[str, Path]:
+    """Dotted name → file of every module of the package (a package is named by its ``__init__``)."""
+    names = {}
+    for f in sorted(PACKAGE.rglob("*.py")):
+        parts = list(f.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        names[".".join(parts)] = f
+    return names
+
+
+MODULES = module_names()
+
+
+def _top(module: str) -> str:
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ""
 
 
-def _imports() -> list[tuple[str, str, str, list[str]]]:
-    """(file, importing package, imported module, imported names) for every flexlearn import."""
+def _owner(name: str) -> str:
+    """The module a dotted name lives in (``flexlearn.a.b.f`` → ``flexlearn.a.b``)."""
+    while name not in MODULES and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def imports() -> list[tuple[str, str, str]]:
+    """(importing module, imported module, imported name or "") for every flexlearn import, wherever it stands."""
     out = []
-    for f in sorted(PACKAGE.rglob("*.py")):
-        rel = f.relative_to(PACKAGE.parent).with_suffix("")
-        src = _package_of(".".join(rel.parts))
+    for module, f in MODULES.items():
+        is_package = f.name == "__init__.py"
         for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("flexlearn.") \
-                    and node.level == 0:
-                out.append((str(rel), src, node.module, [a.name for a in node.names]))
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parent = module.split(".")[: len(module.split(".")) - node.level + (1 if is_package else 0)]
+                    base = ".".join(parent + ([node.module] if node.module else []))
+                if not base.startswith("flexlearn"):
+                    continue
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    if full in MODULES:
+                        out.append((module, full, ""))
+                    else:
+                        out.append((module, _owner(base), alias.name))
             elif isinstance(node, ast.Import):
-                out += [(str(rel), src, a.name, []) for a in node.names if a.name.startswith("flexlearn.")]
+                out += [(module, _owner(a.name), "") for a in node.names if a.name.startswith("flexlearn")]
     return out
 
 
-def test_every_package_has_a_layer():
-    packages = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir()
-                if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())}
-    assert packages <= set(LAYERS), sorted(packages - set(LAYERS))
+IMPORTS = imports()
+
+
+def test_the_layer_map_names_every_package_and_only_existing_ones():
+    packages = {
+        p.stem if p.is_file() else p.name
+        for p in PACKAGE.iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())
+    }
+    assert not packages - set(LAYERS), f"packages missing from docs/architecture.md: {sorted(packages - set(LAYERS))}"
+    assert not set(LAYERS) - packages, (
+        f"docs/architecture.md names packages that do not exist: {sorted(set(LAYERS) - packages)}"
+    )
 
 
 def test_imports_point_down():
-    upward = [f"{f}: {src} (layer {LAYERS[src]}) imports {mod} (layer {LAYERS[_package_of(mod)]})"
-              for f, src, mod, _ in _imports()
-              if src and _package_of(mod) != src and LAYERS[_package_of(mod)] > LAYERS[src]]
+    upward = [
+        f"{src} (layer {LAYERS[_top(src)]}) imports {dst} (layer {LAYERS[_top(dst)]})"
+        for src, dst, _ in IMPORTS
+        if _top(src) and _top(dst) and _top(dst) != _top(src) and LAYERS[_top(dst)] > LAYERS[_top(src)]
+    ]
     assert not upward, "\n".join(upward)
 
 
-def test_package_graph_has_no_cycle():
-    graph = defaultdict(set)
-    for _, src, mod, _ in _imports():
-        if src and _package_of(mod) != src:
-            graph[src].add(_package_of(mod))
-    state: dict[str, int] = {}
+def import_circles(edges: list[tuple[str, str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each as a sorted list."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for src, dst in edges:
+        if src != dst:
+            graph[src].add(dst)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles = []
 
-    def visit(node: str, path: list[str]) -> None:
-        state[node] = 1
-        for nxt in sorted(graph[node]):
-            if state.get(nxt) == 1:
-                raise AssertionError("import cycle: " + " -> ".join(path[path.index(nxt):] + [node, nxt])
-                                     if nxt in path else f"import cycle through {node} -> {nxt}")
-            if nxt not in state:
-                visit(nxt, path + [node])
-        state[node] = 2
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
 
-    for node in sorted(graph):
-        if node not in state:
-            visit(node, [])
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return circles
 
 
-def test_no_private_name_crosses_a_package():
-    crossing = [f"{f}: from {mod} import {name}" for f, src, mod, names in _imports() for name in names
-                if _package_of(mod) != src and name.startswith("_") and not name.startswith("__")]
-    crossing += [f"{f}: import {mod}" for f, src, mod, names in _imports()
-                 if _package_of(mod) != src and any(p.startswith("_")
-                                                    for p in mod.split(".")[1:])]
+def module_edges() -> list[tuple[str, str]]:
+    """Module → module edges; importing ``a.b.c`` also runs the packages ``a.b`` and ``a`` (their ``__init__``),
+    which count as edges only when they hold code beyond a docstring."""
+    edges = []
+    for src, dst, _ in IMPORTS:
+        edges.append((src, dst))
+        parent = dst.rsplit(".", 1)[0] if "." in dst else ""
+        while parent and parent != "flexlearn":
+            if not src.startswith(parent + ".") and src != parent and _has_code(parent):
+                edges.append((src, parent))
+            parent = parent.rsplit(".", 1)[0] if "." in parent else ""
+    return edges
+
+
+def _has_code(package: str) -> bool:
+    f = MODULES[package]
+    body = ast.parse(f.read_text(encoding="utf-8")).body
+    return any(not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) for n in body)
+
+
+def test_no_import_circle_between_modules():
+    circles = import_circles(module_edges())
+    assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+def test_the_circle_check_finds_a_circle():
+    assert import_circles([("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")]) == [["a", "b", "c"]]
+    assert import_circles([("a", "b"), ("b", "c")]) == []
+
+
+def test_no_private_name_is_imported_from_another_module():
+    crossing = [
+        f"{src}: from {dst} import {name}"
+        for src, dst, name in IMPORTS
+        if dst != src and name.startswith("_") and not name.startswith("__")
+    ]
+    crossing += [
+        f"{src}: imports the private module {dst}"
+        for src, dst, _ in IMPORTS
+        if any(p.startswith("_") and not p.startswith("__") for p in dst.split(".")[1:])
+    ]
     assert not crossing, "\n".join(crossing)

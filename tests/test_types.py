@@ -1,6 +1,7 @@
 """The library type-checks: mypy over flexlearn/ (configured in pyproject.toml's [tool.mypy]) reports no error.
 
 The check runs in the background from the end of collection (`tests/conftest.py`); this test collects it."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Hydra entry points: thin wrappers around flexlearn.tasks / flexlearn.data / flexlearn.sim."""
+
 import os
 
 # Idle OpenMP threads sleep instead of spinning: on a loaded 2-core machine spinning torch threads

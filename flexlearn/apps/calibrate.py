@@ -4,6 +4,7 @@ Each input (a raw sweep directory with the module's tumble, or a processed datas
 A (at most ``n_poses`` stationary poses); the file (``output``) is what ``flexlearn-export bundle.calibration=...``
 and ``scripts/pi_runner.py --calibration`` take (docs/modules.md). Errors end in one line and exit status 2.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,14 +12,15 @@ import json
 from omegaconf import DictConfig
 
 from flexlearn.apps.runner import hydra_app, readable_errors, require_values
+from flexlearn.atomic import guard_output_file
 
 
 @hydra_app("flexlearn-calibrate", "calibrate")
 def main(cfg: DictConfig) -> None:
+    """Write the calibration file ``cfg.output`` for the input modules; print its summary (JSON)."""
     with readable_errors("flexlearn-calibrate"):
         require_values(cfg)
-        from flexlearn.atomic import guard_output_file
-        from flexlearn.jobs.calibrate import calibrate
+        from flexlearn.jobs.calibrate import calibrate  # heavy import off the start-up path (the data stack)
 
         inputs = [cfg.inputs] if isinstance(cfg.inputs, str) else list(cfg.inputs)
         guard_output_file(cfg.output, inputs=inputs)

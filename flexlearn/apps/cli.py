@@ -2,9 +2,11 @@
 
 Imports neither torch nor Lightning, so it answers at once.
 """
+
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from importlib import metadata
 from typing import Optional
@@ -24,8 +26,6 @@ def commands() -> dict[str, str]:
             continue
         module = ep.value.split(":")[0]
         try:
-            import importlib.util
-
             spec = importlib.util.find_spec(module)
             origin = spec.origin if spec else None
             doc = open(origin, encoding="utf-8").read().split('"""')[1].strip().splitlines()[0] if origin else ""
@@ -36,6 +36,7 @@ def commands() -> dict[str, str]:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    """Print the version and the installed commands; return the exit status (0)."""
     ap = argparse.ArgumentParser(prog="flexlearn", description=flexlearn.__doc__)
     ap.add_argument("--version", action="version", version=f"flexlearn {flexlearn.__version__}")
     ap.parse_args(argv)

@@ -4,6 +4,7 @@ as ``config_tree.txt`` in the run directory) and the test metrics as a table whe
 The tree is drawn with rich when it is installed (colours on a terminal), as plain YAML otherwise. Multirun
 jobs print one line each instead (their overrides, then their result); ranks > 0 of a DDP run print nothing.
 """
+
 from __future__ import annotations
 
 import io
@@ -11,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from flexlearn.atomic import atomic_path
@@ -18,14 +20,19 @@ from flexlearn.config import is_rank_zero, job_label
 
 TREE_ORDER = ("data", "model", "task", "callbacks", "logger", "trainer", "paths")
 TREE_WIDTH = 110
-TEST_ROWS = (("test/ang_err_median_deg", "median error", "°"), ("test/ang_err_p95_deg", "p95 error", "°"),
-             ("test/ang_err_rms_deg", "RMS error", "°"), ("test/ang_err_mean_deg", "mean error", "°"),
-             ("test/invalid_fraction", "invalid fraction", "%"))
+TEST_ROWS = (
+    ("test/ang_err_median_deg", "median error", "°"),
+    ("test/ang_err_p95_deg", "p95 error", "°"),
+    ("test/ang_err_rms_deg", "RMS error", "°"),
+    ("test/ang_err_mean_deg", "mean error", "°"),
+    ("test/invalid_fraction", "invalid fraction", "%"),
+)
 
 
 def _sections(cfg: DictConfig) -> list[tuple[str, str]]:
     """(name, YAML) per config group in `TREE_ORDER`, then the other groups, then the top-level values;
     resolved where possible (a value that cannot be resolved yet is shown as written)."""
+
     def yaml_of(node: Any) -> str:
         try:
             return OmegaConf.to_yaml(node, resolve=True)
@@ -47,17 +54,18 @@ def config_tree(cfg: DictConfig, colour: bool = False) -> str:
     with one commented header per group."""
     sections = _sections(cfg)
     try:
-        from rich.console import Console
-        from rich.syntax import Syntax
-        from rich.tree import Tree
+        from rich.console import Console  # optional dependency: plain YAML without it
+        from rich.syntax import Syntax  # optional dependency
+        from rich.tree import Tree  # optional dependency
     except ImportError:
         return "".join(f"# {name}\n{text}" for name, text in sections)
     tree = Tree("CONFIG", style="dim", guide_style="dim")
     for name, text in sections:
         tree.add(name, style="bold", guide_style="dim").add(Syntax(text.rstrip("\n"), "yaml", theme="ansi_dark"))
     buf = io.StringIO()
-    Console(file=buf, width=TREE_WIDTH, force_terminal=colour, color_system="standard" if colour else None,
-            highlight=False).print(tree)
+    Console(
+        file=buf, width=TREE_WIDTH, force_terminal=colour, color_system="standard" if colour else None, highlight=False
+    ).print(tree)
     return buf.getvalue()
 
 
@@ -67,8 +75,6 @@ def show_config(cfg: DictConfig, output_dir: Optional[str | Path]) -> None:
         return
     label = job_label()
     if label:
-        from hydra.core.hydra_config import HydraConfig
-
         overrides = " ".join(HydraConfig.get().overrides.task) or "(no overrides)"
         print(f"[{label}] {overrides}", flush=True)
     else:
@@ -116,8 +122,12 @@ def describe_files(paths: Any) -> str:
     return ", ".join(paths)
 
 
-def show_result(metrics: Mapping[str, Any], optimized_metric: Optional[str] = None,
-                first: Optional[Mapping[str, Any]] = None, **listed: Any) -> None:
+def show_result(
+    metrics: Mapping[str, Any],
+    optimized_metric: Optional[str] = None,
+    first: Optional[Mapping[str, Any]] = None,
+    **listed: Any,
+) -> None:
     """Print each of ``first`` (name: value; the figures a reader must see first), the metrics table, each of
     ``listed``, then the run directory as the last line (scripts read it); a multirun job prints one line."""
     if not is_rank_zero():

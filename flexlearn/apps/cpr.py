@@ -7,6 +7,7 @@ estimate; ``flexlearn-warmup`` does it ahead); a progress bar counts the solves 
 
     flexlearn-cpr cpr.rod.n_elements=8 substeps=12 shooting_steps=null
 """
+
 from __future__ import annotations
 
 import json
@@ -19,31 +20,40 @@ from flexlearn.config import check
 
 @hydra_app("flexlearn-cpr", "cpr")
 def main(cfg: DictConfig) -> None:
+    """flexlearn-cpr: the seed's experiments I and II (forward statics along the actuation path), outputs to disk."""
     with readable_errors("flexlearn-cpr"):
-        import torch
+        # the imports below are heavy (torch, numba kernels, matplotlib): kept off the CLI start-up (--help)
+        import torch  # lazy: heavy (see above)
 
-        from flexlearn.apps.kernels import compile_ahead
-        from flexlearn.physics.lse import CPRModel
-        from flexlearn.physics.lse.experiments import run_experiments, summary, write_outputs
-        from flexlearn.physics.lse.inverse import actuation_path
-        from flexlearn.progress import Bar
-        from flexlearn.viz.cpr_figures import write_trajectory_figure
+        from flexlearn.apps.kernels import compile_ahead  # lazy: heavy (see above)
+        from flexlearn.physics.lse import CPRModel  # lazy: heavy (see above)
+        from flexlearn.physics.lse.experiments import run_experiments, summary, write_outputs  # lazy: heavy
+        from flexlearn.physics.lse.inverse import actuation_path  # lazy: heavy (see above)
+        from flexlearn.progress import Bar  # lazy: heavy (see above)
+        from flexlearn.viz.cpr_figures import write_trajectory_figure  # lazy: heavy (see above)
 
         use_progress(cfg)
         check(isinstance(cfg.substeps, int) and cfg.substeps >= 1, "substeps", cfg.substeps, "must be an int >= 1")
         check(isinstance(cfg.n_phases, int) and cfg.n_phases >= 1, "n_phases", cfg.n_phases, "must be an int >= 1")
         steps = cfg.shooting_steps
-        check(steps is None or (isinstance(steps, int) and steps >= 4), "shooting_steps", steps,
-              "must be null or an int >= 4")
-        check(isinstance(cfg.threads, int) and not isinstance(cfg.threads, bool) and cfg.threads >= 1, "threads",
-              cfg.threads, "must be an int >= 1")
+        check(
+            steps is None or (isinstance(steps, int) and steps >= 4),
+            "shooting_steps",
+            steps,
+            "must be null or an int >= 4",
+        )
+        check(
+            isinstance(cfg.threads, int) and not isinstance(cfg.threads, bool) and cfg.threads >= 1,
+            "threads",
+            cfg.threads,
+            "must be an int >= 1",
+        )
         torch.set_num_threads(cfg.threads)
         model = CPRModel.from_config(cfg.cpr)
         compile_ahead("flexlearn-cpr", "lse")
         n_points = len(actuation_path(cfg.n_phases, cfg.substeps)[1])
         total = 2 * n_points * (1 if steps is None else 2)  # two experiments; LSE (and shooting) per point
-        with Bar(total, "flexlearn-cpr: LSE" + ("" if steps is None else " + shooting") + " solves",
-                 "solve") as bar:
+        with Bar(total, "flexlearn-cpr: LSE" + ("" if steps is None else " + shooting") + " solves", "solve") as bar:
             result, shapes = run_experiments(model, cfg.substeps, steps, cfg.n_phases, step=bar.update)
         paths = write_outputs(cfg.output_dir, result, shapes)
         write_trajectory_figure(result, paths[0])  # trajectory.png with the shooting baseline and the pulley

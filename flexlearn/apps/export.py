@@ -6,6 +6,7 @@ and with ``bundle.enabled=true`` the robot bundle (estimator + controller + mode
 Each file gets its manifest ``<file>.manifest.json`` (loaders refuse a model file without a matching one);
 options are checked before anything is written and the files land together or not at all. Errors end in one
 line and exit status 2."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,9 @@ from flexlearn.apps.runner import hydra_app, readable_errors
 
 @hydra_app("flexlearn-export", "export")
 def main(cfg: DictConfig) -> None:
+    """Export what ``cfg.target`` names; print {what: path} (JSON)."""
     with readable_errors("flexlearn-export"):
-        from flexlearn.jobs.export import export_from_config
+        from flexlearn.jobs.export import export_from_config  # heavy import off the start-up path (torch)
 
         paths = export_from_config(cfg)
     print(json.dumps(paths, indent=2))

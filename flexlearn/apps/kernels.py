@@ -8,6 +8,7 @@ warm-up drives the same public entry point a run uses (``CPRModel.solve``, ``Cos
 run loads. The kernel modules of a group are found by their source (a ``.py`` file of the package that contains
 ``@njit`` and is loaded by the package), so a kernel file added later is covered without an edit here.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -19,7 +20,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
+import numpy as np
+from omegaconf import OmegaConf
+
+from flexlearn.config import to_plain_dict
 from flexlearn.numba_cache import cold_modules
+from flexlearn.progress import ticker
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
@@ -27,10 +33,9 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 def _warm_lse() -> None:
     """A 2-rod-element CPR of the default robot: a cold solve and a warm-started one, without and with the
     pulley load (the two experiments of flexlearn-cpr)."""
+    # heavy imports off the start-up path (torch, numba)
     import torch
-    from omegaconf import OmegaConf
 
-    from flexlearn.config import to_plain_dict
     from flexlearn.physics.lse import CPRModel
     from flexlearn.physics.lse.compiled.prebuild import prebuild
 
@@ -48,11 +53,7 @@ def _warm_lse() -> None:
 def _warm_pose() -> None:
     """The inverse statics of the continuous Stewart-Gough robot (conf/cpr/csg.yaml) with 2 elements per rod: a
     cold solve, a warm-started one, a path and a batch (every entry point of `PoseStatics`)."""
-    import numpy as np
-    from omegaconf import OmegaConf
-
-    from flexlearn.config import to_plain_dict
-    from flexlearn.physics.lse import CPRModel
+    from flexlearn.physics.lse import CPRModel  # heavy import off the start-up path (torch, numba)
 
     cfg = to_plain_dict(OmegaConf.load(PACKAGE_DIR / "conf" / "cpr" / "csg.yaml"), "cpr")
     cfg.setdefault("rod", {})["n_elements"] = 2
@@ -67,8 +68,7 @@ def _warm_pose() -> None:
 
 def _warm_cosserat() -> None:
     """Ten steps of flexlearn-cosserat's default experiment on the fused kernel."""
-    from omegaconf import OmegaConf
-
+    # heavy imports off the start-up path (torch, numba)
     from flexlearn.physics.cosserat.experiments import load_experiment
     from flexlearn.physics.cosserat.tip_output import run_experiment
 
@@ -78,9 +78,7 @@ def _warm_cosserat() -> None:
 
 def _warm_attitude() -> None:
     """The offline attitude filter on 20 samples, without and with a magnetometer."""
-    import numpy as np
-
-    from flexlearn.sensing.attitude.offline import run_filter
+    from flexlearn.sensing.attitude.offline import run_filter  # heavy import off the start-up path (numba)
 
     gyr = np.zeros((20, 3))
     acc = np.tile([0.0, 0.0, 9.81], (20, 1))
@@ -102,14 +100,15 @@ class KernelGroup:
     used_by: str
     estimate_s: float
     warm: Callable[[], None]
-    prefix: str = ""  # only the package's kernel files whose name starts so (the pose kernels share lse's package)
 
     def modules(self) -> list[ModuleType]:
-        """The group's kernel modules that its package loads (a kernel file nothing imports is left out)."""
+        """The group's kernel modules that its package loads, in its subpackages too (a kernel file nothing imports
+        is left out)."""
         importlib.import_module(self.entry)
         root = PACKAGE_DIR.joinpath(*self.package.split(".")[1:])
-        names = sorted(p.stem for p in root.glob(f"{self.prefix}*.py") if "@njit" in p.read_text(encoding="utf-8"))
-        return [sys.modules[f"{self.package}.{n}"] for n in names if f"{self.package}.{n}" in sys.modules]
+        files = sorted(p for p in root.rglob("*.py") if "@njit" in p.read_text(encoding="utf-8"))
+        names = [".".join([self.package, *p.relative_to(root).with_suffix("").parts]) for p in files]
+        return [sys.modules[n] for n in names if n in sys.modules]
 
     def _record(self) -> Path:
         return PACKAGE_DIR.joinpath(*self.package.split(".")[1:], "__pycache__", f"{self.name}.warm-modules.json")
@@ -137,30 +136,54 @@ class KernelGroup:
 
 
 GROUPS = {
-    "lse": KernelGroup("lse", "flexlearn.physics.lse", "flexlearn.physics.lse",
-                       "flexlearn-cpr (forward statics without gradients)", 20.0, _warm_lse),
-    "pose": KernelGroup("pose", "flexlearn.physics.lse", "flexlearn.physics.lse.length_actuated.batch",
-                        "inverse statics to a platform pose (CPRModel.pose_statics, scripts/bench_csg.py)", 140.0,
-                        _warm_pose, prefix="pose_"),
-    "cosserat": KernelGroup("cosserat", "flexlearn.physics.cosserat", "flexlearn.physics.cosserat",
-                            "flexlearn-cosserat (the fused step loop)", 45.0, _warm_cosserat),
-    "attitude": KernelGroup("attitude", "flexlearn.sensing", "flexlearn.sensing.attitude.offline",
-                            "the offline attitude filter (run_filter)", 15.0, _warm_attitude),
+    "lse": KernelGroup(
+        "lse",
+        "flexlearn.physics.lse",
+        "flexlearn.physics.lse",
+        "flexlearn-cpr (forward statics without gradients)",
+        20.0,
+        _warm_lse,
+    ),
+    "pose": KernelGroup(
+        "pose",
+        "flexlearn.physics.lse.length_actuated",
+        "flexlearn.physics.lse.length_actuated.batch",
+        "inverse statics to a platform pose (CPRModel.pose_statics, scripts/bench_csg.py)",
+        140.0,
+        _warm_pose,
+    ),
+    "cosserat": KernelGroup(
+        "cosserat",
+        "flexlearn.physics.cosserat",
+        "flexlearn.physics.cosserat",
+        "flexlearn-cosserat (the fused step loop)",
+        45.0,
+        _warm_cosserat,
+    ),
+    "attitude": KernelGroup(
+        "attitude",
+        "flexlearn.sensing",
+        "flexlearn.sensing.attitude.offline",
+        "the offline attitude filter (run_filter)",
+        15.0,
+        _warm_attitude,
+    ),
 }
 
 
 def compile_ahead(app: str, group_name: str) -> None:
     """If the group's kernels are not cached yet: one line on stderr saying so, with the estimate, then compile
     them under a progress bar (flexlearn.progress), so the run that follows loads them. Cached: nothing."""
-    from flexlearn.progress import ticker
-
     group = GROUPS[group_name]
     cold = group.cold()
     if not cold:
         return
-    print(f"{app}: compiling the {group.name} numba kernels for the first time (about {group.estimate_s:.0f} s on "
-          f"2 cores; cached for later runs; 'flexlearn-warmup' compiles every kernel ahead)",
-          file=sys.stderr, flush=True)
+    print(
+        f"{app}: compiling the {group.name} numba kernels for the first time (about {group.estimate_s:.0f} s on "
+        f"2 cores; cached for later runs; 'flexlearn-warmup' compiles every kernel ahead)",
+        file=sys.stderr,
+        flush=True,
+    )
     t0 = time.perf_counter()
     with ticker(f"compiling {group.name} kernels", group.estimate_s):
         group.warm()

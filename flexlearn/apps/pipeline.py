@@ -4,30 +4,33 @@ A run that diverges fails with one line and exit status 2 and exports nothing (`
 Prints the config tree at the start, progress while training and the test metrics, figures, exports and
 run directory (the last line) at the end.
 """
+
 from __future__ import annotations
 
 from omegaconf import DictConfig
 
-from flexlearn.apps.console import describe_files, show_config, show_result
-from flexlearn.apps.runner import hydra_app, readable_errors, require_values
+from flexlearn.apps.console import describe_files, show_result
+from flexlearn.apps.runner import hydra_app, readable_errors, start_run
 
 
 @hydra_app("flexlearn-pipeline", "pipeline")
 def main(cfg: DictConfig) -> None:
+    """Run the main job of the composed ``pipeline`` config; print its metrics, figures, exports and run directory."""
     with readable_errors("flexlearn-pipeline"):
-        from flexlearn.jobs.train import check_run_config
+        start_run(cfg)
+        from flexlearn.jobs.train import run_training  # heavy import off the start-up path (torch, Lightning)
 
-        require_values(cfg)
-        check_run_config(cfg)  # before the config is printed and Lightning is imported
-        show_config(cfg, cfg.paths.output_dir)
-        from flexlearn.jobs.train import train
-
-        metrics = train(cfg)
-    show_result(metrics, cfg.optimized_metric,
-                first={"held-out modules": metrics.get("test_module_summary"),
-                       "held-out module figures": describe_files(metrics.get("figures_test_module"))},
-                figures=describe_files(metrics.get("figures")),
-                exports=describe_files(metrics.get("exports")))
+        metrics = run_training(cfg)
+    show_result(
+        metrics,
+        cfg.optimized_metric,
+        first={
+            "held-out modules": metrics.get("test_module_summary"),
+            "held-out module figures": describe_files(metrics.get("figures_test_module")),
+        },
+        figures=describe_files(metrics.get("figures")),
+        exports=describe_files(metrics.get("exports")),
+    )
 
 
 if __name__ == "__main__":

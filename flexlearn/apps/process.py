@@ -1,4 +1,5 @@
 """`flexlearn-process input=<raw dir> output=<file.parquet>`: raw streams to a training dataset."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,15 +9,16 @@ from omegaconf import DictConfig
 from flexlearn.apps.runner import hydra_app, readable_errors, use_progress
 from flexlearn.atomic import guard_output_file
 from flexlearn.config import from_dict
+from flexlearn.data.processing_config import ProcessingConfig
+from flexlearn.progress import ticker
 
 
 @hydra_app("flexlearn-process", "process")
 def main(cfg: DictConfig) -> None:
+    """Process the raw sweep ``cfg.input`` into the dataset ``cfg.output``; print its path."""
     with readable_errors("flexlearn-process"):
         use_progress(cfg)
-        from flexlearn.data.process import ProcessingConfig
-        from flexlearn.progress import ticker
-        from flexlearn.data.sources import process_raw
+        from flexlearn.data.sources import process_raw  # heavy import off the start-up path (torch)
 
         guard_output_file(cfg.output, inputs=[cfg.input])  # before the input is read
         processing = from_dict(ProcessingConfig, cfg.processing, "processing")

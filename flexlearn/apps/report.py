@@ -1,4 +1,5 @@
 """`flexlearn-report sessions=[...] output=<dir>`: dataset quality report (Markdown + PNG) of recorded sessions."""
+
 from __future__ import annotations
 
 from omegaconf import DictConfig
@@ -9,8 +10,9 @@ from flexlearn.config import to_plain_dict
 
 @hydra_app("flexlearn-report", "report")
 def main(cfg: DictConfig) -> None:
+    """Write the quality report of ``cfg.sessions``; print the Markdown file's path."""
     with readable_errors("flexlearn-report"):
-        from flexlearn.data.report import write_report
+        from flexlearn.data.report import write_report  # heavy import off the start-up path (matplotlib)
 
         sessions = list(cfg.sessions) if not isinstance(cfg.sessions, str) else [cfg.sessions]
         options = to_plain_dict(cfg.options, "options")

@@ -5,6 +5,7 @@ have (``task.lrr=1``) or of a config group option that does not exist (``trainer
 naming the closest valid keys and exit status 2, instead of Hydra's hint to add the typo with ``+``.
 Apps import Lightning, torch and matplotlib inside their main function, so ``--help`` answers at once.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -17,11 +18,16 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 import hydra
-from omegaconf import DictConfig
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import MissingMandatoryValue
 
 import flexlearn.config  # noqa: F401  (registers the OmegaConf resolvers the configs use: run_tag, relpath)
-from flexlearn.config import closest
-from flexlearn.errors import FlexlearnError
+from flexlearn.apps.console import show_config
+from flexlearn.config import closest, in_multirun
+from flexlearn.errors import ConfigError, FlexlearnError
+from flexlearn.jobs.runs import TRAIN_KEYS, check_run_config
+from flexlearn.progress import set_enabled
 
 # flexlearn/conf/, found through the package, so an installed wheel works from any directory; a directory of
 # your own is added with --config-dir. Absolute: console-script entry points would otherwise resolve a
@@ -34,8 +40,6 @@ MAX_LISTED = 24  # keys or options listed in an error message at most
 def readable_errors(app: str) -> Iterator[None]:
     """Turn a `FlexlearnError`, or a required config value left out (``???``), into one line on stderr and exit
     status 2."""
-    from omegaconf.errors import MissingMandatoryValue
-
     try:
         yield
     except FlexlearnError as exc:
@@ -49,21 +53,17 @@ def readable_errors(app: str) -> Iterator[None]:
 
 def require_values(cfg: DictConfig) -> None:
     """Raise `ConfigError` naming every required value (``???``) the command did not give."""
-    from omegaconf import OmegaConf
-
-    from flexlearn.errors import ConfigError
-
     missing = sorted(OmegaConf.missing_keys(cfg))
     if missing:
-        raise ConfigError(f"config {', '.join(repr(k) for k in missing)} {'is' if len(missing) == 1 else 'are'} "
-                          "required: add " + " ".join(f"{k}=..." for k in missing) + " to the command")
+        raise ConfigError(
+            f"config {', '.join(repr(k) for k in missing)} {'is' if len(missing) == 1 else 'are'} "
+            "required: add " + " ".join(f"{k}=..." for k in missing) + " to the command"
+        )
 
 
 def use_progress(cfg: DictConfig) -> None:
     """Progress bars (flexlearn.progress) follow the config's ``progress`` (true | false | auto; absent: auto,
     drawn when stderr is a terminal)."""
-    from flexlearn.progress import set_enabled
-
     value = cfg.get("progress", None)
     set_enabled(value if isinstance(value, (bool, str)) else None)
 
@@ -72,12 +72,8 @@ def threads_per_parallel_job() -> Optional[int]:
     """In a job of a joblib multirun (``hydra/launcher=local_parallel``): limit torch, OpenMP and MKL to
     cores // n_jobs threads (at least 1) so parallel jobs do not oversubscribe the cores; returns that number
     (None elsewhere: nothing changed)."""
-    from flexlearn.config import in_multirun
-
     if not in_multirun():
         return None
-    from hydra.core.hydra_config import HydraConfig
-
     launcher = HydraConfig.get().launcher
     if "joblib" not in str(launcher.get("_target_", "")).lower():
         return None
@@ -87,10 +83,29 @@ def threads_per_parallel_job() -> Optional[int]:
     threads = max(1, cores // n_jobs)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
         os.environ[var] = str(threads)
-    import torch
+    import torch  # heavy import off the start-up path
 
     torch.set_num_threads(threads)
     return threads
+
+
+def start_run(cfg: DictConfig, known: tuple[str, ...] = TRAIN_KEYS) -> None:
+    """The preamble of the apps that make a run directory (train, pipeline, eval), run once per command.
+
+    Every required value given, the run config checked (`flexlearn.jobs.runs.check_run_config`: before the
+    config is printed and Lightning or torch is imported), then the config tree shown and saved. The app then
+    calls the job's ``run_*`` entry, which does not check again.
+
+    Args:
+        cfg: the composed config.
+        known: the accepted top-level keys (`flexlearn.jobs.runs.TRAIN_KEYS` or ``EVAL_KEYS``).
+
+    Raises:
+        ConfigError: a required value left out, or a bad key or value.
+    """
+    require_values(cfg)
+    check_run_config(cfg, known)
+    show_config(cfg, cfg.paths.output_dir)
 
 
 def sweep_value(value: float) -> float:
@@ -101,6 +116,7 @@ def sweep_value(value: float) -> float:
 def hydra_app(app: str, config_name: str) -> Callable[[Callable[[DictConfig], Any]], Callable[..., Any]]:
     """``@hydra.main`` on flexlearn/conf/<config_name>.yaml, reporting a misspelled key or group option as
     ``<app>: error: ...`` (closest valid names) with exit status 2."""
+
     def wrap(task_fn: Callable[[DictConfig], Any]) -> Callable[..., Any]:
         hydra_main = hydra.main(version_base="1.3", config_path=CONF_DIR, config_name=config_name)(task_fn)
 
@@ -119,8 +135,8 @@ def _composition_errors(app: str) -> Iterator[None]:
     """Catch Hydra's composition errors before Hydra prints them (its ``run_and_report`` wraps every step of
     a run: compose, --help, --cfg, run, multirun); HYDRA_FULL_ERROR=1 keeps Hydra's own report."""
     try:
-        import hydra._internal.utils as internal
-        from hydra.errors import ConfigCompositionException, MissingConfigException
+        import hydra._internal.utils as internal  # optional: Hydra's private module, absent from other layouts
+        from hydra.errors import ConfigCompositionException, MissingConfigException  # optional: as above
     except ImportError:  # pragma: no cover - a Hydra laid out differently: its own messages
         yield
         return
@@ -169,19 +185,20 @@ def composition_error_message(exc: BaseException) -> Optional[str]:
     listed = [k for k in keys if where or k != "hydra"]
     scope = f"keys of '{where}'" if where else "top-level keys"
     if near:
-        fixed = f"{where + '.' if where else ''}{near[0]}{key[len(str(full_key)):]}"
+        fixed = f"{where + '.' if where else ''}{near[0]}{key[len(str(full_key)) :]}"
         return f"config key '{key}' does not exist; did you mean '{fixed}'? ({scope}: {_listed(listed)})"
     deeper = _nested_match(parent._get_root(), key)
     if deeper:
         return f"config key '{key}' does not exist; did you mean '{deeper}'? ({scope}: {_listed(listed)})"
-    return (f"config key '{key}' does not exist ({scope}: {_listed(listed)}); a key the config does not list "
-            f"is added with a leading '+'")
+    return (
+        f"config key '{key}' does not exist ({scope}: {_listed(listed)}); a key the config does not list "
+        f"is added with a leading '+'"
+    )
 
 
 def _nested_match(root: Any, key: str) -> Optional[str]:
     """The full path of a deeper config key whose last components are spelled most like ``key``
     (``rod.n_elemnts`` → ``cpr.rod.n_elements``, ``n_elements`` → ``cpr.rod.n_elements``), or None."""
-    from omegaconf import OmegaConf
 
     def paths(node: Any, prefix: str) -> Iterator[str]:
         if isinstance(node, dict):
@@ -196,7 +213,7 @@ def _nested_match(root: Any, key: str) -> Optional[str]:
     container = OmegaConf.to_container(root, resolve=False) if isinstance(root, DictConfig) else {}
     for path in paths(container, ""):
         parts = path.split(".")
-        tail = parts[-len(typed):]
+        tail = parts[-len(typed) :]
         if len(parts) > len(typed) and all(closest(t, [c]) for t, c in zip(typed, tail)):  # each part alike
             suffixes.setdefault(".".join(tail), path)
     near = closest(key, suffixes)

@@ -1,18 +1,20 @@
 """`flexlearn-simulate`: write a simulated sweep-rig recording as raw streams."""
+
 from __future__ import annotations
 
 from omegaconf import DictConfig
 
 from flexlearn.apps.runner import hydra_app, readable_errors, use_progress
 from flexlearn.config import from_dict
+from flexlearn.progress import ticker
 
 
 @hydra_app("flexlearn-simulate", "simulate")
 def main(cfg: DictConfig) -> None:
+    """Simulate the sweep of ``cfg.sim`` and save its raw streams at ``cfg.output``; print the path."""
     with readable_errors("flexlearn-simulate"):
         use_progress(cfg)
-        from flexlearn.progress import ticker
-        from flexlearn.sim.rig import RigConfig, simulate_sweep
+        from flexlearn.sim.rig import RigConfig, simulate_sweep  # heavy import off the start-up path (torch)
 
         rig = from_dict(RigConfig, cfg.sim, "sim")
         with ticker(f"simulating {rig.n_poses} poses"):

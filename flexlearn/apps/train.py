@@ -7,6 +7,7 @@ logged and reported to the sweeper as +inf, so the sweep goes on.
 Prints the resolved config as a tree at the start (``config_tree.txt``), progress while training (a progress
 bar on a terminal, one line per epoch otherwise) and the test metrics at the end, then the run directory.
 """
+
 from __future__ import annotations
 
 import logging
@@ -14,8 +15,8 @@ import math
 
 from omegaconf import DictConfig
 
-from flexlearn.apps.console import show_config, show_result
-from flexlearn.apps.runner import hydra_app, readable_errors, require_values, sweep_value, threads_per_parallel_job
+from flexlearn.apps.console import show_result
+from flexlearn.apps.runner import hydra_app, readable_errors, start_run, sweep_value, threads_per_parallel_job
 from flexlearn.config import in_multirun
 
 log = logging.getLogger(__name__)
@@ -23,18 +24,16 @@ log = logging.getLogger(__name__)
 
 @hydra_app("flexlearn-train", "train")
 def main(cfg: DictConfig) -> float:
+    """Train one run of the composed ``train`` config; return its optimised metric (+inf if it diverged)."""
     with readable_errors("flexlearn-train"):
-        from flexlearn.jobs.train import check_run_config
-
-        require_values(cfg)
-        check_run_config(cfg)  # before the config is printed and Lightning is imported
-        show_config(cfg, cfg.paths.output_dir)
+        start_run(cfg)
         threads_per_parallel_job()
-        from flexlearn.jobs.train import train
+        # heavy imports off the start-up path (torch, Lightning)
+        from flexlearn.jobs.train import run_training
         from flexlearn.tasks.callbacks import TrainingDivergedError
 
         try:
-            metrics = train(cfg)
+            metrics = run_training(cfg)
         except TrainingDivergedError as exc:
             if not in_multirun():
                 raise
@@ -45,7 +44,6 @@ def main(cfg: DictConfig) -> float:
         log.warning("%s is NaN for this run; reported to the sweeper as +inf", cfg.optimized_metric)
     show_result(metrics, cfg.optimized_metric)
     return sweep_value(value)
-
 
 
 if __name__ == "__main__":

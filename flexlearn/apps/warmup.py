@@ -7,6 +7,7 @@
 Prints one line per group (modules, cold or cached, seconds taken) and a JSON summary as the last line.
 Without numba installed the kernels do not exist and every model runs on its torch path: it says so and exits 0.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,38 +16,44 @@ import sys
 import time
 from typing import Any, Optional, Sequence
 
+from flexlearn.apps import kernels
+from flexlearn.progress import ticker
 
-GROUP_NAMES = ("lse", "pose", "cosserat", "attitude")  # flexlearn.apps.kernels.GROUPS, listed without importing it
+GROUP_NAMES = tuple(kernels.GROUPS)  # lse, pose, cosserat, attitude: the default of --only
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line of `flexlearn-warmup` (see the module docstring)."""
     parser = argparse.ArgumentParser(prog="flexlearn-warmup", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", default=",".join(GROUP_NAMES),
-                        help=f"comma-separated groups to compile (default: all of {', '.join(GROUP_NAMES)})")
+    parser.add_argument(
+        "--only",
+        default=",".join(GROUP_NAMES),
+        help=f"comma-separated groups to compile (default: all of {', '.join(GROUP_NAMES)})",
+    )
     parser.add_argument("--list", action="store_true", help="show which groups are cold; compile nothing")
     return parser
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Compile (or list) the kernel groups; print one line per group and a JSON summary."""
     args = build_parser().parse_args(argv)
-    from flexlearn.apps.kernels import GROUPS
-
     names = [n.strip() for n in args.only.split(",") if n.strip()]
-    unknown = [n for n in names if n not in GROUPS]
+    unknown = [n for n in names if n not in kernels.GROUPS]
     if unknown:
-        print(f"flexlearn-warmup: error: unknown group {', '.join(map(repr, unknown))} (groups: "
-              f"{', '.join(GROUPS)})", file=sys.stderr)
+        print(
+            f"flexlearn-warmup: error: unknown group {', '.join(map(repr, unknown))} (groups: "
+            f"{', '.join(kernels.GROUPS)})",
+            file=sys.stderr,
+        )
         return 2
     try:
-        import numba  # noqa: F401
+        import numba  # noqa: F401  (optional dependency, and heavy: only probed when compiling)
     except ImportError:
         print("flexlearn-warmup: numba is not installed: nothing to compile (every model runs on its torch path)")
         return 0
-    from flexlearn.progress import ticker
-
     summary: dict[str, dict[str, Any]] = {}
     for name in names:
-        group = GROUPS[name]
+        group = kernels.GROUPS[name]
         modules = group.modules()
         cold = group.cold()
         state = f"cold ({len(cold)} of {len(modules)} modules)" if cold else "cached"
@@ -54,16 +61,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"{name:<9s}{state:<24s}used by {group.used_by}", flush=True)
             summary[name] = {"cold_modules": cold}
             continue
-        print(f"{name:<9s}{state}: {'compiling' if cold else 'loading'} ({len(modules)} modules, used by "
-              f"{group.used_by}; about {group.estimate_s:.0f} s when cold)", flush=True)
+        print(
+            f"{name:<9s}{state}: {'compiling' if cold else 'loading'} ({len(modules)} modules, used by "
+            f"{group.used_by}; about {group.estimate_s:.0f} s when cold)",
+            flush=True,
+        )
         t0 = time.perf_counter()
         with ticker(f"{name} kernels", group.estimate_s if cold else None):
             group.warm()
         seconds = time.perf_counter() - t0
         group.remember_warm()
         left = group.cold()
-        print(f"{name:<9s}{'compiled' if cold else 'loaded'} in {seconds:.1f} s"
-              + (f"; still not cached: {', '.join(left)}" if left else ""), flush=True)
+        print(
+            f"{name:<9s}{'compiled' if cold else 'loaded'} in {seconds:.1f} s"
+            + (f"; still not cached: {', '.join(left)}" if left else ""),
+            flush=True,
+        )
         summary[name] = {"was_cold": bool(cold), "seconds": round(seconds, 2), "still_cold": left}
     print(json.dumps(summary))
     return 0

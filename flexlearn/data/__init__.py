@@ -1,0 +1,1 @@
+"""Datasets: raw sweep processing, quality filters, dataset files and the training data module."""

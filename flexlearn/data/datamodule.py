@@ -8,6 +8,7 @@ sees exactly the batches an uninterrupted run would.
 empty file, one row, no train split, a train split only): a `DataError` naming the file and the split.
 Fields that are not finite in float32 (e.g. ΔB scaled past 3.4e38 T) are refused when the file is read.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,8 +31,10 @@ def _as_float32(path: Path, split: str, name: str, value, pose_id) -> torch.Tens
     bad = ~torch.isfinite(torch.linalg.vector_norm(t, dim=-1))
     if bool(bad.any()):
         i = int(torch.nonzero(bad)[0])
-        raise DataError(f"{path}: split '{split}' column '{name}' row {i} (pose_id {int(pose_id[i])}) is not "
-                        f"finite in float32 (value {list(map(float, value[i]))}); check the units")
+        raise DataError(
+            f"{path}: split '{split}' column '{name}' row {i} (pose_id {int(pose_id[i])}) is not "
+            f"finite in float32 (value {list(map(float, value[i]))}); check the units"
+        )
     return t
 
 
@@ -42,8 +45,16 @@ class EpochSeededBatchSampler(Sampler[torch.Tensor]):
     dealt out ``order[rank::world_size]``, so every rank gets the same number of batches of disjoint data.
     """
 
-    def __init__(self, n: int, batch_size: int, shuffle: bool, seed: int, drop_last: bool = False,
-                 rank: int = 0, world_size: int = 1) -> None:
+    def __init__(
+        self,
+        n: int,
+        batch_size: int,
+        shuffle: bool,
+        seed: int,
+        drop_last: bool = False,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> None:
         self.n, self.batch_size, self.shuffle, self.seed, self.drop_last = n, batch_size, shuffle, seed, drop_last
         self.rank, self.world_size = rank, world_size
         self.epoch = 0
@@ -63,11 +74,11 @@ class EpochSeededBatchSampler(Sampler[torch.Tensor]):
         else:
             order = torch.arange(self.n)
         if self.world_size > 1:
-            order = torch.cat([order, order[:self._n_local * self.world_size - self.n]])[self.rank::self.world_size]
+            order = torch.cat([order, order[: self._n_local * self.world_size - self.n]])[self.rank :: self.world_size]
         n = order.numel()
         stop = n - n % self.batch_size if self.drop_last else n
         for start in range(0, stop, self.batch_size):
-            yield order[start:start + self.batch_size]
+            yield order[start : start + self.batch_size]
 
     def __len__(self) -> int:
         n = self._n_local
@@ -93,8 +104,9 @@ class TensorBatches(Dataset):
 class DirectionDataModule(L.LightningDataModule):
     """Train/val/test loaders of (ΔB [T] float32 (B, 3), label unit float32 (B, 3)[, module int64 (B,)])."""
 
-    def __init__(self, dataset_path: str | Path, batch_size: int = 512, seed: int = 0,
-                 eval_batch_size: int = 8192) -> None:
+    def __init__(
+        self, dataset_path: str | Path, batch_size: int = 512, seed: int = 0, eval_batch_size: int = 8192
+    ) -> None:
         super().__init__()
         self.dataset_path = Path(dataset_path)
         self.batch_size, self.eval_batch_size, self.seed = batch_size, eval_batch_size, seed
@@ -108,9 +120,11 @@ class DirectionDataModule(L.LightningDataModule):
         splits = {}
         for name in SPLITS:
             part = dataset.subset(name)
-            splits[name] = TensorBatches(_as_float32(self.dataset_path, name, "delta_b", part.delta_b, part.pose_id),
-                                         _as_float32(self.dataset_path, name, "label", part.label, part.pose_id),
-                                         None if part.module is None else torch.as_tensor(part.module))
+            splits[name] = TensorBatches(
+                _as_float32(self.dataset_path, name, "delta_b", part.delta_b, part.pose_id),
+                _as_float32(self.dataset_path, name, "label", part.label, part.pose_id),
+                None if part.module is None else torch.as_tensor(part.module),
+            )
         self.dataset, self._splits = dataset, splits
 
     def require(self, *names: str) -> None:
@@ -120,8 +134,10 @@ class DirectionDataModule(L.LightningDataModule):
         for name in names:
             if counts[name] < MIN_ROWS[name]:
                 rows = ", ".join(f"{n} {c}" for n, c in counts.items())
-                raise DataError(f"{self.dataset_path}: split '{name}' has {counts[name]} row(s), needs at least "
-                                f"{MIN_ROWS[name]} (rows per split: {rows}); record or keep more poses")
+                raise DataError(
+                    f"{self.dataset_path}: split '{name}' has {counts[name]} row(s), needs at least "
+                    f"{MIN_ROWS[name]} (rows per split: {rows}); record or keep more poses"
+                )
 
     @property
     def n_modules(self) -> int:
@@ -142,8 +158,9 @@ class DirectionDataModule(L.LightningDataModule):
 
     def _loader(self, name: str, batch_size: int, shuffle: bool, rank: int = 0, world_size: int = 1) -> DataLoader:
         data = self.split(name)
-        sampler = EpochSeededBatchSampler(len(data), batch_size, shuffle=shuffle, seed=self.seed, rank=rank,
-                                          world_size=world_size)
+        sampler = EpochSeededBatchSampler(
+            len(data), batch_size, shuffle=shuffle, seed=self.seed, rank=rank, world_size=world_size
+        )
         return DataLoader(data, sampler=sampler, batch_size=None, num_workers=0)
 
     def train_dataloader(self) -> DataLoader:

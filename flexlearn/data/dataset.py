@@ -9,6 +9,7 @@ encoded) Parquet string column on disk, so that any Parquet reader shows them wi
 A pose's split is a pure function of (pose_id, split seed, fractions) — see `assign_splits` — so it does
 not change when the sweep is reprocessed with other filters.
 """
+
 from __future__ import annotations
 
 import json
@@ -131,17 +132,22 @@ class DirectionDataset:
     def _coerce(self, source: str = "dataset") -> None:
         """Cast the columns to int64 (pose_id, n_coil_on), str (split) and float64 (vectors)."""
         # column -> (target dtype, accepted source dtype kinds)
-        casts = {"pose_id": (np.int64, "iu"), "n_coil_on": (np.int64, "iu"), "split": (str, "UO"),
-                 "module": (np.int64, "iu"),
-                 **{n: (np.float64, "iuf") for n in VECTORS}}
+        casts = {
+            "pose_id": (np.int64, "iu"),
+            "n_coil_on": (np.int64, "iu"),
+            "split": (str, "UO"),
+            "module": (np.int64, "iu"),
+            **{n: (np.float64, "iuf") for n in VECTORS},
+        }
         for name, (dtype, kinds) in casts.items():
             value = getattr(self, name)
             if value is None:
                 continue
             value = np.asarray(value)
             if value.dtype.kind not in kinds:
-                raise DataError(f"{source}: column(s) {_columns(name)} have dtype {value.dtype}, "
-                                f"expected {np.dtype(dtype).name}")
+                raise DataError(
+                    f"{source}: column(s) {_columns(name)} have dtype {value.dtype}, expected {np.dtype(dtype).name}"
+                )
             setattr(self, name, value.astype(dtype))
         for name, value in self.per_pose.items():
             value = np.asarray(value)
@@ -174,8 +180,10 @@ class DirectionDataset:
         fixed = set(column_units())
         for name, value in self.per_pose.items():
             if name in fixed or name not in self.per_pose_units or value.shape != (n,):
-                fail(f"column '{name}' (per pose): shape {value.shape}, expected ({n},), a unit in per_pose_units "
-                     f"({self.per_pose_units.get(name)!r}) and a name apart from the dataset's own columns")
+                fail(
+                    f"column '{name}' (per pose): shape {value.shape}, expected ({n},), a unit in per_pose_units "
+                    f"({self.per_pose_units.get(name)!r}) and a name apart from the dataset's own columns"
+                )
         for name in VECTORS:
             value = getattr(self, name)
             if value is None:
@@ -185,14 +193,18 @@ class DirectionDataset:
             nonfinite = np.argwhere(~np.isfinite(value))
             if nonfinite.size:
                 i, k = (int(v) for v in nonfinite[0])
-                fail(f"column '{name}_{_AXES[k]}' has non-finite value {value[i, k]} at row {i} "
-                     f"(pose_id {self.pose_id[i]})")
+                fail(
+                    f"column '{name}_{_AXES[k]}' has non-finite value {value[i, k]} at row {i} "
+                    f"(pose_id {self.pose_id[i]})"
+                )
             if name in UNIT_VECTORS and n:
                 err = np.abs(np.linalg.norm(value, axis=1) - 1.0)
                 if err.max() > LABEL_NORM_TOL:
                     i = int(np.argmax(err))
-                    fail(f"columns {_columns(name)} are not unit vectors: norm {1.0 + err[i]:.9g} at row {i} "
-                         f"(pose_id {self.pose_id[i]})")
+                    fail(
+                        f"columns {_columns(name)} are not unit vectors: norm {1.0 + err[i]:.9g} at row {i} "
+                        f"(pose_id {self.pose_id[i]})"
+                    )
 
     def subset(self, name: str) -> "DirectionDataset":
         """The rows of split ``name`` ('train', 'val' or 'test') as a new dataset sharing ``meta``."""
@@ -202,10 +214,15 @@ class DirectionDataset:
 
     def take(self, rows: np.ndarray) -> "DirectionDataset":
         """The dataset restricted to ``rows`` (index array or boolean mask)."""
-        kw: dict[str, Any] = {n: (None if getattr(self, n) is None else getattr(self, n)[rows])
-                              for n in (*REQUIRED, *OPTIONAL)}
-        return DirectionDataset(**kw, meta=self.meta, per_pose={k: v[rows] for k, v in self.per_pose.items()},
-                                per_pose_units=dict(self.per_pose_units))
+        kw: dict[str, Any] = {
+            n: (None if getattr(self, n) is None else getattr(self, n)[rows]) for n in (*REQUIRED, *OPTIONAL)
+        }
+        return DirectionDataset(
+            **kw,
+            meta=self.meta,
+            per_pose={k: v[rows] for k, v in self.per_pose.items()},
+            per_pose_units=dict(self.per_pose_units),
+        )
 
     # ------------------------------------------------------------------ disk
     def to_table(self) -> pa.Table:
@@ -254,20 +271,25 @@ class DirectionDataset:
         meta = parse_json_object(raw_meta, str(path), f"'{METADATA_KEY.decode()}' metadata")
         version = meta.get("schema_version")
         if version != DATASET_SCHEMA_VERSION:
-            raise DataError(f"{path}: schema_version {version!r} is not supported (this flexlearn "
-                            f"{flexlearn.__version__} reads schema_version {DATASET_SCHEMA_VERSION})")
+            raise DataError(
+                f"{path}: schema_version {version!r} is not supported (this flexlearn "
+                f"{flexlearn.__version__} reads schema_version {DATASET_SCHEMA_VERSION})"
+            )
         names = set(table.column_names)
         missing = [c for n in REQUIRED for c in _columns(n) if c not in names]
         if missing:
             raise DataError(f"{path}: missing column(s) {missing}")
         expected, stored = column_units(), meta.get("units", {})
         if not isinstance(stored, dict):
-            raise DataError(f"{path}: 'units' in the '{METADATA_KEY.decode()}' metadata is {stored!r}, expected a "
-                            "JSON object (column -> unit)")
+            raise DataError(
+                f"{path}: 'units' in the '{METADATA_KEY.decode()}' metadata is {stored!r}, expected a "
+                "JSON object (column -> unit)"
+            )
         for c in table.column_names:
             if c in expected and stored.get(c) != expected[c]:
-                raise DataError(f"{path}: column '{c}' has unit {stored.get(c)!r} in the metadata, "
-                                f"expected {expected[c]!r}")
+                raise DataError(
+                    f"{path}: column '{c}' has unit {stored.get(c)!r} in the metadata, expected {expected[c]!r}"
+                )
         kw: dict[str, Any] = {}
         for name in (*REQUIRED, *OPTIONAL):
             cols = _columns(name)
@@ -280,8 +302,10 @@ class DirectionDataset:
             kw[name] = np.stack(data, axis=-1) if name in VECTORS else data[0]
         per_pose_units = meta.get("per_pose_units", {})
         if not isinstance(per_pose_units, dict):
-            raise DataError(f"{path}: 'per_pose_units' in the '{METADATA_KEY.decode()}' metadata is "
-                            f"{per_pose_units!r}, expected a JSON object (column -> unit)")
+            raise DataError(
+                f"{path}: 'per_pose_units' in the '{METADATA_KEY.decode()}' metadata is "
+                f"{per_pose_units!r}, expected a JSON object (column -> unit)"
+            )
         missing = sorted(c for c in per_pose_units if c not in names)
         if missing:
             raise DataError(f"{path}: missing column(s) {missing} (listed in per_pose_units)")
@@ -306,19 +330,30 @@ def merge_modules(datasets: Sequence["DirectionDataset"]) -> "DirectionDataset":
         raise DataError("merge_modules: no datasets given")
     for k, d in enumerate(datasets):
         if d.module is not None and len(np.unique(d.module)) > 1:
-            raise DataError(f"merge_modules: dataset {k} already holds several modules (column 'module': "
-                            f"{sorted(set(d.module.tolist()))}); merge the single-module datasets")
+            raise DataError(
+                f"merge_modules: dataset {k} already holds several modules (column 'module': "
+                f"{sorted(set(d.module.tolist()))}); merge the single-module datasets"
+            )
     top = max(int(d.pose_id.max()) if len(d) else 0 for d in datasets)
     stride = 10 ** len(str(top + 1))
-    cat = lambda name: np.concatenate([getattr(d, name) for d in datasets])          # noqa: E731
+    cat = lambda name: np.concatenate([getattr(d, name) for d in datasets])  # noqa: E731
     kw: dict[str, Any] = {n: cat(n) for n in REQUIRED if n != "pose_id"}
     kw["pose_id"] = np.concatenate([k * stride + d.pose_id for k, d in enumerate(datasets)])
     for n in ("truth_label", "truth_u", "truth_delta_b"):
         kw[n] = cat(n) if all(getattr(d, n) is not None for d in datasets) else None
     kw["module"] = np.concatenate([np.full(len(d), k, np.int64) for k, d in enumerate(datasets)])
-    modules = [{"seed": ((d.meta.get("source") or {}).get("module") or {}).get("seed"),
-                "calibration": d.meta.get("calibration"), "n": len(d)} for d in datasets]
+    modules = [
+        {
+            "seed": ((d.meta.get("source") or {}).get("module") or {}).get("seed"),
+            "calibration": d.meta.get("calibration"),
+            "n": len(d),
+        }
+        for d in datasets
+    ]
     units = {c: u for c, u in datasets[0].per_pose_units.items() if all(d.per_pose_units.get(c) == u for d in datasets)}
-    return DirectionDataset(**kw, meta={"modules": modules, "pose_id_stride": stride},
-                            per_pose={c: np.concatenate([d.per_pose[c] for d in datasets]) for c in units},
-                            per_pose_units=units)
+    return DirectionDataset(
+        **kw,
+        meta={"modules": modules, "pose_id_stride": stride},
+        per_pose={c: np.concatenate([d.per_pose[c] for d in datasets]) for c in units},
+        per_pose_units=units,
+    )

@@ -23,6 +23,7 @@ poses) and assembles the `DirectionDataset` and its `DropReport`. Streams regist
 
 Every array here is in SI units: s, T, m/s².
 """
+
 from __future__ import annotations
 
 import copy
@@ -31,9 +32,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from flexlearn.config import check, to_dict
+from flexlearn.config import to_dict
 from flexlearn.data import quality as q
 from flexlearn.data.dataset import DirectionDataset, assign_splits, column_units
+from flexlearn.data.processing_config import ProcessingConfig
 from flexlearn.errors import ConfigError, DataError
 from flexlearn.sensing.streams import RAW_SCHEMA_VERSION, STREAMS, RawSweep
 
@@ -42,61 +44,6 @@ G0 = 9.80665  # standard gravity [m/s^2]
 _FIELD_UNITS = {"T": 1.0, "mT": 1e-3, "gauss": 1e-4, "µT": 1e-6, "nT": 1e-9}
 _TYPICAL_FIELD = 5e-5  # geomagnetic field magnitude [T]
 _ACCEL_UNITS = {"m/s^2": 1.0, "g": G0, "mg": G0 * 1e-3}
-
-
-@dataclass
-class ProcessingConfig:
-    """How raw streams become (ΔB, label) pairs. Times in s, fields in T, accelerations in m/s².
-
-    Attributes:
-        settle_time: coil-on polls count only if t_on + settle_time ≤ t ≤ t_off; coil-off polls only if
-            outside [t_on, t_off + settle_time] of every pulse (III-B2 "accepted only after settling").
-        min_coil_on: accepted coil-on samples a pose needs (summed over its pulses; seed: ~6 per pose).
-        min_coil_off_per_side: accepted coil-off samples needed before and after each pulse of the pose.
-        min_accel_samples: accelerometer samples a pose needs in its hold window.
-        max_accel_std: stationarity bound on the per-axis std of the specific force over the hold window.
-        saturation_limit: a used sample with any |component| ≥ this is saturated. The sensor's full-scale
-            range defines it (default: 1.2 mT, just below a ±1.3 mT magnetometer range); set it per sensor.
-        field_median_bounds: (lo, hi) plausible median |m| of the whole mag stream in tesla; outside it the
-            stream is taken to be in another unit (µT, gauss, ...) and rejected.
-        accel_median_bounds: (lo, hi) plausible median |a| in m/s² (≈ 9.81 at rest); outside → wrong unit.
-        split_fractions: (train, val, test) fractions, summing to 1.
-        split_seed: seed of the pose → split hash (`flexlearn.data.dataset.assign_splits`).
-        soft_iron: "tumble" — when the raw sweep holds the module's hand-tumble readings (``meta['tumble']``),
-            ΔB becomes W·ΔB with the ellipsoid fit's W scaled to det W = 1 (gain and soft iron removed, tesla
-            kept; seed 002 III-B3, `flexlearn.sensing.module_cal.tumble_calibration`), recorded in
-            ``meta['calibration']``; "none" — ΔB as measured.
-    """
-
-    settle_time: float = 0.015
-    min_coil_on: int = 4
-    min_coil_off_per_side: int = 2
-    min_accel_samples: int = 2
-    max_accel_std: float = 0.05
-    saturation_limit: float = 1.2e-3
-    field_median_bounds: tuple[float, float] = (1e-6, 1e-3)
-    accel_median_bounds: tuple[float, float] = (8.0, 12.0)
-    split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
-    split_seed: int = 0
-    soft_iron: str = "tumble"
-
-    def validate(self) -> None:
-        """Range checks; a bad value raises `ConfigError` naming the key."""
-        check(self.settle_time >= 0, "settle_time", self.settle_time, "must be >= 0 s")
-        check(self.min_coil_on >= 1, "min_coil_on", self.min_coil_on, "must be >= 1")
-        check(self.min_coil_off_per_side >= 1, "min_coil_off_per_side", self.min_coil_off_per_side,
-              "must be >= 1 (the ambient fit must bracket every pulse)")
-        check(self.min_accel_samples >= 1, "min_accel_samples", self.min_accel_samples, "must be >= 1")
-        check(self.max_accel_std > 0, "max_accel_std", self.max_accel_std, "must be > 0 m/s^2")
-        check(self.saturation_limit > 0, "saturation_limit", self.saturation_limit, "must be > 0 T")
-        for name in ("field_median_bounds", "accel_median_bounds"):
-            lo, hi = getattr(self, name)
-            check(0 < lo < hi, name, getattr(self, name), "must be (lo, hi) with 0 < lo < hi")
-        fr = self.split_fractions
-        check(len(fr) == 3 and min(fr) >= 0 and abs(sum(fr) - 1.0) < 1e-9, "split_fractions", fr,
-              "must be three non-negative fractions summing to 1")
-        check(self.split_seed >= 0, "split_seed", self.split_seed, "must be >= 0")
-        check(self.soft_iron in ("tumble", "none"), "soft_iron", self.soft_iron, "must be 'tumble' or 'none'")
 
 
 @dataclass
@@ -126,8 +73,14 @@ class DropReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form, stored in the dataset metadata under 'report'."""
-        return {"n_poses": self.n_poses, "n_kept": self.n_kept, "n_dropped": self.n_poses - self.n_kept,
-                "dropped_counts": self.counts(), "dropped_pose_ids": self.dropped, "samples": self.samples}
+        return {
+            "n_poses": self.n_poses,
+            "n_kept": self.n_kept,
+            "n_dropped": self.n_poses - self.n_kept,
+            "dropped_counts": self.counts(),
+            "dropped_pose_ids": self.dropped,
+            "samples": self.samples,
+        }
 
 
 @dataclass
@@ -145,23 +98,35 @@ def _guess_unit(median: float, units: dict[str, float], typical: float) -> tuple
     return name, median * units[name]
 
 
-def _check_stream(name: str, field_name: str, values: np.ndarray, bounds: tuple[float, float], what: str,
-                  si: str, units: dict[str, float], typical: float) -> np.ndarray:
+def _check_stream(
+    name: str,
+    field_name: str,
+    values: np.ndarray,
+    bounds: tuple[float, float],
+    what: str,
+    si: str,
+    units: dict[str, float],
+    typical: float,
+) -> np.ndarray:
     """Reject an empty or all-NaN stream, or one whose median norm is outside ``bounds``; return finite mask."""
     if values.shape[0] == 0:
         raise DataError(f"stream '{name}' is empty")
     finite = np.all(np.isfinite(values), axis=1)
     if not finite.any():
-        raise DataError(f"stream '{name}': field '{field_name}' has only NaN/inf values "
-                        f"({values.shape[0]} samples)")
+        raise DataError(f"stream '{name}': field '{field_name}' has only NaN/inf values ({values.shape[0]} samples)")
     median = float(np.median(np.linalg.norm(values[finite], axis=1)))
     lo, hi = bounds
     if not lo <= median <= hi:
         guess, value_si = _guess_unit(median, units, typical)
-        hint = (f"it looks like {guess} ({median:.4g} {guess} = {value_si:.4g} {si}); convert to {si} at ingest"
-                if guess != si else f"no common unit explains it (widen {what} if the data are right)")
-        raise DataError(f"stream '{name}': field '{field_name}' has median |{field_name}| = {median:.4g}, outside "
-                        f"the range [{lo:.3g}, {hi:.3g}] expected in {si}; {hint}")
+        hint = (
+            f"it looks like {guess} ({median:.4g} {guess} = {value_si:.4g} {si}); convert to {si} at ingest"
+            if guess != si
+            else f"no common unit explains it (widen {what} if the data are right)"
+        )
+        raise DataError(
+            f"stream '{name}': field '{field_name}' has median |{field_name}| = {median:.4g}, outside "
+            f"the range [{lo:.3g}, {hi:.3g}] expected in {si}; {hint}"
+        )
     return finite
 
 
@@ -169,15 +134,18 @@ def _check_sweep(raw: RawSweep, cfg: ProcessingConfig) -> tuple[np.ndarray, np.n
     """Whole-sweep errors (`DataError`); returns the finite masks of the mag and accel streams."""
     if raw.pose_id.shape[0] == 0:
         raise DataError("table 'poses' is empty")
-    mag_finite = _check_stream("mag", "m", raw.mag, cfg.field_median_bounds, "field_median_bounds", "T",
-                               _FIELD_UNITS, _TYPICAL_FIELD)
-    acc_finite = _check_stream("accel", "a", raw.accel, cfg.accel_median_bounds, "accel_median_bounds",
-                               "m/s^2", _ACCEL_UNITS, G0)
+    mag_finite = _check_stream(
+        "mag", "m", raw.mag, cfg.field_median_bounds, "field_median_bounds", "T", _FIELD_UNITS, _TYPICAL_FIELD
+    )
+    acc_finite = _check_stream(
+        "accel", "a", raw.accel, cfg.accel_median_bounds, "accel_median_bounds", "m/s^2", _ACCEL_UNITS, G0
+    )
     if raw.coil_t.shape[0] == 0:
         raise DataError("stream 'coil': no coil switch events; the coil field cannot be measured")
     if not np.any(raw.coil_on):
-        raise DataError(f"stream 'coil': field 'on' is false in all {raw.coil_t.shape[0]} events; "
-                        "the coil is never switched on")
+        raise DataError(
+            f"stream 'coil': field 'on' is false in all {raw.coil_t.shape[0]} events; the coil is never switched on"
+        )
     return mag_finite, acc_finite
 
 
@@ -212,8 +180,9 @@ def _delta_b(win: q.Windows, mag_t: np.ndarray, mag: np.ndarray, sel: q.Selectio
     return m_on_mean - (m_off_mean + slope * (t_on_mean - t_off_mean)[:, None])
 
 
-def _accel_stats(win: q.Windows, accel_t: np.ndarray, accel: np.ndarray,
-                 finite: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _accel_stats(
+    win: q.Windows, accel_t: np.ndarray, accel: np.ndarray, finite: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per pose: finite sample count (P,), count incl. non-finite (P,), mean (P, 3), per-axis std (P, 3)."""
     pose = win.locate(accel_t)
     inside = pose >= 0
@@ -265,8 +234,10 @@ def per_pose_means(raw: RawSweep, win: q.Windows) -> tuple[dict[str, np.ndarray]
             block = np.asarray(data[f.name], dtype=np.float64).reshape(k.shape[0], f.width)
             for x, col in zip(block.T, f.columns):
                 if f"{name}_{col}" in fixed:
-                    raise ConfigError(f"stream '{name}', column '{col}': its per-pose column '{name}_{col}' is one of "
-                                      f"the dataset's own columns; rename the stream or the column")
+                    raise ConfigError(
+                        f"stream '{name}', column '{col}': its per-pose column '{name}_{col}' is one of "
+                        f"the dataset's own columns; rename the stream or the column"
+                    )
                 use = (k >= 0) & np.isfinite(x)
                 n = np.bincount(k[use], minlength=win.n)
                 total = np.bincount(k[use], weights=x[use], minlength=win.n)
@@ -281,10 +252,43 @@ def _soft_iron(raw: RawSweep, cfg: ProcessingConfig) -> Optional[dict[str, Any]]
     tumble = raw.meta.get("tumble") if isinstance(raw.meta, dict) else None
     if cfg.soft_iron == "none" or not isinstance(tumble, dict) or not len(tumble.get("mag") or []):
         return None
-    from flexlearn.sensing.module_cal import tumble_calibration
+    from flexlearn.sensing.module_cal import tumble_calibration  # heavy import off the start-up path (torch)
 
     w, offset, quality = tumble_calibration(np.asarray(tumble["mag"], dtype=np.float64), "meta.json 'tumble'")
     return {"W": w.tolist(), "offset": offset.tolist(), "quality": quality, "source": "tumble"}
+
+
+def _sample_counts(raw: RawSweep, polls, sel, pulses, keep: np.ndarray, finite: tuple) -> dict[str, int]:
+    """Sample counts of the drop report: polls, stale and non-finite readings, accepted coil-on/off samples of the
+    kept poses, pulses. ``finite`` is (mag_finite, acc_finite), boolean per sample."""
+    mag_finite, acc_finite = finite
+    return {
+        "mag_polls": int(np.asarray(raw.mag_t).shape[0]),
+        "mag_stale": int((~polls.fresh).sum()),
+        "mag_nonfinite": int((~mag_finite).sum()),
+        "coil_on_accepted": int(sel.n_on[keep].sum()),
+        "coil_off_accepted": int(sel.n_off[keep].sum()),
+        "accel_samples": int(raw.accel_t.shape[0]),
+        "accel_nonfinite": int((~acc_finite).sum()),
+        "pulses": int(pulses.n),
+        "pulses_outside_poses": int((pulses.pose < 0).sum()),
+    }
+
+
+def _dataset_meta(raw: RawSweep, cfg: ProcessingConfig, report: DropReport, calibration) -> dict:
+    """The processed dataset's ``meta``: the raw sweep's meta, provenance, processing config, report, calibration."""
+    prov = raw.meta.get("provenance")
+    return {
+        "source": copy.deepcopy(raw.meta),
+        "provenance": {
+            **(prov if isinstance(prov, dict) else {"raw": prov} if prov is not None else {}),
+            "raw_schema_version": RAW_SCHEMA_VERSION,
+            "processed_by": "flexlearn.data.process.process_sweep",
+        },
+        "processing": to_dict(cfg),
+        "report": report.to_dict(),
+        "calibration": calibration,
+    }
 
 
 def process_sweep(raw: RawSweep, cfg: Optional[ProcessingConfig] = None) -> ProcessedSweep:
@@ -305,15 +309,17 @@ def process_sweep(raw: RawSweep, cfg: Optional[ProcessingConfig] = None) -> Proc
     cfg = cfg or ProcessingConfig()
     cfg.validate()
     mag_finite, acc_finite = _check_sweep(raw, cfg)
-    calibration = _soft_iron(raw, cfg)             # a tumble too poor to fit is refused before any work
+    calibration = _soft_iron(raw, cfg)  # a tumble too poor to fit is refused before any work
     mag_t = np.asarray(raw.mag_t, dtype=np.float64)
     mag = np.ascontiguousarray(raw.mag, dtype=np.float64)
     win = q.Windows.from_sweep(raw)
     pulses = q.Pulses.from_events(raw.coil_t, raw.coil_on, win)
     polls = q.classify_polls(mag_t, mag, pulses, win, cfg)
     if not np.any(polls.fresh & mag_finite & polls.off_window):
-        raise DataError(f"stream 'mag': no coil-off samples in all {mag_t.shape[0]} polls: every poll lies "
-                        f"within a coil pulse or its settling time ({cfg.settle_time} s)")
+        raise DataError(
+            f"stream 'mag': no coil-off samples in all {mag_t.shape[0]} polls: every poll lies "
+            f"within a coil pulse or its settling time ({cfg.settle_time} s)"
+        )
     sel = q.select(polls, pulses, win, polls.fresh & mag_finite, cfg)
     # As if every non-finite poll had been a fresh reading: tells failures caused by NaN from others.
     sel_nan_blind = q.select(polls, pulses, win, polls.fresh | ~mag_finite, cfg)
@@ -323,15 +329,13 @@ def process_sweep(raw: RawSweep, cfg: Optional[ProcessingConfig] = None) -> Proc
     keep = reason < 0
     sorted_ids = raw.pose_id[win.order].astype(np.int64)
     dropped = {r: sorted(sorted_ids[reason == k].tolist()) for k, r in enumerate(q.REASONS)}
-    samples = {"mag_polls": int(mag_t.shape[0]), "mag_stale": int((~polls.fresh).sum()),
-               "mag_nonfinite": int((~mag_finite).sum()), "coil_on_accepted": int(sel.n_on[keep].sum()),
-               "coil_off_accepted": int(sel.n_off[keep].sum()), "accel_samples": int(raw.accel_t.shape[0]),
-               "accel_nonfinite": int((~acc_finite).sum()), "pulses": int(pulses.n),
-               "pulses_outside_poses": int((pulses.pose < 0).sum())}
+    samples = _sample_counts(raw, polls, sel, pulses, keep, (mag_finite, acc_finite))
     report = DropReport(n_poses=win.n, n_kept=int(keep.sum()), dropped=dropped, samples=samples)
     if not keep.any():
-        raise DataError(f"raw sweep: every one of the {win.n} poses was dropped ({report.summary()}); "
-                        "check the processing config against the recording")
+        raise DataError(
+            f"raw sweep: every one of the {win.n} poses was dropped ({report.summary()}); "
+            "check the processing config against the recording"
+        )
 
     delta_b = _delta_b(win, mag_t, mag, sel)[keep]
     label = acc_mean[keep] / np.linalg.norm(acc_mean[keep], axis=1, keepdims=True)
@@ -343,18 +347,16 @@ def process_sweep(raw: RawSweep, cfg: Optional[ProcessingConfig] = None) -> Proc
         delta_b = delta_b @ w.T
         if truth["truth_delta_b"] is not None:
             truth["truth_delta_b"] = truth["truth_delta_b"] @ w.T
-    prov = raw.meta.get("provenance")
-    meta = {
-        "source": copy.deepcopy(raw.meta),
-        "provenance": {**(prov if isinstance(prov, dict) else {"raw": prov} if prov is not None else {}),
-                       "raw_schema_version": RAW_SCHEMA_VERSION,
-                       "processed_by": "flexlearn.data.process.process_sweep"},
-        "processing": to_dict(cfg),
-        "report": report.to_dict(),
-        "calibration": calibration,
-    }
-    ds = DirectionDataset(pose_id=pose_id, delta_b=delta_b, label=label,
-                          split=assign_splits(pose_id, cfg.split_fractions, cfg.split_seed),
-                          n_coil_on=sel.n_on[keep], **truth, meta=meta,
-                          per_pose={c: v[keep] for c, v in per_pose.items()}, per_pose_units=per_pose_units)
+    meta = _dataset_meta(raw, cfg, report, calibration)
+    ds = DirectionDataset(
+        pose_id=pose_id,
+        delta_b=delta_b,
+        label=label,
+        split=assign_splits(pose_id, cfg.split_fractions, cfg.split_seed),
+        n_coil_on=sel.n_on[keep],
+        **truth,
+        meta=meta,
+        per_pose={c: v[keep] for c, v in per_pose.items()},
+        per_pose_units=per_pose_units,
+    )
     return ProcessedSweep(dataset=ds, report=report)

@@ -25,18 +25,16 @@ pulses), ``missing_coil_off`` (fewer than min_coil_off_per_side accepted coil-of
 window before t_on or after t_off of some pulse: the linear ambient fit would extrapolate), and
 ``not_stationary`` (per-axis std of the specific force over the hold window above max_accel_std).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from flexlearn.data.processing_config import ProcessingConfig
 from flexlearn.errors import DataError
 from flexlearn.sensing.streams import RawSweep
-
-if TYPE_CHECKING:
-    from flexlearn.data.process import ProcessingConfig
 
 REASONS = ("no_pulse", "no_accel", "nan", "saturated", "too_few_coil_on", "missing_coil_off", "not_stationary")
 
@@ -68,8 +66,10 @@ class Windows:
         if bad.size:
             i = int(bad[0])
             a, b = raw.pose_id[order[i]], raw.pose_id[order[i + 1]]
-            raise DataError(f"table 'poses': hold windows of pose_id {a} [{ts[i]}, {te[i]}] s and pose_id {b} "
-                            f"[{ts[i + 1]}, {te[i + 1]}] s overlap")
+            raise DataError(
+                f"table 'poses': hold windows of pose_id {a} [{ts[i]}, {te[i]}] s and pose_id {b} "
+                f"[{ts[i + 1]}, {te[i + 1]}] s overlap"
+            )
         return cls(order=order, t_start=ts, t_end=te)
 
     def locate(self, t: np.ndarray) -> np.ndarray:
@@ -130,8 +130,7 @@ class Polls:
     saturated: np.ndarray
 
 
-def classify_polls(t: np.ndarray, mag: np.ndarray, pulses: Pulses, win: Windows,
-                   cfg: "ProcessingConfig") -> Polls:
+def classify_polls(t: np.ndarray, mag: np.ndarray, pulses: Pulses, win: Windows, cfg: ProcessingConfig) -> Polls:
     """Classify polls ``t`` (M,) [s], ``mag`` (M, 3) float64 [T] by freshness, coil state and settling (III-B2)."""
     bits = np.ascontiguousarray(mag, dtype=np.float64).view(np.uint64)
     fresh = np.ones(t.shape[0], dtype=bool)
@@ -171,7 +170,7 @@ class Selection:
     saturated: np.ndarray
 
 
-def select(polls: Polls, pulses: Pulses, win: Windows, valid: np.ndarray, cfg: "ProcessingConfig") -> Selection:
+def select(polls: Polls, pulses: Pulses, win: Windows, valid: np.ndarray, cfg: ProcessingConfig) -> Selection:
     """Accepted samples among the polls with ``valid`` (M,) True, and the per-pose support checks."""
     on = valid & polls.on_ok
     off = valid & polls.off_window & (polls.pose >= 0)
@@ -180,25 +179,34 @@ def select(polls: Polls, pulses: Pulses, win: Windows, valid: np.ndarray, cfg: "
     t_off_samples = polls.t[off]  # sorted, since poll times are
     mine = pulses.pose >= 0
     p = pulses.pose[mine]
-    before = (np.searchsorted(t_off_samples, pulses.t_on[mine], side="left")
-              - np.searchsorted(t_off_samples, win.t_start[p], side="left"))
-    after = (np.searchsorted(t_off_samples, win.t_end[p], side="right")
-             - np.searchsorted(t_off_samples, pulses.t_off[mine], side="right"))
+    before = np.searchsorted(t_off_samples, pulses.t_on[mine], side="left") - np.searchsorted(
+        t_off_samples, win.t_start[p], side="left"
+    )
+    after = np.searchsorted(t_off_samples, win.t_end[p], side="right") - np.searchsorted(
+        t_off_samples, pulses.t_off[mine], side="right"
+    )
     short = np.minimum(before, after) < cfg.min_coil_off_per_side
     side_fail = np.bincount(p, weights=short, minlength=win.n) > 0
     used_sat = (on | off) & polls.saturated
     saturated = np.bincount(polls.pose[used_sat], minlength=win.n) > 0
-    return Selection(pose=polls.pose, on=on, off=off, n_on=n_on, n_off=n_off, side_fail=side_fail,
-                     saturated=saturated)
+    return Selection(pose=polls.pose, on=on, off=off, n_on=n_on, n_off=n_off, side_fail=side_fail, saturated=saturated)
 
 
-def drop_reasons(n_pulses: np.ndarray, sel: Selection, sel_nan_blind: Selection, n_acc: np.ndarray,
-                 n_acc_all: np.ndarray, acc_std: np.ndarray, cfg: "ProcessingConfig") -> np.ndarray:
+def drop_reasons(
+    n_pulses: np.ndarray,
+    sel: Selection,
+    sel_nan_blind: Selection,
+    n_acc: np.ndarray,
+    n_acc_all: np.ndarray,
+    acc_std: np.ndarray,
+    cfg: ProcessingConfig,
+) -> np.ndarray:
     """(P,) int: index into `REASONS` of the first failed check of each pose, or -1 if the pose is kept.
 
     ``sel`` uses finite fresh polls, ``sel_nan_blind`` all fresh polls (to attribute failures to NaN);
     ``n_acc``/``n_acc_all`` count finite/all accelerometer samples, ``acc_std`` (P, 3) [m/s²].
     """
+
     def short(s: Selection) -> np.ndarray:
         return (s.n_on < cfg.min_coil_on) | s.side_fail
 

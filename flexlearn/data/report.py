@@ -17,6 +17,7 @@ The report shows, per session and side by side:
 
 Units: fields in T in the data, shown in µT (ΔB) and nT (noise); angles in degrees on the figures.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,19 +28,20 @@ from typing import Any, Optional, Sequence
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from flexlearn.atomic import atomic_path, prepare_output_dir, write_json_atomic
 from flexlearn.config import from_dict
 from flexlearn.data import quality as q
 from flexlearn.data.dataset import DirectionDataset
-from flexlearn.data.process import ProcessingConfig, process_sweep
+from flexlearn.data.process import process_sweep
+from flexlearn.data.processing_config import ProcessingConfig
 from flexlearn.errors import DataError
 from flexlearn.sensing.streams import RawSweep
 from flexlearn.sim.targets import assign_cells, cell_quotas, fibonacci_cells
 from flexlearn.tables import parse_json_object
 
-FIGURES = {"coverage": "coverage.png", "delta_b": "delta_b_vs_bend.png", "noise": "noise.png",
-           "drops": "dropped.png"}
+FIGURES = {"coverage": "coverage.png", "delta_b": "delta_b_vs_bend.png", "noise": "noise.png", "drops": "dropped.png"}
 BIN_DEG = 5.0  # width of the bend-angle bins of the |ΔB|(λ) medians [deg]
 
 
@@ -94,10 +96,17 @@ def load_session(path: Path, name: Optional[str] = None) -> Session:
         raw = RawSweep.load(path)
         dataset, info = process_sweep(raw).dataset, {}
     else:
-        raise DataError(f"{path}: not a session (expected an ingested directory with raw/ and dataset.parquet, "
-                        "or a raw sweep directory)")
-    return Session(name or path.name, raw, dataset, info, *(raw.columns(n) if n in raw.streams else None
-                                                            for n in ("mocap", "rate")))
+        raise DataError(
+            f"{path}: not a session (expected an ingested directory with raw/ and dataset.parquet, "
+            "or a raw sweep directory)"
+        )
+    return Session(
+        name or path.name,
+        raw,
+        dataset,
+        info,
+        *(raw.columns(n) if n in raw.streams else None for n in ("mocap", "rate")),
+    )
 
 
 # ---------------------------------------------------------------------------------------------- statistics
@@ -118,9 +127,14 @@ def noise_per_pose(s: Session) -> dict[str, np.ndarray]:
 
     def rms_std(idx: np.ndarray, x: np.ndarray) -> np.ndarray:
         n = np.bincount(idx, minlength=win.n).astype(np.float64)
-        mean = np.stack([np.bincount(idx, weights=x[:, j], minlength=win.n) for j in range(3)], -1) / np.maximum(n, 1)[:, None]
-        var = np.stack([np.bincount(idx, weights=(x[:, j] - mean[idx, j]) ** 2, minlength=win.n)
-                        for j in range(3)], -1) / np.maximum(n - 1, 1)[:, None]
+        mean = (
+            np.stack([np.bincount(idx, weights=x[:, j], minlength=win.n) for j in range(3)], -1)
+            / np.maximum(n, 1)[:, None]
+        )
+        var = (
+            np.stack([np.bincount(idx, weights=(x[:, j] - mean[idx, j]) ** 2, minlength=win.n) for j in range(3)], -1)
+            / np.maximum(n - 1, 1)[:, None]
+        )
         return np.where(n > 1, np.sqrt(var.mean(axis=1)), np.nan)
 
     out = {"mag": rms_std(sel.pose[sel.off], raw.mag[sel.off])}
@@ -139,23 +153,30 @@ def _binned_median(x: np.ndarray, y: np.ndarray, edges: np.ndarray) -> np.ndarra
     return np.array([np.median(y[b == i]) if np.any(b == i) else np.nan for i in range(len(edges) - 1)])
 
 
-def session_stats(s: Session, centres: np.ndarray, max_colatitude: float, min_fill: float,
-                  edges: np.ndarray) -> dict[str, Any]:
+def session_stats(
+    s: Session, centres: np.ndarray, max_colatitude: float, min_fill: float, edges: np.ndarray
+) -> dict[str, Any]:
     """Numbers of the report for one session (JSON-serialisable)."""
     kept = s.kept
     u = s.directions()
     db = np.linalg.norm(s.dataset.delta_b, axis=1)
     lam_kept = bend_angle_deg(u[_rows_of(s)])  # in dataset row order, like db
     noise = noise_per_pose(s)
-    counts = np.bincount(assign_cells(u[kept], centres), minlength=centres.shape[0]) if kept.any() else \
-        np.zeros(centres.shape[0], int)
+    counts = (
+        np.bincount(assign_cells(u[kept], centres), minlength=centres.shape[0])
+        if kept.any()
+        else np.zeros(centres.shape[0], int)
+    )
     expected = cell_quotas(int(kept.sum()), centres, max_colatitude)
     under = np.flatnonzero(counts < min_fill * expected)
     report = s.dataset.meta.get("report", {})
     off = np.all(np.isfinite(s.raw.mag), axis=1)
     stats = {
-        "poses": int(len(kept)), "kept": int(kept.sum()), "kept_fraction": float(kept.mean()),
-        "dropped_poses": report.get("dropped_counts", {}), "samples": report.get("samples", {}),
+        "poses": int(len(kept)),
+        "kept": int(kept.sum()),
+        "kept_fraction": float(kept.mean()),
+        "dropped_poses": report.get("dropped_counts", {}),
+        "samples": report.get("samples", {}),
         "dropped_messages": s.ingest.get("streams", {}).get("dropped", {}),
         "gap_time_s": s.ingest.get("streams", {}).get("gap_time_s", {}),
         "delta_b_median_uT": float(np.median(db) * 1e6),
@@ -232,8 +253,9 @@ NOISE_PERCENTILES = (0.5, 99.5)  # histogram range of the noise figure: outliers
 NOISE_FENCE = 3.0  # ... and never beyond the quartiles ± NOISE_FENCE interquartile ranges
 
 
-def robust_range(values: Sequence[np.ndarray], percentiles: tuple[float, float] = NOISE_PERCENTILES,
-                 fence: float = NOISE_FENCE) -> Optional[tuple[float, float]]:
+def robust_range(
+    values: Sequence[np.ndarray], percentiles: tuple[float, float] = NOISE_PERCENTILES, fence: float = NOISE_FENCE
+) -> Optional[tuple[float, float]]:
     """(lo, hi) histogram range of the finite ``values`` of all sessions: their ``percentiles``, kept within the
     quartiles ± ``fence`` interquartile ranges (so that a few per cent of wild outliers do not stretch it), widened
     by 5 % where the data reach; None when every value is the same (a degenerate stream)."""
@@ -252,8 +274,6 @@ def robust_range(values: Sequence[np.ndarray], percentiles: tuple[float, float] 
 def _noise_panel(ax, series: list[tuple[int, str, np.ndarray]], label: str, unit: str) -> None:
     """One noise histogram: bins shared by the sessions over `robust_range`, outliers counted in the legend,
     each session's median dashed; a stream whose values are all equal gets a note, not a spike."""
-    from matplotlib.ticker import MaxNLocator
-
     flat = [(i, n, v) for i, n, v in series if v.size and v.min() == v.max()]
     live = [(i, n, v) for i, n, v in series if v.size and v.min() != v.max()]
     rng = robust_range([v for _, _, v in live])
@@ -262,16 +282,22 @@ def _noise_panel(ax, series: list[tuple[int, str, np.ndarray]], label: str, unit
         for i, name, v in live:
             out = int(((v < rng[0]) | (v > rng[1])).sum())
             extra = f"; {out} beyond the axis, max {v.max():.3g}" if out else ""
-            ax.hist(v[(v >= rng[0]) & (v <= rng[1])], bins=edges, histtype="step", color=f"C{i % 10}",
-                    linewidth=1.3, label=f"{name} (median {np.median(v):.3g}{extra})")
+            ax.hist(
+                v[(v >= rng[0]) & (v <= rng[1])],
+                bins=edges,
+                histtype="step",
+                color=f"C{i % 10}",
+                linewidth=1.3,
+                label=f"{name} (median {np.median(v):.3g}{extra})",
+            )
             ax.axvline(float(np.median(v)), color=f"C{i % 10}", linestyle="--", linewidth=0.9)
         ax.set_xlim(*rng)
         ax.set_ylim(0, ax.get_ylim()[1] * 1.35)  # room for the legend
         ax.xaxis.set_major_locator(MaxNLocator(5))
         ax.set_ylabel("poses")
-        for i, name, v in flat:
+        for _, name, v in flat:
             ax.plot([], [], " ", label=f"{name}: constant {v[0]:.3g} {unit} ({v.size} poses)")
-        for i, name, v in series:
+        for _, name, v in series:
             if not v.size:
                 ax.plot([], [], " ", label=f"{name}: no finite values")
         ax.legend(fontsize=7, loc="upper right")
@@ -289,18 +315,26 @@ def _noise_panel(ax, series: list[tuple[int, str, np.ndarray]], label: str, unit
 def noise_figure(sessions: Sequence[Any], noise: list[dict[str, np.ndarray]], path: Path) -> Path:
     """``noise.png``: per-pose noise histograms (magnetometer, accelerometer, gyro if recorded) of the sessions
     (anything with a ``name``), one panel per sensor (`_noise_panel`)."""
-    kinds = [("mag", 1e9, "magnetometer, coil-off std [nT]", "nT"),
-             ("accel", 1.0, "accelerometer, hold std [m/s²]", "m/s²")]
+    kinds = [
+        ("mag", 1e9, "magnetometer, coil-off std [nT]", "nT"),
+        ("accel", 1.0, "accelerometer, hold std [m/s²]", "m/s²"),
+    ]
     if any("rate" in nz for nz in noise):
         kinds.append(("rate", 1.0, "gyro, hold std [rad/s]", "rad/s"))
     fig = Figure(figsize=(4.8 * len(kinds), 3.8))
     for j, (key, scale, label, unit) in enumerate(kinds):
-        series = [(i, s.name, np.asarray(nz[key], float)[np.isfinite(nz[key])] * scale)
-                  for i, (s, nz) in enumerate(zip(sessions, noise)) if nz.get(key) is not None]
+        series = [
+            (i, s.name, np.asarray(nz[key], float)[np.isfinite(nz[key])] * scale)
+            for i, (s, nz) in enumerate(zip(sessions, noise))
+            if nz.get(key) is not None
+        ]
         _noise_panel(fig.add_subplot(1, len(kinds), j + 1), series, label, unit)
-    fig.suptitle(f"per-pose noise; axes span the {NOISE_PERCENTILES[0]:g}–{NOISE_PERCENTILES[1]:g} percentiles of all "
-                 f"sessions, within the quartiles ± {NOISE_FENCE:g} IQR (outliers counted in the legend); dashed: "
-                 "medians", fontsize=9)
+    fig.suptitle(
+        f"per-pose noise; axes span the {NOISE_PERCENTILES[0]:g}–{NOISE_PERCENTILES[1]:g} percentiles of all "
+        f"sessions, within the quartiles ± {NOISE_FENCE:g} IQR (outliers counted in the legend); dashed: "
+        "medians",
+        fontsize=9,
+    )
     return _save(fig, path)
 
 
@@ -319,45 +353,100 @@ def _fig_drops(sessions: list[Session], path: Path) -> Path:
     return _save(fig, path)
 
 
+def _table_row(label: str, values: list[Any]) -> str:
+    """One Markdown table row: the label, then the values."""
+    return f"| {label} | " + " | ".join(str(v) for v in values) + " |"
+
+
+def _sessions_section(head: str, rule: str, stats: list[dict[str, Any]], diffs: list[float]) -> list[str]:
+    """The "Sessions" table of the report: poses, noise, ambient field, bend and |ΔB| differences per session."""
+    row = _table_row
+    return [
+        "## Sessions",
+        "",
+        head,
+        rule,
+        row("poses (kept / total)", [f"{s['kept']} / {s['poses']}" for s in stats]),
+        row("kept fraction", [f"{s['kept_fraction']:.1%}" for s in stats]),
+        row("median \\|ΔB\\| [µT]", [f"{s['delta_b_median_uT']:.3f}" for s in stats]),
+        row("magnetometer noise [nT]", [f"{s['mag_noise_nT']:.1f}" for s in stats]),
+        row("accelerometer noise [m/s²]", [f"{s['accel_noise_mps2']:.4f}" for s in stats]),
+        row("gyro noise [rad/s]", [f"{s['rate_noise_radps']:.4g}" if "rate_noise_radps" in s else "–" for s in stats]),
+        row("ambient \\|B\\| median [µT]", [f"{s['ambient_uT']:.2f}" for s in stats]),
+        row("largest bend kept [deg]", [f"{s['bend_max_deg']:.1f}" for s in stats]),
+        row(
+            "positioning error, median [deg] (mocap)",
+            [f"{s['positioning_error_deg_median']:.3f}" if "positioning_error_deg_median" in s else "–" for s in stats],
+        ),
+        row(
+            "binned \\|ΔB\\|(λ): largest difference from first session",
+            [f"{d:.1%}" if math.isfinite(d) else "–" for d in diffs],
+        ),
+        "",
+    ]
+
+
 # ------------------------------------------------------------------------------------------------ markdown
-def _markdown(names: list[str], stats: list[dict[str, Any]], edges: np.ndarray, diffs: list[float],
-              figures: dict[str, str], min_fill: float, n_cells: int) -> str:
+def _markdown(
+    names: list[str],
+    stats: list[dict[str, Any]],
+    edges: np.ndarray,
+    diffs: list[float],
+    figures: dict[str, str],
+    min_fill: float,
+    n_cells: int,
+) -> str:
     lines = ["# Dataset quality report", ""]
     head = "| | " + " | ".join(names) + " |"
     rule = "|---" * (len(names) + 1) + "|"
-
-    def row(label: str, values: list[Any]) -> str:
-        return f"| {label} | " + " | ".join(str(v) for v in values) + " |"
-
-    lines += ["## Sessions", "", head, rule,
-              row("poses (kept / total)", [f"{s['kept']} / {s['poses']}" for s in stats]),
-              row("kept fraction", [f"{s['kept_fraction']:.1%}" for s in stats]),
-              row("median \\|ΔB\\| [µT]", [f"{s['delta_b_median_uT']:.3f}" for s in stats]),
-              row("magnetometer noise [nT]", [f"{s['mag_noise_nT']:.1f}" for s in stats]),
-              row("accelerometer noise [m/s²]", [f"{s['accel_noise_mps2']:.4f}" for s in stats]),
-              row("gyro noise [rad/s]", [f"{s['rate_noise_radps']:.4g}" if "rate_noise_radps" in s else "–"
-                                          for s in stats]),
-              row("ambient \\|B\\| median [µT]", [f"{s['ambient_uT']:.2f}" for s in stats]),
-              row("largest bend kept [deg]", [f"{s['bend_max_deg']:.1f}" for s in stats]),
-              row("positioning error, median [deg] (mocap)",
-                  [f"{s['positioning_error_deg_median']:.3f}" if "positioning_error_deg_median" in s else "–"
-                   for s in stats]),
-              row("binned \\|ΔB\\|(λ): largest difference from first session",
-                  [f"{d:.1%}" if math.isfinite(d) else "–" for d in diffs]), ""]
-    lines += ["## Coverage", "", f"![coverage]({figures['coverage']})", "",
-              f"Fibonacci cells ({n_cells}) holding fewer than {min_fill:.0%} of their share of the kept poses:", ""]
-    lines += [f"- {n}: {len(s['under_covered_cells'])} cell(s) {s['under_covered_cells'][:20]}"
-              + (" …" if len(s["under_covered_cells"]) > 20 else "") for n, s in zip(names, stats)]
-    lines += ["", "## |ΔB| against bend angle", "", f"![delta_b]({figures['delta_b']})", "",
-              "| λ bin [deg] | " + " | ".join(f"{n} [µT]" for n in names) + " |", "|---" * (len(names) + 1) + "|"]
+    row = _table_row
+    lines += _sessions_section(head, rule, stats, diffs)
+    lines += [
+        "## Coverage",
+        "",
+        f"![coverage]({figures['coverage']})",
+        "",
+        f"Fibonacci cells ({n_cells}) holding fewer than {min_fill:.0%} of their share of the kept poses:",
+        "",
+    ]
+    lines += [
+        f"- {n}: {len(s['under_covered_cells'])} cell(s) {s['under_covered_cells'][:20]}"
+        + (" …" if len(s["under_covered_cells"]) > 20 else "")
+        for n, s in zip(names, stats)
+    ]
+    lines += [
+        "",
+        "## |ΔB| against bend angle",
+        "",
+        f"![delta_b]({figures['delta_b']})",
+        "",
+        "| λ bin [deg] | " + " | ".join(f"{n} [µT]" for n in names) + " |",
+        "|---" * (len(names) + 1) + "|",
+    ]
     for i in range(len(edges) - 1):
         vals = [s["delta_b_binned_uT"][i] for s in stats]
         if all(not math.isfinite(v) for v in vals):
             continue
-        lines.append(f"| {edges[i]:.0f}–{edges[i + 1]:.0f} | " + " | ".join(
-            f"{v:.3f}" if math.isfinite(v) else "–" for v in vals) + " |")
-    lines += ["", "## Noise", "", f"![noise]({figures['noise']})", "",
-              "## Dropped", "", f"![dropped]({figures['drops']})", "", "Poses, by reason:", "", head, rule]
+        lines.append(
+            f"| {edges[i]:.0f}–{edges[i + 1]:.0f} | "
+            + " | ".join(f"{v:.3f}" if math.isfinite(v) else "–" for v in vals)
+            + " |"
+        )
+    lines += [
+        "",
+        "## Noise",
+        "",
+        f"![noise]({figures['noise']})",
+        "",
+        "## Dropped",
+        "",
+        f"![dropped]({figures['drops']})",
+        "",
+        "Poses, by reason:",
+        "",
+        head,
+        rule,
+    ]
     for r in q.REASONS:
         lines.append(row(r, [s["dropped_poses"].get(r, 0) for s in stats]))
     lines += ["", "Messages (ingestion), by stream and reason:", "", head, rule]
@@ -370,8 +459,14 @@ def _markdown(names: list[str], stats: list[dict[str, Any]], edges: np.ndarray, 
     return "\n".join(lines) + "\n"
 
 
-def write_report(session_dirs: Sequence[str | Path], out_dir: str | Path, names: Optional[Sequence[str]] = None,
-                 max_colatitude_deg: float = 29.5, n_cells: int = 64, min_fill: float = 0.5) -> dict[str, Any]:
+def write_report(
+    session_dirs: Sequence[str | Path],
+    out_dir: str | Path,
+    names: Optional[Sequence[str]] = None,
+    max_colatitude_deg: float = 29.5,
+    n_cells: int = 64,
+    min_fill: float = 0.5,
+) -> dict[str, Any]:
     """Write ``report.md``, ``report.json`` and the PNG figures of the sessions into ``out_dir``; return the numbers."""
     if not session_dirs:
         raise DataError("report: no session given")
@@ -396,8 +491,14 @@ def write_report(session_dirs: Sequence[str | Path], out_dir: str | Path, names:
     md = _markdown(names, stats, edges, diffs, FIGURES, min_fill, n_cells)
     with atomic_path(out / "report.md") as tmp:
         tmp.write_text(md)
-    result = {"sessions": dict(zip(names, stats)), "delta_b_difference_from_first": dict(zip(names, diffs)),
-              "bin_edges_deg": edges.tolist(), "n_cells": n_cells, "min_fill": min_fill,
-              "figures": {k: str(out / v) for k, v in FIGURES.items()}, "markdown": str(out / "report.md")}
+    result = {
+        "sessions": dict(zip(names, stats)),
+        "delta_b_difference_from_first": dict(zip(names, diffs)),
+        "bin_edges_deg": edges.tolist(),
+        "n_cells": n_cells,
+        "min_fill": min_fill,
+        "figures": {k: str(out / v) for k, v in FIGURES.items()},
+        "markdown": str(out / "report.md"),
+    }
     write_json_atomic(out / "report.json", result)
     return result

@@ -6,6 +6,7 @@ determines them (simulator config, processing config, package version), so runs 
 reuse the same sweep. A raw recording (``data.source: raw``) is keyed by a SHA-256 of the bytes of its
 files (`raw_fingerprint`), not by its path: after the recording changes, its dataset is rebuilt.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -17,7 +18,9 @@ from typing import Any, Mapping, Optional
 
 import flexlearn
 from flexlearn.config import check, from_dict, to_dict
-from flexlearn.data.process import ProcessingConfig, process_sweep
+from flexlearn.data.dataset import DirectionDataset, merge_modules
+from flexlearn.data.process import process_sweep
+from flexlearn.data.processing_config import ProcessingConfig
 from flexlearn.errors import DataError
 from flexlearn.fingerprint import file_sha256, update_with_file
 from flexlearn.sensing.streams import RawSweep
@@ -46,20 +49,40 @@ class DataConfig:
 
     def validate(self) -> None:
         check(self.source in SOURCES, "data.source", self.source, f"expected one of {SOURCES}")
-        check(self.source == "sim" or bool(self.path) != bool(self.paths), "data.path", self.path,
-              f"data.source = {self.source} needs exactly one of data.path (one module) and data.paths "
-              f"(several modules; now {list(self.paths)})")
-        check(not self.module_seeds or self.source == "sim", "data.module_seeds", list(self.module_seeds),
-              "simulated modules need data.source = sim (recorded modules: data.paths)")
-        check(not self.paths or self.source != "sim", "data.paths", list(self.paths),
-              "needs data.source = raw or dataset (simulated modules: data.module_seeds)")
-        check(not self.path or self.source != "sim", "data.path", self.path,
-              "is not read with data.source = sim (the simulated sweep would be trained on instead): add "
-              "data=dataset (a .parquet or a flexlearn-ingest directory) or data=raw (a raw sweep directory)")
+        check(
+            self.source == "sim" or bool(self.path) != bool(self.paths),
+            "data.path",
+            self.path,
+            f"data.source = {self.source} needs exactly one of data.path (one module) and data.paths "
+            f"(several modules; now {list(self.paths)})",
+        )
+        check(
+            not self.module_seeds or self.source == "sim",
+            "data.module_seeds",
+            list(self.module_seeds),
+            "simulated modules need data.source = sim (recorded modules: data.paths)",
+        )
+        check(
+            not self.paths or self.source != "sim",
+            "data.paths",
+            list(self.paths),
+            "needs data.source = raw or dataset (simulated modules: data.module_seeds)",
+        )
+        check(
+            not self.path or self.source != "sim",
+            "data.path",
+            self.path,
+            "is not read with data.source = sim (the simulated sweep would be trained on instead): add "
+            "data=dataset (a .parquet or a flexlearn-ingest directory) or data=raw (a raw sweep directory)",
+        )
         for key, items in (("module_seeds", self.module_seeds), ("paths", self.paths)):
             check(len(set(map(str, items))) == len(items), f"data.{key}", list(items), "lists a module twice")
-        check(all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in self.module_seeds),
-              "data.module_seeds", list(self.module_seeds), "must be integers >= 0")
+        check(
+            all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in self.module_seeds),
+            "data.module_seeds",
+            list(self.module_seeds),
+            "must be integers >= 0",
+        )
         check(self.batch_size >= 1, "data.batch_size", self.batch_size, "must be >= 1")
         check(self.eval_batch_size >= 1, "data.eval_batch_size", self.eval_batch_size, "must be >= 1")
         # Building the blocks validates them and names any unknown key.
@@ -75,8 +98,11 @@ def raw_fingerprint(raw_dir: Path) -> str:
     """
     if not raw_dir.is_dir():
         raise DataError(f"{raw_dir}: raw sweep directory not found (data.path)")
-    files = sorted(p for p in raw_dir.rglob("*")
-                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(raw_dir).parts))
+    files = sorted(
+        p
+        for p in raw_dir.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(raw_dir).parts)
+    )
     if not files:
         raise DataError(f"{raw_dir}: raw sweep directory is empty (data.path)")
     h = hashlib.sha256()
@@ -112,8 +138,6 @@ def prepare_dataset(data: DataConfig, cache_dir: str | Path) -> Path:
 def _prepare_modules(data: DataConfig, cache_dir: Path) -> Path:
     """The merged dataset of every module in ``data.module_seeds`` / ``data.paths``, cached by their datasets'
     fingerprints (a changed recording rebuilds it)."""
-    from flexlearn.data.dataset import DirectionDataset, merge_modules
-
     parts: list[Path] = []
     for seed in data.module_seeds:
         sim = {**data.sim, "seed": int(seed), "module_seed": int(seed)}
@@ -136,13 +160,15 @@ def _prepare_one(data: DataConfig, cache_dir: Path) -> Path:
         if path.is_dir() and (path / "dataset.parquet").is_file():  # a flexlearn-ingest output directory
             path = path / "dataset.parquet"
         if not path.is_file():
-            raise DataError(f"{path}: dataset file not found (data.path: a .parquet file or a "
-                            "directory holding dataset.parquet)")
+            raise DataError(
+                f"{path}: dataset file not found (data.path: a .parquet file or a directory holding dataset.parquet)"
+            )
         return path
     if data.source == "raw":
         raw_dir = Path(data.path or "")
-        key = _digest({"raw": raw_fingerprint(raw_dir), "processing": to_dict(processing),
-                       "version": flexlearn.__version__})
+        key = _digest(
+            {"raw": raw_fingerprint(raw_dir), "processing": to_dict(processing), "version": flexlearn.__version__}
+        )
         out = cache_dir / "datasets" / f"{raw_dir.name}-{key}.parquet"
         return out if out.exists() else process_raw(raw_dir, processing, out)
     rig = from_dict(RigConfig, data.sim, "data.sim")

@@ -9,6 +9,7 @@ uncertainty/identifiability report (:mod:`~flexlearn.identify.fit`); :func:`~fle
 runs one from a composed ``train`` config (``task=identify_*``). A new problem implements the
 :class:`~flexlearn.identify.fit.IdentificationProblem` protocol. See docs/identify.md.
 """
+
 from flexlearn.identify.fit import IdentificationProblem, StagedProblem
 from flexlearn.identify.params import ParameterSet, ParamSpec
 from flexlearn.identify.task import IdentificationTask

@@ -19,6 +19,7 @@ Hessian reports (its α direction is singular) instead of returning a confident 
 The simulated recording uses the same model at the true parameters plus white noise ``tip_noise`` [m]
 per coordinate (a stereo-camera track; 50 µm is our choice, the seed gives no figure).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,10 +30,9 @@ from torch import Tensor
 
 from flexlearn.config import check
 from flexlearn.identify.params import ParameterSet, config_spec
-from flexlearn.physics.cosserat import Clamp, CosseratRod, Damping, Gravity
+from flexlearn.physics.cosserat import Clamp, CosseratRod, Damping, Gravity, Material, SimulationOptions
 
 __all__ = ["CosseratIdConfig", "CosseratTipProblem"]
-
 
 
 @dataclasses.dataclass
@@ -55,8 +55,9 @@ class CosseratIdConfig:
     seed: int = 0
     horizons: tuple[float, ...] = (0.35, 1.0)
     init: dict = dataclasses.field(default_factory=lambda: {"youngs_modulus": 3.0e5, "alpha": 5.0})
-    bounds: dict = dataclasses.field(default_factory=lambda: {"youngs_modulus": [1.0e4, 6.0e5],
-                                                              "alpha": [1.0e-2, 1.0e3]})
+    bounds: dict = dataclasses.field(
+        default_factory=lambda: {"youngs_modulus": [1.0e4, 6.0e5], "alpha": [1.0e-2, 1.0e3]}
+    )
 
     def validate(self) -> None:
         for k in ("length", "radius", "density", "youngs_modulus", "alpha", "dt", "tip_noise"):
@@ -64,10 +65,18 @@ class CosseratIdConfig:
             check(math.isfinite(v) and v > 0, f"task.problem.{k}", v, "must be a finite number > 0")
         check(self.initial in ("pluck", "static"), "task.problem.initial", self.initial, "must be 'pluck' or 'static'")
         check(self.steps >= 2 * self.record_every, "task.problem.steps", self.steps, "too short for record_every")
-        check(len(self.horizons) >= 1 and all(0 < h <= 1 for h in self.horizons) and self.horizons[-1] == 1.0,
-              "task.problem.horizons", self.horizons, "fractions in (0, 1], the last one 1.0")
-        check(set(self.init) == {"youngs_modulus", "alpha"}, "task.problem.init", dict(self.init),
-              "needs exactly the keys youngs_modulus, alpha")
+        check(
+            len(self.horizons) >= 1 and all(0 < h <= 1 for h in self.horizons) and self.horizons[-1] == 1.0,
+            "task.problem.horizons",
+            self.horizons,
+            "fractions in (0, 1], the last one 1.0",
+        )
+        check(
+            set(self.init) == {"youngs_modulus", "alpha"},
+            "task.problem.init",
+            dict(self.init),
+            "needs exactly the keys youngs_modulus, alpha",
+        )
 
 
 class CosseratTipProblem:
@@ -89,8 +98,12 @@ class CosseratTipProblem:
         self.set_horizon(cfg.horizons[0])
         truths = {"youngs_modulus": cfg.youngs_modulus, "alpha": cfg.alpha}
         units = {"youngs_modulus": "Pa", "alpha": "1/s"}
-        self.params = ParameterSet([config_spec(k, cfg.init[k], cfg.bounds, truth=truths[k], unit=units[k])
-                                    for k in ("youngs_modulus", "alpha")])
+        self.params = ParameterSet(
+            [
+                config_spec(k, cfg.init[k], cfg.bounds, truth=truths[k], unit=units[k])
+                for k in ("youngs_modulus", "alpha")
+            ]
+        )
 
     @property
     def horizons(self) -> tuple[float, ...]:
@@ -105,8 +118,8 @@ class CosseratTipProblem:
 
     def _rod(self, E: Tensor) -> CosseratRod:
         c = self.cfg
-        return CosseratRod.circular(c.length, c.radius, c.density, E, c.poisson_ratio, c.n_elements,
-                                    rotary_inertia="segment")
+        material = Material(c.density, E, c.poisson_ratio)
+        return CosseratRod.circular(c.length, c.radius, material, c.n_elements, rotary_inertia="segment")
 
     def _initial_state(self, cfg: CosseratIdConfig):
         rod = self._rod(torch.tensor(cfg.youngs_modulus, dtype=torch.float64))
@@ -114,21 +127,33 @@ class CosseratTipProblem:
             return rod.arc_state(cfg.tip_angle, base=self.base)
         # the rod at rest at its gravity equilibrium: settle a heavily damped copy, then zero the velocities
         with torch.no_grad():
-            tr = rod.simulate(1500 * cfg.dt, cfg.dt, loads=[Gravity()], damping=Damping(alpha=3000.0),
-                              base=self.base, record_every=1500)
+            tr = rod.simulate(
+                1500 * cfg.dt,
+                cfg.dt,
+                loads=[Gravity()],
+                damping=Damping(alpha=3000.0),
+                base=self.base,
+                options=SimulationOptions(record_every=1500),
+            )
         s = tr.final
         if s is None:  # pragma: no cover  (every run sets it)
             raise RuntimeError("the settling simulation returned no final state")
-        return type(s)(s.positions, s.rotations, torch.zeros_like(s.velocities),
-                       torch.zeros_like(s.angular_velocities))
+        return type(s)(s.positions, s.rotations, torch.zeros_like(s.velocities), torch.zeros_like(s.angular_velocities))
 
     def _simulate(self, values: Tensor, steps: int) -> Tensor:
         c = self.cfg
         # the tensor path: the fused (numba) kernel would drop forward-mode tangents (dual tensors do not
         # report requires_grad)
-        tr = self._rod(values[0]).simulate(steps * c.dt, c.dt, loads=[Gravity()], damping=Damping(alpha=values[1]),
-                                           initial=self._initial, base=self.base, record_every=c.record_every,
-                                           backend="torch")
+        options = SimulationOptions(record_every=c.record_every, backend="torch")
+        tr = self._rod(values[0]).simulate(
+            steps * c.dt,
+            c.dt,
+            loads=[Gravity()],
+            damping=Damping(alpha=values[1]),
+            initial=self._initial,
+            base=self.base,
+            options=options,
+        )
         tip = tr.tip
         return tip.reshape(tip.shape[0], 3)
 

@@ -14,6 +14,7 @@ through the eigen-decomposition of ``H`` so that a (near-)singular direction giv
 variance rather than a confident value. A parameter is reported identifiable when its relative standard
 deviation is below ``max_rel_std`` and ``H`` is not numerically singular along it.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,11 +24,18 @@ import torch
 from torch import Tensor
 from torch.autograd.forward_ad import dual_level, make_dual, unpack_dual
 
-from flexlearn.errors import FlexlearnError
+from flexlearn.errors import ArgumentError, FlexlearnError
 from flexlearn.identify.params import ParameterSet
 
-__all__ = ["IdentificationProblem", "StagedProblem", "whitened_residuals", "jacobian", "lm_step", "uncertainty",
-           "fit_quality"]
+__all__ = [
+    "IdentificationProblem",
+    "StagedProblem",
+    "whitened_residuals",
+    "jacobian",
+    "lm_step",
+    "uncertainty",
+    "fit_quality",
+]
 
 
 @runtime_checkable
@@ -61,6 +69,7 @@ class StagedProblem(IdentificationProblem, Protocol):
 
     def set_horizon(self, fraction: float) -> None: ...
 
+
 _EIG_FLOOR = 1e-14  # eigenvalues of H below this × λ_max count as zero (numerically singular)
 
 
@@ -76,11 +85,22 @@ def jacobian(fn: Callable[[Tensor], Tensor], u: Tensor, mode: str = "forward") -
     ``mode='forward'``: P forward-mode passes (dual numbers; cheap when P ≪ M, e.g. long simulated
     trajectories). ``'reverse'``: one graph and M backward passes (for models whose gradients come from a
     custom rule, e.g. implicit differentiation, which forward mode does not see).
+
+    Args:
+        fn: the model, u (P,) → (M,).
+        u: the point (P,) (detached here).
+        mode: ``'forward'`` or ``'reverse'``.
+
+    Returns:
+        ``(fn(u) (M,), ∂fn/∂u (M, P))``, both detached.
+
+    Raises:
+        ArgumentError: an unknown ``mode``, or no parameters (P = 0) in forward mode (also a ``ValueError``).
     """
     u = u.detach()
     if mode == "forward":
         if u.numel() == 0:
-            raise ValueError("jacobian: no parameters (u is empty)")
+            raise ArgumentError("jacobian: no parameters (u is empty)")
         cols: list[Tensor] = []
         value = u
         for i in range(u.numel()):
@@ -93,12 +113,14 @@ def jacobian(fn: Callable[[Tensor], Tensor], u: Tensor, mode: str = "forward") -
             cols.append(torch.zeros_like(primal) if tan is None else tan)
         return value.detach(), torch.stack(cols, -1).detach()
     if mode != "reverse":
-        raise ValueError(f"jacobian mode must be 'forward' or 'reverse', got {mode!r}")
+        raise ArgumentError(f"jacobian mode must be 'forward' or 'reverse', got {mode!r}")
     uu = u.clone().requires_grad_(True)
     with torch.enable_grad():
         out = fn(uu)
-        rows = [torch.autograd.grad(out[k], uu, retain_graph=k + 1 < out.numel(), allow_unused=True)[0]
-                for k in range(out.numel())]
+        rows = [
+            torch.autograd.grad(out[k], uu, retain_graph=k + 1 < out.numel(), allow_unused=True)[0]
+            for k in range(out.numel())
+        ]
     rows = [torch.zeros_like(u) if r is None else r for r in rows]
     return out.detach(), torch.stack(rows).detach()
 
@@ -129,11 +151,16 @@ def lm_step(problem: IdentificationProblem, lam: float, max_tries: int = 8) -> d
         if math.isfinite(new_cost) and new_cost < cost:
             with torch.no_grad():
                 params.u.copy_(u + step)
-            return {"cost": cost, "new_cost": new_cost, "lam": max(lam / 3.0, 1e-9),
-                    "step": float(step.norm()), "accepted": True, "grad_norm": float(g.norm())}
+            return {
+                "cost": cost,
+                "new_cost": new_cost,
+                "lam": max(lam / 3.0, 1e-9),
+                "step": float(step.norm()),
+                "accepted": True,
+                "grad_norm": float(g.norm()),
+            }
         lam *= 4.0
-    return {"cost": cost, "new_cost": cost, "lam": lam, "step": 0.0, "accepted": False,
-            "grad_norm": float(g.norm())}
+    return {"cost": cost, "new_cost": cost, "lam": lam, "step": 0.0, "accepted": False, "grad_norm": float(g.norm())}
 
 
 def uncertainty(problem: IdentificationProblem, max_rel_std: float = 0.1) -> dict[str, Any]:
@@ -157,9 +184,18 @@ def uncertainty(problem: IdentificationProblem, max_rel_std: float = 0.1) -> dic
     # a parameter takes part in a singular direction when that eigenvector has weight on it
     in_null = (evecs[:, singular].abs() > 1e-3).any(-1) if bool(singular.any()) else torch.zeros(P, dtype=torch.bool)
     identifiable = (rel_std < max_rel_std) & ~in_null
-    return {"values": vals, "std": std_p, "rel_std": rel_std, "identifiable": identifiable,
-            "hessian_eigenvalues": evals, "hessian_cond": lmax / max(float(evals.min()), floor),
-            "weakest_direction": evecs[:, 0], "noise_scale": math.sqrt(s2), "residuals": r, "jacobian": J}
+    return {
+        "values": vals,
+        "std": std_p,
+        "rel_std": rel_std,
+        "identifiable": identifiable,
+        "hessian_eigenvalues": evals,
+        "hessian_cond": lmax / max(float(evals.min()), floor),
+        "weakest_direction": evecs[:, 0],
+        "noise_scale": math.sqrt(s2),
+        "residuals": r,
+        "jacobian": J,
+    }
 
 
 def fit_quality(problem: IdentificationProblem, r: Tensor) -> dict[str, float]:
@@ -171,6 +207,11 @@ def fit_quality(problem: IdentificationProblem, r: Tensor) -> dict[str, float]:
     M, P = r.numel(), problem.params.u.numel()
     ss_tot = float(((meas - meas.mean()) ** 2).sum())
     ac = float((r[1:] * r[:-1]).sum() / (r * r).sum().clamp_min(1e-300)) if M > 1 else 0.0
-    return {"rmse": float(phys.pow(2).mean().sqrt()), "chi2_dof": float(r @ r) / max(M - P, 1),
-            "r2": 1.0 - float(phys @ phys) / max(ss_tot, 1e-300), "residual_lag1_autocorr": ac,
-            "n_data": float(M), "n_params": float(P)}
+    return {
+        "rmse": float(phys.pow(2).mean().sqrt()),
+        "chi2_dof": float(r @ r) / max(M - P, 1),
+        "r2": 1.0 - float(phys @ phys) / max(ss_tot, 1e-300),
+        "residual_lag1_autocorr": ac,
+        "n_data": float(M),
+        "n_params": float(P),
+    }

@@ -13,6 +13,7 @@ The simulated recording is solved with ``truth_elements`` LSE elements per rod (
 real robot) at the true E, plus white noise ``position_noise`` [m] per coordinate (a camera-tracked
 marker; 0.2 mm is our choice, the seed gives no figure).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -52,12 +53,24 @@ class LseIdConfig:
             v = getattr(self, k)
             check(math.isfinite(v) and v > 0, f"task.problem.{k}", v, "must be a finite number > 0")
         check(self.substeps >= 1, "task.problem.substeps", self.substeps, "must be >= 1")
-        check(self.n_elements >= 1 and self.truth_elements >= 1, "task.problem.n_elements",
-              (self.n_elements, self.truth_elements), "must be >= 1")
-        check(len(self.experiments) >= 1 and set(self.experiments) <= {"free", "pulley"},
-              "task.problem.experiments", self.experiments, "a non-empty subset of ('free', 'pulley')")
-        check(set(self.init) == {"youngs_modulus"}, "task.problem.init", dict(self.init),
-              "needs exactly the key youngs_modulus")
+        check(
+            self.n_elements >= 1 and self.truth_elements >= 1,
+            "task.problem.n_elements",
+            (self.n_elements, self.truth_elements),
+            "must be >= 1",
+        )
+        check(
+            len(self.experiments) >= 1 and set(self.experiments) <= {"free", "pulley"},
+            "task.problem.experiments",
+            self.experiments,
+            "a non-empty subset of ('free', 'pulley')",
+        )
+        check(
+            set(self.init) == {"youngs_modulus"},
+            "task.problem.init",
+            dict(self.init),
+            "needs exactly the key youngs_modulus",
+        )
 
 
 def _model(cpr: dict, n_elements: int, e: float) -> CPRModel:
@@ -82,14 +95,16 @@ class CprStiffnessProblem:
         with torch.no_grad():
             clean = self._positions(truth_model, None)[0]
         gen = torch.Generator().manual_seed(cfg.seed)
-        self.measured = (clean + cfg.position_noise * torch.randn(clean.shape, generator=gen,
-                                                                  dtype=torch.float64)).reshape(-1)
+        self.measured = (
+            clean + cfg.position_noise * torch.randn(clean.shape, generator=gen, dtype=torch.float64)
+        ).reshape(-1)
         self.sigma = cfg.position_noise
         self.model = _model(cfg.cpr, cfg.n_elements, cfg.youngs_modulus)
         self.g_ratio = (cast(Tensor, self.model.shear_modulus) / cast(Tensor, self.model.youngs_modulus)).clone()
         self._inits: Optional[list[Equilibrium]] = None
-        self.params = ParameterSet([config_spec("youngs_modulus", cfg.init["youngs_modulus"], cfg.bounds,
-                                                truth=cfg.youngs_modulus, unit="Pa")])
+        self.params = ParameterSet(
+            [config_spec("youngs_modulus", cfg.init["youngs_modulus"], cfg.bounds, truth=cfg.youngs_modulus, unit="Pa")]
+        )
 
     def _positions(self, model: CPRModel, inits) -> tuple[Tensor, list[Equilibrium]]:
         """End-effector positions (K·E, 3) at the samples of every experiment.

@@ -23,6 +23,7 @@ gives no figure). With ``motion='static'`` (the joint held still) the recording 
 only: EI and the payload stay identifiable from the sag's shape, the damping ratio does not, and the
 Hessian says so.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,8 +40,14 @@ from flexlearn.errors import DataError
 from flexlearn.identify.params import ParameterSet, config_spec
 from flexlearn.physics.modal import FlexibleLink
 from flexlearn.sensing.imu import GRAVITY, ImuNoiseConfig
+from flexlearn.sim.flexible_arm import (
+    BeamLinkConfig,
+    FlexibleArmSimConfig,
+    simulate_flexible_arm,
+    smooth_random_trajectory,
+)
 
-__all__ = ["ModalIdConfig", "ModalLinkProblem", "modal_slopes"]
+__all__ = ["ModalIdConfig", "JointMotion", "ModalLinkSetup", "ModalLinkProblem", "modal_slopes"]
 
 
 @dataclasses.dataclass
@@ -69,43 +76,101 @@ class ModalIdConfig:
     # fit
     n_modes: int = 3
     init: dict = dataclasses.field(default_factory=lambda: {"EI": 4.0e4, "tip_mass": 8.0, "zeta": 0.05})
-    bounds: dict = dataclasses.field(default_factory=lambda: {"EI": [1.0e3, 1.0e7], "tip_mass": [1.0e-3, 1.0e3],
-                                                              "zeta": [1.0e-4, 0.5]})
+    bounds: dict = dataclasses.field(
+        default_factory=lambda: {"EI": [1.0e3, 1.0e7], "tip_mass": [1.0e-3, 1.0e3], "zeta": [1.0e-4, 0.5]}
+    )
 
     def validate(self) -> None:
         for k in ("rho_A", "length", "EI", "duration", "dt", "slope_noise"):
             v = getattr(self, k)
             check(math.isfinite(v) and v > 0, f"task.problem.{k}", v, "must be a finite number > 0")
         check(self.tip_mass >= 0, "task.problem.tip_mass", self.tip_mass, "must be >= 0")
-        check(self.motion in ("joystick", "static"), "task.problem.motion", self.motion,
-              "must be 'joystick' or 'static'")
+        check(
+            self.motion in ("joystick", "static"), "task.problem.motion", self.motion, "must be 'joystick' or 'static'"
+        )
         check(1 <= self.n_modes <= 8, "task.problem.n_modes", self.n_modes, "must be in 1..8")
-        check(all(0 < p <= self.length for p in self.imu_positions), "task.problem.imu_positions",
-              self.imu_positions, f"must lie in (0, length = {self.length}]")
-        check(set(self.init) == {"EI", "tip_mass", "zeta"}, "task.problem.init", dict(self.init),
-              "needs exactly the keys EI, tip_mass, zeta")
+        check(
+            all(0 < p <= self.length for p in self.imu_positions),
+            "task.problem.imu_positions",
+            self.imu_positions,
+            f"must lie in (0, length = {self.length}]",
+        )
+        check(
+            set(self.init) == {"EI", "tip_mass", "zeta"},
+            "task.problem.init",
+            dict(self.init),
+            "needs exactly the keys EI, tip_mass, zeta",
+        )
 
 
 def _second_derivative(x: np.ndarray, dt: float) -> np.ndarray:
     return np.gradient(np.gradient(x, dt, axis=0), dt, axis=0)
 
 
-def modal_slopes(EI: Tensor, tip_mass: Tensor, zeta: Tensor, theta: Tensor, theta_dd: Tensor, dt: float,
-                 rho_A: float, length: float, imu_positions: Tensor, n_modes: int, gravity: float) -> Tensor:
-    """IMU slopes w′(ξ_k, t) (N, S) [rad] of the base-driven modal model (module docstring)."""
+@dataclasses.dataclass(frozen=True)
+class JointMotion:
+    """The joint motion that drives the link in :func:`modal_slopes`.
+
+    Attributes:
+        theta: joint angle θ(t_k) (N,) [rad], uniformly sampled.
+        theta_dd: its second derivative θ̈(t_k) (N,) [rad/s²].
+        dt: sample period [s].
+    """
+
+    theta: Tensor
+    theta_dd: Tensor
+    dt: float
+
+
+@dataclasses.dataclass(frozen=True)
+class ModalLinkSetup:
+    """What :func:`modal_slopes` knows of the link and the model (everything but the identified parameters).
+
+    Attributes:
+        rho_A: mass per length [kg/m].
+        length: link length L [m].
+        imu_positions: IMU positions ξ_k (S,) [m] from the joint.
+        n_modes: retained modes.
+        gravity: g [m/s²].
+    """
+
+    rho_A: float
+    length: float
+    imu_positions: Tensor
+    n_modes: int
+    gravity: float
+
+
+def modal_slopes(EI: Tensor, tip_mass: Tensor, zeta: Tensor, motion: JointMotion, setup: ModalLinkSetup) -> Tensor:
+    """IMU slopes w′(ξ_k, t) (N, S) [rad] of the base-driven modal model (module docstring; seed 000, §III).
+
+    Differentiable in EI, the payload and ζ.
+
+    Args:
+        EI: flexural rigidity [N m²] (0-d tensor).
+        tip_mass: payload mass M_p [kg] (0-d tensor).
+        zeta: damping ratio ζ at the first two modes (Rayleigh) (0-d tensor).
+        motion: the joint angle and its second derivative (:class:`JointMotion`).
+        setup: link mass per length, length, IMU positions, modes and gravity (:class:`ModalLinkSetup`).
+
+    Returns:
+        The slopes (N, S) [rad], float64.
+    """
+    rho_A, length, n_modes = setup.rho_A, setup.length, setup.n_modes
+    theta, theta_dd, dt = motion.theta, motion.theta_dd, motion.dt
     link = FlexibleLink(EI, rho_A, length, tip_mass)
     d = link.modal_data(n_modes)
-    omega = link.angular_frequencies(n_modes, d["roots"])                    # (n,)
-    gam = link.participation(n_modes, d)                                     # (n,)
+    omega = link.angular_frequencies(n_modes, d["roots"])  # (n,)
+    gam = link.participation(n_modes, d)  # (n,)
     x, w = np.polynomial.legendre.leggauss(48)
     xi = torch.as_tensor(0.5 * (x + 1.0) * length, dtype=torch.float64)
     wq = torch.as_tensor(0.5 * w * length, dtype=torch.float64)
-    phi_q = link.mode_shapes(xi, n_modes, 0, d)                              # (Q, n)
+    phi_q = link.mode_shapes(xi, n_modes, 0, d)  # (Q, n)
     lam_t = rho_A * (wq[:, None] * phi_q).sum(0) + tip_mass * link.tip_values(n_modes, d)["tip"]
-    rows = link.mode_shapes(imu_positions, n_modes, 1, d)                    # (S, n)
+    rows = link.mode_shapes(setup.imu_positions, n_modes, 1, d)  # (S, n)
     w1, w2 = omega[0], omega[1] if n_modes > 1 else omega[0]
     zj = zeta * (w1 * w2 / omega + omega) / (w1 + w2)
-    f = -gam * theta_dd[:, None] - lam_t * gravity * torch.cos(theta)[:, None]  # (N, n)
+    f = -gam * theta_dd[:, None] - lam_t * setup.gravity * torch.cos(theta)[:, None]  # (N, n)
     g = f - f[:1]
     N = theta.shape[0]
     t = torch.arange(N, dtype=torch.float64) * dt
@@ -113,7 +178,7 @@ def modal_slopes(EI: Tensor, tip_mass: Tensor, zeta: Tensor, theta: Tensor, thet
     h = torch.exp(-zj * omega * t[:, None]) * torch.sin(wd * t[:, None]) / wd  # (N, n)
     nfft = 2 * N
     conv = torch.fft.irfft(torch.fft.rfft(h, nfft, dim=0) * torch.fft.rfft(g, nfft, dim=0), nfft, dim=0)[:N]
-    eta = f[:1] / omega ** 2 + dt * conv                                      # (N, n)
+    eta = f[:1] / omega**2 + dt * conv  # (N, n)
     return eta @ rows.T
 
 
@@ -139,26 +204,35 @@ class ModalLinkProblem:
         self.measured = torch.as_tensor(slopes, dtype=torch.float64).reshape(-1)
         self.sigma = cfg.slope_noise
         units = {"EI": "N m^2", "tip_mass": "kg", "zeta": ""}
-        specs = [config_spec(k, cfg.init[k], cfg.bounds, truth=truth.get(k), unit=units[k])
-                 for k in ("EI", "tip_mass", "zeta")]
+        specs = [
+            config_spec(k, cfg.init[k], cfg.bounds, truth=truth.get(k), unit=units[k])
+            for k in ("EI", "tip_mass", "zeta")
+        ]
         self.params = ParameterSet(specs)
 
     @staticmethod
     def _simulate(cfg: ModalIdConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        from flexlearn.sim.flexible_arm import (BeamLinkConfig, FlexibleArmSimConfig, simulate_flexible_arm,
-                                                smooth_random_trajectory)
-
         N = int(round(cfg.duration / cfg.dt))
         t = np.arange(N) * cfg.dt
         if cfg.motion == "static":  # the link at rest at its gravity sag: no dynamics in the recording
             theta = np.full(N, 0.3)
         else:
-            theta = smooth_random_trajectory(t, 1, seed=cfg.seed, hold=cfg.hold, move=cfg.move,
-                                             lows=(-0.2,), highs=(0.8,))[:, 0]
-        link = BeamLinkConfig(EI=cfg.EI, rho_A=cfg.rho_A, length=cfg.length, tip_mass=cfg.tip_mass,
-                              imu_positions=tuple(cfg.imu_positions), n_elements=cfg.n_elements, damping=cfg.damping)
-        sim = simulate_flexible_arm(FlexibleArmSimConfig(links=(link,), dt=cfg.dt, substeps=cfg.substeps,
-                                                         gravity=cfg.gravity, seed=cfg.seed), theta[:, None])
+            theta = smooth_random_trajectory(
+                t, 1, seed=cfg.seed, hold=cfg.hold, move=cfg.move, lows=(-0.2,), highs=(0.8,)
+            )[:, 0]
+        link = BeamLinkConfig(
+            EI=cfg.EI,
+            rho_A=cfg.rho_A,
+            length=cfg.length,
+            tip_mass=cfg.tip_mass,
+            imu_positions=tuple(cfg.imu_positions),
+            n_elements=cfg.n_elements,
+            damping=cfg.damping,
+        )
+        sim = simulate_flexible_arm(
+            FlexibleArmSimConfig(links=(link,), dt=cfg.dt, substeps=cfg.substeps, gravity=cfg.gravity, seed=cfg.seed),
+            theta[:, None],
+        )
         rng = np.random.default_rng(cfg.seed + 7919)
         slopes = sim["imu_slope"][0] + rng.normal(0.0, cfg.slope_noise, sim["imu_slope"][0].shape)
         return t, theta, slopes
@@ -174,8 +248,10 @@ class ModalLinkProblem:
             t, theta, slopes = (np.asarray(z[k], dtype=np.float64) for k in ("t", "theta", "imu_slope"))
         S = len(self.cfg.imu_positions)
         if theta.ndim != 1 or slopes.shape != (theta.shape[0], S) or t.shape != theta.shape or len(t) < 10:
-            raise DataError(f"recording '{p}': shapes t {t.shape}, theta {theta.shape}, imu_slope {slopes.shape}; "
-                            f"need (N,), (N,), (N, {S}) with N >= 10")
+            raise DataError(
+                f"recording '{p}': shapes t {t.shape}, theta {theta.shape}, imu_slope {slopes.shape}; "
+                f"need (N,), (N,), (N, {S}) with N >= 10"
+            )
         if not (np.isfinite(theta).all() and np.isfinite(slopes).all()):
             raise DataError(f"recording '{p}': theta/imu_slope contain NaN or inf")
         if not np.allclose(np.diff(t), t[1] - t[0], rtol=1e-6) or t[1] <= t[0]:
@@ -184,6 +260,11 @@ class ModalLinkProblem:
 
     def predict(self, values: Tensor) -> Tensor:
         c = self.cfg
-        out = modal_slopes(values[0], values[1], values[2], self.theta, self.theta_dd, self.dt, c.rho_A, c.length,
-                           self.xi, c.n_modes, c.gravity)
+        out = modal_slopes(
+            values[0],
+            values[1],
+            values[2],
+            JointMotion(self.theta, self.theta_dd, self.dt),
+            ModalLinkSetup(c.rho_A, c.length, self.xi, c.n_modes, c.gravity),
+        )
         return out.reshape(-1)

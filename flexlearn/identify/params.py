@@ -9,6 +9,7 @@ Every parameter is positive and is optimised in an unconstrained coordinate ``u`
 Gauss–Newton Hessian in ``u`` is well scaled whatever the physical units. Uncertainties computed in
 ``u`` are mapped to the parameter by the delta method, ``σ_p = |dp/du| σ_u``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,18 +37,31 @@ class ParamSpec:
     unit: str = ""
 
     def validate(self) -> None:
-        check(math.isfinite(self.init) and self.init > 0, f"params.{self.name}.init", self.init,
-              "must be a finite number > 0")
+        check(
+            math.isfinite(self.init) and self.init > 0,
+            f"params.{self.name}.init",
+            self.init,
+            "must be a finite number > 0",
+        )
         if self.lower is None or self.upper is None:
-            check(self.lower is None and self.upper is None, f"params.{self.name}", (self.lower, self.upper),
-                  "give both lower and upper bounds, or neither")
+            check(
+                self.lower is None and self.upper is None,
+                f"params.{self.name}",
+                (self.lower, self.upper),
+                "give both lower and upper bounds, or neither",
+            )
             return
-        check(0 < self.lower < self.init < self.upper, f"params.{self.name}", (self.lower, self.init, self.upper),
-              "needs 0 < lower < init < upper")
+        check(
+            0 < self.lower < self.init < self.upper,
+            f"params.{self.name}",
+            (self.lower, self.init, self.upper),
+            "needs 0 < lower < init < upper",
+        )
 
 
-def config_spec(name: str, init: float, bounds: Mapping[str, Sequence[float]], truth: Optional[float] = None,
-                unit: str = "") -> ParamSpec:
+def config_spec(
+    name: str, init: float, bounds: Mapping[str, Sequence[float]], truth: Optional[float] = None, unit: str = ""
+) -> ParamSpec:
     """The :class:`ParamSpec` of a problem config: initial guess ``init``, bounds ``bounds[name]`` =
     ``[lower, upper]`` when the mapping has the name (else positivity only)."""
     if name not in bounds:

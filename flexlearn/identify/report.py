@@ -2,6 +2,7 @@
 the true parameters, for simulated data), predictions against measurements in physical units, and the
 whitened residuals against the standard normal density; the parameters with units and truths as a caption.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,10 +53,18 @@ def measurement_series(problem: Any) -> Series:
     if hasattr(problem, "thetas"):  # CPR: (K·E, 3) end-effector positions [m], experiment after experiment
         k = len(problem.thetas)
         names = list(getattr(getattr(problem, "cfg", None), "experiments", ()))
-        return Series(np.arange(m // 3, dtype=float), "actuation sample", ["x", "y", "z"], 1e3, "mm",
-                      "end-effector position", tuple((float(i * k), n) for i, n in enumerate(names)))
-    return Series(np.arange(m, dtype=float), "measurement index", ["measurement"], 1.0, "measurement units",
-                  "measurement")
+        return Series(
+            np.arange(m // 3, dtype=float),
+            "actuation sample",
+            ["x", "y", "z"],
+            1e3,
+            "mm",
+            "end-effector position",
+            tuple((float(i * k), n) for i, n in enumerate(names)),
+        )
+    return Series(
+        np.arange(m, dtype=float), "measurement index", ["measurement"], 1.0, "measurement units", "measurement"
+    )
 
 
 def _parameter_caption(problem: Any, values: np.ndarray) -> str:
@@ -83,10 +92,10 @@ def write_fit_figure(problem: Any, path: str | Path, title: str = "") -> Path:
     last); (bottom left) predicted against measured with the identity line; (bottom right) the whitened residuals
     against the standard normal density. The caption lists every parameter with its unit and truth. ``title`` is
     a heading above it (a title that only repeats the parameter values, as ``name = value``, is left out)."""
-    import matplotlib
+    import matplotlib  # heavy (~1 s) and needed only with figures=true
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after the backend is chosen
 
     truth = _truth_prediction(problem)  # first: a problem may warm-start from its last evaluation
     with torch.no_grad():
@@ -95,14 +104,15 @@ def write_fit_figure(problem: Any, path: str | Path, title: str = "") -> Path:
     meas = problem.measured.detach().numpy()
     sigma = problem.sigma.numpy() if torch.is_tensor(problem.sigma) else float(problem.sigma)
     series = measurement_series(problem)
-    shown = sorted({int(round(i)) for i in np.linspace(0, len(series.channels) - 1,
-                                                         min(len(series.channels), MAX_CHANNELS))})
+    shown = sorted(
+        {int(round(i)) for i in np.linspace(0, len(series.channels) - 1, min(len(series.channels), MAX_CHANNELS))}
+    )
     fig = plt.figure(figsize=(10, 3.6 + 1.5 * len(shown)), layout="constrained")
     grid = fig.add_gridspec(len(shown) + 2, 2, height_ratios=(*[1.0] * len(shown), 1.4, 1.4))
     top = [fig.add_subplot(grid[i, :]) for i in range(len(shown))]
     _time_panels(top, shown, series, meas, pred, truth)
-    _scatter_panel(fig.add_subplot(grid[len(shown):, 0]), series, meas, pred)
-    _residual_panel(fig.add_subplot(grid[len(shown):, 1]), (pred - meas) / sigma, sigma, series)
+    _scatter_panel(fig.add_subplot(grid[len(shown) :, 0]), series, meas, pred)
+    _residual_panel(fig.add_subplot(grid[len(shown) :, 1]), (pred - meas) / sigma, sigma, series)
     caption = _parameter_caption(problem, values)
     repeats = title and all(f"{s.name} =" in title for s in problem.params.specs)
     fig.suptitle((f"{title}\n" if title and not repeats else "") + caption, fontsize=9)
@@ -113,8 +123,9 @@ def write_fit_figure(problem: Any, path: str | Path, title: str = "") -> Path:
     return path
 
 
-def _time_panels(axes: list[Any], shown: list[int], s: Series, meas: np.ndarray, pred: np.ndarray,
-                 truth: Optional[np.ndarray]) -> None:
+def _time_panels(
+    axes: list[Any], shown: list[int], s: Series, meas: np.ndarray, pred: np.ndarray, truth: Optional[np.ndarray]
+) -> None:
     """One panel per shown channel (own y range): measured dots, fitted line, model at the true parameters."""
     m, p = s.shape(meas), s.shape(pred)
     t = s.shape(truth) if truth is not None else None
@@ -131,9 +142,11 @@ def _time_panels(axes: list[Any], shown: list[int], s: Series, meas: np.ndarray,
         ax.grid(alpha=0.3)
         if k < len(axes) - 1:
             ax.tick_params(labelbottom=False)
-    axes[0].set_title(f"{s.quantity} over {s.x_label.split(' [')[0]}"
-                      + (f" ({len(shown)} of {len(s.channels)} channels)" if len(shown) < len(s.channels) else ""),
-                      fontsize=9)
+    axes[0].set_title(
+        f"{s.quantity} over {s.x_label.split(' [')[0]}"
+        + (f" ({len(shown)} of {len(s.channels)} channels)" if len(shown) < len(s.channels) else ""),
+        fontsize=9,
+    )
     axes[0].legend(fontsize=7, ncols=3, loc="best")
     axes[-1].set_xlabel(s.x_label)
 
@@ -141,8 +154,15 @@ def _time_panels(axes: list[Any], shown: list[int], s: Series, meas: np.ndarray,
 def _scatter_panel(ax: Any, s: Series, meas: np.ndarray, pred: np.ndarray) -> None:
     m, p = s.shape(meas), s.shape(pred)
     for c, name in enumerate(s.channels):
-        ax.plot(m[:, c], p[:, c], ".", ms=2 if m.size > 600 else 6, alpha=0.5, color=f"C{c % 10}",
-                label=name if len(s.channels) <= 6 else None)
+        ax.plot(
+            m[:, c],
+            p[:, c],
+            ".",
+            ms=2 if m.size > 600 else 6,
+            alpha=0.5,
+            color=f"C{c % 10}",
+            label=name if len(s.channels) <= 6 else None,
+        )
     lo, hi = float(min(m.min(), p.min())), float(max(m.max(), p.max()))
     ax.plot([lo, hi], [lo, hi], "k-", lw=0.8, label="identity")
     ax.set_xlabel(f"measured {s.quantity} [{s.unit}]")

@@ -9,6 +9,7 @@ iteration (cost, LM damping, horizon). Writes ``metrics.json`` (the ``id/…`` r
 ``identification.json`` (the same with per-iteration costs and the configuration); with
 ``figures=true`` also ``fit.png`` (:func:`flexlearn.identify.report.write_fit_figure`).
 """
+
 from __future__ import annotations
 
 import logging
@@ -24,6 +25,7 @@ from flexlearn.atomic import write_json_atomic
 from flexlearn.config import from_dict, instantiate_group, split_target, target_class, to_plain_dict
 from flexlearn.errors import ConfigError
 from flexlearn.identify.fit import IdentificationProblem
+from flexlearn.identify.report import write_fit_figure
 from flexlearn.identify.task import IdentificationTask
 from flexlearn.tasks.callbacks import EpochLines
 
@@ -33,22 +35,28 @@ __all__ = ["is_identification", "build_problem", "build_identification", "identi
 
 
 def _modal(d: dict) -> IdentificationProblem:
-    from flexlearn.identify.modal import ModalIdConfig, ModalLinkProblem
+    from flexlearn.identify.modal import ModalIdConfig, ModalLinkProblem  # lazy: only the chosen problem's physics
+
     return ModalLinkProblem(from_dict(ModalIdConfig, d, "task.problem"))
 
 
 def _cosserat(d: dict) -> IdentificationProblem:
-    from flexlearn.identify.cosserat import CosseratIdConfig, CosseratTipProblem
+    from flexlearn.identify.cosserat import CosseratIdConfig, CosseratTipProblem  # lazy: numba rod kernels
+
     return CosseratTipProblem(from_dict(CosseratIdConfig, d, "task.problem"))
 
 
 def _lse(d: dict) -> IdentificationProblem:
-    from flexlearn.identify.lse import CprStiffnessProblem, LseIdConfig
+    from flexlearn.identify.lse import CprStiffnessProblem, LseIdConfig  # lazy: numba kernels, ~0.6 s to load
+
     return CprStiffnessProblem(from_dict(LseIdConfig, d, "task.problem"))
 
 
 PROBLEMS: dict[str, Callable[[dict[str, Any]], IdentificationProblem]] = {
-    "modal": _modal, "cosserat": _cosserat, "lse": _lse}
+    "modal": _modal,
+    "cosserat": _cosserat,
+    "lse": _lse,
+}
 ID_EPOCH_KEYS = ("id/cost", "id/lambda", "id/horizon")  # what an iteration's line shows (those logged)
 
 
@@ -86,8 +94,9 @@ def identify(cfg: DictConfig) -> dict[str, Any]:
         callbacks.append(EpochLines(keys=ID_EPOCH_KEYS))  # one line per iteration when no progress bar is shown
     loggers = instantiate_group(cfg.get("logger"), "logger")
     has_ckpt = any(type(c).__name__ == "ModelCheckpoint" for c in callbacks)
-    trainer: L.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers or False,
-                                     enable_checkpointing=has_ckpt)
+    trainer: L.Trainer = instantiate(
+        cfg.trainer, callbacks=callbacks, logger=loggers or False, enable_checkpointing=has_ckpt
+    )
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*(configure_optimizers|num_workers|does not have many workers).*")
         trainer.fit(task)
@@ -96,13 +105,12 @@ def identify(cfg: DictConfig) -> dict[str, Any]:
         log.warning("identification stopped at trainer.max_epochs = %s before converging", trainer.max_epochs)
     results["output_dir"] = str(output_dir)
     if cfg.get("figures", False) and trainer.is_global_zero:
-        from flexlearn.identify.report import write_fit_figure
-
         names = ", ".join(f"{s.name} = {results[f'id/{s.name}']:.4g}" for s in problem.params.specs)
         results["figures"] = {"fit": str(write_fit_figure(problem, output_dir / "fit.png", names))}
     if trainer.is_global_zero:
-        write_json_atomic(output_dir / "identification.json",
-                          {**results, "cost_history": task.history,
-                           "config": OmegaConf.to_container(cfg.task, resolve=True)})
+        write_json_atomic(
+            output_dir / "identification.json",
+            {**results, "cost_history": task.history, "config": OmegaConf.to_container(cfg.task, resolve=True)},
+        )
         write_json_atomic(output_dir / "metrics.json", results)
     return results

@@ -9,6 +9,7 @@ warm-started from the previous one. :meth:`report` gives the
 identified values, their Hessian uncertainty and identifiability, and the fit quality, as flat
 ``id/...`` metrics.
 """
+
 from __future__ import annotations
 
 import logging
@@ -21,8 +22,14 @@ from torch.utils.data import DataLoader
 
 from flexlearn.config import check, did_you_mean, is_finite_number
 from flexlearn.errors import ConfigError
-from flexlearn.identify.fit import (IdentificationProblem, StagedProblem, fit_quality, lm_step, uncertainty,
-                                   whitened_residuals)
+from flexlearn.identify.fit import (
+    IdentificationProblem,
+    StagedProblem,
+    fit_quality,
+    lm_step,
+    uncertainty,
+    whitened_residuals,
+)
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +41,15 @@ TASK_KEYS = ("problem_type", "problem", "method", "lam0", "lr", "tol", "max_rel_
 class IdentificationTask(L.LightningModule):
     """Fit ``problem.params`` to ``problem.measured`` (see :mod:`flexlearn.identify.fit` for the protocol)."""
 
-    def __init__(self, problem: IdentificationProblem, method: str = "lm", lam0: float = 1e-2, lr: float = 0.05, tol: float = 1e-9,
-                 max_rel_std: float = 0.1) -> None:
+    def __init__(
+        self,
+        problem: IdentificationProblem,
+        method: str = "lm",
+        lam0: float = 1e-2,
+        lr: float = 0.05,
+        tol: float = 1e-9,
+        max_rel_std: float = 0.1,
+    ) -> None:
         super().__init__()
         if method not in ("lm", "adam"):
             raise ConfigError(f"config 'task.method' = {method!r}: must be 'lm' or 'adam'")
@@ -57,8 +71,12 @@ class IdentificationTask(L.LightningModule):
         ``lam0``, ``lr``, ``tol``, ``max_rel_std`` positive finite numbers, ``problem_type`` and ``problem`` (checked
         by `flexlearn.identify.run.build_problem`); any other key is a `ConfigError` naming it."""
         unknown = sorted(set(hp) - set(TASK_KEYS))
-        check(not unknown, where, unknown, f"unknown key(s){did_you_mean(unknown, TASK_KEYS)}; known keys: "
-              f"{list(TASK_KEYS)}")
+        check(
+            not unknown,
+            where,
+            unknown,
+            f"unknown key(s){did_you_mean(unknown, TASK_KEYS)}; known keys: {list(TASK_KEYS)}",
+        )
         check(hp.get("method", "lm") in ("lm", "adam"), f"{where}.method", hp.get("method"), "must be 'lm' or 'adam'")
         for key in ("lam0", "lr", "tol", "max_rel_std"):
             v = hp.get(key, 1.0)
@@ -142,7 +160,11 @@ class IdentificationTask(L.LightningModule):
         out["id/not_identifiable"] = ",".join(bad)
         if bad:
             w = unc["weakest_direction"]
-            log.warning("the data do not identify %s (Hessian condition number %.3g; weakest direction %s); "
-                        "their values are not reliable", ", ".join(bad), out["id/hessian_cond"],
-                        dict(zip(self.params.names, [round(float(x), 3) for x in w])))
+            log.warning(
+                "the data do not identify %s (Hessian condition number %.3g; weakest direction %s); "
+                "their values are not reliable",
+                ", ".join(bad),
+                out["id/hessian_cond"],
+                dict(zip(self.params.names, [round(float(x), 3) for x in w])),
+            )
         return out

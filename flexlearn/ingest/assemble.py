@@ -13,6 +13,7 @@ mag/accel/coil/poses these are ``rate`` and ``orientation`` (from the IMU: its o
 messages carry none, computed by the attitude filter — ``meta['imu_orientation']`` says which, see
 `split_imu`), ``mocap`` and any registered stream the topic map names.
 """
+
 from __future__ import annotations
 
 import logging
@@ -47,8 +48,9 @@ def split_imu(streams: dict[str, Stream]) -> tuple[dict[str, Stream], dict[str, 
         out[name] = Stream(name, imu.source, imu.stamp_ns, {name: imu.values[name]}, continuous=True)
     has_q = imu.values["orientation_cov0"] != -1.0  # REP 145: covariance[0] = -1 means "no orientation"
     if has_q.any():
-        out["orientation"] = Stream("orientation", imu.source, imu.stamp_ns[has_q],
-                                    {"orientation": imu.values["orientation"][has_q]})
+        out["orientation"] = Stream(
+            "orientation", imu.source, imu.stamp_ns[has_q], {"orientation": imu.values["orientation"][has_q]}
+        )
         return out, {"orientation": "reported", "messages_with_orientation": int(has_q.sum())}
     q, note = _computed_orientation(imu)
     if q is not None:
@@ -59,10 +61,13 @@ def split_imu(streams: dict[str, Stream]) -> tuple[dict[str, Stream], dict[str, 
 def _computed_orientation(imu: Stream) -> tuple[Optional[np.ndarray], dict[str, Any]]:
     """(N, 4) quaternions (w, x, y, z; sensor → world, z up) from the IMU's accel [m/s²] and rate [rad/s] at its
     stamps, and the provenance note; (None, note with the reason) when the data cannot give one."""
-    from flexlearn.sensing.attitude.orientation import estimate_orientation
+    from flexlearn.sensing.attitude.orientation import estimate_orientation  # torch + numba: off the ingest start-up
 
-    note: dict[str, Any] = {"orientation": "computed", "method": "flexlearn.sensing.attitude.orientation.estimate_orientation",
-                            "mode": "6-axis (accelerometer + gyroscope): world z up, heading that of the start"}
+    note: dict[str, Any] = {
+        "orientation": "computed",
+        "method": "flexlearn.sensing.attitude.orientation.estimate_orientation",
+        "mode": "6-axis (accelerometer + gyroscope): world z up, heading that of the start",
+    }
     if len(imu) < 2:
         return None, dict(note, orientation="none", reason=f"{imu.source}: fewer than 2 IMU samples")
     try:
@@ -77,8 +82,12 @@ def _computed_orientation(imu: Stream) -> tuple[Optional[np.ndarray], dict[str, 
 
 def time_origin_ns(streams: dict[str, Stream]) -> int:
     """The whole second [ns] at or before the earliest stamp of any stream (sample or hold-window start)."""
-    firsts = [int(t.min()) for s in streams.values() if len(s)
-              for t in (s.stamp_ns, *(v for k, v in s.values.items() if k.endswith("_ns")))]
+    firsts = [
+        int(t.min())
+        for s in streams.values()
+        if len(s)
+        for t in (s.stamp_ns, *(v for k, v in s.values.items() if k.endswith("_ns")))
+    ]
     return (min(firsts) // NS) * NS
 
 
@@ -91,8 +100,10 @@ def _check_poses(s: Stream) -> None:
     pid, ts, te, target = (s.values[k] for k in ("pose_id", "t_start_ns", "t_end_ns", "target"))
     uniq, counts = np.unique(pid, return_counts=True)
     if (counts > 1).any():
-        raise DataError(f"{s.source}: pose_id {int(uniq[counts > 1][0])} is logged {int(counts.max())} times with "
-                        "different hold windows; expected one message per pose")
+        raise DataError(
+            f"{s.source}: pose_id {int(uniq[counts > 1][0])} is logged {int(counts.max())} times with "
+            "different hold windows; expected one message per pose"
+        )
     bad = np.flatnonzero(te < ts)
     if bad.size:
         raise DataError(f"{s.source}: pose_id {int(pid[bad[0]])} has t_end before t_start")
@@ -100,13 +111,17 @@ def _check_poses(s: Stream) -> None:
     overlap = np.flatnonzero(ts[order][1:] < te[order][:-1])
     if overlap.size:
         a, b = order[overlap[0]], order[overlap[0] + 1]
-        raise DataError(f"{s.source}: hold windows of pose_id {int(pid[a])} and pose_id {int(pid[b])} overlap by "
-                        f"{(te[a] - ts[b]) / NS:.3f} s; expected disjoint windows (did the clock jump back?)")
+        raise DataError(
+            f"{s.source}: hold windows of pose_id {int(pid[a])} and pose_id {int(pid[b])} overlap by "
+            f"{(te[a] - ts[b]) / NS:.3f} s; expected disjoint windows (did the clock jump back?)"
+        )
     norm = np.linalg.norm(target, axis=1)
     bad = np.flatnonzero(~np.isfinite(norm) | (np.abs(norm - 1.0) > UNIT_TOL))
     if bad.size:
-        raise DataError(f"{s.source}: pose_id {int(pid[bad[0]])} has target {target[bad[0]].tolist()} of norm "
-                        f"{norm[bad[0]]:.4g}; expected a unit direction")
+        raise DataError(
+            f"{s.source}: pose_id {int(pid[bad[0]])} has target {target[bad[0]].tolist()} of norm "
+            f"{norm[bad[0]]:.4g}; expected a unit direction"
+        )
 
 
 def _fields(name: str, s: Stream, origin: int) -> dict[str, np.ndarray]:

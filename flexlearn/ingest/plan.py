@@ -8,6 +8,7 @@ row per target) or YAML (settings + list of targets). λ is the bend angle; θ t
 `compare_coverage` counts, per cell, the planned targets and the poses a recorded sweep kept, and names the
 cells filled below ``min_fill`` of their plan.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
+import yaml
+from pyarrow import csv as pa_csv
 
-from flexlearn.atomic import atomic_path
+from flexlearn.atomic import atomic_path, prepare_output_dir, write_json_atomic
 from flexlearn.config import check, to_dict
 from flexlearn.errors import DataError
 from flexlearn.sim.targets import assign_cells, fibonacci_cells, sample_cap_targets
@@ -49,11 +52,21 @@ class PlanConfig:
 
     def validate(self) -> None:
         check(self.n_poses >= 1, "plan.n_poses", self.n_poses, "must be >= 1")
-        check(0 < self.mechanical_limit_deg < 90, "plan.mechanical_limit_deg", self.mechanical_limit_deg,
-              "must be in (0, 90) degrees")
-        check(0 < self.max_colatitude_deg <= self.mechanical_limit_deg, "plan.max_colatitude_deg",
-              self.max_colatitude_deg, f"must be in (0, mechanical_limit_deg = {self.mechanical_limit_deg}]")
-        check(1 <= self.n_cells <= self.n_poses, "plan.n_cells", self.n_cells, f"must be in [1, n_poses = {self.n_poses}]")
+        check(
+            0 < self.mechanical_limit_deg < 90,
+            "plan.mechanical_limit_deg",
+            self.mechanical_limit_deg,
+            "must be in (0, 90) degrees",
+        )
+        check(
+            0 < self.max_colatitude_deg <= self.mechanical_limit_deg,
+            "plan.max_colatitude_deg",
+            self.max_colatitude_deg,
+            f"must be in (0, mechanical_limit_deg = {self.mechanical_limit_deg}]",
+        )
+        check(
+            1 <= self.n_cells <= self.n_poses, "plan.n_cells", self.n_cells, f"must be in [1, n_poses = {self.n_poses}]"
+        )
         check(self.order in ORDERS, "plan.order", self.order, f"expected one of {ORDERS}")
 
     @property
@@ -104,9 +117,15 @@ def plan_sweep(cfg: PlanConfig) -> Plan:
 def plan_rows(plan: Plan) -> dict[str, np.ndarray]:
     """Column name -> (P,) array, in `PLAN_COLUMNS` order."""
     lam, th = plan.colatitude_azimuth()
-    return {"pose_id": np.arange(plan.target.shape[0]), "cell": plan.cell, "target_x": plan.target[:, 0],
-            "target_y": plan.target[:, 1], "target_z": plan.target[:, 2], "colatitude_deg": np.degrees(lam),
-            "azimuth_deg": np.degrees(th)}
+    return {
+        "pose_id": np.arange(plan.target.shape[0]),
+        "cell": plan.cell,
+        "target_x": plan.target[:, 0],
+        "target_y": plan.target[:, 1],
+        "target_z": plan.target[:, 2],
+        "colatitude_deg": np.degrees(lam),
+        "azimuth_deg": np.degrees(th),
+    }
 
 
 def write_plan(plan: Plan, path: str | Path) -> Path:
@@ -117,14 +136,22 @@ def write_plan(plan: Plan, path: str | Path) -> Path:
         with atomic_path(path) as tmp, open(tmp, "w") as f:
             f.write(",".join(PLAN_COLUMNS) + "\n")
             for i in range(plan.target.shape[0]):
-                f.write(",".join(str(int(rows[c][i])) if c in ("pose_id", "cell") else repr(float(rows[c][i]))
-                                 for c in PLAN_COLUMNS) + "\n")
+                f.write(
+                    ",".join(
+                        str(int(rows[c][i])) if c in ("pose_id", "cell") else repr(float(rows[c][i]))
+                        for c in PLAN_COLUMNS
+                    )
+                    + "\n"
+                )
     elif path.suffix in (".yaml", ".yml"):
-        import yaml
-
-        doc = {"plan": to_dict(plan.cfg), "columns": list(PLAN_COLUMNS),
-               "targets": [[int(rows[c][i]) if c in ("pose_id", "cell") else float(rows[c][i]) for c in PLAN_COLUMNS]
-                           for i in range(plan.target.shape[0])]}
+        doc = {
+            "plan": to_dict(plan.cfg),
+            "columns": list(PLAN_COLUMNS),
+            "targets": [
+                [int(rows[c][i]) if c in ("pose_id", "cell") else float(rows[c][i]) for c in PLAN_COLUMNS]
+                for i in range(plan.target.shape[0])
+            ],
+        }
         with atomic_path(path) as tmp:
             tmp.write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=200))
     else:
@@ -138,10 +165,8 @@ def read_plan_targets(path: str | Path) -> np.ndarray:
     if not path.is_file():
         raise DataError(f"{path}: plan file not found")
     if path.suffix == ".csv":
-        from pyarrow import csv
-
         try:
-            table = csv.read_csv(path)
+            table = pa_csv.read_csv(path)
         except Exception as exc:
             raise DataError(f"{path}: cannot be read as CSV ({str(exc).splitlines()[0]})") from exc
         cols = table.column_names
@@ -150,8 +175,6 @@ def read_plan_targets(path: str | Path) -> np.ndarray:
             raise DataError(f"{path}: column(s) {missing} missing; columns present: {cols}")
         u = np.stack([table.column(c).to_numpy() for c in ("target_x", "target_y", "target_z")], axis=-1)
     else:
-        import yaml
-
         doc = yaml.safe_load(path.read_text())
         if not isinstance(doc, dict) or "targets" not in doc or "columns" not in doc:
             raise DataError(f"{path}: expected a YAML plan with 'columns' and 'targets'")
@@ -188,18 +211,33 @@ class Coverage:
     def summary(self) -> dict[str, Any]:
         lam = np.degrees(np.arccos(np.clip(-self.centres[:, 2], -1, 1)))
         th = np.degrees(np.arctan2(self.centres[:, 1], self.centres[:, 0]))
-        return {"cells": int(self.centres.shape[0]), "planned": int(self.planned.sum()),
-                "recorded": int(self.recorded.sum()), "min_fill": self.min_fill,
-                "under_filled": [{"cell": int(i), "colatitude_deg": round(float(lam[i]), 2),
-                                  "azimuth_deg": round(float(th[i]), 1), "planned": int(self.planned[i]),
-                                  "recorded": int(self.recorded[i])} for i in self.under]}
+        return {
+            "cells": int(self.centres.shape[0]),
+            "planned": int(self.planned.sum()),
+            "recorded": int(self.recorded.sum()),
+            "min_fill": self.min_fill,
+            "under_filled": [
+                {
+                    "cell": int(i),
+                    "colatitude_deg": round(float(lam[i]), 2),
+                    "azimuth_deg": round(float(th[i]), 1),
+                    "planned": int(self.planned[i]),
+                    "recorded": int(self.recorded[i]),
+                }
+                for i in self.under
+            ],
+        }
 
 
-def compare_coverage(planned: np.ndarray, recorded: np.ndarray, n_cells: int, max_colatitude: float,
-                     min_fill: float = 0.8) -> Coverage:
+def compare_coverage(
+    planned: np.ndarray, recorded: np.ndarray, n_cells: int, max_colatitude: float, min_fill: float = 0.8
+) -> Coverage:
     """Per-cell counts of ``planned`` (P, 3) and ``recorded`` (R, 3) directions on ``n_cells`` Fibonacci cells."""
     centres = fibonacci_cells(n_cells, max_colatitude)
-    count = lambda u: np.bincount(assign_cells(u, centres), minlength=n_cells) if len(u) else np.zeros(n_cells, int)
+
+    def count(u: np.ndarray) -> np.ndarray:
+        return np.bincount(assign_cells(u, centres), minlength=n_cells) if len(u) else np.zeros(n_cells, int)
+
     return Coverage(centres=centres, planned=count(planned), recorded=count(recorded), min_fill=min_fill)
 
 
@@ -209,7 +247,7 @@ def recorded_directions(session: str | Path, use_mocap: bool = True) -> np.ndarr
     The commanded target of each kept pose, or, if the session holds motion capture and ``use_mocap``, the
     mean measured direction over its hold window (see `flexlearn.data.report.load_session`).
     """
-    from flexlearn.data.report import load_session
+    from flexlearn.data.report import load_session  # matplotlib (via data.report) kept off the plan-writing path
 
     s = load_session(Path(session))
     return s.directions(use_mocap)[s.kept]
@@ -225,20 +263,25 @@ def cell_fill_of(session_dirs: list[Path], plan_file: Optional[Path], cfg: PlanC
 
 def write_coverage(cov: Coverage, out_dir: str | Path, max_colatitude_deg: float) -> dict[str, str]:
     """Write ``coverage.json``, ``coverage.md`` (under-filled cells) and ``coverage.png`` (fill per cell)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    from flexlearn.atomic import prepare_output_dir, write_json_atomic
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # matplotlib kept off the plan-writing path
+    from matplotlib.figure import Figure  # matplotlib kept off the plan-writing path
 
     out = prepare_output_dir(out_dir)
     summary = cov.summary()
     write_json_atomic(out / "coverage.json", summary)
-    lines = ["# Sweep coverage against the plan", "",
-             f"{summary['recorded']} kept poses against {summary['planned']} planned, in {summary['cells']} "
-             f"Fibonacci cells; under-filled: recorded < {cov.min_fill:.0%} of planned.", "",
-             "| cell | λ [deg] | θ [deg] | planned | recorded |", "|---|---|---|---|---|"]
-    lines += [f"| {c['cell']} | {c['colatitude_deg']} | {c['azimuth_deg']} | {c['planned']} | {c['recorded']} |"
-              for c in summary["under_filled"]]
+    lines = [
+        "# Sweep coverage against the plan",
+        "",
+        f"{summary['recorded']} kept poses against {summary['planned']} planned, in {summary['cells']} "
+        f"Fibonacci cells; under-filled: recorded < {cov.min_fill:.0%} of planned.",
+        "",
+        "| cell | λ [deg] | θ [deg] | planned | recorded |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {c['cell']} | {c['colatitude_deg']} | {c['azimuth_deg']} | {c['planned']} | {c['recorded']} |"
+        for c in summary["under_filled"]
+    ]
     if not summary["under_filled"]:
         lines.append("| – | – | – | – | – |")
     with atomic_path(out / "coverage.md") as tmp:
@@ -260,4 +303,8 @@ def write_coverage(cov: Coverage, out_dir: str | Path, max_colatitude_deg: float
     fig.tight_layout()
     with atomic_path(out / "coverage.png") as tmp:
         fig.savefig(tmp, format="png", dpi=110)
-    return {"json": str(out / "coverage.json"), "markdown": str(out / "coverage.md"), "figure": str(out / "coverage.png")}
+    return {
+        "json": str(out / "coverage.json"),
+        "markdown": str(out / "coverage.md"),
+        "figure": str(out / "coverage.png"),
+    }

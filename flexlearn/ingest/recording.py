@@ -10,6 +10,7 @@ Output directory layout (written atomically: a failed run leaves no partial outp
 Idempotent: the fingerprint is a hash of the input's bytes, the topic map, the processing config and the
 package version; a second run with the same fingerprint leaves the output untouched (``force`` re-runs).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,7 +25,8 @@ import numpy as np
 import flexlearn
 from flexlearn.atomic import atomic_dir, guard_output_dir
 from flexlearn.config import to_dict
-from flexlearn.data.process import ProcessingConfig, process_sweep
+from flexlearn.data.process import process_sweep
+from flexlearn.data.processing_config import ProcessingConfig
 from flexlearn.errors import DataError
 from flexlearn.ingest.assemble import assemble_raw, split_imu
 from flexlearn.ingest.records import DropLog, clean_stream
@@ -64,8 +66,10 @@ def detect_format(path: Path, fmt: str) -> str:
         return "jsonl"
     if not path.exists():
         raise DataError(f"{path}: recording not found")
-    raise DataError(f"{path}: cannot tell the recording's format from its name (expected a rosbag2 directory, "
-                    "*.csv or *.jsonl); set ingest.format")
+    raise DataError(
+        f"{path}: cannot tell the recording's format from its name (expected a rosbag2 directory, "
+        "*.csv or *.jsonl); set ingest.format"
+    )
 
 
 def _input_files(path: Path, fmt: str) -> list[Path]:
@@ -84,8 +88,13 @@ def fingerprint(path: Path, fmt: str, cfg: IngestConfig, processing: ProcessingC
         with open(f, "rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
-    h.update(json.dumps({"ingest": to_dict(cfg), "processing": to_dict(processing),
-                         "version": flexlearn.__version__}, sort_keys=True, default=str).encode())
+    h.update(
+        json.dumps(
+            {"ingest": to_dict(cfg), "processing": to_dict(processing), "version": flexlearn.__version__},
+            sort_keys=True,
+            default=str,
+        ).encode()
+    )
     return h.hexdigest()
 
 
@@ -100,8 +109,9 @@ def _up_to_date(output: Path, digest: str) -> Optional[dict[str, Any]]:
     return info if isinstance(info, dict) and info.get("fingerprint") == digest else None
 
 
-def read_recording(path: Path, cfg: IngestConfig, show_progress: Optional[bool] = None
-                   ) -> tuple[RawSweep, dict[str, dict[str, np.ndarray]], DropLog, str]:
+def read_recording(
+    path: Path, cfg: IngestConfig, show_progress: Optional[bool] = None
+) -> tuple[RawSweep, dict[str, dict[str, np.ndarray]], DropLog, str]:
     """Read and check a recording; return (`RawSweep`, its optional streams as tables, `DropLog`, format)."""
     fmt = detect_format(path, cfg.format)
     if fmt == "rosbag2":
@@ -111,21 +121,33 @@ def read_recording(path: Path, cfg: IngestConfig, show_progress: Optional[bool] 
             streams = read_serial(path, cfg, fmt)
     drops = DropLog()
     cleaned, imu_orientation = split_imu({name: clean_stream(s, cfg.checks, drops) for name, s in streams.items()})
-    meta = {"units": {"time": "s", "mag": "T", "accel": "m/s^2", "rate": "rad/s", "length": "m"},
-            "frames": "vectors in the child sensor frame; target in the parent frame (z up, straight = -z)",
-            "modules": {"coil": cfg.coil_module, "sensor": cfg.sensor_module},
-            "provenance": {"ingested_from": str(path), "format": fmt, "ingester": "flexlearn.ingest",
-                           "version": flexlearn.__version__}}
+    meta = {
+        "units": {"time": "s", "mag": "T", "accel": "m/s^2", "rate": "rad/s", "length": "m"},
+        "frames": "vectors in the child sensor frame; target in the parent frame (z up, straight = -z)",
+        "modules": {"coil": cfg.coil_module, "sensor": cfg.sensor_module},
+        "provenance": {
+            "ingested_from": str(path),
+            "format": fmt,
+            "ingester": "flexlearn.ingest",
+            "version": flexlearn.__version__,
+        },
+    }
     if imu_orientation:
         meta["imu_orientation"] = imu_orientation  # reported by the IMU, or computed (`split_imu`)
     raw, extras = assemble_raw(cleaned, meta)
     return raw, extras, drops, fmt
 
 
-def ingest_recording(path: str | Path, output: str | Path, cfg: IngestConfig,
-                     processing: Optional[ProcessingConfig] = None, force: bool = False, report: bool = True,
-                     show_progress: Optional[bool] = None, report_options: Optional[dict[str, Any]] = None
-                     ) -> IngestResult:
+def ingest_recording(
+    path: str | Path,
+    output: str | Path,
+    cfg: IngestConfig,
+    processing: Optional[ProcessingConfig] = None,
+    force: bool = False,
+    report: bool = True,
+    show_progress: Optional[bool] = None,
+    report_options: Optional[dict[str, Any]] = None,
+) -> IngestResult:
     """Ingest ``path`` into the dataset directory ``output`` (layout in the module docstring).
 
     Raises:
@@ -145,17 +167,24 @@ def ingest_recording(path: str | Path, output: str | Path, cfg: IngestConfig,
     raw, _, drops, fmt = read_recording(path, cfg, show_progress)
     with ticker(f"processing {path.name}", on=show_progress):
         processed = process_sweep(raw, processing)
-    summary = {"fingerprint": digest, "input": str(path), "format": fmt, "ingest": to_dict(cfg),
-               "processing": to_dict(processing), "streams": drops.to_dict(),
-               "poses": processed.report.to_dict(), "time_origin_ns": raw.meta["time_origin_ns"],
-               "flexlearn_version": flexlearn.__version__}
+    summary = {
+        "fingerprint": digest,
+        "input": str(path),
+        "format": fmt,
+        "ingest": to_dict(cfg),
+        "processing": to_dict(processing),
+        "streams": drops.to_dict(),
+        "poses": processed.report.to_dict(),
+        "time_origin_ns": raw.meta["time_origin_ns"],
+        "flexlearn_version": flexlearn.__version__,
+    }
     with atomic_dir(output, inputs=[path]) as tmp, ticker(f"writing {output.name}", on=show_progress):
         raw.save(tmp / RAW_DIR)
         processed.dataset.meta.setdefault("provenance", {})["raw_path"] = str(output / RAW_DIR)
         processed.dataset.save(tmp / DATASET_FILE)
         (tmp / INGEST_FILE).write_text(json.dumps(summary, indent=2, sort_keys=True, default=float) + "\n")
         if report:
-            from flexlearn.data.report import write_report
+            from flexlearn.data.report import write_report  # matplotlib: only when a report is asked for
 
             write_report([tmp], tmp / REPORT_DIR, names=[output.name], **(report_options or {}))
     log.info("ingested %s: %s", path, processed.report.summary())

@@ -17,6 +17,7 @@ Stamps (and hold-window times) beyond ±``STAMP_LIMIT_NS`` are an error before a
 Errors are `DataError` with one line naming the file, the topic (or serial record kind), the message index
 and what was expected.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -27,6 +28,7 @@ import numpy as np
 
 from flexlearn.errors import DataError
 from flexlearn.ingest.topic_map import IngestChecks
+from flexlearn.progress import progress as progress_bar
 
 NS = 1_000_000_000
 # Largest |stamp| [ns] a recording may hold (≈ ±146 years about its clock's zero): the difference of two stamps,
@@ -62,8 +64,15 @@ class Stream:
     def take(self, idx: np.ndarray) -> "Stream":
         """The samples at ``idx`` (index array or mask), in that order."""
         keys = None if self.keys is None else [self.keys[i] for i in np.arange(len(self))[idx]]
-        return Stream(self.name, self.source, self.stamp_ns[idx], {k: v[idx] for k, v in self.values.items()},
-                      None if self.receive_ns is None else self.receive_ns[idx], keys, self.continuous)
+        return Stream(
+            self.name,
+            self.source,
+            self.stamp_ns[idx],
+            {k: v[idx] for k, v in self.values.items()},
+            None if self.receive_ns is None else self.receive_ns[idx],
+            keys,
+            self.continuous,
+        )
 
 
 @dataclass
@@ -78,8 +87,11 @@ class DropLog:
         self.counts[stream][reason] = self.counts[stream].get(reason, 0) + int(n)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"messages": dict(self.messages), "dropped": {s: dict(r) for s, r in self.counts.items()},
-                "gap_time_s": dict(self.gap_time)}
+        return {
+            "messages": dict(self.messages),
+            "dropped": {s: dict(r) for s, r in self.counts.items()},
+            "gap_time_s": dict(self.gap_time),
+        }
 
 
 def _fmt_stamp(ns: int) -> str:
@@ -101,9 +113,11 @@ def _drop_duplicates(s: Stream, checks: IngestChecks, log: DropLog) -> Stream:
     log.add(s.name, "duplicate", n_dup)
     if n_dup > checks.max_duplicate_fraction * len(s):
         first = int(np.flatnonzero(~keep)[0])
-        raise DataError(f"{s.source}: {n_dup} of {len(s)} messages are duplicates (first at message {first}, "
-                        f"stamp {_fmt_stamp(int(s.stamp_ns[first]))}); expected at most "
-                        f"{checks.max_duplicate_fraction:.1%} (ingest.checks.max_duplicate_fraction)")
+        raise DataError(
+            f"{s.source}: {n_dup} of {len(s)} messages are duplicates (first at message {first}, "
+            f"stamp {_fmt_stamp(int(s.stamp_ns[first]))}); expected at most "
+            f"{checks.max_duplicate_fraction:.1%} (ingest.checks.max_duplicate_fraction)"
+        )
     return s.take(keep) if n_dup else s
 
 
@@ -115,8 +129,10 @@ def _check_range(s: Stream) -> None:
         bad = np.flatnonzero((ns > STAMP_LIMIT_NS) | (ns < -STAMP_LIMIT_NS))
         if bad.size:
             i = int(bad[0])
-            raise DataError(f"{s.source}: message {i}: {what} {int(ns[i])} ns is outside the range of time stamps, "
-                            f"±{STAMP_LIMIT_NS} ns")
+            raise DataError(
+                f"{s.source}: message {i}: {what} {int(ns[i])} ns is outside the range of time stamps, "
+                f"±{STAMP_LIMIT_NS} ns"
+            )
 
 
 def clean_stream(s: Stream, checks: IngestChecks, log: DropLog) -> Stream:
@@ -132,16 +148,20 @@ def clean_stream(s: Stream, checks: IngestChecks, log: DropLog) -> Stream:
         bad = np.flatnonzero(np.abs(jump) > checks.max_clock_jump * NS)
         if bad.size:
             i = int(bad[0]) + 1
-            raise DataError(f"{s.source}: clock jump at message {i}: header stamp {_fmt_stamp(int(s.stamp_ns[i]))} "
-                            f"moved by {jump[i - 1] / -NS:+.3f} s against the bag's clock; expected drift below "
-                            f"{checks.max_clock_jump} s between messages (ingest.checks.max_clock_jump)")
+            raise DataError(
+                f"{s.source}: clock jump at message {i}: header stamp {_fmt_stamp(int(s.stamp_ns[i]))} "
+                f"moved by {jump[i - 1] / -NS:+.3f} s against the bag's clock; expected drift below "
+                f"{checks.max_clock_jump} s between messages (ingest.checks.max_clock_jump)"
+            )
     step = np.diff(s.stamp_ns)
     back = np.flatnonzero(step < -checks.max_reorder * NS)
     if back.size:
         i = int(back[0]) + 1
-        raise DataError(f"{s.source}: clock jumps back by {-step[i - 1] / NS:.3f} s at message {i} (stamp "
-                        f"{_fmt_stamp(int(s.stamp_ns[i]))}); expected non-decreasing stamps (re-sorted up to "
-                        f"ingest.checks.max_reorder = {checks.max_reorder} s)")
+        raise DataError(
+            f"{s.source}: clock jumps back by {-step[i - 1] / NS:.3f} s at message {i} (stamp "
+            f"{_fmt_stamp(int(s.stamp_ns[i]))}); expected non-decreasing stamps (re-sorted up to "
+            f"ingest.checks.max_reorder = {checks.max_reorder} s)"
+        )
     n_reordered = int((step < 0).sum())
     log.add(s.name, "reordered", n_reordered)
     if n_reordered:
@@ -151,9 +171,11 @@ def clean_stream(s: Stream, checks: IngestChecks, log: DropLog) -> Stream:
         fwd = np.flatnonzero(step > checks.max_gap * NS)
         if fwd.size:
             i = int(fwd[0]) + 1
-            raise DataError(f"{s.source}: clock jumps forward by {step[i - 1] / NS:.3f} s at message {i} (stamp "
-                            f"{_fmt_stamp(int(s.stamp_ns[i]))}); expected steps below ingest.checks.max_gap = "
-                            f"{checks.max_gap} s")
+            raise DataError(
+                f"{s.source}: clock jumps forward by {step[i - 1] / NS:.3f} s at message {i} (stamp "
+                f"{_fmt_stamp(int(s.stamp_ns[i]))}); expected steps below ingest.checks.max_gap = "
+                f"{checks.max_gap} s"
+            )
         period = float(np.median(step))
         gaps = step > checks.gap_factor * max(period, 1.0)
         log.add(s.name, "gap", int(gaps.sum()))
@@ -164,6 +186,4 @@ def clean_stream(s: Stream, checks: IngestChecks, log: DropLog) -> Stream:
 def progress(items: Iterable[Any], total: Optional[int], desc: str, enabled: Optional[bool] = None) -> Iterator[Any]:
     """Wrap ``items`` in a progress bar on stderr (:func:`flexlearn.progress.progress`): off unless stderr is a
     terminal (or ``enabled``)."""
-    from flexlearn.progress import progress as bar
-
-    yield from bar(items, total, desc, unit="msg", on=enabled)
+    yield from progress_bar(items, total, desc, unit="msg", on=enabled)

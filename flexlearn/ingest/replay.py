@@ -5,30 +5,31 @@ the processing of `flexlearn.data.process` (seed 002, III-B1), and the exported 
 `flexlearn.runtime.export.load_torchscript`, as on the robot — maps ΔB to the parent axis. The result holds,
 per kept pose, the prediction, the accelerometer label and the angle between them.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
+import torch
 
-from flexlearn.data.process import ProcessingConfig, process_sweep
+from flexlearn.data.process import process_sweep
+from flexlearn.data.processing_config import ProcessingConfig
 from flexlearn.ingest.recording import read_recording
 from flexlearn.ingest.topic_map import IngestConfig
+from flexlearn.runtime.export import load_torchscript
 
 
-def replay_recording(model_path: str | Path, recording: str | Path, cfg: IngestConfig,
-                     processing: Optional[ProcessingConfig] = None) -> dict[str, Any]:
+def replay_recording(
+    model_path: str | Path, recording: str | Path, cfg: IngestConfig, processing: Optional[ProcessingConfig] = None
+) -> dict[str, Any]:
     """Predictions of the exported model over the poses of ``recording``.
 
     Returns:
         dict with 'pose_id' (N,), 'delta_b' (N, 3) [T], 'pred' and 'label' (N, 3) unit vectors in the child
         sensor frame, 'error_deg' (N,) and 'median_error_deg'.
     """
-    import torch
-
-    from flexlearn.runtime.export import load_torchscript
-
     raw, _, _, _ = read_recording(Path(recording), cfg)
     ds = process_sweep(raw, processing).dataset
     module, _ = load_torchscript(model_path)
@@ -36,5 +37,11 @@ def replay_recording(model_path: str | Path, recording: str | Path, cfg: IngestC
         pred = module(torch.as_tensor(ds.delta_b, dtype=torch.float32)).double().numpy()
     cos = np.clip(np.sum(pred * ds.label, axis=1) / np.linalg.norm(pred, axis=1), -1.0, 1.0)
     err = np.degrees(np.arccos(cos))
-    return {"pose_id": ds.pose_id, "delta_b": ds.delta_b, "pred": pred, "label": ds.label, "error_deg": err,
-            "median_error_deg": float(np.median(err))}
+    return {
+        "pose_id": ds.pose_id,
+        "delta_b": ds.delta_b,
+        "pred": pred,
+        "label": ds.label,
+        "error_deg": err,
+        "median_error_deg": float(np.median(err)),
+    }

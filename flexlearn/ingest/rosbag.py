@@ -5,6 +5,7 @@ decodes the messages (CDR) with a typestore that knows the standard ROS 2 Humble
 ``.msg`` definitions of the topic map, and returns one `Stream` per mapped stream. A bag that cannot be
 opened or read to the end (truncated, corrupt) is a `DataError` naming the file.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,7 +21,7 @@ from flexlearn.sensing.streams import STREAMS, Field
 
 def make_typestore(msg_definitions: dict[str, str]) -> Any:
     """ROS 2 Humble typestore with the custom ``.msg`` texts registered (type name -> text)."""
-    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore  # rosbags off the serial-dump path
 
     store = get_typestore(Stores.ROS2_HUMBLE)
     types: dict[str, Any] = {}
@@ -102,9 +103,14 @@ def _extractor(name: str, spec: TopicSpec) -> tuple[Callable[[Any], tuple], dict
     """The ``imu`` topic by hand (one message, three streams); every other stream from its registered fields
     (`flexlearn.sensing.streams.Field.ros`, or the topic map's ``field`` where a field has none)."""
     if name == "imu":
-        return (lambda m: (*_vec(m.linear_acceleration), *_vec(m.angular_velocity), *_quat(m.orientation),
-                           float(m.orientation_covariance[0]))), {"accel": 3, "rate": 3, "orientation": 4,
-                                                                  "orientation_cov0": 1}
+        return (
+            lambda m: (
+                *_vec(m.linear_acceleration),
+                *_vec(m.angular_velocity),
+                *_quat(m.orientation),
+                float(m.orientation_covariance[0]),
+            )
+        ), {"accel": 3, "rate": 3, "orientation": 4, "orientation_cov0": 1}
     readers = [_field_reader(f, f.ros or spec.field) for f in STREAMS[name].values]
     widths = {col: f.width for f, (_, col) in zip(STREAMS[name].values, readers)}
     return (lambda m: tuple(v for read, _ in readers for v in read(m))), widths
@@ -119,24 +125,50 @@ def _check_connections(root: Path, reader: Any, specs: dict[str, TopicSpec], sto
     for name, spec in specs.items():
         conns = present.get(spec.topic)
         if not conns:
-            raise DataError(f"{root}: topic '{spec.topic}' (stream '{name}', {spec.type}) is not in the recording; "
-                            f"topics present: {sorted(present)}")
+            raise DataError(
+                f"{root}: topic '{spec.topic}' (stream '{name}', {spec.type}) is not in the recording; "
+                f"topics present: {sorted(present)}"
+            )
         for c in conns:
             if c.msgtype != spec.type:
-                raise DataError(f"{root}: topic '{spec.topic}' carries {c.msgtype}, expected {spec.type} "
-                                f"(stream '{name}')")
+                raise DataError(
+                    f"{root}: topic '{spec.topic}' carries {c.msgtype}, expected {spec.type} (stream '{name}')"
+                )
         if spec.type not in store.types:
-            raise ConfigError(f"config 'ingest.topics.{name}.type' = '{spec.type}': unknown message type; add its "
-                              ".msg text under ingest.msg_definitions")
+            raise ConfigError(
+                f"config 'ingest.topics.{name}.type' = '{spec.type}': unknown message type; add its "
+                ".msg text under ingest.msg_definitions"
+            )
         if sum(c.msgcount for c in conns) == 0:
             raise DataError(f"{root}: topic '{spec.topic}' (stream '{name}') has no messages")
         out[spec.topic] = conns
     return out
 
 
+def _column_arrays(name: str, columns: dict[str, int], rows: list[tuple]) -> dict[str, np.ndarray]:
+    """Column name -> (M,) or (M, width) array from the M decoded message rows of stream ``name``.
+
+    ``columns`` maps each column to its width, in row order; time (``*_ns``) and integer fields of a registered
+    stream stay int64 (ns stamps exceed 2^53), the rest are float64.
+    """
+    flat = list(zip(*rows)) or [()] * sum(columns.values())
+    values, j = {}, 0
+    int_columns = (
+        {f"{f.name}_ns" if f.is_time else f.name for f in STREAMS[name].values if f.is_time or f.kind == "int"}
+        if name in STREAMS
+        else set()
+    )
+    for col, width in columns.items():
+        dtype = np.int64 if col in int_columns else np.float64  # kept exact (ns stamps exceed 2^53)
+        block = np.array(flat[j : j + width], dtype=dtype).reshape(width, len(rows)).T
+        values[col] = block[:, 0] if width == 1 else np.ascontiguousarray(block)
+        j += width
+    return values
+
+
 def read_rosbag(path: Path, cfg: IngestConfig, show_progress: Optional[bool] = None) -> dict[str, Stream]:
     """Streams of the mapped topics of the rosbag2 recording at ``path``, in bag order (checks not applied)."""
-    from rosbags.rosbag2 import Reader
+    from rosbags.rosbag2 import Reader  # rosbags kept off the serial-dump (CSV/JSON lines) path
 
     root = bag_root(Path(path))
     specs = cfg.topic_specs()
@@ -145,8 +177,10 @@ def read_rosbag(path: Path, cfg: IngestConfig, show_progress: Optional[bool] = N
         reader = Reader(root)
         reader.open()
     except Exception as exc:  # rosbags raises ReaderError and lower-level errors for broken files
-        raise DataError(f"{root}: cannot open the rosbag2 recording: truncated, corrupt or not rosbag2 "
-                        f"({type(exc).__name__}: {exc})") from exc
+        raise DataError(
+            f"{root}: cannot open the rosbag2 recording: truncated, corrupt or not rosbag2 "
+            f"({type(exc).__name__}: {exc})"
+        ) from exc
     try:
         conns = _check_connections(root, reader, specs, store)
         by_topic = {spec.topic: name for name, spec in specs.items()}
@@ -159,19 +193,24 @@ def read_rosbag(path: Path, cfg: IngestConfig, show_progress: Optional[bool] = N
         expected = sum(c.msgcount for c in wanted)
         n_read = 0
         try:
-            for conn, t_recv, data in progress(reader.messages(connections=wanted), expected, f"reading {root.name}",
-                                               show_progress):
+            for conn, t_recv, data in progress(
+                reader.messages(connections=wanted), expected, f"reading {root.name}", show_progress
+            ):
                 name = by_topic[conn.topic]
                 spec = specs[name]
                 try:
                     msg = store.deserialize_cdr(data, conn.msgtype)
                     row = extract[name][0](msg)
                 except (AttributeError, TypeError) as exc:
-                    raise DataError(f"{root}: topic '{conn.topic}' message {len(rows[name])}: {conn.msgtype} lacks "
-                                    f"a field stream '{name}' needs ({exc})") from exc
+                    raise DataError(
+                        f"{root}: topic '{conn.topic}' message {len(rows[name])}: {conn.msgtype} lacks "
+                        f"a field stream '{name}' needs ({exc})"
+                    ) from exc
                 except Exception as exc:
-                    raise DataError(f"{root}: topic '{conn.topic}' message {len(rows[name])} cannot be decoded as "
-                                    f"{conn.msgtype} ({type(exc).__name__}: {exc})") from exc
+                    raise DataError(
+                        f"{root}: topic '{conn.topic}' message {len(rows[name])} cannot be decoded as "
+                        f"{conn.msgtype} ({type(exc).__name__}: {exc})"
+                    ) from exc
                 rows[name].append(row)
                 stamps[name].append(_stamp(msg, spec, int(t_recv), conn.topic))
                 recv[name].append(int(t_recv))
@@ -180,26 +219,26 @@ def read_rosbag(path: Path, cfg: IngestConfig, show_progress: Optional[bool] = N
         except (DataError, ConfigError):
             raise
         except Exception as exc:
-            raise DataError(f"{root}: the recording is truncated or corrupt: reading stopped after {n_read} of "
-                            f"{expected} messages ({type(exc).__name__}: {exc})") from exc
+            raise DataError(
+                f"{root}: the recording is truncated or corrupt: reading stopped after {n_read} of "
+                f"{expected} messages ({type(exc).__name__}: {exc})"
+            ) from exc
         if n_read != expected:
-            raise DataError(f"{root}: the recording is truncated or corrupt: {n_read} of the {expected} messages its "
-                            "metadata lists could be read")
+            raise DataError(
+                f"{root}: the recording is truncated or corrupt: {n_read} of the {expected} messages its "
+                "metadata lists could be read"
+            )
     finally:
         reader.close()
     out = {}
     for name, spec in specs.items():
-        columns = extract[name][1]
-        flat = list(zip(*rows[name])) or [()] * sum(columns.values())
-        values, j = {}, 0
-        int_columns = {f"{f.name}_ns" if f.is_time else f.name for f in STREAMS[name].values
-                       if f.is_time or f.kind == "int"} if name in STREAMS else set()
-        for col, width in columns.items():
-            dtype = np.int64 if col in int_columns else np.float64  # kept exact (ns stamps exceed 2^53)
-            block = np.array(flat[j:j + width], dtype=dtype).reshape(width, len(rows[name])).T
-            values[col] = block[:, 0] if width == 1 else np.ascontiguousarray(block)
-            j += width
-        out[name] = Stream(name=name, source=f"{root}: topic '{spec.topic}'", stamp_ns=np.asarray(stamps[name], np.int64),
-                           values=values, receive_ns=np.asarray(recv[name], np.int64) if spec.stamp == "header" else None,
-                           keys=keys[name], continuous=name == "imu" or STREAMS[name].continuous)
+        out[name] = Stream(
+            name=name,
+            source=f"{root}: topic '{spec.topic}'",
+            stamp_ns=np.asarray(stamps[name], np.int64),
+            values=_column_arrays(name, extract[name][1], rows[name]),
+            receive_ns=np.asarray(recv[name], np.int64) if spec.stamp == "header" else None,
+            keys=keys[name],
+            continuous=name == "imu" or STREAMS[name].continuous,
+        )
     return out

@@ -22,6 +22,7 @@ are described by `SerialMap`: one record per line, its kind in ``kind_field``, i
 stream's columns besides ``t``, `serial_width`) and a scale factor to SI units per stream (converted here,
 once; it multiplies the fields `flexlearn.sensing.streams.Field.scaled` marks).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -117,8 +118,12 @@ class SerialMap:
                 continue
             s = from_dict(SerialStream, spec, f"ingest.serial.streams.{name}")
             width = serial_width(STREAMS[name])
-            check(len(s.fields) == width, f"ingest.serial.streams.{name}.fields", list(s.fields),
-                  f"expected {width} field name(s)")
+            check(
+                len(s.fields) == width,
+                f"ingest.serial.streams.{name}.fields",
+                list(s.fields),
+                f"expected {width} field name(s)",
+            )
             check(s.scale > 0, f"ingest.serial.streams.{name}.scale", s.scale, "must be > 0")
             out[name] = s
         missing = [s for s in required_streams(bag=False) if s not in out]
@@ -150,8 +155,12 @@ class IngestChecks:
     gap_factor: float = 5.0
 
     def validate(self) -> None:
-        check(0 <= self.max_duplicate_fraction < 1, "ingest.checks.max_duplicate_fraction",
-              self.max_duplicate_fraction, "must be in [0, 1)")
+        check(
+            0 <= self.max_duplicate_fraction < 1,
+            "ingest.checks.max_duplicate_fraction",
+            self.max_duplicate_fraction,
+            "must be in [0, 1)",
+        )
         for key in ("max_reorder", "max_gap", "max_clock_jump", "gap_factor"):
             check(getattr(self, key) > 0, f"ingest.checks.{key}", getattr(self, key), "must be > 0")
 
@@ -183,8 +192,12 @@ class IngestConfig:
     def validate(self) -> None:
         check(self.format in FORMATS, "ingest.format", self.format, f"expected one of {FORMATS}")
         for name, text in self.msg_definitions.items():
-            check(isinstance(text, str) and name.count("/") == 2, f"ingest.msg_definitions.{name}", text,
-                  "expected 'package/msg/Name: <.msg text>'")
+            check(
+                isinstance(text, str) and name.count("/") == 2,
+                f"ingest.msg_definitions.{name}",
+                text,
+                "expected 'package/msg/Name: <.msg text>'",
+            )
 
     def topic_specs(self) -> dict[str, TopicSpec]:
         """Stream name -> `TopicSpec` for the streams present (required ones checked)."""
@@ -199,9 +212,13 @@ class IngestConfig:
         check(not missing, "ingest.topics", sorted(self.topics), f"missing stream(s) {missing}")
         for name, spec in out.items():
             if name != "imu" and needs_field(STREAMS[name]):
-                check(bool(spec.field), f"ingest.topics.{name}.field", spec.field,
-                      f"must name the field of the {name} message that holds the value (for the coil: its on/off "
-                      "field, e.g. 'data' for std_msgs/msg/Bool)")
+                check(
+                    bool(spec.field),
+                    f"ingest.topics.{name}.field",
+                    spec.field,
+                    f"must name the field of the {name} message that holds the value (for the coil: its on/off "
+                    "field, e.g. 'data' for std_msgs/msg/Bool)",
+                )
         return out
 
 

@@ -6,8 +6,10 @@ exactly); the bag's receive time is the stamp plus ``latency_ns``. Hold-window m
 the hold ends; motion-capture poses (if the sweep has ``truth`` and the map a ``mocap`` topic) once per pose
 at mid-hold, as the rotation taking the straight axis e = (0, 0, −1) to the true direction u.
 """
+
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Literal
@@ -45,8 +47,25 @@ def _rotation_quaternions(u: np.ndarray) -> np.ndarray:
     return q / np.linalg.norm(q, axis=-1, keepdims=True)
 
 
-def sweep_messages(raw: RawSweep, cfg: IngestConfig, epoch_ns: int = DEFAULT_EPOCH_NS,
-                   latency_ns: int = DEFAULT_LATENCY_NS) -> tuple[list[Message], Any]:
+NO_ORIENTATION_COVARIANCE = np.array([-1.0, 0, 0, 0, 0, 0, 0, 0, 0])
+"""``orientation_covariance`` of an IMU message without an orientation estimate (REP 145: element 0 is −1)."""
+
+
+def _mocap_truth(
+    raw: RawSweep, truth: dict[str, np.ndarray], epoch_ns: int
+) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """Motion-capture poses of the sweep's holds from its ``truth`` table: mid-hold stamps [ns] (P,), the rotation
+    taking e to u as quaternions (P, 4) (w, x, y, z) and the true directions u (P, 3), in the pose log's order."""
+    order = np.argsort(truth["pose_id"])
+    rows = order[np.searchsorted(truth["pose_id"], raw.pose_id, sorter=order)]
+    u = np.stack([truth[f"u_{c}"][rows] for c in "xyz"], axis=-1)
+    mid = _stamps(0.5 * (raw.pose_t_start + raw.pose_t_end), epoch_ns).tolist()
+    return mid, _rotation_quaternions(u), u
+
+
+def sweep_messages(
+    raw: RawSweep, cfg: IngestConfig, epoch_ns: int = DEFAULT_EPOCH_NS, latency_ns: int = DEFAULT_LATENCY_NS
+) -> tuple[list[Message], Any]:
     """Messages of the sweep on the topics of ``cfg`` (sorted by receive time) and the typestore to write them."""
     store = make_typestore(cfg.msg_definitions)
     specs = cfg.topic_specs()
@@ -69,17 +88,28 @@ def sweep_messages(raw: RawSweep, cfg: IngestConfig, epoch_ns: int = DEFAULT_EPO
 
     mag_type = T[specs["mag"].type]
     for ns, m in zip(_stamps(raw.mag_t, epoch_ns).tolist(), raw.mag.tolist()):
-        add("mag", ns, mag_type(header=header(ns), magnetic_field=Vector3(x=m[0], y=m[1], z=m[2]),
-                                magnetic_field_covariance=zero9))
+        add(
+            "mag",
+            ns,
+            mag_type(
+                header=header(ns), magnetic_field=Vector3(x=m[0], y=m[1], z=m[2]), magnetic_field_covariance=zero9
+            ),
+        )
     imu_type = T[specs["imu"].type]
-    no_q = np.zeros(9)
-    no_q[0] = -1.0  # REP 145: no orientation estimate
     for ns, a in zip(_stamps(raw.accel_t, epoch_ns).tolist(), raw.accel.tolist()):
-        add("imu", ns, imu_type(header=header(ns), orientation=Quaternion(x=0.0, y=0.0, z=0.0, w=1.0),
-                                orientation_covariance=no_q, angular_velocity=Vector3(x=0.0, y=0.0, z=0.0),
-                                angular_velocity_covariance=zero9,
-                                linear_acceleration=Vector3(x=a[0], y=a[1], z=a[2]),
-                                linear_acceleration_covariance=zero9))
+        add(
+            "imu",
+            ns,
+            imu_type(
+                header=header(ns),
+                orientation=Quaternion(x=0.0, y=0.0, z=0.0, w=1.0),
+                orientation_covariance=NO_ORIENTATION_COVARIANCE,
+                angular_velocity=Vector3(x=0.0, y=0.0, z=0.0),
+                angular_velocity_covariance=zero9,
+                linear_acceleration=Vector3(x=a[0], y=a[1], z=a[2]),
+                linear_acceleration_covariance=zero9,
+            ),
+        )
     coil_spec = specs["coil"]
     coil_type = T[coil_spec.type]
     for ns, on in zip(_stamps(raw.coil_t, epoch_ns).tolist(), raw.coil_on.tolist()):
@@ -90,28 +120,35 @@ def sweep_messages(raw: RawSweep, cfg: IngestConfig, epoch_ns: int = DEFAULT_EPO
     pose_type = T[specs["poses"].type]
     ts, te = _stamps(raw.pose_t_start, epoch_ns).tolist(), _stamps(raw.pose_t_end, epoch_ns).tolist()
     for pid, a, b, u in zip(raw.pose_id.tolist(), ts, te, raw.target.tolist()):
-        add("poses", b, pose_type(header=header(b), pose_id=int(pid), t_start=time(a), t_end=time(b),
-                                  target=Vector3(x=u[0], y=u[1], z=u[2])))
+        add(
+            "poses",
+            b,
+            pose_type(
+                header=header(b),
+                pose_id=int(pid),
+                t_start=time(a),
+                t_end=time(b),
+                target=Vector3(x=u[0], y=u[1], z=u[2]),
+            ),
+        )
     if "mocap" in specs and raw.truth is not None:
         Pose, Point = T["geometry_msgs/msg/Pose"], T["geometry_msgs/msg/Point"]
-        order = np.argsort(raw.truth["pose_id"])
-        rows = order[np.searchsorted(raw.truth["pose_id"], raw.pose_id, sorter=order)]
-        u = np.stack([raw.truth[f"u_{c}"][rows] for c in "xyz"], axis=-1)
-        q = _rotation_quaternions(u)
-        mid = _stamps(0.5 * (raw.pose_t_start + raw.pose_t_end), epoch_ns).tolist()
+        mid, q, u = _mocap_truth(raw, raw.truth, epoch_ns)
         ps_type = T[specs["mocap"].type]
         for ns, qi, ui in zip(mid, q.tolist(), u.tolist()):
-            pose = Pose(position=Point(x=ui[0], y=ui[1], z=ui[2]),
-                        orientation=Quaternion(w=qi[0], x=qi[1], y=qi[2], z=qi[3]))
+            pose = Pose(
+                position=Point(x=ui[0], y=ui[1], z=ui[2]), orientation=Quaternion(w=qi[0], x=qi[1], y=qi[2], z=qi[3])
+            )
             add("mocap", ns, ps_type(header=header(ns), pose=pose))
     out.sort(key=lambda m: m.receive_ns)
     return out, store
 
 
-def write_rosbag(path: str | Path, messages: Iterable[Message], store: Any,
-                 storage: Literal["mcap", "sqlite3"] = "mcap") -> Path:
+def write_rosbag(
+    path: str | Path, messages: Iterable[Message], store: Any, storage: Literal["mcap", "sqlite3"] = "mcap"
+) -> Path:
     """Write ``messages`` (in order) as a rosbag2 directory with the given storage plugin, atomically."""
-    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.rosbag2 import StoragePlugin, Writer  # rosbags kept off the serial-dump path
 
     plugin = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}[storage]
     path = Path(path)
@@ -154,8 +191,6 @@ def _serial_columns(raw: RawSweep, name: str, scale: float, unit: float) -> tupl
 def write_serial(raw: RawSweep, path: str | Path, cfg: IngestConfig, fmt: Literal["csv", "jsonl"] = "csv") -> Path:
     """Write the sweep as a serial dump in the layout of ``cfg.serial``: a record per sample of every stream the
     map names and the sweep holds (stamped by its schema's ``stamp`` field; values divided by each scale)."""
-    import json
-
     serial = cfg.serial
     streams = serial.parsed()
     unit = TIME_UNITS[serial.time_unit]
@@ -171,8 +206,13 @@ def write_serial(raw: RawSweep, path: str | Path, cfg: IngestConfig, fmt: Litera
     header = [serial.time_field, serial.kind_field] + [f for s in streams.values() for f in s.fields]
 
     def text(v: Any) -> str:
-        return repr(float(v)) if isinstance(v, (float, np.floating)) else str(int(v)) if isinstance(
-            v, (int, np.integer, bool, np.bool_)) else str(v)
+        return (
+            repr(float(v))
+            if isinstance(v, (float, np.floating))
+            else str(int(v))
+            if isinstance(v, (int, np.integer, bool, np.bool_))
+            else str(v)
+        )
 
     path = Path(path)
     with atomic_path(path) as tmp, open(tmp, "w") as f:

@@ -2,6 +2,7 @@
 
 Torch and the data stack are imported when the job runs, not with this module (fast ``--help``).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,7 +13,9 @@ from omegaconf import DictConfig
 from flexlearn.atomic import write_json_atomic
 from flexlearn.config import check
 from flexlearn.errors import ConfigError
-from flexlearn.jobs.train import EVAL_KEYS, check_run_config, file_sha256, record_run, run_record
+from flexlearn.fingerprint import file_sha256
+from flexlearn.jobs.calibrate import CalibrationFit, evaluate_module
+from flexlearn.jobs.runs import EVAL_KEYS, check_run_config, record_run, run_record
 
 
 def evaluate_checkpoint(ckpt_path: str | Path, cfg: DictConfig) -> dict[str, Any]:
@@ -24,17 +27,37 @@ def evaluate_checkpoint(ckpt_path: str | Path, cfg: DictConfig) -> dict[str, Any
     (``test/col_<lo>-<hi>/...``, ``test/cap/...``, ``test/past_cap/...``). Predictions that are no usable
     direction score 180° and are counted in ``test/invalid_fraction``. ``config.yaml`` in the output directory
     records the config, the dataset's and the checkpoint's SHA-256.
-    """
-    from flexlearn.data.datamodule import DirectionDataModule
-    from flexlearn.jobs.calibrate import evaluate_module
-    from flexlearn.tasks.checkpoints import load_direction_model
 
+    Args:
+        ckpt_path: the checkpoint of a `DirectionTask` run.
+        cfg: the composed ``eval`` config (checked here, `flexlearn.jobs.runs.check_run_config`).
+
+    Returns:
+        The metrics also written to ``metrics.json`` in ``cfg.paths.output_dir``, with the figures' paths.
+
+    Raises:
+        ConfigError: a bad key or value of ``cfg``, or no dataset to score on.
+    """
     check_run_config(cfg, EVAL_KEYS)
+    return run_evaluation(ckpt_path, cfg)
+
+
+def run_evaluation(ckpt_path: str | Path, cfg: DictConfig) -> dict[str, Any]:
+    """`evaluate_checkpoint` on a config `check_run_config` has passed (the app checks it before printing it)."""
+    # heavy imports off the start-up path (torch, Lightning, matplotlib)
+    from flexlearn.data.datamodule import DirectionDataModule
+    from flexlearn.tasks.checkpoints import load_direction_model
+    from flexlearn.viz.direction_figures import write_evaluation_figures
+
     check(isinstance(ckpt_path, (str, Path)), "ckpt_path", ckpt_path, "expected a file path")
     cal = cfg.get("calibration") or {}
     n_poses = cal.get("n_poses", 0)
-    check(isinstance(n_poses, int) and not isinstance(n_poses, bool) and 0 <= n_poses <= 50, "calibration.n_poses",
-          n_poses, "must be an integer in [0, 50] (0: no calibration)")
+    check(
+        isinstance(n_poses, int) and not isinstance(n_poses, bool) and 0 <= n_poses <= 50,
+        "calibration.n_poses",
+        n_poses,
+        "must be an integer in [0, 50] (0: no calibration)",
+    )
     model, info = load_direction_model(ckpt_path)
     dataset_path = cfg.get("dataset_path") or info.get("dataset_path")
     if not dataset_path or not isinstance(dataset_path, (str, Path)):
@@ -45,18 +68,29 @@ def evaluate_checkpoint(ckpt_path: str | Path, cfg: DictConfig) -> dict[str, Any
     record = run_record(cfg, dataset_path)
     record["run"]["checkpoint"] = {"path": str(ckpt_path), "sha256": file_sha256(ckpt_path)}
     record_run(record, output_dir, [])
-    results, label, pred, entry = evaluate_module(model, dm.dataset, n_poses, str(cal.get("kind", "linear")),
-                                                  float(cal.get("max_colatitude", 0.5149)), int(cal.get("seed", 0)))
+    fit = CalibrationFit(
+        n_poses=n_poses,
+        kind=str(cal.get("kind", "linear")),
+        max_colatitude=float(cal.get("max_colatitude", 0.5149)),
+        seed=int(cal.get("seed", 0)),
+    )
+    results, label, pred, entry = evaluate_module(model, dm.dataset, fit)
     if entry is not None:
         results["calibration"] = {k: entry[k] for k in ("A", "W", "fit")}
     metrics_csv = cfg.get("metrics_csv") or info.get("metrics_csv")
     if metrics_csv and not cfg.get("metrics_csv") and not Path(metrics_csv).exists():
         metrics_csv = None  # the training run's log was moved or deleted: skip the training-curve figure
-    from flexlearn.viz.direction_figures import write_evaluation_figures
-
-    figures = write_evaluation_figures(label.numpy(), pred.float().numpy(), output_dir / "figures",
-                                       metrics_csv=Path(metrics_csv) if metrics_csv else None)
-    results.update(ckpt_path=str(ckpt_path), dataset_path=str(dataset_path), output_dir=str(output_dir),
-                   figures={k: str(v) for k, v in figures.items()})
+    figures = write_evaluation_figures(
+        label.numpy(),
+        pred.float().numpy(),
+        output_dir / "figures",
+        metrics_csv=Path(metrics_csv) if metrics_csv else None,
+    )
+    results.update(
+        ckpt_path=str(ckpt_path),
+        dataset_path=str(dataset_path),
+        output_dir=str(output_dir),
+        figures={k: str(v) for k, v in figures.items()},
+    )
     write_json_atomic(output_dir / "metrics.json", results)
     return results

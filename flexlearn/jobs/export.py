@@ -5,6 +5,7 @@ built in memory before anything is written; the set (each file with its manifest
 then lands all together or not at all (`flexlearn.runtime.export.write_artifacts`), so a failed export leaves
 the previous files as they were.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,8 +19,15 @@ import flexlearn
 from flexlearn.config import check, to_plain_dict
 from flexlearn.data.dataset import DATASET_SCHEMA_VERSION
 from flexlearn.errors import ConfigError, FlexlearnError
-from flexlearn.runtime.export import (Artifact, check_output_path, program_artifact, torchscript_artifact,
-                                      write_artifacts)
+from flexlearn.runtime.arm.export import export_arm_controller_from_config
+from flexlearn.runtime.deploy import BundleOptions, prepare_deploy_bundle
+from flexlearn.runtime.export import (
+    Artifact,
+    check_output_path,
+    program_artifact,
+    torchscript_artifact,
+    write_artifacts,
+)
 from flexlearn.tasks.checkpoints import load_direction_model
 
 
@@ -32,8 +40,9 @@ def _outputs(out_dir: str | Path, names: list[str], inputs: list[str | Path]) ->
     return out
 
 
-def _direction_metadata(ckpt_path: str | Path, info: dict[str, Any], metrics: Optional[dict[str, Any]],
-                        cfg: Optional[DictConfig]) -> dict[str, Any]:
+def _direction_metadata(
+    ckpt_path: str | Path, info: dict[str, Any], metrics: Optional[dict[str, Any]], cfg: Optional[DictConfig]
+) -> dict[str, Any]:
     return {
         "model": str(info["model_target"]).rsplit(".", 1)[-1],  # the class name, e.g. DirectionMLP
         "model_target": info["model_target"],  # the class the checkpoint's hyper_parameters.model._target_ names
@@ -44,8 +53,7 @@ def _direction_metadata(ckpt_path: str | Path, info: dict[str, Any], metrics: Op
         "torch_version": torch.__version__,
         "checkpoint": str(ckpt_path),
         "hyper_parameters": info.get("hyper_parameters"),
-        "training_metrics": {k: v for k, v in (metrics or {}).items()
-                             if isinstance(v, float) and math.isfinite(v)},
+        "training_metrics": {k: v for k, v in (metrics or {}).items() if isinstance(v, float) and math.isfinite(v)},
         "config": OmegaConf.to_container(cfg, resolve=False) if cfg is not None else None,
     }
 
@@ -56,41 +64,67 @@ def _calibration_input(bundle: Optional[DictConfig]) -> list[str]:
     return [str(cal)] if isinstance(cal, (str, Path)) and str(cal) != "identity" else []
 
 
-def _bundle_artifact(model: torch.nn.Module, info: dict[str, Any], ckpt_path: str | Path, out_dir: Path,
-                     bundle: DictConfig | dict[str, Any]) -> Artifact:
+def _bundle_artifact(
+    model: torch.nn.Module,
+    info: dict[str, Any],
+    ckpt_path: str | Path,
+    out_dir: Path,
+    bundle: DictConfig | dict[str, Any],
+) -> Artifact:
     """Validate the ``bundle`` options and build ``robot_bundle.pt`` in memory; errors are `ConfigError`s."""
-    from flexlearn.runtime.deploy import prepare_deploy_bundle
-
     opts = to_plain_dict(bundle, "bundle")
     if opts.get("calibration") is None:
-        raise ConfigError("config 'bundle.calibration' is not set: give the receivers' calibration file "
-                          "(flexlearn-calibrate) or bundle.calibration=identity to deploy without one")
+        raise ConfigError(
+            "config 'bundle.calibration' is not set: give the receivers' calibration file "
+            "(flexlearn-calibrate) or bundle.calibration=identity to deploy without one"
+        )
     try:
-        return prepare_deploy_bundle(model, out_dir / "robot_bundle.pt", n_segments=int(opts["n_segments"]),
-                                     length=float(opts["length"]), calibration=opts.get("calibration"),
-                                     estimator=opts.get("estimator") or None,
-                                     controller=opts.get("controller") or None,
-                                     metadata={"checkpoint": str(ckpt_path), "checkpoint_info": info,
-                                               "flexlearn_version": flexlearn.__version__})
+        return prepare_deploy_bundle(
+            model,
+            out_dir / "robot_bundle.pt",
+            BundleOptions(
+                n_segments=int(opts["n_segments"]),
+                length=float(opts["length"]),
+                calibration=opts.get("calibration"),
+                estimator=opts.get("estimator") or None,
+                controller=opts.get("controller") or None,
+            ),
+            metadata={
+                "checkpoint": str(ckpt_path),
+                "checkpoint_info": info,
+                "flexlearn_version": flexlearn.__version__,
+            },
+        )
     except FlexlearnError:
         raise
     except (ValueError, TypeError, KeyError) as exc:
         raise ConfigError(f"config 'bundle': {exc}") from exc
 
 
-def export_checkpoint(ckpt_path: str | Path, out_dir: str | Path, metrics: Optional[dict[str, Any]] = None,
-                      cfg: Optional[DictConfig] = None, bundle: Optional[DictConfig] = None) -> dict[str, str]:
+def export_checkpoint(
+    ckpt_path: str | Path,
+    out_dir: str | Path,
+    metrics: Optional[dict[str, Any]] = None,
+    cfg: Optional[DictConfig] = None,
+    bundle: Optional[DictConfig] = None,
+) -> dict[str, str]:
     """Write ``direction_model.pt`` (TorchScript, frozen), ``direction_model.pt2`` (torch.export) and, with
     ``bundle`` options, ``robot_bundle.pt``, each with its manifest, as one all-or-nothing set."""
     inputs = [ckpt_path, *_calibration_input(bundle)]
-    out = _outputs(out_dir, ["direction_model.pt", "direction_model.pt2"]
-                   + (["robot_bundle.pt"] if bundle is not None else []), inputs)
+    out = _outputs(
+        out_dir,
+        ["direction_model.pt", "direction_model.pt2"] + (["robot_bundle.pt"] if bundle is not None else []),
+        inputs,
+    )
     model, info = load_direction_model(ckpt_path)
     arts = {"bundle": _bundle_artifact(model, info, ckpt_path, out, bundle)} if bundle is not None else {}
     metadata = _direction_metadata(ckpt_path, info, metrics, cfg)
     example = torch.randn(4, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float32) * 1e-4
-    arts = {"torchscript": torchscript_artifact(model, out / "direction_model.pt", metadata),
-            "program": program_artifact(model, example, out / "direction_model.pt2", metadata), **arts}
+    arts = {
+        "torchscript": torchscript_artifact(model, out / "direction_model.pt", metadata),
+        "program": program_artifact(model, example, out / "direction_model.pt2", metadata),
+        **arts,
+    }
     write_artifacts(list(arts.values()), inputs)
     return {k: str(a.path) for k, a in arts.items()}
 
@@ -110,16 +144,23 @@ def export_from_config(cfg: DictConfig) -> dict[str, str]:
     target = cfg.get("target", "checkpoint")
     check(target in ("checkpoint", "arm_controller"), "export.target", target, "one of 'checkpoint', 'arm_controller'")
     # options that the chosen export would not read are refused, not ignored: the user meant something else
-    check(target == "checkpoint" or OmegaConf.is_missing(cfg, "ckpt_path"), "ckpt_path", cfg.get("ckpt_path"),
-          "is not read with export.target=arm_controller (the controller is built from its config, no checkpoint)")
-    check(bool(cfg.bundle.enabled) or cfg.bundle.get("calibration") is None, "bundle.calibration",
-          cfg.bundle.get("calibration"), "is only read for the robot bundle: add bundle.enabled=true")
+    check(
+        target == "checkpoint" or OmegaConf.is_missing(cfg, "ckpt_path"),
+        "ckpt_path",
+        cfg.get("ckpt_path"),
+        "is not read with export.target=arm_controller (the controller is built from its config, no checkpoint)",
+    )
+    check(
+        bool(cfg.bundle.enabled) or cfg.bundle.get("calibration") is None,
+        "bundle.calibration",
+        cfg.bundle.get("calibration"),
+        "is only read for the robot bundle: add bundle.enabled=true",
+    )
     if target == "arm_controller":
-        from flexlearn.runtime.arm.controller import export_arm_controller_from_config
-
         out = _outputs(cfg.out_dir, [cfg.arm_controller_file], [])
-        return {"arm_controller": str(export_arm_controller_from_config(cfg.arm_controller,
-                                                                        out / cfg.arm_controller_file))}
+        return {
+            "arm_controller": str(export_arm_controller_from_config(cfg.arm_controller, out / cfg.arm_controller_file))
+        }
     check(not OmegaConf.is_missing(cfg, "ckpt_path"), "ckpt_path", "???", "required: the checkpoint to export")
     bundle = cfg.bundle if cfg.bundle.enabled else None
     return export_checkpoint(cfg.ckpt_path, cfg.out_dir, cfg=cfg, bundle=bundle)

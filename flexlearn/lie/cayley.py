@@ -19,9 +19,9 @@ from typing import Tuple
 import torch
 from torch import Tensor
 
+from flexlearn.lie.se3 import se3_from_entries
+from flexlearn.lie.so3 import so3_hat, so3_quadratic, so3_quadratic_apply, so3_quadratic_entries, so3_vee
 from flexlearn.lie.tensor_checks import blocks6, entries, solve3, sqnorm
-from flexlearn.lie.se3 import _pose
-from flexlearn.lie.so3 import _so3_quadratic, _so3_quadratic_apply, _so3_quadratic_entries, so3_hat, so3_vee
 
 
 def _outer(f: Tensor) -> Tensor:
@@ -32,7 +32,7 @@ def so3_cayley(f: Tensor) -> Tensor:
     """``cay(f) = (I + f^)(I - f^)⁻¹ = I + 2/(1 + |f|²) (f^ + (f^)²)`` (..., 3, 3)."""
     s = sqnorm(f)
     k = 2.0 / (1.0 + s)
-    return _so3_quadratic(f, k, k, s)
+    return so3_quadratic(f, k, k, s)
 
 
 def so3_cayley_inv(R: Tensor) -> Tensor:
@@ -80,8 +80,9 @@ def so3_cayley_lgvi(f: Tensor, inertia: Tensor) -> Tuple[Tensor, Tensor]:
     return g, dg
 
 
-def so3_cayley_lgvi_newton(u: Tensor, inertia: Tensor, f: Tensor, thr: Tensor, iters: int,
-                           stop: bool) -> Tuple[Tensor, Tensor]:
+def so3_cayley_lgvi_newton(
+    u: Tensor, inertia: Tensor, f: Tensor, thr: Tensor, iters: int, stop: bool
+) -> Tuple[Tensor, Tensor]:
     """The Newton iteration of the implicit LGVI rotation update ``(cay(f) J_d - J_d cay(f)ᵀ)ᵛ = u`` for f.
 
     The one implementation behind :func:`so3_cayley_lgvi_solve` and the rod integrator
@@ -128,16 +129,16 @@ def se3_cayley(xi: Tensor) -> Tensor:
     s = sqnorm(omega)
     k = 2.0 / (1.0 + s)
     v = xi[..., 3:]
-    p = _so3_quadratic_apply(omega, k, k, v)
+    p = so3_quadratic_apply(omega, k, k, v)
     vs = v.unbind(-1)
-    return _pose(_so3_quadratic_entries(omega, k, k, s, True), [p[0] + vs[0], p[1] + vs[1], p[2] + vs[2]])
+    return se3_from_entries(so3_quadratic_entries(omega, k, k, s, True), [p[0] + vs[0], p[1] + vs[1], p[2] + vs[2]])
 
 
 def se3_cayley_inv(T: Tensor) -> Tensor:
     """Inverse of :func:`se3_cayley`: ``ω = cay⁻¹(R)``, ``v = ½ (I - ω^) p`` (..., 6)."""
     omega = so3_cayley_inv(T[..., :3, :3])
     s = sqnorm(omega)
-    v = _so3_quadratic_apply(omega, torch.full_like(s, -1.0), torch.zeros_like(s), T[..., :3, 3])
+    v = so3_quadratic_apply(omega, torch.full_like(s, -1.0), torch.zeros_like(s), T[..., :3, 3])
     return torch.stack(list(omega.unbind(-1)) + [0.5 * v[0], 0.5 * v[1], 0.5 * v[2]], -1)
 
 
@@ -153,5 +154,5 @@ def se3_cayley_jacobian(xi: Tensor) -> Tensor:
     k = 2.0 / (1.0 + s)
     jr = so3_cayley_jacobian(omega)
     lower = -so3_hat(xi[..., 3:]) @ jr
-    right = [2.0 * e for e in _so3_quadratic_entries(omega, -0.5 * k, 0.5 * k, s, True)]
+    right = [2.0 * e for e in so3_quadratic_entries(omega, -0.5 * k, 0.5 * k, s, True)]
     return blocks6(entries(jr), entries(lower), right, False)

@@ -14,32 +14,32 @@ import torch
 from torch import Tensor
 
 from flexlearn.lie.series import cosc, cosc2, cotc, sinc3, sinc5
+from flexlearn.lie.so3 import so3_quadratic
 from flexlearn.lie.tensor_checks import blocks6, cross3, entries, from_entries, sqnorm
-from flexlearn.lie.so3 import _so3_quadratic
 
 
 def so3_left_jacobian(omega: Tensor) -> Tensor:
     """``J_l(ω) = I + (1-cos θ)/θ² ω^ + (θ - sin θ)/θ³ (ω^)²`` (Sola et al. eq. (145))."""
     t2 = sqnorm(omega)
-    return _so3_quadratic(omega, cosc(t2), sinc3(t2), t2)
+    return so3_quadratic(omega, cosc(t2), sinc3(t2), t2)
 
 
 def so3_right_jacobian(omega: Tensor) -> Tensor:
     """``J_r(ω) = J_l(-ω) = I - (1-cos θ)/θ² ω^ + (θ - sin θ)/θ³ (ω^)²`` (Sola et al. eq. (143))."""
     t2 = sqnorm(omega)
-    return _so3_quadratic(omega, -cosc(t2), sinc3(t2), t2)
+    return so3_quadratic(omega, -cosc(t2), sinc3(t2), t2)
 
 
 def so3_left_jacobian_inv(omega: Tensor) -> Tensor:
     """``J_l⁻¹(ω) = I - ½ ω^ + (1 - (θ/2) cot(θ/2))/θ² (ω^)²`` (Sola et al. eq. (146)); θ < 2π."""
     t2 = sqnorm(omega)
-    return _so3_quadratic(omega, torch.full_like(t2, -0.5), cotc(t2), t2)
+    return so3_quadratic(omega, torch.full_like(t2, -0.5), cotc(t2), t2)
 
 
 def so3_right_jacobian_inv(omega: Tensor) -> Tensor:
     """``J_r⁻¹(ω) = I + ½ ω^ + (1 - (θ/2) cot(θ/2))/θ² (ω^)²`` (Sola et al. eq. (144)); θ < 2π."""
     t2 = sqnorm(omega)
-    return _so3_quadratic(omega, torch.full_like(t2, 0.5), cotc(t2), t2)
+    return so3_quadratic(omega, torch.full_like(t2, 0.5), cotc(t2), t2)
 
 
 def so3_jacobians(omega: Tensor) -> Tuple[Tensor, Tensor]:
@@ -47,7 +47,7 @@ def so3_jacobians(omega: Tensor) -> Tuple[Tensor, Tensor]:
     t2 = sqnorm(omega)
     b = cosc(t2)
     c = sinc3(t2)
-    return _so3_quadratic(omega, b, c, t2), _so3_quadratic(omega, -b, c, t2)
+    return so3_quadratic(omega, b, c, t2), so3_quadratic(omega, -b, c, t2)
 
 
 def se3_q_matrix(xi: Tensor) -> Tensor:
@@ -74,9 +74,21 @@ def se3_q_matrix(xi: Tensor) -> Tensor:
     s01 = cc * (a * y + x * b) + f2 * x * y
     s02 = cc * (a * z + x * c) + f2 * x * z
     s12 = cc * (b * z + y * c) + f2 * y * z
-    return from_entries([d + 2.0 * cc * a * x + f2 * x * x, s01 - k2, s02 + k1,
-                         s01 + k2, d + 2.0 * cc * b * y + f2 * y * y, s12 - k0,
-                         s02 - k1, s12 + k0, d + 2.0 * cc * c * z + f2 * z * z], 3, 3)
+    return from_entries(
+        [
+            d + 2.0 * cc * a * x + f2 * x * x,
+            s01 - k2,
+            s02 + k1,
+            s01 + k2,
+            d + 2.0 * cc * b * y + f2 * y * y,
+            s12 - k0,
+            s02 - k1,
+            s12 + k0,
+            d + 2.0 * cc * c * z + f2 * z * z,
+        ],
+        3,
+        3,
+    )
 
 
 def se3_left_jacobian(xi: Tensor) -> Tensor:

@@ -73,9 +73,9 @@ def quat_to_matrix(q: Tensor) -> Tensor:
     xx, yy, zz = sx * x, sy * y, sz * z
     xy, xz, yz = sx * y, sx * z, sy * z
     wx, wy, wz = w * sx, w * sy, w * sz
-    return from_entries([1.0 - (yy + zz), xy - wz, xz + wy,
-                         xy + wz, 1.0 - (xx + zz), yz - wx,
-                         xz - wy, yz + wx, 1.0 - (xx + yy)], 3, 3)
+    return from_entries(
+        [1.0 - (yy + zz), xy - wz, xz + wy, xy + wz, 1.0 - (xx + zz), yz - wx, xz - wy, yz + wx, 1.0 - (xx + yy)], 3, 3
+    )
 
 
 def matrix_to_quat(R: Tensor) -> Tensor:

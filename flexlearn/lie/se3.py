@@ -10,25 +10,34 @@ import torch
 from torch import Tensor
 
 from flexlearn.lie.series import cosc, cotc, sinc, sinc3
+from flexlearn.lie.so3 import so3_hat_entries, so3_log, so3_quadratic_apply, so3_quadratic_entries
 from flexlearn.lie.tensor_checks import blocks6, cross3, entries, from_entries, sqnorm
-from flexlearn.lie.so3 import _hat_entries, _so3_quadratic_apply, _so3_quadratic_entries, so3_log
 
 
-def _pose(r: List[Tensor], p: List[Tensor]) -> Tensor:
-    """(..., 4, 4) pose from 9 rotation entries and 3 translation components."""
+def se3_from_entries(r: List[Tensor], p: List[Tensor]) -> Tensor:
+    """Pose ``[[R, p], [0, 1]]`` (..., 4, 4) from the entries of R and p; shared by exp, inverse and the Cayley map.
+
+    Args:
+        r: nine tensors (...), the row-major entries of the rotation R.
+        p: three tensors (...), the translation components [m].
+
+    Returns:
+        The pose (..., 4, 4).
+    """
     o = torch.zeros_like(r[0])
-    return from_entries([r[0], r[1], r[2], p[0], r[3], r[4], r[5], p[1], r[6], r[7], r[8], p[2],
-                         o, o, o, torch.ones_like(o)], 4, 4)
+    return from_entries(
+        [r[0], r[1], r[2], p[0], r[3], r[4], r[5], p[1], r[6], r[7], r[8], p[2], o, o, o, torch.ones_like(o)], 4, 4
+    )
 
 
 def se3_from_rt(R: Tensor, p: Tensor) -> Tensor:
     """Pose (..., 4, 4) from a rotation (..., 3, 3) and a translation (..., 3) (broadcast)."""
-    return _pose(entries(R), list(p.unbind(-1)))
+    return se3_from_entries(entries(R), list(p.unbind(-1)))
 
 
 def se3_hat(xi: Tensor) -> Tensor:
     """``ξ^ = [[ω^, v], [0, 0]]`` (..., 4, 4)."""
-    w = _hat_entries(xi[..., :3])
+    w = so3_hat_entries(xi[..., :3])
     a, b, c = xi[..., 3], xi[..., 4], xi[..., 5]
     o = w[0]
     return from_entries([w[0], w[1], w[2], a, w[3], w[4], w[5], b, w[6], w[7], w[8], c, o, o, o, o], 4, 4)
@@ -47,9 +56,9 @@ def se3_exp(xi: Tensor) -> Tensor:
     omega = xi[..., :3]
     t2 = sqnorm(omega)
     b = cosc(t2)
-    r = _so3_quadratic_entries(omega, sinc(t2), b, t2, True)
-    p = _so3_quadratic_apply(omega, b, sinc3(t2), xi[..., 3:])
-    return _pose(r, p)
+    r = so3_quadratic_entries(omega, sinc(t2), b, t2, True)
+    p = so3_quadratic_apply(omega, b, sinc3(t2), xi[..., 3:])
+    return se3_from_entries(r, p)
 
 
 def se3_log(T: Tensor) -> Tensor:
@@ -59,7 +68,7 @@ def se3_log(T: Tensor) -> Tensor:
     """
     omega = so3_log(T[..., :3, :3])
     t2 = sqnorm(omega)
-    v = _so3_quadratic_apply(omega, torch.full_like(t2, -0.5), cotc(t2), T[..., :3, 3])
+    v = so3_quadratic_apply(omega, torch.full_like(t2, -0.5), cotc(t2), T[..., :3, 3])
     return torch.stack(list(omega.unbind(-1)) + v, -1)
 
 
@@ -68,10 +77,12 @@ def se3_inverse(T: Tensor) -> Tensor:
     e = entries(T)
     rt = [e[0], e[4], e[8], e[1], e[5], e[9], e[2], e[6], e[10]]
     px, py, pz = e[3], e[7], e[11]
-    p = [-(rt[0] * px + rt[1] * py + rt[2] * pz),
-         -(rt[3] * px + rt[4] * py + rt[5] * pz),
-         -(rt[6] * px + rt[7] * py + rt[8] * pz)]
-    return _pose(rt, p)
+    p = [
+        -(rt[0] * px + rt[1] * py + rt[2] * pz),
+        -(rt[3] * px + rt[4] * py + rt[5] * pz),
+        -(rt[6] * px + rt[7] * py + rt[8] * pz),
+    ]
+    return se3_from_entries(rt, p)
 
 
 def _r_and_phat_r(T: Tensor) -> List[List[Tensor]]:
@@ -102,8 +113,8 @@ def se3_coadjoint(T: Tensor) -> Tensor:
 
 def se3_ad(xi: Tensor) -> Tensor:
     """``ad_ξ = [[ω^, 0], [v^, ω^]]`` (..., 6, 6): ``ad_ξ η = [ξ, η]`` (seed 003, App. A)."""
-    w = _hat_entries(xi[..., :3])
-    return blocks6(w, _hat_entries(xi[..., 3:]), w, False)
+    w = so3_hat_entries(xi[..., :3])
+    return blocks6(w, so3_hat_entries(xi[..., 3:]), w, False)
 
 
 def se3_coad(xi: Tensor) -> Tensor:
@@ -113,5 +124,5 @@ def se3_coad(xi: Tensor) -> Tensor:
     equilibrium written as ``Λ' = ad*_ξ Λ - F`` (Renda et al.'s convention); ``se3_ad(ξ).mT`` is the
     other common one.
     """
-    w = _hat_entries(xi[..., :3])
-    return blocks6(w, _hat_entries(xi[..., 3:]), w, True)
+    w = so3_hat_entries(xi[..., :3])
+    return blocks6(w, so3_hat_entries(xi[..., 3:]), w, True)

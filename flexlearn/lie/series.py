@@ -28,6 +28,8 @@ def poly(t2: Tensor, c: List[float]) -> Tensor:
     return out
 
 
+# fmt: off
+# (the literal tables stay in rows: one number per line would make this data 90 lines long)
 def series_coefficients(name: str) -> List[float]:
     """Taylor coefficients c_j in t2 = θ² of the series branch of ``name`` (``Σ_j c_j t2^j``).
 
@@ -63,6 +65,7 @@ def series_coefficients(name: str) -> List[float]:
     # atan2_ratio
     return [1.0, -1.0 / 3.0, 1.0 / 5.0, -1.0 / 7.0, 1.0 / 9.0, -1.0 / 11.0, 1.0 / 13.0,
             -1.0 / 15.0, 1.0 / 17.0, -1.0 / 19.0, 1.0 / 21.0, -1.0 / 23.0]
+# fmt: on
 
 
 def split(t2: Tensor, name: str) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -92,7 +95,7 @@ def cosc(t2: Tensor) -> Tensor:
 
 
 def cos_from_t2(t2: Tensor) -> Tensor:
-    """cos θ = 1 - θ² B(θ), with a finite gradient at θ = 0 (unlike cos(sqrt(θ²)))."""
+    """Cos θ = 1 - θ² B(θ), with a finite gradient at θ = 0 (unlike cos(sqrt(θ²)))."""
     return 1.0 - t2 * cosc(t2)
 
 

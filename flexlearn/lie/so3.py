@@ -11,13 +11,22 @@ from typing import List
 import torch
 from torch import Tensor
 
+from flexlearn.lie.quaternion import matrix_to_quat, quat_log
 from flexlearn.lie.series import atan2_ratio, cosc, sinc
 from flexlearn.lie.tensor_checks import cross3, dot, from_entries, sqnorm
 from flexlearn.lie.thresholds import antiparallel_threshold, normalize_eps
-from flexlearn.lie.quaternion import matrix_to_quat, quat_log
 
 
-def _hat_entries(omega: Tensor) -> List[Tensor]:
+def so3_hat_entries(omega: Tensor) -> List[Tensor]:
+    """Row-major entries of the skew matrix ``ω^``: the building block of :func:`so3_hat` and the SE(3) blocks.
+
+    Args:
+        omega: rotation vector ω (..., 3) [rad] (or any 3-vector, e.g. a velocity [m] in ``v^``).
+
+    Returns:
+        Nine tensors (...) ``[0, -z, y, z, 0, -x, -y, x, 0]`` (feed them to
+        :func:`flexlearn.lie.tensor_checks.from_entries` for a (..., 3, 3) matrix).
+    """
     x, y, z = omega.unbind(-1)
     o = torch.zeros_like(x)
     return [o, -z, y, z, o, -x, -y, x, o]
@@ -25,7 +34,7 @@ def _hat_entries(omega: Tensor) -> List[Tensor]:
 
 def so3_hat(omega: Tensor) -> Tensor:
     """Skew matrix ``ω^`` (..., 3, 3) with ``ω^ p = ω × p``."""
-    return from_entries(_hat_entries(omega), 3, 3)
+    return from_entries(so3_hat_entries(omega), 3, 3)
 
 
 def so3_vee(W: Tensor) -> Tensor:
@@ -36,14 +45,25 @@ def so3_vee(W: Tensor) -> Tensor:
 def so3_hat_sq(omega: Tensor) -> Tensor:
     """``(ω^)² = ω ωᵀ - |ω|² I`` (..., 3, 3), without a matrix product."""
     t2 = sqnorm(omega)
-    e = _so3_quadratic_entries(omega, torch.zeros_like(t2), torch.ones_like(t2), t2, False)
+    e = so3_quadratic_entries(omega, torch.zeros_like(t2), torch.ones_like(t2), t2, False)
     return from_entries(e, 3, 3)
 
 
-def _so3_quadratic_entries(omega: Tensor, c1: Tensor, c2: Tensor, t2: Tensor, with_identity: bool) -> List[Tensor]:
+def so3_quadratic_entries(omega: Tensor, c1: Tensor, c2: Tensor, t2: Tensor, with_identity: bool) -> List[Tensor]:
     """Row-major entries of ``[I] + c1 ω^ + c2 (ω^)²``; c1, c2, t2 = |ω|² have shape (...).
 
-    ``(ω^)² = ω ωᵀ - t2 I``; every SO(3) exp/Jacobian formula is of this form.
+    ``(ω^)² = ω ωᵀ - t2 I``; every SO(3) exp/Jacobian formula is of this form (Sola et al. eqs. (77),
+    (143)-(146)), which is why exp, the Jacobians, the Cayley maps and SE(3) share this one builder.
+
+    Args:
+        omega: rotation vector ω (..., 3) [rad].
+        c1: coefficient of ``ω^`` (...).
+        c2: coefficient of ``(ω^)²`` (...).
+        t2: ``|ω|²`` (...) [rad²], as already computed by the caller.
+        with_identity: add the identity (``I + ...``) or not.
+
+    Returns:
+        Nine tensors (...), the row-major entries of the (..., 3, 3) matrix.
     """
     x, y, z = omega.unbind(-1)
     d = -c2 * t2
@@ -52,18 +72,36 @@ def _so3_quadratic_entries(omega: Tensor, c1: Tensor, c2: Tensor, t2: Tensor, wi
     c2x, c2y = c2 * x, c2 * y
     xy, xz, yz = c2x * y, c2x * z, c2y * z
     c1x, c1y, c1z = c1 * x, c1 * y, c1 * z
-    return [d + c2x * x, xy - c1z, xz + c1y,
-            xy + c1z, d + c2y * y, yz - c1x,
-            xz - c1y, yz + c1x, d + c2 * z * z]
+    return [d + c2x * x, xy - c1z, xz + c1y, xy + c1z, d + c2y * y, yz - c1x, xz - c1y, yz + c1x, d + c2 * z * z]
 
 
-def _so3_quadratic(omega: Tensor, c1: Tensor, c2: Tensor, t2: Tensor) -> Tensor:
-    """``I + c1 ω^ + c2 (ω^)²`` (..., 3, 3)."""
-    return from_entries(_so3_quadratic_entries(omega, c1, c2, t2, True), 3, 3)
+def so3_quadratic(omega: Tensor, c1: Tensor, c2: Tensor, t2: Tensor) -> Tensor:
+    """``I + c1 ω^ + c2 (ω^)²`` (..., 3, 3): the matrix of :func:`so3_quadratic_entries`.
+
+    Args:
+        omega: rotation vector ω (..., 3) [rad].
+        c1: coefficient of ``ω^`` (...).
+        c2: coefficient of ``(ω^)²`` (...).
+        t2: ``|ω|²`` (...) [rad²].
+
+    Returns:
+        The (..., 3, 3) matrix.
+    """
+    return from_entries(so3_quadratic_entries(omega, c1, c2, t2, True), 3, 3)
 
 
-def _so3_quadratic_apply(omega: Tensor, c1: Tensor, c2: Tensor, v: Tensor) -> List[Tensor]:
-    """Components of ``(I + c1 ω^ + c2 (ω^)²) v`` = v + c1 ω × v + c2 ω × (ω × v)."""
+def so3_quadratic_apply(omega: Tensor, c1: Tensor, c2: Tensor, v: Tensor) -> List[Tensor]:
+    """Components of ``(I + c1 ω^ + c2 (ω^)²) v`` = v + c1 ω × v + c2 ω × (ω × v), without forming the matrix.
+
+    Args:
+        omega: rotation vector ω (..., 3) [rad].
+        c1: coefficient of ``ω^`` (...).
+        c2: coefficient of ``(ω^)²`` (...).
+        v: the vector (..., 3) the matrix is applied to.
+
+    Returns:
+        Three tensors (...), the components of the product.
+    """
     o = list(omega.unbind(-1))
     a = list(v.unbind(-1))
     u = cross3(o, a)
@@ -78,7 +116,7 @@ def so3_exp(omega: Tensor) -> Tensor:
     branches only guard θ → 0 (values and gradients finite at ω = 0).
     """
     t2 = sqnorm(omega)
-    return _so3_quadratic(omega, sinc(t2), cosc(t2), t2)
+    return so3_quadratic(omega, sinc(t2), cosc(t2), t2)
 
 
 def so3_log(R: Tensor) -> Tensor:

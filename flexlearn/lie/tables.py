@@ -22,6 +22,7 @@ atan2_ratio     atan(y) / y  (t2 = y²)                (-1)^j / (2j+1)
 :func:`threshold_table`: the switch points of :func:`flexlearn.lie.thresholds.series_threshold` (the one
 definition, TorchScript literals) as a dict, for kernels that need them as constants.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -29,9 +30,16 @@ from math import factorial
 
 import torch
 
+from flexlearn.errors import ArgumentError
 from flexlearn.lie.thresholds import series_threshold
 
-__all__ = ["SERIES_NAMES", "THRESHOLD_NAMES", "bernoulli", "taylor_coefficients", "threshold_table"]
+__all__ = [
+    "SERIES_NAMES",
+    "THRESHOLD_NAMES",
+    "bernoulli",
+    "taylor_coefficients",
+    "threshold_table",
+]
 
 SERIES_NAMES = ("sinc", "cosc", "sinc3", "cosc2", "sinc5", "cotc", "atan2_ratio")
 # the coefficients with a threshold of their own (B = (1 - cos θ)/θ² is evaluated through A in flexlearn.lie)
@@ -66,12 +74,23 @@ def _exact(name: str, j: int, bern: list[Fraction]) -> Fraction:
         return abs(bern[2 * j + 2]) / factorial(2 * j + 2)
     if name == "atan2_ratio":
         return Fraction(s, 2 * j + 1)
-    raise ValueError(f"unknown series {name!r}; expected one of {SERIES_NAMES}")
+    raise ArgumentError(f"unknown series {name!r}; expected one of {SERIES_NAMES}")
 
 
 def taylor_coefficients(name: str, n_terms: int) -> list[float]:
     """The first ``n_terms`` coefficients c_j of ``f = Σ_j c_j t2^j`` (t2 = θ² [rad²]), each the float64
-    rounding of the exact rational (table in the module docstring)."""
+    rounding of the exact rational (table in the module docstring).
+
+    Args:
+        name: one of :data:`SERIES_NAMES`.
+        n_terms: how many coefficients, from j = 0.
+
+    Returns:
+        The coefficients c_0 .. c_{n_terms-1} as floats.
+
+    Raises:
+        ArgumentError: ``name`` is not a known series (also a ``ValueError``).
+    """
     bern = bernoulli(2 * n_terms + 2) if name == "cotc" else []
     return [float(_exact(name, j, bern)) for j in range(n_terms)]
 

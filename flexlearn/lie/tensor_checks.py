@@ -66,11 +66,11 @@ def blocks6(ea: List[Tensor], eb: List[Tensor], ec: List[Tensor], upper: bool) -
     z = torch.zeros_like(ea[0])
     out: List[Tensor] = []
     for i in range(3):
-        out += ea[3 * i:3 * i + 3]
-        out += eb[3 * i:3 * i + 3] if upper else [z, z, z]
+        out += ea[3 * i : 3 * i + 3]
+        out += eb[3 * i : 3 * i + 3] if upper else [z, z, z]
     for i in range(3):
-        out += [z, z, z] if upper else eb[3 * i:3 * i + 3]
-        out += ec[3 * i:3 * i + 3]
+        out += [z, z, z] if upper else eb[3 * i : 3 * i + 3]
+        out += ec[3 * i : 3 * i + 3]
     return from_entries(out, 6, 6)
 
 

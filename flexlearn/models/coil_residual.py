@@ -13,6 +13,7 @@ is identified with r in place. Inversion per fix is `CoilDirectionModel.forward`
 only the joint direction, so it extrapolates past the trained cap as smoothly as tanh layers do, while the coil
 model carries the physics there.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,7 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from flexlearn.lie import so3_exp
-from flexlearn.models.coil_direction import CoilDirectionModel, _angle
+from flexlearn.models.coil_direction import CoilDirectionModel, angle_between
 
 __all__ = ["CoilResidualModel", "fit_residual"]
 
@@ -35,9 +36,9 @@ class CoilResidualModel(CoilDirectionModel):
         super().__init__(*args, **kwargs)
         hidden = [nn.Linear(2, width), nn.Tanh(), nn.Linear(width, width), nn.Tanh()]
         head = nn.Linear(width, 3)
-        self.residual = nn.Sequential(*hidden, head).double()          # .double() converts head in place
+        self.residual = nn.Sequential(*hidden, head).double()  # .double() converts head in place
         nn.init.zeros_(head.weight)
-        nn.init.zeros_(head.bias)                                       # starts as the coil model itself
+        nn.init.zeros_(head.bias)  # starts as the coil model itself
 
     def field_direction(self, v: Tensor, theta: Optional[Tensor] = None) -> Tensor:
         """Unit calibrated field (N, 3) for joint parent axes v (N, 3): coil model + r(v), renormalised."""
@@ -45,20 +46,21 @@ class CoilResidualModel(CoilDirectionModel):
         return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
 
 
-def fit_residual(model: CoilResidualModel, delta_b: Any, label: Any, steps: int = 400, lr: float = 3e-3
-                 ) -> dict[str, float]:
+def fit_residual(
+    model: CoilResidualModel, delta_b: Any, label: Any, steps: int = 400, lr: float = 3e-3
+) -> dict[str, float]:
     """Fit r (θ fixed) to a module's poses (calibrated ΔB (N, 3), labels (N, 3)) by Adam on the mean squared angle
     between x̂(v_n) and x_n; returns the median angle [deg] before and after."""
     x = torch.as_tensor(np.asarray(delta_b), dtype=torch.float64)
     x = x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
     v = torch.as_tensor(np.asarray(label), dtype=torch.float64) @ so3_exp(model.theta[3:6]).T
     with torch.no_grad():
-        coil = CoilDirectionModel.field_direction(model, v)             # fixed: only r learns
+        coil = CoilDirectionModel.field_direction(model, v)  # fixed: only r learns
     scaled = v[:, :2] / v[:, 2:3] / math.tan(math.radians(30))
 
     def angles() -> Tensor:
         y = coil + model.residual(scaled)
-        return _angle(y / torch.linalg.vector_norm(y, dim=-1, keepdim=True), x)
+        return angle_between(y / torch.linalg.vector_norm(y, dim=-1, keepdim=True), x)
 
     opt = torch.optim.Adam(model.residual.parameters(), lr=lr)
     with torch.enable_grad():

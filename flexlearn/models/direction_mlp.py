@@ -21,18 +21,21 @@ Hyper-parameters are validated (names, types, bounded sizes) by `validate_hparam
 is allocated, so a checkpoint or config asking for a 10¹²-wide layer fails with a message, not an
 allocation.
 """
+
 import math
 from typing import Any, Mapping, Sequence
 
 import torch
 from torch import nn
 
+from flexlearn.errors import ArgumentError
+
 _ACTIVATIONS = {"silu": nn.SiLU, "tanh": nn.Tanh, "relu": nn.ReLU, "gelu": nn.GELU}
 HPARAM_KEYS = ("hidden", "activation", "amplitude_eps")
-MAX_WIDTH = 16_384          # widest hidden layer accepted
-MAX_LAYERS = 32             # most hidden layers accepted
+MAX_WIDTH = 16_384  # widest hidden layer accepted
+MAX_LAYERS = 32  # most hidden layers accepted
 MAX_PARAMETERS = 50_000_000  # most weights + biases accepted (200 MB in float32)
-OUTPUT_FLOOR = 1e-6         # raw outputs shorter than this have no usable direction
+OUTPUT_FLOOR = 1e-6  # raw outputs shorter than this have no usable direction
 
 
 def _is_int(v: Any) -> bool:
@@ -42,35 +45,40 @@ def _is_int(v: Any) -> bool:
 def validate_hparams(hp: Mapping[str, Any], where: str = "model") -> dict[str, Any]:
     """Check the constructor arguments of `DirectionMLP` without building it; return them as a plain dict.
 
-    Raises ``ValueError("<where>.<key> = <value>: <requirement>")`` for an unknown key, a wrong type or
+    Raises ``ArgumentError("<where>.<key> = <value>: <requirement>")`` for an unknown key, a wrong type or
     an out-of-range value: ``hidden`` 1–`MAX_LAYERS` integer widths in 1–`MAX_WIDTH` with at most
     `MAX_PARAMETERS` parameters in all, ``activation`` one of the known names, ``amplitude_eps`` a
     positive finite number [T].
     """
     if not isinstance(hp, Mapping):
-        raise ValueError(f"{where} = {hp!r}: expected a mapping of {list(HPARAM_KEYS)}")
+        raise ArgumentError(f"{where} = {hp!r}: expected a mapping of {list(HPARAM_KEYS)}")
     unknown = sorted(set(hp) - set(HPARAM_KEYS))
     if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}; known keys: {list(HPARAM_KEYS)}")
+        raise ArgumentError(f"{where}: unknown key(s) {unknown}; known keys: {list(HPARAM_KEYS)}")
     hidden = hp.get("hidden", [128, 128, 128])
     if isinstance(hidden, (str, bytes)) or not isinstance(hidden, Sequence):
-        raise ValueError(f"{where}.hidden = {hidden!r}: expected a list of layer widths")
-    out = {"hidden": list(hidden), "activation": hp.get("activation", "silu"),
-           "amplitude_eps": hp.get("amplitude_eps", 1e-12)}
+        raise ArgumentError(f"{where}.hidden = {hidden!r}: expected a list of layer widths")
+    out = {
+        "hidden": list(hidden),
+        "activation": hp.get("activation", "silu"),
+        "amplitude_eps": hp.get("amplitude_eps", 1e-12),
+    }
     hidden = out["hidden"]
     if not 1 <= len(hidden) <= MAX_LAYERS or not all(_is_int(h) and 1 <= h <= MAX_WIDTH for h in hidden):
-        raise ValueError(f"{where}.hidden = {hidden!r}: expected 1 to {MAX_LAYERS} integer widths, "
-                         f"each in 1..{MAX_WIDTH}")
+        raise ArgumentError(
+            f"{where}.hidden = {hidden!r}: expected 1 to {MAX_LAYERS} integer widths, each in 1..{MAX_WIDTH}"
+        )
     widths = [3, *hidden, 3]
     n_params = sum((a + 1) * b for a, b in zip(widths[:-1], widths[1:]))
     if n_params > MAX_PARAMETERS:
-        raise ValueError(f"{where}.hidden = {hidden!r}: {n_params} parameters, more than the "
-                         f"{MAX_PARAMETERS} accepted")
+        raise ArgumentError(
+            f"{where}.hidden = {hidden!r}: {n_params} parameters, more than the {MAX_PARAMETERS} accepted"
+        )
     if not isinstance(out["activation"], str) or out["activation"] not in _ACTIVATIONS:
-        raise ValueError(f"{where}.activation = {out['activation']!r}: expected one of {sorted(_ACTIVATIONS)}")
+        raise ArgumentError(f"{where}.activation = {out['activation']!r}: expected one of {sorted(_ACTIVATIONS)}")
     eps = out["amplitude_eps"]
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (math.isfinite(eps) and eps > 0):
-        raise ValueError(f"{where}.amplitude_eps = {eps!r}: expected a positive finite number [T]")
+        raise ArgumentError(f"{where}.amplitude_eps = {eps!r}: expected a positive finite number [T]")
     out["amplitude_eps"] = float(eps)
     return out
 
@@ -85,8 +93,9 @@ class DirectionMLP(nn.Module):
     # the constructor-argument check flexlearn.config.target_arguments runs before a config or checkpoint builds it
     validate_hparams = staticmethod(validate_hparams)
 
-    def __init__(self, hidden: Sequence[int] = (128, 128, 128), activation: str = "silu",
-                 amplitude_eps: float = 1e-12) -> None:
+    def __init__(
+        self, hidden: Sequence[int] = (128, 128, 128), activation: str = "silu", amplitude_eps: float = 1e-12
+    ) -> None:
         super().__init__()
         hp = validate_hparams({"hidden": hidden, "activation": activation, "amplitude_eps": amplitude_eps})
         layers: list[nn.Module] = []
@@ -119,7 +128,7 @@ class DirectionMLP(nn.Module):
         return self.net((x - self.input_mean) / self.input_std)
 
     def direction(self, y: torch.Tensor, delta_b: torch.Tensor) -> torch.Tensor:
-        """y / ‖y‖ (..., 3) where usable, exactly 0 where not (see the module docstring's contract)."""
+        """Y / ‖y‖ (..., 3) where usable, exactly 0 where not (see the module docstring's contract)."""
         d = delta_b.to(y.dtype)
         n = torch.linalg.vector_norm(y, dim=-1, keepdim=True)
         amp = torch.linalg.vector_norm(d, dim=-1, keepdim=True)

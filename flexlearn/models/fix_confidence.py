@@ -11,6 +11,7 @@ that ℓ̂ implies. Their angle r = ∠(x, x̂(ℓ̂)) is the residual against t
 σ₀ is the model's error floor where it was trained (its held-out median). A fused estimator can take σ_m as the
 per-fix measurement noise and drop flagged fixes; bends past the trained cap are where the MLP extrapolates.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,9 +25,16 @@ from flexlearn.lie import so3_exp
 __all__ = ["fix_confidence"]
 
 
-def fix_confidence(physics: Any, delta_b: Tensor, pred: Tensor, sigma0: float = math.radians(0.4),
-                   field_gain: float = 0.5, reject: float = math.radians(3.0), cap: float = math.radians(29.5),
-                   cap_margin: float = math.radians(5.0)) -> dict[str, Tensor]:
+def fix_confidence(
+    physics: Any,
+    delta_b: Tensor,
+    pred: Tensor,
+    sigma0: float = math.radians(0.4),
+    field_gain: float = 0.5,
+    reject: float = math.radians(3.0),
+    cap: float = math.radians(29.5),
+    cap_margin: float = math.radians(5.0),
+) -> dict[str, Tensor]:
     """Per-fix {sigma_m (N,) [rad], residual (N,) [rad], bend (N,) [rad], flagged (N,) bool}.
 
     ``physics``: an identified `CoilDirectionModel`; ``delta_b`` (N, 3) calibrated fields; ``pred`` (N, 3) the
@@ -40,6 +48,6 @@ def fix_confidence(physics: Any, delta_b: Tensor, pred: Tensor, sigma0: float = 
         xh = physics.field_direction(v)
     r = torch.atan2(torch.linalg.vector_norm(torch.linalg.cross(x, xh, dim=-1), dim=-1), (x * xh).sum(-1))
     bend = torch.acos((p[:, 2] / torch.linalg.vector_norm(p, dim=-1)).clamp(-1.0, 1.0))
-    sigma = torch.sqrt(sigma0 ** 2 + (r / field_gain) ** 2)
+    sigma = torch.sqrt(sigma0**2 + (r / field_gain) ** 2)
     flagged = (r / field_gain > reject) | (bend > cap + cap_margin)
     return {"sigma_m": sigma, "residual": r, "bend": bend, "flagged": flagged}

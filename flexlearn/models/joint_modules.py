@@ -13,19 +13,23 @@ negative log posterior of `fit_input_map` summed over modules (up to the factor 
 A = I pins the common map the shared network could otherwise absorb. The shared network ``f`` is a plain
 `DirectionMLP`: a module it never saw is calibrated with `fit_input_map` exactly as for a one-module model.
 """
+
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
+from flexlearn.config import check, did_you_mean, is_finite_number
+from flexlearn.errors import ArgumentError
 from flexlearn.models.direction_mlp import DirectionMLP
 from flexlearn.sensing.module_cal import input_map
 
-__all__ = ["JointModuleModel", "ModuleMaps", "check_map_options", "train_joint"]
+__all__ = ["JointModuleModel", "JointTraining", "ModuleMaps", "check_map_options", "train_joint"]
 
 
 MAP_KINDS = ("rotation", "linear")
@@ -36,8 +40,6 @@ def check_map_options(options: Mapping[str, Any], where: str = "task.module_maps
     """The per-module map options (``kind`` rotation|linear, priors ``prior_rotation_deg`` [deg] and
     ``prior_shape`` [-], per-fix noise ``sigma_fix_deg`` [deg]) with defaults filled; `ConfigError` names a bad
     key or value."""
-    from flexlearn.config import check, did_you_mean, is_finite_number
-
     unknown = sorted(set(options) - set(MAP_KEYS))
     check(not unknown, where, unknown, f"unknown key(s){did_you_mean(unknown, MAP_KEYS)}; known keys: {list(MAP_KEYS)}")
     out = {"kind": "linear", "prior_rotation_deg": 3.0, "prior_shape": 0.03, "sigma_fix_deg": 0.5, **options}
@@ -54,16 +56,18 @@ class ModuleMaps(nn.Module):
 
     prior: Tensor  # buffer σ_θ (3 or 8,) of the prior on ``theta``
 
-    def __init__(self, n_modules: int, kind: str = "linear", prior_rotation: float = math.radians(3.0),
-                 prior_shape: float = 0.03) -> None:
+    def __init__(
+        self, n_modules: int, kind: str = "linear", prior_rotation: float = math.radians(3.0), prior_shape: float = 0.03
+    ) -> None:
         super().__init__()
         if kind not in MAP_KINDS or n_modules < 1:
-            raise ValueError(f"ModuleMaps: kind {kind!r} (rotation|linear), n_modules {n_modules} (>= 1)")
+            raise ArgumentError(f"ModuleMaps: kind {kind!r} (rotation|linear), n_modules {n_modules} (>= 1)")
         self.kind = kind
         n_par = 3 if kind == "rotation" else 8
         self.theta = nn.Parameter(torch.zeros(n_modules, n_par, dtype=torch.float64))
-        self.register_buffer("prior", torch.tensor([prior_rotation] * 3 + [prior_shape] * (n_par - 3),
-                                                   dtype=torch.float64))
+        self.register_buffer(
+            "prior", torch.tensor([prior_rotation] * 3 + [prior_shape] * (n_par - 3), dtype=torch.float64)
+        )
 
     def maps(self) -> Tensor:
         """A_k (K, 3, 3) of every training module."""
@@ -82,8 +86,14 @@ class ModuleMaps(nn.Module):
 class JointModuleModel(nn.Module):
     """Shared `DirectionMLP` ``net`` + per-module maps ``maps`` (`ModuleMaps`)."""
 
-    def __init__(self, n_modules: int, kind: str = "linear", prior_rotation: float = math.radians(3.0),
-                 prior_shape: float = 0.03, **mlp: Any) -> None:
+    def __init__(
+        self,
+        n_modules: int,
+        kind: str = "linear",
+        prior_rotation: float = math.radians(3.0),
+        prior_shape: float = 0.03,
+        **mlp: Any,
+    ) -> None:
         super().__init__()
         self.maps = ModuleMaps(n_modules, kind, prior_rotation, prior_shape)
         self.net = DirectionMLP(**mlp)
@@ -102,26 +112,66 @@ class JointModuleModel(nn.Module):
         return self.maps.prior_term()
 
 
-def train_joint(delta_b: np.ndarray, label: np.ndarray, module: np.ndarray, epochs: int = 40, batch: int = 512,
-                lr: float = 3e-3, weight_decay: float = 1e-5, lr_min_factor: float = 0.02,
-                sigma_fix: float = math.radians(0.5), kind: str = "linear", seed: int = 7,
-                hidden: Optional[Sequence[int]] = None) -> JointModuleModel:
-    """Train `JointModuleModel` on rows (ΔB (N, 3) [T], label (N, 3) unit, module (N,) int in [0, K)).
+@dataclass(frozen=True)
+class JointTraining:
+    """How `train_joint` trains: AdamW on the network (``weight_decay``) and the maps (none), cosine-annealed
+    learning rate from ``lr`` to ``lr · lr_min_factor`` over ``epochs`` — the optimiser of
+    `flexlearn.tasks.direction.DirectionTask`.
 
-    AdamW on the network (``weight_decay``) and the maps (none), cosine-annealed learning rate from ``lr`` to
-    ``lr · lr_min_factor`` over ``epochs`` — the optimiser of `flexlearn.tasks.direction.DirectionTask`.
+    Attributes:
+        epochs: passes over the rows.
+        batch: rows per step.
+        lr: initial learning rate.
+        weight_decay: AdamW weight decay of the network.
+        lr_min_factor: final learning rate / ``lr``.
+        sigma_fix: per-fix angular noise σ_fix [rad] weighing the prior of the maps.
+        kind: the maps' kind, ``rotation`` or ``linear``.
+        seed: seed of the weights and of the batch order.
+        hidden: widths of the network's hidden layers (None: 128, 128, 128).
     """
+
+    epochs: int = 40
+    batch: int = 512
+    lr: float = 3e-3
+    weight_decay: float = 1e-5
+    lr_min_factor: float = 0.02
+    sigma_fix: float = math.radians(0.5)
+    kind: str = "linear"
+    seed: int = 7
+    hidden: Optional[Sequence[int]] = None
+
+
+def train_joint(
+    delta_b: np.ndarray, label: np.ndarray, module: np.ndarray, options: JointTraining = JointTraining()
+) -> JointModuleModel:
+    """Train `JointModuleModel` on rows of several modules.
+
+    Args:
+        delta_b: (N, 3) calibrated fields [T].
+        label: (N, 3) unit parent axes.
+        module: (N,) int module index in [0, K).
+        options: how to train (`JointTraining`).
+
+    Returns:
+        The trained model, in eval mode.
+    """
+    epochs, batch, lr, seed = options.epochs, options.batch, options.lr, options.seed
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     x = torch.as_tensor(np.asarray(delta_b), dtype=torch.float32)
     y = torch.as_tensor(np.asarray(label), dtype=torch.float32)
     k = torch.as_tensor(np.asarray(module), dtype=torch.long)
-    model = JointModuleModel(int(k.max()) + 1, kind, hidden=tuple(hidden or (128, 128, 128)))
+    model = JointModuleModel(int(k.max()) + 1, options.kind, hidden=tuple(options.hidden or (128, 128, 128)))
     model.net.fit_input_normalization(x)
-    opt = torch.optim.AdamW([{"params": model.net.parameters(), "weight_decay": weight_decay},
-                             {"params": [model.theta], "weight_decay": 0.0}], lr=lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, epochs), eta_min=lr * lr_min_factor)
-    n, w_prior = x.shape[0], sigma_fix ** 2 / x.shape[0]          # × ½Σ‖θ/σ‖² (prior_term)
+    opt = torch.optim.AdamW(
+        [
+            {"params": model.net.parameters(), "weight_decay": options.weight_decay},
+            {"params": [model.theta], "weight_decay": 0.0},
+        ],
+        lr=lr,
+    )
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, epochs), eta_min=lr * options.lr_min_factor)
+    n, w_prior = x.shape[0], options.sigma_fix**2 / x.shape[0]  # × ½Σ‖θ/σ‖² (prior_term)
     for _ in range(epochs):
         for idx in torch.randperm(n, generator=gen).split(batch):
             opt.zero_grad()

@@ -1,19 +1,21 @@
 """Frame streams of a simulated robot recording in the Pi runner's protocols (JSON lines, binary), for dry runs
 and runtime tests.
 """
+
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
 
+from flexlearn.atomic import atomic_path
+from flexlearn.runtime.serial_frames import encode_frame
 from flexlearn.sim.robot import RobotRecording
+
 
 def write_frames_jsonl(rec: RobotRecording, path: Any) -> None:
     """Write a recording in the runner's frame protocol (``flexlearn-frames/1``, see scripts/pi_runner.py)."""
-    import json
-
-    from flexlearn.atomic import atomic_path
 
     def rows(a: np.ndarray) -> list:
         return [[None if not np.isfinite(c) else float(c) for c in r] for r in a]
@@ -29,9 +31,6 @@ def write_frames_jsonl(rec: RobotRecording, path: Any) -> None:
 
 def write_frames_binary(rec: RobotRecording, path: Any) -> None:
     """Write a recording in the binary frame protocol (``flexlearn-binframes/1``, `flexlearn.runtime.serial_frames`)."""
-    from flexlearn.atomic import atomic_path
-    from flexlearn.runtime.serial_frames import encode_frame
-
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
         f.write(encode_frame("ref", float(rec.att_t[0]), 0, q=rec.quats[0].tolist()))
         for seq, (t, kind, i) in enumerate(rec.frames(), start=1):

@@ -2,37 +2,51 @@
 
 Baselines (seed V-A): the estimator's ``fusion``, ``mag_only``, ``quat_only`` modes replay the same recording
 through `flexlearn.runtime.fusion.estimator.FusedEstimator` (``fusion_rotation``: fusion with the seed's 3-D rotation
-bias; ``fusion_heading_walk``: one random-walk heading correction per joint); the inertial variants (``accel_quat``: constrained acceleration + quaternions; ``accel_only``)
+bias; ``fusion_heading_walk``: one random-walk heading correction per joint); the inertial variants (``accel_quat``:
+constrained acceleration + quaternions; ``accel_only``)
 double-integrate the accelerometers (no ZUPT) and rebuild the fixed-length chain through the integrated board
 positions — offline numpy code, they are not runtime methods.
 
 The scenarios themselves are in `flexlearn.sim.shape_scenarios`.
 """
+
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import numpy as np
 import torch
 
+from flexlearn.lie import quat_to_matrix
+from flexlearn.models.direction_mlp import DirectionMLP
+from flexlearn.runtime.fusion.estimator import FusedEstimator
+from flexlearn.runtime.fusion.options import EstimatorSettings
+from flexlearn.sensing.magcal import fit_alignment, fit_ellipsoid
 from flexlearn.sim.numpy_lie import single_torch_thread
 from flexlearn.sim.robot import E, RobotConfig, RobotRecording, rig_pairs
-
-if TYPE_CHECKING:
-    from flexlearn.runtime.fusion.estimator import FusedEstimator
 
 METHODS = ("fusion", "fusion_heading_walk", "fusion_rotation", "mag_only", "quat_only", "accel_quat", "accel_only")
 
 
-ESTIMATOR_METHODS = {"fusion": ("fusion", {}), "fusion_heading_walk": ("fusion", {"bias_model": "heading_walk"}),
-                     "fusion_rotation": ("fusion", {"bias_model": "rotation"}),
-                     "mag_only": ("mag_only", {}), "quat_only": ("quat_only", {})}
+ESTIMATOR_METHODS = {
+    "fusion": ("fusion", {}),
+    "fusion_heading_walk": ("fusion", {"bias_model": "heading_walk"}),
+    "fusion_rotation": ("fusion", {"bias_model": "rotation"}),
+    "mag_only": ("mag_only", {}),
+    "quat_only": ("quat_only", {}),
+}
 
 
-def fit_direction_model(n: int = 6000, steps: int = 1500, hidden: tuple[int, ...] = (64, 64),
-                        max_colatitude: float = math.radians(30.0), cfg: Optional[RobotConfig] = None,
-                        seed: int = 0, noise: float = 0.6e-6) -> torch.nn.Module:
+def fit_direction_model(
+    n: int = 6000,
+    steps: int = 1500,
+    hidden: tuple[int, ...] = (64, 64),
+    max_colatitude: float = math.radians(30.0),
+    cfg: Optional[RobotConfig] = None,
+    seed: int = 0,
+    noise: float = 0.6e-6,
+) -> torch.nn.Module:
     """A small `DirectionMLP` fitted (cosine loss, seed 002 III-B1) on rig pairs — for tests and the reproduction.
 
     The real pipeline trains with `flexlearn.jobs.train.train` on processed sweeps; this is its quick stand-in.
@@ -41,10 +55,15 @@ def fit_direction_model(n: int = 6000, steps: int = 1500, hidden: tuple[int, ...
         return _fit(n, steps, hidden, max_colatitude, cfg, seed, noise)
 
 
-def _fit(n: int, steps: int, hidden: tuple[int, ...], max_colatitude: float, cfg: Optional[RobotConfig],
-         seed: int, noise: float) -> torch.nn.Module:
-    from flexlearn.models.direction_mlp import DirectionMLP
-
+def _fit(
+    n: int,
+    steps: int,
+    hidden: tuple[int, ...],
+    max_colatitude: float,
+    cfg: Optional[RobotConfig],
+    seed: int,
+    noise: float,
+) -> torch.nn.Module:
     db, label = rig_pairs(n, max_colatitude, cfg, seed=seed, noise=noise)
     torch.manual_seed(seed)
     model = DirectionMLP(hidden=hidden)
@@ -64,41 +83,49 @@ def _fit(n: int, steps: int, hidden: tuple[int, ...], max_colatitude: float, cfg
 
 def soft_iron(rec: RobotRecording) -> torch.Tensor:
     """W (N, 3, 3) from `fit_ellipsoid` on each receiver's calibration data."""
-    from flexlearn.sensing.magcal import fit_ellipsoid
-
     return torch.stack([fit_ellipsoid(rec.cal[j])[0] for j in range(rec.meta["n_segments"])])
 
 
-def build_estimator(rec: RobotRecording, model: torch.nn.Module, mode: str = "fusion", script: bool = True,
-                    align_window: float = 0.0, alignment: Optional[torch.Tensor] = None,
-                    **kwargs: Any) -> FusedEstimator | torch.jit.ScriptModule:
+def build_estimator(
+    rec: RobotRecording,
+    model: torch.nn.Module,
+    mode: str = "fusion",
+    script: bool = True,
+    align_window: float = 0.0,
+    alignment: Optional[torch.Tensor] = None,
+    **kwargs: Any,
+) -> FusedEstimator | torch.jit.ScriptModule:
     """A `FusedEstimator` for ``rec``: soft iron W from `fit_ellipsoid` on each receiver's calibration data.
 
     Receiver alignments A_i (seed 002, III-B3): ``alignment`` (N, 3, 3) as given (e.g. `alignment_from_window` on
     an initialisation recording of the same robot), or with ``align_window`` > 0 fitted on the magnetic fixes of
     the first ``align_window`` seconds of ``rec`` itself (the seed uses 45 s), else identity.
     """
-    from flexlearn.runtime.fusion.estimator import FusedEstimator
-
     n = rec.meta["n_segments"]
     w = soft_iron(rec)
-    a = alignment if alignment is not None else (
-        alignment_from_window(rec, model, w, align_window) if align_window > 0 else None)
-    est = FusedEstimator(model, n_segments=n, length=rec.meta["length"], soft_iron=w, alignment=a,
-                         full_scale=rec.meta["full_scale"], mode=mode, **kwargs)
+    a = (
+        alignment
+        if alignment is not None
+        else (alignment_from_window(rec, model, w, align_window) if align_window > 0 else None)
+    )
+    settings = EstimatorSettings(
+        n_segments=n, length=rec.meta["length"], full_scale=rec.meta["full_scale"], mode=mode, **kwargs
+    )
+    est = FusedEstimator(model, settings, soft_iron=w, alignment=a)
     return torch.jit.script(est) if script else est
 
 
-def alignment_from_window(rec: RobotRecording, model: torch.nn.Module, w: torch.Tensor, window: float,
-                          **fit_kwargs: Any) -> torch.Tensor:
-    """Receiver alignments A (N, 3, 3) from the fixes in [0, window] s (`fit_alignment`; its ``prior`` and
-    ``min_fixes`` via ``fit_kwargs``: identity where too few fixes, shrunk toward identity by the uncertainty)."""
-    from flexlearn.runtime.fusion.estimator import FusedEstimator
-    from flexlearn.sensing.magcal import fit_alignment
-
+def alignment_from_window(
+    rec: RobotRecording, model: torch.nn.Module, w: torch.Tensor, window: float, **fit_kwargs: Any
+) -> torch.Tensor:
+    """Receiver alignments A (N, 3, 3) from the fixes in [0, window] s (`fit_alignment`; its ``options``
+    (`AlignmentOptions`: prior, min_fixes) via ``fit_kwargs``: identity where too few fixes, shrunk toward identity
+    by the uncertainty)."""
     n = rec.meta["n_segments"]
-    est = FusedEstimator(model, n_segments=n, length=rec.meta["length"], soft_iron=w,
-                         full_scale=rec.meta["full_scale"], mode="quat_only")
+    settings = EstimatorSettings(
+        n_segments=n, length=rec.meta["length"], full_scale=rec.meta["full_scale"], mode="quat_only"
+    )
+    est = FusedEstimator(model, settings, soft_iron=w)
     est.set_reference(torch.from_numpy(rec.quats[0]))
     db: list[list[torch.Tensor]] = [[] for _ in range(n)]
     tg: list[list[torch.Tensor]] = [[] for _ in range(n)]
@@ -140,8 +167,6 @@ def inertial_baseline(rec: RobotRecording, use_quaternions: bool) -> np.ndarray:
     a_k = R_k f_k − g ẑ with R_k = R(q_k) (``use_quaternions``) or R(q_k⁰) frozen at the start (acceleration only);
     velocity and position by the trapezoid rule from rest at the straight pose; û_k = unit(b̂_k − b̂_{k−1}).
     """
-    from flexlearn.lie import quat_to_matrix
-
     n, length = rec.meta["n_segments"], rec.meta["length"]
     q = torch.from_numpy(rec.quats if use_quaternions else np.broadcast_to(rec.quats[:1], rec.quats.shape).copy())
     r = quat_to_matrix(q).numpy()
@@ -149,26 +174,34 @@ def inertial_baseline(rec: RobotRecording, use_quaternions: bool) -> np.ndarray:
     dt = np.diff(rec.att_t)[:, None, None]
     v = np.concatenate([np.zeros_like(a[:1]), np.cumsum(0.5 * (a[1:] + a[:-1]) * dt, 0)])
     x = np.concatenate([np.zeros_like(a[:1]), np.cumsum(0.5 * (v[1:] + v[:-1]) * dt, 0)])
-    b0 = np.concatenate([[np.zeros(3)], (np.arange(n)[:, None] * length + 0.010) * E])   # straight boards
+    b0 = np.concatenate([[np.zeros(3)], (np.arange(n)[:, None] * length + 0.010) * E])  # straight boards
     b = b0 + x
     d = b[:, 1:] - b[:, :-1]
     nrm = np.linalg.norm(d, axis=-1, keepdims=True)
     u = np.where(nrm > 1e-9, d / np.maximum(nrm, 1e-300), E)
-    u[:, 0] = np.where(nrm[:, 0] > 1e-9, (b[:, 1] - 0.0) / np.maximum(np.linalg.norm(b[:, 1], axis=-1,
-                                                                                          keepdims=True), 1e-300), E)
+    u[:, 0] = np.where(
+        nrm[:, 0] > 1e-9, (b[:, 1] - 0.0) / np.maximum(np.linalg.norm(b[:, 1], axis=-1, keepdims=True), 1e-300), E
+    )
     return np.concatenate([np.zeros((u.shape[0], 1, 3)), np.cumsum(length * u, 1)], 1)
 
 
 def errors(est: np.ndarray, rec: RobotRecording) -> dict[str, float]:
     """Backbone RMSE over all pivots and frames, and tip RMSE [mm] (seed 002, IV-A)."""
     d = np.linalg.norm(est[:, 1:] - rec.points[:, 1:], axis=-1)
-    return {"backbone_rmse_mm": float(1e3 * np.sqrt(np.mean(d ** 2))),
-            "tip_rmse_mm": float(1e3 * np.sqrt(np.mean(d[:, -1] ** 2)))}
+    return {
+        "backbone_rmse_mm": float(1e3 * np.sqrt(np.mean(d**2))),
+        "tip_rmse_mm": float(1e3 * np.sqrt(np.mean(d[:, -1] ** 2))),
+    }
 
 
-def run_methods(rec: RobotRecording, model: torch.nn.Module, methods: tuple[str, ...] = METHODS,
-                align_window: float = 0.0, alignment: Optional[torch.Tensor] = None,
-                **est_kwargs: Any) -> dict[str, dict[str, Any]]:
+def run_methods(
+    rec: RobotRecording,
+    model: torch.nn.Module,
+    methods: tuple[str, ...] = METHODS,
+    align_window: float = 0.0,
+    alignment: Optional[torch.Tensor] = None,
+    **est_kwargs: Any,
+) -> dict[str, dict[str, Any]]:
     """Estimated backbones and errors of every method on one recording (see `build_estimator` for the alignment;
     ``est_kwargs`` go to `FusedEstimator`)."""
     out: dict[str, dict[str, Any]] = {}
@@ -177,7 +210,11 @@ def run_methods(rec: RobotRecording, model: torch.nn.Module, methods: tuple[str,
             pts = inertial_baseline(rec, m == "accel_quat")
         else:
             mode, kw = ESTIMATOR_METHODS[m]
-            pts = replay(rec, build_estimator(rec, model, mode, align_window=align_window, alignment=alignment,
-                                              **{**kw, **est_kwargs}))
+            pts = replay(
+                rec,
+                build_estimator(
+                    rec, model, mode, align_window=align_window, alignment=alignment, **{**kw, **est_kwargs}
+                ),
+            )
         out[m] = {"points": pts, **errors(pts, rec)}
     return out

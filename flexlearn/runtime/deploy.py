@@ -15,8 +15,10 @@ option and the calibration are checked (keys, ranges, shapes; errors name the ke
 anything is scripted or written; the file gets its manifest ``<file>.manifest.json`` (`flexlearn.runtime.export`)
 and `load_bundle` verifies it (opt-out: ``trust_unverified=True``).
 """
+
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -28,11 +30,20 @@ from torch import Tensor, nn
 
 from flexlearn.errors import CheckpointError, ConfigError
 from flexlearn.runtime.calibration_file import CALIBRATION_SCHEMA, CalibrationFileError, check_calibration
-from flexlearn.runtime.export import (Artifact, archive_entries, load_torchscript_bytes, read_verified, script,
-                                      script_artifact, versions, write_artifacts)
-from flexlearn.runtime.fusion.estimator import FusedEstimator
+from flexlearn.runtime.export import (
+    Artifact,
+    archive_entries,
+    load_torchscript_bytes,
+    read_verified,
+    script,
+    script_artifact,
+    versions,
+    write_artifacts,
+)
 from flexlearn.runtime.fusion.confidence import confidence_error
-from flexlearn.runtime.height_control import HeightPID
+from flexlearn.runtime.fusion.estimator import FusedEstimator
+from flexlearn.runtime.fusion.options import EstimatorSettings
+from flexlearn.runtime.height_control import HeightPID, HeightPIDSettings
 
 BUNDLE_SCHEMA_VERSION = 1
 METADATA_FILE = "metadata.json"
@@ -89,46 +100,94 @@ class DeployBundle(nn.Module):
         return self.estimator.attitude(t, quats)
 
 
-def build_bundle(model: nn.Module, n_segments: int = 9, length: float = 0.029, soft_iron: Optional[Tensor] = None,
-                 alignment: Optional[Tensor] = None, estimator: Optional[dict[str, Any]] = None,
-                 controller: Optional[dict[str, Any]] = None) -> DeployBundle:
+def build_bundle(
+    model: nn.Module,
+    n_segments: int = 9,
+    length: float = 0.029,
+    soft_iron: Optional[Tensor] = None,
+    alignment: Optional[Tensor] = None,
+    estimator: Optional[dict[str, Any]] = None,
+    controller: Optional[dict[str, Any]] = None,
+) -> DeployBundle:
     """Assemble the eager bundle; ``estimator``/``controller`` are keyword overrides of the two modules."""
-    est = FusedEstimator(model.eval(), n_segments=n_segments, length=length, soft_iron=soft_iron,
-                         alignment=alignment, **(estimator or {}))
-    return DeployBundle(est, HeightPID(**(controller or {})))
+    settings = EstimatorSettings(n_segments=n_segments, length=length, **(estimator or {}))
+    est = FusedEstimator(model.eval(), settings, soft_iron=soft_iron, alignment=alignment)
+    return DeployBundle(est, HeightPID(HeightPIDSettings(**(controller or {}))))
 
 
-def bundle_artifact(bundle: DeployBundle, path: str | Path, metadata: Optional[dict[str, Any]] = None,
-                    calibration: Optional[dict[str, Any]] = None) -> Artifact:
+def bundle_artifact(
+    bundle: DeployBundle,
+    path: str | Path,
+    metadata: Optional[dict[str, Any]] = None,
+    calibration: Optional[dict[str, Any]] = None,
+) -> Artifact:
     """Script ``bundle`` (not frozen) with its metadata (see the module docstring) as an `Artifact`."""
     est = bundle.estimator
-    meta = {"schema_version": BUNDLE_SCHEMA_VERSION, "kind": "flexlearn-seed002-bundle",
-            "n_segments": est.n, "length_m": est.length, "frame_protocol": FRAME_PROTOCOL,
-            "estimator": {"mode": est.mode, "sigma_b": est.sigma_b2 ** 0.5, "sigma_m": est.sigma_m2 ** 0.5,
-                          "p0": est.p0, "twist_damping": est.twist_damping, "settle_s": est.settle,
-                          "min_fresh": est.min_fresh, "full_scale_T": est.full_scale,
-                          "reference": "body" if est.body_ref else "world",
-                          "bias_model": est.bias_model, "gate": est.gate, "sigma_align": est.sigma_align,
-                          "travel_noise": est.travel_noise, "confidence": json.loads(est.confidence_json)},
-            "controller": {k: getattr(bundle.controller, k) for k in
-                           ("target", "kp", "ki", "kd", "tau_d", "i_band", "v_max", "a_max", "settle",
-                            "reject_above")},
-            "calibration": {"aw": est.aw.tolist(), **(calibration or {})},
-            "units": {"time": "s", "quaternion": "(w, x, y, z) body->world", "mag": "T", "length": "m",
-                      "spool": "m of tendon", "velocity": "m/s"},
-            **versions(), **(metadata or {})}
+    meta = {
+        "schema_version": BUNDLE_SCHEMA_VERSION,
+        "kind": "flexlearn-seed002-bundle",
+        "n_segments": est.n,
+        "length_m": est.length,
+        "frame_protocol": FRAME_PROTOCOL,
+        "estimator": {
+            "mode": est.mode,
+            "sigma_b": est.sigma_b2**0.5,
+            "sigma_m": est.sigma_m2**0.5,
+            "p0": est.p0,
+            "twist_damping": est.twist_damping,
+            "settle_s": est.settle,
+            "min_fresh": est.min_fresh,
+            "full_scale_T": est.full_scale,
+            "reference": "body" if est.body_ref else "world",
+            "bias_model": est.bias_model,
+            "gate": est.gate,
+            "sigma_align": est.sigma_align,
+            "travel_noise": est.travel_noise,
+            "confidence": json.loads(est.confidence_json),
+        },
+        "controller": {
+            k: getattr(bundle.controller, k)
+            for k in ("target", "kp", "ki", "kd", "tau_d", "i_band", "v_max", "a_max", "settle", "reject_above")
+        },
+        "calibration": {"aw": est.aw.tolist(), **(calibration or {})},
+        "units": {
+            "time": "s",
+            "quaternion": "(w, x, y, z) body->world",
+            "mag": "T",
+            "length": "m",
+            "spool": "m of tendon",
+            "velocity": "m/s",
+        },
+        **versions(),
+        **(metadata or {}),
+    }
     return script_artifact(script(bundle), path, meta, "bundle")
 
 
-def export_bundle(bundle: DeployBundle, path: str | Path, metadata: Optional[dict[str, Any]] = None,
-                  calibration: Optional[dict[str, Any]] = None) -> Path:
+def export_bundle(
+    bundle: DeployBundle,
+    path: str | Path,
+    metadata: Optional[dict[str, Any]] = None,
+    calibration: Optional[dict[str, Any]] = None,
+) -> Path:
     """Script ``bundle`` and save it with its metadata and manifest (written atomically)."""
     return write_artifacts([bundle_artifact(bundle, path, metadata, calibration)])[0]
 
 
-def _bundle_metadata(data: bytes, path: str | Path) -> dict[str, Any]:
-    """The ``metadata.json`` of a bundle archive, read from the zip (nothing of the model runs); checks the
-    schema version."""
+def bundle_metadata(data: bytes, path: str | Path) -> dict[str, Any]:
+    """The ``metadata.json`` of a bundle archive, read from the zip (nothing of the model runs).
+
+    Args:
+        data: the archive's bytes.
+        path: its file (named in errors).
+
+    Returns:
+        The metadata.
+
+    Raises:
+        CheckpointError: metadata.json is not valid JSON.
+        BundleSchemaError: another schema version than `BUNDLE_SCHEMA_VERSION`.
+    """
     raw = archive_entries(data, path, only=f"extra/{METADATA_FILE}")[1].get(f"extra/{METADATA_FILE}", b"{}")
     try:
         meta = json.loads(raw)
@@ -148,13 +207,13 @@ def load_bundle(path: str | Path, *, trust_unverified: bool = False) -> tuple[to
     if not path.is_file():
         raise CheckpointError(f"bundle '{path}': not found")
     try:
-        _bundle_metadata(path.read_bytes(), path)
+        bundle_metadata(path.read_bytes(), path)
     except BundleSchemaError:
         raise
     except (CheckpointError, OSError):
         pass  # unreadable: the manifest check below names the problem
     data = read_verified(path, trust_unverified=trust_unverified)
-    meta = _bundle_metadata(data, path)
+    meta = bundle_metadata(data, path)
     module, _ = load_torchscript_bytes(data, path)
     return module, meta
 
@@ -171,8 +230,10 @@ def _rule(test: Callable[[float], bool], requirement: str, optional: bool = Fals
 # the clock-restart rule shared by both modules (flexlearn.runtime.time_base)
 CLOCK_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "clock_jump": _rule(lambda v: v > 0, "must be a finite time > 0 [s]"),
-    "clock_confirm": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 2,
-                      "must be an integer >= 2 [frames]"),
+    "clock_confirm": (
+        lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 2,
+        "must be an integer >= 2 [frames]",
+    ),
 }
 # HeightPID settings (flexlearn.runtime.height_control): key -> (accepts(value), requirement)
 CONTROLLER_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
@@ -202,19 +263,39 @@ ESTIMATOR_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "travel_noise": _rule(lambda v: v >= 0, "must be null or a finite value >= 0 [per rad]", optional=True),
     "gate": _rule(lambda v: v >= 0, "must be a finite gate >= 0 [standard deviations] (0: none)"),
     "sigma_align": _rule(lambda v: v > 0, "must be a finite angle > 0 [rad]"),
-    "confidence": (lambda v: confidence_error(v) is None, "must be null (constant sigma_m) or a per-fix confidence "
-                   "source (flexlearn.runtime.fusion.confidence): {reason}"),
+    "confidence": (
+        lambda v: confidence_error(v) is None,
+        "must be null (constant sigma_m) or a per-fix confidence "
+        "source (flexlearn.runtime.fusion.confidence): {reason}",
+    ),
     **CLOCK_RULES,
 }
 
 
-def _check_settings(cls: type, kwargs: Optional[Mapping[str, Any]], where: str, reserved: tuple[str, ...],
-                    rules: Mapping[str, tuple[Callable[[Any], bool], str]]) -> dict[str, Any]:
-    """Reject unknown or reserved keys and out-of-range values; errors name ``where.key`` and the value."""
-    import inspect
+def _check_settings(
+    cls: type,
+    kwargs: Optional[Mapping[str, Any]],
+    where: str,
+    reserved: tuple[str, ...],
+    rules: Mapping[str, tuple[Callable[[Any], bool], str]],
+) -> dict[str, Any]:
+    """Reject unknown or reserved keys and out-of-range values; errors name ``where.key`` and the value.
 
+    Args:
+        cls: the settings dataclass whose fields are the allowed keys.
+        kwargs: the given settings.
+        where: the config path named in errors.
+        reserved: fields set by the bundle itself (not accepted here).
+        rules: key → (accepts(value), requirement).
+
+    Returns:
+        The settings as a dict.
+
+    Raises:
+        BundleConfigError: an unknown or reserved key, or a value out of range.
+    """
     kwargs = dict(kwargs or {})
-    allowed = set(inspect.signature(cls).parameters) - {"self", *reserved}
+    allowed = {field.name for field in dataclasses.fields(cls)} - set(reserved)
     bad = sorted(set(kwargs) - allowed)
     if bad:
         raise BundleConfigError(f"config '{where}': unknown key(s) {bad}; allowed: {sorted(allowed)}")
@@ -229,10 +310,15 @@ def _calibration_source(calibration: Any, where: str) -> tuple[dict[str, Any], C
     """(calibration dict, field-name formatter); a file is read and parsed here, errors name it."""
     if not isinstance(calibration, (str, Path)):
         cal = calibration
-        name = (lambda field: f"config '{where}.calibration.{field}'")
+
+        def name(field: str) -> str:
+            return f"config '{where}.calibration.{field}'"
     else:
         src = Path(calibration)
-        name = (lambda field: f"calibration file '{src}', field '{field}'")
+
+        def name(field: str) -> str:
+            return f"calibration file '{src}', field '{field}'"
+
         try:
             cal = json.loads(src.read_text(encoding="utf-8"))
         except FileNotFoundError as exc:
@@ -242,8 +328,10 @@ def _calibration_source(calibration: Any, where: str) -> tuple[dict[str, Any], C
         except ValueError as exc:
             raise BundleConfigError(f"calibration file '{src}': not valid JSON ({exc})") from exc
         if not isinstance(cal, dict):
-            raise BundleConfigError(f"calibration file '{src}': top level is a {type(cal).__name__}, expected a "
-                                    f"JSON object with 'W' (N, 3, 3), optional 'A' (N, 3, 3) and 'offset' (N, 3)")
+            raise BundleConfigError(
+                f"calibration file '{src}': top level is a {type(cal).__name__}, expected a "
+                f"JSON object with 'W' (N, 3, 3), optional 'A' (N, 3, 3) and 'offset' (N, 3)"
+            )
     if not isinstance(cal, Mapping):
         raise BundleConfigError(f"config '{where}.calibration' = {cal!r}: expected a mapping or a JSON file path")
     return dict(cal), name
@@ -260,8 +348,12 @@ def model_fingerprint(model: nn.Module) -> str:
     return h.hexdigest()
 
 
-def load_calibration(calibration: Optional[Mapping[str, Any] | str | Path], n_segments: int, where: str = "bundle",
-                     fingerprint: Optional[str] = None) -> tuple[Optional[Tensor], Optional[Tensor], dict[str, Any]]:
+def load_calibration(
+    calibration: Optional[Mapping[str, Any] | str | Path],
+    n_segments: int,
+    where: str = "bundle",
+    fingerprint: Optional[str] = None,
+) -> tuple[Optional[Tensor], Optional[Tensor], dict[str, Any]]:
     """(W, A, the rest) of a calibration dict or JSON file: W, A (N, 3, 3) and offset (N, 3), finite [-, -, T].
 
     ``"identity"`` (or None) is no calibration. An object with a ``schema`` field must be a
@@ -292,42 +384,92 @@ def load_calibration(calibration: Optional[Mapping[str, Any] | str | Path], n_se
     return arrays.get("W"), arrays.get("A"), {k: v for k, v in cal.items() if k not in ("W", "A")}
 
 
-def prepare_deploy_bundle(model: nn.Module, out_path: str | Path, n_segments: int = 9, length: float = 0.029,
-                          calibration: Optional[Mapping[str, Any] | str | Path] = None,
-                          estimator: Optional[Mapping[str, Any]] = None,
-                          controller: Optional[Mapping[str, Any]] = None,
-                          metadata: Optional[dict[str, Any]] = None, where: str = "bundle") -> Artifact:
+@dataclasses.dataclass(frozen=True)
+class BundleOptions:
+    """What a deploy bundle is built from besides the direction model (`prepare_deploy_bundle`).
+
+    Args:
+        n_segments: N joints.
+        length: pivot spacing L [m].
+        calibration: a dict or a JSON file with per-receiver ``W`` (N, 3, 3), optional ``A`` (N, 3, 3),
+            ``offset`` (N, 3) [T] and ``quality`` (e.g. `EllipsoidQuality.as_dict()` from `flexlearn.sensing.magcal`);
+            ``"identity"`` or None: no calibration (`load_calibration`).
+        estimator: overrides of `EstimatorSettings` (not ``n_segments``, ``length``), checked by `ESTIMATOR_RULES`.
+        controller: overrides of `HeightPIDSettings`, checked by `CONTROLLER_RULES`.
+        where: the config path errors name (``<where>.<key>``).
+    """
+
+    n_segments: int = 9
+    length: float = 0.029
+    calibration: Optional[Mapping[str, Any] | str | Path] = None
+    estimator: Optional[Mapping[str, Any]] = None
+    controller: Optional[Mapping[str, Any]] = None
+    where: str = "bundle"
+
+
+def prepare_deploy_bundle(
+    model: nn.Module,
+    out_path: str | Path,
+    options: BundleOptions = BundleOptions(),
+    metadata: Optional[dict[str, Any]] = None,
+) -> Artifact:
     """Validate every option and the calibration, then build and script the bundle; nothing is written.
 
-    Errors (`BundleConfigError`) name ``<where>.<key>`` (or the calibration file and field) and the value.
+    Args:
+        model: the trained direction model.
+        out_path: where the bundle will be written.
+        options: N, L, calibration and the settings overrides (`BundleOptions`).
+        metadata: merged into the bundle's metadata (checkpoint path, training info).
+
+    Returns:
+        The scripted bundle as an `Artifact` (write it with `write_artifacts`).
+
+    Raises:
+        BundleConfigError: an option or the calibration is unknown, malformed or out of range; the message names
+            ``<where>.<key>`` (or the calibration file and field) and the value.
     """
+    n_segments, length, where = options.n_segments, options.length, options.where
     if isinstance(n_segments, bool) or not hasattr(n_segments, "__index__") or int(n_segments) < 1:
         raise BundleConfigError(f"config '{where}.n_segments' = {n_segments!r}: must be an integer >= 1")
     n_segments = int(n_segments)
     if not (_number(length) and math.isfinite(length) and length > 0):
         raise BundleConfigError(f"config '{where}.length' = {length!r}: must be a finite length > 0 [m]")
-    est_kw = _check_settings(FusedEstimator, estimator, f"{where}.estimator",
-                             ("model", "n_segments", "length", "soft_iron", "alignment"), ESTIMATOR_RULES)
-    ctl_kw = _check_settings(HeightPID, controller, f"{where}.controller", (), CONTROLLER_RULES)
+    est_kw = _check_settings(
+        EstimatorSettings, options.estimator, f"{where}.estimator", ("n_segments", "length"), ESTIMATOR_RULES
+    )
+    ctl_kw = _check_settings(HeightPIDSettings, options.controller, f"{where}.controller", (), CONTROLLER_RULES)
     fingerprint = model_fingerprint(model)
-    w, a, rest = load_calibration(calibration, n_segments, where, fingerprint)
+    w, a, rest = load_calibration(options.calibration, n_segments, where, fingerprint)
     bundle = build_bundle(model, n_segments, float(length), w, a, est_kw, ctl_kw)
-    return bundle_artifact(bundle, out_path, {"model_fingerprint": fingerprint, "calibration_schema": CALIBRATION_SCHEMA,
-                                              **(metadata or {})}, rest)
+    return bundle_artifact(
+        bundle,
+        out_path,
+        {"model_fingerprint": fingerprint, "calibration_schema": CALIBRATION_SCHEMA, **(metadata or {})},
+        rest,
+    )
 
 
-def export_deploy_bundle(model: nn.Module, out_path: str | Path, n_segments: int = 9, length: float = 0.029,
-                         calibration: Optional[Mapping[str, Any] | str | Path] = None,
-                         estimator: Optional[Mapping[str, Any]] = None, controller: Optional[Mapping[str, Any]] = None,
-                         metadata: Optional[dict[str, Any]] = None, where: str = "bundle") -> Path:
+def export_deploy_bundle(
+    model: nn.Module,
+    out_path: str | Path,
+    options: BundleOptions = BundleOptions(),
+    metadata: Optional[dict[str, Any]] = None,
+) -> Path:
     """CLI hook (`flexlearn-export`): trained direction model (+ calibration) → one bundle file + manifest.
 
-    ``calibration``: a dict or a JSON file with per-receiver ``W`` (N, 3, 3), optional ``A`` (N, 3, 3),
-    ``offset`` (N, 3) [T] and ``quality`` (e.g. `EllipsoidQuality.as_dict()` from `flexlearn.sensing.magcal`).
-    ``estimator`` / ``controller``: keyword overrides of `FusedEstimator` / `HeightPID`; unknown keys and
-    out-of-range values (`ESTIMATOR_RULES`, `CONTROLLER_RULES`) fail with a message naming them, before
-    anything is written. ``metadata`` is merged into the bundle's metadata (checkpoint path, training info).
+    Unknown keys and out-of-range values of ``options`` (`ESTIMATOR_RULES`, `CONTROLLER_RULES`) fail with a message
+    naming them, before anything is written.
+
+    Args:
+        model: the trained direction model.
+        out_path: the bundle file to write.
+        options: N, L, calibration and the settings overrides (`BundleOptions`).
+        metadata: merged into the bundle's metadata (checkpoint path, training info).
+
+    Returns:
+        The path written.
+
+    Raises:
+        BundleConfigError: see `prepare_deploy_bundle`.
     """
-    art = prepare_deploy_bundle(model, out_path, n_segments, length, calibration, estimator, controller, metadata,
-                                where)
-    return write_artifacts([art])[0]
+    return write_artifacts([prepare_deploy_bundle(model, out_path, options, metadata)])[0]

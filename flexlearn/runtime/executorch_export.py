@@ -29,35 +29,59 @@ a dimension, also what ``mv``/``addmv`` decompose into) accumulates float64 in f
 float64 sums over dimensions are lowered as ``mean · count`` and ``mv``/``addmv`` as ``mm``. ExecuTorch is
 imported only by the functions that need it (``pip install .[deploy]``).
 """
+
 from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import io
 import json
 import re
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import torch
 from torch import Tensor, nn
 
 from flexlearn.errors import CheckpointError
-from flexlearn.runtime.export import (METADATA_FILE, Artifact, _check_archive_version, _check_graph, _check_payloads,
-                                      _check_sample_inputs,
-                                      archive_entries, load_program, program_artifact, read_verified, versions,
-                                      write_artifacts)
-
-if TYPE_CHECKING:
-    from flexlearn.runtime.arm.controller import ArmController
-    from flexlearn.runtime.deploy import DeployBundle
+from flexlearn.runtime.arm.controller import ArmController
+from flexlearn.runtime.arm.graph import ArmControllerGraph
+from flexlearn.runtime.arm.outputs import FAULT_BITS, state_layout
+from flexlearn.runtime.deploy import (
+    BUNDLE_SCHEMA_VERSION,
+    BundleSchemaError,
+    DeployBundle,
+    bundle_artifact,
+    bundle_metadata,
+)
+from flexlearn.runtime.export import (
+    METADATA_FILE,
+    Artifact,
+    archive_entries,
+    check_archive_version,
+    check_graph,
+    check_payloads,
+    check_sample_inputs,
+    load_program,
+    program_artifact,
+    read_verified,
+    versions,
+    write_artifacts,
+)
+from flexlearn.runtime.fusion.graph import FusedEstimatorGraph
+from flexlearn.runtime.manifest import UntrustedArtifactError
 
 METADATA_METHOD = "metadata_json"
 PTE_SCHEMA = 1
 BUNDLE_METHODS = ("set_reference", "attitude", "magnetometer", "correct")
-_GRAPH_METHODS = {"set_reference": "set_reference", "attitude": "attitude", "magnetometer": "magnetometer_round",
-                  "correct": "correct_pending"}
+_GRAPH_METHODS = {
+    "set_reference": "set_reference",
+    "attitude": "attitude",
+    "magnetometer": "magnetometer_round",
+    "correct": "correct_pending",
+}
 _ATEN = torch.ops.aten
 
 
@@ -76,14 +100,20 @@ def diagnose_export(module: nn.Module, args: tuple, kwargs: Optional[dict] = Non
         text = str(exc)
         found = re.findall(r'File "([^"]+)", line (\d+), in \w+\n\s+(.+)', text)
         if not found:
-            found = [(f.filename, str(f.lineno), (f.line or "").strip())
-                     for f in traceback.extract_tb(exc.__traceback__)]
+            found = [
+                (f.filename, str(f.lineno), (f.line or "").strip()) for f in traceback.extract_tb(exc.__traceback__)
+            ]
         mine = [f for f in found if "/flexlearn/" in f[0]] or found or [("?", "0", "")]
         file, line, code = mine[-1]
         rel = file.split("/flexlearn/", 1)[-1] if "/flexlearn/" in file else file
         first = next((s.strip() for s in text.splitlines() if s.strip()), type(exc).__name__)
-        return {"exportable": False, "error": type(exc).__name__, "message": first[:300],
-                "where": f"flexlearn/{rel}:{line}" if "/flexlearn/" in file else f"{rel}:{line}", "code": code}
+        return {
+            "exportable": False,
+            "error": type(exc).__name__,
+            "message": first[:300],
+            "where": f"flexlearn/{rel}:{line}" if "/flexlearn/" in file else f"{rel}:{line}",
+            "code": code,
+        }
 
 
 def export_blockers(module: nn.Module, args: tuple) -> list[dict[str, Any]]:
@@ -92,7 +122,7 @@ def export_blockers(module: nn.Module, args: tuple) -> list[dict[str, Any]]:
     innermost flexlearn frame per site, in trace order, without duplicates. Traces a deep copy of ``module``. When
     draft_export itself fails (its specialised graph can fail its own runtime asserts), the first blocker of
     `diagnose_export` is returned with ``"draft_export": "<error>"``."""
-    from torch._logging.structured import INTERN_TABLE
+    from torch._logging.structured import INTERN_TABLE  # torch.export internals: only when diagnosing
 
     try:
         ep = torch.export.draft_export(copy.deepcopy(module).eval(), args, strict=False)
@@ -111,8 +141,9 @@ def export_blockers(module: nn.Module, args: tuple) -> list[dict[str, Any]]:
         frame = stack[-1]
         where = "flexlearn/" + str(names[frame["filename"]]).split("/flexlearn/", 1)[1] + f":{frame['line']}"
         if all(b["where"] != where for b in out):
-            out.append({"where": where, "code": str(frame.get("loc", "")).strip(),
-                        "expr": str(failure.data.get("expr", ""))})
+            out.append(
+                {"where": where, "code": str(frame.get("loc", "")).strip(), "expr": str(failure.data.get("expr", ""))}
+            )
     return out
 
 
@@ -125,8 +156,9 @@ def _addmv(b: Tensor, a: Tensor, x: Tensor, beta: float = 1, alpha: float = 1) -
     return b * beta + _mv(a, x) * alpha
 
 
-def _sum_f64(x: Tensor, dims: Optional[Sequence[int]] = None, keepdim: bool = False,
-             dtype: Optional[torch.dtype] = None) -> Any:
+def _sum_f64(
+    x: Tensor, dims: Optional[Sequence[int]] = None, keepdim: bool = False, dtype: Optional[torch.dtype] = None
+) -> Any:
     """float64 sum over dimensions as mean · count (ExecuTorch 1.5.1 portable sums over a dim in float32)."""
     if x.dtype != torch.float64 or not dims or dtype not in (None, torch.float64):
         return NotImplemented
@@ -160,26 +192,29 @@ def export_program(module: nn.Module, args: tuple, dynamic_shapes: Any = None) -
     return torch.export.export(module.eval(), args, dynamic_shapes=dynamic_shapes, strict=False)
 
 
-def to_pte_bytes(programs: Mapping[str, torch.export.ExportedProgram], metadata: Mapping[str, Any],
-                 share_state: bool = False) -> bytes:
+def to_pte_bytes(
+    programs: Mapping[str, torch.export.ExportedProgram], metadata: Mapping[str, Any], share_state: bool = False
+) -> bytes:
     """Lower exported programs (method name → program) to one ExecuTorch program (portable kernels).
 
     Mutable buffers keep their initial values (``InitializedMutableBufferPass``; ExecuTorch leaves them
     uninitialised otherwise); ``share_state`` makes every method read and write one copy of the buffers of the
     same name. ``metadata`` becomes the constant method ``metadata_json``. Deterministic (same input, same bytes).
     """
-    from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
-    from executorch.exir.passes import MemoryPlanningPass
-    from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass
+    from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower  # optional: pip install .[deploy]
+    from executorch.exir.passes import MemoryPlanningPass  # optional dependency (ExecuTorch)
+    from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass  # optional dependency
 
     table = lowering_decompositions()
     progs = {name: ep.run_decompositions(table) for name, ep in programs.items()}
     buffers = sorted({p for ep in progs.values() for p in ep.graph_signature.inputs_to_buffers})
     with _default_dtype(torch.float64):
         edge = to_edge_transform_and_lower(progs, constant_methods={METADATA_METHOD: _json(metadata)})
-        config = ExecutorchBackendConfig(passes=[InitializedMutableBufferPass(buffers)],
-                                         memory_planning_pass=MemoryPlanningPass(share_mutable_buffers=share_state),
-                                         emit_mutable_buffer_names=share_state)
+        config = ExecutorchBackendConfig(
+            passes=[InitializedMutableBufferPass(buffers)],
+            memory_planning_pass=MemoryPlanningPass(share_mutable_buffers=share_state),
+            emit_mutable_buffer_names=share_state,
+        )
         return bytes(edge.to_executorch(config).buffer)
 
 
@@ -208,7 +243,7 @@ class MethodOf(nn.Module):
 
 def program_set_bytes(programs: Mapping[str, torch.export.ExportedProgram], metadata: Mapping[str, Any]) -> bytes:
     """One ``.pt2`` archive holding a program per method (``package_pt2``) and ``metadata.json``."""
-    from torch.export.pt2_archive._package import package_pt2
+    from torch.export.pt2_archive._package import package_pt2  # 3 s with sympy: kept off the start-up path
 
     buf = io.BytesIO()
     package_pt2(buf, exported_programs=dict(programs), extra_files={METADATA_FILE: _json(metadata)})
@@ -218,38 +253,48 @@ def program_set_bytes(programs: Mapping[str, torch.export.ExportedProgram], meta
 def check_program_set_archive(data: bytes, path: str | Path, names: Sequence[str]) -> None:
     """`flexlearn.runtime.export.check_program_archive` for an archive of the programs ``names``: only their
     graphs, raw weights and constants, weights-only sample inputs and extra files; refused otherwise."""
-    from flexlearn.runtime.manifest import UntrustedArtifactError
-    from torch.export.pt2_archive import constants as c
+    from torch.export.pt2_archive import constants as c  # 3 s with sympy: kept off the start-up path
 
     _, entries = archive_entries(data, path)
     fixed = {c.ARCHIVE_FORMAT_PATH, c.ARCHIVE_VERSION_PATH, "byteorder", ".data/version", ".data/serialization_id"}
     for name in names:
-        fixed |= {c.MODELS_FILENAME_FORMAT.format(name), c.WEIGHTS_CONFIG_FILENAME_FORMAT.format(name),
-                  c.CONSTANTS_CONFIG_FILENAME_FORMAT.format(name), c.SAMPLE_INPUTS_FILENAME_FORMAT.format(name)}
-    patterns = [re.compile(re.escape(c.WEIGHTS_DIR + c.WEIGHT_FILENAME_PREFIX) + r"\d+"),
-                re.compile(re.escape(c.CONSTANTS_DIR + c.TENSOR_CONSTANT_FILENAME_PREFIX) + r"\w+"),
-                re.compile(re.escape(c.EXTRA_DIR) + r"[\w.-]+")]
+        fixed |= {
+            c.MODELS_FILENAME_FORMAT.format(name),
+            c.WEIGHTS_CONFIG_FILENAME_FORMAT.format(name),
+            c.CONSTANTS_CONFIG_FILENAME_FORMAT.format(name),
+            c.SAMPLE_INPUTS_FILENAME_FORMAT.format(name),
+        }
+    patterns = [
+        re.compile(re.escape(c.WEIGHTS_DIR + c.WEIGHT_FILENAME_PREFIX) + r"\d+"),
+        re.compile(re.escape(c.CONSTANTS_DIR + c.TENSOR_CONSTANT_FILENAME_PREFIX) + r"\w+"),
+        re.compile(re.escape(c.EXTRA_DIR) + r"[\w.-]+"),
+    ]
     for entry in entries:
         if entry not in fixed and not any(p.fullmatch(entry) for p in patterns):
-            raise UntrustedArtifactError(f"model file '{path}': unexpected archive entry '{entry}' (flexlearn "
-                                         f"program sets hold only weights, tensor constants and the graphs)")
-    _check_archive_version(entries, path)
+            raise UntrustedArtifactError(
+                f"model file '{path}': unexpected archive entry '{entry}' (flexlearn "
+                f"program sets hold only weights, tensor constants and the graphs)"
+            )
+    check_archive_version(entries, path)
     for name in names:
         if c.MODELS_FILENAME_FORMAT.format(name) not in entries:
             raise CheckpointError(f"model file '{path}': no program '{name}' in the archive")
-        for config, prefix in ((c.WEIGHTS_CONFIG_FILENAME_FORMAT, c.WEIGHT_FILENAME_PREFIX),
-                               (c.CONSTANTS_CONFIG_FILENAME_FORMAT, c.TENSOR_CONSTANT_FILENAME_PREFIX)):
-            _check_payloads(entries, config.format(name), prefix, path)
-        _check_sample_inputs(entries.get(c.SAMPLE_INPUTS_FILENAME_FORMAT.format(name), b""), path)
-        _check_graph(entries.get(c.MODELS_FILENAME_FORMAT.format(name)), path)
+        for config, prefix in (
+            (c.WEIGHTS_CONFIG_FILENAME_FORMAT, c.WEIGHT_FILENAME_PREFIX),
+            (c.CONSTANTS_CONFIG_FILENAME_FORMAT, c.TENSOR_CONSTANT_FILENAME_PREFIX),
+        ):
+            check_payloads(entries, config.format(name), prefix, path)
+        check_sample_inputs(entries.get(c.SAMPLE_INPUTS_FILENAME_FORMAT.format(name), b""), path)
+        check_graph(entries.get(c.MODELS_FILENAME_FORMAT.format(name)), path)
 
 
-def load_program_set(path: str | Path, names: Sequence[str], *, trust_unverified: bool = False
-                     ) -> tuple[dict[str, nn.Module], dict[str, Any]]:
+def load_program_set(
+    path: str | Path, names: Sequence[str], *, trust_unverified: bool = False
+) -> tuple[dict[str, nn.Module], dict[str, Any]]:
     """The programs ``names`` of a ``.pt2`` program set as callable modules sharing one state (every module's
     buffers are the first module's tensors; the programs update them in place), and the metadata. Manifest
     verified unless opted out; the archive is always inspected first (`check_program_set_archive`)."""
-    from torch.export.pt2_archive._package import load_pt2
+    from torch.export.pt2_archive._package import load_pt2  # 3 s with sympy: kept off the start-up path
 
     data = read_verified(path, trust_unverified=trust_unverified)
     check_program_set_archive(data, path, names)
@@ -265,103 +310,131 @@ def load_program_set(path: str | Path, names: Sequence[str], *, trust_unverified
 
 
 # ------------------------------------------------------------------------------------------------ exports
-def direction_model_artifacts(model: nn.Module, stem: str | Path, metadata: Optional[dict[str, Any]] = None,
-                              example: Optional[Tensor] = None) -> list[Artifact]:
+def direction_model_artifacts(
+    model: nn.Module, stem: str | Path, metadata: Optional[dict[str, Any]] = None, example: Optional[Tensor] = None
+) -> list[Artifact]:
     """``<stem>.pt2`` (dynamic batch, `flexlearn.runtime.export.program_artifact`) and ``<stem>.pte`` (batch of
     one: the estimator's shape) of a `DirectionMLP`: ΔB (B, 3) float32 [T] → unit direction (B, 3)."""
     stem = Path(stem)
-    meta = {"kind": "direction_model", "schema": PTE_SCHEMA, "inputs": {"delta_b": "(B, 3) float32, T"},
-            "outputs": {"direction": "(B, 3) unit vector or exactly zero (no usable direction)"},
-            **versions(), **(metadata or {})}
+    meta = {
+        "kind": "direction_model",
+        "schema": PTE_SCHEMA,
+        "inputs": {"delta_b": "(B, 3) float32, T"},
+        "outputs": {"direction": "(B, 3) unit vector or exactly zero (no usable direction)"},
+        **versions(),
+        **(metadata or {}),
+    }
     ex = example if example is not None else torch.tensor([[1e-5, -2e-5, 9e-5], [3e-5, 1e-5, -4e-5]])
     pt2 = program_artifact(model, ex, stem.with_suffix(".pt2"), meta)
     pte = to_pte_bytes({"forward": export_program(model, (ex[:1],))}, {**meta, "batch": 1})
     return [pt2, Artifact(stem.with_suffix(".pte"), pte, "executorch")]
 
 
-def export_direction_model(model: nn.Module, stem: str | Path, metadata: Optional[dict[str, Any]] = None
-                           ) -> list[Path]:
+def export_direction_model(model: nn.Module, stem: str | Path, metadata: Optional[dict[str, Any]] = None) -> list[Path]:
     """Write ``<stem>.pt2`` and ``<stem>.pte`` with their manifests (all or nothing)."""
     return write_artifacts(direction_model_artifacts(model, stem, metadata))
 
 
-def arm_controller_artifacts(controller: ArmController, cfg: Any, stem: str | Path,
-                             extra: Optional[dict[str, Any]] = None) -> list[Artifact]:
+def arm_controller_artifacts(
+    controller: ArmController, cfg: Any, stem: str | Path, extra: Optional[dict[str, Any]] = None
+) -> list[Artifact]:
     """``<stem>.pt2`` and ``<stem>.pte`` of `ArmControllerGraph` built from ``controller`` (an `ArmController`)
     and its ``cfg`` (`ArmControllerConfig`); metadata as `export_arm_controller` writes it, plus the signature."""
-    import dataclasses
-
-    from flexlearn.runtime.arm.controller import (FAULT_BAD_TIME, FAULT_BAD_TORQUE, FAULT_LOST_FRAME,
-                                                  FAULT_NONFINITE, FAULT_SATURATED, FAULT_TORQUE_LIMIT,
-                                                  state_layout)
-    from flexlearn.runtime.arm.graph import ArmControllerGraph
-
     graph = ArmControllerGraph(controller)
-    meta = {"kind": "flexible_arm_controller_graph", "schema": PTE_SCHEMA, "seed": "000 eq. (45)",
-            "config": dataclasses.asdict(cfg), "n_imus": graph.n_imus,
-            "state_layout": state_layout(graph.n_modes_total),
-            "faults": {"lost_frame": FAULT_LOST_FRAME, "nonfinite": FAULT_NONFINITE, "saturated": FAULT_SATURATED,
-                       "torque_limit": FAULT_TORQUE_LIMIT, "bad_torque": FAULT_BAD_TORQUE, "bad_time": FAULT_BAD_TIME},
-            "inputs": {"frame": "(S, 6) float64 [acc m/s^2 | gyr rad/s]", "t": "() float64 s",
-                       "lost": "() bool: the frame had the wrong shape (pass zeros)"},
-            "outputs": {"torque": "(2,) N m", "state": "see state_layout", "fault": "() int64 bit mask"},
-            **versions(), **(extra or {})}
-    args = (torch.zeros(graph.n_imus, 6, dtype=torch.float64), torch.zeros((), dtype=torch.float64),
-            torch.zeros((), dtype=torch.bool))
+    meta = {
+        "kind": "flexible_arm_controller_graph",
+        "schema": PTE_SCHEMA,
+        "seed": "000 eq. (45)",
+        "config": dataclasses.asdict(cfg),
+        "n_imus": graph.n_imus,
+        "state_layout": state_layout(graph.n_modes_total),
+        "faults": dict(FAULT_BITS),
+        "inputs": {
+            "frame": "(S, 6) float64 [acc m/s^2 | gyr rad/s]",
+            "t": "() float64 s",
+            "lost": "() bool: the frame had the wrong shape (pass zeros)",
+        },
+        "outputs": {"torque": "(2,) N m", "state": "see state_layout", "fault": "() int64 bit mask"},
+        **versions(),
+        **(extra or {}),
+    }
+    args = (
+        torch.zeros(graph.n_imus, 6, dtype=torch.float64),
+        torch.zeros((), dtype=torch.float64),
+        torch.zeros((), dtype=torch.bool),
+    )
     program = export_program(graph, args)
     stem = Path(stem)
     pte = to_pte_bytes({"forward": export_program(ArmControllerGraph(controller), args)}, meta)
-    return [Artifact(stem.with_suffix(".pt2"), pt2_bytes(program, meta), "program"),
-            Artifact(stem.with_suffix(".pte"), pte, "executorch")]
+    return [
+        Artifact(stem.with_suffix(".pt2"), pt2_bytes(program, meta), "program"),
+        Artifact(stem.with_suffix(".pte"), pte, "executorch"),
+    ]
 
 
-def export_arm_controller_graph(controller: ArmController, cfg: Any, stem: str | Path,
-                                extra: Optional[dict[str, Any]] = None) -> list[Path]:
+def export_arm_controller_graph(
+    controller: ArmController, cfg: Any, stem: str | Path, extra: Optional[dict[str, Any]] = None
+) -> list[Path]:
     """Write ``<stem>.pt2`` and ``<stem>.pte`` of the controller step with their manifests (all or nothing)."""
     return write_artifacts(arm_controller_artifacts(controller, cfg, stem, extra))
 
 
 def _bundle_programs(bundle: DeployBundle) -> dict[str, torch.export.ExportedProgram]:
     """The three estimator methods of ``bundle`` (a `DeployBundle`) exported from one `FusedEstimatorGraph`."""
-    from flexlearn.runtime.fusion.graph import FusedEstimatorGraph
-
     graph = FusedEstimatorGraph.from_estimator(bundle.estimator)
     n = graph.n
     f64 = torch.float64
     t, q = torch.zeros((), dtype=f64), torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=f64).repeat(n + 1, 1)
-    args = {"set_reference": (q,), "attitude": (t, q),
-            "magnetometer": (t, torch.zeros(n, 3, dtype=f64), torch.tensor(-1, dtype=torch.int64)),
-            "correct": (torch.ones((), dtype=torch.bool),)}
+    args = {
+        "set_reference": (q,),
+        "attitude": (t, q),
+        "magnetometer": (t, torch.zeros(n, 3, dtype=f64), torch.tensor(-1, dtype=torch.int64)),
+        "correct": (torch.ones((), dtype=torch.bool),),
+    }
     return {name: export_program(MethodOf(graph, _GRAPH_METHODS[name]), args[name]) for name in BUNDLE_METHODS}
 
 
-def bundle_artifacts(bundle: DeployBundle, stem: str | Path, metadata: Optional[dict[str, Any]] = None,
-                     calibration: Optional[dict[str, Any]] = None) -> list[Artifact]:
+def bundle_artifacts(
+    bundle: DeployBundle,
+    stem: str | Path,
+    metadata: Optional[dict[str, Any]] = None,
+    calibration: Optional[dict[str, Any]] = None,
+) -> list[Artifact]:
     """``<stem>.pt`` (the TorchScript bundle, `flexlearn.runtime.deploy.bundle_artifact`), ``<stem>.pt2`` (program
     set) and ``<stem>.pte`` of a `DeployBundle`, with the TorchScript bundle's metadata plus ``format`` and
     ``methods`` (the estimator's entry points; the runner runs the PID of ``controller`` beside them)."""
-    from flexlearn.runtime.deploy import _bundle_metadata, bundle_artifact
-
     stem = Path(stem)
     ts = bundle_artifact(bundle, stem.with_suffix(".pt"), metadata, calibration)
-    meta = _bundle_metadata(ts.data, ts.path)
-    methods = {"set_reference": "quats (N+1, 4) f64 -> has_ref (N+1,) bool",
-               "attitude": "t () f64 s, quats (N+1, 4) f64 -> points (N+1, 3) m, h () m, flags (N,) int64",
-               "magnetometer": "t () f64 s, mags (N, 3) f64 T, coil () int64 -> pending () bool: a pulse ended, "
-                               "call 'correct' now",
-               "correct": "request () bool (the round's answer) -> applied (N,) bool: the pending magnetic "
-                          "correction (none: all False)"}
+    meta = bundle_metadata(ts.data, ts.path)
+    methods = {
+        "set_reference": "quats (N+1, 4) f64 -> has_ref (N+1,) bool",
+        "attitude": "t () f64 s, quats (N+1, 4) f64 -> points (N+1, 3) m, h () m, flags (N,) int64",
+        "magnetometer": "t () f64 s, mags (N, 3) f64 T, coil () int64 -> pending () bool: a pulse ended, "
+        "call 'correct' now",
+        "correct": "request () bool (the round's answer) -> applied (N,) bool: the pending magnetic "
+        "correction (none: all False)",
+    }
     clock = bundle.controller.clock
-    meta = {**meta, "methods": methods,
-            "controller_clock": {"clock_jump": float(clock.max_gap), "clock_confirm": int(clock.confirm)}}
+    meta = {
+        **meta,
+        "methods": methods,
+        "controller_clock": {"clock_jump": float(clock.max_gap), "clock_confirm": int(clock.confirm)},
+    }
     pt2 = program_set_bytes(_bundle_programs(bundle), {**meta, "format": "torch.export program set"})
     pte = to_pte_bytes(_bundle_programs(bundle), {**meta, "format": "executorch"}, share_state=True)
-    return [ts, Artifact(stem.with_suffix(".pt2"), pt2, "program_set"),
-            Artifact(stem.with_suffix(".pte"), pte, "executorch")]
+    return [
+        ts,
+        Artifact(stem.with_suffix(".pt2"), pt2, "program_set"),
+        Artifact(stem.with_suffix(".pte"), pte, "executorch"),
+    ]
 
 
-def export_bundle_programs(bundle: DeployBundle, stem: str | Path, metadata: Optional[dict[str, Any]] = None,
-                           calibration: Optional[dict[str, Any]] = None) -> list[Path]:
+def export_bundle_programs(
+    bundle: DeployBundle,
+    stem: str | Path,
+    metadata: Optional[dict[str, Any]] = None,
+    calibration: Optional[dict[str, Any]] = None,
+) -> list[Path]:
     """Write ``<stem>.pt``, ``<stem>.pt2`` and ``<stem>.pte`` of a `DeployBundle` with manifests (all or nothing)."""
     return write_artifacts(bundle_artifacts(bundle, stem, metadata, calibration))
 
@@ -371,7 +444,7 @@ class PteProgram:
     """A verified, loaded ``.pte``: ``metadata`` (dict) and ``method(name)`` → callable(*tensors) → list."""
 
     def __init__(self, data: bytes, path: str | Path) -> None:
-        from executorch.runtime import Runtime, Verification
+        from executorch.runtime import Runtime, Verification  # optional dependency (ExecuTorch)
 
         try:
             self.program = Runtime.get().load_program(data, verification=Verification.InternalConsistency)
@@ -436,8 +509,9 @@ class ArmControllerStepper:
         return out[0], out[1], out[2]
 
 
-def load_arm_controller_program(path: str | Path, *, trust_unverified: bool = False
-                                ) -> tuple[ArmControllerStepper, dict[str, Any]]:
+def load_arm_controller_program(
+    path: str | Path, *, trust_unverified: bool = False
+) -> tuple[ArmControllerStepper, dict[str, Any]]:
     """An exported controller step (``.pt2`` or ``.pte``, by suffix) as an `ArmControllerStepper` + metadata."""
     path = Path(path)
     step: Callable[..., Any]
@@ -449,17 +523,17 @@ def load_arm_controller_program(path: str | Path, *, trust_unverified: bool = Fa
     else:
         raise CheckpointError(f"model file '{path}': expected a .pt2 or .pte controller program")
     if meta.get("kind") != "flexible_arm_controller_graph":
-        raise CheckpointError(f"model file '{path}': metadata kind {meta.get('kind')!r}, expected "
-                              f"'flexible_arm_controller_graph'")
+        raise CheckpointError(
+            f"model file '{path}': metadata kind {meta.get('kind')!r}, expected 'flexible_arm_controller_graph'"
+        )
     return ArmControllerStepper(step, int(meta["n_imus"])), meta
 
 
-def load_bundle_program(path: str | Path, *, trust_unverified: bool = False
-                        ) -> tuple[dict[str, Callable[..., Any]], dict[str, Any]]:
+def load_bundle_program(
+    path: str | Path, *, trust_unverified: bool = False
+) -> tuple[dict[str, Callable[..., Any]], dict[str, Any]]:
     """The estimator methods of a bundle ``.pt2`` or ``.pte`` (`BUNDLE_METHODS` → callables of tensors) and its
     metadata (schema version checked). ``.pte`` methods return lists, ``.pt2`` modules tuples or tensors."""
-    from flexlearn.runtime.deploy import BUNDLE_SCHEMA_VERSION, BundleSchemaError
-
     path = Path(path)
     methods: dict[str, Callable[..., Any]]
     if path.suffix == ".pte":
@@ -471,6 +545,7 @@ def load_bundle_program(path: str | Path, *, trust_unverified: bool = False
     else:
         raise CheckpointError(f"bundle '{path}': expected a .pt2 or .pte bundle program")
     if meta.get("schema_version") != BUNDLE_SCHEMA_VERSION:
-        raise BundleSchemaError(f"bundle '{path}': schema_version {meta.get('schema_version')!r}, expected "
-                                f"{BUNDLE_SCHEMA_VERSION}")
+        raise BundleSchemaError(
+            f"bundle '{path}': schema_version {meta.get('schema_version')!r}, expected {BUNDLE_SCHEMA_VERSION}"
+        )
     return methods, meta

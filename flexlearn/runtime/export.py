@@ -14,6 +14,7 @@ outside ``torch.ops``, symbolic expressions beyond plain sympy arithmetic) are r
 opt-out. Exports are byte-reproducible (saved to memory, so no temporary name ends up in the archive) and a
 set of files is written all-or-nothing (`write_artifacts`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,7 +30,9 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 import torch
+import torch.jit._recursive as recursive
 
+import flexlearn
 from flexlearn.atomic import OutputPathError, guard_output_file, remove_stale_temporaries
 from flexlearn.errors import CheckpointError
 from flexlearn.runtime.manifest import UntrustedArtifactError, manifest_path, manifest_record, verify_manifest
@@ -48,8 +51,6 @@ class Artifact:
 
 def versions() -> dict[str, str]:
     """``flexlearn_version`` and ``torch_version`` (recorded in metadata and manifests)."""
-    import flexlearn
-
     return {"flexlearn_version": str(getattr(flexlearn, "__version__", "unknown")), "torch_version": torch.__version__}
 
 
@@ -109,8 +110,9 @@ def _commit(staged: Sequence[tuple[Path, Path]]) -> None:
             try:
                 os.replace(tmp, final)
             except OSError as exc:
-                raise OutputPathError(f"output '{final}': cannot be replaced ({exc.strerror or exc}); the "
-                                      f"previous files are kept") from exc
+                raise OutputPathError(
+                    f"output '{final}': cannot be replaced ({exc.strerror or exc}); the previous files are kept"
+                ) from exc
             done.append((bak, final))
     except BaseException:
         for bak, final in reversed(done):
@@ -137,9 +139,11 @@ def write_artifacts(artifacts: Sequence[Artifact], inputs: Iterable[str | Path] 
         check_output_path(art.path, inputs)
         check_output_path(manifest_path(art.path), inputs)
         if Path(art.path).is_file() and not manifest_path(art.path).is_file():  # not an export of ours
-            raise OutputPathError(f"output '{art.path}': an existing file that flexlearn did not export (no "
-                                  f"'{manifest_path(art.path).name}' beside it); remove it yourself or choose "
-                                  f"another folder")
+            raise OutputPathError(
+                f"output '{art.path}': an existing file that flexlearn did not export (no "
+                f"'{manifest_path(art.path).name}' beside it); remove it yourself or choose "
+                f"another folder"
+            )
     staged: list[tuple[Path, Path]] = []
     try:
         for art in artifacts:
@@ -147,8 +151,7 @@ def write_artifacts(artifacts: Sequence[Artifact], inputs: Iterable[str | Path] 
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise OutputPathError(f"output '{path}': its folder cannot be created ({exc.strerror or exc})"
-                                      ) from exc
+                raise OutputPathError(f"output '{path}': its folder cannot be created ({exc.strerror or exc})") from exc
             for final in (path, manifest_path(path)):
                 remove_stale_temporaries(final)
             tmp = _stage(path, art.data)
@@ -175,8 +178,6 @@ def _hash_seed_independent() -> Iterator[None]:
     """`torch.jit.script` collects a module's constants (``__constants__``, ``Final``) in a Python set, so the
     order of the generated code (e.g. ``in_features``/``out_features`` of ``nn.Linear``) follows the per-process
     string hash seed; while scripting, its sets iterate in sorted order instead."""
-    import torch.jit._recursive as recursive
-
     saved = vars(recursive).get("set")
     recursive.set = _SortedSet  # type: ignore[attr-defined]
     try:
@@ -194,8 +195,9 @@ def script(module: torch.nn.Module) -> torch.jit.ScriptModule:
         return torch.jit.script(module.eval())
 
 
-def script_artifact(scripted: torch.jit.ScriptModule, path: str | Path, metadata: dict[str, Any],
-                    kind: str) -> Artifact:
+def script_artifact(
+    scripted: torch.jit.ScriptModule, path: str | Path, metadata: dict[str, Any], kind: str
+) -> Artifact:
     """The bytes of a TorchScript archive of ``scripted`` with ``metadata.json`` (saved in memory)."""
     buf = io.BytesIO()
     torch.jit.save(scripted, buf, _extra_files={METADATA_FILE: _metadata_json(metadata)})
@@ -208,8 +210,9 @@ def torchscript_artifact(module: torch.nn.Module, path: str | Path, metadata: di
     return script_artifact(frozen, path, metadata, "torchscript")
 
 
-def program_artifact(module: torch.nn.Module, example: torch.Tensor, path: str | Path,
-                     metadata: dict[str, Any]) -> Artifact:
+def program_artifact(
+    module: torch.nn.Module, example: torch.Tensor, path: str | Path, metadata: dict[str, Any]
+) -> Artifact:
     """A `torch.export` program of ``module`` with a dynamic leading batch dimension (kind "program").
 
     ``example`` is an input of shape (B, ...) with B ≥ 2 (a batch of 1 would be specialised).
@@ -226,8 +229,7 @@ def export_torchscript(module: torch.nn.Module, path: str | Path, metadata: dict
     return write_artifacts([torchscript_artifact(module, path, metadata)])[0]
 
 
-def export_program(module: torch.nn.Module, example: torch.Tensor, path: str | Path,
-                   metadata: dict[str, Any]) -> Path:
+def export_program(module: torch.nn.Module, example: torch.Tensor, path: str | Path, metadata: dict[str, Any]) -> Path:
     """Save a `torch.export` program (.pt2) of ``module`` (see `program_artifact`) with its manifest."""
     return write_artifacts([program_artifact(module, example, path, metadata)])[0]
 
@@ -243,8 +245,9 @@ def read_verified(path: str | Path, *, trust_unverified: bool = False) -> bytes:
     return data
 
 
-def load_torchscript(path: str | Path, *, trust_unverified: bool = False
-                     ) -> tuple[torch.jit.ScriptModule, dict[str, Any]]:
+def load_torchscript(
+    path: str | Path, *, trust_unverified: bool = False
+) -> tuple[torch.jit.ScriptModule, dict[str, Any]]:
     """Load a TorchScript archive and its metadata (CPU) after verifying its manifest.
 
     ``trust_unverified=True`` skips the manifest check (only for files you trust: a model file is code).
@@ -291,7 +294,7 @@ class _AnyLeadingShape(torch.nn.Module):
         if self.rank is None or not isinstance(x, torch.Tensor) or x.dim() == self.rank or x.dim() < self.rank - 1:
             return self.program(*args)
         lead = x.shape[: x.dim() - self.rank + 1]
-        y = self.program(x.reshape(-1, *x.shape[x.dim() - self.rank + 1:]))
+        y = self.program(x.reshape(-1, *x.shape[x.dim() - self.rank + 1 :]))
         return y.reshape(*lead, *y.shape[1:]) if isinstance(y, torch.Tensor) else y
 
 
@@ -304,57 +307,91 @@ def archive_entries(data: bytes, path: str | Path, only: str | None = None) -> t
         names = zf.namelist()
         roots = {n.split("/", 1)[0] for n in names}
         if len(roots) != 1 or len(set(names)) != len(names) or any("/" not in n or ".." in n for n in names):
-            raise UntrustedArtifactError(f"model file '{path}': not a single-folder archive without duplicate "
-                                         f"entries")
+            raise UntrustedArtifactError(f"model file '{path}': not a single-folder archive without duplicate entries")
         root = roots.pop()
-        return root, {n[len(root) + 1:]: zf.read(n) for n in names
-                      if not n.endswith("/") and only in (None, n[len(root) + 1:])}
+        return root, {
+            n[len(root) + 1 :]: zf.read(n) for n in names if not n.endswith("/") and only in (None, n[len(root) + 1 :])
+        }
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         raise CheckpointError(f"model file '{path}': not a zip model archive ({exc})") from exc
 
 
 def _pt2_patterns() -> list[re.Pattern[str]]:
-    from torch.export.pt2_archive import constants as c
+    from torch.export.pt2_archive import constants as c  # 3 s with sympy: kept off the start-up path
 
-    fixed = [c.ARCHIVE_FORMAT_PATH, c.ARCHIVE_VERSION_PATH, "byteorder", ".data/version", ".data/serialization_id",
-             c.MODELS_FILENAME_FORMAT.format("model"), c.WEIGHTS_CONFIG_FILENAME_FORMAT.format("model"),
-             c.CONSTANTS_CONFIG_FILENAME_FORMAT.format("model"), c.SAMPLE_INPUTS_FILENAME_FORMAT.format("model")]
-    return ([re.compile(re.escape(f)) for f in fixed]
-            + [re.compile(re.escape(c.WEIGHTS_DIR + c.WEIGHT_FILENAME_PREFIX) + r"\d+"),
-               re.compile(re.escape(c.CONSTANTS_DIR + c.TENSOR_CONSTANT_FILENAME_PREFIX) + r"\w+"),
-               re.compile(re.escape(c.EXTRA_DIR) + r"[\w.-]+")])
+    fixed = [
+        c.ARCHIVE_FORMAT_PATH,
+        c.ARCHIVE_VERSION_PATH,
+        "byteorder",
+        ".data/version",
+        ".data/serialization_id",
+        c.MODELS_FILENAME_FORMAT.format("model"),
+        c.WEIGHTS_CONFIG_FILENAME_FORMAT.format("model"),
+        c.CONSTANTS_CONFIG_FILENAME_FORMAT.format("model"),
+        c.SAMPLE_INPUTS_FILENAME_FORMAT.format("model"),
+    ]
+    return [re.compile(re.escape(f)) for f in fixed] + [
+        re.compile(re.escape(c.WEIGHTS_DIR + c.WEIGHT_FILENAME_PREFIX) + r"\d+"),
+        re.compile(re.escape(c.CONSTANTS_DIR + c.TENSOR_CONSTANT_FILENAME_PREFIX) + r"\w+"),
+        re.compile(re.escape(c.EXTRA_DIR) + r"[\w.-]+"),
+    ]
 
 
-def _check_archive_version(entries: dict, path: Any) -> None:
-    """Refuse a .pt2 whose archive format or version record is not the one torch writes today."""
-    from torch.export.pt2_archive import constants as c
+def check_archive_version(entries: dict, path: Any) -> None:
+    """Refuse a .pt2 whose archive format or version record is not the one torch writes today.
 
-    if entries.get(c.ARCHIVE_FORMAT_PATH) != c.ARCHIVE_FORMAT_VALUE.encode() or \
-            entries.get(c.ARCHIVE_VERSION_PATH) != c.ARCHIVE_VERSION_VALUE.encode():
-        raise UntrustedArtifactError(f"model file '{path}': not a .pt2 archive of format version "
-                                     f"{c.ARCHIVE_VERSION_VALUE}")
+    Args:
+        entries: the archive's entries (name below the root → bytes).
+        path: the file (named in errors).
+
+    Raises:
+        UntrustedArtifactError: another format or version.
+    """
+    from torch.export.pt2_archive import constants as c  # 3 s with sympy: kept off the start-up path
+
+    if (
+        entries.get(c.ARCHIVE_FORMAT_PATH) != c.ARCHIVE_FORMAT_VALUE.encode()
+        or entries.get(c.ARCHIVE_VERSION_PATH) != c.ARCHIVE_VERSION_VALUE.encode()
+    ):
+        raise UntrustedArtifactError(
+            f"model file '{path}': not a .pt2 archive of format version {c.ARCHIVE_VERSION_VALUE}"
+        )
 
 
 def check_program_archive(data: bytes, path: str | Path) -> None:
     """Refuse a .pt2 whose loading would run its content (module docstring); `UntrustedArtifactError`."""
-    from torch.export.pt2_archive import constants as c
+    from torch.export.pt2_archive import constants as c  # 3 s with sympy: kept off the start-up path
 
     _, entries = archive_entries(data, path)
     patterns = _pt2_patterns()
     for name in entries:
         if not any(p.fullmatch(name) for p in patterns):
-            raise UntrustedArtifactError(f"model file '{path}': unexpected archive entry '{name}' (flexlearn "
-                                         f"programs hold only weights, tensor constants and the graph)")
-    _check_archive_version(entries, path)
-    for config, prefix in ((c.WEIGHTS_CONFIG_FILENAME_FORMAT, c.WEIGHT_FILENAME_PREFIX),
-                           (c.CONSTANTS_CONFIG_FILENAME_FORMAT, c.TENSOR_CONSTANT_FILENAME_PREFIX)):
-        _check_payloads(entries, config.format("model"), prefix, path)
-    _check_sample_inputs(entries.get(c.SAMPLE_INPUTS_FILENAME_FORMAT.format("model"), b""), path)
-    _check_graph(entries.get(c.MODELS_FILENAME_FORMAT.format("model")), path)
+            raise UntrustedArtifactError(
+                f"model file '{path}': unexpected archive entry '{name}' (flexlearn "
+                f"programs hold only weights, tensor constants and the graph)"
+            )
+    check_archive_version(entries, path)
+    for config, prefix in (
+        (c.WEIGHTS_CONFIG_FILENAME_FORMAT, c.WEIGHT_FILENAME_PREFIX),
+        (c.CONSTANTS_CONFIG_FILENAME_FORMAT, c.TENSOR_CONSTANT_FILENAME_PREFIX),
+    ):
+        check_payloads(entries, config.format("model"), prefix, path)
+    check_sample_inputs(entries.get(c.SAMPLE_INPUTS_FILENAME_FORMAT.format("model"), b""), path)
+    check_graph(entries.get(c.MODELS_FILENAME_FORMAT.format("model")), path)
 
 
-def _check_payloads(entries: dict[str, bytes], config_name: str, prefix: str, path: str | Path) -> None:
-    """Every weight/constant is raw tensor bytes of this archive: no ``use_pickle``, no objects."""
+def check_payloads(entries: dict[str, bytes], config_name: str, prefix: str, path: str | Path) -> None:
+    """Check that every weight/constant is raw tensor bytes of this archive: no ``use_pickle``, no objects.
+
+    Args:
+        entries: the archive's entries (name below the root → bytes).
+        config_name: the weights or constants config entry.
+        prefix: the file-name prefix its payloads must have.
+        path: the file (named in errors).
+
+    Raises:
+        UntrustedArtifactError: a missing or malformed config, or a payload that is not raw tensor bytes.
+    """
     try:
         config = json.loads(entries[config_name])["config"]
         items = list(config.items())
@@ -364,31 +401,112 @@ def _check_payloads(entries: dict[str, bytes], config_name: str, prefix: str, pa
     for fqn, meta in items:
         where = f"model file '{path}': '{config_name}' entry '{fqn}'"
         if not isinstance(meta, dict) or meta.get("use_pickle") is not False:
-            raise UntrustedArtifactError(f"{where} is marked use_pickle (torch.export.load would unpickle it, "
-                                         f"which can run code); refused")
+            raise UntrustedArtifactError(
+                f"{where} is marked use_pickle (torch.export.load would unpickle it, which can run code); refused"
+            )
         name = meta.get("path_name")
         if not isinstance(name, str) or not name.startswith(prefix) or folder + name not in entries:
             raise UntrustedArtifactError(f"{where}: payload {name!r} is not a raw tensor of this archive")
 
 
-def _check_sample_inputs(data: bytes, path: str | Path) -> None:
-    """The sample inputs must load with the weights-only unpickler (torch would fall back to full pickle)."""
+def check_sample_inputs(data: bytes, path: str | Path) -> None:
+    """Check that the sample inputs load with the weights-only unpickler (torch would fall back to full pickle).
+
+    Args:
+        data: the sample-inputs entry (empty: none).
+        path: the file (named in errors).
+
+    Raises:
+        UntrustedArtifactError: they need the full unpickler.
+    """
     if not data:
         return
     try:
         torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as exc:
-        raise UntrustedArtifactError(f"model file '{path}': sample inputs need more than the weights-only "
-                                     f"unpickler (loading them could run code); refused") from exc
+        raise UntrustedArtifactError(
+            f"model file '{path}': sample inputs need more than the weights-only "
+            f"unpickler (loading them could run code); refused"
+        ) from exc
 
 
-_OPERATOR_FNS = {"getitem", "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "neg", "pos", "abs", "eq",
-                 "ne", "lt", "le", "gt", "ge", "and_", "or_", "xor", "not_", "invert", "lshift", "rshift"}
-_SYMPY_NAMES = {"Symbol", "Integer", "Float", "Rational", "Add", "Mul", "Pow", "Max", "Min", "Abs", "Mod", "floor",
-                "ceiling", "Eq", "Ne", "Lt", "Le", "Gt", "Ge", "StrictLessThan", "LessThan", "StrictGreaterThan",
-                "GreaterThan", "Equality", "Unequality", "And", "Or", "Not", "Piecewise", "true", "false", "True",
-                "False", "oo", "zoo", "nan", "positive", "negative", "integer", "real", "nonnegative",
-                "nonpositive", "finite", "infinite", "zero", "nonzero", "even", "odd", "evaluate"}
+_OPERATOR_FNS = {
+    "getitem",
+    "add",
+    "sub",
+    "mul",
+    "truediv",
+    "floordiv",
+    "mod",
+    "pow",
+    "neg",
+    "pos",
+    "abs",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "and_",
+    "or_",
+    "xor",
+    "not_",
+    "invert",
+    "lshift",
+    "rshift",
+}
+_SYMPY_NAMES = {
+    "Symbol",
+    "Integer",
+    "Float",
+    "Rational",
+    "Add",
+    "Mul",
+    "Pow",
+    "Max",
+    "Min",
+    "Abs",
+    "Mod",
+    "floor",
+    "ceiling",
+    "Eq",
+    "Ne",
+    "Lt",
+    "Le",
+    "Gt",
+    "Ge",
+    "StrictLessThan",
+    "LessThan",
+    "StrictGreaterThan",
+    "GreaterThan",
+    "Equality",
+    "Unequality",
+    "And",
+    "Or",
+    "Not",
+    "Piecewise",
+    "true",
+    "false",
+    "True",
+    "False",
+    "oo",
+    "zoo",
+    "nan",
+    "positive",
+    "negative",
+    "integer",
+    "real",
+    "nonnegative",
+    "nonpositive",
+    "finite",
+    "infinite",
+    "zero",
+    "nonzero",
+    "even",
+    "odd",
+    "evaluate",
+}
 _EXPR_TOKEN = re.compile(r"\s+|'\w*'|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|[A-Za-z_]\w*|\*\*|//|[-+*/%(),=<>!&|~^]")
 
 
@@ -403,13 +521,14 @@ def _safe_target(target: str, known_ops: set[str]) -> bool:
         name = f"{parts[2]}::{parts[3]}"
         overload = parts[4] if len(parts) == 5 else "default"
         return f"{name}.{overload}" in known_ops or (overload == "default" and name in known_ops)
-    return len(parts) == 2 and ((parts[0] == "_operator" and parts[1] in _OPERATOR_FNS)
-                                or (parts[0] == "math" and not parts[1].startswith("_")))
+    return len(parts) == 2 and (
+        (parts[0] == "_operator" and parts[1] in _OPERATOR_FNS) or (parts[0] == "math" and not parts[1].startswith("_"))
+    )
 
 
 def _safe_expr(expr: str) -> bool:
     """A symbolic shape expression that sympy can evaluate without touching anything but sympy arithmetic."""
-    from torch.utils._sympy import functions as torch_sympy
+    from torch.utils._sympy import functions as torch_sympy  # sympy: kept off the start-up path
 
     pos = 0
     while pos < len(expr):
@@ -418,8 +537,10 @@ def _safe_expr(expr: str) -> bool:
             return False
         tok = m.group(0)
         if (tok[0].isalpha() or tok[0] == "_") and not (
-                tok in _SYMPY_NAMES or re.fullmatch(r"[a-z]+\d+", tok)
-                or (not tok.startswith("_") and isinstance(getattr(torch_sympy, tok, None), type))):
+            tok in _SYMPY_NAMES
+            or re.fullmatch(r"[a-z]+\d+", tok)
+            or (not tok.startswith("_") and isinstance(getattr(torch_sympy, tok, None), type))
+        ):
             return False
         pos = m.end()
     return True
@@ -452,18 +573,30 @@ def _safe_spec(spec: Any) -> bool:
     return all(v in _SPEC_TYPES for k, v in _walk(tree) if k == "type")
 
 
-def _check_graph(data: bytes | None, path: str | Path) -> None:
-    """Operator targets, symbolic expressions and input/output specs of the serialized graph."""
+def check_graph(data: bytes | None, path: str | Path) -> None:
+    """Check the operator targets, symbolic expressions and input/output specs of the serialized graph.
+
+    Args:
+        data: the graph entry ``models/<name>.json`` (None: missing).
+        path: the file (named in errors).
+
+    Raises:
+        UntrustedArtifactError: missing or not JSON, an unknown operator or expression, or an unexpected spec.
+    """
     try:
         graph = json.loads(data or b"")
     except ValueError as exc:
         raise UntrustedArtifactError(f"model file '{path}': graph 'models/model.json' missing or not JSON") from exc
     known_ops = set(torch._C._dispatch_get_all_op_names())
     for key, value in _walk(graph):
-        bad = ((key == "target" and not (isinstance(value, str) and _safe_target(value, known_ops)))
-               or (key == "expr_str" and not (isinstance(value, str) and _safe_expr(value)))
-               or (key in ("in_spec", "out_spec") and not _safe_spec(value)))
+        bad = (
+            (key == "target" and not (isinstance(value, str) and _safe_target(value, known_ops)))
+            or (key == "expr_str" and not (isinstance(value, str) and _safe_expr(value)))
+            or (key in ("in_spec", "out_spec") and not _safe_spec(value))
+        )
         if bad:
-            raise UntrustedArtifactError(f"model file '{path}': graph field '{key}' = {str(value)[:80]!r} is not "
-                                         f"a plain operator, shape expression or container (loading or calling it "
-                                         f"could run code); refused")
+            raise UntrustedArtifactError(
+                f"model file '{path}': graph field '{key}' = {str(value)[:80]!r} is not "
+                f"a plain operator, shape expression or container (loading or calling it "
+                f"could run code); refused"
+            )

@@ -4,6 +4,7 @@ per line, decoded strictly. A line that cannot be a frame (not UTF-8, not JSON, 
 
 Standard library only: `scripts/pi_runner.py` loads this file next to itself on a Pi that has only torch.
 """
+
 from __future__ import annotations
 
 import io
@@ -12,16 +13,22 @@ import math
 from typing import IO, Iterator, Optional
 
 NAN = float("nan")
-MAX_LINE = 1 << 20                 # longest accepted JSON line [bytes]
+MAX_LINE = 1 << 20  # longest accepted JSON line [bytes]
+
+try:  # inside the package: the error joins the flexlearn family (applications print it as one line)
+    from flexlearn.errors import DataError as _FamilyBase
+except ImportError:  # loaded by file path next to scripts/pi_runner.py, without flexlearn (torch only)
+
+    class _FamilyBase(Exception):  # type: ignore[no-redef]
+        """Stand-in root of the error family where flexlearn is not installed."""
 
 
-class BadFrame(ValueError):
+class BadFrame(_FamilyBase, ValueError):  # type: ignore[valid-type,misc]
     """A line or frame that is skipped: ``reason`` (a short key for the counters) and a message naming the problem."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
-
 
 
 def _parse_float(s: str) -> float:
@@ -32,14 +39,14 @@ def _parse_float(s: str) -> float:
 
 
 def _parse_int(s: str) -> int:
-    if len(s.lstrip("-")) > 308:                     # 10^308 and up: not safely a float64
+    if len(s.lstrip("-")) > 308:  # 10^308 and up: not safely a float64
         raise BadFrame("number_out_of_range", f"integer of {len(s)} digits is outside float64")
     return int(s)
 
 
 def _parse_constant(s: str) -> float:
     if s == "NaN":
-        return NAN                                   # read as a missing value, like null
+        return NAN  # read as a missing value, like null
     raise BadFrame("number_out_of_range", f"number {s} is not accepted (missing values are null)")
 
 
@@ -84,7 +91,7 @@ def read_lines(source: IO) -> Iterator[dict]:
             return
         if len(line) > MAX_LINE:
             nl = b"\n" if isinstance(line, bytes) else "\n"
-            while not line.endswith(nl):             # drop the rest of the overlong line
+            while not line.endswith(nl):  # drop the rest of the overlong line
                 line = source.readline(MAX_LINE)
                 if not line:
                     break

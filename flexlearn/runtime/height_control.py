@@ -19,6 +19,7 @@ as a new time base after ``clock_confirm`` agreeing steps, keeping the controlle
 intermediate (e.g. a derivative over a vanishing step) zeroes the command, the integral and the derivative (HOLD).
 """
 
+import dataclasses
 import math
 from typing import List, Tuple
 
@@ -27,63 +28,126 @@ from torch import nn
 
 from flexlearn.runtime.time_base import TimeBase
 
+try:  # inside the package: a ConfigError of the flexlearn family (applications print it as one line)
+    from flexlearn.errors import ConfigError as _SettingsBase
+except ImportError:  # loaded by file path next to scripts/pi_runner.py, without flexlearn (torch only)
+
+    class _SettingsBase(Exception):  # type: ignore[no-redef]
+        """Stand-in root of the error family where flexlearn is not installed."""
+
+
+__all__ = [
+    "HeightPID",
+    "HeightPIDSettings",
+    "HeightPIDSettingsError",
+    "SETTLING",
+    "ACTIVE",
+    "REJECTED",
+    "HOLD",
+    "TARGET_REJECTED",
+    "STATUS_NAMES",
+]
+
 SETTLING, ACTIVE, REJECTED, HOLD, TARGET_REJECTED = 0, 1, 2, 3, 4
-STATUS_NAMES = {SETTLING: "settling", ACTIVE: "active", REJECTED: "rejected", HOLD: "hold",
-                TARGET_REJECTED: "target_rejected"}
+STATUS_NAMES = {
+    SETTLING: "settling",
+    ACTIVE: "active",
+    REJECTED: "rejected",
+    HOLD: "hold",
+    TARGET_REJECTED: "target_rejected",
+}
+
+
+class HeightPIDSettingsError(_SettingsBase, ValueError):  # type: ignore[valid-type,misc]
+    """A `HeightPIDSettings` value is not a finite number (a ValueError for API callers)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class HeightPIDSettings:
+    """Gains, limits and trial protocol of `HeightPID` (module docstring; units m, m/s, s).
+
+    Args:
+        target: tip-height target h* [m] above the straight configuration.
+        kp: proportional gain [1/s].
+        ki: integral gain [1/s²].
+        kd: derivative gain [-].
+        tau_d: time constant of the derivative's low-pass [s].
+        i_band: the integral runs only while |e| < i_band [m].
+        v_max: speed limit |v| ≤ v_max [m/s].
+        a_max: largest increase of |v| per second [m/s²].
+        settle: zero-command settling time that sets h_ref and the spool neutral [s].
+        reject_above: the trial is rejected when h_ref exceeds this [m].
+        clock_jump: the outlier-time rule of `TimeBase` [s].
+        clock_confirm: agreeing outliers that establish a new time base.
+
+    Raises:
+        HeightPIDSettingsError: a value of the first ten is not finite.
+    """
+
+    target: float = 0.040
+    kp: float = 0.8
+    ki: float = 0.4
+    kd: float = 0.05
+    tau_d: float = 0.3
+    i_band: float = 0.010
+    v_max: float = 0.015
+    a_max: float = 0.02
+    settle: float = 2.0
+    reject_above: float = 0.005
+    clock_jump: float = 2.0
+    clock_confirm: int = 3
+
+    def __post_init__(self) -> None:
+        """Refuse non-finite gains, limits and times (the clock rule is checked by `TimeBase`)."""
+        for field in dataclasses.fields(self)[:10]:
+            val = getattr(self, field.name)
+            if not math.isfinite(float(val)):
+                raise HeightPIDSettingsError(f"HeightPID: {field.name} = {val}: expected a finite number")
 
 
 class HeightPID(nn.Module):
     """Stateful controller; `step(t, h, spool)` → (v [m/s], status). Every method is TorchScript-compatible.
 
     Status: SETTLING, ACTIVE, REJECTED (trial refused), HOLD (bad input or time: zero command), TARGET_REJECTED
-    (active on the last valid target after a refused one). ``clock_jump`` [s] / ``clock_confirm``: `TimeBase`.
+    (active on the last valid target after a refused one).
+
+    Args:
+        settings: gains, limits, trial protocol and clock rule (`HeightPIDSettings`).
     """
 
     h_buf: List[float]
     s_buf: List[float]
 
-    def __init__(self, target: float = 0.040, kp: float = 0.8, ki: float = 0.4, kd: float = 0.05,
-                 tau_d: float = 0.3, i_band: float = 0.010, v_max: float = 0.015, a_max: float = 0.02,
-                 settle: float = 2.0, reject_above: float = 0.005, clock_jump: float = 2.0,
-                 clock_confirm: int = 3) -> None:
+    def __init__(self, settings: HeightPIDSettings = HeightPIDSettings()) -> None:
         super().__init__()
-        for name, val in (("target", target), ("kp", kp), ("ki", ki), ("kd", kd), ("tau_d", tau_d),
-                          ("i_band", i_band), ("v_max", v_max), ("a_max", a_max), ("settle", settle),
-                          ("reject_above", reject_above)):
-            if not math.isfinite(float(val)):
-                raise ValueError(f"HeightPID: {name} = {val}: expected a finite number")
-        self.target = float(target)
-        self.kp, self.ki, self.kd = float(kp), float(ki), float(kd)
-        self.tau_d = float(tau_d)
-        self.i_band = float(i_band)
-        self.v_max = float(v_max)
-        self.a_max = float(a_max)
-        self.settle = float(settle)
-        self.reject_above = float(reject_above)
-        self.t0 = float("nan")
-        self.t_prev = float("nan")
-        self.h_prev = float("nan")
-        self.integral = 0.0
-        self.hdot = 0.0
-        self.v_prev = 0.0
+        self.target = float(settings.target)
+        self.kp, self.ki, self.kd = float(settings.kp), float(settings.ki), float(settings.kd)
+        self.tau_d = float(settings.tau_d)
+        self.i_band = float(settings.i_band)
+        self.v_max = float(settings.v_max)
+        self.a_max = float(settings.a_max)
+        self.settle = float(settings.settle)
+        self.reject_above = float(settings.reject_above)
         self.h_ref = 0.0
         self.spool_neutral = 0.0
-        self.status = SETTLING
-        self.h_buf = []
-        self.s_buf = []
         self.target_rejected = False
         self.bad_targets = 0
-        self.clock = TimeBase(1, float(clock_jump), int(clock_confirm))
+        self.clock = TimeBase(1, float(settings.clock_jump), int(settings.clock_confirm))
+        self.h_buf = []
+        self.s_buf = []
+        self.reset()  # the trial state: one code path with `reset`
 
     @torch.jit.export
     def reset(self) -> None:
+        """Start a new trial (SETTLING): forget times, integral, derivative, command, settling samples and the clock
+        offset; the target, its refusals and the last trial's references stay until the new settling ends."""
         self.t0 = float("nan")
         self.t_prev = float("nan")
         self.h_prev = float("nan")
         self.integral = 0.0
         self.hdot = 0.0
         self.v_prev = 0.0
-        self.status = 0
+        self.status = 0  # SETTLING
         self.h_buf.clear()
         self.s_buf.clear()
         self.clock.reset()
@@ -110,22 +174,22 @@ class HeightPID(nn.Module):
     @torch.jit.export
     def step(self, t: float, h: float, spool: float) -> Tuple[float, int]:
         """Command for estimated tip height h [m] (above straight) and spool position [m of tendon] at time t [s]."""
-        if self.status == 2:                                         # REJECTED
+        if self.status == 2:  # REJECTED
             return 0.0, 2
         if not (math.isfinite(h) and math.isfinite(spool) and abs(h) < 1e3):
             self.v_prev = 0.0
-            return 0.0, 3                                            # HOLD: bad input
+            return 0.0, 3  # HOLD: bad input
         last = self.t_prev if math.isfinite(self.t_prev) else -1e300
         if not self.clock.in_order(t, last):
-            t = self.clock.check(0, t, last, last)                   # outlier, or a restarted clock (resync)
+            t = self.clock.check(0, t, last, last)  # outlier, or a restarted clock (resync)
             if math.isnan(t):
                 self.v_prev = 0.0
-                return 0.0, 3                                        # HOLD: time not finite or not increasing
+                return 0.0, 3  # HOLD: time not finite or not increasing
         else:
             t = t + self.clock.offset
         if math.isnan(self.t0):
             self.t0 = t
-        if t - self.t0 < self.settle:                                # settle at zero command
+        if t - self.t0 < self.settle:  # settle at zero command
             self.h_buf.append(h)
             self.s_buf.append(spool)
             self.t_prev = t
@@ -142,15 +206,15 @@ class HeightPID(nn.Module):
         dt = t - self.t_prev
         e = self.target - (h - self.h_ref)
         raw = (h - self.h_prev) / dt
-        self.hdot += dt / (self.tau_d + dt) * (raw - self.hdot)     # low-pass ḣ
+        self.hdot += dt / (self.tau_d + dt) * (raw - self.hdot)  # low-pass ḣ
         if abs(e) < self.i_band:
-            self.integral += e * dt                                  # conditional integration
+            self.integral += e * dt  # conditional integration
         v = self.kp * e + self.ki * self.integral - self.kd * self.hdot
         v = max(-self.v_max, min(self.v_max, v))
-        lim = abs(self.v_prev) + self.a_max * dt                     # limit the increase of |v|
+        lim = abs(self.v_prev) + self.a_max * dt  # limit the increase of |v|
         if abs(v) > lim:
             v = lim if v > 0 else -lim
-        if spool <= self.spool_neutral and v < 0.0:                  # never unwind past neutral
+        if spool <= self.spool_neutral and v < 0.0:  # never unwind past neutral
             v = 0.0
         self.t_prev = t
         self.h_prev = h
@@ -158,9 +222,9 @@ class HeightPID(nn.Module):
             self.integral = 0.0
             self.hdot = 0.0
             self.v_prev = 0.0
-            return 0.0, 3                                            # HOLD: non-finite intermediate
+            return 0.0, 3  # HOLD: non-finite intermediate
         self.v_prev = v
-        return v, (4 if self.target_rejected else 1)                 # TARGET_REJECTED or ACTIVE
+        return v, (4 if self.target_rejected else 1)  # TARGET_REJECTED or ACTIVE
 
     def forward(self, t: float, h: float, spool: float) -> Tuple[float, int]:
         return self.step(t, h, spool)

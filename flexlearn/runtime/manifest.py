@@ -13,6 +13,7 @@ Sidecar layout (JSON object)::
 This module uses the standard library only, so that the Raspberry Pi runner (torch alone) can load it by
 file path.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -51,12 +52,18 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
 def manifest_record(path: str | os.PathLike, kind: str, versions: Optional[dict[str, str]] = None) -> dict[str, Any]:
     """The manifest of the file at ``path`` (hash and size now), with ``kind`` and version strings."""
     path = Path(path)
-    return {"file": path.name, "sha256": sha256_file(path), "bytes": path.stat().st_size, "kind": kind,
-            **(versions or {})}
+    return {
+        "file": path.name,
+        "sha256": sha256_file(path),
+        "bytes": path.stat().st_size,
+        "kind": kind,
+        **(versions or {}),
+    }
 
 
-def verify_manifest(path: str | os.PathLike, trust_unverified: bool = False,
-                    data: Optional[bytes] = None) -> dict[str, Any]:
+def verify_manifest(
+    path: str | os.PathLike, trust_unverified: bool = False, data: Optional[bytes] = None
+) -> dict[str, Any]:
     """Check ``path`` against its sidecar manifest; return the manifest (``{}`` when opted out).
 
     ``data``: the file's bytes when the caller has read them already (they are what is hashed, so the bytes
@@ -70,8 +77,10 @@ def verify_manifest(path: str | os.PathLike, trust_unverified: bool = False,
     side = manifest_path(path)
     hint = "re-export it with flexlearn, or pass the explicit opt-out if you trust this file"
     if not side.is_file():
-        raise UntrustedArtifactError(f"model file '{path}': no manifest '{side.name}' beside it; a model file is "
-                                     f"code, so it is not loaded unverified ({hint})")
+        raise UntrustedArtifactError(
+            f"model file '{path}': no manifest '{side.name}' beside it; a model file is "
+            f"code, so it is not loaded unverified ({hint})"
+        )
     try:
         record = json.loads(side.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -79,10 +88,13 @@ def verify_manifest(path: str | os.PathLike, trust_unverified: bool = False,
     if not isinstance(record, dict) or not isinstance(record.get("sha256"), str):
         raise UntrustedArtifactError(f"manifest '{side}': field 'sha256' missing or not a string")
     if record.get("file") not in (None, path.name):
-        raise UntrustedArtifactError(f"manifest '{side}': field 'file' = {record.get('file')!r}, "
-                                     f"but the model file is '{path.name}'")
+        raise UntrustedArtifactError(
+            f"manifest '{side}': field 'file' = {record.get('file')!r}, but the model file is '{path.name}'"
+        )
     actual = sha256_file(path) if data is None else hashlib.sha256(data).hexdigest()
     if actual != record["sha256"].lower():
-        raise UntrustedArtifactError(f"model file '{path}': SHA-256 {actual} does not match its manifest "
-                                     f"({record['sha256']}); the file was changed after export ({hint})")
+        raise UntrustedArtifactError(
+            f"model file '{path}': SHA-256 {actual} does not match its manifest "
+            f"({record['sha256']}); the file was changed after export ({hint})"
+        )
     return record

@@ -12,6 +12,7 @@ installed it finds ``manifest.py``, ``height_control.py`` and ``time_base.py`` n
 to the Pi beside the runner). A ``.pt2`` needs flexlearn: its archive is inspected before `torch.export` loads it.
 Every file's manifest is verified first unless ``trust_unverified=True``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,7 +29,15 @@ import torch
 METHODS = ("set_reference", "attitude", "magnetometer", "correct")
 
 
-class BundleLoadError(ValueError):
+try:  # inside the package: a CheckpointError of the flexlearn family (applications print it as one line)
+    from flexlearn.errors import CheckpointError as _LoadBase
+except ImportError:  # loaded by file path next to scripts/pi_runner.py, without flexlearn (torch only)
+
+    class _LoadBase(Exception):  # type: ignore[no-redef]
+        """Stand-in root of the error family where flexlearn is not installed."""
+
+
+class BundleLoadError(_LoadBase, ValueError):  # type: ignore[valid-type,misc]
     """A program bundle that cannot be loaded or run here; the message names the file and the reason."""
 
 
@@ -37,7 +46,7 @@ def _sibling(name: str) -> Any:
     try:
         return importlib.import_module(f"flexlearn.runtime.{name}")
     except ImportError:
-        key = f"flexlearn_runtime_{name}"          # the name pi_runner.py gives the same file: one module object
+        key = f"flexlearn_runtime_{name}"  # the name pi_runner.py gives the same file: one module object
         if key in sys.modules:
             return sys.modules[key]
         path = Path(__file__).resolve().parent / f"{name}.py"
@@ -50,20 +59,28 @@ def _sibling(name: str) -> Any:
         return mod
 
 
-def height_pid_class() -> type:
-    """`HeightPID`; without flexlearn, ``height_control.py`` is loaded with its ``time_base`` import satisfied by
-    the ``time_base.py`` beside it (the module names are provided only while it loads)."""
+def height_control_module() -> types.ModuleType:
+    """`flexlearn.runtime.height_control` (`HeightPID`, `HeightPIDSettings`).
+
+    Without flexlearn, ``height_control.py`` is loaded with its ``time_base`` import satisfied by the
+    ``time_base.py`` beside it (the module names are provided only while it loads).
+
+    Returns:
+        The module.
+    """
     try:
-        from flexlearn.runtime.height_control import HeightPID
-        return HeightPID
+        return importlib.import_module("flexlearn.runtime.height_control")
     except ImportError:
         pass
-    stubs = {"flexlearn": types.ModuleType("flexlearn"), "flexlearn.runtime": types.ModuleType("flexlearn.runtime"),
-             "flexlearn.runtime.time_base": _sibling("time_base")}
+    stubs = {
+        "flexlearn": types.ModuleType("flexlearn"),
+        "flexlearn.runtime": types.ModuleType("flexlearn.runtime"),
+        "flexlearn.runtime.time_base": _sibling("time_base"),
+    }
     saved = {k: sys.modules.get(k) for k in stubs}
     sys.modules.update(stubs)
     try:
-        return _sibling("height_control").HeightPID
+        return _sibling("height_control")
     finally:
         for k, v in saved.items():
             if v is None:
@@ -78,18 +95,20 @@ class ProgramBundle:
     def __init__(self, methods: Dict[str, Callable[..., Any]], meta: Dict[str, Any], keep: Any = None) -> None:
         self.methods = methods
         self.meta = meta
-        self._keep = keep                      # a .pte program: its methods point into it
+        self._keep = keep  # a .pte program: its methods point into it
         try:
-            pid = height_pid_class()
+            control = height_control_module()
         except (ImportError, OSError) as exc:
-            raise BundleLoadError(f"the tip-height controller is needed beside a program bundle: copy "
-                                  f"flexlearn/runtime/height_control.py and time_base.py next to pi_runner.py ({exc})"
-                                  ) from None
+            raise BundleLoadError(
+                f"the tip-height controller is needed beside a program bundle: copy "
+                f"flexlearn/runtime/height_control.py and time_base.py next to pi_runner.py ({exc})"
+            ) from None
         try:
-            self.controller = pid(**meta.get("controller", {}), **meta.get("controller_clock", {}))
+            settings = control.HeightPIDSettings(**meta.get("controller", {}), **meta.get("controller_clock", {}))
+            self.controller = control.HeightPID(settings)
         except (TypeError, ValueError) as exc:
             raise BundleLoadError(f"bundle metadata 'controller': {exc}") from None
-        self.height = 0.0                      # [m] of the latest accepted attitude sweep (0 before the first)
+        self.height = 0.0  # [m] of the latest accepted attitude sweep (0 before the first)
 
     def _call(self, name: str, *args: Any) -> list:
         out = self.methods[name](*args)
@@ -101,17 +120,21 @@ class ProgramBundle:
         self.controller.reset()
 
     def attitude(self, t: float, quats: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """t [s], quats (N + 1, 4) → (points (N + 1, 3) [m], h () [m], flags (N,) int64)."""
+        """T [s], quats (N + 1, 4) → (points (N + 1, 3) [m], h () [m], flags (N,) int64)."""
         pts, h, flags = self._call("attitude", torch.tensor(t, dtype=torch.float64), quats.to(torch.float64))[:3]
         self.height = float(h)
         return pts, h, flags
 
     def magnetometer(self, t: float, mags: torch.Tensor, coil: int) -> torch.Tensor:
-        """t [s], mags (N, 3) [T], firing coil (−1: none) → mask (N,) of corrections applied. The program's
+        """T [s], mags (N, 3) [T], firing coil (−1: none) → mask (N,) of corrections applied. The program's
         round says whether a pulse ended; only then is its correction (the direction model and the heading
         filter, ~10× a round) run."""
-        pending = self._call("magnetometer", torch.tensor(t, dtype=torch.float64), mags.to(torch.float64),
-                             torch.tensor(int(coil), dtype=torch.int64))[0]
+        pending = self._call(
+            "magnetometer",
+            torch.tensor(t, dtype=torch.float64),
+            mags.to(torch.float64),
+            torch.tensor(int(coil), dtype=torch.int64),
+        )[0]
         if bool(pending):
             return self._call("correct", pending)[0]
         return torch.zeros(mags.shape[0], dtype=torch.bool)
@@ -142,10 +165,12 @@ def read_verified(path: str | Path, trust_unverified: bool = False) -> bytes:
 def load_pte_methods(data: bytes, path: str | Path) -> Tuple[Dict[str, Callable[..., Any]], Dict[str, Any], Any]:
     """(methods, metadata, program) of verified ``.pte`` bytes (ExecuTorch, InternalConsistency verification)."""
     try:
-        from executorch.runtime import Runtime, Verification
+        from executorch.runtime import Runtime, Verification  # optional: only a .pte needs ExecuTorch
     except ImportError:
-        raise BundleLoadError(f"model file '{path}': a .pte needs the ExecuTorch runtime (pip install executorch; "
-                              f"see requirements-pi.txt)") from None
+        raise BundleLoadError(
+            f"model file '{path}': a .pte needs the ExecuTorch runtime (pip install executorch; "
+            f"see requirements-pi.txt)"
+        ) from None
     try:
         program = Runtime.get().load_program(data, verification=Verification.InternalConsistency)
         meta = json.loads(program.load_method("metadata_json").execute([])[0])
@@ -166,21 +191,24 @@ def load_program_bundle(path: str | Path, *, trust_unverified: bool = False) -> 
         methods, meta, program = load_pte_methods(read_verified(path, trust_unverified), path)
     elif path.suffix == ".pt2":
         try:
-            from flexlearn.runtime.executorch_export import load_bundle_program
+            from flexlearn.runtime.executorch_export import load_bundle_program  # optional: absent on the Pi
         except ImportError:
-            raise BundleLoadError(f"model file '{path}': a .pt2 bundle needs flexlearn installed (its archive is "
-                                  f"inspected before loading); on the Pi use the .pte or .pt bundle") from None
+            raise BundleLoadError(
+                f"model file '{path}': a .pt2 bundle needs flexlearn installed (its archive is "
+                f"inspected before loading); on the Pi use the .pte or .pt bundle"
+            ) from None
         try:
             methods, meta = load_bundle_program(path, trust_unverified=trust_unverified)
         except Exception as exc:  # a refused file stays a refusal; anything else is named as unloadable
             if isinstance(exc, _sibling("manifest").UntrustedArtifactError):
                 raise
-            raise BundleLoadError(f"model file '{path}': cannot load it ({str(exc).splitlines()[0][:200]})"
-                                  ) from None
+            raise BundleLoadError(f"model file '{path}': cannot load it ({str(exc).splitlines()[0][:200]})") from None
         program = None
     else:
         raise BundleLoadError(f"model file '{path}': expected a .pte or .pt2 bundle")
     if meta.get("kind") != "flexlearn-seed002-bundle" or sorted(meta.get("methods", {})) != sorted(METHODS):
-        raise BundleLoadError(f"model file '{path}': metadata kind {meta.get('kind')!r} with methods "
-                              f"{sorted(meta.get('methods', {}))}, expected a flexlearn-seed002-bundle program")
+        raise BundleLoadError(
+            f"model file '{path}': metadata kind {meta.get('kind')!r} with methods "
+            f"{sorted(meta.get('methods', {}))}, expected a flexlearn-seed002-bundle program"
+        )
     return ProgramBundle(methods, meta, program), meta

@@ -30,6 +30,7 @@ d − 1 ``dropped`` frames. A repeated or older seq within ``REORDER_WINDOW`` is
 An older seq beyond the window is a restarted sender (``seq_resets``; the count starts again from it). Every
 decoded frame is returned either way (the estimator orders frames by time).
 """
+
 from __future__ import annotations
 
 import math
@@ -42,42 +43,57 @@ VERSION = 1
 PROTOCOL = "flexlearn-binframes/1"
 TYPES = {"ref": 1, "att": 2, "mag": 3, "spool": 4, "target": 5}
 TYPE_NAMES = {v: k for k, v in TYPES.items()}
-_HEADER = struct.Struct("<2sBBHH")          # sync, version, type, length, seq
-HEADER_SIZE = _HEADER.size                  # 8
+_HEADER = struct.Struct("<2sBBHH")  # sync, version, type, length, seq
+HEADER_SIZE = _HEADER.size  # 8
 CRC_SIZE = 4
 MAX_PAYLOAD = 4096
-REORDER_WINDOW = 64                         # older sequence numbers within this many are duplicates/reorders
+REORDER_WINDOW = 64  # older sequence numbers within this many are duplicates/reorders
+
+
+class FrameEncodeError(ValueError):
+    """A frame that `encode_frame` cannot write (unknown kind, missing or misshapen rows, too long).
+
+    A plain ValueError: this module stays standard-library only (tests/runtime/test_serial_frames.py), and its
+    callers are the frame writers, not user input at an application boundary.
+    """
 
 
 def _f32_rows(rows: Sequence[Sequence[Optional[float]]], width: int) -> List[float]:
     out: List[float] = []
     for r in rows:
         if len(r) != width:
-            raise ValueError(f"row {list(r)!r}: expected {width} values")
+            raise FrameEncodeError(f"row {list(r)!r}: expected {width} values")
         out.extend(float("nan") if c is None else float(c) for c in r)
     return out
 
 
-def encode_frame(kind: str, t: float, seq: int = 0, q: Optional[Sequence[Sequence[float]]] = None,
-                 m: Optional[Sequence[Sequence[float]]] = None, coil: int = -1, value: float = 0.0) -> bytes:
+def encode_frame(
+    kind: str,
+    t: float,
+    seq: int = 0,
+    q: Optional[Sequence[Sequence[float]]] = None,
+    m: Optional[Sequence[Sequence[float]]] = None,
+    coil: int = -1,
+    value: float = 0.0,
+) -> bytes:
     """One frame: ``kind`` in TYPES; ``q`` (N+1, 4) for ref/att, ``m`` (N, 3) [T] + ``coil`` for mag, ``value`` for
     spool (pos [m]) and target (h [m])."""
     if kind not in TYPES:
-        raise ValueError(f"kind = {kind!r}: expected one of {sorted(TYPES)}")
+        raise FrameEncodeError(f"kind = {kind!r}: expected one of {sorted(TYPES)}")
     if kind in ("ref", "att"):
         if q is None:
-            raise ValueError(f"{kind} frame needs q")
+            raise FrameEncodeError(f"{kind} frame needs q")
         vals = _f32_rows(q, 4)
         payload = struct.pack(f"<d{len(vals)}f", t, *vals)
     elif kind == "mag":
         if m is None:
-            raise ValueError("mag frame needs m")
+            raise FrameEncodeError("mag frame needs m")
         vals = _f32_rows(m, 3)
         payload = struct.pack(f"<dhh{len(vals)}f", t, int(coil), 0, *vals)
     else:
         payload = struct.pack("<dd", t, float(value))
     if len(payload) > MAX_PAYLOAD:
-        raise ValueError(f"payload of {len(payload)} bytes exceeds {MAX_PAYLOAD}")
+        raise FrameEncodeError(f"payload of {len(payload)} bytes exceeds {MAX_PAYLOAD}")
     head = _HEADER.pack(SYNC, VERSION, TYPES[kind], len(payload), seq & 0xFFFF)
     crc = zlib.crc32(head[2:] + payload) & 0xFFFFFFFF
     return head + payload + struct.pack("<I", crc)
@@ -95,11 +111,11 @@ def _decode_payload(kind: int, p: bytes) -> Dict:
     t = struct.unpack_from("<d", p, 0)[0]
     if kind in (1, 2):
         vals = struct.unpack_from(f"<{(len(p) - 8) // 4}f", p, 8)
-        return {"type": TYPE_NAMES[kind], "t": t, "q": [list(vals[k:k + 4]) for k in range(0, len(vals), 4)]}
+        return {"type": TYPE_NAMES[kind], "t": t, "q": [list(vals[k : k + 4]) for k in range(0, len(vals), 4)]}
     if kind == 3:
         coil = struct.unpack_from("<h", p, 8)[0]
         vals = struct.unpack_from(f"<{(len(p) - 12) // 4}f", p, 12)
-        return {"type": "mag", "t": t, "coil": coil, "m": [list(vals[k:k + 3]) for k in range(0, len(vals), 3)]}
+        return {"type": "mag", "t": t, "coil": coil, "m": [list(vals[k : k + 3]) for k in range(0, len(vals), 3)]}
     v = struct.unpack_from("<d", p, 8)[0]
     return {"type": TYPE_NAMES[kind], "t": t, ("pos" if kind == 4 else "h"): v}
 
@@ -116,11 +132,20 @@ class FrameParser:
     def __init__(self, max_payload: int = MAX_PAYLOAD) -> None:
         self.buf = bytearray()
         self.max_payload = int(max_payload)
-        self.last_seq: Optional[int] = None     # newest sequence number seen
-        self.seen = 0                            # bit k: seq last_seq − k seen (k < REORDER_WINDOW)
-        self.span = 0                            # seqs counted so far, up to REORDER_WINDOW (first seen .. newest)
-        self.stats = {"frames": 0, "bad_crc": 0, "bad_header": 0, "skipped_bytes": 0, "dropped": 0, "duplicates": 0,
-                      "reordered": 0, "seq_resets": 0, "bad_time": 0}
+        self.last_seq: Optional[int] = None  # newest sequence number seen
+        self.seen = 0  # bit k: seq last_seq − k seen (k < REORDER_WINDOW)
+        self.span = 0  # seqs counted so far, up to REORDER_WINDOW (first seen .. newest)
+        self.stats = {
+            "frames": 0,
+            "bad_crc": 0,
+            "bad_header": 0,
+            "skipped_bytes": 0,
+            "dropped": 0,
+            "duplicates": 0,
+            "reordered": 0,
+            "seq_resets": 0,
+            "bad_time": 0,
+        }
 
     def _sequence(self, seq: int) -> None:
         """Update the dropped / duplicate / reordered counters for sequence number ``seq`` (module docstring)."""
@@ -129,20 +154,20 @@ class FrameParser:
             return
         d = (seq - self.last_seq) & 0xFFFF
         back = (self.last_seq - seq) & 0xFFFF
-        if 0 < d < 0x8000:                                  # newer: d − 1 frames missing
+        if 0 < d < 0x8000:  # newer: d − 1 frames missing
             self.stats["dropped"] += d - 1
             self.seen = ((self.seen << d) | 1) & ((1 << REORDER_WINDOW) - 1)
             self.span = min(self.span + d, REORDER_WINDOW)
             self.last_seq = seq
-        elif back < REORDER_WINDOW:                         # repeated or late (back = 0: the newest again)
+        elif back < REORDER_WINDOW:  # repeated or late (back = 0: the newest again)
             if (self.seen >> back) & 1:
                 self.stats["duplicates"] += 1
                 return
             self.seen |= 1 << back
             self.stats["reordered"] += 1
-            if back < self.span:                            # inside the counted range: it was counted as dropped
+            if back < self.span:  # inside the counted range: it was counted as dropped
                 self.stats["dropped"] -= 1
-        else:                                               # far older: the sender restarted its counter
+        else:  # far older: the sender restarted its counter
             self.stats["seq_resets"] += 1
             self.last_seq, self.seen, self.span = seq, 1, 1
 
@@ -155,7 +180,7 @@ class FrameParser:
         out: List[Dict] = []
         while True:
             i = self.buf.find(SYNC)
-            if i < 0:                                   # keep a trailing 0xA5 (maybe half a sync word)
+            if i < 0:  # keep a trailing 0xA5 (maybe half a sync word)
                 keep = 1 if self.buf[-1:] == SYNC[:1] else 0
                 self._skip(len(self.buf) - keep)
                 return out
@@ -177,7 +202,7 @@ class FrameParser:
                 self._skip(1)
                 continue
             frame = _decode_payload(kind, bytes(self.buf[HEADER_SIZE:end]))
-            del self.buf[:end + CRC_SIZE]
+            del self.buf[: end + CRC_SIZE]
             self._sequence(seq)
             if not math.isfinite(frame["t"]):
                 self.stats["bad_time"] += 1

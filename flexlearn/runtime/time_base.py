@@ -1,5 +1,6 @@
 """Time base of the runtime modules: the master's clock → a monotonic module time, with clock-restart and outlier
-detection (used by `flexlearn.runtime.fusion.estimator.FusedEstimator` and `flexlearn.runtime.height_control.HeightPID`).
+detection (used by `flexlearn.runtime.fusion.estimator.FusedEstimator` and
+`flexlearn.runtime.height_control.HeightPID`).
 
 The master (ESP32) stamps every frame with its monotonic clock t [s]. Two faults freeze a module that only accepts
 increasing times: one frame with a wild time (t = 1e9: every later frame looks old) and a restart of the master's
@@ -26,8 +27,20 @@ from typing import List
 import torch
 from torch import nn
 
-NO_TIME = -1e300                  # "no frame accepted yet" (τ_last of an empty stream)
-RESYNC_FLAG_S = 1.0               # a resynchronised module flags its outputs for this long [s] (CLOCK_RESYNC)
+try:  # inside the package: the error joins the flexlearn family (applications print it as one line)
+    from flexlearn.errors import ConfigError as _FamilyBase
+except ImportError:  # loaded by file path next to scripts/pi_runner.py, without flexlearn (torch only)
+
+    class _FamilyBase(Exception):  # type: ignore[no-redef]
+        """Stand-in root of the error family where flexlearn is not installed."""
+
+
+class ClockSettingsError(_FamilyBase, ValueError):  # type: ignore[valid-type,misc]
+    """A `TimeBase` setting is out of range (a ValueError for API callers)."""
+
+
+NO_TIME = -1e300  # "no frame accepted yet" (τ_last of an empty stream)
+RESYNC_FLAG_S = 1.0  # a resynchronised module flags its outputs for this long [s] (CLOCK_RESYNC)
 
 
 class TimeBase(nn.Module):
@@ -47,28 +60,28 @@ class TimeBase(nn.Module):
     def __init__(self, n_streams: int = 1, max_gap: float = 2.0, confirm: int = 3) -> None:
         super().__init__()
         if n_streams < 1:
-            raise ValueError(f"n_streams = {n_streams}: expected ≥ 1")
+            raise ClockSettingsError(f"n_streams = {n_streams}: expected ≥ 1")
         if not (math.isfinite(max_gap) and max_gap > 0.0):
-            raise ValueError(f"max_gap = {max_gap}: expected a finite time > 0 [s]")
+            raise ClockSettingsError(f"max_gap = {max_gap}: expected a finite time > 0 [s]")
         if confirm < 2:
-            raise ValueError(f"confirm = {confirm}: expected ≥ 2 frames")
+            raise ClockSettingsError(f"confirm = {confirm}: expected ≥ 2 frames")
         self.n_streams = int(n_streams)
         self.max_gap = float(max_gap)
         self.confirm = int(confirm)
         self.offset = 0.0
         self.resyncs = 0
         self.t_resync = NO_TIME
-        self.cand_first = [0.0] * self.n_streams   # master time t of the run's first candidate [s]
-        self.cand_prev = [0.0] * self.n_streams    # master time t of the run's latest candidate [s]
-        self.cand_last = [0.0] * self.n_streams    # the stream's τ_last when that candidate came [s]
-        self.cand_n = [0] * self.n_streams         # length of the current run of candidates
+        self.cand_first = [0.0] * self.n_streams  # master time t of the run's first candidate [s]
+        self.cand_prev = [0.0] * self.n_streams  # master time t of the run's latest candidate [s]
+        self.cand_last = [0.0] * self.n_streams  # the stream's τ_last when that candidate came [s]
+        self.cand_n = [0] * self.n_streams  # length of the current run of candidates
 
     @torch.jit.export
     def reset(self) -> None:
         """Forget the offset, the candidates and the resync count (a new session)."""
         self.offset = 0.0
         self.resyncs = 0
-        self.t_resync = -1e300                        # NO_TIME
+        self.t_resync = -1e300  # NO_TIME
         for k in range(self.n_streams):
             self.cand_n[k] = 0
 
@@ -85,7 +98,7 @@ class TimeBase(nn.Module):
         if not math.isfinite(t):
             return math.nan
         tau = t + self.offset
-        if last <= -1e299:                            # first frame of this stream: compare with the others
+        if last <= -1e299:  # first frame of this stream: compare with the others
             if latest <= -1e299 or abs(tau - latest) <= self.max_gap:
                 self.cand_n[k] = 0
                 return tau
@@ -93,7 +106,7 @@ class TimeBase(nn.Module):
             self.cand_n[k] = 0
             return tau
         elif tau == last:
-            return math.nan                           # repeated time
+            return math.nan  # repeated time
         return self._candidate(k, t, last, max(latest, last))
 
     def _candidate(self, k: int, t: float, last: float, ref: float) -> float:
@@ -102,7 +115,7 @@ class TimeBase(nn.Module):
         run = n > 0 and last == self.cand_last[k]
         step = t - self.cand_prev[k]
         if run and step == 0.0:
-            return math.nan                           # repeated candidate: neither agrees nor breaks the run
+            return math.nan  # repeated candidate: neither agrees nor breaks the run
         if run and step > 0.0 and step <= self.max_gap:
             n += 1
         else:

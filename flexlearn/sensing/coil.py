@@ -22,6 +22,7 @@ the seed's "near 1 Ω" — 19 turns of 10 mil trace only reach 1 Ω for a mean t
 neighbour (29 mm) then needs ≈2.8 A (≈3.9 V across the coil; 3.3 V gives ≈85 µT, consistent with the seed's
 "a 40 ms pulse at 3.3 V produces approximately 100 µT").
 """
+
 from __future__ import annotations
 
 import math
@@ -80,18 +81,30 @@ class CoilConfig:
 
     def validate(self, where: str = "coil") -> None:
         """Range checks; errors name ``<where>.<key>``."""
-        check_positive(self, where, "outer_radius", "pitch", "board_thickness", "copper_thickness", "trace_width",
-                       "resistivity")
+        check_positive(
+            self, where, "outer_radius", "pitch", "board_thickness", "copper_thickness", "trace_width", "resistivity"
+        )
         check(self.turns >= 1, f"{where}.turns", self.turns, "must be >= 1")
         check(self.points_per_turn >= 8, f"{where}.points_per_turn", self.points_per_turn, "must be >= 8")
-        check(self.outer_radius - self.pitch * self.turns > 0, f"{where}.pitch", self.pitch,
-              f"spiral of {self.turns} turns would cross the centre (outer_radius {self.outer_radius})")
-        check(sum(abs(a) for a in self.alpha) < 1, f"{where}.alpha", self.alpha,
-              "sum of |alpha_k| must be < 1 (positive radius)")
-        check(self.winding in ("same", "reversed"), f"{where}.winding", self.winding,
-              "must be 'same' or 'reversed'")
-        check(0.0 <= self.lead_length <= 0.2 and 0.0 <= self.lead_separation <= 5e-3, f"{where}.lead_length/"
-              "lead_separation", (self.lead_length, self.lead_separation), "must be in [0, 0.2] m and [0, 5e-3] m")
+        check(
+            self.outer_radius - self.pitch * self.turns > 0,
+            f"{where}.pitch",
+            self.pitch,
+            f"spiral of {self.turns} turns would cross the centre (outer_radius {self.outer_radius})",
+        )
+        check(
+            sum(abs(a) for a in self.alpha) < 1,
+            f"{where}.alpha",
+            self.alpha,
+            "sum of |alpha_k| must be < 1 (positive radius)",
+        )
+        check(self.winding in ("same", "reversed"), f"{where}.winding", self.winding, "must be 'same' or 'reversed'")
+        check(
+            0.0 <= self.lead_length <= 0.2 and 0.0 <= self.lead_separation <= 5e-3,
+            f"{where}.lead_length/lead_separation",
+            (self.lead_length, self.lead_separation),
+            "must be in [0, 0.2] m and [0, 5e-3] m",
+        )
 
 
 def lead_polyline(start: torch.Tensor, length: float, separation: float) -> torch.Tensor:
@@ -105,9 +118,16 @@ def lead_polyline(start: torch.Tensor, length: float, separation: float) -> torc
     return torch.stack([a, b, b - 2 * side, a - 2 * side, a])
 
 
-def spiral_polyline(outer_radius: torch.Tensor, pitch: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor,
-                    board_thickness: torch.Tensor, turns: int, points_per_turn: int,
-                    winding: str = "same") -> torch.Tensor:
+def spiral_polyline(
+    outer_radius: torch.Tensor,
+    pitch: torch.Tensor,
+    alpha: torch.Tensor,
+    beta: torch.Tensor,
+    board_thickness: torch.Tensor,
+    turns: int,
+    points_per_turn: int,
+    winding: str = "same",
+) -> torch.Tensor:
     """Vertices (M, 3) [m] of the closed two-layer coil circuit, M = 2·turns·points_per_turn + 3.
 
     Top layer (z = +h/2): φ ∈ [0, 2πN], r = (R0 − pφ/2π)·s(φ), s(φ) = 1 + Σ α_k cos(kφ + β_k) (seed 002,
@@ -171,15 +191,23 @@ class PlanarCoil(torch.nn.Module):
 
     def polyline(self) -> torch.Tensor:
         """(M, 3) vertices [m] of the trace in the coil frame, in current direction (see `spiral_polyline`)."""
-        return spiral_polyline(self.outer_radius, self.pitch, self.alpha, self.beta, self.board_thickness,
-                               self.turns, self.points_per_turn, self.winding)
+        return spiral_polyline(
+            self.outer_radius,
+            self.pitch,
+            self.alpha,
+            self.beta,
+            self.board_thickness,
+            self.turns,
+            self.points_per_turn,
+            self.winding,
+        )
 
     def trace_length(self) -> torch.Tensor:
         """Copper trace length [m] of both layers (polyline length without the two vias through the board)."""
         v = self.polyline()
         n = self.turns * self.points_per_turn
         seg = torch.linalg.vector_norm(v[1:] - v[:-1], dim=-1)
-        return seg[:n].sum() + seg[n + 1:2 * n + 1].sum()
+        return seg[:n].sum() + seg[n + 1 : 2 * n + 1].sum()
 
     def resistance(self) -> torch.Tensor:
         """DC resistance R = ρ L / (w t) [Ω] of the trace (via and leads neglected)."""
@@ -196,7 +224,7 @@ class PlanarCoil(torch.nn.Module):
         v = self.polyline()
         b = biot_savart_polyline(v, points, current)
         if self.lead_length > 0 and self.lead_separation > 0:
-            b = b + biot_savart_polyline(lead_polyline(v[0], self.lead_length, self.lead_separation).to(v.dtype),
-                                         points, current)
+            b = b + biot_savart_polyline(
+                lead_polyline(v[0], self.lead_length, self.lead_separation).to(v.dtype), points, current
+            )
         return b
-

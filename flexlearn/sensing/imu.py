@@ -30,6 +30,7 @@ state converges to ``b̂ = −β`` and θ̂ is unbiased.
 Run-time faults: a frame with a non-finite or saturated value (or a missing IMU, given as NaN) makes
 :class:`ComplementaryFilter` hold its last valid state and return ``fault = True``; it never returns NaN.
 """
+
 import dataclasses
 import math
 from typing import Optional, Tuple
@@ -41,9 +42,19 @@ from torch import Tensor, nn
 from flexlearn.config import check
 from flexlearn.lie import so3_exp
 
-__all__ = ["GRAVITY", "ImuMount", "inclination", "joint_angle", "relative_angular_velocity",
-           "joint_rate", "frame_valid", "ComplementaryFilter", "complementary_filter", "kinematic_acceleration",
-           "angular_acceleration"]
+__all__ = [
+    "GRAVITY",
+    "ImuMount",
+    "inclination",
+    "joint_angle",
+    "relative_angular_velocity",
+    "joint_rate",
+    "frame_valid",
+    "ComplementaryFilter",
+    "complementary_filter",
+    "kinematic_acceleration",
+    "angular_acceleration",
+]
 
 GRAVITY = 9.80665
 
@@ -168,15 +179,16 @@ class ComplementaryFilter(nn.Module):
         return self.theta_hat.clone(), self.bias_hat * 0.0, torch.ones((), dtype=torch.bool)
 
 
-def complementary_filter(theta: np.ndarray | Tensor, rate: np.ndarray | Tensor, dt: float = 1e-3,
-                         k_p: float = 7.0407, k_i: float = 0.1984) -> tuple[np.ndarray, np.ndarray]:
+def complementary_filter(
+    theta: np.ndarray | Tensor, rate: np.ndarray | Tensor, dt: float = 1e-3, k_p: float = 7.0407, k_i: float = 0.1984
+) -> tuple[np.ndarray, np.ndarray]:
     """Offline eq. (6) over a sequence: θ (N,) or (N, J), θ̇ likewise → (θ̂ (N, J), b̂ (N, J)).
 
     The same update as :class:`ComplementaryFilter` (state initialised with the first sample). A fully
     finite record is filtered as the equivalent LTI system with :func:`scipy.signal.lfilter` (C speed);
     with non-finite samples a sample loop holds the state over them.
     """
-    from scipy.signal import lfilter
+    from scipy.signal import lfilter  # heavy (~1 s): loaded by the offline filters only, not by the runtime
 
     th = np.asarray(theta, dtype=np.float64)
     rt = np.asarray(rate, dtype=np.float64)
@@ -189,8 +201,10 @@ def complementary_filter(theta: np.ndarray | Tensor, rate: np.ndarray | Tensor, 
         den = [1.0, -(a11 + a22), a11 * a22 - a12 * a21]
         # y_k = x_{k+1} = z (zI − A)⁻¹ B u ;  adj(zI − A) = [[z − a22, a12], [a21, z − a11]]
         num = {
-            (0, 0): [B[0, 0], -a22 * B[0, 0] + a12 * B[1, 0]], (0, 1): [B[0, 1], -a22 * B[0, 1] + a12 * B[1, 1]],
-            (1, 0): [B[1, 0], a21 * B[0, 0] - a11 * B[1, 0]], (1, 1): [B[1, 1], a21 * B[0, 1] - a11 * B[1, 1]],
+            (0, 0): [B[0, 0], -a22 * B[0, 0] + a12 * B[1, 0]],
+            (0, 1): [B[0, 1], -a22 * B[0, 1] + a12 * B[1, 1]],
+            (1, 0): [B[1, 0], a21 * B[0, 0] - a11 * B[1, 0]],
+            (1, 1): [B[1, 1], a21 * B[0, 1] - a11 * B[1, 1]],
         }
         u0 = th - th[0]  # [θ0, 0] is an equilibrium for input [θ0, 0]
         out = th[0] + lfilter(num[(0, 0)], den, u0, axis=0) + lfilter(num[(0, 1)], den, rt, axis=0)
@@ -213,8 +227,9 @@ def complementary_filter(theta: np.ndarray | Tensor, rate: np.ndarray | Tensor, 
     return out, bias_out
 
 
-def kinematic_acceleration(omega: Tensor, alpha: Tensor, phi: Tensor, lever: Tensor, link_of_imu: Tensor,
-                           frame_angle: Optional[Tensor] = None) -> Tensor:
+def kinematic_acceleration(
+    omega: Tensor, alpha: Tensor, phi: Tensor, lever: Tensor, link_of_imu: Tensor, frame_angle: Optional[Tensor] = None
+) -> Tensor:
     """Rigid-chain linear acceleration of each IMU in its own frame, (..., S, 3) [m/s²].
 
     Planar serial chain with absolute link angles φ_j, rates ω_j and angular accelerations α_j
@@ -239,7 +254,7 @@ def angular_acceleration(omega: np.ndarray, dt: float, tau: float = 0.05) -> np.
     """Low-passed finite difference of gyro rates, (N, ...) → (N, ...) [rad/s²]:
     ``α_k = α_{k−1} + β ((ω_k − ω_{k−1})/dt − α_{k−1})``, ``β = dt/(τ + dt)``, α_0 = 0 (offline twin of
     the runtime estimator's recursion)."""
-    from scipy.signal import lfilter
+    from scipy.signal import lfilter  # heavy (~1 s): loaded by the offline filters only, not by the runtime
 
     w = np.asarray(omega, dtype=np.float64)
     d = np.concatenate([np.zeros_like(w[:1]), np.diff(w, axis=0) / dt], 0)

@@ -15,18 +15,29 @@ gain and soft-iron correction W_i"):
    the symmetric W), which removes the algebraic fit's bias for partial coverage and noisy data.
 Everything is float64 torch; inputs may be numpy arrays or tensors.
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Literal, Optional, overload
+from typing import Any, Callable, Literal, NamedTuple, Optional, overload
 
 import torch
 from torch import Tensor
 
 from flexlearn.errors import DataError
+from flexlearn.lie import so3_exp
 
-__all__ = ["EllipsoidQuality", "fit_ellipsoid", "apply_calibration", "calibration_quality", "fit_alignment"]
+__all__ = [
+    "EllipsoidQuality",
+    "fit_ellipsoid",
+    "apply_calibration",
+    "calibration_quality",
+    "icosahedron_face_centres",
+    "AlignmentOptions",
+    "AlignmentFit",
+    "fit_alignment",
+]
 
 
 @dataclass
@@ -36,8 +47,8 @@ class EllipsoidQuality:
     radius_* are statistics of ‖W(m − o)‖ (1 is perfect); ``radius_std_over_mean`` is the normalised radius
     spread (the issue's target ≤ 0.5 %); ``raw_*`` are the same for the uncalibrated, mean-centred samples.
     ``coverage`` is the fraction of 20 equal-solid-angle (icosahedron-face) direction bins holding ≥ 25 % of a
-    uniform share of the samples; ``condition`` the condition number of W (soft-iron anisotropy); ``offset``/``gains`` are in sensor
-    units (gains = 1 / singular values of W = ellipsoid semi-axes).
+    uniform share of the samples; ``condition`` the condition number of W (soft-iron anisotropy);
+    ``offset``/``gains`` are in sensor units (gains = 1 / singular values of W = ellipsoid semi-axes).
     """
 
     n: int
@@ -63,27 +74,44 @@ def _as64(x: Any) -> Tensor:
 
 def _sym(p: Tensor) -> Tensor:
     """Symmetric 3×3 from (xx, yy, zz, xy, xz, yz)."""
-    return torch.stack([torch.stack([p[0], p[3], p[4]]), torch.stack([p[3], p[1], p[5]]),
-                        torch.stack([p[4], p[5], p[2]])])
+    return torch.stack(
+        [torch.stack([p[0], p[3], p[4]]), torch.stack([p[3], p[1], p[5]]), torch.stack([p[4], p[5], p[2]])]
+    )
 
 
 def _algebraic(x: Tensor) -> tuple[Tensor, Tensor]:
     """Closed-form quadric fit on (N, 3) scaled data → (Q (3, 3) SPD scaled to the unit sphere, offset (3,))."""
-    d = torch.stack([x[:, 0] ** 2, x[:, 1] ** 2, x[:, 2] ** 2, 2 * x[:, 0] * x[:, 1], 2 * x[:, 0] * x[:, 2],
-                     2 * x[:, 1] * x[:, 2], 2 * x[:, 0], 2 * x[:, 1], 2 * x[:, 2]], dim=-1)
+    d = torch.stack(
+        [
+            x[:, 0] ** 2,
+            x[:, 1] ** 2,
+            x[:, 2] ** 2,
+            2 * x[:, 0] * x[:, 1],
+            2 * x[:, 0] * x[:, 2],
+            2 * x[:, 1] * x[:, 2],
+            2 * x[:, 0],
+            2 * x[:, 1],
+            2 * x[:, 2],
+        ],
+        dim=-1,
+    )
     a = torch.linalg.lstsq(d, torch.ones(x.shape[0], 1, dtype=x.dtype)).solution[:, 0]
     m = _sym(a[:6])
     try:
         o = -torch.linalg.solve(m, a[6:])
-    except RuntimeError as exc:            # singular quadric: the samples span no ellipsoid
-        raise DataError("ellipsoid fit: the samples do not determine an ellipsoid (singular quadric); rotate "
-                        "the sensor through more orientations") from exc
-    k = 1.0 + o @ m @ o                     # (x − o)ᵀ M (x − o) = 1 + oᵀ M o
+    except RuntimeError as exc:  # singular quadric: the samples span no ellipsoid
+        raise DataError(
+            "ellipsoid fit: the samples do not determine an ellipsoid (singular quadric); rotate "
+            "the sensor through more orientations"
+        ) from exc
+    k = 1.0 + o @ m @ o  # (x − o)ᵀ M (x − o) = 1 + oᵀ M o
     q = m / k
     evals = torch.linalg.eigvalsh(q)
     if not bool((evals > 0).all()):
-        raise DataError(f"ellipsoid fit: the samples do not determine an ellipsoid (quadric eigenvalues "
-                        f"{evals.tolist()}); rotate the sensor through more orientations")
+        raise DataError(
+            f"ellipsoid fit: the samples do not determine an ellipsoid (quadric eigenvalues "
+            f"{evals.tolist()}); rotate the sensor through more orientations"
+        )
     return q, o
 
 
@@ -99,9 +127,17 @@ def _resid_jac(m: Tensor, p: Tensor) -> tuple[Tensor, Tensor]:
     n = torch.linalg.vector_norm(v, dim=-1).clamp_min(1e-300)
     vn = v / n[:, None]
     j_o = -(vn @ _sym(p[3:]))
-    j_w = torch.stack([vn[:, 0] * d[:, 0], vn[:, 1] * d[:, 1], vn[:, 2] * d[:, 2],
-                       vn[:, 0] * d[:, 1] + vn[:, 1] * d[:, 0], vn[:, 0] * d[:, 2] + vn[:, 2] * d[:, 0],
-                       vn[:, 1] * d[:, 2] + vn[:, 2] * d[:, 1]], dim=-1)
+    j_w = torch.stack(
+        [
+            vn[:, 0] * d[:, 0],
+            vn[:, 1] * d[:, 1],
+            vn[:, 2] * d[:, 2],
+            vn[:, 0] * d[:, 1] + vn[:, 1] * d[:, 0],
+            vn[:, 0] * d[:, 2] + vn[:, 2] * d[:, 0],
+            vn[:, 1] * d[:, 2] + vn[:, 2] * d[:, 1],
+        ],
+        dim=-1,
+    )
     return n - 1.0, torch.cat([j_o, j_w], dim=-1)
 
 
@@ -111,7 +147,8 @@ def _refine(m: Tensor, w: Tensor, o: Tensor, iters: int) -> tuple[Tensor, Tensor
     p = torch.cat([o, torch.stack([w[i, j] for i, j in iu])])
     lam = 1e-6
     done = 0
-    for done in range(1, iters + 1):
+    for iteration in range(1, iters + 1):
+        done = iteration
         r, jac = _resid_jac(m, p)
         c0 = float((r * r).sum())
         jtj = jac.T @ jac
@@ -134,21 +171,26 @@ def fit_ellipsoid(samples: Any, iters: int = 50, return_quality: Literal[False] 
 
 
 @overload
-def fit_ellipsoid(samples: Any, iters: int = 50, *, return_quality: Literal[True]
-                  ) -> tuple[Tensor, Tensor, EllipsoidQuality]: ...
+def fit_ellipsoid(
+    samples: Any, iters: int = 50, *, return_quality: Literal[True]
+) -> tuple[Tensor, Tensor, EllipsoidQuality]: ...
 
 
 @overload
-def fit_ellipsoid(samples: Any, iters: int, return_quality: Literal[True]) -> tuple[Tensor, Tensor, EllipsoidQuality]: ...
+def fit_ellipsoid(
+    samples: Any, iters: int, return_quality: Literal[True]
+) -> tuple[Tensor, Tensor, EllipsoidQuality]: ...
 
 
 @overload
-def fit_ellipsoid(samples: Any, iters: int = 50, return_quality: bool = False
-                  ) -> tuple[Tensor, Tensor] | tuple[Tensor, Tensor, EllipsoidQuality]: ...
+def fit_ellipsoid(
+    samples: Any, iters: int = 50, return_quality: bool = False
+) -> tuple[Tensor, Tensor] | tuple[Tensor, Tensor, EllipsoidQuality]: ...
 
 
-def fit_ellipsoid(samples: Any, iters: int = 50, return_quality: bool = False
-                  ) -> tuple[Tensor, Tensor] | tuple[Tensor, Tensor, EllipsoidQuality]:
+def fit_ellipsoid(
+    samples: Any, iters: int = 50, return_quality: bool = False
+) -> tuple[Tensor, Tensor] | tuple[Tensor, Tensor, EllipsoidQuality]:
     """Fit (W, offset) so that ``(m − offset) @ W.T`` lies on the unit sphere (seed 002, III-B3).
 
     Args:
@@ -189,8 +231,14 @@ def apply_calibration(samples: Any, w: Tensor, offset: Tensor) -> Tensor:
 _ICO: Optional[Tensor] = None
 
 
-def _ico_faces() -> Tensor:
-    """Unit centres (20, 3) of the icosahedron's faces (equal-solid-angle direction bins)."""
+def icosahedron_face_centres() -> Tensor:
+    """Unit centres of the icosahedron's 20 faces: equal-solid-angle direction bins for sphere coverage.
+
+    Shared by `calibration_quality` and the module calibration (`flexlearn.sensing.module_cal`); computed once.
+
+    Returns:
+        (20, 3) float64 unit vectors (the dodecahedron's vertices).
+    """
     global _ICO
     if _ICO is None:
         ph = (1 + math.sqrt(5)) / 2
@@ -213,40 +261,144 @@ def calibration_quality(samples: Any, w: Tensor, offset: Tensor) -> EllipsoidQua
     raw = torch.linalg.vector_norm(m - m.mean(dim=0), dim=-1)
     dirs = apply_calibration(m, w, offset)
     dirs = dirs / torch.linalg.vector_norm(dirs, dim=-1, keepdim=True).clamp_min(1e-300)
-    cell = torch.argmax(dirs @ _ico_faces().T, dim=-1)
+    cell = torch.argmax(dirs @ icosahedron_face_centres().T, dim=-1)
     counts = torch.bincount(cell, minlength=20).to(torch.float64)
     sv = torch.linalg.svdvals(w)
     return EllipsoidQuality(
-        n=int(m.shape[0]), radius_mean=float(r.mean()), radius_std=float(r.std()),
-        radius_std_over_mean=float(r.std() / r.mean()), radius_max_abs_dev=float((r - 1).abs().max()),
+        n=int(m.shape[0]),
+        radius_mean=float(r.mean()),
+        radius_std=float(r.std()),
+        radius_std_over_mean=float(r.std() / r.mean()),
+        radius_max_abs_dev=float((r - 1).abs().max()),
         raw_radius_std_over_mean=float(raw.std() / raw.mean()),
         coverage=float((counts >= 0.25 * m.shape[0] / 20).to(torch.float64).mean()),
-        condition=float(sv.max() / sv.min()), offset=offset.tolist(), gains=(1.0 / sv).tolist(), iterations=0)
+        condition=float(sv.max() / sv.min()),
+        offset=offset.tolist(),
+        gains=(1.0 / sv).tolist(),
+        iterations=0,
+    )
 
 
-def fit_alignment(model: Callable[[Tensor], Tensor], delta_b: Tensor, target_parent: Tensor,
-                  w: Optional[Tensor] = None, iters: int = 100, lr: float = 1.0,
-                  prior: Optional[float] = math.radians(2.0), min_fixes: int = 6,
-                  return_report: bool = False) -> Any:
+@dataclass(frozen=True)
+class AlignmentOptions:
+    """Settings of `fit_alignment` (defaults: the seed 002 rig).
+
+    Attributes:
+        iters: L-BFGS iterations on the mean angle.
+        lr: L-BFGS step scale.
+        prior: σ_A [rad], the mounting tolerance per axis that the fit is shrunk toward identity by; None: no
+            shrinkage.
+        min_fixes: fewer usable samples than this (at least 2) give the identity.
+    """
+
+    iters: int = 100
+    lr: float = 1.0
+    prior: Optional[float] = math.radians(2.0)
+    min_fixes: int = 6
+
+
+class AlignmentFit(NamedTuple):
+    """`fit_alignment` with ``return_report=True``: the alignment and how well the fixes determine it.
+
+    Attributes:
+        alignment: A (3, 3) rotation, float64.
+        report: {n, angle_deg (fit), angle_deg_shrunk, std_deg (3,), mean_residual_deg_identity,
+            mean_residual_deg} (the last two only when a fit was made).
+    """
+
+    alignment: Tensor
+    report: dict[str, Any]
+
+
+def _minimise_lbfgs(loss_of: Callable[[Tensor], Tensor], opts: AlignmentOptions) -> Tensor:
+    """The rotation vector a (3,) minimising ``loss_of(a)`` by L-BFGS (strong Wolfe) from a = 0 (detached)."""
+    a = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS(
+        [a],
+        lr=opts.lr,
+        max_iter=opts.iters,
+        tolerance_grad=1e-12,
+        tolerance_change=1e-15,
+        line_search_fn="strong_wolfe",
+    )
+
+    def closure() -> Tensor:
+        opt.zero_grad()
+        loss = loss_of(a)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return a.detach()
+
+
+def _gauss_newton_information(residuals_of: Callable[[Tensor], Tensor], a: Tensor, n: int) -> Tensor:
+    """Gauss–Newton information H = JᵀJ / σ̂² (3, 3) of the residuals (3N,) at a, σ̂² from them (2N − 3 d.o.f.)."""
+    with torch.enable_grad():
+        jac = torch.autograd.functional.jacobian(residuals_of, a)  # (3N, 3)
+    res = residuals_of(a).detach()
+    sigma2 = float((res * res).sum()) / max(2 * n - 3, 1)
+    return jac.T @ jac / max(sigma2, 1e-18)
+
+
+@overload
+def fit_alignment(
+    model: Callable[[Tensor], Tensor],
+    delta_b: Tensor,
+    target_parent: Tensor,
+    w: Optional[Tensor] = None,
+    options: Optional[AlignmentOptions] = None,
+    return_report: Literal[False] = False,
+) -> Tensor: ...
+
+
+@overload
+def fit_alignment(
+    model: Callable[[Tensor], Tensor],
+    delta_b: Tensor,
+    target_parent: Tensor,
+    w: Optional[Tensor] = None,
+    options: Optional[AlignmentOptions] = None,
+    *,
+    return_report: Literal[True],
+) -> AlignmentFit: ...
+
+
+def fit_alignment(
+    model: Callable[[Tensor], Tensor],
+    delta_b: Tensor,
+    target_parent: Tensor,
+    w: Optional[Tensor] = None,
+    options: Optional[AlignmentOptions] = None,
+    return_report: bool = False,
+) -> Tensor | AlignmentFit:
     """Receiver alignment A (3, 3) rotation of seed 002, III-B3, fitted by minimising the mean angle.
 
     Minimises Σ_n ∠( M f(A W ΔB_n), R_{i−1,n}ᵀ u_n^q ) over A = exp([a]×), a ∈ R³ (L-BFGS on the angle, from a = 0).
-    ``delta_b`` (N, 3) coil fields [T] in the child sensor frame; ``target_parent`` (N, 3) the quaternion
-    directions expressed in the parent frame, R_{i−1}ᵀ u_i^q; ``w`` the soft-iron W (identity if None);
-    ``model`` the direction model f (ΔB → parent axis in the child frame, e.g. `DirectionMLP`).
     M = I − 2eeᵀ, e = −ẑ maps f's parent axis to the child direction u (the seed writes 2eeᵀ − I, which gives −u
-    for a label pointing from child to parent; see `flexlearn.runtime.fusion.estimator`). Stationary samples fix the tilt
-    part of A; bending motion is needed for its axial part (about e).
+    for a label pointing from child to parent; see `flexlearn.runtime.fusion.estimator`). Stationary samples fix
+    the tilt part of A; bending motion is needed for its axial part (about e).
 
     Robustness: a few noisy fixes (≈ 16 in the seed's 45 s) determine a poorly, above all its axial part. With
-    ``prior`` σ_A [rad] (mounting tolerance per axis; None: no shrinkage) the fit is shrunk toward identity by its
-    uncertainty — Gauss–Newton information H = JᵀJ / σ̂² of the residuals r_n = pred_n × target_n (σ̂² from the
-    residuals, 2N − 3 degrees of freedom), a ← (H + I/σ_A²)⁻¹ H a (the Gaussian posterior mean), so well-determined
-    directions keep the fit and poorly determined ones fall back to identity. Fewer than ``min_fixes`` samples:
-    identity. ``return_report``: also a dict {n, angle_deg (fit), angle_deg_shrunk, std_deg (3,), mean_residual_deg
-    before/after}.
+    ``options.prior`` σ_A [rad] (mounting tolerance per axis; None: no shrinkage) the fit is shrunk toward identity
+    by its uncertainty — Gauss–Newton information H = JᵀJ / σ̂² of the residuals r_n = pred_n × target_n (σ̂² from
+    the residuals, 2N − 3 degrees of freedom), a ← (H + I/σ_A²)⁻¹ H a (the Gaussian posterior mean), so
+    well-determined directions keep the fit and poorly determined ones fall back to identity. Fewer than
+    ``options.min_fixes`` samples: identity.
+
+    Args:
+        model: the direction model f (ΔB → parent axis in the child frame, e.g. `DirectionMLP`).
+        delta_b: (N, 3) coil fields [T] in the child sensor frame.
+        target_parent: (N, 3) the quaternion directions expressed in the parent frame, R_{i−1}ᵀ u_i^q.
+        w: the soft-iron W (3, 3) (identity if None).
+        options: iterations, step, prior and minimum number of fixes (`AlignmentOptions`; defaults if None).
+        return_report: also return the report (an `AlignmentFit`).
+
+    Returns:
+        A (3, 3) float64, or `AlignmentFit` (A and the report dict {n, angle_deg (fit), angle_deg_shrunk,
+        std_deg (3,), mean_residual_deg before/after}) with ``return_report``.
     """
-    from flexlearn.lie import so3_exp  # local: keeps module import light
+    opts = options if options is not None else AlignmentOptions()
 
     db = _as64(delta_b)
     if w is not None:
@@ -258,8 +410,8 @@ def fit_alignment(model: Callable[[Tensor], Tensor], delta_b: Tensor, target_par
     n = int(db.shape[0])
     eye = torch.eye(3, dtype=torch.float64)
     report: dict[str, Any] = {"n": n, "angle_deg": 0.0, "angle_deg_shrunk": 0.0, "std_deg": [float("inf")] * 3}
-    if n < max(int(min_fixes), 2):
-        return (eye, report) if return_report else eye
+    if n < max(int(opts.min_fixes), 2):
+        return AlignmentFit(eye, report) if return_report else eye
     flip = torch.tensor([1.0, 1.0, -1.0], dtype=torch.float64)  # I − 2eeᵀ for e = −ẑ is diag(1, 1, −1)
     dtype = torch.float32
     for prm in getattr(model, "parameters", lambda: iter(()))():
@@ -273,33 +425,19 @@ def fit_alignment(model: Callable[[Tensor], Tensor], delta_b: Tensor, target_par
     def mean_angle(a: Tensor) -> Tensor:
         return torch.acos((predict(a) * tgt).sum(-1).clamp(-1 + 1e-12, 1 - 1e-12)).mean()
 
-    a = torch.zeros(3, dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS([a], lr=lr, max_iter=iters, tolerance_grad=1e-12, tolerance_change=1e-15,
-                            line_search_fn="strong_wolfe")
-
-    def closure() -> Tensor:
-        opt.zero_grad()
-        loss = mean_angle(a)
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    a_fit = a.detach()
+    a_fit = _minimise_lbfgs(mean_angle, opts)
     a_out = a_fit
-    with torch.enable_grad():
-        jac = torch.autograd.functional.jacobian(
-            lambda v: torch.linalg.cross(predict(v), tgt).reshape(-1), a_fit)          # (3N, 3)
-    res = torch.linalg.cross(predict(a_fit), tgt).detach().reshape(-1)
-    sigma2 = float((res * res).sum()) / max(2 * n - 3, 1)
-    info = jac.T @ jac / max(sigma2, 1e-18)                                             # H (3, 3)
+    info = _gauss_newton_information(lambda v: torch.linalg.cross(predict(v), tgt).reshape(-1), a_fit, n)
     cov = torch.linalg.pinv(info)
     report["std_deg"] = [math.degrees(math.sqrt(max(float(c), 0.0))) for c in torch.diagonal(cov)]
-    if prior is not None:
-        a_out = torch.linalg.solve(info + eye / float(prior) ** 2, info @ a_fit)
+    if opts.prior is not None:
+        a_out = torch.linalg.solve(info + eye / float(opts.prior) ** 2, info @ a_fit)
     with torch.no_grad():
-        report.update(angle_deg=math.degrees(float(torch.linalg.vector_norm(a_fit))),
-                      angle_deg_shrunk=math.degrees(float(torch.linalg.vector_norm(a_out))),
-                      mean_residual_deg_identity=math.degrees(float(mean_angle(torch.zeros(3, dtype=torch.float64)))),
-                      mean_residual_deg=math.degrees(float(mean_angle(a_out))))
+        report.update(
+            angle_deg=math.degrees(float(torch.linalg.vector_norm(a_fit))),
+            angle_deg_shrunk=math.degrees(float(torch.linalg.vector_norm(a_out))),
+            mean_residual_deg_identity=math.degrees(float(mean_angle(torch.zeros(3, dtype=torch.float64)))),
+            mean_residual_deg=math.degrees(float(mean_angle(a_out))),
+        )
     out = so3_exp(a_out)
-    return (out, report) if return_report else out
+    return AlignmentFit(out, report) if return_report else out

@@ -40,6 +40,7 @@ must hold a JSON object. Tables of unregistered names are kept as read (`RawSwee
 back by `save`; a non-nullable float field must be finite. Anything else is a `DataError` naming the file,
 the column and the value.
 """
+
 from __future__ import annotations
 
 import json
@@ -127,7 +128,8 @@ class StreamSchema:
             window, published when the hold ends); empty: never recorded (``truth``).
         per_pose: processing adds the mean of every ``float`` field over each hold window to the dataset,
             as columns ``<stream>_<column>`` (NaN where a window holds no finite sample).
-        attrs: `RawSweep` attribute -> field for attribute access (``mag_t`` -> ``t``; built-in streams).
+        attrs: `RawSweep` attribute -> field (``mag_t`` -> ``t``): a keyword of the `RawSweep` constructor, and
+            attribute access for the built-in streams.
         check: extra consistency rule: returns a message, or None when the stream is fine.
         doc: one line for the reader.
     """
@@ -179,14 +181,16 @@ class StreamSchema:
 
     def from_columns(self, cols: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Column arrays -> field arrays ((N,) or (N, k))."""
-        return {f.name: cols[f.columns[0]] if f.width == 1 else np.stack([cols[c] for c in f.columns], axis=-1)
-                for f in self.fields}
+        return {
+            f.name: cols[f.columns[0]] if f.width == 1 else np.stack([cols[c] for c in f.columns], axis=-1)
+            for f in self.fields
+        }
 
     def validate(self, data: Mapping[str, np.ndarray]) -> Optional[str]:
         """The first problem of ``data`` as a message (shapes, time stamps, unique key, ``check``), or None."""
         missing = [f.name for f in self.fields if f.name not in data]
         if missing or set(data) - {f.name for f in self.fields}:
-            return (f"stream '{self.name}': fields {sorted(data)}, expected {[f.name for f in self.fields]}")
+            return f"stream '{self.name}': fields {sorted(data)}, expected {[f.name for f in self.fields]}"
         n = np.shape(data[self.fields[0].name])[0] if np.ndim(data[self.fields[0].name]) else -1
         shapes = {f.name: np.shape(data[f.name]) for f in self.fields}
         if any(shapes[f.name] != f.shape(n) for f in self.fields):
@@ -199,9 +203,11 @@ class StreamSchema:
                 continue
             bad = np.flatnonzero(~np.isfinite(np.asarray(data[f.name], np.float64)).reshape(n, f.width).any(-1))
             if bad.size:
-                return (f"stream '{self.name}': field '{f.name}' has the non-finite value "
-                        f"{np.asarray(data[f.name])[bad[0]].tolist()} at index {bad[0]}; only a nullable field may "
-                        "hold NaN")
+                return (
+                    f"stream '{self.name}': field '{f.name}' has the non-finite value "
+                    f"{np.asarray(data[f.name])[bad[0]].tolist()} at index {bad[0]}; only a nullable field may "
+                    "hold NaN"
+                )
         if self.timed:
             t = np.asarray(data["t"])
             if not np.all(np.isfinite(t)):
@@ -222,32 +228,87 @@ def _xyz(prefix: str, **kw: Any) -> Field:
 
 _QUAT = ("qw", "qx", "qy", "qz")
 BUILTIN_STREAMS: tuple[StreamSchema, ...] = (
-    StreamSchema("mag", (time_field("poll time"), Field("mag", ("mx", "my", "mz"), unit="T", nullable=True,
-                                                        ros="magnetic_field", doc="field, child sensor frame")),
-                 required=True, continuous=True, attrs=(("mag_t", "t"), ("mag", "mag")),
-                 doc="magnetometer polls (stale polls repeat bitwise)"),
-    StreamSchema("accel", (time_field(), Field("accel", ("ax", "ay", "az"), unit="m/s^2", nullable=True,
-                                               doc="specific force, child sensor frame")),
-                 required=True, continuous=True, attrs=(("accel_t", "t"), ("accel", "accel")),
-                 doc="accelerometer (from the IMU topic in a rosbag2 recording)"),
-    StreamSchema("coil", (time_field("switch time"), Field("on", kind="bool", doc="coil state after the switch")),
-                 required=True, attrs=(("coil_t", "t"), ("coil_on", "on")), doc="parent coil switch events"),
-    StreamSchema("poses", (Field("pose_id", kind="int", ros="pose_id"), Field("t_start", unit="s", ros="t_start"),
-                           Field("t_end", unit="s", ros="t_end"),
-                           _xyz("target", unit="1", ros="target", doc="commanded child axis, parent frame")),
-                 required=True, key="pose_id", stamp="t_end", check=_hold_windows_ordered,
-                 attrs=(("pose_id", "pose_id"), ("pose_t_start", "t_start"), ("pose_t_end", "t_end"),
-                        ("target", "target")), doc="hold windows of the rig controller"),
-    StreamSchema("truth", (Field("pose_id", kind="int"), *(Field(f"{p}_{a}", unit=u) for p, u in
-                                                           (("label", "1"), ("u", "1"), ("db", "T")) for a in "xyz")),
-                 key="pose_id", stamp="", doc="simulation only: true label, direction, coil field"),
-    StreamSchema("rate", (time_field(), Field("rate", ("wx", "wy", "wz"), unit="rad/s", nullable=True)),
-                 continuous=True, doc="gyroscope (from the IMU topic), child sensor frame"),
-    StreamSchema("orientation", (time_field(), Field("orientation", _QUAT, unit="1", nullable=True)),
-                 doc="IMU orientation quaternion (w, x, y, z), sensor -> world"),
-    StreamSchema("mocap", (time_field(), Field("position", ("px", "py", "pz"), unit="m", ros="pose.position"),
-                           Field("orientation", _QUAT, unit="1", ros="pose.orientation")),
-                 doc="motion-capture pose of the child"),
+    StreamSchema(
+        "mag",
+        (
+            time_field("poll time"),
+            Field(
+                "mag",
+                ("mx", "my", "mz"),
+                unit="T",
+                nullable=True,
+                ros="magnetic_field",
+                doc="field, child sensor frame",
+            ),
+        ),
+        required=True,
+        continuous=True,
+        attrs=(("mag_t", "t"), ("mag", "mag")),
+        doc="magnetometer polls (stale polls repeat bitwise)",
+    ),
+    StreamSchema(
+        "accel",
+        (
+            time_field(),
+            Field("accel", ("ax", "ay", "az"), unit="m/s^2", nullable=True, doc="specific force, child sensor frame"),
+        ),
+        required=True,
+        continuous=True,
+        attrs=(("accel_t", "t"), ("accel", "accel")),
+        doc="accelerometer (from the IMU topic in a rosbag2 recording)",
+    ),
+    StreamSchema(
+        "coil",
+        (time_field("switch time"), Field("on", kind="bool", doc="coil state after the switch")),
+        required=True,
+        attrs=(("coil_t", "t"), ("coil_on", "on")),
+        doc="parent coil switch events",
+    ),
+    StreamSchema(
+        "poses",
+        (
+            Field("pose_id", kind="int", ros="pose_id"),
+            Field("t_start", unit="s", ros="t_start"),
+            Field("t_end", unit="s", ros="t_end"),
+            _xyz("target", unit="1", ros="target", doc="commanded child axis, parent frame"),
+        ),
+        required=True,
+        key="pose_id",
+        stamp="t_end",
+        check=_hold_windows_ordered,
+        attrs=(("pose_id", "pose_id"), ("pose_t_start", "t_start"), ("pose_t_end", "t_end"), ("target", "target")),
+        doc="hold windows of the rig controller",
+    ),
+    StreamSchema(
+        "truth",
+        (
+            Field("pose_id", kind="int"),
+            *(Field(f"{p}_{a}", unit=u) for p, u in (("label", "1"), ("u", "1"), ("db", "T")) for a in "xyz"),
+        ),
+        key="pose_id",
+        stamp="",
+        doc="simulation only: true label, direction, coil field",
+    ),
+    StreamSchema(
+        "rate",
+        (time_field(), Field("rate", ("wx", "wy", "wz"), unit="rad/s", nullable=True)),
+        continuous=True,
+        doc="gyroscope (from the IMU topic), child sensor frame",
+    ),
+    StreamSchema(
+        "orientation",
+        (time_field(), Field("orientation", _QUAT, unit="1", nullable=True)),
+        doc="IMU orientation quaternion (w, x, y, z), sensor -> world",
+    ),
+    StreamSchema(
+        "mocap",
+        (
+            time_field(),
+            Field("position", ("px", "py", "pz"), unit="m", ros="pose.position"),
+            Field("orientation", _QUAT, unit="1", ros="pose.orientation"),
+        ),
+        doc="motion-capture pose of the child",
+    ),
 )
 STREAMS: dict[str, StreamSchema] = {}
 _ATTRS: dict[str, tuple[str, str]] = {}  # RawSweep attribute -> (stream, field)
@@ -284,13 +345,16 @@ def register_stream(schema: StreamSchema) -> StreamSchema:
         raise ConfigError(f"stream {schema.name!r}: expected an identifier and at least one field")
     same_file = [n for n in STREAMS if n.casefold() == schema.name.casefold()]
     if same_file:  # one file on a case-insensitive file system (macOS, Windows): a save would overwrite it
-        raise ConfigError(f"stream '{schema.name}': its file {schema.name}.parquet is {same_file[0]}.parquet on a "
-                          "case-insensitive file system; choose another name")
+        raise ConfigError(
+            f"stream '{schema.name}': its file {schema.name}.parquet is {same_file[0]}.parquet on a "
+            "case-insensitive file system; choose another name"
+        )
     taken = [a for a, _ in schema.attrs if a in _ATTRS]
     if taken:
         raise ConfigError(f"stream '{schema.name}': attribute(s) {taken} already name another stream's field")
     if (schema.key and schema.key not in {f.name for f in schema.fields}) or (
-            schema.stamp and schema.stamp not in {f.name for f in schema.fields}):
+        schema.stamp and schema.stamp not in {f.name for f in schema.fields}
+    ):
         raise ConfigError(f"stream '{schema.name}': key {schema.key!r} / stamp {schema.stamp!r} is not a field")
     problem = _layout_problem(schema)
     if problem:
@@ -310,8 +374,10 @@ def unregister_stream(name: str) -> None:
 def stream_schema(name: str) -> StreamSchema:
     """The registered schema of ``name``; an unknown name is a `ConfigError` listing the registered ones."""
     if name not in STREAMS:
-        raise ConfigError(f"stream '{name}' is not registered (flexlearn.sensing.streams.register_stream); "
-                          f"registered: {list(STREAMS)}")
+        raise ConfigError(
+            f"stream '{name}' is not registered (flexlearn.sensing.streams.register_stream); "
+            f"registered: {list(STREAMS)}"
+        )
     return STREAMS[name]
 
 
@@ -333,16 +399,23 @@ class _FieldView:
 
 
 def _refuse_foreign_entries(path: Path) -> None:
-    """A sweep directory is replaced as a whole: refuse to save over one that holds anything a sweep does not
-    write (a user's notes, figures, subdirectories), naming the first entries, instead of dropping them. (A
-    directory flexlearn did not write is refused by `atomic_dir` itself.)"""
+    """Refuse to save over a sweep directory that holds anything a sweep does not write, naming it.
+
+    A sweep directory is replaced as a whole: a user's notes, figures or subdirectories in it are named (the
+    first entries) instead of dropped. (A directory flexlearn did not write is refused by `atomic_dir` itself.)
+    """
     if not (path / OUTPUT_MARKER).is_file():
         return
-    foreign = sorted(e.name for e in path.iterdir()
-                     if not (e.is_file() and (e.suffix == ".parquet" or e.name in ("meta.json", OUTPUT_MARKER))))
+    foreign = sorted(
+        e.name
+        for e in path.iterdir()
+        if not (e.is_file() and (e.suffix == ".parquet" or e.name in ("meta.json", OUTPUT_MARKER)))
+    )
     if foreign:
-        raise DataError(f"{path}: saving the raw sweep would replace the directory and lose {foreign[:5]}"
-                        f"{' ...' if len(foreign) > 5 else ''} (not part of a raw sweep); move them or save elsewhere")
+        raise DataError(
+            f"{path}: saving the raw sweep would replace the directory and lose {foreign[:5]}"
+            f"{' ...' if len(foreign) > 5 else ''} (not part of a raw sweep); move them or save elsewhere"
+        )
 
 
 @dataclass(init=False, eq=False)
@@ -356,10 +429,11 @@ class RawSweep:
     (parent frame); truth: optional dict of ``truth.parquet`` columns (simulation only). Every other stream
     (``rate``, ``mocap``, a registered one) is ``raw.streams[name]``.
 
-    Construct with the built-in keywords (``RawSweep(mag_t=..., mag=..., ...)``), with ``streams=`` (a mapping
-    by `STREAMS`), or both (keywords override). ``meta``: JSON-serialisable units, rig geometry, provenance.
-    ``unregistered``: table file stem -> the Parquet bytes of a table `load` found whose stream is not registered
-    in this process; kept as read and written back by `save`, so that a re-save loses no table.
+    Construct with the fields' attribute names as keywords (``RawSweep(mag_t=..., mag=..., ...)``), with
+    ``streams=`` (a mapping by `STREAMS`), or both (field keywords override); every argument is a keyword.
+    ``meta``: JSON-serialisable units, rig geometry, provenance. ``unregistered``: table file stem -> the Parquet
+    bytes of a table `load` found whose stream is not registered in this process; kept as read and written back by
+    `save`, so that a re-save loses no table.
     """
 
     streams: dict[str, dict[str, np.ndarray]]
@@ -377,19 +451,37 @@ class RawSweep:
     pose_t_end = _FieldView("poses", "t_end")
     target = _FieldView("poses", "target")
 
-    def __init__(self, mag_t: Optional[np.ndarray] = None, mag: Optional[np.ndarray] = None,
-                 accel_t: Optional[np.ndarray] = None, accel: Optional[np.ndarray] = None,
-                 coil_t: Optional[np.ndarray] = None, coil_on: Optional[np.ndarray] = None,
-                 pose_id: Optional[np.ndarray] = None, pose_t_start: Optional[np.ndarray] = None,
-                 pose_t_end: Optional[np.ndarray] = None, target: Optional[np.ndarray] = None,
-                 meta: Optional[dict[str, Any]] = None, truth: Optional[Mapping[str, np.ndarray]] = None, *,
-                 streams: Optional[Mapping[str, Mapping[str, np.ndarray]]] = None,
-                 unregistered: Optional[Mapping[str, bytes]] = None) -> None:
+    def __init__(
+        self,
+        *,
+        streams: Optional[Mapping[str, Mapping[str, np.ndarray]]] = None,
+        meta: Optional[dict[str, Any]] = None,
+        truth: Optional[Mapping[str, np.ndarray]] = None,
+        unregistered: Optional[Mapping[str, bytes]] = None,
+        **fields: np.ndarray,
+    ) -> None:
+        """Build a sweep from whole streams and/or single fields by attribute name; checked (`validate`).
+
+        Args:
+            streams: stream name -> {field name -> array}, by `STREAMS` (copied one level deep).
+            meta: JSON-serialisable units, rig geometry, provenance.
+            truth: the ``truth`` stream's columns (simulation only).
+            unregistered: table file stem -> Parquet bytes of tables whose stream is not registered.
+            **fields: single fields by their attribute name (the built-in ``mag_t``, ``mag``, ``accel_t``,
+                ``accel``, ``coil_t``, ``coil_on``, ``pose_id``, ``pose_t_start``, ``pose_t_end``, ``target``, or
+                an ``attrs`` name of a registered stream); they override ``streams``.
+
+        Raises:
+            TypeError: a keyword that names no stream field.
+            DataError: a stream missing, unregistered or malformed (`validate`).
+        """
+        unknown = sorted(set(fields) - set(_ATTRS))
+        if unknown:
+            raise TypeError(
+                f"RawSweep() got unexpected keyword argument(s) {unknown}; fields by attribute: {sorted(_ATTRS)}"
+            )
         self.streams = {name: dict(data) for name, data in (streams or {}).items()}
-        given = {"mag_t": mag_t, "mag": mag, "accel_t": accel_t, "accel": accel, "coil_t": coil_t,
-                 "coil_on": coil_on, "pose_id": pose_id, "pose_t_start": pose_t_start, "pose_t_end": pose_t_end,
-                 "target": target}
-        for attr, value in given.items():
+        for attr, value in fields.items():
             if value is not None:
                 stream, name = _ATTRS[attr]
                 self.streams.setdefault(stream, {})[name] = value
@@ -421,8 +513,10 @@ class RawSweep:
                 raise DataError(f"{source}: stream '{schema.name}' missing")
         for name, data in self.streams.items():
             if name not in STREAMS:
-                raise DataError(f"{source}: stream '{name}' is not registered "
-                                f"(flexlearn.sensing.streams.register_stream); registered: {list(STREAMS)}")
+                raise DataError(
+                    f"{source}: stream '{name}' is not registered "
+                    f"(flexlearn.sensing.streams.register_stream); registered: {list(STREAMS)}"
+                )
             problem = STREAMS[name].validate(data)
             if problem:
                 raise DataError(f"{source}: {problem}")
@@ -460,12 +554,16 @@ class RawSweep:
                 table = read_parquet(f, f"stream file '{name}.parquet'")
                 streams[name] = schema.from_columns(read_columns(table, f, schema.kinds, nullable=schema.nullable))
         meta_file = path / "meta.json"
-        meta = parse_json_object(meta_file.read_bytes(), str(meta_file), "raw sweep metadata") \
-            if meta_file.exists() else {}
+        meta = (
+            parse_json_object(meta_file.read_bytes(), str(meta_file), "raw sweep metadata")
+            if meta_file.exists()
+            else {}
+        )
         sweep = cls.__new__(cls)
         sweep.streams, sweep.meta = streams, meta
-        sweep.unregistered = {f.stem: f.read_bytes() for f in sorted(path.glob("*.parquet"))
-                              if f.stem not in STREAMS and f.is_file()}
+        sweep.unregistered = {
+            f.stem: f.read_bytes() for f in sorted(path.glob("*.parquet")) if f.stem not in STREAMS and f.is_file()
+        }
         sweep.validate(source=str(path))
         return sweep
 
@@ -476,9 +574,14 @@ def quantize_times(raw: RawSweep) -> RawSweep:
     Recordings (rosbag2 stamps, serial dumps with integer clocks) resolve time in nanoseconds at best; this
     is the sweep as such a recording of it holds it (see `flexlearn.ingest.assemble`).
     """
+
     def q(t: np.ndarray) -> np.ndarray:
         return np.round(np.asarray(t, dtype=np.float64) * 1e9).astype(np.int64) * 1e-9
 
-    streams = {name: {f.name: q(data[f.name]) if f.is_time else np.array(data[f.name], copy=True)
-                      for f in STREAMS[name].fields} for name, data in raw.streams.items()}
+    streams = {
+        name: {
+            f.name: q(data[f.name]) if f.is_time else np.array(data[f.name], copy=True) for f in STREAMS[name].fields
+        }
+        for name, data in raw.streams.items()
+    }
     return RawSweep(streams=streams, meta=dict(raw.meta), unregistered=raw.unregistered)

@@ -1,6 +1,7 @@
 """A fault-laden IMU frame stream for the two-link flexible-arm controller (seed 000): the parity checks of
 `flexlearn.runtime.arm.controller`, `flexlearn.runtime.arm.graph`, their exported programs and
 ``scripts/bench_arm_controller.py`` all run this stream."""
+
 from __future__ import annotations
 
 import math

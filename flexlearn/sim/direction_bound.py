@@ -16,6 +16,7 @@ The noise levels are measured from the dataset (ΔB − truth ΔB, label − tru
 simulator's configuration; the field b(u) is the module's own (its tolerance draw, coil current, sensor mount,
 gain and the tumble's W), rebuilt from the sweep's metadata. Simulated datasets only (they carry the truth).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -42,13 +43,21 @@ def module_field(meta: dict[str, Any]) -> tuple[FieldFn, FieldFn]:
     noise-free label (unit, sensor frame)."""
     src = meta.get("source") if isinstance(meta, dict) else None
     if not isinstance(src, dict) or "module" not in src or "config" not in src:
-        raise DataError("dataset meta has no simulated sweep ('source' with 'module' and 'config'): "
-                        "the bound needs the module's geometry")
+        raise DataError(
+            "dataset meta has no simulated sweep ('source' with 'module' and 'config'): "
+            "the bound needs the module's geometry"
+        )
     nominal = from_dict(RigConfig, src["config"])
     d = src["module"]["draw"]
     arr = {k: np.asarray(d[k], dtype=np.float64) for k in ("mag_axes", "sensor_offset", "coil_offset", "coil_tilt")}
-    draw = ModuleDraw(arr["mag_axes"], arr["sensor_offset"], float(d["pivot_radius"]), float(d["joint_length"]),
-                      arr["coil_offset"], arr["coil_tilt"])
+    draw = ModuleDraw(
+        arr["mag_axes"],
+        arr["sensor_offset"],
+        float(d["pivot_radius"]),
+        float(d["joint_length"]),
+        arr["coil_offset"],
+        arr["coil_tilt"],
+    )
     cfg = dataclasses.replace(nominal, geometry=draw.geometry(nominal.geometry))
     coil = PlacedCoil(PlanarCoil(cfg.coil), draw)
     current = float(src["coil"]["current"])
@@ -76,8 +85,10 @@ def tangent_jacobian(fn: FieldFn, u: np.ndarray, step: float = 1e-6) -> np.ndarr
     th = np.arctan2(u[:, 1], u[:, 0])
     t1 = np.stack([np.cos(lam) * np.cos(th), np.cos(lam) * np.sin(th), np.sin(lam)], axis=-1)
     t2 = np.cross(u, t1)
-    cols = [(fn(u * np.cos(step) + t * np.sin(step)) - fn(u * np.cos(step) - t * np.sin(step))) / (2 * step)
-            for t in (t1, t2)]
+    cols = [
+        (fn(u * np.cos(step) + t * np.sin(step)) - fn(u * np.cos(step) - t * np.sin(step))) / (2 * step)
+        for t in (t1, t2)
+    ]
     return np.stack(cols, axis=-1)
 
 
@@ -93,8 +104,16 @@ def measured_noise(delta_b: np.ndarray, truth_delta_b: np.ndarray, n_coil_on: np
     return var
 
 
-def error_bound(field: FieldFn, label: FieldFn, u: np.ndarray, noise_var: np.ndarray, label_var: float,
-                full_vector: bool = False, draws: int = 64, seed: int = 0) -> np.ndarray:
+def error_bound(
+    field: FieldFn,
+    label: FieldFn,
+    u: np.ndarray,
+    noise_var: np.ndarray,
+    label_var: float,
+    full_vector: bool = False,
+    draws: int = 64,
+    seed: int = 0,
+) -> np.ndarray:
     """Samples (N·draws,) [deg] of the smallest achievable scored angular error at directions u (N, 3).
 
     ``noise_var`` (N,) [T²] field noise per axis; ``label_var`` [rad²] label error variance per tangent axis.
@@ -106,13 +125,12 @@ def error_bound(field: FieldFn, label: FieldFn, u: np.ndarray, noise_var: np.nda
     bh = b / np.linalg.norm(b, axis=-1, keepdims=True)
     proj = np.eye(3)[None] - (0.0 if full_vector else 1.0) * bh[:, :, None] * bh[:, None, :]
     fisher = np.einsum("nki,nkl,nlj->nij", j, proj, j) / np.asarray(noise_var)[:, None, None]
-    k = tangent_jacobian(label, u)                                     # (N, 3, 2) label per tangent angle
+    k = tangent_jacobian(label, u)  # (N, 3, 2) label per tangent angle
     rng = np.random.default_rng(seed)
     z = rng.standard_normal((u.shape[0], draws, 2))
     e_u = np.einsum("nij,ndj->ndi", np.linalg.cholesky(np.linalg.inv(fisher)), z)
     e = np.einsum("nki,ndi->ndk", k, e_u)
-    basis = np.linalg.qr(k)[0]                                         # (N, 3, 2) the label's tangent plane
+    basis = np.linalg.qr(k)[0]  # (N, 3, 2) the label's tangent plane
     e_l = np.sqrt(max(label_var, 0.0)) * rng.standard_normal((u.shape[0], draws, 2))
     e += np.einsum("nki,ndi->ndk", basis, e_l)
     return np.degrees(np.linalg.norm(e, axis=-1)).ravel()
-

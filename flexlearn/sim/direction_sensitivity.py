@@ -5,6 +5,7 @@ amplitude is normalised away). Its noise is amplified into the joint estimate by
 d(unit field)/d(joint direction); σ ≈ 0.5 rad/rad for the seed's geometry. Use this before building a
 module: a design with σ_min ≪ 0.1 cannot reach degree-level accuracy at the seed's noise level.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,8 +25,9 @@ def unit_field_in_sensor(u: np.ndarray, cfg: RigConfig, coil: PlanarCoil) -> np.
     return b_sensor / np.linalg.norm(b_sensor, axis=-1, keepdims=True)
 
 
-def direction_sensitivity(colatitude: np.ndarray, azimuth: np.ndarray, cfg: RigConfig | None = None,
-                          step: float = 1e-5) -> np.ndarray:
+def direction_sensitivity(
+    colatitude: np.ndarray, azimuth: np.ndarray, cfg: RigConfig | None = None, step: float = 1e-5
+) -> np.ndarray:
     """Singular values (N, 2) [rad/rad] of d(unit field)/d(joint direction) at cap points (N,) [rad].
 
     Central differences along two orthonormal tangent directions of the joint direction u on S².

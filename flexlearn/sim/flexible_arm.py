@@ -26,6 +26,7 @@ white noise (:class:`ImuNoiseConfig`), then clipped at the sensor range.
 Conventions: world x horizontal, y up (the seed's y_EE, z_EE); SI units; sensor axes as in
 :mod:`flexlearn.sensing.imu` (x = joint axis, y along the link, z normal).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,11 +38,19 @@ import numpy as np
 from flexlearn.config import check
 from flexlearn.sensing.imu import GRAVITY as G0
 from flexlearn.sensing.imu import ImuNoiseConfig
+from flexlearn.sim.errors import SimConfigError
 
-__all__ = ["BeamLinkConfig", "ImuNoiseConfig", "FlexibleArmSimConfig", "FEBeam", "simulate_flexible_arm",
-           "seed_single_link_config", "seed_two_link_config", "seed_single_link_trajectory",
-           "smooth_random_trajectory"]
-
+__all__ = [
+    "BeamLinkConfig",
+    "ImuNoiseConfig",
+    "FlexibleArmSimConfig",
+    "FEBeam",
+    "simulate_flexible_arm",
+    "seed_single_link_config",
+    "seed_two_link_config",
+    "seed_single_link_trajectory",
+    "smooth_random_trajectory",
+]
 
 
 @dataclasses.dataclass
@@ -66,10 +75,18 @@ class BeamLinkConfig:
         for k in ("tip_mass", "tip_inertia"):
             v = getattr(self, k)
             check(math.isfinite(v) and v >= 0, f"link.{k}", v, "must be a finite number >= 0")
-        check(all(0.0 < p <= self.length for p in self.imu_positions), "link.imu_positions",
-              self.imu_positions, f"must lie in (0, L = {self.length}]")
-        check(len(self.mount_angles) in (0, len(self.imu_positions)), "link.mount_angles", self.mount_angles,
-              "must be empty or one per IMU")
+        check(
+            all(0.0 < p <= self.length for p in self.imu_positions),
+            "link.imu_positions",
+            self.imu_positions,
+            f"must lie in (0, L = {self.length}]",
+        )
+        check(
+            len(self.mount_angles) in (0, len(self.imu_positions)),
+            "link.mount_angles",
+            self.mount_angles,
+            "must be empty or one per IMU",
+        )
         check(self.n_elements >= 4, "link.n_elements", self.n_elements, "must be >= 4")
         check(0 <= self.damping < 1, "link.damping", self.damping, "must be in [0, 1)")
 
@@ -107,10 +124,31 @@ class FEBeam:
         h = L / n
         self.h = h
         EI, rA = cfg.EI, cfg.rho_A
-        k = EI / h**3 * np.array([[12, 6 * h, -12, 6 * h], [6 * h, 4 * h * h, -6 * h, 2 * h * h],
-                                  [-12, -6 * h, 12, -6 * h], [6 * h, 2 * h * h, -6 * h, 4 * h * h]])
-        m = rA * h / 420 * np.array([[156, 22 * h, 54, -13 * h], [22 * h, 4 * h * h, 13 * h, -3 * h * h],
-                                     [54, 13 * h, 156, -22 * h], [-13 * h, -3 * h * h, -22 * h, 4 * h * h]])
+        k = (
+            EI
+            / h**3
+            * np.array(
+                [
+                    [12, 6 * h, -12, 6 * h],
+                    [6 * h, 4 * h * h, -6 * h, 2 * h * h],
+                    [-12, -6 * h, 12, -6 * h],
+                    [6 * h, 2 * h * h, -6 * h, 4 * h * h],
+                ]
+            )
+        )
+        m = (
+            rA
+            * h
+            / 420
+            * np.array(
+                [
+                    [156, 22 * h, 54, -13 * h],
+                    [22 * h, 4 * h * h, 13 * h, -3 * h * h],
+                    [54, 13 * h, 156, -22 * h],
+                    [-13 * h, -3 * h * h, -22 * h, 4 * h * h],
+                ]
+            )
+        )
         N = 2 * (n + 1)
         K = np.zeros((N, N))
         M = np.zeros((N, N))
@@ -137,7 +175,18 @@ class FEBeam:
         self.C = a * self.M + b * self.K
 
     def rows(self, xi: Sequence[float], derivative: int) -> np.ndarray:
-        """Interpolation rows (P, ndof): d^k w/dξ^k at positions ξ from the nodal DOFs."""
+        """Interpolation rows (P, ndof): d^k w/dξ^k at positions ξ from the nodal DOFs.
+
+        Args:
+            xi: positions ξ [m] along the link (P,).
+            derivative: order k of the derivative: 0 (deflection), 1 (slope) or 2 (curvature).
+
+        Returns:
+            (P, ndof) rows of the Hermite shape functions.
+
+        Raises:
+            SimConfigError: ``derivative`` is not 0, 1 or 2 (a `ConfigError` and a `ValueError`).
+        """
         positions = np.asarray(xi, dtype=np.float64)
         h, n = self.h, self.cfg.n_elements
         R = np.zeros((len(positions), self.ndof + 2))
@@ -145,14 +194,14 @@ class FEBeam:
             e = min(int(x / h), n - 1)
             s = (x - e * h) / h
             if derivative == 0:
-                Nv = [1 - 3 * s**2 + 2 * s**3, h * (s - 2 * s**2 + s**3), 3 * s**2 - 2 * s**3, h * (-s**2 + s**3)]
+                Nv = [1 - 3 * s**2 + 2 * s**3, h * (s - 2 * s**2 + s**3), 3 * s**2 - 2 * s**3, h * (-(s**2) + s**3)]
             elif derivative == 1:
                 Nv = [(-6 * s + 6 * s**2) / h, 1 - 4 * s + 3 * s**2, (6 * s - 6 * s**2) / h, -2 * s + 3 * s**2]
             elif derivative == 2:
                 Nv = [(-6 + 12 * s) / h**2, (-4 + 6 * s) / h, (6 - 12 * s) / h**2, (-2 + 6 * s) / h]
             else:
-                raise ValueError("derivative must be 0, 1 or 2")
-            R[p, 2 * e:2 * e + 4] = Nv
+                raise SimConfigError(f"derivative = {derivative!r}: must be 0, 1 or 2")
+            R[p, 2 * e : 2 * e + 4] = Nv
         return R[:, 2:]
 
     def static(self, load_acc: float) -> np.ndarray:
@@ -205,8 +254,16 @@ def _prescribed_motion(cfg: FlexibleArmSimConfig, theta, theta_dd) -> tuple:
     return th, np.gradient(th, dt, axis=0), thdd
 
 
-def _substep(cfg: FlexibleArmSimConfig, beams: list, steppers: list, tip_rows: list, states: list, th_k: np.ndarray,
-             thd_k: np.ndarray, thdd_k: np.ndarray) -> None:
+def _substep(
+    cfg: FlexibleArmSimConfig,
+    beams: list,
+    steppers: list,
+    tip_rows: list,
+    states: list,
+    th_k: np.ndarray,
+    thd_k: np.ndarray,
+    thdd_k: np.ndarray,
+) -> None:
     """One Newmark substep of every link (in place on ``states``), link by link: link i is forced by its absolute
     base angle Θ, Θ̈ and the base acceleration from link i−1's deformed tip (one-way coupling)."""
     n, g = len(beams), cfg.gravity
@@ -234,8 +291,9 @@ def _substep(cfg: FlexibleArmSimConfig, beams: list, steppers: list, tip_rows: l
             Thetadd = Thetadd + sldd
 
 
-def _integrate(cfg: FlexibleArmSimConfig, beams: list, tip_rows: list, th: np.ndarray, thd: np.ndarray,
-               thdd: np.ndarray) -> tuple[list, list]:
+def _integrate(
+    cfg: FlexibleArmSimConfig, beams: list, tip_rows: list, th: np.ndarray, thd: np.ndarray, thdd: np.ndarray
+) -> tuple[list, list]:
     """FE states of every link at the samples, from the static sag at Θ(0): (q (N, ndof), q̇ (N, ndof)) per link;
     ``cfg.substeps`` Newmark steps per sample with θ, θ̇, θ̈ interpolated linearly between samples."""
     N, n = th.shape
@@ -254,15 +312,24 @@ def _integrate(cfg: FlexibleArmSimConfig, beams: list, tip_rows: list, th: np.nd
         if k > 0:
             for s in range(1, sub + 1):
                 frac = s / sub
-                _substep(cfg, beams, steppers, tip_rows, states, th[k - 1] + frac * (th[k] - th[k - 1]),
-                         thd[k - 1] + frac * (thd[k] - thd[k - 1]), thdd[k - 1] + frac * (thdd[k] - thdd[k - 1]))
+                _substep(
+                    cfg,
+                    beams,
+                    steppers,
+                    tip_rows,
+                    states,
+                    th[k - 1] + frac * (th[k] - th[k - 1]),
+                    thd[k - 1] + frac * (thd[k] - thd[k - 1]),
+                    thdd[k - 1] + frac * (thdd[k] - thdd[k - 1]),
+                )
         for i in range(n):
             out_q[i][k], out_v[i][k] = states[i][0], states[i][1]
     return out_q, out_v
 
 
-def _kinematics(beams: list, tip_rows: list, out_q: list, out_v: list, th: np.ndarray, thd: np.ndarray,
-                res: dict) -> None:
+def _kinematics(
+    beams: list, tip_rows: list, out_q: list, out_v: list, th: np.ndarray, thd: np.ndarray, res: dict
+) -> None:
     """Link tips, base angles, end-effector pose and IMU inclinations, rates, positions and slopes into ``res``."""
     N, n = th.shape
     imu_rows = [(b.rows(b.cfg.imu_positions, 0), b.rows(b.cfg.imu_positions, 1)) for b in beams]
@@ -316,8 +383,9 @@ def _imu_readings(cfg: FlexibleArmSimConfig, res: dict) -> None:
     S = ang.shape[1]
     acc_link = np.stack([np.zeros_like(fy), fy, fz], -1)
     gyr_link = np.stack([rate, np.zeros_like(rate), np.zeros_like(rate)], -1)
-    mounts = np.concatenate([np.asarray(ln.mount_angles if ln.mount_angles else [0.0] * len(ln.imu_positions))
-                             for ln in cfg.links])
+    mounts = np.concatenate(
+        [np.asarray(ln.mount_angles if ln.mount_angles else [0.0] * len(ln.imu_positions)) for ln in cfg.links]
+    )
     cm, sm = np.cos(mounts), np.sin(mounts)
     # sensor = R_x(γ)ᵀ link
     Mt = np.zeros((S, 3, 3))
@@ -366,8 +434,9 @@ def seed_single_link_config(payload: float = 20.0, **kw) -> FlexibleArmSimConfig
     return FlexibleArmSimConfig(links=(link,), **kw)
 
 
-def seed_two_link_config(payload1: float = 30.0, payload2: float = 10.0, tip_inertia1: Optional[float] = None,
-                         **kw) -> FlexibleArmSimConfig:
+def seed_two_link_config(
+    payload1: float = 30.0, payload2: float = 10.0, tip_inertia1: Optional[float] = None, **kw
+) -> FlexibleArmSimConfig:
     """The seed's DLFM (§VI-C): L₁ = 4.5 m, L₂ = 3.55 m, same profile, 4 IMUs per link at segment centres.
 
     Link 1 carries ≈ 30 kg (link 2 + actuator + payload); its rotary inertia about the tip defaults to
@@ -377,14 +446,19 @@ def seed_two_link_config(payload1: float = 30.0, payload2: float = 10.0, tip_ine
     L1, L2 = 4.5, 3.55
     if tip_inertia1 is None:
         tip_inertia1 = 0.25 * (5.37 * L2**3 / 3 + payload2 * L2**2)
-    l1 = BeamLinkConfig(length=L1, tip_mass=payload1, tip_inertia=tip_inertia1,
-                        imu_positions=tuple(L1 * (k + 0.5) / 4 for k in range(4)))
+    l1 = BeamLinkConfig(
+        length=L1,
+        tip_mass=payload1,
+        tip_inertia=tip_inertia1,
+        imu_positions=tuple(L1 * (k + 0.5) / 4 for k in range(4)),
+    )
     l2 = BeamLinkConfig(length=L2, tip_mass=payload2, imu_positions=tuple(L2 * (k + 0.5) / 4 for k in range(4)))
     return FlexibleArmSimConfig(links=(l1, l2), **kw)
 
 
-def seed_single_link_trajectory(t: np.ndarray, theta_bar: float = 0.2, amplitude: float = 0.25,
-                                omega_tr: float = 2 * math.pi * 0.25) -> tuple[np.ndarray, np.ndarray]:
+def seed_single_link_trajectory(
+    t: np.ndarray, theta_bar: float = 0.2, amplitude: float = 0.25, omega_tr: float = 2 * math.pi * 0.25
+) -> tuple[np.ndarray, np.ndarray]:
     """θ_d(t) = θ̄ − A cos(Ω_tr t) (seed 000, §VI-B) and its second derivative; values not given in the
     seed (θ̄ = 0.2 rad, A = 0.25 rad, Ω_tr = 2π·0.25 rad/s are our choice)."""
     th = theta_bar - amplitude * np.cos(omega_tr * t)
@@ -392,8 +466,15 @@ def seed_single_link_trajectory(t: np.ndarray, theta_bar: float = 0.2, amplitude
     return th, thdd
 
 
-def smooth_random_trajectory(t: np.ndarray, n: int, seed: int = 0, hold: float = 2.0, move: float = 3.0,
-                             lows: Sequence[float] = (-0.2, -1.2), highs: Sequence[float] = (0.8, 0.3)) -> np.ndarray:
+def smooth_random_trajectory(
+    t: np.ndarray,
+    n: int,
+    seed: int = 0,
+    hold: float = 2.0,
+    move: float = 3.0,
+    lows: Sequence[float] = (-0.2, -1.2),
+    highs: Sequence[float] = (0.8, 0.3),
+) -> np.ndarray:
     """Joystick-like motion (seed 000, §VI-C): quintic moves between random joint targets, each followed
     by a hold; (N, n) [rad]."""
     rng = np.random.default_rng(seed)

@@ -15,6 +15,7 @@ disk (``geometry.mount_misalignment``) are drawn by `flexlearn.sim.rig` from the
 ``tumble_readings`` simulates the module tumbled by hand in the ambient field (seed 002, III-B3: the ellipsoid
 fit's input). docs/modules.md lists every tolerance with its magnitude and source.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -51,8 +52,11 @@ class ModuleDraw:
         """The module's joint: b + δb, a + δa (taken on ``platform_offset``), sensor offset + δs."""
         s = np.asarray(g.magnetometer_offset) + self.sensor_offset
         return dataclasses.replace(
-            g, pivot_radius=g.pivot_radius + self.pivot_radius, platform_offset=g.platform_offset + self.joint_length,
-            magnetometer_offset=(float(s[0]), float(s[1]), float(s[2])))
+            g,
+            pivot_radius=g.pivot_radius + self.pivot_radius,
+            platform_offset=g.platform_offset + self.joint_length,
+            magnetometer_offset=(float(s[0]), float(s[1]), float(s[2])),
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready values (recorded in a sweep's ``meta['module']``)."""
@@ -88,13 +92,21 @@ class PlacedCoil:
         return self.coil.field(local) @ self.rot.T
 
 
-def tumble_readings(n: int, earth: np.ndarray, soft_iron: np.ndarray, mag_axes: np.ndarray, hard_iron: np.ndarray,
-                    noise: float, lsb: float, rng: np.random.Generator) -> np.ndarray:
+def tumble_readings(
+    n: int,
+    earth: np.ndarray,
+    soft_iron: np.ndarray,
+    mag_axes: np.ndarray,
+    hard_iron: np.ndarray,
+    noise: float,
+    lsb: float,
+    rng: np.random.Generator,
+) -> np.ndarray:
     """Magnetometer readings (n, 3) [T] of the module turned through n uniformly random orientations.
 
     m = S Qᵀ Rᵀ B_earth + h + noise, quantised to ``lsb`` (what a hand tumble records, seed 002 III-B3).
     """
     d = rng.normal(size=(n, 3))
-    d *= np.linalg.norm(earth) / np.linalg.norm(d, axis=-1, keepdims=True)          # Rᵀ B_earth, uniform
+    d *= np.linalg.norm(earth) / np.linalg.norm(d, axis=-1, keepdims=True)  # Rᵀ B_earth, uniform
     m = d @ (soft_iron @ mag_axes.T).T + hard_iron + rng.normal(0.0, noise, (n, 3))
     return np.round(m / lsb) * lsb

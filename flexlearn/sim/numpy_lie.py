@@ -1,5 +1,6 @@
 """NumPy front ends of `flexlearn.lie` for the simulators (float64 arrays in, arrays out), and a context that
 runs torch single-threaded while a simulator issues many small torch ops."""
+
 from __future__ import annotations
 
 import contextlib

@@ -38,6 +38,7 @@ Determinism: every random draw comes from a `numpy.random.SeedSequence(cfg.seed)
 rig error, sensor parameters, timing, noise, faults), so changing a fault rate does not change the targets.
 Torch reductions in the Biot–Savart sum may differ in the last bit between thread counts.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -51,11 +52,11 @@ import torch
 import flexlearn
 from flexlearn.config import from_dict, to_dict
 from flexlearn.lie import rotation_between
-from flexlearn.sim.numpy_lie import exp_so3, single_torch_thread
 from flexlearn.sensing.coil import PlanarCoil
 from flexlearn.sensing.streams import RAW_SCHEMA_VERSION, RawSweep
 from flexlearn.sim.modules import PlacedCoil, draw_module, tumble_readings
-from flexlearn.sim.rig_config import RigConfig
+from flexlearn.sim.numpy_lie import exp_so3, single_torch_thread
+from flexlearn.sim.rig_config import JointGeometry, RigConfig
 from flexlearn.sim.targets import cap_direction, sample_cap_targets
 
 __all__ = ["RigConfig", "simulate_sweep", "child_frame", "sensor_position", "coil_current"]
@@ -118,7 +119,7 @@ _SWING_RAMP = 0.05  # [s] smooth onset of a residual swing (keeps velocity and a
 def _smoothstep(x: np.ndarray) -> np.ndarray:
     """Minimum-jerk profile 10x³ − 15x⁴ + 6x⁵ on x clipped to [0, 1] (zero velocity and acceleration at ends)."""
     x = np.clip(x, 0.0, 1.0)
-    return x ** 3 * (10.0 - 15.0 * x + 6.0 * x * x)
+    return x**3 * (10.0 - 15.0 * x + 6.0 * x * x)
 
 
 @dataclass
@@ -126,14 +127,14 @@ class _Motion:
     """Piecewise trajectory of the child direction: min-jerk moves between poses, holds (swinging if faulty)."""
 
     slot: float
-    slot_start: np.ndarray   # (P,) [s]
-    move_dur: np.ndarray     # (P,) [s]
-    u_prev: np.ndarray       # (P, 3) direction at the start of the move into pose p
-    w_move: np.ndarray       # (P, 3) rotation vector from u_prev to u_act
-    u_act: np.ndarray        # (P, 3) actual hold direction
-    swing_w: np.ndarray      # (P, 3) swing axis × amplitude [rad] (zero unless faulty)
-    swing_f: np.ndarray      # (P,) swing frequency [Hz]
-    swing_decay: float       # [s] decay time of the residual swing
+    slot_start: np.ndarray  # (P,) [s]
+    move_dur: np.ndarray  # (P,) [s]
+    u_prev: np.ndarray  # (P, 3) direction at the start of the move into pose p
+    w_move: np.ndarray  # (P, 3) rotation vector from u_prev to u_act
+    u_act: np.ndarray  # (P, 3) actual hold direction
+    swing_w: np.ndarray  # (P, 3) swing axis × amplitude [rad] (zero unless faulty)
+    swing_f: np.ndarray  # (P,) swing frequency [Hz]
+    swing_decay: float  # [s] decay time of the residual swing
 
     def _swing(self, k: np.ndarray, th: np.ndarray) -> np.ndarray:
         """Residual swing angle [rad] of pose k at time th after its reported start (smooth onset)."""
@@ -165,13 +166,15 @@ class _Motion:
             u[moving] = _rotate(s[:, None] * self.w_move[km], base)
         if swinging.any():
             ks = k[swinging]
-            u[swinging] = _rotate(self._swing(ks, tau[swinging] - self.move_dur[ks])[:, None] * self.swing_w[ks],
-                                  self.u_act[ks])
+            u[swinging] = _rotate(
+                self._swing(ks, tau[swinging] - self.move_dur[ks])[:, None] * self.swing_w[ks], self.u_act[ks]
+            )
         return u, k, ~(moving | swinging)
 
 
-def _motion(cfg: RigConfig, slot: float, move_dur: np.ndarray, u_act: np.ndarray, swing: np.ndarray,
-            rng: np.random.Generator) -> _Motion:
+def _motion(
+    cfg: RigConfig, slot: float, move_dur: np.ndarray, u_act: np.ndarray, swing: np.ndarray, rng: np.random.Generator
+) -> _Motion:
     p = u_act.shape[0]
     u_prev = np.concatenate([STRAIGHT[None], u_act[:-1]])
     w_move = rotation_between(torch.from_numpy(u_prev), torch.from_numpy(u_act)).numpy()
@@ -180,12 +183,12 @@ def _motion(cfg: RigConfig, slot: float, move_dur: np.ndarray, u_act: np.ndarray
     amp = cfg.faults.swing_amplitude * rng.uniform(0.5, 1.5, p) * swing
     swing_w = amp[:, None] * (np.cos(psi)[:, None] * a + np.sin(psi)[:, None] * b)
     swing_f = cfg.faults.swing_frequency * np.asarray(rng.uniform(0.7, 1.3, p))
-    return _Motion(slot, np.arange(p) * slot, move_dur, u_prev, w_move, u_act, swing_w, swing_f,
-                   cfg.faults.swing_decay)
+    return _Motion(slot, np.arange(p) * slot, move_dur, u_prev, w_move, u_act, swing_w, swing_f, cfg.faults.swing_decay)
 
 
-def _frames(motion: _Motion, t: np.ndarray, pose_r: np.ndarray, pose_pos: np.ndarray, mount: np.ndarray,
-            cfg: RigConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _frames(
+    motion: _Motion, t: np.ndarray, pose_r: np.ndarray, pose_pos: np.ndarray, mount: np.ndarray, cfg: RigConfig
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Sensor frame R_child (N, 3, 3), position (N, 3), pose index (N,) and still mask (N,) at times t."""
     u, k, still = motion.direction(t)
     r = pose_r[k]
@@ -211,7 +214,7 @@ class _Clocks:
 
     c0: float
     tc: float
-    poll_t: np.ndarray       # (N_p,) [s]
+    poll_t: np.ndarray  # (N_p,) [s]
     poll_period: float
 
     def conversion(self, t: np.ndarray) -> np.ndarray:
@@ -235,20 +238,26 @@ class _Schedule:
     """What the rig controller and the coil firmware did, per pose (times [s])."""
 
     slot: float
-    move_dur: np.ndarray     # (P,)
-    t_start: np.ndarray      # (P,)
-    t_end: np.ndarray        # (P,)
-    t_on: np.ndarray         # (P, K), NaN where the pulse was not fired
-    t_off: np.ndarray        # (P, K)
-    fresh: np.ndarray        # (P,) fresh settled coil-on polls counted by the firmware
+    move_dur: np.ndarray  # (P,)
+    t_start: np.ndarray  # (P,)
+    t_end: np.ndarray  # (P,)
+    t_on: np.ndarray  # (P, K), NaN where the pulse was not fired
+    t_off: np.ndarray  # (P, K)
+    fresh: np.ndarray  # (P,) fresh settled coil-on polls counted by the firmware
     t_total: float
 
 
 def _slot_length(cfg: RigConfig) -> float:
     acq, longest = cfg.acquisition, max(cfg.acquisition.pulse, 1.25 * cfg.faults.short_pulse)
     per_pulse = acq.off_window + longest + 2 * acq.switch_jitter
-    return (acq.move_duration + acq.move_jitter + acq.hold_delay + acq.max_pulses * per_pulse + acq.off_window
-            + 2 * acq.poll_period)
+    return (
+        acq.move_duration
+        + acq.move_jitter
+        + acq.hold_delay
+        + acq.max_pulses * per_pulse
+        + acq.off_window
+        + 2 * acq.poll_period
+    )
 
 
 def _schedule(cfg: RigConfig, short: np.ndarray, rng: np.random.Generator) -> tuple[_Schedule, _Clocks]:
@@ -273,7 +282,7 @@ def _schedule(cfg: RigConfig, short: np.ndarray, rng: np.random.Generator) -> tu
     active = np.ones(p, dtype=bool)
     last_off = t_start.copy()
     cursor = t_start + acq.hold_delay + acq.off_window
-    for k in range(kmax):                        # the firmware loop: at most max_pulses pulses
+    for k in range(kmax):  # the firmware loop: at most max_pulses pulses
         on = cursor + jit[:, k, 0]
         off = on + length[:, k] + jit[:, k, 1]
         t_on[active, k], t_off[active, k] = on[active], off[active]
@@ -307,11 +316,11 @@ def _coil_integral(t: np.ndarray, ts: np.ndarray, state: np.ndarray, tau: float)
 # ------------------------------------------------------------------------------------------ sensors
 @dataclass
 class _Sensors:
-    mount: np.ndarray        # (3, 3) sensor frame in the child board frame
-    hard_iron: np.ndarray    # (3,) [T]
-    soft_iron: np.ndarray    # (3, 3)
-    accel_bias: np.ndarray   # (3,) [m/s^2]
-    earth: np.ndarray        # (3,) [T] world frame
+    mount: np.ndarray  # (3, 3) sensor frame in the child board frame
+    hard_iron: np.ndarray  # (3,) [T]
+    soft_iron: np.ndarray  # (3, 3)
+    accel_bias: np.ndarray  # (3,) [m/s^2]
+    earth: np.ndarray  # (3,) [T] world frame
     drift_period: np.ndarray  # (3,) [s]
     drift_phase: np.ndarray  # (3,) [rad]
     mag_axes: np.ndarray = dataclasses.field(default_factory=lambda: np.eye(3))  # Q (3, 3), `flexlearn.sim.modules`
@@ -331,36 +340,64 @@ def _sensors(cfg: RigConfig, rng: np.random.Generator) -> _Sensors:
     mount = exp_so3((cfg.geometry.mount_misalignment * axis / np.linalg.norm(axis))[None])[0]
     e = rng.normal(0.0, cfg.magnetometer.soft_iron, (3, 3))
     amb = cfg.ambient
-    earth = amb.magnitude * np.array([math.cos(amb.inclination) * math.cos(amb.declination),
-                                      math.cos(amb.inclination) * math.sin(amb.declination),
-                                      -math.sin(amb.inclination)])
-    return _Sensors(mount, rng.normal(0.0, cfg.magnetometer.hard_iron, 3), np.eye(3) + 0.5 * (e + e.T),
-                    rng.normal(0.0, cfg.accelerometer.bias, 3), earth,
-                    amb.drift_period * rng.uniform(0.5, 1.5, 3), rng.uniform(-math.pi, math.pi, 3))
+    earth = amb.magnitude * np.array(
+        [
+            math.cos(amb.inclination) * math.cos(amb.declination),
+            math.cos(amb.inclination) * math.sin(amb.declination),
+            -math.sin(amb.inclination),
+        ]
+    )
+    return _Sensors(
+        mount,
+        rng.normal(0.0, cfg.magnetometer.hard_iron, 3),
+        np.eye(3) + 0.5 * (e + e.T),
+        rng.normal(0.0, cfg.accelerometer.bias, 3),
+        earth,
+        amb.drift_period * rng.uniform(0.5, 1.5, 3),
+        rng.uniform(-math.pi, math.pi, 3),
+    )
 
 
-def _mag_stream(cfg: RigConfig, clocks: _Clocks, motion: _Motion, sens: _Sensors,
-                coil: PlacedCoil, current: float, pose: dict[str, np.ndarray], coil_t: np.ndarray,
-                coil_on: np.ndarray, rng: np.random.Generator, frng: np.random.Generator
-                ) -> tuple[np.ndarray, dict[str, int]]:
-    """Polled magnetometer readings (N_p, 3) [T] and fault counts."""
+@dataclass(frozen=True)
+class _CoilDrive:
+    """The parent coil as driven during the sweep: this module's placed coil, its current and its switchings."""
+
+    coil: PlacedCoil
+    current: float  # [A] drive current (set for the nominal design, `coil_current`)
+    switch_t: np.ndarray  # (N_c,) [s] switch instants in time order
+    switch_on: np.ndarray  # (N_c,) bool, the coil state after each switch
+
+
+def _mag_stream(
+    cfg: RigConfig,
+    clocks: _Clocks,
+    motion: _Motion,
+    sens: _Sensors,
+    drive: _CoilDrive,
+    pose: dict[str, np.ndarray],
+    rng: np.random.Generator,
+    frng: np.random.Generator,
+) -> tuple[np.ndarray, dict[str, int]]:
+    """Polled magnetometer readings (N_p, 3) [T] and fault counts (noise from ``rng``, faults from ``frng``)."""
     mc = cfg.magnetometer
+    switch_on = drive.switch_on.astype(np.float64)
     n_conv = int(clocks.conversion(clocks.poll_t[-1:])[0]) + 1
     t_ready = clocks.c0 + clocks.tc * np.arange(n_conv)
     t_mid = t_ready - 0.5 * mc.window
     r, pos, k, still = _frames(motion, t_mid, pose["r"], pose["pos"], sens.mount, cfg)
-    field = sens.ambient(t_mid, cfg.ambient.drift)                                   # world frame
-    mean_i = (_coil_integral(t_ready, coil_t, coil_on.astype(np.float64), cfg.acquisition.coil_tau)
-              - _coil_integral(t_ready - mc.window, coil_t, coil_on.astype(np.float64), cfg.acquisition.coil_tau)
-              ) / mc.window
+    field = sens.ambient(t_mid, cfg.ambient.drift)  # world frame
+    mean_i = (
+        _coil_integral(t_ready, drive.switch_t, switch_on, cfg.acquisition.coil_tau)
+        - _coil_integral(t_ready - mc.window, drive.switch_t, switch_on, cfg.acquisition.coil_tau)
+    ) / mc.window
     on = mean_i > 1e-9
     b_coil = np.zeros((n_conv, 3))
     b_coil[on & still] = pose["b"][k[on & still]]
     moving_on = on & ~still
     if moving_on.any():
-        b_coil[moving_on] = coil.field(torch.from_numpy(pos[moving_on])).numpy()
-    field += (current * np.where(on, mean_i, 0.0))[:, None] * b_coil
-    m = np.einsum("ij,nkj,nk->ni", sens.mag_gain, r, field) + sens.hard_iron    # S·Qᵀ·R_childᵀ·B + h
+        b_coil[moving_on] = drive.coil.field(torch.from_numpy(pos[moving_on])).numpy()
+    field += (drive.current * np.where(on, mean_i, 0.0))[:, None] * b_coil
+    m = np.einsum("ij,nkj,nk->ni", sens.mag_gain, r, field) + sens.hard_iron  # S·Qᵀ·R_childᵀ·B + h
     m += rng.normal(0.0, mc.noise, m.shape)
     sat = frng.uniform(size=n_conv) < cfg.faults.saturation_rate
     axis = frng.integers(0, 3, n_conv)
@@ -374,8 +411,14 @@ def _mag_stream(cfg: RigConfig, clocks: _Clocks, motion: _Motion, sens: _Sensors
     return polls, {"nan_polls": int(nan.sum()), "saturated_conversions": int(sat.sum()), "conversions": n_conv}
 
 
-def _accel_stream(cfg: RigConfig, sched: _Schedule, motion: _Motion, sens: _Sensors,
-                  pose: dict[str, np.ndarray], rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _accel_stream(
+    cfg: RigConfig,
+    sched: _Schedule,
+    motion: _Motion,
+    sens: _Sensors,
+    pose: dict[str, np.ndarray],
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
     """Accelerometer sample times (N_a,) [s] and specific force (N_a, 3) [m/s²] in the sensor frame."""
     ac = cfg.accelerometer
     period = 1.0 / ac.rate
@@ -386,7 +429,7 @@ def _accel_stream(cfg: RigConfig, sched: _Schedule, motion: _Motion, sens: _Sens
     if moving.any():
         tm = t[moving]
         x = [_positions(motion, tm + d, cfg) for d in (-_FD_STEP, _FD_STEP)]
-        acc[moving] = (x[0] - 2.0 * pos[moving] + x[1]) / _FD_STEP ** 2
+        acc[moving] = (x[0] - 2.0 * pos[moving] + x[1]) / _FD_STEP**2
     f_world = acc + ac.gravity * UP
     f = np.einsum("nkj,nk->nj", r, f_world) + sens.accel_bias + rng.normal(0.0, ac.noise, (t.size, 3))
     return t, f
@@ -409,10 +452,73 @@ def _tumble_meta(cfg: RigConfig, sens: _Sensors, draw: Any, rng: np.random.Gener
     """The module's hand-tumble recording (``module.tumble_samples`` readings [T]) for the ellipsoid fit."""
     n = cfg.module.tumble_samples
     mc = cfg.magnetometer
-    m = tumble_readings(n, sens.earth, sens.soft_iron, draw.mag_axes, sens.hard_iron, mc.noise, mc.lsb, rng) if n \
+    m = (
+        tumble_readings(n, sens.earth, sens.soft_iron, draw.mag_axes, sens.hard_iron, mc.noise, mc.lsb, rng)
+        if n
         else np.zeros((0, 3))
-    return {"mag": m.tolist(), "units": "T", "frame": "magnetometer",
-            "what": "readings while the module is tumbled by hand in the ambient field (seed 002, III-B3)"}
+    )
+    return {
+        "mag": m.tolist(),
+        "units": "T",
+        "frame": "magnetometer",
+        "what": "readings while the module is tumbled by hand in the ambient field (seed 002, III-B3)",
+    }
+
+
+META_UNITS = {
+    "time": "s",
+    "mag": "T",
+    "accel": "m/s^2",
+    "length": "m",
+    "angle": "rad",
+    "current": "A",
+    "resistance": "ohm",
+    "voltage": "V",
+}
+"""Units of the sweep's streams and ``meta`` entries (``meta['units']``)."""
+
+
+def _rig_meta(g: JointGeometry, sched: _Schedule) -> dict[str, float]:
+    """``meta['rig']``: the nominal joint geometry [m, rad], the pose slot and the sweep duration [s]."""
+    return {
+        "pivot_to_next": g.pivot_to_next,
+        "pivot_radius": g.pivot_radius,
+        "platform_offset": g.platform_offset,
+        "pivot_spacing": g.pivot_to_next + g.pivot_radius + g.platform_offset,
+        "mechanical_limit": g.mechanical_limit,
+        "max_colatitude": g.max_colatitude,
+        "slot": sched.slot,
+        "duration": sched.t_total,
+    }
+
+
+def _coil_meta(cfg: RigConfig, drive: _CoilDrive) -> dict[str, Any]:
+    """``meta['coil']``: the coil config, its resistance [Ω], drive current [A] and voltage [V], trace, moment."""
+    coil = drive.coil.coil
+    resistance = float(coil.resistance())
+    return {
+        **to_dict(cfg.coil),
+        "resistance": resistance,
+        "current": drive.current,
+        "voltage": drive.current * resistance,
+        "trace_length": float(coil.trace_length()),
+        "moment_per_ampere": coil.moment().tolist(),
+    }
+
+
+def _sensor_meta(cfg: RigConfig, sens: _Sensors, counts: dict[str, int]) -> dict[str, Any]:
+    """``meta['sensors']``: each sensor's config and this module's draws (iron, mount, bias, earth field)."""
+    return {
+        "magnetometer": {
+            **to_dict(cfg.magnetometer),
+            "hard_iron": sens.hard_iron.tolist(),
+            "soft_iron": sens.soft_iron.tolist(),
+            "mount": sens.mount.tolist(),
+            "conversions": counts["conversions"],
+        },
+        "accelerometer": {**to_dict(cfg.accelerometer), "bias": sens.accel_bias.tolist()},
+        "ambient": {**to_dict(cfg.ambient), "earth": sens.earth.tolist()},
+    }
 
 
 def simulate_sweep(cfg: Union[RigConfig, Mapping[str, Any], None] = None) -> RawSweep:
@@ -439,7 +545,7 @@ def _simulate(cfg: RigConfig) -> RawSweep:
     names = ("targets", "rig", "sensors", "timing", "mag", "accel", "faults", "motion", "module")
     seqs = np.random.SeedSequence(cfg.seed).spawn(len(names))
     module_seed = cfg.seed if cfg.module_seed < 0 else cfg.module_seed
-    if module_seed != cfg.seed:         # the module's own draws (sensors, tolerances) come from its seed
+    if module_seed != cfg.seed:  # the module's own draws (sensors, tolerances) come from its seed
         own = np.random.SeedSequence(module_seed).spawn(len(names))
         seqs[2], seqs[8] = own[2], own[8]
     rngs = dict(zip(names, (np.random.default_rng(s) for s in seqs)))
@@ -453,9 +559,9 @@ def _simulate(cfg: RigConfig) -> RawSweep:
     draw = draw_module(cfg.module, rngs["module"])
     sens.mag_axes = draw.mag_axes
     nominal = cfg
-    cfg = dataclasses.replace(cfg, geometry=draw.geometry(cfg.geometry))             # this module's joint
+    cfg = dataclasses.replace(cfg, geometry=draw.geometry(cfg.geometry))  # this module's joint
     coil = PlacedCoil(PlanarCoil(cfg.coil), draw)
-    current = coil_current(coil.coil, nominal)                                       # drive set for the design
+    current = coil_current(coil.coil, nominal)  # drive set for the design
     r_rel, r_child = child_frame(u_act, sens.mount)
     pos = sensor_position(u_act, r_rel, cfg)
     pose = {"r": r_child, "pos": pos, "b": coil.field(torch.from_numpy(pos)).numpy()}
@@ -463,49 +569,52 @@ def _simulate(cfg: RigConfig) -> RawSweep:
     sched, clocks = _schedule(cfg, short, rngs["timing"])
     motion = _motion(cfg, sched.slot, sched.move_dur, u_act, swing, rngs["motion"])
     fired = np.isfinite(sched.t_on)
-    coil_t = np.stack([sched.t_on, sched.t_off], axis=-1)[fired]                   # (N_c/2, 2) in time order
+    coil_t = np.stack([sched.t_on, sched.t_off], axis=-1)[fired]  # (N_c/2, 2) in time order
     coil_on = np.broadcast_to(np.array([True, False]), coil_t.shape).reshape(-1)
     coil_t = coil_t.reshape(-1)
-    mag, counts = _mag_stream(cfg, clocks, motion, sens, coil, current, pose, coil_t, coil_on,
-                              rngs["mag"], fr)
+    drive = _CoilDrive(coil, current, coil_t, coil_on)
+    mag, counts = _mag_stream(cfg, clocks, motion, sens, drive, pose, rngs["mag"], fr)
     accel_t, accel = _accel_stream(cfg, sched, motion, sens, pose, rngs["accel"])
 
     truth = {"pose_id": np.arange(p, dtype=np.int64)}
     db = current * np.einsum("ij,nkj,nk->ni", sens.mag_gain, r_child, pose["b"])
-    for name, arr in (("label", r_child[:, 2, :]), ("u", u_act), ("db", db)):     # label = R_childᵀ ẑ
+    for name, arr in (("label", r_child[:, 2, :]), ("u", u_act), ("db", db)):  # label = R_childᵀ ẑ
         for i, c in enumerate("xyz"):
             truth[f"{name}_{c}"] = np.ascontiguousarray(arr[:, i])
-    resistance = float(coil.coil.resistance())
-    g = nominal.geometry
     meta = {
-        "units": {"time": "s", "mag": "T", "accel": "m/s^2", "length": "m", "angle": "rad", "current": "A",
-                  "resistance": "ohm", "voltage": "V"},
+        "units": META_UNITS,
         "frames": "vectors in the child sensor frame; target/u in the parent frame (z up, straight = -z)",
-        "rig": {"pivot_to_next": g.pivot_to_next, "pivot_radius": g.pivot_radius,
-                "platform_offset": g.platform_offset, "pivot_spacing": g.pivot_to_next + g.pivot_radius
-                + g.platform_offset, "mechanical_limit": g.mechanical_limit, "max_colatitude": g.max_colatitude,
-                "slot": sched.slot, "duration": sched.t_total},
-        "coil": {**to_dict(cfg.coil), "resistance": resistance, "current": current, "voltage": current * resistance,
-                 "trace_length": float(coil.coil.trace_length()), "moment_per_ampere": coil.coil.moment().tolist()},
+        "rig": _rig_meta(nominal.geometry, sched),
+        "coil": _coil_meta(cfg, drive),
         "module": {"seed": module_seed, "tolerances": to_dict(cfg.module), "draw": draw.as_dict()},
         "tumble": _tumble_meta(cfg, sens, draw, rngs["module"]),
-        "sensors": {"magnetometer": {**to_dict(cfg.magnetometer), "hard_iron": sens.hard_iron.tolist(),
-                                     "soft_iron": sens.soft_iron.tolist(), "mount": sens.mount.tolist(),
-                                     "conversions": counts["conversions"]},
-                    "accelerometer": {**to_dict(cfg.accelerometer), "bias": sens.accel_bias.tolist()},
-                    "ambient": {**to_dict(cfg.ambient), "earth": sens.earth.tolist()}},
+        "sensors": _sensor_meta(cfg, sens, counts),
         "acquisition": to_dict(cfg.acquisition),
-        "faults": {"swing_poses": np.flatnonzero(swing).tolist(), "short_pulse_poses": np.flatnonzero(short).tolist(),
-                   "nan_polls": counts["nan_polls"], "saturated_conversions": counts["saturated_conversions"]},
+        "faults": {
+            "swing_poses": np.flatnonzero(swing).tolist(),
+            "short_pulse_poses": np.flatnonzero(short).tolist(),
+            "nan_polls": counts["nan_polls"],
+            "saturated_conversions": counts["saturated_conversions"],
+        },
         "firmware_fresh": {"min": int(sched.fresh.min()), "mean": float(sched.fresh.mean())},
         "seed": cfg.seed,
         "config": to_dict(nominal),
-        "provenance": {"simulator": "flexlearn.sim.rig", "version": flexlearn.__version__,
-                       "raw_schema_version": RAW_SCHEMA_VERSION},
+        "provenance": {
+            "simulator": "flexlearn.sim.rig",
+            "version": flexlearn.__version__,
+            "raw_schema_version": RAW_SCHEMA_VERSION,
+        },
     }
-    streams = {"mag": {"t": clocks.poll_t, "mag": mag}, "accel": {"t": accel_t, "accel": accel},   # by `STREAMS`
-               "coil": {"t": coil_t, "on": coil_on},
-               "poses": {"pose_id": np.arange(p, dtype=np.int64), "t_start": sched.t_start, "t_end": sched.t_end,
-                         "target": targets},
-               "truth": truth}
+    streams = {
+        "mag": {"t": clocks.poll_t, "mag": mag},
+        "accel": {"t": accel_t, "accel": accel},  # by `STREAMS`
+        "coil": {"t": coil_t, "on": coil_on},
+        "poses": {
+            "pose_id": np.arange(p, dtype=np.int64),
+            "t_start": sched.t_start,
+            "t_end": sched.t_end,
+            "target": targets,
+        },
+        "truth": truth,
+    }
     return RawSweep(streams=streams, meta=meta)

@@ -5,16 +5,29 @@ and values out of range fail with a `ConfigError` that names the key path (e.g. 
 Defaults follow seed 002 (Sec. III-A, III-B1, III-B2) where it gives a figure, and a realistic choice noted in
 the field's comment where it does not.
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from flexlearn.config import check, check_non_negative, check_positive
 from flexlearn.sensing.coil import CoilConfig
 
-__all__ = ["JointGeometry", "MagnetometerConfig", "AccelerometerConfig", "AmbientConfig", "AcquisitionConfig",
-           "FaultConfig", "ModuleTolerances", "RigConfig"]
+__all__ = [
+    "JointGeometry",
+    "MagnetometerConfig",
+    "AccelerometerConfig",
+    "AmbientConfig",
+    "AcquisitionConfig",
+    "FaultConfig",
+    "ModuleTolerances",
+    "RigConfig",
+    "SENSOR_BLOCKS",
+    "SensorBlocks",
+    "validate_sensor_blocks",
+]
 
 
 def _rate(obj: object, where: str, *keys: str) -> None:
@@ -27,12 +40,13 @@ def _rate(obj: object, where: str, *keys: str) -> None:
 class JointGeometry:
     """Spherical joint without twist and board placement (seed 002, Sec. III-B1). Lengths [m], angles [rad].
 
-    The parent coil (board mid-plane) sits ``platform_offset + pivot_to_next`` (9 + 10 mm) above the pivot on
-    the parent axis; the child magnetometer/IMU lies on the sphere of radius ``pivot_radius`` (10 mm) around the
-    pivot (29 mm board spacing straight; see `flexlearn.sim.rig.sensor_position`). Targets lie within ``max_colatitude`` of the straight child axis, stratified over ``n_cells``
-    Fibonacci cells; the rig reaches them with an RMS ``positioning_error`` (clamped to
-    ``mechanical_limit``). The sensor frame is tilted from the child board frame by ``mount_misalignment``
-    about a random axis; ``magnetometer_offset`` is the sensor position in the child board frame.
+    The parent coil (board mid-plane) sits ``platform_offset + pivot_to_next`` (9 + 10 mm) above the pivot on the
+    parent axis; the child magnetometer/IMU lies on the sphere of radius ``pivot_radius`` (10 mm) around the pivot
+    (29 mm board spacing straight; see `flexlearn.sim.rig.sensor_position`). Targets lie within ``max_colatitude``
+    of the straight child axis, stratified over ``n_cells`` Fibonacci cells; the rig reaches them with an RMS
+    ``positioning_error`` (clamped to ``mechanical_limit``). The sensor frame is tilted from the child board frame
+    by ``mount_misalignment`` about a random axis; ``magnetometer_offset`` is the sensor position in the child board
+    frame.
     """
 
     pivot_to_next: float = 10.0e-3
@@ -48,10 +62,18 @@ class JointGeometry:
     def validate(self, where: str = "geometry") -> None:
         check_positive(self, where, "pivot_to_next", "pivot_radius", "max_colatitude", "mechanical_limit")
         check_non_negative(self, where, "platform_offset", "positioning_error", "mount_misalignment")
-        check(self.mechanical_limit < math.pi / 2, f"{where}.mechanical_limit", self.mechanical_limit,
-              "must be below pi/2 rad")
-        check(self.max_colatitude <= self.mechanical_limit, f"{where}.max_colatitude", self.max_colatitude,
-              f"must not exceed mechanical_limit ({self.mechanical_limit})")
+        check(
+            self.mechanical_limit < math.pi / 2,
+            f"{where}.mechanical_limit",
+            self.mechanical_limit,
+            "must be below pi/2 rad",
+        )
+        check(
+            self.max_colatitude <= self.mechanical_limit,
+            f"{where}.max_colatitude",
+            self.max_colatitude,
+            f"must not exceed mechanical_limit ({self.mechanical_limit})",
+        )
         check(self.n_cells >= 1, f"{where}.n_cells", self.n_cells, "must be >= 1")
 
 
@@ -76,8 +98,12 @@ class MagnetometerConfig:
     def validate(self, where: str = "magnetometer") -> None:
         check_positive(self, where, "rate", "window", "lsb", "full_scale")
         check_non_negative(self, where, "noise", "hard_iron", "soft_iron")
-        check(self.window < 1.0 / self.rate, f"{where}.window", self.window,
-              f"must be shorter than the conversion period 1/rate = {1.0 / self.rate:.4g} s")
+        check(
+            self.window < 1.0 / self.rate,
+            f"{where}.window",
+            self.window,
+            f"must be shorter than the conversion period 1/rate = {1.0 / self.rate:.4g} s",
+        )
         check(self.soft_iron < 0.2, f"{where}.soft_iron", self.soft_iron, "must be < 0.2 (a few percent)")
 
 
@@ -110,8 +136,9 @@ class AmbientConfig:
     def validate(self, where: str = "ambient") -> None:
         check_non_negative(self, where, "magnitude", "drift")
         check_positive(self, where, "drift_period")
-        check(abs(self.inclination) <= math.pi / 2, f"{where}.inclination", self.inclination,
-              "must lie in [-pi/2, pi/2]")
+        check(
+            abs(self.inclination) <= math.pi / 2, f"{where}.inclination", self.inclination, "must lie in [-pi/2, pi/2]"
+        )
 
 
 @dataclass
@@ -141,16 +168,29 @@ class AcquisitionConfig:
     switch_jitter: float = 1.0e-4
 
     def validate(self, where: str = "acquisition") -> None:
-        check_positive(self, where, "field_at_neighbour", "coil_tau", "poll_period", "move_duration", "off_window",
-                  "pulse")
+        check_positive(
+            self, where, "field_at_neighbour", "coil_tau", "poll_period", "move_duration", "off_window", "pulse"
+        )
         check_non_negative(self, where, "poll_jitter", "move_jitter", "hold_delay", "settle", "switch_jitter")
-        check(self.poll_jitter < 0.25 * self.poll_period, f"{where}.poll_jitter", self.poll_jitter,
-              "must be below a quarter of poll_period")
-        check(self.move_jitter < 0.5 * self.move_duration, f"{where}.move_jitter", self.move_jitter,
-              "must be below half of move_duration")
+        check(
+            self.poll_jitter < 0.25 * self.poll_period,
+            f"{where}.poll_jitter",
+            self.poll_jitter,
+            "must be below a quarter of poll_period",
+        )
+        check(
+            self.move_jitter < 0.5 * self.move_duration,
+            f"{where}.move_jitter",
+            self.move_jitter,
+            "must be below half of move_duration",
+        )
         check(self.settle < self.pulse, f"{where}.settle", self.settle, f"must be shorter than pulse ({self.pulse})")
-        check(self.switch_jitter < 0.1 * min(self.pulse, self.off_window), f"{where}.switch_jitter",
-              self.switch_jitter, "must be below a tenth of pulse and off_window")
+        check(
+            self.switch_jitter < 0.1 * min(self.pulse, self.off_window),
+            f"{where}.switch_jitter",
+            self.switch_jitter,
+            "must be below a tenth of pulse and off_window",
+        )
         check(self.min_fresh >= 1, f"{where}.min_fresh", self.min_fresh, "must be >= 1")
         check(1 <= self.max_pulses <= 10, f"{where}.max_pulses", self.max_pulses, "must lie in [1, 10]")
 
@@ -159,10 +199,10 @@ class AcquisitionConfig:
 class FaultConfig:
     """Injected faults, so that quality filters have something real to remove. Rates are probabilities.
 
-    ``swing_rate`` of poses keep oscillating during the hold (amplitude ``swing_amplitude`` [rad] ±50 %,
-    frequency ``swing_frequency`` [Hz] ±30 % per pose, decaying with time constant ``swing_decay`` [s]); ``nan_rate`` of mag polls read NaN; ``saturation_rate`` of
-    conversions clip one axis at full scale; ``short_pulse_rate`` of poses get every pulse cut to
-    ``short_pulse`` (±25 %) [s], so they end with too few settled coil-on samples.
+    ``swing_rate`` of poses keep oscillating during the hold (amplitude ``swing_amplitude`` [rad] ±50 %, frequency
+    ``swing_frequency`` [Hz] ±30 % per pose, decaying with time constant ``swing_decay`` [s]); ``nan_rate`` of mag
+    polls read NaN; ``saturation_rate`` of conversions clip one axis at full scale; ``short_pulse_rate`` of poses
+    get every pulse cut to ``short_pulse`` (±25 %) [s], so they end with too few settled coil-on samples.
     """
 
     swing_rate: float = 0.01
@@ -212,15 +252,72 @@ class ModuleTolerances:
         check_non_negative(self, where, "mag_axes", "pivot_radius", "joint_length", "coil_tilt")
         for key in ("sensor_offset", "coil_offset"):
             v = getattr(self, key)
-            check(len(v) == 3 and all(0.0 <= x <= 2e-3 for x in v), f"{where}.{key}", v,
-                  "must be three standard deviations in [0, 2e-3] m")
+            check(
+                len(v) == 3 and all(0.0 <= x <= 2e-3 for x in v),
+                f"{where}.{key}",
+                v,
+                "must be three standard deviations in [0, 2e-3] m",
+            )
         for key in ("mag_axes", "coil_tilt"):
-            check(getattr(self, key) <= math.radians(10.0), f"{where}.{key}", getattr(self, key),
-                  "must be at most 10 degrees (0.1745 rad)")
-        check(max(self.pivot_radius, self.joint_length) <= 2e-3, f"{where}.pivot_radius/joint_length",
-              (self.pivot_radius, self.joint_length), "must be at most 2e-3 m")
-        check(self.tumble_samples == 0 or self.tumble_samples >= 20, f"{where}.tumble_samples",
-              self.tumble_samples, "must be 0 (none) or >= 20")
+            check(
+                getattr(self, key) <= math.radians(10.0),
+                f"{where}.{key}",
+                getattr(self, key),
+                "must be at most 10 degrees (0.1745 rad)",
+            )
+        check(
+            max(self.pivot_radius, self.joint_length) <= 2e-3,
+            f"{where}.pivot_radius/joint_length",
+            (self.pivot_radius, self.joint_length),
+            "must be at most 2e-3 m",
+        )
+        check(
+            self.tumble_samples == 0 or self.tumble_samples >= 20,
+            f"{where}.tumble_samples",
+            self.tumble_samples,
+            "must be 0 (none) or >= 20",
+        )
+
+
+SENSOR_BLOCKS = ("coil", "geometry", "magnetometer", "accelerometer", "ambient", "acquisition")
+"""Config blocks of the joint, coil and sensor models that both simulators share (`RigConfig` and
+`flexlearn.sim.robot.RobotConfig`), in the order they are checked."""
+
+
+class SensorBlocks(Protocol):
+    """A config that holds the shared sensor-model blocks (`SENSOR_BLOCKS`): `RigConfig`, ``RobotConfig``."""
+
+    coil: CoilConfig
+    geometry: JointGeometry
+    magnetometer: MagnetometerConfig
+    accelerometer: AccelerometerConfig
+    ambient: AmbientConfig
+    acquisition: AcquisitionConfig
+
+
+def validate_sensor_blocks(cfg: SensorBlocks) -> None:
+    """Check the shared sensor blocks of a simulator config, one owner for both simulators.
+
+    Each block of `SENSOR_BLOCKS` checks itself (errors name ``block.key``); then the cross-block constraint:
+    the master polls the magnetometer faster than it converts (``acquisition.poll_period`` < 1 /
+    ``magnetometer.rate``), so every conversion is seen by at least one poll (seed 002, III-B2).
+
+    Args:
+        cfg: a `RigConfig`, ``RobotConfig`` or any config with the six blocks as attributes.
+
+    Raises:
+        ConfigError: a block's value is out of range, or the poll period is not shorter than the conversion
+            period; the message names the key path (e.g. ``acquisition.poll_period``).
+    """
+    for name in SENSOR_BLOCKS:
+        getattr(cfg, name).validate(name)
+    acq = cfg.acquisition
+    check(
+        acq.poll_period < 1.0 / cfg.magnetometer.rate,
+        "acquisition.poll_period",
+        acq.poll_period,
+        f"must be shorter than the conversion period ({1.0 / cfg.magnetometer.rate:.4g} s)",
+    )
 
 
 @dataclass
@@ -245,15 +342,24 @@ class RigConfig:
     faults: FaultConfig = field(default_factory=FaultConfig)
 
     def validate(self) -> None:
-        """Check every block (errors name ``block.key``) and the cross-block constraints."""
+        """Check every block (errors name ``block.key``) and the cross-block constraints.
+
+        The sensor blocks and their poll-period constraint are checked by `validate_sensor_blocks` (shared
+        with ``RobotConfig``); the fault and module blocks and the short-pulse constraint here.
+
+        Raises:
+            ConfigError: a value is out of range; the message names its key path.
+        """
         check(self.n_poses >= 1, "n_poses", self.n_poses, "must be >= 1")
         check(self.seed >= 0, "seed", self.seed, "must be >= 0")
         check(self.module_seed >= -1, "module_seed", self.module_seed, "must be >= -1 (-1: the sweep's seed)")
-        for name in ("coil", "geometry", "magnetometer", "accelerometer", "ambient", "acquisition", "faults",
-                     "module"):
+        validate_sensor_blocks(self)
+        for name in ("faults", "module"):
             getattr(self, name).validate(name)
         acq = self.acquisition
-        check(self.faults.short_pulse * 1.25 < acq.pulse + acq.off_window, "faults.short_pulse",
-              self.faults.short_pulse, "must be well below pulse + off_window")
-        check(acq.poll_period < 1.0 / self.magnetometer.rate, "acquisition.poll_period", acq.poll_period,
-              f"must be shorter than the conversion period ({1.0 / self.magnetometer.rate:.4g} s)")
+        check(
+            self.faults.short_pulse * 1.25 < acq.pulse + acq.off_window,
+            "faults.short_pulse",
+            self.faults.short_pulse,
+            "must be well below pulse + off_window",
+        )

@@ -25,6 +25,7 @@ Sensors (per module, sensor frame = R_k M_k with a mount misalignment M_k):
   pulse (τ ≈ 1 ms ≪ the 5 ms window is neglected); only the parent coil's field is simulated at a receiver (the
   estimator collects baselines only while no coil fires, so farther coils do not enter).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -38,11 +39,19 @@ import torch
 from flexlearn.config import check, from_dict
 from flexlearn.lie import rotation_between
 from flexlearn.sensing.coil import CoilConfig, PlanarCoil
-from flexlearn.sim.numpy_lie import exp_so3, log_so3, quat_of, single_torch_thread
 from flexlearn.sim.modules import PlacedCoil, draw_module
+from flexlearn.sim.numpy_lie import exp_so3, log_so3, quat_of, single_torch_thread
 from flexlearn.sim.rig import coil_current, sensor_position
-from flexlearn.sim.rig_config import (AccelerometerConfig, AcquisitionConfig, AmbientConfig, JointGeometry,
-                                      MagnetometerConfig, ModuleTolerances, RigConfig)
+from flexlearn.sim.rig_config import (
+    AccelerometerConfig,
+    AcquisitionConfig,
+    AmbientConfig,
+    JointGeometry,
+    MagnetometerConfig,
+    ModuleTolerances,
+    RigConfig,
+    validate_sensor_blocks,
+)
 
 __all__ = ["RobotConfig", "RobotRecording", "JointMotion", "simulate_robot", "forward_kinematics", "rig_pairs"]
 
@@ -55,24 +64,23 @@ class RobotBlock:
     """Robot-level parameters (SI units)."""
 
     n_segments: int = 9
-    length: float = 0.029                    # pivot spacing L [m]
-    sweep_period: float = 0.060              # attitude sweep [s] (16.7 Hz)
-    module_read: float = 0.0052              # per-module read offset within a sweep [s]
-    pair_period: float = 0.300               # one coil pulse every T_pair [s]
-    mag_round: float = 0.003                 # magnetometer poll round during bursts [s]
-    pre_window: float = 0.060                # coil-off polling before a pulse (baseline) [s]
-    post_window: float = 0.012               # polling after a pulse [s]
-    initial_heading: float = math.pi         # IMU initial heading uniform in ±this [rad]
-    heading_drift: float = 0.0065            # heading drift per rad of angular travel
-    quat_noise: float = math.radians(0.2)    # IMU orientation noise (per axis) [rad]
+    length: float = 0.029  # pivot spacing L [m]
+    sweep_period: float = 0.060  # attitude sweep [s] (16.7 Hz)
+    module_read: float = 0.0052  # per-module read offset within a sweep [s]
+    pair_period: float = 0.300  # one coil pulse every T_pair [s]
+    mag_round: float = 0.003  # magnetometer poll round during bursts [s]
+    pre_window: float = 0.060  # coil-off polling before a pulse (baseline) [s]
+    post_window: float = 0.012  # polling after a pulse [s]
+    initial_heading: float = math.pi  # IMU initial heading uniform in ±this [rad]
+    heading_drift: float = 0.0065  # heading drift per rad of angular travel
+    quat_noise: float = math.radians(0.2)  # IMU orientation noise (per axis) [rad]
     mount_misalignment: float = math.radians(1.0)
 
     def validate(self, where: str = "robot") -> None:
         check(self.n_segments >= 1, f"{where}.n_segments", self.n_segments, "must be >= 1")
         for k in ("length", "sweep_period", "module_read", "pair_period", "mag_round"):
             check(getattr(self, k) > 0, f"{where}.{k}", getattr(self, k), "must be > 0")
-        for k in ("pre_window", "post_window", "initial_heading", "heading_drift", "quat_noise",
-                  "mount_misalignment"):
+        for k in ("pre_window", "post_window", "initial_heading", "heading_drift", "quat_noise", "mount_misalignment"):
             check(getattr(self, k) >= 0, f"{where}.{k}", getattr(self, k), "must be >= 0")
 
 
@@ -81,7 +89,7 @@ class RobotConfig:
     """Everything `simulate_robot` needs besides the motion; sensor blocks are the rig's."""
 
     seed: int = 0
-    hardware_seed: int = -1      # mounts, soft/hard iron, biases, drift rates, calibration data; −1: ``seed``
+    hardware_seed: int = -1  # mounts, soft/hard iron, biases, drift rates, calibration data; −1: ``seed``
     robot: RobotBlock = field(default_factory=RobotBlock)
     coil: CoilConfig = field(default_factory=CoilConfig)
     geometry: JointGeometry = field(default_factory=JointGeometry)
@@ -89,19 +97,33 @@ class RobotConfig:
     accelerometer: AccelerometerConfig = field(default_factory=AccelerometerConfig)
     ambient: AmbientConfig = field(default_factory=AmbientConfig)
     acquisition: AcquisitionConfig = field(default_factory=AcquisitionConfig)
-    module: ModuleTolerances = field(default_factory=ModuleTolerances)     # each joint draws its own module
+    module: ModuleTolerances = field(default_factory=ModuleTolerances)  # each joint draws its own module
 
     def validate(self) -> None:
+        """Check every block (errors name ``block.key``); the sensor blocks as the rig does.
+
+        The shared sensor blocks and their poll-period constraint go through
+        `flexlearn.sim.rig_config.validate_sensor_blocks`, the same check as `RigConfig.validate`.
+
+        Raises:
+            ConfigError: a value is out of range; the message names its key path.
+        """
         check(self.seed >= 0, "seed", self.seed, "must be >= 0")
         check(self.hardware_seed >= -1, "hardware_seed", self.hardware_seed, "must be >= -1")
-        for name in ("robot", "coil", "geometry", "magnetometer", "accelerometer", "ambient", "acquisition",
-                     "module"):
-            getattr(self, name).validate(name)
+        self.robot.validate("robot")
+        validate_sensor_blocks(self)
+        self.module.validate("module")
 
     def rig(self) -> RigConfig:
         """The rig config with the same geometry/coil/sensor blocks (for `coil_current`, `sensor_position`)."""
-        return RigConfig(coil=self.coil, geometry=self.geometry, magnetometer=self.magnetometer,
-                         accelerometer=self.accelerometer, ambient=self.ambient, acquisition=self.acquisition)
+        return RigConfig(
+            coil=self.coil,
+            geometry=self.geometry,
+            magnetometer=self.magnetometer,
+            accelerometer=self.accelerometer,
+            ambient=self.ambient,
+            acquisition=self.acquisition,
+        )
 
 
 JointMotion = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
@@ -137,14 +159,16 @@ class RobotRecording:
 
     def frames(self) -> list[tuple[float, str, int]]:
         """Time-ordered event list (t, "att" | "mag", index) for replaying the streams."""
-        ev = [(float(t), "att", i) for i, t in enumerate(self.att_t)] + \
-             [(float(t), "mag", i) for i, t in enumerate(self.mag_t)]
+        ev = [(float(t), "att", i) for i, t in enumerate(self.att_t)] + [
+            (float(t), "mag", i) for i, t in enumerate(self.mag_t)
+        ]
         ev.sort(key=lambda x: (x[0], x[1] == "att"))
         return ev
 
 
-def forward_kinematics(bend: np.ndarray, twist: np.ndarray, scale: np.ndarray, length: float
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def forward_kinematics(
+    bend: np.ndarray, twist: np.ndarray, scale: np.ndarray, length: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Module rotations R (T, N+1, 3, 3), relative rotations (T, N, 3, 3), directions u (T, N, 3), pivots (T, N+1, 3).
 
     R_k = R_{k−1} exp([β_k]×) exp(τ_k [e]×), u_k = R_k e, p_k = p_{k−1} + L s_k u_k (seed 002, III-B1/B4).
@@ -160,8 +184,9 @@ def forward_kinematics(bend: np.ndarray, twist: np.ndarray, scale: np.ndarray, l
     return rot, rel, u, pts
 
 
-def rig_pairs(n: int, max_colatitude: float, cfg: Optional[RobotConfig] = None, seed: int = 0,
-              noise: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def rig_pairs(
+    n: int, max_colatitude: float, cfg: Optional[RobotConfig] = None, seed: int = 0, noise: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
     """Noise-free (or noisy) rig training pairs: ΔB (n, 3) [T] in the child frame and the label R_relᵀ ẑ (n, 3).
 
     Directions uniform on the cap cos λ ~ U[cos λ_max, 1] (seed 002, III-B1); no mount error or soft iron, so a
@@ -198,8 +223,9 @@ def _mag_schedule(cfg: RobotConfig, duration: float) -> tuple[np.ndarray, np.nda
     return np.concatenate(polls), np.concatenate(coils).astype(np.int64), t_on, t_off
 
 
-def simulate_robot(motion: JointMotion, duration: float,
-                   cfg: Union[RobotConfig, Mapping[str, Any], None] = None, n_cal: int = 400) -> RobotRecording:
+def simulate_robot(
+    motion: JointMotion, duration: float, cfg: Union[RobotConfig, Mapping[str, Any], None] = None, n_cal: int = 400
+) -> RobotRecording:
     """Simulate ``duration`` [s] of ``motion`` (see `JointMotion`); deterministic given ``cfg.seed``.
 
     The robot must start straight (the reference quaternions q⁰ are the first sweep, seed III-B3).
@@ -218,17 +244,17 @@ class RobotHardware:
     """One robot's fixed draws (hardware stream): module tolerances, mounts, heading drift, magnetometer and
     accelerometer errors, ambient-field drift, magnetometer conversion phases. Shapes: N joints, N+1 modules."""
 
-    draws: list                      # (N,) `flexlearn.sim.modules` tolerance draw per joint
-    mount: np.ndarray                # (N+1, 3, 3) mount misalignment M_k
-    psi0: np.ndarray                 # (N+1,) initial heading [rad]
-    drift: np.ndarray                # (N+1,) heading drift per radian of travel
-    soft: np.ndarray                 # (N, 3, 3) soft-iron matrix S_k
-    hard: np.ndarray                 # (N, 3) hard-iron offset [T]
-    acc_bias: np.ndarray             # (N+1, 3) accelerometer bias [m/s^2]
-    earth: np.ndarray                # (3,) ambient field [T]
-    drift_period: np.ndarray         # (3,) ambient drift periods [s]
-    drift_phase: np.ndarray          # (3,) ambient drift phases [rad]
-    c0: np.ndarray                   # (N,) first conversion instant of each magnetometer [s]
+    draws: list  # (N,) `flexlearn.sim.modules` tolerance draw per joint
+    mount: np.ndarray  # (N+1, 3, 3) mount misalignment M_k
+    psi0: np.ndarray  # (N+1,) initial heading [rad]
+    drift: np.ndarray  # (N+1,) heading drift per radian of travel
+    soft: np.ndarray  # (N, 3, 3) soft-iron matrix S_k
+    hard: np.ndarray  # (N, 3) hard-iron offset [T]
+    acc_bias: np.ndarray  # (N+1, 3) accelerometer bias [m/s^2]
+    earth: np.ndarray  # (3,) ambient field [T]
+    drift_period: np.ndarray  # (3,) ambient drift periods [s]
+    drift_phase: np.ndarray  # (3,) ambient drift phases [rad]
+    c0: np.ndarray  # (N,) first conversion instant of each magnetometer [s]
 
     def ambient(self, t: np.ndarray, drift: float) -> np.ndarray:
         """(T, 3) ambient field [T] at times t (T,): B_earth + drift·sin(2πt/T_i + φ_i)."""
@@ -249,17 +275,27 @@ def _draw_hardware(cfg: RobotConfig, pr: np.random.Generator, modules: np.random
     soft = np.eye(3) + 0.5 * (e_soft + np.swapaxes(e_soft, 1, 2))
     hard = pr.normal(0.0, mc.hard_iron, (n, 3))
     acc_bias = pr.normal(0.0, ac.bias, (n + 1, 3))
-    earth = amb.magnitude * np.array([math.cos(amb.inclination) * math.cos(amb.declination),
-                                      math.cos(amb.inclination) * math.sin(amb.declination),
-                                      -math.sin(amb.inclination)])
+    earth = amb.magnitude * np.array(
+        [
+            math.cos(amb.inclination) * math.cos(amb.declination),
+            math.cos(amb.inclination) * math.sin(amb.declination),
+            -math.sin(amb.inclination),
+        ]
+    )
     drift_period = amb.drift_period * pr.uniform(0.5, 1.5, 3)
     drift_phase = pr.uniform(-math.pi, math.pi, 3)
     c0 = pr.uniform(0.0, 1.0 / mc.rate, n)
     return RobotHardware(draws, mount, psi0, drift, soft, hard, acc_bias, earth, drift_period, drift_phase, c0)
 
 
-def _attitude_streams(kin: Callable, hw: RobotHardware, cfg: RobotConfig, duration: float,
-                      rng_imu: np.random.Generator, rng_acc: np.random.Generator) -> dict[str, np.ndarray]:
+def _attitude_streams(
+    kin: Callable,
+    hw: RobotHardware,
+    cfg: RobotConfig,
+    duration: float,
+    rng_imu: np.random.Generator,
+    rng_acc: np.random.Generator,
+) -> dict[str, np.ndarray]:
     """Game rotation vectors and accelerometer samples of every attitude sweep (see the module docstring).
 
     Returns att_t (K,), quats (K, N+1, 4), accel (K, N+1, 3) [m/s^2] and the truth rot (K, N+1, 3, 3),
@@ -269,9 +305,9 @@ def _attitude_streams(kin: Callable, hw: RobotHardware, cfg: RobotConfig, durati
     att_t = np.arange(0.0, duration, rb.sweep_period)
     k_n = att_t.size
     offs = rb.module_read * np.arange(n + 1)
-    ts = (att_t[:, None] + offs[None]).reshape(-1)                               # (K·(N+1),) read instants
+    ts = (att_t[:, None] + offs[None]).reshape(-1)  # (K·(N+1),) read instants
     rot_s = kin(ts)[0].reshape(k_n, n + 1, n + 1, 3, 3)
-    rot_read = rot_s[:, np.arange(n + 1), np.arange(n + 1)]                      # module k at its own instant
+    rot_read = rot_s[:, np.arange(n + 1), np.arange(n + 1)]  # module k at its own instant
     # angular travel of each module → heading drift
     step = np.linalg.norm(log_so3(np.swapaxes(rot_read[:-1], -1, -2) @ rot_read[1:]), axis=-1)
     travel = np.concatenate([np.zeros((1, n + 1)), np.cumsum(step, axis=0)])
@@ -286,10 +322,13 @@ def _attitude_streams(kin: Callable, hw: RobotHardware, cfg: RobotConfig, durati
         return np.concatenate([np.zeros((t.size, 1, 3)), pts[:, :-1] + pivot_radius * u], axis=1)
 
     h = 1e-3
-    acc = (boards(att_t - h) - 2 * boards(att_t) + boards(att_t + h)) / h ** 2
+    acc = (boards(att_t - h) - 2 * boards(att_t) + boards(att_t + h)) / h**2
     rot_t, _, u_t, pts_t = kin(att_t)
-    f = (np.einsum("tkij,tki->tkj", rot_t @ hw.mount, acc + ac.gravity * UP) + hw.acc_bias
-         + rng_acc.normal(0, ac.noise, (k_n, n + 1, 3)))
+    f = (
+        np.einsum("tkij,tki->tkj", rot_t @ hw.mount, acc + ac.gravity * UP)
+        + hw.acc_bias
+        + rng_acc.normal(0, ac.noise, (k_n, n + 1, 3))
+    )
     return {"att_t": att_t, "quats": quats, "accel": f, "rot": rot_t, "u": u_t, "points": pts_t}
 
 
@@ -302,8 +341,9 @@ def _conversion_on_fraction(t_ready: np.ndarray, window: float, t_on: np.ndarray
     return frac
 
 
-def _magnetometer_streams(kin: Callable, hw: RobotHardware, cfg: RobotConfig, duration: float,
-                          rng_mag: np.random.Generator) -> dict[str, Any]:
+def _magnetometer_streams(
+    kin: Callable, hw: RobotHardware, cfg: RobotConfig, duration: float, rng_mag: np.random.Generator
+) -> dict[str, Any]:
     """Polled magnetometer readings of every receiver (see the module docstring): poll times (M,), firing coil
     per poll (M,), readings (M, N, 3) [T], coil current [A], pulse count and the clipping full scale [T]."""
     rb, mc = cfg.robot, cfg.magnetometer
@@ -316,8 +356,8 @@ def _magnetometer_streams(kin: Callable, hw: RobotHardware, cfg: RobotConfig, du
     mags = np.zeros((poll_t.size, n, 3))
     joint_cfg = [dataclasses.replace(rcfg, geometry=d.geometry(rcfg.geometry)) for d in hw.draws]
     full = math.floor(mc.full_scale / mc.lsb) * mc.lsb
-    for j in range(n):                                                           # receiver module j + 1
-        idx = np.floor((poll_t - hw.c0[j]) / tc).astype(np.int64)                # latest conversion per poll
+    for j in range(n):  # receiver module j + 1
+        idx = np.floor((poll_t - hw.c0[j]) / tc).astype(np.int64)  # latest conversion per poll
         conv = np.unique(idx)
         t_ready = hw.c0[j] + tc * conv
         t_mid = t_ready - 0.5 * mc.window
@@ -333,12 +373,21 @@ def _magnetometer_streams(kin: Callable, hw: RobotHardware, cfg: RobotConfig, du
             pos = sensor_position(d, rel[on, j], joint_cfg[j])
             b_par = current * PlacedCoil(coil, hw.draws[j]).field(torch.from_numpy(pos)).numpy()
             field_s[on] += frac[on, None] * np.einsum("tij,ti->tj", rel[on, j] @ hw.mount[j + 1], b_par)
-        m = (field_s @ (hw.soft[j] @ hw.draws[j].mag_axes.T).T + hw.hard[j]
-             + rng_mag.normal(0.0, mc.noise, field_s.shape))
+        m = (
+            field_s @ (hw.soft[j] @ hw.draws[j].mag_axes.T).T
+            + hw.hard[j]
+            + rng_mag.normal(0.0, mc.noise, field_s.shape)
+        )
         m = np.clip(np.round(m / mc.lsb) * mc.lsb, -full, full)
         mags[:, j] = m[np.searchsorted(conv, idx)]
-    return {"mag_t": poll_t, "coil": coil_of_poll, "mags": mags, "current": current, "pulses": int(t_on.size),
-            "full_scale": full}
+    return {
+        "mag_t": poll_t,
+        "coil": coil_of_poll,
+        "mags": mags,
+        "current": current,
+        "pulses": int(t_on.size),
+        "full_scale": full,
+    }
 
 
 def _calibration_recording(hw: RobotHardware, noise: float, n_cal: int, rng_cal: np.random.Generator) -> np.ndarray:
@@ -346,16 +395,18 @@ def _calibration_recording(hw: RobotHardware, noise: float, n_cal: int, rng_cal:
     n = hw.soft.shape[0]
     dirs = rng_cal.normal(size=(n, n_cal, 3))
     dirs *= np.linalg.norm(hw.earth) / np.linalg.norm(dirs, axis=-1, keepdims=True)
-    gain = hw.soft @ np.swapaxes(np.stack([d.mag_axes for d in hw.draws]), 1, 2)            # S_j Q_jᵀ
+    gain = hw.soft @ np.swapaxes(np.stack([d.mag_axes for d in hw.draws]), 1, 2)  # S_j Q_jᵀ
     return np.einsum("nij,ncj->nci", gain, dirs) + hw.hard[:, None] + rng_cal.normal(0.0, noise, dirs.shape)
 
 
 def _simulate(motion: JointMotion, duration: float, cfg: RobotConfig, n_cal: int) -> RobotRecording:
     """The whole recording: hardware draws, attitude sweeps, magnetometer polls, calibration tumbles."""
     rb = cfg.robot
-    rng = {k: np.random.default_rng(s) for k, s in zip(
-        ("imu", "mag", "acc", "params", "cal", "modules"), np.random.SeedSequence(cfg.seed).spawn(6))}
-    if cfg.hardware_seed >= 0:          # the same robot (hardware draws) with fresh noise and motion
+    rng = {
+        k: np.random.default_rng(s)
+        for k, s in zip(("imu", "mag", "acc", "params", "cal", "modules"), np.random.SeedSequence(cfg.seed).spawn(6))
+    }
+    if cfg.hardware_seed >= 0:  # the same robot (hardware draws) with fresh noise and motion
         hw_seeds = np.random.SeedSequence(cfg.hardware_seed).spawn(6)
         rng["params"], rng["cal"], rng["modules"] = (np.random.default_rng(hw_seeds[k]) for k in (3, 4, 5))
     hw = _draw_hardware(cfg, rng["params"], rng["modules"])
@@ -366,14 +417,37 @@ def _simulate(motion: JointMotion, duration: float, cfg: RobotConfig, n_cal: int
     att = _attitude_streams(kin, hw, cfg, duration, rng["imu"], rng["acc"])
     mag = _magnetometer_streams(kin, hw, cfg, duration, rng["mag"])
     cal = _calibration_recording(hw, cfg.magnetometer.noise, n_cal, rng["cal"])
-    meta = {"n_segments": rb.n_segments, "length": rb.length, "duration": duration, "current": mag["current"],
-            "soft_iron": hw.soft, "hard_iron": hw.hard, "mount": hw.mount, "heading0": hw.psi0,
-            "heading_drift": hw.drift, "accel_bias": hw.acc_bias, "pulses": mag["pulses"],
-            "gravity": cfg.accelerometer.gravity, "full_scale": mag["full_scale"], "seed": cfg.seed,
-            "hardware_seed": cfg.hardware_seed, "modules": [d.as_dict() for d in hw.draws]}
-    return RobotRecording(att_t=att["att_t"], quats=att["quats"], accel=att["accel"], mag_t=mag["mag_t"],
-                          mags=mag["mags"], coil=mag["coil"], points=att["points"], u=att["u"], rot=att["rot"],
-                          cal=cal, meta=meta)
+    meta = {
+        "n_segments": rb.n_segments,
+        "length": rb.length,
+        "duration": duration,
+        "current": mag["current"],
+        "soft_iron": hw.soft,
+        "hard_iron": hw.hard,
+        "mount": hw.mount,
+        "heading0": hw.psi0,
+        "heading_drift": hw.drift,
+        "accel_bias": hw.acc_bias,
+        "pulses": mag["pulses"],
+        "gravity": cfg.accelerometer.gravity,
+        "full_scale": mag["full_scale"],
+        "seed": cfg.seed,
+        "hardware_seed": cfg.hardware_seed,
+        "modules": [d.as_dict() for d in hw.draws],
+    }
+    return RobotRecording(
+        att_t=att["att_t"],
+        quats=att["quats"],
+        accel=att["accel"],
+        mag_t=mag["mag_t"],
+        mags=mag["mags"],
+        coil=mag["coil"],
+        points=att["points"],
+        u=att["u"],
+        rot=att["rot"],
+        cal=cal,
+        meta=meta,
+    )
 
 
 # ------------------------------------------------------------------------------ tendon-driven planar robot
@@ -381,17 +455,17 @@ def _simulate(motion: JointMotion, duration: float, cfg: RobotConfig, n_cal: int
 class TendonConfig:
     """Planar single-tendon robot with a spool (for the height-hold loop, seed 002 III-C / V-B2). SI units."""
 
-    n_segments: int = 8                     # the seed's height hold used 8 modules
+    n_segments: int = 8  # the seed's height hold used 8 modules
     length: float = 0.029
-    tendon_offset: float = 0.020            # tendon distance from the axis r_t [m] (50 mm disks)
-    joint_stiffness: float = 0.30           # K [N·m/rad]
-    tendon_stiffness: float = 2000.0        # k_t [N/m]
-    slack: float = 0.003                    # tendon slack before it pulls [m]
-    module_mass: float = 0.020              # [kg], at the board (pivot + 10 mm along u)
+    tendon_offset: float = 0.020  # tendon distance from the axis r_t [m] (50 mm disks)
+    joint_stiffness: float = 0.30  # K [N·m/rad]
+    tendon_stiffness: float = 2000.0  # k_t [N/m]
+    slack: float = 0.003  # tendon slack before it pulls [m]
+    module_mass: float = 0.020  # [kg], at the board (pivot + 10 mm along u)
     board_offset: float = 0.010
-    time_constant: float = 0.25             # joint relaxation τ [s]
+    time_constant: float = 0.25  # joint relaxation τ [s]
     gravity: float = 9.80665
-    substep: float = 0.002                  # integration step [s]
+    substep: float = 0.002  # integration step [s]
 
 
 class TendonRobot:
@@ -418,8 +492,15 @@ class TendonRobot:
         piv = np.concatenate([np.zeros((1, 3)), np.cumsum(c.length * u, 0)])
         xm = piv[:-1, 0] + c.board_offset * u[:, 0]
         w = np.full(c.n_segments, c.module_mass)
-        moment = np.array([np.sum(w[k:] * (xm[k:] - piv[k, 0])) + self.tip_load * (piv[-1, 0] - piv[k, 0])
-                           for k in range(c.n_segments)]) * c.gravity
+        moment = (
+            np.array(
+                [
+                    np.sum(w[k:] * (xm[k:] - piv[k, 0])) + self.tip_load * (piv[-1, 0] - piv[k, 0])
+                    for k in range(c.n_segments)
+                ]
+            )
+            * c.gravity
+        )
         tension = c.tendon_stiffness * max(0.0, self.spool - c.slack - c.tendon_offset * float(theta.sum()))
         return ((tension * c.tendon_offset - moment) / c.joint_stiffness - theta) / c.time_constant
 

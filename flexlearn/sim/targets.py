@@ -13,13 +13,23 @@ quotas would then bias the density, so the quotas are proportional to the measur
 fine Fibonacci lattice, itself equal-area per point), rounded by largest remainder. The targets are then
 uniform over the cap and each cell holds its quota exactly.
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-__all__ = ["cap_direction", "fibonacci_cells", "assign_cells", "cell_quotas", "sample_cap_uniform", "sample_cap_targets"]
+from flexlearn.sim.errors import SimConfigError
+
+__all__ = [
+    "cap_direction",
+    "fibonacci_cells",
+    "assign_cells",
+    "cell_quotas",
+    "sample_cap_uniform",
+    "sample_cap_targets",
+]
 
 GOLDEN_ANGLE = math.pi * (3.0 - math.sqrt(5.0))
 """Azimuth increment of the Fibonacci lattice [rad]."""
@@ -37,9 +47,19 @@ def fibonacci_cells(n_cells: int, max_colatitude: float) -> np.ndarray:
     Centre i has cos λ_i = 1 − (i + ½)(1 − cos λmax)/n and θ_i = i·(golden angle), wrapped to [−π, π): each
     centre owns a solid angle 2π(1 − cos λmax)/n of the cap (exact in the cos λ bands, approximately so for the
     Voronoi cells used by `assign_cells`).
+
+    Args:
+        n_cells: number of cells (≥ 1).
+        max_colatitude: cap half-angle λmax [rad].
+
+    Returns:
+        (n_cells, 3) unit cell centres in the parent frame.
+
+    Raises:
+        SimConfigError: ``n_cells`` < 1 (a `ConfigError` and a `ValueError`).
     """
     if n_cells < 1:
-        raise ValueError(f"n_cells must be >= 1, got {n_cells}")
+        raise SimConfigError(f"n_cells must be >= 1, got {n_cells}")
     i = np.arange(n_cells, dtype=np.float64)
     cos_l = 1.0 - (i + 0.5) * (1.0 - math.cos(max_colatitude)) / n_cells
     theta = np.mod(i * GOLDEN_ANGLE + math.pi, 2.0 * math.pi) - math.pi
@@ -52,7 +72,7 @@ def assign_cells(directions: np.ndarray, centres: np.ndarray) -> np.ndarray:
     out = np.empty(directions.shape[0], dtype=np.int64)
     step = max(1, (1 << 20) // max(1, centres.shape[0]))
     for s in range(0, directions.shape[0], step):
-        out[s:s + step] = np.argmax(directions[s:s + step] @ centres.T, axis=1)
+        out[s : s + step] = np.argmax(directions[s : s + step] @ centres.T, axis=1)
     return out
 
 
@@ -73,22 +93,33 @@ def cell_quotas(n: int, centres: np.ndarray, max_colatitude: float, points_per_c
 
 
 def sample_cap_uniform(n: int, max_colatitude: float, rng: np.random.Generator) -> np.ndarray:
-    """n directions (n, 3) uniform over the cap: cos λ ~ U[cos λmax, 1], θ ~ U[−π, π) (seed 002, III-B1)."""
+    """N directions (n, 3) uniform over the cap: cos λ ~ U[cos λmax, 1], θ ~ U[−π, π) (seed 002, III-B1)."""
     cos_l = rng.uniform(math.cos(max_colatitude), 1.0, size=n)
     theta = rng.uniform(-math.pi, math.pi, size=n)
     return cap_direction(np.arccos(cos_l), theta)
 
 
-def sample_cap_targets(n: int, max_colatitude: float, n_cells: int, seed: int | np.random.Generator = 0
-                       ) -> np.ndarray:
-    """n target directions (n, 3), uniform over the cap and stratified over Fibonacci cells with quotas.
+def sample_cap_targets(n: int, max_colatitude: float, n_cells: int, seed: int | np.random.Generator = 0) -> np.ndarray:
+    """N target directions (n, 3), uniform over the cap and stratified over Fibonacci cells with quotas.
 
     Every cell receives its quota from `cell_quotas` (∝ its solid angle, so within ±1 of n·area/cap area);
     inside a cell the targets are uniform (rejection from `sample_cap_uniform`). The result is returned in
     random order (the order in which the rig visits them). Deterministic for a given ``seed``.
+
+    Args:
+        n: number of targets (≥ 0).
+        max_colatitude: cap half-angle λmax [rad].
+        n_cells: number of Fibonacci cells (at most n are used).
+        seed: seed, or a generator to draw from.
+
+    Returns:
+        (n, 3) unit target directions in the parent frame, in visiting order.
+
+    Raises:
+        SimConfigError: ``n`` < 0 (a `ConfigError` and a `ValueError`).
     """
     if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
+        raise SimConfigError(f"n must be >= 0, got {n}")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     n_cells = max(1, min(n_cells, n)) if n > 0 else 1
     centres = fibonacci_cells(n_cells, max_colatitude)

@@ -10,6 +10,7 @@ Outputs (atomic writes): ``summary.csv`` (one row per job: ``job``, ``status``, 
 and ``summary.png`` (metric ``y``, by default the jobs' ``optimized_metric``, against swept key ``x``, coloured
 by a second swept key; `flexlearn.viz.sweep_figure`).
 """
+
 from __future__ import annotations
 
 import csv
@@ -49,8 +50,9 @@ def _read_overrides(path: Path) -> list[str]:
     if overrides is None:
         return []
     if not isinstance(overrides, list):
-        raise DataError(f"file '{path}': holds {_described(overrides)}, expected a list of override strings "
-                        "('key=value')")
+        raise DataError(
+            f"file '{path}': holds {_described(overrides)}, expected a list of override strings ('key=value')"
+        )
     for i, item in enumerate(overrides):
         if not isinstance(item, str):
             raise DataError(f"file '{path}': item {i} is {_described(item)}, expected an override string ('key=value')")
@@ -58,7 +60,7 @@ def _read_overrides(path: Path) -> list[str]:
 
 
 def _described(value: Any, limit: int = 60) -> str:
-    """"the <YAML type> <value>", the value's repr cut to ``limit`` characters."""
+    """The text "the <YAML type> <value>", the value's repr cut to ``limit`` characters."""
     kinds = {dict: "mapping", list: "list", str: "string", int: "integer", float: "number", bool: "boolean"}
     text = repr(value)
     text = text if len(text) <= limit else text[: limit - 3] + "..."
@@ -94,8 +96,13 @@ def collect_jobs(root: str | Path) -> list[dict[str, Any]]:
             if not isinstance(metrics, dict):
                 raise DataError(f"file '{mfile}': expected a JSON object of metrics")
             row["status"] = "ok"
-            row.update({k: v for k, v in metrics.items()
-                        if k not in swept and isinstance(v, (int, float, str)) and not isinstance(v, bool)})
+            row.update(
+                {
+                    k: v
+                    for k, v in metrics.items()
+                    if k not in swept and isinstance(v, (int, float, str)) and not isinstance(v, bool)
+                }
+            )
         else:
             row["status"] = "missing"
         jobs.append(row)
@@ -153,8 +160,13 @@ def _markdown(header: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def aggregate_multirun(root: str | Path, out_dir: Optional[str | Path] = None, metrics: Sequence[str] = (),
-                       x: Optional[str] = None, y: Optional[str] = None) -> dict[str, Any]:
+def aggregate_multirun(
+    root: str | Path,
+    out_dir: Optional[str | Path] = None,
+    metrics: Sequence[str] = (),
+    x: Optional[str] = None,
+    y: Optional[str] = None,
+) -> dict[str, Any]:
     """Write ``summary.csv``, ``summary.md`` and ``summary.png`` for the multirun at ``root``.
 
     ``metrics``: the metric columns (default: all); ``x``: swept key for the figure (default: the first
@@ -182,8 +194,16 @@ def aggregate_multirun(root: str | Path, out_dir: Optional[str | Path] = None, m
     for c in cols:
         vals = [float(j[c]) for j in done if is_finite_number(j.get(c))]
         if vals:
-            stats.append([c, len(vals), statistics.fmean(vals), statistics.stdev(vals) if len(vals) > 1 else 0.0,
-                          min(vals), max(vals)])
+            stats.append(
+                [
+                    c,
+                    len(vals),
+                    statistics.fmean(vals),
+                    statistics.stdev(vals) if len(vals) > 1 else 0.0,
+                    min(vals),
+                    max(vals),
+                ]
+            )
     md = [f"# Multirun summary: {root}\n", f"{len(done)} of {len(jobs)} jobs finished.\n", _markdown(header, rows)]
     if stats:
         md += ["\n## Metrics over the finished jobs\n", _markdown(["metric", "n", "mean", "std", "min", "max"], stats)]
@@ -202,13 +222,22 @@ def aggregate_multirun(root: str | Path, out_dir: Optional[str | Path] = None, m
     hue = _default_hue(jobs, [k for k in varying if k != x])
     fig_path = None
     if y is not None:
-        from flexlearn.viz.sweep_figure import sweep_figure
+        from flexlearn.viz.sweep_figure import sweep_figure  # heavy import off the start-up path (matplotlib)
 
-        fig_path = sweep_figure(done, x, y, hue, out / "summary.png", root.name,
-                                others=[k for k in varying if k not in (x, hue)])
-    return {"csv": str(out / "summary.csv"), "markdown": str(out / "summary.md"),
-            "figure": None if fig_path is None else str(fig_path), "x": x, "y": y, "hue": hue,
-            "n_jobs": len(jobs), "n_done": len(done), "rows": [dict(zip(header, r)) for r in rows]}
+        fig_path = sweep_figure(
+            done, x, y, hue, out / "summary.png", root.name, others=[k for k in varying if k not in (x, hue)]
+        )
+    return {
+        "csv": str(out / "summary.csv"),
+        "markdown": str(out / "summary.md"),
+        "figure": None if fig_path is None else str(fig_path),
+        "x": x,
+        "y": y,
+        "hue": hue,
+        "n_jobs": len(jobs),
+        "n_done": len(done),
+        "rows": [dict(zip(header, r)) for r in rows],
+    }
 
 
 def _default_y(done: list[dict[str, Any]], cols: list[str]) -> Optional[str]:
@@ -223,6 +252,7 @@ def _default_y(done: list[dict[str, Any]], cols: list[str]) -> Optional[str]:
 def _default_hue(jobs: list[dict[str, Any]], candidates: list[str]) -> Optional[str]:
     """The second swept key of the figure (colour): a categorical one with at most 10 values if any, else the
     first other swept key that varies; None when only one key varies."""
+
     def categorical(k: str) -> bool:
         return not all(is_finite_number(j.get(k)) for j in jobs if j.get(k) is not None)
 

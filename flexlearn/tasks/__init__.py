@@ -1,0 +1,1 @@
+"""Lightning tasks: the direction model's training loop, its callbacks and checkpoints."""

@@ -1,5 +1,6 @@
 """Training callbacks (the non-finite loss guard, plain per-epoch progress lines) and the error a diverged run
 ends with."""
+
 from __future__ import annotations
 
 import logging
@@ -9,6 +10,7 @@ from typing import Any, Optional, Sequence
 
 import lightning as L
 
+from flexlearn.config import job_label
 from flexlearn.errors import FlexlearnError
 
 log = logging.getLogger(__name__)
@@ -29,13 +31,15 @@ class NonFiniteLossGuard(L.Callback):
     this guard covers any other LightningModule trained through `flexlearn.jobs.train.train`.
     """
 
-    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any,
-                           batch: Any, batch_idx: int) -> None:
+    def on_train_batch_end(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
         loss = outputs["loss"] if isinstance(outputs, dict) else outputs
         if loss is not None and not math.isfinite(float(loss)):
             raise TrainingDivergedError(
                 f"training diverged: loss {float(loss)} at epoch {trainer.current_epoch} step "
-                f"{trainer.global_step}; lower task.lr or check the data")
+                f"{trainer.global_step}; lower task.lr or check the data"
+            )
 
 
 class EpochLines(L.Callback):
@@ -63,8 +67,6 @@ class EpochLines(L.Callback):
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         self._active = trainer.progress_bar_callback is None and trainer.is_global_zero
         if self.prefix is None:
-            from flexlearn.config import job_label
-
             label = job_label()
             self.prefix = f"[{label}] " if label else ""
 
@@ -75,9 +77,11 @@ class EpochLines(L.Callback):
         if not self._active:
             return
         n_params = sum(p.numel() for p in pl_module.parameters())
-        self._print(f"training {type(pl_module).__name__} ({n_params:,} parameters) for up to "
-                    f"{trainer.max_epochs} epochs from epoch {trainer.current_epoch + 1}, "
-                    f"{trainer.num_training_batches} batches per epoch")
+        self._print(
+            f"training {type(pl_module).__name__} ({n_params:,} parameters) for up to "
+            f"{trainer.max_epochs} epochs from epoch {trainer.current_epoch + 1}, "
+            f"{trainer.num_training_batches} batches per epoch"
+        )
         self._t_start = time.perf_counter()
         self._epochs_done = 0
 
@@ -103,8 +107,11 @@ class EpochLines(L.Callback):
         elapsed = time.perf_counter() - self._t_start
         left = elapsed / max(self._epochs_done, 1) * max((trainer.max_epochs or 0) - epoch - 1, 0)
         width = len(str(trainer.max_epochs))
-        self._print(f"epoch {epoch + 1:>{width}}/{trainer.max_epochs}  " + "  ".join(parts)
-                    + f"  ({self._epoch_s:.1f} s/epoch, {_duration(elapsed)} elapsed, ~{_duration(left)} left)")
+        self._print(
+            f"epoch {epoch + 1:>{width}}/{trainer.max_epochs}  "
+            + "  ".join(parts)
+            + f"  ({self._epoch_s:.1f} s/epoch, {_duration(elapsed)} elapsed, ~{_duration(left)} left)"
+        )
 
 
 def _duration(seconds: float) -> str:

@@ -6,6 +6,7 @@ allocate, a ``_target_`` outside flexlearn) is a `CheckpointError` naming the fi
 built. The model class is the ``_target_`` stored in ``hyper_parameters.model`` (`flexlearn.tasks.direction_model`);
 checkpoints written before models were chosen by config have none and hold a `DirectionMLP` (`LEGACY_TARGET`).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -51,8 +52,9 @@ def model_hparams(ckpt: Mapping[str, Any], path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"{path}: {str(exc).removeprefix('config ')}") from exc
 
 
-def check_resumable(path: str | Path, model_config: Mapping[str, Any], state: Mapping[str, torch.Tensor],
-                    training: bool = True) -> None:
+def check_resumable(
+    path: str | Path, model_config: Mapping[str, Any], state: Mapping[str, torch.Tensor], training: bool = True
+) -> None:
     """Refuse to resume from (``training``) or test ``path`` unless it is a checkpoint of the configured model.
 
     ``model_config`` is the run's ``model`` group (validated), ``state`` the new task's state dict;
@@ -62,8 +64,10 @@ def check_resumable(path: str | Path, model_config: Mapping[str, Any], state: Ma
     ckpt = read_checkpoint(path)
     missing = [k for k in ("optimizer_states", "lr_schedulers", "loops", "epoch") if k not in ckpt]
     if training and missing:
-        raise CheckpointError(f"{path}: cannot resume training from it: no {missing} (a weights-only or "
-                              "exported file); pass a last.ckpt written by flexlearn-train")
+        raise CheckpointError(
+            f"{path}: cannot resume training from it: no {missing} (a weights-only or "
+            "exported file); pass a last.ckpt written by flexlearn-train"
+        )
     stored = model_hparams(ckpt, path)
     diff = sorted(k for k in set(stored) | set(model_config) if stored.get(k) != model_config.get(k))
     if diff:

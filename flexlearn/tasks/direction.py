@@ -12,6 +12,7 @@ map. The shared network is what is exported; a module it never saw is calibrated
 A non-finite loss or raw network output during training, or a non-finite validation metric, raises
 `TrainingDivergedError` at once: the run fails rather than report or checkpoint a diverged model.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,11 +24,11 @@ from lightning.pytorch.utilities.types import OptimizerLRSchedulerConfig
 
 import flexlearn
 from flexlearn.config import check, did_you_mean, is_finite_number
+from flexlearn.metrics import angular_error_deg, angular_error_summary, invalid_direction
+from flexlearn.models.joint_modules import ModuleMaps, check_map_options
 from flexlearn.tasks.callbacks import TrainingDivergedError
 from flexlearn.tasks.checkpoints import CHECKPOINT_INFO_KEY
 from flexlearn.tasks.direction_model import LEGACY_TARGET, DirectionNet, as_direction_net, build_model, model_spec
-from flexlearn.metrics import angular_error_deg, angular_error_summary, invalid_direction
-from flexlearn.models.joint_modules import ModuleMaps, check_map_options
 
 TASK_KEYS = ("lr", "weight_decay", "lr_min_factor", "module_maps")
 PROGRESS_BAR_KEYS = ("train/loss", "val/ang_err_median_deg")  # shown on the progress bar (terminal runs)
@@ -40,18 +41,27 @@ def validate_task_hparams(task: dict[str, Any], max_epochs: Any) -> None:
     integer ≥ 1; no other ``task`` keys.
     """
     unknown = sorted(set(task) - set(TASK_KEYS))
-    check(not unknown, "task", unknown,
-          f"unknown key(s){did_you_mean(unknown, TASK_KEYS)}; known keys: {list(TASK_KEYS)}")
+    check(
+        not unknown, "task", unknown, f"unknown key(s){did_you_mean(unknown, TASK_KEYS)}; known keys: {list(TASK_KEYS)}"
+    )
     if task.get("module_maps") is not None:
-        check(isinstance(task["module_maps"], dict), "task.module_maps", task["module_maps"],
-              "must be a mapping (kind, prior_rotation_deg, prior_shape, sigma_fix_deg) or null")
+        check(
+            isinstance(task["module_maps"], dict),
+            "task.module_maps",
+            task["module_maps"],
+            "must be a mapping (kind, prior_rotation_deg, prior_shape, sigma_fix_deg) or null",
+        )
         check_map_options(task["module_maps"])
     lr, wd, lmf = task.get("lr", 3e-3), task.get("weight_decay", 1e-5), task.get("lr_min_factor", 0.02)
     check(is_finite_number(lr) and lr > 0, "task.lr", lr, "must be a positive finite number")
     check(is_finite_number(wd) and wd >= 0, "task.weight_decay", wd, "must be a finite number >= 0")
     check(is_finite_number(lmf) and 0 <= lmf <= 1, "task.lr_min_factor", lmf, "must be a number in [0, 1]")
-    check(isinstance(max_epochs, int) and not isinstance(max_epochs, bool) and max_epochs >= 1,
-          "trainer.max_epochs", max_epochs, "must be an integer >= 1")
+    check(
+        isinstance(max_epochs, int) and not isinstance(max_epochs, bool) and max_epochs >= 1,
+        "trainer.max_epochs",
+        max_epochs,
+        "must be an integer >= 1",
+    )
 
 
 def _datamodule(trainer: L.Trainer) -> Any:
@@ -76,22 +86,46 @@ class DirectionTask(L.LightningModule):
     net: DirectionNet
     module_maps: Optional[ModuleMaps]
 
-    def __init__(self, model: dict[str, Any], lr: float = 3e-3, weight_decay: float = 1e-5,
-                 lr_min_factor: float = 0.02, max_epochs: int = 60, module_maps: Optional[dict[str, Any]] = None,
-                 n_modules: int = 0) -> None:
+    def __init__(
+        self,
+        model: dict[str, Any],
+        lr: float = 3e-3,
+        weight_decay: float = 1e-5,
+        lr_min_factor: float = 0.02,
+        max_epochs: int = 60,
+        module_maps: Optional[dict[str, Any]] = None,
+        n_modules: int = 0,
+    ) -> None:
         super().__init__()
-        validate_task_hparams({"lr": lr, "weight_decay": weight_decay, "lr_min_factor": lr_min_factor,
-                               "module_maps": module_maps}, max_epochs)
+        validate_task_hparams(
+            {"lr": lr, "weight_decay": weight_decay, "lr_min_factor": lr_min_factor, "module_maps": module_maps},
+            max_epochs,
+        )
         model = model_spec(model, default=LEGACY_TARGET)
         maps = None if module_maps is None else check_map_options(module_maps)
-        check(maps is None or n_modules >= 1, "task.module_maps", module_maps,
-              "needs a dataset of several modules (a 'module' column: data.module_seeds or data.paths)")
-        self.save_hyperparameters({"model": model, "lr": lr, "weight_decay": weight_decay,
-                                   "lr_min_factor": lr_min_factor, "max_epochs": max_epochs, "module_maps": maps,
-                                   "n_modules": int(n_modules)})
+        check(
+            maps is None or n_modules >= 1,
+            "task.module_maps",
+            module_maps,
+            "needs a dataset of several modules (a 'module' column: data.module_seeds or data.paths)",
+        )
+        self.save_hyperparameters(
+            {
+                "model": model,
+                "lr": lr,
+                "weight_decay": weight_decay,
+                "lr_min_factor": lr_min_factor,
+                "max_epochs": max_epochs,
+                "module_maps": maps,
+                "n_modules": int(n_modules),
+            }
+        )
         self.net = as_direction_net(build_model(model))
-        self.module_maps = None if maps is None else ModuleMaps(
-            int(n_modules), maps["kind"], math.radians(maps["prior_rotation_deg"]), maps["prior_shape"])
+        self.module_maps = (
+            None
+            if maps is None
+            else ModuleMaps(int(n_modules), maps["kind"], math.radians(maps["prior_rotation_deg"]), maps["prior_shape"])
+        )
         self._prior_weight = 0.0  # σ_fix² / N_train, set when fitting starts
         self._val_err: list[tuple[torch.Tensor, torch.Tensor]] = []
         self._test_err: list[tuple[torch.Tensor, torch.Tensor]] = []
@@ -104,8 +138,9 @@ class DirectionTask(L.LightningModule):
         """The task arguments (``lr``, ``weight_decay``, ``lr_min_factor``, ``module_maps``, ``max_epochs``) checked
         by `validate_task_hparams`, for `flexlearn.config.target_arguments`; ``model`` is checked on its own and
         ``n_modules`` comes from the dataset."""
-        validate_task_hparams({k: v for k, v in hp.items() if k not in ("max_epochs", "n_modules")},
-                              hp.get("max_epochs", 60))
+        validate_task_hparams(
+            {k: v for k, v in hp.items() if k not in ("max_epochs", "n_modules")}, hp.get("max_epochs", 60)
+        )
         return dict(hp)
 
     def forward(self, delta_b: torch.Tensor) -> torch.Tensor:
@@ -117,10 +152,15 @@ class DirectionTask(L.LightningModule):
             return
         if self.module_maps is not None:
             found, n = dm.n_modules, int(self.hparams["n_modules"])
-            check(found == n, "task.module_maps", f"{n} module maps", f"the dataset {dm.dataset_path} has {found} "
-                  "modules; train (or resume) on the modules the maps were made for")
+            check(
+                found == n,
+                "task.module_maps",
+                f"{n} module maps",
+                f"the dataset {dm.dataset_path} has {found} "
+                "modules; train (or resume) on the modules the maps were made for",
+            )
             sigma = math.radians(self.hparams["module_maps"]["sigma_fix_deg"])
-            self._prior_weight = sigma ** 2 / max(1, len(dm.split("train")))
+            self._prior_weight = sigma**2 / max(1, len(dm.split("train")))
         if not self.trainer.ckpt_path:  # resumed runs keep the fitted normalisation
             self.net.fit_input_normalization(dm.train_delta_b())
 
@@ -141,7 +181,8 @@ class DirectionTask(L.LightningModule):
             raise TrainingDivergedError(
                 f"training diverged at epoch {self.current_epoch} step {self.global_step}: non-finite "
                 f"{'loss' if not torch.isfinite(loss) else 'network output'} (task.lr = {self.hparams['lr']:g}); "
-                "lower task.lr or check the data")
+                "lower task.lr or check the data"
+            )
         self._train_loss_sum = self._train_loss_sum + loss.detach()
         self._train_batches += 1
         return loss
@@ -153,8 +194,9 @@ class DirectionTask(L.LightningModule):
         self._train_loss_sum = torch.zeros(())
         self._train_batches = 0
 
-    def _eval_step(self, batch: tuple[torch.Tensor, ...],
-                   store: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    def _eval_step(
+        self, batch: tuple[torch.Tensor, ...], store: list[tuple[torch.Tensor, torch.Tensor]]
+    ) -> torch.Tensor:
         delta_b, label = self._inputs(batch)
         pred = self.net(delta_b)
         store.append((angular_error_deg(pred.double(), label.double()), invalid_direction(pred)))
@@ -180,11 +222,13 @@ class DirectionTask(L.LightningModule):
         summary = angular_error_summary(err, prefix=prefix, invalid=invalid)
         loss = 1.0 - torch.cos(torch.deg2rad(err)).mean()
         summary[f"{prefix}loss"] = float(loss)
-        bad = sorted(k for k, v in summary.items() if not math.isfinite(v)) + \
-            ([f"{prefix}n_nonfinite"] if summary[f"{prefix}n_nonfinite"] else [])
+        bad = sorted(k for k, v in summary.items() if not math.isfinite(v)) + (
+            [f"{prefix}n_nonfinite"] if summary[f"{prefix}n_nonfinite"] else []
+        )
         if bad:
-            raise TrainingDivergedError(f"non-finite {prefix.rstrip('/')} metrics {bad} at epoch "
-                                        f"{self.current_epoch}; the run is not usable")
+            raise TrainingDivergedError(
+                f"non-finite {prefix.rstrip('/')} metrics {bad} at epoch {self.current_epoch}; the run is not usable"
+            )
         for key, value in summary.items():
             if key.endswith(("_deg", "n_samples", "invalid_fraction", "loss")):
                 self.log(key, float(value), prog_bar=key in PROGRESS_BAR_KEYS)
@@ -199,8 +243,9 @@ class DirectionTask(L.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """Record what the model was trained on, in plain types (loadable with weights_only=True)."""
         dm = _datamodule(self.trainer) if self._trainer is not None else None
-        csv_logs = [lg for lg in (self.trainer.loggers if self._trainer is not None else [])
-                    if type(lg).__name__ == "CSVLogger"]
+        csv_logs = [
+            lg for lg in (self.trainer.loggers if self._trainer is not None else []) if type(lg).__name__ == "CSVLogger"
+        ]
         checkpoint[CHECKPOINT_INFO_KEY] = {
             "dataset_path": str(dm.dataset_path) if dm is not None else None,
             "metrics_csv": f"{csv_logs[0].log_dir}/metrics.csv" if csv_logs else None,
@@ -215,5 +260,6 @@ class DirectionTask(L.LightningModule):
             groups.append({"params": [self.module_maps.theta], "weight_decay": 0.0})
         opt = torch.optim.AdamW(groups, lr=hp["lr"])
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(
-            opt, T_max=max(1, hp["max_epochs"]), eta_min=hp["lr"] * hp["lr_min_factor"])
+            opt, T_max=max(1, hp["max_epochs"]), eta_min=hp["lr"] * hp["lr_min_factor"]
+        )
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}

@@ -7,6 +7,7 @@ checked arguments together with the ``_target_`` as ``hyper_parameters.model`` o
 `flexlearn.tasks.checkpoints.load_direction_model` rebuilds whichever model was trained; a checkpoint without a
 ``_target_`` (written before models were chosen by config) holds a `LEGACY_TARGET`.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterator, Mapping, Optional, Protocol, cast
@@ -15,6 +16,7 @@ import torch
 from torch import nn
 
 from flexlearn.config import split_target
+from flexlearn.errors import ConfigError
 
 LEGACY_TARGET = "flexlearn.models.direction_mlp.DirectionMLP"  # the model of checkpoints that name none
 NET_METHODS = ("forward", "raw_output", "direction", "fit_input_normalization")
@@ -31,7 +33,7 @@ class DirectionNet(Protocol):
         ...
 
     def direction(self, y: torch.Tensor, delta_b: torch.Tensor) -> torch.Tensor:
-        """y / ‖y‖ (..., 3) where usable, exactly 0 where not."""
+        """Y / ‖y‖ (..., 3) where usable, exactly 0 where not."""
         ...
 
     def fit_input_normalization(self, delta_b: torch.Tensor) -> None:
@@ -48,10 +50,10 @@ def model_spec(hp: Any, where: str = "model", default: Optional[str] = None) -> 
     cls, args = split_target(hp, where, nn.Module, default)
     missing = [m for m in NET_METHODS if not callable(getattr(cls, m, None))]
     if missing:
-        from flexlearn.errors import ConfigError
-
-        raise ConfigError(f"config '{where}._target_' = {cls.__module__}.{cls.__qualname__}: not a direction model "
-                          f"(no {missing}; see flexlearn.tasks.direction_model.DirectionNet)")
+        raise ConfigError(
+            f"config '{where}._target_' = {cls.__module__}.{cls.__qualname__}: not a direction model "
+            f"(no {missing}; see flexlearn.tasks.direction_model.DirectionNet)"
+        )
     return {"_target_": f"{cls.__module__}.{cls.__qualname__}", **args}
 
 

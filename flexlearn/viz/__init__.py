@@ -1,0 +1,1 @@
+"""Figures: evaluation maps, training curves, sweep and Optuna summaries."""

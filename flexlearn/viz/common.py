@@ -1,4 +1,5 @@
 """Shared helpers of the figures: atomic PNG writes with matplotlib's Agg canvas (no pyplot, no global state)."""
+
 from __future__ import annotations
 
 import os

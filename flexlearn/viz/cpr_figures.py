@@ -5,6 +5,7 @@ Three panels, millimetres: the platform's path seen from above (LSE solid, shoot
 dashed, the pulley and the direction of its pull drawn for Experiment II), its height per sample, and the
 LSE–shooting distance per sample on a log axis (absent when the run had no baseline).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,10 +24,10 @@ def _mm(values: Any) -> np.ndarray:
 
 def write_trajectory_figure(result: Mapping[str, Any], path: str | Path) -> Path:
     """Draw the figure described in the module docstring into ``path`` (PNG, written atomically)."""
-    import matplotlib
+    import matplotlib  # heavy, and only drawing needs it: off the import path of flexlearn.viz
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after matplotlib.use("Agg") (headless backend)
 
     shooting = any(result[name].get("shooting_positions_m") for name, *_ in EXPERIMENTS)
     fig, ax = plt.subplots(1, 3 if shooting else 2, figsize=(15 if shooting else 10, 4.6))
@@ -40,10 +41,20 @@ def write_trajectory_figure(result: Mapping[str, Any], path: str | Path) -> Path
         s = result[name].get("shooting_positions_m")
         if s:
             s = _mm(s)
-            ax[0].plot(s[:, 0], s[:, 1], "--", color=colour, marker=marker, mfc="none", ms=9, lw=0.8,
-                       label=f"{label}, shooting")
-            ax[1].plot(k, s[:, 2], "--", color=colour, marker=marker, mfc="none", ms=9, lw=0.8,
-                       label=f"{label}, shooting")
+            ax[0].plot(
+                s[:, 0],
+                s[:, 1],
+                "--",
+                color=colour,
+                marker=marker,
+                mfc="none",
+                ms=9,
+                lw=0.8,
+                label=f"{label}, shooting",
+            )
+            ax[1].plot(
+                k, s[:, 2], "--", color=colour, marker=marker, mfc="none", ms=9, lw=0.8, label=f"{label}, shooting"
+            )
             d = _mm(result[name]["lse_vs_shooting_at_samples_m"])
             ax[2].semilogy(k, np.maximum(d, 1e-9), "-", color=colour, marker=marker, ms=5, label=label)
     ax[0].set(xlabel="x [mm]", ylabel="y [mm]", title="end-effector path, top view")
@@ -57,8 +68,11 @@ def write_trajectory_figure(result: Mapping[str, Any], path: str | Path) -> Path
         ax[2].grid(True, which="major", alpha=0.3)
         ax[2].legend(fontsize=7)
     n = len(result["experiment_I"]["ee_positions_m"])
-    fig.suptitle(f"seed 003 Experiments I and II in simulation: {result.get('n_rods', '?')} rods × "
-                 f"{result.get('elements_per_rod', '?')} LSE elements, {n} samples", fontsize=11)
+    fig.suptitle(
+        f"seed 003 Experiments I and II in simulation: {result.get('n_rods', '?')} rods × "
+        f"{result.get('elements_per_rod', '?')} LSE elements, {n} samples",
+        fontsize=11,
+    )
     fig.tight_layout()
     path = Path(path)
     with atomic_path(path) as tmp:

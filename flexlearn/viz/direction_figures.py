@@ -2,6 +2,7 @@
 training curves (`flexlearn.viz.training_curves`), drawn with matplotlib's Agg canvas (no pyplot, no global
 state) and saved atomically.
 """
+
 from __future__ import annotations
 
 import math
@@ -11,16 +12,27 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 import torch
+from matplotlib import patheffects
 from matplotlib.figure import Figure
 from matplotlib.projections.polar import PolarAxes
 
+from flexlearn.errors import ArgumentError
 from flexlearn.metrics import angular_error_deg, angular_error_summary
 from flexlearn.viz.common import save_png
 from flexlearn.viz.training_curves import plot_training_curves, read_metrics_csv
 
-__all__ = ["FIGURE_NAMES", "cap_coordinates", "PolarErrorBins", "bin_polar_error", "adaptive_polar_bins",
-           "plot_error_polar_map", "plot_error_histogram", "read_metrics_csv", "plot_training_curves",
-           "write_evaluation_figures"]
+__all__ = [
+    "FIGURE_NAMES",
+    "cap_coordinates",
+    "PolarErrorBins",
+    "bin_polar_error",
+    "adaptive_polar_bins",
+    "plot_error_polar_map",
+    "plot_error_histogram",
+    "read_metrics_csv",
+    "plot_training_curves",
+    "write_evaluation_figures",
+]
 
 FIGURE_NAMES = {
     "error_polar_map": "error_polar_map.png",
@@ -34,7 +46,7 @@ def _as_directions(x: np.ndarray | torch.Tensor, name: str) -> torch.Tensor:
     """(N, 3) numpy or torch -> float64 CPU tensor (N, 3)."""
     t = torch.as_tensor(x.detach().cpu() if isinstance(x, torch.Tensor) else np.asarray(x))
     if t.ndim != 2 or t.shape[-1] != 3:
-        raise ValueError(f"{name} must have shape (N, 3), got {tuple(t.shape)}")
+        raise ArgumentError(f"{name} must have shape (N, 3), got {tuple(t.shape)}")
     return t.to(torch.float64)
 
 
@@ -66,19 +78,25 @@ class PolarErrorBins:
         return i, j
 
 
-def bin_polar_error(label, err_deg, colat_step_deg: float = 2.5, n_azimuth: int = 24,
-                    max_colat_deg: float | None = None, statistic: str = "mean") -> PolarErrorBins:
+def bin_polar_error(
+    label,
+    err_deg,
+    colat_step_deg: float = 2.5,
+    n_azimuth: int = 24,
+    max_colat_deg: float | None = None,
+    statistic: str = "mean",
+) -> PolarErrorBins:
     """Bin per-sample errors ``err_deg`` (N,) [deg] by the label's position (N, 3) on the cap.
 
     Rings are ``colat_step_deg`` wide up to ``max_colat_deg`` (default: the largest label colatitude, rounded
     up to a ring); sectors split the azimuth evenly. Samples with a non-finite error or label are skipped.
     """
     if statistic not in _STATS:
-        raise ValueError(f"statistic must be one of {sorted(_STATS)}, got {statistic!r}")
+        raise ArgumentError(f"statistic must be one of {sorted(_STATS)}, got {statistic!r}")
     colat, az = cap_coordinates(label)
     err = torch.as_tensor(err_deg).detach().cpu().double().numpy().reshape(-1)
     if err.shape[0] != colat.shape[0]:
-        raise ValueError(f"err_deg has {err.shape[0]} samples but label has {colat.shape[0]}")
+        raise ArgumentError(f"err_deg has {err.shape[0]} samples but label has {colat.shape[0]}")
     ok = np.isfinite(err) & np.isfinite(colat) & np.isfinite(az)
     colat, az, err = colat[ok], az[ok], err[ok]
     if max_colat_deg is None:
@@ -97,16 +115,16 @@ def bin_polar_error(label, err_deg, colat_step_deg: float = 2.5, n_azimuth: int 
     keys, starts = np.unique(flat[order], return_index=True)
     for k, chunk in zip(keys, np.split(err[inside][order], starts[1:])):
         value[k] = _STATS[statistic](chunk)
-    return PolarErrorBins(r_edges, a_edges, value.reshape(n_rings, n_azimuth), count, statistic,
-                          int((~ok).sum()))
+    return PolarErrorBins(r_edges, a_edges, value.reshape(n_rings, n_azimuth), count, statistic, int((~ok).sum()))
 
 
 _NICE_STEPS_DEG = (2.5, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0)
 _NICE_SECTORS = (24, 18, 12, 8, 6, 4)
 
 
-def adaptive_polar_bins(n_samples: int, max_colat_deg: float, samples_per_bin: float = 8.0,
-                        finest: tuple[float, int] = (2.5, 24)) -> tuple[float, int]:
+def adaptive_polar_bins(
+    n_samples: int, max_colat_deg: float, samples_per_bin: float = 8.0, finest: tuple[float, int] = (2.5, 24)
+) -> tuple[float, int]:
     """(colatitude step [deg], azimuth sectors) of the finest grid, down to ``finest``, whose bins hold
     ``samples_per_bin`` samples on average, preferring bins about as wide as long (at mid radius)."""
     target = max(1.0, n_samples / samples_per_bin)
@@ -124,9 +142,16 @@ def adaptive_polar_bins(n_samples: int, max_colat_deg: float, samples_per_bin: f
     return best[1], best[2]
 
 
-def plot_error_polar_map(label, pred, path, title: str = "Direction error over the joint cap",
-                         colat_step_deg: Optional[float] = None, n_azimuth: Optional[int] = None,
-                         statistic: str = "mean", clip_percentile: float = 99.0) -> PolarErrorBins:
+def plot_error_polar_map(
+    label,
+    pred,
+    path,
+    title: str = "Direction error over the joint cap",
+    colat_step_deg: Optional[float] = None,
+    n_azimuth: Optional[int] = None,
+    statistic: str = "mean",
+    clip_percentile: float = 99.0,
+) -> PolarErrorBins:
     """Polar map of the angular error of ``pred`` against ``label`` (both (N, 3)), saved as PNG at ``path``.
 
     Radius: colatitude of the label from +z [deg]; angle: azimuth atan2(y, x); colour: per-bin ``statistic``
@@ -136,7 +161,7 @@ def plot_error_polar_map(label, pred, path, title: str = "Direction error over t
     """
     lab, prd = _as_directions(label, "label"), _as_directions(pred, "pred")
     if lab.shape != prd.shape:
-        raise ValueError(f"label {tuple(lab.shape)} and pred {tuple(prd.shape)} differ in shape")
+        raise ArgumentError(f"label {tuple(lab.shape)} and pred {tuple(prd.shape)} differ in shape")
     err = angular_error_deg(prd, lab)
     if colat_step_deg is None or n_azimuth is None:
         colat = cap_coordinates(lab)[0]
@@ -155,18 +180,22 @@ def plot_error_polar_map(label, pred, path, title: str = "Direction error over t
     mesh = _draw_bins(ax, bins, vmax)
     ax.set_ylim(0.0, bins.colat_edges_deg[-1])
     ax.set_rlabel_position(112.5)
-    ax.text(np.radians(112.5), bins.colat_edges_deg[-1] * 1.13, "colatitude θ [deg]", ha="center",
-            va="center", fontsize=8)
+    ax.text(
+        np.radians(112.5), bins.colat_edges_deg[-1] * 1.13, "colatitude θ [deg]", ha="center", va="center", fontsize=8
+    )
     ax.set_xlabel("azimuth φ = atan2(y, x) [deg]")
     ax.grid(True, alpha=0.4)
     cb = fig.colorbar(mesh, ax=ax, extend="max" if shown.size and shown.max() > vmax else "neither", pad=0.1)
     cb.set_label(f"angular error, bin {statistic} [deg]")
     extra = f", {bins.n_nonfinite} non-finite skipped" if bins.n_nonfinite else ""
     filled = bins.count[bins.count > 0]
-    ax.set_title(f"{title}\nN = {s['n_samples']}, median {s['ang_err_median_deg']:.2f}°, "
-                 f"p95 {s['ang_err_p95_deg']:.2f}°{extra}\nbins {colat_step_deg:g}° × {360 / n_azimuth:g}°, "
-                 f"{filled.size} of {bins.count.size} filled, median {np.median(filled) if filled.size else 0:.0f} "
-                 "samples per bin", fontsize=9)
+    ax.set_title(
+        f"{title}\nN = {s['n_samples']}, median {s['ang_err_median_deg']:.2f}°, "
+        f"p95 {s['ang_err_p95_deg']:.2f}°{extra}\nbins {colat_step_deg:g}° × {360 / n_azimuth:g}°, "
+        f"{filled.size} of {bins.count.size} filled, median {np.median(filled) if filled.size else 0:.0f} "
+        "samples per bin",
+        fontsize=9,
+    )
     save_png(fig, path)
     return bins
 
@@ -178,8 +207,15 @@ def _draw_bins(ax, bins: PolarErrorBins, vmax: float):
     k = max(1, math.ceil(float(np.degrees(a_edges[1] - a_edges[0])) / 5.0))
     fine = np.concatenate([np.linspace(a, b, k + 1)[:-1] for a, b in zip(a_edges[:-1], a_edges[1:])] + [a_edges[-1:]])
     theta, r = np.meshgrid(fine, bins.colat_edges_deg)
-    mesh = ax.pcolormesh(theta, r, np.ma.masked_invalid(np.repeat(bins.value, k, axis=1)), cmap="viridis",
-                         vmin=0.0, vmax=vmax, shading="flat")
+    mesh = ax.pcolormesh(
+        theta,
+        r,
+        np.ma.masked_invalid(np.repeat(bins.value, k, axis=1)),
+        cmap="viridis",
+        vmin=0.0,
+        vmax=vmax,
+        shading="flat",
+    )
     if bins.count.size <= 72:
         circle = np.linspace(-math.pi, math.pi, 361)
         for edge in bins.colat_edges_deg[1:]:
@@ -197,18 +233,25 @@ def _annotate_counts(ax, bins: PolarErrorBins) -> None:
     for i, r in enumerate(r_mid):
         for j, a in enumerate(a_mid):
             if bins.count[i, j]:
-                ax.text(a, r, str(int(bins.count[i, j])), ha="center", va="center", fontsize=7, color="white",
-                        path_effects=[_outline()])
+                ax.text(
+                    a,
+                    r,
+                    str(int(bins.count[i, j])),
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white",
+                    path_effects=[_outline()],
+                )
 
 
 def _outline():
-    from matplotlib import patheffects
-
     return patheffects.withStroke(linewidth=1.2, foreground="black")
 
 
-def plot_error_histogram(err_deg, path, title: str = "Direction error distribution", n_bins: int = 60,
-                         tail_percentile: float = 99.5) -> dict[str, float]:
+def plot_error_histogram(
+    err_deg, path, title: str = "Direction error distribution", n_bins: int = 60, tail_percentile: float = 99.5
+) -> dict[str, float]:
     """Histogram of angular errors ``err_deg`` (N,) [deg] with median, RMS and p95 lines, saved as PNG.
 
     The x range ends at 1.25 x the ``tail_percentile`` of the errors; the legend counts samples beyond it.
@@ -222,8 +265,11 @@ def plot_error_histogram(err_deg, path, title: str = "Direction error distributi
     fig = Figure(figsize=(6.4, 4.2), layout="constrained")
     ax = fig.add_subplot()
     ax.hist(e, bins=np.linspace(0.0, upper, n_bins + 1).tolist(), color="0.65", edgecolor="0.4", linewidth=0.4)
-    for key, name, colour, style in (("median", "median", "tab:blue", "-"), ("rms", "RMS", "tab:orange", "--"),
-                                     ("p95", "p95", "tab:red", ":")):
+    for key, name, colour, style in (
+        ("median", "median", "tab:blue", "-"),
+        ("rms", "RMS", "tab:orange", "--"),
+        ("p95", "p95", "tab:red", ":"),
+    ):
         v = s[f"ang_err_{key}_deg"]
         if math.isfinite(v):
             ax.axvline(v, color=colour, linestyle=style, linewidth=1.6, label=f"{name} = {v:.2f}°")

@@ -1,4 +1,4 @@
-"""The two figures of an Optuna sweep (``flexlearn-aggregate`` on a multirun with ``optimization_results.yaml``):
+"""The two figures of an Optuna sweep (``flexlearn-aggregate`` on a multirun with ``optimization_results.yaml``).
 
 * ``optuna_history.png``: the optimised metric of every trial in trial order (failed or diverged trials as
   crosses on the top edge), the best value so far as a step line, the first TPE trial after the random start-up
@@ -11,13 +11,17 @@
 
 The search space and direction come from the jobs' ``.hydra/hydra.yaml`` (``hydra.sweeper``).
 """
+
 from __future__ import annotations
 
+import logging
+import warnings
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import numpy as np
 import yaml
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from matplotlib.figure import Figure
 
 from flexlearn.config import is_finite_number
@@ -42,8 +46,9 @@ def read_sweeper(root: str | Path) -> dict[str, Any]:
 
 def _distributions(params: dict[str, Any]) -> dict[str, Any]:
     """Optuna distributions of the sweeper's ``params`` (Hydra override syntax), by Hydra's optuna plugin."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra_plugins.hydra_optuna_sweeper._impl import create_optuna_distribution_from_override
+    from hydra_plugins.hydra_optuna_sweeper._impl import (  # optional dependency (the sweep extra)
+        create_optuna_distribution_from_override,
+    )
 
     parser = OverridesParser.create()
     out = {}
@@ -64,17 +69,15 @@ def _coerce(value: Any, distribution: Any) -> Any:
     return float(value)
 
 
-def optuna_importances(trials: list[dict[str, Any]], y: str, params: dict[str, Any],
-                       direction: str) -> Optional[tuple[dict[str, float], str]]:
+def optuna_importances(
+    trials: list[dict[str, Any]], y: str, params: dict[str, Any], direction: str
+) -> Optional[tuple[dict[str, float], str]]:
     """(importances, method) by Optuna for the finished trials (metric finite): fANOVA, else the random
     forest's mean decrease in impurity (Optuna 2.10's fANOVA fails with scikit-learn >= 1.3); None when
     Optuna, scikit-learn or the search space is unavailable."""
     try:
-        import logging
-        import warnings
-
         logging.getLogger("alembic").setLevel(logging.WARNING)  # its plugin set-up lines at import
-        import optuna
+        import optuna  # optional dependency (the sweep extra)
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         dists = _distributions(params)
@@ -84,13 +87,17 @@ def optuna_importances(trials: list[dict[str, Any]], y: str, params: dict[str, A
             for t in trials:
                 if not is_finite_number(t.get(y)) or any(k not in t for k in dists):
                     continue
-                study.add_trial(optuna.trial.create_trial(
-                    params={k: _coerce(t[k], d) for k, d in dists.items()}, distributions=dists,
-                    value=float(t[y])))
+                study.add_trial(
+                    optuna.trial.create_trial(
+                        params={k: _coerce(t[k], d) for k, d in dists.items()}, distributions=dists, value=float(t[y])
+                    )
+                )
     except Exception:
         return None
-    evaluators = (("Optuna fANOVA", optuna.importance.FanovaImportanceEvaluator),
-                  ("Optuna random-forest impurity decrease", optuna.importance.MeanDecreaseImpurityImportanceEvaluator))
+    evaluators = (
+        ("Optuna fANOVA", optuna.importance.FanovaImportanceEvaluator),
+        ("Optuna random-forest impurity decrease", optuna.importance.MeanDecreaseImpurityImportanceEvaluator),
+    )
     for method, evaluator in evaluators:
         try:
             return dict(optuna.importance.get_param_importances(study, evaluator=evaluator(seed=0))), method
@@ -135,8 +142,9 @@ def _swept_keys(root: str | Path) -> list[str]:
     return keys
 
 
-def history_figure(trials: list[dict[str, Any]], y: str, direction: str, path: Path, title: str,
-                   n_startup: Optional[int] = None) -> Path:
+def history_figure(
+    trials: list[dict[str, Any]], y: str, direction: str, path: Path, title: str, n_startup: Optional[int] = None
+) -> Path:
     """Write ``optuna_history.png`` (module docstring)."""
     n = np.arange(len(trials))
     v = np.array([float(t[y]) if is_finite_number(t.get(y)) else np.nan for t in trials])
@@ -151,18 +159,39 @@ def history_figure(trials: list[dict[str, Any]], y: str, direction: str, path: P
         ax.step(n[shown], best[shown], where="post", color="C3", lw=1.8, label=f"best so far ({direction})")
         i_best = int(np.nanargmin(v) if direction == "minimize" else np.nanargmax(v))
         ax.plot([i_best], [v[i_best]], "o", mfc="none", mec="C3", ms=12, mew=1.5)
-        ax.annotate(f"best: trial {i_best}, {v[i_best]:.4g}", (i_best, v[i_best]), xytext=(6, 8),
-                    textcoords="offset points", fontsize=8, color="C3")
+        ax.annotate(
+            f"best: trial {i_best}, {v[i_best]:.4g}",
+            (i_best, v[i_best]),
+            xytext=(6, 8),
+            textcoords="offset points",
+            fontsize=8,
+            color="C3",
+        )
         if np.nanmax(v) > 0 and np.nanmin(v) > 0 and np.nanmax(v) / np.nanmin(v) > 10:
             ax.set_yscale("log")
     if (~ok).any():
         top = np.nanmax(v) if ok.any() else 1.0
-        ax.plot(n[~ok], np.full((~ok).sum(), top), "x", color="k", ms=7, clip_on=False,
-                label=f"failed or diverged ({int((~ok).sum())})")
+        ax.plot(
+            n[~ok],
+            np.full((~ok).sum(), top),
+            "x",
+            color="k",
+            ms=7,
+            clip_on=False,
+            label=f"failed or diverged ({int((~ok).sum())})",
+        )
     if n_startup and 0 < n_startup < len(trials):
         ax.axvline(n_startup - 0.5, color="0.6", ls=":", lw=1)
-        ax.annotate("random start-up | TPE", (n_startup - 0.5, 1.0), xycoords=("data", "axes fraction"),
-                    xytext=(0, -12), textcoords="offset points", ha="center", fontsize=7, color="0.4")
+        ax.annotate(
+            "random start-up | TPE",
+            (n_startup - 0.5, 1.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(0, -12),
+            textcoords="offset points",
+            ha="center",
+            fontsize=7,
+            color="0.4",
+        )
     ax.set(xlabel="trial", ylabel=y, title=title)
     ax.set_xticks(n if len(n) <= 25 else np.linspace(0, len(n) - 1, 11).round().astype(int))
     ax.grid(True, which="both", alpha=0.3)
@@ -170,8 +199,7 @@ def history_figure(trials: list[dict[str, Any]], y: str, direction: str, path: P
     return save_png(fig, path)
 
 
-def importance_figure(importance: dict[str, float], method: str, y: str, path: Path, title: str,
-                      n_trials: int) -> Path:
+def importance_figure(importance: dict[str, float], method: str, y: str, path: Path, title: str, n_trials: int) -> Path:
     """Write ``optuna_importance.png`` (module docstring)."""
     items = sorted(importance.items(), key=lambda kv: kv[1])
     fig = Figure(figsize=(7.0, 1.4 + 0.45 * max(len(items), 1)), layout="constrained")
@@ -186,8 +214,7 @@ def importance_figure(importance: dict[str, float], method: str, y: str, path: P
     return save_png(fig, path)
 
 
-def write_optuna_figures(root: str | Path, trials: list[dict[str, Any]], y: str, out_dir: str | Path
-                         ) -> list[Path]:
+def write_optuna_figures(root: str | Path, trials: list[dict[str, Any]], y: str, out_dir: str | Path) -> list[Path]:
     """Both figures for the multirun at ``root`` (``trials``: the jobs' rows in trial order, with the swept
     keys and ``y``) into ``out_dir``; returns their paths (the importance figure needs two finished trials)."""
     sweeper = read_sweeper(root)
@@ -197,14 +224,31 @@ def write_optuna_figures(root: str | Path, trials: list[dict[str, Any]], y: str,
     n_startup = (sweeper.get("sampler") or {}).get("n_startup_trials")
     name = sweeper.get("study_name") or Path(root).name
     out = Path(out_dir)
-    paths = [history_figure(trials, y, direction, out / "optuna_history.png", f"Optuna study {name}: history",
-                            n_startup if isinstance(n_startup, int) else None)]
+    paths = [
+        history_figure(
+            trials,
+            y,
+            direction,
+            out / "optuna_history.png",
+            f"Optuna study {name}: history",
+            n_startup if isinstance(n_startup, int) else None,
+        )
+    ]
     finished = [t for t in trials if is_finite_number(t.get(y))]
     keys = [k for k in params if any(k in t for t in trials)] or _swept_keys(root)
     if len(finished) >= 2 and keys:
-        found = optuna_importances(trials, y, {k: params[k] for k in keys if k in params}, direction) \
-            if params else None
+        found = (
+            optuna_importances(trials, y, {k: params[k] for k in keys if k in params}, direction) if params else None
+        )
         importance, method = found or (eta_squared(trials, y, keys), "η², variance explained")
-        paths.append(importance_figure(importance, method, y, out / "optuna_importance.png",
-                                       f"Optuna study {name}: parameter importance", len(finished)))
+        paths.append(
+            importance_figure(
+                importance,
+                method,
+                y,
+                out / "optuna_importance.png",
+                f"Optuna study {name}: parameter importance",
+                len(finished),
+            )
+        )
     return paths

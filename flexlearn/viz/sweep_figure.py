@@ -4,6 +4,7 @@ Numeric keys are placed on a number line (logarithmic for learning rates and for
 than 100×), categorical ones on evenly spaced ticks; the colour shows the second swept key (a legend for
 categories, a colour bar for numbers); the best job (lowest metric) is ringed.
 """
+
 from __future__ import annotations
 
 import math
@@ -11,7 +12,9 @@ import re
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+import matplotlib.ticker as mticker
 import numpy as np
+from matplotlib.colors import LogNorm, Normalize
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
@@ -41,8 +44,6 @@ def _categories(values: Sequence[Any]) -> list[str]:
 
 def _format_axis(axis: Any, log: bool, values: np.ndarray) -> None:
     """Readable, non-overlapping number ticks: at most 6, plain numbers ('0.003', not '3×10⁻³')."""
-    import matplotlib.ticker as mticker
-
     if log:
         decades = math.log10(float(values.max()) / float(values.min())) if values.size else 1.0
         axis.set_major_locator(mticker.LogLocator(subs=(1.0, 2.0, 5.0) if decades < 2.5 else (1.0,)))
@@ -52,8 +53,15 @@ def _format_axis(axis: Any, log: bool, values: np.ndarray) -> None:
     axis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
 
 
-def sweep_figure(jobs: list[dict[str, Any]], x: str, y: str, hue: Optional[str], path: str | Path, title: str,
-                 others: Sequence[str] = ()) -> Optional[Path]:
+def sweep_figure(
+    jobs: list[dict[str, Any]],
+    x: str,
+    y: str,
+    hue: Optional[str],
+    path: str | Path,
+    title: str,
+    others: Sequence[str] = (),
+) -> Optional[Path]:
     """Metric ``y`` of the finished ``jobs`` against swept key ``x`` (or 'job'), coloured by swept key ``hue``;
     ``others``: swept keys that also vary (named under the figure). None when no job has a numeric ``y``."""
     pts = [j for j in jobs if is_number(j.get(y))]
@@ -65,8 +73,7 @@ def sweep_figure(jobs: list[dict[str, Any]], x: str, y: str, hue: Optional[str],
     xs = _place_x(ax, pts, x, hue)
     legend_title = _draw_points(fig, ax, pts, xs, ys, hue)
     best = int(np.argmin(ys))
-    ax.scatter([xs[best]], [ys[best]], s=160, facecolors="none", edgecolors="k", linewidths=1.4, zorder=4,
-               label="best")
+    ax.scatter([xs[best]], [ys[best]], s=160, facecolors="none", edgecolors="k", linewidths=1.4, zorder=4, label="best")
     if wants_log(y, ys) and not _LR.search(y):
         ax.set_yscale("log")
     _format_axis(ax.yaxis, ax.get_yscale() == "log", ys)
@@ -77,8 +84,15 @@ def sweep_figure(jobs: list[dict[str, Any]], x: str, y: str, hue: Optional[str],
     ax.set_title(f"{title}: {len(pts)} jobs\nbest {y} = {ys[best]:.4g} at {where}", fontsize=9)
     ax.legend(fontsize=8, title=legend_title, title_fontsize=8, loc="best")
     if others:
-        fig.text(0.01, 0.005, "also varied, not shown: " + ", ".join(others), fontsize=7, color="0.35",
-                 ha="left", va="bottom")
+        fig.text(
+            0.01,
+            0.005,
+            "also varied, not shown: " + ", ".join(others),
+            fontsize=7,
+            color="0.35",
+            ha="left",
+            va="bottom",
+        )
         engine = fig.get_layout_engine()
         assert isinstance(engine, ConstrainedLayoutEngine)
         engine.set(rect=(0.0, 0.05, 1.0, 0.95))
@@ -86,7 +100,7 @@ def sweep_figure(jobs: list[dict[str, Any]], x: str, y: str, hue: Optional[str],
 
 
 def _place_x(ax: Any, pts: list[dict[str, Any]], x: str, hue: Optional[str]) -> np.ndarray:
-    """x positions of the points: values on a (log) number line, or category indices (jittered when coloured)."""
+    """X positions of the points: values on a (log) number line, or category indices (jittered when coloured)."""
     raw: list[Any] = [j.get(x) if x != "job" else j.get("job") for j in pts]
     if x != "job" and all(is_number(v) for v in raw):
         xs = np.array([float(v) for v in raw])
@@ -106,8 +120,9 @@ def _place_x(ax: Any, pts: list[dict[str, Any]], x: str, hue: Optional[str]) -> 
     return index
 
 
-def _draw_points(fig: Figure, ax: Any, pts: list[dict[str, Any]], xs: np.ndarray, ys: np.ndarray,
-                 hue: Optional[str]) -> Optional[str]:
+def _draw_points(
+    fig: Figure, ax: Any, pts: list[dict[str, Any]], xs: np.ndarray, ys: np.ndarray, hue: Optional[str]
+) -> Optional[str]:
     """Scatter the points: one colour; a colour per category of ``hue``; or a colour scale of a numeric ``hue``.
     Returns the legend's title (``hue`` when its categories are in the legend)."""
     if hue is None:
@@ -115,8 +130,6 @@ def _draw_points(fig: Figure, ax: Any, pts: list[dict[str, Any]], xs: np.ndarray
         return None
     values: list[Any] = [j.get(hue) for j in pts]
     if all(is_number(v) for v in values):
-        from matplotlib.colors import LogNorm, Normalize
-
         h = np.array([float(v) for v in values])
         norm = LogNorm(h.min(), h.max()) if wants_log(hue, h) and h.min() < h.max() else Normalize(h.min(), h.max())
         sc = ax.scatter(xs, ys, c=h, cmap="viridis", norm=norm, s=36, alpha=0.9, zorder=3, label="job")

@@ -2,6 +2,7 @@
 log-scaled where the values span decades (losses, errors, learning rates); quantities that stay constant over
 the run (sample counts, a zero invalid fraction) get a note under the figure instead of a flat panel.
 """
+
 from __future__ import annotations
 
 import csv
@@ -10,6 +11,7 @@ import re
 import textwrap
 from pathlib import Path
 
+import matplotlib.ticker as mticker
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
@@ -42,8 +44,9 @@ def read_metrics_csv(metrics_csv) -> dict[str, np.ndarray]:
                 try:
                     cols[h].append(float(cell) if cell.strip() else math.nan)
                 except ValueError:
-                    raise DataError(f"metrics file {path}, line {lineno}, column {h!r}: "
-                                    f"{cell!r} is not a number") from None
+                    raise DataError(
+                        f"metrics file {path}, line {lineno}, column {h!r}: {cell!r} is not a number"
+                    ) from None
     return {h: np.asarray(v, dtype=float) for h, v in cols.items()}
 
 
@@ -64,9 +67,10 @@ def quantity_label(key: str) -> str:
 
 
 def epoch_axis(cols: dict[str, np.ndarray], x: str = "epoch") -> tuple[np.ndarray, str]:
-    """x values (R,) of every row and their label. ``x='epoch'``: epochs completed (a value logged at the end of
+    """X values (R,) of every row and their label. ``x='epoch'``: epochs completed (a value logged at the end of
     epoch e sits at e + 1, a per-step value at its fraction of the epoch); ``x='step'``: the global step. Falls
     back to the other column, then to the row index, when one is absent or blank."""
+
     def usable(c: str) -> bool:
         return c in cols and bool(np.isfinite(cols[c]).any())
 
@@ -109,8 +113,9 @@ def panel_of(quantity: str) -> str:
     return "angular error [deg]" if _ERROR.match(quantity) else quantity_label(quantity)
 
 
-def plan_panels(cols: dict[str, np.ndarray], metrics: list[str]
-                ) -> tuple[dict[str, list[str]], dict[str, list[str]], list[str]]:
+def plan_panels(
+    cols: dict[str, np.ndarray], metrics: list[str]
+) -> tuple[dict[str, list[str]], dict[str, list[str]], list[str]]:
     """(quantities, panels, constant quantities): the ``metrics`` columns grouped by quantity (train/val/test of
     one together), the panels drawn (losses first; all angular-error statistics in one) and the quantities that
     stay constant over the run, which get a note instead of a panel (unless nothing varies)."""
@@ -126,8 +131,7 @@ def plan_panels(cols: dict[str, np.ndarray], metrics: list[str]
     return groups, panels, flat
 
 
-def plot_training_curves(metrics_csv, path, x: str = "epoch",
-                         title: str = "Training curves") -> dict[str, list[str]]:
+def plot_training_curves(metrics_csv, path, x: str = "epoch", title: str = "Training curves") -> dict[str, list[str]]:
     """Plot the metric columns of a Lightning ``metrics.csv`` against ``x`` ('epoch' or 'step'), saved as PNG:
     one panel for the losses, one for the angular-error statistics, one for each other quantity; train and val
     as lines, test (one value) as a star. Quantities constant over the run are listed under the figure instead
@@ -136,8 +140,9 @@ def plot_training_curves(metrics_csv, path, x: str = "epoch",
     cols = read_metrics_csv(metrics_csv)
     metrics = [c for c in cols if c not in INDEX_COLUMNS and np.isfinite(cols[c]).any()]
     if not metrics:
-        raise DataError(f"metrics file {metrics_csv} has no metric columns with values "
-                        f"(columns: {', '.join(cols) or 'none'})")
+        raise DataError(
+            f"metrics file {metrics_csv} has no metric columns with values (columns: {', '.join(cols) or 'none'})"
+        )
     xs, x_label = epoch_axis(cols, x)
     groups, panels, flat = plan_panels(cols, metrics)
     ncols = min(2, len(panels))
@@ -151,7 +156,7 @@ def plot_training_curves(metrics_csv, path, x: str = "epoch",
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
     for ax, (name, members) in zip(axes, panels.items()):
         _draw_panel(ax, name, members, cols, xs, x_label)
-    for ax in axes[len(panels):]:
+    for ax in axes[len(panels) :]:
         ax.set_visible(False)
     if note:
         engine = fig.get_layout_engine()
@@ -173,11 +178,8 @@ def _series_style(column: str, panel_is_error: bool) -> tuple[str, str]:
     return _SPLIT_COLOURS.get(split, "C2"), column
 
 
-def _draw_panel(ax, name: str, members: list[str], cols: dict[str, np.ndarray], xs: np.ndarray,
-                x_label: str) -> None:
+def _draw_panel(ax, name: str, members: list[str], cols: dict[str, np.ndarray], xs: np.ndarray, x_label: str) -> None:
     """One panel: each member column against ``xs``; a single-value series (test) as a star."""
-    import matplotlib.ticker as mticker
-
     is_error = name.startswith("angular error")
     stats = list(_STAT_COLOURS)
 
@@ -189,13 +191,29 @@ def _draw_panel(ax, name: str, members: list[str], cols: dict[str, np.ndarray], 
         ok = np.isfinite(cols[c]) & np.isfinite(xs)
         colour, label = _series_style(c, is_error)
         if ok.sum() == 1:
-            ax.plot(xs[ok], cols[c][ok], marker="*", markersize=12, linestyle="none", color=colour,
-                    markeredgecolor="k", markeredgewidth=0.6, label=f"{label} (best ckpt)")
+            ax.plot(
+                xs[ok],
+                cols[c][ok],
+                marker="*",
+                markersize=12,
+                linestyle="none",
+                color=colour,
+                markeredgecolor="k",
+                markeredgewidth=0.6,
+                label=f"{label} (best ckpt)",
+            )
         elif c.endswith("_step"):  # per-step values: a light, thin trace behind the per-epoch ones
             ax.plot(xs[ok], cols[c][ok], linewidth=0.8, alpha=0.45, color=colour, label=label)
         else:
-            ax.plot(xs[ok], cols[c][ok], marker="." if ok.sum() < 50 else None, markersize=4, linewidth=1.4,
-                    color=colour, label=label)
+            ax.plot(
+                xs[ok],
+                cols[c][ok],
+                marker="." if ok.sum() < 50 else None,
+                markersize=4,
+                linewidth=1.4,
+                color=colour,
+                label=label,
+            )
     values = np.concatenate([cols[c][np.isfinite(cols[c])] for c in members])
     if log_scaled(name, [cols[c] for c in members]):
         ax.set_yscale("log")

@@ -1,5 +1,6 @@
 """Shared test helpers for bad input: run an installed console command (``flexlearn-process``, ...) and check
 it failed cleanly; check that a call raises a one-line `DataError` naming what is wrong."""
+
 from __future__ import annotations
 
 import os

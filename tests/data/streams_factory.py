@@ -5,6 +5,7 @@ which the joint "moves". The ambient field drifts linearly over the whole sweep,
 ΔB (per pose) whenever it is on, and the accelerometer reads g·label exactly, so that processing must
 recover ΔB and the label to rounding error.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,10 +25,20 @@ def unit(v: np.ndarray) -> np.ndarray:
     return v / np.linalg.norm(v, axis=-1, keepdims=True)
 
 
-def make_sweep(n_poses: int = 4, *, hold: float = 0.5, gap: float = 0.1, mag_dt: float = 0.002,
-               accel_dt: float = 0.01, pulses: Sequence[tuple[float, float]] = ((0.15, 0.19), (0.30, 0.34)),
-               delta_b: Optional[np.ndarray] = None, label: Optional[np.ndarray] = None,
-               drift: np.ndarray = DRIFT, truth: bool = True, seed: int = 0) -> RawSweep:
+def make_sweep(
+    n_poses: int = 4,
+    *,
+    hold: float = 0.5,
+    gap: float = 0.1,
+    mag_dt: float = 0.002,
+    accel_dt: float = 0.01,
+    pulses: Sequence[tuple[float, float]] = ((0.15, 0.19), (0.30, 0.34)),
+    delta_b: Optional[np.ndarray] = None,
+    label: Optional[np.ndarray] = None,
+    drift: np.ndarray = DRIFT,
+    truth: bool = True,
+    seed: int = 0,
+) -> RawSweep:
     """A sweep of ``n_poses`` poses; ``pulses`` are (on, off) times [s] relative to each window start.
 
     delta_b: (P, 3) [T] true coil field per pose (default: random, |ΔB| = 100 µT).
@@ -64,13 +75,26 @@ def make_sweep(n_poses: int = 4, *, hold: float = 0.5, gap: float = 0.1, mag_dt:
     target = unit(label * [-1.0, -1.0, 1.0])  # any unit vector will do for processing
     truth_d = None
     if truth:
-        truth_d = {"pose_id": pose_id, **{f"label_{a}": label[:, i] for i, a in enumerate("xyz")},
-                   **{f"u_{a}": target[:, i] for i, a in enumerate("xyz")},
-                   **{f"db_{a}": delta_b[:, i] for i, a in enumerate("xyz")}}
-    return RawSweep(mag_t=mag_t, mag=mag, accel_t=accel_t, accel=accel, coil_t=coil_t, coil_on=coil_on,
-                    pose_id=pose_id, pose_t_start=t_start, pose_t_end=t_end, target=target,
-                    meta={"rig": {"pivot_spacing_m": 0.029}, "provenance": {"generator": "streams_factory"}},
-                    truth=truth_d)
+        truth_d = {
+            "pose_id": pose_id,
+            **{f"label_{a}": label[:, i] for i, a in enumerate("xyz")},
+            **{f"u_{a}": target[:, i] for i, a in enumerate("xyz")},
+            **{f"db_{a}": delta_b[:, i] for i, a in enumerate("xyz")},
+        }
+    return RawSweep(
+        mag_t=mag_t,
+        mag=mag,
+        accel_t=accel_t,
+        accel=accel,
+        coil_t=coil_t,
+        coil_on=coil_on,
+        pose_id=pose_id,
+        pose_t_start=t_start,
+        pose_t_end=t_end,
+        target=target,
+        meta={"rig": {"pivot_spacing_m": 0.029}, "provenance": {"generator": "streams_factory"}},
+        truth=truth_d,
+    )
 
 
 def insert_polls(raw: RawSweep, t: Sequence[float], m: np.ndarray) -> RawSweep:

@@ -1,4 +1,5 @@
 """Dataset file format: round trip, validation errors that name file/column/value, atomic writes."""
+
 from __future__ import annotations
 
 import json
@@ -142,8 +143,11 @@ def test_nan_value(ds, tmp_path):
     values = ds.delta_b[:, 1].copy()
     values[2] = np.nan
     rewrite(path, table_fn=lambda t: set_column(t, "delta_b_y", values))
-    with pytest.raises(DataError, match=rf"d\.parquet: column 'delta_b_y' has non-finite value nan at row 2 "
-                                        rf"\(pose_id {ds.pose_id[2]}\)"):
+    with pytest.raises(
+        DataError,
+        match=rf"d\.parquet: column 'delta_b_y' has non-finite value nan at row 2 "
+        rf"\(pose_id {ds.pose_id[2]}\)",
+    ):
         DirectionDataset.load(path)
 
 
@@ -180,6 +184,7 @@ def test_failed_save_leaves_previous_file_intact(ds, tmp_path, monkeypatch):
 
 def test_dataset_source_accepts_file_or_ingest_directory(ds, tmp_path):
     from flexlearn.data.sources import DataConfig, prepare_dataset
+
     saved = ds.save(tmp_path / "monday" / "dataset.parquet")
     for path in (saved, saved.parent):
         assert prepare_dataset(DataConfig(source="dataset", path=str(path)), tmp_path / "cache") == saved

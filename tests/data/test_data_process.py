@@ -1,17 +1,19 @@
 """Processing of raw sweeps into (ΔB, label) pairs: known answers, drop reasons, whole-sweep errors, splits."""
+
 from __future__ import annotations
 
 import dataclasses
 
 import numpy as np
 import pytest
-from tests.data.streams_factory import G, insert_polls, make_sweep, poll_index, unit
 
 from flexlearn.config import from_dict
 from flexlearn.data.dataset import SPLITS
-from flexlearn.data.process import ProcessingConfig, process_sweep
+from flexlearn.data.process import process_sweep
+from flexlearn.data.processing_config import ProcessingConfig
 from flexlearn.data.quality import REASONS
 from flexlearn.errors import ConfigError, DataError
+from tests.data.streams_factory import G, insert_polls, make_sweep, poll_index, unit
 
 CFG = ProcessingConfig()
 PULSE = 0.15  # first pulse switch-on, relative to the window start (streams_factory default)
@@ -33,7 +35,7 @@ def freeze(raw, t0: float, t1: float):
     """Polls in [t0, t1] become stale repeats of the last poll before t0."""
     mag = raw.mag.copy()
     i0, i1 = poll_index(raw, t0 - 1e-9), poll_index(raw, t1)
-    mag[i0 + 1:i1 + 1] = mag[i0]
+    mag[i0 + 1 : i1 + 1] = mag[i0]
     return with_mag(raw, mag)
 
 

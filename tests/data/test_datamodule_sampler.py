@@ -1,4 +1,5 @@
 """The epoch-seeded batch sampler: reproducible per epoch, and under DDP disjoint equal-length shards."""
+
 import torch
 
 from flexlearn.data.datamodule import EpochSeededBatchSampler
@@ -21,10 +22,10 @@ def test_ddp_shards_cover_the_epoch_with_equal_batch_counts():
     for n, world in ((23, 2), (24, 3), (7, 4)):
         shards = [EpochSeededBatchSampler(n, 4, shuffle=True, seed=0, rank=r, world_size=world) for r in range(world)]
         lengths = {len(s) for s in shards}
-        assert len(lengths) == 1 and lengths == {len(list(shards[0]))}   # equal step counts: no DDP hang
+        assert len(lengths) == 1 and lengths == {len(list(shards[0]))}  # equal step counts: no DDP hang
         parts = [_indices(s) for s in shards]
         union = torch.cat(parts)
-        assert set(union.tolist()) == set(range(n))                      # every sample seen
-        assert union.numel() - n < world                                 # padding only to a multiple of world
+        assert set(union.tolist()) == set(range(n))  # every sample seen
+        assert union.numel() - n < world  # padding only to a multiple of world
         whole = _indices(EpochSeededBatchSampler(n, 4, shuffle=True, seed=0))
-        assert torch.equal(parts[0], torch.cat([whole, whole])[:union.numel()][0::world])
+        assert torch.equal(parts[0], torch.cat([whole, whole])[: union.numel()][0::world])

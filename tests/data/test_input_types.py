@@ -3,6 +3,7 @@ never a silent misreading (null coil state read as off, "false" read as true, 10
 
 Through ``flexlearn-process``: one line on stderr and exit status 2, no traceback.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,13 +52,21 @@ def load_fails(raw_dir: Path, *needles: str) -> str:
 # table, column, new column from the old values, words the message must hold (besides file and column)
 BAD_COLUMNS = {
     "coil_state_with_null": ("coil", "on", lambda v: pa.array(with_null(v), pa.bool_()), ("null", "row 1")),
-    "coil_state_as_text": ("coil", "on", lambda v: pa.array(["true" if x else "false" for x in v]),
-                           ("string", "'true'", "booleans")),
+    "coil_state_as_text": (
+        "coil",
+        "on",
+        lambda v: pa.array(["true" if x else "false" for x in v]),
+        ("string", "'true'", "booleans"),
+    ),
     "coil_state_2": ("coil", "on", lambda v: pa.array([2 if x else 0 for x in v]), ("value 2", "row 0")),
     "coil_state_half": ("coil", "on", lambda v: pa.array([0.5 if x else 0.0 for x in v]), ("value 0.5",)),
     "pose_id_fractional": ("poses", "pose_id", lambda v: pa.array([x + 0.5 for x in v]), ("100.5", "row 0")),
-    "pose_id_beyond_int64": ("poses", "pose_id", lambda v: pa.array([2**63 + x for x in v], pa.uint64()),
-                             ("beyond the int64 range",)),
+    "pose_id_beyond_int64": (
+        "poses",
+        "pose_id",
+        lambda v: pa.array([2**63 + x for x in v], pa.uint64()),
+        ("beyond the int64 range",),
+    ),
     "pose_id_boolean": ("poses", "pose_id", lambda v: pa.array([x % 2 == 0 for x in v]), ("bool", "integers")),
     "pose_id_with_null": ("poses", "pose_id", lambda v: pa.array(with_null(v), pa.int64()), ("null",)),
     "target_with_null": ("poses", "target_x", lambda v: pa.array(with_null(v), pa.float64()), ("null", "row 1")),
@@ -92,8 +101,7 @@ def test_null_reading_is_a_failed_conversion(sweep, raw_dir):
     assert np.isnan(loaded.mag[5, 1]) and np.isfinite(np.delete(loaded.mag, 5, axis=0)).all()
 
 
-@pytest.mark.parametrize("text, kind", [("[1, 2]", "array"), ('"rig"', "string"), ("7", "number"),
-                                        ("null", "null")])
+@pytest.mark.parametrize("text, kind", [("[1, 2]", "array"), ('"rig"', "string"), ("7", "number"), ("null", "null")])
 def test_raw_metadata_that_is_not_an_object_is_named(raw_dir, text, kind):
     (raw_dir / "meta.json").write_text(text)
     load_fails(raw_dir, str(raw_dir / "meta.json"), "raw sweep metadata", f"JSON {kind}", "expected a JSON object")
@@ -154,7 +162,9 @@ def test_dataset_count_beyond_int64_is_named(ds, tmp_path):
     path = ds.save(tmp_path / "d.parquet")
     huge = pa.array([2**63 + int(n) for n in ds.n_coil_on], pa.uint64())
     rewrite(path, table_fn=lambda t: t.set_column(t.column_names.index("n_coil_on"), "n_coil_on", huge))
-    with pytest.raises(DataError, match=r"d\.parquet: column 'n_coil_on' has value \d+ beyond the int64 range at row 0"):
+    with pytest.raises(
+        DataError, match=r"d\.parquet: column 'n_coil_on' has value \d+ beyond the int64 range at row 0"
+    ):
         DirectionDataset.load(path)
 
 
@@ -167,18 +177,21 @@ def test_dataset_null_value_is_named(ds, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- the check itself
-@pytest.mark.parametrize("values, kind, expected", [
-    (pa.array([1, 2]), "float", np.array([1.0, 2.0])),
-    (pa.array([1.0, None]), "int", None),
-    (pa.array([3.0, -4.0]), "int", np.array([3, -4])),
-    (pa.array([1, 0], pa.uint8()), "bool", np.array([True, False])),
-    (pa.array(["a", "b"]).dictionary_encode(), "str", np.array(["a", "b"], dtype=object)),
-    (pa.chunked_array([[1.5], [2.5]]), "int", None),
-    (pa.array([float("nan")]), "int", None),
-    (pa.array([float("inf")]), "bool", None),
-    (pa.array([None, None]), "float", None),
-    (pa.array([[1.0]]), "float", None),
-])
+@pytest.mark.parametrize(
+    "values, kind, expected",
+    [
+        (pa.array([1, 2]), "float", np.array([1.0, 2.0])),
+        (pa.array([1.0, None]), "int", None),
+        (pa.array([3.0, -4.0]), "int", np.array([3, -4])),
+        (pa.array([1, 0], pa.uint8()), "bool", np.array([True, False])),
+        (pa.array(["a", "b"]).dictionary_encode(), "str", np.array(["a", "b"], dtype=object)),
+        (pa.chunked_array([[1.5], [2.5]]), "int", None),
+        (pa.array([float("nan")]), "int", None),
+        (pa.array([float("inf")]), "bool", None),
+        (pa.array([None, None]), "float", None),
+        (pa.array([[1.0]]), "float", None),
+    ],
+)
 def test_column_values(values, kind, expected):
     from flexlearn.tables import column_values
 

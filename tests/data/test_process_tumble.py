@@ -1,5 +1,6 @@
 """Processing with the module's tumble (ProcessingConfig.soft_iron): ΔB = W·ΔB_raw with the ellipsoid W of the
 recorded tumble, recorded in the dataset; a tumble too poor to fit is refused naming its coverage."""
+
 from __future__ import annotations
 
 import copy
@@ -7,7 +8,8 @@ import copy
 import numpy as np
 import pytest
 
-from flexlearn.data.process import ProcessingConfig, process_sweep
+from flexlearn.data.process import process_sweep
+from flexlearn.data.processing_config import ProcessingConfig
 from flexlearn.errors import DataError
 from flexlearn.sim.rig import simulate_sweep
 

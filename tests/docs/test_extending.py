@@ -1,5 +1,6 @@
 """The worked examples of docs/extending.md run as written: the ``python`` blocks of each numbered section
 are executed in order, in one namespace per section (a failing assertion there is a failing example)."""
+
 from __future__ import annotations
 
 import re

@@ -1,5 +1,6 @@
 """One intra-op thread for the identification tests: their tensors are small, and on a loaded machine
 two threads per process slow the LSE and Cosserat solves many-fold."""
+
 from __future__ import annotations
 
 import pytest

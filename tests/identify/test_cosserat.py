@@ -1,4 +1,5 @@
 """Cosserat rod: Young's modulus and damping from a tip track through the LGVI."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,8 +23,7 @@ def test_tip_track_jacobian_matches_finite_differences():
 
 def test_rod_hanging_still_does_not_identify_its_damping():
     # at the true parameters of a rod at rest in its gravity equilibrium, the track has no damping information
-    cfg = CosseratIdConfig(initial="static", steps=60, horizons=(1.0,),
-                           init={"youngs_modulus": 3.65e5, "alpha": 40.0})
+    cfg = CosseratIdConfig(initial="static", steps=60, horizons=(1.0,), init={"youngs_modulus": 3.65e5, "alpha": 40.0})
     unc = uncertainty(CosseratTipProblem(cfg))
     assert not bool(unc["identifiable"][1])
     assert float(unc["rel_std"][1]) > 1.0

@@ -1,4 +1,5 @@
 """Continuum parallel robot: rod stiffness from end-effector positions through the LSE implicit gradients."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,13 +9,27 @@ from flexlearn.identify.fit import jacobian, whitened_residuals
 from flexlearn.identify.lse import CprStiffnessProblem, LseIdConfig
 from flexlearn.identify.run import identify
 
-SMALL = ["task.problem.n_elements=2", "task.problem.truth_elements=3", "task.problem.n_phases=3",
-         "task.problem.actuation_scale=0.3", "task.problem.experiments=[pulley]", "logger=none"]
+SMALL = [
+    "task.problem.n_elements=2",
+    "task.problem.truth_elements=3",
+    "task.problem.n_phases=3",
+    "task.problem.actuation_scale=0.3",
+    "task.problem.experiments=[pulley]",
+    "logger=none",
+]
 
 
 def test_implicit_jacobian_matches_finite_differences():
-    prob = CprStiffnessProblem(LseIdConfig(n_elements=2, truth_elements=2, n_phases=2, actuation_scale=0.3,
-                                           experiments=("pulley",), init={"youngs_modulus": 1.0e10}))
+    prob = CprStiffnessProblem(
+        LseIdConfig(
+            n_elements=2,
+            truth_elements=2,
+            n_phases=2,
+            actuation_scale=0.3,
+            experiments=("pulley",),
+            init={"youngs_modulus": 1.0e10},
+        )
+    )
     f = lambda u: whitened_residuals(prob, u)  # noqa: E731
     u = torch.tensor([0.05], dtype=torch.float64)
     _, J = jacobian(f, u, "reverse")

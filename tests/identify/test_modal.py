@@ -1,4 +1,5 @@
 """Flexible link: EI and payload from joint motion and IMU slopes (FE truth simulator, modal fit)."""
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,16 @@ def test_modal_jacobian_matches_finite_differences_through_the_frequency_roots()
 
 
 def test_identify_modal_sim_recovers_ei_and_payload(compose_cfg):
-    cfg = compose_cfg("train", ["experiment=identify_modal_sim", "task.problem.duration=3.0",
-                                "task.problem.seed=1", "logger=none", "figures=true"])
+    cfg = compose_cfg(
+        "train",
+        [
+            "experiment=identify_modal_sim",
+            "task.problem.duration=3.0",
+            "task.problem.seed=1",
+            "logger=none",
+            "figures=true",
+        ],
+    )
     m = identify(cfg)
     assert open(m["figures"]["fit"], "rb").read(4) == b"\x89PNG"
     for name in ("EI", "tip_mass", "zeta"):
@@ -39,8 +48,10 @@ def test_identify_modal_sim_recovers_ei_and_payload(compose_cfg):
 
 
 def test_static_recording_flags_the_damping_as_not_identifiable(compose_cfg):
-    cfg = compose_cfg("train", ["experiment=identify_modal_sim", "task.problem.duration=1.0",
-                                "task.problem.motion=static", "logger=none"])
+    cfg = compose_cfg(
+        "train",
+        ["experiment=identify_modal_sim", "task.problem.duration=1.0", "task.problem.motion=static", "logger=none"],
+    )
     m = identify(cfg)
     assert m["id/zeta_identifiable"] == 0.0 and "zeta" in m["id/not_identifiable"]
     assert m["id/hessian_cond"] > 1e12

@@ -1,4 +1,5 @@
 """Reparametrization, Jacobians (forward, reverse, finite differences) and the Hessian uncertainty."""
+
 from __future__ import annotations
 
 import math
@@ -22,9 +23,14 @@ def test_reparametrization_starts_at_init_and_respects_bounds():
     assert ps.at_bound() == [False, True]
 
 
-@pytest.mark.parametrize("spec, field", [(ParamSpec("E", -1.0), "params.E.init"),
-                                         (ParamSpec("E", 5.0, 1.0, None), "params.E"),
-                                         (ParamSpec("E", 0.5, 1.0, 10.0), "params.E")])
+@pytest.mark.parametrize(
+    "spec, field",
+    [
+        (ParamSpec("E", -1.0), "params.E.init"),
+        (ParamSpec("E", 5.0, 1.0, None), "params.E"),
+        (ParamSpec("E", 0.5, 1.0, 10.0), "params.E"),
+    ],
+)
 def test_bad_parameter_specs_name_the_parameter(spec, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
         ParameterSet([spec])
@@ -38,9 +44,10 @@ class _Line:
     def __init__(self, noise=0.05, seed=0):
         g = torch.Generator().manual_seed(seed)
         self.x = torch.linspace(0.1, 2.0, 200, dtype=torch.float64)
-        self.X = torch.stack([self.x, self.x ** 2], -1)
+        self.X = torch.stack([self.x, self.x**2], -1)
         self.measured = self.X @ torch.tensor([1.5, 0.7], dtype=torch.float64) + noise * torch.randn(
-            200, generator=g, dtype=torch.float64)
+            200, generator=g, dtype=torch.float64
+        )
         self.sigma = noise
         self.params = ParameterSet([ParamSpec("a", 1.0), ParamSpec("b", 1.0)])
 

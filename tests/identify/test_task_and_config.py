@@ -1,4 +1,5 @@
 """The LightningModule (LM and gradient descent) and config errors of the identification tasks."""
+
 from __future__ import annotations
 
 import lightning as L
@@ -30,8 +31,13 @@ class _Exp:
 @pytest.mark.parametrize("method, epochs", [("lm", 30), ("adam", 400)])
 def test_task_fits_through_the_trainer(method, epochs):
     task = IdentificationTask(_Exp(), method=method, lr=0.05, tol=1e-10)
-    L.Trainer(max_epochs=epochs, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-              enable_model_summary=False).fit(task)
+    L.Trainer(
+        max_epochs=epochs,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    ).fit(task)
     rep = task.report()
     assert rep["id/A_rel_err"] < 0.02 and rep["id/tau_rel_err"] < 0.02, rep
     assert task.history[-1] < task.history[0]
@@ -45,7 +51,8 @@ def test_unknown_keys_and_problem_types_are_named(compose_cfg):
     with pytest.raises(ConfigError, match="task.problem_type"):
         identify(compose_cfg("train", ["experiment=identify_modal_sim", "task.problem_type=fem"]))
     with pytest.raises(ConfigError, match="task.method"):
-        identify(compose_cfg("train", ["experiment=identify_modal_sim", "task.method=newton",
-                                       "task.problem.duration=0.5"]))
+        identify(
+            compose_cfg("train", ["experiment=identify_modal_sim", "task.method=newton", "task.problem.duration=0.5"])
+        )
     with pytest.raises(ConfigError, match=r"task\.problem\.EI"):
         identify(compose_cfg("train", ["experiment=identify_modal_sim", "task.problem.EI=-1"]))

@@ -1,4 +1,5 @@
 """Shared fixtures: one small simulated sweep, its recordings (rosbag2 MCAP/sqlite3, CSV, JSON lines)."""
+
 from __future__ import annotations
 
 import os
@@ -61,8 +62,14 @@ def assert_same_pairs(a, b) -> None:
 
 def run_app(module: str, root: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, FLEXLEARN_ROOT=str(root), OMP_NUM_THREADS="1")
-    return subprocess.run([sys.executable, "-m", f"flexlearn.apps.{module}", *args], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", f"flexlearn.apps.{module}", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def assert_clean_failure(proc: subprocess.CompletedProcess, *needles: str) -> None:

@@ -1,5 +1,6 @@
 """Bad recordings: one clear line naming file/topic/column, non-zero exit, no partial output; recoverable faults
 (a few duplicates, a short gap) dropped and counted."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -11,10 +12,10 @@ import numpy as np
 import pytest
 
 from flexlearn.data.dataset import DirectionDataset
+from flexlearn.ingest import topic_map
 from flexlearn.ingest.recording import ingest_recording
 from flexlearn.ingest.records import NS
 from flexlearn.ingest.writers import sweep_messages, write_rosbag, write_serial
-from flexlearn.ingest import topic_map
 from flexlearn.sensing.streams import quantize_times
 from tests.data.console import data_error
 
@@ -43,8 +44,6 @@ def _restamp(m, dt_ns: int, header: bool = True, receive: bool = True):
     return dataclasses.replace(m, msg=msg, receive_ns=m.receive_ns + (dt_ns if receive else 0))
 
 
-
-
 def test_missing_topic_is_named_and_no_output_is_written(messages, ros_map, tmp_path):
     msgs, store = messages
     bag = _bag(tmp_path, [m for m in msgs if m.topic != MAG], store)
@@ -58,8 +57,10 @@ def test_wrong_message_type_is_named(messages, ros_map, tmp_path):
     msgs, store = messages
     swapped = [dataclasses.replace(m, topic=MAG) if m.topic == IMU else m for m in msgs if m.topic != MAG]
     bag = _bag(tmp_path, swapped, store)
-    data_error(lambda: ingest_recording(bag, tmp_path / "out", ros_map),
-           f"topic '{MAG}' carries sensor_msgs/msg/Imu, expected sensor_msgs/msg/MagneticField")
+    data_error(
+        lambda: ingest_recording(bag, tmp_path / "out", ros_map),
+        f"topic '{MAG}' carries sensor_msgs/msg/Imu, expected sensor_msgs/msg/MagneticField",
+    )
 
 
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
@@ -95,26 +96,36 @@ def test_backward_jump_of_the_sensor_clock_is_an_error(messages, ros_map, tmp_pa
     cut = msgs[len(msgs) // 2].receive_ns
     jumped = [_restamp(m, -3 * NS, receive=False) if m.receive_ns > cut else m for m in msgs]
     bag = _bag(tmp_path, jumped, store)
-    data_error(lambda: ingest_recording(bag, tmp_path / "out", ros_map), f"topic '{MAG}'", "clock jump at message",
-           "-3.000 s against the bag's clock")
+    data_error(
+        lambda: ingest_recording(bag, tmp_path / "out", ros_map),
+        f"topic '{MAG}'",
+        "clock jump at message",
+        "-3.000 s against the bag's clock",
+    )
 
 
 def test_backward_step_of_the_whole_system_clock_is_an_error(messages, ros_map, tmp_path):
-    """Every clock (sensors, bag, rig controller) steps back 3 s: the bag re-sorts the data, the hold windows overlap."""
+    """Every clock (sensors, bag, rig controller) steps back 3 s: the bag re-sorts the data, the hold windows
+    overlap."""
     msgs, store = messages
     cut = msgs[len(msgs) // 2].receive_ns
 
     def step(m):
         m = _restamp(m, -3 * NS)
         if m.topic == "/flexlearn/rig/hold":
-            back = lambda t: dataclasses.replace(t, sec=t.sec - 3)
-            m = dataclasses.replace(m, msg=dataclasses.replace(m.msg, t_start=back(m.msg.t_start),
-                                                                t_end=back(m.msg.t_end)))
+
+            def back(t):
+                return dataclasses.replace(t, sec=t.sec - 3)
+
+            m = dataclasses.replace(
+                m, msg=dataclasses.replace(m.msg, t_start=back(m.msg.t_start), t_end=back(m.msg.t_end))
+            )
         return m
 
     bag = _bag(tmp_path, [step(m) if m.receive_ns > cut else m for m in msgs], store)
-    data_error(lambda: ingest_recording(bag, tmp_path / "out", ros_map), "topic '/flexlearn/rig/hold'", "overlap",
-           "clock jump")
+    data_error(
+        lambda: ingest_recording(bag, tmp_path / "out", ros_map), "topic '/flexlearn/rig/hold'", "overlap", "clock jump"
+    )
 
 
 def test_backward_jump_in_a_serial_dump_is_an_error(sim_raw, tmp_path):
@@ -126,7 +137,12 @@ def test_backward_jump_in_a_serial_dump_is_an_error(sim_raw, tmp_path):
         t, rest = lines[i].split(",", 1)
         lines[i] = f"{float(t) - 3.0!r},{rest}"
     dump.write_text("\n".join(lines) + "\n")
-    data_error(lambda: ingest_recording(dump, tmp_path / "out", tm), str(dump), "records of kind 'mag'", "clock jumps back by 2.99")
+    data_error(
+        lambda: ingest_recording(dump, tmp_path / "out", tm),
+        str(dump),
+        "records of kind 'mag'",
+        "clock jumps back by 2.99",
+    )
 
 
 def test_forward_clock_jump_is_an_error(messages, ros_map, tmp_path):
@@ -139,10 +155,16 @@ def test_forward_clock_jump_is_an_error(messages, ros_map, tmp_path):
 def test_sensor_clock_jump_against_bag_clock_is_an_error(messages, ros_map, tmp_path):
     msgs, store = messages
     cut = msgs[len(msgs) // 2].receive_ns
-    bag = _bag(tmp_path, [_restamp(m, NS, receive=False) if m.topic == IMU and m.receive_ns > cut else m
-                          for m in msgs], store)
-    data_error(lambda: ingest_recording(bag, tmp_path / "out", ros_map), f"topic '{IMU}'", "clock jump at message",
-           "+1.000 s", "max_clock_jump")
+    bag = _bag(
+        tmp_path, [_restamp(m, NS, receive=False) if m.topic == IMU and m.receive_ns > cut else m for m in msgs], store
+    )
+    data_error(
+        lambda: ingest_recording(bag, tmp_path / "out", ros_map),
+        f"topic '{IMU}'",
+        "clock jump at message",
+        "+1.000 s",
+        "max_clock_jump",
+    )
 
 
 def test_a_few_duplicates_are_dropped_and_counted(messages, ros_map, direct_dataset, tmp_path):
@@ -160,8 +182,12 @@ def test_many_duplicates_are_an_error(messages, ros_map, tmp_path):
     msgs, store = messages
     mags = [m for m in msgs if m.topic == MAG]
     bag = _bag(tmp_path, msgs + mags[: len(mags) // 10], store)
-    data_error(lambda: ingest_recording(bag, tmp_path / "out", ros_map), f"topic '{MAG}'", "duplicates",
-           "max_duplicate_fraction")
+    data_error(
+        lambda: ingest_recording(bag, tmp_path / "out", ros_map),
+        f"topic '{MAG}'",
+        "duplicates",
+        "max_duplicate_fraction",
+    )
 
 
 def test_short_gap_is_counted_and_its_poses_reported(messages, ros_map, sim_raw, tmp_path):
@@ -173,7 +199,10 @@ def test_short_gap_is_counted_and_its_poses_reported(messages, ros_map, sim_raw,
     info = out.summary
     assert info["streams"]["dropped"]["mag"]["gap"] == 1
     assert 0.12 < info["streams"]["gap_time_s"]["mag"] < 0.16
-    assert 5 in info["poses"]["dropped_pose_ids"]["missing_coil_off"] + info["poses"]["dropped_pose_ids"]["too_few_coil_on"]
+    assert (
+        5
+        in info["poses"]["dropped_pose_ids"]["missing_coil_off"] + info["poses"]["dropped_pose_ids"]["too_few_coil_on"]
+    )
 
 
 def test_csv_missing_column_is_named(sim_raw, tmp_path):
@@ -196,8 +225,12 @@ def test_jsonl_record_lacking_a_field_is_named(sim_raw, tmp_path):
     del rec["on"]
     lines[k] = json.dumps(rec)
     dump.write_text("\n".join(lines) + "\n")
-    data_error(lambda: ingest_recording(dump, tmp_path / "out", tm), str(dump), f"line {k + 1}",
-           "record of kind 'coil' lacks field 'on'")
+    data_error(
+        lambda: ingest_recording(dump, tmp_path / "out", tm),
+        str(dump),
+        f"line {k + 1}",
+        "record of kind 'coil' lacks field 'on'",
+    )
 
 
 def test_unknown_custom_type_asks_for_its_definition(recordings, tmp_path):

@@ -1,4 +1,6 @@
-"""Simulator → rosbag2 → flexlearn-ingest → train (fast_dev_run, then a tiny run) → export → runtime replay from the bag."""
+"""Simulator → rosbag2 → flexlearn-ingest → train (fast_dev_run, then a tiny run) → export → runtime replay from
+the bag."""
+
 from __future__ import annotations
 
 import math
@@ -10,11 +12,11 @@ import torch
 from flexlearn.config import from_dict
 from flexlearn.ingest.replay import replay_recording
 from flexlearn.ingest.writers import sweep_messages, write_rosbag
+from flexlearn.jobs.export import export_checkpoint
+from flexlearn.jobs.train import train
 from flexlearn.sim.rig import simulate_sweep
 from flexlearn.sim.rig_config import RigConfig
 from flexlearn.tasks.checkpoints import load_direction_model
-from flexlearn.jobs.export import export_checkpoint
-from flexlearn.jobs.train import train
 
 from .conftest import run_app
 
@@ -33,8 +35,9 @@ def test_simulator_to_bag_to_training_to_runtime_replay(tmp_path, compose_cfg, r
     fdr = compose_cfg("train", ["debug=fdr", "data=dataset", f"data.path={dataset}"], out="fdr")
     assert math.isfinite(train(fdr)["test/ang_err_median_deg"])
 
-    cfg = compose_cfg("train", ["data=dataset", f"data.path={dataset}", "trainer.max_epochs=3", "data.batch_size=32"],
-                      out="tiny")
+    cfg = compose_cfg(
+        "train", ["data=dataset", f"data.path={dataset}", "trainer.max_epochs=3", "data.batch_size=32"], out="tiny"
+    )
     metrics = train(cfg)
     assert metrics["dataset_path"] == str(dataset)
     paths = export_checkpoint(metrics["best_ckpt"], tmp_path / "export", metrics, cfg)

@@ -1,4 +1,5 @@
 """IMU messages without an orientation (REP 145): ingestion computes it with the attitude filter and says so."""
+
 from __future__ import annotations
 
 import math

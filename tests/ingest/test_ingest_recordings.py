@@ -1,4 +1,5 @@
 """Ingesting recordings of a simulated sweep gives exactly the training pairs of the direct simulator path."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,8 +27,18 @@ def test_bag_yields_the_direct_training_pairs(storage, recordings, ros_map, dire
     assert len(ds) < len(sim_raw.pose_id)  # the faults dropped some poses: the same ones on both paths
     # The raw streams are those of the sweep at nanosecond resolution, stale repeats and NaN polls included.
     raw, q = RawSweep.load(out.output / "raw"), quantize_times(sim_raw)
-    for name in ("mag_t", "mag", "accel_t", "accel", "coil_t", "coil_on", "pose_id", "pose_t_start", "pose_t_end",
-                 "target"):
+    for name in (
+        "mag_t",
+        "mag",
+        "accel_t",
+        "accel",
+        "coil_t",
+        "coil_on",
+        "pose_id",
+        "pose_t_start",
+        "pose_t_end",
+        "target",
+    ):
         np.testing.assert_array_equal(getattr(raw, name), getattr(q, name), err_msg=name)
     assert np.isnan(raw.mag).any()
 
@@ -73,10 +84,20 @@ def test_std_bool_coil_map_and_other_joint(tmp_path, sim_raw, direct_dataset):
     assert np.all(shift == 2_000_000)
 
 
-SI_SERIAL = {"format": "auto", "serial": {"time_field": "t", "time_unit": "s", "kind_field": "type", "streams": {
-    "mag": {"kind": "mag", "fields": ["mx", "my", "mz"]}, "accel": {"kind": "acc", "fields": ["ax", "ay", "az"]},
-    "coil": {"kind": "coil", "fields": ["on"]},
-    "poses": {"kind": "pose", "fields": ["pose_id", "t_start", "t_end", "tx", "ty", "tz"]}}}}
+SI_SERIAL = {
+    "format": "auto",
+    "serial": {
+        "time_field": "t",
+        "time_unit": "s",
+        "kind_field": "type",
+        "streams": {
+            "mag": {"kind": "mag", "fields": ["mx", "my", "mz"]},
+            "accel": {"kind": "acc", "fields": ["ax", "ay", "az"]},
+            "coil": {"kind": "coil", "fields": ["on"]},
+            "poses": {"kind": "pose", "fields": ["pose_id", "t_start", "t_end", "tx", "ty", "tz"]},
+        },
+    },
+}
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
@@ -112,7 +133,7 @@ def test_ingestion_is_idempotent(recordings, ros_map, tmp_path):
     info = json.loads((out_dir / "ingest.json").read_text())
     assert info["streams"]["messages"]["mag"] == len(RawSweep.load(out_dir / "raw").mag_t)
     # A different topic map (here: another processing config) is a different fingerprint: re-ingested.
-    from flexlearn.data.process import ProcessingConfig
+    from flexlearn.data.processing_config import ProcessingConfig
 
     other = ingest_recording(recordings["sqlite3"], out_dir, ros_map, ProcessingConfig(settle_time=0.02), report=False)
     assert not other.up_to_date and other.summary["fingerprint"] != first.summary["fingerprint"]

@@ -1,4 +1,5 @@
 """Sweep planner: uniform over the cap in cos λ and θ, per-cell quotas, the mechanical limit; coverage vs the plan."""
+
 from __future__ import annotations
 
 import math
@@ -7,10 +8,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from flexlearn.errors import ConfigError
 from flexlearn.config import from_dict
-from flexlearn.ingest.plan import (PlanConfig, compare_coverage, plan_sweep, read_plan_targets,
-                                   recorded_directions, write_plan)
+from flexlearn.errors import ConfigError
+from flexlearn.ingest.plan import (
+    PlanConfig,
+    compare_coverage,
+    plan_sweep,
+    read_plan_targets,
+    recorded_directions,
+    write_plan,
+)
 from flexlearn.ingest.recording import ingest_recording
 from flexlearn.sim.targets import cell_quotas, fibonacci_cells
 
@@ -34,9 +41,15 @@ def test_plan_is_uniform_stratified_and_inside_the_limit():
 def test_nearest_order_visits_the_same_targets_with_shorter_moves():
     rnd = plan_sweep(PlanConfig(n_poses=400, n_cells=40))
     near = plan_sweep(PlanConfig(n_poses=400, n_cells=40, order="nearest"))
-    key = lambda u: np.round(u, 12)[np.lexsort(np.round(u, 12).T)]
+
+    def key(u):
+        return np.round(u, 12)[np.lexsort(np.round(u, 12).T)]
+
     np.testing.assert_array_equal(key(rnd.target), key(near.target))
-    path = lambda u: np.arccos(np.clip(np.sum(u[1:] * u[:-1], axis=1), -1, 1)).sum()
+
+    def path(u):
+        return np.arccos(np.clip(np.sum(u[1:] * u[:-1], axis=1), -1, 1)).sum()
+
     assert path(near.target) < 0.5 * path(rnd.target)
 
 
@@ -71,8 +84,15 @@ def test_plan_app_writes_targets_and_coverage(recordings, ros_map, tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert len(read_plan_targets(tmp_path / "t.csv")) == 40
     session = ingest_recording(recordings["mcap"], tmp_path / "s", ros_map, report=False).output
-    proc = run_app("plan", tmp_path, "plan.n_poses=40", "plan.n_cells=8", f"plan_file={tmp_path / 't.csv'}",
-                   f"compare=[{session}]", f"coverage_dir={tmp_path / 'cov'}")
+    proc = run_app(
+        "plan",
+        tmp_path,
+        "plan.n_poses=40",
+        "plan.n_cells=8",
+        f"plan_file={tmp_path / 't.csv'}",
+        f"compare=[{session}]",
+        f"coverage_dir={tmp_path / 'cov'}",
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "cov" / "coverage.png").read_bytes()[:4] == b"\x89PNG"
     assert "| cell |" in (tmp_path / "cov" / "coverage.md").read_text()

@@ -1,4 +1,5 @@
 """Quality report: coverage, |ΔB| vs bend, noise, drops by reason, differences between sessions."""
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,13 @@ def test_report_flags_a_session_with_a_weaker_coil(session, sim_raw, ros_map, tm
     # Scale the deviation of every poll from the ambient level: ΔB scales by 0.8 (the ambient fit is linear).
     weak.mag = ambient + 0.8 * (raw.mag - ambient)
     weak.save(tmp_path / "tuesday")
-    proc = run_app("report", tmp_path, f"sessions=[{session},{tmp_path / 'tuesday'}]", f"output={tmp_path / 'rep'}",
-                   "options.n_cells=16")
+    proc = run_app(
+        "report",
+        tmp_path,
+        f"sessions=[{session},{tmp_path / 'tuesday'}]",
+        f"output={tmp_path / 'rep'}",
+        "options.n_cells=16",
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     res = json.loads((tmp_path / "rep" / "report.json").read_text())
     assert res["delta_b_difference_from_first"]["monday"] == 0.0

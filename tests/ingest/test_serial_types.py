@@ -2,6 +2,7 @@
 the record kind, the column, the line and the value, never a silent misreading (coil state 2 read as on,
 pose 100.5 read as pose 100) nor an overflow traceback (times beyond the int64 nanosecond range).
 """
+
 from __future__ import annotations
 
 import json
@@ -45,8 +46,6 @@ def csv_dump(raw, serial_map, path: Path, kind: str, column: str, value: str, wh
     return path, k + 1
 
 
-
-
 # record kind, column, bad value, words the message must hold (besides file, column and line)
 BAD_FIELDS = {
     "coil_state_2": ("coil", "on", "2", ("records of kind 'coil'", "value 2", "booleans")),
@@ -77,8 +76,10 @@ def test_exact_integer_pose_id_and_true_false_coil_state_are_accepted(small_raw,
     dump, _ = csv_dump(small_raw, serial_map, tmp_path / "dump.csv", "pose", "pose_id", "101.0", which=1)
     lines = dump.read_text().splitlines()
     on = lines[0].split(",").index("on")
-    lines[1:] = [",".join(("true" if c == "1" else "false") if j == on and c else c
-                          for j, c in enumerate(line.split(","))) for line in lines[1:]]
+    lines[1:] = [
+        ",".join(("true" if c == "1" else "false") if j == on and c else c for j, c in enumerate(line.split(",")))
+        for line in lines[1:]
+    ]
     dump.write_text("\n".join(lines) + "\n")
     got = read_serial(dump, serial_map, "csv")
     np.testing.assert_array_equal(got["poses"].values["pose_id"], ref["poses"].values["pose_id"])
@@ -86,11 +87,14 @@ def test_exact_integer_pose_id_and_true_false_coil_state_are_accepted(small_raw,
     assert got["poses"].values["pose_id"].dtype == np.int64 and got["coil"].values["on"].dtype == bool
 
 
-@pytest.mark.parametrize("field, value, needles", [
-    ("on", 2, ("records of kind 'coil'", "column 'on'", "value 2")),
-    ("pose_id", 3.5, ("records of kind 'pose'", "column 'pose_id'", "3.5")),
-    ("t", 1e19, ("field 't' = 1e+19 s", "outside the range")),
-])
+@pytest.mark.parametrize(
+    "field, value, needles",
+    [
+        ("on", 2, ("records of kind 'coil'", "column 'on'", "value 2")),
+        ("pose_id", 3.5, ("records of kind 'pose'", "column 'pose_id'", "3.5")),
+        ("t", 1e19, ("field 't' = 1e+19 s", "outside the range")),
+    ],
+)
 def test_wrong_field_in_a_jsonl_dump_is_named(small_raw, serial_map, tmp_path, field, value, needles):
     dump = write_serial(small_raw, tmp_path / "dump.jsonl", serial_map, "jsonl")
     lines = dump.read_text().splitlines()
@@ -107,12 +111,13 @@ def test_ingest_command_names_times_beyond_the_int64_range(small_raw, serial_map
     lines = dump.read_text().splitlines()
     header = lines[0].split(",")
     shift = [header.index(c) for c in ("t", "t_start", "t_end")]
-    lines[1:] = [",".join(repr(float(c) + 9.3e9) if j in shift and c else c for j, c in enumerate(line.split(",")))
-                 for line in lines[1:]]
+    lines[1:] = [
+        ",".join(repr(float(c) + 9.3e9) if j in shift and c else c for j, c in enumerate(line.split(",")))
+        for line in lines[1:]
+    ]
     dump.write_text("\n".join(lines) + "\n")
     out = tmp_path / "out"
-    proc = run_console("flexlearn-ingest", tmp_path, f"input={dump}", f"output={out}", "ingest=serial",
-                       "report=false")
+    proc = run_console("flexlearn-ingest", tmp_path, f"input={dump}", f"output={out}", "ingest=serial", "report=false")
     assert_clean_failure(proc, str(dump), "line 2", "field 't' = 9300000000.0 s", "outside the range")
     assert not out.exists()
 
@@ -121,7 +126,6 @@ def test_ingest_command_names_a_fractional_pose_id(small_raw, serial_map, tmp_pa
     """Class 1 through the console command: pose 101.5 was read as pose 101 and a dataset was written."""
     dump, line = csv_dump(small_raw, serial_map, tmp_path / "dump.csv", "pose", "pose_id", "101.5", which=1)
     out = tmp_path / "out"
-    proc = run_console("flexlearn-ingest", tmp_path, f"input={dump}", f"output={out}", "ingest=serial",
-                       "report=false")
+    proc = run_console("flexlearn-ingest", tmp_path, f"input={dump}", f"output={out}", "ingest=serial", "report=false")
     assert_clean_failure(proc, str(dump), f"line {line}", "column 'pose_id'", "101.5")
     assert not out.exists()

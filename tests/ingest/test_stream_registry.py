@@ -1,6 +1,7 @@
 """A stream declared once in the registry (`flexlearn.sensing.streams.register_stream`) flows from a recording
 (serial dump or rosbag2) through the raw sweep's save/load to a dataset column, with the strict checks of the
 built-in streams: bad values are a `DataError` naming file, column and value."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -15,18 +16,35 @@ from flexlearn.data.dataset import DirectionDataset
 from flexlearn.data.process import process_sweep
 from flexlearn.errors import ConfigError, DataError
 from flexlearn.ingest import topic_map
-from flexlearn.ingest.records import NS
 from flexlearn.ingest.recording import ingest_recording, read_recording
+from flexlearn.ingest.records import NS
 from flexlearn.ingest.topic_map import load_ingest_config
-from flexlearn.ingest.writers import (DEFAULT_EPOCH_NS, DEFAULT_LATENCY_NS, Message, sweep_messages, write_rosbag,
-                                      write_serial)
-from flexlearn.sensing.streams import (STREAMS, Field, RawSweep, StreamSchema, quantize_times, register_stream,
-                                       time_field, unregister_stream)
+from flexlearn.ingest.writers import (
+    DEFAULT_EPOCH_NS,
+    DEFAULT_LATENCY_NS,
+    Message,
+    sweep_messages,
+    write_rosbag,
+    write_serial,
+)
+from flexlearn.sensing.streams import (
+    STREAMS,
+    Field,
+    RawSweep,
+    StreamSchema,
+    quantize_times,
+    register_stream,
+    time_field,
+    unregister_stream,
+)
 from tests.data.console import data_error
 
-TEMPERATURE = StreamSchema("temperature", (time_field(), Field("celsius", unit="degC", nullable=True,
-                                                               ros="temperature")),
-                           continuous=True, per_pose=True)
+TEMPERATURE = StreamSchema(
+    "temperature",
+    (time_field(), Field("celsius", unit="degC", nullable=True, ros="temperature")),
+    continuous=True,
+    per_pose=True,
+)
 SERIAL_TEMP = {"kind": "temp", "fields": ["centi_c"], "scale": 0.01}
 
 
@@ -77,8 +95,9 @@ def test_registered_stream_saves_loads_and_becomes_a_dataset_column(warm_raw, tm
     np.testing.assert_allclose(ds.per_pose["temperature_celsius"], [want[int(i)] for i in ds.pose_id], rtol=1e-12)
     assert ds.per_pose_units == {"temperature_celsius": "degC"}
     # The built-in columns are those of the sweep without the stream.
-    base = process_sweep(dataclasses.replace(warm_raw, streams={k: v for k, v in warm_raw.streams.items()
-                                                                if k != "temperature"})).dataset
+    base = process_sweep(
+        dataclasses.replace(warm_raw, streams={k: v for k, v in warm_raw.streams.items() if k != "temperature"})
+    ).dataset
     np.testing.assert_array_equal(ds.delta_b, base.delta_b)
     assert base.per_pose == {}
 
@@ -89,8 +108,9 @@ def test_serial_dump_with_the_stream_is_ingested(warm_raw, tmp_path):
     assert dump.read_text().splitlines()[0].endswith(",centi_c")
     out = ingest_recording(dump, tmp_path / "s", tm, report=False)
     raw = RawSweep.load(out.output / "raw")
-    np.testing.assert_allclose(raw.streams["temperature"]["celsius"], warm_raw.streams["temperature"]["celsius"],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        raw.streams["temperature"]["celsius"], warm_raw.streams["temperature"]["celsius"], rtol=1e-12
+    )
     ds = DirectionDataset.load(out.dataset)
     want = expected_means(warm_raw)
     got = ds.per_pose["temperature_celsius"]
@@ -108,10 +128,17 @@ def test_rosbag_topic_of_the_stream_is_ingested(warm_raw, tmp_path):
     T = store.types
     for t, c in zip(warm_raw.streams["temperature"]["t"], warm_raw.streams["temperature"]["celsius"]):
         ns = DEFAULT_EPOCH_NS + int(round(t * 1e9))
-        header = T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](sec=ns // NS, nanosec=ns % NS),
-                                          frame_id="")
-        msgs.append(Message("/flexlearn/m1/temperature", "sensor_msgs/msg/Temperature", ns + DEFAULT_LATENCY_NS,
-                            T["sensor_msgs/msg/Temperature"](header=header, temperature=float(c), variance=0.0)))
+        header = T["std_msgs/msg/Header"](
+            stamp=T["builtin_interfaces/msg/Time"](sec=ns // NS, nanosec=ns % NS), frame_id=""
+        )
+        msgs.append(
+            Message(
+                "/flexlearn/m1/temperature",
+                "sensor_msgs/msg/Temperature",
+                ns + DEFAULT_LATENCY_NS,
+                T["sensor_msgs/msg/Temperature"](header=header, temperature=float(c), variance=0.0),
+            )
+        )
     msgs.sort(key=lambda m: m.receive_ns)
     bag = write_rosbag(tmp_path / "bag", msgs, store)
     raw, tables, _, _ = read_recording(bag, tm)

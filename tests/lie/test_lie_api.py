@@ -39,8 +39,9 @@ def _make(kind: str, shape: tuple, seed: int, dtype) -> torch.Tensor:
     elif kind == "se3mat":
         x = L.se3_hat(random_twists(n, 3.0, seed))
     elif kind == "inertia":
-        J = torch.diag(torch.tensor([1.0, 2.0, 2.5], dtype=torch.float64)) + 0.1 * torch.rand(n, 3, 3, generator=g,
-                                                                                              dtype=torch.float64)
+        J = torch.diag(torch.tensor([1.0, 2.0, 2.5], dtype=torch.float64)) + 0.1 * torch.rand(
+            n, 3, 3, generator=g, dtype=torch.float64
+        )
         J = 0.5 * (J + J.mT)
         x = 0.5 * J.diagonal(dim1=-2, dim2=-1).sum(-1)[..., None, None] * torch.eye(3, dtype=torch.float64) - J
     elif kind == "angle":
@@ -61,25 +62,63 @@ def _make(kind: str, shape: tuple, seed: int, dtype) -> torch.Tensor:
 
 
 SIGNATURES: dict[str, tuple[str, ...]] = {
-    "matrix_to_quat": ("rot",), "quat_canonical": ("quat",), "quat_conjugate": ("quat",), "quat_exp": ("rotvec",),
-    "quat_inverse": ("quat",), "quat_log": ("quat",), "quat_multiply": ("quat", "quat"),
-    "quat_normalize": ("quat",), "quat_rotate": ("quat", "vec3"), "quat_to_matrix": ("quat",),
-    "rotation_between": ("vec3", "vec3"), "so3_exp": ("rotvec",), "so3_hat": ("rotvec",), "so3_hat_sq": ("rotvec",),
-    "so3_inverse": ("rot",), "so3_log": ("rot",), "so3_vee": ("skew3",),
-    "so3_left_jacobian": ("rotvec",), "so3_left_jacobian_inv": ("rotvec",), "so3_right_jacobian": ("rotvec",),
-    "so3_right_jacobian_inv": ("rotvec",), "so3_jacobians": ("rotvec",),
-    "so3_cayley": ("rotvec",), "so3_cayley_inv": ("rot",), "so3_cayley_jacobian": ("rotvec",),
-    "so3_cayley_jacobian_inv": ("rotvec",), "so3_cayley_lgvi": ("small", "inertia"),
+    "matrix_to_quat": ("rot",),
+    "quat_canonical": ("quat",),
+    "quat_conjugate": ("quat",),
+    "quat_exp": ("rotvec",),
+    "quat_inverse": ("quat",),
+    "quat_log": ("quat",),
+    "quat_multiply": ("quat", "quat"),
+    "quat_normalize": ("quat",),
+    "quat_rotate": ("quat", "vec3"),
+    "quat_to_matrix": ("quat",),
+    "rotation_between": ("vec3", "vec3"),
+    "so3_exp": ("rotvec",),
+    "so3_hat": ("rotvec",),
+    "so3_hat_sq": ("rotvec",),
+    "so3_inverse": ("rot",),
+    "so3_log": ("rot",),
+    "so3_vee": ("skew3",),
+    "so3_left_jacobian": ("rotvec",),
+    "so3_left_jacobian_inv": ("rotvec",),
+    "so3_right_jacobian": ("rotvec",),
+    "so3_right_jacobian_inv": ("rotvec",),
+    "so3_jacobians": ("rotvec",),
+    "so3_cayley": ("rotvec",),
+    "so3_cayley_inv": ("rot",),
+    "so3_cayley_jacobian": ("rotvec",),
+    "so3_cayley_jacobian_inv": ("rotvec",),
+    "so3_cayley_lgvi": ("small", "inertia"),
     "so3_cayley_lgvi_solve": ("small", "inertia"),
-    "se3_ad": ("twist",), "se3_adjoint": ("pose",), "se3_coad": ("twist",), "se3_coadjoint": ("pose",),
-    "se3_exp": ("twist",), "se3_from_rt": ("rot", "vec3"), "se3_hat": ("twist",), "se3_inverse": ("pose",),
-    "se3_log": ("pose",), "se3_vee": ("se3mat",), "se3_left_jacobian": ("twist",),
-    "se3_left_jacobian_inv": ("twist",), "se3_right_jacobian": ("twist",), "se3_right_jacobian_inv": ("twist",),
-    "se3_q_matrix": ("twist",), "se3_cayley": ("twist",), "se3_cayley_inv": ("pose",),
+    "se3_ad": ("twist",),
+    "se3_adjoint": ("pose",),
+    "se3_coad": ("twist",),
+    "se3_coadjoint": ("pose",),
+    "se3_exp": ("twist",),
+    "se3_from_rt": ("rot", "vec3"),
+    "se3_hat": ("twist",),
+    "se3_inverse": ("pose",),
+    "se3_log": ("pose",),
+    "se3_vee": ("se3mat",),
+    "se3_left_jacobian": ("twist",),
+    "se3_left_jacobian_inv": ("twist",),
+    "se3_right_jacobian": ("twist",),
+    "se3_right_jacobian_inv": ("twist",),
+    "se3_q_matrix": ("twist",),
+    "se3_cayley": ("twist",),
+    "se3_cayley_inv": ("pose",),
     "se3_cayley_jacobian": ("twist",),
-    "so2_exp": ("angle",), "so2_hat": ("angle",), "so2_log": ("so2mat",), "so2_vee": ("so2hat",),
-    "se2_ad": ("se2twist",), "se2_adjoint": ("se2pose",), "se2_exp": ("se2twist",), "se2_hat": ("se2twist",),
-    "se2_inverse": ("se2pose",), "se2_log": ("se2pose",), "se2_vee": ("se2mat",),
+    "so2_exp": ("angle",),
+    "so2_hat": ("angle",),
+    "so2_log": ("so2mat",),
+    "so2_vee": ("so2hat",),
+    "se2_ad": ("se2twist",),
+    "se2_adjoint": ("se2pose",),
+    "se2_exp": ("se2twist",),
+    "se2_hat": ("se2twist",),
+    "se2_inverse": ("se2pose",),
+    "se2_log": ("se2pose",),
+    "se2_vee": ("se2mat",),
 }
 
 
@@ -119,10 +158,12 @@ def test_batch_shapes_and_broadcasting_equal_loop(name):
                 assert tuple(o.shape[: len(shape)]) == shape
             if shape == ():
                 continue
-            flat = [a.reshape((-1,) + a.shape[len(shape):]) for a in args]
+            flat = [a.reshape((-1,) + a.shape[len(shape) :]) for a in args]
             per = [fn(*[a[i] for a in flat]) for i in range(flat[0].shape[0])]
-            ref = tuple(torch.stack([_as_tuple(p)[j] for p in per]).reshape(_as_tuple(out)[j].shape)
-                        for j in range(len(_as_tuple(out))))
+            ref = tuple(
+                torch.stack([_as_tuple(p)[j] for p in per]).reshape(_as_tuple(out)[j].shape)
+                for j in range(len(_as_tuple(out)))
+            )
             _close(out, ref if isinstance(out, tuple) else ref[0], 16, floor[dtype] if floor else 0.0)
     if len(kinds) == 2:
         a = _make(kinds[0], (3, 1), 20, torch.float64)

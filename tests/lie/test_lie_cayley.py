@@ -5,9 +5,25 @@ import math
 import pytest
 import torch
 
-from flexlearn.lie import (se3_cayley, se3_cayley_inv, se3_cayley_jacobian, se3_exp, se3_hat, se3_inverse, se3_log,
-                           so3_cayley, so3_cayley_inv, so3_cayley_jacobian, so3_cayley_jacobian_inv, so3_cayley_lgvi,
-                           so3_cayley_lgvi_solve, so3_exp, so3_hat, so3_log, so3_vee)
+from flexlearn.lie import (
+    se3_cayley,
+    se3_cayley_inv,
+    se3_cayley_jacobian,
+    se3_exp,
+    se3_hat,
+    se3_inverse,
+    se3_log,
+    so3_cayley,
+    so3_cayley_inv,
+    so3_cayley_jacobian,
+    so3_cayley_jacobian_inv,
+    so3_cayley_lgvi,
+    so3_cayley_lgvi_solve,
+    so3_exp,
+    so3_hat,
+    so3_log,
+    so3_vee,
+)
 from tests.lie.lie_testutil import DTYPES, EPS, random_rotvecs, random_twists
 
 I3 = torch.eye(3, dtype=torch.float64)
@@ -16,8 +32,13 @@ I3 = torch.eye(3, dtype=torch.float64)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_so3_cayley_definition_orthogonality_and_inverse(dtype):
     eps = EPS[dtype]
-    f = torch.cat([random_rotvecs(50, 3.0), torch.zeros(1, 3, dtype=torch.float64),
-                   torch.tensor([[1e-9, 0, 0], [0, 50.0, 0]], dtype=torch.float64)]).to(dtype)
+    f = torch.cat(
+        [
+            random_rotvecs(50, 3.0),
+            torch.zeros(1, 3, dtype=torch.float64),
+            torch.tensor([[1e-9, 0, 0], [0, 50.0, 0]], dtype=torch.float64),
+        ]
+    ).to(dtype)
     C = so3_cayley(f)
     eye = torch.eye(3, dtype=dtype)
     ref = (eye + so3_hat(f)) @ torch.linalg.inv(eye - so3_hat(f))
@@ -27,9 +48,12 @@ def test_so3_cayley_definition_orthogonality_and_inverse(dtype):
     rel = (so3_cayley_inv(C) - f).norm(dim=-1) / (1 + f.norm(dim=-1) ** 2)
     assert rel.max() < 16 * eps
     # a rotation by 2 atan|f| about f
-    torch.testing.assert_close(so3_log(C).double(), (2 * torch.atan(f.double().norm(dim=-1, keepdim=True))
-                                                    * torch.nn.functional.normalize(f.double(), dim=-1)),
-                               rtol=0, atol=64 * eps)
+    torch.testing.assert_close(
+        so3_log(C).double(),
+        (2 * torch.atan(f.double().norm(dim=-1, keepdim=True)) * torch.nn.functional.normalize(f.double(), dim=-1)),
+        rtol=0,
+        atol=64 * eps,
+    )
 
 
 def test_seed_inverse_is_the_scaled_map():
@@ -44,8 +68,17 @@ def test_so3_cayley_jacobian_is_right_trivialised_derivative():
     f = random_rotvecs(5, 2.0, seed=3)
     h = 1e-6
     for x in f:
-        num = torch.stack([(so3_log(so3_cayley(x).mT @ so3_cayley(x + h * I3[i]))
-                            - so3_log(so3_cayley(x).mT @ so3_cayley(x - h * I3[i]))) / (2 * h) for i in range(3)], -1)
+        num = torch.stack(
+            [
+                (
+                    so3_log(so3_cayley(x).mT @ so3_cayley(x + h * I3[i]))
+                    - so3_log(so3_cayley(x).mT @ so3_cayley(x - h * I3[i]))
+                )
+                / (2 * h)
+                for i in range(3)
+            ],
+            -1,
+        )
         torch.testing.assert_close(so3_cayley_jacobian(x), num, rtol=0, atol=1e-9)
     torch.testing.assert_close(so3_cayley_jacobian(f) @ so3_cayley_jacobian_inv(f), I3.expand(5, 3, 3))
     # the Jacobian of the plain map, via autograd, agrees: d cay = cay (J df)^
@@ -71,8 +104,13 @@ def test_se3_cayley_jacobian():
     h = 1e-6
     for x in xi:
         Ti = se3_inverse(se3_cayley(x))
-        num = torch.stack([(se3_log(Ti @ se3_cayley(x + h * E[i])) - se3_log(Ti @ se3_cayley(x - h * E[i]))) / (2 * h)
-                           for i in range(6)], -1)
+        num = torch.stack(
+            [
+                (se3_log(Ti @ se3_cayley(x + h * E[i])) - se3_log(Ti @ se3_cayley(x - h * E[i]))) / (2 * h)
+                for i in range(6)
+            ],
+            -1,
+        )
         torch.testing.assert_close(se3_cayley_jacobian(x), num, rtol=0, atol=1e-8)
 
 

@@ -50,8 +50,16 @@ def _twist(theta):
     return torch.cat([theta * AXIS, V]).requires_grad_(True)
 
 
-ROTVEC_FNS = ["so3_exp", "quat_exp", "so3_left_jacobian", "so3_right_jacobian", "so3_left_jacobian_inv",
-              "so3_right_jacobian_inv", "so3_cayley", "so3_cayley_jacobian"]
+ROTVEC_FNS = [
+    "so3_exp",
+    "quat_exp",
+    "so3_left_jacobian",
+    "so3_right_jacobian",
+    "so3_left_jacobian_inv",
+    "so3_right_jacobian_inv",
+    "so3_cayley",
+    "so3_cayley_jacobian",
+]
 TWIST_FNS = ["se3_exp", "se3_left_jacobian", "se3_left_jacobian_inv", "se3_cayley", "se3_cayley_jacobian"]
 
 
@@ -135,11 +143,18 @@ def test_finite_gradients_at_identity_and_pi(dtype):
         assert _finite_grads(getattr(L, name), torch.cat([pi3, V.to(dtype)])), name
     eye3 = torch.eye(3, dtype=dtype)
     eye4 = torch.eye(4, dtype=dtype)
-    for name, x in [("so3_log", eye3), ("se3_log", eye4), ("so3_log", L.so3_exp(pi3)), ("se2_log", eye3),
-                    ("so3_log", torch.diag(torch.tensor([1.0, -1.0, -1.0], dtype=dtype))),
-                    ("quat_log", torch.tensor([1.0, 0, 0, 0], dtype=dtype)),
-                    ("quat_log", torch.tensor([0.0, 0.6, 0.0, 0.8], dtype=dtype)),
-                    ("matrix_to_quat", eye3), ("se2_exp", zero3), ("so3_cayley_inv", eye3)]:
+    for name, x in [
+        ("so3_log", eye3),
+        ("se3_log", eye4),
+        ("so3_log", L.so3_exp(pi3)),
+        ("se2_log", eye3),
+        ("so3_log", torch.diag(torch.tensor([1.0, -1.0, -1.0], dtype=dtype))),
+        ("quat_log", torch.tensor([1.0, 0, 0, 0], dtype=dtype)),
+        ("quat_log", torch.tensor([0.0, 0.6, 0.0, 0.8], dtype=dtype)),
+        ("matrix_to_quat", eye3),
+        ("se2_exp", zero3),
+        ("so3_cayley_inv", eye3),
+    ]:
         assert _finite_grads(getattr(L, name), x), name
     u = torch.tensor([0.0, 0.6, 0.8], dtype=dtype)
     for v in [u, -u]:

@@ -3,11 +3,35 @@
 import pytest
 import torch
 
-from flexlearn.lie import (se3_exp, se3_inverse, se3_left_jacobian, se3_left_jacobian_inv, se3_log,
-                           se3_right_jacobian, se3_right_jacobian_inv, so3_exp, so3_jacobians, so3_left_jacobian,
-                           so3_left_jacobian_inv, so3_log, so3_right_jacobian, so3_right_jacobian_inv)
-from tests.lie.lie_testutil import (DTYPES, EPS, angle_grid, mp_ad, mp_dexp, mp_hat, mp_to_torch,
-                                    mp_vec, random_twists, rotvecs_on_grid, unit_vectors)
+from flexlearn.lie import (
+    se3_exp,
+    se3_inverse,
+    se3_left_jacobian,
+    se3_left_jacobian_inv,
+    se3_log,
+    se3_right_jacobian,
+    se3_right_jacobian_inv,
+    so3_exp,
+    so3_jacobians,
+    so3_left_jacobian,
+    so3_left_jacobian_inv,
+    so3_log,
+    so3_right_jacobian,
+    so3_right_jacobian_inv,
+)
+from tests.lie.lie_testutil import (
+    DTYPES,
+    EPS,
+    angle_grid,
+    mp_ad,
+    mp_dexp,
+    mp_hat,
+    mp_to_torch,
+    mp_vec,
+    random_twists,
+    rotvecs_on_grid,
+    unit_vectors,
+)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -41,10 +65,12 @@ def test_inverse_and_left_right_relations(dtype):
     eye3 = torch.eye(3, dtype=dtype)
     # bitwise: J_r(-w) is the same elementwise expression as J_l(w) with exact sign flips (-cosc · -x = cosc · x)
     torch.testing.assert_close(so3_left_jacobian(w), so3_right_jacobian(-w), rtol=0, atol=0)
-    torch.testing.assert_close(so3_left_jacobian(w) @ so3_left_jacobian_inv(w), eye3.expand_as(so3_left_jacobian(w)),
-                               rtol=0, atol=64 * eps)
-    torch.testing.assert_close(so3_right_jacobian(w) @ so3_right_jacobian_inv(w), eye3.expand(w.shape[0], 3, 3),
-                               rtol=0, atol=64 * eps)
+    torch.testing.assert_close(
+        so3_left_jacobian(w) @ so3_left_jacobian_inv(w), eye3.expand_as(so3_left_jacobian(w)), rtol=0, atol=64 * eps
+    )
+    torch.testing.assert_close(
+        so3_right_jacobian(w) @ so3_right_jacobian_inv(w), eye3.expand(w.shape[0], 3, 3), rtol=0, atol=64 * eps
+    )
     Jl, Jr = so3_jacobians(w)
     # bitwise: so3_jacobians evaluates literally the same coefficients and expression as the single functions
     torch.testing.assert_close(Jl, so3_left_jacobian(w), rtol=0, atol=0)

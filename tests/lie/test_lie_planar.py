@@ -6,8 +6,19 @@ import mpmath
 import pytest
 import torch
 
-from flexlearn.lie import (se2_ad, se2_adjoint, se2_exp, se2_hat, se2_inverse, se2_log, se2_vee, so2_exp, so2_hat,
-                           so2_log, so2_vee)
+from flexlearn.lie import (
+    se2_ad,
+    se2_adjoint,
+    se2_exp,
+    se2_hat,
+    se2_inverse,
+    se2_log,
+    se2_vee,
+    so2_exp,
+    so2_hat,
+    so2_log,
+    so2_vee,
+)
 from tests.lie.lie_testutil import DTYPES, EPS, angle_grid
 
 
@@ -22,8 +33,13 @@ def test_so2_exp_log(dtype):
     th = _grid(dtype)[:, None]
     assert torch.equal(so2_vee(so2_hat(th)), th)  # bitwise: hat/vee only copy entries, no arithmetic
     R = so2_exp(th)
-    ref = torch.tensor([[[float(mpmath.cos(t)), -float(mpmath.sin(t))], [float(mpmath.sin(t)), float(mpmath.cos(t))]]
-                        for t in th[:, 0].double().tolist()], dtype=torch.float64)
+    ref = torch.tensor(
+        [
+            [[float(mpmath.cos(t)), -float(mpmath.sin(t))], [float(mpmath.sin(t)), float(mpmath.cos(t))]]
+            for t in th[:, 0].double().tolist()
+        ],
+        dtype=torch.float64,
+    )
     torch.testing.assert_close(R.double(), ref, rtol=0, atol=eps)
     torch.testing.assert_close(R.double(), torch.linalg.matrix_exp(so2_hat(th.double())), rtol=0, atol=8 * eps)
     inside = th.abs()[:, 0] < math.pi - 1e-6

@@ -7,8 +7,20 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flexlearn.lie import (matrix_to_quat, quat_canonical, quat_conjugate, quat_exp, quat_inverse, quat_log,
-                           quat_multiply, quat_normalize, quat_rotate, quat_to_matrix, so3_exp, so3_log)
+from flexlearn.lie import (
+    matrix_to_quat,
+    quat_canonical,
+    quat_conjugate,
+    quat_exp,
+    quat_inverse,
+    quat_log,
+    quat_multiply,
+    quat_normalize,
+    quat_rotate,
+    quat_to_matrix,
+    so3_exp,
+    so3_log,
+)
 from tests.lie.lie_testutil import DTYPES, EPS, random_rotvecs, rotvecs_on_grid
 
 SPECIAL = [
@@ -45,8 +57,9 @@ def test_hamilton_product_matches_matrix_product():
 def test_body_to_world_and_rotate():
     """R(q) maps body to world: the body x-axis of a yaw by +90° points along world y."""
     q = torch.tensor([math.cos(math.pi / 4), 0.0, 0.0, math.sin(math.pi / 4)], dtype=torch.float64)
-    torch.testing.assert_close(quat_to_matrix(q) @ torch.tensor([1.0, 0, 0]).double(),
-                               torch.tensor([0.0, 1, 0]).double(), rtol=0, atol=1e-15)
+    torch.testing.assert_close(
+        quat_to_matrix(q) @ torch.tensor([1.0, 0, 0]).double(), torch.tensor([0.0, 1, 0]).double(), rtol=0, atol=1e-15
+    )
     qs, p = random_quats(20, 3), random_rotvecs(20, 2.0)
     torch.testing.assert_close(quat_rotate(qs, p), (quat_to_matrix(qs) @ p[..., None])[..., 0])
 

@@ -7,10 +7,18 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flexlearn.lie import (se3_ad, se3_adjoint, se3_coad, se3_coadjoint, se3_exp, se3_hat, se3_inverse, se3_log,
-                           se3_vee)
-from tests.lie.lie_testutil import (DTYPES, EPS, angle_grid, mp_se3_exp, mp_to_torch, mp_vec, random_twists,
-                                    rotvecs_on_grid, unit_vectors)
+from flexlearn.lie import se3_ad, se3_adjoint, se3_coad, se3_coadjoint, se3_exp, se3_hat, se3_inverse, se3_log, se3_vee
+from tests.lie.lie_testutil import (
+    DTYPES,
+    EPS,
+    angle_grid,
+    mp_se3_exp,
+    mp_to_torch,
+    mp_vec,
+    random_twists,
+    rotvecs_on_grid,
+    unit_vectors,
+)
 
 
 def test_hat_vee_round_trip():
@@ -60,8 +68,9 @@ def test_adjoint_identities():
     xi, eta = random_twists(30, seed=1), random_twists(30, seed=2)
     T = se3_exp(xi)
     # Ad·x = vee(T hat(x) T⁻¹)
-    torch.testing.assert_close((se3_adjoint(T) @ eta[..., None])[..., 0],
-                               se3_vee(T @ se3_hat(eta) @ se3_inverse(T)), rtol=0, atol=1e-13)
+    torch.testing.assert_close(
+        (se3_adjoint(T) @ eta[..., None])[..., 0], se3_vee(T @ se3_hat(eta) @ se3_inverse(T)), rtol=0, atol=1e-13
+    )
     # ad_ξ η = [ξ, η]
     Xi, Eta = se3_hat(xi), se3_hat(eta)
     torch.testing.assert_close((se3_ad(xi) @ eta[..., None])[..., 0], se3_vee(Xi @ Eta - Eta @ Xi), rtol=0, atol=1e-14)

@@ -6,10 +6,19 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.lie.lie_testutil import (DTYPES, EPS, angle_grid, mp_so3_exp, mp_to_torch, mp_vec, random_rotvecs,
-                          rotvecs_on_grid, unit_vectors)
 
 from flexlearn.lie import rotation_between, so3_exp, so3_hat, so3_log, so3_vee
+from tests.lie.lie_testutil import (
+    DTYPES,
+    EPS,
+    angle_grid,
+    mp_so3_exp,
+    mp_to_torch,
+    mp_vec,
+    random_rotvecs,
+    rotvecs_on_grid,
+    unit_vectors,
+)
 
 I3 = torch.eye(3, dtype=torch.float64)
 
@@ -45,7 +54,7 @@ def test_exp_is_orthonormal_and_log_round_trip_on_grid(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_exp_and_log_agree_with_mpmath_across_thresholds(dtype):
-    """exp against mpmath.expm, log against the exact generator, just below and above every threshold."""
+    """Exp against mpmath.expm, log against the exact generator, just below and above every threshold."""
     axes = unit_vectors(3, seed=11)
     tol = {torch.float64: 4 * EPS[torch.float64], torch.float32: 1e-6}[dtype]
     for theta in angle_grid(dtype):
@@ -77,8 +86,10 @@ def test_log_at_pi_is_deterministic_and_finite():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=3).filter(lambda v: sum(x * x for x in v) > 1e-6),
-       st.floats(0.0, math.pi * (1 - 1e-9)))
+@given(
+    st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=3).filter(lambda v: sum(x * x for x in v) > 1e-6),
+    st.floats(0.0, math.pi * (1 - 1e-9)),
+)
 def test_log_exp_property(axis, angle):
     a = torch.tensor(axis, dtype=torch.float64)
     w = angle * a / a.norm()

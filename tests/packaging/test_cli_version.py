@@ -1,4 +1,5 @@
 """`flexlearn --version` and the command list of the installed package."""
+
 from __future__ import annotations
 
 import pytest

@@ -4,6 +4,7 @@ the repository, its console scripts run from an empty directory (configs found t
 The fresh environment borrows the test environment's third-party packages (torch, Lightning, ...) through a
 path file, so that only flexlearn itself comes from the wheel and nothing from the checkout.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,12 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    proc = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(REPO)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return out
 
@@ -35,12 +40,21 @@ def installed(dist, tmp_path_factory) -> Path:
     env_dir = tmp_path_factory.mktemp("fresh") / "venv"
     venv.create(env_dir, with_pip=True)
     py = env_dir / "bin" / "python"
-    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    site = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     wheel = next(dist.glob("flexlearn-*.whl"))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([str(py), "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)],
-                          capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(
+        [str(py), "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     # Added after the install, so pip does not see the test environment's own flexlearn; a plain path line
     # comes after the venv's site-packages, and its .pth files (the editable install) are not processed.
@@ -52,14 +66,20 @@ def installed(dist, tmp_path_factory) -> Path:
 def _run(bin_dir: Path, cwd: Path, *argv: str, timeout: int = 600) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("FLEXLEARN_ROOT", "PYTHONPATH")}
     env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", OMP_NUM_THREADS="1", WANDB_MODE="offline")
-    return subprocess.run([str(bin_dir / argv[0]), *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [str(bin_dir / argv[0]), *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_wheel_and_sdist_hold_the_configs(dist):
     names = zipfile.ZipFile(next(dist.glob("flexlearn-*.whl"))).namelist()
-    for cfg in ("flexlearn/conf/pipeline.yaml", "flexlearn/conf/train.yaml", "flexlearn/conf/ingest/rig_ros2.yaml",
-                "flexlearn/conf/cpr/default.yaml", "flexlearn/conf/hydra/default.yaml"):
+    for cfg in (
+        "flexlearn/conf/pipeline.yaml",
+        "flexlearn/conf/train.yaml",
+        "flexlearn/conf/ingest/rig_ros2.yaml",
+        "flexlearn/conf/cpr/default.yaml",
+        "flexlearn/conf/hydra/default.yaml",
+    ):
         assert cfg in names
     assert next(dist.glob("flexlearn-*.tar.gz")).stat().st_size > 0
 
@@ -79,8 +99,9 @@ def test_console_scripts_run_from_an_empty_directory(installed, tmp_path):
 
 
 def test_pipeline_runs_from_an_empty_directory_at_a_small_size(installed, tmp_path):
-    proc = _run(installed, tmp_path, "flexlearn-pipeline", "data.sim.n_poses=300", "trainer.max_epochs=2",
-                "data.batch_size=64")
+    proc = _run(
+        installed, tmp_path, "flexlearn-pipeline", "data.sim.n_poses=300", "trainer.max_epochs=2", "data.batch_size=64"
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     run_dir = Path(proc.stdout.strip().splitlines()[-1])
     assert run_dir.is_relative_to(tmp_path.resolve()) or str(run_dir).startswith(str(tmp_path))

@@ -1,4 +1,5 @@
 """Fixtures for the runtime tests: a small direction model fitted on rig pairs, a short robot recording."""
+
 from __future__ import annotations
 
 import pytest

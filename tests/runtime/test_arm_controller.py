@@ -1,4 +1,5 @@
 """Deployable flexible-arm controller (seed 000, eq. (45)): scripting, export, faults, the control law."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -8,9 +9,11 @@ import pytest
 import torch
 
 from flexlearn.errors import ConfigError
-from flexlearn.runtime.arm.controller import (ArmController, ArmControllerConfig, export_arm_controller,
-                                              load_arm_controller, quintic, state_layout)
+from flexlearn.runtime.arm.config import ArmControllerConfig
+from flexlearn.runtime.arm.controller import ArmController, quintic
+from flexlearn.runtime.arm.export import export_arm_controller, load_arm_controller
 from flexlearn.runtime.arm.load import static_angle_correction
+from flexlearn.runtime.arm.outputs import state_layout
 from flexlearn.sensing.imu import GRAVITY
 
 f64 = torch.float64
@@ -48,8 +51,7 @@ def test_scripted_equals_eager_and_state_layout(cfg):
     assert lay["theta"] == [0, 2] and lay["hub_load"][1] == a[1].numel() == 20
     # a rigid-arm frame: the estimator returns its pose; the controller adds the static sag correction
     # Δθ = C (cos φ₁, cos φ₂) of the loaded links (module arm_load)
-    C = static_angle_correction(cfg.model_links(), cfg.rho_A, cfg.payload, cfg.imu_positions, cfg.n_modes,
-                                GRAVITY)
+    C = static_angle_correction(cfg.model_links(), cfg.rho_A, cfg.payload, cfg.imu_positions, cfg.n_modes, GRAVITY)
     dth = C @ torch.tensor([math.cos(0.2), math.cos(-0.4)], dtype=f64)
     assert 1e-3 < float(dth.abs().max()) < 1e-2
     assert torch.allclose(a[1][0:2], torch.tensor([0.2, -0.6], dtype=f64) + dth, atol=2e-3)
@@ -118,22 +120,36 @@ def test_control_law_is_seed_eq45(cfg):
     for k in range(3):
         t = 0.7 + k * 1e-3
         tau, st, f = c(_frame((0.3, -0.4), noise=0.05, seed=k), t)
-        th = st[lay["theta"][0]:lay["theta"][1]]
-        rate = st[lay["theta_rate"][0]:lay["theta_rate"][1]]
-        w = st[lay["tip_deflection"][0]:lay["tip_deflection"][1]]
-        curv = st[lay["base_curvature"][0]:lay["base_curvature"][1]]
-        thd, vd, ad = quintic(torch.tensor(t, dtype=f64), torch.tensor(seed_cfg.theta0, dtype=f64),
-                              torch.tensor(seed_cfg.thetaf, dtype=f64), 0.0, 4.0)
+        th = st[lay["theta"][0] : lay["theta"][1]]
+        rate = st[lay["theta_rate"][0] : lay["theta_rate"][1]]
+        w = st[lay["tip_deflection"][0] : lay["tip_deflection"][1]]
+        curv = st[lay["base_curvature"][0] : lay["base_curvature"][1]]
+        thd, vd, ad = quintic(
+            torch.tensor(t, dtype=f64),
+            torch.tensor(seed_cfg.theta0, dtype=f64),
+            torch.tensor(seed_cfg.thetaf, dtype=f64),
+            0.0,
+            4.0,
+        )
         g, (L1, L2), (M1, M2), (I1, I2) = GRAVITY, seed_cfg.lengths, seed_cfg.payload, seed_cfg.hub_inertia
         m1, m2 = 5.37 * L1, 5.37 * L2
         EI = 74300.0
         a12 = th[0] + th[1]
-        H1 = (EI * curv[0] + EI * curv[1] - (0.5 * m1 + m2) * g * L1 * torch.cos(th[0])
-              + (M1 + M2) * g * w[0] * torch.sin(th[0]) - 0.5 * m2 * g * L2 * torch.cos(a12)
-              + M2 * g * w[1] * torch.sin(a12) - I1 * ad[0])
+        H1 = (
+            EI * curv[0]
+            + EI * curv[1]
+            - (0.5 * m1 + m2) * g * L1 * torch.cos(th[0])
+            + (M1 + M2) * g * w[0] * torch.sin(th[0])
+            - 0.5 * m2 * g * L2 * torch.cos(a12)
+            + M2 * g * w[1] * torch.sin(a12)
+            - I1 * ad[0]
+        )
         H2 = EI * curv[1] - 0.5 * m2 * g * L2 * torch.cos(a12) + M2 * g * w[1] * torch.sin(a12) - I2 * ad[1]
-        ref = torch.tensor(seed_cfg.kp, dtype=f64) * (thd - th) + torch.tensor(seed_cfg.kd, dtype=f64) * (vd - rate) \
+        ref = (
+            torch.tensor(seed_cfg.kp, dtype=f64) * (thd - th)
+            + torch.tensor(seed_cfg.kd, dtype=f64) * (vd - rate)
             - torch.stack([H1, H2])
+        )
         assert torch.allclose(tau, ref, rtol=1e-12, atol=1e-9)
 
 

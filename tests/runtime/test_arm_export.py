@@ -1,5 +1,6 @@
 """`flexlearn-export target=arm_controller`: the CLI writes the scripted flexible-arm controller with its
 configuration in the file's metadata; plain torch (flexlearn not importable) loads and steps it."""
+
 from __future__ import annotations
 
 import json
@@ -43,9 +44,21 @@ PLAIN_TORCH_STEPPER = textwrap.dedent("""
 
 def test_cli_exports_arm_controller_loadable_by_plain_torch(tmp_path):
     out = tmp_path / "export"
-    r = subprocess.run([sys.executable, "-m", "flexlearn.apps.export", "target=arm_controller", f"out_dir={out}",
-                        "+arm_controller.variant=rigid", "+arm_controller.hub_inertia=[800.0,150.0]",
-                        f"hydra.run.dir={tmp_path / 'hydra'}"], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flexlearn.apps.export",
+            "target=arm_controller",
+            f"out_dir={out}",
+            "+arm_controller.variant=rigid",
+            "+arm_controller.hub_inertia=[800.0,150.0]",
+            f"hydra.run.dir={tmp_path / 'hydra'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     path = out / "arm_controller.pt"
     assert path.is_file() and json.loads(r.stdout)["arm_controller"] == str(path)
@@ -60,7 +73,8 @@ def test_cli_exports_arm_controller_loadable_by_plain_torch(tmp_path):
     assert res["faults"] == [0] * 20
     assert all(math.isfinite(v) for row in res["taus"] for v in row)
     # the same controller built in this process gives the same torques, bit for bit
-    from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig
+    from flexlearn.runtime.arm.config import ArmControllerConfig
+    from flexlearn.runtime.arm.controller import ArmController
 
     c = ArmController.build(ArmControllerConfig(variant="rigid", hub_inertia=(800.0, 150.0)))
     g = 9.80665
@@ -75,8 +89,19 @@ def test_cli_exports_arm_controller_loadable_by_plain_torch(tmp_path):
 
 
 def test_cli_rejects_unknown_controller_key(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "flexlearn.apps.export", "target=arm_controller",
-                        f"out_dir={tmp_path / 'x'}", "+arm_controller.not_a_key=1",
-                        f"hydra.run.dir={tmp_path / 'hydra'}"], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flexlearn.apps.export",
+            "target=arm_controller",
+            f"out_dir={tmp_path / 'x'}",
+            "+arm_controller.not_a_key=1",
+            f"hydra.run.dir={tmp_path / 'hydra'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 2 and "not_a_key" in r.stderr
     assert not (tmp_path / "x" / "arm_controller.pt").exists()

@@ -1,6 +1,7 @@
 """The lean controller step (folded estimator, `flexlearn.runtime.arm.step`) against a readable reference: the
 estimator's own step (`FlexibleArmEstimator.step`), the load model's `forward`, `quintic` and eq. (45) written out,
 over the fault-laden frame stream (lost frames, NaN/inf, saturation, NaN times, torque limits, gyro calibration)."""
+
 from __future__ import annotations
 
 import math
@@ -9,8 +10,10 @@ from typing import List
 import pytest
 import torch
 
-from flexlearn.physics.modal.estimator import FlexibleArmEstimator
-from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig, exact_f64, quintic
+from flexlearn.physics.modal.estimator import EstimatorOptions, FlexibleArmEstimator
+from flexlearn.runtime.arm.config import ArmControllerConfig
+from flexlearn.runtime.arm.controller import ArmController, quintic
+from flexlearn.runtime.arm.step import exact_f64
 from flexlearn.sim.arm_fault_stream import arm_fault_stream as arm_stream
 
 F64 = torch.float64
@@ -22,11 +25,22 @@ class ReadableController:
 
     def __init__(self, cfg: ArmControllerConfig, lean: ArmController) -> None:
         self.cfg, self.c = cfg, lean  # the lean controller only lends its build-time constants
-        self.est = FlexibleArmEstimator.build(cfg.model_links(), [list(p) for p in cfg.imu_positions],
-                                              list(cfg.n_modes), dt=cfg.dt, k_p=cfg.filter_kp, k_i=cfg.filter_ki,
-                                              acc_range=cfg.acc_range, gyr_range=cfg.gyr_range,
-                                              tau_alpha=cfg.tau_alpha, compensate=cfg.compensate,
-                                              elastic=cfg.elastic, modal_rates=cfg.modal_rates)
+        self.est = FlexibleArmEstimator.build(
+            cfg.model_links(),
+            [list(p) for p in cfg.imu_positions],
+            list(cfg.n_modes),
+            EstimatorOptions(
+                dt=cfg.dt,
+                k_p=cfg.filter_kp,
+                k_i=cfg.filter_ki,
+                acc_range=cfg.acc_range,
+                gyr_range=cfg.gyr_range,
+                tau_alpha=cfg.tau_alpha,
+                compensate=cfg.compensate,
+                elastic=cfg.elastic,
+                modal_rates=cfg.modal_rates,
+            ),
+        )
         self.last_tau, self.last_state = lean.last_tau.clone(), lean.last_state.clone()
         self.tau2, self.lp, self.cal = float(self.last_tau[1]), None, torch.zeros(6, 5, dtype=F64)
         self.pending = cfg.gyro_rest_calibration
@@ -63,7 +77,7 @@ class ReadableController:
             self._calibrate(t, self.est.psi_hat) if t < c.t0 else self._apply_calibration()
         o = out.tolist()  # [pose (3), θ (2), η (M), w(L), w′(L), w″(0), θ̇]
         delta = c.trig_map[:5] @ self.est.psi_hat  # local slopes ψ̂_s − φ_link(s)
-        mom, forces = c.loads(self.est.frame_link[:10].view(2, 5), delta, out[5:5 + M])
+        mom, forces = c.loads(self.est.frame_link[:10].view(2, 5), delta, out[5 : 5 + M])
         rot = o[4] + o[7 + M]
         fa2 = math.cos(rot) * float(forces[0, 1]) - math.sin(rot) * float(forces[1, 1])
         fn2 = math.sin(rot) * float(forces[0, 1]) + math.cos(rot) * float(forces[1, 1])
@@ -78,19 +92,35 @@ class ReadableController:
             cp1, cp2 = math.cos(th1), math.cos(th1 + o[7 + M] + th2)
             th1, th2 = th1 + c.c11 * cp1 + c.c12 * cp2, th2 + c.c21 * cp1 + c.c22 * cp2
         m1, m2 = (-load[0], -load[1]) if c.use_load else (c.EI1 * o[9 + M], c.EI2 * o[10 + M])
-        thd, vd, ad = (v.tolist() for v in quintic(torch.tensor(t, dtype=F64), torch.tensor(self.cfg.theta0, dtype=F64),
-                                                   torch.tensor(self.cfg.thetaf, dtype=F64), c.t0, c.duration))
+        thd, vd, ad = (
+            v.tolist()
+            for v in quintic(
+                torch.tensor(t, dtype=F64),
+                torch.tensor(self.cfg.theta0, dtype=F64),
+                torch.tensor(self.cfg.thetaf, dtype=F64),
+                c.t0,
+                c.duration,
+            )
+        )
         w1, w2 = o[5 + M], o[6 + M]
-        H1 = (c.a11 * m1 + c.a12 * m2 - c.gA1 * math.cos(th1) - c.gB1 * math.cos(th1 + th2)
-              + c.kA1 * w1 * math.sin(th1) + c.kB1 * w2 * math.sin(th1 + th2) - c.ff1 * ad[0])
-        H2 = (c.a22 * m2 - c.gB2 * math.cos(th1 + th2) + c.kB2 * w2 * math.sin(th1 + th2) - c.ff2 * ad[1]
-              - c.ff21 * ad[0])
+        H1 = (
+            c.a11 * m1
+            + c.a12 * m2
+            - c.gA1 * math.cos(th1)
+            - c.gB1 * math.cos(th1 + th2)
+            + c.kA1 * w1 * math.sin(th1)
+            + c.kB1 * w2 * math.sin(th1 + th2)
+            - c.ff1 * ad[0]
+        )
+        H2 = (
+            c.a22 * m2 - c.gB2 * math.cos(th1 + th2) + c.kB2 * w2 * math.sin(th1 + th2) - c.ff2 * ad[1] - c.ff21 * ad[0]
+        )
         t1 = c.kp1 * (thd[0] - th1) + c.kd1 * (vd[0] - r1) - H1
         t2 = c.kp2 * (thd[1] - th2) + c.kd2 * (vd[1] - r2) - H2
         code = 8 if abs(t1) > c.tmax1 or abs(t2) > c.tmax2 else 0
         t1, t2 = min(max(t1, -c.tmax1), c.tmax1), min(max(t2, -c.tmax2), c.tmax2)
         self.last_tau = torch.tensor([t1, t2], dtype=F64)
-        self.last_state = torch.tensor([th1, th2, r1, r2] + o[5:11 + M] + o[0:3] + thd + load, dtype=F64)
+        self.last_state = torch.tensor([th1, th2, r1, r2] + o[5 : 11 + M] + o[0:3] + thd + load, dtype=F64)
         self.tau2 = t2
         return self.last_tau.clone(), self.last_state.clone(), code
 
@@ -122,10 +152,12 @@ def test_exact_f64_is_exact_where_torch_tensor_rounds():
 
     f = torch.jit.script(exact_f64)
     g = torch.Generator().manual_seed(0)
-    vals = ((torch.rand(2000, generator=g, dtype=F64) - 0.5) * 10.0 ** (torch.rand(2000, generator=g, dtype=F64)
-                                                                        * 600 - 300)).tolist()
-    vals += [0.0, -1.5, 1e-3, -2.2250738585072014e-308]                # normal numbers: the bit-pattern path
-    for v in (vals, [1.7976931348623157e308, -1.0], vals + [5e-324, -3e-320]):   # largest; subnormals: per value
+    vals = (
+        (torch.rand(2000, generator=g, dtype=F64) - 0.5)
+        * 10.0 ** (torch.rand(2000, generator=g, dtype=F64) * 600 - 300)
+    ).tolist()
+    vals += [0.0, -1.5, 1e-3, -2.2250738585072014e-308]  # normal numbers: the bit-pattern path
+    for v in (vals, [1.7976931348623157e308, -1.0], vals + [5e-324, -3e-320]):  # largest; subnormals: per value
         assert [struct.pack("<d", x) for x in f(v).tolist()] == [struct.pack("<d", x) for x in v]
     out = torch.zeros(3, dtype=F64)
     assert f([1e-310, -2.5, 7.0], out) is out and out.tolist() == [1e-310, -2.5, 7.0]

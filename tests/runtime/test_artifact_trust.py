@@ -1,6 +1,7 @@
 """Model files are code: exports carry a manifest, loaders verify it, `.pt2` archives that would unpickle (or
 otherwise run) their content are refused, exports are byte-reproducible and written all-or-nothing, and
 bundle / arm-controller settings are range-checked before anything is written."""
+
 from __future__ import annotations
 
 import io
@@ -45,7 +46,9 @@ def _export(kind: str, model: torch.nn.Module, path: Path) -> Path:
         return export.export_program(model, EXAMPLE, path, {"note": "t"})
     if kind == "bundle":
         return deploy.export_bundle(deploy.build_bundle(model, 3), path, {"note": "t"})
-    from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig, export_arm_controller
+    from flexlearn.runtime.arm.config import ArmControllerConfig
+    from flexlearn.runtime.arm.controller import ArmController
+    from flexlearn.runtime.arm.export import export_arm_controller
 
     cfg = ArmControllerConfig(variant="rigid")
     return export_arm_controller(ArmController.build(cfg), path, cfg)
@@ -53,10 +56,14 @@ def _export(kind: str, model: torch.nn.Module, path: Path) -> Path:
 
 def _loader(kind: str):
     from flexlearn.runtime import deploy, export
-    from flexlearn.runtime.arm.controller import load_arm_controller
+    from flexlearn.runtime.arm.export import load_arm_controller
 
-    return {"torchscript": export.load_torchscript, "program": export.load_program, "bundle": deploy.load_bundle,
-            "arm_controller": load_arm_controller}[kind]
+    return {
+        "torchscript": export.load_torchscript,
+        "program": export.load_program,
+        "bundle": deploy.load_bundle,
+        "arm_controller": load_arm_controller,
+    }[kind]
 
 
 def _suffix(kind: str) -> str:
@@ -130,45 +137,90 @@ def _pickle_bytes(obj) -> bytes:
 
 def _craft(kind: str, data: bytes) -> bytes:
     if kind == "pickled_weight":
-        cfg_name = next(n for n in zipfile.ZipFile(io.BytesIO(data)).namelist()
-                        if n.endswith("model_weights_config.json"))
+        cfg_name = next(
+            n for n in zipfile.ZipFile(io.BytesIO(data)).namelist() if n.endswith("model_weights_config.json")
+        )
         cfg = json.loads(zipfile.ZipFile(io.BytesIO(data)).read(cfg_name))
         first = sorted(cfg["config"])[0]
         cfg["config"][first]["use_pickle"] = True
         weight = cfg_name.rsplit("/", 1)[0] + "/" + cfg["config"][first]["path_name"]
-        return _rewrite(data, lambda n, p: [(n, json.dumps(cfg).encode() if n == cfg_name else
-                                             _pickle_bytes(_Exploit()) if n == weight else p)])
+        return _rewrite(
+            data,
+            lambda n, p: [
+                (n, json.dumps(cfg).encode() if n == cfg_name else _pickle_bytes(_Exploit()) if n == weight else p)
+            ],
+        )
     if kind == "pickled_sample_inputs":
         return _rewrite(data, lambda n, p: [(n, _pickle_bytes((_Exploit(),)) if "sample_inputs" in n else p)])
     if kind == "sympy_expression":
         evil = "__import__('os').system('echo pwned > pwned.txt')"
-        return _rewrite(data, lambda n, p: [(n, p.replace(b"Symbol('s", evil.encode() + b" + Symbol('s", 1)
-                                             if n.endswith("models/model.json") else p)])
+        return _rewrite(
+            data,
+            lambda n, p: [
+                (
+                    n,
+                    p.replace(b"Symbol('s", evil.encode() + b" + Symbol('s", 1)
+                    if n.endswith("models/model.json")
+                    else p,
+                )
+            ],
+        )
     if kind == "opaque_constant":  # torch.export.load pickle.loads() constants named opaque_obj_*
         zf = zipfile.ZipFile(io.BytesIO(data))
         weights = json.loads(zf.read(next(n for n in zf.namelist() if n.endswith("model_weights_config.json"))))
-        meta = dict(next(iter(weights["config"].values()))["tensor_meta"], dtype=1, sizes=[{"as_int": 1}],
-                    requires_grad=False)
+        meta = dict(
+            next(iter(weights["config"].values()))["tensor_meta"], dtype=1, sizes=[{"as_int": 1}], requires_grad=False
+        )
 
         def edit(n, p):
             if n.endswith("model_constants_config.json"):
-                cfg = {"config": {"c": {"path_name": "opaque_obj_0", "is_param": False, "use_pickle": False,
-                                        "tensor_meta": meta}}}
+                cfg = {
+                    "config": {
+                        "c": {"path_name": "opaque_obj_0", "is_param": False, "use_pickle": False, "tensor_meta": meta}
+                    }
+                }
                 root = n.rsplit("/", 1)[0]
                 return [(n, json.dumps(cfg).encode()), (root + "/opaque_obj_0", pickle.dumps(_Exploit()))]
             return [(n, p)]
+
         return _rewrite(data, edit)
     if kind == "foreign_target":
-        return _rewrite(data, lambda n, p: [(n, p.replace(b'"torch.ops.aten.linear.default"',
-                                                          b'"torch.serialization.os.system"', 1)
-                                             if n.endswith("models/model.json") else p)])
+        return _rewrite(
+            data,
+            lambda n, p: [
+                (
+                    n,
+                    p.replace(b'"torch.ops.aten.linear.default"', b'"torch.serialization.os.system"', 1)
+                    if n.endswith("models/model.json")
+                    else p,
+                )
+            ],
+        )
     assert kind == "shared_library"
-    return _rewrite(data, lambda n, p: [(n, p)] + ([(n.split("/")[0] + "/data/aotinductor/model/evil.so", b"\x7fELF")]
-                                                   if n.endswith("archive_format") else []))
+    return _rewrite(
+        data,
+        lambda n, p: (
+            [(n, p)]
+            + (
+                [(n.split("/")[0] + "/data/aotinductor/model/evil.so", b"\x7fELF")]
+                if n.endswith("archive_format")
+                else []
+            )
+        ),
+    )
 
 
-@pytest.mark.parametrize("kind", ["pickled_weight", "pickled_sample_inputs", "sympy_expression", "opaque_constant",
-                                  "foreign_target", "shared_library"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "pickled_weight",
+        "pickled_sample_inputs",
+        "sympy_expression",
+        "opaque_constant",
+        "foreign_target",
+        "shared_library",
+    ],
+)
 def test_crafted_pt2_is_refused_without_running_it(kind, small_model, tmp_path, monkeypatch):
     """A .pt2 that torch.export.load would unpickle (or eval, or dlopen) is refused, even with a valid manifest
     and even with trust_unverified=True; nothing of it runs."""
@@ -179,8 +231,14 @@ def test_crafted_pt2_is_refused_without_running_it(kind, small_model, tmp_path, 
     evil = tmp_path / "evil.pt2"
     evil.write_bytes(_craft(kind, good.read_bytes()))
     manifest_path(evil).write_text(json.dumps(manifest_record(evil, "program")))  # a matching manifest
-    reason = {"pickled_weight": "use_pickle", "pickled_sample_inputs": "weights-only", "sympy_expression": "expr_str",
-              "opaque_constant": "opaque_obj", "foreign_target": "target", "shared_library": "aotinductor"}[kind]
+    reason = {
+        "pickled_weight": "use_pickle",
+        "pickled_sample_inputs": "weights-only",
+        "sympy_expression": "expr_str",
+        "opaque_constant": "opaque_obj",
+        "foreign_target": "target",
+        "shared_library": "aotinductor",
+    }[kind]
     with pytest.raises(UntrustedArtifactError, match=rf"evil\.pt2.*{reason}"):
         load_program(evil)
     with pytest.raises(UntrustedArtifactError, match=rf"evil\.pt2.*{reason}"):
@@ -201,8 +259,10 @@ def test_clean_program_still_loads_and_matches(small_model, tmp_path):
 # ---------------------------------------------------------------------------------- reproducibility (defect 3)
 @pytest.mark.parametrize("kind", ["program", "bundle", "arm_controller"])
 def test_two_exports_are_byte_identical_and_name_no_temporary(kind, small_model, tmp_path):
-    """(Frozen TorchScript is compared across processes in tests/training/test_export_eval.py: freezing
-    numbers its types per process.)"""
+    """Frozen TorchScript is compared across processes in tests/training/test_export_eval.py.
+
+    (Freezing numbers its types per process.)
+    """
     a = _export(kind, small_model, tmp_path / f"a{_suffix(kind)}").read_bytes()
     b = _export(kind, small_model, tmp_path / f"a{_suffix(kind)}").read_bytes()
     assert a == b
@@ -218,60 +278,87 @@ def test_torchscript_names_no_temporary(small_model, tmp_path):
 
 
 # ------------------------------------------------------------------------- range checks at export (defect 5)
-@pytest.mark.parametrize("block,key,value", [
-    ("controller", "kp", -1e9), ("controller", "v_max", -1.0), ("controller", "a_max", 0.0),
-    ("controller", "tau_d", 0.0), ("controller", "ki", math.nan), ("controller", "kd", math.inf),
-    ("controller", "settle", -2.0), ("controller", "i_band", -0.01), ("controller", "reject_above", -1.0),
-    ("controller", "target", math.nan), ("controller", "kp", "fast"),
-    ("estimator", "p0", -1.0), ("estimator", "sigma_m", 0.0), ("estimator", "twist_damping", 2.0),
-    ("estimator", "min_fresh", 0), ("estimator", "full_scale", -1.0), ("estimator", "gate", -3.0),
-    ("estimator", "fix_timeout", 0.0), ("estimator", "stale_after", math.nan), ("estimator", "settle", -0.1),
-    ("controller", "clock_jump", 0.0), ("estimator", "clock_confirm", 1),
-])
+@pytest.mark.parametrize(
+    "block,key,value",
+    [
+        ("controller", "kp", -1e9),
+        ("controller", "v_max", -1.0),
+        ("controller", "a_max", 0.0),
+        ("controller", "tau_d", 0.0),
+        ("controller", "ki", math.nan),
+        ("controller", "kd", math.inf),
+        ("controller", "settle", -2.0),
+        ("controller", "i_band", -0.01),
+        ("controller", "reject_above", -1.0),
+        ("controller", "target", math.nan),
+        ("controller", "kp", "fast"),
+        ("estimator", "p0", -1.0),
+        ("estimator", "sigma_m", 0.0),
+        ("estimator", "twist_damping", 2.0),
+        ("estimator", "min_fresh", 0),
+        ("estimator", "full_scale", -1.0),
+        ("estimator", "gate", -3.0),
+        ("estimator", "fix_timeout", 0.0),
+        ("estimator", "stale_after", math.nan),
+        ("estimator", "settle", -0.1),
+        ("controller", "clock_jump", 0.0),
+        ("estimator", "clock_confirm", 1),
+    ],
+)
 def test_bundle_settings_are_range_checked(block, key, value, small_model, tmp_path):
-    from flexlearn.runtime.deploy import export_deploy_bundle
+    from flexlearn.runtime.deploy import BundleOptions, export_deploy_bundle
 
     with pytest.raises(ConfigError, match=rf"config 'bundle\.{block}\.{key}' = "):
-        export_deploy_bundle(small_model, tmp_path / "b.pt", n_segments=3, **{block: {key: value}})
+        export_deploy_bundle(small_model, tmp_path / "b.pt", BundleOptions(n_segments=3, **{block: {key: value}}))
     assert list(tmp_path.iterdir()) == []
 
 
 def test_kp_and_v_max_out_of_range_do_not_export(small_model, tmp_path):
-    from flexlearn.runtime.deploy import export_deploy_bundle
+    from flexlearn.runtime.deploy import BundleOptions, export_deploy_bundle
 
     with pytest.raises(ConfigError, match=r"bundle\.controller\.(kp|v_max)"):
-        export_deploy_bundle(small_model, tmp_path / "b.pt", n_segments=3, controller={"kp": -1e9, "v_max": -1})
+        export_deploy_bundle(
+            small_model, tmp_path / "b.pt", BundleOptions(n_segments=3, controller={"kp": -1e9, "v_max": -1})
+        )
 
 
-@pytest.mark.parametrize("key,value", [("theta0", (math.nan, 0.0)), ("thetaf", (0.0, math.inf)),
-                                       ("gravity", math.nan), ("duration", math.inf)])
+@pytest.mark.parametrize(
+    "key,value",
+    [("theta0", (math.nan, 0.0)), ("thetaf", (0.0, math.inf)), ("gravity", math.nan), ("duration", math.inf)],
+)
 def test_arm_controller_settings_are_range_checked(key, value, tmp_path):
-    from flexlearn.runtime.arm.controller import export_arm_controller_from_config
+    from flexlearn.runtime.arm.export import export_arm_controller_from_config
 
     with pytest.raises(ConfigError, match=rf"config 'arm_controller\.{key}' = "):
-        export_arm_controller_from_config({key: list(value) if isinstance(value, tuple) else value},
-                                          tmp_path / "arm.pt")
+        export_arm_controller_from_config(
+            {key: list(value) if isinstance(value, tuple) else value}, tmp_path / "arm.pt"
+        )
     assert list(tmp_path.iterdir()) == []
 
 
 # --------------------------------------------------------------------------------------- calibration (defect 6)
-@pytest.mark.parametrize("content,match", [
-    (None, "not found"), ("{not json", "not valid JSON"), ("[1, 2, 3]", "JSON object"),
-    (json.dumps({"W": [[1.0, 0.0, 0.0]] * 3}), r"'W'.*shape"),
-    (json.dumps({"W": [[[1.0, 0.0], [0.0, 1.0]]] * 3}), r"'W'.*shape"),
-    (json.dumps({"W": [[[1, 0, 0], [0, 1, 0], [0, 0, "x"]]] * 3}), "'W'"),
-    (json.dumps({"offset": [[0.0, 0.0]] * 3}), r"'offset'.*shape"),
-    (json.dumps({"W": [[[float("nan"), 0, 0], [0, 1, 0], [0, 0, 1]]] * 3}), "finite"),
-])
+@pytest.mark.parametrize(
+    "content,match",
+    [
+        (None, "not found"),
+        ("{not json", "not valid JSON"),
+        ("[1, 2, 3]", "JSON object"),
+        (json.dumps({"W": [[1.0, 0.0, 0.0]] * 3}), r"'W'.*shape"),
+        (json.dumps({"W": [[[1.0, 0.0], [0.0, 1.0]]] * 3}), r"'W'.*shape"),
+        (json.dumps({"W": [[[1, 0, 0], [0, 1, 0], [0, 0, "x"]]] * 3}), "'W'"),
+        (json.dumps({"offset": [[0.0, 0.0]] * 3}), r"'offset'.*shape"),
+        (json.dumps({"W": [[[float("nan"), 0, 0], [0, 1, 0], [0, 0, 1]]] * 3}), "finite"),
+    ],
+)
 def test_bad_calibration_file_is_named(content, match, small_model, tmp_path):
-    from flexlearn.runtime.deploy import export_deploy_bundle
+    from flexlearn.runtime.deploy import BundleOptions, export_deploy_bundle
 
     cal = tmp_path / "cal.json"
     if content is not None:
         cal.write_text(content)
     out = tmp_path / "out"
     with pytest.raises(FlexlearnError, match=match) as info:
-        export_deploy_bundle(small_model, out / "b.pt", n_segments=3, calibration=cal)
+        export_deploy_bundle(small_model, out / "b.pt", BundleOptions(n_segments=3, calibration=cal))
     assert "cal.json" in str(info.value) and "\n" not in str(info.value)
     assert not out.exists()
 
@@ -326,7 +413,7 @@ def test_a_users_file_of_an_export_name_is_kept(small_model, tmp_path):
     mine.unlink()
     export_torchscript(small_model, mine, {})
     first = mine.read_bytes()
-    export_torchscript(small_model, mine, {"note": "again"})      # our own earlier export: replaced
+    export_torchscript(small_model, mine, {"note": "again"})  # our own earlier export: replaced
     assert mine.read_bytes() != first and manifest_path(mine).is_file()
 
 

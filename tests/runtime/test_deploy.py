@@ -1,4 +1,5 @@
 """Deployment bundle (estimator + controller + model + calibration) and the torch-only Pi runner."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -9,12 +10,12 @@ import numpy as np
 import pytest
 import torch
 
+from flexlearn.replay import frames
+from flexlearn.replay import shapes as rs
 from flexlearn.runtime.deploy import build_bundle, export_bundle, load_bundle
 from flexlearn.runtime.manifest import manifest_path, manifest_record
 from flexlearn.sensing.magcal import fit_ellipsoid
-from flexlearn.replay import shapes as rs
 from flexlearn.sim import shape_scenarios as scenarios
-from flexlearn.replay import frames
 from flexlearn.sim.robot import simulate_robot
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
@@ -49,7 +50,7 @@ def test_bundle_roundtrip_matches_eager(bundle_file, short_rec):
     assert len(meta["calibration"]["aw"]) == 9 and meta["note"] == "test"
     a = rs.replay(short_rec, eager)
     b = rs.replay(short_rec, loaded)
-    assert np.abs(a - b).max() < 1e-9                   # [m]; TorchScript may reorder float ops
+    assert np.abs(a - b).max() < 1e-9  # [m]; TorchScript may reorder float ops
     assert rs.errors(b, short_rec)["backbone_rmse_mm"] < 6.0
     v, status = loaded.control(100.0, 0.0)
     assert isinstance(v, float) and status in (0, 1, 2, 3)
@@ -106,15 +107,17 @@ def test_bench_runtime_short():
 
 
 def test_export_deploy_bundle_validates(tmp_path, direction_model):
-    from flexlearn.runtime.deploy import export_deploy_bundle
+    from flexlearn.runtime.deploy import BundleOptions, export_deploy_bundle
 
     with pytest.raises(ValueError, match="sigma_q"):
-        export_deploy_bundle(direction_model, tmp_path / "a.pt", estimator={"sigma_q": 1.0})
+        export_deploy_bundle(direction_model, tmp_path / "a.pt", BundleOptions(estimator={"sigma_q": 1.0}))
     with pytest.raises(ValueError, match="calibration.W"):
-        export_deploy_bundle(direction_model, tmp_path / "a.pt", n_segments=8, calibration={"W": np.eye(3).tolist()})
+        export_deploy_bundle(
+            direction_model, tmp_path / "a.pt", BundleOptions(n_segments=8, calibration={"W": np.eye(3).tolist()})
+        )
     cal = {"W": np.broadcast_to(np.eye(3), (8, 3, 3)).tolist(), "offset": np.zeros((8, 3)).tolist()}
-    path = export_deploy_bundle(direction_model, tmp_path / "b.pt", n_segments=8, calibration=cal,
-                                controller={"target": 0.03}, metadata={"checkpoint": "x.ckpt"})
+    options = BundleOptions(n_segments=8, calibration=cal, controller={"target": 0.03})
+    path = export_deploy_bundle(direction_model, tmp_path / "b.pt", options, metadata={"checkpoint": "x.ckpt"})
     m, meta = load_bundle(path)
     assert meta["n_segments"] == 8 and meta["controller"]["target"] == 0.03 and meta["checkpoint"] == "x.ckpt"
     assert meta["calibration"]["offset"] == cal["offset"]

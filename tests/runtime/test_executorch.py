@@ -3,6 +3,7 @@ robot bundle's fused estimator: parity with the TorchScript / eager modules over
 (NaN frames, saturated readings, lost frames, bad and restarted clocks, missing fixes), manifests, the Pi runner on
 every format, the constructs that stop `torch.export` on the TorchScript modules, and an aarch64 emulator smoke
 test. Tests that run ExecuTorch skip without it (``pip install .[deploy]``)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,10 +20,12 @@ import pytest
 import torch
 
 from flexlearn.runtime import executorch_export as ee
-from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig
+from flexlearn.runtime.arm.config import ArmControllerConfig
+from flexlearn.runtime.arm.controller import ArmController
 from flexlearn.runtime.arm.graph import ArmControllerGraph
 from flexlearn.runtime.fusion.estimator import FusedEstimator
 from flexlearn.runtime.fusion.graph import FusedEstimatorGraph
+from flexlearn.runtime.fusion.options import EstimatorSettings
 from flexlearn.runtime.manifest import UntrustedArtifactError, manifest_path
 from flexlearn.sim.arm_fault_stream import arm_fault_stream, static_arm_frame
 
@@ -141,10 +144,14 @@ def est_kw(curl_recording):
     return dict(soft_iron=soft_iron(curl_recording), full_scale=curl_recording.meta["full_scale"], fix_timeout=2.0)
 
 
+def _estimator(model, n_segments, soft_iron=None, **settings):
+    return FusedEstimator(model, EstimatorSettings(n_segments=n_segments, **settings), soft_iron=soft_iron)
+
+
 @pytest.fixture(scope="module")
 def est_reference(direction_model, curl_recording, est_kw):
     frames = list(estimator_stream(curl_recording))
-    est = FusedEstimator(direction_model, n_segments=9, **est_kw)
+    est = _estimator(direction_model, 9, **est_kw)
     return frames, run_estimator(frames, est.set_reference, est.attitude, est.magnetometer, tensors=False)
 
 
@@ -152,8 +159,12 @@ def est_reference(direction_model, curl_recording, est_kw):
 def bundle_files(direction_model, est_kw, tmp_path_factory, et):
     from flexlearn.runtime.deploy import build_bundle
 
-    bundle = build_bundle(direction_model, 9, soft_iron=est_kw["soft_iron"],
-                          estimator={k: v for k, v in est_kw.items() if k != "soft_iron"})
+    bundle = build_bundle(
+        direction_model,
+        9,
+        soft_iron=est_kw["soft_iron"],
+        estimator={k: v for k, v in est_kw.items() if k != "soft_iron"},
+    )
     paths = ee.export_bundle_programs(bundle, tmp_path_factory.mktemp("bundle") / "bundle", {"note": "test"})
     return {p.suffix: p for p in paths}
 
@@ -166,13 +177,15 @@ def test_export_blockers_of_the_torchscript_modules_are_named(direction_model):
     assert not arm["exportable"] and arm["where"].startswith("flexlearn/")
     assert "math.isfinite(t)" in arm["code"] or "float(torch.linalg.vector_norm" in arm["code"]
     assert arm["error"] in ("GuardOnDataDependentSymNode", "UserError")
-    est = FusedEstimator(direction_model, n_segments=3)
+    est = _estimator(direction_model, 3)
     q = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=F64).repeat(4, 1)
     att = ee.diagnose_export(ee.MethodOf(est, "attitude"), (torch.tensor(0.1, dtype=F64), q))
     assert not att["exportable"] and att["where"].startswith("flexlearn/runtime/fusion/estimator.py:")
     assert "self.t_att" in att["code"]
-    mag = ee.diagnose_export(ee.MethodOf(est, "magnetometer"),
-                             (torch.tensor(0.1, dtype=F64), torch.full((3, 3), 1e-5, dtype=F64), torch.tensor(-1)))
+    mag = ee.diagnose_export(
+        ee.MethodOf(est, "magnetometer"),
+        (torch.tensor(0.1, dtype=F64), torch.full((3, 3), 1e-5, dtype=F64), torch.tensor(-1)),
+    )
     assert not mag["exportable"] and "self.t_mag" in mag["code"]
     mag_args = (torch.tensor(0.1, dtype=F64), torch.full((3, 3), 1e-5, dtype=F64), torch.tensor(-1))
     sites = ee.export_blockers(ee.MethodOf(est, "magnetometer"), mag_args)
@@ -183,9 +196,9 @@ def test_export_blockers_of_the_torchscript_modules_are_named(direction_model):
 
 def test_graph_twins_refuse_what_they_do_not_cover(direction_model):
     with pytest.raises(ValueError, match="bias_model"):
-        FusedEstimatorGraph.from_estimator(FusedEstimator(direction_model, n_segments=3, bias_model="rotation"))
+        FusedEstimatorGraph.from_estimator(_estimator(direction_model, 3, bias_model="rotation"))
     with pytest.raises(ValueError, match="mode"):
-        FusedEstimatorGraph.from_estimator(FusedEstimator(direction_model, n_segments=3, mode="quat_only"))
+        FusedEstimatorGraph.from_estimator(_estimator(direction_model, 3, mode="quat_only"))
 
 
 # ------------------------------------------------------------------------------------------ direction model
@@ -205,20 +218,20 @@ def test_direction_model_parity_manifests_and_reproducibility(direction_model, t
     db = _db_stream()
     paths = ee.export_direction_model(direction_model, tmp_path / "direction")
     assert [p.suffix for p in paths] == [".pt2", ".pte"] and all(manifest_path(p).is_file() for p in paths)
-    ref = torch.cat([direction_model(db[i:i + 1]).detach() for i in range(len(db))])
+    ref = torch.cat([direction_model(db[i : i + 1]).detach() for i in range(len(db))])
     pt2, meta = ee.load_pt2(paths[0])
     prog = ee.load_pte(paths[1])
     fwd = prog.method("forward")
     got2 = pt2(db)
-    got3 = torch.cat([fwd(db[i:i + 1])[0] for i in range(len(db))])
+    got3 = torch.cat([fwd(db[i : i + 1])[0] for i in range(len(db))])
     assert meta["kind"] == prog.metadata["kind"] == "direction_model"
     for got in (got2, got3):
         assert float((got - ref).abs().max()) < TOL
-        assert torch.equal(got.norm(dim=-1) > 0.5, ref.norm(dim=-1) > 0.5)   # the zero rows are the same rows
+        assert torch.equal(got.norm(dim=-1) > 0.5, ref.norm(dim=-1) > 0.5)  # the zero rows are the same rows
     assert int((ref.norm(dim=-1) == 0).sum()) >= 20
     first = paths[1].read_bytes()
     ee.export_direction_model(direction_model, tmp_path / "direction")
-    assert paths[1].read_bytes() == first                                 # byte-reproducible
+    assert paths[1].read_bytes() == first  # byte-reproducible
     data = bytearray(first)
     data[-1] ^= 1
     paths[1].write_bytes(bytes(data))
@@ -236,6 +249,7 @@ def test_direction_model_parity_manifests_and_reproducibility(direction_model, t
 def test_float64_sums_keep_float64_precision_in_executorch(et):
     """ExecuTorch 1.5.1's portable sum over a dimension accumulates float64 in float32 (relative error ~1e-8);
     `to_pte_bytes` lowers it (and mv, which decomposes into it) so that float64 stays float64."""
+
     class Sums(torch.nn.Module):
         def forward(self, a: torch.Tensor, x: torch.Tensor):
             return a.sum(1), torch.mv(a, x), (a * 0.1).sum(0)
@@ -261,12 +275,12 @@ def test_arm_graph_equals_the_scripted_controller_bit_for_bit(tau_max):
     graph = ArmControllerGraph(ArmController.build(cfg))
     step = ee.ArmControllerStepper(graph, graph.n_imus)
     codes = set()
-    for (fr, t) in arm_stream():
+    for fr, t in arm_stream():
         a, b = ref(fr, t), step(fr, t)
         assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) and int(a[2]) == int(b[2])
         codes.add(int(a[2]))
     assert int(ref.fault_count) == int(graph.fault_count) and int(ref.steps) == int(graph.steps)
-    assert codes >= ({0, 1, 2, 4, 32} | ({8} if tau_max[0] < 1e4 else set()))     # torque limit on, then off
+    assert codes >= ({0, 1, 2, 4, 32} | ({8} if tau_max[0] < 1e4 else set()))  # torque limit on, then off
 
 
 def test_arm_controller_programs_match_within_tolerance(tmp_path, et):
@@ -284,15 +298,14 @@ def test_arm_controller_programs_match_within_tolerance(tmp_path, et):
             worst = max(worst, float((a[0] - b[0]).abs().max()), float((a[1] - b[1]).abs().max()))
         assert worst < TOL, (path.suffix, worst)
     with pytest.raises(Exception, match="kind"):
-        ee.load_arm_controller_program(next(iter(ee.export_direction_model(
-            torch.nn.Linear(3, 3), tmp_path / "lin"))))
+        ee.load_arm_controller_program(next(iter(ee.export_direction_model(torch.nn.Linear(3, 3), tmp_path / "lin"))))
 
 
 # ------------------------------------------------------------------------------------------ fused estimator
 def test_estimator_graph_equals_the_estimator(direction_model, est_kw, est_reference):
     """Eager twin against `FusedEstimator` over the faulty stream: same flags and corrections, points to 1e-12 m."""
     frames, ref = est_reference
-    graph = FusedEstimatorGraph.from_estimator(FusedEstimator(direction_model, n_segments=9, **est_kw))
+    graph = FusedEstimatorGraph.from_estimator(_estimator(direction_model, 9, **est_kw))
     got = run_estimator(frames, graph.set_reference, graph.attitude, graph.magnetometer, tensors=True)
     assert compare_estimator(ref, got) < 1e-12
     from flexlearn.runtime.fusion.flags import decode_flags
@@ -302,9 +315,17 @@ def test_estimator_graph_equals_the_estimator(direction_model, est_kw, est_refer
         if len(out) == 3:
             for v in out[2].tolist():
                 bits |= v
-    assert set(decode_flags(bits)) >= {"bad_quat", "stale_quat", "bad_mag", "repeated_mag", "time_order", "no_fix",
-                                      "no_reference", "clock_resync"}            # the stream's faults are seen
-    assert sum(int(out[0].sum()) for out in ref if len(out) == 1) > 20    # magnetic corrections applied
+    assert set(decode_flags(bits)) >= {
+        "bad_quat",
+        "stale_quat",
+        "bad_mag",
+        "repeated_mag",
+        "time_order",
+        "no_fix",
+        "no_reference",
+        "clock_resync",
+    }  # the stream's faults are seen
+    assert sum(int(out[0].sum()) for out in ref if len(out) == 1) > 20  # magnetic corrections applied
 
 
 @pytest.mark.parametrize("suffix", [".pt2", ".pte"])
@@ -383,8 +404,10 @@ def test_artefacts_run_under_an_aarch64_emulator(request, curl_recording, tmp_pa
     if qemu is None:
         pytest.skip("qemu-aarch64 not installed (apt-get install qemu-user)")
     if not py:
-        pytest.skip("no aarch64 Python with torch 2.13 + executorch 1.5: set FLEXLEARN_AARCH64_PYTHON (an arm64 "
-                    "root filesystem with requirements-pi.txt installed; see docs/raspberry_pi.md)")
+        pytest.skip(
+            "no aarch64 Python with torch 2.13 + executorch 1.5: set FLEXLEARN_AARCH64_PYTHON (an arm64 "
+            "root filesystem with requirements-pi.txt installed; see docs/raspberry_pi.md)"
+        )
     bundle_files = request.getfixturevalue("bundle_files")
     from flexlearn.replay.frames import write_frames_jsonl
 
@@ -400,10 +423,12 @@ def test_artefacts_run_under_an_aarch64_emulator(request, curl_recording, tmp_pa
         files.append(str(work / bundle_files[suffix].name))
     write_frames_jsonl(curl_recording, work / "frames.jsonl")
     (work / "smoke.py").write_text(SMOKE)
-    cmd = [qemu] + (["-L", os.environ["FLEXLEARN_AARCH64_SYSROOT"]] if os.environ.get("FLEXLEARN_AARCH64_SYSROOT")
-                    else []) + [py, str(work / "smoke.py"), str(work), *files]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=1800,
-                         env={**os.environ, "PYTHONNOUSERSITE": "1"})
+    cmd = (
+        [qemu]
+        + (["-L", os.environ["FLEXLEARN_AARCH64_SYSROOT"]] if os.environ.get("FLEXLEARN_AARCH64_SYSROOT") else [])
+        + [py, str(work / "smoke.py"), str(work), *files]
+    )
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env={**os.environ, "PYTHONNOUSERSITE": "1"})
     assert res.returncode == 0, res.stderr[-3000:]
     rows = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
     assert [r["machine"] for r in rows] == ["aarch64", "aarch64"]

@@ -1,4 +1,5 @@
 """Fused estimator (seed 002, III-B3/B4): scripting, geometry, sign convention, accuracy, robustness."""
+
 from __future__ import annotations
 
 import io
@@ -9,10 +10,20 @@ import pytest
 import torch
 
 from flexlearn.lie import matrix_to_quat, quat_multiply, rotation_between, so3_exp
-from flexlearn.runtime.fusion.estimator import FusedEstimator
-from flexlearn.runtime.fusion.flags import (BAD_MAG, BAD_QUAT, MAG_REJECTED, NO_FIX, NO_REFERENCE, REPEATED_MAG,
-                                            STALE_QUAT, TIME_ORDER, decode_flags)
 from flexlearn.replay import shapes as rs
+from flexlearn.runtime.fusion.estimator import FusedEstimator
+from flexlearn.runtime.fusion.flags import (
+    BAD_MAG,
+    BAD_QUAT,
+    MAG_REJECTED,
+    NO_FIX,
+    NO_REFERENCE,
+    REPEATED_MAG,
+    STALE_QUAT,
+    TIME_ORDER,
+    decode_flags,
+)
+from flexlearn.runtime.fusion.options import EstimatorSettings
 from flexlearn.sim import robot
 from flexlearn.sim import shape_scenarios as scenarios
 
@@ -22,7 +33,7 @@ Z3 = torch.zeros(3, dtype=F64)
 
 
 def _est(model, n=9, **kw):
-    e = FusedEstimator(model, n_segments=n, **kw)
+    e = FusedEstimator(model, EstimatorSettings(n_segments=n, **kw))
     e.set_reference(ID.repeat(n + 1, 1))
     return e
 
@@ -45,17 +56,17 @@ def test_straight_and_scripted_equal_eager(direction_model, curl_recording):
     eager = rs.build_estimator(rec, direction_model, script=False)
     loaded = _roundtrip(rs.build_estimator(rec, direction_model, script=False))
     pts_e, pts_s = rs.replay(rec, eager), rs.replay(rec, loaded)
-    assert np.abs(pts_e - pts_s).max() < 1e-9           # [m]; TorchScript may reorder float ops
+    assert np.abs(pts_e - pts_s).max() < 1e-9  # [m]; TorchScript may reorder float ops
     straight = np.arange(10)[:, None] * 0.029 * np.array([0.0, 0.0, -1.0])
     assert np.allclose(pts_e[0], straight, atol=2e-4)
-    assert eager.n_fixes.min() >= 3                       # every segment got magnetic fixes
+    assert eager.n_fixes.min() >= 3  # every segment got magnetic fixes
     assert torch.allclose(eager.bias, loaded.bias, atol=1e-9, rtol=0)
 
 
 def test_sign_convention(direction_model):
     """M = I − 2eeᵀ maps f (parent axis in the child frame) to +u; the seed's 2eeᵀ − I would give −u."""
     db, label = robot.rig_pairs(20, math.radians(25.0), seed=3)
-    u_true = label * np.array([1.0, 1.0, -1.0])               # u = (I − 2eeᵀ) label for a no-twist joint
+    u_true = label * np.array([1.0, 1.0, -1.0])  # u = (I − 2eeᵀ) label for a no-twist joint
     est = _est(direction_model, n=1, mode="mag_only")
     for k in range(20):
         assert est.correct(1, torch.from_numpy(db[k]), float(k))
@@ -76,7 +87,7 @@ def test_eight_modules_height(direction_model):
     est = _est(direction_model, n=8)
     r = so3_exp(torch.tensor([0.3, 0.0, 0.0], dtype=F64))
     q = ID.repeat(9, 1)
-    q[1:] = matrix_to_quat(r)                 # every module tilted 0.3 rad: û = R e
+    q[1:] = matrix_to_quat(r)  # every module tilted 0.3 rad: û = R e
     pts, h, fl = _finite(est.attitude(0.1, q))
     u = r @ torch.tensor([0.0, 0.0, -1.0], dtype=F64)
     assert torch.allclose(h, 0.029 * 8 * (1 + u[2]), atol=1e-4)
@@ -124,13 +135,13 @@ def test_segments_without_a_fix_are_flagged_after_the_timeout(direction_model, s
     def no_fix(t):
         return [bool(f & NO_FIX) for f in _finite(est.attitude(t, q))[2].tolist()]
 
-    assert all(no_fix(0.1))                                      # no fix yet
+    assert all(no_fix(0.1))  # no fix yet
     assert est.correct(3, db, 0.2) and est.correct(5, db, 0.7)  # fixes on segments 2 and 4
     flags = no_fix(0.3)
     assert not flags[2] and flags[4] is False and sum(flags) == 7
-    assert sum(no_fix(1.1)) == 7                                 # before either deadline
-    assert no_fix(1.25)[2] and not no_fix(1.26)[4]               # segment 2 timed out (0.2 + 1.0), 4 not yet
-    assert all(no_fix(1.75))                                     # both timed out
+    assert sum(no_fix(1.1)) == 7  # before either deadline
+    assert no_fix(1.25)[2] and not no_fix(1.26)[4]  # segment 2 timed out (0.2 + 1.0), 4 not yet
+    assert all(no_fix(1.75))  # both timed out
     assert est.correct(3, db, 1.8)
     assert not no_fix(1.85)[2]
 
@@ -192,7 +203,7 @@ def test_saturated_and_nonfinite_readings(direction_model):
     est = _est(direction_model)
     est.attitude(0.0, ID.repeat(10, 1))
     m = base.clone()
-    m[1, 0] = 1.3e-3                       # clipped at full scale
+    m[1, 0] = 1.3e-3  # clipped at full scale
     m[2] = float("nan")
     m[3, 2] = -float("inf")
     est.magnetometer(0.01, m, -1)
@@ -210,7 +221,7 @@ def test_fuzz_never_nan(direction_model):
     est = torch.jit.script(_est(direction_model))
     g = np.random.default_rng(0)
     t = 0.0
-    for k in range(400):
+    for _ in range(400):
         t += g.choice([0.003, 0.0, -0.01, 0.06])
         q = torch.from_numpy(g.normal(size=(10, 4)))
         q = q / q.norm(dim=-1, keepdim=True)
@@ -231,10 +242,10 @@ def test_fusion_corrects_heading_drift(direction_model, bias_model):
 
     rec = simulate_robot(scenarios.scenario("static_hold", seed=2), 45.0)
     sign = np.where(np.arange(10) % 2 == 0, 1.0, -1.0)
-    psi = np.radians(0.6) * np.clip(rec.att_t - 6.0, 0.0, None)[:, None] * sign          # (K, N+1)
-    half = np.stack([np.cos(psi / 2), 0 * psi, 0 * psi, np.sin(psi / 2)], -1)             # Rz(ψ) as quaternions
+    psi = np.radians(0.6) * np.clip(rec.att_t - 6.0, 0.0, None)[:, None] * sign  # (K, N+1)
+    half = np.stack([np.cos(psi / 2), 0 * psi, 0 * psi, np.sin(psi / 2)], -1)  # Rz(ψ) as quaternions
     q = torch.from_numpy(rec.quats)
-    rec.quats = quat_multiply(torch.from_numpy(half), q).numpy()                         # world-frame drift
+    rec.quats = quat_multiply(torch.from_numpy(half), q).numpy()  # world-frame drift
     late = rec.att_t > 30.0
     err = {}
     for m in ("fusion", "quat_only"):
@@ -249,8 +260,11 @@ def test_alignment_window_reduces_error_with_mount_misalignment(direction_model)
     """Receiver alignment A_i fitted on the first 45 s (seed 002, III-B3) helps when mounts are off by 4°."""
     from flexlearn.sim.robot import RobotBlock, RobotConfig, simulate_robot
 
-    rec = simulate_robot(scenarios.scenario("3d_hand", seed=0), 90.0,
-                         RobotConfig(seed=3, robot=RobotBlock(mount_misalignment=math.radians(4.0))))
+    rec = simulate_robot(
+        scenarios.scenario("3d_hand", seed=0),
+        90.0,
+        RobotConfig(seed=3, robot=RobotBlock(mount_misalignment=math.radians(4.0))),
+    )
     plain = rs.errors(rs.replay(rec, rs.build_estimator(rec, direction_model)), rec)
     aligned = rs.errors(rs.replay(rec, rs.build_estimator(rec, direction_model, align_window=45.0)), rec)
     assert aligned["backbone_rmse_mm"] < plain["backbone_rmse_mm"]
@@ -266,7 +280,7 @@ class _UnitDirection(torch.nn.Module):
 def _tilted_pair_with_drift(**kw):
     """Two segments tilted 30° about x whose IMUs share a 10° heading drift about z, after one attitude sweep:
     (estimator, tilt (3, 3), quaternions (3, 4))."""
-    est = FusedEstimator(_UnitDirection(), n_segments=2, **kw)
+    est = FusedEstimator(_UnitDirection(), EstimatorSettings(n_segments=2, **kw))
     est.set_reference(ID.repeat(3, 1))
     tilt = so3_exp(torch.tensor([math.radians(30.0), 0.0, 0.0], dtype=F64))
     drift = so3_exp(torch.tensor([0.0, 0.0, math.radians(10.0)], dtype=F64))
@@ -284,8 +298,8 @@ def test_parent_correction_carries_children(bias_model):
     IMUs drift independently) corrects segment 2 with joint 2's fix, which sees it in line with its corrected
     parent. The seed's rotation bias leaves segment 2 wrong after joint 1's fix (relative to the drifted parent)."""
     est, tilt, q = _tilted_pair_with_drift(p0=1.0, sigma_m=0.01, bias_model=bias_model)
-    est.magnetometer(0.2, torch.full((2, 3), 1e-5, dtype=F64), 0)          # coil 0 on: snapshot at activation
-    label = tilt.T @ torch.tensor([0.0, 0.0, 1.0], dtype=F64)            # parent axis in the child frame
+    est.magnetometer(0.2, torch.full((2, 3), 1e-5, dtype=F64), 0)  # coil 0 on: snapshot at activation
+    label = tilt.T @ torch.tensor([0.0, 0.0, 1.0], dtype=F64)  # parent axis in the child frame
     u_true = tilt @ torch.tensor([0.0, 0.0, -1.0], dtype=F64)
 
     def errors():
@@ -294,17 +308,18 @@ def test_parent_correction_carries_children(bias_model):
     assert est.correct(1, 1e-4 * label, 0.3)
     _, h, _ = est.attitude(0.4, q)
     err = errors()
-    assert err[0] < 0.5                                                   # segment 1 corrected by its own fix
+    assert err[0] < 0.5  # segment 1 corrected by its own fix
     if bias_model == "rotation":
         assert err[1] > 4.0
         return
     if bias_model == "heading_walk":
-        assert err[1] < 0.5                                              # carried along with its parent
-    assert est.correct(2, 1e-4 * torch.tensor([0.0, 0.0, 1.0], dtype=F64), 0.5)   # joint 2: in line
+        assert err[1] < 0.5  # carried along with its parent
+    assert est.correct(2, 1e-4 * torch.tensor([0.0, 0.0, 1.0], dtype=F64), 0.5)  # joint 2: in line
     _, h, _ = est.attitude(0.6, q)
     err = errors()
     assert err[0] < 0.5 and err[1] < 0.5
-    assert abs(float(h) - 2 * 0.029 * (1 + float(u_true[2]))) < 1e-9     # heading corrections keep the height
+    assert abs(float(h) - 2 * 0.029 * (1 + float(u_true[2]))) < 1e-9  # heading corrections keep the height
+
 
 def test_heading_filter_learns_drift_rate():
     """Drift ∝ travel is a ramp: the rate states learn it, so the prediction between fixes follows the drift;
@@ -312,7 +327,7 @@ def test_heading_filter_learns_drift_rate():
     from flexlearn.runtime.fusion.heading_filter import HeadingDriftFilter
 
     g = np.random.default_rng(0)
-    rho = torch.tensor([0.008, -0.006], dtype=F64)                  # drift per rad of travel, modules 1, 2
+    rho = torch.tensor([0.008, -0.006], dtype=F64)  # drift per rad of travel, modules 1, 2
     lag = {}
     for kappa in (0.0065, 0.0):
         f = HeadingDriftFilter(2, p0=3e-4, kappa=kappa, sigma_b=3e-4)
@@ -321,12 +336,12 @@ def test_heading_filter_learns_drift_rate():
         for k in range(60):
             travel = travel + torch.tensor([0.4, 0.6], dtype=F64)
             f.predict(travel, 3.0 * k)
-            truth = -rho * travel                                    # correction = −drift
-            errs.append(float((f.theta() - truth).abs().max()))     # prediction error before the fix
+            truth = -rho * travel  # correction = −drift
+            errs.append(float((f.theta() - truth).abs().max()))  # prediction error before the fix
             j = k % 2
             rel = truth[j] - (truth[j - 1] if j else 0.0)
             est = f.theta()[j] - (f.theta()[j - 1] if j else 0.0)
-            f.update(j, float(rel - est) + float(g.normal(0.0, 0.01)), 0.03 ** 2, Z3)
+            f.update(j, float(rel - est) + float(g.normal(0.0, 0.01)), 0.03**2, Z3)
         lag[kappa] = max(errs[-10:])
         if kappa > 0:
             assert torch.allclose(f.x[2:4], -rho, atol=1.5e-3), f.x
@@ -340,13 +355,13 @@ def test_heading_gate_rejects_one_outlier_then_accepts():
 
     f = HeadingDriftFilter(3, p0=1e-4, kappa=0.0, sigma_b=0.0, gate=3.0)
     f.predict(torch.zeros(3, dtype=F64), 0.0)
-    assert f.update(1, 0.02, 1e-4, Z3)                               # y² / S = 4e-4 / 3e-4: inside the gate
+    assert f.update(1, 0.02, 1e-4, Z3)  # y² / S = 4e-4 / 3e-4: inside the gate
     x = f.x.clone()
-    assert not f.update(1, 0.5, 1e-4, Z3)                            # 0.25 / S ≫ 9: outlier
+    assert not f.update(1, 0.5, 1e-4, Z3)  # 0.25 / S ≫ 9: outlier
     assert torch.equal(f.x, x) and float(f.last_nis[1]) > 9.0
-    assert f.update(1, 0.5, 1e-4, Z3)                                # persistent: accepted
+    assert f.update(1, 0.5, 1e-4, Z3)  # persistent: accepted
     assert float(f.x[1] - f.x[0]) > 0.2
-    assert HeadingDriftFilter(3, 1e-4, 0.0, 0.0, gate=0.0).update(0, 10.0, 1e-6, Z3)   # gate 0: no gate
+    assert HeadingDriftFilter(3, 1e-4, 0.0, 0.0, gate=0.0).update(0, 10.0, 1e-6, Z3)  # gate 0: no gate
 
 
 def test_estimator_flags_gated_fix(direction_model):
@@ -354,7 +369,7 @@ def test_estimator_flags_gated_fix(direction_model):
     est, tilt, q = _tilted_pair_with_drift(p0=1e-6, sigma_m=0.01, travel_noise=0.0)
     label = tilt.T @ torch.tensor([0.0, 0.0, 1.0], dtype=F64)
     m_off = torch.full((2, 3), 1e-5, dtype=F64)
-    for k, expect in enumerate((False, True)):                        # 10° jump vs a prior of 0.06°
+    for k, expect in enumerate((False, True)):  # 10° jump vs a prior of 0.06°
         t0 = 0.2 + k
         est.magnetometer(t0, m_off + 1e-9 * k, -1)
         est.magnetometer(t0 + 0.003, m_off + 2e-9 + 1e-9 * k, -1)  # baseline samples (fresh conversions)
@@ -366,7 +381,7 @@ def test_estimator_flags_gated_fix(direction_model):
         if not expect:
             assert float(est.rel_c.abs().max()) == 0.0
             assert int(est.flags[0]) & MAG_REJECTED or int(est.base_flags[0]) & MAG_REJECTED
-    assert float(est.rel_c[0]) < 0.0                                  # accepted: moves toward −10° (small gain)
+    assert float(est.rel_c[0]) < 0.0  # accepted: moves toward −10° (small gain)
 
 
 def test_heading_filter_separates_receiver_misalignment():
@@ -382,11 +397,11 @@ def test_heading_filter_separates_receiver_misalignment():
         f = HeadingDriftFilter(1, p0=3e-4, kappa=0.0065, sigma_b=3e-4, sigma_align=sig)
         for k in range(200):
             f.predict(torch.full((1,), 0.1 * k, dtype=F64), 2.7 * k)
-            s = 0.08 + 0.5 * (1.0 + math.sin(0.37 * k))                 # sin tilt 0.08 … 1.08 over the cycle
+            s = 0.08 + 0.5 * (1.0 + math.sin(0.37 * k))  # sin tilt 0.08 … 1.08 over the cycle
             az = 0.3 * math.sin(0.11 * k)
             w = torch.tensor([math.sin(az), math.cos(az), 0.0], dtype=F64) / s
             y = float(w @ delta) + float(g.normal(0.0, 0.01)) / s - float(f.theta()[0])
-            f.update(0, y, 0.03 ** 2 / s ** 2, w)
+            f.update(0, y, 0.03**2 / s**2, w)
         final[sig] = abs(math.degrees(float(f.theta()[0])))
         if sig > 0:
             assert abs(math.degrees(float(f.misalignment()[0, 1])) - 1.5) < 0.3

@@ -1,4 +1,5 @@
 """Per-fix σ_m and rejection of the fused estimator (`flexlearn.runtime.fusion.confidence`)."""
+
 from __future__ import annotations
 
 import io
@@ -9,11 +10,12 @@ import pytest
 import torch
 
 from flexlearn.replay import shapes as rs
-from flexlearn.runtime.deploy import BundleConfigError, export_deploy_bundle, load_bundle
-from flexlearn.runtime.fusion.estimator import FusedEstimator
+from flexlearn.runtime.deploy import BundleConfigError, BundleOptions, export_deploy_bundle, load_bundle
 from flexlearn.runtime.fusion.confidence import BendConfidence, build_confidence
+from flexlearn.runtime.fusion.estimator import FusedEstimator
 from flexlearn.runtime.fusion.flags import LOW_CONFIDENCE, MAG_REJECTED, decode_flags
 from flexlearn.runtime.fusion.graph import FusedEstimatorGraph
+from flexlearn.runtime.fusion.options import EstimatorSettings
 
 F64 = torch.float64
 ID = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=F64)
@@ -28,15 +30,18 @@ def _tilted(deg: float) -> torch.Tensor:
 def test_bend_confidence_equation():
     """σ_m² = σ₀² + (g (β − β_c))² past the cap, σ₀² below; β = max(model bend, quaternion bend); rejection by bend
     past cap + margin and by the field-magnitude bounds."""
-    s0 = 0.03 ** 2
-    c = torch.jit.script(BendConfidence(s0, cap=math.radians(30.0), growth=0.5, margin=math.radians(10.0),
-                                        field_min=1e-5, field_max=1e-3))
+    s0 = 0.03**2
+    c = torch.jit.script(
+        BendConfidence(
+            s0, cap=math.radians(30.0), growth=0.5, margin=math.radians(10.0), field_min=1e-5, field_max=1e-3
+        )
+    )
     x = torch.tensor([0.0, 0.0, 1e-4], dtype=F64)
-    s2, rej = c(x, 3.0 * _tilted(20.0), -1.0)                   # below the cap: σ₀ (scale of f irrelevant)
+    s2, rej = c(x, 3.0 * _tilted(20.0), -1.0)  # below the cap: σ₀ (scale of f irrelevant)
     assert s2 == s0 and not rej
     s2, rej = c(x, _tilted(36.0), -1.0)
     assert s2 == pytest.approx(s0 + (0.5 * math.radians(6.0)) ** 2, rel=1e-9) and not rej
-    s2, rej = c(x, _tilted(25.0), math.radians(36.0))           # the quaternions see the larger bend
+    s2, rej = c(x, _tilted(25.0), math.radians(36.0))  # the quaternions see the larger bend
     assert s2 == pytest.approx(s0 + (0.5 * math.radians(6.0)) ** 2, rel=1e-9) and not rej
     assert c(x, _tilted(41.0), -1.0)[1] and not c(x, _tilted(39.0), -1.0)[1]
     assert c(1e-6 * x, _tilted(10.0), -1.0)[1] and c(20.0 * x, _tilted(10.0), -1.0)[1]
@@ -68,8 +73,9 @@ def test_neutral_source_is_bitwise_the_old_estimator_and_large_sigma_weakens_fix
     ref = rs.replay(rec, const)
     neutral = rs.build_estimator(rec, direction_model, script=False, confidence={"kind": "bend", "growth": 0.0})
     assert np.array_equal(rs.replay(rec, neutral), ref)
-    weak = rs.build_estimator(rec, direction_model, script=False,
-                              confidence={"kind": "bend", "cap": 1e-3, "growth": 50.0})
+    weak = rs.build_estimator(
+        rec, direction_model, script=False, confidence={"kind": "bend", "cap": 1e-3, "growth": 50.0}
+    )
     rs.replay(rec, weak)
     assert int(const.n_fixes.min()) >= 2 and int(weak.n_fixes.sum()) == int(const.n_fixes.sum())
     assert int(weak.n_low_confidence.sum()) == 0 and float(weak.last_sigma_m.max()) > 0.5
@@ -98,8 +104,8 @@ class _Echo(torch.nn.Module):
 def test_rejected_fix_is_flagged_and_changes_nothing(scripted):
     """A fix bent past cap + margin is dropped before it counts (no fix, state unchanged) and flagged
     MAG_REJECTED | LOW_CONFIDENCE; a fix within the margin is applied with its inflated σ_m."""
-    est = FusedEstimator(_Echo(), n_segments=2, confidence={"kind": "bend", "cap": math.radians(30.0),
-                                                            "growth": 0.5, "margin": math.radians(5.0)})
+    conf = {"kind": "bend", "cap": math.radians(30.0), "growth": 0.5, "margin": math.radians(5.0)}
+    est = FusedEstimator(_Echo(), EstimatorSettings(n_segments=2, confidence=conf))
     if scripted:
         buf = io.BytesIO()
         torch.jit.save(torch.jit.script(est), buf)
@@ -113,7 +119,7 @@ def test_rejected_fix_is_flagged_and_changes_nothing(scripted):
     assert fl & MAG_REJECTED and fl & LOW_CONFIDENCE and "low_confidence" in decode_flags(fl)
     applied = _pulse(est, 1.2, _tilted(33.0))
     assert bool(applied[0]) and int(est.n_fixes[0]) == 1
-    expect = math.sqrt(0.03 ** 2 + (0.5 * math.radians(3.0)) ** 2)     # the samples' 1e-9 T offsets tilt ΔB by ~1e-5
+    expect = math.sqrt(0.03**2 + (0.5 * math.radians(3.0)) ** 2)  # the samples' 1e-9 T offsets tilt ΔB by ~1e-5
     assert float(est.last_sigma_m[0]) == pytest.approx(expect, rel=1e-4)
     assert not int(est.attitude(1.3, ID.repeat(3, 1))[2][0]) & LOW_CONFIDENCE
 
@@ -123,21 +129,24 @@ def test_bundle_records_confidence_and_graph_refuses(tmp_path):
     the branch-free graph (ExecuTorch path) refuses a per-fix source with a message naming it."""
     conf = {"kind": "bend", "cap": 0.5, "growth": 0.3, "margin": None}
     model = _Echo()
-    out = export_deploy_bundle(model, tmp_path / "b.pt", n_segments=2, calibration="identity",
-                               estimator={"confidence": conf})
+    out = export_deploy_bundle(
+        model, tmp_path / "b.pt", BundleOptions(n_segments=2, calibration="identity", estimator={"confidence": conf})
+    )
     module, meta = load_bundle(out)
     assert meta["estimator"]["confidence"] == conf
     module.set_reference(ID.repeat(3, 1))
     assert torch.isfinite(module.attitude(0.1, ID.repeat(3, 1))[0]).all()
-    assert bool(_pulse(module, 0.2, _tilted(20.0))[0])                  # a fix through the bundle's source
-    plain = export_deploy_bundle(model, tmp_path / "c.pt", n_segments=2, calibration="identity")
+    assert bool(_pulse(module, 0.2, _tilted(20.0))[0])  # a fix through the bundle's source
+    plain = export_deploy_bundle(model, tmp_path / "c.pt", BundleOptions(n_segments=2, calibration="identity"))
     assert load_bundle(plain)[1]["estimator"]["confidence"] is None
     with pytest.raises(BundleConfigError, match=r"bundle\.estimator\.confidence.*'growth'"):
-        export_deploy_bundle(model, tmp_path / "d.pt", n_segments=2, calibration="identity",
-                             estimator={"confidence": {"kind": "bend", "growth": "steep"}})
+        bad = {"confidence": {"kind": "bend", "growth": "steep"}}
+        export_deploy_bundle(
+            model, tmp_path / "d.pt", BundleOptions(n_segments=2, calibration="identity", estimator=bad)
+        )
     assert not (tmp_path / "d.pt").exists()
     with pytest.raises(ValueError, match="confidence"):
-        FusedEstimatorGraph.from_estimator(FusedEstimator(model, n_segments=2, confidence=conf))
+        FusedEstimatorGraph.from_estimator(FusedEstimator(model, EstimatorSettings(n_segments=2, confidence=conf)))
 
 
 @pytest.mark.slow
@@ -148,7 +157,8 @@ def test_confidence_study_of_the_reproduction_script(direction_model):
     from pathlib import Path
 
     spec = importlib.util.spec_from_file_location(
-        "repro", Path(__file__).resolve().parents[2] / "scripts" / "reproduce_seed002_table1.py")
+        "repro", Path(__file__).resolve().parents[2] / "scripts" / "reproduce_seed002_table1.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     out = mod.confidence_study(direction_model, 6.0, 1, 0, growth=0.3, margin_deg=10.0, curl_max_deg=50.0)

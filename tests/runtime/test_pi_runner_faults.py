@@ -1,5 +1,6 @@
 """Hostile inputs to the torch-only Pi runner (scripts/pi_runner.py): bad lines, NaN targets and times, clock jumps
 under --realtime, unbounded statistics, and the integrity manifest of the bundle. Each test reproduces one defect."""
+
 from __future__ import annotations
 
 import gc
@@ -59,8 +60,10 @@ def _att(t):
 
 def _strict(text: str):
     """json.loads that refuses NaN / Infinity (what a standard JSON reader does)."""
+
     def bad(name):
         raise ValueError(f"invalid JSON constant {name}")
+
     return json.loads(text, parse_constant=bad)
 
 
@@ -75,14 +78,14 @@ def _main(runner, capsys, tmp_path, bundle, lines, *args):
 
 
 BAD_LINES = [
-    b'{"type": "mag", "t": 0.5, "coil": 1e999, "m": [[0, 0, 0], [0, 0, 0]]}',   # number outside float64
+    b'{"type": "mag", "t": 0.5, "coil": 1e999, "m": [[0, 0, 0], [0, 0, 0]]}',  # number outside float64
     b'{"type": "att", "t": 0.5, "q": [[1e999, 0, 0, 0], [1, 0, 0, 0], [1, 0, 0, 0]]}',
     b'{"type": "att", "t": ' + b"9" * 400 + b', "q": [[1, 0, 0, 0], [1, 0, 0, 0], [1, 0, 0, 0]]}',
-    b'{"type": "att", "t": 0.5, "q": [[' + b"9" * 400 + b', 0, 0, 0], [1, 0, 0, 0], [1, 0, 0, 0]]}',
-    b"[" * 100_000 + b"]" * 100_000,                                          # nested 100 000 deep
-    b'{"type": "att", "t": 0.5, "q": "\xff\xfe"}',                            # not UTF-8
+    b'{"type": "att", "t": 0.5, "q": [[' + b"9" * 400 + b", 0, 0, 0], [1, 0, 0, 0], [1, 0, 0, 0]]}",
+    b"[" * 100_000 + b"]" * 100_000,  # nested 100 000 deep
+    b'{"type": "att", "t": 0.5, "q": "\xff\xfe"}',  # not UTF-8
     b'{"type": "att", "t": Infinity, "q": [[1, 0, 0, 0], [1, 0, 0, 0], [1, 0, 0, 0]]}',
-    b'{"type": "att", "t": 0.5, "q": "abcd"}',                                # wrong types and shapes
+    b'{"type": "att", "t": 0.5, "q": "abcd"}',  # wrong types and shapes
     b'{"type": "att", "t": 0.5, "q": [[1, 0, 0, 0], [1, 0, 0, 0]]}',
     b'{"type": "att", "t": 0.5, "q": [[1, 0, 0], [1, 0, 0, 0], [1, 0, 0, 0]]}',
     b'{"type": "att", "t": 0.5, "q": [[[1], 0, 0, 0], [1, 0, 0, 0], [1, 0, 0, 0]]}',
@@ -92,9 +95,9 @@ BAD_LINES = [
     b'{"type": "att", "q": [[1, 0, 0, 0], [1, 0, 0, 0], [1, 0, 0, 0]]}',
     b'{"type": "target", "t": 0.5, "h": "high"}',
     b'{"type": ["att"], "t": 0.5}',
-    b'[1, 2, 3]',
+    b"[1, 2, 3]",
     b"not json",
-    b'{"type": "att", "t": 0.5, "q": [' + b"0.1, " * 300_000 + b"0]}",         # a line over 1 MiB
+    b'{"type": "att", "t": 0.5, "q": [' + b"0.1, " * 300_000 + b"0]}",  # a line over 1 MiB
 ]
 
 
@@ -111,7 +114,7 @@ def test_bad_lines_are_skipped_and_counted_never_fatal(runner, capsys, tmp_path,
     assert counts["att"] == len(recs) == len(BAD_LINES) + 1
     assert {"number_out_of_range", "too_deep", "not_utf8", "field_q", "too_long"} <= set(counts["bad_reasons"])
     named = [x for x in err if "skipped" in x]
-    assert len(named) == 10 and "outside float64" in named[0]       # the first ones are named on stderr
+    assert len(named) == 10 and "outside float64" in named[0]  # the first ones are named on stderr
 
 
 def test_fuzzed_lines_never_stop_the_runner(runner, capsys, tmp_path, bundle):
@@ -128,7 +131,7 @@ def test_fuzzed_lines_never_stop_the_runner(runner, capsys, tmp_path, bundle):
             elif op < 0.75:
                 del b[i:]
             else:
-                b[i:i] = b[i:i + rng.randint(1, 8)]
+                b[i:i] = b[i : i + rng.randint(1, 8)]
         lines.append(bytes(b).replace(b"\n", b" "))
     rc, recs, err = _main(runner, capsys, tmp_path, bundle, lines)
     counts = json.loads(err[-1])
@@ -146,19 +149,23 @@ def test_nan_target_never_reaches_the_spool(runner, capsys, tmp_path, bundle):
             lines.append(b'{"type": "target", "t": 3.0, "h": NaN}')
     rc, recs, err = _main(runner, capsys, tmp_path, bundle, lines, "--control")
     assert rc == 0 and len(recs) == 79
-    assert all(isinstance(r["v"], float) and math.isfinite(r["v"]) for r in recs)   # strict JSON: no NaN
-    assert any(r["v"] > 0.0 for r in recs[50:])                      # still controlling on the last valid target
+    assert all(isinstance(r["v"], float) and math.isfinite(r["v"]) for r in recs)  # strict JSON: no NaN
+    assert any(r["v"] > 0.0 for r in recs[50:])  # still controlling on the last valid target
     counts = json.loads(err[-1])
     assert counts["bad_target"] == 1 and any("target" in x and "refused" in x for x in err)
 
 
 def test_output_is_valid_json_for_a_missing_time(runner, capsys, tmp_path, bundle):
     """A NaN frame time used to be written as "t": NaN (not JSON)."""
-    lines = [_line(type="ref", t=0.0, q=Q), _att(0.06), b'{"type": "att", "t": NaN, "q": ' + json.dumps(Q).encode()
-             + b"}", _att(0.12)]
+    lines = [
+        _line(type="ref", t=0.0, q=Q),
+        _att(0.06),
+        b'{"type": "att", "t": NaN, "q": ' + json.dumps(Q).encode() + b"}",
+        _att(0.12),
+    ]
     rc, recs, _ = _main(runner, capsys, tmp_path, bundle, lines)
     assert rc == 0 and [r["t"] for r in recs] == [0.06, None, 0.12]
-    assert all(f & 16 for f in recs[1]["flags"])                    # TIME_ORDER: the frame was not used
+    assert all(f & 16 for f in recs[1]["flags"])  # TIME_ORDER: the frame was not used
 
 
 def test_realtime_pacing_caps_a_forward_jump(runner, monkeypatch):
@@ -175,7 +182,7 @@ def test_realtime_pacing_caps_a_forward_jump(runner, monkeypatch):
     frames = [{"type": "att", "t": t} for t in (0.0, 0.06, 0.12, 1e6, 1e6 + 0.06, 1e6 + 0.12, 5.0, 5.06)]
     assert list(runner.paced(iter(frames), True)) == frames
     assert max(sleeps) <= 1.0 and sum(sleeps) < 1.5
-    assert sleeps[-1] == pytest.approx(0.06)                         # paced again after each jump
+    assert sleeps[-1] == pytest.approx(0.06)  # paced again after each jump
 
 
 def test_latency_statistics_are_bounded(runner, tmp_path, bundle):
@@ -183,7 +190,7 @@ def test_latency_statistics_are_bounded(runner, tmp_path, bundle):
     collection, 3,200 frames apart: the frames in flight, the JSON decoder's scanners and the output file's buffer
     differ between any two probes by up to ≈ 35 kB (measured), bounded noise beside the ≈ 118 kB such a leak adds."""
 
-    class Source:                                                   # lines made on demand; memory probed
+    class Source:  # lines made on demand; memory probed
         def __init__(self, n):
             self.n, self.k, self.mem = n, 0, {}
 
@@ -206,7 +213,7 @@ def test_latency_statistics_are_bounded(runner, tmp_path, bundle):
     finally:
         tracemalloc.stop()
     assert counts["att"] == 3999
-    assert src.mem[3600] - src.mem[400] < 60_000                    # bytes over 3200 frames
+    assert src.mem[3600] - src.mem[400] < 60_000  # bytes over 3200 frames
 
 
 def test_latency_statistics_quantiles(runner):
@@ -233,7 +240,7 @@ def test_bundle_without_valid_manifest_is_refused(runner, capsys, tmp_path, bund
     shutil.copy(bundle, swapped)
     _write_manifest(swapped)
     with open(swapped, "ab") as f:
-        f.write(b"\0")                                              # changed after export
+        f.write(b"\0")  # changed after export
     rc, _, err = _main(runner, capsys, tmp_path, swapped, lines)
     assert rc == 2 and len(err) == 1 and "swapped.pt" in err[0] and "SHA-256" in err[0]
     rc, recs, err = _main(runner, capsys, tmp_path, bare, lines, "--trust-unverified")
@@ -250,14 +257,18 @@ def test_an_output_that_is_an_input_is_refused_before_it_is_truncated(runner, ca
     log.write_bytes(_line(type="ref", t=0.0, q=Q) + b"\n" + _att(0.06) + b"\n")
     (tmp_path / "link.jsonl").hardlink_to(log)
     before = {p: p.read_bytes() for p in (log, bundle, manifest_path(bundle))}
-    for out, named in ((log, "--log"), (tmp_path / "sub" / ".." / "frames.jsonl", "--log"),
-                       (tmp_path / "link.jsonl", "--log"), (bundle, "the bundle"),
-                       (manifest_path(bundle), "the bundle's manifest")):
+    for out, named in (
+        (log, "--log"),
+        (tmp_path / "sub" / ".." / "frames.jsonl", "--log"),
+        (tmp_path / "link.jsonl", "--log"),
+        (bundle, "the bundle"),
+        (manifest_path(bundle), "the bundle's manifest"),
+    ):
         rc = runner.main([str(bundle), "--log", str(log), "--out", str(out)])
         err = capsys.readouterr().err.strip().splitlines()
         assert rc == 2 and len(err) == 1 and named in err[0] and "choose another output" in err[0], err
     assert all(p.read_bytes() == b for p, b in before.items())
-    for out in (tmp_path, tmp_path / "no_such_folder" / "o.jsonl"):        # tracebacks before: IsADirectory, NotFound
+    for out in (tmp_path, tmp_path / "no_such_folder" / "o.jsonl"):  # tracebacks before: IsADirectory, NotFound
         rc = runner.main([str(bundle), "--log", str(log), "--out", str(out)])
         err = capsys.readouterr().err.strip().splitlines()
         assert rc == 2 and len(err) == 1 and "does not exist" in err[0], err

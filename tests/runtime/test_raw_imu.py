@@ -1,5 +1,6 @@
 """Raw-IMU front end (`flexlearn.runtime.fusion.raw_imu`): the fused estimate from gyro + accelerometer streams is close
 to the one from quaternions, on a simulated robot; scripting and saving carry the filter states."""
+
 from __future__ import annotations
 
 import io
@@ -10,6 +11,7 @@ import torch
 
 from flexlearn.models.direction_mlp import DirectionMLP
 from flexlearn.runtime.fusion.estimator import FusedEstimator
+from flexlearn.runtime.fusion.options import EstimatorSettings
 from flexlearn.runtime.fusion.raw_imu import RawImuAttitude, RawImuEstimator
 from flexlearn.sim import shape_scenarios as scenarios
 from flexlearn.sim.numpy_lie import exp_so3, log_so3, quat_of
@@ -27,15 +29,19 @@ def _stream(seconds: float = 25.0, seed: int = 0) -> dict:
     t = np.arange(int(seconds * RATE) + 1) / RATE
     bend, twist, scale = scenarios.scenario("3d_hand", n=N, seed=seed)(np.maximum(t - STILL, 0.0))
     rot, _, _, pts = forward_kinematics(bend, twist, scale, 0.029)
-    w = log_so3(np.swapaxes(rot[:-1], -1, -2) @ rot[1:]) * RATE            # body rate over each step
+    w = log_so3(np.swapaxes(rot[:-1], -1, -2) @ rot[1:]) * RATE  # body rate over each step
     rot, pts, t = rot[1:], pts[1:], t[1:]
     acc_w = np.zeros_like(pts)
-    acc_w[1:-1] = (pts[2:] - 2 * pts[1:-1] + pts[:-2]) * RATE ** 2         # module k at pivot k (base at 0)
+    acc_w[1:-1] = (pts[2:] - 2 * pts[1:-1] + pts[:-2]) * RATE**2  # module k at pivot k (base at 0)
     f = np.einsum("tkji,tkj->tki", rot, acc_w + 9.80665 * UP)
     heading = exp_so3(rng.uniform(-math.pi, math.pi, (N + 1, 1)) * UP)
-    return {"t": t, "quats": quat_of(heading @ rot), "tip": pts[:, -1],
-            "gyr": w + math.radians(0.2) * rng.choice([-1.0, 1.0], (N + 1, 3)) + rng.normal(0, 0.003, w.shape),
-            "acc": f + rng.normal(0, 0.05, f.shape)}
+    return {
+        "t": t,
+        "quats": quat_of(heading @ rot),
+        "tip": pts[:, -1],
+        "gyr": w + math.radians(0.2) * rng.choice([-1.0, 1.0], (N + 1, 3)) + rng.normal(0, 0.003, w.shape),
+        "acc": f + rng.normal(0, 0.05, f.shape),
+    }
 
 
 def _run(est, s, raw: bool) -> np.ndarray:
@@ -55,14 +61,16 @@ def _run(est, s, raw: bool) -> np.ndarray:
 def test_raw_imu_fused_estimate_close_to_quaternion_one():
     s = _stream()
     model = DirectionMLP(hidden=(8,)).eval()  # no magnetic fixes here: the attitude path only
-    quat = _run(torch.jit.script(FusedEstimator(model, n_segments=N)), s, raw=False)
-    raw_est = torch.jit.script(RawImuEstimator(FusedEstimator(model, n_segments=N), RATE))
+    quat = _run(torch.jit.script(FusedEstimator(model, EstimatorSettings(n_segments=N))), s, raw=False)
+    raw_est = torch.jit.script(RawImuEstimator(FusedEstimator(model, EstimatorSettings(n_segments=N)), RATE))
     raw = _run(raw_est, s, raw=True)
     moving = s["t"] > STILL + 1.0
     d = np.linalg.norm(raw[moving] - quat[moving], axis=1) * 1e3
     tip_travel = np.linalg.norm(s["tip"][moving] - s["tip"][0], axis=1).max() * 1e3
-    print(f"raw vs quaternion input: tip difference max {d.max():.2f} mm, rms {np.sqrt((d ** 2).mean()):.2f} mm "
-          f"(tip travel up to {tip_travel:.0f} mm)")
+    print(
+        f"raw vs quaternion input: tip difference max {d.max():.2f} mm, rms {np.sqrt((d**2).mean()):.2f} mm "
+        f"(tip travel up to {tip_travel:.0f} mm)"
+    )
     assert tip_travel > 30.0  # the robot does bend
     assert np.isfinite(raw).all()
     assert d.max() < 1.0  # measured 0.35 mm
@@ -84,6 +92,7 @@ def test_raw_imu_attitude_matches_offline_filters_and_survives_save_and_bad_rows
     q = torch.stack(q + [front(G[k], A[k]) for k in range(half, len(G))]).numpy()
     assert np.isfinite(q).all() and front.skipped() == [10, 0, 1, 0, 0]
     from flexlearn.sensing.attitude.offline import run_filter
+
     for m in range(N + 1):
         ref = run_filter(gyr[:, m], acc[:, m], RATE).quat
         assert np.abs(q[:, m] - ref).max() < 1e-12

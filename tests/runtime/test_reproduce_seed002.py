@@ -1,4 +1,5 @@
 """scripts/reproduce_seed002_table1.py end to end on tiny settings (slow: fits its own direction model)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -15,12 +16,33 @@ def test_reproduce_table1_tiny(tmp_path):
     spec = importlib.util.spec_from_file_location("repro", SCRIPT)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    assert mod.main(["--duration", "8", "--trials", "1", "--cycles", "1", "--hold", "12", "--long", "10",
-                     "--long-trials", "1", "--align-init", "12", "--first-trial", "1",
-                     "--out-dir", str(tmp_path)]) == 0
+    assert (
+        mod.main(
+            [
+                "--duration",
+                "8",
+                "--trials",
+                "1",
+                "--cycles",
+                "1",
+                "--hold",
+                "12",
+                "--long",
+                "10",
+                "--long-trials",
+                "1",
+                "--align-init",
+                "12",
+                "--first-trial",
+                "1",
+                "--out-dir",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     out = json.loads((tmp_path / "table1.json").read_text())
-    methods = {"fusion", "fusion_heading_walk", "fusion_rotation", "mag_only", "quat_only", "accel_quat",
-               "accel_only"}
+    methods = {"fusion", "fusion_heading_walk", "fusion_rotation", "mag_only", "quat_only", "accel_quat", "accel_only"}
     for sc in ("2d_curl", "2d_obstacle", "3d_curl", "3d_hand", "average"):
         assert set(out[sc]) - {"fusion_wins_over_quat_only"} == methods
         assert set(out["long"][sc]) - {"fusion_wins_over_quat_only"} == methods

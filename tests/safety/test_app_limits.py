@@ -1,4 +1,5 @@
 """Applications refuse runaway or meaningless settings in one line (exit 2) before any work starts."""
+
 from __future__ import annotations
 
 import pytest

@@ -4,6 +4,7 @@ Each command line in a fenced code block is extracted; placeholders (``<raw dir>
 its overrides are composed against the app's own config (the step where a key that needs ``+`` or does not
 exist fails). The cheap commands are then also run for real in an empty directory.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,7 +40,7 @@ def _is_pattern(command: str) -> bool:
 
 
 def documented_commands() -> list[tuple[str, str]]:
-    """(where, command) for every flexlearn-* line of a fenced code block and every inline `flexlearn-…`
+    r"""(where, command) for every flexlearn-* line of a fenced code block and every inline `flexlearn-…`
     span of the text (tables); '\\' continuations joined, comments and diagrams left out."""
     found = []
     for doc in DOCS:
@@ -49,8 +50,11 @@ def documented_commands() -> list[tuple[str, str]]:
                 in_block, pending = not in_block, ""
                 continue
             if not in_block:
-                found += [(f"{doc.name}:{i}", c.strip()) for c in re.findall(r"`(flexlearn-[a-z]+(?: [^`]*)?)`", line)
-                          if not _is_pattern(c)]
+                found += [
+                    (f"{doc.name}:{i}", c.strip())
+                    for c in re.findall(r"`(flexlearn-[a-z]+(?: [^`]*)?)`", line)
+                    if not _is_pattern(c)
+                ]
                 continue
             if "──" in line:  # a data-flow diagram, not a command
                 continue
@@ -76,8 +80,17 @@ def _argv(command: str) -> tuple[str, list[str]]:
 
 def test_the_docs_hold_commands_of_every_kind():
     apps = {_argv(c)[0] for _, c in COMMANDS}
-    assert {"flexlearn-simulate", "flexlearn-process", "flexlearn-train", "flexlearn-ingest", "flexlearn-plan",
-            "flexlearn-report", "flexlearn-cosserat", "flexlearn-cpr", "flexlearn-aggregate"} <= apps, apps
+    assert {
+        "flexlearn-simulate",
+        "flexlearn-process",
+        "flexlearn-train",
+        "flexlearn-ingest",
+        "flexlearn-plan",
+        "flexlearn-report",
+        "flexlearn-cosserat",
+        "flexlearn-cpr",
+        "flexlearn-aggregate",
+    } <= apps, apps
 
 
 @pytest.mark.parametrize("where,command", COMMANDS, ids=[w for w, _ in COMMANDS])
@@ -108,8 +121,11 @@ def test_documented_command_composes_as_written(where, command):
     GlobalHydra.instance().clear()
 
 
-RUN_FOR_REAL = ["flexlearn-simulate sim.n_poses=2000", "flexlearn-plan plan.n_poses=2000 output=targets.csv",
-                "flexlearn-plan plan.n_poses=2000 plan.order=nearest output=targets.yaml"]
+RUN_FOR_REAL = [
+    "flexlearn-simulate sim.n_poses=2000",
+    "flexlearn-plan plan.n_poses=2000 output=targets.csv",
+    "flexlearn-plan plan.n_poses=2000 plan.order=nearest output=targets.yaml",
+]
 
 
 @pytest.mark.parametrize("command", RUN_FOR_REAL)
@@ -118,8 +134,14 @@ def test_cheap_documented_commands_run_as_written(command, tmp_path):
     app, args = _argv(command)
     module = {"flexlearn-simulate": "simulate", "flexlearn-plan": "plan"}[app]
     env = dict(os.environ, FLEXLEARN_ROOT=str(tmp_path), OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-m", f"flexlearn.apps.{module}", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", f"flexlearn.apps.{module}", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
@@ -167,8 +189,14 @@ def test_documented_walkthrough_runs_as_written(tmp_path):
         app, args = _argv(command)
         if app == "flexlearn-train":
             args += SMALL_TRAINING
-        proc = subprocess.run([str(Path(sys.executable).with_name(app)), *args], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [str(Path(sys.executable).with_name(app)), *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert proc.returncode == 0, f"{command}\n{proc.stderr[-3000:]}"
     assert (tmp_path / "data" / "monday" / "dataset.parquet").is_file()
     assert (tmp_path / "reports" / "week" / "report.md").is_file()

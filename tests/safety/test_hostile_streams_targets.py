@@ -1,6 +1,7 @@
 """Hostile input to the stream registry (`flexlearn.sensing.streams`) and to ``_target_`` selection
 (`flexlearn.config.target_class`): every bad declaration, table or target is an error naming it, and no table
 already written is lost by a load and re-save."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,8 +15,15 @@ from flexlearn.atomic import OutputPathError
 from flexlearn.data.process import process_sweep
 from flexlearn.errors import CheckpointError, ConfigError, DataError
 from flexlearn.jobs.train import build_task
-from flexlearn.sensing.streams import (Field, RawSweep, StreamSchema, quantize_times, register_stream, time_field,
-                                       unregister_stream)
+from flexlearn.sensing.streams import (
+    Field,
+    RawSweep,
+    StreamSchema,
+    quantize_times,
+    register_stream,
+    time_field,
+    unregister_stream,
+)
 from flexlearn.sim.rig import simulate_sweep
 from flexlearn.tasks.checkpoints import load_direction_model
 from flexlearn.tasks.direction_model import model_spec
@@ -42,20 +50,24 @@ def with_humid(raw: RawSweep, rh: np.ndarray) -> RawSweep:
     return RawSweep(streams={**raw.streams, "humid": {"t": np.arange(float(rh.size)), "rh": rh}}, meta=dict(raw.meta))
 
 
-@pytest.mark.parametrize("fields, attrs, needle", [
-    ((time_field(), Field("a", ("c", "c"))), (), r"field or column name\(s\) \['c'\] repeated"),
-    ((time_field(), Field("v", ("t",))), (), r"field or column name\(s\) \['t'\] repeated"),  # over the time
-    ((time_field(), Field("v"), Field("v")), (), r"field or column name\(s\) \['v'\] repeated"),
-    ((time_field(), Field("v", ("",))), (), r"field\(s\) \['v'\].*non-blank column"),
-    ((time_field(), Field("a/b")), (), r"field\(s\) \['a/b'\]"),
-    ((Field("t", kind="bool"),), (), "field 't' is the sample time"),
-    ((time_field(),), (("zz", "nope"),), r"attribute\(s\) \['zz'\] name no field"),
-])
+@pytest.mark.parametrize(
+    "fields, attrs, needle",
+    [
+        ((time_field(), Field("a", ("c", "c"))), (), r"field or column name\(s\) \['c'\] repeated"),
+        ((time_field(), Field("v", ("t",))), (), r"field or column name\(s\) \['t'\] repeated"),  # over the time
+        ((time_field(), Field("v"), Field("v")), (), r"field or column name\(s\) \['v'\] repeated"),
+        ((time_field(), Field("v", ("",))), (), r"field\(s\) \['v'\].*non-blank column"),
+        ((time_field(), Field("a/b")), (), r"field\(s\) \['a/b'\]"),
+        ((Field("t", kind="bool"),), (), "field 't' is the sample time"),
+        ((time_field(),), (("zz", "nope"),), r"attribute\(s\) \['zz'\] name no field"),
+    ],
+)
 def test_register_refuses_layouts_that_cannot_be_one_table(fields, attrs, needle):
     with pytest.raises(ConfigError, match=rf"stream 'bad': {needle}"):
         register_stream(StreamSchema("bad", fields, attrs=attrs))
     with pytest.raises(ConfigError, match="not registered"):
         from flexlearn.sensing.streams import stream_schema
+
         stream_schema("bad")
 
 
@@ -110,10 +122,10 @@ def test_table_of_an_unregistered_stream_survives_load_and_resave(raw, tmp_path)
     finally:
         unregister_stream("humid")
     before = (d / "humid.parquet").read_bytes()
-    loaded = RawSweep.load(d)                          # a process that never registered 'humid'
+    loaded = RawSweep.load(d)  # a process that never registered 'humid'
     assert "humid" not in loaded.streams and set(loaded.unregistered) == {"humid"}
-    loaded.save(d)                                     # over the directory it came from
-    quantize_times(loaded).save(tmp_path / "copy")     # and a derived copy elsewhere
+    loaded.save(d)  # over the directory it came from
+    quantize_times(loaded).save(tmp_path / "copy")  # and a derived copy elsewhere
     assert (d / "humid.parquet").read_bytes() == before
     register_stream(HUMID)
     try:
@@ -138,7 +150,7 @@ def test_resave_never_replaces_a_directory_flexlearn_did_not_write(raw, tmp_path
         raw.save(tmp_path / "mine")
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
     d = raw.save(tmp_path / "raw")
-    raw.save(d)                                        # a flexlearn directory is replaced as a whole
+    raw.save(d)  # a flexlearn directory is replaced as a whole
     assert RawSweep.load(d).mag.shape == raw.mag.shape
 
 
@@ -149,48 +161,58 @@ def test_resave_refuses_to_drop_a_users_files_in_a_sweep_directory(raw, tmp_path
     with pytest.raises(DataError, match=r"lose \['figures', 'notes.txt'\]"):
         raw.save(d)
     assert (d / "notes.txt").read_text() == "keep" and (d / "figures").is_dir()
-    assert RawSweep.load(d).mag.shape == raw.mag.shape   # the sweep itself untouched
+    assert RawSweep.load(d).mag.shape == raw.mag.shape  # the sweep itself untouched
 
 
 @pytest.fixture
 def broken_module():
     """A module inside flexlearn whose import fails; its text is set by the test."""
     from pathlib import Path
+
     path = Path(flexlearn.config.__file__).parent / "_hostile_target_probe.py"
     yield path
     path.unlink(missing_ok=True)
 
 
-@pytest.mark.parametrize("target, needle", [
-    (f" {MLP}", "dotted path of names"),
-    (f"{MLP} ", "dotted path of names"),
-    ("flexlearn..DirectionMLP", "dotted path of names"),
-    ("flexlearn.models.", "dotted path of names"),
-    ("flexlearn.config.to_dict", r"no such class \(it names a function\)"),
-    ("flexlearn.errors.ConfigError", "subclass of torch.nn"),
-    (["flexlearn", "x"], "required: the dotted path"),
-])
+@pytest.mark.parametrize(
+    "target, needle",
+    [
+        (f" {MLP}", "dotted path of names"),
+        (f"{MLP} ", "dotted path of names"),
+        ("flexlearn..DirectionMLP", "dotted path of names"),
+        ("flexlearn.models.", "dotted path of names"),
+        ("flexlearn.config.to_dict", r"no such class \(it names a function\)"),
+        ("flexlearn.errors.ConfigError", "subclass of torch.nn"),
+        (["flexlearn", "x"], "required: the dotted path"),
+    ],
+)
 def test_bad_target_strings_are_named(target, needle):
     with pytest.raises(ConfigError, match=rf"config 'model\._target_' = .*{needle}"):
         model_spec({"_target_": target})
 
 
-@pytest.mark.parametrize("text, needle", [
-    ("raise RuntimeError('boom at import')\n", r"RuntimeError: boom at import"),
-    ("import no_such_dependency_xyz\nclass X: pass\n", "No module named 'no_such_dependency_xyz'"),
-    ("def f(:\n", "SyntaxError"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("raise RuntimeError('boom at import')\n", r"RuntimeError: boom at import"),
+        ("import no_such_dependency_xyz\nclass X: pass\n", "No module named 'no_such_dependency_xyz'"),
+        ("def f(:\n", "SyntaxError"),
+    ],
+)
 def test_target_module_failing_on_import_is_a_config_error(broken_module, text, needle):
     broken_module.write_text(text)
     with pytest.raises(ConfigError, match=rf"importing flexlearn\._hostile_target_probe failed \(.*{needle}"):
         model_spec({"_target_": "flexlearn._hostile_target_probe.X"})
 
 
-@pytest.mark.parametrize("model, needle", [
-    ({"_target_": ["flexlearn", "models"]}, r"_target_' = \['flexlearn', 'models'\]: required"),
-    ({"_target_": MLP, "hidden": "wide"}, "hidden"),
-    ({"_target_": MLP, "widht": 3}, r"unknown key\(s\) \['widht'\]"),
-])
+@pytest.mark.parametrize(
+    "model, needle",
+    [
+        ({"_target_": ["flexlearn", "models"]}, r"_target_' = \['flexlearn', 'models'\]: required"),
+        ({"_target_": MLP, "hidden": "wide"}, "hidden"),
+        ({"_target_": MLP, "widht": 3}, r"unknown key\(s\) \['widht'\]"),
+    ],
+)
 def test_tampered_checkpoint_targets_are_checkpoint_errors(tmp_path, model, needle):
     path = tmp_path / "t.ckpt"
     torch.save({"state_dict": {}, "hyper_parameters": {"model": model}}, path)

@@ -1,4 +1,5 @@
 """Output-path guard: no writer deletes or overwrites what it did not write (flexlearn.atomic)."""
+
 from __future__ import annotations
 
 import os
@@ -8,8 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from flexlearn.atomic import (OUTPUT_MARKER, OutputPathError, atomic_dir, atomic_path, guard_output_dir,
-                              guard_output_file, remove_stale_temporaries)
+from flexlearn.atomic import (
+    OUTPUT_MARKER,
+    OutputPathError,
+    atomic_dir,
+    atomic_path,
+    guard_output_dir,
+    guard_output_file,
+    remove_stale_temporaries,
+)
 from flexlearn.config import from_dict
 from flexlearn.ingest import topic_map
 from flexlearn.ingest.recording import ingest_recording
@@ -47,9 +55,14 @@ def test_ingest_into_the_recording_or_its_parent_is_refused_and_deletes_nothing(
 def test_ingest_cli_refuses_the_recordings_folder_in_one_line(recording, tmp_path):
     before = _tree(recording.parent)
     env = dict(os.environ, FLEXLEARN_ROOT=str(tmp_path), OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-m", "flexlearn.apps.ingest", f"input={recording}",
-                           f"output={recording.parent}"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flexlearn.apps.ingest", f"input={recording}", f"output={recording.parent}"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     assert "contains the input" in proc.stderr
@@ -67,14 +80,19 @@ def test_an_output_file_inside_an_input_directory_is_refused(tmp_path):
     for name in ("poses.parquet", "mag.parquet", "meta.json"):
         with pytest.raises(OutputPathError, match="inside the input directory"):
             guard_output_file(sweep / name, inputs=[sweep])
-    guard_output_file(sweep / "new.json", inputs=[sweep])                 # a new file replaces nothing
-    guard_output_dir(sweep / "logs", inputs=[sweep])                      # nor does a new run directory
-    guard_output_file(tmp_path / "calibration.json", inputs=[sweep])      # beside it is fine
+    guard_output_file(sweep / "new.json", inputs=[sweep])  # a new file replaces nothing
+    guard_output_dir(sweep / "logs", inputs=[sweep])  # nor does a new run directory
+    guard_output_file(tmp_path / "calibration.json", inputs=[sweep])  # beside it is fine
     guard_output_file(tmp_path / "d.parquet", inputs=[sweep / "mag.parquet"])  # a file input has no inside
     env = dict(os.environ, FLEXLEARN_ROOT=str(tmp_path), OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-m", "flexlearn.apps.process", f"input={sweep}",
-                           f"output={sweep / 'mag.parquet'}"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flexlearn.apps.process", f"input={sweep}", f"output={sweep / 'mag.parquet'}"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2 and "inside the input directory" in proc.stderr, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     assert _tree(sweep) == before

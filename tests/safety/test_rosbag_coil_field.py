@@ -1,4 +1,5 @@
 """A rosbag coil field is read strictly: a boolean or 0/1, never "anything truthy is on"."""
+
 from __future__ import annotations
 
 import numpy as np

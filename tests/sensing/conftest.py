@@ -1,4 +1,5 @@
 """A small IMU simulator for the attitude tests (numpy, exact strapdown truth)."""
+
 from __future__ import annotations
 
 import math
@@ -14,20 +15,41 @@ BROAD = Path(__file__).resolve().parents[3] / "shared/data/external/broad_trial0
 def qmul(a, b):
     aw, ax, ay, az = a
     bw, bx, by, bz = b
-    return np.array([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw])
+    return np.array(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ]
+    )
 
 
 def rotmat(q):
     """(N, 4) → (N, 3, 3) sensor-to-world rotation matrices."""
     w, x, y, z = np.moveaxis(q, -1, 0)
-    return np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-                     np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-                     np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], -2)
+    return np.stack(
+        [
+            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+        ],
+        -2,
+    )
 
 
-def simulate(seconds=40.0, rate=100.0, omega=None, lin=None, bias=(0.0, 0.0, 0.0), q0=(1.0, 0, 0, 0),
-             noise=(0.003, 0.05, 0.3), mag_world=(0.0, 20.0, -40.0), mag_body_dist=None, seed=0):
+def simulate(
+    seconds=40.0,
+    rate=100.0,
+    omega=None,
+    lin=None,
+    bias=(0.0, 0.0, 0.0),
+    q0=(1.0, 0, 0, 0),
+    noise=(0.003, 0.05, 0.3),
+    mag_world=(0.0, 20.0, -40.0),
+    mag_body_dist=None,
+    seed=0,
+):
     """Truth q (N, 4) sensor→ENU and readings gyr [rad/s], acc [m/s²], mag [µT] (N, 3).
 
     ``q_k = q_{k−1} ⊗ exp(½ ω_k Ts)`` from ``omega(t) → (N, 3)`` body rates; ``acc = Rᵀ(g e_z + lin(t))``;

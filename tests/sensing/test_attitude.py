@@ -1,4 +1,5 @@
 """Attitude filter: synthetic checks (tilt, bias, linear acceleration, the strapdown core) and real BROAD data."""
+
 from __future__ import annotations
 
 import math
@@ -10,9 +11,14 @@ import torch
 from flexlearn.config import from_dict
 from flexlearn.errors import ConfigError, DataError
 from flexlearn.lie import quat_exp, quat_multiply
-from flexlearn.sensing.attitude.orientation import (AttitudeConfig, estimate_orientation, heading_error, inclination_error,
-                                        up_in_sensor)
 from flexlearn.sensing.attitude.offline import run_filter
+from flexlearn.sensing.attitude.orientation import (
+    AttitudeConfig,
+    estimate_orientation,
+    heading_error,
+    inclination_error,
+    up_in_sensor,
+)
 
 from .conftest import BROAD, simulate, wobble
 
@@ -36,7 +42,8 @@ def test_constant_rotation_with_bias():
     """Rest (bias learnt there), then a constant rate about a tilted axis with a 0.5 °/s bias per axis."""
     bias = np.deg2rad([0.5, -0.5, 0.4])
     s = simulate(seconds=60.0, omega=lambda t: np.where(t[:, None] > 8.0, [0.3, 0.2, 0.5], 0.0), bias=bias)
-    q, b = estimate_orientation(s["acc"], s["gyr"], s["rate"], return_bias=True)
+    q, info = estimate_orientation(s["acc"], s["gyr"], s["rate"], return_info=True)
+    b = info["bias"]
     assert np.allclose(b[int(7.9 * s["rate"])].numpy(), bias, atol=np.deg2rad(0.05))  # rest estimate
     assert np.allclose(b[-1, :2].numpy(), bias[:2], atol=np.deg2rad(0.15))  # still right while turning
     assert _incl(q, s["q"], torch.as_tensor(s["t"] > 8.0))["rms_deg"] < 0.3
@@ -48,9 +55,19 @@ def test_linear_acceleration_rejection():
     s = simulate(seconds=60.0, omega=wobble, lin=lin, seed=1)
     q = estimate_orientation(s["acc"], s["gyr"], s["rate"])
     after = torch.as_tensor(s["t"] > 10.0)
-    acc_only = np.degrees(np.arccos(np.clip(np.einsum("ni,ni->n", s["acc"] / np.linalg.norm(s["acc"], axis=1,
-                                                                                      keepdims=True),
-                                                      up_in_sensor(torch.as_tensor(s["q"])).numpy()), -1, 1)))
+    acc_only = np.degrees(
+        np.arccos(
+            np.clip(
+                np.einsum(
+                    "ni,ni->n",
+                    s["acc"] / np.linalg.norm(s["acc"], axis=1, keepdims=True),
+                    up_in_sensor(torch.as_tensor(s["q"])).numpy(),
+                ),
+                -1,
+                1,
+            )
+        )
+    )
     assert acc_only[s["t"] > 10.0].max() > 12.0
     assert _incl(q, s["q"], after)["rms_deg"] < 1.0
 
@@ -114,8 +131,11 @@ def test_strapdown_matches_lie_core():
 def _broad():
     h5py = pytest.importorskip("h5py")
     with h5py.File(BROAD, "r") as f:
-        return ({k: f[k][:] for k in ("imu_acc", "imu_gyr", "imu_mag", "opt_quat")},
-                f["movement"][:].astype(bool).ravel(), float(f.attrs["sampling_rate"]))
+        return (
+            {k: f[k][:] for k in ("imu_acc", "imu_gyr", "imu_mag", "opt_quat")},
+            f["movement"][:].astype(bool).ravel(),
+            float(f.attrs["sampling_rate"]),
+        )
 
 
 @pytest.mark.skipif(not BROAD.exists(), reason=f"BROAD trial 02 not found at {BROAD} (shared data not laid out)")

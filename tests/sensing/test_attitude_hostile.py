@@ -1,6 +1,7 @@
 """Attitude filter under hostile input: long gaps, gaps at the start, alternating and infinite samples, a corrupt
 gyro value. The output is never NaN, the skipped count is exact, and the offline (numba) and runtime
 (TorchScript) paths agree."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +9,8 @@ import pytest
 import torch
 
 from flexlearn.errors import DataError
-from flexlearn.sensing.attitude.orientation import estimate_orientation
 from flexlearn.sensing.attitude.offline import run_filter
+from flexlearn.sensing.attitude.orientation import estimate_orientation
 from flexlearn.sensing.attitude.step import AttitudeStep
 
 from .conftest import simulate
@@ -29,15 +30,18 @@ def _spoiled(s, rows, which=("acc", "gyr"), value=np.nan):
     return acc, gyr
 
 
-@pytest.mark.parametrize("rows, which, value, n_bad", [
-    (slice(2000, 8000), ("acc", "gyr"), np.nan, 6000),   # a 60 s gap mid-motion
-    (slice(0, 500), ("acc", "gyr"), np.nan, 500),        # 5 s missing from the very start
-    (slice(0, 500), ("gyr",), np.nan, 500),              # gyro only, from the start
-    (slice(0, 9997), ("acc", "gyr"), np.nan, 9997),      # all but the last 3 samples
-    (slice(0, None, 2), ("acc", "gyr"), np.nan, 5000),   # every other sample
-    (slice(100, 200), ("acc",), np.inf, 100),
-    (slice(100, 200), ("gyr",), -np.inf, 100),
-])
+@pytest.mark.parametrize(
+    "rows, which, value, n_bad",
+    [
+        (slice(2000, 8000), ("acc", "gyr"), np.nan, 6000),  # a 60 s gap mid-motion
+        (slice(0, 500), ("acc", "gyr"), np.nan, 500),  # 5 s missing from the very start
+        (slice(0, 500), ("gyr",), np.nan, 500),  # gyro only, from the start
+        (slice(0, 9997), ("acc", "gyr"), np.nan, 9997),  # all but the last 3 samples
+        (slice(0, None, 2), ("acc", "gyr"), np.nan, 5000),  # every other sample
+        (slice(100, 200), ("acc",), np.inf, 100),
+        (slice(100, 200), ("gyr",), -np.inf, 100),
+    ],
+)
 def test_gaps_never_give_nan_and_are_counted(long_run, rows, which, value, n_bad):
     acc, gyr = _spoiled(long_run, rows, which, value)
     for mag in (None, long_run["mag"]):
@@ -49,8 +53,9 @@ def test_gaps_never_give_nan_and_are_counted(long_run, rows, which, value, n_bad
 def test_sixty_second_timestamp_hole_is_filled_and_counted(long_run):
     keep = np.ones(len(long_run["t"]), bool)
     keep[2000:8000] = False
-    q, info = estimate_orientation(long_run["acc"][keep], long_run["gyr"][keep], t=long_run["t"][keep],
-                                   return_info=True)
+    q, info = estimate_orientation(
+        long_run["acc"][keep], long_run["gyr"][keep], t=long_run["t"][keep], return_info=True
+    )
     assert q.shape == (int(keep.sum()), 4) and torch.isfinite(q).all() and info["n_skipped"] == 6000
 
 

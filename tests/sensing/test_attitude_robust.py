@@ -1,4 +1,5 @@
 """Attitude filter robustness: start in motion, gaps, magnetic disturbance, units, timestamps, TorchScript."""
+
 from __future__ import annotations
 
 import io
@@ -9,8 +10,8 @@ import pytest
 import torch
 
 from flexlearn.errors import DataError
-from flexlearn.sensing.attitude.orientation import estimate_orientation, heading_error, inclination_error
 from flexlearn.sensing.attitude.offline import AttitudeConfig, run_filter
+from flexlearn.sensing.attitude.orientation import estimate_orientation, heading_error, inclination_error
 from flexlearn.sensing.attitude.step import AttitudeStep
 
 from .conftest import BROAD, simulate
@@ -58,18 +59,22 @@ def test_heading_holds_through_a_magnetic_disturbance_and_recovers():
     assert heading_error(q9, ref, _window(s, 32.0, 50.0))["max_deg"] < 1.5
     i6 = inclination_error(q6, ref, _window(s, 10.0, 50.0))["rms_deg"]
     assert inclination_error(q9, ref, _window(s, 10.0, 50.0))["rms_deg"] <= i6 + 1e-12
-    naive = estimate_orientation(s["acc"], s["gyr"], s["rate"], mag=s["mag"],
-                                 config=AttitudeConfig(mag_rejection=False))
+    naive = estimate_orientation(
+        s["acc"], s["gyr"], s["rate"], mag=s["mag"], config=AttitudeConfig(mag_rejection=False)
+    )
     assert heading_error(naive, ref, _window(s, 20.0, 30.0))["max_deg"] > 10.0  # the disturbance matters
 
 
-@pytest.mark.parametrize("field,factor,pattern", [
-    ("acc", 1 / 9.80665, r"'acc'.*g: multiply 'acc' by 9\.80665"),
-    ("acc", 1000 / 9.80665, r"'acc'.*mg"),
-    ("gyr", 180 / math.pi, r"'gyr'.*°/s.*π/180"),
-    ("mag", 1e-6, r"'mag'.*T: multiply 'mag' by 1e\+06"),
-    ("mag", 0.01, r"'mag'.*G: multiply 'mag' by 100"),
-])
+@pytest.mark.parametrize(
+    "field,factor,pattern",
+    [
+        ("acc", 1 / 9.80665, r"'acc'.*g: multiply 'acc' by 9\.80665"),
+        ("acc", 1000 / 9.80665, r"'acc'.*mg"),
+        ("gyr", 180 / math.pi, r"'gyr'.*°/s.*π/180"),
+        ("mag", 1e-6, r"'mag'.*T: multiply 'mag' by 1e\+06"),
+        ("mag", 0.01, r"'mag'.*G: multiply 'mag' by 100"),
+    ],
+)
 def test_wrong_units_are_named_with_the_factor(field, factor, pattern):
     s = simulate(seconds=12.0, omega=lambda t: 0.4 * np.stack([np.sin(t), np.cos(0.7 * t), 0 * t], 1))
     args = {"acc": s["acc"], "gyr": s["gyr"], "mag": s["mag"]}

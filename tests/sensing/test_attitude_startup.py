@@ -2,6 +2,7 @@
 NaN gap the inclination error over 5–10 s after the event stays under 2° (the issue's target), with the bias-
 uncertainty time-constant schedule (`kernels.acc_time_constant`) doing measurably better than a fixed
 τ_acc. Also the schedule itself (τ rises from its start value to τ_acc as the bias is learnt)."""
+
 from __future__ import annotations
 
 import math
@@ -10,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from flexlearn.sensing.attitude.orientation import inclination_error
 from flexlearn.sensing.attitude.offline import AttitudeConfig, run_filter
+from flexlearn.sensing.attitude.orientation import inclination_error
 
 from .conftest import BROAD, simulate, wobble
 
@@ -38,7 +39,7 @@ def _events(movement: np.ndarray, fs: float) -> list:
 
 def _rms(q, ref, t0: int, fs: float) -> float:
     mask = torch.zeros(len(q), dtype=torch.bool)
-    mask[t0 + int(5 * fs): t0 + int(10 * fs)] = True
+    mask[t0 + int(5 * fs) : t0 + int(10 * fs)] = True
     return inclination_error(torch.as_tensor(q), torch.as_tensor(ref), mask)["rms_deg"]
 
 
@@ -54,8 +55,8 @@ def test_start_in_motion_and_gap_on_broad_trial24():
             q = run_filter(d["imu_gyr"][seg], d["imu_acc"][seg], fs, config=cfg).quat
             out.append(_rms(q, d["opt_quat"][seg], 0, fs))
         g, a = d["imu_gyr"].copy(), d["imu_acc"].copy()
-        g[s0:s0 + int(fs)] = np.nan
-        a[s0:s0 + int(fs)] = np.nan
+        g[s0 : s0 + int(fs)] = np.nan
+        a[s0 : s0 + int(fs)] = np.nan
         gap.append(_rms(run_filter(g, a, fs).quat, d["opt_quat"], s0 + int(fs), fs))
     print(f"trial 24 start in motion {np.round(start, 3)} (fixed τ {np.round(start_fixed, 3)}), gap {np.round(gap, 3)}")
     assert max(start) < 1.2  # measured 0.95, 0.65 (fixed τ_acc = 3 s: 1.28, 1.48)

@@ -1,4 +1,5 @@
 """IMU joint angles (eq. 2), relative rates (eq. 5), mounting, complementary filter (eq. 6)."""
+
 from __future__ import annotations
 
 import math
@@ -8,8 +9,17 @@ import pytest
 import torch
 
 from flexlearn.errors import ConfigError
-from flexlearn.sensing.imu import (GRAVITY, ComplementaryFilter, ImuMount, complementary_filter, frame_valid,
-                                   inclination, joint_angle, joint_rate, relative_angular_velocity)
+from flexlearn.sensing.imu import (
+    GRAVITY,
+    ComplementaryFilter,
+    ImuMount,
+    complementary_filter,
+    frame_valid,
+    inclination,
+    joint_angle,
+    joint_rate,
+    relative_angular_velocity,
+)
 
 
 def spec_force(psi):

@@ -1,5 +1,6 @@
 """Calibration of a new module (flexlearn.sensing.module_cal): refusals that name what is missing, and the
 alignment fit recovering a known map on poses it was not fitted on."""
+
 from __future__ import annotations
 
 import math
@@ -25,7 +26,7 @@ def test_tumble_with_too_few_readings_or_too_little_sphere_is_refused():
     d = 50e-6 * d / np.linalg.norm(d, axis=1, keepdims=True)
     with pytest.raises(DataError, match=r"30 finite tumble readings, at least 50"):
         tumble_calibration(d[:30])
-    half = d[d[:, 2] > 0.3 * 50e-6]                      # only the upper part of the sphere
+    half = d[d[:, 2] > 0.3 * 50e-6]  # only the upper part of the sphere
     with pytest.raises(DataError, match=r"covers \d+% of the sphere \(\d+ readings\), at least 70%"):
         tumble_calibration(half)
     w, _, q = tumble_calibration(d)
@@ -47,8 +48,9 @@ def test_too_few_poses_or_one_sided_poses_are_refused():
 def test_fit_recovers_a_known_map_on_held_out_poses(kind):
     """Model f(x) = x/|x|, labels f(A0 x): A fitted on 50 poses predicts 2000 other poses to < 0.05°."""
     rng = np.random.default_rng(2)
-    theta = torch.tensor([0.02, -0.03, 0.025, 0.01, -0.015, 0.008, 0.0, -0.005][:3 if kind == "rotation" else 8],
-                         dtype=torch.float64)
+    theta = torch.tensor(
+        [0.02, -0.03, 0.025, 0.01, -0.015, 0.008, 0.0, -0.005][: 3 if kind == "rotation" else 8], dtype=torch.float64
+    )
     a0 = input_map(theta, kind).numpy()
 
     def model(x: torch.Tensor) -> torch.Tensor:

@@ -1,4 +1,5 @@
 """The Cramér–Rao bound of the direction fix against the simulator and against an efficient estimator."""
+
 import numpy as np
 import pytest
 
@@ -63,11 +64,11 @@ def test_bound_matches_an_efficient_estimator(dataset):
     fit = _ml_fix(field, label, u, b)
     err = np.degrees(np.arccos(np.clip(np.sum(fit * label(u), -1), -1, 1)))
     bound = db.error_bound(field, label, dataset.truth_u[:6], var[:6], 0.0, draws=2000)
-    assert np.sqrt(np.mean(err ** 2)) == pytest.approx(np.sqrt(np.mean(bound ** 2)), rel=0.06)
+    assert np.sqrt(np.mean(err**2)) == pytest.approx(np.sqrt(np.mean(bound**2)), rel=0.06)
     assert np.median(err) == pytest.approx(np.median(bound), rel=0.08)
     # the magnitude only adds information
     full = db.error_bound(field, label, dataset.truth_u[:6], var[:6], 0.0, full_vector=True, draws=2000)
-    assert np.mean(full ** 2) < np.mean(bound ** 2)
+    assert np.mean(full**2) < np.mean(bound**2)
 
 
 def test_label_noise_adds_in_quadrature(dataset):
@@ -76,7 +77,7 @@ def test_label_noise_adds_in_quadrature(dataset):
     lv = np.radians(0.2) ** 2
     e0 = db.error_bound(field, label, u, var, 0.0, draws=400)
     e1 = db.error_bound(field, label, u, var, lv, draws=400)
-    assert np.mean(e1 ** 2) == pytest.approx(np.mean(e0 ** 2) + 2 * np.degrees(np.sqrt(lv)) ** 2, rel=0.05)
+    assert np.mean(e1**2) == pytest.approx(np.mean(e0**2) + 2 * np.degrees(np.sqrt(lv)) ** 2, rel=0.05)
 
 
 def test_a_recorded_dataset_is_refused_by_name():

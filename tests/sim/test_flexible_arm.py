@@ -1,4 +1,5 @@
 """FE truth simulator: statics, frequencies, dynamics vs the modal model, sensor consistency, configs."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -12,9 +13,15 @@ from flexlearn.config import from_dict
 from flexlearn.errors import ConfigError
 from flexlearn.physics.arm.kinematics_se2 import forward_kinematics, pose_to_xytheta
 from flexlearn.physics.modal import FlexibleLink, ModeSelectionConfig, chirp, modal_tip_response
-from flexlearn.sim.flexible_arm import (BeamLinkConfig, FlexibleArmSimConfig, seed_single_link_config,
-                                        seed_single_link_trajectory, seed_two_link_config, simulate_flexible_arm,
-                                        smooth_random_trajectory)
+from flexlearn.sim.flexible_arm import (
+    BeamLinkConfig,
+    FlexibleArmSimConfig,
+    seed_single_link_config,
+    seed_single_link_trajectory,
+    seed_two_link_config,
+    simulate_flexible_arm,
+    smooth_random_trajectory,
+)
 
 EI, RA, L = 74300.0, 5.37, 4.5
 G = 9.80665
@@ -54,8 +61,14 @@ def test_two_link_pose_consistent_with_se2_kinematics_and_noise_reproducible():
     r2 = simulate_flexible_arm(cfg, th)
     assert np.array_equal(r1["acc"], r2["acc"])  # bitwise: the same seeded call twice in one process
     assert r1["acc"].shape == (1500, 8, 3) and np.isfinite(r1["acc"]).all()
-    pose = pose_to_xytheta(forward_kinematics(torch.as_tensor(th), torch.tensor([4.5, 3.55], dtype=torch.float64),
-                                              torch.as_tensor(r1["tip_deflection"]), torch.as_tensor(r1["tip_slope"])))
+    pose = pose_to_xytheta(
+        forward_kinematics(
+            torch.as_tensor(th),
+            torch.tensor([4.5, 3.55], dtype=torch.float64),
+            torch.as_tensor(r1["tip_deflection"]),
+            torch.as_tensor(r1["tip_slope"]),
+        )
+    )
     ee = r1["ee_pose"].copy()
     ee[:, 2] = np.arctan2(np.sin(ee[:, 2]), np.cos(ee[:, 2]))
     assert np.allclose(pose.numpy(), ee, atol=1e-12)
@@ -81,13 +94,16 @@ def test_seed_trajectory_and_config_errors():
 def _run_estimator(est, r, sel):
     acc, gyr = torch.as_tensor(r["acc"][:, sel]), torch.as_tensor(r["gyr"][:, sel])
     out = [est(acc[k], gyr[k]) for k in range(len(acc))]
-    return (np.stack([o[1].numpy() for o in out]), np.stack([o[4].numpy() for o in out]),
-            np.array([bool(o[-1]) for o in out]))
+    return (
+        np.stack([o[1].numpy() for o in out]),
+        np.stack([o[4].numpy() for o in out]),
+        np.array([bool(o[-1]) for o in out]),
+    )
 
 
 def test_joint_angle_and_tip_estimation_against_simulated_truth():
     """Noisy, biased IMUs on the FE truth; scripted runtime estimator (1 mode, IMUs 1 and 5)."""
-    from flexlearn.physics.modal import FlexibleArmEstimator
+    from flexlearn.physics.modal import EstimatorOptions, FlexibleArmEstimator
 
     cfg = seed_single_link_config(20.0, seed=3)
     t = np.arange(4000) * 1e-3
@@ -97,11 +113,15 @@ def test_joint_angle_and_tip_estimation_against_simulated_truth():
     keep = t > 1.0
     errs = {}
     for comp in (True, False):
-        est = torch.jit.script(FlexibleArmEstimator.build([link], [[0.45, 4.05]], [1], compensate=comp))
+        est = torch.jit.script(
+            FlexibleArmEstimator.build([link], [[0.45, 4.05]], [1], EstimatorOptions(compensate=comp))
+        )
         theta, tip, fault = _run_estimator(est, r, [0, 4])
         assert not fault.any() and np.isfinite(theta).all()
-        errs[comp] = (np.sqrt(np.mean((theta[keep, 0] - th[keep]) ** 2)),
-                      np.sqrt(np.mean((tip[keep, 0] - r["tip_deflection"][keep, 0]) ** 2)))
+        errs[comp] = (
+            np.sqrt(np.mean((theta[keep, 0] - th[keep]) ** 2)),
+            np.sqrt(np.mean((tip[keep, 0] - r["tip_deflection"][keep, 0]) ** 2)),
+        )
     raw = np.arctan2(r["acc"][:, 0, 1], r["acc"][:, 0, 2])  # eq. (2) alone, unfiltered, at IMU 1
     raw_err = np.sqrt(np.mean((raw[keep] - th[keep]) ** 2))
     assert errs[True][0] < math.radians(0.5)  # joint angle within 0.5° RMS

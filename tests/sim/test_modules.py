@@ -1,5 +1,6 @@
 """Module tolerances (flexlearn.sim.modules, docs/modules.md): identity by seed, physics of a placed coil, the
 tumble, config errors, and the robot's nine modules drawn from the same distribution."""
+
 from __future__ import annotations
 
 import math
@@ -17,8 +18,14 @@ from flexlearn.sim.rig import simulate_sweep
 from flexlearn.sim.rig_config import ModuleTolerances
 
 CLEAN = {"swing_rate": 0.0, "nan_rate": 0.0, "saturation_rate": 0.0, "short_pulse_rate": 0.0}
-ZERO = {"mag_axes": 0.0, "sensor_offset": [0.0, 0.0, 0.0], "pivot_radius": 0.0, "joint_length": 0.0,
-        "coil_offset": [0.0, 0.0, 0.0], "coil_tilt": 0.0}
+ZERO = {
+    "mag_axes": 0.0,
+    "sensor_offset": [0.0, 0.0, 0.0],
+    "pivot_radius": 0.0,
+    "joint_length": 0.0,
+    "coil_offset": [0.0, 0.0, 0.0],
+    "coil_tilt": 0.0,
+}
 
 
 def test_a_module_is_identified_by_its_seed():
@@ -43,7 +50,7 @@ def test_draw_magnitudes_follow_the_tolerances():
     assert np.std([x.pivot_radius for x in d]) == pytest.approx(tol.pivot_radius, rel=0.15)
     assert np.std([x.sensor_offset for x in d], axis=0) == pytest.approx(tol.sensor_offset, rel=0.15)
     assert np.std([x.coil_offset for x in d], axis=0) == pytest.approx(tol.coil_offset, rel=0.15)
-    tilt = np.array([x.coil_tilt[:2, 2] for x in d])        # R_c ẑ ≈ (t_y, −t_x, 1) for small tilts
+    tilt = np.array([x.coil_tilt[:2, 2] for x in d])  # R_c ẑ ≈ (t_y, −t_x, 1) for small tilts
     assert np.std(tilt, axis=0) == pytest.approx([tol.coil_tilt] * 2, rel=0.15)
     assert all(np.allclose(x.mag_axes @ x.mag_axes.T, np.eye(3)) for x in d[:20])
 
@@ -60,7 +67,7 @@ def test_placed_coil_far_field_is_the_turned_and_moved_dipole():
     r = p - draw.coil_offset
     rn = np.linalg.norm(r, axis=1, keepdims=True)
     rh = r / rn
-    dipole = MU0 / (4 * math.pi) * (3 * (rh @ m)[:, None] * rh - m) / rn ** 3
+    dipole = MU0 / (4 * math.pi) * (3 * (rh @ m)[:, None] * rh - m) / rn**3
     got = placed.field(torch.from_numpy(p)).numpy()
     assert np.allclose(got, dipole, rtol=2e-3, atol=0)
 
@@ -70,8 +77,16 @@ def test_zero_tolerances_give_the_nominal_coil_field():
     from flexlearn.sim.rig import child_frame, coil_current, sensor_position
     from flexlearn.sim.rig_config import RigConfig
 
-    sw = simulate_sweep({"n_poses": 30, "seed": 3, "faults": CLEAN, "module": ZERO,
-                         "magnetometer": {"soft_iron": 0.0}, "geometry": {"mount_misalignment": 0.0}})
+    sw = simulate_sweep(
+        {
+            "n_poses": 30,
+            "seed": 3,
+            "faults": CLEAN,
+            "module": ZERO,
+            "magnetometer": {"soft_iron": 0.0},
+            "geometry": {"mount_misalignment": 0.0},
+        }
+    )
     cfg = RigConfig()
     u = np.stack([sw.truth[f"u_{c}"] for c in "xyz"], -1)
     r_rel, _ = child_frame(u)
@@ -89,6 +104,7 @@ def test_tumble_fit_removes_gain_soft_iron_and_keeps_only_a_rotation():
     s = np.asarray(sw.meta["sensors"]["magnetometer"]["soft_iron"])
     q = np.asarray(sw.meta["module"]["draw"]["mag_axes"])
     g = w @ s @ q.T
+
     def anisotropy(m):
         mm = m @ m.T
         return np.abs(mm / np.mean(np.diag(mm)) - np.eye(3)).max()
@@ -99,8 +115,9 @@ def test_tumble_fit_removes_gain_soft_iron_and_keeps_only_a_rotation():
     assert quality["coverage"] == 1.0 and np.linalg.det(w) == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("key,value", [("sensor_offset", [0.0, 1.0, 0.0]), ("coil_tilt", -0.1),
-                                       ("mag_axes", 1.0), ("tumble_samples", 5)])
+@pytest.mark.parametrize(
+    "key,value", [("sensor_offset", [0.0, 1.0, 0.0]), ("coil_tilt", -0.1), ("mag_axes", 1.0), ("tumble_samples", 5)]
+)
 def test_bad_tolerance_is_named(key, value):
     with pytest.raises(ConfigError, match=f"module.{key}"):
         simulate_sweep({"n_poses": 5, "module": {key: value}})
@@ -133,7 +150,7 @@ def test_supply_lead_pair_is_a_small_loop_whose_far_field_is_its_dipole():
     p = torch.tensor([[0.4, 0.1, 0.2], [-0.1, 0.3, -0.25]], dtype=torch.float64)
     r = p - loop[:4].mean(0)
     d = torch.linalg.vector_norm(r, dim=-1, keepdim=True)
-    dip = MU0 / (4 * torch.pi) * (3 * (r @ m)[:, None] * r / d ** 2 - m) / d ** 3
+    dip = MU0 / (4 * torch.pi) * (3 * (r @ m)[:, None] * r / d**2 - m) / d**3
     extra = leads.field(p) - plain.field(p)
     assert torch.allclose(extra, dip, rtol=5e-3, atol=0)
-    assert torch.equal(PlanarCoil(CoilConfig(lead_length=0.013)).field(p), plain.field(p))    # no separation: none
+    assert torch.equal(PlanarCoil(CoilConfig(lead_length=0.013)).field(p), plain.field(p))  # no separation: none

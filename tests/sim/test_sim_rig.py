@@ -1,4 +1,5 @@
 """Sweep-rig simulator (seed 002, III-A/B1/B2): determinism, stream sanity, physics, faults, config errors."""
+
 from __future__ import annotations
 
 import math
@@ -41,22 +42,31 @@ def _pose_samples(sw: RawSweep) -> list[dict]:
             on |= (t >= a + settle) & (t <= b)
             near |= (t >= a) & (t <= b + settle)
         alo, ahi = np.searchsorted(sw.accel_t, [ts, te])
-        out.append({"on": lo + np.flatnonzero(on & fresh[lo:hi]), "off": lo + np.flatnonzero(~near & fresh[lo:hi]),
-                    "pulses": int(m.sum()), "accel": sw.accel[alo:ahi]})
+        out.append(
+            {
+                "on": lo + np.flatnonzero(on & fresh[lo:hi]),
+                "off": lo + np.flatnonzero(~near & fresh[lo:hi]),
+                "pulses": int(m.sum()),
+                "accel": sw.accel[alo:ahi],
+            }
+        )
     return out
 
 
 @pytest.fixture(scope="module")
 def clean() -> RawSweep:
-    return simulate_sweep({"n_poses": 200, "seed": 11, "faults": CLEAN,
-                           "geometry": {"mount_misalignment": 0.0}})
+    return simulate_sweep({"n_poses": 200, "seed": 11, "faults": CLEAN, "geometry": {"mount_misalignment": 0.0}})
 
 
 @pytest.fixture(scope="module")
 def faulty() -> RawSweep:
-    return simulate_sweep({"n_poses": 1500, "seed": 5, "faults": {"swing_rate": 0.05, "nan_rate": 0.01,
-                                                                  "saturation_rate": 0.01,
-                                                                  "short_pulse_rate": 0.04}})
+    return simulate_sweep(
+        {
+            "n_poses": 1500,
+            "seed": 5,
+            "faults": {"swing_rate": 0.05, "nan_rate": 0.01, "saturation_rate": 0.01, "short_pulse_rate": 0.04},
+        }
+    )
 
 
 def test_deterministic_for_a_seed() -> None:
@@ -77,7 +87,7 @@ def test_streams_are_well_formed(clean: RawSweep, tmp_path) -> None:
     sw.validate()
     for t in (sw.mag_t, sw.accel_t, sw.coil_t):
         assert np.all(np.diff(t) > 0)
-    assert np.all(sw.coil_on[::2]) and not np.any(sw.coil_on[1::2])            # on/off alternate
+    assert np.all(sw.coil_on[::2]) and not np.any(sw.coil_on[1::2])  # on/off alternate
     assert np.all(sw.pose_t_start[1:] > sw.pose_t_end[:-1])
     assert np.all(np.isfinite(sw.mag)) and np.all(np.isfinite(sw.accel))
     # 5 ms polls of a ~90 Hz conversion: about 1 − 90·0.005 = 55 % of the polls are stale repeats
@@ -96,7 +106,7 @@ def test_six_fresh_settled_coil_on_samples_per_clean_pose(clean: RawSweep) -> No
     n_on = np.array([len(p["on"]) for p in poses])
     pulses = np.array([p["pulses"] for p in poses])
     assert np.all(n_on >= 6) and np.all(n_on <= 9)
-    assert set(np.unique(pulses)) <= {2, 3} and np.any(pulses == 3)            # "two to three pulses"
+    assert set(np.unique(pulses)) <= {2, 3} and np.any(pulses == 3)  # "two to three pulses"
     on, off = clean.coil_t[clean.coil_on], clean.coil_t[~clean.coil_on]
     np.testing.assert_allclose(off - on, 0.04, atol=5e-4)
     # every pulse lies inside a reported stationary interval
@@ -123,7 +133,7 @@ def test_field_magnitude_at_the_neighbour() -> None:
     coil = PlanarCoil(cfg.coil)
     current = coil_current(coil, cfg)
     pos = sensor_position(STRAIGHT[None], np.eye(3)[None], cfg)
-    np.testing.assert_allclose(pos, [[0.0, 0.0, -0.029]], atol=1e-15)                # 29 mm pivot spacing
+    np.testing.assert_allclose(pos, [[0.0, 0.0, -0.029]], atol=1e-15)  # 29 mm pivot spacing
     b = coil.field(torch.from_numpy(pos), current).numpy()
     assert np.linalg.norm(b) == pytest.approx(100e-6, rel=1e-12)
     assert 1.5 < current < 3.5 and 1.0 < float(coil.resistance()) < 2.0
@@ -138,7 +148,7 @@ def test_truth_geometry(clean: RawSweep) -> None:
     np.testing.assert_allclose(label @ (np.eye(3) - 2 * np.outer(e, e)), u, atol=1e-12)
     # rig positioning error ~0.5° RMS, inside the mechanical limit
     err = np.arccos(np.clip(np.sum(u * clean.target, axis=1), -1, 1))
-    assert 0.3 < math.degrees(np.sqrt(np.mean(err ** 2))) < 0.7
+    assert 0.3 < math.degrees(np.sqrt(np.mean(err**2))) < 0.7
     assert np.all(np.arccos(-u[:, 2]) <= math.radians(30.0) + 1e-12)
     # |db| ~ 100 µT near the straight pose
     db = np.linalg.norm(_vec(clean.truth, "db"), axis=1)
@@ -158,12 +168,12 @@ def test_accel_normalised_is_the_label(clean: RawSweep) -> None:
 
 def test_moves_have_motion_in_accel_and_mag(clean: RawSweep) -> None:
     t = clean.accel_t
-    k = np.minimum(np.searchsorted(clean.pose_t_start, t), len(clean.pose_t_start) - 1)   # next reported start
-    moving = (t < clean.pose_t_start[k]) & (t > clean.pose_t_start[k] - 0.13)          # moves last ≥ 0.14 s
+    k = np.minimum(np.searchsorted(clean.pose_t_start, t), len(clean.pose_t_start) - 1)  # next reported start
+    moving = (t < clean.pose_t_start[k]) & (t > clean.pose_t_start[k] - 0.13)  # moves last ≥ 0.14 s
     dev = np.abs(np.linalg.norm(clean.accel[moving], axis=1) - 9.80665)
-    assert moving.sum() > 100 and dev.max() > 0.5                                # motion acceleration
+    assert moving.sum() > 100 and dev.max() > 0.5  # motion acceleration
     lo, hi = np.searchsorted(clean.mag_t, [clean.pose_t_end[0], clean.pose_t_start[1]])
-    assert hi - lo > 10                                                           # polls while moving
+    assert hi - lo > 10  # polls while moving
 
 
 def test_fault_injection_rates(faulty: RawSweep) -> None:
@@ -197,17 +207,20 @@ def test_zero_rates_give_a_clean_sweep(clean: RawSweep) -> None:
     assert f["nan_polls"] == 0 and f["saturated_conversions"] == 0
 
 
-@pytest.mark.parametrize("data, key", [
-    ({"magnetometr": {}}, "magnetometr"),
-    ({"magnetometer": {"noise": -1.0}}, "magnetometer.noise"),
-    ({"faults": {"nan_rate": 1.5}}, "faults.nan_rate"),
-    ({"geometry": {"max_colatitude": 0.6}}, "geometry.max_colatitude"),
-    ({"acquisition": {"settle": 0.05}}, "acquisition.settle"),
-    ({"acquisition": {"poll_period": 0.02}}, "acquisition.poll_period"),
-    ({"coil": {"pitch": 0.0}}, "coil.pitch"),
-    ({"n_poses": 0}, "n_poses"),
-    ({"acquisition": {"min_fresh": "six"}}, "acquisition.min_fresh"),
-])
+@pytest.mark.parametrize(
+    "data, key",
+    [
+        ({"magnetometr": {}}, "magnetometr"),
+        ({"magnetometer": {"noise": -1.0}}, "magnetometer.noise"),
+        ({"faults": {"nan_rate": 1.5}}, "faults.nan_rate"),
+        ({"geometry": {"max_colatitude": 0.6}}, "geometry.max_colatitude"),
+        ({"acquisition": {"settle": 0.05}}, "acquisition.settle"),
+        ({"acquisition": {"poll_period": 0.02}}, "acquisition.poll_period"),
+        ({"coil": {"pitch": 0.0}}, "coil.pitch"),
+        ({"n_poses": 0}, "n_poses"),
+        ({"acquisition": {"min_fresh": "six"}}, "acquisition.min_fresh"),
+    ],
+)
 def test_config_errors_name_the_key(data: dict, key: str) -> None:
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         from_dict(RigConfig, data).validate()

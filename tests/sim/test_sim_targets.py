@@ -1,4 +1,5 @@
 """Spherical-cap targets with Fibonacci cells and quotas (seed 002, Sec. III-B1)."""
+
 from __future__ import annotations
 
 import math
@@ -7,15 +8,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from flexlearn.sim.targets import (assign_cells, cell_quotas, fibonacci_cells, sample_cap_targets,
-                                   sample_cap_uniform)
+from flexlearn.sim.targets import assign_cells, cell_quotas, fibonacci_cells, sample_cap_targets, sample_cap_uniform
 
 LMAX = math.radians(29.5)
 COS_MAX = math.cos(LMAX)
 
 
 def _cos_lambda(d: np.ndarray) -> np.ndarray:
-    return -d[:, 2]                                   # colatitude from the straight axis (0, 0, -1)
+    return -d[:, 2]  # colatitude from the straight axis (0, 0, -1)
 
 
 def test_fibonacci_cells_cover_the_cap() -> None:
@@ -77,6 +77,6 @@ def test_quotas_sum_and_edge_cases() -> None:
     c = fibonacci_cells(7, LMAX)
     assert cell_quotas(100, c, LMAX).sum() == 100
     assert sample_cap_targets(0, LMAX, 10, 0).shape == (0, 3)
-    assert sample_cap_targets(3, LMAX, 10, 0).shape == (3, 3)           # fewer targets than cells
+    assert sample_cap_targets(3, LMAX, 10, 0).shape == (3, 3)  # fewer targets than cells
     with pytest.raises(ValueError):
         fibonacci_cells(0, LMAX)

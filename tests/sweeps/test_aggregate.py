@@ -1,4 +1,5 @@
 """flexlearn-aggregate on a synthetic multirun directory."""
+
 from __future__ import annotations
 
 import csv
@@ -25,8 +26,12 @@ def make_job(root: Path, num: int, overrides: list[str], metrics: dict | None) -
 def multirun(tmp_path) -> Path:
     root = tmp_path / "multirun"
     for i, (noise, err) in enumerate([(1e-3, 0.004), (2e-3, 0.009), (4e-3, 0.02)]):
-        make_job(root, i, [f"task.problem.slope_noise={noise}", "experiment=identify_modal_sim"],
-                 {"id/EI_rel_err": err, "id/chi2_dof": 1.0 + i / 100, "id/not_identifiable": "", "output_dir": "x"})
+        make_job(
+            root,
+            i,
+            [f"task.problem.slope_noise={noise}", "experiment=identify_modal_sim"],
+            {"id/EI_rel_err": err, "id/chi2_dof": 1.0 + i / 100, "id/not_identifiable": "", "output_dir": "x"},
+        )
     make_job(root, 10, ["task.problem.slope_noise=8e-3", "experiment=identify_modal_sim"], None)  # crashed job
     (root / "optimization_results.yaml").write_text("name: optuna\nbest_value: 0.004\n")
     return root
@@ -49,9 +54,21 @@ def test_table_statistics_and_figure(multirun, tmp_path):
 
 def test_command_line_writes_to_out_dir(multirun, tmp_path):
     out = tmp_path / "summary"
-    proc = subprocess.run([sys.executable, "-m", "flexlearn.apps.aggregate", f"dir={multirun}", f"out={out}",
-                           "metrics=[id/EI_rel_err]", "x=task.problem.slope_noise"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flexlearn.apps.aggregate",
+            f"dir={multirun}",
+            f"out={out}",
+            "metrics=[id/EI_rel_err]",
+            "x=task.problem.slope_noise",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     header = (out / "summary.csv").read_text().splitlines()[0].split(",")
     assert header == ["job", "status", "task.problem.slope_noise", "experiment", "id/EI_rel_err"]
@@ -69,8 +86,13 @@ def test_bad_inputs_name_the_directory_file_or_key(multirun, tmp_path):
     (multirun / "1" / "metrics.json").write_text("{not json")
     with pytest.raises(DataError, match=r"1/metrics\.json"):
         aggregate_multirun(multirun)
-    proc = subprocess.run([sys.executable, "-m", "flexlearn.apps.aggregate", f"dir={tmp_path / 'nowhere'}"],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flexlearn.apps.aggregate", f"dir={tmp_path / 'nowhere'}"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "not a directory" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -87,9 +109,18 @@ def optuna_like(tmp_path) -> Path:
         lr = math.exp(rnd.uniform(math.log(3e-4), math.log(1e-2)))
         act, bs = rnd.choice(["silu", "tanh", "gelu"]), rnd.choice([128, 256, 512])
         err = 0.3 + abs(math.log10(lr / 3e-3)) + (0.1 if act == "tanh" else 0.0)
-        make_job(root, i, [f"task.lr={lr}", f"data.batch_size={bs}", f"model.activation={act}"],
-                 {"status": "ok", "epochs": 40, "world_size": 1, "val/ang_err_median_deg": err,
-                  "test/ang_err_median_deg": 1.1 * err})
+        make_job(
+            root,
+            i,
+            [f"task.lr={lr}", f"data.batch_size={bs}", f"model.activation={act}"],
+            {
+                "status": "ok",
+                "epochs": 40,
+                "world_size": 1,
+                "val/ang_err_median_deg": err,
+                "test/ang_err_median_deg": 1.1 * err,
+            },
+        )
         (root / str(i) / ".hydra" / "config.yaml").write_text("optimized_metric: val/ang_err_median_deg\nseed: 7\n")
     return root
 
@@ -120,19 +151,24 @@ def test_sweep_figure_axes(tmp_path):
     assert wants_log("task.lr", [1e-3, 2e-3]) and wants_log("optimizer.learning_rate", [0.1, 0.2])
     assert wants_log("task.weight_decay", [1e-7, 1e-3]) and not wants_log("data.batch_size", [128, 1024])
     assert not wants_log("task.lr", [0.0, 1e-3]) and not is_number(True) and not is_number(float("nan"))
-    jobs = [{"job": str(i), "task.lr": 10 ** (-4 + i / 3), "data.batch_size": 2 ** (7 + i % 3),
-             "val/loss": 1.0 / (i + 1)} for i in range(8)]
+    jobs = [
+        {"job": str(i), "task.lr": 10 ** (-4 + i / 3), "data.batch_size": 2 ** (7 + i % 3), "val/loss": 1.0 / (i + 1)}
+        for i in range(8)
+    ]
     assert sweep_figure(jobs, "task.lr", "val/loss", "data.batch_size", tmp_path / "a.png", "t").exists()
     assert sweep_figure(jobs, "data.batch_size", "val/loss", None, tmp_path / "b.png", "t").exists()
     assert sweep_figure(jobs, "job", "val/loss", "task.lr", tmp_path / "c.png", "t", others=["x"]).exists()
 
 
-@pytest.mark.parametrize("jobs", [
-    [{"job": "0", "lr": 0.1, "m": 1.0}],                                       # one job
-    [{"job": str(i), "lr": 0.1, "m": 2.0} for i in range(3)],                  # nothing varies
-    [{"job": str(i), "lr": ["a", "b", "c"][i], "m": float(i)} for i in range(3)],  # categorical x, zero y
-    [{"job": str(i), "lr": 0.1 * (i + 1), "m": -1.0 * i} for i in range(3)],   # negative y: linear axis
-])
+@pytest.mark.parametrize(
+    "jobs",
+    [
+        [{"job": "0", "lr": 0.1, "m": 1.0}],  # one job
+        [{"job": str(i), "lr": 0.1, "m": 2.0} for i in range(3)],  # nothing varies
+        [{"job": str(i), "lr": ["a", "b", "c"][i], "m": float(i)} for i in range(3)],  # categorical x, zero y
+        [{"job": str(i), "lr": 0.1 * (i + 1), "m": -1.0 * i} for i in range(3)],  # negative y: linear axis
+    ],
+)
 def test_sweep_figure_of_degenerate_sweeps(tmp_path, jobs):
     from flexlearn.viz.sweep_figure import sweep_figure
 
@@ -160,7 +196,7 @@ def test_an_out_dir_of_the_users_own_is_refused_and_kept(multirun, tmp_path):
     assert [p.name for p in mine.iterdir()] == ["summary.csv"]
     assert (mine / "summary.csv").read_text() == "my own table\n"
     with pytest.raises(OutputPathError, match="input"):
-        aggregate_multirun(multirun, tmp_path)          # contains the multirun
+        aggregate_multirun(multirun, tmp_path)  # contains the multirun
     assert Path(aggregate_multirun(multirun, multirun)["csv"]) == multirun / "summary.csv"
     res = aggregate_multirun(multirun, tmp_path / "new")
     assert Path(res["csv"]).parent == tmp_path / "new"

@@ -1,5 +1,6 @@
 """A job's ``.hydra/overrides.yaml`` that is not a list of strings: a `DataError` naming the file and the value
 (flexlearn-aggregate: one line, exit status 2), not a TypeError traceback nor keys read from a mapping."""
+
 from __future__ import annotations
 
 import json
@@ -22,13 +23,16 @@ def make_multirun(root: Path, overrides_text: str) -> Path:
     return root / "1" / ".hydra" / "overrides.yaml"
 
 
-@pytest.mark.parametrize("text, needles", [
-    ("5\n", ("holds the integer 5", "expected a list of override strings")),
-    ("lr: 0.1\n", ("holds the mapping {'lr': 0.1}",)),
-    ("just text\n", ("holds the string 'just text'",)),
-    ("- lr=0.2\n- 7\n", ("item 1 is the integer 7", "expected an override string")),
-    ("- {lr: 0.2}\n", ("item 0 is the mapping",)),
-])
+@pytest.mark.parametrize(
+    "text, needles",
+    [
+        ("5\n", ("holds the integer 5", "expected a list of override strings")),
+        ("lr: 0.1\n", ("holds the mapping {'lr': 0.1}",)),
+        ("just text\n", ("holds the string 'just text'",)),
+        ("- lr=0.2\n- 7\n", ("item 1 is the integer 7", "expected an override string")),
+        ("- {lr: 0.2}\n", ("item 0 is the mapping",)),
+    ],
+)
 def test_overrides_that_are_not_a_list_of_strings_are_named(tmp_path, text, needles):
     bad = make_multirun(tmp_path / "multirun", text)
     with pytest.raises(DataError) as info:

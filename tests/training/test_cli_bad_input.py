@@ -1,4 +1,5 @@
 """Bad input through the command-line tools: one clear line on stderr, exit status 2, nothing corrupted."""
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,14 @@ from flexlearn.sim.rig_config import RigConfig
 
 def run_app(module: str, root: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, FLEXLEARN_ROOT=str(root))
-    return subprocess.run([sys.executable, "-m", f"flexlearn.apps.{module}", *args], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", f"flexlearn.apps.{module}", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def assert_clean_failure(proc: subprocess.CompletedProcess, *needles: str) -> None:

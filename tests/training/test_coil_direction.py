@@ -1,7 +1,7 @@
 """Physics-informed direction model (flexlearn.models.coil_direction): its forward model is the simulator's joint,
 and identified on 50 poses inside the trained cap it extrapolates to 30–40° on a module it was not fitted on."""
-from __future__ import annotations
 
+from __future__ import annotations
 
 import numpy as np
 import pytest
@@ -12,8 +12,14 @@ from flexlearn.models.coil_direction import CoilDirectionModel
 from flexlearn.sim.rig import simulate_sweep
 
 CLEAN = {"swing_rate": 0.0, "nan_rate": 0.0, "saturation_rate": 0.0, "short_pulse_rate": 0.0}
-ZERO = {"mag_axes": 0.0, "sensor_offset": [0.0, 0.0, 0.0], "pivot_radius": 0.0, "joint_length": 0.0,
-        "coil_offset": [0.0, 0.0, 0.0], "coil_tilt": 0.0}
+ZERO = {
+    "mag_axes": 0.0,
+    "sensor_offset": [0.0, 0.0, 0.0],
+    "pivot_radius": 0.0,
+    "joint_length": 0.0,
+    "coil_offset": [0.0, 0.0, 0.0],
+    "coil_tilt": 0.0,
+}
 
 
 def _deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -23,12 +29,20 @@ def _deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def test_forward_model_is_the_simulators_joint():
     """θ = 0 on a nominal module: x̂(label) is the simulator's noise-free coil field direction (to 1e-7°)."""
-    sw = simulate_sweep({"n_poses": 25, "seed": 5, "faults": CLEAN, "module": ZERO, "magnetometer": {"soft_iron": 0.0},
-                         "geometry": {"mount_misalignment": 0.0, "max_colatitude": 0.7, "mechanical_limit": 0.75}})
+    sw = simulate_sweep(
+        {
+            "n_poses": 25,
+            "seed": 5,
+            "faults": CLEAN,
+            "module": ZERO,
+            "magnetometer": {"soft_iron": 0.0},
+            "geometry": {"mount_misalignment": 0.0, "max_colatitude": 0.7, "mechanical_limit": 0.75},
+        }
+    )
     label = np.stack([sw.truth[f"label_{c}"] for c in "xyz"], -1)
     db = np.stack([sw.truth[f"db_{c}"] for c in "xyz"], -1)
     x = CoilDirectionModel().field_direction(torch.from_numpy(label)).numpy()
-    assert _deg(x, db / np.linalg.norm(db, axis=1, keepdims=True)).max() < 1e-7          # degrees
+    assert _deg(x, db / np.linalg.norm(db, axis=1, keepdims=True)).max() < 1e-7  # degrees
 
 
 @pytest.mark.slow
@@ -38,7 +52,7 @@ def test_identified_module_extrapolates_past_the_cap():
     ds = process_sweep(sw).dataset
     col = np.degrees(np.arccos(np.clip(ds.label[:, 2], -1, 1)))
     fit = np.flatnonzero((ds.split == "train") & (col <= 29.5))[:50]
-    test = np.flatnonzero((col > 30.0) & (col <= 40.0))            # none of them was used for the fit
+    test = np.flatnonzero((col > 30.0) & (col <= 40.0))  # none of them was used for the fit
     model = CoilDirectionModel()
     report = model.identify(ds.delta_b[fit], ds.label[fit])
     assert report["median_residual_deg_after"] < 0.5 * report["median_residual_deg_before"]
@@ -59,8 +73,9 @@ def test_fix_confidence_grows_with_the_answers_error_and_flags_bends_past_the_ca
     label = torch.from_numpy(np.stack([np.sin(col) * np.cos(az), np.sin(col) * np.sin(az), np.cos(col)], -1))
     x = model.field_direction(label)
     axis = torch.linalg.cross(label, torch.tensor([[0.0, 0.0, 1.0]], dtype=torch.float64).expand_as(label), dim=-1)
-    off = (so3_exp(np.radians(2.0) * axis / torch.linalg.vector_norm(axis, dim=-1, keepdim=True))
-           @ label.unsqueeze(-1)).squeeze(-1)
+    off = (
+        so3_exp(np.radians(2.0) * axis / torch.linalg.vector_norm(axis, dim=-1, keepdim=True)) @ label.unsqueeze(-1)
+    ).squeeze(-1)
     right, wrong = fix_confidence(model, x, label), fix_confidence(model, x, off)
     assert float(right["residual"].max()) < 1e-9 and not bool(right["flagged"].any())
     ratio = np.degrees(wrong["residual"].numpy()) / 2.0
@@ -95,6 +110,8 @@ def test_residual_learns_what_a_coarse_coil_model_misses():
     past = past[np.degrees(np.arccos(past[:, 2].numpy())) > 30.0]
     with torch.no_grad():
         truth = fine.field_direction(past)
-        err = {name: _deg(m.field_direction(past).numpy(), truth.numpy()) for name, m in
-               (("coil", CoilDirectionModel(coil=coarse)), ("residual", model))}
+        err = {
+            name: _deg(m.field_direction(past).numpy(), truth.numpy())
+            for name, m in (("coil", CoilDirectionModel(coil=coarse)), ("residual", model))
+        }
     assert np.median(err["residual"]) < 0.5 * np.median(err["coil"]), {k: np.median(v) for k, v in err.items()}

@@ -1,5 +1,6 @@
 """Bad input through the real entry points (flexlearn-train, -pipeline, -eval): exit status 2 and one line
 naming the key or file, never a traceback; unique run directories for runs started in the same second."""
+
 from __future__ import annotations
 
 import os
@@ -7,19 +8,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+# Imported here, not inside a test: Lightning binds its log handler to the sys.stderr of import time,
+# which must not be one test's captured stream (the apps themselves import Lightning only when a job runs).
+import lightning  # noqa: F401
 import pytest
 import torch
 import yaml
 
-# Imported here, not inside a test: Lightning binds its log handler to the sys.stderr of import time,
-# which must not be one test's captured stream (the apps themselves import Lightning only when a job runs).
-import lightning  # noqa: F401
-
 import flexlearn.apps.evaluate  # noqa: F401
-import flexlearn.jobs.train  # noqa: F401  (its warning filters are set at import, outside a test)
 import flexlearn.apps.pipeline  # noqa: F401
 import flexlearn.apps.train  # noqa: F401
-
+import flexlearn.jobs.train  # noqa: F401  (its warning filters are set at import, outside a test)
 from tests.data.console import call_app  # noqa: E402
 
 SMALL = ["data.sim.n_poses=400", "data.batch_size=64", "trainer.max_epochs=1"]
@@ -45,16 +44,27 @@ def assert_one_line_error(code: int, err: str, app: str, *needles: str) -> None:
 def app(tmp_path, cache_dir, monkeypatch, capsys):
     def _run(module: str, *args: str) -> tuple[int, str]:
         return run_main(module, tmp_path, cache_dir, list(args), monkeypatch, capsys)
+
     return _run
 
 
-@pytest.mark.parametrize("override,needle", [
-    ("task.lr=-1", "task.lr"), ("task.lr=nan", "task.lr"), ("task.lr=abc", "task.lr"),
-    ("task.weight_decay=-1e-3", "task.weight_decay"), ("seed=abc", "seed"),
-    ("trainer.max_epochs=-1", "trainer.max_epochs"), ("+bogus_key=1", "bogus_key"),
-    ("+trainer.bogus_flag=1", "bogus_flag"), ("+paths.bogus_dir=x", "bogus_dir"), ("seed=-1", "seed"),
-    ("+callbacks.bogus_cb=1", "bogus_cb"), ("+logger.bogus_log=1", "bogus_log"),
-])
+@pytest.mark.parametrize(
+    "override,needle",
+    [
+        ("task.lr=-1", "task.lr"),
+        ("task.lr=nan", "task.lr"),
+        ("task.lr=abc", "task.lr"),
+        ("task.weight_decay=-1e-3", "task.weight_decay"),
+        ("seed=abc", "seed"),
+        ("trainer.max_epochs=-1", "trainer.max_epochs"),
+        ("+bogus_key=1", "bogus_key"),
+        ("+trainer.bogus_flag=1", "bogus_flag"),
+        ("+paths.bogus_dir=x", "bogus_dir"),
+        ("seed=-1", "seed"),
+        ("+callbacks.bogus_cb=1", "bogus_cb"),
+        ("+logger.bogus_log=1", "bogus_log"),
+    ],
+)
 def test_bad_train_option_exits_2_naming_the_key(app, override, needle):
     # max_steps bounds the old behaviour of max_epochs=-1 (train forever) should validation be missing.
     code, err = app("train", *SMALL, "+trainer.max_steps=3", override)
@@ -79,9 +89,11 @@ def bad_checkpoints(tmp_path, trained_run) -> dict[str, Path]:
     out = {"text": tmp_path / "notes.ckpt", "truncated": tmp_path / "truncated.ckpt"}
     out["text"].write_text("hello, this is not a checkpoint\n")
     out["truncated"].write_bytes(good.read_bytes()[:5000])
-    for name, model in (("extra", {**ckpt["hyper_parameters"]["model"], "bogus": 1}),
-                        ("wide", {**ckpt["hyper_parameters"]["model"], "hidden": [10**12]}),
-                        ("other_model", {**ckpt["hyper_parameters"]["model"], "hidden": [8]})):
+    for name, model in (
+        ("extra", {**ckpt["hyper_parameters"]["model"], "bogus": 1}),
+        ("wide", {**ckpt["hyper_parameters"]["model"], "hidden": [10**12]}),
+        ("other_model", {**ckpt["hyper_parameters"]["model"], "hidden": [8]}),
+    ):
         bad = dict(ckpt, hyper_parameters={**ckpt["hyper_parameters"], "model": model})
         out[name] = tmp_path / f"{name}.ckpt"
         torch.save(bad, out[name])
@@ -105,8 +117,14 @@ def test_resume_from_a_bad_or_incompatible_checkpoint_exits_2(app, bad_checkpoin
 
 def test_unknown_top_level_key_exits_2_through_the_console_script(tmp_path, cache_dir):
     env = dict(os.environ, FLEXLEARN_ROOT=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-m", "flexlearn.apps.train", *SMALL, f"paths.cache_dir={cache_dir}",
-                           "+bogus_key=1"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flexlearn.apps.train", *SMALL, f"paths.cache_dir={cache_dir}", "+bogus_key=1"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr and "bogus_key" in proc.stderr
 
@@ -129,8 +147,17 @@ main()
 
 def test_runs_started_in_the_same_second_get_their_own_directories(tmp_path):
     env = dict(os.environ, FLEXLEARN_ROOT=str(tmp_path))
-    procs = [subprocess.Popen([sys.executable, "-c", RUN_DIR_PROBE], cwd=tmp_path, env=env, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", RUN_DIR_PROBE],
+            cwd=tmp_path,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), [e[-2000:] for _, e in outs]
     cfgs = [yaml.safe_load(out) for out, _ in outs]

@@ -1,4 +1,5 @@
 """Export parity (TorchScript and torch.export, loaded without flexlearn), evaluation, checkpoint faults."""
+
 from __future__ import annotations
 
 import json
@@ -13,10 +14,10 @@ import pytest
 import torch
 
 from flexlearn.errors import CheckpointError
+from flexlearn.jobs.evaluate import evaluate_checkpoint
+from flexlearn.jobs.export import export_checkpoint
 from flexlearn.runtime.export import load_torchscript
 from flexlearn.tasks.checkpoints import load_direction_model
-from flexlearn.jobs.export import export_checkpoint
-from flexlearn.jobs.evaluate import evaluate_checkpoint
 
 PLAIN_TORCH_LOADER = textwrap.dedent("""
     import sys, json
@@ -48,8 +49,20 @@ def test_export_loads_with_plain_torch_and_matches_checkpoint(exported, tmp_path
     x = torch.randn(257, 3, generator=torch.Generator().manual_seed(3), dtype=torch.float32) * 1e-4
     torch.save(x, tmp_path / "x.pt")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
-    subprocess.run([sys.executable, "-c", PLAIN_TORCH_LOADER, paths["torchscript"], paths["program"],
-                    str(tmp_path / "x.pt"), str(tmp_path / "y.pt")], check=True, cwd=tmp_path, env=env)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            PLAIN_TORCH_LOADER,
+            paths["torchscript"],
+            paths["program"],
+            str(tmp_path / "x.pt"),
+            str(tmp_path / "y.pt"),
+        ],
+        check=True,
+        cwd=tmp_path,
+        env=env,
+    )
     got = torch.load(tmp_path / "y.pt", weights_only=True)
     with torch.no_grad():
         want = model(x)
@@ -75,8 +88,9 @@ def test_evaluate_checkpoint_writes_metrics_and_figures(trained_run, compose_cfg
     cfg = compose_cfg("eval", [f"ckpt_path={trained_run['metrics']['best_ckpt']}"])
     metrics = evaluate_checkpoint(cfg.ckpt_path, cfg)
     # The evaluation of the best checkpoint reproduces the training run's test metrics.
-    assert metrics["test/ang_err_median_deg"] == pytest.approx(trained_run["metrics"]["test/ang_err_median_deg"],
-                                                               rel=1e-4)
+    assert metrics["test/ang_err_median_deg"] == pytest.approx(
+        trained_run["metrics"]["test/ang_err_median_deg"], rel=1e-4
+    )
     for name in ("error_polar_map", "error_histogram", "training_curves"):
         assert Path(metrics["figures"][name]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -103,19 +117,29 @@ class _Exploit:
 def test_checkpoint_with_pickled_code_is_refused(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     evil = tmp_path / "evil.ckpt"
-    torch.save({"state_dict": {}, "hyper_parameters": {"model": {}}, "payload": _Exploit()}, evil,
-               pickle_protocol=pickle.HIGHEST_PROTOCOL)
+    torch.save(
+        {"state_dict": {}, "hyper_parameters": {"model": {}}, "payload": _Exploit()},
+        evil,
+        pickle_protocol=pickle.HIGHEST_PROTOCOL,
+    )
     with pytest.raises(CheckpointError, match="evil.ckpt"):
         load_direction_model(evil)
     assert not (tmp_path / "pwned.txt").exists()
 
 
 def test_export_app_writes_the_robot_bundle(trained_run, compose_cfg):
-    from flexlearn.runtime.deploy import load_bundle
     from flexlearn.jobs.export import export_robot_bundle
+    from flexlearn.runtime.deploy import load_bundle
 
-    cfg = compose_cfg("export", [f"ckpt_path={trained_run['metrics']['best_ckpt']}", "bundle.enabled=true",
-                                 "bundle.n_segments=8", "bundle.calibration=identity"])
+    cfg = compose_cfg(
+        "export",
+        [
+            f"ckpt_path={trained_run['metrics']['best_ckpt']}",
+            "bundle.enabled=true",
+            "bundle.n_segments=8",
+            "bundle.calibration=identity",
+        ],
+    )
     path = export_robot_bundle(cfg.ckpt_path, cfg.out_dir, cfg.bundle)
     module, meta = load_bundle(path)
     assert meta["n_segments"] == 8 and meta["length_m"] == pytest.approx(0.029)
@@ -127,8 +151,10 @@ def test_export_app_rejects_a_bad_bundle_option(trained_run, compose_cfg):
     from flexlearn.errors import ConfigError
     from flexlearn.jobs.export import export_robot_bundle
 
-    cfg = compose_cfg("export", [f"ckpt_path={trained_run['metrics']['best_ckpt']}", "bundle.n_segments=0",
-                                 "bundle.calibration=identity"])
+    cfg = compose_cfg(
+        "export",
+        [f"ckpt_path={trained_run['metrics']['best_ckpt']}", "bundle.n_segments=0", "bundle.calibration=identity"],
+    )
     with pytest.raises(ConfigError, match="n_segments"):
         export_robot_bundle(cfg.ckpt_path, cfg.out_dir, cfg.bundle)
 
@@ -137,8 +163,13 @@ def test_export_app_rejects_a_bad_bundle_option(trained_run, compose_cfg):
 def _cli_export(tmp_path, *overrides):
     """Run `flexlearn-export` in a fresh process (its own hydra run folder); returns the CompletedProcess."""
     hydra_dir = tmp_path / f"hydra{len(list(tmp_path.glob('hydra*')))}"
-    return subprocess.run([sys.executable, "-m", "flexlearn.apps.export", *overrides, f"hydra.run.dir={hydra_dir}"],
-                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    return subprocess.run(
+        [sys.executable, "-m", "flexlearn.apps.export", *overrides, f"hydra.run.dir={hydra_dir}"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
@@ -150,8 +181,13 @@ def cli_exports(trained_run, tmp_path_factory):
     """The same export run twice into one folder, then a failing export (unknown controller key) into it."""
     tmp = tmp_path_factory.mktemp("cli_export")
     out = tmp / "out"
-    args = [f"ckpt_path={trained_run['metrics']['best_ckpt']}", f"out_dir={out}", "bundle.enabled=true",
-            "bundle.n_segments=4", "bundle.calibration=identity"]
+    args = [
+        f"ckpt_path={trained_run['metrics']['best_ckpt']}",
+        f"out_dir={out}",
+        "bundle.enabled=true",
+        "bundle.n_segments=4",
+        "bundle.calibration=identity",
+    ]
     runs, snaps = [], []
     for extra in ([], [], ["+bundle.controller.not_a_key=1"]):
         runs.append(_cli_export(tmp, *args, *extra))
@@ -163,17 +199,29 @@ def test_reexport_is_byte_identical_and_has_manifests(cli_exports):
     """Defect 3: the archives were saved under a temporary name that became their root folder."""
     runs, snaps = cli_exports
     assert runs[0].returncode == 0 and runs[1].returncode == 0, runs[0].stderr[-2000:] + runs[1].stderr[-2000:]
-    assert sorted(snaps[0]) == sorted(["direction_model.pt", "direction_model.pt2", "robot_bundle.pt"]
-                                      + [f"{n}.manifest.json" for n in ("direction_model.pt", "direction_model.pt2",
-                                                                        "robot_bundle.pt")])
+    assert sorted(snaps[0]) == sorted(
+        ["direction_model.pt", "direction_model.pt2", "robot_bundle.pt"]
+        + [f"{n}.manifest.json" for n in ("direction_model.pt", "direction_model.pt2", "robot_bundle.pt")]
+    )
     for name in snaps[0]:
         assert snaps[0][name] == snaps[1][name], name
     import zipfile
 
     for name in ("direction_model.pt", "direction_model.pt2", "robot_bundle.pt"):
-        assert {n.split("/")[0] for n in zipfile.ZipFile(Path(json.loads(runs[0].stdout)[
-            {"direction_model.pt": "torchscript", "direction_model.pt2": "program",
-             "robot_bundle.pt": "bundle"}[name]])).namelist()} == {"archive"}
+        assert {
+            n.split("/")[0]
+            for n in zipfile.ZipFile(
+                Path(
+                    json.loads(runs[0].stdout)[
+                        {
+                            "direction_model.pt": "torchscript",
+                            "direction_model.pt2": "program",
+                            "robot_bundle.pt": "bundle",
+                        }[name]
+                    ]
+                )
+            ).namelist()
+        } == {"archive"}
 
 
 def test_failed_export_leaves_the_previous_files(cli_exports):
@@ -184,29 +232,36 @@ def test_failed_export_leaves_the_previous_files(cli_exports):
     assert snaps[2] == snaps[1]
 
 
-@pytest.mark.parametrize("case", ["missing_calibration", "out_dir_is_a_file", "arm_out_dir_is_a_file",
-                                  "negative_gain"])
+@pytest.mark.parametrize("case", ["missing_calibration", "out_dir_is_a_file", "arm_out_dir_is_a_file", "negative_gain"])
 def test_cli_export_errors_are_one_line(case, trained_run, tmp_path):
     """Defects 5, 6, 7: out-of-range controller settings exported (exit 0); a missing calibration file and an
     output folder that is a file ended in a traceback."""
     blocker = tmp_path / "blocker"
     blocker.write_bytes(b"keep me")
     out = blocker if case.endswith("out_dir_is_a_file") else tmp_path / "out"
-    extra = {"missing_calibration": ["bundle.calibration=/no/such.json"], "out_dir_is_a_file": [],
-             "arm_out_dir_is_a_file": ["target=arm_controller"],
-             "negative_gain": ["+bundle.controller.kp=-1e9", "+bundle.controller.v_max=-1",
-                               "bundle.calibration=identity"]}[case]
+    extra = {
+        "missing_calibration": ["bundle.calibration=/no/such.json"],
+        "out_dir_is_a_file": [],
+        "arm_out_dir_is_a_file": ["target=arm_controller"],
+        "negative_gain": ["+bundle.controller.kp=-1e9", "+bundle.controller.v_max=-1", "bundle.calibration=identity"],
+    }[case]
     ckpt = [] if case.startswith("arm") else [f"ckpt_path={trained_run['metrics']['best_ckpt']}"]  # not read there
     r = _cli_export(tmp_path, *ckpt, f"out_dir={out}", "bundle.enabled=true", *extra)
     assert r.returncode == 2, r.stderr[-2000:]
     assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("flexlearn-export: error:")
-    assert {"missing_calibration": "/no/such.json", "out_dir_is_a_file": str(blocker),
-            "arm_out_dir_is_a_file": str(blocker), "negative_gain": "bundle.controller.kp"}[case] in r.stderr
+    assert {
+        "missing_calibration": "/no/such.json",
+        "out_dir_is_a_file": str(blocker),
+        "arm_out_dir_is_a_file": str(blocker),
+        "negative_gain": "bundle.controller.kp",
+    }[case] in r.stderr
     assert blocker.read_bytes() == b"keep me" and not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("bad", [["+bundle.controller.kp=-1e9"], ["bundle.calibration=CAL"],
-                                 ["+bundle.estimator.p0=-1"], ["bundle.n_segments=0"]])
+@pytest.mark.parametrize(
+    "bad",
+    [["+bundle.controller.kp=-1e9"], ["bundle.calibration=CAL"], ["+bundle.estimator.p0=-1"], ["bundle.n_segments=0"]],
+)
 def test_failed_bundle_export_writes_nothing(bad, trained_run, compose_cfg, tmp_path):
     """In-process: validation happens before any file is written, with or without earlier files there."""
     from flexlearn.errors import ConfigError
@@ -214,8 +269,9 @@ def test_failed_bundle_export_writes_nothing(bad, trained_run, compose_cfg, tmp_
 
     ckpt = f"ckpt_path={trained_run['metrics']['best_ckpt']}"
     out = tmp_path / "out"
-    export_from_config(compose_cfg("export", [ckpt, f"out_dir={out}", "bundle.enabled=true",
-                                              "bundle.calibration=identity"]))
+    export_from_config(
+        compose_cfg("export", [ckpt, f"out_dir={out}", "bundle.enabled=true", "bundle.calibration=identity"])
+    )
     before = _snapshot(out)
     assert len(before) == 6
     cal = tmp_path / "cal.json"
@@ -223,8 +279,11 @@ def test_failed_bundle_export_writes_nothing(bad, trained_run, compose_cfg, tmp_
     bad = [b.replace("CAL", str(cal)) for b in bad]
     identity = [] if any(b.startswith("bundle.calibration") for b in bad) else ["bundle.calibration=identity"]
     with pytest.raises(ConfigError, match=r"bundle|cal\.json"):
-        export_from_config(compose_cfg("export", [ckpt, f"out_dir={out}", "bundle.enabled=true", "bundle.length=0.03",
-                                                  *identity, *bad]))
+        export_from_config(
+            compose_cfg(
+                "export", [ckpt, f"out_dir={out}", "bundle.enabled=true", "bundle.length=0.03", *identity, *bad]
+            )
+        )
     assert _snapshot(out) == before
 
 

@@ -1,5 +1,6 @@
 """Joint training on several modules (flexlearn.models.joint_modules) and the merged dataset's ``module`` column
 (flexlearn.data.dataset.merge_modules)."""
+
 from __future__ import annotations
 
 import math
@@ -9,8 +10,8 @@ import pytest
 import torch
 
 from flexlearn.data.dataset import DirectionDataset, merge_modules
-from flexlearn.errors import DataError
-from flexlearn.models.joint_modules import JointModuleModel, train_joint
+from flexlearn.errors import ArgumentError, DataError
+from flexlearn.models.joint_modules import JointModuleModel, JointTraining, train_joint
 from flexlearn.sensing.module_cal import input_map
 
 
@@ -19,11 +20,17 @@ def _module(n: int, seed: int, a: np.ndarray) -> DirectionDataset:
     rng = np.random.default_rng(seed)
     col, az = np.radians(30.0) * np.sqrt(rng.uniform(size=n)), rng.uniform(-math.pi, math.pi, n)
     lab = np.stack([np.sin(col) * np.cos(az), np.sin(col) * np.sin(az), np.cos(col)], -1)
-    g = lab + 0.3 * np.stack([lab[:, 1] * lab[:, 2], lab[:, 0] ** 2, 0 * lab[:, 0]], -1)    # a bent field map
+    g = lab + 0.3 * np.stack([lab[:, 1] * lab[:, 2], lab[:, 0] ** 2, 0 * lab[:, 0]], -1)  # a bent field map
     x = 1e-4 * g @ np.linalg.inv(a).T
     split = np.where(np.arange(n) % 10 == 0, "test", np.where(np.arange(n) % 10 == 1, "val", "train"))
-    return DirectionDataset(pose_id=np.arange(n), delta_b=x, label=lab, split=split, n_coil_on=np.full(n, 6),
-                            meta={"source": {"module": {"seed": seed}}})
+    return DirectionDataset(
+        pose_id=np.arange(n),
+        delta_b=x,
+        label=lab,
+        split=split,
+        n_coil_on=np.full(n, 6),
+        meta={"source": {"module": {"seed": seed}}},
+    )
 
 
 def test_merge_keeps_rows_splits_and_names_the_module(tmp_path):
@@ -43,11 +50,23 @@ def test_merge_keeps_rows_splits_and_names_the_module(tmp_path):
 def test_a_bad_module_column_is_named():
     ds = _module(10, 1, np.eye(3))
     with pytest.raises(DataError, match="module"):
-        DirectionDataset(pose_id=ds.pose_id, delta_b=ds.delta_b, label=ds.label, split=ds.split,
-                         n_coil_on=ds.n_coil_on, module=np.zeros(9, np.int64))
+        DirectionDataset(
+            pose_id=ds.pose_id,
+            delta_b=ds.delta_b,
+            label=ds.label,
+            split=ds.split,
+            n_coil_on=ds.n_coil_on,
+            module=np.zeros(9, np.int64),
+        )
     with pytest.raises(DataError, match="column 'module' has value -1 at row 3"):
-        DirectionDataset(pose_id=ds.pose_id, delta_b=ds.delta_b, label=ds.label, split=ds.split,
-                         n_coil_on=ds.n_coil_on, module=np.array([0, 0, 1, -1, 0, 0, 1, 1, 0, 0], np.int64))
+        DirectionDataset(
+            pose_id=ds.pose_id,
+            delta_b=ds.delta_b,
+            label=ds.label,
+            split=ds.split,
+            n_coil_on=ds.n_coil_on,
+            module=np.array([0, 0, 1, -1, 0, 0, 1, 1, 0, 0], np.int64),
+        )
 
 
 def test_forward_applies_each_rows_own_map():
@@ -67,13 +86,19 @@ def test_per_module_maps_take_what_one_shared_network_cannot():
     """Three modules whose fields differ by known maps (2° turns, 2 % stretch): trained jointly with a map per
     module, the test poses of every module are fitted far better than by the same network trained on the pooled
     rows with one map for all (which must split the 2° differences)."""
-    true = [input_map(torch.tensor(t, dtype=torch.float64), "linear").numpy() for t in
-            ([0.0] * 8, [0.035, 0.0, 0.0, 0.02, 0.0, 0.0, 0.0, 0.0], [0.0, -0.035, 0.0, 0.0, -0.02, 0.01, 0.0, 0.0])]
+    true = [
+        input_map(torch.tensor(t, dtype=torch.float64), "linear").numpy()
+        for t in (
+            [0.0] * 8,
+            [0.035, 0.0, 0.0, 0.02, 0.0, 0.0, 0.0, 0.0],
+            [0.0, -0.035, 0.0, 0.0, -0.02, 0.01, 0.0, 0.0],
+        )
+    ]
     ds = merge_modules([_module(1500, k, a) for k, a in enumerate(true)])
     tr, te = ds.subset("train"), ds.subset("test")
     err = {}
     for name, module in (("joint", tr.module), ("pooled", np.zeros_like(tr.module))):
-        model = train_joint(tr.delta_b, tr.label, module, epochs=60, hidden=(64, 64))
+        model = train_joint(tr.delta_b, tr.label, module, JointTraining(epochs=60, hidden=(64, 64)))
         k = te.module if name == "joint" else np.zeros_like(te.module)
         with torch.no_grad():
             pred = model(torch.as_tensor(te.delta_b), torch.as_tensor(k)).double().numpy()
@@ -82,5 +107,5 @@ def test_per_module_maps_take_what_one_shared_network_cannot():
 
 
 def test_joint_model_rejects_a_bad_kind():
-    with pytest.raises(ValueError, match="kind"):
+    with pytest.raises(ArgumentError, match="kind"):
         JointModuleModel(2, kind="affine")

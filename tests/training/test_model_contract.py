@@ -1,15 +1,16 @@
 """The direction model's output contract (unit vector or exactly zero) through TorchScript, the scoring of
 predictions that are no direction, and the bounded validation of model hyper-parameters."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
 from flexlearn.errors import CheckpointError, ConfigError
+from flexlearn.metrics import angular_error_deg, angular_error_summary
 from flexlearn.models.direction_mlp import DirectionMLP
 from flexlearn.runtime.export import export_torchscript, load_torchscript
 from flexlearn.tasks.checkpoints import load_direction_model
-from flexlearn.metrics import angular_error_deg, angular_error_summary
 
 
 def _norms(y: torch.Tensor) -> torch.Tensor:
@@ -26,8 +27,8 @@ def test_exported_model_returns_unit_or_exactly_zero_vectors(tmp_path):
     torch.manual_seed(0)
     model = DirectionMLP(hidden=[8, 8]).eval()
     x = torch.randn(6, 3) * 1e-4
-    x[1] = 0.0                      # no field: no direction
-    x[2, 0] = float("nan")          # broken sensor reading
+    x[1] = 0.0  # no field: no direction
+    x[2, 0] = float("nan")  # broken sensor reading
     x[3, 1] = float("inf")
     path = export_torchscript(model, tmp_path / "m.pt", {"model": "DirectionMLP"})
     scripted, _ = load_torchscript(path)
@@ -66,8 +67,17 @@ def test_a_zero_prediction_scores_180_degrees_and_is_counted():
     assert summary["test/ang_err_median_deg"] == 180.0
 
 
-@pytest.mark.parametrize("hidden,needle", [([10**12], "hidden"), ([4096] * 8, "parameters"), ([0], "hidden"),
-                                           ([8.5], "hidden"), ("abc", "hidden"), ([True], "hidden")])
+@pytest.mark.parametrize(
+    "hidden,needle",
+    [
+        ([10**12], "hidden"),
+        ([4096] * 8, "parameters"),
+        ([0], "hidden"),
+        ([8.5], "hidden"),
+        ("abc", "hidden"),
+        ([True], "hidden"),
+    ],
+)
 def test_model_sizes_are_bounded_before_allocation(hidden, needle):
     with pytest.raises(ValueError, match=needle):
         DirectionMLP(hidden=hidden)
@@ -78,13 +88,16 @@ def _checkpoint(path, model_hp, state=None):
     return path
 
 
-@pytest.mark.parametrize("model_hp,needle", [
-    ({"hidden": [10**12]}, "hidden"),
-    ({"hidden": [8], "bogus": 1}, "bogus"),
-    ({"hidden": "abc"}, "hidden"),
-    ({"hidden": [8], "activation": 3}, "activation"),
-    ({"hidden": [8], "amplitude_eps": -1.0}, "amplitude_eps"),
-])
+@pytest.mark.parametrize(
+    "model_hp,needle",
+    [
+        ({"hidden": [10**12]}, "hidden"),
+        ({"hidden": [8], "bogus": 1}, "bogus"),
+        ({"hidden": "abc"}, "hidden"),
+        ({"hidden": [8], "activation": 3}, "activation"),
+        ({"hidden": [8], "amplitude_eps": -1.0}, "amplitude_eps"),
+    ],
+)
 def test_checkpoint_with_bad_hyper_parameters_is_named(tmp_path, model_hp, needle):
     path = _checkpoint(tmp_path / "bad.ckpt", model_hp)
     with pytest.raises(CheckpointError, match=needle) as info:
@@ -111,8 +124,13 @@ def test_checkpoint_with_non_finite_weights_is_refused(tmp_path):
 def test_build_task_names_bad_model_and_task_values(compose_cfg):
     from flexlearn.jobs.train import build_task
 
-    for override, needle in [("model.hidden=[1e12]", "model.hidden"), ("task.lr=-1", "task.lr"),
-                             ("task.lr=nan", "task.lr"), ("task.lr=abc", "task.lr"),
-                             ("task.weight_decay=-0.1", "task.weight_decay"), ("+task.bogus=1", "bogus")]:
+    for override, needle in [
+        ("model.hidden=[1e12]", "model.hidden"),
+        ("task.lr=-1", "task.lr"),
+        ("task.lr=nan", "task.lr"),
+        ("task.lr=abc", "task.lr"),
+        ("task.weight_decay=-0.1", "task.weight_decay"),
+        ("+task.bogus=1", "bogus"),
+    ]:
         with pytest.raises(ConfigError, match=needle):
             build_task(compose_cfg("train", [override]))

@@ -1,5 +1,6 @@
 """Models and tasks chosen by ``_target_`` in the configs: a second model class goes through train → checkpoint →
 load → export by config alone; checkpoints without a target load as DirectionMLP; bad targets are named."""
+
 from __future__ import annotations
 
 import math
@@ -21,7 +22,7 @@ EXT = "flexlearn_ext_models"  # a package built on flexlearn, trusted through fl
 
 # A direction model that is not DirectionMLP: one hidden tanh layer on the unit field, no standardisation
 # scale (runtime annotations, no ``from __future__``: TorchScript reads them).
-TINY_MODEL = '''
+TINY_MODEL = """
 import torch
 from torch import nn
 
@@ -51,7 +52,7 @@ class TinyDirection(nn.Module):
 
     def forward(self, delta_b: torch.Tensor) -> torch.Tensor:
         return self.direction(self.raw_output(delta_b), delta_b)
-'''
+"""
 
 
 @pytest.fixture
@@ -101,12 +102,15 @@ def test_checkpoint_without_target_loads_as_direction_mlp(tmp_path):
     torch.testing.assert_close(loaded(x), model.eval()(x))
 
 
-@pytest.mark.parametrize("target, needle", [
-    ("os.system", "inside"),                                   # code outside flexlearn is never called
-    ("flexlearn.models.nope.Net", "no such class"),
-    ("flexlearn.models.joint_modules.JointModuleModel", "not a direction model"),
-    ("flexlearn.config.check", "no such class"),               # a function, not a class
-])
+@pytest.mark.parametrize(
+    "target, needle",
+    [
+        ("os.system", "inside"),  # code outside flexlearn is never called
+        ("flexlearn.models.nope.Net", "no such class"),
+        ("flexlearn.models.joint_modules.JointModuleModel", "not a direction model"),
+        ("flexlearn.config.check", "no such class"),  # a function, not a class
+    ],
+)
 def test_bad_model_targets_are_named_in_config_and_checkpoint(compose_cfg, tmp_path, target, needle):
     with pytest.raises(ConfigError, match=rf"model\._target_.*{needle}"):
         build_task(compose_cfg("train", [f"model._target_={target}"]))

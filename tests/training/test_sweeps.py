@@ -1,4 +1,5 @@
 """Hydra multirun through the console entry point: basic grid sweep (with a diverging job) and Optuna."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,14 @@ SMALL = ["data.sim.n_poses=400", "trainer.max_epochs=2", "data.batch_size=64"]
 
 def run_train(root: Path, cache_dir: Path, args: list[str]) -> subprocess.CompletedProcess:
     env = dict(os.environ, FLEXLEARN_ROOT=str(root), WANDB_MODE="offline")
-    return subprocess.run([sys.executable, "-m", "flexlearn.apps.train", *args, f"paths.cache_dir={cache_dir}"],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "flexlearn.apps.train", *args, f"paths.cache_dir={cache_dir}"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def job_metrics(root: Path) -> list[dict]:
@@ -31,8 +38,16 @@ def test_grid_sweep_survives_a_diverging_job(tmp_path, cache_dir):
 
 
 def test_optuna_sweep_two_trials(tmp_path, cache_dir):
-    proc = run_train(tmp_path, cache_dir, [*SMALL, "hparams_search=direction_optuna", "hydra.sweeper.n_trials=2",
-                                           "hydra.sweeper.sampler.n_startup_trials=2"])
+    proc = run_train(
+        tmp_path,
+        cache_dir,
+        [
+            *SMALL,
+            "hparams_search=direction_optuna",
+            "hydra.sweeper.n_trials=2",
+            "hydra.sweeper.sampler.n_startup_trials=2",
+        ],
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert len(job_metrics(tmp_path)) == 2
     optimization = next(tmp_path.glob("logs/train/multiruns/*/optimization_results.yaml")).read_text()

@@ -1,4 +1,5 @@
 """Training stack: config composition, fast_dev_run, full tiny runs, resume determinism, bad config."""
+
 from __future__ import annotations
 
 import json

@@ -1,5 +1,6 @@
 """Faults of training runs: a collapsed or diverged model, resume after the best epoch, a stale raw-data
 cache, degenerate datasets."""
+
 from __future__ import annotations
 
 import json
@@ -13,15 +14,15 @@ import pytest
 from flexlearn.config import from_dict
 from flexlearn.data.dataset import DirectionDataset
 from flexlearn.errors import DataError, FlexlearnError
+from flexlearn.jobs.train import train
 from flexlearn.sim.rig import simulate_sweep
 from flexlearn.sim.rig_config import RigConfig
-from flexlearn.jobs.train import train
 
 SMALL = ["data.sim.n_poses=400", "data.batch_size=64"]
 
 
 def test_collapsed_model_scores_180_degrees_not_0(compose_cfg):
-    """lr = 1e4 collapses the network to a zero output; that must score the maximal error, not 0°."""
+    """Lr = 1e4 collapses the network to a zero output; that must score the maximal error, not 0°."""
     metrics = train(compose_cfg("train", SMALL + ["trainer.max_epochs=2", "task.lr=1e4"]))
     for split in ("val", "test"):
         assert metrics[f"{split}/ang_err_median_deg"] == 180.0
@@ -79,8 +80,7 @@ def test_resume_after_the_best_epoch_reproduces_the_uninterrupted_run(compose_cf
 @pytest.fixture(scope="module")
 def two_sweeps(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("raw")
-    return tuple(simulate_sweep(from_dict(RigConfig, {"n_poses": 60, "seed": s})).save(root / f"s{s}")
-                 for s in (0, 1))
+    return tuple(simulate_sweep(from_dict(RigConfig, {"n_poses": 60, "seed": s})).save(root / f"s{s}") for s in (0, 1))
 
 
 def _replace_dir(dst: Path, src: Path) -> None:
@@ -91,7 +91,7 @@ def _replace_dir(dst: Path, src: Path) -> None:
 
 
 def test_raw_dataset_cache_follows_the_recording_content(two_sweeps, tmp_path):
-    from flexlearn.data.process import ProcessingConfig
+    from flexlearn.data.processing_config import ProcessingConfig
     from flexlearn.data.sources import DataConfig, prepare_dataset, process_raw
 
     raw = tmp_path / "recording"
@@ -117,22 +117,26 @@ def test_raw_fingerprint_reads_bytes_not_sizes_and_times(two_sweeps, tmp_path):
     st = meta.stat()
     text = meta.read_text()
     i = next(i for i, c in enumerate(text) if c.isdigit() and c != "9")
-    meta.write_text(text[:i] + str(int(text[i]) + 1) + text[i + 1:])  # same size
-    os.utime(meta, ns=(st.st_atime_ns, st.st_mtime_ns))               # same modification time
+    meta.write_text(text[:i] + str(int(text[i]) + 1) + text[i + 1 :])  # same size
+    os.utime(meta, ns=(st.st_atime_ns, st.st_mtime_ns))  # same modification time
     assert meta.stat().st_size == st.st_size and meta.stat().st_mtime_ns == st.st_mtime_ns
     assert raw_fingerprint(raw) != before
 
 
 def _degenerate(source: Path, which: str) -> DirectionDataset:
     ds = DirectionDataset.load(source)
-    rows = {"empty": np.array([], dtype=int), "one_row": np.array([0]),
-            "no_train": np.flatnonzero(ds.split != "train"),
-            "train_only": np.flatnonzero(ds.split == "train")}[which]
+    rows = {
+        "empty": np.array([], dtype=int),
+        "one_row": np.array([0]),
+        "no_train": np.flatnonzero(ds.split != "train"),
+        "train_only": np.flatnonzero(ds.split == "train"),
+    }[which]
     return ds.take(rows)
 
 
-@pytest.mark.parametrize("which,split", [("empty", "train"), ("one_row", None), ("no_train", "train"),
-                                         ("train_only", "val")])
+@pytest.mark.parametrize(
+    "which,split", [("empty", "train"), ("one_row", None), ("no_train", "train"), ("train_only", "val")]
+)
 def test_degenerate_dataset_is_refused_naming_file_and_split(compose_cfg, trained_run, tmp_path, which, split):
     path = _degenerate(Path(trained_run["metrics"]["dataset_path"]), which).save(tmp_path / f"{which}.parquet")
     cfg = compose_cfg("train", ["data=dataset", f"data.path={path}", "trainer.max_epochs=1"])

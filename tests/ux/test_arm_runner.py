@@ -1,4 +1,5 @@
 """pi_runner --arm: the exported flexible-arm controller on a short IMU frame stream, with bad lines and frames."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -23,13 +24,24 @@ def _rows(theta, noise, rng):
     """A rigid arm at θ: gravity seen by the 2 + 3 IMUs (acc m/s², gyr 0), plus noise."""
     g = 9.81
     angs = [theta[0]] * 2 + [theta[0] + theta[1]] * 3
-    return [[rng.gauss(0, noise), g * math.sin(a) + rng.gauss(0, noise), g * math.cos(a) + rng.gauss(0, noise),
-             rng.gauss(0, 1e-3), rng.gauss(0, 1e-3), rng.gauss(0, 1e-3)] for a in angs]
+    return [
+        [
+            rng.gauss(0, noise),
+            g * math.sin(a) + rng.gauss(0, noise),
+            g * math.cos(a) + rng.gauss(0, noise),
+            rng.gauss(0, 1e-3),
+            rng.gauss(0, 1e-3),
+            rng.gauss(0, 1e-3),
+        ]
+        for a in angs
+    ]
 
 
 @pytest.fixture(scope="module")
 def controller_file(tmp_path_factory):
-    from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig, export_arm_controller
+    from flexlearn.runtime.arm.config import ArmControllerConfig
+    from flexlearn.runtime.arm.controller import ArmController
+    from flexlearn.runtime.arm.export import export_arm_controller
 
     cfg = ArmControllerConfig()
     return export_arm_controller(ArmController.build(cfg), tmp_path_factory.mktemp("arm") / "arm.pt", cfg)
@@ -38,7 +50,9 @@ def controller_file(tmp_path_factory):
 def test_arm_mode_steps_the_controller_and_flags_bad_frames(controller_file, tmp_path, capsys):
     import random
 
-    from flexlearn.runtime.arm.controller import FAULT_LOST_FRAME, FAULT_NONFINITE, ArmController, ArmControllerConfig
+    from flexlearn.runtime.arm.config import ArmControllerConfig
+    from flexlearn.runtime.arm.controller import ArmController
+    from flexlearn.runtime.arm.outputs import FAULT_LOST_FRAME, FAULT_NONFINITE
 
     rng = random.Random(0)
     lines, frames = [], []
@@ -46,17 +60,18 @@ def test_arm_mode_steps_the_controller_and_flags_bad_frames(controller_file, tmp
         t = k * 1e-3
         rows = _rows((0.2, -0.6), 0.02, rng)
         if k == 50:
-            rows[1][2] = None                      # a missing sample
+            rows[1][2] = None  # a missing sample
         if k == 80:
-            rows = rows[:3]                        # a lost IMU
+            rows = rows[:3]  # a lost IMU
         lines.append(json.dumps({"type": "imu", "t": t, "frame": rows}))
         frames.append((t, rows))
         if k == 120:
             lines.append("{not json")
             lines.append(json.dumps({"type": "att", "t": t}))
     (tmp_path / "imu.jsonl").write_text("\n".join(lines) + "\n")
-    status = _runner().main([str(controller_file), "--arm", "--log", str(tmp_path / "imu.jsonl"),
-                             "--out", str(tmp_path / "tau.jsonl")])
+    status = _runner().main(
+        [str(controller_file), "--arm", "--log", str(tmp_path / "imu.jsonl"), "--out", str(tmp_path / "tau.jsonl")]
+    )
     assert status == 0
     counts = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
     assert counts["frames"] == 200 and counts["bad"] == 2

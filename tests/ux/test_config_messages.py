@@ -1,5 +1,6 @@
 """A misspelled config key or group option: one line naming the closest valid names and exit status 2, through
 the real entry points (no hint to add the typo with '+'); the config checks of the jobs suggest the key too."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,20 +29,30 @@ def one_error_line(code: int, err: str, app: str) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("module,arg,expected", [
-    ("train", "task.lrr=1", "config key 'task.lrr' does not exist; did you mean 'task.lr'? "
-                            "(keys of 'task': _target_, lr, weight_decay, lr_min_factor, module_maps)"),
-    ("train", "trainer.max_epoch=3", "did you mean 'trainer.max_epochs'?"),
-    ("pipeline", "data.sim.n_pose=10", "did you mean 'data.sim.n_poses'?"),
-    ("train", "tsk.lr=1", "config key 'tsk.lr' does not exist; did you mean 'task.lr'? (top-level keys: data,"),
-    ("train", "seeed=3", "did you mean 'seed'?"),
-    ("evaluate", "ckpt_pth=x.ckpt", "did you mean 'ckpt_path'?"),
-    ("train", "trainer=gpuu", "config group 'trainer' has no option 'gpuu'; did you mean 'trainer=gpu'? "
-                              "(options: ddp_cpu, default, gpu)"),
-    ("train", "experiment=quik", "did you mean 'experiment=quick'?"),
-    ("cpr", "rod.n_elemnts=3", "config key 'rod.n_elemnts' does not exist; did you mean 'cpr.rod.n_elements'?"),
-    ("cpr", "n_elements=3", "did you mean 'cpr.rod.n_elements'?"),
-])
+@pytest.mark.parametrize(
+    "module,arg,expected",
+    [
+        (
+            "train",
+            "task.lrr=1",
+            "config key 'task.lrr' does not exist; did you mean 'task.lr'? "
+            "(keys of 'task': _target_, lr, weight_decay, lr_min_factor, module_maps)",
+        ),
+        ("train", "trainer.max_epoch=3", "did you mean 'trainer.max_epochs'?"),
+        ("pipeline", "data.sim.n_pose=10", "did you mean 'data.sim.n_poses'?"),
+        ("train", "tsk.lr=1", "config key 'tsk.lr' does not exist; did you mean 'task.lr'? (top-level keys: data,"),
+        ("train", "seeed=3", "did you mean 'seed'?"),
+        ("evaluate", "ckpt_pth=x.ckpt", "did you mean 'ckpt_path'?"),
+        (
+            "train",
+            "trainer=gpuu",
+            "config group 'trainer' has no option 'gpuu'; did you mean 'trainer=gpu'? (options: ddp_cpu, default, gpu)",
+        ),
+        ("train", "experiment=quik", "did you mean 'experiment=quick'?"),
+        ("cpr", "rod.n_elemnts=3", "config key 'rod.n_elemnts' does not exist; did you mean 'cpr.rod.n_elements'?"),
+        ("cpr", "n_elements=3", "did you mean 'cpr.rod.n_elements'?"),
+    ],
+)
 def test_misspelled_key_names_the_closest(module, arg, expected, tmp_path, monkeypatch, capsys):
     code, out, err = run_main(module, tmp_path, [arg], monkeypatch, capsys)
     line = one_error_line(code, err, {"evaluate": "flexlearn-eval"}.get(module, f"flexlearn-{module}"))
@@ -60,17 +71,31 @@ def test_unknown_key_without_a_close_match_lists_the_keys(tmp_path, monkeypatch,
 
 def test_misspelled_key_through_the_console_script(tmp_path):
     env = dict(os.environ, FLEXLEARN_ROOT=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-m", "flexlearn.apps.train", "task.lrr=1e-3"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flexlearn.apps.train", "task.lrr=1e-3"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr[-2000:]
-    assert proc.stderr.strip() == ("flexlearn-train: error: config key 'task.lrr' does not exist; did you mean "
-                                   "'task.lr'? (keys of 'task': _target_, lr, weight_decay, lr_min_factor, module_maps)")
+    assert proc.stderr.strip() == (
+        "flexlearn-train: error: config key 'task.lrr' does not exist; did you mean "
+        "'task.lr'? (keys of 'task': _target_, lr, weight_decay, lr_min_factor, module_maps)"
+    )
 
 
 def test_hydra_full_error_keeps_hydras_report(tmp_path):
     env = dict(os.environ, FLEXLEARN_ROOT=str(tmp_path), HYDRA_FULL_ERROR="1")
-    proc = subprocess.run([sys.executable, "-m", "flexlearn.apps.train", "task.lrr=1e-3"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flexlearn.apps.train", "task.lrr=1e-3"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1 and "ConfigCompositionException" in proc.stderr
 
 
@@ -97,7 +122,7 @@ def test_from_dict_suggests_the_closest_key():
 
 
 def test_job_config_checks_suggest_the_closest_key(compose_cfg):
-    from flexlearn.jobs.train import check_run_config
+    from flexlearn.jobs.runs import check_run_config
     from flexlearn.tasks.direction import validate_task_hparams
 
     with pytest.raises(ConfigError, match=r"\['max_epoch'\]; did you mean 'max_epochs'\?"):

@@ -1,5 +1,6 @@
 """The printed parts of a run on their own: the config tree (rich or plain YAML), the metrics table, the last
 line (the run directory), a multirun job's single line, and the automatic progress setting."""
+
 from __future__ import annotations
 
 import sys
@@ -8,9 +9,17 @@ import pytest
 from omegaconf import OmegaConf
 
 from flexlearn.apps import console
-METRICS = {"test/ang_err_median_deg": 0.4091, "test/ang_err_p95_deg": 0.8192, "test/ang_err_rms_deg": 0.4641,
-           "test/ang_err_mean_deg": 0.4163, "test/invalid_fraction": 0.0125, "test/n_samples": 144.0,
-           "val/ang_err_median_deg": 0.3871, "output_dir": "/runs/x"}
+
+METRICS = {
+    "test/ang_err_median_deg": 0.4091,
+    "test/ang_err_p95_deg": 0.8192,
+    "test/ang_err_rms_deg": 0.4641,
+    "test/ang_err_mean_deg": 0.4163,
+    "test/invalid_fraction": 0.0125,
+    "test/n_samples": 144.0,
+    "val/ang_err_median_deg": 0.3871,
+    "output_dir": "/runs/x",
+}
 
 
 def test_metrics_table_lists_the_test_metrics():
@@ -57,8 +66,9 @@ def test_ranks_above_zero_print_nothing(capsys, monkeypatch, tmp_path):
 
 
 def test_config_tree_with_and_without_rich(monkeypatch):
-    cfg = OmegaConf.create({"seed": 7, "paths": {"root": "/r", "out": "${paths.root}/out"},
-                            "data": {"batch_size": 64}, "hydra": {"x": 1}})
+    cfg = OmegaConf.create(
+        {"seed": 7, "paths": {"root": "/r", "out": "${paths.root}/out"}, "data": {"batch_size": 64}, "hydra": {"x": 1}}
+    )
     pytest.importorskip("rich")
     tree = console.config_tree(cfg)
     assert tree.startswith("CONFIG") and "/r/out" in tree and "batch_size: 64" in tree and "hydra" not in tree

@@ -1,5 +1,6 @@
 """`flexlearn-frames` streams parsed by the Pi runner, and the runner's messages for a dry run that lacks
 spool frames or the binary parser."""
+
 from __future__ import annotations
 
 import importlib.util

@@ -1,4 +1,5 @@
 """The flexlearn-frames and flexlearn-warmup commands written in README.md and docs/ run as written."""
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,14 @@ def test_the_docs_show_both_commands():
 def test_documented_command_runs(command, tmp_path):
     app, *args = shlex.split(command)
     env = dict(os.environ, OMP_NUM_THREADS="1", FLEXLEARN_PROGRESS="0")
-    proc = subprocess.run([sys.executable, "-m", f"flexlearn.apps.{MODULES[app]}", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", f"flexlearn.apps.{MODULES[app]}", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = re.search(r"--out (\S+)", command)
     if app == "flexlearn-frames":
@@ -46,7 +53,13 @@ def test_documented_command_runs(command, tmp_path):
 @pytest.mark.slow  # compiles every numba kernel group when the cache is cold (minutes)
 def test_full_warmup_runs(tmp_path):
     env = dict(os.environ, OMP_NUM_THREADS="1", FLEXLEARN_PROGRESS="0")
-    proc = subprocess.run([sys.executable, "-m", "flexlearn.apps.warmup"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flexlearn.apps.warmup"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert '"still_cold": []' in proc.stdout

@@ -1,5 +1,6 @@
 """Compiling numba kernels side by side (flexlearn.parallel_compile): the child's work reaches this process through
 numba's cache, a failed or hung child costs only time, and one CPU (or FLEXLEARN_COMPILE_JOBS=1) stays serial."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -18,8 +19,10 @@ def _kernels(tmp_path, monkeypatch):
     """A fresh module with two cached njit kernels (cache files in tmp_path/__pycache__), importable by name (a
     kernel loaded from numba's cache names its module)."""
     src = tmp_path / "fork_probe.py"
-    src.write_text("from numba import njit\n\n@njit(cache=True)\ndef f(x):\n    return x + 1.0\n\n"
-                   "@njit(cache=True)\ndef g(x):\n    return 2.0 * x\n")
+    src.write_text(
+        "from numba import njit\n\n@njit(cache=True)\ndef f(x):\n    return x + 1.0\n\n"
+        "@njit(cache=True)\ndef g(x):\n    return 2.0 * x\n"
+    )
     spec = importlib.util.spec_from_file_location("fork_probe", src)
     mod = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "fork_probe", mod)
@@ -40,8 +43,8 @@ def test_the_child_compiles_and_this_process_loads_its_work_from_the_cache(tmp_p
     mod = _kernels(tmp_path, monkeypatch)
     mode = compile_side_by_side([lambda: mod.f.compile((float64,))], [lambda: mod.g.compile((float64,))])
     assert mode == "parallel"
-    assert mod.f.stats.cache_misses[(float64,)] == 1          # f compiled here
-    assert mod.g.stats.cache_hits[(float64,)] == 1            # g compiled by the child, loaded here
+    assert mod.f.stats.cache_misses[(float64,)] == 1  # f compiled here
+    assert mod.g.stats.cache_hits[(float64,)] == 1  # g compiled by the child, loaded here
     assert mod.g.stats.cache_misses.get((float64,), 0) == 0
     assert mod.g(3.0) == 6.0 and mod.f(1.0) == 2.0
 

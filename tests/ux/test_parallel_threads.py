@@ -1,4 +1,5 @@
 """hydra/launcher=local_parallel: each job limits torch and OpenMP to cores // n_jobs threads."""
+
 from __future__ import annotations
 
 import os

@@ -1,5 +1,6 @@
 """Progress bars (flexlearn.progress): drawn on a terminal only, off in pipes and when turned off; identification
 runs print one line per iteration."""
+
 from __future__ import annotations
 
 import re
@@ -52,11 +53,12 @@ def test_bar_write_prints_plainly_when_off(capsys):
 
 @pytest.mark.slow  # imports Lightning (5-10 s on 2 cores)
 def test_identification_prints_a_line_per_iteration(compose_cfg, capsys):
-    """experiment configs set callbacks: none; the identification adds its own iteration lines."""
+    """Experiment configs set callbacks: none; the identification adds its own iteration lines."""
     from flexlearn.identify.run import identify
 
-    cfg = compose_cfg("train", ["experiment=identify_modal_sim", "trainer.max_epochs=3", "logger=none",
-                                "task.problem.duration=1.0"])
+    cfg = compose_cfg(
+        "train", ["experiment=identify_modal_sim", "trainer.max_epochs=3", "logger=none", "task.problem.duration=1.0"]
+    )
     identify(cfg)
     out = capsys.readouterr().out
     assert re.search(r"^epoch 1/3  id/cost \S+  id/lambda", out, re.M), out[-2000:]

@@ -1,4 +1,5 @@
 """The .pt2 direction model takes any leading shape (..., 3), as its metadata says, and equals the eager model."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,5 +22,5 @@ def test_program_takes_any_leading_shape(tmp_path):
             y = program(x)
             assert y.shape == model(x).shape == shape
             torch.testing.assert_close(y, model(x), rtol=1e-6, atol=1e-7)
-        with pytest.raises(Exception):
+        with pytest.raises(Exception):  # noqa: B017  (torch.export's error type varies by release)
             program(torch.randn(5, 4))  # the feature dimension stays checked

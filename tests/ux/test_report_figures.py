@@ -1,5 +1,6 @@
 """The data report's noise figure (robust ranges, counted outliers, a note for a constant stream) and the
 identification's fit figure (units, truth, time series), on ordinary and degenerate data."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -41,8 +42,9 @@ def test_noise_figure_with_outliers_and_degenerate_streams(tmp_path, rate):
     if rate is not None:
         first["rate"] = rate
     noise = [first, {"mag": np.full(30, 6e-7), "accel": np.full(30, np.nan)}]
-    path = noise_figure([SimpleNamespace(name="monday"), SimpleNamespace(name="tuesday")], noise,
-                        tmp_path / "noise.png")
+    path = noise_figure(
+        [SimpleNamespace(name="monday"), SimpleNamespace(name="tuesday")], noise, tmp_path / "noise.png"
+    )
     assert_png(path)
 
 
@@ -60,8 +62,11 @@ def test_noise_figure_legend_counts_the_outliers(tmp_path, monkeypatch):
     g = np.random.default_rng(2)
     mag = g.lognormal(np.log(600e-9), 0.1, 400)
     mag[:5] = 2e-4
-    noise_figure([SimpleNamespace(name="s1")], [{"mag": mag, "accel": g.normal(0.02, 0.001, 400),
-                                                 "rate": np.zeros(400)}], tmp_path / "noise.png")
+    noise_figure(
+        [SimpleNamespace(name="s1")],
+        [{"mag": mag, "accel": g.normal(0.02, 0.001, 400), "rate": np.zeros(400)}],
+        tmp_path / "noise.png",
+    )
     mag_label = next(lb for lb in labels if lb.startswith("s1 (median 6"))
     assert "beyond the axis" in mag_label and "max 2e+05" in mag_label
 
@@ -76,8 +81,9 @@ class LinearProblem:
         self.sigma = 0.05
         gen = torch.Generator().manual_seed(0)
         self.measured = truth[0] * self.t + truth[1] + self.sigma * torch.randn(50, generator=gen, dtype=torch.float64)
-        self.params = ParameterSet([ParamSpec("a", fitted[0], truth=truth[0], unit="m/s"),
-                                    ParamSpec("b", fitted[1], truth=None, unit="m")])
+        self.params = ParameterSet(
+            [ParamSpec("a", fitted[0], truth=truth[0], unit="m/s"), ParamSpec("b", fitted[1], truth=None, unit="m")]
+        )
 
     def predict(self, values):
         return values[0] * self.t + values[1]

@@ -1,6 +1,7 @@
 """What a training run says and records: the config tree at the start, one line per epoch when stdout is not a
 terminal, the metrics table and the run directory at the end; config.yaml with the seeds and the dataset's
 fingerprint, logged to the CSV and wandb loggers; run names carrying the overrides."""
+
 from __future__ import annotations
 
 import hashlib
@@ -23,8 +24,14 @@ def cli_run(tmp_path_factory, cache_dir) -> dict:
     """One `flexlearn-train` run in a fresh process, stdout a pipe (not a terminal)."""
     root = tmp_path_factory.mktemp("cli_run")
     env = dict(os.environ, FLEXLEARN_ROOT=str(root), OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-m", "flexlearn.apps.train", *SMALL, f"paths.cache_dir={cache_dir}"],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flexlearn.apps.train", *SMALL, f"paths.cache_dir={cache_dir}"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return {"proc": proc, "run_dir": Path(proc.stdout.strip().splitlines()[-1])}
 
@@ -33,8 +40,9 @@ def test_progress_lines_when_stdout_is_not_a_terminal(cli_run):
     out = cli_run["proc"].stdout
     assert re.search(r"^training DirectionTask \([\d,]+ parameters\) for up to 2 epochs", out, re.M), out[-3000:]
     for epoch in (1, 2):
-        line = re.search(rf"^epoch {epoch}/2  train/loss \S+  val/loss \S+  val/ang_err_median_deg \S+ .*left\)$",
-                         out, re.M)
+        line = re.search(
+            rf"^epoch {epoch}/2  train/loss \S+  val/loss \S+  val/ang_err_median_deg \S+ .*left\)$", out, re.M
+        )
         assert line, out[-3000:]
     assert "\r" not in out and "━" not in out  # no progress bar in a log
 
@@ -45,8 +53,12 @@ def test_metrics_table_and_run_directory_at_the_end(cli_run):
     start = lines.index(next(ln for ln in lines if ln.startswith("test metrics (")))
     table = lines[start:]
     assert table[0] == f"test metrics ({int(metrics['test/n_samples'])} samples)"
-    for name, key in (("median error", "test/ang_err_median_deg"), ("p95 error", "test/ang_err_p95_deg"),
-                      ("RMS error", "test/ang_err_rms_deg"), ("mean error", "test/ang_err_mean_deg")):
+    for name, key in (
+        ("median error", "test/ang_err_median_deg"),
+        ("p95 error", "test/ang_err_p95_deg"),
+        ("RMS error", "test/ang_err_rms_deg"),
+        ("mean error", "test/ang_err_mean_deg"),
+    ):
         row = next(ln for ln in table if ln.strip().startswith(name))
         assert row.strip().endswith(f"{metrics[key]:.3f}°"), row
     assert any(ln.strip().startswith("invalid fraction") and ln.strip().endswith("%") for ln in table)

@@ -1,5 +1,6 @@
 """Start-up of the command-line apps: ``--help`` and config errors import neither Lightning, torch, matplotlib nor
 numba (they take seconds to import), checked on ``sys.modules`` in a fresh process rather than by timing."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,22 @@ from pathlib import Path
 
 import pytest
 
-APPS = ["simulate", "process", "train", "evaluate", "export", "pipeline", "aggregate", "ingest", "plan", "report",
-        "cosserat", "cpr", "warmup", "frames"]
+APPS = [
+    "simulate",
+    "process",
+    "train",
+    "evaluate",
+    "export",
+    "pipeline",
+    "aggregate",
+    "ingest",
+    "plan",
+    "report",
+    "cosserat",
+    "cpr",
+    "warmup",
+    "frames",
+]
 HEAVY = ("torch", "lightning", "matplotlib", "numba", "wandb", "scipy")
 
 PROBE = """
@@ -31,8 +46,14 @@ print(json.dumps({{"code": code, "heavy": heavy}}), file=sys.stderr)
 def probe(module: str, tmp_path: Path, *args: str) -> tuple[dict, str]:
     """Run flexlearn.apps.<module> with ``args`` in a fresh interpreter; (exit code and heavy modules, stderr)."""
     env = dict(os.environ, FLEXLEARN_ROOT=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-c", PROBE, f"flexlearn.apps.{module}", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, f"flexlearn.apps.{module}", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     last = proc.stderr.strip().splitlines()[-1]
     return json.loads(last), proc.stderr
 
@@ -44,12 +65,15 @@ def test_help_imports_no_heavy_module(app, tmp_path):
     assert result["heavy"] == [], f"flexlearn-{app} --help imported {result['heavy']}"
 
 
-@pytest.mark.parametrize("app,args,needle", [
-    ("train", ["task.lrr=1"], "did you mean 'task.lr'?"),
-    ("train", ["+bogus_key=1"], "bogus_key"),          # refused by the job's own config check, before Lightning
-    ("pipeline", ["seed=-1"], "seed"),
-    ("evaluate", [], "'ckpt_path' is required"),
-])
+@pytest.mark.parametrize(
+    "app,args,needle",
+    [
+        ("train", ["task.lrr=1"], "did you mean 'task.lr'?"),
+        ("train", ["+bogus_key=1"], "bogus_key"),  # refused by the job's own config check, before Lightning
+        ("pipeline", ["seed=-1"], "seed"),
+        ("evaluate", [], "'ckpt_path' is required"),
+    ],
+)
 def test_config_errors_import_no_heavy_module(app, args, needle, tmp_path):
     result, err = probe(app, tmp_path, *args)
     assert result["code"] == 2, err[-2000:]
@@ -63,7 +87,7 @@ def test_trainer_keys_are_lightnings_own(monkeypatch):
 
     import lightning as L
 
-    from flexlearn.jobs.train import trainer_keys
+    from flexlearn.jobs.runs import trainer_keys
 
     expected = set(inspect.signature(L.Trainer.__init__).parameters) - {"self", "callbacks", "logger"}
     assert set(trainer_keys()) == expected

@@ -1,5 +1,6 @@
 """flexlearn-warmup and the first-compile notice: which numba kernel modules are cold, compiling ahead, and the
 one-line notice (with its estimate) an app prints before a cold compile."""
+
 from __future__ import annotations
 
 import json
@@ -33,12 +34,14 @@ def test_cold_modules_sees_a_kernel_compile_and_get_cached(tmp_path):
 
 
 def test_warmup_lists_and_compiles_groups(capsys, monkeypatch, tmp_path):
-    from flexlearn.apps import warmup
     from flexlearn.apps import kernels as _kernels
+    from flexlearn.apps import warmup
+
     monkeypatch.setattr(_kernels.KernelGroup, "_record", lambda self: tmp_path / f"{self.name}.json")
     calls = []
-    group = _kernels.KernelGroup("probe", "flexlearn.sensing", "flexlearn.sensing.attitude.offline", "a test", 1.0,
-                                 lambda: calls.append("warm"))
+    group = _kernels.KernelGroup(
+        "probe", "flexlearn.sensing", "flexlearn.sensing.attitude.offline", "a test", 1.0, lambda: calls.append("warm")
+    )
     monkeypatch.setattr(_kernels, "GROUPS", {"probe": group})
     monkeypatch.setattr(warmup, "GROUP_NAMES", ("probe",))
     assert warmup.main(["--list"]) == 0 and calls == []
@@ -53,12 +56,11 @@ def test_warmup_lists_and_compiles_groups(capsys, monkeypatch, tmp_path):
 def test_warmup_groups_name_every_kernel_module_the_package_loads():
     """Each group finds its kernel modules from the sources (a kernel file added later is covered)."""
     from flexlearn.apps.kernels import GROUPS
-
     from flexlearn.apps.warmup import GROUP_NAMES
 
     assert set(GROUPS) == set(GROUP_NAMES) == {"lse", "pose", "cosserat", "attitude"}
     names = {g: [m.__name__ for m in GROUPS[g].modules()] for g in GROUPS}
-    assert names["pose"] and all(n.startswith("flexlearn.physics.lse.pose_") for n in names["pose"])
+    assert names["pose"] and all(n.startswith("flexlearn.physics.lse.length_actuated.") for n in names["pose"])
     # in a fresh process (here other tests may have imported them): the batch kernels are in the pose group
     import subprocess
     import sys
@@ -73,11 +75,13 @@ def test_warmup_groups_name_every_kernel_module_the_package_loads():
 
 def test_notice_before_a_cold_compile(capsys, monkeypatch, tmp_path):
     from flexlearn.apps import kernels as _kernels
+
     monkeypatch.setattr(_kernels.KernelGroup, "_record", lambda self: tmp_path / f"{self.name}.json")
     calls = []
     cold = [["m"]]
-    group = _kernels.KernelGroup("probe", "flexlearn.sensing", "flexlearn.sensing.attitude.offline", "a test", 42.0,
-                                 lambda: calls.append("warm"))
+    group = _kernels.KernelGroup(
+        "probe", "flexlearn.sensing", "flexlearn.sensing.attitude.offline", "a test", 42.0, lambda: calls.append("warm")
+    )
     monkeypatch.setattr(group.__class__, "cold", lambda self: cold[0])
     monkeypatch.setitem(_kernels.GROUPS, "probe", group)
     _kernels.compile_ahead("flexlearn-test", "probe")
@@ -91,10 +95,12 @@ def test_notice_before_a_cold_compile(capsys, monkeypatch, tmp_path):
 def test_a_kernel_module_the_runs_never_call_does_not_stay_cold(tmp_path, monkeypatch):
     """After a warm-up only the modules it compiled count: an unused kernel file gives no false notice."""
     from flexlearn.apps import kernels as _kernels
+
     used = _module_with_kernel(tmp_path, "kernel_probe_used")
     unused = _module_with_kernel(tmp_path, "kernel_probe_idle")
-    group = _kernels.KernelGroup("probe2", "flexlearn.sensing", "flexlearn.sensing.attitude.offline", "a test", 1.0,
-                                 lambda: used.twice(2))
+    group = _kernels.KernelGroup(
+        "probe2", "flexlearn.sensing", "flexlearn.sensing.attitude.offline", "a test", 1.0, lambda: used.twice(2)
+    )
     monkeypatch.setattr(_kernels.KernelGroup, "modules", lambda self: [used, unused])
     monkeypatch.setattr(_kernels.KernelGroup, "_record", lambda self: tmp_path / "probe2.json")
     assert group.cold() == ["kernel_probe_used", "kernel_probe_idle"]  # nothing recorded yet: all count

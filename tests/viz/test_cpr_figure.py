@@ -1,4 +1,5 @@
 """trajectory.png of flexlearn-cpr: LSE and the shooting baseline per sample, the pulley named, the distance panel."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,9 +11,11 @@ def _result(shooting: bool) -> dict:
     for k, name in enumerate(("experiment_I", "experiment_II")):
         p = np.c_[0.01 * np.cos(np.arange(11)), 0.01 * np.sin(np.arange(11)) + 0.004 * k, np.full(11, 0.178)]
         s = p + 1e-4 * rng.standard_normal(p.shape)
-        out[name] = {"ee_positions_m": p.tolist(),
-                     "shooting_positions_m": s.tolist() if shooting else None,
-                     "lse_vs_shooting_at_samples_m": np.linalg.norm(p - s, axis=1).tolist() if shooting else []}
+        out[name] = {
+            "ee_positions_m": p.tolist(),
+            "shooting_positions_m": s.tolist() if shooting else None,
+            "lse_vs_shooting_at_samples_m": np.linalg.norm(p - s, axis=1).tolist() if shooting else [],
+        }
     return out
 
 

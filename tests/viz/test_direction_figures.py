@@ -1,4 +1,5 @@
 """Evaluation figures of the direction model: valid PNGs, error binning, sparse Lightning metrics, errors."""
+
 from __future__ import annotations
 
 import math
@@ -156,8 +157,12 @@ def test_training_curves_tolerate_missing_columns(tmp_path):
 
 @pytest.mark.parametrize(
     "content, match",
-    [(None, "does not exist"), ("", "empty"), ("epoch,step\n0,9\n", "no metric columns"),
-     ("step,train/loss\n0,abc\n", "line 2")],
+    [
+        (None, "does not exist"),
+        ("", "empty"),
+        ("epoch,step\n0,9\n", "no metric columns"),
+        ("step,train/loss\n0,abc\n", "line 2"),
+    ],
 )
 def test_training_curves_data_errors(tmp_path, content, match):
     path = tmp_path / "metrics.csv"
@@ -190,11 +195,12 @@ def test_write_evaluation_figures(tmp_path):
 def test_training_curves_panels_log_axes_and_constant_quantities(tmp_path):
     from flexlearn.viz.training_curves import epoch_axis, log_scaled, plan_panels
 
-    rows = ["epoch,step,train/loss,val/loss,val/ang_err_median_deg,val/ang_err_p95_deg,val/n_samples,"
-            "val/invalid_fraction"]
+    rows = [
+        "epoch,step,train/loss,val/loss,val/ang_err_median_deg,val/ang_err_p95_deg,val/n_samples,val/invalid_fraction"
+    ]
     for e in range(40):
-        loss = 0.5 * 0.8 ** e
-        rows.append(f"{e},{9 * e + 8},{loss},{0.9 * loss},{12 * 0.85 ** e + 0.3},{20 * 0.85 ** e + 0.8},150,0")
+        loss = 0.5 * 0.8**e
+        rows.append(f"{e},{9 * e + 8},{loss},{0.9 * loss},{12 * 0.85**e + 0.3},{20 * 0.85**e + 0.8},150,0")
     path = tmp_path / "metrics.csv"
     path.write_text("\n".join(rows) + "\n")
     cols = read_metrics_csv(path)
@@ -211,12 +217,15 @@ def test_training_curves_panels_log_axes_and_constant_quantities(tmp_path):
     assert_png(tmp_path / "curves.png")
 
 
-@pytest.mark.parametrize("content", [
-    "epoch,step,val/loss\n0,9,0.5\n",                       # a single row
-    "epoch,step,val/n_samples,val/invalid_fraction\n0,9,150,0\n1,19,150,0\n",  # nothing varies
-    "epoch,step,val/loss,train/loss\n0,9,,0.3\n1,19,,0.2\n",  # a column without values
-    "step,val/loss\n0,-1\n1,2\n",                            # negative values: linear axis, no epoch column
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "epoch,step,val/loss\n0,9,0.5\n",  # a single row
+        "epoch,step,val/n_samples,val/invalid_fraction\n0,9,150,0\n1,19,150,0\n",  # nothing varies
+        "epoch,step,val/loss,train/loss\n0,9,,0.3\n1,19,,0.2\n",  # a column without values
+        "step,val/loss\n0,-1\n1,2\n",  # negative values: linear axis, no epoch column
+    ],
+)
 def test_training_curves_of_degenerate_logs(tmp_path, content):
     path = tmp_path / "metrics.csv"
     path.write_text(content)

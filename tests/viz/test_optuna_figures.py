@@ -1,4 +1,5 @@
 """Optuna sweep figures (flexlearn-aggregate on a multirun with optimization_results.yaml)."""
+
 from __future__ import annotations
 
 import json
@@ -12,9 +13,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-SWEEPER = {"direction": "minimize", "study_name": "direction_mlp", "sampler": {"n_startup_trials": 8},
-           "params": {"task.lr": "tag(log, interval(3e-4, 1e-2))", "data.batch_size": "choice(128, 256, 512)",
-                      "model.activation": "choice(silu, tanh, gelu)"}}
+SWEEPER = {
+    "direction": "minimize",
+    "study_name": "direction_mlp",
+    "sampler": {"n_startup_trials": 8},
+    "params": {
+        "task.lr": "tag(log, interval(3e-4, 1e-2))",
+        "data.batch_size": "choice(128, 256, 512)",
+        "model.activation": "choice(silu, tanh, gelu)",
+    },
+}
 
 
 def make_study(root: Path, n: int = 16, seed: int = 3, search_space: bool = True) -> Path:
@@ -79,7 +87,13 @@ def test_eta_squared_finds_the_parameter_that_matters():
 def test_aggregate_app_writes_the_optuna_figures(tmp_path):
     root = make_study(tmp_path / "study", n=6, search_space=False)
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-m", "flexlearn.apps.aggregate", f"dir={root}"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flexlearn.apps.aggregate", f"dir={root}"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "optuna_history.png" in proc.stdout and (root / "optuna_importance.png").is_file()

@@ -2,8 +2,23 @@
 implicit-midpoint integration; :mod:`.lagrangian`) and its flexibility-aware kinematics on SE(2) (§IV;
 :mod:`.kinematics_se2`). The closed-loop simulation with IMU frames is in :mod:`flexlearn.sim.arm_closed_loop`,
 the finite-element truth simulator in :mod:`flexlearn.sim.flexible_arm`."""
-from flexlearn.physics.arm.lagrangian import (G0, ArmConfig, ArmLinkConfig, FlexibleArmPlant, assumed_mode_link,
-                                              linearized_frequencies, seed_arm_config)
 
-__all__ = ["ArmConfig", "ArmLinkConfig", "FlexibleArmPlant", "seed_arm_config", "assumed_mode_link",
-           "linearized_frequencies", "G0"]
+from flexlearn.physics.arm.lagrangian import (
+    G0,
+    ArmConfig,
+    ArmLinkConfig,
+    FlexibleArmPlant,
+    assumed_mode_link,
+    linearized_frequencies,
+    seed_arm_config,
+)
+
+__all__ = [
+    "ArmConfig",
+    "ArmLinkConfig",
+    "FlexibleArmPlant",
+    "seed_arm_config",
+    "assumed_mode_link",
+    "linearized_frequencies",
+    "G0",
+]

@@ -16,6 +16,7 @@ inclinations are the IMU angles, as in the seed's ref. [40]).
 
 All functions are batched over leading dimensions, float64, and use :mod:`flexlearn.lie` for SE(2).
 """
+
 from typing import Optional
 
 import torch
@@ -23,8 +24,15 @@ from torch import Tensor, nn
 
 from flexlearn.lie import se2_exp
 
-__all__ = ["joint_transform", "link_transform", "forward_kinematics", "pose_to_xytheta", "rigid_forward_kinematics",
-           "piecewise_rigid_forward_kinematics", "PlanarFlexibleKinematics"]
+__all__ = [
+    "joint_transform",
+    "link_transform",
+    "forward_kinematics",
+    "pose_to_xytheta",
+    "rigid_forward_kinematics",
+    "piecewise_rigid_forward_kinematics",
+    "PlanarFlexibleKinematics",
+]
 
 
 def _xi(w: Tensor, vx: Tensor, vy: Tensor) -> Tensor:
@@ -44,16 +52,24 @@ def link_transform(length: Tensor, tip_deflection: Tensor, tip_slope: Tensor) ->
     return se2_exp(_xi(z, length, tip_deflection)) @ se2_exp(_xi(tip_slope, z, z))
 
 
-def forward_kinematics(theta: Tensor, lengths: Tensor, tip_deflection: Optional[Tensor] = None,
-                       tip_slope: Optional[Tensor] = None, base: Optional[Tensor] = None) -> Tensor:
+def forward_kinematics(
+    theta: Tensor,
+    lengths: Tensor,
+    tip_deflection: Optional[Tensor] = None,
+    tip_slope: Optional[Tensor] = None,
+    base: Optional[Tensor] = None,
+) -> Tensor:
     """``^W G_{T_n}`` (..., 3, 3) from joint angles θ (..., n) [rad], link lengths (n,) [m], tip deflections
     w_i(L_i) (..., n) [m] and tip slopes w′_i(L_i) (..., n) [rad]; ``base`` = ^W G_{T_0} (3, 3)."""
     n = theta.shape[-1]
     lengths = torch.as_tensor(lengths, dtype=theta.dtype)
     w = torch.zeros_like(theta) if tip_deflection is None else tip_deflection
     s = torch.zeros_like(theta) if tip_slope is None else tip_slope
-    G = torch.eye(3, dtype=theta.dtype).expand(theta.shape[:-1] + (3, 3)) if base is None else \
-        base.to(theta.dtype).expand(theta.shape[:-1] + (3, 3))
+    G = (
+        torch.eye(3, dtype=theta.dtype).expand(theta.shape[:-1] + (3, 3))
+        if base is None
+        else base.to(theta.dtype).expand(theta.shape[:-1] + (3, 3))
+    )
     for i in range(n):
         G = G @ joint_transform(theta[..., i]) @ link_transform(lengths[i], w[..., i], s[..., i])
     return G
@@ -69,8 +85,9 @@ def rigid_forward_kinematics(theta: Tensor, lengths: Tensor, base: Optional[Tens
     return forward_kinematics(theta, lengths, None, None, base)
 
 
-def piecewise_rigid_forward_kinematics(segment_angles: Tensor, segment_lengths: Tensor,
-                                       base: Optional[Tensor] = None) -> Tensor:
+def piecewise_rigid_forward_kinematics(
+    segment_angles: Tensor, segment_lengths: Tensor, base: Optional[Tensor] = None
+) -> Tensor:
     """Piecewise-rigid baseline (seed 000, §VI-B/C, ref. [40]): a chain of rigid segments with absolute
     (world) inclinations ψ_k from one IMU each, (..., K) [rad], lengths (K,) [m] → pose (..., 3, 3).
 
@@ -78,8 +95,11 @@ def piecewise_rigid_forward_kinematics(segment_angles: Tensor, segment_lengths: 
     """
     K = segment_angles.shape[-1]
     seg = torch.as_tensor(segment_lengths, dtype=segment_angles.dtype)
-    G = torch.eye(3, dtype=segment_angles.dtype).expand(segment_angles.shape[:-1] + (3, 3)) if base is None \
+    G = (
+        torch.eye(3, dtype=segment_angles.dtype).expand(segment_angles.shape[:-1] + (3, 3))
+        if base is None
         else base.to(segment_angles.dtype).expand(segment_angles.shape[:-1] + (3, 3))
+    )
     prev = torch.zeros_like(segment_angles[..., 0])
     z = torch.zeros_like(prev)
     for k in range(K):

@@ -40,6 +40,7 @@ condition (``EI w‴(L) = M (L θ̈ + ẅ(L))`` for a rotating clamped link); th
 come from eq. (8) as written (a fixed clamped basis), which is admissible for the Ritz method. Speed: one
 EOM evaluation ≈ 3–5 ms (CPU, B ≤ 5), so 10 s of closed loop takes ≈ 1–4 min.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -51,12 +52,19 @@ import torch
 from torch import Tensor, nn
 from torch.func import jvp
 
-from flexlearn.config import check
+from flexlearn.config import check, from_dict
 from flexlearn.physics.modal.link import FlexibleLink
 from flexlearn.sensing.imu import GRAVITY as G0
 
-__all__ = ["ArmLinkConfig", "ArmConfig", "FlexibleArmPlant", "seed_arm_config", "assumed_mode_link",
-           "linearized_frequencies", "G0"]
+__all__ = [
+    "ArmLinkConfig",
+    "ArmConfig",
+    "FlexibleArmPlant",
+    "seed_arm_config",
+    "assumed_mode_link",
+    "linearized_frequencies",
+    "G0",
+]
 
 f64 = torch.float64
 
@@ -103,25 +111,38 @@ class ArmConfig:
     quad_order: int = 6
 
     def __post_init__(self) -> None:
-        from flexlearn.config import from_dict  # links given as mappings (configs) become ArmLinkConfig
-
-        self.links = tuple(from_dict(ArmLinkConfig, ln, f"arm.links[{i}]") if isinstance(ln, dict) else ln
-                           for i, ln in enumerate(self.links))
+        # links given as mappings (configs) become ArmLinkConfig
+        self.links = tuple(
+            from_dict(ArmLinkConfig, ln, f"arm.links[{i}]") if isinstance(ln, dict) else ln
+            for i, ln in enumerate(self.links)
+        )
 
     def validate(self) -> None:
         check(1 <= len(self.links) <= 2, "arm.links", len(self.links), "1 or 2 links are supported")
         for ln in self.links:
             ln.validate()
         check(math.isfinite(self.gravity) and self.gravity >= 0, "arm.gravity", self.gravity, "must be >= 0")
-        check(math.isfinite(self.actuator_tau) and self.actuator_tau >= 0, "arm.actuator_tau",
-              self.actuator_tau, "must be >= 0")
-        check(self.quad_panels >= 1 and self.quad_order >= 2, "arm.quad_panels", (self.quad_panels, self.quad_order),
-              "need >= 1 panel of >= 2 points")
+        check(
+            math.isfinite(self.actuator_tau) and self.actuator_tau >= 0,
+            "arm.actuator_tau",
+            self.actuator_tau,
+            "must be >= 0",
+        )
+        check(
+            self.quad_panels >= 1 and self.quad_order >= 2,
+            "arm.quad_panels",
+            (self.quad_panels, self.quad_order),
+            "need >= 1 panel of >= 2 points",
+        )
 
 
-def seed_arm_config(n_modes: Sequence[int] = (3, 3), hub_inertia: Sequence[float] = (1000.0, 200.0),
-                    payload: Sequence[float] = (20.0, 10.0), damping: float = 0.02,
-                    actuator_tau: float = 0.0) -> ArmConfig:
+def seed_arm_config(
+    n_modes: Sequence[int] = (3, 3),
+    hub_inertia: Sequence[float] = (1000.0, 200.0),
+    payload: Sequence[float] = (20.0, 10.0),
+    damping: float = 0.02,
+    actuator_tau: float = 0.0,
+) -> ArmConfig:
     """The seed's DLFM (§VI-C): EI = 74300 N m², ρA = 5.37 kg/m, L = 4.5 / 3.55 m.
 
     Our choices (the seed gives none): hub inertias 1000 and 200 kg m² (hydraulic boom roots with their
@@ -132,10 +153,10 @@ def seed_arm_config(n_modes: Sequence[int] = (3, 3), hub_inertia: Sequence[float
     2.5 % below the Euler–Bernoulli cantilever value (a basis with link 2's rotary inertia at link 1's tip,
     ``mode_tip_inertia``, gets within 0.13 %, but the IMU-fed closed loops then went unstable in our runs).
     """
-    l1 = ArmLinkConfig(length=4.5, tip_mass=payload[0], hub_inertia=hub_inertia[0], n_modes=n_modes[0],
-                       damping=damping)
-    l2 = ArmLinkConfig(length=3.55, tip_mass=payload[1], hub_inertia=hub_inertia[1], n_modes=n_modes[1],
-                       damping=damping)
+    l1 = ArmLinkConfig(length=4.5, tip_mass=payload[0], hub_inertia=hub_inertia[0], n_modes=n_modes[0], damping=damping)
+    l2 = ArmLinkConfig(
+        length=3.55, tip_mass=payload[1], hub_inertia=hub_inertia[1], n_modes=n_modes[1], damping=damping
+    )
     return ArmConfig(links=(l1, l2), actuator_tau=actuator_tau)
 
 
@@ -149,7 +170,7 @@ def _gl(panels: int, order: int) -> tuple[np.ndarray, np.ndarray]:
 def assumed_mode_link(cfg: ArmConfig, i: int) -> FlexibleLink:
     """The clamped FlexibleLink whose modes are link i's assumed-mode basis (see :class:`ArmLinkConfig`)."""
     ln = cfg.links[i]
-    carried = ln.tip_mass + sum(o.rho_A * o.length + o.tip_mass for o in cfg.links[i + 1:])
+    carried = ln.tip_mass + sum(o.rho_A * o.length + o.tip_mass for o in cfg.links[i + 1 :])
     M = carried if ln.mode_tip_mass < 0 else ln.mode_tip_mass
     J = ln.tip_inertia if ln.mode_tip_inertia < 0 else ln.mode_tip_inertia
     return FlexibleLink(ln.EI, ln.rho_A, ln.length, M, J)
@@ -204,9 +225,9 @@ class FlexibleArmPlant(nn.Module):
             self.register_buffer(f"curv0_{i}", tv["base_curvature"].reshape(m))
             pp = fl.mode_shapes(xi, m, 2, d)  # (Q, m)
             Ki = ln.EI * torch.einsum("q,qa,qb->ab", torch.as_tensor(w * L, dtype=f64), pp, pp)
-            K[o:o + m, o:o + m] = Ki
+            K[o : o + m, o : o + m] = Ki
             wn = torch.sqrt(torch.clamp(torch.linalg.eigvalsh(Ki), min=0.0))  # ≈ modal frequencies
-            D[o:o + m, o:o + m] = torch.diag(2.0 * ln.damping * torch.sqrt(torch.diagonal(Ki)))
+            D[o : o + m, o : o + m] = torch.diag(2.0 * ln.damping * torch.sqrt(torch.diagonal(Ki)))
             self.slices.append((o, o + m))
             self.register_buffer(f"wn{i}", wn)
             o += m
@@ -219,10 +240,12 @@ class FlexibleArmPlant(nn.Module):
         self.register_buffer("tip_inertia", torch.tensor([ln.tip_inertia for ln in cfg.links], dtype=f64))
         self.register_buffer("hub_inertia", torch.tensor([ln.hub_inertia for ln in cfg.links], dtype=f64))
         self.lengths = [ln.length for ln in cfg.links]
-        self._rows = [torch.cat([getattr(self, f"phi{i}"), getattr(self, f"tip{i}").unsqueeze(0)], 0)
-                      for i in range(self.n)]
-        self._xs = [torch.cat([getattr(self, f"xi{i}"), torch.tensor([self.lengths[i]], dtype=f64)])
-                    for i in range(self.n)]
+        self._rows = [
+            torch.cat([getattr(self, f"phi{i}"), getattr(self, f"tip{i}").unsqueeze(0)], 0) for i in range(self.n)
+        ]
+        self._xs = [
+            torch.cat([getattr(self, f"xi{i}"), torch.tensor([self.lengths[i]], dtype=f64)]) for i in range(self.n)
+        ]
         _, mass, _, inert = self.points(torch.zeros(1, self.N, dtype=f64))
         self.register_buffer("_mass", mass)
         self.register_buffer("_inert", inert)
@@ -233,7 +256,7 @@ class FlexibleArmPlant(nn.Module):
         return q[..., a:b]
 
     def points(self, q: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """q (B, N) → (quadrature + tip points (B, P, 2) [m], their masses (P,) [kg], rotating-body angles
+        """Q (B, N) → (quadrature + tip points (B, P, 2) [m], their masses (P,) [kg], rotating-body angles
         (B, A) [rad] (hub i and tip payload i), their inertias (A,) [kg m²])."""
         pts, masses, angs, inert = [], [], [], []
         bx = torch.zeros_like(q[:, 0])
@@ -255,7 +278,7 @@ class FlexibleArmPlant(nn.Module):
             y = by.unsqueeze(-1) + s * xs + c * ws
             pts.append(torch.stack([x, y], -1))
             masses.append(getattr(self, f"wq{i}"))
-            masses.append(self.tip_mass[i:i + 1])
+            masses.append(self.tip_mass[i : i + 1])
             angs.append(torch.stack([phi, phi + st], -1))
             inert.append(torch.stack([self.hub_inertia[i], self.tip_inertia[i]]))
             bx, by = x[:, -1], y[:, -1]
@@ -363,12 +386,12 @@ class FlexibleArmPlant(nn.Module):
 
     def energy(self, x: Tensor) -> Tensor:
         """Total mechanical energy T + V (B,) [J]."""
-        q, qd = x[:, : self.N], x[:, self.N: 2 * self.N]
+        q, qd = x[:, : self.N], x[:, self.N : 2 * self.N]
         return self.kinetic(q, qd) + self.potential(q)
 
     def _f(self, x: Tensor, u: Tensor) -> tuple[Tensor, Tensor]:
         N = self.N
-        q, qd, ta = x[:, :N], x[:, N:2 * N], x[:, 2 * N:]
+        q, qd, ta = x[:, :N], x[:, N : 2 * N], x[:, 2 * N :]
         tau = ta if self.lag > 0 else u
         qdd, M = self.accel(q, qd, tau, return_mass=True)
         dta = (u - ta) / self.lag if self.lag > 0 else torch.zeros_like(ta)
@@ -378,8 +401,15 @@ class FlexibleArmPlant(nn.Module):
         """ẋ = f(x, u) (B, 2N + n)."""
         return self._f(x, u)[0]
 
-    def step(self, x: Tensor, u: Tensor, h: float, iters: int = 1, tol: float = 1e-12,
-             f0: Optional[tuple[Tensor, Tensor]] = None) -> Tensor:
+    def step(
+        self,
+        x: Tensor,
+        u: Tensor,
+        h: float,
+        iters: int = 1,
+        tol: float = 1e-12,
+        f0: Optional[tuple[Tensor, Tensor]] = None,
+    ) -> Tensor:
         """One implicit-midpoint step of length h [s] with the command u (B, n) held; x (B, 2N + n).
 
         Simplified Newton on ``X − x − h f((x + X)/2) = 0`` from ``X₀ = x`` with the linear-part Jacobian
@@ -395,12 +425,12 @@ class FlexibleArmPlant(nn.Module):
         Minv = torch.linalg.inv(M)
         S = 2 * N + n
         A = torch.zeros(Bsz, S, S, dtype=x.dtype)
-        A[:, :N, N:2 * N] = torch.eye(N, dtype=x.dtype)
-        A[:, N:2 * N, :N] = -Minv @ self.K
-        A[:, N:2 * N, N:2 * N] = -Minv @ self.D
+        A[:, :N, N : 2 * N] = torch.eye(N, dtype=x.dtype)
+        A[:, N : 2 * N, :N] = -Minv @ self.K
+        A[:, N : 2 * N, N : 2 * N] = -Minv @ self.D
         if self.lag > 0:
-            A[:, N:2 * N, 2 * N:] = Minv @ self.B
-            A[:, 2 * N:, 2 * N:] = -torch.eye(n, dtype=x.dtype) / self.lag
+            A[:, N : 2 * N, 2 * N :] = Minv @ self.B
+            A[:, 2 * N :, 2 * N :] = -torch.eye(n, dtype=x.dtype) / self.lag
         J = torch.eye(S, dtype=x.dtype) - 0.5 * h * A
         X = x + h * torch.linalg.solve(J, fx.unsqueeze(-1)).squeeze(-1)
         scale = 1.0 + x.abs()
@@ -419,10 +449,10 @@ class FlexibleArmPlant(nn.Module):
         q[:, : self.n] = theta
         gV, hV = self._grad_v, self._hess_v
         for _ in range(iters):
-            r = gV(q)[:, self.n:]
-            H = hV(q)[:, self.n:, self.n:]
+            r = gV(q)[:, self.n :]
+            H = hV(q)[:, self.n :, self.n :]
             d = torch.linalg.solve(H, r.unsqueeze(-1)).squeeze(-1)
-            q[:, self.n:] -= d
+            q[:, self.n :] -= d
             if float(d.abs().max()) < 1e-14:
                 break
         return q
@@ -467,7 +497,7 @@ class FlexibleArmPlant(nn.Module):
         return rows
 
     def _imu_pose(self, q: Tensor, rows: list, xis: list) -> tuple[Tensor, Tensor]:
-        """q (B, N) → IMU positions (B, S, 2) [m] and absolute inclinations (B, S) [rad]."""
+        """Q (B, N) → IMU positions (B, S, 2) [m] and absolute inclinations (B, S) [rad]."""
         bx = torch.zeros_like(q[:, 0])
         by = torch.zeros_like(q[:, 0])
         phi = q[:, 0]
@@ -487,8 +517,9 @@ class FlexibleArmPlant(nn.Module):
             phi = phi + eta @ getattr(self, f"tipslope{i}")
         return torch.cat(P, 1), torch.cat(A, 1)
 
-    def imu(self, q: Tensor, qd: Tensor, qdd: Tensor, imu_positions: Sequence[Sequence[float]],
-            rows: Optional[list] = None) -> tuple[Tensor, Tensor]:
+    def imu(
+        self, q: Tensor, qd: Tensor, qdd: Tensor, imu_positions: Sequence[Sequence[float]], rows: Optional[list] = None
+    ) -> tuple[Tensor, Tensor]:
         """Noise-free IMU frames in the link frame (x joint axis, y along, z normal; seed 000, §II):
         specific force ``R(ψ)ᵀ(p̈ − g)`` (B, S, 3) [m/s²] and gyro ``(ψ̇, 0, 0)`` (B, S, 3) [rad/s];
         ψ = φ_i + w_i′(ξ) the IMU's absolute inclination. IMUs ordered link by link.
@@ -509,8 +540,9 @@ class FlexibleArmPlant(nn.Module):
                 phi, phid, phidd = phi + q[:, i], phid + qd[:, i], phidd + qdd[:, i]
             a, b = self.slices[i]
             eta, etad, etadd = q[:, a:b], qd[:, a:b], qdd[:, a:b]
-            xi = torch.cat([torch.tensor(list(imu_positions[i]), dtype=q.dtype),
-                            torch.tensor([self.lengths[i]], dtype=q.dtype)])
+            xi = torch.cat(
+                [torch.tensor(list(imu_positions[i]), dtype=q.dtype), torch.tensor([self.lengths[i]], dtype=q.dtype)]
+            )
             R0 = torch.cat([rows[i][0], getattr(self, f"tip{i}").unsqueeze(0)], 0)
             R1 = torch.cat([rows[i][1], getattr(self, f"tipslope{i}").unsqueeze(0)], 0)
             w, wd, wdd = eta @ R0.t(), etad @ R0.t(), etadd @ R0.t()
@@ -534,8 +566,9 @@ class FlexibleArmPlant(nn.Module):
         gyr = torch.stack([Ad, torch.zeros_like(A), torch.zeros_like(A)], -1)
         return acc, gyr
 
-    def imu_autodiff(self, q: Tensor, qd: Tensor, qdd: Tensor, imu_positions: Sequence[Sequence[float]]
-                     ) -> tuple[Tensor, Tensor]:
+    def imu_autodiff(
+        self, q: Tensor, qd: Tensor, qdd: Tensor, imu_positions: Sequence[Sequence[float]]
+    ) -> tuple[Tensor, Tensor]:
         """Reference for :meth:`imu`: the same readings with p̈ and ψ̇ by nested forward-mode autodiff
         (``jvp`` of the velocity ``jvp``) of the IMU poses. Slow; for tests."""
         rows = self.imu_rows(imu_positions)
@@ -545,7 +578,7 @@ class FlexibleArmPlant(nn.Module):
         def vel(z, zd):
             return jvp(pose, (z,), (zd,))[1][0]
 
-        (_, A), (_, Ad) = jvp(pose, (q,), (qd,))[:2]   # (outputs, tangents); no aux
+        (_, A), (_, Ad) = jvp(pose, (q,), (qd,))[:2]  # (outputs, tangents); no aux
         _, Pdd = jvp(vel, (q, qd), (qd, qdd))[:2]
         fx, fy_w = Pdd[..., 0], Pdd[..., 1] + self.g
         c, s = torch.cos(A), torch.sin(A)

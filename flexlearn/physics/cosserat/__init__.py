@@ -4,9 +4,9 @@ integration").
 
 Quick start::
 
-    from flexlearn.physics.cosserat import CosseratRod, Clamp, Gravity, TipMagnet, RotatingField
-    rod = CosseratRod.circular(length=0.06, radius=2e-3, density=1101, youngs_modulus=3.65e5,
-                               poisson_ratio=0.5, n_elements=10)
+    from flexlearn.physics.cosserat import CosseratRod, Gravity, Material, RotatingField, TipMagnet
+    pdms = Material(density=1101, youngs_modulus=3.65e5, poisson_ratio=0.5)
+    rod = CosseratRod.circular(length=0.06, radius=2e-3, material=pdms, n_elements=10)
     tr = rod.simulate(1.0, 5e-5, loads=[Gravity((0, -9.81, 0)),
                                         TipMagnet((0, 0, 0.0135), RotatingField(0.0145, 0.25), mass=9.6e-5)])
     tr.positions  # (T, N+1, 3); tr.rotations (T, N+1, 3, 3); tr.times (T,)
@@ -14,10 +14,13 @@ Quick start::
 Units: SI inside. Modules, one job each:
 
 * :mod:`~flexlearn.physics.cosserat.rod` — the model :class:`CosseratRod`: construction, parameters, strains,
-  elastic energy, internal forces and torques, linearised frequencies;
+  linearised frequencies; :mod:`~flexlearn.physics.cosserat.properties` — its :class:`Material` and
+  :class:`CrossSection`; :mod:`~flexlearn.physics.cosserat.elastic` — elastic energy, internal forces and torques;
 * :mod:`~flexlearn.physics.cosserat.integrator` — the LGVI time stepping behind :meth:`CosseratRod.simulate`
   (discrete equations and their derivation; the loop as the stepper class ``Stepper``);
-* :mod:`~flexlearn.physics.cosserat.newton` — the 3×3 closed-form solve and the Cayley–Newton rotation update;
+  :mod:`~flexlearn.physics.cosserat.simulation` — what a simulation is given: :class:`SimulationOptions`
+  (recording, scheme, backend, tolerances), ``RodSetup`` (loads, damping, start, base) and the rod contract;
+* :mod:`~flexlearn.physics.cosserat.newton` — the Cayley–Newton rotation update;
 * :mod:`~flexlearn.physics.cosserat.implicit` — the implicit step (``scheme='implicit'``): forces filtered by
   ``M (M + β h² K)⁻¹`` with the Gauss–Newton tangent stiffness K, stable at steps set by accuracy
   (:meth:`CosseratRod.accurate_dt`); the torch reference of its equations;
@@ -26,7 +29,8 @@ Units: SI inside. Modules, one job each:
   :mod:`~flexlearn.physics.cosserat.compiled.implicit` its implicit force filter (block Cholesky),
   :mod:`~flexlearn.physics.cosserat.compiled.common` what both kernels share (element strains);
 * :mod:`~flexlearn.physics.cosserat.state` — :class:`RodState`, :class:`Trajectory`, :class:`Clamp`, ``FREE``;
-* :mod:`~flexlearn.physics.cosserat.context` — per-simulation derived quantities (masses, inertias, stiffnesses);
+* :mod:`~flexlearn.physics.cosserat.context` — :class:`RodContext`, the per-simulation derived quantities (masses,
+  inertias, stiffnesses) every load and damping model receives as ``ctx``;
 * :mod:`~flexlearn.physics.cosserat.loads`, :mod:`~flexlearn.physics.cosserat.fields` — gravity, point forces,
   magnets and magnetic fields; :mod:`~flexlearn.physics.cosserat.damping` — damping and its estimation;
 * :mod:`~flexlearn.physics.cosserat.analytic`, :mod:`~flexlearn.physics.cosserat.experiments` — reference
@@ -61,17 +65,50 @@ Seed discrepancies found (details where they matter, in the module docstrings):
   stability limit of an LGVI whose potential is explicit (the shear–rotation mode 2√(GA/ρI) ≈ 4c_s/d:
   3e-7 s and 1.7e-5 s); ``rotary_inertia='segment'`` (opt-in) raises the limit ~(l/r)/√3-fold.
 """
+
+from flexlearn.physics.cosserat.context import RodContext
 from flexlearn.physics.cosserat.damping import Damping, DampingEstimator
-from flexlearn.physics.cosserat.errors import CosseratError, IntegrationError
+from flexlearn.physics.cosserat.errors import ArgumentError, CosseratError, IntegrationError
 from flexlearn.physics.cosserat.fields import CallableField, Field, HelmholtzField, RotatingField, UniformField
-from flexlearn.physics.cosserat.loads import (EmbeddedMagnet, Gravity, Load, PointForce, TipMagnet,
-                                              cylinder_magnet, magnet_moment)
+from flexlearn.physics.cosserat.loads import (
+    EmbeddedMagnet,
+    Gravity,
+    Load,
+    PointForce,
+    TipMagnet,
+    cylinder_magnet,
+    magnet_moment,
+)
+from flexlearn.physics.cosserat.properties import CrossSection, Material
 from flexlearn.physics.cosserat.rod import CosseratRod
+from flexlearn.physics.cosserat.simulation import SimulationOptions
 from flexlearn.physics.cosserat.state import FREE, Clamp, RodState, Trajectory
 
 __all__ = [
-    "CosseratRod", "RodState", "Trajectory", "Clamp", "FREE",
-    "Gravity", "PointForce", "EmbeddedMagnet", "TipMagnet", "Load", "magnet_moment", "cylinder_magnet",
-    "Field", "UniformField", "RotatingField", "HelmholtzField", "CallableField",
-    "Damping", "DampingEstimator", "CosseratError", "IntegrationError",
+    "CosseratRod",
+    "Material",
+    "CrossSection",
+    "SimulationOptions",
+    "RodContext",
+    "RodState",
+    "Trajectory",
+    "Clamp",
+    "FREE",
+    "Gravity",
+    "PointForce",
+    "EmbeddedMagnet",
+    "TipMagnet",
+    "Load",
+    "magnet_moment",
+    "cylinder_magnet",
+    "Field",
+    "UniformField",
+    "RotatingField",
+    "HelmholtzField",
+    "CallableField",
+    "Damping",
+    "DampingEstimator",
+    "CosseratError",
+    "ArgumentError",
+    "IntegrationError",
 ]

@@ -1,10 +1,16 @@
 """Analytical references for validating the Cosserat rod (cantilever modes, static deflections, magnet
 arc) and the frequency shaping of seed 001, Sec. 5."""
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
+from scipy.integrate import solve_bvp
+
+from flexlearn.physics.cosserat.properties import Material
+from flexlearn.physics.cosserat.rod import CosseratRod
+from flexlearn.physics.cosserat.state import Clamp
 
 BETA_L = (1.8751040687119611, 4.6940911329741746, 7.8547574382376126, 10.995540734875467)
 """Roots of cos βL cosh βL = −1 (clamped–free Euler–Bernoulli beam)."""
@@ -23,11 +29,12 @@ def cantilever_beta_l(n_modes: int) -> np.ndarray:
     return np.array(out)
 
 
-def cantilever_frequencies(length: float, youngs_modulus: float, second_moment: float, density: float,
-                           area: float, n_modes: int = 3) -> np.ndarray:
+def cantilever_frequencies(
+    length: float, youngs_modulus: float, second_moment: float, density: float, area: float, n_modes: int = 3
+) -> np.ndarray:
     """Euler–Bernoulli natural frequencies ``ωₙ = (βₙL)² √(EI / (ρ A L⁴))`` [rad/s]."""
     bl = cantilever_beta_l(n_modes)
-    return bl ** 2 * math.sqrt(youngs_modulus * second_moment / (density * area * length ** 4))
+    return bl**2 * math.sqrt(youngs_modulus * second_moment / (density * area * length**4))
 
 
 def cantilever_mode_shape(s: np.ndarray, length: float, mode: int) -> np.ndarray:
@@ -56,14 +63,13 @@ def corrected_modulus(youngs_modulus: float, simulated: float, target: float) ->
 def tip_sag_uniform_load(q: float, length: float, ei: float, ga: float = math.inf) -> float:
     """Small-deflection tip sag of a cantilever under a uniform load q [N/m]: ``qL⁴/(8EI)`` plus the
     Timoshenko shear contribution ``qL²/(2 k G A)``."""
-    return q * length ** 4 / (8.0 * ei) + (q * length ** 2 / (2.0 * ga) if math.isfinite(ga) else 0.0)
+    return q * length**4 / (8.0 * ei) + (q * length**2 / (2.0 * ga) if math.isfinite(ga) else 0.0)
 
 
 def elastica_uniform_load(q: float, length: float, ei: float, n: int = 2001):
     """Inextensible, unshearable elastica of a horizontal cantilever under a uniform vertical load q:
     ``EI θ'' = −q (L − s) cos θ``, θ(0) = 0, θ'(L) = 0 (θ measured down from the horizontal). Returns
     ``(x_tip, sag_tip)`` from ``scipy.integrate.solve_bvp``."""
-    from scipy.integrate import solve_bvp
     s = np.linspace(0.0, length, n)
 
     def rhs(s, y):
@@ -125,9 +131,16 @@ def fft_peak_frequencies(signal: np.ndarray, dt: float, n_peaks: int, pad: int =
     return np.sort(np.array(out))
 
 
-def frequency_shaping_study(length: float, radius: float, density: float, youngs_modulus: float,
-                            poisson_ratio: float, n_elements=(2, 5, 10, 20, 40), strain: str = "midpoint",
-                            n_modes: int = 3) -> dict:
+def frequency_shaping_study(
+    length: float,
+    radius: float,
+    density: float,
+    youngs_modulus: float,
+    poisson_ratio: float,
+    n_elements=(2, 5, 10, 20, 40),
+    strain: str = "midpoint",
+    n_modes: int = 3,
+) -> dict:
     """Seed 001, Sec. 5: how far the discrete model's bending frequencies are from Euler–Bernoulli, per
     number of elements, and the correction ``γ_corr = (ω_N̄/ω)²`` the seed multiplies E by.
 
@@ -137,12 +150,12 @@ def frequency_shaping_study(length: float, radius: float, density: float, youngs
     γ₁ − 1 grows like (l/r)² (γ₁ ≈ 3.4 at l/r = 2.5): the frequency shaping of Sec. 5 compensates this
     locking; with the element mid-frame strain (default) γ₁ − 1 < 1e-3 already at 10 elements.
     """
-    from flexlearn.physics.cosserat.rod import Clamp, CosseratRod
-    area, inertia = math.pi * radius ** 2, math.pi * radius ** 4 / 4
+    area, inertia = math.pi * radius**2, math.pi * radius**4 / 4
     ref = cantilever_frequencies(length, youngs_modulus, inertia, density, area, n_modes)
     out = {}
     for n in n_elements:
-        rod = CosseratRod.circular(length, radius, density, youngs_modulus, poisson_ratio, int(n), strain=strain)
+        material = Material(density, youngs_modulus, poisson_ratio)
+        rod = CosseratRod.circular(length, radius, material, int(n), strain=strain)
         w = rod.linear_frequencies(Clamp()).numpy()
         bending: list[float] = []
         for x in w:
@@ -151,6 +164,9 @@ def frequency_shaping_study(length: float, radius: float, density: float, youngs
             bending.append(float(x))
         omega = np.array(bending[:n_modes])
         k = len(omega)
-        out[int(n)] = {"omega": omega.tolist(), "rel_error": (omega / ref[:k] - 1).tolist(),
-                       "gamma_corr": float((omega[0] / ref[0]) ** 2)}
+        out[int(n)] = {
+            "omega": omega.tolist(),
+            "rel_error": (omega / ref[:k] - 1).tolist(),
+            "gamma_corr": float((omega[0] / ref[0]) ** 2),
+        }
     return out

@@ -4,27 +4,29 @@ distributed damping-estimation filters (seed 001, Sec. 3.2, eqs. (17)–(21)).
 
 Interfaces (``typing.Protocol``): :class:`DampingModel`, what the integrator asks of a damping model
 (:class:`Damping` implements it), and :class:`RodObserver`, what it asks of an observer run alongside the
-model (:class:`DampingEstimator`). The fused kernel runs :class:`Damping` without ``beta`` only; any other
-damping model runs on the tensor path (``fused.eligible`` says so).
+model (:class:`DampingEstimator`). Both receive the rod's
+:class:`~flexlearn.physics.cosserat.context.RodContext` as ``ctx``. The fused kernel runs :class:`Damping`
+without ``beta`` only; any other damping model runs on the tensor path
+(:func:`flexlearn.physics.cosserat.compiled.lgvi.eligible` says so).
 """
+
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, List, Optional, Protocol, Sequence, Tuple, Union, runtime_checkable
+from typing import Any, List, Optional, Protocol, Sequence, Tuple, Union, runtime_checkable
 
 import torch
 from torch import Tensor
 
 from flexlearn.config import check
+from flexlearn.physics.cosserat.context import RodContext
 from flexlearn.physics.cosserat.strains import strains
-
-if TYPE_CHECKING:  # pragma: no cover
-    from flexlearn.physics.cosserat.context import _Ctx
 
 Number = Union[float, Sequence[float], Tensor]
 StressRates = Tuple[Optional[Tuple[Tensor, Tensor]], Optional[Tensor]]
 """``((dn_L, dn_R) (B, N, 3) [N] or None, dm (B, N, 3) [N m] or None)``: damping stress and moment added to
-``C1 Γ`` (seen from either node) and ``C2 κ`` in the internal forces (``CosseratRod._internal``)."""
+``C1 Γ`` (seen from either node) and ``C2 κ`` in the internal forces
+(:func:`flexlearn.physics.cosserat.elastic.internal_forces`)."""
 
 
 @runtime_checkable
@@ -35,13 +37,13 @@ class DampingModel(Protocol):
     damping stress and moment (:data:`StressRates`) for step ``h`` [s]; ``advance`` after the step k → k+1
     with the state k+1."""
 
-    def reset(self, rod: Any, ctx: "_Ctx", R: Tensor, p: Tensor) -> None: ...
+    def reset(self, rod: Any, ctx: RodContext, R: Tensor, p: Tensor) -> None: ...
 
-    def external(self, ctx: "_Ctx", v: Tensor, w: Tensor) -> Tuple[Tensor, Tensor]: ...
+    def external(self, ctx: RodContext, v: Tensor, w: Tensor) -> Tuple[Tensor, Tensor]: ...
 
-    def internal(self, ctx: "_Ctx", R: Tensor, p: Tensor, h: float) -> StressRates: ...
+    def internal(self, ctx: RodContext, R: Tensor, p: Tensor, h: float) -> StressRates: ...
 
-    def advance(self, ctx: "_Ctx", R: Tensor, p: Tensor) -> None: ...
+    def advance(self, ctx: RodContext, R: Tensor, p: Tensor) -> None: ...
 
 
 @runtime_checkable
@@ -85,15 +87,23 @@ class Damping(torch.nn.Module):
     rotational: Tensor
     node_coefficients: Optional[Tensor]
 
-    def __init__(self, alpha: Number = 0.0, beta: Number = 0.0, translational: Number = 0.0,
-                 rotational: Number = 0.0, node_coefficients: Optional[Tensor] = None):
+    def __init__(
+        self,
+        alpha: Number = 0.0,
+        beta: Number = 0.0,
+        translational: Number = 0.0,
+        rotational: Number = 0.0,
+        node_coefficients: Optional[Tensor] = None,
+    ):
         super().__init__()
         self.register_buffer("alpha", _nonneg(alpha, "Damping.alpha"))
         self.register_buffer("beta", _nonneg(beta, "Damping.beta"))
         self.register_buffer("translational", _nonneg(translational, "Damping.translational"))
         self.register_buffer("rotational", _nonneg(rotational, "Damping.rotational"))
-        self.register_buffer("node_coefficients",
-                             None if node_coefficients is None else _nonneg(node_coefficients, "Damping.node_coefficients"))
+        self.register_buffer(
+            "node_coefficients",
+            None if node_coefficients is None else _nonneg(node_coefficients, "Damping.node_coefficients"),
+        )
         self._prev: Optional[Tuple[Tensor, Tensor, Tensor]] = None
         self._cur: Optional[Tuple[Tensor, Tensor, Tensor]] = None
 
@@ -102,40 +112,45 @@ class Damping(torch.nn.Module):
         x = x.to(like)
         return x.reshape(-1, 1, 1) if x.dim() == 1 else x
 
-    def reset(self, rod: Any, ctx: "_Ctx", R: Tensor, p: Tensor) -> None:
-        self._prev = self._strains(ctx, R, p) if self._has_beta() else None
+    def reset(self, rod: Any, ctx: RodContext, R: Tensor, p: Tensor) -> None:
+        """At the initial state (R, p): its strains become the previous strains of the rates (``beta`` only)."""
+        self._prev = self._strains(ctx, R, p) if self.has_beta() else None
 
-    def _has_beta(self) -> bool:
+    def has_beta(self) -> bool:
+        """True when the stiffness-proportional part ``beta`` is non-zero (or being identified)."""
         return self.beta.requires_grad or bool((self.beta != 0).any())
 
     @staticmethod
-    def _strains(ctx: "_Ctx", R: Tensor, p: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+    def _strains(ctx: RodContext, R: Tensor, p: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         """``(x_L / l, x_R / l, κ)`` (B, N, 3) of :func:`~flexlearn.physics.cosserat.strains.strains`: Γ + E3 seen
         from either node (E3 drops out of the rates) and the curvature κ = 2 cay⁻¹(Q) / l [1/m]. Both strain
         models use these node strains (the mid-frame one only the first, see :meth:`internal`)."""
-        s = strains(R, p, ctx.l, ctx.e3, ctx.strain == "midpoint")
-        l = ctx.l.unsqueeze(-1)
+        s = strains(R, p, ctx.rest_lengths, ctx.e3, ctx.midpoint)
+        l = ctx.rest_lengths.unsqueeze(-1)
         return s.xL / l, s.xR / l, 2.0 * s.f / l
 
-    def internal(self, ctx: "_Ctx", R: Tensor, p: Tensor, h: float) -> StressRates:
+    def internal(self, ctx: RodContext, R: Tensor, p: Tensor, h: float) -> StressRates:
+        """The Kelvin–Voigt stress ``β C1 Γ̇`` and moment ``β C2 κ̇`` (backward differences over ``h`` [s])."""
         if self._prev is None:
             return None, None
         gL, gR, kap = self._strains(ctx, R, p)
         pL, pR, pk = self._prev
         self._cur = (gL, gR, kap)
         b = self._col(self.beta, gL) / h
-        return (b * ctx.C1 * (gL - pL), b * ctx.C1 * (gR - pR)), b * ctx.C2 * (kap - pk)
+        c1 = ctx.shear_stiffness
+        return (b * c1 * (gL - pL), b * c1 * (gR - pR)), b * ctx.bend_stiffness * (kap - pk)
 
-    def advance(self, ctx: "_Ctx", R: Tensor, p: Tensor) -> None:
+    def advance(self, ctx: RodContext, R: Tensor, p: Tensor) -> None:
         """After the step k → k+1: the strains of state k become the previous strains."""
         if self._prev is not None and self._cur is not None:
             self._prev = self._cur
 
-    def external(self, ctx: "_Ctx", v: Tensor, w: Tensor) -> Tuple[Tensor, Tensor]:
+    def external(self, ctx: RodContext, v: Tensor, w: Tensor) -> Tuple[Tensor, Tensor]:
+        """World node force and body torque (B, N+1, 3) of the mass-proportional, viscous and per-node terms."""
         a = self._col(self.alpha, v)
         ct = self._col(self.translational, v)
         cr = self._col(self.rotational, v)
-        la = ctx.lumped.unsqueeze(-1)
+        la = ctx.node_lengths.unsqueeze(-1)
         f = -(a * ctx.mass.unsqueeze(-1) + ct * la) * v
         t = -(a * ctx.inertia + cr * la) * w
         if self.node_coefficients is not None:
@@ -189,8 +204,8 @@ class DampingEstimator:
         if 1 <= k < T:
             m = mass.unsqueeze(-1)
             y, y_prev = self.measured[k].to(p), self.measured[k - 1].to(p)
-            z = h * v + h * h * f / m                    # undamped increment Z
-            a = -h * h * v / m                           # ∂p^{k+1}/∂K (diagonal)
+            z = h * v + h * h * f / m  # undamped increment Z
+            a = -h * h * v / m  # ∂p^{k+1}/∂K (diagonal)
             e = p - y
             d = y - y_prev
             k_new = -(a * self.r * (z + e - d)) / (a * a * self.r + self.w).clamp_min(1e-300)

@@ -9,6 +9,7 @@ wrapped in :class:`CallableField`; its gradient is taken by autograd unless give
 Field parameters are buffers (float64), so that an identification can turn e.g. the amplitude of a
 :class:`RotatingField` into a ``Parameter``.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,6 +19,7 @@ import torch
 from torch import Tensor
 
 from flexlearn.config import check
+from flexlearn.sensing.biot_savart import MU0, biot_savart_polyline
 
 ArrayLike = Union[float, Sequence[float], Tensor]
 
@@ -34,8 +36,12 @@ def _autograd_gradient(fn: Callable[[Tensor, float], Tensor], x: Tensor, t: floa
     with torch.enable_grad():
         xx = x.detach().requires_grad_(True)
         b = fn(xx, t)
-        rows = [torch.autograd.grad(b[..., i].sum(), xx, create_graph=torch.is_grad_enabled(),
-                                    retain_graph=True, allow_unused=True)[0] for i in range(3)]
+        rows = [
+            torch.autograd.grad(
+                b[..., i].sum(), xx, create_graph=torch.is_grad_enabled(), retain_graph=True, allow_unused=True
+            )[0]
+            for i in range(3)
+        ]
     rows = [torch.zeros_like(x) if r is None else r for r in rows]
     return torch.stack(rows, -2)
 
@@ -94,11 +100,28 @@ class RotatingField(Field):
     v: Tensor
     offset: Tensor
 
-    def __init__(self, amplitude: float, frequency: float, axes: Tuple[ArrayLike, ArrayLike] = ((0, 1, 0), (0, 0, 1)),
-                 offset: ArrayLike = (0.0, 0.0, 0.0), phase: float = 0.0, ramp: float = 0.0):
+    def __init__(
+        self,
+        amplitude: float,
+        frequency: float,
+        axes: Tuple[ArrayLike, ArrayLike] = ((0, 1, 0), (0, 0, 1)),
+        offset: ArrayLike = (0.0, 0.0, 0.0),
+        phase: float = 0.0,
+        ramp: float = 0.0,
+    ):
         super().__init__()
-        check(math.isfinite(float(torch.as_tensor(amplitude).detach())), "RotatingField.amplitude", amplitude, "must be finite")
-        check(math.isfinite(float(torch.as_tensor(frequency).detach())), "RotatingField.frequency", frequency, "must be finite [Hz]")
+        check(
+            math.isfinite(float(torch.as_tensor(amplitude).detach())),
+            "RotatingField.amplitude",
+            amplitude,
+            "must be finite",
+        )
+        check(
+            math.isfinite(float(torch.as_tensor(frequency).detach())),
+            "RotatingField.frequency",
+            frequency,
+            "must be finite [Hz]",
+        )
         check(float(ramp) >= 0.0, "RotatingField.ramp", ramp, "must be >= 0 [s]")
         self.register_buffer("amplitude", torch.as_tensor(amplitude, dtype=torch.float64).clone())
         self.register_buffer("frequency", torch.as_tensor(frequency, dtype=torch.float64).clone())
@@ -122,7 +145,7 @@ class RotatingField(Field):
     def samples(self, x: Tensor, times: Sequence[float]) -> Tensor:
         """(T, B, 3) field for all ``times`` at once (uniform in space: ``x`` gives only the shape)."""
         t = torch.as_tensor(list(times), dtype=torch.float64)
-        ang = 2.0 * math.pi * self.frequency.reshape(-1, 1) * t + self.phase          # (1 or B, T)
+        ang = 2.0 * math.pi * self.frequency.reshape(-1, 1) * t + self.phase  # (1 or B, T)
         scale = (t / self.ramp).clamp(max=1.0) if self.ramp > 0 else torch.ones_like(t)
         amp = (self.amplitude.reshape(-1, 1) * scale).unsqueeze(-1)
         b = self.offset + amp * (torch.cos(ang).unsqueeze(-1) * self.u + torch.sin(ang).unsqueeze(-1) * self.v)
@@ -156,11 +179,17 @@ class HelmholtzField(Field):
     """
 
     center: Tensor  # buffer (3,) [m]
-    loops: Tensor   # buffer (4, 65, 3) [m] of the loop polylines, ``model='biot_savart'`` only
+    loops: Tensor  # buffer (4, 65, 3) [m] of the loop polylines, ``model='biot_savart'`` only
 
-    def __init__(self, radii: Tuple[float, float] = (0.10, 0.07), turns: Tuple[int, int] = (200, 200),
-                 currents: Union[Callable[[float], Tuple[float, float]], Tuple[float, float]] = (0.0, 0.0),
-                 axes: Tuple[int, int] = (0, 1), center: ArrayLike = (0.0, 0.0, 0.0), model: str = "ideal"):
+    def __init__(
+        self,
+        radii: Tuple[float, float] = (0.10, 0.07),
+        turns: Tuple[int, int] = (200, 200),
+        currents: Union[Callable[[float], Tuple[float, float]], Tuple[float, float]] = (0.0, 0.0),
+        axes: Tuple[int, int] = (0, 1),
+        center: ArrayLike = (0.0, 0.0, 0.0),
+        model: str = "ideal",
+    ):
         super().__init__()
         check(model in ("ideal", "biot_savart"), "HelmholtzField.model", model, "must be 'ideal' or 'biot_savart'")
         for i, r in enumerate(radii):
@@ -184,12 +213,12 @@ class HelmholtzField(Field):
     @staticmethod
     def gain(radius: float, turns: int) -> float:
         """Central flux density per ampere of an ideal Helmholtz pair [T/A]."""
-        from flexlearn.sensing.biot_savart import MU0
         return (4.0 / 5.0) ** 1.5 * MU0 * turns / radius
 
     @classmethod
-    def from_flux_densities(cls, b_outer: Union[float, Callable[[float], float]],
-                            b_inner: Union[float, Callable[[float], float]], **kw) -> "HelmholtzField":
+    def from_flux_densities(
+        cls, b_outer: Union[float, Callable[[float], float]], b_inner: Union[float, Callable[[float], float]], **kw
+    ) -> "HelmholtzField":
         radii = kw.get("radii", (0.10, 0.07))
         turns = kw.get("turns", (200, 200))
         g0, g1 = cls.gain(radii[0], turns[0]), cls.gain(radii[1], turns[1])
@@ -208,7 +237,6 @@ class HelmholtzField(Field):
             b[self.axes[0]] = self.gain(self.radii[0], self.turns[0]) * i0
             b[self.axes[1]] = b[self.axes[1]] + self.gain(self.radii[1], self.turns[1]) * i1
             return b.expand(x.shape)
-        from flexlearn.sensing.biot_savart import biot_savart_polyline
         out = torch.zeros_like(x)
         for k, cur in enumerate((i0, i0, i1, i1)):
             n = self.turns[k // 2]
@@ -219,8 +247,12 @@ class HelmholtzField(Field):
 class CallableField(Field):
     """Wrap any ``fn(x, t) -> B`` [T]; ``gradient_fn(x, t) -> ∂B_i/∂x_j`` or autograd of ``fn``."""
 
-    def __init__(self, fn: Callable[[Tensor, float], Tensor],
-                 gradient_fn: Optional[Callable[[Tensor, float], Tensor]] = None, uniform: bool = False):
+    def __init__(
+        self,
+        fn: Callable[[Tensor, float], Tensor],
+        gradient_fn: Optional[Callable[[Tensor, float], Tensor]] = None,
+        uniform: bool = False,
+    ):
         super().__init__()
         self.fn = fn
         self.gradient_fn = gradient_fn

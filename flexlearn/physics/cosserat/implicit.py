@@ -59,19 +59,31 @@ Cholesky factorisation; this module assembles the dense matrix and calls ``torch
 
 Shapes: R (B, n, 3, 3), p, f, τ (B, n, 3); K (B, 6n, 6n). SI units.
 """
+
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 import torch
 from torch import Tensor
 
 from flexlearn.lie import so3_hat
+from flexlearn.physics.cosserat.context import RodContext
+from flexlearn.physics.cosserat.errors import ArgumentError
 from flexlearn.physics.cosserat.strains import strains
 
-__all__ = ["DEFAULT_BETA", "element_stiffness", "tangent_stiffness", "filter_forces", "filter_velocities",
-           "unfilter_velocities", "accuracy_dt", "frequency_error"]
+__all__ = [
+    "DEFAULT_BETA",
+    "ForceFilter",
+    "element_stiffness",
+    "tangent_stiffness",
+    "filter_forces",
+    "filter_velocities",
+    "unfilter_velocities",
+    "accuracy_dt",
+    "frequency_error",
+]
 
 DEFAULT_BETA = 0.25
 """β of eq. (1) by default: Newmark's average acceleration, which for a linear rod conserves the physical
@@ -86,29 +98,47 @@ exceed its initial value by the factor ``1 + (β − ¼)(hω)²`` (bounded, no g
 grows to −(β − 1/12)(hω)²/2."""
 
 
-def _jacobians(ctx, R: Tensor, p: Tensor) -> List[Tuple[Tensor, Tensor, Tensor]]:
+class ForceFilter(NamedTuple):
+    """The implicit step's force filter of eq. (1) (with the numerical damping of eq. (4)) for one simulation."""
+
+    beta_h2: float  # β h² [s²]; β h² + h c/2 when damping_c > 0
+    clamped: bool  # node 0 is clamped: not a degree of freedom, its force and torque are left as they are
+    damping_c: float = 0.0  # c = ζ h [s] of the numerical damping (0: none)
+
+
+def _jacobians(ctx: RodContext, R: Tensor, p: Tensor) -> List[Tuple[Tensor, Tensor, Tensor]]:
     """``[(weight (B, N, 1, 1), ∂strain (B, N, 3, 12), stiffness (B, N, 3))]`` of eq. (2)."""
-    s = strains(R, p, ctx.l, ctx.e3, ctx.strain == "midpoint")
-    l = ctx.l[..., None, None]
+    s = strains(R, p, ctx.rest_lengths, ctx.e3, ctx.midpoint)
+    l = ctx.rest_lengths[..., None, None]
     RiT, RjT = R[:, :-1].transpose(-1, -2), R[:, 1:].transpose(-1, -2)
     z = torch.zeros_like(RiT)
     eye = torch.eye(3, dtype=R.dtype, device=R.device).expand_as(RiT)
     hf = so3_hat(s.f)
     ap = eye + hf + s.f.unsqueeze(-1) * s.f.unsqueeze(-2)
     bend = torch.cat([-ap.transpose(-1, -2), z, ap, z], -1) / l
-    out = [(l, bend, ctx.C2)]
+    out = [(l, bend, ctx.bend_stiffness)]
     xl, xr = so3_hat(s.xL), so3_hat(s.xR)
-    if ctx.strain == "midpoint":
+    c1 = ctx.shear_stiffness
+    if ctx.midpoint:
         S = RiT + RjT
-        out.append((l, torch.cat([xl, -S, xr, S], -1) / (2.0 * l), ctx.C1))
+        out.append((l, torch.cat([xl, -S, xr, S], -1) / (2.0 * l), c1))
     else:
-        out.append((0.5 * l, torch.cat([xl, -RiT, z, RiT], -1) / l, ctx.C1))
-        out.append((0.5 * l, torch.cat([z, -RjT, xr, RjT], -1) / l, ctx.C1))
+        out.append((0.5 * l, torch.cat([xl, -RiT, z, RiT], -1) / l, c1))
+        out.append((0.5 * l, torch.cat([z, -RjT, xr, RjT], -1) / l, c1))
     return out
 
 
-def element_stiffness(ctx, R: Tensor, p: Tensor) -> Tensor:
-    """(B, N, 12, 12) Gauss–Newton stiffness of every element, eq. (2), in (η_i, δp_i, η_{i+1}, δp_{i+1})."""
+def element_stiffness(ctx: RodContext, R: Tensor, p: Tensor) -> Tensor:
+    """Gauss–Newton stiffness of every element, eq. (2), in (η_i, δp_i, η_{i+1}, δp_{i+1}).
+
+    Args:
+        ctx: the rod's context.
+        R: (B, n, 3, 3) node rotations, body → world.
+        p: (B, n, 3) node positions [m].
+
+    Returns:
+        (B, N, 12, 12) element stiffness matrices.
+    """
     ke: Optional[Tensor] = None
     for w, G, C in _jacobians(ctx, R, p):
         term = w * (G.transpose(-1, -2) @ (C.unsqueeze(-1) * G))
@@ -117,35 +147,69 @@ def element_stiffness(ctx, R: Tensor, p: Tensor) -> Tensor:
     return ke
 
 
-def tangent_stiffness(ctx, R: Tensor, p: Tensor) -> Tensor:
-    """(B, 6n, 6n) dense K of eq. (2) for all nodes (node a: rows 6a … 6a+5 = (η_a, δp_a))."""
+def tangent_stiffness(ctx: RodContext, R: Tensor, p: Tensor) -> Tensor:
+    """The dense K of eq. (2) for all nodes (node a: rows 6a … 6a+5 = (η_a, δp_a)).
+
+    Args:
+        ctx: the rod's context.
+        R: (B, n, 3, 3) node rotations, body → world.
+        p: (B, n, 3) node positions [m].
+
+    Returns:
+        (B, 6n, 6n) tangent stiffness.
+    """
     ke = element_stiffness(ctx, R, p)
     B, N = ke.shape[0], ke.shape[1]
     K = torch.zeros(B, 6 * (N + 1), 6 * (N + 1), dtype=ke.dtype, device=ke.device)
     for i in range(N):
-        K[:, 6 * i:6 * i + 12, 6 * i:6 * i + 12] += ke[:, i]
+        K[:, 6 * i : 6 * i + 12, 6 * i : 6 * i + 12] += ke[:, i]
     return K
 
 
-def filter_forces(ctx, R: Tensor, p: Tensor, f: Tensor, tau: Tensor, beta_h2: float, clamped: bool,
-                  damping_c: float = 0.0, v: Optional[Tensor] = None, w: Optional[Tensor] = None
-                  ) -> Tuple[Tensor, Tensor]:
-    """Eq. (1): the filtered world forces and body torques ``(f̃, τ̃)`` (B, n, 3) for ``beta_h2`` = β h² [s²].
-    Node 0 is left as it is when ``clamped`` (its motion is prescribed). ``damping_c`` = c [s] > 0 adds the
-    numerical damping force ``−c K (ω, v)`` of the half-step velocities ``v``, ``w`` (eq. (4); the caller
-    passes β h² + h c / 2 as ``beta_h2``)."""
-    B, n = ctx.B, ctx.n
+def filter_forces(
+    ctx: RodContext,
+    R: Tensor,
+    p: Tensor,
+    f: Tensor,
+    tau: Tensor,
+    step: ForceFilter,
+    velocities: Optional[Tuple[Tensor, Tensor]] = None,
+) -> Tuple[Tensor, Tensor]:
+    """Eq. (1): the filtered world forces and body torques ``(f̃, τ̃)``.
+
+    Node 0 is left as it is when ``step.clamped`` (its motion is prescribed). ``step.damping_c`` = c [s] > 0
+    adds the numerical damping force ``−c K (ω, v)`` of the half-step ``velocities`` (eq. (4); the caller
+    passes β h² + h c / 2 as ``step.beta_h2``).
+
+    Args:
+        ctx: the rod's context.
+        R: (B, n, 3, 3) node rotations, body → world.
+        p: (B, n, 3) node positions [m].
+        f: (B, n, 3) world node forces [N].
+        tau: (B, n, 3) body node torques [N m].
+        step: β h² [s²], the clamp and the numerical damping c [s].
+        velocities: ``(v, ω)`` (B, n, 3) half-step velocities [m/s, rad/s]; needed when ``step.damping_c`` > 0.
+
+    Returns:
+        ``(f̃, τ̃)``, each (B, n, 3).
+
+    Raises:
+        ArgumentError: ``step.damping_c`` > 0 without ``velocities``.
+    """
+    B, n = ctx.batch_size, ctx.n_nodes
+    clamped = step.clamped
     mvec = _mass_vector(ctx)
     K = tangent_stiffness(ctx, R, p)
-    A = beta_h2 * K + torch.diag_embed(mvec)
+    A = step.beta_h2 * K + torch.diag_embed(mvec)
     F = torch.cat([tau, f], -1).reshape(B, 6 * n)
-    if damping_c > 0.0:
-        if v is None or w is None:
-            raise ValueError("filter_forces: damping_c > 0 needs the half-step velocities v and w")
+    if step.damping_c > 0.0:
+        if velocities is None:
+            raise ArgumentError("filter_forces: damping_c > 0 needs the half-step velocities (v, w)")
+        v, w = velocities
         x = torch.cat([w, v], -1).reshape(B, 6 * n)
         if clamped:
             x = torch.cat([torch.zeros_like(x[:, :6]), x[:, 6:]], -1)
-        F = F - damping_c * (K @ x.unsqueeze(-1)).squeeze(-1)
+        F = F - step.damping_c * (K @ x.unsqueeze(-1)).squeeze(-1)
     a0 = 6 if clamped else 0
     x = torch.linalg.solve(A[:, a0:, a0:], F[:, a0:].unsqueeze(-1)).squeeze(-1)
     out = (mvec[:, a0:] * x).reshape(B, n - a0 // 6, 6)
@@ -154,26 +218,52 @@ def filter_forces(ctx, R: Tensor, p: Tensor, f: Tensor, tau: Tensor, beta_h2: fl
     return out[..., 3:], out[..., :3]
 
 
-def _mass_vector(ctx) -> Tensor:
+def _mass_vector(ctx: RodContext) -> Tensor:
     """(B, 6n) diagonal of M = diag(J_a, m_a I₃) in the (η_a, δp_a) order of K."""
-    B, n = ctx.B, ctx.n
+    B, n = ctx.batch_size, ctx.n_nodes
     return torch.cat([ctx.inertia, ctx.mass.unsqueeze(-1).expand(B, n, 3)], -1).reshape(B, 6 * n)
 
 
-def filter_velocities(ctx, R: Tensor, p: Tensor, v: Tensor, w: Tensor, beta_h2: float,
-                      clamped: bool) -> Tuple[Tensor, Tensor]:
-    """The scheme's velocity variable at an integer step, ``ṽ = (M + β h² K)⁻¹ M v`` (eq. (3)), from the
-    velocities (v world (B, n, 3) [m/s], ω body [rad/s]) of a state: the start of a run."""
-    f, tau = filter_forces(ctx, R, p, ctx.mass.unsqueeze(-1) * v, ctx.inertia * w, beta_h2, clamped)
+def filter_velocities(
+    ctx: RodContext, R: Tensor, p: Tensor, v: Tensor, w: Tensor, beta_h2: float, clamped: bool
+) -> Tuple[Tensor, Tensor]:
+    """The scheme's velocity variable at an integer step, ``ṽ = (M + β h² K)⁻¹ M v`` (eq. (3)): the start of a run.
+
+    Args:
+        ctx: the rod's context.
+        R: (B, n, 3, 3) node rotations, body → world.
+        p: (B, n, 3) node positions [m].
+        v: (B, n, 3) world velocities of the state [m/s].
+        w: (B, n, 3) body angular velocities [rad/s].
+        beta_h2: β h² [s²].
+        clamped: node 0 is clamped (left as it is).
+
+    Returns:
+        ``(ṽ, ω̃)``, each (B, n, 3).
+    """
+    f, tau = filter_forces(ctx, R, p, ctx.mass.unsqueeze(-1) * v, ctx.inertia * w, ForceFilter(beta_h2, clamped))
     return f / ctx.mass.unsqueeze(-1), tau / ctx.inertia
 
 
-def unfilter_velocities(ctx, R: Tensor, p: Tensor, v: Tensor, w: Tensor, beta_h2: float,
-                        clamped: bool) -> Tuple[Tensor, Tensor]:
+def unfilter_velocities(
+    ctx: RodContext, R: Tensor, p: Tensor, v: Tensor, w: Tensor, beta_h2: float, clamped: bool
+) -> Tuple[Tensor, Tensor]:
     """The inverse of :func:`filter_velocities`, ``v = M⁻¹ (M + β h² K) ṽ``: the velocities of a state from
-    the scheme's mean of the half-step velocities (records, callbacks, the final state). Node 0 of a clamped
-    rod is left as it is."""
-    B, n = ctx.B, ctx.n
+    the scheme's mean of the half-step velocities (records, callbacks, the final state).
+
+    Args:
+        ctx: the rod's context.
+        R: (B, n, 3, 3) node rotations, body → world.
+        p: (B, n, 3) node positions [m].
+        v: (B, n, 3) the scheme's mean half-step velocities ṽ [m/s] (world).
+        w: (B, n, 3) … and angular velocities ω̃ [rad/s] (body).
+        beta_h2: β h² [s²].
+        clamped: node 0 is clamped (left as it is).
+
+    Returns:
+        ``(v, ω)`` of the state, each (B, n, 3).
+    """
+    B, n = ctx.batch_size, ctx.n_nodes
     x = torch.cat([w, v], -1).reshape(B, 6 * n)
     if clamped:
         x = torch.cat([torch.zeros_like(x[:, :6]), x[:, 6:]], -1)
@@ -184,9 +274,17 @@ def unfilter_velocities(ctx, R: Tensor, p: Tensor, v: Tensor, w: Tensor, beta_h2
     return v + dx[..., 3:], w + dx[..., :3]
 
 
-def frequency_error(h_omega, beta: float = DEFAULT_BETA) -> float:
+def frequency_error(h_omega: float, beta: float = DEFAULT_BETA) -> float:
     """Relative frequency error ``ω_h/ω − 1`` of the implicit step for a linear mode of frequency ω at step
-    h (exact for the two-step recursion: ``2 − 2 cos(ω_h h) = (hω)² / (1 + β (hω)²)``)."""
+    h (exact for the two-step recursion: ``2 − 2 cos(ω_h h) = (hω)² / (1 + β (hω)²)``).
+
+    Args:
+        h_omega: h ω [-].
+        beta: β of eq. (1).
+
+    Returns:
+        The relative frequency error (negative: the step slows the mode down).
+    """
     x2 = float(h_omega) ** 2
     s = x2 / (1.0 + beta * x2)
     return math.acos(1.0 - 0.5 * s) / float(h_omega) - 1.0
@@ -196,13 +294,25 @@ def accuracy_dt(omega: float, rtol: float, beta: float = DEFAULT_BETA) -> float:
     """The step [s] at which the highest mode of interest (angular frequency ``omega`` [rad/s]) is computed
     with relative frequency error ``rtol`` (phase error ``rtol · ω t`` after t): the root of
     :func:`frequency_error` = −rtol, ≈ √(2 rtol / (β − 1/12)) / ω (√(12 rtol)/ω at β = ¼). Lower modes
-    are more accurate (the error falls as ω²); modes above ``omega`` are slowed down but stay bounded."""
+    are more accurate (the error falls as ω²); modes above ``omega`` are slowed down but stay bounded.
+
+    Args:
+        omega: the highest angular frequency of interest [rad/s].
+        rtol: relative frequency error in (0, 0.1).
+        beta: β of eq. (1).
+
+    Returns:
+        The step [s].
+
+    Raises:
+        ArgumentError: ``omega`` or ``rtol`` out of range (a ``ValueError``).
+    """
     if not (omega > 0 and math.isfinite(omega)):
-        raise ValueError(f"omega = {omega!r}: must be a finite angular frequency > 0 [rad/s]")
+        raise ArgumentError(f"omega = {omega!r}: must be a finite angular frequency > 0 [rad/s]")
     if not (0 < rtol < 0.1):
-        raise ValueError(f"rtol = {rtol!r}: must be in (0, 0.1)")
+        raise ArgumentError(f"rtol = {rtol!r}: must be in (0, 0.1)")
     x = math.sqrt(2.0 * rtol / (beta - 1.0 / 12.0))
-    for _ in range(30):                    # Newton on frequency_error(x) = −rtol (x = h ω)
+    for _ in range(30):  # Newton on frequency_error(x) = −rtol (x = h ω)
         e = frequency_error(x, beta) + rtol
         d = (frequency_error(x * (1 + 1e-6), beta) - frequency_error(x, beta)) / (x * 1e-6)
         x -= e / d

@@ -1,6 +1,7 @@
 """The LGVI time-stepping loop behind :meth:`CosseratRod.simulate
-<flexlearn.physics.cosserat.rod.CosseratRod.simulate>` (seed 001, Secs. 2–3.1, eqs. (7)–(16)). The model,
-its potential V and the internal forces are in :mod:`flexlearn.physics.cosserat.rod`.
+<flexlearn.physics.cosserat.rod.CosseratRod.simulate>` (seed 001, Secs. 2–3.1, eqs. (7)–(16)). The model is in
+:mod:`flexlearn.physics.cosserat.rod`, its potential V and the internal forces in
+:mod:`flexlearn.physics.cosserat.elastic`.
 
 Discrete Lagrangian per step (eq. (7), potential at the left time point):
 
@@ -38,111 +39,184 @@ Gauss–Newton tangent stiffness of the elastic energy at state k): for a linear
 average-acceleration rule (β = ¼), unconditionally stable, so the step is set by accuracy, not by the stiff
 shear/extension modes. Everything else (Cayley–Newton rotations, momenta, checks, records) is shared.
 
-:class:`Stepper` holds one simulation's constants and runs the loop; :func:`simulate` validates the
-arguments and picks the fused kernel or the tensor path.
+:class:`Stepper` holds one simulation's constants and runs the loop; :func:`simulate` checks the time step
+and the rod and picks the fused kernel or the tensor path.
 """
+
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Union, cast
+from typing import Callable, List, NamedTuple, Optional, Tuple, cast
 
 import torch
 from torch import Tensor
 
 from flexlearn.config import check
 from flexlearn.lie import so3_cayley
-from flexlearn.physics.cosserat.compiled import lgvi as _fused
-from flexlearn.physics.cosserat import implicit as _implicit
-from flexlearn.physics.cosserat.context import _Ctx
-from flexlearn.physics.cosserat.damping import DampingModel, RodObserver
+from flexlearn.physics.cosserat import implicit
+from flexlearn.physics.cosserat.compiled import lgvi
+from flexlearn.physics.cosserat.damping import RodObserver
+from flexlearn.physics.cosserat.elastic import elastic_energy, internal_forces
 from flexlearn.physics.cosserat.errors import IntegrationError
-from flexlearn.physics.cosserat.loads import RodLoad, potential_loads
-from flexlearn.physics.cosserat.newton import _cayley_newton, _cayley_newton_fixed
-from flexlearn.physics.cosserat.state import Clamp, RodState, Trajectory
+from flexlearn.physics.cosserat.implicit import ForceFilter
+from flexlearn.physics.cosserat.loads import potential_loads
+from flexlearn.physics.cosserat.newton import cayley_newton, cayley_newton_fixed
+from flexlearn.physics.cosserat.simulation import RodSetup, SimulatedRod, SimulationOptions
+from flexlearn.physics.cosserat.state import Clamp, Pose, RodState, Trajectory
 
-if TYPE_CHECKING:  # pragma: no cover
-    from flexlearn.physics.cosserat.rod import CosseratRod
+PARAMETERS = (
+    "length",
+    "density",
+    "youngs_modulus",
+    "shear_modulus",
+    "area",
+    "second_moment_1",
+    "second_moment_2",
+    "torsion_constant",
+)
+"""The rod buffers that must be finite and > 0 before a run starts."""
 
-SCHEMES = ("lgvi", "implicit")
-_PARAMETERS = ("length", "density", "youngs_modulus", "shear_modulus", "area", "second_moment_1",
-               "second_moment_2", "torsion_constant")
+
+class HalfStep(NamedTuple):
+    """State k as the loop carries it (B, n, …): ``R^k``, ``p^k``, ``v^{k−½}`` and ``Π^k − h/2 τ^k``."""
+
+    R: Tensor  # (B, n, 3, 3) node rotations, body → world
+    p: Tensor  # (B, n, 3) node positions [m]
+    v: Tensor  # (B, n, 3) half-step velocities v^{k−½} [m/s] (world)
+    pi: Tensor  # (B, n, 3) body momenta Π^k − h/2 τ^k [kg m²/s]
 
 
-def simulate(rod: "CosseratRod", duration: float, dt: float, loads: Sequence[RodLoad] = (),
-             damping: Optional[DampingModel] = None,
-             initial: Optional[RodState] = None, base: Union[Clamp, str, None] = None,
-             record_every: int = 1, record_energy: bool = False, strain_limit: float = 0.5,
-             newton_tol: float = 1e-12, newton_iters: int = 20, callback: Optional[Callable[[int, RodState], None]] = None,
-             observer: Optional[RodObserver] = None, compile: bool = False, newton_fixed_iters: int = 3,
-             backend: str = "auto", scheme: str = "lgvi", implicit_beta: float = 0.25,
-             implicit_dissipation: float = 0.0) -> Trajectory:
-    """Integrate ``rod`` for ``duration`` seconds with step ``dt`` (the implementation of
-    :meth:`CosseratRod.simulate <flexlearn.physics.cosserat.rod.CosseratRod.simulate>`, which documents
-    the arguments): the fused kernel when it can run the problem (``backend``), else :meth:`Stepper.run`."""
-    _check_arguments(rod, duration, dt, record_every, backend, scheme, implicit_beta, implicit_dissipation)
+class NodeLoads(NamedTuple):
+    """Loads and damping at state k (:meth:`Stepper.external`)."""
+
+    force: Tensor  # (B, n, 3) world force of the loads and the damping [N]
+    torque: Tensor  # (B, n, 3) body torque of the loads and the damping [N m]
+    damping_stress: Optional[Tuple[Tensor, Tensor]]  # added to C1 Γ (elastic.internal_forces)
+    damping_moment: Optional[Tensor]  # added to C2 κ
+
+
+class StateForces(NamedTuple):
+    """The kick's forces of state k and the element measures its check reads."""
+
+    force: Tensor  # (B, n, 3) world node forces [N] (filtered for the implicit step)
+    torque: Tensor  # (B, n, 3) body node torques [N m]
+    strain: Tensor  # (B, N) max |Γ| of every element, seen from either node [-]
+    trace: Tensor  # (B, N) tr Q of every element's relative rotation
+
+
+class StepResult(NamedTuple):
+    """State k's forces and, unless k is the last state, the step k → k+1 (:meth:`Stepper.core`)."""
+
+    forces: StateForces
+    next_state: Optional[HalfStep]  # state k+1 (None at the last state)
+    newton_residual: Optional[Tensor]  # (B, n) last Newton update over the tolerance (≤ 1: converged)
+
+
+class Visited(NamedTuple):
+    """The last state the loop checked and recorded: its index, state and forces."""
+
+    k: int
+    state: HalfStep
+    forces: StateForces
+
+
+def simulate(rod: SimulatedRod, duration: float, dt: float, setup: RodSetup, options: SimulationOptions) -> Trajectory:
+    """Integrate ``rod`` for ``duration`` seconds with step ``dt``: the fused kernel when it can run the problem
+    (``options.backend``), else :meth:`Stepper.run` (the implementation of :meth:`CosseratRod.simulate
+    <flexlearn.physics.cosserat.rod.CosseratRod.simulate>`, which documents the arguments).
+
+    Args:
+        rod: the rod model.
+        duration: simulated time [s].
+        dt: time step h [s].
+        setup: loads, damping, initial state, base and observer.
+        options: recording, scheme, backend and tolerances.
+
+    Returns:
+        The recorded :class:`~flexlearn.physics.cosserat.state.Trajectory`.
+
+    Raises:
+        ConfigError: a bad time step or duration, or ``backend='numba'`` for a run the kernel cannot take.
+        IntegrationError: a non-physical rod parameter, or a failing step (node, step, state before it).
+    """
+    check_time_and_rod(rod, duration, dt)
     n_steps = int(round(duration / dt))
-    beta = float(implicit_beta) if scheme == "implicit" else 0.0
-    zeta = float(implicit_dissipation) if scheme == "implicit" else 0.0
-    stepper = Stepper(rod, loads, damping, float(dt), base, initial, observer, strain_limit, newton_tol,
-                      newton_iters, newton_fixed_iters, record_energy, beta, zeta)
-    if backend != "torch":
-        why = _fused.eligible(rod, stepper.loads, damping, observer, callback, record_energy, compile, stepper.base,
-                              initial, n_steps)
-        check(backend == "auto" or not why, "backend", backend, f"the fused kernel cannot run this: {why}")
+    stepper = Stepper(rod, setup, float(dt), options)
+    if options.backend != "torch":
+        why = lgvi.eligible(rod, stepper.setup, options, n_steps)
+        check(
+            options.backend == "auto" or not why, "backend", options.backend, f"the fused kernel cannot run this: {why}"
+        )
         if not why:
-            traj = stepper.run_fused(n_steps, record_every)
+            traj = stepper.run_fused(n_steps)
             if traj is not None:
                 return traj
             # a failing step: rerun on the tensor path, which raises the IntegrationError (node, step, state)
-    return stepper.run(n_steps, record_every, callback, compile)
+    return stepper.run(n_steps)
 
 
-def _check_arguments(rod, duration, dt, record_every, backend, scheme, implicit_beta, implicit_dissipation) -> None:
-    """ConfigError naming the argument, or IntegrationError naming a non-physical rod parameter."""
+def check_time_and_rod(rod: SimulatedRod, duration: float, dt: float) -> None:
+    """Check the time step, the duration and the rod's parameters before a run.
+
+    Args:
+        rod: the rod model.
+        duration: simulated time [s], finite and ≥ 0.
+        dt: time step [s], finite and > 0.
+
+    Raises:
+        ConfigError: naming ``dt`` or ``duration``.
+        IntegrationError: naming a non-physical rod parameter (and its batch index).
+    """
     check(isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0, "dt", dt, "must be a finite number > 0 [s]")
     check(math.isfinite(duration) and duration >= 0, "duration", duration, "must be finite and >= 0 [s]")
-    check(isinstance(record_every, int) and record_every >= 1, "record_every", record_every, "must be an integer >= 1")
-    check(backend in ("auto", "numba", "torch"), "backend", backend, "must be 'auto', 'numba' or 'torch'")
-    check(scheme in SCHEMES, "scheme", scheme, "must be 'lgvi' or 'implicit'")
-    check(isinstance(implicit_beta, (int, float)) and math.isfinite(implicit_beta) and implicit_beta >= 0.25,
-          "implicit_beta", implicit_beta, "must be a finite number >= 0.25 (unconditional stability)")
-    check(isinstance(implicit_dissipation, (int, float)) and 0 <= implicit_dissipation <= 1,
-          "implicit_dissipation", implicit_dissipation, "must be a number in [0, 1]")
-    for name in _PARAMETERS:
+    for name in PARAMETERS:
         v = getattr(rod, name).detach()
         bad = ~(torch.isfinite(v) & (v > 0))
         if bool(bad.any()):
             i = int(bad.reshape(-1).nonzero()[0])
-            raise IntegrationError(f"non-physical parameter {name}[{i}] = {v.reshape(-1)[i].item()!r} before step 0: "
-                                   "must be finite and > 0", step=0, node=-1, rod=i, what="parameter")
+            raise IntegrationError(
+                f"non-physical parameter {name}[{i}] = {v.reshape(-1)[i].item()!r} before step 0: "
+                "must be finite and > 0",
+                step=0,
+                node=-1,
+                rod=i,
+                what="parameter",
+            )
 
 
 class Stepper:
     """One simulation on the tensor path: its constants (context, base, masses, step ``h``), the step map
     :meth:`core`, the half-kick start, the checks of every state and the records.
 
-    States are carried at half steps: ``(R^k, p^k, v^{k−½}, Π^k − h/2 τ^k)`` (B, n, …). ``implicit_beta``
-    β > 0 selects the implicit variant (forces filtered by :func:`~flexlearn.physics.cosserat.implicit.filter_forces`);
-    0 is the LGVI."""
+    States are carried at half steps (:class:`HalfStep`: ``(R^k, p^k, v^{k−½}, Π^k − h/2 τ^k)``, (B, n, …)).
+    ``options.filter_beta`` β > 0 selects the implicit variant (forces filtered by
+    :func:`~flexlearn.physics.cosserat.implicit.filter_forces`); 0 is the LGVI.
 
-    def __init__(self, rod: "CosseratRod", loads: Sequence[RodLoad], damping: Optional[DampingModel], h: float,
-                 base: Union[Clamp, str, None], initial: Optional[RodState], observer: Optional[RodObserver] = None,
-                 strain_limit: float = 0.5, newton_tol: float = 1e-12, newton_iters: int = 20,
-                 newton_fixed_iters: int = 3, record_energy: bool = False, implicit_beta: float = 0.0,
-                 implicit_dissipation: float = 0.0):
-        self.rod, self.h, self.dtype = rod, h, torch.float64
-        self.loads = list(loads)
-        self.ctx = ctx = _Ctx(rod, self.loads, self.dtype)
-        self.base = Clamp() if base is None else base
-        self.clamped = isinstance(self.base, Clamp)
-        self.damping, self.observer = damping, observer
-        self.strain_limit, self.newton_tol, self.newton_iters = strain_limit, newton_tol, newton_iters
-        self.newton_fixed_iters, self.record_energy, self.beta = newton_fixed_iters, record_energy, implicit_beta
-        self.zeta = implicit_dissipation
+    Args:
+        rod: the rod model.
+        setup: loads, damping, initial state, base and observer.
+        h: time step [s].
+        options: recording, scheme and tolerances.
+    """
+
+    def __init__(self, rod: SimulatedRod, setup: RodSetup, h: float, options: SimulationOptions):
+        self.rod, self.h, self.dtype, self.options = rod, h, torch.float64, options
+        base = Clamp() if setup.base is None else setup.base
+        self.setup = dataclasses.replace(setup, loads=list(setup.loads), base=base)
+        self.loads = self.setup.loads
+        self.ctx = ctx = rod.context(self.loads, self.dtype)
+        self.base = base
+        self.clamped = isinstance(base, Clamp)
+        self.damping, self.observer = setup.damping, setup.observer
+        self.beta, self.zeta = options.filter_beta, options.filter_dissipation
         self.device = cast(Tensor, rod.length).device
-        clamp = self.base if isinstance(self.base, Clamp) else None
-        state = initial if initial is not None else rod.straight_state(clamp)
-        B, n = ctx.B, ctx.n
+        state = (
+            setup.initial
+            if setup.initial is not None
+            else rod.straight_state(base if isinstance(base, Clamp) else None)
+        )
+        B, n = ctx.batch_size, ctx.n_nodes
         p = state.positions.to(dtype=self.dtype, device=self.device).expand(B, n, 3)
         R = state.rotations.to(dtype=self.dtype, device=self.device).expand(B, n, 3, 3)
         if self.clamped:
@@ -152,25 +226,26 @@ class Stepper:
         self.R0, self.p0 = R, p
         self.v0 = state.velocities.to(p).expand(B, n, 3)
         self.w0 = state.angular_velocities.to(p).expand(B, n, 3)
-        self.m, self.J, self.scale = ctx.mass.unsqueeze(-1), ctx.inertia, ctx.scale.unsqueeze(-1)
-        self.potentials = potential_loads(self.loads) if record_energy else []
+        self.m, self.J, self.scale = ctx.mass.unsqueeze(-1), ctx.inertia, ctx.inertia_trace.unsqueeze(-1)
+        self.potentials = potential_loads(self.loads) if options.record_energy else []
         self.rec_p: List[Tensor] = []
         self.rec_R: List[Tensor] = []
         self.rec_t: List[float] = []
         self.rec_e: List[Tensor] = []
-        self.prev: Optional[tuple] = None
+        self.prev: Optional[Visited] = None
 
-    def base_pose(self, t: float) -> Tuple[Tensor, Tensor]:
+    def base_pose(self, t: float) -> Pose:
+        """The clamp's pose at time ``t`` [s], expanded over the batch: rotation (B, 3, 3), position (B, 3)."""
         r0, p0 = cast(Clamp, self.base).pose(t, self.dtype, self.device)
-        return r0.expand(self.ctx.B, 3, 3), p0.expand(self.ctx.B, 3)
+        return Pose(r0.expand(self.ctx.batch_size, 3, 3), p0.expand(self.ctx.batch_size, 3))
 
     def squeeze(self, x: Tensor) -> Tensor:
         """Drop the rod batch dimension (axis 1) of a record of an unbatched rod."""
         return x if self.rod.batched else x[:, 0]
 
     # ------------------------------------------------------------ forces
-    def external(self, R: Tensor, p: Tensor, t: float, v: Tensor, w: Tensor):
-        """Loads and damping at state k: ``(force, torque, damping stress dn, damping moment dm)``."""
+    def external(self, R: Tensor, p: Tensor, t: float, v: Tensor, w: Tensor) -> NodeLoads:
+        """Loads and damping at state k (time ``t`` [s], velocities ``v`` [m/s], ``w`` [rad/s])."""
         fx = torch.zeros_like(p)
         tx = torch.zeros_like(p)
         for load in self.loads:
@@ -187,26 +262,30 @@ class Stepper:
         dn = dm = None
         if damp is not None:
             dn, dm = damp.internal(self.ctx, R, p, self.h)
-        return fx, tx, dn, dm
+        return NodeLoads(fx, tx, dn, dm)
 
-    def observe(self, k: int, R: Tensor, p: Tensor, v: Tensor, fx: Tensor, dn, dm) -> Tensor:
-        """Seed 001, Sec. 3.2: the estimation filters see the undamped model force at state k."""
-        f_c, *_ = self.rod._internal(self.ctx, R, p, dn, dm)
-        fo = cast(RodObserver, self.observer).update(k, p, v, f_c + fx, self.ctx.mass, self.h)
-        return fx + fo
+    def observe(self, k: int, state: HalfStep, loads: NodeLoads) -> NodeLoads:
+        """Seed 001, Sec. 3.2: the estimation filters see the undamped model force at state k; their force
+        is added to the loads."""
+        R, p = state.R, state.p
+        f_c = internal_forces(self.ctx, R, p, loads.damping_stress, loads.damping_moment).force
+        observer = cast(RodObserver, self.setup.observer)
+        fo = observer.update(k, p, state.v, f_c + loads.force, self.ctx.mass, self.h)
+        return loads._replace(force=loads.force + fo)
 
-    def filtered(self, R: Tensor, p: Tensor, f: Tensor, tau: Tensor, v: Optional[Tensor] = None,
-                 pi: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+    def filtered(
+        self, R: Tensor, p: Tensor, f: Tensor, tau: Tensor, state: Optional[HalfStep] = None
+    ) -> Tuple[Tensor, Tensor]:
         """The kick's forces: unchanged for the LGVI, ``M (M + β h² K)⁻¹ F`` for the implicit variant (with
-        the numerical damping of the half-step velocities ``v``, ``pi / J`` when ζ > 0: eq. (4) of
+        the numerical damping of the half-step velocities of ``state`` when ζ > 0: eq. (4) of
         :mod:`~flexlearn.physics.cosserat.implicit`)."""
         if self.beta == 0.0:
             return f, tau
         h = self.h
-        if self.zeta == 0.0 or v is None or pi is None:
-            return _implicit.filter_forces(self.ctx, R, p, f, tau, self.beta * h * h, self.clamped)
-        return _implicit.filter_forces(self.ctx, R, p, f, tau, (self.beta + 0.5 * self.zeta) * h * h, self.clamped,
-                                       self.zeta * h, v, pi / self.J)
+        if self.zeta == 0.0 or state is None:
+            return implicit.filter_forces(self.ctx, R, p, f, tau, ForceFilter(self.beta * h * h, self.clamped))
+        step = ForceFilter((self.beta + 0.5 * self.zeta) * h * h, self.clamped, self.zeta * h)
+        return implicit.filter_forces(self.ctx, R, p, f, tau, step, (state.v, state.pi / self.J))
 
     # ------------------------------------------------------------ the step
     def velocities(self, R: Tensor, p: Tensor, v_int: Tensor, pi_int: Tensor) -> Tuple[Tensor, Tensor]:
@@ -214,151 +293,158 @@ class Stepper:
         for the LGVI; eq. (3) of :mod:`~flexlearn.physics.cosserat.implicit` for the implicit variant)."""
         if self.beta == 0.0:
             return v_int, pi_int / self.J
-        if self.clamped:          # the base node's momentum is not integrated (Π = 0, like v in emit)
+        if self.clamped:  # the base node's momentum is not integrated (Π = 0, like v in emit)
             pi_int = torch.cat([torch.zeros_like(pi_int[:, :1]), pi_int[:, 1:]], 1)
-        return _implicit.unfilter_velocities(self.ctx, R, p, v_int, pi_int / self.J, self.beta * self.h * self.h,
-                                             self.clamped)
+        return implicit.unfilter_velocities(
+            self.ctx, R, p, v_int, pi_int / self.J, self.beta * self.h * self.h, self.clamped
+        )
 
-    def start(self, R: Tensor, p: Tensor) -> Tuple[Tensor, Tensor]:
+    def start(self, R: Tensor, p: Tensor) -> HalfStep:
         """Half-kick initialisation: ``v^{−½} = v0 − h/2 f0/m``, ``Π^0 = J ω0 − h/2 τ0`` (second order)."""
         h, v0, w0 = self.h, self.v0, self.w0
-        fx, tx, dn, dm = self.external(R, p, 0.0, v0, w0)
-        f0, tau0, *_ = self.rod._internal(self.ctx, R, p, dn, dm)
-        f0, tau0 = self.filtered(R, p, f0 + fx, tau0 + tx)
-        if self.beta != 0.0:                                 # the scheme's velocity variable (implicit.py, eq. (3))
-            v0, w0 = _implicit.filter_velocities(self.ctx, R, p, v0, w0, self.beta * h * h, self.clamped)
+        loads = self.external(R, p, 0.0, v0, w0)
+        f0, tau0, *_ = internal_forces(self.ctx, R, p, loads.damping_stress, loads.damping_moment)
+        f0, tau0 = self.filtered(R, p, f0 + loads.force, tau0 + loads.torque)
+        if self.beta != 0.0:  # the scheme's velocity variable (implicit.py, eq. (3))
+            v0, w0 = implicit.filter_velocities(self.ctx, R, p, v0, w0, self.beta * h * h, self.clamped)
         v = v0 - 0.5 * h * f0 / self.m
         pi = self.J * w0 - 0.5 * h * tau0
         if self.clamped:
             v = torch.cat([torch.zeros_like(v[:, :1]), v[:, 1:]], 1)
             pi = torch.cat([torch.zeros_like(pi[:, :1]), pi[:, 1:]], 1)
-        return v, pi
+        return HalfStep(R, p, v, pi)
 
-    def core(self, R, p, v, pi, fx, tx, dn, dm, r1, p1, fixed: bool):
-        """One step from state k (pure tensor function; compiled when ``compile=True``): returns
-        ``(R, p, v, Π) of k+1, the forces f, τ of state k, strain, tr Q, relative Newton residual``."""
+    def core(self, state: HalfStep, loads: NodeLoads, base_next: Optional[Pose], fixed: bool) -> StepResult:
+        """One step from state k (pure tensor function; compiled when ``compile=True``): state k+1, the forces
+        of state k, its strains and the relative Newton residual. ``base_next`` is the clamp's pose at k+1."""
         h, ctx = self.h, self.ctx
-        f, tau, gL, gR, fc, Q = self.rod._internal(ctx, R, p, dn, dm)
-        f = f + fx
-        tau = tau + tx
-        f, tau = self.filtered(R, p, f, tau, v, pi)
-        v2 = v + h * f / self.m                              # kick (leapfrog)
+        R, p, v, pi = state
+        f, tau, gL, gR, fc, Q = internal_forces(ctx, R, p, loads.damping_stress, loads.damping_moment)
+        f = f + loads.force
+        tau = tau + loads.torque
+        f, tau = self.filtered(R, p, f, tau, state)
+        v2 = v + h * f / self.m  # kick (leapfrog)
         u = pi + h * tau
-        p2 = p + h * v2                                      # drift: explicit positions
-        un = h * u / self.scale                              # Newton on the Cayley map, all nodes
+        p2 = p + h * v2  # drift: explicit positions
+        un = h * u / self.scale  # Newton on the Cayley map, all nodes
         if fixed:
-            fcay, res = _cayley_newton_fixed(un, ctx.jd_n, ctx.j_n, self.newton_fixed_iters)
+            fcay, res = cayley_newton_fixed(un, ctx.jd_normalised, ctx.j_normalised, self.options.newton_fixed_iters)
         else:
-            fcay, res = _cayley_newton(un, ctx.jd_n, ctx.j_n, self.newton_tol, self.newton_iters)
+            opts = self.options
+            fcay, res = cayley_newton(un, ctx.jd_normalised, ctx.j_normalised, opts.newton_tol, opts.newton_iters)
         F = so3_cayley(fcay)
         R2 = R @ F
         pi2 = (F.transpose(-1, -2) @ u.unsqueeze(-1)).squeeze(-1)
-        if self.clamped:
+        if base_next is not None:
+            r1, p1 = base_next
             v2 = torch.cat([((p1 - p[:, 0]) / h).unsqueeze(1), v2[:, 1:]], 1)
             p2 = torch.cat([p1.unsqueeze(1), p2[:, 1:]], 1)
             R2 = torch.cat([r1.unsqueeze(1), R2[:, 1:]], 1)
             pi2 = torch.cat([torch.zeros_like(pi2[:, :1]), pi2[:, 1:]], 1)
         strain = torch.maximum(gL.norm(dim=-1), gR.norm(dim=-1))
         tr = Q[..., 0, 0] + Q[..., 1, 1] + Q[..., 2, 2]
-        rel = res / (self.newton_tol * un.norm(dim=-1).clamp_min(1e-3))
-        return R2, p2, v2, pi2, f, tau, strain, tr, rel
+        rel = res / (self.options.newton_tol * un.norm(dim=-1).clamp_min(1e-3))
+        return StepResult(StateForces(f, tau, strain, tr), HalfStep(R2, p2, v2, pi2), rel)
 
-    def advance(self, k: int, R, p, v, pi, core, fixed: bool, last: bool):
-        """Loads at state k and the step k → k+1 (none at the last state): ``(out of core or None, f, τ,
-        strain, tr Q, Newton residual)``."""
+    def advance(self, k: int, state: HalfStep, core: Callable[..., StepResult], fixed: bool, last: bool) -> StepResult:
+        """Loads at state k and the step k → k+1 (none at the last state) with ``core`` (:meth:`core`, compiled
+        or not)."""
         t = k * self.h
-        fx, tx, dn, dm = self.external(R, p, t, v, pi / self.J)
-        if self.observer is not None:
-            fx = self.observe(k, R, p, v, fx, dn, dm)
+        R, p = state.R, state.p
+        loads = self.external(R, p, t, state.v, state.pi / self.J)
+        if self.setup.observer is not None:
+            loads = self.observe(k, state, loads)
         if last:
-            f, tau, gL, gR, fc, Q = self.rod._internal(self.ctx, R, p, dn, dm)
-            f, tau = self.filtered(R, p, f + fx, tau + tx, v, pi)
+            f, tau, gL, gR, fc, Q = internal_forces(self.ctx, R, p, loads.damping_stress, loads.damping_moment)
+            f, tau = self.filtered(R, p, f + loads.force, tau + loads.torque, state)
             strain = torch.maximum(gL.norm(dim=-1), gR.norm(dim=-1))
             tr = Q[..., 0, 0] + Q[..., 1, 1] + Q[..., 2, 2]
-            return None, f, tau, strain, tr, None
-        r1 = p1 = None
-        if self.clamped:
-            r1, p1 = self.base_pose(t + self.h)
-        out = core(R, p, v, pi, fx, tx, dn, dm, r1, p1, fixed)
-        return (out,) + tuple(out[4:])
+            return StepResult(StateForces(f, tau, strain, tr), None, None)
+        base_next = self.base_pose(t + self.h) if self.clamped else None
+        return core(state, loads, base_next, fixed)
 
-    def run(self, n_steps: int, record_every: int = 1, callback: Optional[Callable[[int, RodState], None]] = None,
-            compile: bool = False) -> Trajectory:
+    def run(self, n_steps: int) -> Trajectory:
         """The loop on the tensor path: every state is checked (strain, element rotation, finiteness, Newton
         convergence) and a failure raises :class:`IntegrationError` with the state before the failing step
         and the trajectory so far."""
-        core = torch.compile(self.core, dynamic=False) if compile else self.core
+        compile_step = self.options.compile
+        core = torch.compile(self.core, dynamic=False) if compile_step else self.core
         R, p = self.R0, self.p0
         if self.damping is not None:
             self.damping.reset(self.rod, self.ctx, R, p)
-        v, pi = self.start(R, p)
+        state = self.start(R, p)
         for k in range(n_steps + 1):
-            out, f, tau, strain, tr, rel = self.advance(k, R, p, v, pi, core, compile, k == n_steps)
-            self.check_state(k, strain, tr, f, tau)             # state k valid? (else step k-1 failed)
-            self.emit(k, R, p, v, pi, f, tau, record_every, n_steps, callback)
-            self.prev = (k, R, p, v, pi, f, tau)
-            if out is None:
+            step = self.advance(k, state, core, compile_step, k == n_steps)
+            self.check_state(k, step.forces)  # state k valid? (else step k-1 failed)
+            self.emit(k, state, step.forces, n_steps)
+            self.prev = Visited(k, state, step.forces)
+            if step.next_state is None:
                 break
-            self.check_newton(k, rel)
-            R, p, v, pi = out[:4]
+            self.check_newton(k, cast(Tensor, step.newton_residual))
+            state = step.next_state
             if self.damping is not None:
-                self.damping.advance(self.ctx, R, p)
+                self.damping.advance(self.ctx, state.R, state.p)
         traj = self.trajectory()
         traj.final = self.prev_state()
         return traj
 
-    def run_fused(self, n_steps: int, record_every: int) -> Optional[Trajectory]:
-        """The same run in the fused kernel (:func:`flexlearn.physics.cosserat.compiled.lgvi.simulate`); None when a
-        step failed there."""
-        r1 = p1 = None
-        if self.clamped:
-            r1, p1 = self.base_pose(0.0)
-        out = _fused.simulate(self.rod, self.ctx, self.loads, self.damping, self.R0, self.p0, self.v0, self.w0,
-                              self.h, n_steps, record_every, self.clamped, r1, p1, self.strain_limit,
-                              self.newton_tol, self.newton_iters, self.beta, self.zeta)
+    def run_fused(self, n_steps: int) -> Optional[Trajectory]:
+        """The same run in the fused kernel (:func:`flexlearn.physics.cosserat.compiled.lgvi.simulate`); None when
+        a step failed there."""
+        start = RodState(self.p0, self.R0, self.v0, self.w0)
+        base_pose = self.base_pose(0.0) if self.clamped else None
+        out = lgvi.simulate(self.ctx, self.setup, start, base_pose, self.h, n_steps, self.options)
         if out is None:
             return None
-        P, Rt, times, final = out
-        traj = Trajectory(self.squeeze(P), self.squeeze(Rt), times, None)
-        traj.final = final
-        return traj
+        return Trajectory(self.squeeze(out.positions), self.squeeze(out.rotations), out.times, None, out.final)
 
     # ------------------------------------------------------------ records and checks
-    def emit(self, k, R, p, v, pi, f, tau, record_every, n_steps, callback) -> None:
-        """Record state k (and call ``callback``) with the velocities at the integer step."""
-        if k % record_every == 0 or k == n_steps or callback is not None:
+    def emit(self, k: int, state: HalfStep, forces: StateForces, n_steps: int) -> None:
+        """Record state k (and call the callback) with the velocities at the integer step."""
+        every, callback = self.options.record_every, self.options.callback
+        if k % every == 0 or k == n_steps or callback is not None:
             h = self.h
-            v_int = v + 0.5 * h * f / self.m
-            pi_int = pi + 0.5 * h * tau
+            R, p, v, pi = state
+            v_int = v + 0.5 * h * forces.force / self.m
+            pi_int = pi + 0.5 * h * forces.torque
             if self.clamped:
                 v_int = torch.cat([v[:, :1], v_int[:, 1:]], 1)
             if self.beta != 0.0:
                 v_int, w_int = self.velocities(R, p, v_int, pi_int)
                 pi_int = self.J * w_int
-            if k % record_every == 0 or k == n_steps:
+            if k % every == 0 or k == n_steps:
                 self.record(k, R, p, v_int, pi_int)
             if callback is not None:
                 callback(k, RodState(p, R, v_int, pi_int / self.J, k * h, k))
 
     def record(self, k: int, R: Tensor, p: Tensor, v_int: Tensor, pi_int: Tensor) -> None:
+        """Append state k (and its energy when recorded) to the records."""
         ctx = self.ctx
         self.rec_p.append(p)
         self.rec_R.append(R)
         self.rec_t.append(k * self.h)
-        if self.record_energy:
-            ek = 0.5 * (ctx.mass * (v_int ** 2).sum(-1)).sum(-1) + 0.5 * (pi_int ** 2 / self.J).sum((-1, -2))
-            ek = ek + self.rod.potential_energy(R, p, ctx)
+        if self.options.record_energy:
+            ek = 0.5 * (ctx.mass * (v_int**2).sum(-1)).sum(-1) + 0.5 * (pi_int**2 / self.J).sum((-1, -2))
+            ek = ek + elastic_energy(ctx, R, p)
             for ld in self.potentials:
                 ek = ek + ld.potential(ctx, R, p, k * self.h)
             self.rec_e.append(ek)
 
     def trajectory(self) -> Trajectory:
-        energy = self.squeeze(torch.stack(self.rec_e)) if self.record_energy and self.rec_e else None
-        return Trajectory(self.squeeze(torch.stack(self.rec_p)), self.squeeze(torch.stack(self.rec_R)),
-                          torch.tensor(self.rec_t, dtype=self.dtype), energy)
+        """The records so far as a :class:`Trajectory`."""
+        energy = self.squeeze(torch.stack(self.rec_e)) if self.options.record_energy and self.rec_e else None
+        return Trajectory(
+            self.squeeze(torch.stack(self.rec_p)),
+            self.squeeze(torch.stack(self.rec_R)),
+            torch.tensor(self.rec_t, dtype=self.dtype),
+            energy,
+        )
 
-    def public_state(self, k, R, p, v_half, pi_half, f, tau) -> RodState:
-        h = self.h
+    def public_state(self, visited: Visited) -> RodState:
+        """The :class:`RodState` of a visited state (velocities at the integer step)."""
+        h, k = self.h, visited.k
+        R, p, v_half, pi_half = visited.state
+        f, tau = visited.forces.force, visited.forces.torque
         vv = v_half + 0.5 * h * f / self.m
         if self.clamped:
             vv = torch.cat([v_half[:, :1], vv[:, 1:]], 1)
@@ -368,19 +454,24 @@ class Stepper:
         return RodState(p, R, vv, ww, k * h, k)
 
     def prev_state(self) -> Optional[RodState]:
-        return None if self.prev is None else self.public_state(*self.prev)
+        """The last visited state as a :class:`RodState` (None before the first)."""
+        return None if self.prev is None else self.public_state(self.prev)
 
-    def check_state(self, k: int, strain: Tensor, tr: Tensor, f: Tensor, tau: Tensor) -> None:
+    def check_state(self, k: int, forces: StateForces) -> None:
         """IntegrationError when state k is not physical (strain beyond the limit, an element bent through,
         a non-finite force or torque): the step k−1 → k failed."""
-        bad_el = ~torch.isfinite(strain) | (strain > self.strain_limit) | ~(1.0 + tr > 1e-6)
+        f, tau, strain, tr = forces
+        limit = self.options.strain_limit
+        bad_el = ~torch.isfinite(strain) | (strain > limit) | ~(1.0 + tr > 1e-6)
         bad_node = ~torch.isfinite(f).all(-1) | ~torch.isfinite(tau).all(-1)
         if not (bool(bad_el.any()) or bool(bad_node.any())):
             return
         if bool(bad_el.any()):
             b, i = [int(x) for x in bad_el.nonzero()[0]]
-            what = (f"element {i} (nodes {i}-{i + 1}) strain |Γ| = {float(strain[b, i]):.3g} "
-                    f"(limit {self.strain_limit}), relative rotation trace {float(tr[b, i]):.3g}")
+            what = (
+                f"element {i} (nodes {i}-{i + 1}) strain |Γ| = {float(strain[b, i]):.3g} "
+                f"(limit {limit}), relative rotation trace {float(tr[b, i]):.3g}"
+            )
             node = i + 1
         else:
             b, node = [int(x) for x in bad_node.nonzero()[0]]
@@ -390,10 +481,18 @@ class Stepper:
             hint = f"dt = {h:g} s is probably beyond stability (estimate {float(self.rod.stable_dt()[b]):.3g} s)"
         else:
             hint = f"dt = {h:g} s is too large for the implicit step's accuracy here — reduce dt"
-        msg = (f"integration failed at step {fail} (t = {fail * h:.6g} s → {(fail + 1) * h:.6g} s), "
-               f"rod {b}, node {node}: {what}; {hint}")
-        raise IntegrationError(msg, step=fail, node=node, rod=b, state=self.prev_state(),
-                               trajectory=self.trajectory() if self.rec_p else None)
+        msg = (
+            f"integration failed at step {fail} (t = {fail * h:.6g} s → {(fail + 1) * h:.6g} s), "
+            f"rod {b}, node {node}: {what}; {hint}"
+        )
+        raise IntegrationError(
+            msg,
+            step=fail,
+            node=node,
+            rod=b,
+            state=self.prev_state(),
+            trajectory=self.trajectory() if self.rec_p else None,
+        )
 
     def check_newton(self, k: int, rel: Tensor) -> None:
         """IntegrationError when the Cayley–Newton solve of step k did not converge at some free node."""
@@ -402,8 +501,14 @@ class Stepper:
             bad[:, 0] = False
         if bool(bad.any()):
             b, node = [int(x) for x in bad.nonzero()[0]]
+            tol = self.options.newton_tol
             raise IntegrationError(
                 f"Cayley–Newton solve did not converge at step {k} (t = {k * self.h:.6g} s), rod {b}, node {node}: "
-                f"last Newton update {float(rel[b, node]) * self.newton_tol:.3g} > {self.newton_tol:g} (normalised); "
-                f"|h ω| too large — reduce dt", step=k, node=node, rod=b, state=self.prev_state(),
-                trajectory=self.trajectory())
+                f"last Newton update {float(rel[b, node]) * tol:.3g} > {tol:g} (normalised); "
+                f"|h ω| too large — reduce dt",
+                step=k,
+                node=node,
+                rod=b,
+                state=self.prev_state(),
+                trajectory=self.trajectory(),
+            )

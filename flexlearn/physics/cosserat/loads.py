@@ -4,11 +4,14 @@ Remark 1).
 The interface is :class:`RodLoad` (a ``typing.Protocol``; :class:`Load` is the base class that gives its
 defaults): ``apply(ctx, R, p, t) -> (force, torque)`` with world-frame node forces (B, N+1, 3) [N] and
 body-frame node torques (B, N+1, 3) [N m] (either may be None) evaluated at the configuration
-(R (B, N+1, 3, 3), p (B, N+1, 3)) and time t [s]. Loads that carry mass (magnets) report it through
-``point_masses(n_nodes)``; the simulation adds it to the lumped node mass (seed 001, Remark 1: a magnet at
-the tip adds its whole mass to the tip node) before gravity is evaluated. ``constant_world_force()`` True
-declares that ``apply`` returns a world force independent of state and time and no torque: such a load runs
-in the fused kernel (:mod:`flexlearn.physics.cosserat.compiled.lgvi`, which evaluates it once at t = 0).
+(R (B, N+1, 3, 3), p (B, N+1, 3)) and time t [s]. ``ctx`` is the rod's
+:class:`~flexlearn.physics.cosserat.context.RodContext` (node masses ``ctx.mass``, node lengths
+``ctx.node_lengths``, element rest lengths ``ctx.rest_lengths``, stiffnesses, …). Loads that carry mass
+(magnets) report it through ``point_masses(n_nodes)``; the simulation adds it to the lumped node mass (seed 001,
+Remark 1: a magnet at the tip adds its whole mass to the tip node) before gravity is evaluated.
+``constant_world_force()`` True declares that ``apply`` returns a world force independent of state and time and
+no torque: such a load runs in the fused kernel (:mod:`flexlearn.physics.cosserat.compiled.lgvi`, which
+evaluates it once at t = 0).
 
 A load with an energy (for ``record_energy``) also implements :class:`PotentialLoad`:
 ``potential(ctx, R, p, t) -> (B,)`` [J], one signature for every load, whatever it reads;
@@ -18,20 +21,19 @@ potential propagates to the caller.
 Magnet (dipole) loads, seed 001, Sec. 4.3: torque ``τ = m × B`` and force ``F = ∇(m·B)`` with the world
 moment ``m = R m_body`` of the node that carries the magnet; in the body frame ``τ_body = m_body × Rᵀ B``.
 """
+
 from __future__ import annotations
 
 import inspect
 import math
-from typing import TYPE_CHECKING, List, Optional, Protocol, Sequence, Tuple, Union, cast, runtime_checkable
+from typing import List, Optional, Protocol, Sequence, Tuple, Union, cast, runtime_checkable
 
 import torch
 from torch import Tensor
 
 from flexlearn.config import check
+from flexlearn.physics.cosserat.context import RodContext
 from flexlearn.physics.cosserat.fields import Field, as_field
-
-if TYPE_CHECKING:  # pragma: no cover
-    from flexlearn.physics.cosserat.context import _Ctx
 
 ArrayLike = Union[float, Sequence[float], Tensor]
 MU0 = 4e-7 * math.pi * 1.00000000055
@@ -48,10 +50,11 @@ def magnet_moment(remanence: float, volume: float) -> float:
     return remanence * volume / MU0
 
 
-def cylinder_magnet(diameter: float, height: float, remanence: float = 1.345,
-                    density: float = 7500.0) -> Tuple[float, float]:
+def cylinder_magnet(
+    diameter: float, height: float, remanence: float = 1.345, density: float = 7500.0
+) -> Tuple[float, float]:
     """``(|m| [A m²], mass [kg])`` of a cylindrical magnet; N45 remanence and NdFeB density by default."""
-    v = math.pi * diameter ** 2 / 4.0 * height
+    v = math.pi * diameter**2 / 4.0 * height
     return magnet_moment(remanence, v), density * v
 
 
@@ -74,7 +77,7 @@ class RodLoad(Protocol):
     """What :meth:`CosseratRod.simulate <flexlearn.physics.cosserat.rod.CosseratRod.simulate>` needs of a
     load (see the module docstring for shapes and units)."""
 
-    def apply(self, ctx: "_Ctx", R: Tensor, p: Tensor, t: float) -> Forces: ...
+    def apply(self, ctx: RodContext, R: Tensor, p: Tensor, t: float) -> Forces: ...
 
     def point_masses(self, n_nodes: int) -> List[PointMass]: ...
 
@@ -85,7 +88,7 @@ class RodLoad(Protocol):
 class PotentialLoad(RodLoad, Protocol):
     """A load with a potential energy ``V(R, p, t)`` [J] per rod (B,), added to the recorded energy."""
 
-    def potential(self, ctx: "_Ctx", R: Tensor, p: Tensor, t: float) -> Tensor: ...
+    def potential(self, ctx: RodContext, R: Tensor, p: Tensor, t: float) -> Tensor: ...
 
 
 def potential_loads(loads: Sequence[RodLoad]) -> List[PotentialLoad]:
@@ -122,7 +125,7 @@ class Load(torch.nn.Module):
         loads run in the fused kernel, :mod:`flexlearn.physics.cosserat.compiled.lgvi`)."""
         return False
 
-    def apply(self, ctx: "_Ctx", R: Tensor, p: Tensor, t: float) -> Forces:  # type: ignore[override]
+    def apply(self, ctx: RodContext, R: Tensor, p: Tensor, t: float) -> Forces:  # type: ignore[override]
         """Nodal forces and torques of the load (the subclass's one required method)."""
         raise NotImplementedError(f"{type(self).__name__} must implement apply(ctx, R, p, t)")  # pragma: no cover
 
@@ -151,7 +154,7 @@ class Gravity(Load):
             f = ctx.mass.unsqueeze(-1) * g.unsqueeze(-2)
         return f, None
 
-    def potential(self, ctx: "_Ctx", R: Tensor, p: Tensor, t: float) -> Tensor:
+    def potential(self, ctx: RodContext, R: Tensor, p: Tensor, t: float) -> Tensor:
         """``V = −Σ_a m_a g · p_a`` [J] (B,) (R and t are not read)."""
         g = self.g.to(p)
         g = g if g.dim() == 1 else g.unsqueeze(-2)
@@ -199,8 +202,9 @@ class EmbeddedMagnet(Load):
     mass: Tensor
     inertia: Tensor
 
-    def __init__(self, node: int, moment_body: ArrayLike, field, mass: float = 0.0,
-                 inertia: ArrayLike = (0.0, 0.0, 0.0)):
+    def __init__(
+        self, node: int, moment_body: ArrayLike, field, mass: float = 0.0, inertia: ArrayLike = (0.0, 0.0, 0.0)
+    ):
         super().__init__()
         check(mass >= 0 and math.isfinite(mass), "EmbeddedMagnet.mass", mass, "must be finite and >= 0 [kg]")
         self.node = int(node)
@@ -215,19 +219,19 @@ class EmbeddedMagnet(Load):
     def apply(self, ctx, R, p, t):
         n = p.shape[-2]
         node = self.node % n
-        Rn = R[..., node, :, :]                          # (B, 3, 3)
-        x = p[..., node, :]                              # (B, 3)
-        b = self.field(x, t)                             # (B, 3)
+        Rn = R[..., node, :, :]  # (B, 3, 3)
+        x = p[..., node, :]  # (B, 3)
+        b = self.field(x, t)  # (B, 3)
         m_b = self.moment_body.to(p).expand(x.shape)
         b_body = (Rn.transpose(-1, -2) @ b.unsqueeze(-1)).squeeze(-1)
-        tau = torch.linalg.cross(m_b, b_body)            # body-frame torque m_b × Rᵀ B
+        tau = torch.linalg.cross(m_b, b_body)  # body-frame torque m_b × Rᵀ B
         idx = torch.tensor([node], device=p.device)
         tau_full = torch.zeros_like(p).index_add(-2, idx, tau.unsqueeze(-2))
         if self.field.uniform:
             return None, tau_full
         m_w = (Rn @ m_b.unsqueeze(-1)).squeeze(-1)
-        grad = self.field.gradient(x, t)                 # (B, 3, 3): dB_i/dx_j
-        force = (grad.transpose(-1, -2) @ m_w.unsqueeze(-1)).squeeze(-1)   # ∇(m·B) with m held fixed
+        grad = self.field.gradient(x, t)  # (B, 3, 3): dB_i/dx_j
+        force = (grad.transpose(-1, -2) @ m_w.unsqueeze(-1)).squeeze(-1)  # ∇(m·B) with m held fixed
         f_full = torch.zeros_like(p).index_add(-2, idx, force.unsqueeze(-2))
         return f_full, tau_full
 

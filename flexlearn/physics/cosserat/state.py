@@ -1,10 +1,11 @@
 """Rod states, recorded trajectories and base conditions (seed 001, Sec. 2): :class:`RodState`,
 :class:`Trajectory`, :class:`Clamp` and the ``FREE`` base. Units: SI; rotations map body → world, the body
 z-axis ``E3`` is the rest tangent of the rod."""
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional, Sequence, Tuple, Union
+from typing import Callable, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -12,7 +13,15 @@ from torch import Tensor
 from flexlearn.config import check
 
 Number = Union[float, int, Sequence[float], Tensor]
-_E3 = (0.0, 0.0, 1.0)
+E3 = (0.0, 0.0, 1.0)
+"""The body tangent ``E3``: the rest direction of the rod axis in every node frame (body z)."""
+
+
+class Pose(NamedTuple):
+    """A rigid pose: ``rotation`` (…, 3, 3) body → world and ``position`` (…, 3) [m]."""
+
+    rotation: Tensor
+    position: Tensor
 
 
 @dataclasses.dataclass
@@ -31,8 +40,15 @@ class RodState:
     step: int = 0
 
     def detach(self) -> "RodState":
-        return RodState(self.positions.detach(), self.rotations.detach(), self.velocities.detach(),
-                        self.angular_velocities.detach(), self.time, self.step)
+        """The same state with every tensor detached from the autograd graph."""
+        return RodState(
+            self.positions.detach(),
+            self.rotations.detach(),
+            self.velocities.detach(),
+            self.angular_velocities.detach(),
+            self.time,
+            self.step,
+        )
 
 
 @dataclasses.dataclass
@@ -51,6 +67,7 @@ class Trajectory:
 
     @property
     def tip(self) -> Tensor:
+        """Tip positions (T, [B,] 3) [m]."""
         return self.positions[..., -1, :]
 
 
@@ -61,15 +78,25 @@ class Clamp:
     batched); node 0 then follows it exactly and the rest of the rod is driven through the elements.
     """
 
-    def __init__(self, position: Number = (0.0, 0.0, 0.0), rotation: Optional[Number] = None,
-                 motion: Optional[Callable[[float], Tuple[Tensor, Tensor]]] = None):
+    def __init__(
+        self,
+        position: Number = (0.0, 0.0, 0.0),
+        rotation: Optional[Number] = None,
+        motion: Optional[Callable[[float], Tuple[Tensor, Tensor]]] = None,
+    ):
         self.position = torch.as_tensor(position, dtype=torch.float64)
-        self.rotation = torch.eye(3, dtype=torch.float64) if rotation is None else torch.as_tensor(rotation, dtype=torch.float64)
+        self.rotation = (
+            torch.eye(3, dtype=torch.float64) if rotation is None else torch.as_tensor(rotation, dtype=torch.float64)
+        )
         check(self.position.shape[-1:] == (3,), "Clamp.position", tuple(self.position.shape), "expected (3,)")
         check(self.rotation.shape[-2:] == (3, 3), "Clamp.rotation", tuple(self.rotation.shape), "expected (3, 3)")
         err = (self.rotation @ self.rotation.transpose(-1, -2) - torch.eye(3, dtype=torch.float64)).abs().max()
-        check(float(err) < 1e-9 and float(torch.linalg.det(self.rotation).min()) > 0, "Clamp.rotation",
-              self.rotation.tolist(), "must be a rotation matrix")
+        check(
+            float(err) < 1e-9 and float(torch.linalg.det(self.rotation).min()) > 0,
+            "Clamp.rotation",
+            self.rotation.tolist(),
+            "must be a rotation matrix",
+        )
         self.motion = motion
 
     @classmethod
@@ -79,12 +106,24 @@ class Clamp:
         r = torch.tensor([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]], dtype=torch.float64)
         return cls(position, r)
 
-    def pose(self, t: float, dtype, device=None) -> Tuple[Tensor, Tensor]:
+    def pose(self, t: float, dtype: torch.dtype, device: Optional[torch.device] = None) -> Pose:
+        """The base pose at time ``t``.
+
+        Args:
+            t: time [s] (read only by a prescribed ``motion``).
+            dtype: dtype of the returned tensors.
+            device: their device (None: the default).
+
+        Returns:
+            :class:`Pose`: rotation (3, 3) (or batched), position (3,) [m].
+        """
         if self.motion is None:
-            return self.rotation.to(dtype=dtype, device=device), self.position.to(dtype=dtype, device=device)
+            return Pose(self.rotation.to(dtype=dtype, device=device), self.position.to(dtype=dtype, device=device))
         r, p = self.motion(t)
-        return (torch.as_tensor(r).to(dtype=dtype, device=device),
-                torch.as_tensor(p).to(dtype=dtype, device=device))
+        return Pose(
+            torch.as_tensor(r).to(dtype=dtype, device=device), torch.as_tensor(p).to(dtype=dtype, device=device)
+        )
 
 
 FREE = "free"
+"""The ``base`` of a free rod (no clamp)."""

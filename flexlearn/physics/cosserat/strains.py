@@ -8,14 +8,15 @@ For element i between nodes i and i+1 (rest length l_i, chord ``e_i = p_{i+1} �
     Q_i = R_iᵀ R_{i+1},   f_i = cay⁻¹(Q_i),   ψ_i = 2 f_i,   κ_i = ψ_i / l_i        (bending/torsion)
 
 (``cay`` of :mod:`flexlearn.lie.cayley`; the reasons for the mid frame are in :mod:`.rod`.) Used by
-:meth:`CosseratRod._internal <flexlearn.physics.cosserat.rod.CosseratRod._internal>`,
-:meth:`CosseratRod.potential_energy <flexlearn.physics.cosserat.rod.CosseratRod.potential_energy>` and
+:func:`~flexlearn.physics.cosserat.elastic.internal_forces`,
+:func:`~flexlearn.physics.cosserat.elastic.elastic_energy` and
 :class:`~flexlearn.physics.cosserat.damping.Damping`; the numba kernel
-(:func:`flexlearn.physics.cosserat.compiled.lgvi._element_strain`) evaluates the same expressions per element and is
+(:func:`flexlearn.physics.cosserat.compiled.common.element_strain`) evaluates the same expressions per element and is
 tested equal to :func:`strains` to round-off (tests/physics/cosserat/test_strains.py).
 
 Shapes: R (B, N+1, 3, 3) body → world, p (B, N+1, 3) [m], l (B, N) [m], E3 (3,); every strain (B, N, 3).
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -30,19 +31,19 @@ __all__ = ["Strains", "strains"]
 class Strains(NamedTuple):
     """Element strains (B, N, 3) and relative rotations (B, N, 3, 3) of :func:`strains`."""
 
-    xL: Tensor      # R_iᵀ e_i [m]
-    xR: Tensor      # R_{i+1}ᵀ e_i [m]
-    gL: Tensor      # Γ seen from node i [-]: the mid-frame Γ_i (midpoint) or Γ_{i,L} (nodes)
-    gR: Tensor      # Γ seen from node i+1 [-]: the same tensor as gL (midpoint) or Γ_{i,R} (nodes)
-    f: Tensor       # cay⁻¹(Q_i) [-]; ψ_i = 2 f, κ_i = 2 f / l_i [1/m]
-    Q: Tensor       # R_iᵀ R_{i+1} (B, N, 3, 3)
+    xL: Tensor  # R_iᵀ e_i [m]
+    xR: Tensor  # R_{i+1}ᵀ e_i [m]
+    gL: Tensor  # Γ seen from node i [-]: the mid-frame Γ_i (midpoint) or Γ_{i,L} (nodes)
+    gR: Tensor  # Γ seen from node i+1 [-]: the same tensor as gL (midpoint) or Γ_{i,R} (nodes)
+    f: Tensor  # cay⁻¹(Q_i) [-]; ψ_i = 2 f, κ_i = 2 f / l_i [1/m]
+    Q: Tensor  # R_iᵀ R_{i+1} (B, N, 3, 3)
 
 
 def strains(R: Tensor, p: Tensor, l: Tensor, e3: Tensor, midpoint: bool) -> Strains:
     """Strains of every element (module docstring): ``midpoint`` selects Γ at the mid frame (else seed eq. (6)'s
     node strains); l (B, N) are the rest lengths [m], e3 the body tangent E3."""
     RT = R.transpose(-1, -2)
-    e = p[:, 1:] - p[:, :-1]                                        # (B, N, 3)
+    e = p[:, 1:] - p[:, :-1]  # (B, N, 3)
     ll = l.unsqueeze(-1)
     xL = (RT[:, :-1] @ e.unsqueeze(-1)).squeeze(-1)
     xR = (RT[:, 1:] @ e.unsqueeze(-1)).squeeze(-1)

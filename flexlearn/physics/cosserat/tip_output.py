@@ -5,6 +5,7 @@ Files in ``out_dir``: ``<name>_tip.json`` (config, timing, times [s], tip positi
 ``<name>_tip.csv`` (columns ``t_s, x_m, y_m, z_m``), ``<name>_tip.png`` (tip coordinates vs time and the
 tip path in the E2–E3 plane, in mm).
 """
+
 from __future__ import annotations
 
 import csv
@@ -17,7 +18,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from flexlearn.atomic import atomic_path
 from flexlearn.config import check, to_dict
-from flexlearn.physics.cosserat.experiments import CosseratExperimentConfig, build_experiment
+from flexlearn.physics.cosserat.experiments import CosseratExperimentConfig, build_experiment, simulation_options
 from flexlearn.physics.cosserat.state import Trajectory
 
 FORMATS = ("json", "csv", "png")
@@ -26,9 +27,13 @@ FORMATS = ("json", "csv", "png")
 DEFAULT_MAX_STEPS = 5_000_000
 
 
-def run_experiment(cfg: CosseratExperimentConfig, max_duration: Optional[float] = None,
-                   backend: str = "auto", max_steps: int = DEFAULT_MAX_STEPS,
-                   announce: Optional[Callable[[str], None]] = None) -> Tuple[Trajectory, Dict]:
+def run_experiment(
+    cfg: CosseratExperimentConfig,
+    max_duration: Optional[float] = None,
+    backend: str = "auto",
+    max_steps: int = DEFAULT_MAX_STEPS,
+    announce: Optional[Callable[[str], None]] = None,
+) -> Tuple[Trajectory, Dict]:
     """Simulate ``cfg`` for ``min(cfg.duration, max_duration)`` seconds; returns the trajectory and a
     summary (duration, dt, steps, wall time [s], final tip [m]).
 
@@ -40,26 +45,39 @@ def run_experiment(cfg: CosseratExperimentConfig, max_duration: Optional[float] 
     check(isinstance(max_steps, int) and max_steps >= 1, "max_steps", max_steps, "must be an integer >= 1")
     duration = cfg.duration if max_duration is None else min(cfg.duration, max_duration)
     n_steps = duration / cfg.dt
-    check(n_steps <= max_steps, "cosserat.dt", cfg.dt,
-          f"{duration} s at this step is {n_steps:.3g} steps, over max_steps = {max_steps}; raise max_steps=... "
-          f"or shorten the run with max_duration=...")
+    check(
+        n_steps <= max_steps,
+        "cosserat.dt",
+        cfg.dt,
+        f"{duration} s at this step is {n_steps:.3g} steps, over max_steps = {max_steps}; raise max_steps=... "
+        f"or shorten the run with max_duration=...",
+    )
     rod, loads, damping, initial, base = build_experiment(cfg)
     if announce is not None:
-        announce(f"{cfg.name}: {int(round(n_steps))} steps of {cfg.dt:g} s ({duration:g} s simulated, "
-                 f"{cfg.scheme} step, backend {backend})")
+        announce(
+            f"{cfg.name}: {int(round(n_steps))} steps of {cfg.dt:g} s ({duration:g} s simulated, "
+            f"{cfg.scheme} step, backend {backend})"
+        )
     t0 = time.perf_counter()
-    tr = rod.simulate(duration, cfg.dt, loads=loads, damping=damping, initial=initial, base=base,
-                      record_every=cfg.record_every, backend=backend, scheme=cfg.scheme,
-                      implicit_beta=cfg.implicit_beta, implicit_dissipation=cfg.implicit_dissipation)
+    options = simulation_options(cfg, backend)
+    tr = rod.simulate(duration, cfg.dt, loads=loads, damping=damping, initial=initial, base=base, options=options)
     wall = time.perf_counter() - t0
-    info = {"name": cfg.name, "table": cfg.table, "duration_s": duration, "dt_s": cfg.dt,
-            "steps": int(round(duration / cfg.dt)), "scheme": cfg.scheme, "wall_s": wall,
-            "final_tip_m": tr.tip[-1].tolist()}
+    info = {
+        "name": cfg.name,
+        "table": cfg.table,
+        "duration_s": duration,
+        "dt_s": cfg.dt,
+        "steps": int(round(duration / cfg.dt)),
+        "scheme": cfg.scheme,
+        "wall_s": wall,
+        "final_tip_m": tr.tip[-1].tolist(),
+    }
     return tr, info
 
 
-def write_tip_trajectory(out_dir, tr: Trajectory, cfg: CosseratExperimentConfig, info: Dict,
-                         formats: Sequence[str] = FORMATS) -> List[Path]:
+def write_tip_trajectory(
+    out_dir, tr: Trajectory, cfg: CosseratExperimentConfig, info: Dict, formats: Sequence[str] = FORMATS
+) -> List[Path]:
     """Write the tip trajectory of ``tr`` in ``formats`` (subset of json, csv, png); returns the paths."""
     for f in formats:
         check(f in FORMATS, "formats", f, f"each must be one of {list(FORMATS)}")
@@ -88,9 +106,11 @@ def write_tip_trajectory(out_dir, tr: Trajectory, cfg: CosseratExperimentConfig,
 
 
 def _plot(path: Path, tr: Trajectory, cfg: CosseratExperimentConfig, info: Dict) -> Path:
-    import matplotlib
+    import matplotlib  # heavy: imported only when a PNG is written
+
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: imported only when a PNG is written
+
     tip = tr.tip.detach().numpy() * 1e3
     t = tr.times.numpy()
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))

@@ -3,6 +3,7 @@ Magnus map, kinematic embeddings, Riemannian Newton; implicit gradients, inverse
 a Cosserat shooting baseline. See :mod:`flexlearn.physics.lse.element` for the element and the notes on
 the seed, :mod:`flexlearn.physics.lse.model` for the robot and the solver.
 """
+
 from flexlearn.physics.lse.cantilever import cantilever_model, cantilever_solve, cantilever_tip_pose
 from flexlearn.physics.lse.config import CPRConfig, GeometryConfig, PulleyConfig, RodConfig
 from flexlearn.physics.lse.element import (
@@ -15,6 +16,7 @@ from flexlearn.physics.lse.element import (
     section_stiffness,
     strain_jacobians,
 )
+from flexlearn.physics.lse.errors import ConvergenceError
 from flexlearn.physics.lse.inverse import (
     InverseStaticsResult,
     actuation_path,
@@ -22,13 +24,37 @@ from flexlearn.physics.lse.inverse import (
     inverse_statics,
     solve_path,
 )
-from flexlearn.physics.lse.model import CPRModel, ConvergenceError, Equilibrium, Loads, motor_twist
+from flexlearn.physics.lse.model import CPRModel, RobotLayout, RodMaterial
+from flexlearn.physics.lse.newton_policy import NewtonSettings
+from flexlearn.physics.lse.state import Equilibrium, Loads, motor_twist
 
 __all__ = [
-    "CPRConfig", "GeometryConfig", "PulleyConfig", "RodConfig",
-    "CPRModel", "ConvergenceError", "Equilibrium", "Loads", "motor_twist",
-    "cantilever_model", "cantilever_solve", "cantilever_tip_pose",
-    "element_energy", "element_forces", "element_tangent", "magnus_omega", "mean_strain",
-    "section_properties", "section_stiffness", "strain_jacobians",
-    "InverseStaticsResult", "actuation_path", "identify_youngs_modulus", "inverse_statics", "solve_path",
+    "CPRConfig",
+    "GeometryConfig",
+    "PulleyConfig",
+    "RodConfig",
+    "CPRModel",
+    "ConvergenceError",
+    "Equilibrium",
+    "Loads",
+    "NewtonSettings",
+    "RobotLayout",
+    "RodMaterial",
+    "motor_twist",
+    "cantilever_model",
+    "cantilever_solve",
+    "cantilever_tip_pose",
+    "element_energy",
+    "element_forces",
+    "element_tangent",
+    "magnus_omega",
+    "mean_strain",
+    "section_properties",
+    "section_stiffness",
+    "strain_jacobians",
+    "InverseStaticsResult",
+    "actuation_path",
+    "identify_youngs_modulus",
+    "inverse_statics",
+    "solve_path",
 ]

@@ -5,6 +5,7 @@ gravity, the constant-tension pulley with its load stiffness), the rod-local res
 (R, 12N, 12N) from the element kernels of :mod:`flexlearn.physics.lse.fused` (or the reference ones of
 :mod:`flexlearn.physics.lse.element`), and ∂r/∂θ for the warm-start predictor.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
@@ -13,8 +14,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from flexlearn.physics.lse.compiled.elements import element_residual_nb, element_tangent_nb
+from flexlearn.physics.lse.compiled.linalg import HAVE_NUMBA
 from flexlearn.physics.lse.element import ElementState, element_forces, element_tangent
-from flexlearn.physics.lse.compiled.elements import HAVE_NUMBA, element_residual_nb, element_tangent_nb
 from flexlearn.physics.lse.fused import ElementCache, element_residual, element_tangent_fused, hat
 from flexlearn.physics.lse.state import Loads, motor_twist
 
@@ -31,7 +33,7 @@ class AssemblyMixin:
     # here for the type checker
     n_rods: int
     n_elements: int
-    n_y: int                    # rod-local unknowns besides the platform twist: 12N - 6
+    n_y: int  # rod-local unknowns besides the platform twist: 12N - 6
     motor_axis: Tensor
     motor_pivot: Tensor
     rod_motor: Tensor
@@ -57,6 +59,7 @@ class AssemblyMixin:
     proj_nodes_cat_t: Tensor
 
     if TYPE_CHECKING:  # kinematics of `CPRModel` used here
+
         def _all_nodes(self, theta: Tensor, g_ee: Tensor, g_int: Tensor) -> Tensor: ...
 
         def stiffness(self) -> Tensor: ...
@@ -68,7 +71,7 @@ class AssemblyMixin:
         r, n = self.n_rods, self.n_elements
         w = nodes.new_zeros(r, n + 1, 6)
         if loads.gravity:
-            m_el = self.density * self.area * self.lengths / n                 # (R,)
+            m_el = self.density * self.area * self.lengths / n  # (R,)
             lump = torch.full((n + 1,), 1.0, dtype=nodes.dtype)
             lump[0] = 0.5
             lump[-1] = 0.5
@@ -98,8 +101,16 @@ class AssemblyMixin:
         df_dp = (tension / dist) * (u[:, None] * u[None, :] - torch.eye(3, dtype=g_ee.dtype))
         return f, df_dp
 
-    def _assemble(self, theta: Tensor, g_ee: Tensor, g_int: Tensor, beta: Tensor, loads: Loads,
-                  tangent: bool, elements: str = "fused"):
+    def _assemble(
+        self,
+        theta: Tensor,
+        g_ee: Tensor,
+        g_int: Tensor,
+        beta: Tensor,
+        loads: Loads,
+        tangent: bool,
+        elements: str = "fused",
+    ):
         """Rod-local residuals (R, 12N), rod-local tangents (R, 12N, 12N) or None, platform terms (6,), (6, 6).
 
         Residual by virtual work: ``r = Σ P_{k,e}ᵀ r_{k,e} - Σ D_iᵀ F_i`` (seed Sec. V-A/V-B/V-C) with F_i the
@@ -112,8 +123,9 @@ class AssemblyMixin:
         kt, kee, _ = self._tangent(ctx)
         return res, kt, res_ee, kee
 
-    def _residual(self, theta: Tensor, g_ee: Tensor, g_int: Tensor, beta: Tensor, loads: Loads,
-                  elements: str = "fused"):
+    def _residual(
+        self, theta: Tensor, g_ee: Tensor, g_int: Tensor, beta: Tensor, loads: Loads, elements: str = "fused"
+    ):
         """Residual half of :meth:`_assemble`: ``(res (R, 12N), res_ee (6,), ctx)``; ctx feeds :meth:`_tangent`."""
         r, n = self.n_rods, self.n_elements
         nodes = self._all_nodes(theta, g_ee, g_int)
@@ -121,11 +133,16 @@ class AssemblyMixin:
         xi0 = self.xi0[:, None, :].expand(r, n, 6)
         # the tangent's input: the numba kernels' arrays, the fused kernels' cache or the reference state
         cache: tuple[np.ndarray, ...] | ElementCache | ElementState
-        if elements == "numba" and HAVE_NUMBA and not (nodes.requires_grad or beta.requires_grad
-                                                       or k.requires_grad or xi0.requires_grad):
+        if (
+            elements == "numba"
+            and HAVE_NUMBA
+            and not (nodes.requires_grad or beta.requires_grad or k.requires_grad or xi0.requires_grad)
+        ):
             # compiled kernels (flexlearn.physics.lse.compiled.elements): the inputs kept as the tangent's "cache"
-            cache = tuple(t.detach().reshape((r * n,) + t.shape[2:]).contiguous().numpy() for t in
-                          (nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0))
+            cache = tuple(
+                t.detach().reshape((r * n,) + t.shape[2:]).contiguous().numpy()
+                for t in (nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)
+            )
             re = torch.from_numpy(element_residual_nb(*cache)).reshape(r, n, 18)
         elif elements in ("fused", "numba"):
             re, cache = element_residual(nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)  # (R, N, 18)
@@ -138,8 +155,9 @@ class AssemblyMixin:
         rot_t = nodes[..., :3, :3].transpose(-1, -2)
         mb = (rot_t @ wn[..., :3, None]).squeeze(-1)
         fb = (rot_t @ wn[..., 3:, None]).squeeze(-1)
-        res = (self.proj_cat_t @ re.reshape(r, 18 * n, 1)).squeeze(-1) \
-            - (self.proj_nodes_cat_t @ torch.cat([mb, fb], -1).reshape(r, 6 * n + 6, 1)).squeeze(-1)
+        res = (self.proj_cat_t @ re.reshape(r, 18 * n, 1)).squeeze(-1) - (
+            self.proj_nodes_cat_t @ torch.cat([mb, fb], -1).reshape(r, 6 * n + 6, 1)
+        ).squeeze(-1)
         # platform loads
         we = self._ee_load(g_ee, loads)
         re_t = g_ee[:3, :3].transpose(-1, -2)
@@ -161,7 +179,7 @@ class AssemblyMixin:
         if isinstance(cache, tuple) and isinstance(cache[0], np.ndarray):
             hmat = torch.from_numpy(element_tangent_nb(*cache)).reshape(r, n, 18, 18)
         elif elements in ("fused", "numba"):
-            hmat = element_tangent_fused(cache, beta)                           # (R, N, 18, 18)
+            hmat = element_tangent_fused(cache, beta)  # (R, N, 18, 18)
         else:
             hmat = element_tangent(cache, beta, self._h(), self.stiffness()[:, None, :].expand_as(beta))
         # load stiffness of the dead nodal loads (node j = 1..N): added to element j-1's (ζ_b, ζ_b) block
@@ -169,7 +187,7 @@ class AssemblyMixin:
         kn = -torch.cat([torch.cat([hat(mb[:, 1:]), z], -1), torch.cat([hat(fb[:, 1:]), z], -1)], -2)  # (R, N, 6, 6)
         hmat = hmat + torch.nn.functional.pad(kn, (6, 6, 6, 6))
         x = (self.proj_t @ hmat).permute(0, 2, 1, 3).reshape(r, 12 * n, 18 * n)
-        kt = x @ self.proj_cat                                                  # (R, 12N, 12N)
+        kt = x @ self.proj_cat  # (R, 12N, 12N)
         z33 = torch.zeros(3, 3, dtype=g_ee.dtype)
         kee = -torch.cat([torch.cat([hat(me), z33], -1), torch.cat([hat(fe), z33], -1)], -2)
         if pul is not None:
@@ -179,12 +197,17 @@ class AssemblyMixin:
         m = self.motor_axis.shape[0]
         drdth = kt.new_zeros(r, 12 * n, m)
         if m > 0:
-            s = motor_twist(self.motor_axis, self.motor_pivot)[self.rod_motor.clamp_min(0)]   # (R, 6) world
+            s = motor_twist(self.motor_axis, self.motor_pivot)[self.rod_motor.clamp_min(0)]  # (R, 6) world
             rb = nodes[:, 0, :3, :3].transpose(-1, -2)
             pb = nodes[:, 0, :3, 3]
-            dz0 = torch.cat([(rb @ s[:, :3, None]).squeeze(-1),
-                             (rb @ (s[:, 3:] - torch.linalg.cross(pb, s[:, :3]))[..., None]).squeeze(-1)], -1)
-            col = (x[..., :6] @ dz0[..., None])                                 # (R, 12N, 1): element 0, ζ_a
+            dz0 = torch.cat(
+                [
+                    (rb @ s[:, :3, None]).squeeze(-1),
+                    (rb @ (s[:, 3:] - torch.linalg.cross(pb, s[:, :3]))[..., None]).squeeze(-1),
+                ],
+                -1,
+            )
+            col = x[..., :6] @ dz0[..., None]  # (R, 12N, 1): element 0, ζ_a
             onehot = torch.nn.functional.one_hot(self.rod_motor.clamp_min(0), m).to(kt.dtype)
             onehot = onehot * (self.rod_motor >= 0).to(kt.dtype)[:, None]
             drdth = col * onehot[:, None, :]

@@ -13,17 +13,19 @@
   never served stale. ``solve`` itself writes nothing on the model.
 * :class:`SolveRun`: the decisions and by-products of one ``solve`` call (never stored on the model).
 """
+
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple, Optional
 
 import torch
 from torch import Tensor
 
 from flexlearn.config import check
-from flexlearn.physics.lse.compiled.elements import HAVE_NUMBA
+from flexlearn.physics.lse.compiled.linalg import HAVE_NUMBA
 from flexlearn.physics.lse.compiled.problem import CompiledConstants, build_constants
+from flexlearn.physics.lse.newton_policy import NewtonSettings
 
 __all__ = ["BACKENDS", "KERNELS", "SolvePlan", "SolveRun", "SolverCache", "eligible", "plan"]
 
@@ -94,8 +96,13 @@ class SolverCache:
     def base_poses(self, model, theta: Tensor) -> Tensor:
         if torch.is_grad_enabled() and (theta.requires_grad or any(b.requires_grad for b in model.buffers())):
             return model.base_poses(theta)
-        key = (tuple(theta.tolist()), model.base_pose0._version, model.motor_axis._version,
-               model.motor_pivot._version, id(model.base_pose0))
+        key = (
+            tuple(theta.tolist()),
+            model.base_pose0._version,
+            model.motor_axis._version,
+            model.motor_pivot._version,
+            id(model.base_pose0),
+        )
         if self._bases is None or self._bases[0] != key:
             self._bases = (key, model.base_poses(theta).detach())
         return self._bases[1]
@@ -103,11 +110,23 @@ class SolverCache:
 
 @dataclass
 class SolveRun:
-    """One ``solve`` call: its :class:`SolvePlan`, the model's cache, the residual weights (12N,) of the torch
-    driver and the (g_ee, all nodes (R, N+1, 4, 4)) of the last compiled Newton call."""
+    """One ``solve`` call: what every Newton run of it reads, and its by-products.
+
+    Args:
+        plan: The backend plan (:func:`plan`).
+        cache: The model's :class:`SolverCache`.
+        settings: Stopping and step rules (:class:`~flexlearn.physics.lse.newton_policy.NewtonSettings`).
+        scale: Residual scale [N·m] of the scaled residual norm (max(EI/L, applied-load scale)).
+        log: Every scaled residual norm, in order (appended to by each Newton run).
+        w: The residual weights (12N,) of the torch driver.
+        nodes: (g_ee, all nodes (R, N+1, 4, 4)) of the last compiled Newton call.
+    """
 
     plan: SolvePlan
     cache: SolverCache
+    settings: NewtonSettings = NewtonSettings()
+    scale: float = 1.0
+    log: list[float] = field(default_factory=list)
     w: Optional[Tensor] = None
     nodes: Optional[tuple] = None
 

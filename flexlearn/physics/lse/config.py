@@ -18,6 +18,7 @@ position: the values below are our plausible choices (a palm-sized robot, glass-
 * Poisson ratio 0.3 (G = E / 2.6), density 1900 kg/m³, platform mass 5 g, gravity −9.81 m/s² along z;
 * Experiment II pulley: a 5 g payload (0.049 N) on a rope over a pulley at (0, 0.25, 0.10) m.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,6 @@ from dataclasses import dataclass, field
 from flexlearn.config import check, check_finite, check_positive
 
 __all__ = ["RodConfig", "GeometryConfig", "PulleyConfig", "CPRConfig"]
-
-
 
 
 @dataclass
@@ -52,15 +51,18 @@ class RodConfig:
 
     def validate(self, where: str = "rod") -> None:
         check(self.n_elements >= 1, f"{where}.n_elements", self.n_elements, "must be >= 1")
-        check(self.section in ("circle", "rectangle"), f"{where}.section", self.section,
-              "must be 'circle' or 'rectangle'")
+        check(
+            self.section in ("circle", "rectangle"), f"{where}.section", self.section, "must be 'circle' or 'rectangle'"
+        )
         check_positive(self, where, "youngs_modulus", "diameter", "width", "thickness")
-        check(math.isfinite(self.density) and self.density >= 0, f"{where}.density", self.density,
-              "must be >= 0")
-        check(-1.0 < self.poisson_ratio < 0.5, f"{where}.poisson_ratio", self.poisson_ratio,
-              "must lie in (-1, 0.5)")
-        check(math.isfinite(self.shear_modulus) and self.shear_modulus >= 0, f"{where}.shear_modulus",
-              self.shear_modulus, "must be > 0 (or 0 for E / (2 (1 + nu)))")
+        check(math.isfinite(self.density) and self.density >= 0, f"{where}.density", self.density, "must be >= 0")
+        check(-1.0 < self.poisson_ratio < 0.5, f"{where}.poisson_ratio", self.poisson_ratio, "must lie in (-1, 0.5)")
+        check(
+            math.isfinite(self.shear_modulus) and self.shear_modulus >= 0,
+            f"{where}.shear_modulus",
+            self.shear_modulus,
+            "must be > 0 (or 0 for E / (2 (1 + nu)))",
+        )
         check_finite(self, where, "precurvature")
 
     @property
@@ -91,27 +93,36 @@ class GeometryConfig:
     layout: str = "motors"
     rod_bases: tuple[tuple[float, ...], ...] = ()
     rod_attachments: tuple[tuple[float, ...], ...] = ()
-    actuation: str = "motors"       # "motors" (angles) | "length" (rod lengths: inverse statics to a pose)
-    tip_twist: str = "clamped"      # "clamped" | "free" (a swivel about the rod axis at the platform)
+    actuation: str = "motors"  # "motors" (angles) | "length" (rod lengths: inverse statics to a pose)
+    tip_twist: str = "clamped"  # "clamped" | "free" (a swivel about the rod axis at the platform)
 
     def validate(self, where: str = "geometry") -> None:
         check(self.layout in ("motors", "rods"), f"{where}.layout", self.layout, "must be 'motors' or 'rods'")
-        check(self.actuation in ("motors", "length"), f"{where}.actuation", self.actuation,
-              "must be 'motors' or 'length'")
-        check(self.tip_twist in ("clamped", "free"), f"{where}.tip_twist", self.tip_twist,
-              "must be 'clamped' or 'free'")
+        check(
+            self.actuation in ("motors", "length"), f"{where}.actuation", self.actuation, "must be 'motors' or 'length'"
+        )
+        check(
+            self.tip_twist in ("clamped", "free"), f"{where}.tip_twist", self.tip_twist, "must be 'clamped' or 'free'"
+        )
         if self.layout == "rods":
             self._validate_rods(where)
             return
-        check(self.actuation == "motors", f"{where}.actuation", self.actuation,
-              "length actuation needs layout 'rods'")
+        check(self.actuation == "motors", f"{where}.actuation", self.actuation, "length actuation needs layout 'rods'")
         check(self.n_motors >= 1, f"{where}.n_motors", self.n_motors, "must be >= 1")
         check(self.rods_per_motor >= 1, f"{where}.rods_per_motor", self.rods_per_motor, "must be >= 1")
         check_positive(self, where, "base_radius", "platform_radius", "platform_height")
-        check(math.isfinite(self.rod_spacing) and self.rod_spacing >= 0, f"{where}.rod_spacing",
-              self.rod_spacing, "must be >= 0")
-        check(self.rods_per_motor == 1 or self.rod_spacing > 0, f"{where}.rod_spacing", self.rod_spacing,
-              "must be > 0 with several rods per motor (coincident rods)")
+        check(
+            math.isfinite(self.rod_spacing) and self.rod_spacing >= 0,
+            f"{where}.rod_spacing",
+            self.rod_spacing,
+            "must be >= 0",
+        )
+        check(
+            self.rods_per_motor == 1 or self.rod_spacing > 0,
+            f"{where}.rod_spacing",
+            self.rod_spacing,
+            "must be > 0 with several rods per motor (coincident rods)",
+        )
         check_finite(self, where, "motor_phase", "horn_length", "motor_limits")
         lo, hi = self.motor_limits
         check(lo < hi, f"{where}.motor_limits", self.motor_limits, "must be (low, high) with low < high")
@@ -119,14 +130,26 @@ class GeometryConfig:
     def _validate_rods(self, where: str) -> None:
         n = len(self.rod_bases)
         check(n >= 1, f"{where}.rod_bases", self.rod_bases, "layout 'rods' needs at least one rod")
-        check(len(self.rod_attachments) == n, f"{where}.rod_attachments", len(self.rod_attachments),
-              f"must list one frame per rod ({n})")
+        check(
+            len(self.rod_attachments) == n,
+            f"{where}.rod_attachments",
+            len(self.rod_attachments),
+            f"must list one frame per rod ({n})",
+        )
         for key in ("rod_bases", "rod_attachments"):
             for i, frame in enumerate(getattr(self, key)):
-                check(len(frame) == 6 and all(math.isfinite(x) for x in frame), f"{where}.{key}[{i}]", frame,
-                      "must be [x, y, z, rx, ry, rz] (finite)")
-        check(self.actuation == "motors" or n == 6, f"{where}.rod_bases", n,
-              "length actuation to a 6-D platform pose needs 6 rods")
+                check(
+                    len(frame) == 6 and all(math.isfinite(x) for x in frame),
+                    f"{where}.{key}[{i}]",
+                    frame,
+                    "must be [x, y, z, rx, ry, rz] (finite)",
+                )
+        check(
+            self.actuation == "motors" or n == 6,
+            f"{where}.rod_bases",
+            n,
+            "length actuation to a 6-D platform pose needs 6 rods",
+        )
         check_positive(self, where, "platform_height")
 
 
@@ -153,6 +176,10 @@ class CPRConfig:
     gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
 
     def validate(self, where: str = "cpr") -> None:
-        check(math.isfinite(self.platform_mass) and self.platform_mass >= 0, f"{where}.platform_mass",
-              self.platform_mass, "must be >= 0")
+        check(
+            math.isfinite(self.platform_mass) and self.platform_mass >= 0,
+            f"{where}.platform_mass",
+            self.platform_mass,
+            "must be >= 0",
+        )
         check_finite(self, where, "gravity")

@@ -28,6 +28,7 @@ Notes on the seed (also in the report): the Magnus commutator sign of eqs. (5)-(
 truncation, i.e. the element's strain field reproduces g_a⁻¹ g_b to O(h⁵ |β| |ξ̄|²) (tested); the seed's
 element tangent H of Sec. V-D is not printed: the one below is derived here and checked against autograd.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,10 +49,19 @@ from flexlearn.lie import (
     se3_right_jacobian_inv,
     so3_hat,
 )
+from flexlearn.physics.lse.errors import StaticsInputError
 
 __all__ = [
-    "section_properties", "section_stiffness", "magnus_omega", "mean_strain", "strain_jacobians",
-    "element_energy", "ElementState", "element_forces", "element_tangent", "wbar",
+    "section_properties",
+    "section_stiffness",
+    "magnus_omega",
+    "mean_strain",
+    "strain_jacobians",
+    "element_energy",
+    "ElementState",
+    "element_forces",
+    "element_tangent",
+    "wbar",
 ]
 
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(8)
@@ -65,26 +75,27 @@ def section_properties(shape: str, dims: tuple[float, ...]) -> tuple[float, floa
     shape ``"circle"``: dims = (radius,); ``"rectangle"``: dims = (width along body x, height along body y).
     I₁ is about body x, I₂ about body y; J is the torsion constant (polar moment for the circle, the
     Saint-Venant series approximation ``J ≈ a b³ (1/3 - 0.21 (b/a)(1 - b⁴/(12 a⁴)))`` (a ≥ b) for the
-    rectangle, Roark's formula).
+    rectangle, Roark's formula). Raises StaticsInputError (a ValueError) for another shape.
     """
     if shape == "circle":
         (r,) = dims
         area = math.pi * r * r
-        i = math.pi * r ** 4 / 4.0
+        i = math.pi * r**4 / 4.0
         return area, i, i, 2.0 * i
     if shape == "rectangle":
         w, t = dims
         area = w * t
-        i1 = w * t ** 3 / 12.0  # about x: height t along y
-        i2 = t * w ** 3 / 12.0
+        i1 = w * t**3 / 12.0  # about x: height t along y
+        i2 = t * w**3 / 12.0
         a, b = max(w, t), min(w, t)
-        j = a * b ** 3 * (1.0 / 3.0 - 0.21 * (b / a) * (1.0 - b ** 4 / (12.0 * a ** 4)))
+        j = a * b**3 * (1.0 / 3.0 - 0.21 * (b / a) * (1.0 - b**4 / (12.0 * a**4)))
         return area, i1, i2, j
-    raise ValueError(f"unknown section shape {shape!r} (expected 'circle' or 'rectangle')")
+    raise StaticsInputError(f"unknown section shape {shape!r} (expected 'circle' or 'rectangle')")
 
 
-def section_stiffness(youngs_modulus: Tensor, shear_modulus: Tensor, area: Tensor, i1: Tensor, i2: Tensor,
-                      j: Tensor) -> Tensor:
+def section_stiffness(
+    youngs_modulus: Tensor, shear_modulus: Tensor, area: Tensor, i1: Tensor, i2: Tensor, j: Tensor
+) -> Tensor:
     """Diagonal of the section stiffness K (..., 6) = ``[EI₁, EI₂, GJ, GA, GA, EA]``.
 
     Units: N·m² for the angular entries (κ in rad/m), N for the linear ones. The issue writes
@@ -103,13 +114,13 @@ def _eye6(ref: Tensor) -> Tensor:
 def magnus_omega(xibar: Tensor, beta: Tensor, h: Tensor) -> Tensor:
     """``Ω(h) = (h I - h³/12 ad_β) ξ̄`` (..., 6), seed eq. (8): g_a⁻¹ g_b ≈ exp(Ω^). h [m] (...)."""
     h = h[..., None]
-    return h * xibar - (h ** 3 / 12.0) * (se3_ad(beta) @ xibar.unsqueeze(-1)).squeeze(-1)
+    return h * xibar - (h**3 / 12.0) * (se3_ad(beta) @ xibar.unsqueeze(-1)).squeeze(-1)
 
 
 def _a_matrix(beta: Tensor, h: Tensor) -> Tensor:
     """``A = h I - h³/12 ad_β`` (..., 6, 6), seed eq. (9)."""
     hh = h[..., None, None]
-    return hh * _eye6(beta) - (hh ** 3 / 12.0) * se3_ad(beta)
+    return hh * _eye6(beta) - (hh**3 / 12.0) * se3_ad(beta)
 
 
 def mean_strain(ga: Tensor, gb: Tensor, beta: Tensor, h: Tensor) -> Tensor:
@@ -127,7 +138,7 @@ def strain_jacobians(ga: Tensor, gb: Tensor, beta: Tensor, h: Tensor) -> tuple[T
     omega = se3_log(se3_inverse(ga) @ gb)
     a = _a_matrix(beta, h)
     xibar = torch.linalg.solve(a, omega.unsqueeze(-1)).squeeze(-1)
-    c = (h ** 3 / 12.0)[..., None, None]
+    c = (h**3 / 12.0)[..., None, None]
     rhs = torch.cat([-se3_left_jacobian_inv(omega), se3_right_jacobian_inv(omega), -c * se3_ad(xibar)], -1)
     j = torch.linalg.solve(a, rhs)
     return j[..., :6], j[..., 6:12], j[..., 12:]
@@ -140,7 +151,7 @@ def element_energy(ga: Tensor, gb: Tensor, beta: Tensor, h: Tensor, k: Tensor, x
     linear strain field's energy over the element (∫ (s - h/2)² ds = h³/12).
     """
     d = mean_strain(ga, gb, beta, h) - xi0
-    return 0.5 * h * (d * k * d).sum(-1) + h ** 3 / 24.0 * (beta * k * beta).sum(-1)
+    return 0.5 * h * (d * k * d).sum(-1) + h**3 / 24.0 * (beta * k * beta).sum(-1)
 
 
 def wbar(w: Tensor) -> Tensor:
@@ -154,15 +165,15 @@ def wbar(w: Tensor) -> Tensor:
 class ElementState(NamedTuple):
     """Intermediate quantities of a batch of elements (all (..., 6) or (..., 6, 6))."""
 
-    omega: Tensor      # Log(g_a⁻¹ g_b)
-    a: Tensor          # A = h I - h³/12 ad_β
-    xibar: Tensor      # mean strain
-    mu: Tensor         # A⁻ᵀ h K Δ: the force conjugate to Ω
-    jri: Tensor        # J_r⁻¹(Ω)
-    jli: Tensor        # J_l⁻¹(Ω)
-    r_a: Tensor        # ∂U/∂ζ_a
-    r_b: Tensor        # ∂U/∂ζ_b
-    r_beta: Tensor     # ∂U/∂β
+    omega: Tensor  # Log(g_a⁻¹ g_b)
+    a: Tensor  # A = h I - h³/12 ad_β
+    xibar: Tensor  # mean strain
+    mu: Tensor  # A⁻ᵀ h K Δ: the force conjugate to Ω
+    jri: Tensor  # J_r⁻¹(Ω)
+    jli: Tensor  # J_l⁻¹(Ω)
+    r_a: Tensor  # ∂U/∂ζ_a
+    r_b: Tensor  # ∂U/∂ζ_b
+    r_beta: Tensor  # ∂U/∂β
 
 
 def element_forces(ga: Tensor, gb: Tensor, beta: Tensor, h: Tensor, k: Tensor, xi0: Tensor) -> ElementState:
@@ -183,7 +194,7 @@ def element_forces(ga: Tensor, gb: Tensor, beta: Tensor, h: Tensor, k: Tensor, x
     jli = jri - se3_ad(omega)  # J_l⁻¹ - J_r⁻¹ = 2 B₁ ad_Ω = -ad_Ω (the Bernoulli series have no other odd terms)
     r_b = (jri.transpose(-1, -2) @ mu.unsqueeze(-1)).squeeze(-1)
     r_a = -(jli.transpose(-1, -2) @ mu.unsqueeze(-1)).squeeze(-1)
-    c = hh ** 3 / 12.0
+    c = hh**3 / 12.0
     r_beta = -c * (wbar(mu) @ xibar.unsqueeze(-1)).squeeze(-1) + c * k * beta
     return ElementState(omega, a, xibar, mu, jri, jli, r_a, r_b, r_beta)
 
@@ -203,28 +214,27 @@ def element_tangent(st: ElementState, beta: Tensor, h: Tensor, k: Tensor) -> Ten
     batch = omega.shape[:-1]
     t = torch.as_tensor(_GL_T, dtype=dtype, device=device)
     w = torch.as_tensor(_GL_W, dtype=dtype, device=device)
-    tom = t[:, None] * omega.unsqueeze(-2)                               # (..., 8, 6)
-    ad_neg = se3_adjoint(se3_exp(-tom))                                    # Ad_{exp(-tΩ)}
+    tom = t[:, None] * omega.unsqueeze(-2)  # (..., 8, 6)
+    ad_neg = se3_adjoint(se3_exp(-tom))  # Ad_{exp(-tΩ)}
     jl_t = se3_left_jacobian(tom)
     nu_t = (ad_neg.transpose(-1, -2) @ r_b.unsqueeze(-2).unsqueeze(-1)).squeeze(-1)
-    q = ((t * w)[:, None, None] * (wbar(nu_t) @ jl_t)).sum(-3)             # (..., 6, 6)
+    q = ((t * w)[:, None, None] * (wbar(nu_t) @ jl_t)).sum(-3)  # (..., 6, 6)
 
     eye = _eye6(omega)
     zero = torch.zeros(batch + (6, 6), dtype=dtype, device=device)
     hh = h[..., None, None]
-    c = hh ** 3 / 12.0
+    c = hh**3 / 12.0
     kk = torch.diag_embed(k.expand(batch + (6,)))
-    ainv_t = torch.linalg.inv(a).transpose(-1, -2)                          # A⁻ᵀ
+    ainv_t = torch.linalg.inv(a).transpose(-1, -2)  # A⁻ᵀ
     # dΩ = Dz dζ; B = A⁻¹ [Dz, -c ad_ξ̄]
-    d_omega = torch.cat([-jli, jri, zero], -1)                              # (..., 6, 18)
+    d_omega = torch.cat([-jli, jri, zero], -1)  # (..., 6, 18)
     b = ainv_t.transpose(-1, -2) @ torch.cat([-jli, jri, -c * se3_ad(xibar)], -1)
     wmu = wbar(mu)
     d_mu = ainv_t @ (hh * kk) @ b + torch.cat([zero, zero, c * (ainv_t @ wmu)], -1)
     d_rb = jri.transpose(-1, -2) @ (q @ d_omega + d_mu)
-    ad_exp = se3_adjoint(se3_exp(omega))                                    # Ad_{exp Ω}
+    ad_exp = se3_adjoint(se3_exp(omega))  # Ad_{exp Ω}
     jl_domega = torch.cat([-eye.expand(batch + (6, 6)), ad_exp, zero], -1)  # J_l(Ω) dΩ
-    ad_exp_neg_t = se3_adjoint(se3_exp(-omega)).transpose(-1, -2)          # Ad_{exp(-Ω)}ᵀ
+    ad_exp_neg_t = se3_adjoint(se3_exp(-omega)).transpose(-1, -2)  # Ad_{exp(-Ω)}ᵀ
     d_ra = -wbar(r_a) @ jl_domega - ad_exp_neg_t @ d_rb
-    d_rbeta = -c * (se3_ad(xibar).transpose(-1, -2) @ d_mu + wmu @ b) \
-        + torch.cat([zero, zero, c * kk], -1)
+    d_rbeta = -c * (se3_ad(xibar).transpose(-1, -2) @ d_mu + wmu @ b) + torch.cat([zero, zero, c * kk], -1)
     return torch.cat([d_ra, d_rb, d_rbeta], -2)

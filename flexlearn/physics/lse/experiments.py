@@ -11,6 +11,7 @@ measurements, so Table I's errors cannot be reproduced, only the simulated side.
 ``shapes_exp2.png`` (3D rod shapes at the 11 samples, Fig. 7-like) atomically into a directory. Used by
 ``flexlearn-cpr`` and ``scripts/reproduce_seed003_experiments.py``.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,13 +24,16 @@ import torch
 
 from flexlearn.atomic import atomic_path
 from flexlearn.physics.lse.inverse import actuation_path
-from flexlearn.physics.lse.model import CPRModel, Loads
+from flexlearn.physics.lse.model import CPRModel
+from flexlearn.physics.lse.shooting.forward import ShootingSolver
+from flexlearn.physics.lse.state import Loads
 
 __all__ = ["run_experiment", "run_experiments", "write_outputs", "summary"]
 
 
-def run_experiment(model: CPRModel, loads: Loads, dense: torch.Tensor, index: list[int],
-                   shoot=None, step=None) -> tuple[dict, list[np.ndarray]]:
+def run_experiment(
+    model: CPRModel, loads: Loads, dense: torch.Tensor, index: list[int], shoot=None, step=None
+) -> tuple[dict, list[np.ndarray]]:
     """Warm-started LSE solves along ``dense`` (K, M) [rad]; results at the samples ``dense[index]``.
 
     Returns (result dict, rod shapes at the samples: (R, 8N + 1, 3) [m] each). ``shoot``: a
@@ -74,11 +78,10 @@ def run_experiment(model: CPRModel, loads: Loads, dense: torch.Tensor, index: li
     }, shapes
 
 
-def run_experiments(model: CPRModel, substeps: int = 8, shooting_steps: Optional[int] = 40,
-                    n_phases: int = 10, step=None) -> tuple[dict, dict]:
+def run_experiments(
+    model: CPRModel, substeps: int = 8, shooting_steps: Optional[int] = 40, n_phases: int = 10, step=None
+) -> tuple[dict, dict]:
     """Experiments I (no load) and II (pulley) along the seed's path; ``shooting_steps`` None: no baseline."""
-    from flexlearn.physics.lse.shooting.forward import ShootingSolver
-
     samples, dense, index = actuation_path(n_phases, substeps)
     shoot = None if shooting_steps is None else ShootingSolver(model, steps=shooting_steps)
     result = {"theta_samples_rad": samples.tolist(), "n_rods": model.n_rods, "elements_per_rod": model.n_elements}
@@ -92,10 +95,10 @@ def run_experiments(model: CPRModel, substeps: int = 8, shooting_steps: Optional
 
 def write_outputs(out: str | Path, result: dict, shapes: dict) -> list[Path]:
     """Write experiments.json, trajectory.png, shapes_exp1.png, shapes_exp2.png into ``out`` (atomically)."""
-    import matplotlib
+    import matplotlib  # heavy, and only the figures need it: off the import path of the statics
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after matplotlib.use("Agg") (headless backend)
 
     out = Path(out)
     paths = []
@@ -124,8 +127,9 @@ def write_outputs(out: str | Path, result: dict, shapes: dict) -> list[Path]:
             for rod in sh:
                 a.plot(rod[:, 0] * 1e3, rod[:, 1] * 1e3, rod[:, 2] * 1e3, lw=1.2)
             tips = sh[:, -1] * 1e3
-            a.plot(np.r_[tips[:, 0], tips[0, 0]], np.r_[tips[:, 1], tips[0, 1]], np.r_[tips[:, 2], tips[0, 2]],
-                   "k-", lw=2)
+            a.plot(
+                np.r_[tips[:, 0], tips[0, 0]], np.r_[tips[:, 1], tips[0, 1]], np.r_[tips[:, 2], tips[0, 2]], "k-", lw=2
+            )
             a.set_title(f"sample {k + 1}", fontsize=8)
             a.set_xlim(-70, 70)
             a.set_ylim(-70, 70)
@@ -146,5 +150,7 @@ def write_outputs(out: str | Path, result: dict, shapes: dict) -> list[Path]:
 
 def summary(result: dict) -> dict:
     """The result without the per-point iteration lists (for printing)."""
-    return {k: (v if not isinstance(v, dict) else {kk: vv for kk, vv in v.items() if kk != "newton_iterations"})
-            for k, v in result.items()}
+    return {
+        k: (v if not isinstance(v, dict) else {kk: vv for kk, vv in v.items() if kk != "newton_iterations"})
+        for k, v in result.items()
+    }

@@ -20,6 +20,7 @@ not their size:
 Shapes: leading element batch ``(...)``; poses (..., 4, 4), β, K-diagonal, ξ₀ (..., 6), h (...). float64.
 The relative rotation of an element must stay below π (the log's axis comes from the skew part).
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple, Optional
@@ -30,11 +31,23 @@ from torch import Tensor
 
 from flexlearn.lie.tables import taylor_coefficients, threshold_table
 
-__all__ = ["coefficients", "hat", "ad", "wbar_map", "se3_exp_fused", "ElementCache", "element_residual",
-           "element_tangent_fused"]
+__all__ = [
+    "GL_NODES",
+    "GL_WEIGHTS",
+    "SERIES",
+    "THRESHOLDS",
+    "coefficients",
+    "hat",
+    "ad",
+    "wbar_map",
+    "se3_exp_fused",
+    "ElementCache",
+    "element_residual",
+    "element_tangent_fused",
+]
 
 _N_SERIES = 15
-_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(8)
+GL_NODES, GL_WEIGHTS = np.polynomial.legendre.leggauss(8)  # 8-point Gauss–Legendre on [-1, 1]
 
 
 # columns [A, B, C, E, F, D]: their series and thresholds from flexlearn.lie.tables (float64 values; B has no
@@ -42,9 +55,9 @@ _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(8)
 _COLUMNS = ("sinc", "cosc", "sinc3", "cosc2", "sinc5", "cotc")
 _THRESHOLD_OF = ("sinc", "sinc", "sinc3", "cosc2", "sinc5", "cotc")
 # (15, 6) Taylor coefficients in θ² (exact rationals rounded to float64)
-_SERIES = np.array([taylor_coefficients(name, _N_SERIES) for name in _COLUMNS]).T.copy()
+SERIES = np.array([taylor_coefficients(name, _N_SERIES) for name in _COLUMNS]).T.copy()
 # θ² below which the series is used, per coefficient
-_THRESHOLDS = np.array([threshold_table(torch.float64)[name] for name in _THRESHOLD_OF])
+THRESHOLDS = np.array([threshold_table(torch.float64)[name] for name in _THRESHOLD_OF])
 
 
 def _const(a: np.ndarray, ref: Tensor) -> Tensor:
@@ -53,20 +66,29 @@ def _const(a: np.ndarray, ref: Tensor) -> Tensor:
 
 def coefficients(t2: Tensor) -> Tensor:
     """``[A, B, C, E, F, D]`` (..., 6) of θ² = t2 (...): see the module docstring; θ < 2π."""
-    small = t2[..., None] < _const(_THRESHOLDS, t2)
-    tc = torch.where(small, torch.ones_like(small, dtype=t2.dtype), t2[..., None])      # safe θ² per coefficient
+    small = t2[..., None] < _const(THRESHOLDS, t2)
+    tc = torch.where(small, torch.ones_like(small, dtype=t2.dtype), t2[..., None])  # safe θ² per coefficient
     th = torch.sqrt(tc)
     s, c = torch.sin(th), torch.cos(th)
     sa, sb, sc, se, sf, sd = s.unbind(-1)
     ca, cb, cc, ce, cf, cd = c.unbind(-1)
     ta, tb, tcc, te, tf, td = tc.unbind(-1)
     ha, hb, hc, he, hf, hd = th.unbind(-1)
-    closed = torch.stack([sa / ha, (1.0 - cb) / tb, (hc - sc) / (tcc * hc), (te + 2.0 * ce - 2.0) / (2.0 * te * te),
-                          (2.0 * hf - 3.0 * sf + hf * cf) / (2.0 * tf * tf * hf),
-                          (1.0 - hd * sd / (2.0 * (1.0 - cd))) / td], -1)
-    powers = torch.cumprod(torch.cat([torch.ones_like(t2)[..., None],
-                                      t2[..., None].expand(t2.shape + (_N_SERIES - 1,))], -1), -1)
-    series = powers @ _const(_SERIES, t2)
+    closed = torch.stack(
+        [
+            sa / ha,
+            (1.0 - cb) / tb,
+            (hc - sc) / (tcc * hc),
+            (te + 2.0 * ce - 2.0) / (2.0 * te * te),
+            (2.0 * hf - 3.0 * sf + hf * cf) / (2.0 * tf * tf * hf),
+            (1.0 - hd * sd / (2.0 * (1.0 - cd))) / td,
+        ],
+        -1,
+    )
+    powers = torch.cumprod(
+        torch.cat([torch.ones_like(t2)[..., None], t2[..., None].expand(t2.shape + (_N_SERIES - 1,))], -1), -1
+    )
+    series = powers @ _const(SERIES, t2)
     return torch.where(small, series, closed)
 
 
@@ -92,8 +114,8 @@ def _block_map(blocks: list[tuple[int, int, int]]) -> np.ndarray:
     return _map(6, 36, ent)
 
 
-_AD36 = _block_map([(0, 0, 0), (3, 1, 0), (0, 1, 1)])        # ad_ξ = [[ω^, 0], [v^, ω^]]
-_WBAR36 = _block_map([(0, 0, 0), (3, 0, 1), (3, 1, 0)])      # W̃(w) = [[m^, f^], [f^, 0]]
+_AD36 = _block_map([(0, 0, 0), (3, 1, 0), (0, 1, 1)])  # ad_ξ = [[ω^, 0], [v^, ω^]]
+_WBAR36 = _block_map([(0, 0, 0), (3, 0, 1), (3, 1, 0)])  # W̃(w) = [[m^, f^], [f^, 0]]
 
 
 def hat(v: Tensor) -> Tensor:
@@ -140,28 +162,44 @@ def _mv(m: Tensor, v: Tensor) -> Tensor:
 class ElementCache(NamedTuple):
     """What the residual pass computed and the tangent reuses (all batched over elements)."""
 
-    rr: Tensor; pr: Tensor; phi: Tensor; rho: Tensor; t2: Tensor      # noqa: E702  relative pose, Ω = [φ; ρ]
-    ainv: Tensor; xibar: Tensor; mu: Tensor                          # noqa: E702
-    jri: Tensor; jli: Tensor; r_a: Tensor; r_b: Tensor               # noqa: E702
-    h: Tensor; k: Tensor                                             # noqa: E702
+    rr: Tensor
+    pr: Tensor
+    phi: Tensor
+    rho: Tensor
+    t2: Tensor  # noqa: E702  relative pose, Ω = [φ; ρ]
+    ainv: Tensor
+    xibar: Tensor
+    mu: Tensor  # noqa: E702
+    jri: Tensor
+    jli: Tensor
+    r_a: Tensor
+    r_b: Tensor  # noqa: E702
+    h: Tensor
+    k: Tensor  # noqa: E702
 
 
 def _q_parts(phi: Tensor, rho: Tensor, t2: Tensor, co: Tensor) -> tuple[Tensor, Tensor]:
     """Barfoot's Q(φ, ρ) = hat(k) + S (see :func:`flexlearn.lie.se3_q_matrix`): returns (k (..., 3), S (..., 3, 3))."""
     c, e, f = co[..., 2], co[..., 3], co[..., 4]
     m = (phi * rho).sum(-1)
-    kv = 0.5 * rho + ((e - c) * m)[..., None] * phi + e[..., None] * torch.linalg.cross(
-        phi, torch.linalg.cross(phi, rho))
+    kv = (
+        0.5 * rho
+        + ((e - c) * m)[..., None] * phi
+        + e[..., None] * torch.linalg.cross(phi, torch.linalg.cross(phi, rho))
+    )
     outer = rho[..., :, None] * phi[..., None, :]
     eye = torch.eye(3, dtype=phi.dtype, device=phi.device)
-    s = c[..., None, None] * (outer + outer.transpose(-1, -2)) \
-        - (2.0 * f * m)[..., None, None] * (phi[..., :, None] * phi[..., None, :]) \
+    s = (
+        c[..., None, None] * (outer + outer.transpose(-1, -2))
+        - (2.0 * f * m)[..., None, None] * (phi[..., :, None] * phi[..., None, :])
         + (2.0 * m * (f * t2 - c))[..., None, None] * eye
+    )
     return kv, s
 
 
-def element_residual(ga: Tensor, gb: Tensor, beta: Tensor, h: Tensor, k: Tensor, xi0: Tensor
-                     ) -> tuple[Tensor, ElementCache]:
+def element_residual(
+    ga: Tensor, gb: Tensor, beta: Tensor, h: Tensor, k: Tensor, xi0: Tensor
+) -> tuple[Tensor, ElementCache]:
     """Element residual ``[r_a; r_b; r_β]`` (..., 18) and the cache for :func:`element_tangent_fused`.
 
     ``Ω = Log(g_a⁻¹ g_b)``, ``ξ̄ = A⁻¹ Ω`` (seed eq. (9)), ``μ = A⁻ᵀ h K (ξ̄ - ξ₀)``, ``r_b = J_r⁻ᵀ(Ω) μ``,
@@ -170,7 +208,7 @@ def element_residual(ga: Tensor, gb: Tensor, beta: Tensor, h: Tensor, k: Tensor,
     ra_t = ga[..., :3, :3].transpose(-1, -2)
     rr = ra_t @ gb[..., :3, :3]
     pr = _mv(ra_t, gb[..., :3, 3] - ga[..., :3, 3])
-    v = 0.5 * (rr[..., [2, 0, 1], [1, 2, 0]] - rr[..., [1, 2, 0], [2, 0, 1]])     # sin θ · axis
+    v = 0.5 * (rr[..., [2, 0, 1], [1, 2, 0]] - rr[..., [1, 2, 0], [2, 0, 1]])  # sin θ · axis
     cth = 0.5 * (rr.diagonal(0, -2, -1).sum(-1) - 1.0)
     s2 = (v * v).sum(-1)
     pos = s2 > 0
@@ -180,19 +218,19 @@ def element_residual(ga: Tensor, gb: Tensor, beta: Tensor, h: Tensor, k: Tensor,
     phi = v / co[..., :1]
     d = co[..., 5:6]
     pxr = torch.linalg.cross(phi, pr)
-    rho = pr - 0.5 * pxr + d * torch.linalg.cross(phi, pxr)                      # J_l⁻¹(φ) p
+    rho = pr - 0.5 * pxr + d * torch.linalg.cross(phi, pxr)  # J_l⁻¹(φ) p
     omega = torch.cat([phi, rho], -1)
     eye3 = torch.eye(3, dtype=ga.dtype, device=ga.device)
     hh = h[..., None]
-    c = hh ** 3 / 12.0
+    c = hh**3 / 12.0
     amat = hh[..., None] * torch.eye(6, dtype=ga.dtype, device=ga.device) - c[..., None] * ad(beta)
     ainv = torch.linalg.inv(amat)
     xibar = _mv(ainv, omega)
     mu = _mv(ainv.transpose(-1, -2), hh * k * (xibar - xi0))
     ph = hat(phi)
-    jr3 = eye3 + 0.5 * ph + d[..., None] * (ph @ ph)                              # J_r⁻¹(φ)
+    jr3 = eye3 + 0.5 * ph + d[..., None] * (ph @ ph)  # J_r⁻¹(φ)
     kv, s = _q_parts(phi, rho, t2, co)
-    q_r = s - hat(kv)                                                             # Q(-φ, -ρ)
+    q_r = s - hat(kv)  # Q(-φ, -ρ)
     jri = _blocks(jr3, None, -(jr3 @ q_r @ jr3), jr3)
     jli = jri - ad(omega)
     r_b = _mv(jri.transpose(-1, -2), mu)
@@ -207,17 +245,16 @@ def _quadrature_q(cache: ElementCache) -> Tensor:
     :func:`flexlearn.physics.lse.element.element_tangent`)."""
     phi, rho, r_b = cache.phi, cache.rho, cache.r_b
     ref = phi
-    t = _const(0.5 * (_GL_NODES + 1.0), ref)                                      # (8,)
-    tw = _const(0.25 * (_GL_NODES + 1.0) * _GL_WEIGHTS, ref)                       # t · w on [0, 1]
-    t2 = cache.t2[..., None] * (t * t)                                             # (..., 8)
+    t = _const(0.5 * (GL_NODES + 1.0), ref)  # (8,)
+    tw = _const(0.25 * (GL_NODES + 1.0) * GL_WEIGHTS, ref)  # t · w on [0, 1]
+    t2 = cache.t2[..., None] * (t * t)  # (..., 8)
     co = coefficients(t2)
     a, b, c = co[..., 0], co[..., 1], co[..., 2]
     u = torch.linalg.cross(phi, rho)
     uu = torch.linalg.cross(phi, u)
     tt = t[:, None]
     # exp(-tΩ) = (R_t, p_t): p_t = -(I - B tΦ + C t²Φ²) tρ
-    p_t = -tt * rho[..., None, :] + (b * t * t)[..., None] * u[..., None, :] \
-        - (c * t ** 3)[..., None] * uu[..., None, :]
+    p_t = -tt * rho[..., None, :] + (b * t * t)[..., None] * u[..., None, :] - (c * t**3)[..., None] * uu[..., None, :]
     m, f = r_b[..., None, :3], r_b[..., None, 3:]
     x = m - torch.linalg.cross(p_t, f.expand_as(p_t))
     ph = phi[..., None, :].expand_as(p_t)
@@ -229,7 +266,7 @@ def _quadrature_q(cache: ElementCache) -> Tensor:
     nu_m, nu_f = rt_t(x), rt_t(f.expand_as(p_t))
     phm = hat(phi)[..., None, :, :]
     eye3 = torch.eye(3, dtype=ref.dtype, device=ref.device)
-    jl = eye3 + (b * t)[..., None, None] * phm + (c * t * t)[..., None, None] * (phm @ phm)   # J_l(tφ)
+    jl = eye3 + (b * t)[..., None, None] * phm + (c * t * t)[..., None, None] * (phm @ phm)  # J_l(tφ)
     kv, s = _q_parts(tt * phi[..., None, :], tt * rho[..., None, :], t2, co)
     ql = hat(kv) + s
     nf = hat(nu_f)
@@ -242,13 +279,21 @@ def _quadrature_q(cache: ElementCache) -> Tensor:
 def element_tangent_fused(cache: ElementCache, beta: Tensor) -> Tensor:
     """Exact element tangent H (..., 18, 18) = ∂[r_a; r_b; r_β]/∂(δζ_a, δζ_b, δβ) (seed Sec. V-D, derived; see
     :func:`flexlearn.physics.lse.element.element_tangent` for the derivation)."""
-    ainv, xibar, mu, jri, jli, r_a, h, k = cache.ainv, cache.xibar, cache.mu, cache.jri, cache.jli, \
-        cache.r_a, cache.h, cache.k
+    ainv, xibar, mu, jri, jli, r_a, h, k = (
+        cache.ainv,
+        cache.xibar,
+        cache.mu,
+        cache.jri,
+        cache.jli,
+        cache.r_a,
+        cache.h,
+        cache.k,
+    )
     ref = mu
     eye6 = torch.eye(6, dtype=ref.dtype, device=ref.device).expand(jri.shape)
     zero = torch.zeros_like(jri)
     hh = h[..., None, None]
-    c = hh ** 3 / 12.0
+    c = hh**3 / 12.0
     q = _quadrature_q(cache)
     ainv_t = ainv.transpose(-1, -2)
     ad_xi = ad(xibar)
@@ -259,8 +304,8 @@ def element_tangent_fused(cache: ElementCache, beta: Tensor) -> Tensor:
     d_rb = jri.transpose(-1, -2) @ (torch.cat([q @ -jli, q @ jri, zero], -1) + d_mu)
     rr, pr = cache.rr, cache.pr
     x = hat(pr) @ rr
-    ad_rel = _blocks(rr, None, x, rr)                                              # Ad_{exp Ω}
-    ad_neg_t = _blocks(rr, x, None, rr)                                            # Ad_{exp(-Ω)}ᵀ
+    ad_rel = _blocks(rr, None, x, rr)  # Ad_{exp Ω}
+    ad_neg_t = _blocks(rr, x, None, rr)  # Ad_{exp(-Ω)}ᵀ
     d_ra = -wbar_map(r_a) @ torch.cat([-eye6, ad_rel, zero], -1) - ad_neg_t @ d_rb
     d_rbeta = -c * (ad_xi.transpose(-1, -2) @ d_mu + wmu @ b) + torch.cat([zero, zero, c * kdiag], -1)
     return torch.cat([d_ra, d_rb, d_rbeta], -2)

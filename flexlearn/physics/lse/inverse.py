@@ -3,6 +3,7 @@
 All gradients come from `CPRModel.solve`'s implicit differentiation (one linearisation at the converged
 point, Newton never unrolled).
 """
+
 from __future__ import annotations
 
 import math
@@ -13,14 +14,11 @@ import torch
 from torch import Tensor
 
 from flexlearn.errors import FlexlearnError
-from flexlearn.physics.lse.model import CPRModel, Equilibrium, Loads
+from flexlearn.physics.lse.errors import IdentificationError
+from flexlearn.physics.lse.model import CPRModel
+from flexlearn.physics.lse.state import Equilibrium, Loads
 
-__all__ = ["actuation_path", "solve_path", "InverseStaticsResult", "inverse_statics", "identify_youngs_modulus",
-           "IdentificationError"]
-
-
-class IdentificationError(FlexlearnError):
-    """Stiffness identification failed (bad data or no convergence)."""
+__all__ = ["actuation_path", "solve_path", "InverseStaticsResult", "inverse_statics", "identify_youngs_modulus"]
 
 
 def actuation_theta(phase: Tensor | float) -> Tensor:
@@ -53,8 +51,9 @@ def actuation_path(n_phases: int = 10, substeps: int = 4) -> tuple[Tensor, Tenso
     return samples, torch.stack(dense), index
 
 
-def solve_path(model: CPRModel, thetas: Tensor, loads: Optional[Loads] = None,
-               init: Optional[Equilibrium] = None, **kw) -> list[Equilibrium]:
+def solve_path(
+    model: CPRModel, thetas: Tensor, loads: Optional[Loads] = None, init: Optional[Equilibrium] = None, **kw
+) -> list[Equilibrium]:
     """Warm-started forward statics along a sequence of motor angles (K, M)."""
     out = []
     eq = init
@@ -79,8 +78,9 @@ class InverseStaticsResult:
     message: str
 
 
-def _position_and_jacobian(model: CPRModel, theta: Tensor, loads: Optional[Loads],
-                           init: Optional[Equilibrium]) -> tuple[Tensor, Tensor, Equilibrium]:
+def _position_and_jacobian(
+    model: CPRModel, theta: Tensor, loads: Optional[Loads], init: Optional[Equilibrium]
+) -> tuple[Tensor, Tensor, Equilibrium]:
     th = theta.detach().clone().requires_grad_(True)
     with torch.enable_grad():
         eq = model.solve(th, loads, init=init)
@@ -89,9 +89,16 @@ def _position_and_jacobian(model: CPRModel, theta: Tensor, loads: Optional[Loads
     return p.detach(), torch.stack(rows), eq.detach()
 
 
-def inverse_statics(model: CPRModel, target: Tensor, theta0: Optional[Tensor] = None,
-                    loads: Optional[Loads] = None, tol: float = 1e-7, max_iter: int = 30,
-                    init: Optional[Equilibrium] = None, max_step: float = 0.05) -> InverseStaticsResult:
+def inverse_statics(
+    model: CPRModel,
+    target: Tensor,
+    theta0: Optional[Tensor] = None,
+    loads: Optional[Loads] = None,
+    tol: float = 1e-7,
+    max_iter: int = 30,
+    init: Optional[Equilibrium] = None,
+    max_step: float = 0.05,
+) -> InverseStaticsResult:
     """Motor angles that put the end-effector at ``target`` (3,) [m] (Levenberg–Marquardt, box-constrained).
 
     The Jacobian dp_ee/dθ comes from implicit differentiation of the equilibrium. Feasibility is reported,
@@ -144,9 +151,15 @@ def inverse_statics(model: CPRModel, target: Tensor, theta0: Optional[Tensor] = 
     return InverseStaticsResult(theta, p, err, feasible, at_limit, it, eq, msg)
 
 
-def identify_youngs_modulus(model: CPRModel, thetas: Tensor, measured: Tensor,
-                            loads: Optional[Sequence[Optional[Loads]]] = None, e0: Optional[float] = None,
-                            max_iter: int = 20, rtol: float = 1e-10) -> tuple[float, list[float]]:
+def identify_youngs_modulus(
+    model: CPRModel,
+    thetas: Tensor,
+    measured: Tensor,
+    loads: Optional[Sequence[Optional[Loads]]] = None,
+    e0: Optional[float] = None,
+    max_iter: int = 20,
+    rtol: float = 1e-10,
+) -> tuple[float, list[float]]:
     """Fit one Young's modulus E [Pa] (all rods; G/E kept) to measured end-effector positions.
 
     thetas (K, M) [rad], measured (K, 3) [m], loads: one `Loads` (or None) per sample. Gauss–Newton on
@@ -157,8 +170,9 @@ def identify_youngs_modulus(model: CPRModel, thetas: Tensor, measured: Tensor,
     thetas = torch.as_tensor(thetas, dtype=torch.float64)
     measured = torch.as_tensor(measured, dtype=torch.float64)
     if thetas.shape[0] != measured.shape[0] or measured.shape[-1] != 3:
-        raise IdentificationError(f"need one (3,) measurement per motor sample, got {tuple(thetas.shape)} "
-                                  f"and {tuple(measured.shape)}")
+        raise IdentificationError(
+            f"need one (3,) measurement per motor sample, got {tuple(thetas.shape)} and {tuple(measured.shape)}"
+        )
     if not bool(torch.isfinite(measured).all()):
         raise IdentificationError("measured positions contain NaN or inf")
     loads = [None] * len(thetas) if loads is None else list(loads)

@@ -17,15 +17,19 @@ Everything is vectorised over all elements of all rods; the only Python loop is 
 
 Units: SI (m, N, N·m, rad). Wrenches are [moment; force]; world-frame loads are given as such.
 """
+
 from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
 from torch import Tensor, nn
 
+from flexlearn.config import from_dict
+from flexlearn.errors import ConfigError
 from flexlearn.lie import (
     rotation_between,
     se3_adjoint,
@@ -41,14 +45,62 @@ from flexlearn.lie import (
 from flexlearn.physics.lse import newton_policy as policy
 from flexlearn.physics.lse.assembly import AssemblyMixin
 from flexlearn.physics.lse.backend import KERNELS, SolverCache
-from flexlearn.physics.lse.compiled.elements import HAVE_NUMBA
+from flexlearn.physics.lse.compiled.linalg import HAVE_NUMBA
 from flexlearn.physics.lse.config import CPRConfig
-from flexlearn.physics.lse.element import section_properties
+from flexlearn.physics.lse.element import magnus_omega, mean_strain, section_properties
+from flexlearn.physics.lse.errors import StaticsInputError
 from flexlearn.physics.lse.fused import se3_exp_fused
 from flexlearn.physics.lse.solver import SolverMixin
-from flexlearn.physics.lse.state import ConvergenceError, Equilibrium, Loads, motor_twist  # noqa: F401
+from flexlearn.physics.lse.state import Equilibrium, Loads, motor_twist
 
-__all__ = ["ConvergenceError", "Loads", "Equilibrium", "CPRModel", "motor_twist"]
+__all__ = ["CPRModel", "RobotLayout", "RodMaterial"]
+
+
+@dataclass(frozen=True)
+class RobotLayout:
+    """Where the rods of a CPR sit: its motors, the rod frames and the rest lengths (tensors or array-likes,
+    converted to float64 by `CPRModel`).
+
+    Args:
+        motor_axis: (M, 3) unit world axes of the motors (M may be 0).
+        motor_pivot: (M, 3) [m] a point on each motor axis.
+        rod_motor: (R,) the motor that turns each rod's base (−1: fixed base).
+        base_pose0: (R, 4, 4) rod base poses at θ = 0 (rod along body z).
+        tip_local: (R, 4, 4) platform attachment frames (in the platform frame).
+        lengths: (R,) or () rest lengths [m].
+    """
+
+    motor_axis: Tensor
+    motor_pivot: Tensor
+    rod_motor: Tensor
+    base_pose0: Tensor
+    tip_local: Tensor
+    lengths: Tensor
+
+
+@dataclass(frozen=True)
+class RodMaterial:
+    """Material, section and reference strain of the rods (each a scalar for all rods, or one value per rod).
+
+    Args:
+        youngs_modulus: E [Pa].
+        shear_modulus: G [Pa].
+        area: Cross-section area A [m²].
+        i1: Second moment of area about body x [m⁴].
+        i2: Second moment of area about body y [m⁴].
+        torsion: Torsion constant J [m⁴].
+        density: ρ [kg/m³].
+        xi0: Reference strain ξ₀ = [κ₀; ν₀] (6,) or (R, 6) (straight, unstretched: [0, 0, 0, 0, 0, 1]).
+    """
+
+    youngs_modulus: Tensor | float
+    shear_modulus: Tensor | float
+    area: Tensor | float
+    i1: Tensor | float
+    i2: Tensor | float
+    torsion: Tensor | float
+    density: Tensor | float
+    xi0: Tensor
 
 
 class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
@@ -60,6 +112,20 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
     ``i1``, ``i2``, ``torsion`` (R,) [m⁴], ``density`` (R,) [kg/m³], ``xi0`` (R, 6) reference strain,
     ``gravity`` (3,) [m/s²], ``platform_mass`` () [kg], ``motor_limits`` (2,) [rad]. Any of them can be made a
     Parameter (or given ``requires_grad``) and receives gradients by implicit differentiation.
+
+    Built from a config by :meth:`from_config`; directly:
+    ``CPRModel(RobotLayout(...), RodMaterial(...), n_elements, gravity, platform_mass, motor_limits)``.
+
+    Args:
+        layout: Motors, rod frames and rest lengths (:class:`RobotLayout`).
+        material: Rod material and section (:class:`RodMaterial`).
+        n_elements: LSE elements per rod N (≥ 1).
+        gravity: (3,) [m/s²].
+        platform_mass: [kg].
+        motor_limits: (low, high) [rad].
+
+    Raises:
+        StaticsInputError: ``n_elements`` < 1 (also a ValueError).
     """
 
     # set by `from_config` (the configured Experiment-II pulley and the config the model was built from)
@@ -67,29 +133,32 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
     pulley_tension: Tensor
     config: CPRConfig
 
-    def __init__(self, motor_axis: Tensor, motor_pivot: Tensor, rod_motor: Tensor, base_pose0: Tensor,
-                 tip_local: Tensor, lengths: Tensor, n_elements: int, youngs_modulus: Tensor | float,
-                 shear_modulus: Tensor | float, area: Tensor | float, i1: Tensor | float, i2: Tensor | float,
-                 torsion: Tensor | float, density: Tensor | float, xi0: Tensor, gravity: Tensor,
-                 platform_mass: float = 0.0, motor_limits: tuple[float, float] = (-math.pi, math.pi)) -> None:
+    def __init__(
+        self,
+        layout: RobotLayout,
+        material: RodMaterial,
+        n_elements: int,
+        gravity: Tensor,
+        platform_mass: float = 0.0,
+        motor_limits: tuple[float, float] = (-math.pi, math.pi),
+    ) -> None:
         super().__init__()
         dt = torch.float64
-        r = base_pose0.shape[0]
+        r = layout.base_pose0.shape[0]
         n = int(n_elements)
         if n < 1:
-            raise ValueError("n_elements must be >= 1")
+            raise StaticsInputError("n_elements must be >= 1")
         self.n_rods, self.n_elements = r, n
         f = lambda x: torch.as_tensor(x, dtype=dt).clone()  # noqa: E731
-        self.register_buffer("motor_axis", f(motor_axis).reshape(-1, 3))
-        self.register_buffer("motor_pivot", f(motor_pivot).reshape(-1, 3))
-        self.register_buffer("rod_motor", torch.as_tensor(rod_motor, dtype=torch.long).reshape(r))
-        self.register_buffer("base_pose0", f(base_pose0))
-        self.register_buffer("tip_local", f(tip_local))
-        self.register_buffer("lengths", f(lengths).expand(r).clone())
-        for name, v in (("youngs_modulus", youngs_modulus), ("shear_modulus", shear_modulus), ("area", area),
-                        ("i1", i1), ("i2", i2), ("torsion", torsion), ("density", density)):
-            self.register_buffer(name, f(v).expand(r).clone())
-        self.register_buffer("xi0", f(xi0).expand(r, 6).clone())
+        self.register_buffer("motor_axis", f(layout.motor_axis).reshape(-1, 3))
+        self.register_buffer("motor_pivot", f(layout.motor_pivot).reshape(-1, 3))
+        self.register_buffer("rod_motor", torch.as_tensor(layout.rod_motor, dtype=torch.long).reshape(r))
+        self.register_buffer("base_pose0", f(layout.base_pose0))
+        self.register_buffer("tip_local", f(layout.tip_local))
+        self.register_buffer("lengths", f(layout.lengths).expand(r).clone())
+        for name in ("youngs_modulus", "shear_modulus", "area", "i1", "i2", "torsion", "density"):
+            self.register_buffer(name, f(getattr(material, name)).expand(r).clone())
+        self.register_buffer("xi0", f(material.xi0).expand(r, 6).clone())
         self.register_buffer("gravity", f(gravity).reshape(3))
         self.register_buffer("platform_mass", f(platform_mass).reshape(()))
         self.register_buffer("motor_limits", f(motor_limits).reshape(2))
@@ -103,14 +172,14 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         self.transport = False
         # first-order warm-start predictor q ⊕ (dq/dθ) Δθ (closed chains with motors; see `_predict`)
         self.predictor = True
-        self.backtracks = policy.BACKTRACKS       # step control of both Newton drivers (newton_policy)
+        self.backtracks = policy.BACKTRACKS  # step control of both Newton drivers (newton_policy)
         self.growth = policy.GROWTH
         # derived data reused between solves, keyed by buffer identity and version (flexlearn.physics.lse.backend)
         self.solver_cache = SolverCache()
-        self._kernels: Optional[str] = None       # the deprecated `kernels` setting (None: not set)
+        self._kernels: Optional[str] = None  # the deprecated `kernels` setting (None: not set)
         # "motors": motor angles drive the bases; "length": rod lengths, solved for by `pose_statics`
         self.actuation = "motors"
-        self.tip_twist_free = False               # platform attachments free to twist about the rod axis
+        self.tip_twist_free = False  # platform attachments free to twist about the rod axis
 
     @property
     def kernels(self) -> str:
@@ -122,18 +191,29 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
 
     @kernels.setter
     def kernels(self, value: str) -> None:
-        warnings.warn("CPRModel.kernels is deprecated: pass backend='auto'|'numba'|'torch'|'reference' to solve()",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "CPRModel.kernels is deprecated: pass backend='auto'|'numba'|'torch'|'reference' to solve()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         if value not in KERNELS:
-            raise ValueError(f"kernels must be one of {sorted(KERNELS)}, got {value!r}")
+            raise StaticsInputError(f"kernels must be one of {sorted(KERNELS)}, got {value!r}")
         self._kernels = value
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_config(cls, cfg: CPRConfig | dict | None = None) -> "CPRModel":
-        """Build the robot of a `CPRConfig` (or a dict / OmegaConf node validated into one)."""
-        from flexlearn.config import from_dict
+        """Build the robot of a `CPRConfig` (or a dict / OmegaConf node validated into one).
 
+        Args:
+            cfg: The robot's config (default: ``CPRConfig()``, the seed-003 prototype).
+
+        Returns:
+            The model, with ``pulley_position``, ``pulley_tension`` and ``config`` set.
+
+        Raises:
+            ConfigError: An invalid config (the key is named), or a rod of zero length.
+        """
         if cfg is None:
             cfg = CPRConfig()
         elif not isinstance(cfg, CPRConfig):
@@ -167,8 +247,15 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
                 tips.append(se3_from_rt(rot, pt - p_ee))
                 rod_motor.append(m)
                 lengths.append(length)
-        return cls._with_rods(cfg, torch.stack(axes), torch.stack(pivots), torch.tensor(rod_motor), torch.stack(bases),
-                              torch.stack(tips), lengths)
+        return cls._with_rods(
+            cfg,
+            torch.stack(axes),
+            torch.stack(pivots),
+            torch.tensor(rod_motor),
+            torch.stack(bases),
+            torch.stack(tips),
+            lengths,
+        )
 
     @classmethod
     def _from_rod_frames(cls, cfg: CPRConfig) -> "CPRModel":
@@ -186,15 +273,23 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         p_ee = torch.tensor([0.0, 0.0, g.platform_height], dtype=dt)
         lengths = [float(torch.linalg.vector_norm(t[:3, 3] + p_ee - b[:3, 3])) for b, t in zip(bases, tips)]
         r = bases.shape[0]
-        model = cls._with_rods(cfg, torch.zeros(0, 3, dtype=dt), torch.zeros(0, 3, dtype=dt),
-                               torch.full((r,), -1, dtype=torch.long), bases, tips, lengths)
+        model = cls._with_rods(
+            cfg,
+            torch.zeros(0, 3, dtype=dt),
+            torch.zeros(0, 3, dtype=dt),
+            torch.full((r,), -1, dtype=torch.long),
+            bases,
+            tips,
+            lengths,
+        )
         model.actuation = g.actuation
         model.tip_twist_free = g.tip_twist == "free"
         return model
 
     @classmethod
-    def _with_rods(cls, cfg: CPRConfig, axes: Tensor, pivots: Tensor, rod_motor: Tensor, bases: Tensor, tips: Tensor,
-                   lengths: list) -> "CPRModel":
+    def _with_rods(
+        cls, cfg: CPRConfig, axes: Tensor, pivots: Tensor, rod_motor: Tensor, bases: Tensor, tips: Tensor, lengths: list
+    ) -> "CPRModel":
         """The model of ``cfg`` with the given motors, rod frames and rest lengths (m)."""
         dt = torch.float64
         g = cfg.geometry
@@ -202,12 +297,22 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         area, i1, i2, jt = section_properties(rc.section, rc.section_dims)
         for k, length in enumerate(lengths):
             if not (length > 0 and math.isfinite(length)):
-                from flexlearn.errors import ConfigError
                 raise ConfigError(f"config 'cpr.geometry': rod {k} has zero length")
         xi0 = torch.tensor(list(rc.precurvature) + [0.0, 0.0, 1.0], dtype=dt)
-        model = cls(axes, pivots, rod_motor, bases, tips, torch.tensor(lengths, dtype=dt), rc.n_elements, rc.youngs_modulus,
-                    rc.g, area, i1, i2, jt, rc.density, xi0, torch.tensor(cfg.gravity, dtype=dt),
-                    cfg.platform_mass, g.motor_limits)
+        layout = RobotLayout(axes, pivots, rod_motor, bases, tips, torch.tensor(lengths, dtype=dt))
+        material = RodMaterial(
+            youngs_modulus=rc.youngs_modulus,
+            shear_modulus=rc.g,
+            area=area,
+            i1=i1,
+            i2=i2,
+            torsion=jt,
+            density=rc.density,
+            xi0=xi0,
+        )
+        model = cls(
+            layout, material, rc.n_elements, torch.tensor(cfg.gravity, dtype=dt), cfg.platform_mass, g.motor_limits
+        )
         model.pulley_position = torch.tensor(cfg.pulley.position, dtype=dt)
         model.pulley_tension = torch.tensor(cfg.pulley.mass * 9.81, dtype=dt)
         model.config = cfg
@@ -227,28 +332,29 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         pn = torch.zeros(r, n + 1, 6, nl, dtype=torch.float64)
         eye = torch.eye(6, dtype=torch.float64)
         for j in range(1, n):
-            pn[:, j, :, 6 * (j - 1):6 * j] = eye
-        pn[:, n, :, nl - 6:] = adinv
+            pn[:, j, :, 6 * (j - 1) : 6 * j] = eye
+        pn[:, n, :, nl - 6 :] = adinv
         for e in range(n):
             p[:, e, :6] = pn[:, e]
             p[:, e, 6:12] = pn[:, e + 1]
-            p[:, e, 12:, 6 * (n - 1) + 6 * e:6 * (n - 1) + 6 * e + 6] = eye
+            p[:, e, 12:, 6 * (n - 1) + 6 * e : 6 * (n - 1) + 6 * e + 6] = eye
         self.register_buffer("proj", p, persistent=False)
         self.register_buffer("proj_nodes", pn, persistent=False)
         self.register_buffer("proj_t", p.transpose(-1, -2).contiguous(), persistent=False)
         # the same, elements stacked: (R, 12N, 18N), (R, 18N, 12N) and (R, 12N, 6(N+1))
-        self.register_buffer("proj_cat_t", p.permute(0, 3, 1, 2).reshape(r, nl, 18 * n).contiguous(),
-                             persistent=False)
+        self.register_buffer("proj_cat_t", p.permute(0, 3, 1, 2).reshape(r, nl, 18 * n).contiguous(), persistent=False)
         self.register_buffer("proj_cat", p.reshape(r, 18 * n, nl).contiguous(), persistent=False)
-        self.register_buffer("proj_nodes_cat_t", pn.permute(0, 3, 1, 2).reshape(r, nl, 6 * (n + 1)).contiguous(),
-                             persistent=False)
+        self.register_buffer(
+            "proj_nodes_cat_t", pn.permute(0, 3, 1, 2).reshape(r, nl, 6 * (n + 1)).contiguous(), persistent=False
+        )
 
     # ------------------------------------------------------------------ kinematics
     def stiffness(self) -> Tensor:
         """Diagonal section stiffness (R, 6) ``[EI₁, EI₂, GJ, GA, GA, EA]`` (N·m², N)."""
         e, g = self.youngs_modulus, self.shear_modulus
-        return torch.stack([e * self.i1, e * self.i2, g * self.torsion, g * self.area, g * self.area,
-                            e * self.area], -1)
+        return torch.stack(
+            [e * self.i1, e * self.i2, g * self.torsion, g * self.area, g * self.area, e * self.area], -1
+        )
 
     def base_poses(self, theta: Tensor) -> Tensor:
         """Rod base poses (R, 4, 4) ``g_{k,0} = G_m(θ_m) g⁰_{k,0}`` (seed Sec. IV-B); θ (M,) [rad]."""
@@ -256,7 +362,7 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         idx = self.rod_motor.clamp_min(0)
         if self.motor_axis.shape[0] == 0:
             return self.base_pose0
-        s = motor_twist(self.motor_axis, self.motor_pivot)[idx]            # (R, 6)
+        s = motor_twist(self.motor_axis, self.motor_pivot)[idx]  # (R, 6)
         th = theta.to(self.base_pose0.dtype)[idx]
         th = torch.where(fixed, torch.zeros_like(th), th)
         return se3_exp(th[:, None] * s) @ self.base_pose0
@@ -287,8 +393,17 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         tip = g_ee @ self.tip_local
         return torch.cat([base[:, None], g_int, tip[:, None]], 1)
 
-    def _retract(self, g_ee: Tensor, g_int: Tensor, beta: Tensor, dy: Tensor, dz: Tensor, alpha: float,
-                 theta: Optional[Tensor] = None, base_old: Optional[Tensor] = None):
+    def _retract(
+        self,
+        g_ee: Tensor,
+        g_int: Tensor,
+        beta: Tensor,
+        dy: Tensor,
+        dz: Tensor,
+        alpha: float,
+        theta: Optional[Tensor] = None,
+        base_old: Optional[Tensor] = None,
+    ):
         """Update along a Newton direction (δζ_int, δβ, δζ_ee) scaled by α.
 
         ``retraction == "nodal"``: the seed's ``g ← g exp(α δζ^)`` on every SE(3) factor, ``β ← β + α δβ``
@@ -302,8 +417,8 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         the seed, measured in tests/physics/lse (iteration counts).
         """
         n = self.n_elements
-        dzeta = dy[:, :6 * (n - 1)].reshape(self.n_rods, n - 1, 6)
-        dbeta = dy[:, 6 * (n - 1):].reshape(self.n_rods, n, 6)
+        dzeta = dy[:, : 6 * (n - 1)].reshape(self.n_rods, n - 1, 6)
+        dbeta = dy[:, 6 * (n - 1) :].reshape(self.n_rods, n, 6)
         if self.retraction == "nodal" or theta is None:
             steps = se3_exp_fused(alpha * torch.cat([dzeta.reshape(-1, 6), dz[None]]))
             return (g_ee @ steps[-1], g_int @ steps[:-1].reshape(g_int.shape), beta + alpha * dbeta)
@@ -312,11 +427,12 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         old_base = base if base_old is None else base_old
         tip = g_ee @ self.tip_local
         nodes_old = torch.cat([old_base[:, None], g_int, tip[:, None]], 1)  # (R, N+1, 4, 4)
-        dtip = (self.proj_nodes[:, n, :, 12 * n - 6:] @ dz).unsqueeze(1)    # Ad_{(g^loc)⁻¹} δζ_ee
+        dtip = (self.proj_nodes[:, n, :, 12 * n - 6 :] @ dz).unsqueeze(1)  # Ad_{(g^loc)⁻¹} δζ_ee
         dnodes = torch.cat([dz.new_zeros(self.n_rods, 1, 6), dzeta, dtip], 1)  # (R, N+1, 6)
         omega = se3_log(se3_inverse(nodes_old[:, :-1]) @ nodes_old[:, 1:])  # (R, N, 6)
-        d_omega = -(se3_left_jacobian_inv(omega) @ dnodes[:, :-1].unsqueeze(-1)).squeeze(-1) \
-            + (se3_right_jacobian_inv(omega) @ dnodes[:, 1:].unsqueeze(-1)).squeeze(-1)
+        d_omega = -(se3_left_jacobian_inv(omega) @ dnodes[:, :-1].unsqueeze(-1)).squeeze(-1) + (
+            se3_right_jacobian_inv(omega) @ dnodes[:, 1:].unsqueeze(-1)
+        ).squeeze(-1)
         steps = se3_exp(omega + alpha * d_omega)
         out = []
         g = base
@@ -326,14 +442,14 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         # platform: each rod predicts it; their first-order SE(3) mean (all agree to first order). Each
         # rod's remaining closure mismatch (second order in the step, or the motion of the bases when
         # transporting a warm start) is spread along the rod as the fraction s/L of the rigid correction.
-        pred = out[-1] @ se3_inverse(self.tip_local)                          # (R, 4, 4)
+        pred = out[-1] @ se3_inverse(self.tip_local)  # (R, 4, 4)
         inner = torch.stack(out[:-1], 1) if n > 1 else g_int
         if self.n_rods == 1:
             return (pred[0], inner, beta + alpha * dbeta)
         rel = se3_log(se3_inverse(pred[0]) @ pred)
         g_ee_new = pred[0] @ se3_exp(rel.mean(0))
         target = g_ee_new @ self.tip_local
-        dp = target[:, :3, 3] - out[-1][:, :3, 3]                               # (R, 3)
+        dp = target[:, :3, 3] - out[-1][:, :3, 3]  # (R, 3)
         dphi = so3_log(target[:, :3, :3] @ out[-1][:, :3, :3].transpose(-1, -2))  # (R, 3) world
         frac = (torch.arange(1, n, dtype=dp.dtype) / n)[None, :, None]
         g_int_new = inner.clone()
@@ -342,12 +458,21 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         return (g_ee_new, g_int_new, beta + alpha * dbeta)
 
     # ------------------------------------------------------------------ conveniences
-    def pose_statics(self, **options):
-        """Inverse statics to a 6-D platform pose with the rod lengths as unknowns (fixed bases, six rods):
-        a :class:`flexlearn.physics.lse.length_actuated.statics.PoseStatics` of this model (``options``: its keywords)."""
-        from flexlearn.physics.lse.length_actuated.statics import PoseStatics
+    def pose_statics(self, platform_wrench=None, **settings):
+        """Inverse statics to a 6-D platform pose with the rod lengths as unknowns (fixed bases, six rods).
 
-        return PoseStatics(self, **options)
+        Args:
+            platform_wrench: Applied platform wrench (6,) [N·m; N] in the platform frame (default: none).
+            **settings: Fields of :class:`~flexlearn.physics.lse.length_actuated.statics.PoseSettings` (``tol``,
+                ``twist_free``, ``chord_keep``, ...).
+
+        Returns:
+            A :class:`flexlearn.physics.lse.length_actuated.statics.PoseStatics` of this model.
+        """
+        # `import flexlearn.physics.lse` and a flexlearn-cpr run never load the compiled pose kernels (docs/cpr.md)
+        from flexlearn.physics.lse.length_actuated import statics  # lazy: pose kernels off the forward start-up
+
+        return statics.PoseStatics(self, statics.PoseSettings(**settings), platform_wrench)
 
     def rod_poses(self, eq: Equilibrium, samples_per_element: int = 8) -> Tensor:
         """Poses along every rod (R, N·k + 1, 4, 4) from the element strain fields (k = samples_per_element).
@@ -356,17 +481,15 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         (mean ξ̄ + (s - h)/2 β, slope β; seed eqs. (3), (8)); at s = h it reproduces g_b up to the Magnus
         truncation. Differentiable like ``eq``.
         """
-        from flexlearn.physics.lse.element import magnus_omega, mean_strain
-
         k = int(samples_per_element)
-        h = self._h()                                                           # (R, N)
+        h = self._h()  # (R, N)
         ga, gb = eq.nodes[:, :-1], eq.nodes[:, 1:]
-        xibar = mean_strain(ga, gb, eq.beta, h)                                 # (R, N, 6)
-        frac = torch.arange(1, k + 1, dtype=h.dtype) / k                        # (k,)
-        s = frac[None, None, :] * h[..., None]                                  # (R, N, k)
+        xibar = mean_strain(ga, gb, eq.beta, h)  # (R, N, 6)
+        frac = torch.arange(1, k + 1, dtype=h.dtype) / k  # (k,)
+        s = frac[None, None, :] * h[..., None]  # (R, N, k)
         xi_mean = xibar[..., None, :] + ((s - h[..., None]) / 2)[..., None] * eq.beta[..., None, :]
         om = magnus_omega(xi_mean, eq.beta[..., None, :].expand_as(xi_mean), s)
-        g = ga[..., None, :, :] @ se3_exp(om)                                  # (R, N, k, 4, 4)
+        g = ga[..., None, :, :] @ se3_exp(om)  # (R, N, k, 4, 4)
         g = g.reshape(self.n_rods, self.n_elements * k, 4, 4)
         return torch.cat([eq.nodes[:, :1], g], 1)
 

@@ -2,7 +2,7 @@
 
 Both Newton drivers call these functions at the same points of the same loop: the torch one
 (:meth:`CPRModel._newton <flexlearn.physics.lse.model.CPRModel._newton>`, through ``.py_func``) and the compiled
-one (:func:`flexlearn.physics.lse.compiled.newton._newton`, inlined by numba). One iteration::
+one (:func:`flexlearn.physics.lse.compiled.newton.newton_iterations`, inlined by numba). One iteration::
 
     residual_verdict(norm, first, it, tol, max_iter)    CONVERGED: stop | FAILED: stop | CONTINUE
     (tangent, correction δq)
@@ -17,28 +17,73 @@ scalars, compiled by numba (``cache=True``) and callable from Python as ``f.py_f
 without numba). The constants are module globals: numba freezes them into the machine code, so this file
 is part of the LSE kernels' cache fingerprint (:data:`flexlearn.physics.lse.compiled.elements.CACHE_SOURCES`).
 """
+
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from flexlearn.physics.lse.compiled.elements import njit
+from flexlearn.physics.lse.compiled.linalg import njit
 
-__all__ = ["BACKTRACKS", "BACKTRACK_FACTOR", "CONTINUE", "CONVERGED", "DIVERGED", "DIVERGED_FLOOR", "FAILED",
-           "GROWTH", "MAX_ITER", "MAX_ROTATION_STEP", "STALL_ITERS", "STEP_TOL", "TOL", "accept_trial", "py",
-           "residual_verdict", "step_scale", "step_verdict"]
+__all__ = [
+    "BACKTRACKS",
+    "BACKTRACK_FACTOR",
+    "CONTINUE",
+    "CONVERGED",
+    "DIVERGED",
+    "DIVERGED_FLOOR",
+    "FAILED",
+    "GROWTH",
+    "MAX_CONTINUATION",
+    "MAX_ITER",
+    "MAX_ROTATION_STEP",
+    "NewtonSettings",
+    "STALL_ITERS",
+    "STEP_TOL",
+    "TOL",
+    "accept_trial",
+    "py",
+    "residual_verdict",
+    "step_scale",
+    "step_verdict",
+]
 
-TOL = 1e-8                  # scaled residual ∞-norm below which Newton has converged (solve's default)
-MAX_ITER = 15               # Newton iterations before failure (solve's default)
-STEP_TOL = 1e-13            # weighted step ∞-norm of the round-off floor: apply that correction and stop
-MAX_ROTATION_STEP = 0.5     # [rad] largest nodal rotation of one step (solve's default)
-GROWTH = 3.0                # a trial step is accepted when its residual is ≤ GROWTH × the current one
-BACKTRACKS = 0              # halvings of a rejected trial step (0: the relaxed test never backtracks)
+TOL = 1e-8  # scaled residual ∞-norm below which Newton has converged (solve's default)
+MAX_ITER = 15  # Newton iterations before failure (solve's default)
+STEP_TOL = 1e-13  # weighted step ∞-norm of the round-off floor: apply that correction and stop
+MAX_ROTATION_STEP = 0.5  # [rad] largest nodal rotation of one step (solve's default)
+GROWTH = 3.0  # a trial step is accepted when its residual is ≤ GROWTH × the current one
+BACKTRACKS = 0  # halvings of a rejected trial step (0: the relaxed test never backtracks)
 BACKTRACK_FACTOR = 0.5
-DIVERGED = 1e3              # failure: residual above DIVERGED × max(first residual, DIVERGED_FLOOR)
+DIVERGED = 1e3  # failure: residual above DIVERGED × max(first residual, DIVERGED_FLOOR)
 DIVERGED_FLOOR = 10.0
-STALL_ITERS = 6             # failure: still above the first residual after this many iterations
+STALL_ITERS = 6  # failure: still above the first residual after this many iterations
+
+MAX_CONTINUATION = 64  # stages of each continuation fallback of solve (solve's default)
 
 CONTINUE, CONVERGED, FAILED = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class NewtonSettings:
+    """The stopping and step rules of one forward solve (:meth:`CPRModel.solve
+    <flexlearn.physics.lse.solver.SolverMixin.solve>`); the defaults are this module's constants.
+
+    Args:
+        tol: Scaled residual ∞-norm below which Newton has converged (dimensionless, see the module docstring).
+        max_iter: Newton iterations before failure.
+        max_rotation_step: Largest nodal rotation of one step [rad] (damping).
+        max_continuation: Stages of each continuation fallback (in θ from the warm start, in the load factor from
+            the straight configuration).
+        step_tol: Weighted step ∞-norm of the round-off floor (rad, and L-scaled lengths): that correction is
+            applied and Newton stops.
+    """
+
+    tol: float = TOL
+    max_iter: int = MAX_ITER
+    max_rotation_step: float = MAX_ROTATION_STEP
+    max_continuation: int = MAX_CONTINUATION
+    step_tol: float = STEP_TOL
 
 
 @njit(cache=True)
@@ -50,8 +95,12 @@ def residual_verdict(norm, first, it, tol, max_iter):
     progress after STALL_ITERS iterations; else CONTINUE."""
     if not norm > tol:
         return CONVERGED
-    if (it >= max_iter or not math.isfinite(norm) or norm > DIVERGED * max(first, DIVERGED_FLOOR)
-            or (it >= STALL_ITERS and norm > first)):
+    if (
+        it >= max_iter
+        or not math.isfinite(norm)
+        or norm > DIVERGED * max(first, DIVERGED_FLOOR)
+        or (it >= STALL_ITERS and norm > first)
+    ):
         return FAILED
     return CONTINUE
 

@@ -8,6 +8,7 @@ the compiled driver's last nodes) that every step receives; nothing is written o
 (tolerances, failure tests, rotation cap, backtracking) are those of :mod:`flexlearn.physics.lse.newton_policy`,
 shared with the compiled driver (:mod:`flexlearn.physics.lse.compiled.newton`).
 """
+
 from __future__ import annotations
 
 import math
@@ -18,10 +19,11 @@ from torch import Tensor, nn
 
 from flexlearn.physics.lse import newton_policy as policy
 from flexlearn.physics.lse.assembly import AssemblyMixin
-from flexlearn.physics.lse.backend import SolveRun, SolverCache, plan
+from flexlearn.physics.lse.backend import SolverCache, SolveRun, plan
 from flexlearn.physics.lse.compiled.problem import load_scale_compiled, newton_compiled, predict_compiled
-from flexlearn.physics.lse.newton_policy import BACKTRACK_FACTOR, CONTINUE, CONVERGED, FAILED
-from flexlearn.physics.lse.state import ConvergenceError, Equilibrium, Loads
+from flexlearn.physics.lse.errors import ConvergenceError, StaticsInputError
+from flexlearn.physics.lse.newton_policy import BACKTRACK_FACTOR, CONTINUE, CONVERGED, FAILED, NewtonSettings
+from flexlearn.physics.lse.state import Equilibrium, Loads
 
 __all__ = ["SolverMixin"]
 
@@ -53,22 +55,38 @@ class SolverMixin(AssemblyMixin):
     _parameters: dict[str, nn.Parameter | None]
 
     if TYPE_CHECKING:  # kinematics of `CPRModel` used here
+
         def straight_state(self, theta: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Tensor]: ...
 
-        def _retract(self, g_ee: Tensor, g_int: Tensor, beta: Tensor, dy: Tensor, dz: Tensor, alpha: float,
-                     theta: Optional[Tensor] = None,
-                     base_old: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Tensor]: ...
+        def _retract(
+            self,
+            g_ee: Tensor,
+            g_int: Tensor,
+            beta: Tensor,
+            dy: Tensor,
+            dz: Tensor,
+            alpha: float,
+            theta: Optional[Tensor] = None,
+            base_old: Optional[Tensor] = None,
+        ) -> tuple[Tensor, Tensor, Tensor]: ...
 
-    def solve(self, theta: Tensor, loads: Optional[Loads] = None, init: Optional[Equilibrium] = None,
-              tol: float = policy.TOL, max_iter: int = policy.MAX_ITER,
-              max_rotation_step: float = policy.MAX_ROTATION_STEP, max_continuation: int = 64,
-              raise_on_failure: bool = True, backend: str = "auto") -> Equilibrium:
+    def solve(
+        self,
+        theta: Tensor,
+        loads: Optional[Loads] = None,
+        init: Optional[Equilibrium] = None,
+        settings: Optional[NewtonSettings] = None,
+        raise_on_failure: bool = True,
+        backend: str = "auto",
+    ) -> Equilibrium:
         """Forward statics: the equilibrium for motor angles θ (M,) [rad] under ``loads``.
 
         Riemannian Newton (seed Sec. V-E: ``K_t δq = -r``, ``g ← g exp(δζ^)``, ``β ← β + δβ``) from ``init``
-        (warm start) or the straight configuration. Step control: every step is scaled so that no nodal
-        rotation increment exceeds ``max_rotation_step`` [rad] (damping), and when Newton fails
-        (``max_iter`` iterations, the residual grows 1e3-fold, or it is still above its start after 6
+        (warm start) or the straight configuration. The rules below are read from ``settings``
+        (:class:`~flexlearn.physics.lse.newton_policy.NewtonSettings`: ``tol``, ``max_iter``,
+        ``max_rotation_step``, ``max_continuation``, ``step_tol``; defaults when None). Step control: every step
+        is scaled so that no nodal rotation increment exceeds ``max_rotation_step`` [rad] (damping), and when
+        Newton fails (``max_iter`` iterations, the residual grows 1e3-fold, or it is still above its start after 6
         iterations) the solver falls back to adaptive continuation: first in θ from the warm start
         (θ(λ) = θ_init + λ (θ - θ_init)), then from the unloaded straight configuration in the
         load/actuation factor λ ∈ [0, 1] (θ(λ) = λ θ, loads(λ) = λ loads); step halved on failure, doubled on
@@ -90,28 +108,35 @@ class SolverMixin(AssemblyMixin):
         returned poses and slopes carry gradients from the implicit function theorem, computed by one
         linearisation at the converged point ``q = q* ⊕ (-K_t⁻¹ r(q*, p))`` with K_t detached (the value is
         unchanged, the derivative is ``-K_t⁻¹ ∂r/∂p``); Newton itself is never unrolled.
+
+        Args:
+            theta: Motor angles (M,) [rad].
+            loads: Applied loads (default: gravity only).
+            init: A previous equilibrium to warm-start from.
+            settings: Stopping and step rules (default: :class:`NewtonSettings` ()).
+            raise_on_failure: Raise `ConvergenceError` when no equilibrium is found (else return the last state).
+            backend: ``"auto"``, ``"numba"``, ``"torch"`` or ``"reference"`` (above).
+
+        Returns:
+            The :class:`~flexlearn.physics.lse.state.Equilibrium` (poses, nodes, slopes, iterations, residual log,
+            sensitivity dq/dθ).
+
+        Raises:
+            StaticsInputError: θ of the wrong shape or not finite (also a ValueError).
+            ConvergenceError: Newton and both continuations failed (with ``raise_on_failure``).
+            ConfigError: ``backend`` unknown, or ``"numba"`` where the compiled driver cannot run.
         """
         loads = Loads() if loads is None else loads
-        theta = torch.as_tensor(theta, dtype=torch.float64)
-        if theta.shape != (self.motor_axis.shape[0],):
-            raise ValueError(f"theta must have shape ({self.motor_axis.shape[0]},), got {tuple(theta.shape)}")
-        if not all(math.isfinite(v) for v in theta.tolist()):
-            raise ValueError(f"theta must be finite, got {theta.tolist()}")
-        needs_grad = torch.is_grad_enabled() and (
-            theta.requires_grad or any(t.requires_grad for t in loads.tensors())
-            or any(b is not None and b.requires_grad for b in self._buffers.values())
-            or any(p is not None and p.requires_grad for p in self._parameters.values()))
-        run = SolveRun(plan(self, backend, needs_grad), self.solver_cache)
-        if not run.compiled:
-            run.w = self._scales()
+        theta = self._checked_theta(theta)
+        needs_grad = self._needs_grad(theta, loads)
+        run = SolveRun(
+            plan(self, backend, needs_grad), self.solver_cache, NewtonSettings() if settings is None else settings
+        )
         with torch.no_grad():
             th = theta.detach()
-            state, sens = self._start(run, th, init, max_rotation_step)
-            scale = (load_scale_compiled(run.cache.constants(self), loads) if run.compiled
-                     else self._load_scale(loads, state[0]))
-            log: list[float] = []
-            ok, state, total, last, s_new = self._solve_from(run, th, loads, init, state, scale, tol, max_iter,
-                                                             max_rotation_step, max_continuation, log)
+            state, sens = self._start(run, th, init, loads)
+            ok, state, total, last, s_new = self._solve_from(run, th, loads, init, state)
+            log = run.log
             if not ok and raise_on_failure:
                 raise ConvergenceError("LSE Newton did not converge", log[-1] if log else float("nan"), total, log)
             sens = s_new if s_new is not None else sens
@@ -125,9 +150,30 @@ class SolverMixin(AssemblyMixin):
             eq = self._implicit(run, theta, loads, eq, kt, kee)
         return eq
 
-    def _start(self, run: SolveRun, th: Tensor, init: Optional[Equilibrium], max_rot: float):
+    def _checked_theta(self, theta) -> Tensor:
+        """θ as a float64 tensor (M,); StaticsInputError when its shape is not (M,) or an entry is not finite."""
+        theta = torch.as_tensor(theta, dtype=torch.float64)
+        if theta.shape != (self.motor_axis.shape[0],):
+            raise StaticsInputError(f"theta must have shape ({self.motor_axis.shape[0]},), got {tuple(theta.shape)}")
+        if not all(math.isfinite(v) for v in theta.tolist()):
+            raise StaticsInputError(f"theta must be finite, got {theta.tolist()}")
+        return theta
+
+    def _needs_grad(self, theta: Tensor, loads: Loads) -> bool:
+        """Whether the solve must carry gradients: θ, a load tensor, a buffer or a parameter requires grad."""
+        return torch.is_grad_enabled() and (
+            theta.requires_grad
+            or any(t.requires_grad for t in loads.tensors())
+            or any(b is not None and b.requires_grad for b in self._buffers.values())
+            or any(p is not None and p.requires_grad for p in self._parameters.values())
+        )
+
+    def _start(self, run: SolveRun, th: Tensor, init: Optional[Equilibrium], loads: Loads):
         """Newton's starting state and the warm start's sensitivity: ``init`` moved by the tangent predictor
-        (``self.predictor``), or the straight configuration; optionally transported to the new bases."""
+        (``self.predictor``), or the straight configuration; optionally transported to the new bases. Sets the
+        residual weights of the torch driver (``run.w``) and the residual scale (``run.scale``) on ``run``."""
+        if not run.compiled:
+            run.w = self.residual_weights()
         sens = None
         if init is not None:
             state = (init.g_ee.detach(), init.nodes[:, 1:-1].detach(), init.beta.detach())
@@ -135,7 +181,7 @@ class SolverMixin(AssemblyMixin):
             sens = init.sensitivity
             dth = th - init.theta.detach().to(th.dtype)
             if self.predictor and sens is not None and bool((dth != 0).any()):
-                state = self._predict(run, state, sens, dth, max_rot)
+                state = self._predict(run, state, sens, dth, run.settings.max_rotation_step)
         else:
             state = self.straight_state()
             base_old = self.base_pose0
@@ -144,32 +190,44 @@ class SolverMixin(AssemblyMixin):
             # re-chain the rods from the new bases (the platform follows the rods' mean prediction)
             zero_y = torch.zeros(self.n_rods, self.n_y, dtype=torch.float64)
             state = self._retract(*state, zero_y, torch.zeros(6, dtype=torch.float64), 0.0, th, base_old)
+        run.scale = (
+            load_scale_compiled(run.cache.constants(self), loads) if run.compiled else self._load_scale(loads, state[0])
+        )
         return state, sens
 
-    def _solve_from(self, run: SolveRun, th: Tensor, loads: Loads, init: Optional[Equilibrium], state, scale: float,
-                    tol: float, max_iter: int, max_rot: float, max_continuation: int, log: list[float]):
+    def _solve_from(self, run: SolveRun, th: Tensor, loads: Loads, init: Optional[Equilibrium], state):
         """Newton from ``state``; on failure continuation in θ from the warm start, then in λ from the straight
-        configuration. Returns (converged, state, total iterations, last residual context, sensitivity)."""
-        ok, state, total, last, s_new = self._newton(run, th, loads, state, scale, tol, max_iter, max_rot, log)
+        configuration (rules and scale from ``run``). Returns (converged, state, total iterations, last residual
+        context, sensitivity)."""
+        ok, state, total, last, s_new = self._newton(run, th, loads, state)
         if not ok and init is not None and not torch.equal(init.theta.detach().to(th.dtype), th):
             # continuation in θ from the warm start (same loads)
             th0 = init.theta.detach().to(th.dtype)
             ok, state, it0, last, s_new = self._continuation(
-                run, lambda lam: (th0 + lam * (th - th0), loads),
+                run,
+                lambda lam: (th0 + lam * (th - th0), loads),
                 (init.g_ee.detach(), init.nodes[:, 1:-1].detach(), init.beta.detach()),
-                scale, tol, max_iter, max_rot, max_continuation, log, True)
+                True,
+            )
             total += it0
         if not ok:  # continuation in λ from the unloaded straight configuration
             ok, state, it0, last, s_new = self._continuation(
-                run, lambda lam: (lam * th, loads.scaled(lam)), self.straight_state(),
-                scale, tol, max_iter, max_rot, max_continuation, log, False)
+                run, lambda lam: (lam * th, loads.scaled(lam)), self.straight_state(), False
+            )
             total += it0
         return ok, state, total, last, s_new
 
-    def _predict(self, run: SolveRun, state: tuple[Tensor, Tensor, Tensor], sens: tuple[Tensor, Tensor], dth: Tensor,
-                 max_rot: float) -> tuple[Tensor, Tensor, Tensor]:
-        """First-order (tangent) predictor of a warm start: ``q ⊕ (dq/dθ) Δθ`` (nodal update) with the
-        sensitivity ``dq/dθ = -K_t⁻¹ ∂r/∂θ`` of the previous equilibrium (from its last factorisation).
+    def _predict(
+        self,
+        run: SolveRun,
+        state: tuple[Tensor, Tensor, Tensor],
+        sens: tuple[Tensor, Tensor],
+        dth: Tensor,
+        max_rot: float,
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """First-order (tangent) predictor of a warm start: ``q ⊕ (dq/dθ) Δθ`` (nodal update).
+
+        Uses the sensitivity ``dq/dθ = -K_t⁻¹ ∂r/∂θ`` of the previous equilibrium (from its last factorisation).
         Skipped when it would rotate a node by more than ``max_rot`` [rad]. (Applying the change to the
         element twists and re-chaining the rods from the moved bases was tried: no fewer iterations.)"""
         if run.compiled:
@@ -177,27 +235,29 @@ class SolverMixin(AssemblyMixin):
         dy = sens[0] @ dth
         dz = sens[1] @ dth
         n = self.n_elements
-        rot = torch.cat([dy[:, :6 * (n - 1)].reshape(-1, 6)[:, :3], dz[None, :3]])
+        rot = torch.cat([dy[:, : 6 * (n - 1)].reshape(-1, 6)[:, :3], dz[None, :3]])
         if not float(torch.linalg.vector_norm(rot, dim=-1).max()) <= max_rot:
             return state
         return self._retract(*state, dy, dz, 1.0)
 
-    def _continuation(self, run: SolveRun, problem, cur, scale, tol, max_iter, max_rot, max_stages, log, start_ok):
+    def _continuation(self, run: SolveRun, problem, cur, start_ok: bool):
         """Adaptive continuation λ: 0 → 1 on ``problem(λ) = (θ, loads)`` from ``cur`` (an equilibrium at λ = 0
-        when ``start_ok``); step halved on failure, doubled on success."""
+        when ``start_ok``); step halved on failure, doubled on success, at most ``run.settings.max_continuation``
+        stages."""
+        max_stages = run.settings.max_continuation
         total = 0
         last = sens = None
         if start_ok:
             ok0 = True
         else:
             th0, ld0 = problem(0.0)
-            ok0, cur, total, last, sens = self._newton(run, th0, ld0, cur, scale, tol, max_iter, max_rot, log)
+            ok0, cur, total, last, sens = self._newton(run, th0, ld0, cur)
         lam, step, stages = 0.0, 0.25, 0
         while ok0 and lam < 1.0 and stages < max_stages:
             stages += 1
             trial = min(1.0, lam + step)
             th1, ld1 = problem(trial)
-            ok1, new, it1, last1, sens1 = self._newton(run, th1, ld1, cur, scale, tol, max_iter, max_rot, log)
+            ok1, new, it1, last1, sens1 = self._newton(run, th1, ld1, cur)
             total += it1
             if ok1:
                 lam, cur, last, sens = trial, new, last1, sens1
@@ -206,13 +266,18 @@ class SolverMixin(AssemblyMixin):
                 step *= 0.5
         return ok0 and lam >= 1.0, cur, total, last, sens
 
-    def _newton(self, run: SolveRun, th: Tensor, loads: Loads, state, scale: float, tol: float, max_iter: int,
-                max_rot: float, log: list[float], step_tol: float = policy.STEP_TOL):
-        """Capped Riemannian Newton iterations; returns (converged, state, iterations, last residual context,
-        sensitivity dq/dθ from the last factorisation or None). The tangent is formed only when a step is taken."""
+    def _newton(self, run: SolveRun, th: Tensor, loads: Loads, state):
+        """Capped Riemannian Newton iterations with the rules of ``run.settings`` and the residual scale
+        ``run.scale``, the norms appended to ``run.log``; returns (converged, state, iterations, last residual
+        context, sensitivity dq/dθ from the last factorisation or None). The tangent is formed only when a step is
+        taken."""
+        scale, log = run.scale, run.log
+        tol, max_iter = run.settings.tol, run.settings.max_iter
+        max_rot, step_tol = run.settings.max_rotation_step, run.settings.step_tol
         if run.compiled:
-            ok, state, it, last, sens, nodes = newton_compiled(self, run.cache.constants(self), th, loads, state, scale,
-                                                               tol, max_iter, max_rot, log, step_tol)
+            ok, state, it, last, sens, nodes = newton_compiled(
+                self, run.cache.constants(self), th, loads, state, run.settings, scale, log
+            )
             run.nodes = (state[0], nodes)
             return ok, state, it, last, sens
         g_ee, g_int, beta = state
@@ -238,7 +303,7 @@ class SolverMixin(AssemblyMixin):
                 return True, self._retract(g_ee, g_int, beta, dy, dz, 1.0, th), it, last, sens
             if verdict == FAILED:
                 return False, (g_ee, g_int, beta), it, last, sens
-            rot = torch.cat([dy[:, :6 * (n - 1)].reshape(-1, 6)[:, :3], dz[None, :3]])
+            rot = torch.cat([dy[:, : 6 * (n - 1)].reshape(-1, 6)[:, :3], dz[None, :3]])
             alpha = _step_scale(float(torch.linalg.vector_norm(rot, dim=-1).max()), max_rot)
             # damping: backtrack while the residual would grow more than `growth`-fold
             for _ in range(self.backtracks + 1):
@@ -253,8 +318,9 @@ class SolverMixin(AssemblyMixin):
             res, res_ee, last, norm = res_c, res_ee_c, last_c, n_c
             log.append(norm)
 
-    def _implicit(self, run: SolveRun, theta: Tensor, loads: Loads, eq: Equilibrium, kt: Tensor,
-                  kee: Tensor) -> Equilibrium:
+    def _implicit(
+        self, run: SolveRun, theta: Tensor, loads: Loads, eq: Equilibrium, kt: Tensor, kee: Tensor
+    ) -> Equilibrium:
         g_ee, g_int, beta = eq.g_ee, eq.nodes[:, 1:-1], eq.beta
         res, _, res_ee, _ = self._assemble(theta, g_ee, g_int, beta, loads, False, run.elements)
         dy, dz = self._newton_step(res, kt.detach(), res_ee, kee.detach())
@@ -269,19 +335,24 @@ class SolverMixin(AssemblyMixin):
         s = float((k[:, :3].max(-1).values / self.lengths).max())
         return max(s, loads.magnitude(length))
 
-    def _scales(self) -> Tensor:
-        """Per-unknown weights (12N,) making residual entries N·m: [1, L] per node, 1/L² per β."""
+    def residual_weights(self) -> Tensor:
+        """Per-unknown weights (12N,) making residual entries N·m: [1, L] per node, 1/L² per β.
+
+        Returns:
+            The weights (12N,), float64, in the rod-local unknown order [ζ_1 … ζ_{N-1}, β_1 … β_N, ζ_ee];
+            L is the mean rod length [m].
+        """
         n = self.n_elements
         length = float(self.lengths.mean())
         node = torch.tensor([1.0] * 3 + [length] * 3, dtype=torch.float64)
-        w = torch.cat([node.repeat(n - 1), torch.full((6 * n,), 1.0 / length ** 2, dtype=torch.float64), node])
+        w = torch.cat([node.repeat(n - 1), torch.full((6 * n,), 1.0 / length**2, dtype=torch.float64), node])
         return w
 
     def _scaled_norm(self, w: Tensor, res: Tensor, res_ee: Tensor, loads_scale: float) -> float:
         """Scaled residual ∞-norm (entries in N·m by the weights ``w`` (12N,), over ``loads_scale``); ∞ when an
         entry is not finite (a diverged state must not read as converged; as the compiled kernels)."""
-        ry = res[:, :self.n_y] * w[:self.n_y]
-        rz = (res[:, self.n_y:].sum(0) + res_ee) * w[self.n_y:]
+        ry = res[:, : self.n_y] * w[: self.n_y]
+        rz = (res[:, self.n_y :].sum(0) + res_ee) * w[self.n_y :]
         entries = torch.cat([ry.reshape(-1), rz]).abs()
         if not bool(torch.isfinite(entries).all()):
             return math.inf
@@ -301,8 +372,8 @@ class SolverMixin(AssemblyMixin):
         ny = self.n_y
         kyy, kyz = kt[:, :ny, :ny], kt[:, :ny, ny:]
         kzy, kzz = kt[:, ny:, :ny], kt[:, ny:, ny:]
-        rhs = res[..., None] if drdth is None else torch.cat([res[..., None], drdth], -1)   # (R, 12N, c)
-        x = _solve_per_matrix(kyy, torch.cat([kyz, rhs[:, :ny]], -1))     # (R, ny, 6 + c)
+        rhs = res[..., None] if drdth is None else torch.cat([res[..., None], drdth], -1)  # (R, 12N, c)
+        x = _solve_per_matrix(kyy, torch.cat([kyz, rhs[:, :ny]], -1))  # (R, ny, 6 + c)
         s = kzz.sum(0) + kee - (kzy @ x[..., :6]).sum(0)
         rz = rhs[:, ny:].sum(0) - (kzy @ x[..., 6:]).sum(0)
         rz = rz + torch.cat([res_ee[:, None], rz.new_zeros(6, rz.shape[1] - 1)], -1)

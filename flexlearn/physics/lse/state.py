@@ -1,4 +1,6 @@
-"""Value types of the CPR statics solver: loads, the equilibrium it returns, its error, motor twists."""
+"""Value types of the CPR statics solver: loads, the equilibrium it returns, motor twists (its errors:
+:mod:`flexlearn.physics.lse.errors`)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -6,18 +8,6 @@ from typing import Optional
 
 import torch
 from torch import Tensor
-
-from flexlearn.errors import FlexlearnError
-
-
-class ConvergenceError(FlexlearnError):
-    """Newton did not converge: carries the last scaled residual norm and the iteration count."""
-
-    def __init__(self, message: str, residual_norm: float, iterations: int, residual_log: list[float]):
-        super().__init__(f"{message} (scaled residual {residual_norm:.3e} after {iterations} iterations)")
-        self.residual_norm = residual_norm
-        self.iterations = iterations
-        self.residual_log = residual_log
 
 
 @dataclass
@@ -41,8 +31,14 @@ class Loads:
     def scaled(self, lam: float) -> "Loads":
         """The same loads multiplied by λ (continuation)."""
         f = lambda t: None if t is None else lam * t  # noqa: E731
-        return Loads(f(self.ee_wrench), f(self.node_wrenches), self.pulley_position, f(self.pulley_tension),
-                     self.gravity, self.gravity_scale * lam)
+        return Loads(
+            f(self.ee_wrench),
+            f(self.node_wrenches),
+            self.pulley_position,
+            f(self.pulley_tension),
+            self.gravity,
+            self.gravity_scale * lam,
+        )
 
     def magnitude(self, length: float) -> float:
         """|applied moments| + |applied forces| · length [N·m] (gravity not included): the load part of the
@@ -59,8 +55,9 @@ class Loads:
         return mag
 
     def tensors(self) -> list[Tensor]:
-        return [t for t in (self.ee_wrench, self.node_wrenches, self.pulley_position, self.pulley_tension)
-                if t is not None]
+        return [
+            t for t in (self.ee_wrench, self.node_wrenches, self.pulley_position, self.pulley_tension) if t is not None
+        ]
 
 
 @dataclass
@@ -86,8 +83,15 @@ class Equilibrium:
         return self.g_ee[:3, 3]
 
     def detach(self) -> "Equilibrium":
-        return Equilibrium(self.g_ee.detach(), self.nodes.detach(), self.beta.detach(), self.theta.detach(),
-                           self.iterations, list(self.residual_log), self.sensitivity)
+        return Equilibrium(
+            self.g_ee.detach(),
+            self.nodes.detach(),
+            self.beta.detach(),
+            self.theta.detach(),
+            self.iterations,
+            list(self.residual_log),
+            self.sensitivity,
+        )
 
 
 def motor_twist(axis: Tensor, pivot: Tensor) -> Tensor:

@@ -26,8 +26,10 @@ IMU order: link by link, the reference IMU first, then the slope IMUs in the ord
 """
 
 import math
-from typing import TYPE_CHECKING, List, NamedTuple, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import List, NamedTuple, Optional, Sequence, Tuple
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -36,12 +38,97 @@ from flexlearn.physics.modal.link import FlexibleLink
 from flexlearn.physics.modal.reconstruction import ModalReconstructor
 from flexlearn.sensing.attitude.kernels import output as att_output
 from flexlearn.sensing.attitude.kernels import step as att_step
-from flexlearn.sensing.imu import GRAVITY
+from flexlearn.sensing.attitude.offline import AttitudeConfig, initial_state, make_params
+from flexlearn.sensing.imu import GRAVITY, ComplementaryFilter, ImuMount
 
-if TYPE_CHECKING:
-    from flexlearn.sensing.attitude.offline import AttitudeConfig
+__all__ = ["EstimatorOptions", "EstimatorParts", "FlexibleArmEstimator"]
 
-__all__ = ["FlexibleArmEstimator"]
+
+@dataclass(frozen=True)
+class EstimatorOptions:
+    """Settings of :meth:`FlexibleArmEstimator.build` (seed 000, §II–IV; defaults: the seed's 1 kHz estimator).
+
+    Attributes:
+        mount_angles: per IMU, the mounting angle about the link axis [rad] (:class:`~flexlearn.sensing.imu.ImuMount`;
+            None: all 0).
+        mount_flipped: per IMU, mounted upside down (None: none).
+        dt: step [s].
+        k_p: proportional gain of the PI complementary filter of eq. (6) [1/s].
+        k_i: integral gain of that filter [1/s²].
+        acc_range: accelerometer saturation limit [m/s²].
+        gyr_range: gyro saturation limit [rad/s].
+        regularization: Tikhonov weight of the modal reconstruction (eq. (18), :class:`ModalReconstructor`).
+        compensate: subtract the rigid-chain linear acceleration of every IMU before eq. (2)
+            (:func:`flexlearn.sensing.imu.kinematic_acceleration`; angular accelerations from the reference
+            gyros, differentiated and low-passed with ``tau_alpha``).
+        tau_alpha: time constant of that low-pass [s].
+        elastic: (with ``compensate``) also subtract the deflection accelerations ``Φ(ξ_s) η̈`` with ``η̈ = G α``
+            from the differentiated rates of all IMUs (the runtime's own modal model).
+        modal_rates: joint rates as the time derivative of the joint-angle map applied to the gyros,
+            ``θ̇ = P_θ ω̂`` (link-i base rate = reference gyro minus the modal slope rate at l_r, minus the previous
+            link's modal tip-slope rate), instead of eq. (5)'s ``ω̂_{r,i} − ω̂_{last,i−1}`` (which takes the last
+            IMU's rotation for the tip's: in closed loop a high mode that turns the tip and that IMU differently
+            feeds the joint-2 damping term).
+        inclination: ``"complementary"`` (default) the PI filter of eq. (6) on ψ = atan2(f_y, f_z);
+            ``"attitude"``: per IMU the attitude filter of :mod:`flexlearn.sensing.attitude.kernels` (VQF-type) on
+            the compensated link-frame accelerometer (f_x, f_y, f_z) and the link-frame gyro, ψ̂ = atan2(u_y, u_z)
+            with u = R(q̂)ᵀ e_z and b̂ = −(its gyro bias)_x (slower per step: one scalar filter per IMU).
+        attitude: the attitude filter's :class:`~flexlearn.sensing.attitude.offline.AttitudeConfig` (None:
+            defaults); used with ``inclination="attitude"``.
+    """
+
+    mount_angles: Optional[Sequence[float]] = None
+    mount_flipped: Optional[Sequence[bool]] = None
+    dt: float = 1e-3
+    k_p: float = 7.0407
+    k_i: float = 0.1984
+    acc_range: float = 6.0 * GRAVITY
+    gyr_range: float = math.radians(300.0)
+    regularization: float = 0.0
+    compensate: bool = True
+    tau_alpha: float = 0.05
+    elastic: bool = True
+    modal_rates: bool = False
+    inclination: str = "complementary"
+    attitude: Optional[AttitudeConfig] = None
+
+
+@dataclass(frozen=True)
+class EstimatorParts:
+    """What :meth:`FlexibleArmEstimator.build` folds from the links and options (S IMUs, M modes, n links).
+
+    Attributes:
+        in_map: (3S, 6S) raw frames ``cat([acc, gyr], 1).reshape(-1)`` → link-frame (f_y (S), f_z (S), ω_x (S)).
+        inv_range: (6S,) reciprocal saturation limits per frame entry [s²/m, s/rad].
+        psi_map: (1 + M + 5n, S) filtered inclinations → [end-effector angle, θ (n), η (M), w(L), w′(L), w″(0),
+            absolute link base angles (n each)].
+        rate_map: (n, S) bias-corrected gyro rates → joint rates.
+        lengths: (n,) link lengths [m].
+        n_imus: S.
+        n_modes_total: M = Σ modes of all links.
+        lever: (S, n) distances of every IMU from the joints before it [m].
+        link_of_imu: (S,) long, the link each IMU sits on.
+        ref_index: (n,) long, the reference IMU of each link.
+        mount: (S, 3, 3) mounting rotations sensor → link.
+        own_el: (S, S) deflection at every IMU from its link's η = G ψ (None: no elastic compensation).
+        tip_el: (n, S) tip deflection of every link (None: no elastic compensation).
+        attitude_params: parameters of the attitude-filter kernel (None: the PI filter of eq. (6)).
+    """
+
+    in_map: Tensor
+    inv_range: Tensor
+    psi_map: Tensor
+    rate_map: Tensor
+    lengths: Tensor
+    n_imus: int
+    n_modes_total: int
+    lever: Tensor
+    link_of_imu: Tensor
+    ref_index: Tensor
+    mount: Tensor
+    own_el: Optional[Tensor] = None
+    tip_el: Optional[Tensor] = None
+    attitude_params: Optional[List[float]] = None
 
 
 class _LinkMatrices(NamedTuple):
@@ -61,8 +148,12 @@ class _LinkMatrices(NamedTuple):
     link_of_imu: Tensor
 
 
-def _link_matrices(links: Sequence[FlexibleLink], imu_positions: Sequence[Sequence[float]], n_modes: Sequence[int],
-                   regularization: float) -> _LinkMatrices:
+def _link_matrices(
+    links: Sequence[FlexibleLink],
+    imu_positions: Sequence[Sequence[float]],
+    n_modes: Sequence[int],
+    regularization: float,
+) -> _LinkMatrices:
     """Modal reconstruction of every link (:class:`ModalReconstructor`, eq. (18)) stacked into the blocks of
     :class:`_LinkMatrices`; raises ConfigError for too few IMUs for the modes of a link."""
     n = len(links)
@@ -80,18 +171,23 @@ def _link_matrices(links: Sequence[FlexibleLink], imu_positions: Sequence[Sequen
     s0 = m0 = 0
     for i, (link, pos, m) in enumerate(zip(links, imu_positions, n_modes)):
         check(m >= 1, f"estimator.n_modes[{i}]", m, "must be >= 1")
-        check(len(pos) >= m + 1, f"estimator.imu_positions[{i}]", list(pos),
-              f"need {m} slope IMUs plus one reference IMU for {m} modes")
-        rec = ModalReconstructor.from_link(link, list(pos[1:]), m, reference=float(pos[0]),
-                                           regularization=regularization)
+        check(
+            len(pos) >= m + 1,
+            f"estimator.imu_positions[{i}]",
+            list(pos),
+            f"need {m} slope IMUs plus one reference IMU for {m} modes",
+        )
+        rec = ModalReconstructor.from_link(
+            link, list(pos[1:]), m, reference=float(pos[0]), regularization=regularization
+        )
         k = len(pos)
-        G[m0:m0 + m, s0 + 1:s0 + k] = rec.gain
-        G[m0:m0 + m, s0] = -rec.gain.sum(-1)
-        H[0, i, m0:m0 + m] = rec.tip_row
-        H[1, i, m0:m0 + m] = rec.tip_slope_row
-        H[2, i, m0:m0 + m] = rec.base_curvature_row
-        H[3, i, m0:m0 + m] = rec.ref_slope_row
-        Phi_pos[s0:s0 + k, m0:m0 + m] = link.mode_shapes(torch.tensor(list(pos), dtype=f64), m, 0).reshape(k, m)
+        G[m0 : m0 + m, s0 + 1 : s0 + k] = rec.gain
+        G[m0 : m0 + m, s0] = -rec.gain.sum(-1)
+        H[0, i, m0 : m0 + m] = rec.tip_row
+        H[1, i, m0 : m0 + m] = rec.tip_slope_row
+        H[2, i, m0 : m0 + m] = rec.base_curvature_row
+        H[3, i, m0 : m0 + m] = rec.ref_slope_row
+        Phi_pos[s0 : s0 + k, m0 : m0 + m] = link.mode_shapes(torch.tensor(list(pos), dtype=f64), m, 0).reshape(k, m)
         for j, xi in enumerate(pos):
             lever[s0 + j, :i] = torch.tensor([float(lk.length) for lk in links[:i]], dtype=f64)
             lever[s0 + j, i] = float(xi)
@@ -104,12 +200,11 @@ def _link_matrices(links: Sequence[FlexibleLink], imu_positions: Sequence[Sequen
     return _LinkMatrices(G, H, E_ref, E_last, lengths, lever, Phi_pos, link_of_imu)
 
 
-def _frame_map(S: int, mount_angles: Optional[Sequence[float]], mount_flipped: Optional[Sequence[bool]]
-               ) -> Tuple[Tensor, Tensor]:
+def _frame_map(
+    S: int, mount_angles: Optional[Sequence[float]], mount_flipped: Optional[Sequence[bool]]
+) -> Tuple[Tensor, Tensor]:
     """``in_map`` (3S, 6S): raw frames ``cat([acc, gyr], 1).reshape(-1)`` → link-frame (f_y (S), f_z (S), ω_x (S)),
     and the mounting rotations sensor → link (S, 3, 3) (:class:`~flexlearn.sensing.imu.ImuMount`)."""
-    from flexlearn.sensing.imu import ImuMount
-
     f64 = torch.float64
     ang = torch.zeros(S, dtype=f64) if mount_angles is None else torch.as_tensor(mount_angles, dtype=f64)
     fl = torch.zeros(S, dtype=torch.bool) if mount_flipped is None else torch.as_tensor(mount_flipped)
@@ -117,9 +212,9 @@ def _frame_map(S: int, mount_angles: Optional[Sequence[float]], mount_flipped: O
     Mnt = ImuMount(ang, fl).matrix  # (S, 3, 3)
     in_map = torch.zeros(3 * S, 6 * S, dtype=f64)
     for s in range(S):
-        in_map[s, 6 * s:6 * s + 3] = Mnt[s, 1]  # f_y in the link frame
-        in_map[S + s, 6 * s:6 * s + 3] = Mnt[s, 2]  # f_z
-        in_map[2 * S + s, 6 * s + 3:6 * s + 6] = Mnt[s, 0]  # ω_x
+        in_map[s, 6 * s : 6 * s + 3] = Mnt[s, 1]  # f_y in the link frame
+        in_map[S + s, 6 * s : 6 * s + 3] = Mnt[s, 2]  # f_z
+        in_map[2 * S + s, 6 * s + 3 : 6 * s + 6] = Mnt[s, 0]  # ω_x
     return in_map, Mnt
 
 
@@ -147,9 +242,6 @@ def _attitude_start(params: Optional[List[float]]) -> List[float]:
     """Start state of the attitude filter for kernel parameters ``params`` ([0.0] when unused)."""
     if params is None:
         return [0.0]
-    import numpy as np
-
-    from flexlearn.sensing.attitude.offline import initial_state
     return [float(x) for x in initial_state(np.asarray(params, dtype=np.float64))]
 
 
@@ -201,17 +293,23 @@ class FlexibleArmEstimator(nn.Module):
     att_s0: List[float]
     att_s: List[List[float]]
 
-    def __init__(self, in_map: Tensor, inv_range: Tensor, psi_map: Tensor, rate_map: Tensor, lengths: Tensor,
-                 n_imus: int, n_modes_total: int, k_p: float, k_i: float, dt: float, lever: Tensor,
-                 link_of_imu: Tensor, ref_index: Tensor, compensate: bool = True, tau_alpha: float = 0.05,
-                 own_el: Optional[Tensor] = None, tip_el: Optional[Tensor] = None,
-                 attitude_params: Optional[List[float]] = None, mount: Optional[Tensor] = None) -> None:
+    def __init__(self, parts: EstimatorParts, options: EstimatorOptions) -> None:
+        """Hold the folded maps as buffers and the filter gains as floats (use :meth:`build`).
+
+        Args:
+            parts: the maps and per-IMU tables folded by :meth:`build`.
+            options: the gains, step, compensation switches (``dt``, ``k_p``, ``k_i``, ``compensate``,
+                ``tau_alpha`` are read here).
+        """
         super().__init__()
+        in_map, inv_range, psi_map, lengths = parts.in_map, parts.inv_range, parts.psi_map, parts.lengths
+        n_imus, own_el, tip_el, link_of_imu = parts.n_imus, parts.own_el, parts.tip_el, parts.link_of_imu
+        dt = options.dt
         self.n_links = int(lengths.numel())
         self.n_imus = n_imus
-        self.n_modes_total = n_modes_total
-        self.k_p_dt = float(k_p * dt)
-        self.k_i_dt = float(k_i * dt)
+        self.n_modes_total = parts.n_modes_total
+        self.k_p_dt = float(options.k_p * dt)
+        self.k_i_dt = float(options.k_i * dt)
         self.dt = float(dt)
         S6 = 6 * n_imus
         cols = torch.arange(S6).reshape(n_imus, 6)
@@ -219,12 +317,12 @@ class FlexibleArmEstimator(nn.Module):
         self.register_buffer("gyr_map", in_map[:, cols[:, 3:].reshape(-1)].contiguous())  # (3S, 3S)
         self.acc_range = float(1.0 / float(inv_range[0]))
         self.gyr_range = float(1.0 / float(inv_range[3]))
-        self.register_buffer("rate_map", rate_map)  # (n, S)
+        self.register_buffer("rate_map", parts.rate_map)  # (n, S)
         self.register_buffer("inv_range", inv_range)  # (6S,)
         n0 = int(lengths.numel())
         self.register_buffer("psi_map", torch.cat([psi_map, psi_map[-n0:]], 0))  # (1 + M + 6n, S)
         offset = torch.zeros(psi_map.shape[0] + n0, dtype=torch.float64)
-        offset[-2 * n0:-n0] = 0.5 * math.pi  # sin(φ + π/2) = cos φ
+        offset[-2 * n0 : -n0] = 0.5 * math.pi  # sin(φ + π/2) = cos φ
         self.register_buffer("offset", offset)
         self.register_buffer("lengths", lengths)
         n = self.n_links
@@ -233,24 +331,25 @@ class FlexibleArmEstimator(nn.Module):
         fs = torch.zeros(4 * n_imus, dtype=torch.float64)
         self.register_buffer("filter_state", fs)
         self.register_buffer("psi_hat", fs[0:n_imus])
-        self.register_buffer("bias_hat", fs[n_imus:2 * n_imus])
+        self.register_buffer("bias_hat", fs[n_imus : 2 * n_imus])
         self.register_buffer("initialized", torch.zeros((), dtype=torch.bool))
-        self.register_buffer("last_out", torch.zeros(3 + 2 * n + n_modes_total + 3 * n, dtype=torch.float64))
+        self.register_buffer("last_out", torch.zeros(3 + 2 * n + parts.n_modes_total + 3 * n, dtype=torch.float64))
         self.register_buffer("fault_true", torch.ones((), dtype=torch.bool))
-        self.compensate = bool(compensate)
+        self.compensate = bool(options.compensate)
         self.inv_dt = float(1.0 / dt)
-        self.beta_alpha = float(dt / (tau_alpha + dt))
-        self.register_buffer("lever_t", lever.t().contiguous())  # (n, S)
+        self.beta_alpha = float(dt / (options.tau_alpha + dt))
+        self.register_buffer("lever_t", parts.lever.t().contiguous())  # (n, S)
         self.register_buffer("sign2", torch.tensor([[-1.0], [1.0]], dtype=torch.float64))
         self.register_buffer("rot90", torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=torch.float64))
         self.register_buffer("trig", torch.zeros(2 * n, dtype=torch.float64))
         self.register_buffer("link_of_imu", link_of_imu)  # (S,)
-        self.register_buffer("ref_index", ref_index)  # (n,)
-        self.register_buffer("alpha", fs[2 * n_imus:3 * n_imus])
-        self.register_buffer("w_prev", fs[3 * n_imus:])
+        self.register_buffer("ref_index", parts.ref_index)  # (n,)
+        self.register_buffer("alpha", fs[2 * n_imus : 3 * n_imus])
+        self.register_buffer("w_prev", fs[3 * n_imus :])
         self.elastic = own_el is not None
-        self.register_buffer("own_el", own_el if own_el is not None else torch.zeros(n_imus, n_imus,
-                                                                                      dtype=torch.float64))
+        self.register_buffer(
+            "own_el", own_el if own_el is not None else torch.zeros(n_imus, n_imus, dtype=torch.float64)
+        )
         self.register_buffer("tip_el", tip_el if tip_el is not None else torch.zeros(n, n_imus, dtype=torch.float64))
         after = (link_of_imu.unsqueeze(0) > torch.arange(n).unsqueeze(1)).to(torch.float64)  # (n, S)
         self.register_buffer("after_t", after)
@@ -258,66 +357,85 @@ class FlexibleArmEstimator(nn.Module):
         # link-frame readings of the last valid frame [f_y (S); f_z (S); ω_x (S)] before any compensation
         self.register_buffer("frame_link", torch.zeros(3 * n_imus, dtype=torch.float64))
         # inclination="attitude": kernel parameters, one kernel state per IMU (updated in place), start state
+        attitude_params = parts.attitude_params
         self.use_attitude = attitude_params is not None
         self.att_p = list(attitude_params) if attitude_params is not None else [0.0]
         self.att_s0 = _attitude_start(attitude_params)
         self.att_s = [list(self.att_s0) for _ in range(n_imus if self.use_attitude else 0)]
-        self.register_buffer("mount", mount if mount is not None else torch.zeros(n_imus, 3, 3, dtype=torch.float64))
+        self.register_buffer("mount", parts.mount)
 
     @classmethod
-    def build(cls, links: Sequence[FlexibleLink], imu_positions: Sequence[Sequence[float]], n_modes: Sequence[int],
-              mount_angles: Optional[Sequence[float]] = None, mount_flipped: Optional[Sequence[bool]] = None,
-              dt: float = 1e-3, k_p: float = 7.0407, k_i: float = 0.1984, acc_range: float = 6.0 * GRAVITY,
-              gyr_range: float = math.radians(300.0), regularization: float = 0.0, compensate: bool = True,
-              tau_alpha: float = 0.05, elastic: bool = True, modal_rates: bool = False,
-              inclination: str = "complementary", attitude: Optional["AttitudeConfig"] = None
-              ) -> "FlexibleArmEstimator":
-        """Links (scalar FlexibleLink each), IMU positions per link [m] (reference first), modes per link.
+    def build(
+        cls,
+        links: Sequence[FlexibleLink],
+        imu_positions: Sequence[Sequence[float]],
+        n_modes: Sequence[int],
+        options: Optional[EstimatorOptions] = None,
+    ) -> "FlexibleArmEstimator":
+        """The estimator of ``links`` with IMUs at ``imu_positions``, folded into its maps (module docstring).
 
-        ``compensate``: subtract the rigid-chain linear acceleration of every IMU before eq. (2)
-        (:func:`flexlearn.sensing.imu.kinematic_acceleration`; angular accelerations from the reference
-        gyros, differentiated and low-passed with ``tau_alpha`` [s]); ``elastic`` (with ``compensate``)
-        also subtracts the deflection accelerations ``Φ(ξ_s) η̈`` with ``η̈ = G α`` from the differentiated
-        rates of all IMUs (the runtime's own modal model). ``modal_rates``: joint rates as the time derivative
-        of the joint-angle map applied to the gyros, ``θ̇ = P_θ ω̂`` (link-i base rate = reference gyro minus
-        the modal slope rate at l_r, minus the previous link's modal tip-slope rate), instead of eq. (5)'s
-        ``ω̂_{r,i} − ω̂_{last,i−1}`` (which takes the last IMU's rotation for the tip's: in closed loop a high
-        mode that turns the tip and that IMU differently feeds the joint-2 damping term). ``acc_range``/``gyr_range``:
-        saturation limits [m/s², rad/s]. ``inclination``: ``"complementary"`` (default) the PI filter of eq. (6)
-        on ψ = atan2(f_y, f_z); ``"attitude"``: per IMU the attitude filter of :mod:`flexlearn.sensing.attitude.kernels`
-        (VQF-type, ``attitude`` its :class:`~flexlearn.sensing.attitude.offline.AttitudeConfig`) on the compensated
-        link-frame accelerometer (f_x, f_y, f_z) and the link-frame gyro, ψ̂ = atan2(u_y, u_z) with u = R(q̂)ᵀ e_z
-        and b̂ = −(its gyro bias)_x (slower per step: one scalar filter per IMU). Configuration errors (unobservable
-        placement, wrong counts, bad gains or ranges) raise :class:`~flexlearn.errors.ConfigError`.
+        Args:
+            links: one scalar :class:`FlexibleLink` per link.
+            imu_positions: per link, the IMU positions along it [m], the reference IMU first.
+            n_modes: retained modes per link (each link needs one slope IMU per mode besides the reference).
+            options: gains, step, saturation limits, compensation and inclination filter
+                (:class:`EstimatorOptions`; defaults if None).
+
+        Returns:
+            The estimator (eager; ``torch.jit.script`` it for the runtime).
+
+        Raises:
+            ConfigError: configuration errors (unobservable placement, wrong counts, bad gains or ranges).
         """
-        from flexlearn.sensing.imu import ComplementaryFilter
-
-        check(len(links) == len(imu_positions) == len(n_modes) and len(links) >= 1, "estimator.links",
-              (len(links), len(imu_positions), len(n_modes)), "links, imu_positions and n_modes must match")
-        check(acc_range > 0 and gyr_range > 0, "estimator.acc_range", (acc_range, gyr_range), "must be > 0")
-        check(inclination in ("complementary", "attitude"), "estimator.inclination", inclination,
-              "must be 'complementary' or 'attitude'")
-        ComplementaryFilter(k_p, k_i, dt)  # validates the gains
+        o = options if options is not None else EstimatorOptions()
+        check(
+            len(links) == len(imu_positions) == len(n_modes) and len(links) >= 1,
+            "estimator.links",
+            (len(links), len(imu_positions), len(n_modes)),
+            "links, imu_positions and n_modes must match",
+        )
+        check(o.acc_range > 0 and o.gyr_range > 0, "estimator.acc_range", (o.acc_range, o.gyr_range), "must be > 0")
+        check(
+            o.inclination in ("complementary", "attitude"),
+            "estimator.inclination",
+            o.inclination,
+            "must be 'complementary' or 'attitude'",
+        )
+        ComplementaryFilter(o.k_p, o.k_i, o.dt)  # validates the gains
         n = len(links)
-        lm = _link_matrices(links, imu_positions, n_modes, regularization)
+        lm = _link_matrices(links, imu_positions, n_modes, o.regularization)
         S, M = lm.lever.shape[0], lm.G.shape[0]
-        in_map, mount = _frame_map(S, mount_angles, mount_flipped)
-        psi_map, rate_map = _output_maps(lm, n, modal_rates)
+        in_map, mount = _frame_map(S, o.mount_angles, o.mount_flipped)
+        psi_map, rate_map = _output_maps(lm, n, o.modal_rates)
         f64 = torch.float64
-        inv = torch.cat([torch.full((S, 3), 1.0 / acc_range, dtype=f64),
-                         torch.full((S, 3), 1.0 / gyr_range, dtype=f64)], 1).reshape(-1)
-        check(tau_alpha > 0, "estimator.tau_alpha", tau_alpha, "must be > 0")
-        ref_index = lm.E_ref.argmax(-1)
+        inv = torch.cat(
+            [torch.full((S, 3), 1.0 / o.acc_range, dtype=f64), torch.full((S, 3), 1.0 / o.gyr_range, dtype=f64)], 1
+        ).reshape(-1)
+        check(o.tau_alpha > 0, "estimator.tau_alpha", o.tau_alpha, "must be > 0")
         own_el = tip_el = None
-        if elastic:
+        if o.elastic:
             own_el = lm.Phi_pos @ lm.G  # (S, S): deflection at every IMU from its link's η = G ψ
             tip_el = lm.H[0] @ lm.G  # (n, S): tip deflection of every link
         att = None
-        if inclination == "attitude":
-            from flexlearn.sensing.attitude.offline import make_params
-            att = [float(x) for x in make_params(1.0 / dt, attitude)]
-        return cls(in_map, inv, psi_map, rate_map, torch.tensor(lm.lengths, dtype=f64), S, M, k_p, k_i, dt,
-                   lm.lever, lm.link_of_imu, ref_index, compensate, tau_alpha, own_el, tip_el, att, mount)
+        if o.inclination == "attitude":
+            att = [float(x) for x in make_params(1.0 / o.dt, o.attitude)]
+        parts = EstimatorParts(
+            in_map=in_map,
+            inv_range=inv,
+            psi_map=psi_map,
+            rate_map=rate_map,
+            lengths=torch.tensor(lm.lengths, dtype=f64),
+            n_imus=S,
+            n_modes_total=M,
+            lever=lm.lever,
+            link_of_imu=lm.link_of_imu,
+            ref_index=lm.E_ref.argmax(-1),
+            mount=mount,
+            own_el=own_el,
+            tip_el=tip_el,
+            attitude_params=att,
+        )
+        return cls(parts, o)
 
     @torch.jit.export
     def reset(self) -> None:
@@ -337,8 +455,10 @@ class FlexibleArmEstimator(nn.Module):
     def step(self, acc: Tensor, gyr: Tensor) -> Tuple[Tensor, Tensor]:
         """Packed output ``[pose (3), θ (n), η (M), w(L) (n), w′(L) (n), w″(0) (n), θ̇ (n)]`` and fault."""
         # max |x| in one op (NaN propagates, so NaN fails the comparison)
-        if not (float(torch.linalg.vector_norm(acc, float("inf"))) < self.acc_range
-                and float(torch.linalg.vector_norm(gyr, float("inf"))) < self.gyr_range):
+        if not (
+            float(torch.linalg.vector_norm(acc, float("inf"))) < self.acc_range
+            and float(torch.linalg.vector_norm(gyr, float("inf"))) < self.gyr_range
+        ):
             if self.use_attitude:  # the attitude filters count the missing sample (gap bridging, recovery)
                 nan = float("nan")
                 for st in self.att_s:
@@ -349,12 +469,12 @@ class FlexibleArmEstimator(nn.Module):
         M = self.n_modes_total
         v = torch.addmv(torch.mv(self.acc_map, acc.reshape(-1)), self.gyr_map, gyr.reshape(-1))
         self.frame_link.copy_(v)
-        w = v[2 * S:]
+        w = v[2 * S :]
         fy = v[:S]
-        fz = v[S:2 * S]
+        fz = v[S : 2 * S]
         if not bool(self.initialized):
             self.psi_hat.copy_(torch.atan2(fy, fz))
-            self.trig.copy_(torch.sin(torch.addmv(self.offset, self.psi_map, self.psi_hat)[1 + 4 * n + M:]))
+            self.trig.copy_(torch.sin(torch.addmv(self.offset, self.psi_map, self.psi_hat)[1 + 4 * n + M :]))
             self.w_prev.copy_(w)
             self.initialized.fill_(True)
         if self.compensate:
@@ -387,12 +507,12 @@ class FlexibleArmEstimator(nn.Module):
             self.bias_hat.add_(e, alpha=self.k_i_dt)
         # y = [angle, θ (n), η (M), w(L), w′(L), w″(0), φ + π/2 (n), φ (n)]
         y = torch.addmv(self.offset, self.psi_map, self.psi_hat)
-        trig = torch.sin(y[1 + 4 * n + M:])  # [cos φ, sin φ]
+        trig = torch.sin(y[1 + 4 * n + M :])  # [cos φ, sin φ]
         self.trig.copy_(trig)
         rate = torch.mv(self.rate_map, w + self.bias_hat)
         cs2 = trig.view(2, n)
-        pos = torch.mv(cs2, self.lengths) + torch.mv(self.rot90, torch.mv(cs2, y[1 + n + M:1 + 2 * n + M]))
-        out = torch.cat([pos, y[:1 + 4 * n + M], rate])
+        pos = torch.mv(cs2, self.lengths) + torch.mv(self.rot90, torch.mv(cs2, y[1 + n + M : 1 + 2 * n + M]))
+        out = torch.cat([pos, y[: 1 + 4 * n + M], rate])
         self.last_out.copy_(out)
         return out, self.fault_false
 
@@ -410,17 +530,27 @@ class FlexibleArmEstimator(nn.Module):
             st = self.att_s[i]
             att_step(st, self.att_p, g[i][0], g[i][1], g[i][2], a[i][0], fyl[i], fzl[i], 0.0, 0.0, 0.0, False)
             w, x, y, z = att_output(st, False)
-            psi.append(torch.scalar_tensor(math.atan2(2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)),
-                                           dtype=torch.float64))
+            psi.append(
+                torch.scalar_tensor(math.atan2(2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)), dtype=torch.float64)
+            )
             bias.append(torch.scalar_tensor(-st[12], dtype=torch.float64))
         self.psi_hat.copy_(torch.stack(psi))
         self.bias_hat.copy_(torch.stack(bias))
 
-    def forward(self, acc: Tensor, gyr: Tensor
-                ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+    def forward(
+        self, acc: Tensor, gyr: Tensor
+    ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
         out, fault = self.step(acc, gyr)
         n = self.n_links
         M = self.n_modes_total
-        q = out[3 + n + M:]
-        return (out[0:3], out[3:3 + n], q[3 * n:4 * n], out[3 + n:3 + n + M], q[0:n], q[n:2 * n], q[2 * n:3 * n],
-                fault)
+        q = out[3 + n + M :]
+        return (
+            out[0:3],
+            out[3 : 3 + n],
+            q[3 * n : 4 * n],
+            out[3 + n : 3 + n + M],
+            q[0:n],
+            q[n : 2 * n],
+            q[2 * n : 3 * n],
+            fault,
+        )

@@ -48,6 +48,7 @@ the issue asks, with ``J = 0`` recovering the seed); eq. (10) keeps four constan
 clamp forces ``C₁ = C₃ = 0``; the frequency equation and the normalisation (eqs. (11)–(14)) are missing
 from the machine-typeset text and are derived here from the principle.
 """
+
 from __future__ import annotations
 
 import math
@@ -58,7 +59,7 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.forward_ad import unpack_dual
 
-from flexlearn.errors import ConfigError
+from flexlearn.errors import ArgumentError, ConfigError
 
 Number = Union[float, int, Tensor]
 
@@ -77,8 +78,7 @@ def _gauss_legendre(panels: int, order: int, dtype: torch.dtype, device: torch.d
         weights = np.concatenate([0.5 * w * h for _ in range(panels)])
         _GL_CACHE[key] = (nodes, weights)
     nodes, weights = _GL_CACHE[key]
-    return (torch.as_tensor(nodes, dtype=dtype, device=device),
-            torch.as_tensor(weights, dtype=dtype, device=device))
+    return (torch.as_tensor(nodes, dtype=dtype, device=device), torch.as_tensor(weights, dtype=dtype, device=device))
 
 
 def _entries(lam: Tensor, mu: Tensor, jr: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -105,8 +105,7 @@ def frequency_function(lam: Tensor, mu: Tensor, jr: Tensor) -> Tensor:
     th = (1.0 - e2) / (1.0 + e2)
     c, s = torch.cos(lam), torch.sin(lam)
     l3 = lam * lam * lam
-    return (sech + c + mu * lam * (c * th - s) - jr * l3 * (s + c * th)
-            + mu * jr * l3 * lam * (sech - c))
+    return sech + c + mu * lam * (c * th - s) - jr * l3 * (s + c * th) + mu * jr * l3 * lam * (sech - c)
 
 
 def _sigma_terms(lam: Tensor, mu: Tensor, jr: Tensor) -> tuple[Tensor, Tensor]:
@@ -122,10 +121,12 @@ def _sigma_terms(lam: Tensor, mu: Tensor, jr: Tensor) -> tuple[Tensor, Tensor]:
     # row 1: σ = a11/a12 ;  a12 − a11
     d1 = -one_m_th + sech * (s - c) - jr * l3 * (one_m_th - sech * (c + s))
     use2 = a22.abs() >= a12.abs()
-    sigma = torch.where(use2, a21 / torch.where(use2, a22, torch.ones_like(a22)),
-                        a11 / torch.where(use2, torch.ones_like(a12), a12))
-    one_m = torch.where(use2, d2 / torch.where(use2, a22, torch.ones_like(a22)),
-                        d1 / torch.where(use2, torch.ones_like(a12), a12))
+    sigma = torch.where(
+        use2, a21 / torch.where(use2, a22, torch.ones_like(a22)), a11 / torch.where(use2, torch.ones_like(a12), a12)
+    )
+    one_m = torch.where(
+        use2, d2 / torch.where(use2, a22, torch.ones_like(a22)), d1 / torch.where(use2, torch.ones_like(a12), a12)
+    )
     return sigma, one_m
 
 
@@ -142,7 +143,7 @@ def _shape_u(u: Tensor, lam: Tensor, sigma: Tensor, one_m: Tensor, derivative: i
         return ep + em + c - sigma * s
     if derivative == 3:
         return ep - em - s - sigma * c
-    raise ValueError(f"derivative must be 0..3, got {derivative}")
+    raise ArgumentError(f"mode shape 'derivative' = {derivative}: must be 0, 1, 2 or 3")
 
 
 def cantilever_roots(n: int) -> list[float]:
@@ -183,8 +184,15 @@ class FlexibleLink(nn.Module):
     tip_mass: Tensor
     tip_inertia: Tensor
 
-    def __init__(self, EI: Number, rho_A: Number, length: Number, tip_mass: Number = 0.0,
-                 tip_inertia: Number = 0.0, dtype: torch.dtype = torch.float64) -> None:
+    def __init__(
+        self,
+        EI: Number,
+        rho_A: Number,
+        length: Number,
+        tip_mass: Number = 0.0,
+        tip_inertia: Number = 0.0,
+        dtype: torch.dtype = torch.float64,
+    ) -> None:
         super().__init__()
         vals = {"EI": EI, "rho_A": rho_A, "length": length, "tip_mass": tip_mass, "tip_inertia": tip_inertia}
         tens = {k: _as_buffer(v, k, dtype) for k, v in vals.items()}
@@ -212,7 +220,7 @@ class FlexibleLink(nn.Module):
 
     def inertia_ratio(self) -> Tensor:
         """ȷ = J/(ρA L³) (batch_shape)."""
-        return self.tip_inertia / (self.rho_A * self.length ** 3)
+        return self.tip_inertia / (self.rho_A * self.length**3)
 
     # -- roots and frequencies -----------------------------------------------------------------
     def roots(self, n: int, points_per_pi: int = 48) -> Tensor:
@@ -239,7 +247,8 @@ class FlexibleLink(nn.Module):
                 bad = int((count < n).nonzero()[0][0]) if count.dim() > 0 else 0
                 raise ConfigError(
                     f"FlexibleLink: only {int(count.reshape(-1).min())} frequency roots below {lam_max:.3g} "
-                    f"(need {n}); check parameters (first bad batch index {bad})")
+                    f"(need {n}); check parameters (first bad batch index {bad})"
+                )
             # index of the k-th sign change: cumulative count
             csum = torch.cumsum(change.to(torch.int64), -1)
             ks = torch.arange(1, n + 1, device=mu.device)
@@ -273,7 +282,7 @@ class FlexibleLink(nn.Module):
     def angular_frequencies(self, n: int, roots: Optional[Tensor] = None) -> Tensor:
         """ωₙ = λₙ² sqrt(EI/(ρA L⁴)) [rad/s], shape (*batch, n)."""
         lam = self.roots(n) if roots is None else roots
-        scale = torch.sqrt(self.EI / (self.rho_A * self.length ** 4)).unsqueeze(-1)
+        scale = torch.sqrt(self.EI / (self.rho_A * self.length**4)).unsqueeze(-1)
         return lam * lam * scale
 
     def natural_frequencies(self, n: int, roots: Optional[Tensor] = None) -> Tensor:
@@ -282,7 +291,7 @@ class FlexibleLink(nn.Module):
 
     # -- mode shapes ---------------------------------------------------------------------------
     def _norms(self, lam: Tensor, sigma: Tensor, one_m: Tensor) -> Tensor:
-        """sqrt of the mass-weighted modal mass of the un-normalised modes (*batch, n) [kg^(1/2)]."""
+        """Sqrt of the mass-weighted modal mass of the un-normalised modes (*batch, n) [kg^(1/2)]."""
         s, w = _gauss_legendre(16, 24, lam.dtype, lam.device)
         u = lam.unsqueeze(-2) * s.unsqueeze(-1)  # (*b, Q, n)
         phi = _shape_u(u, lam.unsqueeze(-2), sigma.unsqueeze(-2), one_m.unsqueeze(-2), 0)
@@ -290,8 +299,11 @@ class FlexibleLink(nn.Module):
         L = self.length.unsqueeze(-1)
         tip = _shape_u(lam, lam, sigma, one_m, 0)
         tip_slope = _shape_u(lam, lam, sigma, one_m, 1) * lam / L  # dΦ/dξ at L
-        m2 = (self.rho_A.unsqueeze(-1) * L * integral + self.tip_mass.unsqueeze(-1) * tip * tip
-              + self.tip_inertia.unsqueeze(-1) * tip_slope * tip_slope)
+        m2 = (
+            self.rho_A.unsqueeze(-1) * L * integral
+            + self.tip_mass.unsqueeze(-1) * tip * tip
+            + self.tip_inertia.unsqueeze(-1) * tip_slope * tip_slope
+        )
         return torch.sqrt(m2)
 
     def modal_data(self, n: int) -> dict:
@@ -311,6 +323,7 @@ class FlexibleLink(nn.Module):
             n: number of modes.
             derivative: k ∈ {0, 1, 2, 3} (Φ, Φ′ [1/m], Φ″ [1/m²], Φ‴ [1/m³], all × kg^(−1/2)).
             data: optional result of :meth:`modal_data` (avoids recomputing roots).
+
         Returns:
             (*batch, P, n) float64.
         """
@@ -349,8 +362,11 @@ class FlexibleLink(nn.Module):
         phi = self.mode_shapes(xi, n, 0, d)  # (*b, Q, n)
         integral = (w.unsqueeze(-1) * xi.unsqueeze(-1) * phi).sum(-2) * L
         tv = self.tip_values(n, d)
-        return (self.rho_A.unsqueeze(-1) * integral + self.tip_mass.unsqueeze(-1) * L * tv["tip"]
-                + self.tip_inertia.unsqueeze(-1) * tv["tip_slope"])
+        return (
+            self.rho_A.unsqueeze(-1) * integral
+            + self.tip_mass.unsqueeze(-1) * L * tv["tip"]
+            + self.tip_inertia.unsqueeze(-1) * tv["tip_slope"]
+        )
 
     def gram(self, n: int, quad_points: int = 400) -> Tensor:
         """Mass-weighted Gram matrix of the normalised modes (*batch, n, n) (should be identity)."""
@@ -366,5 +382,6 @@ class FlexibleLink(nn.Module):
         tv = self.tip_values(n, d)
         G = G + self.tip_mass.reshape(self.length.shape + (1, 1)) * tv["tip"].unsqueeze(-1) * tv["tip"].unsqueeze(-2)
         G = G + self.tip_inertia.reshape(self.length.shape + (1, 1)) * (
-            tv["tip_slope"].unsqueeze(-1) * tv["tip_slope"].unsqueeze(-2))
+            tv["tip_slope"].unsqueeze(-1) * tv["tip_slope"].unsqueeze(-2)
+        )
         return G

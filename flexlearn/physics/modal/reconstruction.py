@@ -13,6 +13,7 @@ outputs used downstream are the tip deflection ``w(L)`` [m], tip slope ``w′(L)
 
 :class:`ModalReconstructor` is a TorchScript-able ``nn.Module`` whose rows are buffers (float64).
 """
+
 from typing import Optional, Sequence
 
 import torch
@@ -41,8 +42,16 @@ class ModalReconstructor(nn.Module):
     grid: Tensor
     grid_rows: Tensor
 
-    def __init__(self, gain: Tensor, tip_row: Tensor, tip_slope_row: Tensor, base_curvature_row: Tensor,
-                 ref_slope_row: Tensor, grid: Tensor, grid_rows: Tensor) -> None:
+    def __init__(
+        self,
+        gain: Tensor,
+        tip_row: Tensor,
+        tip_slope_row: Tensor,
+        base_curvature_row: Tensor,
+        ref_slope_row: Tensor,
+        grid: Tensor,
+        grid_rows: Tensor,
+    ) -> None:
         super().__init__()
         self.register_buffer("gain", gain)
         self.register_buffer("tip_row", tip_row)
@@ -53,24 +62,39 @@ class ModalReconstructor(nn.Module):
         self.register_buffer("grid_rows", grid_rows)
 
     @classmethod
-    def from_link(cls, link: FlexibleLink, positions: Sequence[float], n: int, reference: Optional[float] = None,
-                  regularization: float = 0.0, grid_points: int = 51) -> "ModalReconstructor":
+    def from_link(
+        cls,
+        link: FlexibleLink,
+        positions: Sequence[float],
+        n: int,
+        reference: Optional[float] = None,
+        regularization: float = 0.0,
+        grid_points: int = 51,
+    ) -> "ModalReconstructor":
         """Build from a scalar link, S slope-IMU positions [m], m modes, reference-IMU position [m].
 
         Raises :class:`~flexlearn.errors.ConfigError` if the placement is not observable and γ = 0.
         """
         check(regularization >= 0, "reconstruction.regularization", regularization, "must be >= 0")
         check(link.length.numel() == 1, "reconstruction.link", tuple(link.length.shape), "must be a scalar link")
-        check(len(positions) >= n, "reconstruction.positions", list(positions),
-              f"need at least {n} slope IMUs for {n} modes (plus one reference IMU)")
+        check(
+            len(positions) >= n,
+            "reconstruction.positions",
+            list(positions),
+            f"need at least {n} slope IMUs for {n} modes (plus one reference IMU)",
+        )
         with torch.no_grad():
             d = link.modal_data(n)
             O = slope_matrix(link, positions, n, reference, d).reshape(len(positions), n)
             if regularization == 0.0:
                 obs = observability(link, positions, n, reference)
-                check(bool(obs["observable"]), "reconstruction.positions", list(positions),
-                      f"slope matrix has rank {int(obs['rank'])} < {n} modes (IMU at the clamp, "
-                      f"duplicate or nodal positions)")
+                check(
+                    bool(obs["observable"]),
+                    "reconstruction.positions",
+                    list(positions),
+                    f"slope matrix has rank {int(obs['rank'])} < {n} modes (IMU at the clamp, "
+                    f"duplicate or nodal positions)",
+                )
             A = O.T @ O + regularization * torch.eye(n, dtype=O.dtype)
             gain = torch.linalg.solve(A, O.T)
             tv = link.tip_values(n, d)
@@ -79,8 +103,9 @@ class ModalReconstructor(nn.Module):
             ref_row = link.mode_shapes(torch.tensor([ref], dtype=O.dtype), n, 1, d).reshape(n)
             grid = torch.linspace(0.0, L, grid_points, dtype=O.dtype)
             rows = link.mode_shapes(grid, n, 0, d).reshape(grid_points, n)
-        return cls(gain, tv["tip"].reshape(n), tv["tip_slope"].reshape(n), tv["base_curvature"].reshape(n),
-                   ref_row, grid, rows)
+        return cls(
+            gain, tv["tip"].reshape(n), tv["tip_slope"].reshape(n), tv["base_curvature"].reshape(n), ref_row, grid, rows
+        )
 
     def forward(self, rel_slopes: Tensor) -> Tensor:
         """Modal coordinates η (..., n) [kg^(1/2) m] from relative slopes ψ_s − ψ_r (..., S) [rad]."""

@@ -33,6 +33,7 @@ modes for the DLFM's second link (L = 3.55 m, ≈ 10 kg) is not reproduced (one 
 needs fewer modes in the seed's own Fig. 6(b), and no θ₀ satisfies all four statements at once
 (C₁ is 1.22e-6, 0.91e-6, 0.72e-6 and 0.49e-6 for the four cases at θ₀ = 0.0065 rad).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -45,8 +46,14 @@ from torch import Tensor
 from flexlearn.config import check
 from flexlearn.physics.modal.link import FlexibleLink
 
-__all__ = ["ModeSelectionConfig", "chirp", "modal_tip_response", "convergence_mode_count",
-           "bandwidth_mode_count", "select_modes"]
+__all__ = [
+    "ModeSelectionConfig",
+    "chirp",
+    "modal_tip_response",
+    "convergence_mode_count",
+    "bandwidth_mode_count",
+    "select_modes",
+]
 
 
 @dataclasses.dataclass
@@ -98,8 +105,7 @@ def chirp(t: Tensor, theta0: float, omega_max: float, T: float) -> tuple[Tensor,
 _GROWTH = 20.0
 
 
-def modal_tip_response(link: FlexibleLink, n: int, cfg: ModeSelectionConfig, chunk: int = 400,
-                       reducer=None):
+def modal_tip_response(link: FlexibleLink, n: int, cfg: ModeSelectionConfig, chunk: int = 400, reducer=None):
     """Integrate the base-driven modal equations for the chirp; per-mode tip contributions.
 
     Exact zero-order-hold solution in complex modal form: with ``s = −ζω + iω√(1−ζ²)`` and
@@ -173,8 +179,12 @@ def convergence_mode_count(link: FlexibleLink, cfg: Optional[ModeSelectionConfig
     ks = torch.arange(1, n, dtype=torch.int64).expand(shape + (n - 1,))
     big = torch.full_like(ks, n)
     m_conv = torch.where(suffix, ks, big).amin(-1)
-    return {"m_conv": m_conv, "c_max": cmax, "saturated": ~suffix[..., -1],
-            "tip_rms": torch.sqrt(sq / max(count[0], 1))}
+    return {
+        "m_conv": m_conv,
+        "c_max": cmax,
+        "saturated": ~suffix[..., -1],
+        "tip_rms": torch.sqrt(sq / max(count[0], 1)),
+    }
 
 
 def bandwidth_mode_count(link: FlexibleLink, cfg: Optional[ModeSelectionConfig] = None) -> dict:

@@ -19,11 +19,13 @@ number of combinations is small, otherwise greedy + coordinate exchange), and wa
 a slope node of a retained mode (``|Φ′ⱼ(l)| < tol · max_ξ |Φ′ⱼ|``), where that IMU carries no information
 on mode j.
 """
+
 from __future__ import annotations
 
 import itertools
 import math
 import warnings
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import torch
@@ -33,8 +35,15 @@ from flexlearn.config import check
 from flexlearn.errors import ConfigError
 from flexlearn.physics.modal.link import FlexibleLink
 
-__all__ = ["ObservabilityWarning", "slope_matrix", "observability", "slope_node_warnings",
-           "optimize_placement"]
+__all__ = [
+    "ObservabilityWarning",
+    "slope_matrix",
+    "observability",
+    "slope_node_warnings",
+    "PlacementOptions",
+    "Placement",
+    "optimize_placement",
+]
 
 
 class ObservabilityWarning(UserWarning):
@@ -50,8 +59,9 @@ def _positions(link: FlexibleLink, positions: Sequence[float] | Tensor) -> Tenso
     return pos
 
 
-def slope_matrix(link: FlexibleLink, positions, n: int, reference: Optional[float] = None,
-                 data: Optional[dict] = None) -> Tensor:
+def slope_matrix(
+    link: FlexibleLink, positions, n: int, reference: Optional[float] = None, data: Optional[dict] = None
+) -> Tensor:
     """Observation matrix O (*batch, S, n) [kg^(−1/2) m^(−1)] of seed 000, eq. (18).
 
     Rows ``Φ′ⱼ(l_s)``, minus ``Φ′ⱼ(l_r)`` when a reference position is given.
@@ -64,8 +74,7 @@ def slope_matrix(link: FlexibleLink, positions, n: int, reference: Optional[floa
     return O
 
 
-def observability(link: FlexibleLink, positions, n: int, reference: Optional[float] = None,
-                  rtol: float = 1e-9) -> dict:
+def observability(link: FlexibleLink, positions, n: int, reference: Optional[float] = None, rtol: float = 1e-9) -> dict:
     """Rank, condition number and singular values of the slope matrix (seed 000, §III-C).
 
     rank counts singular values above ``rtol · max_j max_ξ |Φ′ⱼ|`` (a scale of the matrix that does not
@@ -80,8 +89,9 @@ def observability(link: FlexibleLink, positions, n: int, reference: Optional[flo
     rank = (sv > tol).sum(-1)
     smin = sv[..., -1] if sv.shape[-1] >= n else torch.zeros_like(sv[..., 0])
     full = rank >= n
-    cond = torch.where(full, sv[..., 0] / torch.where(full, smin, torch.ones_like(smin)),
-                       torch.full_like(smin, math.inf))
+    cond = torch.where(
+        full, sv[..., 0] / torch.where(full, smin, torch.ones_like(smin)), torch.full_like(smin, math.inf)
+    )
     return {"rank": rank, "cond": cond, "sigma_min": smin, "singular_values": sv, "observable": full}
 
 
@@ -102,20 +112,28 @@ def slope_node_warnings(link: FlexibleLink, positions, n: int, tol: float = 0.05
             if float(vals[s, j]) < tol * float(peak[j]):
                 out.append((float(pos[s]), j + 1))
     if out and warn:
-        warnings.warn(f"IMU placement near slope nodes (position m, mode): {out}", ObservabilityWarning,
-                      stacklevel=2)
+        warnings.warn(f"IMU placement near slope nodes (position m, mode): {out}", ObservabilityWarning, stacklevel=2)
     return out
 
 
-def _candidate_positions(length: float, intervals: Sequence[tuple[float, float]] | None, candidates: int,
-                         reference: Optional[float], min_spacing: float) -> list[float]:
+def _candidate_positions(
+    length: float,
+    intervals: Sequence[tuple[float, float]] | None,
+    candidates: int,
+    reference: Optional[float],
+    min_spacing: float,
+) -> list[float]:
     """Sorted, distinct candidate IMU positions [m]: ``candidates`` points spread over the ``intervals`` in
     proportion to their lengths (default [(0.05 L, L)]), without those closer than ``min_spacing`` to the
     reference IMU."""
     ivs = list(intervals) if intervals is not None else [(0.05 * length, length)]
     for a, b in ivs:
-        check(0 <= a < b <= length + 1e-12, "optimize_placement.intervals", (a, b),
-              f"must satisfy 0 <= a < b <= L = {length}")
+        check(
+            0 <= a < b <= length + 1e-12,
+            "optimize_placement.intervals",
+            (a, b),
+            f"must satisfy 0 <= a < b <= L = {length}",
+        )
     total = sum(b - a for a, b in ivs)
     cand: list[float] = []
     for a, b in ivs:
@@ -142,8 +160,7 @@ def _exhaustive_placement(O: Tensor, cand: list[float], n_sensors: int, min_spac
     return combos[best].tolist()
 
 
-def _greedy_exchange_placement(O: Tensor, cand: list[float], n: int, n_sensors: int,
-                               min_spacing: float) -> list[int]:
+def _greedy_exchange_placement(O: Tensor, cand: list[float], n: int, n_sensors: int, min_spacing: float) -> list[int]:
     """Indices into ``cand`` of ``n_sensors`` rows of the slope matrix O (C, m), m = ``n``, when there are too
     many combinations to try: greedy selection on the volume (product of the leading singular values), then
     coordinate exchange on σ_min until no single swap improves it; positions stay ``min_spacing`` apart."""
@@ -177,48 +194,96 @@ def _greedy_exchange_placement(O: Tensor, cand: list[float], n: int, n_sensors: 
             for i in range(C):
                 if i in idx:
                     continue
-                trial = idx[:k] + [i] + idx[k + 1:]
+                trial = idx[:k] + [i] + idx[k + 1 :]
                 if feasible(trial) and smin(trial) > cur * (1 + 1e-12):
                     idx, cur, improved = trial, smin(trial), True
     return idx
 
 
-def optimize_placement(link: FlexibleLink, n: int, n_sensors: Optional[int] = None,
-                       intervals: Sequence[tuple[float, float]] | None = None, min_spacing: float = 0.1,
-                       reference: Optional[float] = None, candidates: int = 181,
-                       max_combinations: int = 200_000, node_tol: float = 0.05) -> dict:
-    """IMU positions maximising σ_min of the slope matrix (beyond seed 000, §III-C).
+@dataclass(frozen=True)
+class PlacementOptions:
+    """Search space and stopping rule of :func:`optimize_placement`.
 
-    Exhaustive search over all placements of the candidate points when there are at most
-    ``max_combinations`` of them, else greedy selection followed by coordinate exchange.
-
-    Args:
-        link: a scalar (un-batched) FlexibleLink.
-        n: retained modes m; ``n_sensors`` slope IMUs (default m, the minimum configuration).
-        intervals: allowed mounting intervals [(a, b), ...] in metres (default [(0.05 L, L)]).
+    Attributes:
+        n_sensors: slope IMUs to place (None: the number of modes m, the minimum configuration).
+        intervals: allowed mounting intervals [(a, b), ...] [m] (None: [(0.05 L, L)]).
         min_spacing: minimum distance between IMUs [m] (also from the reference).
         reference: reference-IMU position [m] (None: at the clamp, as in the seed).
         candidates: number of candidate points spread over the intervals.
-    Returns:
-        {"positions": sorted list [m], "sigma_min", "cond", "method", "node_warnings"}.
+        max_combinations: exhaustive search up to this many placements, else greedy + coordinate exchange.
+        node_tol: slope-node tolerance of :func:`slope_node_warnings` (fraction of max_ξ |Φ′ⱼ|).
     """
+
+    n_sensors: Optional[int] = None
+    intervals: Optional[Sequence[tuple[float, float]]] = None
+    min_spacing: float = 0.1
+    reference: Optional[float] = None
+    candidates: int = 181
+    max_combinations: int = 200_000
+    node_tol: float = 0.05
+
+
+@dataclass(frozen=True)
+class Placement:
+    """An IMU placement found by :func:`optimize_placement`.
+
+    Attributes:
+        positions: sorted slope-IMU positions [m].
+        sigma_min: smallest singular value of the slope matrix [kg^(−1/2) m^(−1)].
+        cond: its condition number.
+        method: ``"exhaustive"`` or ``"greedy+exchange"``.
+        node_warnings: (position [m], mode 1..m) pairs near a slope node (:func:`slope_node_warnings`).
+    """
+
+    positions: list[float]
+    sigma_min: float
+    cond: float
+    method: str
+    node_warnings: list[tuple[float, int]]
+
+
+def optimize_placement(link: FlexibleLink, n: int, options: Optional[PlacementOptions] = None) -> Placement:
+    """IMU positions maximising σ_min of the slope matrix (beyond seed 000, §III-C).
+
+    Exhaustive search over all placements of the candidate points when there are at most
+    ``options.max_combinations`` of them, else greedy selection followed by coordinate exchange.
+
+    Args:
+        link: a scalar (un-batched) FlexibleLink.
+        n: retained modes m.
+        options: sensors, mounting intervals, spacing, reference and search size (:class:`PlacementOptions`;
+            defaults if None).
+
+    Returns:
+        The :class:`Placement` (positions, σ_min, condition number, method, slope-node warnings).
+
+    Raises:
+        ConfigError: a batched link, fewer sensors than modes, bad intervals or spacing, too few admissible
+            candidates, or no placement that satisfies the spacing.
+    """
+    o = options if options is not None else PlacementOptions()
     if link.length.numel() != 1:
         raise ConfigError("optimize_placement: needs a scalar (un-batched) FlexibleLink")
-    S = n if n_sensors is None else n_sensors
+    S = n if o.n_sensors is None else o.n_sensors
     check(S >= n, "optimize_placement.n_sensors", S, f"must be >= the number of modes {n}")
-    check(min_spacing >= 0, "optimize_placement.min_spacing", min_spacing, "must be >= 0")
-    cand = _candidate_positions(float(link.length), intervals, candidates, reference, min_spacing)
+    check(o.min_spacing >= 0, "optimize_placement.min_spacing", o.min_spacing, "must be >= 0")
+    cand = _candidate_positions(float(link.length), o.intervals, o.candidates, o.reference, o.min_spacing)
     if len(cand) < S:
         raise ConfigError(f"optimize_placement: only {len(cand)} admissible candidate positions for {S} IMUs")
-    O = slope_matrix(link, cand, n, reference).reshape(len(cand), n)
-    if math.comb(len(cand), S) <= max_combinations:
-        idx = _exhaustive_placement(O, cand, S, min_spacing)
+    O = slope_matrix(link, cand, n, o.reference).reshape(len(cand), n)
+    if math.comb(len(cand), S) <= o.max_combinations:
+        idx = _exhaustive_placement(O, cand, S, o.min_spacing)
         method = "exhaustive"
     else:
-        idx = _greedy_exchange_placement(O, cand, n, S, min_spacing)
+        idx = _greedy_exchange_placement(O, cand, n, S, o.min_spacing)
         method = "greedy+exchange"
     positions = sorted(cand[i] for i in idx)
-    res = observability(link, positions, n, reference)
-    nodes = slope_node_warnings(link, positions, n, node_tol, warn=True)
-    return {"positions": positions, "sigma_min": float(res["sigma_min"]), "cond": float(res["cond"]),
-            "method": method, "node_warnings": nodes}
+    res = observability(link, positions, n, o.reference)
+    nodes = slope_node_warnings(link, positions, n, o.node_tol, warn=True)
+    return Placement(
+        positions=positions,
+        sigma_min=float(res["sigma_min"]),
+        cond=float(res["cond"]),
+        method=method,
+        node_warnings=nodes,
+    )

@@ -1,19 +1,30 @@
 """Settings of the flexible-arm controller (`flexlearn.runtime.arm.controller`, seed 000, eq. (45)): the
 control-law variants and :class:`ArmControllerConfig` (validated, SI units)."""
+
 from __future__ import annotations
 
 import dataclasses
 import math
 
 from flexlearn.config import check
+from flexlearn.errors import ConfigError
 from flexlearn.physics.modal.link import FlexibleLink
 from flexlearn.sensing.imu import GRAVITY
 
-__all__ = ["VARIANTS", "ArmControllerConfig"]
+__all__ = ["VARIANTS", "ArmControllerConfig", "ArmSettingsError"]
 
-VARIANTS = {"seed": (1.0, 1.0, 1.0, 0.0, 1.0), "seed_payload": (1.0, 1.0, 1.0, 1.0, 1.0),
-            "rigid": (0.0, 1.0, 0.0, 1.0, 0.0), "hub": (1.0, 0.0, 0.0, 0.0, 1.0), "blend": (0.5, 0.5, 0.5, 0.5, 1.0),
-            "moment": (1.0, 0.0, 0.0, 0.0, 1.0)}
+VARIANTS = {
+    "seed": (1.0, 1.0, 1.0, 0.0, 1.0),
+    "seed_payload": (1.0, 1.0, 1.0, 1.0, 1.0),
+    "rigid": (0.0, 1.0, 0.0, 1.0, 0.0),
+    "hub": (1.0, 0.0, 0.0, 0.0, 1.0),
+    "blend": (0.5, 0.5, 0.5, 0.5, 1.0),
+    "moment": (1.0, 0.0, 0.0, 0.0, 1.0),
+}
+
+
+class ArmSettingsError(ConfigError, ValueError):
+    """The controller cannot be built from these settings (a ValueError for API callers)."""
 
 
 @dataclasses.dataclass
@@ -53,19 +64,48 @@ class ArmControllerConfig:
     modal_rates: bool = False
 
     def validate(self) -> None:
-        for k in ("EI", "rho_A", "lengths", "payload", "hub_inertia", "mode_tip_mass", "n_modes", "imu_positions",
-                  "kp", "kd", "theta0", "thetaf", "tau_max"):
+        for k in (
+            "EI",
+            "rho_A",
+            "lengths",
+            "payload",
+            "hub_inertia",
+            "mode_tip_mass",
+            "n_modes",
+            "imu_positions",
+            "kp",
+            "kd",
+            "theta0",
+            "thetaf",
+            "tau_max",
+        ):
             check(len(getattr(self, k)) == 2, f"arm_controller.{k}", getattr(self, k), "needs two entries (two links)")
         for k in ("EI", "rho_A", "lengths", "kp", "kd", "tau_max"):
-            check(all(math.isfinite(v) and v > 0 for v in getattr(self, k)), f"arm_controller.{k}",
-                  getattr(self, k), "must be finite and > 0")
+            check(
+                all(math.isfinite(v) and v > 0 for v in getattr(self, k)),
+                f"arm_controller.{k}",
+                getattr(self, k),
+                "must be finite and > 0",
+            )
         for k in ("payload", "hub_inertia"):
-            check(all(math.isfinite(v) and v >= 0 for v in getattr(self, k)), f"arm_controller.{k}",
-                  getattr(self, k), "must be finite and >= 0")
-        check(len(self.curvature_gain) == 2 and all(0.0 <= k <= 1.0 for k in self.curvature_gain),
-              "arm_controller.curvature_gain", self.curvature_gain, "two values in [0, 1]")
-        check(math.isfinite(self.load_filter_hz) and self.load_filter_hz > 0, "arm_controller.load_filter_hz",
-              self.load_filter_hz, "must be a finite number > 0 [Hz]")
+            check(
+                all(math.isfinite(v) and v >= 0 for v in getattr(self, k)),
+                f"arm_controller.{k}",
+                getattr(self, k),
+                "must be finite and >= 0",
+            )
+        check(
+            len(self.curvature_gain) == 2 and all(0.0 <= k <= 1.0 for k in self.curvature_gain),
+            "arm_controller.curvature_gain",
+            self.curvature_gain,
+            "two values in [0, 1]",
+        )
+        check(
+            math.isfinite(self.load_filter_hz) and self.load_filter_hz > 0,
+            "arm_controller.load_filter_hz",
+            self.load_filter_hz,
+            "must be a finite number > 0 [Hz]",
+        )
         check(self.variant in VARIANTS, "arm_controller.variant", self.variant, f"one of {sorted(VARIANTS)}")
         check(self.duration > 0 and math.isfinite(self.t0), "arm_controller.duration", self.duration, "must be > 0")
         check(0 < self.dt <= 0.01, "arm_controller.dt", self.dt, "must be in (0, 0.01] s")
@@ -74,5 +114,12 @@ class ArmControllerConfig:
         """The controller's modal model (clamped links; link 1 carries link 2 and both payloads unless
         ``mode_tip_mass`` ≥ 0 is given)."""
         carried = (self.payload[0] + self.rho_A[1] * self.lengths[1] + self.payload[1], self.payload[1])
-        return [FlexibleLink(self.EI[i], self.rho_A[i], self.lengths[i],
-                             carried[i] if self.mode_tip_mass[i] < 0 else self.mode_tip_mass[i]) for i in range(2)]
+        return [
+            FlexibleLink(
+                self.EI[i],
+                self.rho_A[i],
+                self.lengths[i],
+                carried[i] if self.mode_tip_mass[i] < 0 else self.mode_tip_mass[i],
+            )
+            for i in range(2)
+        ]

@@ -73,35 +73,93 @@ error is mostly the θ₂ estimate (link 1's tip slope from one mode); with the 
 6 s joint 2 reached 1.5°.
 
 Step cost (1 kHz, also on a Raspberry Pi 5): estimator and loads folded into a few matrices (`flexlearn.runtime.
-arm_step`, ~15 kernels), the law on Python floats, outputs exact via :func:`~flexlearn.runtime.arm.step.exact_f64`
+arm.step`, ~15 kernels), the law on Python floats, outputs exact via :func:`~flexlearn.runtime.arm.step.exact_f64`
 (``torch.tensor(List[float])`` rounds through float32 in TorchScript); eager and scripted are bit-identical.
 """
+
 import math
-from typing import Final, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
 
-from flexlearn.physics.modal.estimator import FlexibleArmEstimator
+from flexlearn.physics.modal.estimator import EstimatorOptions, FlexibleArmEstimator
 from flexlearn.runtime.arm.config import VARIANTS, ArmControllerConfig
 from flexlearn.runtime.arm.load import LinkLoadModel, static_angle_correction
-from flexlearn.runtime.arm.step import exact_f64, lean_step_maps
+from flexlearn.runtime.arm.outputs import (
+    FAULT_BAD_TIME,
+    FAULT_BAD_TORQUE,
+    FAULT_LOST_FRAME,
+    FAULT_NONFINITE,
+    FAULT_SATURATED,
+    FAULT_TORQUE_LIMIT,
+)
+from flexlearn.runtime.arm.step import (
+    compensation_map,
+    exact_f64,
+    gyro_bias_from_rest,
+    initial_link_trig,
+    lean_step_maps,
+    rest_sample,
+)
 
-__all__ = ["ArmControllerConfig", "ArmController", "VARIANTS", "FAULT_LOST_FRAME", "FAULT_NONFINITE",
-           "FAULT_SATURATED", "FAULT_TORQUE_LIMIT", "FAULT_BAD_TORQUE", "FAULT_BAD_TIME", "state_layout",
-           "export_arm_controller", "export_arm_controller_from_config", "load_arm_controller", "quintic",
-           "exact_f64"]
+__all__ = ["ArmController", "quintic", "STEP_MAPS", "STEP_STATE", "STEP_INTS", "STEP_FLOATS"]
 
-FAULT_LOST_FRAME: Final[int] = 1  # frame of the wrong shape, empty or complex
-FAULT_NONFINITE: Final[int] = 2  # NaN or inf sample
-FAULT_SATURATED: Final[int] = 4  # |acc| ≥ acc_range or |gyr| ≥ gyr_range
-FAULT_TORQUE_LIMIT: Final[int] = 8  # torque clamped to ±tau_max
-FAULT_BAD_TORQUE: Final[int] = 16  # non-finite torque or state (held)
-FAULT_BAD_TIME: Final[int] = 32  # non-finite time
+# The step's settings and state by name: one list, read by the controller (TorchScript constants) and copied by its
+# export twin (`flexlearn.runtime.arm.graph.ArmControllerGraph`).
+STEP_MAPS = ("A", "a0", "Q", "KK", "W", "init_off", "init_map", "ranges")  # lean-step matrices (`arm.step`)
+STEP_STATE = ("last_tau", "last_state", "cal", "gyr_count")  # controller state buffers
+STEP_INTS = ("n_imus", "n_modes_total", "state_size", "k_u", "k_u2", "k_z", "k_fl", "k_lin", "k_e", "k_sin")
+STEP_FLOATS = (
+    "t0",
+    "duration",
+    "a11",
+    "a12",
+    "a22",
+    "gA1",
+    "gB1",
+    "kA1",
+    "kB1",
+    "gB2",
+    "kB2",
+    "th00",
+    "th01",
+    "kp1",
+    "kp2",
+    "kd1",
+    "kd2",
+    "tmax1",
+    "tmax2",
+    "dt",
+    "EI1",
+    "EI2",
+    "ff1",
+    "ff2",
+    "ff21",
+    "L1",
+    "L2",
+    "lp_beta",
+    "c11",
+    "c12",
+    "c21",
+    "c22",
+    "cal_gate",
+)
+
 
 def quintic(t: Tensor, theta0: Tensor, thetaf: Tensor, t0: float, duration: float) -> Tuple[Tensor, Tensor, Tensor]:
-    """Quintic reaching trajectory of seed 000, §VI-D: θ_d, θ̇_d, θ̈_d (broadcast of t (...,) or scalar with
-    the joint dimension last) [rad, rad/s, rad/s²]."""
+    """Quintic reaching trajectory of seed 000, §VI-D.
+
+    Args:
+        t: time(s) [s], (...,) or a scalar, broadcast against the joint dimension (last) of ``theta0``.
+        theta0: start angles θ₀ [rad].
+        thetaf: end angles θ_f [rad].
+        t0: start of the motion [s].
+        duration: its length T [s].
+
+    Returns:
+        θ_d [rad], θ̇_d [rad/s], θ̈_d [rad/s²].
+    """
     sig = torch.clamp((t - t0) / duration, 0.0, 1.0)
     d = thetaf - theta0
     s2 = sig * sig
@@ -112,30 +170,32 @@ def quintic(t: Tensor, theta0: Tensor, thetaf: Tensor, t0: float, duration: floa
     return pos, vel, acc
 
 
-def state_layout(n_modes_total: int) -> dict[str, list[int]]:
-    """Slices [start, stop) of the packed state: θ, θ̇, η, w(L), w′(L), w″(0) (modal), pose (x, y, angle), θ_d,
-    hub loads (the root moments from the measured link loads, :mod:`flexlearn.runtime.arm.load`) [N m]."""
-    M = n_modes_total
-    names = [("theta", 2), ("theta_rate", 2), ("eta", M), ("tip_deflection", 2), ("tip_slope", 2),
-             ("base_curvature", 2), ("pose", 3), ("theta_desired", 2), ("hub_load", 2)]
-    out, o = {}, 0
-    for k, m in names:
-        out[k] = [o, o + m]
-        o += m
-    return out
-
-
 class ArmController(nn.Module):
     """Scriptable IMU-fed controller of seed 000, eq. (45) (module docstring). Build with :meth:`build`."""
 
     # fault bits as TorchScript constants (the module-level FAULT_* names)
     # immutable settings too: inlined into the scripted code (no attribute look-ups in the 1 kHz step)
-    __constants__ = ["LOST_FRAME", "NONFINITE", "SATURATED", "TORQUE_LIMIT", "BAD_TORQUE", "BAD_TIME",
-                     "n_imus", "n_modes_total", "state_size", "t0", "duration", "a11", "a12", "a22", "gA1", "gB1",
-                     "kA1", "kB1", "gB2", "kB2", "th00", "th01", "thf0", "thf1", "kp1", "kp2", "kd1", "kd2",
-                     "tmax1", "tmax2", "dt", "EI1", "EI2", "ff1", "ff2", "ff21", "hold_a", "hold_b", "use_load",
-                     "L1", "L2", "lp_beta", "slope_correction", "c11", "c12", "c21", "c22", "calibrate", "cal_gate",
-                     "compensate", "k_u", "k_u2", "k_z", "k_lin", "k_e", "k_sin", "n_y", "k_fl"]
+    __constants__ = (
+        [
+            "LOST_FRAME",
+            "NONFINITE",
+            "SATURATED",
+            "TORQUE_LIMIT",
+            "BAD_TORQUE",
+            "BAD_TIME",
+            "thf0",
+            "thf1",
+            "hold_a",
+            "hold_b",
+            "use_load",
+            "slope_correction",
+            "calibrate",
+            "compensate",
+            "n_y",
+        ]
+        + list(STEP_INTS)
+        + list(STEP_FLOATS)
+    )
     LOST_FRAME = FAULT_LOST_FRAME
     NONFINITE = FAULT_NONFINITE
     SATURATED = FAULT_SATURATED
@@ -221,14 +281,14 @@ class ArmController(nn.Module):
         self.tau2_last = float(self.last_tau[1])  # joint-2 torque of the last output (hub-1 load), float
         self.fault_count = 0  # steps with a fault bit set
         self.steps = 0  # calls of forward / step_joints
-        # hub loads from the measured link loads (module arm_load); joint 1 also carries link 2
+        # hub loads from the measured link loads (`arm.load`); joint 1 also carries link 2
         links = cfg.model_links()
         self.loads = LinkLoadModel.build(links, cfg.rho_A, cfg.payload, cfg.imu_positions, cfg.n_modes)
         self.use_load = cfg.variant == "moment"
         self.L1 = float(L1)
         link_of_imu = torch.tensor([i for i, p in enumerate(cfg.imu_positions) for _ in p], dtype=torch.int64)
         n = 2
-        phi_rows = estimator.psi_map[1 + 4 * n + M:1 + 5 * n + M]  # absolute base angles φ = P_φ ψ̂ (n, S)
+        phi_rows = estimator.psi_map[1 + 4 * n + M : 1 + 5 * n + M]  # absolute base angles φ = P_φ ψ̂ (n, S)
         trig_off, trig_map = LinkLoadModel.trig_of_slopes(torch.eye(self.n_imus, dtype=f64) - phi_rows[link_of_imu])
         self.register_buffer("trig_off", trig_off)  # local slopes δ_s = ψ̂_s − φ_link(s): sin/cos in one op
         self.register_buffer("trig_map", trig_map)
@@ -240,10 +300,9 @@ class ArmController(nn.Module):
         self.lp_beta = float(cfg.dt / (1.0 / (2.0 * math.pi * cfg.load_filter_hz) + cfg.dt))
         self.lp = [0.0, 0.0, 0.0, 0.0]
         self.lp_init = False
-        # static joint-angle correction Δθ = C (cos φ₁, cos φ₂) (arm_load.static_angle_correction)
+        # static joint-angle correction Δθ = C (cos φ₁, cos φ₂) (`arm.load.static_angle_correction`)
         self.slope_correction = bool(cfg.slope_correction)
-        C = static_angle_correction(links, cfg.rho_A, cfg.payload, cfg.imu_positions, cfg.n_modes,
-                                    cfg.gravity).tolist()
+        C = static_angle_correction(links, cfg.rho_A, cfg.payload, cfg.imu_positions, cfg.n_modes, cfg.gravity).tolist()
         self.c11, self.c12, self.c21, self.c22 = C[0][0], C[0][1], C[1][0], C[1][1]
         # standstill gyro calibration before the motion starts (t < t0): b̂ = −mean(ω) per IMU
         self.calibrate = bool(cfg.gyro_rest_calibration)
@@ -290,16 +349,18 @@ class ArmController(nn.Module):
         self.hold_a = (0.5 * m1 + m2 + M1 + M2) * g * L1
         self.hold_b = (0.5 * m2 + M2) * g * L2
 
-    def _lean_step_buffers(self, estimator: FlexibleArmEstimator, trig_off: Tensor, trig_map: Tensor,
-                           L2: float) -> None:
-        """Matrices, row offsets and buffers of the lean step (module arm_step); the estimator's filter state and
+    def _lean_step_buffers(
+        self, estimator: FlexibleArmEstimator, trig_off: Tensor, trig_map: Tensor, L2: float
+    ) -> None:
+        """Matrices, row offsets and buffers of the lean step (`arm.step`); the estimator's filter state and
         link-angle trig become views of the controller's buffers ``work`` and ``sines``."""
         f64 = torch.float64
         n = 2
         M = self.n_modes_total
-        # the lean step's matrices (module arm_step): estimator, loads and outputs folded per linear stretch
-        maps = lean_step_maps(estimator, trig_off, trig_map, self.loads.coup, self.loads.mom_n, self.loads.force,
-                              self.loads.link_sum)
+        # the lean step's matrices (`arm.step`): estimator, loads and outputs folded per linear stretch
+        maps = lean_step_maps(
+            estimator, trig_off, trig_map, self.loads.coup, self.loads.mom_n, self.loads.force, self.loads.link_sum
+        )
         for k, v in maps.items():
             self.register_buffer(k, v)
         self.register_buffer("ranges", torch.tensor([estimator.acc_range] * 3 + [estimator.gyr_range] * 3, dtype=f64))
@@ -314,38 +375,56 @@ class ArmController(nn.Module):
         self.n_y = self.k_sin + 2 * n + 6 * S
         self.k_fl = self.k_z + 4 * S + self.n_y
         self.L2 = L2
-        # work = [x (6S) | z (4S) | Y | F (12)]: the estimator's filter state becomes a view of it (module
-        # arm_step); F holds the step's Python-float outputs, exactly, beside Y, so that one index_select gathers
+        # work = [x (6S) | z (4S) | Y | F (12)]: the estimator's filter state becomes a view of it (`arm.step`
+        # ); F holds the step's Python-float outputs, exactly, beside Y, so that one index_select gathers
         # the output [τ | state] from [Y | F] (`out_index`)
         work = torch.zeros(10 * S + self.n_y + 12, dtype=f64)
-        work[6 * S:10 * S] = estimator.filter_state
+        work[6 * S : 10 * S] = estimator.filter_state
         self.register_buffer("work", work)
-        estimator.filter_state = work[6 * S:10 * S]
+        estimator.filter_state = work[6 * S : 10 * S]
         for i, name in enumerate(("psi_hat", "bias_hat", "alpha", "w_prev")):
-            setattr(estimator, name, work[(6 + i) * S:(7 + i) * S])
+            setattr(estimator, name, work[(6 + i) * S : (7 + i) * S])
         # sin outputs [cos φ, sin φ (2n) | load slope trig (6S)]; the estimator's trig buffer becomes a view of it
         sines = torch.zeros(2 * n + 6 * S, dtype=f64)
-        sines[:2 * n] = estimator.trig
+        sines[: 2 * n] = estimator.trig
         self.register_buffer("sines", sines)
-        estimator.trig = sines[:2 * n]
+        estimator.trig = sines[: 2 * n]
         # the step's intermediate vectors live in buffers, read and written through fixed views (no slicing and
         # fewer allocations per step): L, f_c (2S), ψ_m (S)
         Lb = torch.zeros(self.k_fl + 6 * S, dtype=f64)
         fc = torch.zeros(2 * S, dtype=f64)
-        Y = work[10 * S:10 * S + self.n_y]
-        # out = [τ (2), θ (2), θ̇ (2) | η, w(L), w′(L), w″(0) (Y[3:k_lin]) | x, y | angle (Y[0]) | θ_d (2), hub loads (2)]
+        Y = work[10 * S : 10 * S + self.n_y]
+        # out = [τ (2), θ (2), θ̇ (2) | η, w(L), w′(L), w″(0) (Y[3:k_lin]) | x, y | angle (Y[0]) | θ_d (2), hub loads
+        # (2)]
         # from F = [τ, θ, θ̇, x, y, θ_d, hub loads] (12) at YF[n_y:]
         f0 = self.n_y
-        order = (list(range(f0, f0 + 6)) + list(range(3, self.k_lin)) + [f0 + 6, f0 + 7, 0]
-                 + list(range(f0 + 8, f0 + 12)))
+        order = (
+            list(range(f0, f0 + 6)) + list(range(3, self.k_lin)) + [f0 + 6, f0 + 7, 0] + list(range(f0 + 8, f0 + 12))
+        )
         self.register_buffer("out_index", torch.tensor(order, dtype=torch.int64))
-        views = {"frame_in": work[:6 * S].view(S, 6), "xz": work[:10 * S], "zY": work[6 * S:10 * S + self.n_y],
-                 "YF": work[10 * S:], "F": work[10 * S + self.n_y:], "L": Lb,
-                 "L_f": Lb[:2 * S], "L_u1": Lb[2 * S:self.k_u2], "L_u2": Lb[self.k_u2:self.k_z],
-                 "L_zY": Lb[self.k_z:self.k_fl], "L_w": Lb[self.k_z + 3 * S:self.k_z + 4 * S], "L_fl": Lb[self.k_fl:],
-                 "f_c": fc, "f_cy": fc[:S], "f_cz": fc[S:], "psi_m": torch.zeros(S, dtype=f64),
-                 "Y_out": Y[:self.k_e], "Y_e": Y[self.k_e:self.k_sin], "Y_sin": Y[self.k_sin:],
-                 "s_trig": sines[:2 * n], "s_load": sines[2 * n:]}
+        views = {
+            "frame_in": work[: 6 * S].view(S, 6),
+            "xz": work[: 10 * S],
+            "zY": work[6 * S : 10 * S + self.n_y],
+            "YF": work[10 * S :],
+            "F": work[10 * S + self.n_y :],
+            "L": Lb,
+            "L_f": Lb[: 2 * S],
+            "L_u1": Lb[2 * S : self.k_u2],
+            "L_u2": Lb[self.k_u2 : self.k_z],
+            "L_zY": Lb[self.k_z : self.k_fl],
+            "L_w": Lb[self.k_z + 3 * S : self.k_z + 4 * S],
+            "L_fl": Lb[self.k_fl :],
+            "f_c": fc,
+            "f_cy": fc[:S],
+            "f_cz": fc[S:],
+            "psi_m": torch.zeros(S, dtype=f64),
+            "Y_out": Y[: self.k_e],
+            "Y_e": Y[self.k_e : self.k_sin],
+            "Y_sin": Y[self.k_sin :],
+            "s_trig": sines[: 2 * n],
+            "s_load": sines[2 * n :],
+        }
         for k, v in views.items():
             self.register_buffer(k, v)
 
@@ -354,10 +433,22 @@ class ArmController(nn.Module):
         """Controller with its IMU estimator (compensated, elastic) from a validated config."""
         cfg = ArmControllerConfig() if cfg is None else cfg
         cfg.validate()
-        est = FlexibleArmEstimator.build(cfg.model_links(), [list(p) for p in cfg.imu_positions], list(cfg.n_modes),
-                                         dt=cfg.dt, k_p=cfg.filter_kp, k_i=cfg.filter_ki, acc_range=cfg.acc_range,
-                                         gyr_range=cfg.gyr_range, tau_alpha=cfg.tau_alpha,
-                                         compensate=cfg.compensate, elastic=cfg.elastic, modal_rates=cfg.modal_rates)
+        est = FlexibleArmEstimator.build(
+            cfg.model_links(),
+            [list(p) for p in cfg.imu_positions],
+            list(cfg.n_modes),
+            EstimatorOptions(
+                dt=cfg.dt,
+                k_p=cfg.filter_kp,
+                k_i=cfg.filter_ki,
+                acc_range=cfg.acc_range,
+                gyr_range=cfg.gyr_range,
+                tau_alpha=cfg.tau_alpha,
+                compensate=cfg.compensate,
+                elastic=cfg.elastic,
+                modal_rates=cfg.modal_rates,
+            ),
+        )
         return cls(est, cfg)
 
     def _gravity_hold(self, theta: Tensor) -> Tensor:
@@ -426,45 +517,38 @@ class ArmController(nn.Module):
         steps — are left out). At t0 :meth:`_apply_gyro_calibration` replaces the PI filter's integral state
         by ``b̂ = −β`` (at the seed's k_I that state needs ≈ 35 s to converge; a rate bias β costs K_d β of
         torque). ``fl`` = raw link-frame [f_y; f_z] (2S), ``w`` gyro rates (S), ``psi`` the new ψ̂ (S)."""
-        S = self.n_imus
         c = self.cal
-        c[5].add_(w, alpha=self.dt)
-        psi_m = torch.atan2(fl[:S], fl[S:2 * S])  # uncompensated: the arm is (nearly) at rest
-        r = c[5] - psi_m
-        m = ((psi_m - psi).abs() < self.cal_gate).to(torch.float64)
-        c[0].add_(m)
-        c[1].add_(m, alpha=t)
-        c[2].add_(m, alpha=t * t)
-        mr = m * r
-        c[3].add_(mr)
-        c[4].add_(mr * t)  # not add_(alpha=t): that fuses the multiply (one rounding), the graph's twin cannot
+        sample = rest_sample(c[5], fl, w, psi, self.dt, self.cal_gate)  # `arm.step`
+        c[5].copy_(sample.integral)
+        c[0].add_(sample.mask)
+        c[1].add_(sample.mask, alpha=t)
+        c[2].add_(sample.mask, alpha=t * t)
+        c[3].add_(sample.residual)
+        c[4].add_(sample.residual * t)  # not add_(alpha=t): that fuses the multiply (one rounding), the graph cannot
         self.gyr_count.add_(1)
 
     def _apply_gyro_calibration(self) -> None:
-        """End of the rest period: ``b̂ = −β`` for every IMU with ≥ 200 accepted samples."""
-        c = self.cal
-        den = c[0] * c[2] - c[1] * c[1]
-        ok = (c[0] >= 200.0) & (den > 0.0)
-        beta = (c[4] * c[0] - c[3] * c[1]) / torch.where(ok, den, torch.ones_like(den))
-        self.estimator.bias_hat.copy_(torch.where(ok, -beta, self.estimator.bias_hat))
+        """End of the rest period: ``b̂ = −β`` for every IMU with ≥ 200 accepted samples (`gyro_bias_from_rest`)."""
+        bias, ok = gyro_bias_from_rest(self.cal)
+        self.estimator.bias_hat.copy_(torch.where(ok, bias, self.estimator.bias_hat))
         self.cal_pending = False
 
     def _estimate(self) -> None:
         """The estimator step of a valid frame, already in ``frame_in`` over the sensor ranges, in folded form
-        (module arm_step): updates the estimator's filter state (in ``work``) and ``trig`` (in ``sines``), the
+        (`arm.step`): updates the estimator's filter state (in ``work``) and ``trig`` (in ``sines``), the
         buffers ``L``, ``Y`` (in ``work``), ``sines``."""
         est = self.estimator
         S = self.n_imus
         n = 2
         if not bool(est.initialized):  # first frame: ψ̂ = ψ_m, ω_prev = ω, link angles from ψ̂
             torch.addmv(self.a0, self.A, self.xz, out=self.L)
-            est.psi_hat.copy_(torch.atan2(self.L_fl[:S], self.L_fl[S:2 * S]))
+            est.psi_hat.copy_(torch.atan2(self.L_fl[:S], self.L_fl[S : 2 * S]))
             est.w_prev.copy_(self.L_w)
-            est.trig.copy_(torch.sin(torch.addmv(self.init_off, self.init_map, est.psi_hat)))
+            est.trig.copy_(initial_link_trig(self.init_off, self.init_map, est.psi_hat))
             est.initialized.fill_(True)
         torch.addmv(self.a0, self.A, self.xz, out=self.L)
         if self.compensate:  # f_c = f + T(c) u,  T(c) = Q (c ⊗ c),  u = u₁ ⊙ u₂;  ψ_m = atan2(f_c)
-            T = torch.mv(self.Q, torch.outer(est.trig, est.trig).view(-1)).view(2 * S, S + n)
+            T = compensation_map(self.Q, est.trig, S, n)
             torch.addmv(self.L_f, T, self.L_u1 * self.L_u2, out=self.f_c)
             torch.atan2(self.f_cy, self.f_cz, out=self.psi_m)
         else:
@@ -473,7 +557,7 @@ class ArmController(nn.Module):
         torch.sin(self.Y_sin, out=self.sines)  # sines[:2n] is the estimator's trig
 
     def _loads(self, lf: List[float], o: List[float]) -> List[float]:
-        """Hub loads from the measured link loads (module arm_load), low-passed: [hub-1 load, hub-2 load]
+        """Hub loads from the measured link loads (`arm.load`), low-passed: [hub-1 load, hub-2 load]
         [N m]. ``lf`` = [Λ₁, Λ₂, F_a2, F_n2]; hub 1 carries link 1's root moment, link 2's force at link 1's
         tip and the joint-2 torque (the last command)."""
         M = self.n_modes_total
@@ -499,11 +583,14 @@ class ArmController(nn.Module):
         M = self.n_modes_total
         c1, c2, s1, s2 = cs[0], cs[1], cs[2], cs[3]
         w1, w2 = o[3 + M], o[4 + M]
-        return [(c1 * self.L1 + c2 * self.L2) - (s1 * w1 + s2 * w2),
-                (s1 * self.L1 + s2 * self.L2) + (c1 * w1 + c2 * w2)]
+        return [
+            (c1 * self.L1 + c2 * self.L2) - (s1 * w1 + s2 * w2),
+            (s1 * self.L1 + s2 * self.L2) + (c1 * w1 + c2 * w2),
+        ]
 
-    def _control(self, frame: Tensor, t: float, theta_in: Optional[Tensor],
-                 rate_in: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
+    def _control(
+        self, frame: Tensor, t: float, theta_in: Optional[Tensor], rate_in: Optional[Tensor]
+    ) -> Tuple[Tensor, Tensor, Tensor]:
         self.steps += 1
         code = self._check(frame, t)
         if code != 0:
@@ -520,7 +607,7 @@ class ArmController(nn.Module):
                 self._calibrate_gyros(t, self.L_fl, self.L_w, self.estimator.psi_hat)
             else:
                 self._apply_gyro_calibration()
-        # [Λ₁, Λ₂, F_a2, F_n2] = W (s_load ⊙ fl ⊙ e) (module arm_step)
+        # [Λ₁, Λ₂, F_a2, F_n2] = W (s_load ⊙ fl ⊙ e) (`arm.step`)
         lf = torch.jit.annotate(List[float], torch.mv(self.W, self.s_load * self.L_fl * self.Y_e).tolist())
         # o = [angle, θ (2), η (M), w(L) (2), w′(L) (2), w″(0) (2), θ̇ (2)]
         o = torch.jit.annotate(List[float], self.Y_out.tolist())
@@ -549,8 +636,15 @@ class ArmController(nn.Module):
         a12 = th1 + th2
         c1, s1 = math.cos(th1), math.sin(th1)
         c12, s12 = math.cos(a12), math.sin(a12)
-        H1 = (self.a11 * m1 + self.a12 * m2 - self.gA1 * c1 - self.gB1 * c12 + self.kA1 * w1 * s1
-              + self.kB1 * w2 * s12 - self.ff1 * d[4])
+        H1 = (
+            self.a11 * m1
+            + self.a12 * m2
+            - self.gA1 * c1
+            - self.gB1 * c12
+            + self.kA1 * w1 * s1
+            + self.kB1 * w2 * s12
+            - self.ff1 * d[4]
+        )
         H2 = self.a22 * m2 - self.gB2 * c12 + self.kB2 * w2 * s12 - self.ff2 * d[5] - self.ff21 * d[4]
         t1 = self.kp1 * (d[0] - th1) + self.kd1 * (d[2] - r1) - H1
         t2 = self.kp2 * (d[1] - th2) + self.kd2 * (d[3] - r2) - H2
@@ -583,8 +677,3 @@ class ArmController(nn.Module):
         """Encoder-fed baseline: as :meth:`forward` but with joint angles/rates (2,) from encoders; the
         deformation still comes from the IMUs."""
         return self._control(frame, t, theta, theta_rate)
-
-
-# the export and load functions live in arm_export (kept importable from here)
-from flexlearn.runtime.arm.export import (export_arm_controller, export_arm_controller_from_config,  # noqa: E402
-                                          load_arm_controller)

@@ -21,6 +21,7 @@ shape check: a frame of the wrong shape is passed as zeros with ``lost=True``, f
 `ArmController.forward`: ``(torque (2,) [N m], state (17 + M,), fault code () int64)``. Only ``forward`` is
 covered (not ``step_joints``, ``desired`` or ``reset``). Variants and switches are those of the source controller.
 """
+
 from __future__ import annotations
 
 from typing import Tuple
@@ -28,15 +29,16 @@ from typing import Tuple
 import torch
 from torch import Tensor, nn
 
-from flexlearn.runtime.arm.controller import (FAULT_BAD_TIME, FAULT_BAD_TORQUE, FAULT_LOST_FRAME, FAULT_NONFINITE,
-                                              FAULT_SATURATED, FAULT_TORQUE_LIMIT, ArmController)
-
-_MAPS = ("A", "a0", "Q", "KK", "W", "init_off", "init_map", "ranges")
-_CONTROLLER_STATE = ("last_tau", "last_state", "cal", "gyr_count")
-_FLOATS = ("t0", "duration", "a11", "a12", "a22", "gA1", "gB1", "kA1", "kB1", "gB2", "kB2", "th00", "th01", "kp1",
-           "kp2", "kd1", "kd2", "tmax1", "tmax2", "dt", "EI1", "EI2", "ff1", "ff2", "ff21", "L1", "L2", "lp_beta",
-           "c11", "c12", "c21", "c22", "cal_gate")
-_INTS = ("n_imus", "n_modes_total", "state_size", "k_u", "k_u2", "k_z", "k_fl", "k_lin", "k_e", "k_sin")
+from flexlearn.runtime.arm.controller import STEP_FLOATS, STEP_INTS, STEP_MAPS, STEP_STATE, ArmController
+from flexlearn.runtime.arm.outputs import (
+    FAULT_BAD_TIME,
+    FAULT_BAD_TORQUE,
+    FAULT_LOST_FRAME,
+    FAULT_NONFINITE,
+    FAULT_SATURATED,
+    FAULT_TORQUE_LIMIT,
+)
+from flexlearn.runtime.arm.step import compensation_map, gyro_bias_from_rest, initial_link_trig, rest_sample
 
 
 class ArmControllerGraph(nn.Module):
@@ -45,7 +47,7 @@ class ArmControllerGraph(nn.Module):
     Built from ``controller`` in its current state (usually freshly built or reset); the source is not changed.
     """
 
-    # buffers: the lean step's maps (`_MAPS`), the controller's and the estimator's state
+    # buffers: the lean step's maps (`STEP_MAPS`), the controller's (`STEP_STATE`) and the estimator's state
     A: Tensor
     a0: Tensor
     Q: Tensor
@@ -67,7 +69,7 @@ class ArmControllerGraph(nn.Module):
     lp_init: Tensor
     tau2_last: Tensor
     cal_pending: Tensor
-    # settings copied from the controller (`_INTS`, `_FLOATS`)
+    # settings copied from the controller (`STEP_INTS`, `STEP_FLOATS`)
     n_imus: int
     n_modes_total: int
     state_size: int
@@ -120,71 +122,66 @@ class ArmControllerGraph(nn.Module):
     def __init__(self, controller: ArmController) -> None:
         super().__init__()
         est = controller.estimator
-        for name in _INTS:
+        for name in STEP_INTS:
             setattr(self, name, int(getattr(controller, name)))
-        for name in _MAPS + _CONTROLLER_STATE:
+        for name in STEP_MAPS + STEP_STATE:
             self.register_buffer(name, getattr(controller, name).detach().clone())
         for name in ("filter_state", "trig", "initialized"):
             self.register_buffer(name, getattr(est, name).detach().clone())
         f64, i64 = torch.float64, torch.int64
         self.register_buffer("fault_count", torch.tensor(int(controller.fault_count), dtype=i64))
         self.register_buffer("steps", torch.tensor(int(controller.steps), dtype=i64))
-        self.register_buffer("lp", torch.tensor(controller.lp, dtype=f64))                 # load low-pass (4,)
+        self.register_buffer("lp", torch.tensor(controller.lp, dtype=f64))  # load low-pass (4,)
         self.register_buffer("lp_init", torch.tensor(bool(controller.lp_init)))
         self.register_buffer("tau2_last", torch.tensor(float(controller.tau2_last), dtype=f64))
         self.register_buffer("cal_pending", torch.tensor(bool(controller.cal_pending)))
         self.compensate = bool(controller.compensate)
         self.slope_correction, self.use_load = bool(controller.slope_correction), bool(controller.use_load)
-        for name in _FLOATS:
+        for name in STEP_FLOATS:
             setattr(self, name, float(getattr(controller, name)))
         self.d0 = float(controller.thf0 - controller.th00)
         self.d1 = float(controller.thf1 - controller.th01)
 
     # ------------------------------------------------------------------------------------------ estimator
     def _estimate(self, scaled: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-        """`ArmController._estimate` of a frame taken as valid, given over the sensor ranges (S, 6) (module
-        arm_step): (L, z′, Y, sines)."""
+        """`ArmController._estimate` of a frame taken as valid, given over the sensor ranges (S, 6) (`arm.step`)
+        : (L, z′, Y, sines)."""
         S, n = self.n_imus, 2
         x = scaled.reshape(-1)
         z = self.filter_state
         L0 = torch.addmv(self.a0, self.A, torch.cat([x, z]))
-        fl0 = L0[self.k_fl:]
-        psi0 = torch.atan2(fl0[:S], fl0[S:2 * S])
+        fl0 = L0[self.k_fl :]
+        psi0 = torch.atan2(fl0[:S], fl0[S : 2 * S])
         init = self.initialized
-        z0 = torch.where(init, z, torch.cat([psi0, z[S:3 * S], L0[self.k_z + 3 * S:self.k_z + 4 * S]]))
-        trig0 = torch.where(init, self.trig, torch.sin(torch.addmv(self.init_off, self.init_map, psi0)))
+        z0 = torch.where(init, z, torch.cat([psi0, z[S : 3 * S], L0[self.k_z + 3 * S : self.k_z + 4 * S]]))
+        trig0 = torch.where(init, self.trig, initial_link_trig(self.init_off, self.init_map, psi0))
         L = torch.addmv(self.a0, self.A, torch.cat([x, z0]))
-        f = L[:self.k_u]
+        f = L[: self.k_u]
         if self.compensate:
-            T = torch.mv(self.Q, torch.outer(trig0, trig0).view(-1)).view(2 * S, S + n)
-            f = torch.addmv(f, T, L[self.k_u:self.k_u2] * L[self.k_u2:self.k_z])
-        zY = torch.addmv(L[self.k_z:self.k_fl], self.KK, torch.atan2(f[:S], f[S:]))
-        Y = zY[4 * S:]
-        return L, zY[:4 * S], Y, torch.sin(Y[self.k_sin:])
+            T = compensation_map(self.Q, trig0, S, n)
+            f = torch.addmv(f, T, L[self.k_u : self.k_u2] * L[self.k_u2 : self.k_z])
+        zY = torch.addmv(L[self.k_z : self.k_fl], self.KK, torch.atan2(f[:S], f[S:]))
+        Y = zY[4 * S :]
+        return L, zY[: 4 * S], Y, torch.sin(Y[self.k_sin :])
 
     # ------------------------------------------------------------------------------------------ controller
-    def _calibration(self, go: Tensor, t: Tensor, fl: Tensor, w: Tensor, psi: Tensor, bias: Tensor
-                     ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    def _calibration(
+        self, go: Tensor, t: Tensor, fl: Tensor, w: Tensor, psi: Tensor, bias: Tensor
+    ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
         """Gyro rest calibration (``_calibrate_gyros`` before t0, ``_apply_gyro_calibration`` at t0), masked:
         new (cal (6, S), gyr_count, b̂, cal_pending)."""
-        S = self.n_imus
-        c = self.cal
         pending = go & self.cal_pending
         before = t < self.t0
         do_cal = pending & before
         do_apply = pending & ~before
-        c5 = torch.add(c[5], w, alpha=self.dt)
-        psi_m = torch.atan2(fl[:S], fl[S:2 * S])
-        r = c5 - psi_m
-        m = ((psi_m - psi).abs() < self.cal_gate).to(torch.float64)
-        mr = m * r
-        new = torch.stack([c[0] + m, c[1] + m * t, c[2] + m * (t * t), c[3] + mr, c[4] + mr * t, c5])
-        cal = torch.where(do_cal, new, c)
+        c = self.cal
+        sample = rest_sample(c[5], fl, w, psi, self.dt, self.cal_gate)
+        m, mr = sample.mask, sample.residual
+        new = torch.stack([c[0] + m, c[1] + m * t, c[2] + m * (t * t), c[3] + mr, c[4] + mr * t, sample.integral])
+        cal = torch.where(do_cal, new, self.cal)
         count = torch.where(do_cal, self.gyr_count + 1, self.gyr_count)
-        den = c[0] * c[2] - c[1] * c[1]
-        ok = (c[0] >= 200.0) & (den > 0.0)
-        beta = (c[4] * c[0] - c[3] * c[1]) / torch.where(ok, den, torch.ones_like(den))
-        bias = torch.where(do_apply & ok, -beta, bias)
+        fitted, ok = gyro_bias_from_rest(self.cal)
+        bias = torch.where(do_apply & ok, fitted, bias)
         return cal, count, bias, self.cal_pending & ~do_apply
 
     def _loads(self, lf: Tensor, Y: Tensor) -> Tuple[Tensor, Tensor]:
@@ -224,8 +221,15 @@ class ArmControllerGraph(nn.Module):
         a12 = th1 + th2
         c1, s1 = torch.cos(th1), torch.sin(th1)
         c12, s12 = torch.cos(a12), torch.sin(a12)
-        H1 = (self.a11 * m1 + self.a12 * m2 - self.gA1 * c1 - self.gB1 * c12 + self.kA1 * w1 * s1
-              + self.kB1 * w2 * s12 - self.ff1 * d[4])
+        H1 = (
+            self.a11 * m1
+            + self.a12 * m2
+            - self.gA1 * c1
+            - self.gB1 * c12
+            + self.kA1 * w1 * s1
+            + self.kB1 * w2 * s12
+            - self.ff1 * d[4]
+        )
         H2 = self.a22 * m2 - self.gB2 * c12 + self.kB2 * w2 * s12 - self.ff2 * d[5] - self.ff21 * d[4]
         t1 = self.kp1 * (d[0] - th1) + self.kd1 * (d[2] - r1) - H1
         t2 = self.kp2 * (d[1] - th2) + self.kd2 * (d[3] - r2) - H2
@@ -233,8 +237,13 @@ class ArmControllerGraph(nn.Module):
         c1_, c2_, s1_, s2_ = cs[0], cs[1], cs[2], cs[3]
         px = (c1_ * self.L1 + c2_ * self.L2) - (s1_ * w1 + s2_ * w2)
         py = (s1_ * self.L1 + s2_ * self.L2) + (c1_ * w1 + c2_ * w2)
-        state = torch.cat([torch.stack([th1, th2, r1, r2]), Y[3:self.k_lin], torch.stack([px, py, Y[0], d[0], d[1],
-                                                                                          load[0], load[1]])])
+        state = torch.cat(
+            [
+                torch.stack([th1, th2, r1, r2]),
+                Y[3 : self.k_lin],
+                torch.stack([px, py, Y[0], d[0], d[1], load[0], load[1]]),
+            ]
+        )
         return t1, t2, state, finite
 
     def forward(self, frame: Tensor, t: Tensor, lost: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
@@ -247,10 +256,11 @@ class ArmControllerGraph(nn.Module):
         est_ok = torch.linalg.vector_norm(scaled, float("inf")) < 1.0
         go = (code0 == 0) & est_ok
         L, z, Y, sines = self._estimate(scaled)
-        fl = L[self.k_fl:]
-        cal, count, bias, pending = self._calibration(go, t, fl, L[self.k_z + 3 * S:self.k_z + 4 * S], z[:S],
-                                                      z[S:2 * S])
-        lf = torch.mv(self.W, sines[4:] * fl * Y[self.k_e:self.k_sin])
+        fl = L[self.k_fl :]
+        cal, count, bias, pending = self._calibration(
+            go, t, fl, L[self.k_z + 3 * S : self.k_z + 4 * S], z[:S], z[S : 2 * S]
+        )
+        lf = torch.mv(self.W, sines[4:] * fl * Y[self.k_e : self.k_sin])
         load, lp = self._loads(lf, Y)
         t1, t2, state, finite = self._law(Y, sines[:4], t, load)
         over = (t1.abs() > self.tmax1) | (t2.abs() > self.tmax2)
@@ -259,9 +269,8 @@ class ArmControllerGraph(nn.Module):
         tau = torch.stack([t1, t2])
         valid = go & finite
         # state writes where the source writes them
-        z_new = torch.cat([z[:S], bias, z[2 * S:]])
-        for name, new in (("filter_state", z_new), ("trig", sines[:4]), ("cal", cal), ("gyr_count", count),
-                          ("lp", lp)):
+        z_new = torch.cat([z[:S], bias, z[2 * S :]])
+        for name, new in (("filter_state", z_new), ("trig", sines[:4]), ("cal", cal), ("gyr_count", count), ("lp", lp)):
             buf = getattr(self, name)
             buf.copy_(torch.where(go, new, buf))
         self.initialized.copy_(self.initialized | go)
@@ -273,7 +282,14 @@ class ArmControllerGraph(nn.Module):
         self.last_state.copy_(state_out)
         self.tau2_last.copy_(torch.where(valid, t2, self.tau2_last))
         classify = torch.where(torch.isfinite(frame).all(), FAULT_SATURATED, FAULT_NONFINITE).to(i64)
-        code = torch.where(code0 != 0, code0, torch.where(~est_ok, classify, torch.where(
-            ~finite, FAULT_BAD_TORQUE, torch.where(over, FAULT_TORQUE_LIMIT, 0)).to(i64)))
+        code = torch.where(
+            code0 != 0,
+            code0,
+            torch.where(
+                ~est_ok,
+                classify,
+                torch.where(~finite, FAULT_BAD_TORQUE, torch.where(over, FAULT_TORQUE_LIMIT, 0)).to(i64),
+            ),
+        )
         self.fault_count.add_((code != 0).to(i64))
         return tau_out.clone(), state_out.clone(), code

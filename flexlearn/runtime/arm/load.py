@@ -26,6 +26,7 @@ arm with point payloads (rotary inertia of the payloads neglected; it is zero in
 Everything is linear in the specific forces (and in η for the coupling term), so :class:`LinkLoadModel`
 holds a few precomputed matrices; one evaluation is ~10 TorchScript ops.
 """
+
 import math
 from typing import Sequence, Tuple
 
@@ -35,6 +36,7 @@ from torch import Tensor, nn
 
 from flexlearn.config import check
 from flexlearn.physics.modal.link import FlexibleLink
+from flexlearn.physics.modal.reconstruction import ModalReconstructor
 
 __all__ = ["LinkLoadModel"]
 
@@ -63,13 +65,24 @@ class LinkLoadModel(nn.Module):
         self.register_buffer("cols", torch.cat([mom_n, force, link_sum], 0).t().contiguous())  # (S, 3n)
 
     @classmethod
-    def build(cls, links: Sequence[FlexibleLink], rho_A: Sequence[float], tip_mass: Sequence[float],
-              imu_positions: Sequence[Sequence[float]], n_modes: Sequence[int], quad: int = 40) -> "LinkLoadModel":
+    def build(
+        cls,
+        links: Sequence[FlexibleLink],
+        rho_A: Sequence[float],
+        tip_mass: Sequence[float],
+        imu_positions: Sequence[Sequence[float]],
+        n_modes: Sequence[int],
+        quad: int = 40,
+    ) -> "LinkLoadModel":
         """From the controller's modal links, mass per length [kg/m], tip masses [kg] (what sits at each
         link's tip besides the next link), IMU positions per link [m] (≥ 2 distinct per link) and modes."""
         n = len(links)
-        check(n == len(rho_A) == len(tip_mass) == len(imu_positions) == len(n_modes), "load_model.links",
-              (n, len(rho_A), len(tip_mass), len(imu_positions), len(n_modes)), "one entry per link")
+        check(
+            n == len(rho_A) == len(tip_mass) == len(imu_positions) == len(n_modes),
+            "load_model.links",
+            (n, len(rho_A), len(tip_mass), len(imu_positions), len(n_modes)),
+            "one entry per link",
+        )
         S = sum(len(p) for p in imu_positions)
         M = sum(n_modes)
         f64 = torch.float64
@@ -97,10 +110,10 @@ class LinkLoadModel(nn.Module):
             mx_phi = (wq * xi) @ phq + Mt * L * tip  # ∫ρA ξ Φ + M L Φ(L)
             A = torch.stack([torch.ones(k, dtype=f64), torch.tensor(xs, dtype=f64)], 1)
             P = torch.linalg.pinv(A)  # (2, k): affine coefficients (c₀, c₁) of f(ξ) = c₀ + c₁ ξ
-            mom_n[i, s0:s0 + k] = s1 * P[0] + s2 * P[1]
-            force[i, s0:s0 + k] = mass * P[0] + s1 * P[1]
-            coup[s0:s0 + k, m0:m0 + m] = P[0].unsqueeze(1) * m_phi + P[1].unsqueeze(1) * mx_phi
-            link_sum[i, s0:s0 + k] = 1.0
+            mom_n[i, s0 : s0 + k] = s1 * P[0] + s2 * P[1]
+            force[i, s0 : s0 + k] = mass * P[0] + s1 * P[1]
+            coup[s0 : s0 + k, m0 : m0 + m] = P[0].unsqueeze(1) * m_phi + P[1].unsqueeze(1) * mx_phi
+            link_sum[i, s0 : s0 + k] = 1.0
             s0 += k
             m0 += m
         return cls(mom_n, force, coup, link_sum)
@@ -129,8 +142,7 @@ class LinkLoadModel(nn.Module):
         S = delta_map.shape[0]
         half_pi = torch.full((S,), math.pi / 2, dtype=delta_map.dtype)
         zero = torch.zeros(S, dtype=delta_map.dtype)
-        return (torch.cat([zero, half_pi, half_pi, zero]),
-                torch.cat([delta_map, delta_map, delta_map, -delta_map]))
+        return (torch.cat([zero, half_pi, half_pi, zero]), torch.cat([delta_map, delta_map, delta_map, -delta_map]))
 
 
 def _static_slope(lk: FlexibleLink, rho_A: float, tip_mass: float, x: float, quad: int = 40) -> list[float]:
@@ -146,9 +158,14 @@ def _static_slope(lk: FlexibleLink, rho_A: float, tip_mass: float, x: float, qua
     return [-float((w * (rho_A * u * u / 2.0 + tip_mass * u)).sum()) / EI, -float((w * u).sum()) / EI, -x / EI]
 
 
-def static_angle_correction(links: Sequence[FlexibleLink], rho_A: Sequence[float], tip_mass: Sequence[float],
-                            imu_positions: Sequence[Sequence[float]], n_modes: Sequence[int],
-                            gravity: float) -> Tensor:
+def static_angle_correction(
+    links: Sequence[FlexibleLink],
+    rho_A: Sequence[float],
+    tip_mass: Sequence[float],
+    imu_positions: Sequence[Sequence[float]],
+    n_modes: Sequence[int],
+    gravity: float,
+) -> Tensor:
     """C (2, 2): joint-angle correction ``Δθ = C (cos φ₁, cos φ₂)`` [rad] for a two-link arm at rest.
 
     The estimator subtracts modal slopes from the IMU inclinations (θ₁ = ψ_r1 − w₁′(l_r1), θ₂ also with
@@ -158,8 +175,6 @@ def static_angle_correction(links: Sequence[FlexibleLink], rho_A: Sequence[float
     (link 1 loaded by link 2's weight and gravity moment at its tip), linear in the cosines of the absolute
     base angles φ. Adding it to the estimated angles removes the static bias; dynamic parts are left.
     """
-    from flexlearn.physics.modal.reconstruction import ModalReconstructor
-
     check(len(links) == 2, "static_angle_correction.links", len(links), "two links")
     g = float(gravity)
     m2 = float(rho_A[1]) * float(links[1].length) + float(tip_mass[1])  # weight carried at link 1's tip
@@ -169,7 +184,7 @@ def static_angle_correction(links: Sequence[FlexibleLink], rho_A: Sequence[float
         lk, pos, m = links[i], [float(v) for v in imu_positions[i]], int(n_modes[i])
         L = float(lk.length)
 
-        def exact(x: float) -> list[float]:
+        def exact(x: float, lk: FlexibleLink = lk, i: int = i) -> list[float]:
             a = _static_slope(lk, float(rho_A[i]), float(tip_mass[i]), x)
             if i == 0:  # own weight, link 2's weight (normal in link 1's frame: cos φ₁) and moment (cos φ₂)
                 return [g * a[0] + m2 * g * a[1], s2 * g * a[2]]

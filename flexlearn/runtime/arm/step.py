@@ -31,19 +31,30 @@ float64 outputs (:func:`exact_f64`) bring the step to ≈ 0.37× the unfolded on
 (tests/runtime/test_arm_lean_step.py). ``f``: [f_y; f_z − Φ(ξ_s) G α′] (the elastic term, linear).
 The same matrices drive `flexlearn.runtime.arm.graph` (the exportable graph), op for op.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import torch
 from torch import Tensor
 
-__all__ = ["lean_step_maps", "exact_f64"]
+from flexlearn.runtime.arm.config import ArmSettingsError
+
+__all__ = [
+    "lean_step_maps",
+    "exact_f64",
+    "compensation_map",
+    "initial_link_trig",
+    "rest_sample",
+    "RestSample",
+    "gyro_bias_from_rest",
+]
 
 
 def _in_map(est) -> Tensor:
-    """frames over the ranges x (6S, row-major [acc / acc_range | gyr / gyr_range] per IMU) → [f_y (S); f_z (S);
+    """Frames over the ranges x (6S, row-major [acc / acc_range | gyr / gyr_range] per IMU) → [f_y (S); f_z (S);
     ω_x (S)] [m/s², rad/s] (3S, 6S)."""
     S = int(est.n_imus)
     cols = torch.arange(6 * S).reshape(S, 6)
@@ -87,29 +98,72 @@ def _compensation(est) -> Tensor:
     return -Q.reshape(2 * S * (S + n), N * N)
 
 
-def lean_step_maps(est, trig_off: Tensor, trig_map: Tensor, coup: Tensor, mom_n: Tensor, force: Tensor,
-                   link_sum: Tensor) -> Dict[str, Tensor]:
+def _output_map(est, coup: Tensor, trig_off: Tensor, trig_map: Tensor) -> Tuple[Tensor, Tensor]:
+    """(P, y₀) of Y = y₀ + P z′ (module docstring), z′ = [ψ̂′, b̂′, α′, ω′] (4S): the estimate, rates, the loads' e
+    (ones and the η coupling) and the sin arguments of the link angles and the loads' local slopes."""
+    f64 = torch.float64
+    S, n, M = int(est.n_imus), int(est.n_links), int(est.n_modes_total)
+    pm, off = est.psi_map, est.offset
+    k_lin = 1 + 4 * n + M
+
+    def on_psi(m: Tensor) -> Tensor:
+        out = torch.zeros(m.shape[0], 4 * S, dtype=f64)
+        out[:, :S] = m
+        return out
+
+    rate = torch.zeros(n, 4 * S, dtype=f64)
+    rate[:, S : 2 * S] = est.rate_map
+    rate[:, 3 * S :] = est.rate_map
+    ce = on_psi(coup @ pm[1 + n : 1 + n + M])
+    load_rows = torch.cat([trig_map, trig_map[2 * S :]])
+    load_off = torch.cat([trig_off, trig_off[2 * S :]])
+    P = torch.cat(
+        [on_psi(pm[:k_lin]), rate, torch.zeros(4 * S, 4 * S, dtype=f64), ce, ce, on_psi(pm[k_lin:]), on_psi(load_rows)]
+    )
+    zeros_n, zeros_2s = torch.zeros(n, dtype=f64), torch.zeros(2 * S, dtype=f64)
+    y0 = torch.cat([off[:k_lin], zeros_n, torch.ones(4 * S, dtype=f64), zeros_2s, off[k_lin:], load_off])
+    return P, y0
+
+
+def _load_weights(mom_n: Tensor, force: Tensor, link_sum: Tensor, S: int) -> Tensor:
+    """W (4, 6S): [Λ₁ − Σ e·f_a (link 1), Λ₂ − … (link 2), F_a2, F_n2] from the products [f_n | f_a | f_a e].
+
+    The products are laid out (3, 2, S).
+    """
+    W = torch.zeros(4, 3, 2, S, dtype=torch.float64)
+    for b in range(2):
+        W[0, 0, b], W[1, 0, b] = mom_n[0], mom_n[1]
+        W[0, 2, b], W[1, 2, b] = -link_sum[0], -link_sum[1]
+        W[2, 1, b], W[3, 0, b] = force[1], force[1]
+    return W.reshape(4, 6 * S).contiguous()
+
+
+def lean_step_maps(
+    est, trig_off: Tensor, trig_map: Tensor, coup: Tensor, mom_n: Tensor, force: Tensor, link_sum: Tensor
+) -> Dict[str, Tensor]:
     """Matrices of the lean step (module docstring) from a built estimator and the controller's two-link load
     model: ``A``, ``a0`` (L = a0 + A [x; z], rows [f (2S) | u₁ | u₂ (S+n each) | z_lin (4S) | y₀ + P z_lin |
     fl (6S)]), ``Q``, ``KK`` ([z′; Y] = L[z_lin, Y rows] + KK ψ_m), ``init_off``/``init_map`` (c = sin(init_off
     + init_map ψ̂) for the first frame) and ``W`` (4, 6S)."""
     if bool(getattr(est, "use_attitude", False)):
-        raise ValueError("lean_step_maps: the lean step is the estimator's PI inclination filter written as matrices; "
-                         "an estimator built with inclination='attitude' has no such form (use the scripted step)")
+        raise ArmSettingsError(
+            "lean_step_maps: the lean step is the estimator's PI inclination filter written as matrices; "
+            "an estimator built with inclination='attitude' has no such form (use the scripted step)"
+        )
     f64 = torch.float64
     S, n, M = int(est.n_imus), int(est.n_links), int(est.n_modes_total)
     C = 10 * S  # columns [x (6S) | ψ, b, α, ω_prev]
     inm = _in_map(est)
-    fy, fz, w = inm[:S], inm[S:2 * S], inm[2 * S:]
+    fy, fz, w = inm[:S], inm[S : 2 * S], inm[2 * S :]
 
     def on_x(m: Tensor) -> Tensor:
         out = torch.zeros(m.shape[0], C, dtype=f64)
-        out[:, :6 * S] = m
+        out[:, : 6 * S] = m
         return out
 
     def on_z(block: int, m: Tensor) -> Tensor:  # block 0..3 = ψ, b, α, ω_prev
         out = torch.zeros(m.shape[0], C, dtype=f64)
-        out[:, 6 * S + block * S:6 * S + (block + 1) * S] = m
+        out[:, 6 * S + block * S : 6 * S + (block + 1) * S] = m
         return out
 
     eye = torch.eye(S, dtype=f64)
@@ -129,37 +183,22 @@ def lean_step_maps(est, trig_off: Tensor, trig_map: Tensor, coup: Tensor, mom_n:
     # Y = y0 + P z′ with z′ = [ψ̂′, b̂′, α′, ω′]
     pm, off = est.psi_map, est.offset
     k_lin = 1 + 4 * n + M
-
-    def on_psi(m: Tensor) -> Tensor:
-        out = torch.zeros(m.shape[0], 4 * S, dtype=f64)
-        out[:, :S] = m
-        return out
-
-    rate = torch.zeros(n, 4 * S, dtype=f64)
-    rate[:, S:2 * S] = est.rate_map
-    rate[:, 3 * S:] = est.rate_map
-    ce = on_psi(coup @ pm[1 + n:1 + n + M])
-    load_rows = torch.cat([trig_map, trig_map[2 * S:]])
-    load_off = torch.cat([trig_off, trig_off[2 * S:]])
-    P = torch.cat([on_psi(pm[:k_lin]), rate, torch.zeros(4 * S, 4 * S, dtype=f64), ce, ce, on_psi(pm[k_lin:]),
-                   on_psi(load_rows)])
-    y0 = torch.cat([off[:k_lin], torch.zeros(n, dtype=f64), torch.ones(4 * S, dtype=f64),
-                    torch.zeros(2 * S, dtype=f64), off[k_lin:], load_off])
+    P, y0 = _output_map(est, coup, trig_off, trig_map)
     fl = torch.cat([on_x(fy), on_x(fz)])
     wl = on_x(w[est.ref_index])
     A = torch.cat([on_x(fy), fz_row, alpha, wl, torch.zeros(S, C, dtype=f64), wl, z_lin, P @ z_lin, fl, fl, fl])
     a0 = torch.zeros(A.shape[0], dtype=f64)
-    a0[3 * S + n:4 * S + n] = 1.0  # u = u₁ ⊙ u₂, u₂ = [1 (S), ω_ref (n)]
-    a0[8 * S + 2 * n:8 * S + 2 * n + y0.numel()] = y0
-    # W: [Λ₁ − Σ e·f_a (link 1), Λ₂ − … (link 2), F_a2, F_n2] from the products [f_n | f_a | f_a e] (3, 2, S)
-    W = torch.zeros(4, 3, 2, S, dtype=f64)
-    for b in range(2):
-        W[0, 0, b], W[1, 0, b] = mom_n[0], mom_n[1]
-        W[0, 2, b], W[1, 2, b] = -link_sum[0], -link_sum[1]
-        W[2, 1, b], W[3, 0, b] = force[1], force[1]
-    return {"A": A.contiguous(), "a0": a0, "Q": _compensation(est).contiguous(),
-            "KK": torch.cat([K, P @ K]).contiguous(), "init_off": off[k_lin:].clone(),
-            "init_map": pm[k_lin:].contiguous(), "W": W.reshape(4, 6 * S).contiguous()}
+    a0[3 * S + n : 4 * S + n] = 1.0  # u = u₁ ⊙ u₂, u₂ = [1 (S), ω_ref (n)]
+    a0[8 * S + 2 * n : 8 * S + 2 * n + y0.numel()] = y0
+    return {
+        "A": A.contiguous(),
+        "a0": a0,
+        "Q": _compensation(est).contiguous(),
+        "KK": torch.cat([K, P @ K]).contiguous(),
+        "init_off": off[k_lin:].clone(),
+        "init_map": pm[k_lin:].contiguous(),
+        "W": _load_weights(mom_n, force, link_sum, S),
+    }
 
 
 def exact_f64(vals: List[float], out: Optional[Tensor] = None) -> Tensor:
@@ -189,3 +228,88 @@ def exact_f64(vals: List[float], out: Optional[Tensor] = None) -> Tensor:
     if out is None:
         return res
     return out.copy_(res)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Pure pieces of the step that the scripted controller (`flexlearn.runtime.arm.controller.ArmController`) and its
+# branch-free export twin (`flexlearn.runtime.arm.graph.ArmControllerGraph`) both call: one owner each, op for op.
+
+
+def compensation_map(Q: Tensor, trig: Tensor, n_imus: int, n_links: int) -> Tensor:
+    """The compensation's matrix ``T(c) = (Q (c ⊗ c)).view(2S, S + n)`` (module docstring; f_c = f + T(c) u).
+
+    Args:
+        Q: the folded compensation map (2S·(S + n), (2n)²) of `lean_step_maps`.
+        trig: c = [cos φ, sin φ] (2n,) of the previous link angles.
+        n_imus: S.
+        n_links: n.
+
+    Returns:
+        T(c) (2S, S + n).
+    """
+    return torch.mv(Q, torch.outer(trig, trig).view(-1)).view(2 * n_imus, n_imus + n_links)
+
+
+def initial_link_trig(init_off: Tensor, init_map: Tensor, psi: Tensor) -> Tensor:
+    """Link-angle trig [cos φ, sin φ] (2n,) of the first frame, from its inclinations ψ̂ = ψ_m (S,) [rad].
+
+    Args:
+        init_off: offsets of the sin arguments (2n,) [rad] (``lean_step_maps()["init_off"]``).
+        init_map: their map from ψ̂ (2n, S) (``lean_step_maps()["init_map"]``).
+        psi: the first frame's inclinations (S,) [rad].
+
+    Returns:
+        sin(init_off + init_map ψ̂) (2n,).
+    """
+    return torch.sin(torch.addmv(init_off, init_map, psi))
+
+
+class RestSample(NamedTuple):
+    """One sample of the gyro rest calibration (`rest_sample`)."""
+
+    integral: Tensor  # ∫ω dt (S,) [rad], this sample included
+    mask: Tensor  # 1.0 where the sample enters the fit, else 0.0 (S,)
+    residual: Tensor  # mask · r, r = ∫ω dt − ψ_m (S,) [rad]
+
+
+def rest_sample(integral: Tensor, fl: Tensor, w: Tensor, psi: Tensor, dt: float, gate: float) -> RestSample:
+    """One sample of the gyro rest calibration: the line through r(t) = ∫ω dt − ψ_m(t) has the gyro bias as slope.
+
+    ψ_m = atan2(f_y, f_z) is the uncompensated accelerometer inclination (the arm is near rest before t0);
+    samples with |ψ_m − ψ̂| ≥ ``gate`` (high-mode transients after torque steps) are left out of the fit but not of
+    ∫ω. The sums [count, Σt, Σt², Σr, Σtr] grow by [m, m t, m t², m r, m r t] (exact products for the 0/1 mask m,
+    so an in-place ``add_(m, alpha=t)`` and ``m * t`` give the same bits).
+
+    Args:
+        integral: ∫ω dt (S,) [rad] before this sample.
+        fl: raw link-frame specific forces [f_y; f_z] (2S,) [m/s²].
+        w: gyro rates (S,) [rad/s].
+        psi: the filter's new inclinations ψ̂ (S,) [rad].
+        dt: step [s].
+        gate: largest accepted |ψ_m − ψ̂| [rad].
+
+    Returns:
+        The new integral, the mask and the masked residual (`RestSample`).
+    """
+    S = w.shape[0]
+    c5 = torch.add(integral, w, alpha=dt)
+    psi_m = torch.atan2(fl[:S], fl[S : 2 * S])
+    m = ((psi_m - psi).abs() < gate).to(torch.float64)
+    return RestSample(c5, m, m * (c5 - psi_m))
+
+
+def gyro_bias_from_rest(cal: Tensor) -> Tuple[Tensor, Tensor]:
+    """The gyro bias estimate b̂ = −β at the end of the rest period, β the slope of the rest line.
+
+    The rest line is fitted through the sums of the accepted `rest_sample` calls.
+
+    Args:
+        cal: sums (6, S), rows [count, Σt, Σt², Σr, Σtr, ∫ω dt] of the accepted `rest_sample` calls.
+
+    Returns:
+        (b̂ (S,) [rad/s], ok (S,) bool: at least 200 accepted samples and a regular fit; b̂ is meaningless elsewhere).
+    """
+    den = cal[0] * cal[2] - cal[1] * cal[1]
+    ok = (cal[0] >= 200.0) & (den > 0.0)
+    beta = (cal[4] * cal[0] - cal[3] * cal[1]) / torch.where(ok, den, torch.ones_like(den))
+    return -beta, ok

@@ -30,13 +30,13 @@ import torch
 from torch import Tensor, nn
 
 from flexlearn.lie import rotation_between, so3_exp
-from flexlearn.runtime.fusion.heading_filter import HeadingDriftFilter, heading_angle
+from flexlearn.runtime.fusion.heading_filter import HeadingDriftFilter, heading_angle, misalignment_direction
 
 BIAS_STATE = ("bias", "c_bias", "gain", "tmap", "p_var", "t_p", "rel_c", "theta_applied", "axis", "travel")
 
 
 @torch.jit.interface
-class BiasModel(nn.Module):
+class BiasModel(nn.Module):  # noqa: D101 (a TorchScript interface: methods only; see the module docstring)
     def correct(self, j: int, uq: Tensor, um: Tensor, r_par: Tensor, dtr: Tensor, t: float, sigma_m2: float) -> bool:
         """Fix of joint j + 1 at time t [s]: quaternion direction u^q (3,) and magnetic direction u^m (3,) of the
         child, corrected parent rotation R̂_j (3, 3), (child, parent) angular travel since the joint's last fix
@@ -91,8 +91,14 @@ class RotationBias(_SharedBiasState):
     """The seed's 3-D rotation bias b_j per segment with twist damping γ (module docstring); ``seed_innovation``:
     y = Log(u^q → u^m) − b (the seed), else y = Log(Ĉ u^q → u^m) (observable part only)."""
 
-    def __init__(self, state: Mapping[str, Tensor], sigma_b2: float, travel_noise: float, twist_damping: float,
-                 seed_innovation: bool) -> None:
+    def __init__(
+        self,
+        state: Mapping[str, Tensor],
+        sigma_b2: float,
+        travel_noise: float,
+        twist_damping: float,
+        seed_innovation: bool,
+    ) -> None:
         super().__init__(state, sigma_b2, travel_noise)
         self.twist_damping, self.seed_innovation = float(twist_damping), bool(seed_innovation)
 
@@ -100,9 +106,9 @@ class RotationBias(_SharedBiasState):
         p = self._variance(j, dtr, t, False)
         b = self.bias[j]
         if self.seed_innovation:
-            y = rotation_between(uq, um) - b                 # seed III-B4 (implicitly damps b along u^q by K)
+            y = rotation_between(uq, um) - b  # seed III-B4 (implicitly damps b along u^q by K)
         else:
-            y = rotation_between(torch.matmul(self.c_bias[j], uq), um)   # observable part only: Log(û → u^m)
+            y = rotation_between(torch.matmul(self.c_bias[j], uq), um)  # observable part only: Log(û → u^m)
         k = p / (p + sigma_m2)
         b = b + k * y
         b = b - self.twist_damping * torch.dot(b, uq) * uq
@@ -132,7 +138,7 @@ class HeadingWalkBias(_SharedBiasState):
         y, s2 = heading_angle(torch.matmul(self.c_bias[j], uq), um, self.axis[j + 1])
         self.p_var[j].fill_(p)
         self.t_p[j].fill_(t)
-        if s2 < 1e-3:                                       # segment near vertical: heading unobservable
+        if s2 < 1e-3:  # segment near vertical: heading unobservable
             return True
         k = p / (p + sigma_m2 / s2)
         c = self.rel_c[j] + k * y
@@ -162,7 +168,7 @@ class HeadingRateBias(HeadingDriftFilter, BiasStateTypes):
     """
 
     def __init__(self, state: Mapping[str, Tensor], hf: HeadingDriftFilter) -> None:
-        super().__init__(hf.n, hf.p0, 0.0, 0.0)          # settings and state: hf's, taken next
+        super().__init__(hf.n, hf.p0, 0.0, 0.0)  # settings and state: hf's, taken next
         self.share_state(hf)
         _register_bias_state(self, state)
 
@@ -174,9 +180,7 @@ class HeadingRateBias(HeadingDriftFilter, BiasStateTypes):
         ok = True
         if s2 >= 1e-3:
             y = y - float(dth[j]) + (float(dth[j - 1]) if j > 0 else 0.0)
-            that = torch.linalg.cross(a, um)
-            that = that / torch.linalg.vector_norm(that).clamp_min(1e-12)
-            w = torch.matmul(r_par.transpose(0, 1), torch.linalg.cross(um, that)) / math.sqrt(s2)
+            w = misalignment_direction(a, um, r_par) / math.sqrt(s2)
             ok = self.update(j, y, sigma_m2 / s2, w)
         th = self.theta()
         if not bool(torch.isfinite(th).all()):
@@ -193,8 +197,15 @@ class HeadingRateBias(HeadingDriftFilter, BiasStateTypes):
         return ok
 
 
-def build_bias_model(kind: str, state: Mapping[str, Tensor], hf: HeadingDriftFilter, sigma_b2: float,
-                     travel_noise: float, twist_damping: float, seed_innovation: bool) -> BiasModel:
+def build_bias_model(
+    kind: str,
+    state: Mapping[str, Tensor],
+    hf: HeadingDriftFilter,
+    sigma_b2: float,
+    travel_noise: float,
+    twist_damping: float,
+    seed_innovation: bool,
+) -> BiasModel:
     """The `BiasModel` named ``kind`` ("heading", "heading_walk" or "rotation", checked by `fusion.options`) over
     the estimator's bias state; ``hf`` is the estimator's heading filter (run by "heading" only). Typed
     as the interface it implements (TorchScript checks the methods when the estimator is scripted)."""

@@ -24,6 +24,7 @@ estimator (and the bundle on the Pi) calls whichever one it was built with:
 `flexlearn.models.fix_confidence` also scores a fix by its residual against the module's identified coil model
 (Biot–Savart); that needs the coil model in the bundle and is offline only for now.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,14 +33,21 @@ from typing import Any, Mapping, Optional, Tuple, cast
 import torch
 from torch import Tensor, nn
 
+from flexlearn.runtime.fusion.options import EstimatorSettingsError
+
 CONFIDENCE_KINDS = ("constant", "bend")
-_BEND_KEYS = {"kind": None, "cap": "a finite angle > 0 [rad]", "growth": "a finite value >= 0 [rad per rad]",
-              "margin": "a finite angle > 0 [rad] or null (no rejection by bend)",
-              "field_min": "a finite field >= 0 [T] (0: off)", "field_max": "a finite field >= 0 [T] (0: off)"}
+_BEND_KEYS = {
+    "kind": None,
+    "cap": "a finite angle > 0 [rad]",
+    "growth": "a finite value >= 0 [rad per rad]",
+    "margin": "a finite angle > 0 [rad] or null (no rejection by bend)",
+    "field_min": "a finite field >= 0 [T] (0: off)",
+    "field_max": "a finite field >= 0 [T] (0: off)",
+}
 
 
 @torch.jit.interface
-class FixConfidence(nn.Module):
+class FixConfidence(nn.Module):  # noqa: D101 (a TorchScript interface: methods only; see the module docstring)
     def forward(self, field: Tensor, direction: Tensor, bend_quat: float) -> Tuple[float, bool]:
         """(σ_m² [rad²], reject) of one fix: calibrated field (3,) [T], model output (3,), quaternion bend [rad]."""
         pass
@@ -63,8 +71,15 @@ class BendConfidence(nn.Module):
     field_min, field_max: |x| bounds [T] (0: off). See the module docstring for the equation.
     """
 
-    def __init__(self, sigma_m2: float, cap: float = math.radians(29.5), growth: float = 0.2,
-                 margin: Optional[float] = None, field_min: float = 0.0, field_max: float = 0.0) -> None:
+    def __init__(
+        self,
+        sigma_m2: float,
+        cap: float = math.radians(29.5),
+        growth: float = 0.2,
+        margin: Optional[float] = None,
+        field_min: float = 0.0,
+        field_max: float = 0.0,
+    ) -> None:
         super().__init__()
         self.sigma_m2 = float(sigma_m2)
         self.cap, self.growth = float(cap), float(growth)
@@ -78,8 +93,11 @@ class BendConfidence(nn.Module):
         over = max(bend - self.cap, 0.0)
         s2 = self.sigma_m2 + (self.growth * over) ** 2
         mag = float(torch.linalg.vector_norm(field))
-        reject = bend > self.reject_above or (self.field_min > 0.0 and mag < self.field_min) or (
-            self.field_max > 0.0 and mag > self.field_max)
+        reject = (
+            bend > self.reject_above
+            or (self.field_min > 0.0 and mag < self.field_min)
+            or (self.field_max > 0.0 and mag > self.field_max)
+        )
         return s2, reject
 
 
@@ -106,8 +124,12 @@ def confidence_error(settings: Any) -> Optional[str]:
     for key, value in settings.items():
         if key == "kind" or (key == "margin" and value is None):
             continue
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and (
-            value > 0 if key in ("cap", "margin") else value >= 0)
+        ok = (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and (value > 0 if key in ("cap", "margin") else value >= 0)
+        )
         if not ok:
             return f"'{key}' = {value!r}: must be {allowed[key]}"
     return None
@@ -118,7 +140,7 @@ def build_confidence(settings: Optional[Mapping[str, Any]], sigma_m2: float) -> 
     the interface it implements (TorchScript checks the methods when the estimator is scripted)."""
     err = confidence_error(settings)
     if err is not None:
-        raise ValueError(f"confidence: {err}")
+        raise EstimatorSettingsError(f"confidence: {err}")
     if settings is None or settings["kind"] == "constant":
         return cast(FixConfidence, ConstantConfidence(sigma_m2))
     return cast(FixConfidence, BendConfidence(sigma_m2, **{k: v for k, v in settings.items() if k != "kind"}))

@@ -36,7 +36,8 @@ Equations (seed 002):
   of u (variance σ_m² / sin² tilt). Default "heading": one Kalman filter over module headings, drift rates per
   travel and receiver misalignments (`flexlearn.runtime.fusion.heading_filter`, which documents it). "heading_walk": one
   scalar random walk per joint, c_i = θ_i − θ_{i−1}, noise (κ Δφ)² per travel Δφ, θ_k = Σ_{m≤k} c_m, σ_m = 0.07.
-  Each model is a submodule behind the `flexlearn.runtime.fusion.bias_models.BiasModel` interface (``bias_filter``), which
+  Each model is a submodule behind the `flexlearn.runtime.fusion.bias_models.BiasModel` interface (``bias_filter``),
+  which
   holds its update equations; the scripted estimator dispatches to it. Measured accuracy of each model:
   docs/raspberry_pi.md (`scripts/reproduce_seed002_table1.py`).
 * III-B4: p_0 = 0, p_i = p_{i−1} + L û_i;  III-C: h = L Σ (1 + û_{i,z}).
@@ -50,7 +51,14 @@ Robustness (never NaN; the last valid state is held and the segment flagged, bit
 non-unit quaternions, silent modules (stale), repeated (stale) or saturated magnetometer conversions, non-finite
 readings, out-of-order / duplicated timestamps (frame ignored), pulses with too few fresh samples or no baseline;
 a restarted or jumping master clock is detected and the time base resynchronised (`time_base`, CLOCK_RESYNC).
+
+Twin: `flexlearn.runtime.fusion.graph.FusedEstimatorGraph` is this estimator without data-dependent branches, for
+`torch.export` / ExecuTorch (default configuration). Both run the same pure steps (`fusion.quat_quadratic`:
+reference rows, quadratic maps, module directions, angular travel, relative rotations; `fusion.heading_filter`:
+heading angle, misalignment weights, prediction and prior of the heading filter) and share one list of state
+buffers (`fusion.state`); a change to either must keep tests/runtime/test_executorch.py's parity test passing.
 """
+
 import json
 import math
 from typing import Optional, Tuple
@@ -61,16 +69,40 @@ from torch import Tensor, nn
 from flexlearn.lie import quat_to_matrix
 from flexlearn.runtime.fusion.bias_models import BIAS_STATE, BiasModel, build_bias_model
 from flexlearn.runtime.fusion.confidence import FixConfidence, build_confidence, quat_bend
-from flexlearn.runtime.fusion.state import EstimatorStateTypes
-from flexlearn.runtime.fusion.flags import (BAD_MAG, BAD_QUAT, CLOCK_RESYNC, FLAG_BITS, LOW_CONFIDENCE, MAG_REJECTED,
-                                            NO_FIX, NO_REFERENCE, REPEATED_MAG, STALE_QUAT, TIME_ORDER)
-from flexlearn.runtime.fusion.options import BIAS_MODELS, FUSION, HEADING_DRIFT_PER_TRAVEL, MAG_ONLY, MODES, QUAT_ONLY
-from flexlearn.runtime.fusion.options import mag_chain, resolve_options
+from flexlearn.runtime.fusion.flags import (
+    BAD_MAG,
+    BAD_QUAT,
+    CLOCK_RESYNC,
+    FLAG_BITS,
+    LOW_CONFIDENCE,
+    MAG_REJECTED,
+    NO_FIX,
+    NO_REFERENCE,
+    REPEATED_MAG,
+    STALE_QUAT,
+    TIME_ORDER,
+)
 from flexlearn.runtime.fusion.heading_filter import HeadingDriftFilter
-from flexlearn.runtime.fusion.quat_quadratic import quadratic_map, reference_rows
+from flexlearn.runtime.fusion.options import (
+    FUSION,
+    MAG_ONLY,
+    MODES,
+    QUAT_ONLY,
+    EstimatorSettings,
+    mag_chain,
+    resolve_noise,
+)
+from flexlearn.runtime.fusion.quat_quadratic import (
+    angular_travel,
+    body_relative_rotation,
+    module_directions,
+    quadratic_map,
+    reference_rows,
+)
+from flexlearn.runtime.fusion.state import ESTIMATOR_BUFFERS, EstimatorStateTypes
 from flexlearn.runtime.time_base import RESYNC_FLAG_S, TimeBase
 
-__all__ = ["FusedEstimator", "FUSION", "QUAT_ONLY", "MAG_ONLY", "MODES", "BIAS_MODELS", "HEADING_DRIFT_PER_TRAVEL"]
+__all__ = ["FusedEstimator"]
 
 
 class FusedEstimator(nn.Module, EstimatorStateTypes):
@@ -78,34 +110,14 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
 
     Args:
         model: direction model f, ΔB (…, 3) [T] → unit parent axis in the child sensor frame (`DirectionMLP`).
-        n_segments: N joints (N + 1 modules including the base).
-        length: pivot spacing L [m] (seed: 0.029).
-        sigma_b: bias random walk σ_b [rad/√s] (default 3e-4 for "heading", 3e-3 for "rotation");
-        sigma_m: magnetic direction noise σ_m [rad].
-        p0: initial bias variance [rad²] (small with reference="body": the initial heading cancels exactly).
-        twist_damping: γ ∈ [0, 1], extra fraction of b's component along u^q removed per update (keep small).
-        settle: coil-on samples within ``settle`` [s] of switch-on are discarded;  min_fresh: fresh samples needed.
-        full_scale: |reading| [T] at or above which a conversion is saturated and dropped.
-        stale_after: a module with no valid quaternion for this long [s] is flagged STALE_QUAT;
-        fix_timeout: a segment without a magnetic fix for this long [s] is flagged NO_FIX.
-        soft_iron: W (N, 3, 3) and alignment: A (N, 3, 3) per receiver (identity if None).
-        mode: "fusion", "quat_only" or "mag_only".
-        reference: "body" (default): R_i = R(q_i⁰)ᵀ R(q_i); "world": R_i = R(q_i) R(q_i⁰)ᵀ, the seed's literal form.
-        innovation: "seed" (default, y = Log(u^q → u^m) − b) or "observable" (y = Log(û → u^m)).
-        travel_noise: κ, extra process noise P += (κ Δφ)² for the module's angular travel Δφ [rad] since its last
-            fix (drift ∝ angular travel, seed III-B4; travel summed between coil activations; defaults below).
-        bias_model: "heading" (default: module headings and drift rates, `HeadingDriftFilter`), "heading_walk" (one
-            random-walk heading correction per joint) or "rotation" (the seed's 3-D rotation bias b_i with twist
-            damping); see the module docstring. For "heading", ``travel_noise`` κ is the prior std of the drift
-            rate ρ_k and σ_b the heading random walk.
-        gate: χ² gate of the "heading" model in standard deviations (0: none; a joint's second consecutive
-            outlier is accepted).
-        sigma_align: σ_δ, prior std per axis of each receiver's residual misalignment [rad] ("heading" only).
-        clock_jump [s], clock_confirm: the outlier-time and clock-restart rule of `flexlearn.runtime.time_base`
-            (outliers are dropped, TIME_ORDER; a resync keeps the state and flags CLOCK_RESYNC).
-        confidence: per-fix σ_m and rejection (`flexlearn.runtime.fusion.confidence`; e.g. ``{"kind": "bend"}``);
-            None: the constant σ_m. Rejected fixes are flagged MAG_REJECTED | LOW_CONFIDENCE.
-    How the defaults were chosen: `flexlearn.runtime.fusion.options`.
+        settings: N, L, noise levels, pulse and fault rules, mode, reference, innovation, bias model, clock rule and
+            fix confidence (`flexlearn.runtime.fusion.options.EstimatorSettings`, which documents each; how the
+            defaults were chosen: `flexlearn.runtime.fusion.options`); None: the defaults.
+        soft_iron: W (N, 3, 3) per receiver (identity if None).
+        alignment: A (N, 3, 3) per receiver (identity if None).
+
+    Raises:
+        EstimatorSettingsError: a setting out of range (a ValueError).
 
     Inputs are float64 tensors (other dtypes are converted); quaternions (w, x, y, z) with R(q) body → world.
     """
@@ -128,51 +140,67 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
     last_sigma_m: Tensor
     n_low_confidence: Tensor
 
-    def __init__(self, model: nn.Module, n_segments: int = 9, length: float = 0.029,
-                 sigma_b: Optional[float] = None,
-                 sigma_m: Optional[float] = None, p0: float = 3e-4, twist_damping: float = 0.02, settle: float = 0.010,
-                 min_fresh: int = 2, full_scale: float = 1.3e-3, stale_after: float = 0.5, fix_timeout: float = 10.0,
-                 soft_iron: Optional[Tensor] = None, alignment: Optional[Tensor] = None, mode: str = "fusion",
-                 reference: str = "body", innovation: str = "seed", travel_noise: Optional[float] = None,
-                 bias_model: str = "heading", gate: float = 3.0,
-                 sigma_align: float = math.sqrt(2.0) * math.radians(1.0), clock_jump: float = 2.0,
-                 clock_confirm: int = 3, confidence: Optional[dict] = None) -> None:
-        """Arguments: see the class docstring; the string options are checked in `fusion.options`. The state is set
-        up by the `_init_*` helpers (TorchScript takes every attribute and buffer the instance has once built)."""
+    def __init__(
+        self,
+        model: nn.Module,
+        settings: Optional[EstimatorSettings] = None,
+        soft_iron: Optional[Tensor] = None,
+        alignment: Optional[Tensor] = None,
+    ) -> None:
+        """Arguments: see the class docstring. The state is set up by the `_init_*` helpers (TorchScript takes every
+        attribute and buffer the instance has once built); the settings are kept as plain attributes."""
         super().__init__()
-        sigma_b, sigma_m, travel_noise = resolve_options(n_segments, mode, reference, innovation, bias_model,
-                                                         sigma_b, sigma_m, travel_noise)
+        settings = EstimatorSettings() if settings is None else settings
+        sigma_b, sigma_m, travel_noise = resolve_noise(settings)
+        confidence = settings.confidence
+        n_segments, length, p0 = settings.n_segments, settings.length, settings.p0
+        bias_model, innovation = settings.bias_model, settings.innovation
         n = int(n_segments)
         self.model, self.n, self.length = model, n, float(length)
         # configuration (also the bundle's metadata, `flexlearn.runtime.deploy`)
-        self.sigma_b2, self.sigma_m2 = sigma_b ** 2, sigma_m ** 2
+        self.sigma_b2, self.sigma_m2 = sigma_b**2, sigma_m**2
         self.confidence = build_confidence(confidence, self.sigma_m2)
         self.confidence_json = json.dumps(confidence and dict(confidence), sort_keys=True)  # bundle metadata
         self.use_confidence = confidence is not None and confidence["kind"] != "constant"
-        self.fix_sigma_m2, self.conf_flag = self.sigma_m2, 0                 # σ_m² of the current fix, its flag
-        self.p0, self.twist_damping, self.settle = float(p0), float(twist_damping), float(settle)
-        self.min_fresh, self.full_scale = int(min_fresh), float(full_scale)
-        self.stale_after, self.fix_timeout = float(stale_after), float(fix_timeout)
-        self.mode = MODES[mode]
-        self.body_ref = reference == "body"
+        self.fix_sigma_m2, self.conf_flag = self.sigma_m2, 0  # σ_m² of the current fix, its flag
+        self.p0, self.twist_damping, self.settle = float(p0), float(settings.twist_damping), float(settings.settle)
+        self.min_fresh, self.full_scale = int(settings.min_fresh), float(settings.full_scale)
+        self.stale_after, self.fix_timeout = float(settings.stale_after), float(settings.fix_timeout)
+        self.mode = MODES[settings.mode]
+        self.body_ref = settings.reference == "body"
         self.travel_noise, self.bias_model = float(travel_noise), bias_model
-        self.gate, self.sigma_align = float(gate), float(sigma_align)
+        self.gate, self.sigma_align = float(settings.gate), float(settings.sigma_align)
         self._init_attitude_state(n, soft_iron, alignment)
         self._init_magnetometer_state(n, float(sigma_m))
         # bias model (`bias_models`): it updates the bias state above in place; "heading" runs the filter ``hf``
-        self.hf = HeadingDriftFilter(n, float(p0), self.travel_noise if bias_model == "heading" else 0.0,
-                                     float(sigma_b), float(gate), float(sigma_align))
-        self.bias_filter = build_bias_model(bias_model, {name: getattr(self, name) for name in BIAS_STATE}, self.hf,
-                                            self.sigma_b2, self.travel_noise, self.twist_damping, innovation == "seed")
+        self.hf = HeadingDriftFilter(
+            n,
+            float(p0),
+            self.travel_noise if bias_model == "heading" else 0.0,
+            float(sigma_b),
+            self.gate,
+            self.sigma_align,
+        )
+        self.bias_filter = build_bias_model(
+            bias_model,
+            {name: getattr(self, name) for name in BIAS_STATE},
+            self.hf,
+            self.sigma_b2,
+            self.travel_noise,
+            self.twist_damping,
+            innovation == "seed",
+        )
         # master clock → estimator time τ = t + t_off (one shared offset; streams 0: attitude, 1: magnetometer)
-        self.clock = TimeBase(2, float(clock_jump), int(clock_confirm))
+        self.clock = TimeBase(2, float(settings.clock_jump), int(settings.clock_confirm))
         self.t_off = 0.0
-        self.max_gap = float(clock_jump)
-        self.resync_until = -1e300                                           # CLOCK_RESYNC shown until then
+        self.max_gap = float(settings.clock_jump)
+        self.resync_until = -1e300  # CLOCK_RESYNC shown until then
         self.resync_flag_s = RESYNC_FLAG_S
         self.set_reference(self.q_ref.clone())
-        self.static_flags.fill_(self.NO_REFERENCE)                                   # until set_reference
+        self.static_flags.fill_(self.NO_REFERENCE)  # until set_reference
         self.base_flags = self.static_flags.clone()
+        missing = [name for name in ESTIMATOR_BUFFERS if name not in self._buffers]
+        assert not missing, f"state buffers declared in fusion.state but not registered: {missing}"
 
     def _init_attitude_state(self, n: int, soft_iron: Optional[Tensor], alignment: Optional[Tensor]) -> None:
         """Calibration, references, bias state, attitude outputs and flags of N segments (see the buffers' notes)."""
@@ -180,27 +208,27 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
         eye = torch.eye(3, dtype=f64)
         w = eye.expand(n, 3, 3) if soft_iron is None else soft_iron.to(f64).reshape(n, 3, 3)
         a = eye.expand(n, 3, 3) if alignment is None else alignment.to(f64).reshape(n, 3, 3)
-        self.register_buffer("aw", (a @ w).contiguous())                     # A_i W_i (N, 3, 3)
+        self.register_buffer("aw", (a @ w).contiguous())  # A_i W_i (N, 3, 3)
         self.register_buffer("e", torch.tensor([0.0, 0.0, -1.0], dtype=f64))
         self.register_buffer("flip", torch.tensor([1.0, 1.0, -1.0], dtype=f64))  # M = I − 2eeᵀ
         # attitude state
         self.register_buffer("q_ref", torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=f64).repeat(n + 1, 1))
-        self.register_buffer("v_ref", self.e.repeat(n + 1, 1))               # R(q⁰)ᵀ e ("world") or e ("body")
-        self.register_buffer("r0t", torch.eye(3, dtype=f64).repeat(n + 1, 1, 1))   # R(q⁰)ᵀ per module
+        self.register_buffer("v_ref", self.e.repeat(n + 1, 1))  # R(q⁰)ᵀ e ("world") or e ("body")
+        self.register_buffer("r0t", torch.eye(3, dtype=f64).repeat(n + 1, 1, 1))  # R(q⁰)ᵀ per module
         self.register_buffer("theta_applied", torch.zeros(n, dtype=f64))  # θ in the current gains [rad]
         self.register_buffer("axis", torch.tensor([0.0, 0.0, 1.0], dtype=f64).repeat(n + 1, 1))  # drift axes
-        self.register_buffer("rel_c", torch.zeros(n, dtype=f64))           # heading: joint corrections [rad]
-        self.register_buffer("travel", torch.zeros(n + 1, dtype=f64))      # module angular travel [rad]
+        self.register_buffer("rel_c", torch.zeros(n, dtype=f64))  # heading: joint corrections [rad]
+        self.register_buffer("travel", torch.zeros(n + 1, dtype=f64))  # module angular travel [rad]
         self.register_buffer("travel_fix", torch.zeros(n, 2, dtype=f64))  # (child, parent) travel at last fix
         self.register_buffer("has_ref", torch.zeros(n + 1, dtype=torch.bool))
         self.register_buffer("q_last", self.q_ref.clone())
         self.register_buffer("q_time", torch.full((n + 1,), -1e300, dtype=f64))
-        self.register_buffer("q_on", self.q_ref.clone())                    # snapshot at coil activation
+        self.register_buffer("q_on", self.q_ref.clone())  # snapshot at coil activation
         self.register_buffer("bias", torch.zeros(n, 3, dtype=f64))
-        self.register_buffer("c_bias", eye.repeat(n, 1, 1))                 # exp([b_i]×)
-        self.register_buffer("p_var", torch.full((n,), self.p0, dtype=f64))   # P_i = p_i I at time t_p
+        self.register_buffer("c_bias", eye.repeat(n, 1, 1))  # exp([b_i]×)
+        self.register_buffer("p_var", torch.full((n,), self.p0, dtype=f64))  # P_i = p_i I at time t_p
         self.register_buffer("t_p", torch.full((n,), 1e300, dtype=f64))
-        self.register_buffer("d_rel", self.e.repeat(n, 1))                  # MAG_ONLY: latest relative directions
+        self.register_buffer("d_rel", self.e.repeat(n, 1))  # MAG_ONLY: latest relative directions
         self.register_buffer("u_hat", self.e.repeat(n, 1))
         self.register_buffer("points", torch.zeros(n + 1, 3, dtype=f64))
         self.register_buffer("height", torch.zeros((), dtype=f64))
@@ -208,8 +236,8 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
         self.register_buffer("tmap", torch.zeros(n + 1, 3, 16, dtype=f64))  # q ↦ R(q) v_k per module k
         self.register_buffer("gain", torch.zeros(n + 1, 3, 16, dtype=f64))  # C_k T_k (C_0 = I)
         chain = torch.tril(torch.ones(n + 1, n + 1, dtype=f64)) * self.length
-        chain[:, 0] = 0.0                                                      # the base module adds no segment
-        self.register_buffer("chain", chain)                                 # points = chain @ û
+        chain[:, 0] = 0.0  # the base module adds no segment
+        self.register_buffer("chain", chain)  # points = chain @ û
         self.register_buffer("no_fix_mask", torch.zeros(n, dtype=torch.bool))
         self.register_buffer("zeros3", torch.zeros(n, 3, dtype=f64))
         self.register_buffer("static_flags", torch.zeros(n, dtype=torch.int64))
@@ -239,7 +267,7 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
         self.register_buffer("last_db", torch.full((n, 3), float("nan"), dtype=f64))
         self.register_buffer("last_target", torch.full((n, 3), float("nan"), dtype=f64))
         self.register_buffer("last_sigma_m", torch.full((n,), sigma_m, dtype=f64))  # per-fix σ_m [rad]
-        self.register_buffer("n_low_confidence", torch.zeros(n, dtype=torch.int64))       # fixes it rejected
+        self.register_buffer("n_low_confidence", torch.zeros(n, dtype=torch.int64))  # fixes it rejected
         self.register_buffer("eye_n", torch.eye(n, dtype=torch.bool))
         self.mag_flagged = False
         self.coil = -1
@@ -256,7 +284,7 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
         self.r0t.copy_(r0t)
         if self.body_ref:
             self.v_ref.copy_(self.e.expand(self.n + 1, 3))
-            self.axis.copy_(r0t[:, :, 2])                 # R(q⁰)ᵀ ẑ: the IMU's vertical in the reference frame
+            self.axis.copy_(r0t[:, :, 2])  # R(q⁰)ᵀ ẑ: the IMU's vertical in the reference frame
         else:
             self.v_ref.copy_(torch.matmul(r0t, self.e))
             self.axis.copy_(-self.e.expand(self.n + 1, 3))
@@ -293,9 +321,9 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
     # --------------------------------------------------------------------------------------- attitude
     def _refresh_tmap(self) -> None:
         """T_i (N, 3, 16): the quadratic map q ↦ R(q) v_i, so that û_i = C_i T_i vec(q qᵀ) / |q|² (G_i = C_i T_i)."""
-        t = quadratic_map(self.v_ref)                                 # (N + 1, 3, 16), `quat_quadratic`
+        t = quadratic_map(self.v_ref)  # (N + 1, 3, 16), `quat_quadratic`
         if self.body_ref:
-            t = torch.matmul(self.r0t, t)                             # R(q⁰)ᵀ R(q) e
+            t = torch.matmul(self.r0t, t)  # R(q⁰)ᵀ R(q) e
         self.tmap.copy_(t)
 
     @torch.jit.export
@@ -304,10 +332,11 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
 
         Rows with |q|² in (0.25, 4) are normalised; invalid rows (non-finite, |q|² outside) hold the module's last
         valid quaternion (BAD_QUAT); a frame whose time is not after the previous one, more than ``clock_jump`` after
-        it, or non-finite is ignored (TIME_ORDER on all segments) unless it confirms a restarted clock. Fast path (every |q|² within 1e-3 of 1, then used unnormalised: < 0.03 mm per
+        it, or non-finite is ignored (TIME_ORDER on all segments) unless it confirms a restarted clock. Fast path
+        (every |q|² within 1e-3 of 1, then used unnormalised: < 0.03 mm per
         segment): ~15 tensor ops, û_i = exp([b_i]×) R_i e = G_i vec(q_i q_iᵀ) with G_i = C_i T_i precomputed.
         """
-        tau = t + self.t_off                                 # estimator time (`time_base`)
+        tau = t + self.t_off  # estimator time (`time_base`)
         if not (tau > self.t_att and tau - self.t_att <= self.max_gap):
             tau = self._clock(0, t, self.t_att)
             if math.isnan(tau):
@@ -317,19 +346,19 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
         q = quats.to(torch.float64)
         n2 = (q * q).sum(-1)
         # fast path: every row unit to 1e-3 (then |q|² normalisation changes û by < 1e-3, < 0.03 mm per segment)
-        all_ok = torch.equal(n2.clamp(0.999, 1.001), n2)      # False for NaN or inf
+        all_ok = torch.equal(n2.clamp(0.999, 1.001), n2)  # False for NaN or inf
         if all_ok:
             self.q_last.copy_(q)
             self.t_all_ok = t
             if self.mode == self.MAG_ONLY:
                 u = mag_chain(self.e, self.d_rel)
             else:
-                u = torch.bmm(self.gain, (q.unsqueeze(-1) * q.unsqueeze(-2)).reshape(self.n + 1, 16, 1)).squeeze(-1)
+                u = module_directions(self.gain, q)
         else:
             u = self._attitude_slow(t, q, n2)
         self.u_hat = u[1:]
-        self.points = torch.matmul(self.chain, u)            # p_0 = 0, p_i = p_{i−1} + L û_i (û_0 column unused)
-        self.height = self.points[self.n, 2] + self.n * self.length   # h = L Σ (1 + û_z) = p_N,z + N L
+        self.points = torch.matmul(self.chain, u)  # p_0 = 0, p_i = p_{i−1} + L û_i (û_0 column unused)
+        self.height = self.points[self.n, 2] + self.n * self.length  # h = L Σ (1 + û_z) = p_N,z + N L
         fl = self.base_flags
         if not all_ok:
             fl = fl | self.bad_now | torch.where(t - self.q_time[1:] > self.stale_after, self.STALE_QUAT, 0)
@@ -359,19 +388,19 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
         if self.clock.offset != self.t_off:
             self.t_off = self.clock.offset
             self.resync_until = tau + self.resync_flag_s
-            self.nofix_next = -1e300                                           # refresh the timed flags
+            self.nofix_next = -1e300  # refresh the timed flags
         return tau
 
     def _attitude_slow(self, t: float, q: Tensor, n2: Tensor) -> Tensor:
         """Some rows not unit: normalise those in (0.25, 4), hold the others' last valid quaternion (BAD_QUAT)."""
-        ok = (n2 > 0.25) & (n2 < 4.0)                        # False for NaN; inf fails the upper bound
+        ok = (n2 > 0.25) & (n2 < 4.0)  # False for NaN; inf fails the upper bound
         self.q_time.copy_(torch.where(ok, t, torch.clamp_min(self.q_time, self.t_all_ok)))
         q = torch.where(ok.unsqueeze(-1), q * torch.rsqrt(n2.clamp_min(0.25)).unsqueeze(-1), self.q_last)
         self.q_last.copy_(q)
         self.bad_now.copy_(torch.where(ok[1:], 0, self.BAD_QUAT))
         if self.mode == self.MAG_ONLY:
             return mag_chain(self.e, self.d_rel)
-        return torch.bmm(self.gain, (q.unsqueeze(-1) * q.unsqueeze(-2)).reshape(self.n + 1, 16, 1)).squeeze(-1)
+        return module_directions(self.gain, q)
 
     # ------------------------------------------------------------------------------------ magnetometer
     @torch.jit.export
@@ -383,7 +412,7 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
         Coil-off baselines are collected only from rounds with no coil firing.
         """
         applied = self.no_fix_mask
-        tau = t + self.t_off                                 # estimator time (`time_base`)
+        tau = t + self.t_off  # estimator time (`time_base`)
         if not (tau > self.t_mag and tau - self.t_mag <= self.max_gap):
             tau = self._clock(1, t, self.t_mag)
             if math.isnan(tau):
@@ -404,14 +433,15 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
             usable = (m.abs() < self.full_scale).all(-1)
             fresh = (m != self.prev_raw).any(-1)
             self.prev_raw.copy_(torch.where(finite.unsqueeze(-1), m, self.prev_raw))
-            self._set_mag_flags(torch.where(usable, 0, self.BAD_MAG)
-                                | torch.where(fresh | ~finite, 0, self.REPEATED_MAG))
+            self._set_mag_flags(
+                torch.where(usable, 0, self.BAD_MAG) | torch.where(fresh | ~finite, 0, self.REPEATED_MAG)
+            )
         if coil != self.coil:
             if self.coil >= 0 and self.coil < self.n:
                 applied = self._finish_pulse(self.coil, t)
             self.coil = coil
             self.t_switch = t
-            if coil >= 0 and coil < self.n:                   # confirm the receiver's coil-off baseline
+            if coil >= 0 and coil < self.n:  # confirm the receiver's coil-off baseline
                 j = coil
                 if float(self.off_cnt[j]) > 0.0:
                     self.base[j] = self.off_sum[j] / self.off_cnt[j]
@@ -419,13 +449,11 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
                 self.on_sum[j].zero_()
                 self.on_cnt[j] = 0.0
                 # angular travel since the previous activation (every T_pair): drift grows with it (III-B4)
-                dot = torch.abs((self.q_on * self.q_last).sum(-1)) * torch.rsqrt(
-                    (self.q_on * self.q_on).sum(-1) * (self.q_last * self.q_last).sum(-1))
-                self.travel.add_(2.0 * torch.acos(dot.clamp(max=1.0)))
+                self.travel.add_(angular_travel(self.q_on, self.q_last))
                 self.q_on.copy_(self.q_last)
             self.off_sum.zero_()
             self.off_cnt.zero_()
-            return applied                                    # samples at a switch instant are transients
+            return applied  # samples at a switch instant are transients
         if t - self.t_switch < self.settle:
             return applied
         if self.coil >= 0 and self.coil < self.n:
@@ -433,9 +461,9 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
             if bool(good[j]):
                 self.on_sum[j] += m[j]
                 self.on_cnt[j] += 1.0
-            return applied                  # baselines only from coil-off rounds: other receivers see this coil too
+            return applied  # baselines only from coil-off rounds: other receivers see this coil too
         if self.coil >= 0:
-            return applied                  # an unknown coil index is on: no baseline samples
+            return applied  # an unknown coil index is on: no baseline samples
         if all_good:
             self.off_sum.add_(m)
             self.off_cnt.add_(1.0)
@@ -464,9 +492,9 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
 
     def _relative(self, k: int) -> Tensor:
         """R_k at coil activation: R(q_k⁰)ᵀ R(q_k) (reference "body") or R(q_k) R(q_k⁰)ᵀ ("world", the seed's form)."""
-        r = quat_to_matrix(self.q_on[k] / torch.linalg.vector_norm(self.q_on[k]))
         if self.body_ref:
-            return torch.matmul(self.r0t[k], r)
+            return body_relative_rotation(self.r0t[k], self.q_on[k])
+        r = quat_to_matrix(self.q_on[k] / torch.linalg.vector_norm(self.q_on[k]))
         return torch.matmul(r, self.r0t[k].transpose(0, 1))
 
     def _confident(self, j: int, x: Tensor, f: Tensor) -> bool:
@@ -501,7 +529,7 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
             return False
         if self.use_confidence and not self._confident(j, x, f):
             return False
-        d = self.flip * f / torch.linalg.vector_norm(f).clamp_min(1e-12)   # child direction in the parent frame
+        d = self.flip * f / torch.linalg.vector_norm(f).clamp_min(1e-12)  # child direction in the parent frame
         self.n_fixes[j] += 1
         self.t_fix[j].fill_(t)
         self.nofix_next = -1e300
@@ -515,13 +543,13 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
         um = torch.matmul(r_par, d)
         uq = torch.matmul(self._relative(i), self.e)
         self.last_um[j] = um
-        self.last_db[j] = db                                 # for the alignment fit (seed III-B3): ΔB_i and
-        self.last_target[j] = torch.matmul(r_par.transpose(0, 1), uq)   # R_{i−1}ᵀ u_i^q at this fix
+        self.last_db[j] = db  # for the alignment fit (seed III-B3): ΔB_i and
+        self.last_target[j] = torch.matmul(r_par.transpose(0, 1), uq)  # R_{i−1}ᵀ u_i^q at this fix
         if self.mode == self.QUAT_ONLY:
             return True
-        dtr = self.travel[j:i + 1].flip(0) - self.travel_fix[j]             # (child, parent) travel [rad]
-        self.travel_fix[j] = self.travel[j:i + 1].flip(0)
-        return self.bias_filter.correct(j, uq, um, r_par, dtr, t, self.fix_sigma_m2)   # `bias_models`
+        dtr = self.travel[j : i + 1].flip(0) - self.travel_fix[j]  # (child, parent) travel [rad]
+        self.travel_fix[j] = self.travel[j : i + 1].flip(0)
+        return self.bias_filter.correct(j, uq, um, r_par, dtr, t, self.fix_sigma_m2)  # `bias_models`
 
     def forward(self, t: float, quats: Tensor, mags: Tensor, coil: int) -> Tuple[Tensor, Tensor, Tensor]:
         """One fused step: magnetometer round then attitude sweep at time t (see `magnetometer`, `attitude`)."""

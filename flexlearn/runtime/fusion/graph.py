@@ -1,4 +1,7 @@
-"""The fused shape estimator (`flexlearn.runtime.fusion.estimator.FusedEstimator`) restructured for `torch.export` / ExecuTorch.
+"""The fused shape estimator (`flexlearn.runtime.fusion.estimator.FusedEstimator`) restructured for `torch.export`.
+
+For `torch.export` and ExecuTorch; both twins run the same pure steps (`fusion.quat_quadratic`, `fusion.heading_filter`)
+and read one list of state buffers (`fusion.state`).
 
 `FusedEstimator` is written for TorchScript: its time base, pulse bookkeeping and heading filter keep Python
 floats, ints and lists as state and branch on tensor values (``bool(...)``, ``float(...)``, ``torch.equal``,
@@ -23,6 +26,7 @@ fit) are not kept. Entry points (inputs float64 except ``coil`` int64; units s, 
 h () [m], flags (N,) int64)``; ``magnetometer_round(t (), mags (N, 3), coil ()) → pending () bool``;
 ``correct_pending(request () bool) → applied (N,) bool``.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,17 +36,24 @@ import torch
 from torch import Tensor, nn
 
 from flexlearn.lie import quat_to_matrix, so3_exp
-from flexlearn.runtime.fusion.state import EstimatorStateTypes
-from flexlearn.runtime.fusion.estimator import FUSION, FusedEstimator
-from flexlearn.runtime.fusion.quat_quadratic import quadratic_map, reference_rows
+from flexlearn.runtime.fusion.estimator import FusedEstimator
+from flexlearn.runtime.fusion.heading_filter import (
+    heading_angle_terms,
+    heading_predict,
+    heading_prior_variances,
+    misalignment_direction,
+)
+from flexlearn.runtime.fusion.options import FUSION, EstimatorSettingsError
+from flexlearn.runtime.fusion.quat_quadratic import (
+    angular_travel,
+    body_relative_rotation,
+    module_directions,
+    quadratic_map,
+    reference_rows,
+)
+from flexlearn.runtime.fusion.state import ESTIMATOR_BUFFERS, ESTIMATOR_SCALARS, EstimatorStateTypes
 
 F64 = torch.float64
-_BUFFERS = ("aw", "e", "flip", "q_ref", "v_ref", "r0t", "theta_applied", "axis", "rel_c", "travel", "travel_fix",
-            "has_ref", "q_last", "q_time", "q_on", "bias", "c_bias", "p_var", "t_p", "u_hat", "points", "height",
-            "flags", "tmap", "gain", "chain", "static_flags", "base_flags", "bad_now", "nofix_flags", "prev_raw",
-            "off_sum", "off_cnt", "base", "base_ok", "on_sum", "on_cnt", "mag_flags", "t_fix", "n_fixes", "eye_n")
-_SCALARS = {"t_att": F64, "t_all_ok": F64, "nofix_next": F64, "nofix_any": torch.bool, "mag_flagged": torch.bool,
-            "coil": torch.int64, "t_switch": F64, "t_mag": F64, "t_off": F64, "resync_until": F64}
 
 
 def _s(x: object, dtype: torch.dtype) -> Tensor:
@@ -52,7 +63,8 @@ def _s(x: object, dtype: torch.dtype) -> Tensor:
 class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
     """Branch-free twin of a default-configured `FusedEstimator` (module docstring); build with `from_estimator`."""
 
-    # buffers: the estimator's state (`_BUFFERS`, `_SCALARS` as 0-d tensors), the heading filter's and the time
+    # buffers: the estimator's state (`ESTIMATOR_BUFFERS`, `ESTIMATOR_SCALARS` as 0-d tensors), the heading filter's
+    # and the time
     # base's (prefixed ``hf_``, ``tb_``) and the pending correction
     t_att: Tensor
     t_all_ok: Tensor
@@ -105,18 +117,28 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
 
     def __init__(self, est: FusedEstimator) -> None:
         super().__init__()
-        bad = [k for k, ok in (("mode", est.mode == FUSION), ("bias_model", est.bias_model == "heading"),
-                               ("reference", est.body_ref), ("confidence", not est.use_confidence)) if not ok]
+        bad = [
+            k
+            for k, ok in (
+                ("mode", est.mode == FUSION),
+                ("bias_model", est.bias_model == "heading"),
+                ("reference", est.body_ref),
+                ("confidence", not est.use_confidence),
+            )
+            if not ok
+        ]
         if bad:
-            raise ValueError(f"FusedEstimatorGraph covers the default estimator only (mode='fusion', "
-                             f"bias_model='heading', reference='body', constant sigma_m: no per-fix confidence; "
-                             f"use the TorchScript bundle for that); this one differs in {bad}")
+            raise EstimatorSettingsError(
+                f"FusedEstimatorGraph covers the default estimator only (mode='fusion', "
+                f"bias_model='heading', reference='body', constant sigma_m: no per-fix confidence; "
+                f"use the TorchScript bundle for that); this one differs in {bad}"
+            )
         self.model = est.model
         self.n = int(est.n)
         self.length = float(est.length)
-        for name in _BUFFERS:
+        for name in ESTIMATOR_BUFFERS:
             self.register_buffer(name, getattr(est, name).detach().clone())
-        for name, dtype in _SCALARS.items():
+        for name, dtype in ESTIMATOR_SCALARS.items():
             self.register_buffer(name, _s(getattr(est, name), dtype))
         hf, tb = est.hf, est.clock
         for name in ("x", "p", "travel_ref", "eye", "last_nis", "rejected"):
@@ -138,8 +160,16 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
         self.register_buffer("pend_travel", self.travel.clone())
         # T(e) of `quadratic_map`: v_ref is e for every module with reference "body" (a constant, 1.3k ops less)
         self.register_buffer("tmap_e", quadratic_map(est.e.expand(self.n + 1, 3)))
-        for name in ("sigma_m2", "p0", "settle", "full_scale", "stale_after", "fix_timeout", "max_gap",
-                     "resync_flag_s"):
+        for name in (
+            "sigma_m2",
+            "p0",
+            "settle",
+            "full_scale",
+            "stale_after",
+            "fix_timeout",
+            "max_gap",
+            "resync_flag_s",
+        ):
             setattr(self, name, float(getattr(est, name)))
         self.min_fresh = int(est.min_fresh)
         self.hf_kappa2, self.hf_sigma_b2 = float(hf.kappa2), float(hf.sigma_b2)
@@ -163,8 +193,14 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
         finite = torch.isfinite(t)
         tau = t + self.tb_offset
         first = last <= -1e299
-        accept = torch.where(first, (latest <= -1e299) | ((tau - latest).abs() <= self.tb_max_gap),
-                             (tau > last) & (tau - last <= self.tb_max_gap)) & finite
+        accept = (
+            torch.where(
+                first,
+                (latest <= -1e299) | ((tau - latest).abs() <= self.tb_max_gap),
+                (tau > last) & (tau - last <= self.tb_max_gap),
+            )
+            & finite
+        )
         repeat = ~first & ~accept & (tau == last) & finite
         cand = finite & ~accept & ~repeat & active
         ref = torch.maximum(latest, last)
@@ -213,7 +249,7 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
         self.r0t.copy_(r0t)
         self.v_ref.copy_(self.e.expand(n + 1, 3))
         self.axis.copy_(r0t[:, :, 2])
-        self.q_last.copy_(q.clone())            # a distinct value: two buffers set from one node break export
+        self.q_last.copy_(q.clone())  # a distinct value: two buffers set from one node break export
         self.static_flags.copy_(torch.where(ok[1:], 0, 128))
         self.base_flags.copy_(self.static_flags | self.mag_flags)
         self.tmap.copy_(torch.matmul(self.r0t, self.tmap_e))
@@ -221,8 +257,18 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
         self.c_bias.copy_(torch.eye(3, dtype=F64).expand(n, 3, 3))
         self.p_var.fill_(self.p0)
         self.t_p.fill_(1e300)
-        for buf in (self.off_sum, self.off_cnt, self.on_sum, self.on_cnt, self.base_ok, self.n_fixes, self.rel_c,
-                    self.theta_applied, self.travel, self.travel_fix):
+        for buf in (
+            self.off_sum,
+            self.off_cnt,
+            self.on_sum,
+            self.on_cnt,
+            self.base_ok,
+            self.n_fixes,
+            self.rel_c,
+            self.theta_applied,
+            self.travel,
+            self.travel_fix,
+        ):
             buf.zero_()
         self.t_fix.fill_(-1e300)
         self.nofix_next.fill_(-1e300)
@@ -235,8 +281,7 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
     def _hf_reset(self, cond: Optional[Tensor] = None) -> None:
         """`HeadingDriftFilter.reset` (where ``cond``; always if None)."""
         n = self.n
-        diag = torch.cat([torch.full((n,), self.p0, dtype=F64), torch.full((n,), self.hf_kappa2, dtype=F64),
-                          torch.full((3 * n,), self.hf_sigma_align2, dtype=F64)])
+        diag = heading_prior_variances(n, self.p0, self.hf_kappa2, self.hf_sigma_align2)
         if cond is None:
             for buf in (self.hf_x, self.hf_travel_ref, self.hf_last_nis, self.hf_rejected):
                 buf.zero_()
@@ -269,7 +314,7 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
         self._put(self.q_last, keep, qs)
         self._put(self.t_all_ok, keep & all_ok, t)
         self._put(self.bad_now, slow, torch.where(ok[1:], 0, 1))
-        u = torch.bmm(self.gain, (qs.unsqueeze(-1) * qs.unsqueeze(-2)).reshape(n + 1, 16, 1)).squeeze(-1)
+        u = module_directions(self.gain, qs)
         points = torch.matmul(self.chain, u)
         height = points[n, 2] + n * self.length
         stale = torch.where(t - self.q_time[1:] > self.stale_after, 2, 0)
@@ -280,8 +325,11 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
         self._put(self.points, keep, points)
         self._put(self.height, keep, height)
         self._put(self.flags, keep, fl)
-        return (torch.where(keep, points, old_points), torch.where(keep, height, old_height),
-                torch.where(keep, fl, old_flags | 16))
+        return (
+            torch.where(keep, points, old_points),
+            torch.where(keep, height, old_height),
+            torch.where(keep, fl, old_flags | 16),
+        )
 
     def _refresh_nofix(self, t: Tensor, cond: Tensor) -> None:
         late = t - self.t_fix > self.fix_timeout
@@ -322,9 +370,14 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
         all_good = good.all()
         finite = torch.isfinite(m).all(-1)
         self._put(self.prev_raw, keep, torch.where((finite | all_good).unsqueeze(-1), m, self.prev_raw))
-        self._set_mag_flags(keep & (~all_good | self.mag_flagged),
-                            torch.where(all_good, torch.zeros_like(self.mag_flags),
-                                        torch.where(usable, 0, 4) | torch.where(fresh | ~finite, 0, 8)))
+        self._set_mag_flags(
+            keep & (~all_good | self.mag_flagged),
+            torch.where(
+                all_good,
+                torch.zeros_like(self.mag_flags),
+                torch.where(usable, 0, 4) | torch.where(fresh | ~finite, 0, 8),
+            ),
+        )
         coil = coil.to(torch.int64)
         cur = self.coil.clone()
         switch = keep & (coil != cur)
@@ -341,9 +394,7 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
         self._put(self.base_ok, has_off, torch.ones_like(self.base_ok))
         self._put(self.on_sum, (row & confirm).unsqueeze(-1), torch.zeros_like(self.on_sum))
         self._put(self.on_cnt, row & confirm, torch.zeros_like(self.on_cnt))
-        dot = torch.abs((self.q_on * self.q_last).sum(-1)) * torch.rsqrt(
-            (self.q_on * self.q_on).sum(-1) * (self.q_last * self.q_last).sum(-1))
-        self._put(self.travel, confirm, self.travel + 2.0 * torch.acos(dot.clamp(max=1.0)))
+        self._put(self.travel, confirm, self.travel + angular_travel(self.q_on, self.q_last))
         self._put(self.q_on, confirm, self.q_last)
         self._put(self.off_sum, switch, torch.zeros_like(self.off_sum))
         self._put(self.off_cnt, switch, torch.zeros_like(self.off_cnt))
@@ -354,8 +405,11 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
         self.on_sum.copy_(self.on_sum + torch.where(on.unsqueeze(-1), m, torch.zeros_like(m)))
         self.on_cnt.copy_(self.on_cnt + on.to(F64))
         off = settled & (cur < 0)
-        self._put(self.off_sum, off, torch.where(all_good, self.off_sum + m,
-                                                 self.off_sum + torch.where(good.unsqueeze(-1), m, 0.0)))
+        self._put(
+            self.off_sum,
+            off,
+            torch.where(all_good, self.off_sum + m, self.off_sum + torch.where(good.unsqueeze(-1), m, 0.0)),
+        )
         self._put(self.off_cnt, off, torch.where(all_good, self.off_cnt + 1.0, self.off_cnt + good.to(F64)))
         return self.pending.clone()
 
@@ -368,7 +422,7 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
         enough = (cnt.squeeze(0) >= float(self.min_fresh)) & self.base_ok.index_select(0, jv).squeeze(0)
         self._set_mag_flags(finish & ~enough, self.mag_flags | torch.where(row, 32, 0))
         attempt = finish & enough
-        db = (self.on_sum.index_select(0, jv) / cnt.clamp_min(1.0).unsqueeze(-1) - self.base.index_select(0, jv))
+        db = self.on_sum.index_select(0, jv) / cnt.clamp_min(1.0).unsqueeze(-1) - self.base.index_select(0, jv)
         self.pending.copy_(attempt)
         self._put(self.pend_j, attempt, j)
         self._put(self.pend_t, attempt, t)
@@ -390,9 +444,9 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
 
     def _relative(self, k: Tensor) -> Tensor:
         """R_k at coil activation (reference "body"): R(q_k⁰)ᵀ R(q_k), k a 1-element index."""
-        q = self.pend_q_on.index_select(0, k).squeeze(0)
-        r = quat_to_matrix(q / torch.linalg.vector_norm(q))
-        return torch.matmul(self.r0t.index_select(0, k).squeeze(0), r)
+        return body_relative_rotation(
+            self.r0t.index_select(0, k).squeeze(0), self.pend_q_on.index_select(0, k).squeeze(0)
+        )
 
     def _correct(self, j: Tensor, delta_b: Tensor, t: Tensor, attempt: Tensor) -> Tensor:
         """`FusedEstimator.correct` of segment j + 1 (where ``attempt``) with the heading-rate model."""
@@ -403,8 +457,13 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
         x = torch.matmul(self.aw.index_select(0, jv).squeeze(0), db)
         f = self.model(x.to(torch.float32).unsqueeze(0)).squeeze(0).detach().to(F64)
         fn = torch.linalg.vector_norm(f)
-        go = attempt & torch.isfinite(db).all() & (torch.linalg.vector_norm(db) > 0.0) & \
-            torch.isfinite(f).all() & (fn >= 0.5)
+        go = (
+            attempt
+            & torch.isfinite(db).all()
+            & (torch.linalg.vector_norm(db) > 0.0)
+            & torch.isfinite(f).all()
+            & (fn >= 0.5)
+        )
         d = self.flip * f / fn.clamp_min(1e-12)
         self._put(self.n_fixes, go & row, self.n_fixes + 1)
         self._put(self.t_fix, go & row, t.expand(n))
@@ -428,17 +487,12 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
         dth = th0 - self.theta_applied
         a = self.axis.index_select(0, jv + 1).squeeze(0)
         x = torch.matmul(self.c_bias.index_select(0, jv).squeeze(0), uq)
-        xp = x - torch.dot(x, a) * a
-        yp = um - torch.dot(um, a) * a
-        s2 = torch.linalg.vector_norm(xp) * torch.linalg.vector_norm(yp)
+        y, s2 = heading_angle_terms(x, um, a)
         obs = s2 >= 1e-3
-        y = torch.atan2(torch.dot(a, torch.linalg.cross(xp, yp)), torch.dot(xp, yp))
         jp = (j - 1).clamp_min(0).view(1)
         prev = torch.where(j > 0, dth.index_select(0, jp).squeeze(0), torch.zeros_like(s2))
         y = y - dth.index_select(0, jv).squeeze(0) + prev
-        that = torch.linalg.cross(a, um)
-        that = that / torch.linalg.vector_norm(that).clamp_min(1e-12)
-        w = torch.matmul(r_par.transpose(0, 1), torch.linalg.cross(um, that)) / torch.sqrt(s2)
+        w = misalignment_direction(a, um, r_par) / torch.sqrt(s2)
         ok = self._hf_update(j, y, self.sigma_m2 / s2, w, go & obs)
         ok = ok | ~obs
         th = self.hf_x[:n]
@@ -461,16 +515,11 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
     # ---------------------------------------------------------------------------------- heading filter
     def _hf_predict(self, travel: Tensor, t: Tensor, cond: Tensor) -> None:
         """`HeadingDriftFilter.predict` where ``cond``."""
-        n = self.n
         dphi = (travel - self.hf_travel_ref).clamp_min(0.0)
         self._put(self.hf_travel_ref, cond, travel)
         dt = torch.where(self.hf_t_ref > -1e299, torch.clamp_min(t - self.hf_t_ref, 0.0), torch.zeros_like(t))
         self._put(self.hf_t_ref, cond, t)
-        f = self.hf_eye.clone()
-        f[:n, n:2 * n] = torch.diag(dphi)
-        x = torch.matmul(f, self.hf_x)
-        p = torch.matmul(torch.matmul(f, self.hf_p), f.transpose(0, 1))
-        p[:n, :n] += self.hf_eye[:n, :n] * (self.hf_sigma_b2 * dt)
+        x, p = heading_predict(self.hf_x, self.hf_p, self.hf_eye, dphi, dt, self.hf_sigma_b2)
         self._put(self.hf_x, cond, x)
         self._put(self.hf_p, cond, p)
 
@@ -492,8 +541,12 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
         nis = y * y / s
         row = self.eye_n.index_select(0, jv).squeeze(0)
         self._put(self.hf_last_nis, valid & row, nis.expand(n))
-        gated = valid & (self.hf_gate2 > 0.0) & (nis > self.hf_gate2) & \
-            (self.hf_rejected.index_select(0, jv).squeeze(0) == 0)
+        gated = (
+            valid
+            & (self.hf_gate2 > 0.0)
+            & (nis > self.hf_gate2)
+            & (self.hf_rejected.index_select(0, jv).squeeze(0) == 0)
+        )
         self._put(self.hf_rejected, gated & row, torch.ones_like(self.hf_rejected))
         take = valid & ~gated
         self._put(self.hf_rejected, take & row, torch.zeros_like(self.hf_rejected))

@@ -19,26 +19,119 @@ frame moves u^m by (R_par δ_j) × u^m) adds w·δ_j to the heading, w = R_par�
 direction a × u^m / |a × u^m|. It does not average out over fixes — treated as white noise it biases the heading of
 near-vertical (small s) segments by degrees, and a proximal heading error is common to every distal segment —
 but as a state it is separable from the heading because its weight 1/s changes with the tilt as the robot moves.
-Scalar update with h = e_{j+1} − e_j + w on δ_j, S = hᵀPh + r, K = Ph / S. An innovation with y² > g² S (χ² gate, g standard deviations) is
+Scalar update with h = e_{j+1} − e_j + w on δ_j, S = hᵀPh + r, K = Ph / S. An innovation with y² > g² S (χ² gate, g
+standard deviations) is
 rejected as an outlier unless the joint's previous fix was rejected too (a persistent large innovation is a
-change the model did not foresee, and refusing it for ever would let the filter diverge). Cost: a few (2N × 2N) products, once per coil pulse (300 ms), none per attitude frame.
+change the model did not foresee, and refusing it for ever would let the filter diverge). Cost: a few (2N × 2N)
+products, once per coil pulse (300 ms), none per attitude frame.
 """
+
 import math
 from typing import Tuple
 
 import torch
 from torch import Tensor, nn
 
+from flexlearn.runtime.fusion.options import EstimatorSettingsError
 
-def heading_angle(x: Tensor, u: Tensor, a: Tensor) -> Tuple[float, float]:
-    """Signed angle [rad] about the unit vertical a (3,) from the horizontal part of x (3,) to that of u (3,), and
-    s = |x_h| |u_h| (the horizontal weight: the angle is 0 and unobservable when s is ~0)."""
+
+def heading_angle_terms(x: Tensor, u: Tensor, a: Tensor) -> Tuple[Tensor, Tensor]:
+    """The heading angle and its horizontal weight, without a branch.
+
+    Args:
+        x: a direction (3,).
+        u: another direction (3,).
+        a: the unit vertical (3,).
+
+    Returns:
+        (signed angle () [rad] about ``a`` from the horizontal part of x to that of u, s = |x_h| |u_h| (): the angle
+        is unobservable when s is ~0).
+    """
     xp = x - torch.dot(x, a) * a
     yp = u - torch.dot(u, a) * a
-    s2 = float(torch.linalg.vector_norm(xp) * torch.linalg.vector_norm(yp))
+    s2 = torch.linalg.vector_norm(xp) * torch.linalg.vector_norm(yp)
+    return torch.atan2(torch.dot(a, torch.linalg.cross(xp, yp)), torch.dot(xp, yp)), s2
+
+
+def heading_angle(x: Tensor, u: Tensor, a: Tensor) -> Tuple[float, float]:
+    """`heading_angle_terms` as Python floats, the angle 0 where s < 1e-3 (unobservable).
+
+    Args:
+        x: a direction (3,).
+        u: another direction (3,).
+        a: the unit vertical (3,).
+
+    Returns:
+        (signed angle [rad], s).
+    """
+    angle, s2t = heading_angle_terms(x, u, a)
+    s2 = float(s2t)
     if s2 < 1e-3:
         return 0.0, s2
-    return float(torch.atan2(torch.dot(a, torch.linalg.cross(xp, yp)), torch.dot(xp, yp))), s2
+    return float(angle), s2
+
+
+def misalignment_direction(a: Tensor, um: Tensor, r_par: Tensor) -> Tensor:
+    """R_parᵀ (u^m × t̂), t̂ = a × u^m / |a × u^m|: the misalignment weights w of a fix times s (module docstring).
+
+    Args:
+        a: the unit vertical (3,).
+        um: the magnetic direction u^m (3,).
+        r_par: the corrected parent rotation R̂_par (3, 3).
+
+    Returns:
+        s w (3,) [1/rad·rad]; divide by s = √(s²) of `heading_angle_terms`.
+    """
+    that = torch.linalg.cross(a, um)
+    that = that / torch.linalg.vector_norm(that).clamp_min(1e-12)
+    return torch.matmul(r_par.transpose(0, 1), torch.linalg.cross(um, that))
+
+
+def heading_prior_variances(n: int, p0: float, kappa2: float, sigma_align2: float) -> Tensor:
+    """The prior's diagonal diag(p0 …, κ² …, σ_δ² …) (5N,) [rad², (rad/rad)², rad²] of the filter state x.
+
+    Args:
+        n: N modules.
+        p0: prior variance of θ [rad²].
+        kappa2: prior variance κ² of ρ.
+        sigma_align2: prior variance σ_δ² of each misalignment axis [rad²].
+
+    Returns:
+        (5N,) float64.
+    """
+    f64 = torch.float64
+    return torch.cat(
+        [
+            torch.full((n,), p0, dtype=f64),
+            torch.full((n,), kappa2, dtype=f64),
+            torch.full((3 * n,), sigma_align2, dtype=f64),
+        ]
+    )
+
+
+def heading_predict(
+    x: Tensor, p: Tensor, eye: Tensor, dphi: Tensor, dt: Tensor, sigma_b2: float
+) -> Tuple[Tensor, Tensor]:
+    """Prediction θ_k ← θ_k + ρ_k Δφ_k, P ← F P Fᵀ + diag(σ_b² Δt, 0, 0) (module docstring).
+
+    Args:
+        x: state (5N,).
+        p: covariance (5N, 5N).
+        eye: identity (5N, 5N).
+        dphi: angular travel Δφ (N,) [rad] since the previous prediction.
+        dt: time () [s] since the previous prediction (0 for the first).
+        sigma_b2: heading random walk σ_b² [rad²/s].
+
+    Returns:
+        (x, P) predicted.
+    """
+    n = dphi.shape[0]
+    f = eye.clone()
+    f[:n, n : 2 * n] = torch.diag(dphi)
+    x = torch.matmul(f, x)
+    p = torch.matmul(torch.matmul(f, p), f.transpose(0, 1))
+    p[:n, :n] += eye[:n, :n] * (sigma_b2 * dt)
+    return x, p
 
 
 class HeadingDriftFilter(nn.Module):
@@ -59,11 +152,12 @@ class HeadingDriftFilter(nn.Module):
     rejected: Tensor
     t_ref: Tensor
 
-    def __init__(self, n: int, p0: float, kappa: float, sigma_b: float, gate: float = 3.0,
-                 sigma_align: float = 0.0) -> None:
+    def __init__(
+        self, n: int, p0: float, kappa: float, sigma_b: float, gate: float = 3.0, sigma_align: float = 0.0
+    ) -> None:
         super().__init__()
         if gate < 0.0 or not math.isfinite(gate):
-            raise ValueError(f"gate = {gate}: expected a finite value >= 0")
+            raise EstimatorSettingsError(f"gate = {gate}: expected a finite value >= 0")
         self.n = int(n)
         self.p0 = float(p0)
         self.kappa2 = float(kappa) ** 2
@@ -75,7 +169,7 @@ class HeadingDriftFilter(nn.Module):
         self.register_buffer("p", torch.zeros(5 * n, 5 * n, dtype=f64))
         self.register_buffer("travel_ref", torch.zeros(n, dtype=f64))
         self.register_buffer("eye", torch.eye(5 * n, dtype=f64))
-        self.register_buffer("last_nis", torch.zeros(n, dtype=f64))     # y² / S of each joint's latest fix
+        self.register_buffer("last_nis", torch.zeros(n, dtype=f64))  # y² / S of each joint's latest fix
         self.register_buffer("rejected", torch.zeros(n, dtype=torch.int64))  # consecutive gated fixes per joint
         self.register_buffer("t_ref", torch.full((), -1e300, dtype=f64))  # time of the last prediction [s]
         self.reset()
@@ -90,13 +184,9 @@ class HeadingDriftFilter(nn.Module):
 
     @torch.jit.export
     def reset(self) -> None:
-        """x = 0, P = diag(p0 …, κ² …, σ_δ² …), travel reference zero (the estimator's travel restarts at zero)."""
-        n = self.n
+        """X = 0, P = diag(p0 …, κ² …, σ_δ² …), travel reference zero (the estimator's travel restarts at zero)."""
         self.x.zero_()
-        self.p.zero_()
-        self.p[:n, :n] = self.eye[:n, :n] * self.p0
-        self.p[n:2 * n, n:2 * n] = self.eye[n:2 * n, n:2 * n] * self.kappa2
-        self.p[2 * n:, 2 * n:] = self.eye[2 * n:, 2 * n:] * self.sigma_align2
+        self.p.copy_(self.eye * heading_prior_variances(self.n, self.p0, self.kappa2, self.sigma_align2))
         self.travel_ref.zero_()
         self.last_nis.zero_()
         self.rejected.zero_()
@@ -110,23 +200,19 @@ class HeadingDriftFilter(nn.Module):
     @torch.jit.export
     def predict(self, travel: Tensor, t: float) -> None:
         """Advance to time t [s] with the modules' cumulative angular travel (N,) [rad]."""
-        n = self.n
         dphi = (travel - self.travel_ref).clamp_min(0.0)
         self.travel_ref.copy_(travel)
         t_ref = float(self.t_ref)
         dt = max(t - t_ref, 0.0) if t_ref > -1e299 else 0.0
         self.t_ref.fill_(t)
-        f = self.eye.clone()
-        f[:n, n:2 * n] = torch.diag(dphi)
-        self.x.copy_(torch.matmul(f, self.x))
-        p = torch.matmul(torch.matmul(f, self.p), f.transpose(0, 1))
-        p[:n, :n] += self.eye[:n, :n] * (self.sigma_b2 * dt)
+        x, p = heading_predict(self.x, self.p, self.eye, dphi, torch.full((), dt, dtype=torch.float64), self.sigma_b2)
+        self.x.copy_(x)
         self.p.copy_(p)
 
     @torch.jit.export
     def misalignment(self) -> Tensor:
         """Estimated residual receiver misalignments δ (N, 3) [rad] (parent frame)."""
-        return self.x[2 * self.n:].reshape(self.n, 3)
+        return self.x[2 * self.n :].reshape(self.n, 3)
 
     @torch.jit.export
     def update(self, j: int, y: float, r: float, w: Tensor) -> bool:
@@ -140,9 +226,9 @@ class HeadingDriftFilter(nn.Module):
         ph = self.p[:, j].clone()
         if j > 0:
             ph = ph - self.p[:, j - 1]
-        ph = ph + torch.matmul(self.p[:, b:b + 3], w)
-        s = float(ph[j]) - (float(ph[j - 1]) if j > 0 else 0.0) + float(torch.dot(ph[b:b + 3], w)) + r
-        y = y - float(torch.dot(self.x[b:b + 3], w))
+        ph = ph + torch.matmul(self.p[:, b : b + 3], w)
+        s = float(ph[j]) - (float(ph[j - 1]) if j > 0 else 0.0) + float(torch.dot(ph[b : b + 3], w)) + r
+        y = y - float(torch.dot(self.x[b : b + 3], w))
         if not math.isfinite(y) or not math.isfinite(s) or s <= 0.0:
             return False
         nis = y * y / s

@@ -1,17 +1,21 @@
-"""R(q) v as a quadratic form in the quaternion q: the fast path of the fused estimator (`flexlearn.runtime.fusion.estimator`).
+"""R(q) v as a quadratic form in the quaternion q: the fast path of the fused estimator (`fusion.estimator`).
 
 R(q) v is quadratic in q = (w, x, y, z), so for fixed vectors v_k there are matrices T_k (3, 16) with
 R(q) v_k = T_k vec(q qᵀ) / |q|² (for unit q the division is dropped). The estimator precomputes G_k = C_k T_k once
 per magnetic correction and then needs one batched (3 × 16) product per module and attitude sweep.
-TorchScript-compatible (the estimator calls `quadratic_map` from its scripted methods). Also the check and
-normalisation of the reference quaternions, shared by the estimator and its graph version.
+TorchScript-compatible (the estimator calls `quadratic_map` from its scripted methods). Also the quaternion steps
+that the estimator and its graph version share: the check and normalisation of the reference quaternions, the
+module directions, the angular travel and the relative rotation at coil activation.
 """
+
 from __future__ import annotations
 
 from typing import List, Tuple
 
 import torch
 from torch import Tensor
+
+from flexlearn.lie import quat_to_matrix
 
 
 def qrot(q: Tensor, p: Tensor) -> Tensor:
@@ -20,8 +24,7 @@ def qrot(q: Tensor, p: Tensor) -> Tensor:
     v = q[..., 1:]
     n2 = (q * q).sum(-1, keepdim=True)
     tt = 2.0 * torch.linalg.cross(v, p)
-    return n2 * p - 2.0 * (v * v).sum(-1, keepdim=True) * p + 2.0 * v * (v * p).sum(-1, keepdim=True) \
-        + w * tt
+    return n2 * p - 2.0 * (v * v).sum(-1, keepdim=True) * p + 2.0 * v * (v * p).sum(-1, keepdim=True) + w * tt
 
 
 def quadratic_map(v: Tensor) -> Tensor:
@@ -54,3 +57,49 @@ def reference_rows(quats: torch.Tensor, fallback: torch.Tensor) -> Tuple[torch.T
     nrm = (q * q).sum(-1)
     ok = torch.isfinite(nrm) & (nrm > 0.25) & (nrm < 4.0)
     return torch.where(ok.unsqueeze(-1), q / nrm.clamp_min(1e-12).sqrt().unsqueeze(-1), fallback), ok
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Pure steps that the scripted estimator (`flexlearn.runtime.fusion.estimator.FusedEstimator`) and its branch-free
+# export twin (`flexlearn.runtime.fusion.graph.FusedEstimatorGraph`) both run: one owner each.
+
+
+def module_directions(gain: Tensor, q: Tensor) -> Tensor:
+    """û_k = G_k vec(q_k q_kᵀ) of every module k (seed 002, III-B3/B4 fast path: G_k = C_k T_k).
+
+    Args:
+        gain: G (M, 3, 16), the bias-corrected quadratic maps.
+        q: module quaternions (M, 4) (w, x, y, z), unit (or |q|² within 1e-3 of 1, used unnormalised).
+
+    Returns:
+        û (M, 3).
+    """
+    m = q.shape[0]
+    return torch.bmm(gain, (q.unsqueeze(-1) * q.unsqueeze(-2)).reshape(m, 16, 1)).squeeze(-1)
+
+
+def angular_travel(q_from: Tensor, q_to: Tensor) -> Tensor:
+    """Rotation angle [rad] of every module from ``q_from`` to ``q_to`` (M, 4), not necessarily unit: 2 acos |⟨q̂, q̂′⟩|.
+
+    Args:
+        q_from: quaternions (M, 4) at the previous coil activation.
+        q_to: quaternions (M, 4) now.
+
+    Returns:
+        Δφ (M,) [rad] in [0, π].
+    """
+    dot = torch.abs((q_from * q_to).sum(-1)) * torch.rsqrt((q_from * q_from).sum(-1) * (q_to * q_to).sum(-1))
+    return 2.0 * torch.acos(dot.clamp(max=1.0))
+
+
+def body_relative_rotation(r0t: Tensor, q: Tensor) -> Tensor:
+    """R_k = R(q_k⁰)ᵀ R(q_k) (reference "body", seed 002 III-B3 as the estimator uses it).
+
+    Args:
+        r0t: R(q_k⁰)ᵀ (3, 3).
+        q: the module's quaternion (4,), not necessarily unit.
+
+    Returns:
+        R_k (3, 3).
+    """
+    return torch.matmul(r0t, quat_to_matrix(q / torch.linalg.vector_norm(q)))

@@ -17,11 +17,13 @@ model tracks, and the initial heading cancels in its ``reference="body"`` form R
 
 Both are ``torch.jit.script``-able; the filter states travel with the saved module.
 """
+
 from typing import List, Optional, Protocol, Tuple, cast
 
 import torch
 from torch import Tensor, nn
 
+from flexlearn.runtime.fusion.options import EstimatorSettingsError
 from flexlearn.sensing.attitude.offline import AttitudeConfig
 from flexlearn.sensing.attitude.step import AttitudeStep
 
@@ -50,7 +52,7 @@ class RawImuAttitude(nn.Module):
     def __init__(self, n_modules: int, rate_hz: float, config: Optional[AttitudeConfig] = None) -> None:
         super().__init__()
         if n_modules < 1:
-            raise ValueError(f"n_modules = {n_modules}: expected ≥ 1")
+            raise EstimatorSettingsError(f"n_modules = {n_modules}: expected ≥ 1")
         self.steps = nn.ModuleList([AttitudeStep(rate_hz, config) for _ in range(n_modules)])
         self.n_modules = n_modules
 
@@ -64,14 +66,14 @@ class RawImuAttitude(nn.Module):
     def reset(self) -> None:
         """Every filter back to its start state."""
         for step in self.steps:
-            getattr(step, "reset")()  # an AttitudeStep (ModuleList items are typed nn.Module for mypy)
+            getattr(step, "reset")()  # noqa: B009 (an AttitudeStep; ModuleList items are typed nn.Module for mypy)
 
     @torch.jit.export
     def skipped(self) -> List[int]:
         """Non-finite samples skipped so far, per module."""
         out: List[int] = []
         for step in self.steps:
-            out.append(getattr(step, "skipped")())
+            out.append(getattr(step, "skipped")())  # noqa: B009 (as in `reset`)
         return out
 
 
@@ -87,7 +89,8 @@ class RawImuEstimator(nn.Module):
 
     def __init__(self, estimator: nn.Module, rate_hz: float, config: Optional[AttitudeConfig] = None) -> None:
         super().__init__()
-        n = int(getattr(estimator, "n")) + 1 if hasattr(estimator, "n") else int(getattr(estimator, "q_ref").shape[0])
+        # getattr: nn.Module attributes are typed Tensor | Module for mypy
+        n = int(getattr(estimator, "n")) + 1 if hasattr(estimator, "n") else int(getattr(estimator, "q_ref").shape[0])  # noqa: B009
         self.imus = RawImuAttitude(n, rate_hz, config)
         self.estimator: _AttitudeEstimator = cast(_AttitudeEstimator, estimator)
         self.register_buffer("q_last", torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=torch.float64).repeat(n, 1))

@@ -1,10 +1,18 @@
-"""Types of the state buffers that `FusedEstimator` registers and its export twin `FusedEstimatorGraph` copies.
+"""The one list of the state that `FusedEstimator` keeps and its export twin `FusedEstimatorGraph` copies.
 
-Declarations only (no values): both classes inherit them so that type checkers know each registered buffer is
-a `Tensor` (``nn.Module.__getattr__`` is typed ``Tensor | Module``). Meanings and shapes are documented where
-the buffers are registered (`flexlearn.runtime.fusion.estimator`).
+`EstimatorStateTypes` declares the shared state buffers (no values): both classes inherit it so that type checkers
+know each registered buffer is a `Tensor` (``nn.Module.__getattr__`` is typed ``Tensor | Module``), and
+`ESTIMATOR_BUFFERS` is read from it (the estimator checks that it registered each, the graph copies each).
+`ESTIMATOR_SCALARS` names the estimator's Python-scalar state that the graph keeps as 0-d buffers. Meanings and
+shapes are documented where the buffers are registered (`flexlearn.runtime.fusion.estimator`).
 """
+
+from typing import Dict, Tuple
+
+import torch
 from torch import Tensor
+
+__all__ = ["EstimatorStateTypes", "ESTIMATOR_BUFFERS", "ESTIMATOR_SCALARS"]
 
 
 class EstimatorStateTypes:
@@ -51,3 +59,18 @@ class EstimatorStateTypes:
     t_fix: Tensor
     n_fixes: Tensor
     eye_n: Tensor
+
+
+ESTIMATOR_BUFFERS: Tuple[str, ...] = tuple(EstimatorStateTypes.__annotations__)
+ESTIMATOR_SCALARS: Dict[str, torch.dtype] = {
+    "t_att": torch.float64,
+    "t_all_ok": torch.float64,
+    "nofix_next": torch.float64,
+    "nofix_any": torch.bool,
+    "mag_flagged": torch.bool,
+    "coil": torch.int64,
+    "t_switch": torch.float64,
+    "t_mag": torch.float64,
+    "t_off": torch.float64,
+    "resync_until": torch.float64,
+}

@@ -27,6 +27,7 @@ State layout ``s`` (``STATE_SIZE`` floats; literals below, as TorchScript has no
 
 Parameter layout ``p``: built by :func:`flexlearn.sensing.attitude.offline.make_params` (``PARAM_SIZE``).
 """
+
 import math
 from typing import Any, Callable, List, Tuple
 
@@ -46,6 +47,7 @@ njit: Callable[..., Any] = _plain_njit
 try:  # numba is optional: without it the same functions run as (slow) Python
     from numba import njit as _numba_njit
     from numba.extending import register_jitable as _numba_jitable
+
     jitable, njit = _numba_jitable, _numba_njit
     HAVE_NUMBA = True
 except Exception:  # pragma: no cover - exercised only without numba
@@ -56,11 +58,16 @@ PARAM_SIZE = 46
 
 
 @jitable
-def qmul(aw: float, ax: float, ay: float, az: float,
-         bw: float, bx: float, by: float, bz: float) -> Tuple[float, float, float, float]:
+def qmul(
+    aw: float, ax: float, ay: float, az: float, bw: float, bx: float, by: float, bz: float
+) -> Tuple[float, float, float, float]:
     """Hamilton product a ⊗ b."""
-    return (aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw)
+    return (
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    )
 
 
 @jitable
@@ -235,8 +242,9 @@ def gyr_update(s: List[float], p: List[float], gx: float, gy: float, gz: float) 
 
 
 @jitable
-def kalman_bias(s: List[float], p: List[float], h: int, e0: float, e1: float, e2: float,
-                w0: float, w1: float, w2: float) -> None:
+def kalman_bias(
+    s: List[float], p: List[float], h: int, e0: float, e1: float, e2: float, w0: float, w1: float, w2: float
+) -> None:
     """Kalman update of the bias b̂ (s[12:15]) and P (s[15:24]) with innovation e, model H = s[h:h+9].
 
     ``A = P Hᵀ,  S = H A + W,  K = A S⁻¹,  b̂ ← clip(b̂ + K clip(e)),  P ← P − K Aᵀ``, W = diag(w), clip ±p[21];
@@ -506,8 +514,20 @@ def recover(s: List[float]) -> None:
 
 
 @jitable
-def step(s: List[float], p: List[float], gx: float, gy: float, gz: float, ax: float, ay: float, az: float,
-         mx: float, my: float, mz: float, use_mag: bool) -> None:
+def step(
+    s: List[float],
+    p: List[float],
+    gx: float,
+    gy: float,
+    gz: float,
+    ax: float,
+    ay: float,
+    az: float,
+    mx: float,
+    my: float,
+    mz: float,
+    use_mag: bool,
+) -> None:
     """One sample: gyro [rad/s], acc [m/s²], mag [any unit, µT by convention] (ignored unless use_mag).
 
     A sample with a non-finite value is counted (s[24]); so is a gyro sample over 1000 rad/s (‖ω‖² > 1e6,
@@ -561,8 +581,20 @@ def run_batch(gyr, acc, mag, use_mag, s, p, quat, bias, flags):  # pragma: no co
     for k in range(gyr.shape[0]):
         before = s[24]
         if use_mag:
-            step(s, p, gyr[k, 0], gyr[k, 1], gyr[k, 2], acc[k, 0], acc[k, 1], acc[k, 2],
-                 mag[k, 0], mag[k, 1], mag[k, 2], True)
+            step(
+                s,
+                p,
+                gyr[k, 0],
+                gyr[k, 1],
+                gyr[k, 2],
+                acc[k, 0],
+                acc[k, 1],
+                acc[k, 2],
+                mag[k, 0],
+                mag[k, 1],
+                mag[k, 2],
+                True,
+            )
         else:
             step(s, p, gyr[k, 0], gyr[k, 1], gyr[k, 2], acc[k, 0], acc[k, 1], acc[k, 2], 0.0, 0.0, 0.0, False)
         q = output(s, use_mag)

@@ -9,6 +9,7 @@ kernels (:mod:`flexlearn.sensing.attitude.kernels`) and :func:`initial_state` gi
 Method: D. Laidig, T. Seel, "VQF: Highly accurate IMU orientation estimation with bias estimation and
 magnetic disturbance rejection", *Information Fusion* 91:187–204, 2023 — see ``docs/attitude.md``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,7 +19,9 @@ from typing import List, Optional
 import numpy as np
 
 from flexlearn.config import check
+from flexlearn.errors import DataError
 from flexlearn.sensing.attitude import kernels as K
+
 __all__ = ["AttitudeConfig", "FilterResult", "butter2", "make_params", "initial_state", "run_filter"]
 
 DEG = math.pi / 180.0
@@ -84,8 +87,12 @@ class AttitudeConfig:
             v = getattr(self, f.name)
             if isinstance(v, bool):
                 continue
-            check(isinstance(v, (int, float)) and math.isfinite(v) and v > 0, f"attitude.{f.name}", v,
-                  "must be a finite number > 0")
+            check(
+                isinstance(v, (int, float)) and math.isfinite(v) and v > 0,
+                f"attitude.{f.name}",
+                v,
+                "must be a finite number > 0",
+            )
 
 
 @dataclasses.dataclass
@@ -132,19 +139,41 @@ def make_params(rate_hz: float, config: Optional[AttitudeConfig] = None) -> np.n
     cfg.validate()
     check(math.isfinite(rate_hz) and rate_hz > 0, "attitude.rate_hz", rate_hz, "must be a finite number > 0")
     ts = 1.0 / rate_hz
-    v = _BIAS_DRIFT ** 2 * ts / cfg.bias_forgetting_time
-    wm = cfg.bias_sigma_motion ** 4 / v + cfg.bias_sigma_motion ** 2
-    wr = cfg.bias_sigma_rest ** 4 / v + cfg.bias_sigma_rest ** 2
+    v = _BIAS_DRIFT**2 * ts / cfg.bias_forgetting_time
+    wm = cfg.bias_sigma_motion**4 / v + cfg.bias_sigma_motion**2
+    wr = cfg.bias_sigma_rest**4 / v + cfg.bias_sigma_rest**2
     p = [ts] + butter2(cfg.tau_acc, ts) + [cfg.tau_acc]
     p += butter2(cfg.rest_filter_tau, ts) + [cfg.rest_filter_tau]
     p += butter2(cfg.mag_current_tau, ts) + [cfg.mag_current_tau]
-    p += [1.0 - math.exp(-ts / cfg.tau_mag), 1.0 - math.exp(-ts / cfg.mag_ref_tau), cfg.bias_clip,
-          cfg.bias_sigma_init ** 2, v, wm, wm / max(cfg.bias_vertical_forgetting, 1e-10), wr,
-          cfg.rest_gyr, cfg.rest_acc, cfg.rest_time,
-          cfg.mag_norm_th, cfg.mag_dip_th, cfg.mag_new_time, cfg.mag_new_first_time, cfg.mag_new_min_gyr,
-          cfg.mag_min_undisturbed_time, cfg.mag_max_rejection_time, cfg.mag_rejection_factor, cfg.tau_mag,
-          cfg.gap_time, float(cfg.motion_bias), float(cfg.rest_bias), float(cfg.mag_rejection),
-          float(cfg.gap_uncertainty), float(cfg.adaptive_tau), cfg.bias_sigma_motion ** 2]  # p[43], p[44], p[45]
+    p += [
+        1.0 - math.exp(-ts / cfg.tau_mag),
+        1.0 - math.exp(-ts / cfg.mag_ref_tau),
+        cfg.bias_clip,
+        cfg.bias_sigma_init**2,
+        v,
+        wm,
+        wm / max(cfg.bias_vertical_forgetting, 1e-10),
+        wr,
+        cfg.rest_gyr,
+        cfg.rest_acc,
+        cfg.rest_time,
+        cfg.mag_norm_th,
+        cfg.mag_dip_th,
+        cfg.mag_new_time,
+        cfg.mag_new_first_time,
+        cfg.mag_new_min_gyr,
+        cfg.mag_min_undisturbed_time,
+        cfg.mag_max_rejection_time,
+        cfg.mag_rejection_factor,
+        cfg.tau_mag,
+        cfg.gap_time,
+        float(cfg.motion_bias),
+        float(cfg.rest_bias),
+        float(cfg.mag_rejection),
+        float(cfg.gap_uncertainty),
+        float(cfg.adaptive_tau),
+        cfg.bias_sigma_motion**2,
+    ]  # p[43], p[44], p[45]
     assert len(p) == K.PARAM_SIZE
     return np.asarray(p, dtype=np.float64)
 
@@ -170,13 +199,13 @@ def _arr(x, name: str, n: Optional[int]) -> np.ndarray:
     a = x.detach().cpu().numpy() if hasattr(x, "detach") else x
     a = np.ascontiguousarray(a, dtype=np.float64)
     if a.ndim != 2 or a.shape[1] != 3 or (n is not None and a.shape[0] != n):
-        from flexlearn.errors import DataError
         raise DataError(f"attitude: '{name}' must have shape (N, 3) like gyr, got {a.shape}")
     return a
 
 
-def run_filter(gyr, acc, rate_hz: float, mag=None, config: Optional[AttitudeConfig] = None,
-               state: Optional[np.ndarray] = None) -> FilterResult:
+def run_filter(
+    gyr, acc, rate_hz: float, mag=None, config: Optional[AttitudeConfig] = None, state: Optional[np.ndarray] = None
+) -> FilterResult:
     """Run the filter over a recording: gyr [rad/s], acc [m/s²], optional mag (N, 3) (any unit; µT by
     convention). With ``mag`` the quaternions are q_{ES} with E = ENU (magnetic north), else q_{E_i S}
     (z up, heading of the start). No unit or timestamp checks here (see ``estimate_orientation``).

@@ -22,10 +22,11 @@ runtime is :class:`flexlearn.sensing.attitude.step.AttitudeStep`.
 
 :func:`inclination_error` and :func:`heading_error` score an estimate against a reference (BROAD's metrics).
 """
+
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import torch
@@ -36,8 +37,16 @@ from flexlearn.errors import DataError
 from flexlearn.lie import quat_to_matrix
 from flexlearn.sensing.attitude.offline import AttitudeConfig, FilterResult, run_filter
 
-__all__ = ["AttitudeConfig", "estimate_orientation", "check_imu_units", "regularize_time", "inclination_error",
-           "heading_error", "up_in_sensor"]
+__all__ = [
+    "AttitudeConfig",
+    "OrientationWithInfo",
+    "estimate_orientation",
+    "check_imu_units",
+    "regularize_time",
+    "inclination_error",
+    "heading_error",
+    "up_in_sensor",
+]
 
 G0 = 9.80665
 GYR_MAX = 35.0  # rad/s: 2000 °/s, the largest common MEMS gyro range; beyond it the data are in °/s
@@ -93,8 +102,8 @@ def check_imu_units(acc: np.ndarray, gyr: np.ndarray, rate_hz: float, mag: Optio
     """Raise :class:`DataError` naming the field and the factor when acc is not in m/s², gyr not in rad/s
     or mag not in µT. acc: median ‖a‖ must lie within 0.4–4 g (g units: ×9.80665; mg: ×0.00980665). gyr: rates
     beyond 35 rad/s (the 99.9th percentile), or an accelerometer direction that turns less than a fifth as
-    fast as the gyro says (``u̇ = −ω × u``; 1/57 for °/s, ≈ 1 in rad/s), mean °/s (×π/180). mag: median ‖m‖ outside 5–500 µT is matched to
-    T (×1e6), G (×100), mG (×0.1) or nT (×1e-3). Non-finite samples are ignored.
+    fast as the gyro says (``u̇ = −ω × u``; 1/57 for °/s, ≈ 1 in rad/s), mean °/s (×π/180). mag: median ‖m‖
+    outside 5–500 µT is matched to T (×1e6), G (×100), mG (×0.1) or nT (×1e-3). Non-finite samples are ignored.
     """
     sub = slice(None, None, max(1, len(acc) // 10000))  # magnitudes from at most ~10k samples
     na = np.linalg.norm(acc[sub], axis=1)
@@ -107,17 +116,21 @@ def check_imu_units(acc: np.ndarray, gyr: np.ndarray, rate_hz: float, mag: Optio
         for unit, f in (("g", G0), ("mg", G0 / 1000)):
             if 0.4 * G0 < med * f < 4.0 * G0:
                 hint = f"; it looks like {unit}: multiply 'acc' by {f:g}"
-        raise DataError(f"estimate_orientation: 'acc' must be specific force in m/s² (median |a| = {med:.4g}, "
-                        f"expected ≈ {G0}){hint}")
+        raise DataError(
+            f"estimate_orientation: 'acc' must be specific force in m/s² (median |a| = {med:.4g}, "
+            f"expected ≈ {G0}){hint}"
+        )
     nw = np.linalg.norm(gyr[sub], axis=1)
     nw = nw[np.isfinite(nw)]
     p999 = float(np.quantile(nw, 0.999)) if nw.size else 0.0
     c = _rate_scale(acc, gyr, rate_hz)
     deg = math.pi / 180
     if p999 > GYR_MAX or (c is not None and c < 0.2):
-        raise DataError(f"estimate_orientation: 'gyr' must be in rad/s; it looks like °/s (99.9 % of |ω| "
-                        f"below {p999:.4g}, accelerometer turns {c if c is not None else float('nan'):.3g}× as "
-                        f"fast as ω): multiply 'gyr' by π/180 = {deg:.6f}")
+        raise DataError(
+            f"estimate_orientation: 'gyr' must be in rad/s; it looks like °/s (99.9 % of |ω| "
+            f"below {p999:.4g}, accelerometer turns {c if c is not None else float('nan'):.3g}× as "
+            f"fast as ω): multiply 'gyr' by π/180 = {deg:.6f}"
+        )
     if mag is not None:
         nm = np.linalg.norm(mag[sub], axis=1)
         nm = nm[np.isfinite(nm) & (nm > 0)]
@@ -126,8 +139,10 @@ def check_imu_units(acc: np.ndarray, gyr: np.ndarray, rate_hz: float, mag: Optio
         medm = float(np.median(nm))
         if not 5.0 < medm < 500.0:
             unit, f = min(_MAG_UNITS, key=lambda uf: abs(math.log10(medm * uf[1] / 50.0)))
-            raise DataError(f"estimate_orientation: 'mag' must be in µT (median |m| = {medm:.4g}, Earth's field "
-                            f"is 25–65 µT); it looks like {unit}: multiply 'mag' by {f:g}")
+            raise DataError(
+                f"estimate_orientation: 'mag' must be in µT (median |m| = {medm:.4g}, Earth's field "
+                f"is 25–65 µT); it looks like {unit}: multiply 'mag' by {f:g}"
+            )
 
 
 def regularize_time(t, rate_hz: Optional[float] = None):
@@ -142,13 +157,17 @@ def regularize_time(t, rate_hz: Optional[float] = None):
     t = np.asarray(t.detach().cpu().numpy() if isinstance(t, Tensor) else t, dtype=np.float64).ravel()
     bad = np.flatnonzero(~np.isfinite(t))
     if bad.size:
-        raise DataError(f"estimate_orientation: timestamp t[{bad[0]}] = {t[bad[0]]} is not finite "
-                        f"({bad.size} such); fill or drop those samples")
+        raise DataError(
+            f"estimate_orientation: timestamp t[{bad[0]}] = {t[bad[0]]} is not finite "
+            f"({bad.size} such); fill or drop those samples"
+        )
     dec = np.flatnonzero(np.diff(t) <= 0)
     if dec.size:
         i = int(dec[0]) + 1
-        raise DataError(f"estimate_orientation: timestamps must increase: t[{i}] = {float(t[i])!r} after "
-                        f"t[{i - 1}] = {float(t[i - 1])!r} ({dec.size} such); sort or drop those samples")
+        raise DataError(
+            f"estimate_orientation: timestamps must increase: t[{i}] = {float(t[i])!r} after "
+            f"t[{i - 1}] = {float(t[i - 1])!r} ({dec.size} such); sort or drop those samples"
+        )
     if rate_hz is None:  # period: mean of the regular steps (jitter telescopes), refined by a line fit
         dt = np.diff(t)
         period, t0 = float(np.mean(dt[dt < 1.5 * np.median(dt)])), t[0]
@@ -163,8 +182,10 @@ def regularize_time(t, rate_hz: Optional[float] = None):
     dup = np.flatnonzero(np.diff(slot) <= 0)
     if dup.size:
         i = int(dup[0]) + 1
-        raise DataError(f"estimate_orientation: samples {i - 1} and {i} (t = {float(t[i - 1])!r}, {float(t[i])!r}) fall into "
-                        f"one period of the {rate_hz:.6g} Hz grid; pass the true rate_hz or resample")
+        raise DataError(
+            f"estimate_orientation: samples {i - 1} and {i} (t = {float(t[i - 1])!r}, {float(t[i])!r}) fall into "
+            f"one period of the {rate_hz:.6g} Hz grid; pass the true rate_hz or resample"
+        )
     return float(rate_hz), slot
 
 
@@ -175,43 +196,98 @@ def _on_grid(x: np.ndarray, slot: np.ndarray) -> np.ndarray:
     return out
 
 
-def estimate_orientation(acc, gyr, rate_hz: Optional[float] = None, config: Optional[AttitudeConfig] = None,
-                         return_bias: bool = False, *, mag=None, t=None, return_info: bool = False,
-                         check_units: bool = True):
-    """Sensor-to-world quaternions (N, 4) float64 torch tensor (w ≥ 0) from acc [m/s²] and gyr [rad/s] (N, 3).
-
-    Args:
-        rate_hz: sampling rate [Hz]; may be omitted when ``t`` is given.
-        config: :class:`AttitudeConfig` (defaults: one parameter set for all recordings).
-        return_bias: also return the gyro-bias estimate (N, 3) [rad/s] (the historical API).
-        mag: magnetometer (N, 3) [µT] → 9-axis, heading in ENU (magnetic north); else 6-axis.
-        t: timestamps (N,) [s]: checked (must be finite and increasing; :class:`DataError` names the index)
-            and mapped to the grid of ``rate_hz``; gaps are filled with skipped samples.
-        return_info: also return a dict: bias (N, 3) [rad/s], rest / mag_disturbed / skipped (N,) bool
-            tensors, n_skipped, rate_hz, and result (the :class:`FilterResult` on the grid).
-        check_units: check units by magnitude and consistency (:func:`check_imu_units`).
-
-    Non-finite samples are skipped and counted; the output never contains NaN. Raises :class:`DataError`
-    for bad shapes, units or timestamps, :class:`~flexlearn.errors.ConfigError` for a bad rate or config.
-    """
-    cfg = config or AttitudeConfig()
-    cfg.validate()
+def _checked_arrays(acc, gyr, mag) -> tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
+    """acc, gyr and mag (or None) as float64 (N, 3) arrays of one length N >= 2; else a `DataError`."""
     A = _as_np(acc, "acc")
     W = _as_np(gyr, "gyr")
     M = _as_np(mag, "mag") if mag is not None else None
     if A.shape[0] != W.shape[0] or A.shape[0] < 2 or (M is not None and M.shape[0] != A.shape[0]):
-        raise DataError(f"estimate_orientation: acc {A.shape}, gyr {W.shape}"
-                        + (f", mag {M.shape}" if M is not None else "") + " must have the same N >= 2")
+        raise DataError(
+            f"estimate_orientation: acc {A.shape}, gyr {W.shape}"
+            + (f", mag {M.shape}" if M is not None else "")
+            + " must have the same N >= 2"
+        )
+    return A, W, M
+
+
+def _checked_rate(rate_hz: Optional[float], t, n: int) -> tuple[float, Optional[np.ndarray]]:
+    """The sampling rate [Hz] and, with timestamps ``t`` (n,), the grid slot of each sample (:func:`regularize_time`).
+
+    A bad rate is a `ConfigError`, timestamps of another length a `DataError`.
+    """
     slot = None
     if t is not None:
-        check(rate_hz is None or (math.isfinite(rate_hz) and rate_hz > 0), "estimate_orientation.rate_hz",
-              rate_hz, "must be > 0")
-        if len(t) != A.shape[0]:
-            raise DataError(f"estimate_orientation: t has {len(t)} samples, acc {A.shape[0]}")
+        check(
+            rate_hz is None or (math.isfinite(rate_hz) and rate_hz > 0),
+            "estimate_orientation.rate_hz",
+            rate_hz,
+            "must be > 0",
+        )
+        if len(t) != n:
+            raise DataError(f"estimate_orientation: t has {len(t)} samples, acc {n}")
         rate_hz, slot = regularize_time(t, rate_hz)
-    check(rate_hz is not None and math.isfinite(rate_hz) and rate_hz > 0, "estimate_orientation.rate_hz",
-          rate_hz, "must be a finite number > 0 (or give t)")
+    check(
+        rate_hz is not None and math.isfinite(rate_hz) and rate_hz > 0,
+        "estimate_orientation.rate_hz",
+        rate_hz,
+        "must be a finite number > 0 (or give t)",
+    )
     assert rate_hz is not None  # checked above (check raises ConfigError)
+    return float(rate_hz), slot
+
+
+class OrientationWithInfo(NamedTuple):
+    """:func:`estimate_orientation` with ``return_info=True``.
+
+    Attributes:
+        quat: sensor-to-world quaternions (N, 4) float64 (w ≥ 0).
+        info: bias (N, 3) [rad/s], rest / mag_disturbed / skipped (N,) bool tensors, n_skipped, rate_hz [Hz], and
+            result (the :class:`FilterResult` on the grid).
+    """
+
+    quat: Tensor
+    info: dict[str, Any]
+
+
+def estimate_orientation(
+    acc,
+    gyr,
+    rate_hz: Optional[float] = None,
+    config: Optional[AttitudeConfig] = None,
+    *,
+    mag=None,
+    t=None,
+    return_info: bool = False,
+    check_units: bool = True,
+) -> Tensor | OrientationWithInfo:
+    """Sensor-to-world quaternions (N, 4) float64 torch tensor (w ≥ 0) from acc [m/s²] and gyr [rad/s] (N, 3).
+
+    Non-finite samples are skipped and counted; the output never contains NaN.
+
+    Args:
+        acc: specific force (N, 3) [m/s²] (numpy array or tensor).
+        gyr: angular rate (N, 3) [rad/s].
+        rate_hz: sampling rate [Hz]; may be omitted when ``t`` is given.
+        config: :class:`AttitudeConfig` (defaults: one parameter set for all recordings).
+        mag: magnetometer (N, 3) [µT] → 9-axis, heading in ENU (magnetic north); else 6-axis.
+        t: timestamps (N,) [s]: checked (must be finite and increasing; :class:`DataError` names the index)
+            and mapped to the grid of ``rate_hz``; gaps are filled with skipped samples.
+        return_info: also return a dict (an :class:`OrientationWithInfo`): bias (N, 3) [rad/s] (the gyro-bias
+            estimate), rest / mag_disturbed / skipped (N,) bool tensors, n_skipped, rate_hz, and result (the
+            :class:`FilterResult` on the grid).
+        check_units: check units by magnitude and consistency (:func:`check_imu_units`).
+
+    Returns:
+        The quaternions (N, 4), or ``(quat, info)`` (:class:`OrientationWithInfo`) with ``return_info``.
+
+    Raises:
+        DataError: bad shapes, units or timestamps.
+        ConfigError: a bad rate or config.
+    """
+    cfg = config or AttitudeConfig()
+    cfg.validate()
+    A, W, M = _checked_arrays(acc, gyr, mag)
+    rate_hz, slot = _checked_rate(rate_hz, t, A.shape[0])
     finite = np.isfinite(A).all(1) & np.isfinite(W).all(1)
     if not finite.any():
         raise DataError("estimate_orientation: no finite sample")
@@ -223,16 +299,18 @@ def estimate_orientation(acc, gyr, rate_hz: Optional[float] = None, config: Opti
     res: FilterResult = run_filter(W, A, rate_hz, mag=M, config=cfg)
     pick = slot if slot is not None else slice(None)
     q = torch.as_tensor(res.quat[pick])
-    bias = torch.as_tensor(res.bias[pick])
-    if return_info:
-        info = {"bias": bias, "rest": torch.as_tensor(res.rest[pick]),
-                "mag_disturbed": torch.as_tensor(res.mag_disturbed[pick]),
-                "skipped": torch.as_tensor(res.skipped[pick]), "n_skipped": res.n_skipped,
-                "rate_hz": float(rate_hz), "result": res}
-        return (q, bias, info) if return_bias else (q, info)
-    if return_bias:
-        return q, bias
-    return q
+    if not return_info:
+        return q
+    info = {
+        "bias": torch.as_tensor(res.bias[pick]),
+        "rest": torch.as_tensor(res.rest[pick]),
+        "mag_disturbed": torch.as_tensor(res.mag_disturbed[pick]),
+        "skipped": torch.as_tensor(res.skipped[pick]),
+        "n_skipped": res.n_skipped,
+        "rate_hz": float(rate_hz),
+        "result": res,
+    }
+    return OrientationWithInfo(q, info)
 
 
 def up_in_sensor(q: Tensor) -> Tensor:
@@ -251,8 +329,13 @@ def _mask(q_est: Tensor, q_ref: Tensor, mask) -> Tensor:
 
 def _summary(ang: Tensor, ok: Tensor) -> dict:
     e = ang[ok]
-    return {"rms_deg": float(torch.sqrt((e * e).mean())), "mean_deg": float(e.mean()), "max_deg": float(e.max()),
-            "n": int(ok.sum()), "errors_deg": torch.where(ok, ang, torch.full_like(ang, float("nan")))}
+    return {
+        "rms_deg": float(torch.sqrt((e * e).mean())),
+        "mean_deg": float(e.mean()),
+        "max_deg": float(e.max()),
+        "n": int(ok.sum()),
+        "errors_deg": torch.where(ok, ang, torch.full_like(ang, float("nan"))),
+    }
 
 
 def inclination_error(q_est: Tensor, q_ref: Tensor, mask: Optional[Tensor] = None) -> dict:

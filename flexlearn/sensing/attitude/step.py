@@ -25,8 +25,9 @@ from typing import List, Optional
 import torch
 from torch import Tensor
 
-from flexlearn.sensing.attitude.offline import AttitudeConfig, initial_state, make_params
+from flexlearn.errors import CheckpointError
 from flexlearn.sensing.attitude.kernels import output, step
+from flexlearn.sensing.attitude.offline import AttitudeConfig, initial_state, make_params
 
 __all__ = ["AttitudeStep", "exact_tensor"]
 
@@ -69,8 +70,14 @@ class AttitudeStep(torch.nn.Module):
         else:
             step(self.s, self.p, g[0], g[1], g[2], a[0], a[1], a[2], 0.0, 0.0, 0.0, False)
         w, x, y, z = output(self.s, self.use_mag)
-        return torch.stack([torch.scalar_tensor(w, dtype=torch.float64), torch.scalar_tensor(x, dtype=torch.float64),
-                            torch.scalar_tensor(y, dtype=torch.float64), torch.scalar_tensor(z, dtype=torch.float64)])
+        return torch.stack(
+            [
+                torch.scalar_tensor(w, dtype=torch.float64),
+                torch.scalar_tensor(x, dtype=torch.float64),
+                torch.scalar_tensor(y, dtype=torch.float64),
+                torch.scalar_tensor(z, dtype=torch.float64),
+            ]
+        )
 
     @torch.jit.export
     def reset(self) -> None:
@@ -85,11 +92,24 @@ class AttitudeStep(torch.nn.Module):
 
     @torch.jit.export
     def load_state(self, state: Tensor) -> None:
-        """Continue from a kernel state (e.g. ``FilterResult.state`` of the offline path, or :meth:`state`)."""
+        """Continue from a kernel state (e.g. ``FilterResult.state`` of the offline path, or :meth:`state`).
+
+        Args:
+            state: the kernel state (``kernels.STATE_SIZE``,), any float dtype.
+
+        Raises:
+            CheckpointError: the state has another length (saved by another version of the filter); a scripted
+                module raises it as ``torch.jit.Error`` naming the class.
+        """
         v: List[float] = state.to(torch.float64).tolist()
         if len(v) != len(self.s):
-            raise ValueError("AttitudeStep.load_state: the state has " + str(len(v)) + " values, this filter's has "
-                             + str(len(self.s)) + " (a state saved by another version of the filter)")
+            raise CheckpointError(
+                "AttitudeStep.load_state: the state has "
+                + str(len(v))
+                + " values, this filter's has "
+                + str(len(self.s))
+                + " (a state saved by another version of the filter)"
+            )
         for i in range(len(v)):
             self.s[i] = v[i]
 

@@ -1,4 +1,5 @@
 """Hub loads from IMU-measured link loads and the static angle correction, against the Lagrangian simulator."""
+
 from __future__ import annotations
 
 import math
@@ -7,9 +8,10 @@ import pytest
 import torch
 
 from flexlearn.physics.arm import FlexibleArmPlant, seed_arm_config
-from flexlearn.sim.arm_closed_loop import imu_frames
-from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig, state_layout
+from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig
+from flexlearn.runtime.arm.outputs import state_layout
 from flexlearn.sensing.imu import GRAVITY
+from flexlearn.sim.arm_closed_loop import ImuArray, imu_frames
 
 f64 = torch.float64
 CFG = ArmControllerConfig()
@@ -56,9 +58,9 @@ def test_static_hub_loads_and_angles_match_the_simulator(plant_tip_moment, theta
     q = plant.static_equilibrium(torch.tensor([theta], dtype=f64))
     z = torch.zeros_like(q)
     hold = plant.holding_torque(torch.cat([q, z], -1))[0]
-    fr = imu_frames(plant, q, z, z, POS, None, None, None)[0]
+    fr = imu_frames(plant, q, z, z, ImuArray(POS))[0]
     st = _steady(_controller(), fr, hold)
-    load = st[LAY["hub_load"][0]:LAY["hub_load"][1]]
+    load = st[LAY["hub_load"][0] : LAY["hub_load"][1]]
     assert torch.allclose(load, hold, rtol=2e-3, atol=1.0), (load, hold)
     th = st[0:2]
     assert float((th - q[0, :2]).abs().max()) < math.radians(0.03)
@@ -87,9 +89,10 @@ def test_moving_hub_loads_equal_the_inverse_dynamics(rates, accels):
     qdd[0, :2] = torch.tensor(accels, dtype=f64)
     M, F = p._terms(q, qd)
     Q = (M @ qdd.unsqueeze(-1)).squeeze(-1) - F  # generalised forces that produce this motion
-    fr = imu_frames(p, q, qd, qdd, POS, None, None, None)[0]
-    truth = torch.stack([Q[0, 0] - CFG.hub_inertia[0] * qdd[0, 0],
-                         Q[0, 1] - CFG.hub_inertia[1] * (qdd[0, 0] + qdd[0, 1])])
+    fr = imu_frames(p, q, qd, qdd, ImuArray(POS))[0]
+    truth = torch.stack(
+        [Q[0, 0] - CFG.hub_inertia[0] * qdd[0, 0], Q[0, 1] - CFG.hub_inertia[1] * (qdd[0, 0] + qdd[0, 1])]
+    )
     c = ArmController.build(stiff)
     c.calibrate = False
     c.estimator.psi_hat.copy_(torch.tensor([0.3, 0.3, -0.2, -0.2, -0.2], dtype=f64))  # a running filter
@@ -98,7 +101,7 @@ def test_moving_hub_loads_equal_the_inverse_dynamics(rates, accels):
     c.last_tau.copy_(Q[0, :2])
     c.tau2_last = float(Q[0, 1])
     _, st, _ = c(fr, 0.5)  # the first step initialises the load filter with the raw value
-    load = st[LAY["hub_load"][0]:LAY["hub_load"][1]]
+    load = st[LAY["hub_load"][0] : LAY["hub_load"][1]]
     assert torch.allclose(load, truth, rtol=2e-3), (load, truth)  # δ, θ̂ from one filter step
     hold = p.holding_torque(torch.cat([q, torch.zeros_like(q)], -1))[0]
     assert float((truth - hold).abs().max()) > 20.0  # the inertial part is really there
@@ -122,7 +125,7 @@ def test_gyro_rest_calibration_removes_the_bias():
             fr[:, 3] += bias
             _, st, _ = c(fr, k * 1e-3)
             if k >= 1100:  # mean rate estimate after t0 (white gyro noise 0.002 rad/s per sample)
-                acc += st[LAY["theta_rate"][0]:LAY["theta_rate"][1]] / 200.0
+                acc += st[LAY["theta_rate"][0] : LAY["theta_rate"][1]] / 200.0
         rates[cal] = acc
         if cal:
             assert torch.allclose(c.estimator.bias_hat, -bias, atol=3e-4)
@@ -133,11 +136,13 @@ def test_gyro_rest_calibration_removes_the_bias():
 def test_modal_joint_rates_are_the_derivative_of_the_angle_map():
     """``modal_rates``: θ̇ = P_θ ω (the angle map applied to the gyros); equal to eq. (5) for a rigid rotation,
     and it removes the modal slope rates where eq. (5) takes the last IMU's rate for the tip's."""
-    from flexlearn.physics.modal.estimator import FlexibleArmEstimator
+    from flexlearn.physics.modal.estimator import EstimatorOptions, FlexibleArmEstimator
 
     links = CFG.model_links()
-    ests = {m: FlexibleArmEstimator.build(links, POS, list(CFG.n_modes), compensate=False, modal_rates=m)
-            for m in (False, True)}
+    ests = {
+        m: FlexibleArmEstimator.build(links, POS, list(CFG.n_modes), EstimatorOptions(compensate=False, modal_rates=m))
+        for m in (False, True)
+    }
     fr = torch.zeros(5, 6, dtype=f64)
     for k, a in enumerate([0.2, 0.2, -0.4, -0.4, -0.4]):
         fr[k, 1], fr[k, 2] = GRAVITY * math.sin(a), GRAVITY * math.cos(a)
@@ -156,19 +161,27 @@ def test_modal_joint_rates_are_the_derivative_of_the_angle_map():
 
 @pytest.mark.slow
 def test_closed_loop_reaching_imu_fed_tracks_within_half_a_degree():
-    """The reaching task of the reproduction (1 s rest, quintic over 6 s, 10 s in all) on the truth simulator
+    """The IMU-fed ``moment`` controller tracks the reproduction's reaching task within 0.5° RMS per joint.
+
+    The reaching task of the reproduction (1 s rest, quintic over 6 s, 10 s in all) on the truth simulator
     with noisy, biased IMUs (a draw not used by the reproduction script): the IMU-fed ``moment`` controller
     tracks within 0.5° RMS on each joint (true angles), without faults. (Faster reaches track worse: with the
     quintic over 2.5 s joint 2 reached 1.5° RMS in our runs.)"""
-    from flexlearn.sim.arm_closed_loop import ImuNoiseConfig, simulate_closed_loop
     from flexlearn.runtime.arm.controller import quintic
+    from flexlearn.sim.arm_closed_loop import ImuNoiseConfig, simulate_closed_loop
 
     plant = FlexibleArmPlant(seed_arm_config(hub_inertia=CFG.hub_inertia, payload=CFG.payload))
     c = torch.jit.script(ArmController.build(CFG))
-    log = simulate_closed_loop(plant, [lambda fr, t, info: c(fr, t)], CFG.theta0, 10.0, POS, noise=ImuNoiseConfig(),
-                               seed=5)
-    thd = quintic(torch.as_tensor(log["t"])[:, None], torch.tensor(CFG.theta0, dtype=f64),
-                  torch.tensor(CFG.thetaf, dtype=f64), CFG.t0, CFG.duration)[0].numpy()
+    log = simulate_closed_loop(
+        plant, [lambda fr, t, info: c(fr, t)], CFG.theta0, 10.0, ImuArray(POS, ImuNoiseConfig()), seed=5
+    )
+    thd = quintic(
+        torch.as_tensor(log["t"])[:, None],
+        torch.tensor(CFG.theta0, dtype=f64),
+        torch.tensor(CFG.thetaf, dtype=f64),
+        CFG.t0,
+        CFG.duration,
+    )[0].numpy()
     rmse = ((thd - log["theta"][0]) ** 2).mean(0) ** 0.5
     assert (rmse < math.radians(0.5)).all(), rmse
     assert int((log["fault"][0] != 0).sum()) == 0
@@ -177,6 +190,7 @@ def test_closed_loop_reaching_imu_fed_tracks_within_half_a_degree():
 def test_packed_load_evaluation_equals_the_readable_form():
     """The controller's hot path (one sin of the stacked slopes, three products) against forward()."""
     from flexlearn.runtime.arm.load import LinkLoadModel
+
     c = _controller()
     g = torch.Generator().manual_seed(3)
     S, M = c.n_imus, c.n_modes_total
@@ -190,5 +204,5 @@ def test_packed_load_evaluation_equals_the_readable_form():
     mom, forces = c.loads(f_link, delta, eta)
     Y = c.loads.packed(f_link, torch.sin(c.trig_off + c.trig_map @ psi).view(2, 2, S), eta)
     n = mom.numel()
-    torch.testing.assert_close(Y[0, :n] - Y[2, 2 * n:], mom, rtol=1e-12, atol=1e-9)
-    torch.testing.assert_close(torch.stack([Y[1, n:2 * n], Y[0, n:2 * n]]), forces, rtol=1e-12, atol=1e-9)
+    torch.testing.assert_close(Y[0, :n] - Y[2, 2 * n :], mom, rtol=1e-12, atol=1e-9)
+    torch.testing.assert_close(torch.stack([Y[1, n : 2 * n], Y[0, n : 2 * n]]), forces, rtol=1e-12, atol=1e-9)

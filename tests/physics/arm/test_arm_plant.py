@@ -1,4 +1,5 @@
 """Two-link flexible arm simulator (seed 000, §V-A): Lagrangian by autodiff, integrator, IMU synthesis."""
+
 from __future__ import annotations
 
 import math
@@ -8,8 +9,8 @@ import torch
 
 from flexlearn.errors import ConfigError
 from flexlearn.physics.arm import ArmConfig, ArmLinkConfig, FlexibleArmPlant, linearized_frequencies, seed_arm_config
-from flexlearn.sim.arm_closed_loop import imu_frames, simulate_closed_loop
 from flexlearn.physics.modal import FlexibleLink
+from flexlearn.sim.arm_closed_loop import ImuArray, imu_frames, simulate_closed_loop
 
 f64 = torch.float64
 POS = [[0.5625, 3.9375], [0.44375, 1.33125, 3.10625]]
@@ -70,11 +71,11 @@ def test_equations_of_motion_match_lagrange_by_finite_differences(plant):
 def test_energy_conserved_without_damping_or_input():
     p = FlexibleArmPlant(seed_arm_config(n_modes=(2, 2), damping=0.0))
     x = p.initial_state(torch.tensor([[0.2, -0.5]], dtype=f64))
-    x[:, p.N:p.N + 2] = torch.tensor([0.5, -1.0], dtype=f64)
+    x[:, p.N : p.N + 2] = torch.tensor([0.5, -1.0], dtype=f64)
     x[:, 2] += 0.5  # excite link 1's first mode
     u = torch.zeros(1, 2, dtype=f64)
     E0 = float(p.energy(x))
-    T0 = float(p.kinetic(x[:, :p.N], x[:, p.N:2 * p.N]))
+    T0 = float(p.kinetic(x[:, : p.N], x[:, p.N : 2 * p.N]))
     dev = 0.0
     for _ in range(40):
         x = p.step(x, u, 1e-3, iters=6)
@@ -90,8 +91,9 @@ def test_linearized_frequencies_clamped_link_match_modal_module():
     same = FlexibleArmPlant(ArmConfig(links=(ArmLinkConfig(tip_mass=20.0, n_modes=3),), gravity=0.0))
     f = linearized_frequencies(same, torch.zeros(same.N, dtype=f64), locked=[0])
     assert torch.allclose(f, ref, rtol=1e-7)
-    ritz = FlexibleArmPlant(ArmConfig(links=(ArmLinkConfig(tip_mass=20.0, n_modes=6, mode_tip_mass=0.0),), gravity=0.0,
-                                      quad_panels=12))
+    ritz = FlexibleArmPlant(
+        ArmConfig(links=(ArmLinkConfig(tip_mass=20.0, n_modes=6, mode_tip_mass=0.0),), gravity=0.0, quad_panels=12)
+    )
     f6 = linearized_frequencies(ritz, torch.zeros(ritz.N, dtype=f64), locked=[0])[:3]
     assert bool((f6 >= ref * (1 - 1e-9)).all())
     assert torch.allclose(f6[:2], ref[:2], rtol=2e-3)
@@ -120,7 +122,7 @@ def test_imu_kinematics_equal_nested_autodiff_and_rest_reads_gravity(plant):
     assert torch.allclose(a1, a2, atol=1e-10) and torch.allclose(g1, g2, atol=1e-12)
     x = plant.initial_state(torch.tensor([[0.3, -0.4]], dtype=f64))
     z = torch.zeros(1, plant.N, dtype=f64)
-    fr = imu_frames(plant, x[:, :plant.N], z, z, POS, None, None, None)[0]
+    fr = imu_frames(plant, x[:, : plant.N], z, z, ImuArray(POS))[0]
     assert torch.allclose(fr[:, :3].norm(dim=-1), torch.full((5,), 9.80665, dtype=f64))
     assert torch.allclose(fr[:, 3:], torch.zeros(5, 3, dtype=f64))
     psi = torch.atan2(fr[:, 1], fr[:, 2])
@@ -164,13 +166,13 @@ def test_closed_loop_holds_rest_imu_fed():
     """Short closed loop: the IMU-fed rigid PD baseline holds the arm at θ₀ (noisy IMUs)."""
     import dataclasses
 
-    from flexlearn.sim.arm_closed_loop import ImuNoiseConfig
     from flexlearn.runtime.arm.controller import ArmController, ArmControllerConfig
+    from flexlearn.sim.arm_closed_loop import ImuNoiseConfig
 
     cfg = dataclasses.replace(ArmControllerConfig(), t0=10.0, variant="rigid")
     p = FlexibleArmPlant(seed_arm_config(n_modes=(2, 2), hub_inertia=cfg.hub_inertia, payload=cfg.payload))
     c = torch.jit.script(ArmController.build(cfg))
-    log = simulate_closed_loop(p, [lambda fr, t, info: c(fr, t)], cfg.theta0, 0.15, POS, noise=ImuNoiseConfig())
-    err = (log["theta"][0] - torch.tensor(cfg.theta0).numpy())
+    log = simulate_closed_loop(p, [lambda fr, t, info: c(fr, t)], cfg.theta0, 0.15, ImuArray(POS, ImuNoiseConfig()))
+    err = log["theta"][0] - torch.tensor(cfg.theta0).numpy()
     assert abs(err).max() < math.radians(0.5)
     assert (log["fault"] == 0).all()

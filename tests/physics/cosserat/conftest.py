@@ -1,4 +1,5 @@
 """The rod tests build tensors with the default dtype: run each in float64 and restore the default after."""
+
 import pytest
 import torch
 

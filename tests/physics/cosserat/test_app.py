@@ -1,5 +1,6 @@
 """`flexlearn-cosserat`: every experiment of conf/cosserat/ loads through Hydra; a run writes the tip
 trajectory (JSON, CSV, PNG) into its run directory; bad values fail with one line naming the field."""
+
 from __future__ import annotations
 
 import csv
@@ -13,15 +14,23 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from flexlearn.apps.runner import CONF_DIR
+from flexlearn.errors import ConfigError
 from flexlearn.physics.cosserat.experiments import load_experiment
+from flexlearn.physics.cosserat.tip_output import run_experiment, write_tip_trajectory
 
 NAMES = sorted(p.stem for p in (Path(CONF_DIR) / "cosserat").glob("*.yaml"))
 
 
 def run_app(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, FLEXLEARN_ROOT=str(root), OMP_NUM_THREADS="1")
-    return subprocess.run([sys.executable, "-m", "flexlearn.apps.cosserat", *args], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "flexlearn.apps.cosserat", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -39,18 +48,21 @@ def test_run_writes_tip_trajectory(tmp_path):
     files = [Path(f) for f in info["files"]]
     assert [f.suffix for f in files] == [".json", ".csv", ".png"] and all(f.stat().st_size > 0 for f in files)
     doc = json.loads(files[0].read_text())
-    steps = 20                                            # 0.0018 s / 9e-5 s
-    assert doc["steps"] == steps and len(doc["times_s"]) == len(range(0, steps + 1, 3)) + 1   # and the last step
+    steps = 20  # 0.0018 s / 9e-5 s
+    assert doc["steps"] == steps and len(doc["times_s"]) == len(range(0, steps + 1, 3)) + 1  # and the last step
     rows = list(csv.reader(files[1].open()))
     assert rows[0] == ["t_s", "x_m", "y_m", "z_m"] and len(rows) == len(doc["times_s"]) + 1
     assert [float(x) for x in rows[-1][1:]] == pytest.approx(doc["tip_m"][-1], rel=1e-12)
     assert doc["config"]["youngs_modulus"] == pytest.approx(364.5e3)
 
 
-@pytest.mark.parametrize("override, needle", [
-    ("cosserat.youngs_modulus=-3", "youngs_modulus"),
-    ("+cosserat.field.frequency=-1", "field.frequency"),
-])
+@pytest.mark.parametrize(
+    "override, needle",
+    [
+        ("cosserat.youngs_modulus=-3", "youngs_modulus"),
+        ("+cosserat.field.frequency=-1", "field.frequency"),
+    ],
+)
 def test_bad_values_name_the_field(tmp_path, override, needle):
     proc = run_app(tmp_path, override, "max_duration=0.001")
     assert proc.returncode == 2, proc.stderr[-2000:]
@@ -59,8 +71,7 @@ def test_bad_values_name_the_field(tmp_path, override, needle):
 
 
 def test_bad_run_options_are_rejected(tmp_path):
-    from flexlearn.errors import ConfigError
-    from flexlearn.physics.cosserat.tip_output import run_experiment, write_tip_trajectory
+
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose(config_name="cosserat", overrides=["+cosserat.colour=red"])
     with pytest.raises(ConfigError, match="colour"):

@@ -1,4 +1,5 @@
 """The seed's experiments as configs (Tables 3–7): every config loads, validates and runs a few steps."""
+
 from pathlib import Path
 
 import pytest
@@ -7,14 +8,21 @@ import yaml
 
 from flexlearn.errors import ConfigError
 from flexlearn.physics.cosserat.experiments import build_experiment, load_experiment
+from flexlearn.physics.cosserat.tip_output import run_experiment
 
 CONF = Path(__file__).resolve().parents[3] / "flexlearn" / "conf" / "cosserat"
 NAMES = sorted(p.stem for p in CONF.glob("*.yaml"))
 
 
 def test_all_seed_experiments_are_configured():
-    assert set(NAMES) >= {"al_inplane", "al_outofplane", "pdms_nomagnet", "pdms_tipmagnet", "pdms_rotating",
-                          "square_two_magnets"}
+    assert set(NAMES) >= {
+        "al_inplane",
+        "al_outofplane",
+        "pdms_nomagnet",
+        "pdms_tipmagnet",
+        "pdms_rotating",
+        "square_two_magnets",
+    }
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -45,7 +53,6 @@ def test_bad_config_names_key():
 def test_implicit_scheme_from_the_config_runs_at_ten_times_the_step():
     """``scheme: implicit`` in an experiment config: the seed's rotating-field experiment at 10× its step
     (the LGVI's limit there) ends within 0.3 mm of the LGVI run at the configured step after 0.1 s."""
-    from flexlearn.physics.cosserat.tip_output import run_experiment
     data = yaml.safe_load((CONF / "pdms_rotating.yaml").read_text())
     ref, _ = run_experiment(load_experiment(data), max_duration=0.1)
     cfg = load_experiment(dict(data, dt=10 * data["dt"], scheme="implicit"))

@@ -1,12 +1,12 @@
 """Forces from the discrete energy, invariances, conservation of momenta and energy (seed 001, eqs. (5)–(9))."""
+
 import math
 
 import pytest
 import torch
 
 from flexlearn.lie import so3_exp
-from flexlearn.physics.cosserat import Clamp, CosseratRod, RodState
-
+from flexlearn.physics.cosserat import Clamp, CosseratRod, Material, RodState, SimulationOptions
 
 
 def _random_config(rod, gen, rot=0.3, pos=0.02):
@@ -20,20 +20,20 @@ def _random_config(rod, gen, rot=0.3, pos=0.02):
 @pytest.mark.parametrize("strain", ["midpoint", "nodes"])
 def test_forces_are_minus_energy_gradient(strain):
     gen = torch.Generator().manual_seed(0)
-    rod = CosseratRod.circular(0.5, torch.tensor([0.01, 0.02]), 1200.0, 2e6, 0.4, 6, strain=strain)
+    rod = CosseratRod.circular(0.5, torch.tensor([0.01, 0.02]), Material(1200.0, 2e6, 0.4), 6, strain=strain)
     R, p = _random_config(rod, gen)
     f, tau = rod.internal_forces(R, p)
     pp = p.clone().requires_grad_(True)
-    gp, = torch.autograd.grad(rod.potential_energy(R, pp).sum(), pp)
+    (gp,) = torch.autograd.grad(rod.potential_energy(R, pp).sum(), pp)
     eta = torch.zeros_like(p, requires_grad=True)
-    ge, = torch.autograd.grad(rod.potential_energy(R @ so3_exp(eta), p).sum(), eta)
+    (ge,) = torch.autograd.grad(rod.potential_energy(R @ so3_exp(eta), p).sum(), eta)
     assert torch.allclose(f, -gp, rtol=1e-10, atol=1e-10 * f.abs().max())
     assert torch.allclose(tau, -ge, rtol=1e-10, atol=1e-10 * tau.abs().max())
 
 
 def test_internal_loads_are_self_equilibrated():
     gen = torch.Generator().manual_seed(1)
-    rod = CosseratRod.rectangular(0.3, 0.004, 0.002, 1100.0, 3e5, 0.49, 7)
+    rod = CosseratRod.rectangular(0.3, 0.004, 0.002, Material(1100.0, 3e5, 0.49), 7)
     R, p = _random_config(rod, gen, rot=0.5, pos=0.01)
     f, tau = rod.internal_forces(R, p)
     scale = f.abs().max() * 0.3
@@ -43,28 +43,28 @@ def test_internal_loads_are_self_equilibrated():
 
 
 def test_geometry_and_si_parameters():
-    rod = CosseratRod.circular(0.2, 1e-3, 2690.0, 75e9, 0.33, 15)
+    rod = CosseratRod.circular(0.2, 1e-3, Material(2690.0, 75e9, 0.33), 15)
     c1, c2 = rod.stiffness()
     area = math.pi * 1e-6
     assert torch.allclose(c1[0, 0], torch.tensor([75e9 / 2.66 * area] * 2 + [75e9 * area]))
     assert torch.allclose(c2[0, 0, :2], torch.tensor([75e9 * math.pi * 1e-12 / 4] * 2))
     assert math.isclose(float(rod.mass_per_length()), 2690 * area)
-    sq = CosseratRod.rectangular(0.0855, 2e-3, 2e-3, 1100.0, 3.65e6, 0.5, 10, torsion="polar")
+    sq = CosseratRod.rectangular(0.0855, 2e-3, 2e-3, Material(1100.0, 3.65e6, 0.5), 10, torsion="polar")
     _, c2 = sq.stiffness()
     assert math.isclose(float(c2[0, 0, 2]), 3.65e6 / 3 * 2 * (2e-3) ** 4 / 12, rel_tol=1e-12)
-    sv = CosseratRod.rectangular(0.0855, 2e-3, 2e-3, 1100.0, 3.65e6, 0.5, 10)
+    sv = CosseratRod.rectangular(0.0855, 2e-3, 2e-3, Material(1100.0, 3.65e6, 0.5), 10)
     assert math.isclose(float(sv.torsion_constant), 0.1406 * (2e-3) ** 4, rel_tol=2e-3)
 
 
 def test_free_rod_conserves_momenta_to_round_off_over_1e4_steps():
     gen = torch.Generator().manual_seed(2)
-    rod = CosseratRod.circular(0.3, 0.01, 1000.0, 1e6, 0.3, 4)
+    rod = CosseratRod.circular(0.3, 0.01, Material(1000.0, 1e6, 0.3), 4)
     R, p = _random_config(rod, gen, rot=0.2, pos=0.005)
     v = 0.3 * torch.randn(1, 5, 3, generator=gen)
     w = 3.0 * torch.randn(1, 5, 3, generator=gen)
     init = RodState(p, R, v, w)
     dt = 0.5 * float(rod.stable_dt())
-    tr = rod.simulate(1e4 * dt, dt, initial=init, base="free", record_every=1000)
+    tr = rod.simulate(1e4 * dt, dt, initial=init, base="free", options=SimulationOptions(record_every=1000))
     assert tr.positions.shape[0] == 11
     lin0, ang0 = rod.momenta(init)
     lin1, ang1 = rod.momenta(tr.final)
@@ -74,28 +74,32 @@ def test_free_rod_conserves_momenta_to_round_off_over_1e4_steps():
 
 def test_energy_error_has_no_secular_drift():
     gen = torch.Generator().manual_seed(3)
-    rod = CosseratRod.circular(0.3, 0.01, 1000.0, 1e6, 0.3, 5)
+    rod = CosseratRod.circular(0.3, 0.01, Material(1000.0, 1e6, 0.3), 5)
     base = Clamp.horizontal()
     init = rod.arc_state(0.5, (0, 1, 0), base)
     init.angular_velocities = 2.0 * torch.randn(1, 6, 3, generator=gen)
     dt = 0.5 * float(rod.stable_dt())
-    tr = rod.simulate(2e3 * dt, dt, initial=init, base=base, record_every=10, record_energy=True)
+    tr = rod.simulate(
+        2e3 * dt, dt, initial=init, base=base, options=SimulationOptions(record_every=10, record_energy=True)
+    )
     e = tr.energy
     rel = (e - e[0]) / e[0]
     q = len(rel) // 4
     first, last = rel[:q].abs().max(), rel[-q:].abs().max()
     assert rel.abs().max() < 5e-2
-    assert last < 2.0 * first + 1e-6                   # bounded oscillation, no growth
+    assert last < 2.0 * first + 1e-6  # bounded oscillation, no growth
 
 
 @pytest.mark.slow
 def test_energy_error_bounded_over_a_long_run():
     """10⁵ steps of a clamped, pre-bent rod: the energy error oscillates, with no secular drift."""
-    rod = CosseratRod.circular(0.3, 0.01, 1000.0, 1e6, 0.3, 5)
+    rod = CosseratRod.circular(0.3, 0.01, Material(1000.0, 1e6, 0.3), 5)
     base = Clamp.horizontal()
     init = rod.arc_state(0.5, (0, 1, 0), base)
     dt = 0.5 * float(rod.stable_dt())
-    tr = rod.simulate(1e5 * dt, dt, initial=init, base=base, record_every=100, record_energy=True)
+    tr = rod.simulate(
+        1e5 * dt, dt, initial=init, base=base, options=SimulationOptions(record_every=100, record_energy=True)
+    )
     rel = (tr.energy - tr.energy[0]) / tr.energy[0]
     q = len(rel) // 10
     assert rel.abs().max() < 5e-2

@@ -1,15 +1,31 @@
 """Validation against analytical results: cantilever frequencies, gravity sag, elastica, magnet arc,
 time-step convergence (issue 5, "Validation tests")."""
+
 import math
 
 import numpy as np
 import pytest
 import torch
 
-from flexlearn.physics.cosserat import Clamp, CosseratRod, Damping, Gravity, TipMagnet, UniformField
-from flexlearn.physics.cosserat.analytic import (cantilever_frequencies, cantilever_mode_shape, elastica_uniform_load,
-                                                 magnet_arc_angle, tip_sag_uniform_load, zero_crossing_frequency)
-
+from flexlearn.physics.cosserat import (
+    Clamp,
+    CosseratRod,
+    Damping,
+    Gravity,
+    Material,
+    SimulationOptions,
+    TipMagnet,
+    UniformField,
+)
+from flexlearn.physics.cosserat.analytic import (
+    cantilever_frequencies,
+    cantilever_mode_shape,
+    elastica_uniform_load,
+    frequency_shaping_study,
+    magnet_arc_angle,
+    tip_sag_uniform_load,
+    zero_crossing_frequency,
+)
 
 
 def _relax(rod, loads, base, w1, periods=2.5, dt=None, initial=None, scheme="lgvi", beta=0.3, zeta=0.05):
@@ -22,9 +38,20 @@ def _relax(rod, loads, base, w1, periods=2.5, dt=None, initial=None, scheme="lgv
         assert dt > 5 * float(rod.stable_dt().min())
     dt = dt or 0.8 * float(rod.stable_dt().min())
     T = periods * 2 * math.pi / w1
-    return rod.simulate(T, dt, loads=loads, damping=Damping(alpha=2.0 * w1), base=base, initial=initial,
-                        record_every=10 ** 9, scheme=scheme, implicit_beta=beta,
-                        implicit_dissipation=zeta if scheme == "implicit" else 0.0)
+    return rod.simulate(
+        T,
+        dt,
+        loads=loads,
+        damping=Damping(alpha=2.0 * w1),
+        base=base,
+        initial=initial,
+        options=SimulationOptions(
+            record_every=10**9,
+            scheme=scheme,
+            implicit_beta=beta,
+            implicit_dissipation=zeta if scheme == "implicit" else 0.0,
+        ),
+    )
 
 
 SCHEMES = ["lgvi", "implicit"]
@@ -36,8 +63,8 @@ def test_cantilever_frequencies_match_beta_l(scheme):
     alone (a batch of three rods): ω within 1 %, 2 %, 3 % of (βₙL)² √(EI/ρAL⁴). The implicit step runs at
     the step of 1e-3 frequency error of mode 3 (``accurate_dt``, ≈ 5× the LGVI's limit)."""
     L, r, rho, E, nu, N = 1.0, 0.02, 2000.0, 1e5, 0.3, 20
-    rod = CosseratRod.circular(L, torch.full((3,), r), rho, E, nu, N)
-    w = cantilever_frequencies(L, E, math.pi * r ** 4 / 4, rho, math.pi * r ** 2, 3)
+    rod = CosseratRod.circular(L, torch.full((3,), r), Material(rho, E, nu), N)
+    w = cantilever_frequencies(L, E, math.pi * r**4 / 4, rho, math.pi * r**2, 3)
     base = Clamp.horizontal()
     init = rod.straight_state(base)
     s = np.linspace(0.0, L, N + 1)
@@ -46,7 +73,7 @@ def test_cantilever_frequencies_match_beta_l(scheme):
     dt = float(rod.stable_dt()[0]) if scheme == "lgvi" else rod.accurate_dt(1e-3, 6, base)
     # mode 1: its first zero crossing (half a period, z = A sin ωt from rest); modes 2, 3: mean spacing
     # of the zero crossings within the record
-    tr = rod.simulate(0.6 * 2 * math.pi / w[0], dt, initial=init, base=base, scheme=scheme)
+    tr = rod.simulate(0.6 * 2 * math.pi / w[0], dt, initial=init, base=base, options=SimulationOptions(scheme=scheme))
     z = tr.positions[:, :, -1, 2].numpy()
     x = z[1:, 0]
     i = int(np.nonzero(np.sign(x[:-1]) * np.sign(x[1:]) < 0)[0][0])
@@ -62,10 +89,10 @@ def test_gravity_sag_small_and_large(scheme):
     """One batch of two rods damped to rest: a stiff rod against qL⁴/(8EI) (+ the shear term qL²/(2GA)),
     and a heavily loaded one (qL³/EI = 12, sag ≈ 0.74 L) against the elastica (``solve_bvp``)."""
     L, r, rho, E, nu, N = 0.2, 0.01, 1000.0, 5e8, 0.3, 20
-    a, ei = math.pi * r ** 2, E * math.pi * r ** 4 / 4
-    g_large = 12.0 * ei / (rho * a * L ** 3)
-    rod = CosseratRod.circular(L, torch.full((2,), r), rho, E, nu, N)
-    w1 = float(cantilever_frequencies(L, E, math.pi * r ** 4 / 4, rho, a, 1)[0])
+    a, ei = math.pi * r**2, E * math.pi * r**4 / 4
+    g_large = 12.0 * ei / (rho * a * L**3)
+    rod = CosseratRod.circular(L, torch.full((2,), r), Material(rho, E, nu), N)
+    w1 = float(cantilever_frequencies(L, E, math.pi * r**4 / 4, rho, a, 1)[0])
     gravity = Gravity(torch.tensor([[0.0, 0.0, -9.81], [0.0, 0.0, -g_large]]))
     tr = _relax(rod, [gravity], Clamp.horizontal(), w1, periods=1.5, scheme=scheme)
     tip = tr.positions[-1, :, -1]
@@ -82,11 +109,11 @@ def test_gravity_sag_small_and_large(scheme):
 def test_tip_magnet_in_uniform_field_bends_into_the_arc(scheme):
     """No gravity, field at φ = 90° to the rest axis: tip angle θ = |m||B| L sin(φ − θ)/EI."""
     L, r, rho, E, nu, N = 0.05, 2.5e-3, 1100.0, 3.6e5, 0.49, 20
-    rod = CosseratRod.circular(L, r, rho, E, nu, N)
-    a, ei = math.pi * r ** 2, E * math.pi * r ** 4 / 4
-    m, b = 0.01, 1.2 * ei / (0.01 * L)               # |m||B|L/EI = 1.2
-    w1 = float(cantilever_frequencies(L, E, math.pi * r ** 4 / 4, rho, a, 1)[0])
-    base = Clamp()                                  # rod along world z; field along world x
+    rod = CosseratRod.circular(L, r, Material(rho, E, nu), N)
+    a, ei = math.pi * r**2, E * math.pi * r**4 / 4
+    m, b = 0.01, 1.2 * ei / (0.01 * L)  # |m||B|L/EI = 1.2
+    w1 = float(cantilever_frequencies(L, E, math.pi * r**4 / 4, rho, a, 1)[0])
+    base = Clamp()  # rod along world z; field along world x
     magnet = TipMagnet((0, 0, m), UniformField((b, 0, 0)))
     ref = magnet_arc_angle(m, b, L, ei, math.pi / 2)
     tr = _relax(rod, [magnet], base, w1, periods=1.5, scheme=scheme)
@@ -102,7 +129,7 @@ def test_tip_magnet_in_uniform_field_bends_into_the_arc(scheme):
 
 def test_time_step_convergence_is_second_order():
     L, r, rho, E, nu, N = 0.1, 2e-3, 1100.0, 1e6, 0.45, 6
-    rod = CosseratRod.circular(L, r, rho, E, nu, N)
+    rod = CosseratRod.circular(L, r, Material(rho, E, nu), N)
     base = Clamp.horizontal()
     init = rod.arc_state(0.6, (0, 1, 0), base)
     init.angular_velocities[0, :, 0] = 20.0
@@ -110,7 +137,9 @@ def test_time_step_convergence_is_second_order():
     T = 200 * dt0
 
     def tip(dt):
-        return rod.simulate(T, dt, initial=init, base=base, loads=[Gravity()], record_every=10 ** 9).positions[-1, -1]
+        return rod.simulate(
+            T, dt, initial=init, base=base, loads=[Gravity()], options=SimulationOptions(record_every=10**9)
+        ).positions[-1, -1]
 
     x = [tip(dt0 / k) for k in (1, 2, 4, 8)]
     diffs = [float((x[i] - x[i + 1]).norm()) for i in range(3)]
@@ -124,7 +153,6 @@ def test_frequency_shaping_study_locking_of_the_seed_strain():
     """Seed 001, Sec. 5: γ_corr = (ω_N̄/ω)². With the element mid-frame strain the 20-element model needs no
     shaping (|γ − 1| < 1 %, modes within 1/2/3 %); the seed's node-averaged strain (eq. (6)) locks in
     shear and needs γ ≈ 3.4 at 20 elements (l/r = 2.5), ≈ 10 at 10 elements."""
-    from flexlearn.physics.cosserat.analytic import frequency_shaping_study
     mid = frequency_shaping_study(1.0, 0.02, 2000.0, 1e5, 0.3, (10, 20))
     assert abs(mid[20]["gamma_corr"] - 1) < 0.01
     e = mid[20]["rel_error"]

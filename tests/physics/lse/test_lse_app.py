@@ -1,5 +1,6 @@
 """`flexlearn-cpr`: the config composes into the seed-003 robot; a short run writes JSON + PNG into its run
 directory; a bad robot config fails with one line naming the field."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,14 @@ from flexlearn.physics.lse import CPRModel
 
 def run_app(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, FLEXLEARN_ROOT=str(root), OMP_NUM_THREADS="1")
-    return subprocess.run([sys.executable, "-m", "flexlearn.apps.cpr", *args], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "flexlearn.apps.cpr", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_config_composes_into_the_default_robot():
@@ -30,8 +37,15 @@ def test_config_composes_into_the_default_robot():
 
 def test_run_writes_json_and_figures(tmp_path):
     out = tmp_path / "run"
-    proc = run_app(tmp_path, "cpr.rod.n_elements=2", "n_phases=2", "substeps=10", "shooting_steps=null",
-                   f"hydra.run.dir={out}", f"output_dir={out}")
+    proc = run_app(
+        tmp_path,
+        "cpr.rod.n_elements=2",
+        "n_phases=2",
+        "substeps=10",
+        "shooting_steps=null",
+        f"hydra.run.dir={out}",
+        f"output_dir={out}",
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     info = json.loads(proc.stdout.strip().splitlines()[-1])
     files = sorted(Path(f).name for f in info["files"])

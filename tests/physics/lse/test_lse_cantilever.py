@@ -1,4 +1,5 @@
 """Single-rod validation: pure-moment arc, large-deflection elastica, Newton from straight, implicit gradients."""
+
 from __future__ import annotations
 
 import math
@@ -9,14 +10,20 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
 from flexlearn.lie import se3_exp
-from flexlearn.physics.lse import ConvergenceError, cantilever_model, cantilever_solve, cantilever_tip_pose
+from flexlearn.physics.lse import (
+    ConvergenceError,
+    NewtonSettings,
+    cantilever_model,
+    cantilever_solve,
+    cantilever_tip_pose,
+)
 
 DT = torch.float64
 L = 0.2
 RADIUS = 0.5e-3
 E = 1.13e10
 G = E / 2.6
-EI = E * math.pi * RADIUS ** 4 / 4
+EI = E * math.pi * RADIUS**4 / 4
 
 
 @pytest.mark.parametrize("n_elements", [1, 2, 3, 5])
@@ -27,7 +34,7 @@ def test_pure_end_moment_gives_exact_arc(n_elements, axis):
     m = torch.zeros(3, dtype=DT)
     m[axis] = moment
     model = cantilever_model(L, RADIUS, E, G, n_elements)
-    eq = cantilever_solve(model, tip_moment=m, tol=1e-14, max_iter=6, max_continuation=0)
+    eq = cantilever_solve(model, tip_moment=m, settings=NewtonSettings(tol=1e-14, max_iter=6, max_continuation=0))
     tip = eq.g_ee
     xi = torch.zeros(6, dtype=DT)
     xi[axis] = moment / EI
@@ -42,7 +49,7 @@ def elastica_tip(load: float) -> tuple[float, float]:
     φ(s) = angle from z; EI φ'' = -P cos φ, φ(0) = 0, φ'(L) = 0, shooting on φ'(0) with brentq (scipy).
     Returns the tip (x, z) [m].
     """
-    p_over_ei = load / L ** 2
+    p_over_ei = load / L**2
 
     def rhs(s, y):
         phi, dphi, x, z = y
@@ -64,7 +71,7 @@ def test_elastica_convergence_with_elements():
     x_ref, z_ref = elastica_tip(load)
     errors = []
     for n in (1, 2, 4, 8):
-        tip = cantilever_tip_pose(L, RADIUS, E, G, n, tip_force=[load * EI / L ** 2, 0.0, 0.0])
+        tip = cantilever_tip_pose(L, RADIUS, E, G, n, tip_force=[load * EI / L**2, 0.0, 0.0])
         errors.append(math.hypot(float(tip[0, 3]) - x_ref, float(tip[2, 3]) - z_ref))
     assert all(b < a for a, b in zip(errors, errors[1:])), errors
     assert errors[-1] < 2e-4 * L, errors
@@ -75,7 +82,7 @@ def test_elastica_convergence_with_elements():
 def test_newton_from_straight_up_to_load_10(load):
     """Converges from the straight configuration (no continuation needed) with few iterations, quadratically."""
     model = cantilever_model(L, RADIUS, E, G, 4)
-    eq = cantilever_solve(model, tip_force=[load * EI / L ** 2, 0.0, 0.0], max_continuation=0)
+    eq = cantilever_solve(model, tip_force=[load * EI / L**2, 0.0, 0.0], settings=NewtonSettings(max_continuation=0))
     print(f"PL^2/EI = {load}: {eq.iterations} Newton iterations, log {['%.1e' % r for r in eq.residual_log]}")
     assert eq.iterations <= 8
     log = eq.residual_log
@@ -83,7 +90,7 @@ def test_newton_from_straight_up_to_load_10(load):
     # quadratic tail: once below 1e-2, every reduction above the round-off floor is at least of order 1.5
     for a, b in zip(log, log[1:]):
         if a < 1e-2 and b > 1e-9:
-            assert b < 10 * a ** 1.5, log
+            assert b < 10 * a**1.5, log
 
 
 def test_tip_pose_gradient_matches_finite_differences():
@@ -98,12 +105,16 @@ def test_tip_pose_gradient_matches_finite_differences():
     for j in range(3):
         d = torch.zeros(3, dtype=DT)
         d[j] = eps
-        fd[:, j] = (cantilever_tip_pose(L, RADIUS, E, G, 3, tip_force=f.detach() + d)[:3, 3]
-                    - cantilever_tip_pose(L, RADIUS, E, G, 3, tip_force=f.detach() - d)[:3, 3]) / (2 * eps)
+        fd[:, j] = (
+            cantilever_tip_pose(L, RADIUS, E, G, 3, tip_force=f.detach() + d)[:3, 3]
+            - cantilever_tip_pose(L, RADIUS, E, G, 3, tip_force=f.detach() - d)[:3, 3]
+        ) / (2 * eps)
     torch.testing.assert_close(jf, fd, rtol=1e-6, atol=1e-9)
     de = E * 1e-6
-    fde = (cantilever_tip_pose(L, RADIUS, E + de, G, 3, tip_force=f.detach())[:3, 3]
-           - cantilever_tip_pose(L, RADIUS, E - de, G, 3, tip_force=f.detach())[:3, 3]) / (2 * de)
+    fde = (
+        cantilever_tip_pose(L, RADIUS, E + de, G, 3, tip_force=f.detach())[:3, 3]
+        - cantilever_tip_pose(L, RADIUS, E - de, G, 3, tip_force=f.detach())[:3, 3]
+    ) / (2 * de)
     torch.testing.assert_close(je, fde, rtol=1e-5, atol=1e-18)
 
 
@@ -113,6 +124,14 @@ def test_bad_inputs():
     with pytest.raises(ValueError):
         cantilever_tip_pose(L, RADIUS, 0.0, G, 4)
     with pytest.raises(ConvergenceError) as info:
-        cantilever_tip_pose(L, RADIUS, E, G, 4, tip_force=[50 * EI / L ** 2, 0, 0], max_iter=2, max_continuation=1)
+        cantilever_tip_pose(
+            L,
+            RADIUS,
+            E,
+            G,
+            4,
+            tip_force=[50 * EI / L**2, 0, 0],
+            settings=NewtonSettings(max_iter=2, max_continuation=1),
+        )
     assert info.value.iterations >= 1 and info.value.residual_norm > 0
     assert "iterations" in str(info.value)

@@ -1,4 +1,5 @@
 """Compiled (numba) element kernels: equal to the torch kernels to round-off, and the solver on them."""
+
 from __future__ import annotations
 
 import os
@@ -8,7 +9,8 @@ import torch
 
 from flexlearn.lie import se3_exp
 from flexlearn.physics.lse import CPRModel, Loads, actuation_path
-from flexlearn.physics.lse.compiled.elements import HAVE_NUMBA, element_residual_nb, element_tangent_nb
+from flexlearn.physics.lse.compiled.elements import element_residual_nb, element_tangent_nb
+from flexlearn.physics.lse.compiled.linalg import HAVE_NUMBA
 from flexlearn.physics.lse.fused import element_residual, element_tangent_fused
 
 pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="numba not installed")
@@ -46,7 +48,7 @@ def test_closed_form_strain_map_inverse_equals_the_numerical_inverse():
     for scale in (0.0, 1e-6, 1.0, 50.0, 5e3):
         for h in (1e-3, 0.04, 0.5):
             beta = scale * rng.standard_normal(6)
-            c = h ** 3 / 12.0
+            c = h**3 / 12.0
             amat = h * np.eye(6)
             w, v = beta[:3], beta[3:]
             hat = lambda x: np.array([[0, -x[2], x[1]], [x[2], 0, -x[0]], [-x[1], x[0], 0]])  # noqa: E731
@@ -63,11 +65,11 @@ def test_six_by_six_inverse_of_a_singular_matrix_is_nan_not_an_exception():
     import numpy as np
     from numba import njit
 
-    from flexlearn.physics.lse.compiled.elements import _inv6_into
+    from flexlearn.physics.lse.compiled.linalg import inv6_into
 
     @njit
     def inv(m, out):
-        _inv6_into(m, out)
+        inv6_into(m, out)
 
     out = np.empty((6, 6))
     good = np.eye(6) + 0.1 * np.arange(36.0).reshape(6, 6) / 36.0
@@ -85,16 +87,17 @@ def test_kernel_without_python_entry_point_refuses_a_python_call():
     naming the kernel, and compiled callers still reach it."""
     import numpy as np
 
-    from flexlearn.physics.lse.compiled.elements import _coefficients_into, element_into
+    from flexlearn.physics.lse.compiled.elements import coefficients_into, element_into
 
-    for kernel, args in ((_coefficients_into, (0.1, np.empty(6))), (element_into, ())):
+    for kernel, args in ((coefficients_into, (0.1, np.empty(6))), (element_into, ())):
         with pytest.raises(TypeError, match=kernel.py_func.__qualname__ + " is a compiled kernel"):
             kernel(*args)
     ga = np.eye(4)[None]
     gb = np.eye(4)[None].copy()
     gb[0, 2, 3] = 0.1
-    out = element_residual_nb(ga, gb, np.zeros((1, 6)), np.full(1, 0.1), np.ones((1, 6)),
-                              np.array([[0.0, 0, 0, 0, 0, 1]]))
+    out = element_residual_nb(
+        ga, gb, np.zeros((1, 6)), np.full(1, 0.1), np.ones((1, 6)), np.array([[0.0, 0, 0, 0, 0, 1]])
+    )
     assert np.isfinite(out).all()
 
 
@@ -104,13 +107,15 @@ def test_kernels_run_as_plain_python_with_the_jit_disabled():
     import subprocess
     import sys
 
-    code = ("import numpy as np\n"
-            "from flexlearn.physics.lse.compiled.elements import element_into, element_residual_nb\n"
-            "assert not hasattr(element_into, 'py_func')\n"
-            "gb = np.eye(4)[None].copy(); gb[0, 2, 3] = 0.1\n"
-            "out = element_residual_nb(np.eye(4)[None], gb, np.zeros((1, 6)), np.full(1, 0.1), np.ones((1, 6)),\n"
-            "                          np.array([[0.0, 0, 0, 0, 0, 1]]))\n"
-            "assert np.isfinite(out).all()\n")
+    code = (
+        "import numpy as np\n"
+        "from flexlearn.physics.lse.compiled.elements import element_into, element_residual_nb\n"
+        "assert not hasattr(element_into, 'py_func')\n"
+        "gb = np.eye(4)[None].copy(); gb[0, 2, 3] = 0.1\n"
+        "out = element_residual_nb(np.eye(4)[None], gb, np.zeros((1, 6)), np.full(1, 0.1), np.ones((1, 6)),\n"
+        "                          np.array([[0.0, 0, 0, 0, 0, 1]]))\n"
+        "assert np.isfinite(out).all()\n"
+    )
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]

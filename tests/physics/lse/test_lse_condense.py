@@ -1,10 +1,11 @@
 """The compiled condensed solve of the CPR Newton system equals a dense solve of the assembled system."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from flexlearn.physics.lse.compiled.elements import HAVE_NUMBA
+from flexlearn.physics.lse.compiled.linalg import HAVE_NUMBA
 
 pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="numba not installed")
 
@@ -27,25 +28,25 @@ def _dense(hel, res, res_ee, kee, dz0, rod_motor, n_motors):
 
     kt = np.zeros((size, size))
     rhs = np.zeros((size, 1 + n_motors))
-    kt[r * ny:, r * ny:] += kee
-    rhs[r * ny:, 0] -= res_ee
+    kt[r * ny :, r * ny :] += kee
+    rhs[r * ny :, 0] -= res_ee
     for k in range(r):
-        rhs[k * ny:(k + 1) * ny, 0] -= res[k, :ny]
-        rhs[r * ny:, 0] -= res[k, ny:]
+        rhs[k * ny : (k + 1) * ny, 0] -= res[k, :ny]
+        rhs[r * ny :, 0] -= res[k, ny:]
         for e in range(n):
             blocks = [dofs(k, e), dofs(k, e + 1), dofs(k, ("b", e))]
             for bi, rows in enumerate(blocks):
                 if rows is None:
                     continue
                 for bj, cols in enumerate(blocks):
-                    hb = hel[k, e, 6 * bi:6 * bi + 6, 6 * bj:6 * bj + 6]
-                    if cols is None:    # the base twist moves with its motor: -∂r/∂θ = -H δζ₀
+                    hb = hel[k, e, 6 * bi : 6 * bi + 6, 6 * bj : 6 * bj + 6]
+                    if cols is None:  # the base twist moves with its motor: -∂r/∂θ = -H δζ₀
                         if rod_motor[k] >= 0:
                             rhs[rows, 1 + rod_motor[k]] -= hb @ dz0[k]
                         continue
                     kt[np.ix_(rows, cols)] += hb
     x = np.linalg.solve(kt, rhs)
-    return x[:r * ny].reshape(r, ny, -1), x[r * ny:]
+    return x[: r * ny].reshape(r, ny, -1), x[r * ny :]
 
 
 @pytest.mark.parametrize("n_elements", [1, 2, 4])
@@ -59,9 +60,9 @@ def test_condensed_solve_equals_dense_solve(n_elements):
     res = rng.normal(size=(r, 12 * n))
     res_ee, kee = rng.normal(size=6), rng.normal(size=(6, 6)) + 6.0 * np.eye(6)
     dz0 = rng.normal(size=(r, 6))
-    rod_motor = np.array([0, 1, -1, 1], dtype=np.int64)       # rod 2 has a fixed base
+    rod_motor = np.array([0, 1, -1, 1], dtype=np.int64)  # rod 2 has a fixed base
     dy, dz = condensed_solve(hel, res, res_ee, kee, dz0, rod_motor, m)
     dy_ref, dz_ref = _dense(hel, res, res_ee, kee, dz0, rod_motor, m)
     np.testing.assert_allclose(dz, dz_ref, rtol=0, atol=1e-12 * np.abs(dz_ref).max())
     np.testing.assert_allclose(dy, dy_ref, rtol=0, atol=1e-12 * np.abs(dy_ref).max())
-    assert np.abs(dy_ref[2, :, 1:]).max() > 0   # the fixed rod still moves with the platform
+    assert np.abs(dy_ref[2, :, 1:]).max() > 0  # the fixed rod still moves with the platform

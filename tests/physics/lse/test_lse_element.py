@@ -1,4 +1,5 @@
 """LSE element (seed 003, Sec. III-V): Magnus map, closed-form Jacobians and tangent vs autograd/FD."""
+
 from __future__ import annotations
 
 import math
@@ -121,10 +122,10 @@ def test_tangent_symmetric_at_zero_residual_element():
 def test_section_properties():
     a, i1, i2, j = section_properties("circle", (0.5e-3,))
     assert a == pytest.approx(math.pi * 0.25e-6)
-    assert i1 == i2 == pytest.approx(math.pi * 0.5e-3 ** 4 / 4)
+    assert i1 == i2 == pytest.approx(math.pi * 0.5e-3**4 / 4)
     assert j == pytest.approx(2 * i1)
     a, i1, i2, j = section_properties("rectangle", (2e-3, 0.5e-3))
-    assert (a, i1, i2) == pytest.approx((1e-6, 2e-3 * 0.5e-3 ** 3 / 12, 0.5e-3 * 2e-3 ** 3 / 12))
+    assert (a, i1, i2) == pytest.approx((1e-6, 2e-3 * 0.5e-3**3 / 12, 0.5e-3 * 2e-3**3 / 12))
     assert 0 < j < i1 + i2
     with pytest.raises(ValueError):
         section_properties("hexagon", (1.0,))
@@ -145,13 +146,17 @@ def test_fused_kernels_match_reference_elements():
 
     ga, gb, beta, h, k, xi0 = _random_elements(24, seed=3)
     straight = se3_exp(torch.tensor([0.0, 0.0, 0.0, 0.01, -0.02, 0.3], dtype=DT)).expand(4, 4, 4)
-    gb = torch.cat([gb[:20], ga[20:] @ straight])             # 4 elements without relative rotation
+    gb = torch.cat([gb[:20], ga[20:] @ straight])  # 4 elements without relative rotation
     for case in range(2):
         if case == 1:  # relative angles just below/above the thresholds θ² = 0.1, 2.0, 2.4, 3.8, 6.0
             angles = torch.tensor([0.1, 2.0, 2.4, 3.8, 6.0], dtype=DT).sqrt()
             angles = torch.cat([angles * (1 - 1e-9), angles * (1 + 1e-9)])
-            axis = torch.nn.functional.normalize(torch.randn(10, 3, dtype=DT, generator=torch.Generator().manual_seed(1)), dim=-1)
-            tw = torch.cat([angles[:, None] * axis, torch.randn(10, 3, dtype=DT, generator=torch.Generator().manual_seed(2))], -1)
+            axis = torch.nn.functional.normalize(
+                torch.randn(10, 3, dtype=DT, generator=torch.Generator().manual_seed(1)), dim=-1
+            )
+            tw = torch.cat(
+                [angles[:, None] * axis, torch.randn(10, 3, dtype=DT, generator=torch.Generator().manual_seed(2))], -1
+            )
             ga, beta, h, k, xi0 = ga[:10], beta[:10], h[:10], k[:10], xi0[:10]
             gb = ga @ se3_exp(tw)
         st = element_forces(ga, gb, beta, h, k, xi0)
@@ -159,8 +164,7 @@ def test_fused_kernels_match_reference_elements():
         res, cache = element_residual(ga, gb, beta, h, k, xi0)
         torch.testing.assert_close(res, ref, rtol=0, atol=1e-13 * float(ref.abs().max()))
         tan = element_tangent(st, beta, h, k)
-        torch.testing.assert_close(element_tangent_fused(cache, beta), tan, rtol=0,
-                                   atol=1e-13 * float(tan.abs().max()))
+        torch.testing.assert_close(element_tangent_fused(cache, beta), tan, rtol=0, atol=1e-13 * float(tan.abs().max()))
 
 
 def test_fused_residual_gradient_finite_at_zero_rotation():

@@ -1,5 +1,6 @@
 """One Newton policy for both LSE drivers (flexlearn.physics.lse.newton_policy): its rules, compiled and in
 Python, and the torch and compiled drivers stopping at the same iteration, for the same reason, on the same problem."""
+
 from __future__ import annotations
 
 import math
@@ -11,7 +12,7 @@ from flexlearn.errors import ConfigError
 from flexlearn.physics.lse import CPRModel
 from flexlearn.physics.lse import newton_policy as policy
 from flexlearn.physics.lse.backend import SolveRun, eligible, plan
-from flexlearn.physics.lse.compiled.elements import HAVE_NUMBA
+from flexlearn.physics.lse.compiled.linalg import HAVE_NUMBA
 from flexlearn.physics.lse.newton_policy import CONTINUE, CONVERGED, FAILED
 
 DT = torch.float64
@@ -22,18 +23,23 @@ needs_numba = pytest.mark.skipif(not HAVE_NUMBA, reason="numba not installed")
 # (norm, first, it, tol, max_iter) -> verdict
 RESIDUAL_CASES = [
     ((1e-9, 1.0, 3, 1e-8, 15), CONVERGED),
-    ((1e-8, 1.0, 3, 1e-8, 15), CONVERGED),          # not > tol
-    ((NAN, 1.0, 3, 1e-8, 15), CONVERGED),           # as `while norm > tol` always had it
-    ((2e-8, 1.0, 15, 1e-8, 15), FAILED),            # max_iter
+    ((1e-8, 1.0, 3, 1e-8, 15), CONVERGED),  # not > tol
+    ((NAN, 1.0, 3, 1e-8, 15), CONVERGED),  # as `while norm > tol` always had it
+    ((2e-8, 1.0, 15, 1e-8, 15), FAILED),  # max_iter
     ((INF, 1.0, 0, 1e-8, 15), FAILED),
-    ((1.1e4, 5.0, 1, 1e-8, 15), FAILED),            # > 1e3 · max(first, 10)
+    ((1.1e4, 5.0, 1, 1e-8, 15), FAILED),  # > 1e3 · max(first, 10)
     ((9.9e3, 5.0, 1, 1e-8, 15), CONTINUE),
-    ((2.0, 1.0, 6, 1e-8, 15), FAILED),              # no progress after 6 iterations
+    ((2.0, 1.0, 6, 1e-8, 15), FAILED),  # no progress after 6 iterations
     ((2.0, 1.0, 5, 1e-8, 15), CONTINUE),
     ((0.5, 1.0, 6, 1e-8, 15), CONTINUE),
 ]
-STEP_CASES = [((1e-14, 1e-13), CONVERGED), ((1e-13, 1e-13), CONTINUE), ((NAN, 1e-13), FAILED),
-              ((INF, 1e-13), FAILED), ((0.3, 1e-13), CONTINUE)]
+STEP_CASES = [
+    ((1e-14, 1e-13), CONVERGED),
+    ((1e-13, 1e-13), CONTINUE),
+    ((NAN, 1e-13), FAILED),
+    ((INF, 1e-13), FAILED),
+    ((0.3, 1e-13), CONTINUE),
+]
 
 
 @pytest.mark.parametrize("compiled", [False, True])
@@ -51,24 +57,30 @@ def test_policy_rules(compiled):
 
 
 def _newton(model, compiled: bool, th, loads, state, tol, max_iter, step_tol=policy.STEP_TOL):
-    run = SolveRun(plan(model, "numba" if compiled else "torch", False), model.solver_cache)
+    settings = policy.NewtonSettings(tol=tol, max_iter=max_iter, step_tol=step_tol)
+    run = SolveRun(
+        plan(model, "numba" if compiled else "torch", False),
+        model.solver_cache,
+        settings,
+        scale=model._load_scale(loads, state[0]),
+    )
     if not compiled:
-        run.w = model._scales()
-    scale = model._load_scale(loads, state[0])
-    log: list = []
+        run.w = model.residual_weights()
     with torch.no_grad():
-        ok, _, it, _, _ = model._newton(run, th, loads, state, scale, tol, max_iter, policy.MAX_ROTATION_STEP, log,
-                                        step_tol)
-    return ok, it, log
+        ok, _, it, _, _ = model._newton(run, th, loads, state)
+    return ok, it, run.log
 
 
 @needs_numba
-@pytest.mark.parametrize("theta, tol, max_iter, step_tol, want", [
-    ((0.02, -0.01, 0.0), policy.TOL, policy.MAX_ITER, policy.STEP_TOL, "converged"),   # residual below tol
-    ((0.02, -0.01, 0.0), policy.TOL, 3, policy.STEP_TOL, "failed"),                    # max_iter reached
-    ((0.02, -0.01, 0.0), 0.0, policy.MAX_ITER, 1e-6, "converged"),                     # the step rule
-    ((-0.05, -0.1, -0.02), policy.TOL, policy.MAX_ITER, policy.STEP_TOL, "failed"),    # no progress after 6
-])
+@pytest.mark.parametrize(
+    "theta, tol, max_iter, step_tol, want",
+    [
+        ((0.02, -0.01, 0.0), policy.TOL, policy.MAX_ITER, policy.STEP_TOL, "converged"),  # residual below tol
+        ((0.02, -0.01, 0.0), policy.TOL, 3, policy.STEP_TOL, "failed"),  # max_iter reached
+        ((0.02, -0.01, 0.0), 0.0, policy.MAX_ITER, 1e-6, "converged"),  # the step rule
+        ((-0.05, -0.1, -0.02), policy.TOL, policy.MAX_ITER, policy.STEP_TOL, "failed"),  # no progress after 6
+    ],
+)
 def test_both_drivers_stop_at_the_same_iteration(theta, tol, max_iter, step_tol, want):
     """Cold starts from the straight robot under the pulley load: the torch and the compiled driver take the same
     number of iterations and stop with the same verdict (residual logs equal to the residual's round-off floor).
@@ -126,7 +138,7 @@ def test_solve_stores_nothing_on_the_model():
     c0 = model.solver_cache.constants(model)
     assert model.solver_cache.constants(model) is c0
     with torch.no_grad():
-        model.youngs_modulus.mul_(2.0)                   # in place: a new version counter
+        model.youngs_modulus.mul_(2.0)  # in place: a new version counter
     assert model.solver_cache.constants(model) is not c0
     stiff = {b: model.solve(th, backend=b) for b in ("numba", "torch")}
     torch.testing.assert_close(stiff["numba"].g_ee, stiff["torch"].g_ee, rtol=0, atol=1e-10)

@@ -1,4 +1,5 @@
-"""The batch warm start from solved neighbours (length_actuated.fit) and the compiled batch chain (length_actuated.batch).
+"""The batch warm start from solved neighbours (length_actuated.fit) and the compiled batch chain
+(length_actuated.batch).
 
 Checks: the fit weights reproduce every polynomial of the fit's degree exactly (cubics over positions at one
 orientation, quadratics over full 6-D poses) and find the subspace the neighbours span (k neighbours: 5 on a
@@ -6,6 +7,7 @@ line, 24 in 3-D, 34 in 6-D); the neighbour search and the eigen-solver equal bru
 started from fits gives the equilibria of the chain-only batch and of pose-by-pose solves, with fewer Newton
 corrections; a batch with a pose that has no equilibrium marks it and goes on.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -42,7 +44,7 @@ def _coords(g, poses, lbar):
     from flexlearn.lie import se3_log
 
     rel = np.linalg.inv(g)[None] @ poses
-    xi = se3_log(torch.from_numpy(rel)).numpy()       # [ρ; φ] in flexlearn.lie's order
+    xi = se3_log(torch.from_numpy(rel)).numpy()  # [ρ; φ] in flexlearn.lie's order
     return np.concatenate([lbar * xi[:, 3:], xi[:, :3]], 1)
 
 
@@ -52,16 +54,25 @@ def test_weights_reproduce_cubics_over_positions_at_one_orientation():
     fw = _stored(poses)
     g = _poses([[0.003, -0.01, 0.02]])[0]
     k = pf.fit_neighbours(fw, 200, g, 0.1)
-    assert k == 24                                # ⌈1.2 × 20⌉: cubic in 3 directions
+    assert k == 24  # ⌈1.2 × 20⌉: cubic in 3 directions
     idx, w = fw[5][:k], fw[10][:k]
     d = poses[idx, :3, 3] - g[:3, 3]
     coef = rng.normal(size=20)
-    cubic = lambda x: (coef[0] + x @ coef[1:4] + (x ** 2) @ coef[4:7] + x[:, 0] * x[:, 1] * coef[7]  # noqa: E731
-                       + (x ** 3) @ coef[8:11] * 1e2 + x[:, 0] * x[:, 1] * x[:, 2] * coef[11] * 1e2
-                       + (x[:, 0] ** 2 * x[:, 2]) * coef[12] * 1e2)
+
+    def cubic(x):
+        return (
+            coef[0]
+            + x @ coef[1:4]
+            + (x**2) @ coef[4:7]
+            + x[:, 0] * x[:, 1] * coef[7]
+            + (x**3) @ coef[8:11] * 1e2
+            + x[:, 0] * x[:, 1] * x[:, 2] * coef[11] * 1e2
+            + (x[:, 0] ** 2 * x[:, 2]) * coef[12] * 1e2
+        )
+
     assert abs(w @ cubic(d) - cubic(np.zeros((1, 3)))[0]) < 1e-12
-    quartic = (d ** 4).sum(1) * 1e4
-    assert abs(w @ quartic) > 1e-9                # not exact beyond the degree: the check can fail
+    quartic = (d**4).sum(1) * 1e4
+    assert abs(w @ quartic) > 1e-9  # not exact beyond the degree: the check can fail
     assert abs(w.sum() - 1.0) < 1e-12
 
 
@@ -71,7 +82,7 @@ def test_weights_reproduce_quadratics_over_six_dimensional_poses():
     fw = _stored(poses)
     g = _poses([[0.01, 0.0, -0.005]], [[0.02, -0.05, 0.03]])[0]
     k = pf.fit_neighbours(fw, 300, g, 0.1)
-    assert k == 34                                # ⌈1.2 × 28⌉: quadratic in 6 directions
+    assert k == 34  # ⌈1.2 × 28⌉: quadratic in 6 directions
     x = _coords(g, poses[fw[5][:k]], 0.1)
     a = rng.normal(size=(6, 6))
     quad = 3.0 + x @ rng.normal(size=6) + np.einsum("ij,jk,ik->i", x, a, x)
@@ -83,11 +94,11 @@ def test_poses_on_a_line_fit_in_one_direction_and_few_solutions_give_no_fit():
     poses = _poses(np.stack([t, 2 * t, -t], 1))
     fw = _stored(poses)
     g = _poses([[0.001, 0.002, -0.001]])[0]
-    assert pf.fit_neighbours(fw, 60, g, 0.1) == 5   # ⌈1.2 × 4⌉: a cubic along the line
-    vals = 1.0 + 7.0 * t - 3.0 * t ** 3
+    assert pf.fit_neighbours(fw, 60, g, 0.1) == 5  # ⌈1.2 × 4⌉: a cubic along the line
+    vals = 1.0 + 7.0 * t - 3.0 * t**3
     k = 5
     s = 0.001
-    assert abs(fw[10][:k] @ vals[fw[5][:k]] - (1.0 + 7.0 * s - 3.0 * s ** 3)) < 1e-12
+    assert abs(fw[10][:k] @ vals[fw[5][:k]] - (1.0 + 7.0 * s - 3.0 * s**3)) < 1e-12
     assert pf.fit_neighbours(fw, pf.MAX_NEIGHBOURS - 1, g, 0.1) == 0
 
 
@@ -104,7 +115,7 @@ def test_nearest_and_eigen_solver_equal_brute_force_and_numpy():
     np.testing.assert_allclose(dist, np.sort(ref)[:34], rtol=1e-12)
     m = rng.normal(size=(6, 6))
     a = m @ m.T
-    a[:, 5] = a[5, :] = 0.0                        # rank 5
+    a[:, 5] = a[5, :] = 0.0  # rank 5
     work, vec = a.copy(), np.zeros((6, 6))
     pf._jacobi_eigen(work, vec)
     np.testing.assert_allclose(np.sort(np.diag(work)), np.linalg.eigvalsh(a), atol=1e-10)
@@ -114,7 +125,7 @@ def test_nearest_and_eigen_solver_equal_brute_force_and_numpy():
 def test_nearest_neighbour_order_counts_rotations():
     poses = _poses([[0, 0, 0], [0.001, 0, 0], [0.002, 0, 0]], [[0, 0, 0], [0.5, 0, 0], [0, 0, 0]])
     order = nearest_neighbour_order(pose_features(poses, 0.1), pose_features(poses[0], 0.1)[0])
-    np.testing.assert_array_equal(order, [0, 2, 1])    # the turned pose is farther than the one beside
+    np.testing.assert_array_equal(order, [0, 2, 1])  # the turned pose is farther than the one beside
     order_positions = nearest_neighbour_order(poses[:, :3, 3], poses[0, :3, 3])
     np.testing.assert_array_equal(order_positions, [0, 1, 2])
 
@@ -139,8 +150,8 @@ def test_batch_from_fits_gives_the_chain_equilibria_with_fewer_corrections(csg):
     assert fit.converged.all() and chain.converged.all()
     assert fit.fit_started.sum() >= 300 - pf.MAX_NEIGHBOURS - 5 and not chain.fit_started.any()
     np.testing.assert_allclose(fit.lengths, chain.lengths, atol=1e-8)
-    assert fit.iterations.sum() < 0.7 * chain.iterations.sum()      # 0.59 measured (1.8 against 3.4 per pose)
-    for i in (0, 150, 299):                       # and the pose-by-pose solves from the start
+    assert fit.iterations.sum() < 0.7 * chain.iterations.sum()  # 0.59 measured (1.8 against 3.4 per pose)
+    for i in (0, 150, 299):  # and the pose-by-pose solves from the start
         np.testing.assert_allclose(fit.lengths[i], ps.solve(poses[i], st).lengths, atol=1e-8)
 
 
@@ -180,7 +191,7 @@ def test_the_batch_path_step_honours_predictor_false(csg):
     warm, cold = ps.solve_batch(poses, st, fit=False), plain.solve_batch(poses, st, fit=False)
     assert warm.converged.all() and cold.converged.all()
     np.testing.assert_allclose(cold.lengths, warm.lengths, atol=1e-8)
-    assert cold.iterations.sum() > warm.iterations.sum()     # no sensitivity warm start: more corrections
+    assert cold.iterations.sum() > warm.iterations.sum()  # no sensitivity warm start: more corrections
 
 
 def test_a_pose_without_equilibrium_is_marked_and_the_batch_goes_on(csg):
@@ -188,7 +199,7 @@ def test_a_pose_without_equilibrium_is_marked_and_the_batch_goes_on(csg):
     rng = np.random.default_rng(5)
     pts = np.stack([rng.uniform(-0.01, 0.01, 50), rng.uniform(0.02, 0.12, 50), rng.uniform(0.48, 0.58, 50)], 1)
     poses = _poses(pts)
-    poses[20, :3, 3] = [0.0, 0.0, -0.4]           # the platform below the base plane: no equilibrium reached
+    poses[20, :3, 3] = [0.0, 0.0, -0.4]  # the platform below the base plane: no equilibrium reached
     for fit in (True, False):
         out = ps.solve_batch(poses, st, fit=fit)
         assert not out.converged[20] and out.converged.sum() == 49
@@ -204,16 +215,26 @@ def test_budget_script_counts_its_schemes_and_refuses_a_bad_rate(capsys):
     spec = importlib.util.spec_from_file_location("bench_csg_budget", root / "scripts" / "bench_csg_budget.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    k = {"residual": 10.0, "tangent": 60.0, "factorisation": 30.0, "column": 5.0, "trial": 20.0,
-         "sensitivity_6_columns": 15.0, "fit_weights_and_start": 40.0}
-    res = {"batch": {"us_per_pose": 200.0}, "chain_only": {"us_per_pose": 400.0},
-           "chord": {"corrections_per_converged_pose": None}}
+    k = {
+        "residual": 10.0,
+        "tangent": 60.0,
+        "factorisation": 30.0,
+        "column": 5.0,
+        "trial": 20.0,
+        "sensitivity_6_columns": 15.0,
+        "fit_weights_and_start": 40.0,
+    }
+    res = {
+        "batch": {"us_per_pose": 200.0},
+        "chain_only": {"us_per_pose": 400.0},
+        "chord": {"corrections_per_converged_pose": None},
+    }
     out = bench.floors(k, res, 12.5)
     assert out["fit_then_one_newton_correction"]["us"] == 40 + 10 + 60 + 30 + 5 + 20
     assert out["fit_then_one_newton_correction"]["us_at_simd_lanes"] == 165 / 8
     assert not out["fit_then_one_newton_correction"]["within_budget_at_simd_lanes"]
     assert out["one_residual_only"]["within_budget_at_simd_lanes"]
-    assert "sensitivity_then_chord_from_previous_factorisation" not in out     # no pose converged by chord
+    assert "sensitivity_then_chord_from_previous_factorisation" not in out  # no pose converged by chord
     with pytest.raises(SystemExit) as exc:
         bench.main(["--cpp-solves-per-s", "0"])
     assert exc.value.code == 2 and "positive rate" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 bounds checks and divide by zero on non-finite poses): poses that are not rigid transforms, a start state of
 another element count, a non-finite platform wrench or tolerance. And a state gone non-finite inside Newton is a
 failure, never a convergence (``max`` skips NaN, so the residual norms read such a state as 0)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -79,28 +80,35 @@ def test_rotation_tolerance_accepts_round_off_and_empty_batches_solve_nothing(so
     ps, st = solved
     rot = np.eye(4)
     rot[:3, :3] = [[np.cos(0.3), -np.sin(0.3), 0], [np.sin(0.3), np.cos(0.3), 0], [0, 0, 1]]
-    rot[:3, :3] *= 1 + 1e-9                    # round-off of a pose read from a file
+    rot[:3, :3] *= 1 + 1e-9  # round-off of a pose read from a file
     rot[:3, 3] = GOOD[:3, 3]
     assert platform_poses(rot, "g", False).shape == (4, 4)
     assert ps.solve_batch(np.zeros((0, 4, 4)), st).lengths.shape == (0, 6)
 
 
-@pytest.mark.parametrize("kw, words", [({"platform_wrench": [np.nan] * 6}, "platform_wrench"),
-                                       ({"platform_wrench": [1.0] * 5}, "platform_wrench"),
-                                       ({"tol": 0.0}, "tol"), ({"tol": float("nan")}, "tol")])
+@pytest.mark.parametrize(
+    "kw, words",
+    [
+        ({"platform_wrench": [np.nan] * 6}, "platform_wrench"),
+        ({"platform_wrench": [1.0] * 5}, "platform_wrench"),
+        ({"tol": 0.0}, "tol"),
+        ({"tol": float("nan")}, "tol"),
+    ],
+)
 def test_bad_options_are_refused_by_name(kw, words):
     with pytest.raises(ValueError, match=words):
         _statics(**kw)
 
 
 def test_a_non_finite_residual_is_an_infinite_norm_and_newton_fails_on_it(solved):
-    from flexlearn.physics.lse.length_actuated import kernels as pk
-    from flexlearn.physics.lse.compiled.newton import _scaled_norm
-    from flexlearn.physics.lse.newton_policy import CONVERGED, residual_verdict
-
     from numba import njit
 
-    forward_norm = njit(lambda res, res_ee, w, ny: _scaled_norm(res, res_ee, w, ny, 1.0))   # an inner kernel
+    from flexlearn.physics.lse.compiled.newton import _scaled_norm
+    from flexlearn.physics.lse.length_actuated import kernels as pk
+    from flexlearn.physics.lse.length_actuated.work import pose_workspace
+    from flexlearn.physics.lse.newton_policy import CONVERGED, residual_verdict
+
+    forward_norm = njit(lambda res, res_ee, w, ny: _scaled_norm(res, res_ee, w, ny, 1.0))  # an inner kernel
     ps, st = solved
     r, n = 6, ps.n_elements
     w = np.ones(12 * n)
@@ -112,11 +120,13 @@ def test_a_non_finite_residual_is_an_infinite_norm_and_newton_fails_on_it(solved
         assert residual_verdict(pk._norm(res, np.zeros(6), w, 1.0, True), 1.0, 1, 1e-6, 50) != CONVERGED
     assert pk._norm(np.zeros((r, 12 * n)), np.zeros(6), w, 1.0, True) == 0.0
     beta = st.beta.copy()
-    beta[0, 0, 0] = np.nan                   # a state gone non-finite (no public call can pass one in)
+    beta[0, 0, 0] = np.nan  # a state gone non-finite (no public call can pass one in)
     state = (st.g_int, beta, st.psi, st.lengths)
-    wk = pk.pose_workspace(r, n)
-    pk._load(ps.base, st.g_ee, ps.tip_local, ps.kd, ps.xi0, ps.w_body, state, tuple(st.sens), wk)
-    status, _it, _nf, _nlog = pk.pose_newton(ps.base, st.g_ee, ps.tip_local, ps.kd, ps.xi0, ps.w_body, ps._opts(), wk)
+    wk = pose_workspace(r, n)
+    pk.load_state(ps.base, st.g_ee, ps.tip_local, ps.kd, ps.xi0, ps.w_body, state, st.sens, wk)
+    status, _it, _nf, _nlog = pk.pose_newton(
+        ps.base, st.g_ee, ps.tip_local, ps.kd, ps.xi0, ps.w_body, ps.kernel_options, wk
+    )
     assert status == 0
 
 
@@ -125,7 +135,7 @@ def test_node_and_point_reconstruction_check_their_arrays(solved):
     pts = ps.rod_points(st.g_ee, st.g_int, st.beta, st.psi, st.lengths, 4)
     assert pts.shape == (6, ps.n_elements * 4 + 1, 3) and np.isfinite(pts).all()
     with pytest.raises(ValueError, match=r"psi: shape \(3,\)"):
-        ps.nodes(st.g_ee, st.g_int, st.psi[:3])           # read past the array by the compiled tip poses before
+        ps.nodes(st.g_ee, st.g_int, st.psi[:3])  # read past the array by the compiled tip poses before
     with pytest.raises(ValueError, match="g_int: non-finite"):
         ps.nodes(st.g_ee, np.full_like(st.g_int, np.nan), st.psi)
     with pytest.raises(ValueError, match="beta: shape"):

@@ -7,6 +7,7 @@ give the same equilibria, with or without kept factorisations and with the extra
 straight path (whose weights reproduce polynomials on a geodesic); a cold start from the Hermite shape
 converges without help.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,7 +19,7 @@ from omegaconf import OmegaConf
 
 from flexlearn.errors import ConfigError
 from flexlearn.physics.lse import CPRModel
-from flexlearn.physics.lse.shooting.pose import shoot_pose
+from flexlearn.physics.lse.shooting.pose import ShootingSettings, shoot_pose
 
 CSG = Path(__file__).resolve().parents[3] / "flexlearn" / "conf" / "cpr" / "csg.yaml"
 
@@ -46,8 +47,11 @@ def test_csg_config_describes_the_reference_robot():
     np.testing.assert_allclose(radius, 0.087, rtol=1e-12)
     angles = np.degrees(np.arctan2(base[:, 1, 3], base[:, 0, 3])) % 360
     np.testing.assert_allclose(np.sort(angles), [10, 110, 130, 230, 250, 350], atol=1e-9)
-    np.testing.assert_allclose(model.stiffness()[0, 3:].numpy() / model.stiffness()[0, :3].numpy()[[0, 0, 0]],
-                               [(207e9 / 2.61) / 207e9 * 16 / 0.0013 ** 2] * 2 + [16 / 0.0013 ** 2], rtol=1e-9)
+    np.testing.assert_allclose(
+        model.stiffness()[0, 3:].numpy() / model.stiffness()[0, :3].numpy()[[0, 0, 0]],
+        [(207e9 / 2.61) / 207e9 * 16 / 0.0013**2] * 2 + [16 / 0.0013**2],
+        rtol=1e-9,
+    )
 
 
 def test_rod_layout_config_errors_name_the_key():
@@ -97,7 +101,7 @@ def test_axial_load_gives_the_analytic_length():
 def csg_start():
     model = CPRModel.from_config(_cfg(4))
     ps = model.pose_statics()
-    st = ps.solve(_pose([0, 0, 0.4]))           # cold start: Hermite shape, straight lengths
+    st = ps.solve(_pose([0, 0, 0.4]))  # cold start: Hermite shape, straight lengths
     return ps, ps.solve(_pose([0, 0.02, 0.48]), st)
 
 
@@ -114,7 +118,7 @@ def test_lse_converges_to_shooting_as_elements_are_added():
     kd = model.stiffness().numpy()
     _, ref, _ = shoot_pose(model.base_pose0.numpy(), model.tip_local.numpy(), _pose([0, 0, 0.4]), kd)
     x0 = np.concatenate([np.zeros(30), ref])
-    _, ref, _ = shoot_pose(model.base_pose0.numpy(), model.tip_local.numpy(), g, kd, x0, tol=1e-24)
+    _, ref, _ = shoot_pose(model.base_pose0.numpy(), model.tip_local.numpy(), g, kd, x0, ShootingSettings(tol=1e-24))
     errs = []
     for n in (4, 8):
         ps = CPRModel.from_config(_cfg(n)).pose_statics()
@@ -206,7 +210,7 @@ def test_kept_factorisations_give_the_plain_newton_equilibria(csg_start):
     kept = ps.solve_path(poses, st)
     model = CPRModel.from_config(_cfg(4))
     plain = model.pose_statics(chord_keep=0.0, tiny_rotation=0.0).solve_path(poses, st)
-    assert plain.factorisations.sum() == plain.iterations.sum()      # one tangent per Newton step
+    assert plain.factorisations.sum() == plain.iterations.sum()  # one tangent per Newton step
     assert kept.factorisations.sum() < kept.iterations.sum()
     np.testing.assert_allclose(kept.lengths, plain.lengths, atol=1e-9)
     np.testing.assert_allclose(kept.beta, plain.beta, atol=1e-6)
@@ -215,9 +219,9 @@ def test_kept_factorisations_give_the_plain_newton_equilibria(csg_start):
 def test_analytic_length_column_matches_finite_differences(csg_start):
     """∂r/∂L of every rod (element pieces, assembled as in the Newton system) against central differences of
     the compiled residual."""
+    from flexlearn.physics.lse.compiled.elements import alloc_parts, workspace
     from flexlearn.physics.lse.length_actuated import condense as pc
     from flexlearn.physics.lse.length_actuated import kernels as pk
-    from flexlearn.physics.lse.compiled.elements import alloc_parts, workspace
 
     ps, st = csg_start
     r, n = st.beta.shape[:2]
@@ -225,16 +229,53 @@ def test_analytic_length_column_matches_finite_differences(csg_start):
 
     def residual(lengths):
         res, ree, tip = np.empty((r, 12 * n)), np.empty(6), np.empty((r, 4, 4))
-        pk._residuals_into(ps.base, st.g_ee, state[:3] + (lengths,), ps.tip_local, ps.kd, ps.xi0, ps.w_body,
-                           alloc_parts(r, n), workspace(), res, ree, tip, np.empty((6, 6)))
+        pk._residuals_into(
+            ps.base,
+            st.g_ee,
+            state[:3] + (lengths,),
+            ps.tip_local,
+            ps.kd,
+            ps.xi0,
+            ps.w_body,
+            alloc_parts(r, n),
+            workspace(),
+            res,
+            ree,
+            tip,
+            np.empty((6, 6)),
+        )
         return res
 
     parts = alloc_parts(r, n)
-    pk._residuals_into(ps.base, st.g_ee, state, ps.tip_local, ps.kd, ps.xi0, ps.w_body, parts, workspace(),
-                       np.empty((r, 12 * n)), np.empty(6), np.empty((r, 4, 4)), np.empty((6, 6)))
+    pk._residuals_into(
+        ps.base,
+        st.g_ee,
+        state,
+        ps.tip_local,
+        ps.kd,
+        ps.xi0,
+        ps.w_body,
+        parts,
+        workspace(),
+        np.empty((r, 12 * n)),
+        np.empty(6),
+        np.empty((r, 4, 4)),
+        np.empty((6, 6)),
+    )
     dres = np.empty((r, 12 * n))
-    pc.pose_tangent(st.beta, st.lengths, ps.kd, ps.xi0, parts, workspace(), np.empty((r, n, 18, 18)), dres,
-                    np.empty(18), np.empty((3, 6)), 0.0)
+    pc.pose_tangent(
+        st.beta,
+        st.lengths,
+        ps.kd,
+        ps.xi0,
+        parts,
+        workspace(),
+        np.empty((r, n, 18, 18)),
+        dres,
+        np.empty(18),
+        np.empty((3, 6)),
+        0.0,
+    )
     for k in range(r):
         step = 1e-6 * st.lengths[k]
         up, down = st.lengths.copy(), st.lengths.copy()
@@ -260,17 +301,17 @@ def test_compiled_solution_zeroes_the_torch_residual(csg_start):
     xi0 = torch.from_numpy(ps.xi0)[:, None].expand(r, n, 6)
     el, _ = element_residual(nodes[:, :-1], nodes[:, 1:], torch.from_numpy(st.beta), h, kd, xi0)
     el = el.numpy()
-    node = el[:, 1:, :6] + el[:, :-1, 6:12]             # interior nodes: r_a of the next + r_b of the previous
+    node = el[:, 1:, :6] + el[:, :-1, 6:12]  # interior nodes: r_a of the next + r_b of the previous
     size = np.abs(el[..., :12]).max()
     assert np.abs(node).max() < 1e-6 * size and np.abs(el[..., 12:]).max() < 1e-6 * size
     tip = el[:, -1, 6:12]
     assert np.abs(tip[:, 2]).max() < 1e-6 * size
-    from flexlearn.physics.lse.length_actuated.geometry import _ad_inv_t
+    from flexlearn.physics.lse.length_actuated.geometry import ad_inv_t_into
 
     wrench = np.zeros(6)
     for k in range(r):
         adt = np.empty((6, 6))
-        _ad_inv_t(ps.tip_local[k], st.psi[k], adt)
+        ad_inv_t_into(ps.tip_local[k], st.psi[k], adt)
         wrench += adt @ tip[k]
     assert np.abs(wrench).max() < 1e-6 * size
 
@@ -290,7 +331,7 @@ def test_line_weights_extrapolate_polynomials_along_a_geodesic_only():
     def at(t):
         return g0 @ se3_exp(torch.from_numpy(twist * t)).numpy()
 
-    ts = np.array([0.0, -0.9, -2.1, -2.9, -4.2])   # latest first
+    ts = np.array([0.0, -0.9, -2.1, -2.9, -4.2])  # latest first
     poses = np.array([at(t) for t in ts])
     coeff = np.array([0.7, -1.3, 0.4, 2.2, -0.6])
     s, w = np.zeros(5), np.zeros(5)
@@ -299,7 +340,7 @@ def test_line_weights_extrapolate_polynomials_along_a_geodesic_only():
         np.testing.assert_allclose(np.sum(w * np.polyval(coeff, ts)), np.polyval(coeff, target), rtol=1e-9)
     off = at(1.0) @ _pose([0.0, 0.0, 1e-4])
     assert line_weights(poses, 5, off, s, w, 5) == 0
-    assert line_weights(poses, 5, at(2.0), s, w, 5) == 0     # beyond twice the nearest stored distance (0.9)
+    assert line_weights(poses, 5, at(2.0), s, w, 5) == 0  # beyond twice the nearest stored distance (0.9)
     # a pose visited twice (a path that turns back) counts once: the older copy gets weight 0
     ts2 = np.array([0.0, -0.9, 0.0, -2.1, -2.9])
     back = np.array([at(t) for t in ts2])
@@ -331,9 +372,9 @@ def test_pose_log_and_node_rebuild_match_the_lie_group_maps():
 
     from flexlearn.lie import se3_exp, se3_log
     from flexlearn.physics.lse.length_actuated.geometry import (
-        _log_se3_into,
-        _rel_pose_into,
+        log_se3_into,
         rebuild_nodes_into,
+        rel_pose_into,
     )
 
     rng = np.random.default_rng(3)
@@ -342,8 +383,8 @@ def test_pose_log_and_node_rebuild_match_the_lie_group_maps():
         xa, xb = rng.normal(size=6), rng.normal(size=6) * scale
         ga = se3_exp(torch.from_numpy(xa)).numpy()
         gb = ga @ se3_exp(torch.from_numpy(xb)).numpy()
-        _rel_pose_into(ga, gb, rel)
-        _log_se3_into(rel, out, co)
+        rel_pose_into(ga, gb, rel)
+        log_se3_into(rel, out, co)
         np.testing.assert_allclose(out, se3_log(torch.from_numpy(rel)).numpy(), rtol=1e-9, atol=1e-15)
         np.testing.assert_allclose(out, xb, rtol=1e-7, atol=1e-15)
     r, n = 2, 5
@@ -353,7 +394,7 @@ def test_pose_log_and_node_rebuild_match_the_lie_group_maps():
     gi, lengths = np.empty((r, n - 1, 4, 4)), np.array([0.4, 0.7])
     rebuild_nodes_into(base, omega.copy(), chain[:, -1].copy(), gi, np.empty((5, 6)), lengths)
     np.testing.assert_allclose(gi, chain[:, 1:-1], atol=1e-12)
-    np.testing.assert_allclose(lengths, [0.4, 0.7], atol=1e-15)     # closed: nothing to take up
+    np.testing.assert_allclose(lengths, [0.4, 0.7], atol=1e-15)  # closed: nothing to take up
 
 
 def _chain(base, omega):
@@ -386,8 +427,8 @@ def test_node_rebuild_closes_on_the_tip_without_stretching_or_shearing_the_rod()
     h = length / n
     base = np.stack([se3_exp(torch.from_numpy(rng.normal(size=6) * 0.3)).numpy() for _ in range(r)])
     omega = np.zeros((r, n, 6))
-    omega[..., :3] = rng.normal(size=(r, n, 3)) * 0.05             # a bent and twisted rod
-    omega[..., 3:] = rng.normal(size=(r, n, 3)) * 1e-5 * h          # shear and stretch ≈ 1e-5
+    omega[..., :3] = rng.normal(size=(r, n, 3)) * 0.05  # a bent and twisted rod
+    omega[..., 3:] = rng.normal(size=(r, n, 3)) * 1e-5 * h  # shear and stretch ≈ 1e-5
     omega[..., 5] += h
     tips = _chain(base, omega)[:, -1]
     changes, misses = [], []
@@ -399,12 +440,12 @@ def test_node_rebuild_closes_on_the_tip_without_stretching_or_shearing_the_rod()
         rebuild_nodes_into(base, step.copy(), tips, gi, np.empty((5, 6)), lengths)
         worst = 0.0
         for k in range(r):
-            nodes = np.concatenate([base[k:k + 1], gi[k], tips[k:k + 1]])
+            nodes = np.concatenate([base[k : k + 1], gi[k], tips[k : k + 1]])
             for e in range(n):
                 x = se3_log(torch.from_numpy(np.linalg.inv(nodes[e]) @ nodes[e + 1])).numpy()
                 worst = max(worst, np.abs(x[3:] / (lengths[k] / n) - step[k, e, 3:] / h).max())
         changes.append(worst)
-    for miss, change in zip(misses, changes):    # ≈ round-off (1e-15 … 1e-14) against ≈ miss / L ≈ 3e-5 … 3e-4
+    for miss, change in zip(misses, changes):  # ≈ round-off (1e-15 … 1e-14) against ≈ miss / L ≈ 3e-5 … 3e-4
         assert miss > 1e-6 and change < 1e-6 * miss / length, (misses, changes)
 
 
@@ -417,7 +458,7 @@ def test_one_element_per_rod_still_solves():
     poses = np.array([_pose([0, 0.002 * i, 0.4 + 0.002 * i]) for i in range(1, 4)])
     path = ps.solve_path(poses, st)
     assert np.isfinite(path.lengths).all() and np.isfinite(path.beta).all()
-    assert np.isfinite(ps.solve(poses[-1], st).lengths).all()     # (a one-element rod has several equilibria here)
+    assert np.isfinite(ps.solve(poses[-1], st).lengths).all()  # (a one-element rod has several equilibria here)
 
 
 def test_node_rebuild_keeps_the_stretch_of_a_straight_rod_whose_tip_moved_along_it():

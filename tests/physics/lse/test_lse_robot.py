@@ -1,4 +1,5 @@
 """The seed-003 robot: config, forward statics, LSE vs shooting, implicit gradients, inverse statics, identification."""
+
 from __future__ import annotations
 
 import math
@@ -45,17 +46,20 @@ def test_default_config_matches_seed_prototype():
     assert "youngs_modulus" in dict(model.named_buffers())
 
 
-@pytest.mark.parametrize("override, key", [
-    ({"rod": {"youngs_modulus": -1.0}}, "rod.youngs_modulus"),
-    ({"rod": {"diameter": 0.0}}, "rod.diameter"),
-    ({"rod": {"n_elements": 0}}, "rod.n_elements"),
-    ({"rod": {"poisson_ratio": 0.7}}, "rod.poisson_ratio"),
-    ({"geometry": {"platform_height": 0.0}}, "geometry.platform_height"),
-    ({"geometry": {"motor_limits": [1.0, -1.0]}}, "geometry.motor_limits"),
-    ({"geometry": {"rod_spacing": 0.0}}, "geometry.rod_spacing"),
-    ({"rod": {"stiffnes": 1.0}}, "stiffnes"),
-    ({"platform_mass": -0.1}, "platform_mass"),
-])
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ({"rod": {"youngs_modulus": -1.0}}, "rod.youngs_modulus"),
+        ({"rod": {"diameter": 0.0}}, "rod.diameter"),
+        ({"rod": {"n_elements": 0}}, "rod.n_elements"),
+        ({"rod": {"poisson_ratio": 0.7}}, "rod.poisson_ratio"),
+        ({"geometry": {"platform_height": 0.0}}, "geometry.platform_height"),
+        ({"geometry": {"motor_limits": [1.0, -1.0]}}, "geometry.motor_limits"),
+        ({"geometry": {"rod_spacing": 0.0}}, "geometry.rod_spacing"),
+        ({"rod": {"stiffnes": 1.0}}, "stiffnes"),
+        ({"platform_mass": -0.1}, "platform_mass"),
+    ],
+)
 def test_bad_config_rejected_when_loaded(override, key):
     with pytest.raises(ConfigError, match=key.split(".")[-1]):
         CPRModel.from_config(override)
@@ -142,8 +146,11 @@ def test_lse_converges_to_shooting_as_elements_are_added():
             m = CPRModel.from_config({"rod": {"n_elements": n}})
             eqs = solve_path(m, ramp, loads, init=m.solve(torch.zeros(3, dtype=DT), loads))
             gaps.append(float(np.linalg.norm(eqs[-1].position.numpy() - res[1].position)))
-        print("pulley" if pulley else "no load", "LSE-shooting gap [µm] at 4, 8, 16 elements:",
-              [round(g * 1e6, 3) for g in gaps])
+        print(
+            "pulley" if pulley else "no load",
+            "LSE-shooting gap [µm] at 4, 8, 16 elements:",
+            [round(g * 1e6, 3) for g in gaps],
+        )
         assert gaps[0] > gaps[1] > gaps[2] and gaps[2] < 1e-6 and gaps[1] < 1e-5
 
 
@@ -176,8 +183,9 @@ def test_implicit_gradients_match_finite_differences(robot):
         d = torch.zeros(3, dtype=DT)
         d[j] = eps
         lp = Loads(pulley_position=model.pulley_position, pulley_tension=model.pulley_tension)
-        fd[:, j] = (model.solve(th0 + d, lp, init=base).position
-                    - model.solve(th0 - d, lp, init=base).position) / (2 * eps)
+        fd[:, j] = (model.solve(th0 + d, lp, init=base).position - model.solve(th0 - d, lp, init=base).position) / (
+            2 * eps
+        )
     torch.testing.assert_close(jt, fd, rtol=1e-5, atol=1e-9)
     dt = 1e-5
     lp = Loads(pulley_position=model.pulley_position, pulley_tension=model.pulley_tension + dt)
@@ -226,8 +234,10 @@ def test_actuation_path_protocol():
     assert samples.shape == (11, 3) and len(index) == 11
     torch.testing.assert_close(dense[index], samples)
     torch.testing.assert_close(samples[0], torch.zeros(3, dtype=DT))
-    torch.testing.assert_close(samples[1], -math.pi / 12 * torch.tensor(
-        [1.0, 1 + math.sin(2 * math.pi / 3), 1 + math.sin(4 * math.pi / 3)], dtype=DT))
+    torch.testing.assert_close(
+        samples[1],
+        -math.pi / 12 * torch.tensor([1.0, 1 + math.sin(2 * math.pi / 3), 1 + math.sin(4 * math.pi / 3)], dtype=DT),
+    )
     assert float(samples.min()) >= -math.pi / 6 - 1e-12 and float(samples.max()) <= 1e-12
 
 

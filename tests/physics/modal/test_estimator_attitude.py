@@ -1,6 +1,7 @@
 """FlexibleArmEstimator with ``inclination="attitude"``: the attitude filter of `flexlearn.sensing.attitude.kernels`
 per IMU on the compensated link-frame readings. Exact on a static deformed arm, eager == TorchScript (also across
 save/load), a bad frame is counted by the attitude filters and holds the output, bad option names refused."""
+
 from __future__ import annotations
 
 import math
@@ -9,7 +10,7 @@ import pytest
 import torch
 
 from flexlearn.errors import ConfigError
-from flexlearn.physics.modal import FlexibleArmEstimator
+from flexlearn.physics.modal import EstimatorOptions, FlexibleArmEstimator
 
 from .test_kinematics_estimator import POS, _links, _static_frames
 
@@ -17,7 +18,7 @@ f64 = torch.float64
 
 
 def _build():
-    return FlexibleArmEstimator.build(_links(), POS, [1, 2], inclination="attitude")
+    return FlexibleArmEstimator.build(_links(), POS, [1, 2], EstimatorOptions(inclination="attitude"))
 
 
 def test_attitude_inclination_exact_on_static_deformation_and_scripted_equal():
@@ -62,13 +63,14 @@ def test_attitude_state_survives_save_load_and_a_bad_frame_is_counted(tmp_path):
 
 def test_unknown_inclination_filter_refused():
     with pytest.raises(ConfigError, match="inclination"):
-        FlexibleArmEstimator.build(_links(), POS, [1, 2], inclination="kalman")
+        FlexibleArmEstimator.build(_links(), POS, [1, 2], EstimatorOptions(inclination="kalman"))
 
 
 def test_lean_controller_step_refuses_the_attitude_option():
     """The controller's lean step writes the PI filter as matrices; with the attitude option it would model a
     filter the estimator does not run, so building its maps is refused by name."""
     from flexlearn.runtime.arm.step import lean_step_maps
+
     z = torch.zeros(1, dtype=f64)
     with pytest.raises(ValueError, match="inclination='attitude'"):
         lean_step_maps(_build(), z, z, z, z, z, z)

@@ -1,4 +1,5 @@
 """SE(2) flexibility-aware kinematics (§IV) and the runtime estimator (§II–IV)."""
+
 from __future__ import annotations
 
 import math
@@ -7,10 +8,14 @@ import pytest
 import torch
 
 from flexlearn.errors import ConfigError
-from flexlearn.physics.arm.kinematics_se2 import (PlanarFlexibleKinematics, forward_kinematics,
-                                              piecewise_rigid_forward_kinematics, pose_to_xytheta,
-                                              rigid_forward_kinematics)
-from flexlearn.physics.modal import FlexibleArmEstimator, FlexibleLink
+from flexlearn.physics.arm.kinematics_se2 import (
+    PlanarFlexibleKinematics,
+    forward_kinematics,
+    piecewise_rigid_forward_kinematics,
+    pose_to_xytheta,
+    rigid_forward_kinematics,
+)
+from flexlearn.physics.modal import EstimatorOptions, FlexibleArmEstimator, FlexibleLink
 from flexlearn.sensing.imu import GRAVITY
 
 f64 = torch.float64
@@ -107,12 +112,15 @@ def test_estimator_exact_on_static_modal_deformation_and_scripted_equal():
     assert not bool(fault)
     assert torch.allclose(th, torch.tensor(theta, dtype=f64), atol=1e-12)
     assert torch.allclose(et, torch.cat(eta), atol=1e-12)
-    wt = torch.stack([links[i].mode_shapes(links[i].length.reshape(1), len(eta[i]), 0).reshape(-1) @ eta[i]
-                      for i in range(2)])
-    st = torch.stack([links[i].mode_shapes(links[i].length.reshape(1), len(eta[i]), 1).reshape(-1) @ eta[i]
-                      for i in range(2)])
-    ref = pose_to_xytheta(forward_kinematics(torch.tensor(theta, dtype=f64), torch.tensor([4.5, 3.55], dtype=f64),
-                                             wt, st))
+    wt = torch.stack(
+        [links[i].mode_shapes(links[i].length.reshape(1), len(eta[i]), 0).reshape(-1) @ eta[i] for i in range(2)]
+    )
+    st = torch.stack(
+        [links[i].mode_shapes(links[i].length.reshape(1), len(eta[i]), 1).reshape(-1) @ eta[i] for i in range(2)]
+    )
+    ref = pose_to_xytheta(
+        forward_kinematics(torch.tensor(theta, dtype=f64), torch.tensor([4.5, 3.55], dtype=f64), wt, st)
+    )
     assert torch.allclose(pose, ref, atol=1e-12)
     assert torch.allclose(w, wt, atol=1e-12) and torch.allclose(s, st, atol=1e-12)
 
@@ -123,7 +131,9 @@ def test_estimator_save_load_roundtrip(tmp_path):
     path = tmp_path / "est.pt"
     torch.jit.save(est, str(path))
     loaded = torch.jit.load(str(path))
-    acc, gyr = _static_frames(links, [0.1, 0.3], [torch.tensor([0.02], dtype=f64), torch.tensor([0.01, 0.0], dtype=f64)])
+    acc, gyr = _static_frames(
+        links, [0.1, 0.3], [torch.tensor([0.02], dtype=f64), torch.tensor([0.01, 0.0], dtype=f64)]
+    )
     for a, b in zip(est(acc, gyr), loaded(acc, gyr)):
         # bitwise: a lossless save/load of one TorchScript module (same graph and buffers, same interpreter,
         # first call of each on the same input)
@@ -157,9 +167,9 @@ def test_estimator_configuration_errors():
     with pytest.raises(ConfigError, match="rank"):
         FlexibleArmEstimator.build(links, [[0.45, 4.05], [0.35, 2.0, 2.0]], [1, 2])
     with pytest.raises(ConfigError, match="k_p"):
-        FlexibleArmEstimator.build(links, POS, [1, 2], k_p=-1.0)
+        FlexibleArmEstimator.build(links, POS, [1, 2], EstimatorOptions(k_p=-1.0))
     with pytest.raises(ConfigError, match="mount"):
-        FlexibleArmEstimator.build(links, POS, [1, 2], mount_angles=[0.0, 0.0])
+        FlexibleArmEstimator.build(links, POS, [1, 2], EstimatorOptions(mount_angles=[0.0, 0.0]))
 
 
 from hypothesis import given, settings  # noqa: E402

@@ -1,4 +1,5 @@
 """FlexibleLink: roots, frequencies against an independent FE beam, orthonormality, gradients, bad input."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,10 +14,31 @@ from flexlearn.physics.modal import FlexibleLink
 def fe_beam_frequencies(EI, rhoA, L, M=0.0, J=0.0, n_el=120, n=4):
     """Independent Hermite-cubic FE cantilever with tip mass M and rotary inertia J [rad/s]."""
     h = L / n_el
-    k = EI / h**3 * np.array([[12, 6 * h, -12, 6 * h], [6 * h, 4 * h * h, -6 * h, 2 * h * h],
-                              [-12, -6 * h, 12, -6 * h], [6 * h, 2 * h * h, -6 * h, 4 * h * h]])
-    m = rhoA * h / 420 * np.array([[156, 22 * h, 54, -13 * h], [22 * h, 4 * h * h, 13 * h, -3 * h * h],
-                                   [54, 13 * h, 156, -22 * h], [-13 * h, -3 * h * h, -22 * h, 4 * h * h]])
+    k = (
+        EI
+        / h**3
+        * np.array(
+            [
+                [12, 6 * h, -12, 6 * h],
+                [6 * h, 4 * h * h, -6 * h, 2 * h * h],
+                [-12, -6 * h, 12, -6 * h],
+                [6 * h, 2 * h * h, -6 * h, 4 * h * h],
+            ]
+        )
+    )
+    m = (
+        rhoA
+        * h
+        / 420
+        * np.array(
+            [
+                [156, 22 * h, 54, -13 * h],
+                [22 * h, 4 * h * h, 13 * h, -3 * h * h],
+                [54, 13 * h, 156, -22 * h],
+                [-13 * h, -3 * h * h, -22 * h, 4 * h * h],
+            ]
+        )
+    )
     N = 2 * (n_el + 1)
     K = np.zeros((N, N))
     Mm = np.zeros((N, N))
@@ -101,8 +123,9 @@ def test_gradients_by_implicit_function_theorem():
     assert torch.autograd.gradcheck(f, (p,), eps=1e-6, atol=1e-6, rtol=1e-4)
 
 
-@pytest.mark.parametrize("kw", [dict(EI=-1.0), dict(rho_A=0.0), dict(length=float("nan")), dict(tip_mass=-2.0),
-                                dict(tip_inertia=-1.0)])
+@pytest.mark.parametrize(
+    "kw", [dict(EI=-1.0), dict(rho_A=0.0), dict(length=float("nan")), dict(tip_mass=-2.0), dict(tip_inertia=-1.0)]
+)
 def test_bad_parameters_raise_config_error(kw):
     args = dict(EI=74300.0, rho_A=5.37, length=4.5)
     args.update(kw)

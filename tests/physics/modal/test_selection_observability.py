@@ -1,4 +1,5 @@
 """Mode selection (eq. 15-17), observability / placement (§III-C), reconstruction (eqs. 9, 18)."""
+
 from __future__ import annotations
 
 import math
@@ -9,11 +10,22 @@ import pytest
 import torch
 from scipy.integrate import solve_ivp
 
-from flexlearn.errors import ConfigError
 from flexlearn.config import from_dict
-from flexlearn.physics.modal import (FlexibleLink, ModalReconstructor, ModeSelectionConfig, ObservabilityWarning,
-                                     bandwidth_mode_count, chirp, modal_tip_response, observability,
-                                     optimize_placement, select_modes, slope_node_warnings)
+from flexlearn.errors import ConfigError
+from flexlearn.physics.modal import (
+    FlexibleLink,
+    ModalReconstructor,
+    ModeSelectionConfig,
+    ObservabilityWarning,
+    PlacementOptions,
+    bandwidth_mode_count,
+    chirp,
+    modal_tip_response,
+    observability,
+    optimize_placement,
+    select_modes,
+    slope_node_warnings,
+)
 
 SEED = dict(EI=74300.0, rho_A=5.37)
 
@@ -96,16 +108,18 @@ def test_observability_rank_drops():
 
 def test_placement_optimizer_respects_constraints_and_beats_seed_layout():
     link = FlexibleLink(length=4.5, tip_mass=20.0, **SEED)
-    res = optimize_placement(link, 2, intervals=[(0.5, 2.0), (3.0, 4.4)], min_spacing=0.5, reference=0.45)
-    pos = res["positions"]
+    res = optimize_placement(
+        link, 2, PlacementOptions(intervals=[(0.5, 2.0), (3.0, 4.4)], min_spacing=0.5, reference=0.45)
+    )
+    pos = res.positions
     assert all((0.5 <= p <= 2.0) or (3.0 <= p <= 4.4) for p in pos)
     assert pos[1] - pos[0] >= 0.5 - 1e-12
     seed_layout = observability(link, [2.25, 4.05], 2, reference=0.45)["sigma_min"]
-    assert res["sigma_min"] >= float(seed_layout)
+    assert res.sigma_min >= float(seed_layout)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ObservabilityWarning)
-        res3 = optimize_placement(link, 3, candidates=61, max_combinations=10)  # greedy path
-    assert len(res3["positions"]) == 3 and res3["sigma_min"] > 0
+        res3 = optimize_placement(link, 3, PlacementOptions(candidates=61, max_combinations=10))  # greedy path
+    assert len(res3.positions) == 3 and res3.sigma_min > 0 and res3.method == "greedy+exchange"
 
 
 def test_slope_node_warning():
@@ -118,8 +132,10 @@ def test_slope_node_warning():
     assert flagged and flagged[0][1] == 2
 
 
-@pytest.mark.parametrize("m,positions,ref", [(1, [4.05], 0.45), (2, [2.25, 4.05], 0.45),
-                                             (3, [1.35, 2.25, 4.05], 0.45), (3, [1.0, 2.0, 3.0, 4.0], None)])
+@pytest.mark.parametrize(
+    "m,positions,ref",
+    [(1, [4.05], 0.45), (2, [2.25, 4.05], 0.45), (3, [1.35, 2.25, 4.05], 0.45), (3, [1.0, 2.0, 3.0, 4.0], None)],
+)
 def test_reconstruction_exact_on_noise_free_modal_data(m, positions, ref):
     link = FlexibleLink(length=4.5, tip_mass=20.0, tip_inertia=1.5, **SEED)
     g = torch.Generator().manual_seed(0)
@@ -157,5 +173,9 @@ def test_reconstruction_rejects_unobservable_and_scripts():
     eps = torch.finfo(torch.float64).eps
     scale_eta = y.abs() @ rec.gain.abs().T
     torch.testing.assert_close(sc(y), rec(y), rtol=0, atol=16 * eps * float(scale_eta.max()))
-    torch.testing.assert_close(sc.tip_deflection(sc(y)), rec.tip_deflection(rec(y)), rtol=0,
-                               atol=16 * eps * float((scale_eta @ rec.tip_row.abs()).max()))
+    torch.testing.assert_close(
+        sc.tip_deflection(sc(y)),
+        rec.tip_deflection(rec(y)),
+        rtol=0,
+        atol=16 * eps * float((scale_eta @ rec.tip_row.abs()).max()),
+    )

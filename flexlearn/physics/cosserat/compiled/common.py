@@ -1,8 +1,9 @@
 """What the compiled (numba) Cosserat kernels share: the optional-numba shim and the element strains in
-scalars (:func:`_element_strain`, the expressions of :func:`flexlearn.physics.cosserat.strains.strains`,
+scalars (:func:`element_strain`, the expressions of :func:`flexlearn.physics.cosserat.strains.strains`,
 tested equal to them in tests/physics/cosserat/test_strains.py). Used by
 :mod:`flexlearn.physics.cosserat.compiled.lgvi` (the step loop) and :mod:`flexlearn.physics.cosserat.compiled.implicit`
 (the force filter of the implicit step)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,6 +18,7 @@ def _no_jit(*args: Any, **kwargs: Any) -> Any:
 
 try:  # numba is optional (it comes with the ``bench`` extra through PyElastica)
     from numba import njit
+
     HAVE_NUMBA = True
 except Exception:  # pragma: no cover - exercised only without numba
     njit = _no_jit
@@ -24,7 +26,7 @@ except Exception:  # pragma: no cover - exercised only without numba
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _element_strain(R, p, l, midpoint, b, i):
+def element_strain(R, p, l, midpoint, b, i):
     """Strains of element i of rod b: the expressions of :func:`flexlearn.physics.cosserat.strains.strains`
     in scalars (tested equal to round-off). Returns ``(xL, xR, Γ_L, Γ_R, f = cay⁻¹(Q))`` as 15 scalars
     (3 each), then ``tr Q`` and ``1/l_i``."""
@@ -38,7 +40,7 @@ def _element_strain(R, p, l, midpoint, b, i):
     xR0 = R[b, i + 1, 0, 0] * e0 + R[b, i + 1, 1, 0] * e1 + R[b, i + 1, 2, 0] * e2
     xR1 = R[b, i + 1, 0, 1] * e0 + R[b, i + 1, 1, 1] * e1 + R[b, i + 1, 2, 1] * e2
     xR2 = R[b, i + 1, 0, 2] * e0 + R[b, i + 1, 1, 2] * e1 + R[b, i + 1, 2, 2] * e2
-    il = 1.0 / l[b, i]                  # reciprocals: divisions dominate the cost of this loop
+    il = 1.0 / l[b, i]  # reciprocals: divisions dominate the cost of this loop
     if midpoint:
         gL0 = 0.5 * (xL0 + xR0) * il
         gL1 = 0.5 * (xL1 + xR1) * il
@@ -59,5 +61,5 @@ def _element_strain(R, p, l, midpoint, b, i):
     q01 = R[b, i, 0, 0] * R[b, i + 1, 0, 1] + R[b, i, 1, 0] * R[b, i + 1, 1, 1] + R[b, i, 2, 0] * R[b, i + 1, 2, 1]
     tr = q00 + q11 + q22
     iden = 1.0 / (1.0 + tr)
-    f0, f1, f2 = (q21 - q12) * iden, (q02 - q20) * iden, (q10 - q01) * iden   # cay⁻¹(Q)
+    f0, f1, f2 = (q21 - q12) * iden, (q02 - q20) * iden, (q10 - q01) * iden  # cay⁻¹(Q)
     return xL0, xL1, xL2, xR0, xR1, xR2, gL0, gL1, gL2, gR0, gR1, gR2, f0, f1, f2, tr, il

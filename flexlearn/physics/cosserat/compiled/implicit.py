@@ -12,11 +12,12 @@ W_a x_{a+1}`` backwards.
 Shapes: R (B, n, 3, 3), p (B, n, 3), C1, C2 (B, N, 3), l (B, N), mass (B, n), inertia (B, n, 3);
 work arrays D, W (n, 6, 6), y (n, 6), G (3, 12), Ke (12, 12); force, torque (n, 3) of rod b, filtered in place.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from flexlearn.physics.cosserat.compiled.common import _element_strain, njit
+from flexlearn.physics.cosserat.compiled.common import element_strain, njit
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -52,12 +53,13 @@ def _accumulate(G, c0, c1, c2, w, Ke):
 @njit(cache=True, error_model="numpy")
 def _element(R, p, C1, C2, l, midpoint, b, i, G, Ke):
     """Ke = the element stiffness of eq. (2) of element i of rod b (12 × 12)."""
-    (xL0, xL1, xL2, xR0, xR1, xR2, _g0, _g1, _g2, _h0, _h1, _h2, f0, f1, f2, _tr,
-     il) = _element_strain(R, p, l, midpoint, b, i)
+    (xL0, xL1, xL2, xR0, xR1, xR2, _g0, _g1, _g2, _h0, _h1, _h2, f0, f1, f2, _tr, il) = element_strain(
+        R, p, l, midpoint, b, i
+    )
     Ke[:, :] = 0.0
     G[:, :] = 0.0
-    for r in range(3):                                   # bending: [−A_pᵀ, 0, A_p, 0] / l,
-        fr = f0 if r == 0 else (f1 if r == 1 else f2)    # A_p = I + f^ + f fᵀ, −A_pᵀ = −(I + f fᵀ) + f^
+    for r in range(3):  # bending: [−A_pᵀ, 0, A_p, 0] / l,
+        fr = f0 if r == 0 else (f1 if r == 1 else f2)  # A_p = I + f^ + f fᵀ, −A_pᵀ = −(I + f fᵀ) + f^
         for c in range(3):
             fc = f0 if c == 0 else (f1 if c == 1 else f2)
             a = (fr * fc + (1.0 if r == c else 0.0)) * il
@@ -73,7 +75,7 @@ def _element(R, p, C1, C2, l, midpoint, b, i, G, Ke):
         _hat_into(G, 6, xR0, xR1, xR2, s)
         for r in range(3):
             for c in range(3):
-                st = s * (R[b, i, c, r] + R[b, i + 1, c, r])      # S = (R_i + R_{i+1})ᵀ
+                st = s * (R[b, i, c, r] + R[b, i + 1, c, r])  # S = (R_i + R_{i+1})ᵀ
                 G[r, 3 + c] = -st
                 G[r, 9 + c] = st
         _accumulate(G, C1[b, i, 0], C1[b, i, 1], C1[b, i, 2], l[b, i], Ke)
@@ -110,7 +112,7 @@ def _chol6(D):
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _lower_solve(L, x):
-    """x ← L⁻¹ x for the 6-vector x."""
+    """X ← L⁻¹ x for the 6-vector x."""
     for i in range(6):
         t = x[i]
         for k in range(i):
@@ -120,7 +122,7 @@ def _lower_solve(L, x):
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _upper_solve(L, x):
-    """x ← L⁻ᵀ x for the 6-vector x."""
+    """X ← L⁻ᵀ x for the 6-vector x."""
     for i in range(5, -1, -1):
         t = x[i]
         for k in range(i + 1, 6):
@@ -156,8 +158,9 @@ def _subtract_damping(D, W, v, pi, inertia, scale, a_first, b, force, torque, y)
 
 
 @njit(cache=True, error_model="numpy")
-def filter_forces(R, p, C1, C2, l, mass, inertia, midpoint, beta_h2, a_first, b, force, torque, D, W, y, G, Ke,
-                  damping_c, v, pi):
+def filter_forces(
+    R, p, C1, C2, l, mass, inertia, midpoint, beta_h2, a_first, b, force, torque, D, W, y, G, Ke, damping_c, v, pi
+):
     """Eq. (1) for rod b: ``force`` (world) and ``torque`` (body) (n, 3) replaced by ``M (M + βh²K)⁻¹ F``
     for the nodes a ≥ ``a_first`` (1 with a clamped base); with ``damping_c`` = c > 0 the force first gets the
     numerical damping ``−c K (pi/J, v)`` of eq. (4) (the caller passes β h² + h c/2 as ``beta_h2``). Returns
@@ -172,7 +175,7 @@ def filter_forces(R, p, C1, C2, l, mass, inertia, midpoint, beta_h2, a_first, b,
             for c in range(6):
                 D[i, r, c] += beta_h2 * Ke[r, c]
                 D[i + 1, r, c] += beta_h2 * Ke[6 + r, 6 + c]
-                W[i, r, c] = beta_h2 * Ke[r, 6 + c]          # E_i, turned into W_i below
+                W[i, r, c] = beta_h2 * Ke[r, 6 + c]  # E_i, turned into W_i below
     if damping_c > 0.0:
         _subtract_damping(D, W, v, pi, inertia, damping_c / beta_h2, a_first, b, force, torque, y)
     for a in range(a_first, n):
@@ -181,7 +184,7 @@ def filter_forces(R, p, C1, C2, l, mass, inertia, midpoint, beta_h2, a_first, b,
             D[a, 3 + c, 3 + c] += mass[b, a]
             y[a, c] = torque[a, c]
             y[a, 3 + c] = force[a, c]
-    for a in range(a_first, n):                             # factor: L_a, W_a = L_a⁻¹ E_a
+    for a in range(a_first, n):  # factor: L_a, W_a = L_a⁻¹ E_a
         if a > a_first:
             for r in range(6):
                 for c in range(r + 1):
@@ -198,7 +201,7 @@ def filter_forces(R, p, C1, C2, l, mass, inertia, midpoint, beta_h2, a_first, b,
         if a < n - 1:
             for c in range(6):
                 _lower_solve(D[a], W[a, :, c])
-    for a in range(a_first, n):                             # forwards: L_a y_a = F_a − W_{a−1}ᵀ y_{a−1}
+    for a in range(a_first, n):  # forwards: L_a y_a = F_a − W_{a−1}ᵀ y_{a−1}
         if a > a_first:
             for r in range(6):
                 t = 0.0
@@ -206,7 +209,7 @@ def filter_forces(R, p, C1, C2, l, mass, inertia, midpoint, beta_h2, a_first, b,
                     t += W[a - 1, k, r] * y[a - 1, k]
                 y[a, r] -= t
         _lower_solve(D[a], y[a])
-    for a in range(n - 1, a_first - 1, -1):                 # backwards: L_aᵀ x_a = y_a − W_a x_{a+1}
+    for a in range(n - 1, a_first - 1, -1):  # backwards: L_aᵀ x_a = y_a − W_a x_{a+1}
         if a < n - 1:
             for r in range(6):
                 t = 0.0

@@ -19,12 +19,29 @@ Shapes: R (B, n, 3, 3), p, v, pi, fext (B, n, 3); mass (B, n); C1, C2 (B, N, 3);
 jd, jn (B, n, 3) (diagonals of the normalised J_d and J of the Newton solve); cf, cw, mmag (B, n, 3);
 bfield (n_steps + 1, B, 3). SI units.
 """
+
 from __future__ import annotations
 
-import numpy as np
+from typing import List, NamedTuple, Optional, Sequence, cast
 
-from flexlearn.physics.cosserat.compiled.common import HAVE_NUMBA, _element_strain, njit  # noqa: F401
+import numpy as np
+import torch
+from torch import Tensor
+
+from flexlearn.physics.cosserat import implicit
+from flexlearn.physics.cosserat.compiled.common import HAVE_NUMBA, element_strain, njit
+
+# the kernel's force filter, under its own name beside the torch reference ``implicit.filter_forces``
 from flexlearn.physics.cosserat.compiled.implicit import filter_forces as _filter_forces
+from flexlearn.physics.cosserat.context import RodContext
+from flexlearn.physics.cosserat.damping import Damping
+from flexlearn.physics.cosserat.elastic import internal_forces
+from flexlearn.physics.cosserat.implicit import ForceFilter
+from flexlearn.physics.cosserat.loads import EmbeddedMagnet, RodLoad
+from flexlearn.physics.cosserat.simulation import RodSetup, SimulatedRod, SimulationOptions
+from flexlearn.physics.cosserat.state import Clamp, Pose, RodState
+
+__all__ = ["HAVE_NUMBA", "OK", "BAD_ELEMENT", "BAD_NODE", "NEWTON", "run", "eligible", "simulate", "KernelRun"]
 
 _CHORD_ITERS = 4
 
@@ -35,15 +52,17 @@ OK, BAD_ELEMENT, BAD_NODE, NEWTON = 0, 1, 2, 3
 @njit(cache=True, inline="always", error_model="numpy")
 def _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n):
     """Internal forces (world) and torques (body) of rod ``b`` plus ``fext`` into ``force``/``torque``
-    (the expressions of :meth:`CosseratRod._internal`, strains from :func:`_element_strain`).
+    (the expressions of :func:`flexlearn.physics.cosserat.elastic.internal_forces`, strains from
+    :func:`~flexlearn.physics.cosserat.compiled.common.element_strain`).
     Returns (status, element)."""
     for a in range(n):
         for c in range(3):
             force[a, c] = fext[b, a, c]
             torque[a, c] = 0.0
     for i in range(n - 1):
-        (xL0, xL1, xL2, xR0, xR1, xR2, gL0, gL1, gL2, gR0, gR1, gR2, f0, f1, f2, tr,
-         il) = _element_strain(R, p, l, midpoint, b, i)
+        (xL0, xL1, xL2, xR0, xR1, xR2, gL0, gL1, gL2, gR0, gR1, gR2, f0, f1, f2, tr, il) = element_strain(
+            R, p, l, midpoint, b, i
+        )
         c10, c11, c12 = C1[b, i, 0], C1[b, i, 1], C1[b, i, 2]
         nL0, nL1, nL2 = c10 * gL0, c11 * gL1, c12 * gL2
         nR0, nR1, nR2 = c10 * gR0, c11 * gR1, c12 * gR2
@@ -52,8 +71,14 @@ def _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n):
         strain2 = sL if sL > sR else sR
         # fe = ½ (R_i nL + R_{i+1} nR)
         for c in range(3):
-            fe = 0.5 * (R[b, i, c, 0] * nL0 + R[b, i, c, 1] * nL1 + R[b, i, c, 2] * nL2
-                        + R[b, i + 1, c, 0] * nR0 + R[b, i + 1, c, 1] * nR1 + R[b, i + 1, c, 2] * nR2)
+            fe = 0.5 * (
+                R[b, i, c, 0] * nL0
+                + R[b, i, c, 1] * nL1
+                + R[b, i, c, 2] * nL2
+                + R[b, i + 1, c, 0] * nR0
+                + R[b, i + 1, c, 1] * nR1
+                + R[b, i + 1, c, 2] * nR2
+            )
             force[i, c] += fe
             force[i + 1, c] -= fe
         if not (strain2 == strain2) or strain2 > limit2 or not (1.0 + tr > 1e-6):
@@ -61,7 +86,7 @@ def _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n):
         m0 = C2[b, i, 0] * 2.0 * f0 * il
         m1 = C2[b, i, 1] * 2.0 * f1 * il
         m2 = C2[b, i, 2] * 2.0 * f2 * il
-        x0, x1, x2 = f1 * m2 - f2 * m1, f2 * m0 - f0 * m2, f0 * m1 - f1 * m0      # f × m
+        x0, x1, x2 = f1 * m2 - f2 * m1, f2 * m0 - f0 * m2, f0 * m1 - f1 * m0  # f × m
         fm = f0 * m0 + f1 * m1 + f2 * m2
         torque[i, 0] += 0.5 * (xL1 * nL2 - xL2 * nL1) + m0 + x0 + fm * f0
         torque[i, 1] += 0.5 * (xL2 * nL0 - xL0 * nL2) + m1 + x1 + fm * f1
@@ -80,14 +105,14 @@ def _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n):
 def _cayley_newton(u0, u1, u2, d0, d1, d2, j0, j1, j2, tol, iters):
     """Newton on the Cayley map for ``(cay(f) J_d − J_d cay(f)ᵀ)ᵛ = u`` with diagonal J_d = diag(d),
     J = diag(j) (the residual and Jacobian of :func:`flexlearn.lie.so3_cayley_lgvi`, the stopping rule of
-    :func:`flexlearn.physics.cosserat.newton._cayley_newton`: the last update ≤ tol · max(|u|, 1e-3)): the scalar
+    :func:`flexlearn.physics.cosserat.newton.cayley_newton`: the last update ≤ tol · max(|u|, 1e-3)): the scalar
     form of :func:`flexlearn.lie.cayley.so3_cayley_lgvi_newton`, tested equal to it to the solve's tolerance
     (tests/physics/cosserat/test_strains.py). A few chord iterations first; full Newton from the linear start
     if they do not converge. Returns (f0, f1, f2, converged)."""
     i0, i1, i2 = 0.5 / j0, 0.5 / j1, 0.5 / j2
     f0, f1, f2 = u0 * i0, u1 * i1, u2 * i2
     uu = u0 * u0 + u1 * u1 + u2 * u2
-    thr2 = tol * tol * (uu if uu > 1e-6 else 1e-6)      # squared: no square roots in the loop
+    thr2 = tol * tol * (uu if uu > 1e-6 else 1e-6)  # squared: no square roots in the loop
     # chord iterations with the Jacobian at f = 0 (2 J, diagonal): ~6× cheaper per iteration, linear rate
     # O(|f|), so for the small rotations of a stable step they reach the tolerance in 1–3 iterations
     c0, c1, c2 = f0, f1, f2
@@ -104,8 +129,8 @@ def _cayley_newton(u0, u1, u2, d0, d1, d2, j0, j1, j2, tol, iters):
     thr = np.sqrt(thr2)
     ok = False
     for _ in range(iters):
-        a0, a1, a2 = d0 * f0, d1 * f1, d2 * f2                                   # J_d f
-        h0 = j0 * f0 + a1 * f2 - a2 * f1                                         # J f + (J_d f) × f
+        a0, a1, a2 = d0 * f0, d1 * f1, d2 * f2  # J_d f
+        h0 = j0 * f0 + a1 * f2 - a2 * f1  # J f + (J_d f) × f
         h1 = j1 * f1 + a2 * f0 - a0 * f2
         h2 = j2 * f2 + a0 * f1 - a1 * f0
         k = 2.0 / (1.0 + f0 * f0 + f1 * f1 + f2 * f2)
@@ -146,7 +171,7 @@ def _damping_and_magnets(R, v, pi, cf, cw, mmag, bw0, bw1, bw2, force, torque, b
             torque[a, c] -= cw[b, a, c] * pi[b, a, c]
         m0, m1, m2 = mmag[b, a, 0], mmag[b, a, 1], mmag[b, a, 2]
         if m0 != 0.0 or m1 != 0.0 or m2 != 0.0:
-            y0 = R[b, a, 0, 0] * bw0 + R[b, a, 1, 0] * bw1 + R[b, a, 2, 0] * bw2    # Rᵀ B
+            y0 = R[b, a, 0, 0] * bw0 + R[b, a, 1, 0] * bw1 + R[b, a, 2, 0] * bw2  # Rᵀ B
             y1 = R[b, a, 0, 1] * bw0 + R[b, a, 1, 1] * bw1 + R[b, a, 2, 1] * bw2
             y2 = R[b, a, 0, 2] * bw0 + R[b, a, 1, 2] * bw1 + R[b, a, 2, 2] * bw2
             torque[a, 0] += m1 * y2 - m2 * y1
@@ -173,8 +198,19 @@ def _solve_rotations(pi, torque, scale, jd, jn, h, tol, iters, fs, b, a_first, n
         u0 = pi[b, a, 0] + h * torque[a, 0]
         u1 = pi[b, a, 1] + h * torque[a, 1]
         u2 = pi[b, a, 2] + h * torque[a, 2]
-        f0, f1, f2, ok = _cayley_newton(s * u0, s * u1, s * u2, jd[b, a, 0], jd[b, a, 1], jd[b, a, 2],
-                                        jn[b, a, 0], jn[b, a, 1], jn[b, a, 2], tol, iters)
+        f0, f1, f2, ok = _cayley_newton(
+            s * u0,
+            s * u1,
+            s * u2,
+            jd[b, a, 0],
+            jd[b, a, 1],
+            jd[b, a, 2],
+            jn[b, a, 0],
+            jn[b, a, 1],
+            jn[b, a, 2],
+            tol,
+            iters,
+        )
         if not ok:
             return a
         fs[a, 0], fs[a, 1], fs[a, 2] = f0, f1, f2
@@ -201,16 +237,16 @@ def _rotate_kick_drift(R, p, v, pi, mass, force, torque, fs, h, b, a_first, n):
         u0 = pi[b, a, 0] + h * torque[a, 0]
         u1 = pi[b, a, 1] + h * torque[a, 1]
         u2 = pi[b, a, 2] + h * torque[a, 2]
-        pi[b, a, 0] = F00 * u0 + F10 * u1 + F20 * u2            # Π ← Fᵀ u
+        pi[b, a, 0] = F00 * u0 + F10 * u1 + F20 * u2  # Π ← Fᵀ u
         pi[b, a, 1] = F01 * u0 + F11 * u1 + F21 * u2
         pi[b, a, 2] = F02 * u0 + F12 * u1 + F22 * u2
-        for c in range(3):                                     # R ← R F
+        for c in range(3):  # R ← R F
             x0, x1, x2 = R[b, a, c, 0], R[b, a, c, 1], R[b, a, c, 2]
             R[b, a, c, 0] = x0 * F00 + x1 * F10 + x2 * F20
             R[b, a, c, 1] = x0 * F01 + x1 * F11 + x2 * F21
             R[b, a, c, 2] = x0 * F02 + x1 * F12 + x2 * F22
         hm = h / mass[b, a]
-        for c in range(3):                                     # kick, drift
+        for c in range(3):  # kick, drift
             v[b, a, c] += hm * force[a, c]
             p[b, a, c] += h * v[b, a, c]
 
@@ -228,7 +264,7 @@ def _clamp(R, p, v, pi, r1, p1, h, b):
 
 @njit(cache=True, error_model="numpy")
 def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield, h, n_steps, record_every, clamped,
-        r1, p1, midpoint, limit2, tol, iters, out_p, out_R, f_last, t_last, inertia, beta_h2, damping_c):
+        r1, p1, midpoint, limit2, tol, iters, out_p, out_R, f_last, t_last, inertia, beta_h2, damping_c):  # fmt: skip
     """Advance every rod ``n_steps`` steps in place from the half-step state (R, p, v = v^{k−½},
     pi = Π^k − h/2 τ^k convention of the tensor path). Records (R, p) at k % record_every == 0 and at the
     last step into out_R/out_p (T, B, n, …); leaves the model force/torque of the last state in
@@ -254,8 +290,29 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
             if magnetic:
                 bw0, bw1, bw2 = bfield[k, b, 0], bfield[k, b, 1], bfield[k, b, 2]
             _damping_and_magnets(R, v, pi, cf, cw, mmag, bw0, bw1, bw2, force, torque, b, n)
-            if beta_h2 > 0.0 and not _filter_forces(R, p, C1, C2, l, mass, inertia, midpoint, beta_h2, a_first, b,
-                                                    force, torque, D, W, y, G, Ke, damping_c, v, pi):
+            if beta_h2 > 0.0 and not _filter_forces(
+                R,
+                p,
+                C1,
+                C2,
+                l,
+                mass,
+                inertia,
+                midpoint,
+                beta_h2,
+                a_first,
+                b,
+                force,
+                torque,
+                D,
+                W,
+                y,
+                G,
+                Ke,
+                damping_c,
+                v,
+                pi,
+            ):
                 return BAD_NODE, k, b, 0
             if k % record_every == 0 or k == n_steps:
                 _copy_state(R, p, out_p, out_R, rec, b, n)
@@ -265,7 +322,7 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
                 t_last[b, :, :] = torque
                 break
             node = _solve_rotations(pi, torque, scale, jd, jn, h, tol, iters, fs, b, a_first, n)
-            if node >= 0:                                      # Newton first: a failure leaves state k as it is
+            if node >= 0:  # Newton first: a failure leaves state k as it is
                 return NEWTON, k, b, node
             _rotate_kick_drift(R, p, v, pi, mass, force, torque, fs, h, b, a_first, n)
             if clamped:
@@ -273,56 +330,56 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
     return OK, n_steps, 0, 0
 
 
-def _np(t) -> np.ndarray:
+def _np(t: Tensor) -> np.ndarray:
+    """A contiguous float64 numpy copy of a tensor (the kernel's input arrays)."""
     return np.ascontiguousarray(t.detach().cpu().numpy(), dtype=np.float64).copy()
 
 
-_FIELD_SAMPLES_MAX = 2 * 10 ** 7        # (steps + 1) · B · 3 field values sampled ahead at most (160 MB)
+_FIELD_SAMPLES_MAX = 2 * 10**7  # (steps + 1) · B · 3 field values sampled ahead at most (160 MB)
 
 
-def _magnets(loads):
-    from flexlearn.physics.cosserat.loads import EmbeddedMagnet
+def _magnets(loads: Sequence[RodLoad]) -> List[EmbeddedMagnet]:
     return [ld for ld in loads if isinstance(ld, EmbeddedMagnet)]
 
 
-def eligible(rod, loads, damping, observer, callback, record_energy, compile, base, initial,
-             n_steps: int = 0) -> str:
-    """Why the fused kernel cannot run this simulation ('' when it can)."""
-    import torch
+def eligible(rod: SimulatedRod, setup: RodSetup, options: SimulationOptions, n_steps: int = 0) -> str:
+    """Why the fused kernel cannot run this simulation ('' when it can).
 
-    from flexlearn.physics.cosserat.damping import Damping
-    from flexlearn.physics.cosserat.state import Clamp
+    Args:
+        rod: the rod model.
+        setup: loads, damping, initial state, base and observer of the run.
+        options: the run's options (callback, energy record, compile).
+        n_steps: the number of steps (a magnet's field is sampled ahead for every step).
+
+    Returns:
+        The reason, in words, or ``''``.
+    """
+    loads, damping = setup.loads, setup.damping
     if not HAVE_NUMBA:
         return "numba is not installed"
-    if observer is not None or callback is not None:
+    if setup.observer is not None or options.callback is not None:
         return "observers and callbacks run on the tensor path"
-    if damping is not None and type(damping) is not Damping:     # the kernel takes Damping's linear drag only
+    if damping is not None and type(damping) is not Damping:  # the kernel takes Damping's linear drag only
         return f"damping model {type(damping).__name__} runs on the tensor path"
-    if damping is not None and (damping._has_beta()):
+    if damping is not None and cast(Damping, damping).has_beta():
         return "stiffness-proportional damping (beta) runs on the tensor path"
-    if record_energy or compile:
+    if options.record_energy or options.compile:
         return "record_energy/compile run on the tensor path"
-    if isinstance(base, Clamp) and base.motion is not None:
+    if isinstance(setup.base, Clamp) and setup.base.motion is not None:
         return "a prescribed base motion runs on the tensor path"
     if rod.length.device.type != "cpu":
         return "the kernel runs on CPU only"
     mags = _magnets(loads)
     for ld in loads:
         if ld in mags:
-            if not ld.field.uniform or ld.field is not mags[0].field:
+            field = cast(EmbeddedMagnet, ld).field
+            if not field.uniform or field is not mags[0].field:
                 return "magnets need one spatially uniform field object for the kernel"
         elif not getattr(ld, "constant_world_force", lambda: False)():
             return f"load {type(ld).__name__} is not a constant world force"
     if mags and (n_steps + 1) * rod.batch_size * 3 > _FIELD_SAMPLES_MAX:
         return "too many steps to sample the field ahead"
-    tensors = list(rod.parameters()) + list(rod.buffers())
-    for ld in loads:
-        tensors += list(ld.parameters()) + list(ld.buffers())
-    if damping is not None:
-        tensors += list(damping.parameters()) + list(damping.buffers())
-    if initial is not None:
-        tensors += [initial.positions, initial.rotations, initial.velocities, initial.angular_velocities]
-    tensors = [t for t in tensors if t is not None]
+    tensors = list(rod.parameters()) + list(rod.buffers()) + setup.tensors()
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return "gradients need the tensor path"
     if any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in tensors):
@@ -330,15 +387,26 @@ def eligible(rod, loads, damping, observer, callback, record_energy, compile, ba
     return ""
 
 
-def _load_arrays(ctx, loads, damping, R, p, v0, w0, h, n_steps):
-    """The loads and damping as kernel inputs: ``(fx constant world forces, fx0, tx0 all loads and damping
-    at t = 0 (the half-kick start), cf, cw damping coefficients of v and pi, mmag summed magnet body moments,
-    bfield (n_steps + 1, B, 3) or a (1, B, 3) placeholder)``."""
-    import torch
+class LoadArrays(NamedTuple):
+    """The loads and damping as kernel inputs (:func:`_load_arrays`), (B, n, 3) each unless stated."""
+
+    fx: Tensor  # constant world forces [N]
+    fx0: Tensor  # all loads and damping at t = 0 (the half-kick start), world force [N]
+    tx0: Tensor  # … and body torque [N m]
+    cf: Tensor  # damping coefficients of v [N s/m]
+    cw: Tensor  # damping coefficients of pi [1/s]
+    mmag: Tensor  # summed magnet body moments [A m²]
+    bfield: np.ndarray  # (n_steps + 1, B, 3) field at the step times [T], or a (1, B, 3) placeholder
+
+
+def _load_arrays(ctx: RodContext, setup: RodSetup, start: RodState, h: float, n_steps: int) -> LoadArrays:
+    """The loads and damping of ``setup`` as kernel inputs, evaluated at the ``start`` state."""
+    loads, damping = setup.loads, setup.damping
+    R, p, v0, w0 = start.rotations, start.positions, start.velocities, start.angular_velocities
     B, n = p.shape[0], p.shape[1]
     mags = _magnets(loads)
-    fx = torch.zeros_like(p)                 # constant world forces
-    fx0, tx0 = torch.zeros_like(p), torch.zeros_like(p)     # all loads at t = 0 (half-kick start)
+    fx = torch.zeros_like(p)  # constant world forces
+    fx0, tx0 = torch.zeros_like(p), torch.zeros_like(p)  # all loads at t = 0 (half-kick start)
     for ld in loads:
         fl, tl = ld.apply(ctx, R, p, 0.0)
         if fl is not None:
@@ -352,86 +420,125 @@ def _load_arrays(ctx, loads, damping, R, p, v0, w0, h, n_steps):
     if damping is not None:
         fd, td = damping.external(ctx, v0, w0)
         fx0, tx0 = fx0 + fd, tx0 + td
-        e1 = torch.zeros_like(p) + 1.0    # coefficients: the damping of unit velocities
+        e1 = torch.zeros_like(p) + 1.0  # coefficients: the damping of unit velocities
         cf = -damping.external(ctx, e1, torch.zeros_like(p))[0]
-        cw = -damping.external(ctx, torch.zeros_like(p), e1)[1] / ctx.inertia    # acts on pi = J ω
+        cw = -damping.external(ctx, torch.zeros_like(p), e1)[1] / ctx.inertia  # acts on pi = J ω
     mmag = torch.zeros_like(p)
-    bfield = np.zeros((1, B, 3))                 # (n_steps + 1, B, 3) only when a magnet is present
+    bfield = np.zeros((1, B, 3))  # (n_steps + 1, B, 3) only when a magnet is present
     if mags:
         for ld in mags:
             node = ld.node % n
             mmag[:, node] = mmag[:, node] + ld.moment_body.to(p).expand(B, 3)
         x = p[:, -1]
         bfield = _np(mags[0].field.samples(x, [k * h for k in range(n_steps + 1)]))
-    return fx, fx0, tx0, cf, cw, mmag, bfield
+    return LoadArrays(fx, fx0, tx0, cf, cw, mmag, bfield)
 
 
-def _final_state(ctx, Rn, pn, vn, pin, f_last, t_last, h, n_steps, clamped, beta_h2):
+class KernelState(NamedTuple):
+    """The kernel's state arrays after a run (B, n, …): R, p, v^{k−½}, Π^k − h/2 τ^k and the last forces."""
+
+    R: np.ndarray
+    p: np.ndarray
+    v: np.ndarray
+    pi: np.ndarray
+    f_last: np.ndarray  # model force of the last state (world) [N]
+    t_last: np.ndarray  # model torque of the last state (body) [N m]
+
+
+def _final_state(ctx: RodContext, out: KernelState, h: float, n_steps: int, step: ForceFilter) -> RodState:
     """The :class:`RodState` after the last step from the kernel's arrays (velocities at the integer step;
-    eq. (3) of :mod:`flexlearn.physics.cosserat.implicit` for the implicit step)."""
-    import torch
-
-    from flexlearn.physics.cosserat.state import RodState
+    eq. (3) of :mod:`flexlearn.physics.cosserat.implicit` when ``step.beta_h2`` > 0, the implicit step)."""
+    clamped = step.clamped
     m, J = ctx.mass.unsqueeze(-1), ctx.inertia
-    fl, tl = torch.from_numpy(f_last), torch.from_numpy(t_last)
-    vh, ph = torch.from_numpy(vn), torch.from_numpy(pin)
+    fl, tl = torch.from_numpy(out.f_last), torch.from_numpy(out.t_last)
+    vh, ph = torch.from_numpy(out.v), torch.from_numpy(out.pi)
     vv = vh + 0.5 * h * fl / m
     if clamped:
         vv[:, 0] = vh[:, 0]
-    Rf, pf, wf = torch.from_numpy(Rn), torch.from_numpy(pn), (ph + 0.5 * h * tl) / J
-    if beta_h2 > 0.0:
-        from flexlearn.physics.cosserat.implicit import unfilter_velocities
+    Rf, pf, wf = torch.from_numpy(out.R), torch.from_numpy(out.p), (ph + 0.5 * h * tl) / J
+    if step.beta_h2 > 0.0:
         if clamped:
             wf[:, 0] = 0.0
-        vv, wf = unfilter_velocities(ctx, Rf, pf, vv, wf, beta_h2, clamped)
+        vv, wf = implicit.unfilter_velocities(ctx, Rf, pf, vv, wf, step.beta_h2, clamped)
     return RodState(pf, Rf, vv, wf, n_steps * h, n_steps)
 
 
-def simulate(rod, ctx, loads, damping, R, p, v0, w0, h, n_steps, record_every, clamped, r1, p1, strain_limit,
-             tol, iters, implicit_beta: float = 0.0, implicit_dissipation: float = 0.0):
-    """Run the kernel from state (R, p, v0, w0) (tensors, (B, n, …)); returns ``(positions, rotations,
-    times, final)`` as tensors of the tensor path's layout (T, B, n, …) plus the final
-    :class:`RodState`, or ``None`` when a step failed (the caller reruns the tensor path for the error).
-    ``implicit_beta`` β > 0 runs the implicit step (:mod:`flexlearn.physics.cosserat.implicit`), with the
-    numerical damping ζ = ``implicit_dissipation``."""
-    import torch
+class KernelRun(NamedTuple):
+    """A finished kernel run in the tensor path's layout (T, B, n, …) and its final state."""
+
+    positions: Tensor  # (T, B, n, 3) [m]
+    rotations: Tensor  # (T, B, n, 3, 3)
+    times: Tensor  # (T,) [s]
+    final: RodState
+
+
+def simulate(
+    ctx: RodContext,
+    setup: RodSetup,
+    start: RodState,
+    base_pose: Optional[Pose],
+    h: float,
+    n_steps: int,
+    options: SimulationOptions,
+) -> Optional[KernelRun]:
+    """Run the kernel from the ``start`` state (tensors, (B, n, …)).
+
+    Args:
+        ctx: the rod's context (with the loads' point masses).
+        setup: its loads and damping (``eligible`` said the kernel can take them).
+        start: the state at t = 0 (node 0 already at the base pose when clamped).
+        base_pose: the fixed clamp's pose, or None for a free base.
+        h: time step [s].
+        n_steps: number of steps.
+        options: recording, tolerances, strain limit, scheme (``filter_beta`` β > 0 runs the implicit step,
+            :mod:`flexlearn.physics.cosserat.implicit`, with the numerical damping ζ = ``filter_dissipation``).
+
+    Returns:
+        The :class:`KernelRun`, or ``None`` when a step failed (the caller reruns the tensor path for the error).
+    """
     with torch.no_grad():
+        R, p, v0, w0 = start.rotations, start.positions, start.velocities, start.angular_velocities
+        clamped = base_pose is not None
         B, n = p.shape[0], p.shape[1]
         m = ctx.mass.unsqueeze(-1)
         J = ctx.inertia
-        fx, fx0, tx0, cf, cw, mmag, bfield = _load_arrays(ctx, loads, damping, R, p, v0, w0, h, n_steps)
-        f0, tau0, *_ = rod._internal(ctx, R, p)
-        f0, tau0 = f0 + fx0, tau0 + tx0
-        beta_h2 = float(implicit_beta) * h * h
+        arrays = _load_arrays(ctx, setup, start, h, n_steps)
+        f0, tau0, *_ = internal_forces(ctx, R, p)
+        f0, tau0 = f0 + arrays.fx0, tau0 + arrays.tx0
+        beta_h2 = float(options.filter_beta) * h * h
+        zeta = options.filter_dissipation
         if beta_h2 > 0.0:
-            from flexlearn.physics.cosserat.implicit import filter_forces, filter_velocities
-            f0, tau0 = filter_forces(ctx, R, p, f0, tau0, beta_h2, clamped)
-            v0, w0 = filter_velocities(ctx, R, p, v0, w0, beta_h2, clamped)
+            f0, tau0 = implicit.filter_forces(ctx, R, p, f0, tau0, ForceFilter(beta_h2, clamped))
+            v0, w0 = implicit.filter_velocities(ctx, R, p, v0, w0, beta_h2, clamped)
         v = v0 - 0.5 * h * f0 / m
         pi = J * w0 - 0.5 * h * tau0
         if clamped:
             v[:, 0] = 0.0
             pi[:, 0] = 0.0
-        ks = list(range(0, n_steps + 1, record_every))
-        if n_steps % record_every:
+        ks = list(range(0, n_steps + 1, options.record_every))
+        if n_steps % options.record_every:
             ks.append(n_steps)
         out_p = np.empty((len(ks), B, n, 3))
         out_R = np.empty((len(ks), B, n, 3, 3))
         f_last = np.empty((B, n, 3))
         t_last = np.empty((B, n, 3))
         Rn, pn, vn, pin = _np(R), _np(p), _np(v), _np(pi)
-        jd = _np(torch.diagonal(ctx.jd_n, dim1=-2, dim2=-1))
-        r1n = _np(r1.expand(B, 3, 3)) if clamped else np.zeros((B, 3, 3))
-        p1n = _np(p1.expand(B, 3)) if clamped else np.zeros((B, 3))
-        status, k, b, where = run(Rn, pn, vn, pin, _np(ctx.mass), _np(ctx.scale), jd, _np(ctx.j_n), _np(ctx.C1),
-                                  _np(ctx.C2), _np(ctx.l), _np(fx), _np(cf), _np(cw), _np(mmag), bfield, float(h),
-                                  int(n_steps), int(record_every), bool(clamped), r1n, p1n,
-                                  ctx.strain == "midpoint", float(strain_limit) ** 2, float(tol), int(iters),
-                                  out_p, out_R, f_last, t_last, _np(J),
-                                  beta_h2 + 0.5 * implicit_dissipation * h * h if beta_h2 > 0.0 else 0.0,
-                                  implicit_dissipation * h if beta_h2 > 0.0 else 0.0)
+        jd = _np(torch.diagonal(ctx.jd_normalised, dim1=-2, dim2=-1))
+        r1n = _np(base_pose.rotation.expand(B, 3, 3)) if base_pose is not None else np.zeros((B, 3, 3))
+        p1n = _np(base_pose.position.expand(B, 3)) if base_pose is not None else np.zeros((B, 3))
+        status, _, _, _ = run(
+            Rn, pn, vn, pin, _np(ctx.mass), _np(ctx.inertia_trace), jd, _np(ctx.j_normalised),
+            _np(ctx.shear_stiffness), _np(ctx.bend_stiffness), _np(ctx.rest_lengths), _np(arrays.fx), _np(arrays.cf),
+            _np(arrays.cw), _np(arrays.mmag), arrays.bfield, float(h), int(n_steps), int(options.record_every),
+            bool(clamped), r1n, p1n, ctx.midpoint, float(options.strain_limit) ** 2, float(options.newton_tol),
+            int(options.newton_iters), out_p, out_R, f_last, t_last, _np(J),
+            beta_h2 + 0.5 * zeta * h * h if beta_h2 > 0.0 else 0.0,
+            zeta * h if beta_h2 > 0.0 else 0.0,
+        )  # fmt: skip
         if status != OK:
             return None
         times = torch.tensor([kk * h for kk in ks], dtype=torch.float64)
-        final = _final_state(ctx, Rn, pn, vn, pin, f_last, t_last, h, n_steps, clamped, beta_h2)
-        return torch.from_numpy(out_p), torch.from_numpy(out_R), times, final
+        final = _final_state(
+            ctx, KernelState(Rn, pn, vn, pin, f_last, t_last), h, n_steps, ForceFilter(beta_h2, clamped)
+        )
+        return KernelRun(torch.from_numpy(out_p), torch.from_numpy(out_R), times, final)

@@ -21,11 +21,12 @@ reuse the factors once the residual is small were tried: more iterations, no net
 :func:`condensed_apply` are kernels of their own, compiled beside the tangent on a first compile (see the
 compile-cost note of :mod:`flexlearn.physics.lse.compiled.newton`).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from flexlearn.physics.lse.compiled.elements import _copy2, _gemm6, _inv6_into, njit, njit_inner
+from flexlearn.physics.lse.compiled.linalg import copy2, gemm6, inv6_into, njit, njit_inner
 
 __all__ = ["base_columns", "condense", "condensed_apply", "condensed_solve"]
 
@@ -55,7 +56,7 @@ def condense(hel, kee):
     xu = np.zeros((r, n, 6, 6))
     h10 = np.empty((r, 6, 6))
     s = np.empty((6, 6))
-    _copy2(kee, s)
+    copy2(kee, s)
     d = np.empty((n + 1, 6, 6))
     up = np.empty((n + 1, 6, 6))
     hc = np.empty((12, 12))
@@ -65,11 +66,11 @@ def condense(hel, kee):
             _zero2(d[j])
         for e in range(n):
             hm = hel[k, e]
-            _copy2(hm[12:, 12:], tmp)
-            _inv6_into(tmp, hbb_inv[k, e])
-            _gemm6(hbb_inv[k, e], hm[12:, :12], gmat[k, e], 1.0, False)
-            _copy2(hm[:12, :12], hc)
-            _gemm6(hm[:12, 12:], gmat[k, e], hc, -1.0, True)
+            copy2(hm[12:, 12:], tmp)
+            inv6_into(tmp, hbb_inv[k, e])
+            gemm6(hbb_inv[k, e], hm[12:, :12], gmat[k, e], 1.0, False)
+            copy2(hm[:12, :12], hc)
+            gemm6(hm[:12, 12:], gmat[k, e], hc, -1.0, True)
             for i in range(6):
                 for j in range(6):
                     if e == 0:
@@ -80,14 +81,14 @@ def condense(hel, kee):
                         lo[k, e, i, j] = hc[6 + i, j]
                     d[e + 1, i, j] += hc[6 + i, 6 + j]
         for j in range(1, n):
-            _inv6_into(d[j], dinv[k, j])
-            _gemm6(dinv[k, j], up[j], xu[k, j], 1.0, False)
-            _gemm6(lo[k, j], xu[k, j], d[j + 1], -1.0, True)
+            inv6_into(d[j], dinv[k, j])
+            gemm6(dinv[k, j], up[j], xu[k, j], 1.0, False)
+            gemm6(lo[k, j], xu[k, j], d[j + 1], -1.0, True)
         for i in range(6):
             for j in range(6):
                 s[i, j] += d[n, i, j]
     s_inv = np.empty((6, 6))
-    _inv6_into(s, s_inv)   # s is overwritten
+    inv6_into(s, s_inv)  # s is overwritten
     return hbb_inv, gmat, lo, dinv, xu, h10, s_inv
 
 
@@ -100,8 +101,8 @@ def condensed_apply(hel, factors, res, res_ee, x0):
     r, n = hel.shape[0], hel.shape[1]
     nc = x0.shape[2]
     ny = 12 * n - 6
-    gvec = np.empty((r, n, 6, nc))      # H_ββ⁻¹ b_β
-    xb = np.empty((r, n, 6, nc))        # D̃_j⁻¹ b̃_j
+    gvec = np.empty((r, n, 6, nc))  # H_ββ⁻¹ b_β
+    xb = np.empty((r, n, 6, nc))  # D̃_j⁻¹ b̃_j
     rz = np.zeros((6, nc))
     for i in range(6):
         rz[i, 0] = -res_ee[i]
@@ -119,37 +120,37 @@ def condensed_apply(hel, factors, res, res_ee, x0):
         for e in range(n):
             for i in range(6):
                 bbeta[i, 0] = -res[k, 6 * (n - 1) + 6 * e + i]
-            _gemm6(hbb_inv[k, e], bbeta, gvec[k, e], 1.0, False)
-            _gemm6(hel[k, e, :12, 12:], gvec[k, e], bc, -1.0, False)
+            gemm6(hbb_inv[k, e], bbeta, gvec[k, e], 1.0, False)
+            gemm6(hel[k, e, :12, 12:], gvec[k, e], bc, -1.0, False)
             if e == 0:  # node 0 prescribed: move H̃_{1,0} x₀ to the right-hand side
-                _gemm6(h10[k], x0[k], bn[1], -1.0, True)
+                gemm6(h10[k], x0[k], bn[1], -1.0, True)
             for i in range(6):
                 for j in range(nc):
                     if e > 0:
                         bn[e, i, j] += bc[i, j]
                     bn[e + 1, i, j] += bc[6 + i, j]
         for j in range(1, n):
-            _gemm6(dinv[k, j], bn[j], xb[k, j], 1.0, False)
-            _gemm6(lo[k, j], xb[k, j], bn[j + 1], -1.0, True)
+            gemm6(dinv[k, j], bn[j], xb[k, j], 1.0, False)
+            gemm6(lo[k, j], xb[k, j], bn[j + 1], -1.0, True)
         for i in range(6):
             for j in range(nc):
                 rz[i, j] += bn[n, i, j]
     dz = np.empty((6, nc))
-    _gemm6(s_inv, rz, dz, 1.0, False)
+    gemm6(s_inv, rz, dz, 1.0, False)
     dy = np.empty((r, ny, nc))
     xs = np.empty((n + 1, 6, nc))
     for k in range(r):
-        _copy2(x0[k], xs[0])
-        _copy2(dz, xs[n])
+        copy2(x0[k], xs[0])
+        copy2(dz, xs[n])
         for j in range(n - 1, 0, -1):
-            _copy2(xb[k, j], xs[j])
-            _gemm6(xu[k, j], xs[j + 1], xs[j], -1.0, True)
-            _copy2(xs[j], dy[k, 6 * (j - 1):6 * j])
+            copy2(xb[k, j], xs[j])
+            gemm6(xu[k, j], xs[j + 1], xs[j], -1.0, True)
+            copy2(xs[j], dy[k, 6 * (j - 1) : 6 * j])
         for e in range(n):
             o = 6 * (n - 1) + 6 * e
-            _copy2(gvec[k, e], dy[k, o:o + 6])
-            _gemm6(gmat[k, e, :, :6], xs[e], dy[k, o:o + 6], -1.0, True)
-            _gemm6(gmat[k, e, :, 6:], xs[e + 1], dy[k, o:o + 6], -1.0, True)
+            copy2(gvec[k, e], dy[k, o : o + 6])
+            gemm6(gmat[k, e, :, :6], xs[e], dy[k, o : o + 6], -1.0, True)
+            gemm6(gmat[k, e, :, 6:], xs[e + 1], dy[k, o : o + 6], -1.0, True)
     return dy, dz
 
 

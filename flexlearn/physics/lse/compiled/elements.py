@@ -11,6 +11,7 @@ cannot be imported, and the model then stays on the torch kernels.
 Shapes: elements flattened to E: poses ga, gb (E, 4, 4), β, K-diagonal, ξ₀ (E, 6), h (E,). The relative
 rotation of an element must stay below π.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,38 +19,45 @@ from pathlib import Path
 import numpy as np
 
 from flexlearn.numba_cache import refresh_numba_cache
-from flexlearn.physics.lse.compiled.linalg import (  # noqa: F401  (re-exported: the kernels import them from here)
-    HAVE_NUMBA,
-    _ad_into,
-    _copy1,
-    _copy2,
-    _cross_into,
-    _gemm,
-    _gemm6,
-    _hat_into,
-    _inv6_into,
-    _mm,
-    _mm3_acc,
-    _mv,
-    _wbar_into,
+from flexlearn.physics.lse.compiled.linalg import (
+    ad_into,
+    copy1,
+    copy2,
+    cross_into,
+    gemm,
+    gemm6,
+    hat_into,
+    mm3_acc,
     njit,
     njit_inner,
     njit_inner_leaf,
-    njit_leaf,
-    pose_mul_into,
-    rot_t_mv_into,
+    wbar_into,
 )
-from flexlearn.physics.lse.fused import _GL_NODES, _GL_WEIGHTS, _SERIES, _THRESHOLDS
+from flexlearn.physics.lse.fused import GL_NODES, GL_WEIGHTS, SERIES, THRESHOLDS
 
 # The compiled solver modules call (and inline) the kernels of this file, and numba freezes the global
 # series table and thresholds (built at import from flexlearn.lie.tables / thresholds, see fused.py) into
 # the machine code: one cache fingerprint over all these sources (paths relative to this directory). The
 # inverse pose statics' kernels call these and are a group of their own on top (POSE_CACHE_SOURCES, refreshed by
 # `refresh_pose_cache` when a pose module is imported): editing a pose file recompiles only the pose kernels.
-CACHE_SOURCES = ("../fused", "elements", "linalg", "condense", "newton", "../newton_policy",
-                 "../../../lie/tables", "../../../lie/thresholds")
-POSE_CACHE_SOURCES = ("../length_actuated/kernels", "../length_actuated/geometry", "../length_actuated/condense",
-                      "../length_actuated/work", "../length_actuated/fit", "../length_actuated/batch")
+CACHE_SOURCES = (
+    "../fused",
+    "elements",
+    "linalg",
+    "condense",
+    "newton",
+    "../newton_policy",
+    "../../../lie/tables",
+    "../../../lie/thresholds",
+)
+POSE_CACHE_SOURCES = (
+    "../length_actuated/kernels",
+    "../length_actuated/geometry",
+    "../length_actuated/condense",
+    "../length_actuated/work",
+    "../length_actuated/fit",
+    "../length_actuated/batch",
+)
 refresh_numba_cache(Path(__file__).parent, CACHE_SOURCES, "lse_kernels")
 
 
@@ -58,22 +66,37 @@ def refresh_pose_cache() -> None:
     refresh_numba_cache(Path(__file__).parent, POSE_CACHE_SOURCES, "lse_pose", depends=CACHE_SOURCES)
 
 
+__all__ = [
+    "CACHE_SOURCES",
+    "GT3",
+    "GT8",
+    "GTW3",
+    "GTW8",
+    "POSE_CACHE_SOURCES",
+    "alloc_parts",
+    "coefficients_into",
+    "coefficients_nb",
+    "element_into",
+    "element_residual_nb",
+    "element_tangent_nb",
+    "exp_se3_into",
+    "refresh_pose_cache",
+    "tangent_into",
+    "tangent_nodes_into",
+    "workspace",
+]
 
-
-__all__ = ["GT3", "GTW3", "HAVE_NUMBA", "alloc_parts", "element_into", "element_residual_nb", "element_tangent_nb",
-           "njit_inner", "pose_mul_into", "rot_t_mv_into", "tangent_into", "workspace"]
-
-_SER = np.ascontiguousarray(_SERIES)
-_THR = np.ascontiguousarray(_THRESHOLDS)
-_GT = 0.5 * (_GL_NODES + 1.0)                   # Gauss–Legendre nodes on [0, 1]
-_GTW = 0.25 * (_GL_NODES + 1.0) * _GL_WEIGHTS   # t · w on [0, 1]
+_SER = np.ascontiguousarray(SERIES)
+_THR = np.ascontiguousarray(THRESHOLDS)
+GT8 = 0.5 * (GL_NODES + 1.0)  # 8-point Gauss–Legendre nodes on [0, 1]
+GTW8 = 0.25 * (GL_NODES + 1.0) * GL_WEIGHTS  # t · w on [0, 1]
 _GL3_NODES, _GL3_WEIGHTS = np.polynomial.legendre.leggauss(3)
-GT3 = 0.5 * (_GL3_NODES + 1.0)                   # the same with 3 points (short elements, see tangent_into)
+GT3 = 0.5 * (_GL3_NODES + 1.0)  # the same with 3 points (short elements, see tangent_into)
 GTW3 = 0.25 * (_GL3_NODES + 1.0) * _GL3_WEIGHTS
 
 
 @njit_inner
-def _coefficients_into(t2, out):
+def coefficients_into(t2, out):
     """[A, B, C, E, F, D] of θ² into ``out`` (6,) (see :func:`flexlearn.physics.lse.fused.coefficients`)."""
     th = np.sqrt(t2)
     s, c = 0.0, 1.0
@@ -103,18 +126,19 @@ def _coefficients_into(t2, out):
 
 
 @njit(cache=True)
-def _coefficients(t2):
-    """[A, B, C, E, F, D] of θ² (6,) (allocating form of :func:`_coefficients_into`)."""
+def coefficients_nb(t2):
+    """[A, B, C, E, F, D] of θ² (6,) (allocating form of :func:`coefficients_into`)."""
     out = np.empty(6)
-    _coefficients_into(t2, out)
+    coefficients_into(t2, out)
     return out
 
 
 @njit_inner
-def _exp_into(xi, out, co):
-    """SE(3) exponential of [φ; ρ] into ``out`` (4, 4) without allocation (:func:`flexlearn.physics.lse.compiled.newton._exp` allocates); co (6,)."""
+def exp_se3_into(xi, out, co):
+    """SE(3) exponential of [φ; ρ] into ``out`` (4, 4) without allocation
+    (:func:`flexlearn.physics.lse.compiled.newton.exp_se3` allocates); co (6,)."""
     p0, p1, p2 = xi[0], xi[1], xi[2]
-    _coefficients_into(p0 * p0 + p1 * p1 + p2 * p2, co)
+    coefficients_into(p0 * p0 + p1 * p1 + p2 * p2, co)
     a, b, c = co[0], co[1], co[2]
     # R = I + a φ^ + b φ^², t = ρ + b φ×ρ + c φ×(φ×ρ)
     out[0, 0] = 1.0 - b * (p1 * p1 + p2 * p2)
@@ -135,7 +159,6 @@ def _exp_into(xi, out, co):
     out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
 
 
-
 @njit(cache=True)
 def workspace():
     """Scratch arrays of the element kernels (allocated once per call of a batch kernel):
@@ -147,16 +170,27 @@ def workspace():
 def alloc_parts(r, n):
     """Storage (R, N, …) of the per-element pieces that a residual pass hands to the tangent: rr (3, 3), pr,
     φ, ρ (3,), θ² (), A⁻¹ (6, 6), ξ̄, μ (6,), J_r⁻¹, J_l⁻¹ (6, 6), r_a, r_b, r_β (6,)."""
-    return (np.empty((r, n, 3, 3)), np.empty((r, n, 3)), np.empty((r, n, 3)), np.empty((r, n, 3)),
-            np.empty((r, n)), np.empty((r, n, 6, 6)), np.empty((r, n, 6)), np.empty((r, n, 6)),
-            np.empty((r, n, 6, 6)), np.empty((r, n, 6, 6)), np.empty((r, n, 6)), np.empty((r, n, 6)),
-            np.empty((r, n, 6)))
+    return (
+        np.empty((r, n, 3, 3)),
+        np.empty((r, n, 3)),
+        np.empty((r, n, 3)),
+        np.empty((r, n, 3)),
+        np.empty((r, n)),
+        np.empty((r, n, 6, 6)),
+        np.empty((r, n, 6)),
+        np.empty((r, n, 6)),
+        np.empty((r, n, 6, 6)),
+        np.empty((r, n, 6, 6)),
+        np.empty((r, n, 6)),
+        np.empty((r, n, 6)),
+        np.empty((r, n, 6)),
+    )
 
 
 @njit(cache=True, inline="always")
 def _relative_log_into(ga, gb, rr, pr, phi, rho, co, w3):
     """Relative pose ``(rr, pr) = g_a⁻¹ g_b`` and its log ``Ω = [φ; ρ]`` into the arrays given; returns θ² = |φ|²
-    (``co`` (6,) receives the coefficients of θ², :func:`_coefficients_into`). No allocation."""
+    (``co`` (6,) receives the coefficients of θ², :func:`coefficients_into`). No allocation."""
     for i in range(3):
         acc = 0.0
         for q in range(3):
@@ -174,12 +208,12 @@ def _relative_log_into(ga, gb, rr, pr, phi, rho, co, w3):
     if s2 > 0:
         theta = np.arctan2(np.sqrt(s2), cth)
         t2 = theta * theta
-    _coefficients_into(t2, co)
+    coefficients_into(t2, co)
     for i in range(3):
         phi[i] = v[i] / co[0]
     pxr, ppxr = w3[1], w3[2]
-    _cross_into(phi, pr, pxr)
-    _cross_into(phi, pxr, ppxr)
+    cross_into(phi, pr, pxr)
+    cross_into(phi, pxr, ppxr)
     for i in range(3):
         rho[i] = pr[i] - 0.5 * pxr[i] + co[5] * ppxr[i]
     return t2
@@ -191,7 +225,7 @@ def _jacobians_inv_into(phi, rho, t2, co, jri, jli, w3, w33):
     Q(-φ, -ρ)), and ``J_l⁻¹ = J_r⁻¹ - ad_Ω`` (6, 6) into jri, jli; ``co``: coefficients of θ². No allocation."""
     d = co[5]
     ph, jr3, q_r, tmp = w33[0], w33[1], w33[2], w33[3]
-    _hat_into(phi, ph)
+    hat_into(phi, ph)
     pp = phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2]
     for i in range(3):
         for j in range(3):
@@ -200,21 +234,21 @@ def _jacobians_inv_into(phi, rho, t2, co, jri, jli, w3, w33):
     cq, eq, fq = co[2], co[3], co[4]
     m = phi[0] * rho[0] + phi[1] * rho[1] + phi[2] * rho[2]
     kv, u = w3[3], w3[4]
-    _cross_into(phi, rho, u)
-    _cross_into(phi, u, kv)
+    cross_into(phi, rho, u)
+    cross_into(phi, u, kv)
     for i in range(3):
         kv[i] = 0.5 * rho[i] + ((eq - cq) * m) * phi[i] + eq * kv[i]
-    _hat_into(kv, q_r)
+    hat_into(kv, q_r)
     for i in range(3):
         for j in range(3):
             q_r[i, j] = cq * (rho[i] * phi[j] + rho[j] * phi[i]) - 2.0 * fq * m * phi[i] * phi[j] - q_r[i, j]
         q_r[i, i] += 2.0 * m * (fq * t2 - cq)
-    _gemm(q_r, jr3, tmp, 1.0, False)
+    gemm(q_r, jr3, tmp, 1.0, False)
     for i in range(3):
         for j in range(3):
             jri[i, j], jri[i, 3 + j], jri[3 + i, 3 + j] = jr3[i, j], 0.0, jr3[i, j]
-    _gemm(jr3, tmp, jri[3:, :3], -1.0, False)
-    _hat_into(rho, tmp)
+    gemm(jr3, tmp, jri[3:, :3], -1.0, False)
+    hat_into(rho, tmp)
     for i in range(3):
         for j in range(3):
             jli[i, j] = jri[i, j] - ph[i, j]
@@ -265,7 +299,7 @@ def element_into(ga, gb, beta, h, k, xi0, parts, r, e, ws):
     co, w3, w33 = ws[0], ws[1], ws[2]
     t2 = _relative_log_into(ga, gb, rr, pr, phi, rho, co, w3)
     parts[4][r, e] = t2
-    c = h ** 3 / 12.0
+    c = h**3 / 12.0
     _strain_map_inv_into(beta, h, c, ainv, w33[0], w33[1])
     for i in range(6):
         acc = 0.0
@@ -288,9 +322,9 @@ def element_into(ga, gb, beta, h, k, xi0, parts, r, e, ws):
         r_a[i] = -acc_a
     # W̃(μ) ξ̄ = [μ_m × ξ̄_ω + μ_f × ξ̄_v; μ_f × ξ̄_ω]
     a1, a2, a3 = w3[5], w3[6], w3[7]
-    _cross_into(mu[:3], xibar[:3], a1)
-    _cross_into(mu[3:], xibar[3:], a2)
-    _cross_into(mu[3:], xibar[:3], a3)
+    cross_into(mu[:3], xibar[:3], a1)
+    cross_into(mu[3:], xibar[3:], a2)
+    cross_into(mu[3:], xibar[:3], a3)
     for i in range(3):
         r_beta[i] = c * (k[i] * beta[i] - a1[i] - a2[i])
         r_beta[3 + i] = c * (k[3 + i] * beta[3 + i] - a3[i])
@@ -305,36 +339,36 @@ def _quadrature_q_into(phi, rho, t2, r_b, q, ws, gt, gtw):
     u, uu, p_t, x, px, ppx, nu, pxr, pppr, kv = w3[0], w3[1], w3[2], w3[3], w3[4], w3[5], w3[6], w3[7], w3[8], w3[9]
     top[:] = 0.0
     nfj_sum[:] = 0.0
-    _cross_into(phi, rho, u)
-    _cross_into(phi, u, uu)
+    cross_into(phi, rho, u)
+    cross_into(phi, u, uu)
     m, f = r_b[:3], r_b[3:]
-    _hat_into(phi, ph)
-    _gemm(ph, ph, ph2, 1.0, False)
+    hat_into(phi, ph)
+    gemm(ph, ph, ph2, 1.0, False)
     pr = phi[0] * rho[0] + phi[1] * rho[1] + phi[2] * rho[2]
-    _cross_into(phi, rho, pxr)
-    _cross_into(phi, pxr, pppr)
+    cross_into(phi, rho, pxr)
+    cross_into(phi, pxr, pppr)
     for i in range(gt.shape[0]):
         t = gt[i]
         w = gtw[i]
         t2i = t2 * t * t
-        _coefficients_into(t2i, co)
+        coefficients_into(t2i, co)
         a, b, c = co[0], co[1], co[2]
         for j in range(3):
-            p_t[j] = -t * rho[j] + (b * t * t) * u[j] - (c * t ** 3) * uu[j]
-        _cross_into(p_t, f, x)
+            p_t[j] = -t * rho[j] + (b * t * t) * u[j] - (c * t**3) * uu[j]
+        cross_into(p_t, f, x)
         for j in range(3):
             x[j] = m[j] - x[j]
         # R_tᵀ y = y + A t φ×y + B t² φ×(φ×y) for y = x (→ ν_m) and y = f (→ ν_f)
-        _cross_into(phi, x, px)
-        _cross_into(phi, px, ppx)
+        cross_into(phi, x, px)
+        cross_into(phi, px, ppx)
         for j in range(3):
             nu[j] = x[j] + (a * t) * px[j] + (b * t * t) * ppx[j]
-        _hat_into(nu, nm)
-        _cross_into(phi, f, px)
-        _cross_into(phi, px, ppx)
+        hat_into(nu, nm)
+        cross_into(phi, f, px)
+        cross_into(phi, px, ppx)
         for j in range(3):
             nu[j] = f[j] + (a * t) * px[j] + (b * t * t) * ppx[j]
-        _hat_into(nu, nf)
+        hat_into(nu, nf)
         for j in range(3):
             for l in range(3):
                 jl[j, l] = (b * t) * ph[j, l] + (c * t * t) * ph2[j, l]
@@ -343,16 +377,17 @@ def _quadrature_q_into(phi, rho, t2, r_b, q, ws, gt, gtw):
         cq, eq, fq = co[2], co[3], co[4]
         mq = t * t * pr
         for j in range(3):
-            kv[j] = 0.5 * t * rho[j] + ((eq - cq) * mq * t) * phi[j] + (eq * t ** 3) * pppr[j]
-        _hat_into(kv, ql)
+            kv[j] = 0.5 * t * rho[j] + ((eq - cq) * mq * t) * phi[j] + (eq * t**3) * pppr[j]
+        hat_into(kv, ql)
         for j in range(3):
             for l in range(3):
-                ql[j, l] += (cq * t * t) * (rho[j] * phi[l] + rho[l] * phi[j]) \
-                    - (2.0 * fq * mq * t * t) * phi[j] * phi[l]
+                ql[j, l] += (cq * t * t) * (rho[j] * phi[l] + rho[l] * phi[j]) - (2.0 * fq * mq * t * t) * phi[j] * phi[
+                    l
+                ]
             ql[j, j] += 2.0 * mq * (fq * t2i - cq)
-        _mm3_acc(nm, jl, w, top)
-        _mm3_acc(nf, ql, w, top)
-        _mm3_acc(nf, jl, w, nfj_sum)
+        mm3_acc(nm, jl, w, top)
+        mm3_acc(nf, ql, w, top)
+        mm3_acc(nf, jl, w, nfj_sum)
     for j in range(3):
         for l in range(3):
             q[j, l], q[j, 3 + l], q[3 + j, l], q[3 + j, 3 + l] = top[j, l], nfj_sum[j, l], nfj_sum[j, l], 0.0
@@ -364,7 +399,7 @@ def tangent_into(parts, r, e, he, ke, oe, ws):
     ``∂[r_a; r_b; r_β]/∂(δζ_a, δζ_b, δβ)`` (seed Sec. V-D; see
     :func:`flexlearn.physics.lse.fused.element_tangent_fused`). ws: :func:`workspace`. No allocation. The
     tangent's one non-elementary term by 8-point Gauss–Legendre (:func:`tangent_nodes_into`)."""
-    tangent_nodes_into(parts, r, e, he, ke, oe, ws, _GT, _GTW)
+    tangent_nodes_into(parts, r, e, he, ke, oe, ws, GT8, GTW8)
 
 
 @njit_inner_leaf
@@ -376,49 +411,49 @@ def tangent_nodes_into(parts, r, e, he, ke, oe, ws, gt, gtw):
     ainv, xibar, mu, jri = parts[5][r, e], parts[6][r, e], parts[7][r, e], parts[8][r, e]
     jli, r_a, r_b = parts[9][r, e], parts[10][r, e], parts[11][r, e]
     w66, w618, w33 = ws[3], ws[4], ws[2]
-    c = he ** 3 / 12.0
+    c = he**3 / 12.0
     q, ad_xi, wmu, wra, adr, adn = w66[1], w66[2], w66[3], w66[4], w66[5], w66[6]
     cat, b, d_mu, inner, d_rb = w618[0], w618[1], w618[2], w618[3], w618[4]
     _quadrature_q_into(phi, rho, t2, r_b, q, ws, gt, gtw)
-    _ad_into(xibar, ad_xi)
+    ad_into(xibar, ad_xi)
     # ∂ξ̄ = A⁻¹ [-J_l⁻¹, J_r⁻¹, -h³/12 ad_ξ̄] (6, 18)
     for i in range(6):
         for j in range(6):
             cat[i, j] = -jli[i, j]
             cat[i, 6 + j] = jri[i, j]
             cat[i, 12 + j] = -c * ad_xi[i, j]
-    _gemm6(ainv, cat, b, 1.0, False)
+    gemm6(ainv, cat, b, 1.0, False)
     # ∂μ = A⁻ᵀ h K ∂ξ̄ (+ h³/12 A⁻ᵀ W̃(μ) on the β columns)
     for i in range(6):
         for j in range(18):
             cat[i, j] = he * ke[i] * b[i, j]
-    _gemm6(ainv, cat, d_mu, 1.0, False, True)
-    _wbar_into(mu, wmu)
-    _gemm6(ainv, wmu, d_mu[:, 12:], c, True, True)
+    gemm6(ainv, cat, d_mu, 1.0, False, True)
+    wbar_into(mu, wmu)
+    gemm6(ainv, wmu, d_mu[:, 12:], c, True, True)
     # ∂r_b = J_r⁻ᵀ (∂μ + Q [-J_l⁻¹, J_r⁻¹, 0])
-    _copy2(d_mu, inner)
-    _gemm6(q, jli, inner[:, :6], -1.0, True)
-    _gemm6(q, jri, inner[:, 6:12], 1.0, True)
-    _gemm6(jri, inner, d_rb, 1.0, False, True)
+    copy2(d_mu, inner)
+    gemm6(q, jli, inner[:, :6], -1.0, True)
+    gemm6(q, jri, inner[:, 6:12], 1.0, True)
+    gemm6(jri, inner, d_rb, 1.0, False, True)
     # ∂r_a = -W̃(r_a) [-I, Ad_{g_rel}, 0] - Ad_{g_rel}⁻ᵀ-like block [[rr, p^ rr], [0, rr]] ∂r_b
     x = w33[0]
-    _hat_into(pr, w33[1])
-    _gemm(w33[1], rr, x, 1.0, False)
+    hat_into(pr, w33[1])
+    gemm(w33[1], rr, x, 1.0, False)
     for i in range(3):
         for j in range(3):
             adr[i, j], adr[i, 3 + j], adr[3 + i, j], adr[3 + i, 3 + j] = rr[i, j], 0.0, x[i, j], rr[i, j]
             adn[i, j], adn[i, 3 + j], adn[3 + i, j], adn[3 + i, 3 + j] = rr[i, j], x[i, j], 0.0, rr[i, j]
-    _wbar_into(r_a, wra)
+    wbar_into(r_a, wra)
     for i in range(6):
         for j in range(6):
             oe[i, j] = wra[i, j]
             oe[i, 12 + j] = 0.0
-    _gemm6(wra, adr, oe[:6, 6:12], -1.0, False)
-    _gemm6(adn, d_rb, oe[:6], -1.0, True)
-    _copy2(d_rb, oe[6:12])
+    gemm6(wra, adr, oe[:6, 6:12], -1.0, False)
+    gemm6(adn, d_rb, oe[:6], -1.0, True)
+    copy2(d_rb, oe[6:12])
     # ∂r_β = -h³/12 (ad_ξ̄ᵀ ∂μ + W̃(μ) ∂ξ̄) + h³/12 K on the β block
-    _gemm6(ad_xi, d_mu, oe[12:], -c, False, True)
-    _gemm6(wmu, b, oe[12:], -c, True)
+    gemm6(ad_xi, d_mu, oe[12:], -c, False, True)
+    gemm6(wmu, b, oe[12:], -c, True)
     for i in range(6):
         oe[12 + i, 12 + i] += c * ke[i]
 
@@ -432,9 +467,9 @@ def element_residual_nb(ga, gb, beta, h, k, xi0):
     out = np.empty((n_el, 18))
     for e in range(n_el):
         element_into(ga[e], gb[e], beta[e], h[e], k[e], xi0[e], parts, 0, e, ws)
-        _copy1(parts[10][0, e], out[e, :6])
-        _copy1(parts[11][0, e], out[e, 6:12])
-        _copy1(parts[12][0, e], out[e, 12:])
+        copy1(parts[10][0, e], out[e, :6])
+        copy1(parts[11][0, e], out[e, 6:12])
+        copy1(parts[12][0, e], out[e, 12:])
     return out
 
 

@@ -2,9 +2,11 @@
 and allocation-free 3 × 3 / 6 × 6 / pose products, hat maps, adjoints and copies.
 
 Kernels that only other kernels call are compiled with :func:`njit_inner` (no Python or C wrappers; see the
-compile-cost note of :mod:`flexlearn.physics.lse.compiled.newton`). Everything here is re-exported by
-:mod:`flexlearn.physics.lse.compiled.elements`, whose cache fingerprint covers this file.
+compile-cost note of :mod:`flexlearn.physics.lse.compiled.newton`). The kernels import these helpers from here;
+the forward cache fingerprint of :mod:`flexlearn.physics.lse.compiled.elements` (``CACHE_SOURCES``) covers this
+file, so an edit here recompiles every kernel that inlines them.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,6 +21,7 @@ def _plain(*args, **kwargs):
 
 try:  # numba is a core dependency; the torch kernels remain the fallback
     from numba import njit as _numba_njit
+
     njit = _numba_njit
     HAVE_NUMBA = True
 except Exception:  # pragma: no cover - exercised only without numba
@@ -35,9 +38,11 @@ if HAVE_NUMBA:
 
         def __call__(self, *args, **kwargs):
             name = f"{self.py_func.__module__}.{self.py_func.__qualname__}"
-            raise TypeError(f"{name} is a compiled kernel that only other compiled kernels call: it has no "
-                            "Python entry point; use the module's Python-facing function, or run with "
-                            "NUMBA_DISABLE_JIT=1 to step through it as plain Python")
+            raise TypeError(
+                f"{name} is a compiled kernel that only other compiled kernels call: it has no "
+                "Python entry point; use the module's Python-facing function, or run with "
+                "NUMBA_DISABLE_JIT=1 to step through it as plain Python"
+            )
 
 
 def _kernel_only(dispatcher):
@@ -59,7 +64,7 @@ def njit_inner(f):
 def njit_leaf(f):
     """``njit(cache=True)`` without numba's reference counting (``_nrt=False``), for a kernel that allocates
     nothing, returns no array and calls nothing that returns one (an array it received would never be released);
-    nor may it assign an array to a slice (numba needs the runtime for that: use :func:`_copy1`/:func:`_copy2`).
+    nor may it assign an array to a slice (numba needs the runtime for that: use :func:`copy1`/:func:`copy2`).
     Each array view such a kernel takes (``parts[5][r, e]``, ``w33[0]``, ``mu[:3]``) would otherwise cost an
     atomic increment and decrement of the parent's count: with counting, those were ≈ 20 % of the time of a CSG
     pose solve (perf, ``NRT_incref``/``NRT_decref``). The arrays it is given stay owned by its caller. Without
@@ -75,7 +80,8 @@ def njit_inner_leaf(f):
 
 
 @njit_inner
-def _mm(a, b):
+def matmul(a, b):
+    """The product a b (n, m) of a (n, k) and b (k, m), allocated (zero entries of ``a`` skipped)."""
     n, k = a.shape
     m = b.shape[1]
     out = np.zeros((n, m))
@@ -90,7 +96,7 @@ def _mm(a, b):
 
 @njit_inner
 def pose_mul_into(a, b, out):
-    """out = a b for poses (4, 4) (``out`` must not alias ``a`` or ``b``). No allocation."""
+    """Out = a b for poses (4, 4) (``out`` must not alias ``a`` or ``b``). No allocation."""
     for i in range(3):
         for j in range(4):
             out[i, j] = a[i, 0] * b[0, j] + a[i, 1] * b[1, j] + a[i, 2] * b[2, j] + (a[i, 3] if j == 3 else 0.0)
@@ -99,13 +105,14 @@ def pose_mul_into(a, b, out):
 
 @njit_inner
 def rot_t_mv_into(g, v, out):
-    """out (3,) = Rᵀ v, R = g[:3, :3] of a pose or rotation ``g``; v (3,). No allocation."""
+    """Out (3,) = Rᵀ v, R = g[:3, :3] of a pose or rotation ``g``; v (3,). No allocation."""
     for i in range(3):
         out[i] = g[0, i] * v[0] + g[1, i] * v[1] + g[2, i] * v[2]
 
 
 @njit_inner
-def _mv(a, v):
+def matvec(a, v):
+    """The product a v (n,) of a (n, k) and v (k,), allocated."""
     n, k = a.shape
     out = np.zeros(n)
     for i in range(n):
@@ -117,7 +124,7 @@ def _mv(a, v):
 
 
 @njit_inner
-def _inv6_into(m, out):
+def inv6_into(m, out):
     """Inverse of the (6, 6) matrix ``m`` into ``out`` by Gauss–Jordan elimination with partial pivoting
     (``m`` is overwritten; no LAPACK call: ≈ 5× cheaper than ``np.linalg.inv`` at this size). A singular
     matrix (an exactly zero pivot) gives NaN entries."""
@@ -153,8 +160,8 @@ def _inv6_into(m, out):
 
 
 @njit_inner
-def _gemm(a, b, out, sign, add):
-    """out (=|+=) sign · a @ b for 2-D arrays or views (explicit loops: no temporaries)."""
+def gemm(a, b, out, sign, add):
+    """Out (=|+=) sign · a @ b for 2-D arrays or views (explicit loops: no temporaries)."""
     n, k = a.shape
     m = b.shape[1]
     for i in range(n):
@@ -169,9 +176,9 @@ def _gemm(a, b, out, sign, add):
 
 
 @njit_inner
-def _gemm6(a, b, out, sign, add, trans=False):
-    """out (=|+=) sign · op(a) @ b, op(a) = a, or aᵀ when ``trans``, with inner dimension 6 (unrolled: ≈ 3× faster
-    than :func:`_gemm`)."""
+def gemm6(a, b, out, sign, add, trans=False):
+    """Out (=|+=) sign · op(a) @ b, op(a) = a, or aᵀ when ``trans``, with inner dimension 6 (unrolled: ≈ 3× faster
+    than :func:`gemm`)."""
     for i in range(a.shape[1] if trans else a.shape[0]):
         if trans:
             a0, a1, a2, a3, a4, a5 = a[0, i], a[1, i], a[2, i], a[3, i], a[4, i], a[5, i]
@@ -186,7 +193,7 @@ def _gemm6(a, b, out, sign, add, trans=False):
 
 
 @njit_inner
-def _copy1(src, dst):
+def copy1(src, dst):
     """``dst[:] = src`` (1-D) as a loop: an array assigned to a slice links numba's shape-mismatch error (a few
     thousand LLVM instructions of message formatting) into the kernel and every caller."""
     for i in range(src.shape[0]):
@@ -194,48 +201,50 @@ def _copy1(src, dst):
 
 
 @njit_inner
-def _copy2(src, dst):
-    """``dst[:, :] = src`` for 2-D arrays of one shape, as a loop (see :func:`_copy1`)."""
+def copy2(src, dst):
+    """``dst[:, :] = src`` for 2-D arrays of one shape, as a loop (see :func:`copy1`)."""
     for i in range(src.shape[0]):
         for j in range(src.shape[1]):
             dst[i, j] = src[i, j]
 
 
 @njit_inner
-def _cross_into(a, b, out):
+def cross_into(a, b, out):
+    """Out (3,) = a × b for a, b (3,) (``out`` must not alias them). No allocation."""
     out[0] = a[1] * b[2] - a[2] * b[1]
     out[1] = a[2] * b[0] - a[0] * b[2]
     out[2] = a[0] * b[1] - a[1] * b[0]
 
 
 @njit_inner
-def _hat_into(v, out):
+def hat_into(v, out):
+    """Out (3, 3) = v^, the skew matrix with v^ u = v × u, of v (3,). No allocation."""
     out[0, 0], out[0, 1], out[0, 2] = 0.0, -v[2], v[1]
     out[1, 0], out[1, 1], out[1, 2] = v[2], 0.0, -v[0]
     out[2, 0], out[2, 1], out[2, 2] = -v[1], v[0], 0.0
 
 
 @njit_inner
-def _ad_into(x, out):
+def ad_into(x, out):
     """ad_ξ = [[ω^, 0], [v^, ω^]] (6, 6) of ξ = [ω; v]."""
     out[:3, 3:] = 0.0
-    _hat_into(x[:3], out[:3, :3])
-    _hat_into(x[:3], out[3:, 3:])
-    _hat_into(x[3:], out[3:, :3])
+    hat_into(x[:3], out[:3, :3])
+    hat_into(x[:3], out[3:, 3:])
+    hat_into(x[3:], out[3:, :3])
 
 
 @njit_inner
-def _wbar_into(w, out):
+def wbar_into(w, out):
     """W̃(w) = [[m^, f^], [f^, 0]] (6, 6) with ad_aᵀ w = W̃(w) a, w = [m; f]."""
     out[3:, 3:] = 0.0
-    _hat_into(w[:3], out[:3, :3])
-    _hat_into(w[3:], out[:3, 3:])
-    _hat_into(w[3:], out[3:, :3])
+    hat_into(w[:3], out[:3, :3])
+    hat_into(w[3:], out[:3, 3:])
+    hat_into(w[3:], out[3:, :3])
 
 
 @njit_inner
-def _mm3_acc(a, b, w, out):
-    """out += w · a b (3 × 3)."""
+def mm3_acc(a, b, w, out):
+    """Out += w · a b (3 × 3)."""
     for i in range(3):
         for j in range(3):
             out[i, j] += w * (a[i, 0] * b[0, j] + a[i, 1] * b[1, j] + a[i, 2] * b[2, j])

@@ -21,47 +21,49 @@ library of its own and links it, with everything it calls, into the caller, wher
 machine code again, so code k calls deep is processed k + 1 times. Hence (scripts/bench_lse_compile.py measures
 the effect):
 
-* the four large pieces of a Newton iteration, ``_residual``, ``_tangent`` and the condensation
+* the four large pieces of a Newton iteration, ``residual_pass``, ``tangent_pass`` and the condensation
   (:mod:`flexlearn.physics.lse.compiled.condense`), are kernels of their own that do not call one another, so that
   a first compile builds them on two processes at once (:mod:`flexlearn.physics.lse.compiled.prebuild`) and
-  ``_newton`` then links them from numba's cache (inlined into ``_newton``, they compiled ≈ 1.6× longer on two
-  CPUs, and ≈ 8 % shorter on one, before the element kernels lost their reference counting);
+  ``newton_iterations`` then links them from numba's cache (inlined into ``newton_iterations``, they compiled ≈ 1.6×
+  longer on two CPUs, and ≈ 8 % shorter on one, before the element kernels lost their reference counting);
 * single-use small code is inlined by numba (``inline="always"``): ``_base_twists`` here, ``base_columns`` and
   the single-use pieces of the element kernels (relative log, Jacobians, quadrature term of
   :mod:`flexlearn.physics.lse.compiled.elements`);
 * the small helpers used at many sites (products, hat maps, 6 × 6 inverses, coefficient series) are plain kernels
   compiled once per argument type that LLVM inlines, without the CPython and C wrappers that only a call from
-  Python needs (:func:`~flexlearn.physics.lse.compiled.elements.njit_inner`);
-* no kernel assigns an array to an array slice (``_copy1``/``_copy2`` loops instead): numba would link its
+  Python needs (:func:`~flexlearn.physics.lse.compiled.linalg.njit_inner`);
+* no kernel assigns an array to an array slice (``copy1``/``copy2`` loops instead): numba would link its
   shape-mismatch error, with the string formatting of its message, into every such kernel.
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from flexlearn.physics.lse.compiled.elements import (
-    _GT,
-    _GTW,
-    HAVE_NUMBA,
-    _copy2,
-    _exp_into,
-    _gemm6,
-    _hat_into,
-    alloc_parts,
-    element_into,
-    njit,
-    njit_inner,
-    pose_mul_into,
-    rot_t_mv_into,
-    tangent_nodes_into,
-    workspace,
-)
 from flexlearn.physics.lse.compiled.condense import (
     base_columns,
     condense,
     condensed_apply,
+)
+from flexlearn.physics.lse.compiled.elements import (
+    GT8,
+    GTW8,
+    alloc_parts,
+    element_into,
+    exp_se3_into,
+    tangent_nodes_into,
+    workspace,
+)
+from flexlearn.physics.lse.compiled.linalg import (
+    copy2,
+    gemm6,
+    hat_into,
+    njit,
+    njit_inner,
+    pose_mul_into,
+    rot_t_mv_into,
 )
 from flexlearn.physics.lse.newton_policy import (
     BACKTRACK_FACTOR,
@@ -73,14 +75,14 @@ from flexlearn.physics.lse.newton_policy import (
     step_verdict,
 )
 
-__all__ = ["HAVE_NUMBA"]
+__all__ = ["base_poses", "exp_se3", "newton_iterations", "predict_state", "residual_pass", "tangent_pass"]
 
 
 @njit_inner
-def _exp(xi):
+def exp_se3(xi):
     """SE(3) exponential (4, 4) of a twist [φ; ρ] (as :func:`flexlearn.physics.lse.fused.se3_exp_fused`)."""
     out = np.empty((4, 4))
-    _exp_into(xi, out, np.empty(6))
+    exp_se3_into(xi, out, np.empty(6))
     return out
 
 
@@ -89,9 +91,9 @@ def _nodes(base, g_ee, g_int, tip_local):
     r, n1 = g_int.shape[0], g_int.shape[1]
     nodes = np.empty((r, n1 + 2, 4, 4))
     for k in range(r):
-        _copy2(base[k], nodes[k, 0])
+        copy2(base[k], nodes[k, 0])
         for j in range(n1):
-            _copy2(g_int[k, j], nodes[k, j + 1])
+            copy2(g_int[k, j], nodes[k, j + 1])
         pose_mul_into(g_ee, tip_local[k], nodes[k, n1 + 1])
     return nodes
 
@@ -125,7 +127,12 @@ def _add_block(res, k, idx, adinv, v, n, sign):
 
 
 @njit_inner
-def _residual(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul_pos, tension, has_pul):
+def residual_pass(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul_pos, tension, has_pul):
+    """Rod-local residuals (R, 12N) ``Σ P_{k,e}ᵀ r_{k,e} - Σ D_iᵀ F_i`` and the platform's (6,) at the state
+    (g_ee, g_int, beta) with the rod bases ``base`` (R, 4, 4); world nodal loads ``wn`` (R, N+1, 6), platform
+    wrench ``we`` (6,), pulley at ``pul_pos`` (3,) pulling with ``tension`` [N] when ``has_pul``. Returns (res,
+    res_ee, nodes, body loads, platform moment me and force fe (3,), ∂f/∂p (3, 3), element pieces for the
+    tangent)."""
     r, n = beta.shape[0], beta.shape[1]
     nodes = _nodes(base, g_ee, g_int, tip_local)
     res = np.zeros((r, 12 * n))
@@ -186,7 +193,7 @@ def _scaled_norm(res, res_ee, w, ny, scale):
 
 
 @njit_inner
-def _tangent(parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul):
+def tangent_pass(parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul):
     """Element tangents (R, N, 18, 18) with the nodal load stiffness ``-[[m̂, 0], [f̂, 0]]`` of node e+1 on
     each element's (ζ_b, ζ_b) block and the tip projection ``Ad_{(g^loc)⁻¹}`` on the last element's ζ_b
     rows and columns; the platform's load stiffness K_ee (6, 6) (see :meth:`AssemblyMixin._tangent`)."""
@@ -197,9 +204,9 @@ def _tangent(parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul):
     for k in range(r):
         for e in range(n):
             he = hel[k, e]
-            tangent_nodes_into(parts, k, e, h[k], kd[k], he, ws, _GT, _GTW)   # tangent_into, one compile level less
-            _hat_into(body[k, e + 1, :3], hm)
-            _hat_into(body[k, e + 1, 3:], hf)
+            tangent_nodes_into(parts, k, e, h[k], kd[k], he, ws, GT8, GTW8)  # tangent_into, one compile level less
+            hat_into(body[k, e + 1, :3], hm)
+            hat_into(body[k, e + 1, 3:], hf)
             for i in range(3):
                 for j in range(3):
                     he[6 + i, 6 + j] -= hm[i, j]
@@ -208,14 +215,14 @@ def _tangent(parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul):
         ad = adinv[k]
         hl = hel[k, n - 1]
         for cb in range(3):
-            _copy2(hl[6:12, 6 * cb:6 * cb + 6], tmp)
-            _gemm6(ad, tmp, hl[6:12, 6 * cb:6 * cb + 6], 1.0, False, True)
+            copy2(hl[6:12, 6 * cb : 6 * cb + 6], tmp)
+            gemm6(ad, tmp, hl[6:12, 6 * cb : 6 * cb + 6], 1.0, False, True)
         for rb in range(3):
-            _copy2(hl[6 * rb:6 * rb + 6, 6:12], tmp)
-            _gemm6(tmp, ad, hl[6 * rb:6 * rb + 6, 6:12], 1.0, False)
+            copy2(hl[6 * rb : 6 * rb + 6, 6:12], tmp)
+            gemm6(tmp, ad, hl[6 * rb : 6 * rb + 6, 6:12], 1.0, False)
     kee = np.zeros((6, 6))
-    _hat_into(me, hm)
-    _hat_into(fe, hf)
+    hat_into(me, hm)
+    hat_into(fe, hf)
     for i in range(3):
         for j in range(3):
             kee[i, j] = -hm[i, j]
@@ -239,7 +246,7 @@ def _base_twists(base, s_world):
     v = np.empty(3)
     for k in range(r):
         g, sw = base[k], s_world[k]
-        v[0] = sw[3] - (g[1, 3] * sw[2] - g[2, 3] * sw[1])   # v - p × ω
+        v[0] = sw[3] - (g[1, 3] * sw[2] - g[2, 3] * sw[1])  # v - p × ω
         v[1] = sw[4] - (g[2, 3] * sw[0] - g[0, 3] * sw[2])
         v[2] = sw[5] - (g[0, 3] * sw[1] - g[1, 3] * sw[0])
         rot_t_mv_into(g, sw[:3], dz0[k, :3])
@@ -259,22 +266,24 @@ def _retract(g_ee, g_int, beta, dy, dz, alpha):
         for j in range(n1):
             for i in range(6):
                 xi[i] = alpha * dy[k, 6 * j + i]
-            _exp_into(xi, step, co)
+            exp_se3_into(xi, step, co)
             pose_mul_into(g_int[k, j], step, g_int_new[k, j])
         for e in range(n):
             for i in range(6):
                 beta_new[k, e, i] = beta[k, e, i] + alpha * dy[k, 6 * n1 + 6 * e + i]
     for i in range(6):
         xi[i] = alpha * dz[i]
-    _exp_into(xi, step, co)
+    exp_se3_into(xi, step, co)
     g_ee_new = np.empty((4, 4))
     pose_mul_into(g_ee, step, g_ee_new)
     return g_ee_new, g_int_new, beta_new
 
 
+# fmt: off
 @njit(cache=True)
-def _newton(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul_pos, tension, has_pul,
-            s_world, rod_motor, n_motors, w, scale, tol, max_iter, max_rot, step_tol, growth, backtracks, log):
+def newton_iterations(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul_pos, tension, has_pul, s_world,
+                      rod_motor, n_motors, w, scale, tol, max_iter, max_rot, step_tol, growth, backtracks, log):
+    # fmt: on  (the kernel's 26 arguments on two lines, not one per line)
     """Returns (status: 1 converged / 0 failed, g_ee, g_int, beta, nodes, iterations, log length, sens_y,
     sens_z, has_sens).
 
@@ -290,15 +299,16 @@ def _newton(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul_p
     sens_y = np.zeros((r, ny, n_motors))
     sens_z = np.zeros((6, n_motors))
     has_sens = False
-    x0 = base_columns(_base_twists(base, s_world), rod_motor, n_motors)   # [Newton step | dq/dθ]
+    x0 = base_columns(_base_twists(base, s_world), rod_motor, n_motors)  # [Newton step | dq/dθ]
     dy = np.zeros((r, ny))
     dz = np.zeros(6)
     alpha = 1.0
-    c_ee, c_int, c_beta = g_ee, g_int, beta   # the state whose residual is evaluated next
-    trial = -1                                # -1: the starting state, else the halvings of the trial step
+    c_ee, c_int, c_beta = g_ee, g_int, beta  # the state whose residual is evaluated next
+    trial = -1  # -1: the starting state, else the halvings of the trial step
     while True:
-        res, res_ee, nodes, body, me, fe, dfdp, parts = _residual(base, c_ee, c_int, c_beta, tip_local, adinv, h, kd,
-                                                                 xi0, wn, we, pul_pos, tension, has_pul)
+        res, res_ee, nodes, body, me, fe, dfdp, parts = residual_pass(
+            base, c_ee, c_int, c_beta, tip_local, adinv, h, kd, xi0, wn, we, pul_pos, tension, has_pul
+        )
         n_c = _scaled_norm(res, res_ee, w, ny, scale)
         if trial >= 0 and trial < backtracks and not accept_trial(n_c, norm, growth):
             alpha *= BACKTRACK_FACTOR
@@ -317,7 +327,7 @@ def _newton(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul_p
             break
         if verdict == FAILED:
             return 0, g_ee, g_int, beta, nodes, it, nlog, sens_y, sens_z, has_sens
-        hel, kee = _tangent(parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul)
+        hel, kee = tangent_pass(parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul)
         dy_all, dz_all = condensed_apply(hel, condense(hel, kee), res, res_ee, x0)
         for k in range(r):
             for i in range(ny):
@@ -353,7 +363,7 @@ def _newton(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul_p
 
 
 @njit(cache=True)
-def _predict(g_ee, g_int, beta, sens_y, sens_z, dth, max_rot):
+def predict_state(g_ee, g_int, beta, sens_y, sens_z, dth, max_rot):
     """First-order warm-start predictor ``q ⊕ (dq/dθ) Δθ`` (see :meth:`CPRModel._predict`); returns the state
     unchanged when a node would rotate by more than ``max_rot`` [rad]."""
     r, ny, m = sens_y.shape
@@ -381,7 +391,7 @@ def _predict(g_ee, g_int, beta, sens_y, sens_z, dth, max_rot):
 
 
 @njit(cache=True)
-def _base_poses(base0, s_world, rod_motor, theta):
+def base_poses(base0, s_world, rod_motor, theta):
     """Rod base poses (R, 4, 4) ``g_{k,0} = exp(θ_m S_m^) g⁰_{k,0}`` (seed Sec. IV-B); fixed rods keep g⁰."""
     out = np.empty(base0.shape)
     xi, co, step = np.empty(6), np.empty(6), np.empty((4, 4))
@@ -389,8 +399,8 @@ def _base_poses(base0, s_world, rod_motor, theta):
         if rod_motor[k] >= 0:
             for i in range(6):
                 xi[i] = theta[rod_motor[k]] * s_world[k, i]
-            _exp_into(xi, step, co)
+            exp_se3_into(xi, step, co)
             pose_mul_into(step, base0[k], out[k])
         else:
-            _copy2(base0[k], out[k])
+            copy2(base0[k], out[k])
     return out

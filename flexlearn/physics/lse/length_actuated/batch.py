@@ -3,27 +3,30 @@
 The poses are visited in the order given (:meth:`PoseStatics.solve_batch` gives a greedy nearest-neighbour order,
 :func:`visiting_order`). The latest STORE_MAX solutions are kept for the fits.
 Once MAX_NEIGHBOURS solutions are stored, a pose starts from the local polynomial fit of its nearest solutions
-(:mod:`flexlearn.physics.lse.length_actuated.fit`) and Newton (:func:`~flexlearn.physics.lse.length_actuated.kernels.pose_newton`,
-a fresh tangent first) finishes it; before that, or when the fit is unavailable or Newton fails from it, the pose
-is solved from the previous solution by the path step (sensitivity predictor, adaptive continuation:
-:func:`~flexlearn.physics.lse.length_actuated.kernels._solve_stepped`). A pose that fails both is marked and the next one
-starts again from the last solution. Each solution is judged by the same residual tolerance whatever its start.
+(:mod:`flexlearn.physics.lse.length_actuated.fit`) and Newton
+(:func:`~flexlearn.physics.lse.length_actuated.kernels.pose_newton`, a fresh tangent first) finishes it; before that, or
+when the fit is unavailable or Newton fails from it, the pose is solved from the previous solution by the path step
+(sensitivity predictor, adaptive continuation: :func:`~flexlearn.physics.lse.length_actuated.kernels.solve_stepped`). A
+pose that fails both is marked and the next one starts again from the last solution. Each solution is judged by the same
+residual tolerance whatever its start.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from flexlearn.physics.lse.compiled.elements import njit, refresh_pose_cache
+from flexlearn.physics.lse.compiled.elements import refresh_pose_cache
+from flexlearn.physics.lse.compiled.linalg import njit
 from flexlearn.physics.lse.length_actuated.fit import fit_neighbours, fit_start_into, fit_workspace, store_solution
 from flexlearn.physics.lse.length_actuated.geometry import copy_state
-from flexlearn.physics.lse.length_actuated.kernels import _current, _load, _restart, _solve_stepped, pose_newton
-from flexlearn.physics.lse.length_actuated.work import _state, _state_now, pose_workspace
+from flexlearn.physics.lse.length_actuated.kernels import evaluate_current, load_state, pose_newton, solve_stepped
+from flexlearn.physics.lse.length_actuated.work import current_and_trial, current_state, empty_state, pose_workspace
 
 refresh_pose_cache()  # before any kernel of this file loads its cache
 
 __all__ = ["STORE_MAX", "pose_batch_chain", "visiting_order"]
 
-STORE_MAX = 2048     # solutions kept for the fits (the latest; memory and search bounded for large batches)
+STORE_MAX = 2048  # solutions kept for the fits (the latest; memory and search bounded for large batches)
 
 
 @njit(cache=True)
@@ -52,8 +55,8 @@ def visiting_order(points, start):
 def _restore(base, g, tip_local, kd, xi0, w_body, saved, wk):
     """The workspace back to the solution ``saved`` at ``g``: residual evaluated, no factorisation, sensitivity
     or history (the next path step refactorises)."""
-    copy_state(saved, _state_now(wk))
-    _restart(base, g, tip_local, kd, xi0, w_body, wk)
+    copy_state(saved, current_state(wk))
+    evaluate_current(base, g, tip_local, kd, xi0, w_body, wk)
     flags = wk[22]
     flags[0], flags[1], flags[3], flags[4], flags[5], flags[6] = 0, 0, 0, 0, 0, 0
 
@@ -64,11 +67,11 @@ def _from_fit(base, g, tip_local, kd, xi0, w_body, opts, wk, fw, count, lbar):
     k = fit_neighbours(fw, count, g, lbar)
     if k == 0:
         return -1, 0
-    _, trl = _current(wk)
+    _, trl = current_and_trial(wk)
     fit_start_into(fw, k, base, g, tip_local, trl[1], trl[4], wk[29], wk[17])
     flags = wk[22]
     flags[2] = 1 - flags[2]
-    flags[0], flags[1], flags[3], flags[4] = 0, 0, 0, 0    # a fresh tangent; the old sensitivity is not of here
+    flags[0], flags[1], flags[3], flags[4] = 0, 0, 0, 0  # a fresh tangent; the old sensitivity is not of here
     acc = wk[25]
     acc[0][:] = 0.0
     acc[1][:] = 0.0
@@ -92,8 +95,8 @@ def pose_batch_chain(base, g_start, poses, tip_local, kd, xi0, w_body, state, se
     wk = pose_workspace(r, n)
     capacity = max(1, min(npose, STORE_MAX))
     fw = fit_workspace(capacity, r, n)
-    saved = _state(r, n)
-    _load(base, g_start, tip_local, kd, xi0, w_body, state, sens, wk)
+    saved = empty_state(r, n)
+    load_state(base, g_start, tip_local, kd, xi0, w_body, state, sens, wk)
     copy_state(state, saved)
     g_last = g_start
     stored = 0
@@ -106,17 +109,17 @@ def pose_batch_chain(base, g_start, poses, tip_local, kd, xi0, w_body, state, se
             if ok == 0:
                 _restore(base, g_last, tip_local, kd, xi0, w_body, saved, wk)
         if ok != 1:
-            ok, it2, _nf = _solve_stepped(base, g_last, g, tip_local, kd, xi0, w_body, opts, predictor, wk)
+            ok, it2, _nf = solve_stepped(base, g_last, g, tip_local, kd, xi0, w_body, opts, predictor, wk)
             it += it2
         iters[p] = it
         if ok != 1:
             _restore(base, g_last, tip_local, kd, xi0, w_body, saved, wk)
             continue
-        cur, _ = _current(wk)
+        cur, _ = current_and_trial(wk)
         st = cur[1]
         status[p], out_l[p], out_psi[p] = 1, st[3], st[2]
         if fitted[p]:
-            wk[22][5], wk[22][6] = 0, 0      # the path history restarts from this solution
+            wk[22][5], wk[22][6] = 0, 0  # the path history restarts from this solution
         store_solution(fw, stored % capacity, g, cur[0], st)
         stored += 1
         copy_state(st, saved)

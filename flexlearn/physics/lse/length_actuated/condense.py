@@ -1,8 +1,9 @@
 """Tangent and condensed linear solve of the inverse-pose-statics Newton system (numba; see
 :mod:`flexlearn.physics.lse.length_actuated.kernels` for the unknowns and equations).
 
-Tangent (:func:`pose_tangent`): the exact element tangents (:func:`~flexlearn.physics.lse.compiled.elements.tangent_nodes_into`,
-quadrature sized to the element's rotation) and the analytic length column ∂r/∂L_k (:func:`element_dh_into`).
+Tangent (:func:`pose_tangent`): the exact element tangents
+(:func:`~flexlearn.physics.lse.compiled.elements.tangent_nodes_into`, quadrature sized to the element's rotation) and
+the analytic length column ∂r/∂L_k (:func:`element_dh_into`).
 
 Factorisation (:func:`pose_factor`), per rod: each element's slopes condensed onto its end nodes, the node chain
 eliminated from the prescribed base to the tip (6 × 6 blocks; as
@@ -17,36 +18,25 @@ steps of :func:`~flexlearn.physics.lse.length_actuated.kernels.pose_newton`) sti
 
 Work arrays come from :func:`condense_workspace` (allocated once per compiled call, no allocation here).
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from flexlearn.physics.lse.compiled.elements import (
-    GT3,
-    GTW3,
-    _GT,
-    _GTW,
-    _copy1,
-    _copy2,
-    _gemm6,
-    _inv6_into,
-    njit,
-    njit_leaf,
-    refresh_pose_cache,
-    tangent_nodes_into,
-)
+from flexlearn.physics.lse.compiled.elements import GT3, GT8, GTW3, GTW8, refresh_pose_cache, tangent_nodes_into
+from flexlearn.physics.lse.compiled.linalg import copy1, copy2, gemm6, inv6_into, njit, njit_leaf
 
 refresh_pose_cache()  # before any kernel of this file loads its cache
 
 __all__ = ["condense_workspace", "element_dh_into", "pose_factor", "pose_solve_column", "pose_tangent"]
 
 _GL2_NODES, _GL2_WEIGHTS = np.polynomial.legendre.leggauss(2)
-GT2 = 0.5 * (_GL2_NODES + 1.0)                  # 2-point Gauss–Legendre on [0, 1] (nearly straight elements)
+GT2 = 0.5 * (_GL2_NODES + 1.0)  # 2-point Gauss–Legendre on [0, 1] (nearly straight elements)
 GTW2 = 0.25 * (_GL2_NODES + 1.0) * _GL2_WEIGHTS
-TINY_ELEMENT_T2 = 0.15 ** 2    # elements turning by less than 0.15 rad: 2 points (term error O(θ⁴) ≲ 5e-4)
-SHORT_ELEMENT_T2 = 0.3 ** 2    # below 0.3 rad: 3 points (O(θ⁶)); 8 points above (exact to round-off)
+TINY_ELEMENT_T2 = 0.15**2  # elements turning by less than 0.15 rad: 2 points (term error O(θ⁴) ≲ 5e-4)
+SHORT_ELEMENT_T2 = 0.3**2  # below 0.3 rad: 3 points (O(θ⁶)); 8 points above (exact to round-off)
 
 
 @njit(cache=True)
@@ -58,12 +48,34 @@ def condense_workspace(r, n):
     13 … 15 the same as 6 … 8 for the solved column, 16 a_k (R,), 17 tip motions (R, 6), 18 diagonal blocks
     (N + 1, 6, 6), 19 upper blocks (N, 6, 6), 20 condensed element (12, 12), 21 (6, 6), 22 node sides (N + 1, 6),
     23 (12,), 24 back-substituted nodes (N + 1, 6), 25 (6,) × 3 scratch (3, 6)."""
-    return (np.empty((r, n, 6, 6)), np.empty((r, n, 6, 12)), np.zeros((r, n, 6, 6)), np.zeros((r, n, 6, 6)),
-            np.zeros((r, n, 6, 6)), np.empty((r, 6, 6)), np.empty((r, n, 6)), np.zeros((r, n, 6)), np.empty((r, 6)),
-            np.zeros(r), np.zeros((r, 6)), np.empty((6, 6)), np.empty((6, 6)), np.empty((r, n, 6)),
-            np.zeros((r, n, 6)), np.empty((r, 6)), np.zeros(r), np.zeros((r, 6)), np.zeros((n + 1, 6, 6)),
-            np.empty((n, 6, 6)), np.empty((12, 12)), np.empty((6, 6)), np.zeros((n + 1, 6)), np.empty(12),
-            np.zeros((n + 1, 6)), np.empty((3, 6)))
+    return (
+        np.empty((r, n, 6, 6)),
+        np.empty((r, n, 6, 12)),
+        np.zeros((r, n, 6, 6)),
+        np.zeros((r, n, 6, 6)),
+        np.zeros((r, n, 6, 6)),
+        np.empty((r, 6, 6)),
+        np.empty((r, n, 6)),
+        np.zeros((r, n, 6)),
+        np.empty((r, 6)),
+        np.zeros(r),
+        np.zeros((r, 6)),
+        np.empty((6, 6)),
+        np.empty((6, 6)),
+        np.empty((r, n, 6)),
+        np.zeros((r, n, 6)),
+        np.empty((r, 6)),
+        np.zeros(r),
+        np.zeros((r, 6)),
+        np.zeros((n + 1, 6, 6)),
+        np.empty((n, 6, 6)),
+        np.empty((12, 12)),
+        np.empty((6, 6)),
+        np.zeros((n + 1, 6)),
+        np.empty(12),
+        np.zeros((n + 1, 6)),
+        np.empty((3, 6)),
+    )
 
 
 @njit_leaf
@@ -73,9 +85,15 @@ def element_dh_into(parts, k, e, h, kk, beta, xi0, out, w):
     With ``A = hI - h³/12 ad_β``, ``A' = I - h²/4 ad_β``: ``ξ̄' = -A⁻¹ A' ξ̄``,
     ``μ' = A⁻ᵀ (K(ξ̄ - ξ₀) + hK ξ̄' - A'ᵀ μ)``, ``r_b' = J_r⁻ᵀ μ'``, ``r_a' = -J_l⁻ᵀ μ'``,
     ``r_β' = 3 r_β / h - h³/12 (W̃(μ') ξ̄ + W̃(μ) ξ̄')``. ``w`` (3, 6): scratch."""
-    ainv, xb, mu, jri, jli, rbeta = (parts[5][k, e], parts[6][k, e], parts[7][k, e], parts[8][k, e],
-                                     parts[9][k, e], parts[12][k, e])
-    q, c = h * h / 4.0, h ** 3 / 12.0
+    ainv, xb, mu, jri, jli, rbeta = (
+        parts[5][k, e],
+        parts[6][k, e],
+        parts[7][k, e],
+        parts[8][k, e],
+        parts[9][k, e],
+        parts[12][k, e],
+    )
+    q, c = h * h / 4.0, h**3 / 12.0
     b0, b1, b2, b3, b4, b5 = beta[0], beta[1], beta[2], beta[3], beta[4], beta[5]
     ap, dxi, dmu = w[0], w[1], w[2]
     # A' ξ̄ = ξ̄ - q ad_β ξ̄, ad_β ξ̄ = [β_ω × ξ̄_ω; β_v × ξ̄_ω + β_ω × ξ̄_v]
@@ -116,12 +134,15 @@ def element_dh_into(parts, k, e, h, kk, beta, xi0, out, w):
     y0, y1, y2, y3, y4, y5 = dxi[0], dxi[1], dxi[2], dxi[3], dxi[4], dxi[5]
     x0, x1, x2, x3, x4, x5 = xb[0], xb[1], xb[2], xb[3], xb[4], xb[5]
     # W̃(a) x = [a_m × x_ω + a_f × x_v; a_f × x_ω] for (a, x) = (μ', ξ̄) and (μ, ξ̄')
-    out[12] = 3.0 / h * rbeta[0] - c * ((d1 * x2 - d2 * x1) + (d4 * x5 - d5 * x4) + (m1 * y2 - m2 * y1)
-                                        + (f1 * y5 - f2 * y4))
-    out[13] = 3.0 / h * rbeta[1] - c * ((d2 * x0 - d0 * x2) + (d5 * x3 - d3 * x5) + (m2 * y0 - m0 * y2)
-                                        + (f2 * y3 - f0 * y5))
-    out[14] = 3.0 / h * rbeta[2] - c * ((d0 * x1 - d1 * x0) + (d3 * x4 - d4 * x3) + (m0 * y1 - m1 * y0)
-                                        + (f0 * y4 - f1 * y3))
+    out[12] = 3.0 / h * rbeta[0] - c * (
+        (d1 * x2 - d2 * x1) + (d4 * x5 - d5 * x4) + (m1 * y2 - m2 * y1) + (f1 * y5 - f2 * y4)
+    )
+    out[13] = 3.0 / h * rbeta[1] - c * (
+        (d2 * x0 - d0 * x2) + (d5 * x3 - d3 * x5) + (m2 * y0 - m0 * y2) + (f2 * y3 - f0 * y5)
+    )
+    out[14] = 3.0 / h * rbeta[2] - c * (
+        (d0 * x1 - d1 * x0) + (d3 * x4 - d4 * x3) + (m0 * y1 - m1 * y0) + (f0 * y4 - f1 * y3)
+    )
     out[15] = 3.0 / h * rbeta[3] - c * ((d4 * x2 - d5 * x1) + (f1 * y2 - f2 * y1))
     out[16] = 3.0 / h * rbeta[4] - c * ((d5 * x0 - d3 * x2) + (f2 * y0 - f0 * y2))
     out[17] = 3.0 / h * rbeta[5] - c * ((d3 * x1 - d4 * x0) + (f0 * y1 - f1 * y0))
@@ -140,8 +161,8 @@ def pose_tangent(beta, lengths, kd, xi0, parts, ws, hel, dres, dh, w, tiny_t2):
             dres[k, i] = 0.0
         for e in range(n):
             t2 = parts[4][k, e]
-            gt, gtw = (GT2, GTW2) if t2 < tiny_t2 else ((GT3, GTW3) if t2 < SHORT_ELEMENT_T2 else (_GT, _GTW))
-            tangent_nodes_into(parts, k, e, h, kd[k], hel[k, e], ws, gt, gtw)   # one call site: inlined once
+            gt, gtw = (GT2, GTW2) if t2 < tiny_t2 else ((GT3, GTW3) if t2 < SHORT_ELEMENT_T2 else (GT8, GTW8))
+            tangent_nodes_into(parts, k, e, h, kd[k], hel[k, e], ws, gt, gtw)  # one call site: inlined once
             element_dh_into(parts, k, e, h, kd[k], beta[k, e], xi0[k], dh, w)
             o_b = 12 * n - 6 if e == n - 1 else 6 * e
             for i in range(6):
@@ -162,17 +183,17 @@ def _rod_factor(hel_k, hbb_inv, gmat, lo, dinv, xu, s_tip, d, up, hc, tmp):
     d[:] = 0.0
     for e in range(n):
         hm = hel_k[e]
-        _copy2(hm[12:, 12:], tmp)
-        _inv6_into(tmp, hbb_inv[e])
-        if e == 0:              # the base node is prescribed: only its tip-side columns and block are needed
+        copy2(hm[12:, 12:], tmp)
+        inv6_into(tmp, hbb_inv[e])
+        if e == 0:  # the base node is prescribed: only its tip-side columns and block are needed
             gmat[e, :, :6] = 0.0
-            _gemm6(hbb_inv[e], hm[12:, 6:12], gmat[e, :, 6:], 1.0, False)
-            _copy2(hm[6:12, 6:12], hc[6:, 6:])
-            _gemm6(hm[6:12, 12:], gmat[e, :, 6:], hc[6:, 6:], -1.0, True)
+            gemm6(hbb_inv[e], hm[12:, 6:12], gmat[e, :, 6:], 1.0, False)
+            copy2(hm[6:12, 6:12], hc[6:, 6:])
+            gemm6(hm[6:12, 12:], gmat[e, :, 6:], hc[6:, 6:], -1.0, True)
         else:
-            _gemm6(hbb_inv[e], hm[12:, :12], gmat[e], 1.0, False)
-            _copy2(hm[:12, :12], hc)
-            _gemm6(hm[:12, 12:], gmat[e], hc, -1.0, True)
+            gemm6(hbb_inv[e], hm[12:, :12], gmat[e], 1.0, False)
+            copy2(hm[:12, :12], hc)
+            gemm6(hm[:12, 12:], gmat[e], hc, -1.0, True)
         for i in range(6):
             for j in range(6):
                 if e > 0:
@@ -181,10 +202,10 @@ def _rod_factor(hel_k, hbb_inv, gmat, lo, dinv, xu, s_tip, d, up, hc, tmp):
                     lo[e, i, j] = hc[6 + i, j]
                 d[e + 1, i, j] += hc[6 + i, 6 + j]
     for j in range(1, n):
-        _inv6_into(d[j], dinv[j])
-        _gemm6(dinv[j], up[j], xu[j], 1.0, False)
-        _gemm6(lo[j], xu[j], d[j + 1], -1.0, True)
-    _copy2(d[n], s_tip)
+        inv6_into(d[j], dinv[j])
+        gemm6(dinv[j], up[j], xu[j], 1.0, False)
+        gemm6(lo[j], xu[j], d[j + 1], -1.0, True)
+    copy2(d[n], s_tip)
 
 
 @njit_leaf
@@ -228,7 +249,7 @@ def _rod_forward(hel_k, sign, rhs, hbb_inv, lo, dinv, gvec, xb, btip, bn, bc):
             for q in range(6):
                 acc += lo[j, i, q] * xb[j, q]
             bn[j + 1, i] -= acc
-    _copy1(bn[n], btip)
+    copy1(bn[n], btip)
 
 
 @njit_leaf
@@ -238,7 +259,7 @@ def _rod_back(gmat, xu, xb0, gv0, xbl, gvl, lk, xtip, xs, out):
     of the length column (``xbl``, ``gvl``). xs (N + 1, 6): scratch."""
     n = gv0.shape[0]
     xs[0] = 0.0
-    _copy1(xtip, xs[n])
+    copy1(xtip, xs[n])
     for j in range(n - 1, 0, -1):
         for i in range(6):
             acc = xb0[j, i] + lk * xbl[j, i]
@@ -269,7 +290,7 @@ def pose_factor(hel, dres, adt, res, twist_free, cw):
         _rod_forward(hel[k], -1.0, dres[k], hbb_inv[k], lo[k], dinv[k], gvl[k], xbl[k], btl[k], bn, bc)
         s = s_tip[k]
         bk[k] = btl[k, 2] / s[2, 2] if twist_free else 0.0
-        rt = res[k, 12 * n - 6:]
+        rt = res[k, 12 * n - 6 :]
         # column k of the 6 × 6 length system: Ad_{T⁻¹}ᵀ (S ê₃ b - b̃_L) + t_k b
         for i in range(6):
             tk[k, i] = -(adt[k, i, 0] * rt[1] - adt[k, i, 1] * rt[0] + adt[k, i, 3] * rt[4] - adt[k, i, 4] * rt[3])
@@ -280,7 +301,7 @@ def pose_factor(hel, dres, adt, res, twist_free, cw):
     for i in range(6):
         for j in range(6):
             tmp[i, j] = mat[i, j]
-    _inv6_into(tmp, minv)
+    inv6_into(tmp, minv)
     ok = True
     for i in range(6):
         for j in range(6):
@@ -309,14 +330,14 @@ def pose_solve_column(cw, hel, adt, res, res_ee, twist_free, c, dy, dpsi, dl):
             xb0[k] = 0.0
             bt0[k] = 0.0
         for i in range(6):
-            dtip[k, i] = 0.0 if c == 0 else adt[k, c - 1, i]   # prescribed tip twist Ad_{T⁻¹} e_{c-1}
+            dtip[k, i] = 0.0 if c == 0 else adt[k, c - 1, i]  # prescribed tip twist Ad_{T⁻¹} e_{c-1}
         for i in range(6):
             acc = -bt0[k, i]
             for q in range(6):
                 acc += s[i, q] * dtip[k, q]
-            alpha[i] = acc                      # tip wrench before the twist and length corrections
-        ak[k] = -alpha[2] / s[2, 2] if twist_free else 0.0   # torsion row: the whole tip moment about ê₃
-        for i in range(6):                      # its increment (platform rows in increment form)
+            alpha[i] = acc  # tip wrench before the twist and length corrections
+        ak[k] = -alpha[2] / s[2, 2] if twist_free else 0.0  # torsion row: the whole tip moment about ê₃
+        for i in range(6):  # its increment (platform rows in increment form)
             alpha[i] += s[i, 2] * ak[k] - (res[k, 12 * n - 6 + i] if c == 0 else 0.0)
         for i in range(6):
             acc = tk[k, i] * ak[k]

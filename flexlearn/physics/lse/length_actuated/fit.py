@@ -10,25 +10,28 @@ lengths L — is fitted by a polynomial of degree ≤ 3 in these coordinates (de
 basis stays ≤ 28 monomials), least squares over K = ⌈NEIGHBOUR_RATIO × basis size⌉ neighbours, and evaluated at
 ``g`` (the origin): the warm start is ``Σ_i w_i x_i`` with weights ``w = Q R⁻ᵀ e₀`` (A = QR, A (K, M) the
 monomials of the neighbours, e₀ the constant's coefficient). Its nodes are rebuilt from Ω and closed onto the
-tips at ``g`` (:func:`~flexlearn.physics.lse.length_actuated.geometry.rebuild_nodes_into`), as for the path extrapolation.
+tips at ``g`` (:func:`~flexlearn.physics.lse.length_actuated.geometry.rebuild_nodes_into`), as for the path
+extrapolation.
 
 On the CSG batch of ``scripts/bench_csg.py`` (1,000 random positions, visited in nearest-neighbour order) the
 fit's first scaled residual is ≈ 0.05 against ≈ 1.6 for the sensitivity predictor from the previous pose, and
 Newton then needs ≈ 1.1 corrections per pose instead of ≈ 2.7 (``scripts/bench_csg_budget.py``).
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from flexlearn.physics.lse.compiled.elements import njit, njit_leaf, refresh_pose_cache
+from flexlearn.physics.lse.compiled.elements import refresh_pose_cache
+from flexlearn.physics.lse.compiled.linalg import njit, njit_leaf
 from flexlearn.physics.lse.length_actuated.geometry import (
-    _log_se3_into,
-    _rel_pose_into,
     combine_solutions_into,
+    log_se3_into,
     rebuild_nodes_into,
     record_solution_into,
+    rel_pose_into,
     tip_poses_into,
 )
 
@@ -36,10 +39,10 @@ refresh_pose_cache()  # before any kernel of this file loads its cache
 
 __all__ = ["MAX_NEIGHBOURS", "fit_neighbours", "fit_workspace", "fit_start_into", "store_solution"]
 
-EIG_REL = 1e-10          # eigenvalues of the displacement scatter below this fraction of the largest: no direction
-NEIGHBOUR_RATIO = 1.2    # neighbours per monomial of the fit
-MAX_NEIGHBOURS = 34      # ⌈1.2 × 28⌉: degree 2 in six directions
-RANK_REL = 1e-9          # a fit whose QR pivot falls below this fraction of the first is rank deficient: not used
+EIG_REL = 1e-10  # eigenvalues of the displacement scatter below this fraction of the largest: no direction
+NEIGHBOUR_RATIO = 1.2  # neighbours per monomial of the fit
+MAX_NEIGHBOURS = 34  # ⌈1.2 × 28⌉: degree 2 in six directions
+RANK_REL = 1e-9  # a fit whose QR pivot falls below this fraction of the first is rank deficient: not used
 
 
 @njit(cache=True)
@@ -50,10 +53,22 @@ def fit_workspace(capacity, r, n):
     (MAX_NEIGHBOURS,); 11 scratch (3, 6, 6): scatter, eigenvectors; 12 scratch (3, 28): R⁻ᵀ e₀,
     a twist and the log's coefficients; 13 relative pose (4, 4)."""
     m = MAX_NEIGHBOURS
-    return (np.zeros((capacity, 4, 4)), np.zeros((capacity, r, n, 6)), np.zeros((capacity, r, n, 6)),
-            np.zeros((capacity, r)), np.zeros((capacity, r)), np.zeros(m, dtype=np.int64), np.zeros(m),
-            np.zeros((m, 6)), np.zeros((m, 28)), np.zeros((28, 28)), np.zeros(m), np.zeros((3, 6, 6)),
-            np.zeros((3, 28)), np.zeros((4, 4)))
+    return (
+        np.zeros((capacity, 4, 4)),
+        np.zeros((capacity, r, n, 6)),
+        np.zeros((capacity, r, n, 6)),
+        np.zeros((capacity, r)),
+        np.zeros((capacity, r)),
+        np.zeros(m, dtype=np.int64),
+        np.zeros(m),
+        np.zeros((m, 6)),
+        np.zeros((m, 28)),
+        np.zeros((28, 28)),
+        np.zeros(m),
+        np.zeros((3, 6, 6)),
+        np.zeros((3, 28)),
+        np.zeros((4, 4)),
+    )
 
 
 @njit(cache=True)
@@ -169,7 +184,7 @@ def _value_weights(a, k, cols, rr, v, w):
             a[t, j] /= nrm
     for t in range(k):
         w[t] = 0.0
-    for j in range(cols):               # Rᵀ v = e₀ by forward substitution, then w = Q v
+    for j in range(cols):  # Rᵀ v = e₀ by forward substitution, then w = Q v
         acc = 1.0 if j == 0 else 0.0
         for i in range(j):
             acc -= rr[i, j] * v[i]
@@ -197,12 +212,12 @@ def fit_neighbours(fw, count, g, lbar):
         return 0
     _nearest(fw[0], count, g, lbar, big, idx, dist)
     for i in range(big):
-        _rel_pose_into(g, fw[0][idx[i]], rel)
-        _log_se3_into(rel, tw, co)
+        rel_pose_into(g, fw[0][idx[i]], rel)
+        log_se3_into(rel, tw, co)
         for j in range(3):
             x[i, j] = lbar * tw[j]
             x[i, 3 + j] = tw[3 + j]
-    for p in range(6):                   # the scatter of the displacements and its eigenvectors
+    for p in range(6):  # the scatter of the displacements and its eigenvectors
         for q in range(6):
             acc = 0.0
             for i in range(big):
@@ -213,7 +228,7 @@ def fit_neighbours(fw, count, g, lbar):
     for p in range(6):
         top = max(top, scat[p, p])
     m = 0
-    for p in range(6):                   # the directions spanned: eigenvectors moved to the first m columns
+    for p in range(6):  # the directions spanned: eigenvectors moved to the first m columns
         if scat[p, p] > EIG_REL * top:
             for i in range(6):
                 vec[i, m] = vec[i, p]
@@ -223,7 +238,7 @@ def fit_neighbours(fw, count, g, lbar):
     degree = 3 if m <= 3 else 2
     k = min(big, int(math.ceil(NEIGHBOUR_RATIO * _basis_size(m, degree))))
     radius = 0.0
-    for i in range(k):                   # coordinates in the spanned directions (row i → a[i, :m] scratch)
+    for i in range(k):  # coordinates in the spanned directions (row i → a[i, :m] scratch)
         nrm = 0.0
         for c in range(m):
             acc = 0.0

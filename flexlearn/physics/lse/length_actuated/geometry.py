@@ -5,36 +5,44 @@ element rotations and rod lengths (stretch and shear held), the weights of the p
 extrapolation along a straight platform path, and the cold start (clamped–clamped Hermite rods). See
 :mod:`flexlearn.physics.lse.length_actuated.kernels`. SI units.
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from flexlearn.physics.lse.compiled.elements import (
-    _coefficients_into,
-    _exp_into,
-    _gemm,
-    _hat_into,
-    _inv6_into,
-    _mm,
-    njit,
-    njit_leaf,
-    pose_mul_into,
-    refresh_pose_cache,
-)
+from flexlearn.physics.lse.compiled.elements import coefficients_into, exp_se3_into, refresh_pose_cache
+from flexlearn.physics.lse.compiled.linalg import gemm, hat_into, inv6_into, matmul, njit, njit_leaf, pose_mul_into
 
 refresh_pose_cache()  # before any kernel of this file loads its cache
 
-__all__ = ["EXTRAP_REACH", "LINE_TOL", "NODE_GAP", "cold_state", "combine_solutions_into", "copy_state",
-           "line_weights", "rebuild_nodes_into",
-           "record_solution_into", "retract_strain_into", "tip_poses", "tip_poses_into"]
+__all__ = [
+    "CLOSURE_PASSES",
+    "CLOSURE_TOL",
+    "EXTRAP_REACH",
+    "LINE_TOL",
+    "NODE_GAP",
+    "ad_inv_t_into",
+    "cold_state",
+    "combine_solutions_into",
+    "copy_state",
+    "line_weights",
+    "log_se3_into",
+    "rebuild_nodes_into",
+    "record_solution_into",
+    "rel_log",
+    "rel_pose_into",
+    "retract_strain_into",
+    "tip_poses",
+    "tip_poses_into",
+]
 
-LINE_TOL = 1e-6       # relative distance from the line below which stored platform poses count as on it
-EXTRAP_REACH = 2.0    # extrapolation at most this many times the nearest stored distance from the latest pose
-NODE_GAP = 0.25       # stored poses closer than this fraction of the move to a later one are not used
-CLOSURE_TOL = 1e-13   # chain-to-tip mismatch (rad, and m per m of rod) below which the nodes are closed rigidly
-CLOSURE_PASSES = 3    # closures by strain per rebuild (each leaves ≈ |Ω_rot|³/15 of the mismatch: J_r's series cut)
+LINE_TOL = 1e-6  # relative distance from the line below which stored platform poses count as on it
+EXTRAP_REACH = 2.0  # extrapolation at most this many times the nearest stored distance from the latest pose
+NODE_GAP = 0.25  # stored poses closer than this fraction of the move to a later one are not used
+CLOSURE_TOL = 1e-13  # chain-to-tip mismatch (rad, and m per m of rod) below which the nodes are closed rigidly
+CLOSURE_PASSES = 3  # closures by strain per rebuild (each leaves ≈ |Ω_rot|³/15 of the mismatch: J_r's series cut)
 
 
 @njit_leaf
@@ -57,8 +65,9 @@ def tip_poses(g_ee, tip_local, psi):
     tip_poses_into(g_ee, tip_local, psi, out)
     return out
 
+
 @njit_leaf
-def _ad_inv_t(tip_local, psi, out):
+def ad_inv_t_into(tip_local, psi, out):
     """Ad_{T⁻¹}ᵀ (6, 6) of T = g^loc exp(ψ ê₃) into ``out`` (maps a tip-frame wrench to the platform frame)."""
     c, s = math.cos(psi), math.sin(psi)
     # Ad_T = [[R, 0], [p^ R, R]] ([ω; v] order) and Ad_{T⁻¹}ᵀ = Ad_T⁻ᵀ = [[R, p^ R], [0, R]]; R into both
@@ -75,8 +84,9 @@ def _ad_inv_t(tip_local, psi, out):
         out[1, 3 + j] = p2 * out[0, j] - p0 * out[2, j]
         out[2, 3 + j] = -p1 * out[0, j] + p0 * out[1, j]
 
+
 @njit_leaf
-def _log_se3_into(g, out, co):
+def log_se3_into(g, out, co):
     """SE(3) logarithm [φ; ρ] of a pose (4, 4) (rotation angle < π) into ``out`` (6,); ``co`` (6,) receives the
     coefficients of θ² (:func:`~flexlearn.physics.lse.compiled.elements._coefficients_into`). No allocation.
     ``φ = vee(R - Rᵀ) / (2 A)``, ``ρ = p - φ×p / 2 + D φ×(φ×p)``."""
@@ -87,7 +97,7 @@ def _log_se3_into(g, out, co):
     if s2 > 0:
         th = math.atan2(math.sqrt(s2), cth)
         t2 = th * th
-    _coefficients_into(t2, co)
+    coefficients_into(t2, co)
     f0, f1, f2 = v0 / co[0], v1 / co[0], v2 / co[0]
     p0, p1, p2 = g[0, 3], g[1, 3], g[2, 3]
     u0, u1, u2 = f1 * p2 - f2 * p1, f2 * p0 - f0 * p2, f0 * p1 - f1 * p0
@@ -99,8 +109,8 @@ def _log_se3_into(g, out, co):
 
 
 @njit_leaf
-def _rel_pose_into(a, b, out):
-    """out = a⁻¹ b for poses (4, 4) (``out`` must not alias ``a`` or ``b``). No allocation."""
+def rel_pose_into(a, b, out):
+    """Out = a⁻¹ b for poses (4, 4) (``out`` must not alias ``a`` or ``b``). No allocation."""
     for i in range(3):
         acc = 0.0
         for q in range(3):
@@ -112,13 +122,14 @@ def _rel_pose_into(a, b, out):
 
 
 @njit(cache=True)
-def _rel_log(a, b):
+def rel_log(a, b):
     """log(a⁻¹ b) = [φ; ρ] (6,) of two poses (4, 4) (relative rotation < π); the allocating form of
-    :func:`_rel_pose_into` and :func:`_log_se3_into`."""
+    :func:`rel_pose_into` and :func:`log_se3_into`."""
     rel, out = np.empty((4, 4)), np.empty(6)
-    _rel_pose_into(a, b, rel)
-    _log_se3_into(rel, out, np.empty(6))
+    rel_pose_into(a, b, rel)
+    log_se3_into(rel, out, np.empty(6))
     return out
+
 
 @njit(cache=True)
 def _rotation_between(a, b):
@@ -127,7 +138,8 @@ def _rotation_between(a, b):
     c = a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
     vh = np.zeros((3, 3))
     vh[0, 1], vh[0, 2], vh[1, 0], vh[1, 2], vh[2, 0], vh[2, 1] = -v[2], v[1], v[2], -v[0], -v[1], v[0]
-    return np.eye(3) + vh + _mm(vh, vh) / (1.0 + c)
+    return np.eye(3) + vh + matmul(vh, vh) / (1.0 + c)
+
 
 @njit(cache=True)
 def cold_state(base, g_ee, tip_local, n):
@@ -147,21 +159,33 @@ def cold_state(base, g_ee, tip_local, n):
         c = math.sqrt(d[0] ** 2 + d[1] ** 2 + d[2] ** 2)
         m = 64
         total = 0.0
-        for i in range(m + 1):   # Simpson's rule for the arc length
+        for i in range(m + 1):  # Simpson's rule for the arc length
             t = i / m
-            dp = (6 * t * t - 6 * t) * pa + (3 * t * t - 4 * t + 1) * c * ta + (6 * t - 6 * t * t) * pb \
+            dp = (
+                (6 * t * t - 6 * t) * pa
+                + (3 * t * t - 4 * t + 1) * c * ta
+                + (6 * t - 6 * t * t) * pb
                 + (3 * t * t - 2 * t) * c * tb
+            )
             wgt = 1.0 if (i == 0 or i == m) else (4.0 if i % 2 == 1 else 2.0)
             total += wgt * math.sqrt(dp[0] ** 2 + dp[1] ** 2 + dp[2] ** 2)
         lengths[k] = total / (3 * m)
         for j in range(1, n):
             t = j / n
-            p = (2 * t ** 3 - 3 * t * t + 1) * pa + (t ** 3 - 2 * t * t + t) * c * ta \
-                + (3 * t * t - 2 * t ** 3) * pb + (t ** 3 - t * t) * c * tb
-            dp = (6 * t * t - 6 * t) * pa + (3 * t * t - 4 * t + 1) * c * ta + (6 * t - 6 * t * t) * pb \
+            p = (
+                (2 * t**3 - 3 * t * t + 1) * pa
+                + (t**3 - 2 * t * t + t) * c * ta
+                + (3 * t * t - 2 * t**3) * pb
+                + (t**3 - t * t) * c * tb
+            )
+            dp = (
+                (6 * t * t - 6 * t) * pa
+                + (3 * t * t - 4 * t + 1) * c * ta
+                + (6 * t - 6 * t * t) * pb
                 + (3 * t * t - 2 * t) * c * tb
+            )
             tau = dp / math.sqrt(dp[0] ** 2 + dp[1] ** 2 + dp[2] ** 2)
-            g_int[k, j - 1, :3, :3] = _mm(_rotation_between(ta.copy(), tau), base[k, :3, :3].copy())
+            g_int[k, j - 1, :3, :3] = matmul(_rotation_between(ta.copy(), tau), base[k, :3, :3].copy())
             g_int[k, j - 1, :3, 3] = p
             g_int[k, j - 1, 3, 3] = 1.0
     return g_int, np.zeros((r, n, 6)), psi, lengths
@@ -206,7 +230,7 @@ def combine_solutions_into(w, which, count, om_store, be_store, psi_store, len_s
 
 @njit(cache=True)
 def copy_state(src, dst):
-    """dst ← src for states (g_int (R, N-1, 4, 4), beta (R, N, 6), psi (R,), lengths (R,))."""
+    """Dst ← src for states (g_int (R, N-1, 4, 4), beta (R, N, 6), psi (R,), lengths (R,))."""
     dst[0][:] = src[0]
     dst[1][:] = src[1]
     dst[2][:] = src[2]
@@ -236,8 +260,8 @@ def retract_strain_into(base, state, dy, dpsi, dl, alpha, col, tip_old, tip_new,
                 for i in range(6):
                     dnext[i] = alpha * dy[k, 6 * e + i, col]
             else:
-                _rel_pose_into(tip_old[k], tip_new[k], rel)
-                _log_se3_into(rel, dnext, co)
+                rel_pose_into(tip_old[k], tip_new[k], rel)
+                log_se3_into(rel, dnext, co)
             jri, jli, phi, rho = parts[8][k, e], parts[9][k, e], parts[2][k, e], parts[3][k, e]
             for i in range(6):
                 acc = phi[i] if i < 3 else rho[i - 3]
@@ -263,7 +287,7 @@ def _chain_into(base_k, omega_k, gi_k, g, step, g_next, co):
         for j in range(4):
             g[i, j] = base_k[i, j]
     for e in range(n):
-        _exp_into(omega_k[e], step, co)
+        exp_se3_into(omega_k[e], step, co)
         pose_mul_into(g, step, g_next)
         for i in range(3):
             for j in range(4):
@@ -280,65 +304,52 @@ def _jr_blocks_into(omega_e, m):
     O(|w|³|Ω|)), ad = [[ŵ, 0], [û, ŵ]]: its diagonal block T into m[2] and lower-left block B into m[3];
     m (8, 3, 3) rows 0, 1, 4 … 7 scratch (ŵ, û, powers and products). No allocation."""
     w, u, t, b, w2, uw, wu, x = m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
-    _hat_into(omega_e[:3], w)
-    _hat_into(omega_e[3:], u)
-    _gemm(w, w, w2, 1.0, False)
-    _gemm(w2, w, x, 1.0, False)                     # ŵ³
+    hat_into(omega_e[:3], w)
+    hat_into(omega_e[3:], u)
+    gemm(w, w, w2, 1.0, False)
+    gemm(w2, w, x, 1.0, False)  # ŵ³
     for i in range(3):
         for j in range(3):
             t[i, j] = (1.0 if i == j else 0.0) - 0.5 * w[i, j] + w2[i, j] / 6.0 - x[i, j] / 24.0
-    _gemm(u, w, uw, 1.0, False)
-    _gemm(w, u, wu, 1.0, False)
+    gemm(u, w, uw, 1.0, False)
+    gemm(w, u, wu, 1.0, False)
     for i in range(3):
         for j in range(3):
             b[i, j] = -0.5 * u[i, j] + (uw[i, j] + wu[i, j]) / 6.0
-    _gemm(uw, w, b, -1.0 / 24.0, True)              # − (û ŵ² + ŵ û ŵ + ŵ² û) / 24
-    _gemm(w, uw, b, -1.0 / 24.0, True)
-    _gemm(w, wu, b, -1.0 / 24.0, True)
+    gemm(uw, w, b, -1.0 / 24.0, True)  # − (û ŵ² + ŵ û ŵ + ŵ² û) / 24
+    gemm(w, uw, b, -1.0 / 24.0, True)
+    gemm(w, wu, b, -1.0 / 24.0, True)
 
 
-@njit_leaf
-def _closure_by_strain(omega_k, gi_k, g_end, tip_k, length, blocks, a, ainv, rel, xi, co, m):
-    """Close the chain onto its tip by its soft unknowns: the least change of the element rotations ``δφ_j`` and
-    of the rod length (``δL`` weighted as a rotation of δL/h), the element stretch and shear ν_j = Ω_j,trans / h
-    held, such that the end moves by ``ξ = log(g_N⁻¹ tip)``: linearised, ``Σ_j Ad_{g_N⁻¹ g_j} J_r(Ω_j) δΩ_j = ξ``
-    with ``δΩ_j = [δφ_j; δL/L Ω_j,trans]`` (:func:`_jr_blocks_into`), solved as ``δφ_j = M_jᵀ λ``,
-    ``δL = h² cᵀ λ``, ``(Σ M_j M_jᵀ + h² c cᵀ) λ = ξ``. ``omega_k`` is updated in place; returns (True, δL), or
-    (False, 0) with ``omega_k`` unchanged when the mismatch is below CLOSURE_TOL (rotation-matrix entries,
-    translation / L), with a single element, or when the system is singular. blocks (N + 1, 6, 4), a, ainv (6, 6),
-    rel (4, 4), xi, co (6,), m (8, 3, 3): scratch. No allocation."""
+@njit(cache=True, inline="always")
+def _closure_blocks_into(omega_k, gi_k, g_end, length, blocks, a, xi, m):
+    """The linearised closure of :func:`_closure_by_strain`, element by element: ``M_j`` (the rotation columns)
+    and the length column of each element into ``blocks[j]`` (6, 4), and ``Σ_j M_j M_jᵀ`` into the upper triangle
+    of ``a`` (6, 6). xi (6,), m (8, 3, 3): scratch. No allocation; inlined into its one caller."""
     n = omega_k.shape[0]
-    if 3 * n + 1 < 6:           # one element: 4 unknowns cannot close 6 constraints (spread rigidly instead)
-        return False, 0.0
-    _rel_pose_into(g_end, tip_k, rel)
-    big = 0.0
-    for i in range(3):
-        big = max(big, abs(tip_k[i, 3] - g_end[i, 3]) / length)
-        for j in range(3):
-            big = max(big, abs(rel[i, j] - (1.0 if i == j else 0.0)))
-    if big <= CLOSURE_TOL:
-        return False, 0.0
-    h2 = (length / n) ** 2
     rx, t, bl = m[0], m[2], m[3]
     for i in range(6):
         for j in range(6):
             a[i, j] = 0.0
     for e in range(n):
         node = gi_k[e] if e < n - 1 else g_end
-        _jr_blocks_into(omega_k[e], m)              # T, B into m[2], m[3]; m[0], m[1] free again
-        for i in range(3):                          # X = g_N⁻¹ g_j: R_x into m[0], p_x into xi[:3]
+        _jr_blocks_into(omega_k[e], m)  # T, B into m[2], m[3]; m[0], m[1] free again
+        for i in range(3):  # X = g_N⁻¹ g_j: R_x into m[0], p_x into xi[:3]
             for j in range(3):
                 rx[i, j] = g_end[0, i] * node[0, j] + g_end[1, i] * node[1, j] + g_end[2, i] * node[2, j]
-            xi[i] = (g_end[0, i] * (node[0, 3] - g_end[0, 3]) + g_end[1, i] * (node[1, 3] - g_end[1, 3])
-                     + g_end[2, i] * (node[2, 3] - g_end[2, 3]))
+            xi[i] = (
+                g_end[0, i] * (node[0, 3] - g_end[0, 3])
+                + g_end[1, i] * (node[1, 3] - g_end[1, 3])
+                + g_end[2, i] * (node[2, 3] - g_end[2, 3])
+            )
         for i in range(3):
-            for c in range(3):                      # M_j = [R_x T; p̂_x R_x T + R_x B]
+            for c in range(3):  # M_j = [R_x T; p̂_x R_x T + R_x B]
                 top, bot = 0.0, 0.0
                 for q in range(3):
                     top += rx[i, q] * t[q, c]
                     bot += rx[i, q] * bl[q, c]
                 blocks[e, i, c], blocks[e, 3 + i, c] = top, bot
-            blocks[e, i, 3] = 0.0                   # length column [0; R_x T u / L]
+            blocks[e, i, 3] = 0.0  # length column [0; R_x T u / L]
         for q in range(3):
             xi[3 + q] = (t[q, 0] * omega_k[e, 3] + t[q, 1] * omega_k[e, 4] + t[q, 2] * omega_k[e, 5]) / length
         for i in range(3):
@@ -350,9 +361,37 @@ def _closure_by_strain(omega_k, gi_k, g_end, tip_k, length, blocks, a, ainv, rel
             blocks[e, 5, c] += xi[0] * t1 - xi[1] * t0
         for i in range(6):
             for j in range(i, 6):
-                a[i, j] += blocks[e, i, 0] * blocks[e, j, 0] + blocks[e, i, 1] * blocks[e, j, 1] \
+                a[i, j] += (
+                    blocks[e, i, 0] * blocks[e, j, 0]
+                    + blocks[e, i, 1] * blocks[e, j, 1]
                     + blocks[e, i, 2] * blocks[e, j, 2]
-    col = blocks[n, :, 0]       # c = Σ_j (length columns)
+                )
+
+
+@njit_leaf
+def _closure_by_strain(omega_k, gi_k, g_end, tip_k, length, blocks, a, ainv, rel, xi, co, m):
+    """Close the chain onto its tip by its soft unknowns: the least change of the element rotations ``δφ_j`` and
+    of the rod length (``δL`` weighted as a rotation of δL/h), the element stretch and shear ν_j = Ω_j,trans / h
+    held, such that the end moves by ``ξ = log(g_N⁻¹ tip)``: linearised, ``Σ_j Ad_{g_N⁻¹ g_j} J_r(Ω_j) δΩ_j = ξ``
+    with ``δΩ_j = [δφ_j; δL/L Ω_j,trans]`` (:func:`_jr_blocks_into`, :func:`_closure_blocks_into`), solved as ``δφ_j =
+    M_jᵀ λ``, ``δL = h² cᵀ λ``, ``(Σ M_j M_jᵀ + h² c cᵀ) λ = ξ``. ``omega_k`` is updated in place; returns (True, δL),
+    or (False, 0) with ``omega_k`` unchanged when the mismatch is below CLOSURE_TOL (rotation-matrix entries,
+    translation / L), with a single element, or when the system is singular. blocks (N + 1, 6, 4), a, ainv (6, 6),
+    rel (4, 4), xi, co (6,), m (8, 3, 3): scratch. No allocation."""
+    n = omega_k.shape[0]
+    if 3 * n + 1 < 6:  # one element: 4 unknowns cannot close 6 constraints (spread rigidly instead)
+        return False, 0.0
+    rel_pose_into(g_end, tip_k, rel)
+    big = 0.0
+    for i in range(3):
+        big = max(big, abs(tip_k[i, 3] - g_end[i, 3]) / length)
+        for j in range(3):
+            big = max(big, abs(rel[i, j] - (1.0 if i == j else 0.0)))
+    if big <= CLOSURE_TOL:
+        return False, 0.0
+    h2 = (length / n) ** 2
+    _closure_blocks_into(omega_k, gi_k, g_end, length, blocks, a, xi, m)
+    col = blocks[n, :, 0]  # c = Σ_j (length columns)
     for i in range(6):
         acc = 0.0
         for e in range(n):
@@ -362,11 +401,11 @@ def _closure_by_strain(omega_k, gi_k, g_end, tip_k, length, blocks, a, ainv, rel
         for j in range(i, 6):
             a[i, j] += h2 * col[i] * col[j]
             a[j, i] = a[i, j]
-    _inv6_into(a, ainv)
-    if not ainv[0, 0] == ainv[0, 0]:       # singular (NaN from _inv6_into): leave it to the rigid spread
+    inv6_into(a, ainv)
+    if not ainv[0, 0] == ainv[0, 0]:  # singular (NaN from inv6_into): leave it to the rigid spread
         return False, 0.0
-    _log_se3_into(rel, xi, co)
-    lam = co           # λ = A⁻¹ ξ into co (the log's coefficients are no longer needed)
+    log_se3_into(rel, xi, co)
+    lam = co  # λ = A⁻¹ ξ into co (the log's coefficients are no longer needed)
     for i in range(6):
         acc = 0.0
         for j in range(6):
@@ -395,8 +434,8 @@ def rebuild_nodes_into(base, omega, tip, gi, scratch, lengths):
     into force residuals far above the tolerance even at 1e-8 m. So first :func:`_closure_by_strain` takes it up
     by the element rotations and the length, with every element's stretch and shear held (``omega`` updated
     in place), and the chain is rebuilt, up to CLOSURE_PASSES times while the mismatch is above CLOSURE_TOL
-    (each pass leaves ≈ |Ω_rot|³/15 of it, from the cut series of J_r). What remains is spread as the fraction j/N of the rigid
-    correction: rotations ``exp(j/N δφ) = exp(δφ/N)^j`` (one exponential per rod), ``δφ = log(R_tip R_Nᵀ)``,
+    (each pass leaves ≈ |Ω_rot|³/15 of it, from the cut series of J_r). What remains is spread as the fraction j/N of
+    the rigid correction: rotations ``exp(j/N δφ) = exp(δφ/N)^j`` (one exponential per rod), ``δφ = log(R_tip R_Nᵀ)``,
     translations ``j/N δp``, with the lengths taking its mean stretch ``L += Σ_j t_j·δp / N`` (t_j the mean of
     the element's end-node axes). scratch (5, 6): rows 2, 3."""
     r, n = omega.shape[0], omega.shape[1]
@@ -407,27 +446,28 @@ def rebuild_nodes_into(base, omega, tip, gi, scratch, lengths):
     for k in range(r):
         _chain_into(base[k], omega[k], gi[k], g, step, g_next, co)
         for _ in range(CLOSURE_PASSES):
-            applied, dl = _closure_by_strain(omega[k], gi[k], g, tip[k], lengths[k], blocks, a, ainv, step, xi, co,
-                                             mats)
+            applied, dl = _closure_by_strain(
+                omega[k], gi[k], g, tip[k], lengths[k], blocks, a, ainv, step, xi, co, mats
+            )
             if not applied:
                 break
             lengths[k] += dl
             _chain_into(base[k], omega[k], gi[k], g, step, g_next, co)
-        for i in range(3):          # g_next ← (R_tip R_Nᵀ, 0): the closure rotation
+        for i in range(3):  # g_next ← (R_tip R_Nᵀ, 0): the closure rotation
             for j in range(3):
                 g_next[i, j] = tip[k, i, 0] * g[j, 0] + tip[k, i, 1] * g[j, 1] + tip[k, i, 2] * g[j, 2]
             g_next[i, 3] = 0.0
-        _log_se3_into(g_next, om, co)
+        log_se3_into(g_next, om, co)
         for i in range(3):
             om[i] /= n
             om[3 + i] = 0.0
-        _exp_into(om, step, co)     # exp(δφ / N)
+        exp_se3_into(om, step, co)  # exp(δφ / N)
         for i in range(3):
             for j in range(3):
                 turn[i, j] = 1.0 if i == j else 0.0
         for j in range(1, n):
             frac = j / n
-            for i in range(3):      # turn ← exp(δφ/N) turn = exp(j/N δφ)
+            for i in range(3):  # turn ← exp(δφ/N) turn = exp(j/N δφ)
                 t0, t1, t2 = turn[0, i], turn[1, i], turn[2, i]
                 for q in range(3):
                     g_next[q, i] = step[q, 0] * t0 + step[q, 1] * t1 + step[q, 2] * t2
@@ -441,7 +481,7 @@ def rebuild_nodes_into(base, omega, tip, gi, scratch, lengths):
                     node[i, q] = turn[i, 0] * c0 + turn[i, 1] * c1 + turn[i, 2] * c2
             for i in range(3):
                 node[i, 3] += frac * (tip[k, i, 3] - g[i, 3])
-        stretch = 0.0       # Σ_j t_j·δp with t_j = (z_{j-1} + z_j)/2: ends once, interior nodes twice
+        stretch = 0.0  # Σ_j t_j·δp with t_j = (z_{j-1} + z_j)/2: ends once, interior nodes twice
         for i in range(3):
             axes = 0.5 * (base[k, i, 2] + tip[k, i, 2])
             for j in range(1, n):
@@ -461,8 +501,8 @@ def line_weights(poses, m, g_new, s, w, max_points):
     EXTRAP_REACH × the nearest chosen distance)."""
     rel, vec = np.empty((4, 4)), np.empty((3, 6))
     ut, ui, co = vec[0], vec[1], vec[2]
-    _rel_pose_into(poses[0], g_new, rel)
-    _log_se3_into(rel, ut, co)
+    rel_pose_into(poses[0], g_new, rel)
+    log_se3_into(rel, ut, co)
     nt = 0.0
     for j in range(6):
         nt += ut[j] * ut[j]
@@ -476,8 +516,8 @@ def line_weights(poses, m, g_new, s, w, max_points):
     for i in range(1, m):
         if used == max_points:
             break
-        _rel_pose_into(poses[0], poses[i], rel)
-        _log_se3_into(rel, ui, co)
+        rel_pose_into(poses[0], poses[i], rel)
+        log_se3_into(rel, ui, co)
         si = 0.0
         for j in range(6):
             si += ui[j] * ut[j]

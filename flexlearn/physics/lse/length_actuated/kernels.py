@@ -17,14 +17,14 @@ retraction and the cold start: :mod:`~flexlearn.physics.lse.length_actuated.geom
 Newton (:func:`pose_newton`) follows the stopping and step rules of
 :mod:`flexlearn.physics.lse.newton_policy`, with the factorisation kept while it works (chord steps): a
 correction from a kept factorisation is taken only when it lowers the residual; when it lowers it by less than
-the factor ``chord_keep`` (default CHORD_KEEP; 0: plain Newton) the next step refactorises, and a rejected one is redone with a fresh factorisation
-(which then follows the plain Newton rules). A warm-started pose starts
-with a fresh factorisation (:func:`_solve_stepped`); without a warm start it carries over from pose to pose.
+the factor ``chord_keep`` (default CHORD_KEEP; 0: plain Newton) the next step refactorises, and a rejected one is redone
+with a fresh factorisation (which then follows the plain Newton rules). A warm-started pose starts
+with a fresh factorisation (:func:`solve_stepped`); without a warm start it carries over from pose to pose.
 
-Warm starts (:func:`_solve_stepped`): along a straight platform path (the last solutions and the new pose on one
+Warm starts (:func:`solve_stepped`): along a straight platform path (the last solutions and the new pose on one
 SE(3) geodesic) the polynomial extrapolation of up to EXTRAP_POINTS previous solutions in their element strains
 (:func:`_extrapolate`; its first residual ≈ 1e-5 of the load scale on the CSG path against ≈ 0.08 for the
-sensitivity predictor); otherwise the sensitivity predictor (:func:`_predict`), whose six columns are solved
+sensitivity predictor); otherwise the sensitivity predictor (:func:`predict_start`), whose six columns are solved
 from the latest factorisation only when it is used.
 
 Each entry point (:func:`pose_solve`, :func:`pose_path`, :func:`pose_batch`) is one compiled call that allocates
@@ -33,19 +33,40 @@ its work arrays once (:func:`pose_workspace`); no Python runs between Newton ite
 States: (g_int (R, N-1, 4, 4), beta (R, N, 6), psi (R,), lengths (R,)); sensitivity (sens_y (R, 12N - 6, 6),
 sens_psi (R, 6), sens_l (R, 6), has_sens). SI units.
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from flexlearn.physics.lse.compiled.elements import (
-    element_into,
-    njit,
-    njit_leaf,
-    refresh_pose_cache,
+from flexlearn.physics.lse.compiled.elements import element_into, refresh_pose_cache
+from flexlearn.physics.lse.compiled.linalg import matmul, njit, njit_leaf
+from flexlearn.physics.lse.compiled.newton import exp_se3
+from flexlearn.physics.lse.length_actuated.condense import (
+    pose_factor,
+    pose_solve_column,
+    pose_tangent,
 )
-from flexlearn.physics.lse.compiled.newton import _exp
+from flexlearn.physics.lse.length_actuated.geometry import (
+    ad_inv_t_into,
+    cold_state,
+    combine_solutions_into,
+    copy_state,
+    line_weights,
+    rebuild_nodes_into,
+    record_solution_into,
+    rel_log,
+    retract_strain_into,
+    tip_poses_into,
+)
+from flexlearn.physics.lse.length_actuated.work import (
+    HISTORY,
+    PoseSensitivity,
+    current_and_trial,
+    current_state,
+    pose_workspace,
+)
 from flexlearn.physics.lse.newton_policy import (
     BACKTRACK_FACTOR,
     CONTINUE,
@@ -56,42 +77,29 @@ from flexlearn.physics.lse.newton_policy import (
     step_scale,
     step_verdict,
 )
-from flexlearn.physics.lse.length_actuated.condense import (
-    TINY_ELEMENT_T2,
-    pose_factor,
-    pose_solve_column,
-    pose_tangent,
-)
-from flexlearn.physics.lse.length_actuated.geometry import (
-    _ad_inv_t,
-    _mm,
-    _rel_log,
-    cold_state,
-    combine_solutions_into,
-    copy_state,
-    line_weights,
-    rebuild_nodes_into,
-    record_solution_into,
-    retract_strain_into,
-    tip_poses,
-    tip_poses_into,
-)
-from flexlearn.physics.lse.length_actuated.work import (
-    HISTORY,
-    _current,
-    _state_now,
-    pose_workspace,
-)
 
 refresh_pose_cache()  # before any kernel of this file loads its cache
 
-__all__ = ["CHORD_KEEP", "EXTRAP_POINTS", "TINY_ELEMENT_T2", "cold_state", "pose_batch", "pose_newton", "pose_path",
-           "pose_solve", "pose_workspace", "tip_poses"]
+__all__ = [
+    "CHORD_KEEP",
+    "EXTRAP_MIN",
+    "EXTRAP_POINTS",
+    "PARALLEL_COS",
+    "evaluate_current",
+    "load_state",
+    "pose_batch",
+    "pose_newton",
+    "pose_path",
+    "pose_solve",
+    "predict_start",
+    "refactor",
+    "solve_stepped",
+]
 
-CHORD_KEEP = 0.05     # default: a kept factorisation is refreshed after a step that lowered the residual less
-PARALLEL_COS = 0.9    # second-order predictor term only for platform moves this parallel to the previous one
-EXTRAP_POINTS = 7     # default: solutions it extrapolates from at most (polynomial degree EXTRAP_POINTS - 1)
-EXTRAP_MIN = 4        # fewest solutions it extrapolates from (degree ≥ 3; lower degrees predict worse)
+CHORD_KEEP = 0.05  # default: a kept factorisation is refreshed after a step that lowered the residual less
+PARALLEL_COS = 0.9  # second-order predictor term only for platform moves this parallel to the previous one
+EXTRAP_POINTS = 7  # default: solutions it extrapolates from at most (polynomial degree EXTRAP_POINTS - 1)
+EXTRAP_MIN = 4  # fewest solutions it extrapolates from (degree ≥ 3; lower degrees predict worse)
 
 
 @njit_leaf
@@ -119,7 +127,7 @@ def _residuals_into(base, g_ee, state, tip_local, kd, xi0, w_body, parts, ws, re
                     out[6 * (e - 1) + i] += ra[i]
                 out[o_b + i] += rb[i]
                 out[6 * (n - 1) + 6 * e + i] = rbeta[i]
-        _ad_inv_t(tip_local[k], psi[k], adt)
+        ad_inv_t_into(tip_local[k], psi[k], adt)
         for i in range(6):
             acc = 0.0
             for j in range(6):
@@ -143,7 +151,7 @@ def _norm(res, res_ee, w, scale, twist_free):
     for i in range(6):
         v = abs(res_ee[i] * w[ny + i])
         out, total = max(out, v), total + v
-    return out / scale if math.isfinite(total) else math.inf     # max skips NaN: a diverged state is not converged
+    return out / scale if math.isfinite(total) else math.inf  # max skips NaN: a diverged state is not converged
 
 
 @njit_leaf
@@ -173,19 +181,19 @@ def _step_norm(dy, dpsi, dl, lengths, w):
 
 
 @njit_leaf
-def _refactor(wk, cur, tip_local, kd, xi0, opts):
+def refactor(wk, cur, tip_local, kd, xi0, opts):
     """Tangent and factorisation at the current state; its sensitivity (columns 1 … 6) is solved when first
     needed (:func:`_ensure_sens`). Returns False when singular."""
     parts, st, res = cur[0], cur[1], cur[2]
     cw, hel, dres, adt, flags = wk[3], wk[13], wk[14], wk[15], wk[22]
-    beta, psi, lengths, twist_free = st[1], st[2], st[3], opts[8]
-    pose_tangent(beta, lengths, kd, xi0, parts, wk[2], hel, dres, wk[16], wk[17], opts[10])
+    beta, psi, lengths, twist_free = st[1], st[2], st[3], opts.twist_free
+    pose_tangent(beta, lengths, kd, xi0, parts, wk[2], hel, dres, wk[16], wk[17], opts.tiny_t2)
     for k in range(beta.shape[0]):
-        _ad_inv_t(tip_local[k], psi[k], adt[k])
+        ad_inv_t_into(tip_local[k], psi[k], adt[k])
     ok = pose_factor(hel, dres, adt, res, twist_free, cw)
     if ok:
         flags[1], flags[4] = 1, 1
-    elif flags[4] == 1:          # the pending columns belonged to the factorisation just overwritten
+    elif flags[4] == 1:  # the pending columns belonged to the factorisation just overwritten
         flags[1], flags[4] = 0, 0
     flags[0] = 1 if ok else 0
     return ok
@@ -198,7 +206,7 @@ def _ensure_sens(wk, twist_free):
     flags, dy, dpsi, dl = wk[22], wk[19], wk[20], wk[21]
     if flags[4] == 0:
         return
-    cur, _ = _current(wk)
+    cur, _ = current_and_trial(wk)
     ok = True
     for c in range(1, 7):
         ok = pose_solve_column(wk[3], wk[13], wk[15], cur[2], cur[3], twist_free, c, dy, dpsi, dl) and ok
@@ -217,12 +225,12 @@ def _push_history(g_ee, wk):
     flags, hist = wk[22], wk[28]
     slots = hist[5]
     m = min(flags[5] + 1, HISTORY)
-    new = slots[m - 1]          # a free slot, or the oldest one's when the history is full
+    new = slots[m - 1]  # a free slot, or the oldest one's when the history is full
     for i in range(m - 1, 0, -1):
         slots[i] = slots[i - 1]
         hist[0][i] = hist[0][i - 1]
     slots[0] = new
-    cur, _ = _current(wk)
+    cur, _ = current_and_trial(wk)
     parts, st = cur[0], cur[1]
     hist[0][0] = g_ee
     record_solution_into(parts, st, hist[1][new], hist[2][new], hist[3][new], hist[4][new])
@@ -235,20 +243,20 @@ def _extrapolate(base, g_new, tip_local, max_points, wk):
     they and ``g_new`` lie on one SE(3) geodesic (:func:`~flexlearn.physics.lse.length_actuated.geometry.line_weights`):
     Ω, β, ψ, L each ``Σ_i w_i x_i`` (Lagrange weights in the position along the line over at most
     ``max_points`` solutions, error O(|move|^max_points)), the nodes rebuilt from Ω and closed onto the new tips
-    (:func:`~flexlearn.physics.lse.length_actuated.geometry.rebuild_nodes_into`; the lengths stay as extrapolated, its length
-    change dropped, though the element twists it rescaled are kept: applying it cost the CSG path 0.635 instead
+    (:func:`~flexlearn.physics.lse.length_actuated.geometry.rebuild_nodes_into`; the lengths stay as extrapolated, its
+    length change dropped, though the element twists it rescaled are kept: applying it cost the CSG path 0.635 instead
     of 0.555 corrections per pose). Returns False (the state unchanged) with fewer than EXTRAP_MIN solutions
     stored or off the line."""
     flags, hist, om, sw = wk[22], wk[28], wk[29], wk[30]
     m = flags[5]
     if m < EXTRAP_MIN or line_weights(hist[0], m, g_new, sw[0], sw[1], max_points) < EXTRAP_MIN:
         return False
-    _, trl = _current(wk)
+    _, trl = current_and_trial(wk)
     gi, be, ps, ln = trl[1]
     r = be.shape[0]
     combine_solutions_into(sw[1], hist[5], m, hist[1], hist[2], hist[3], hist[4], om, be, ps, ln)
     tip_poses_into(g_new, tip_local, ps, trl[4])
-    rebuild_nodes_into(base, om, trl[4], gi, wk[17], wk[16][:r])     # its length change dropped (docstring)
+    rebuild_nodes_into(base, om, trl[4], gi, wk[17], wk[16][:r])  # its length change dropped (docstring)
     flags[2] = 1 - flags[2]
     return True
 
@@ -267,7 +275,7 @@ def _accumulate(acc, dy, dpsi, dl, alpha):
 def _trial(base, g_ee, tip_local, kd, xi0, w_body, opts, wk, cur, trl, alpha):
     """Retract the correction (column 0) scaled by α from the current state into the trial slot and evaluate
     its residual; returns the trial's scaled norm."""
-    w, scale, twist_free = opts[0], opts[1], opts[8]
+    w, scale, twist_free = opts.w, opts.scale, opts.twist_free
     dy, dpsi, dl = wk[19], wk[20], wk[21]
     tip_new = trl[4]
     for k in range(dpsi.shape[0]):
@@ -281,14 +289,16 @@ def _trial(base, g_ee, tip_local, kd, xi0, w_body, opts, wk, cur, trl, alpha):
 @njit(cache=True)
 def pose_newton(base, g_ee, tip_local, kd, xi0, w_body, opts, wk):
     """Riemannian Newton with kept factorisations (module docstring) at the platform pose ``g_ee`` (4, 4) from
-    the current state of the workspace ``wk`` (:func:`pose_workspace`; its residual evaluated here). opts: (w,
-    scale, tol, max_iter, max_rot, step_tol, growth, backtracks, twist_free, chord_keep, tiny_t2 (θ² below which
-    the tangent uses 2 quadrature points), extrapolation points (:func:`_extrapolate`; below EXTRAP_MIN: off)). The solution stays the workspace's
-    current state; this pose's corrections are added to ``wk[25]``. Returns (status 1 converged / 0 failed,
+    the current state of the workspace ``wk`` (:func:`pose_workspace`; its residual evaluated here); ``opts``: a
+    :class:`~flexlearn.physics.lse.length_actuated.work.PoseNewtonOptions` (tiny_t2: θ² below which the tangent uses
+    2 quadrature points; extrapolation: points of :func:`_extrapolate`, below EXTRAP_MIN: off). The solution stays the
+    workspace's current state; this pose's corrections are added to ``wk[25]``. Returns (status 1 converged / 0 failed,
     corrections applied, factorisations, log length)."""
-    w, scale, tol, max_iter, max_rot, step_tol, growth, backtracks, twist_free, chord_keep, _t2, _ex = opts
+    w, scale, tol, max_iter, max_rot = opts.w, opts.scale, opts.tol, opts.max_iter, opts.max_rot
+    step_tol, growth, backtracks = opts.step_tol, opts.growth, opts.backtracks
+    twist_free, chord_keep = opts.twist_free, opts.chord_keep
     dy, dpsi, dl, flags, log = wk[19], wk[20], wk[21], wk[22], wk[27]
-    cur, trl = _current(wk)
+    cur, trl = current_and_trial(wk)
     _residuals_into(base, g_ee, cur[1], tip_local, kd, xi0, w_body, cur[0], wk[2], cur[2], cur[3], cur[4], wk[18])
     norm = _norm(cur[2], cur[3], w, scale, twist_free)
     first, it, nlog, factors, fresh = norm, 0, 1, 0, False
@@ -300,7 +310,7 @@ def pose_newton(base, g_ee, tip_local, kd, xi0, w_body, opts, wk):
         if flags[0] == 0:
             factors += 1
             fresh = True
-            if not _refactor(wk, cur, tip_local, kd, xi0, opts):
+            if not refactor(wk, cur, tip_local, kd, xi0, opts):
                 return 0, it, factors, nlog
         ok = pose_solve_column(wk[3], wk[13], wk[15], cur[2], cur[3], twist_free, 0, dy, dpsi, dl)
         verdict = step_verdict(_step_norm(dy, dpsi, dl, cur[1][3], w) if ok else np.inf, step_tol)
@@ -311,7 +321,7 @@ def pose_newton(base, g_ee, tip_local, kd, xi0, w_body, opts, wk):
             return 0, it, factors, nlog
         alpha = 1.0 if verdict == CONVERGED else step_scale(_largest_rotation(dy, dpsi, dl, cur[1][3], 0), max_rot)
         n_c = _trial(base, g_ee, tip_local, kd, xi0, w_body, opts, wk, cur, trl, alpha)
-        if not fresh and not n_c < norm:            # a kept factorisation that no longer helps: refactorise
+        if not fresh and not n_c < norm:  # a kept factorisation that no longer helps: refactorise
             flags[0] = 0
             continue
         for _ in range(backtracks if fresh and verdict != CONVERGED else 0):
@@ -335,7 +345,7 @@ def pose_newton(base, g_ee, tip_local, kd, xi0, w_body, opts, wk):
 
 
 @njit(cache=True)
-def _predict(base, g_old, g_new, tip_local, kd, xi0, w_body, max_rot, wk):
+def predict_start(base, g_old, g_new, tip_local, kd, xi0, w_body, max_rot, wk):
     """Warm start for the platform move ``g_old → g_new`` from the current (solved) state:
     ``q ⊕ ((dq/dζ_ee) dz + s² d)``, dz = log(g_old⁻¹ g_new), by the strain retraction; ``d``: the corrections
     Newton added to the previous pose's prediction (its second-order defect), s = dz·dz_prev / |dz_prev|², used
@@ -343,7 +353,7 @@ def _predict(base, g_old, g_new, tip_local, kd, xi0, w_body, max_rot, wk):
     move, so a reversal keeps it). False (the state unchanged) when a node would turn by more than ``max_rot``."""
     flags, dy, dpsi, dl = wk[22], wk[19], wk[20], wk[21]
     sy, spsi, sl = wk[23]
-    dz = _rel_log(g_old, g_new)
+    dz = rel_log(g_old, g_new)
     zp = wk[26]
     dot, nn, np2 = 0.0, 0.0, 0.0
     for i in range(6):
@@ -354,7 +364,7 @@ def _predict(base, g_old, g_new, tip_local, kd, xi0, w_body, max_rot, wk):
     if flags[3] == 1 and np2 > 0 and abs(dot) >= PARALLEL_COS * math.sqrt(nn * np2):
         s2 = (dot / np2) ** 2
     d_y, d_psi, d_l = wk[24]
-    a_y, a_psi, a_l = wk[25]      # this pose's defect starts with the predicted part
+    a_y, a_psi, a_l = wk[25]  # this pose's defect starts with the predicted part
     r, ny = sy.shape[0], sy.shape[1]
     for k in range(r):
         for i in range(ny):
@@ -370,7 +380,7 @@ def _predict(base, g_old, g_new, tip_local, kd, xi0, w_body, max_rot, wk):
             acc_l += sl[k, c] * dz[c]
         dpsi[k, 0], dl[k, 0] = acc_p, acc_l
     zp[:] = dz
-    cur, trl = _current(wk)
+    cur, trl = current_and_trial(wk)
     if not _largest_rotation(dy, dpsi, dl, cur[1][3], 0) <= max_rot:
         return False
     tip_poses_into(g_old, tip_local, cur[1][2], trl[4])
@@ -378,72 +388,71 @@ def _predict(base, g_old, g_new, tip_local, kd, xi0, w_body, max_rot, wk):
     for k in range(r):
         wk[17][4, k] = cur[1][2][k] + dpsi[k, 0]
     tip_poses_into(g_new, tip_local, wk[17][4], trl[4])
-    retract_strain_into(base, cur[1], dy, dpsi, dl, 1.0, 0, tip_old, trl[4].copy(), cur[0], trl[1], wk[17],
-                        wk[29])
+    retract_strain_into(base, cur[1], dy, dpsi, dl, 1.0, 0, tip_old, trl[4].copy(), cur[0], trl[1], wk[17], wk[29])
     flags[2] = 1 - flags[2]
     return True
 
 
 @njit(cache=True)
-def _restart(base, g_ee, tip_local, kd, xi0, w_body, wk):
+def evaluate_current(base, g_ee, tip_local, kd, xi0, w_body, wk):
     """Evaluate the residual (and element pieces) of the workspace's current state at ``g_ee``."""
-    cur, _ = _current(wk)
+    cur, _ = current_and_trial(wk)
     _residuals_into(base, g_ee, cur[1], tip_local, kd, xi0, w_body, cur[0], wk[2], cur[2], cur[3], cur[4], wk[18])
 
 
 @njit(cache=True)
-def _load(base, g_ee, tip_local, kd, xi0, w_body, state, sens, wk):
-    """Workspace ← the state (solved at ``g_ee``) and its sensitivity ``sens``; its residual evaluated."""
+def load_state(base, g_ee, tip_local, kd, xi0, w_body, state, sens, wk):
+    """Workspace ← the state (solved at ``g_ee``) and its sensitivity ``sens`` (a
+    :class:`~flexlearn.physics.lse.length_actuated.work.PoseSensitivity`); its residual evaluated."""
     flags = wk[22]
     flags[:] = 0
     copy_state(state, wk[4])
-    sy, spsi, sl, has_sens = sens
-    if has_sens:
-        wk[23][0][:] = sy
-        wk[23][1][:] = spsi
-        wk[23][2][:] = sl
+    if sens.has_sens:
+        wk[23][0][:] = sens.sens_y
+        wk[23][1][:] = sens.sens_psi
+        wk[23][2][:] = sens.sens_l
         flags[1] = 1
-    _restart(base, g_ee, tip_local, kd, xi0, w_body, wk)
+    evaluate_current(base, g_ee, tip_local, kd, xi0, w_body, wk)
 
 
 @njit(cache=True)
-def _solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predictor, wk):
+def solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predictor, wk):
     """Solve at ``g_to`` from the workspace's current state (solved at ``g_from``) by adaptive continuation
     along the SE(3) geodesic: the whole step first; a failed step is halved (down to 1/1024 of the way) from the
     last solution, a converged one doubles the next. Each step is warm-started when ``predictor``: by
     extrapolation of the last solutions when they lie on the step's line (:func:`_extrapolate`; Newton then
     starts with a fresh factorisation, as a kept one leaves solutions only just inside the tolerance, whose
     errors the next extrapolations amplify; for the same reason a solution the extrapolation reached without a
-    correction is left out of the history, though never two in a row), else by the sensitivity (:func:`_predict`;
+    correction is left out of the history, though never two in a row), else by the sensitivity (:func:`predict_start`;
     computed at the start when there is none): a platform move with the rods left in place stretches them by
     O(move)·EA, which Newton from there handles poorly on slender rods. A sensitivity-predicted step also starts
     with a fresh factorisation: the one kept from the last solution is as old as the whole move, and a chord
     step from it rarely pays for its residual evaluation (nearest-neighbour chains of random poses in
     scripts/bench_csg.py: 5.9 → 4.0 corrections per pose, 1.6× the rate). The solutions reached (the start's
     included) join the history. Returns (status, Newton corrections, factorisations)."""
-    max_rot, twist_free = opts[4], opts[8]
+    max_rot, twist_free = opts.max_rot, opts.twist_free
     flags = wk[22]
     if flags[5] == 0:
         _push_history(g_from, wk)
     if predictor and flags[1] == 0:
-        cur, _ = _current(wk)
-        _refactor(wk, cur, tip_local, kd, xi0, opts)
-    copy_state(_state_now(wk), wk[6])
-    dz = _rel_log(g_from, g_to)
+        cur, _ = current_and_trial(wk)
+        refactor(wk, cur, tip_local, kd, xi0, opts)
+    copy_state(current_state(wk), wk[6])
+    dz = rel_log(g_from, g_to)
     total, factors = 0, 0
     t, dt = 0.0, 1.0
     g_prev = g_from
     acc = wk[25]
     while t < 1.0:
         t_new = min(1.0, t + dt)
-        g_i = g_to if t_new == 1.0 else _mm(g_from, _exp(dz * t_new))
-        predicted, extrapolated = False, predictor and _extrapolate(base, g_i, tip_local, opts[11], wk)
+        g_i = g_to if t_new == 1.0 else matmul(g_from, exp_se3(dz * t_new))
+        predicted, extrapolated = False, predictor and _extrapolate(base, g_i, tip_local, opts.extrapolation, wk)
         if predictor and not extrapolated:
             _ensure_sens(wk, twist_free)
             if flags[1] == 1:
-                predicted = _predict(base, g_prev, g_i, tip_local, kd, xi0, w_body, max_rot, wk)
+                predicted = predict_start(base, g_prev, g_i, tip_local, kd, xi0, w_body, max_rot, wk)
         if extrapolated or predicted:
-            flags[0] = 0    # a warm start begins with a fresh tangent (docstring)
+            flags[0] = 0  # a warm start begins with a fresh tangent (docstring)
         if not predicted:
             acc[0][:] = 0.0
             acc[1][:] = 0.0
@@ -460,40 +469,41 @@ def _solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predict
             t, g_prev = t_new, g_i
             dt *= 2.0
             if extrapolated and it == 0 and flags[6] == 0:
-                flags[6] = 1        # only just inside the tolerance: kept out of the history (once in a row)
+                flags[6] = 1  # only just inside the tolerance: kept out of the history (once in a row)
             else:
                 _push_history(g_i, wk)
                 flags[6] = 0
-            copy_state(_state_now(wk), wk[6])
+            copy_state(current_state(wk), wk[6])
         else:
             dt *= 0.5
             flags[0], flags[3] = 0, 0
             if dt < 1.0 / 1024:
                 return 0, total, factors
-            copy_state(wk[6], _state_now(wk))     # back to the last solution, its sensitivity recomputed
-            _restart(base, g_prev, tip_local, kd, xi0, w_body, wk)
-            if not _refactor(wk, _current(wk)[0], tip_local, kd, xi0, opts):
+            copy_state(wk[6], current_state(wk))  # back to the last solution, its sensitivity recomputed
+            evaluate_current(base, g_prev, tip_local, kd, xi0, w_body, wk)
+            if not refactor(wk, current_and_trial(wk)[0], tip_local, kd, xi0, opts):
                 return 0, total, factors
     return 1, total, factors
 
 
 @njit(cache=True)
 def _sens_out(wk, twist_free):
+    """The workspace's sensitivity (solved first when pending) as a new :class:`PoseSensitivity`."""
     _ensure_sens(wk, twist_free)
     sy, spsi, sl = wk[23]
-    return sy.copy(), spsi.copy(), sl.copy(), wk[22][1] == 1
+    return PoseSensitivity(sy.copy(), spsi.copy(), sl.copy(), wk[22][1] == 1)
 
 
 @njit(cache=True)
 def pose_solve(base, g_from, g_to, tip_local, kd, xi0, w_body, state, sens, opts, predictor):
     """One pose ``g_to`` from the solution ``state`` at ``g_from`` (its sensitivity ``sens``) in one compiled call
-    (:func:`_solve_stepped`). Returns (status, state at g_to (copies), Newton corrections, factorisations,
+    (:func:`solve_stepped`). Returns (status, state at g_to (copies), Newton corrections, factorisations,
     sensitivity there)."""
     wk = pose_workspace(state[1].shape[0], state[1].shape[1])
-    _load(base, g_from, tip_local, kd, xi0, w_body, state, sens, wk)
-    ok, it, nf = _solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predictor, wk)
-    st = _state_now(wk)
-    return ok, (st[0].copy(), st[1].copy(), st[2].copy(), st[3].copy()), it, nf, _sens_out(wk, opts[8])
+    load_state(base, g_from, tip_local, kd, xi0, w_body, state, sens, wk)
+    ok, it, nf = solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predictor, wk)
+    st = current_state(wk)
+    return ok, (st[0].copy(), st[1].copy(), st[2].copy(), st[3].copy()), it, nf, _sens_out(wk, opts.twist_free)
 
 
 @njit(cache=True)
@@ -508,17 +518,18 @@ def pose_path(base, g_start, poses, tip_local, kd, xi0, w_body, state, sens, opt
     out_gi, out_b = np.zeros((npose, r, max(n - 1, 0), 4, 4)), np.zeros((npose, r, n, 6))
     iters, factors = np.zeros(npose, dtype=np.int64), np.zeros(npose, dtype=np.int64)
     wk = pose_workspace(r, n)
-    _load(base, g_start, tip_local, kd, xi0, w_body, state, sens, wk)
+    load_state(base, g_start, tip_local, kd, xi0, w_body, state, sens, wk)
     g_prev = g_start
     for p in range(npose):
-        ok, iters[p], factors[p] = _solve_stepped(base, g_prev, poses[p], tip_local, kd, xi0, w_body, opts,
-                                                  predictor, wk)
+        ok, iters[p], factors[p] = solve_stepped(
+            base, g_prev, poses[p], tip_local, kd, xi0, w_body, opts, predictor, wk
+        )
         if ok == 0:
-            return p, out_l, out_psi, out_gi, out_b, iters, factors, _sens_out(wk, opts[8])
-        st = _state_now(wk)
+            return p, out_l, out_psi, out_gi, out_b, iters, factors, _sens_out(wk, opts.twist_free)
+        st = current_state(wk)
         out_gi[p], out_b[p], out_psi[p], out_l[p] = st[0], st[1], st[2], st[3]
         g_prev = poses[p]
-    return npose, out_l, out_psi, out_gi, out_b, iters, factors, _sens_out(wk, opts[8])
+    return npose, out_l, out_psi, out_gi, out_b, iters, factors, _sens_out(wk, opts.twist_free)
 
 
 @njit(cache=True)
@@ -532,17 +543,17 @@ def pose_batch(base, poses, tip_local, kd, xi0, w_body, g_ref, ref_state, ref_se
     status, iters = np.zeros(npose, dtype=np.int64), np.zeros(npose, dtype=np.int64)
     out_l, out_psi = np.zeros((npose, r)), np.zeros((npose, r))
     wk = pose_workspace(r, n)
-    _load(base, g_ref, tip_local, kd, xi0, w_body, ref_state, ref_sens, wk)
+    load_state(base, g_ref, tip_local, kd, xi0, w_body, ref_state, ref_sens, wk)
     if wk[22][1] == 0:
-        _refactor(wk, _current(wk)[0], tip_local, kd, xi0, opts)
-    sens = _sens_out(wk, opts[8])
+        refactor(wk, current_and_trial(wk)[0], tip_local, kd, xi0, opts)
+    sens = _sens_out(wk, opts.twist_free)
     for p in range(npose):
-        _load(base, g_ref, tip_local, kd, xi0, w_body, ref_state, sens, wk)
-        ok, it, _nf = _solve_stepped(base, g_ref, poses[p], tip_local, kd, xi0, w_body, opts, True, wk)
+        load_state(base, g_ref, tip_local, kd, xi0, w_body, ref_state, sens, wk)
+        ok, it, _nf = solve_stepped(base, g_ref, poses[p], tip_local, kd, xi0, w_body, opts, True, wk)
         if ok == 0:
-            _load(base, poses[p], tip_local, kd, xi0, w_body, cold_state(base, poses[p], tip_local, n), sens, wk)
+            load_state(base, poses[p], tip_local, kd, xi0, w_body, cold_state(base, poses[p], tip_local, n), sens, wk)
             ok, it2, _nf, _nlog = pose_newton(base, poses[p], tip_local, kd, xi0, w_body, opts, wk)
             it += it2
-        st = _state_now(wk)
+        st = current_state(wk)
         status[p], out_l[p], out_psi[p], iters[p] = ok, st[3], st[2], it
     return status, out_l, out_psi, iters

@@ -13,33 +13,29 @@ force/moment balance, and a Newton root finder with a finite-difference Jacobian
 rods integrated in one vectorised RK4 sweep) solves it. numpy, float64; it reads the geometry, stiffness and
 loads of a `CPRModel`.
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
-from flexlearn.errors import FlexlearnError
-from flexlearn.physics.lse.model import CPRModel, Loads
+from flexlearn.physics.lse.errors import ShootingError
+from flexlearn.physics.lse.model import CPRModel
+from flexlearn.physics.lse.state import Loads
 
-__all__ = ["ShootingSolver", "ShootingResult", "ShootingError"]
-
-
-class ShootingError(FlexlearnError):
-    """The shooting root finder did not converge (carries the residual norm and iteration count)."""
-
-    def __init__(self, message: str, residual_norm: float, iterations: int):
-        super().__init__(f"{message} (residual {residual_norm:.3e} after {iterations} iterations)")
-        self.residual_norm = residual_norm
-        self.iterations = iterations
+__all__ = ["ShootingSolver", "ShootingResult"]
 
 
 @dataclass
 class ShootingResult:
-    g_ee: np.ndarray          # (4, 4) platform pose
-    unknowns: np.ndarray      # (6R + 6,) [n0, m0 per rod, platform twist increment]
-    iterations: int           # residual+Jacobian evaluations of the root finder
+    """A converged shooting solve: platform pose, root-finder unknowns and evaluations."""
+
+    g_ee: np.ndarray  # (4, 4) platform pose
+    unknowns: np.ndarray  # (6R + 6,) [n0, m0 per rod, platform twist increment]
+    iterations: int  # residual+Jacobian evaluations of the root finder
     residual_norm: float
     theta: np.ndarray | None = None
 
@@ -59,8 +55,8 @@ def _expso3(w: np.ndarray) -> np.ndarray:
     W = _hat(w)
     small = t < 1e-8
     ts = np.where(small, 1.0, t)
-    a = np.where(small, 1.0 - t ** 2 / 6, np.sin(ts) / ts)
-    b = np.where(small, 0.5 - t ** 2 / 24, (1 - np.cos(ts)) / ts ** 2)
+    a = np.where(small, 1.0 - t**2 / 6, np.sin(ts) / ts)
+    b = np.where(small, 0.5 - t**2 / 24, (1 - np.cos(ts)) / ts**2)
     return np.eye(3) + a * W + b * (W @ W)
 
 
@@ -68,7 +64,7 @@ def _logso3(R: np.ndarray) -> np.ndarray:
     c = np.clip((np.trace(R, axis1=-2, axis2=-1) - 1) / 2, -1.0, 1.0)
     t = np.arccos(c)
     v = np.stack([R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0], R[..., 1, 0] - R[..., 0, 1]], -1)
-    s = np.where(t < 1e-6, 0.5 + t ** 2 / 12, t / (2 * np.sin(np.maximum(t, 1e-6))))
+    s = np.where(t < 1e-6, 0.5 + t**2 / 12, t / (2 * np.sin(np.maximum(t, 1e-6))))
     return s[..., None] * v
 
 
@@ -84,7 +80,7 @@ class ShootingSolver:
         self.model = model
         self.steps = steps
         self.R = model.n_rods
-        k = t(model.stiffness())                       # (R, 6) [EI1, EI2, GJ, GA, GA, EA]
+        k = t(model.stiffness())  # (R, 6) [EI1, EI2, GJ, GA, GA, EA]
         self.kbt_inv = 1.0 / k[:, :3]
         self.kse_inv = 1.0 / k[:, 3:]
         self.u_star = t(model.xi0[:, :3])
@@ -95,7 +91,7 @@ class ShootingSolver:
         self.platform_weight = float(model.platform_mass) * t(model.gravity)
         ei = float(k[:, 0].max())
         L = float(self.lengths.mean())
-        self.scale = np.concatenate([np.tile(np.r_[[ei / L ** 2] * 3, [ei / L] * 3], self.R), [L] * 3, [1.0] * 3])
+        self.scale = np.concatenate([np.tile(np.r_[[ei / L**2] * 3, [ei / L] * 3], self.R), [L] * 3, [1.0] * 3])
         self.L = L
         self.ei = ei
 
@@ -105,7 +101,7 @@ class ShootingSolver:
         Rm = base[..., :3, :3].copy()
         n = n0.copy()
         m = m0.copy()
-        ds = self.lengths / self.steps                 # (R,)
+        ds = self.lengths / self.steps  # (R,)
         f = gscale * self.f_dist
 
         def deriv(p, Rm, n, m):
@@ -136,14 +132,14 @@ class ShootingSolver:
             return self._residual_impl(x, base, g_ref, loads)
 
     def _residual_impl(self, x: np.ndarray, base: np.ndarray, g_ref: np.ndarray, loads: Loads) -> np.ndarray:
-        """x (B, 6R + 6) scaled unknowns → residual (B, 6R + 6) (closure [m, rad]·scaled, balance [N, N·m])."""
+        """X (B, 6R + 6) scaled unknowns → residual (B, 6R + 6) (closure [m, rad]·scaled, balance [N, N·m])."""
         B = x.shape[0]
         R = self.R
         xs = x * self.scale
-        nm = xs[:, :6 * R].reshape(B, R, 6)
-        dp = xs[:, 6 * R:6 * R + 3]
-        dphi = xs[:, 6 * R + 3:]
-        Ree = g_ref[:3, :3] @ _expso3(dphi)              # (B, 3, 3)
+        nm = xs[:, : 6 * R].reshape(B, R, 6)
+        dp = xs[:, 6 * R : 6 * R + 3]
+        dphi = xs[:, 6 * R + 3 :]
+        Ree = g_ref[:3, :3] @ _expso3(dphi)  # (B, 3, 3)
         pee = g_ref[:3, 3] + dp
         gscale = loads.gravity_scale if loads.gravity else 0.0
         p, Rm, n, m = self._integrate(np.broadcast_to(base, (B,) + base.shape), nm[..., :3], nm[..., 3:], gscale)
@@ -168,12 +164,20 @@ class ShootingSolver:
             F = F + float(loads.pulley_tension) * d / np.linalg.norm(d, axis=-1, keepdims=True)
         if loads.node_wrenches is not None:
             raise NotImplementedError("the shooting baseline supports platform loads and gravity only")
-        fs = self.ei / self.L ** 2
+        fs = self.ei / self.L**2
         ms = self.ei / self.L
         return np.concatenate([np.concatenate([e_pos, e_rot], -1).reshape(B, -1), F / fs, M / ms], -1)
 
-    def solve(self, theta, loads: Loads | None = None, init: ShootingResult | None = None, tol: float = 1e-9,
-              max_iter: int = 25, fd_step: float = 1e-6, _depth: int = 0) -> ShootingResult:
+    def solve(
+        self,
+        theta,
+        loads: Loads | None = None,
+        init: ShootingResult | None = None,
+        tol: float = 1e-9,
+        max_iter: int = 25,
+        fd_step: float = 1e-6,
+        _depth: int = 0,
+    ) -> ShootingResult:
         """Equilibrium for motor angles θ (M,) [rad]; warm start from ``init``. Newton + FD Jacobian.
 
         When Newton fails from ``init``, the motor increment is bisected (continuation, up to 5 levels).
@@ -191,8 +195,7 @@ class ShootingSolver:
             return out
 
     def _solve(self, theta, loads, init, tol, max_iter, fd_step) -> ShootingResult:
-        import scipy.optimize
-        import torch
+        import scipy.optimize  # heavy, and only this baseline solver needs it: off `import flexlearn.physics.lse`
 
         loads = Loads() if loads is None else loads
         base = self.model.base_poses(torch.as_tensor(theta, dtype=torch.float64)).detach().numpy()
@@ -202,7 +205,7 @@ class ShootingSolver:
         else:
             g_ref = init.g_ee.copy()
             x0 = init.unknowns.copy()
-            x0[6 * self.R:] = 0.0
+            x0[6 * self.R :] = 0.0
         nx = x0.size
         eye = np.eye(nx) * fd_step
 
@@ -210,12 +213,13 @@ class ShootingSolver:
             # residual and its central-difference Jacobian from one vectorised integration of 2n+1 rod sets
             X = np.concatenate([x[None], x[None] + eye, x[None] - eye], 0)
             rs = self._residual(X, base, g_ref, loads)
-            return rs[0], ((rs[1:nx + 1] - rs[nx + 1:]) / (2 * fd_step)).T
+            return rs[0], ((rs[1 : nx + 1] - rs[nx + 1 :]) / (2 * fd_step)).T
 
         # MINPACK Levenberg–Marquardt (a plain Newton stalls on this stiff problem: the rods' axial
         # compliance makes the closure residual nearly rank deficient)
-        sol = scipy.optimize.root(fun, x0, jac=True, method="lm",
-                                  options=dict(xtol=1e-15, ftol=1e-15, maxiter=max_iter * (nx + 1)))
+        sol = scipy.optimize.root(
+            fun, x0, jac=True, method="lm", options=dict(xtol=1e-15, ftol=1e-15, maxiter=max_iter * (nx + 1))
+        )
         x = sol.x
         norm = float(np.abs(sol.fun).max())
         it = int(getattr(sol, "nfev", 0))
@@ -223,8 +227,8 @@ class ShootingSolver:
             raise ShootingError(f"shooting did not converge ({sol.message})", norm, it)
         xs = x * self.scale
         g_new = np.eye(4)
-        g_new[:3, :3] = g_ref[:3, :3] @ _expso3(xs[6 * self.R + 3:])
-        g_new[:3, 3] = g_ref[:3, 3] + xs[6 * self.R:6 * self.R + 3]
+        g_new[:3, :3] = g_ref[:3, :3] @ _expso3(xs[6 * self.R + 3 :])
+        g_new[:3, 3] = g_ref[:3, 3] + xs[6 * self.R : 6 * self.R + 3]
         x = x.copy()
-        x[6 * self.R:] = 0.0
+        x[6 * self.R :] = 0.0
         return ShootingResult(g_new, x, it, norm, np.asarray(theta, dtype=np.float64).copy())
