@@ -241,7 +241,7 @@ def simulate_closed_loop(
     for k in range(K):
         t = k * dt
         q, qd = x[:, :N], x[:, N : 2 * N]
-        f, M = plant._f(x, u)
+        f, M = plant.state_derivative(x, u)
         frames = imu_frames(plant, q, qd, f[:, N : 2 * N], imus, bias, gen, rows)
         if frame_hook is not None:
             frames = frame_hook(k, frames)

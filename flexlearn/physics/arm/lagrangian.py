@@ -389,7 +389,18 @@ class FlexibleArmPlant(nn.Module):
         q, qd = x[:, : self.N], x[:, self.N : 2 * self.N]
         return self.kinetic(q, qd) + self.potential(q)
 
-    def _f(self, x: Tensor, u: Tensor) -> tuple[Tensor, Tensor]:
+    def state_derivative(self, x: Tensor, u: Tensor) -> tuple[Tensor, Tensor]:
+        """The state's time derivative and the mass matrix.
+
+        Args:
+            x: state ``[q, q̇, τ_a]`` (B, 2N + n): the N generalised coordinates (joint angles and modal
+                amplitudes), their rates, and the n lagged actuator torques [N m].
+            u: commanded joint torques (B, n) [N m].
+
+        Returns:
+            ``(ẋ, M)``: the derivative ``[q̇, q̈, (u − τ_a)/lag]`` (B, 2N + n) (τ_a constant without a lag) and
+            the mass matrix (B, N, N).
+        """
         N = self.N
         q, qd, ta = x[:, :N], x[:, N : 2 * N], x[:, 2 * N :]
         tau = ta if self.lag > 0 else u
@@ -399,7 +410,7 @@ class FlexibleArmPlant(nn.Module):
 
     def rate(self, x: Tensor, u: Tensor) -> Tensor:
         """ẋ = f(x, u) (B, 2N + n)."""
-        return self._f(x, u)[0]
+        return self.state_derivative(x, u)[0]
 
     def step(
         self,
@@ -421,7 +432,7 @@ class FlexibleArmPlant(nn.Module):
         """
         N, n = self.N, self.n
         Bsz = x.shape[0]
-        fx, M = self._f(x, u) if f0 is None else f0
+        fx, M = self.state_derivative(x, u) if f0 is None else f0
         Minv = torch.linalg.inv(M)
         S = 2 * N + n
         A = torch.zeros(Bsz, S, S, dtype=x.dtype)
@@ -435,7 +446,7 @@ class FlexibleArmPlant(nn.Module):
         X = x + h * torch.linalg.solve(J, fx.unsqueeze(-1)).squeeze(-1)
         scale = 1.0 + x.abs()
         for _ in range(iters - 1):
-            r = X - x - h * self._f(0.5 * (x + X), u)[0]
+            r = X - x - h * self.state_derivative(0.5 * (x + X), u)[0]
             dX = torch.linalg.solve(J, r.unsqueeze(-1)).squeeze(-1)
             X = X - dX
             if float((dX.abs() / scale).max()) < tol:

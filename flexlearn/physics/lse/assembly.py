@@ -66,7 +66,7 @@ class AssemblyMixin:
 
         def _h(self) -> Tensor: ...
 
-    def _loads_on_nodes(self, nodes: Tensor, loads: Loads) -> Tensor:
+    def node_loads(self, nodes: Tensor, loads: Loads) -> Tensor:
         """World [moment; force] on every node (R, N+1, 6): gravity lumped (½ ρ A h per element end) + dead."""
         r, n = self.n_rods, self.n_elements
         w = nodes.new_zeros(r, n + 1, 6)
@@ -81,7 +81,7 @@ class AssemblyMixin:
             w = w + loads.node_wrenches.to(w.dtype)
         return w
 
-    def _ee_load(self, g_ee: Tensor, loads: Loads) -> Tensor:
+    def platform_load(self, g_ee: Tensor, loads: Loads) -> Tensor:
         """World [moment; force] (6,) on the platform origin, without the pulley."""
         w = g_ee.new_zeros(6)
         if loads.gravity:
@@ -151,7 +151,7 @@ class AssemblyMixin:
             re = torch.cat([state.r_a, state.r_b, state.r_beta], -1)
             cache = state
         # dead nodal loads: body wrench [Rᵀ m; Rᵀ f]
-        wn = self._loads_on_nodes(nodes, loads)
+        wn = self.node_loads(nodes, loads)
         rot_t = nodes[..., :3, :3].transpose(-1, -2)
         mb = (rot_t @ wn[..., :3, None]).squeeze(-1)
         fb = (rot_t @ wn[..., 3:, None]).squeeze(-1)
@@ -159,7 +159,7 @@ class AssemblyMixin:
             self.proj_nodes_cat_t @ torch.cat([mb, fb], -1).reshape(r, 6 * n + 6, 1)
         ).squeeze(-1)
         # platform loads
-        we = self._ee_load(g_ee, loads)
+        we = self.platform_load(g_ee, loads)
         re_t = g_ee[:3, :3].transpose(-1, -2)
         me = re_t @ we[:3]
         fe = re_t @ we[3:]

@@ -57,8 +57,8 @@ def build_constants(model) -> CompiledConstants:
     else:
         s_world = np.zeros((r, 6))
     with torch.no_grad():
-        grav = model._loads_on_nodes(model.base_pose0.new_zeros(r, n + 1, 4, 4), Loads(gravity=True))
-        grav_ee = model._ee_load(model.base_pose0[0], Loads(gravity=True))
+        grav = model.node_loads(model.base_pose0.new_zeros(r, n + 1, 4, 4), Loads(gravity=True))
+        grav_ee = model.platform_load(model.base_pose0[0], Loads(gravity=True))
     c = CompiledConstants(
         base0=_np(model.base_pose0),
         s_world=np.ascontiguousarray(s_world),
