@@ -10,7 +10,6 @@ from typing import List
 import pytest
 import torch
 
-from flexlearn.physics.modal.estimator import EstimatorOptions, FlexibleArmEstimator
 from flexlearn.runtime.arm.config import ArmControllerConfig
 from flexlearn.runtime.arm.controller import ArmController, quintic
 from flexlearn.runtime.arm.step import exact_f64
@@ -25,22 +24,7 @@ class ReadableController:
 
     def __init__(self, cfg: ArmControllerConfig, lean: ArmController) -> None:
         self.cfg, self.c = cfg, lean  # the lean controller only lends its build-time constants
-        self.est = FlexibleArmEstimator.build(
-            cfg.model_links(),
-            [list(p) for p in cfg.imu_positions],
-            list(cfg.n_modes),
-            EstimatorOptions(
-                dt=cfg.dt,
-                k_p=cfg.filter_kp,
-                k_i=cfg.filter_ki,
-                acc_range=cfg.acc_range,
-                gyr_range=cfg.gyr_range,
-                tau_alpha=cfg.tau_alpha,
-                compensate=cfg.compensate,
-                elastic=cfg.elastic,
-                modal_rates=cfg.modal_rates,
-            ),
-        )
+        self.est = cfg.build_estimator()
         self.last_tau, self.last_state = lean.last_tau.clone(), lean.last_state.clone()
         self.tau2, self.lp, self.cal = float(self.last_tau[1]), None, torch.zeros(6, 5, dtype=F64)
         self.pending = cfg.gyro_rest_calibration

@@ -8,6 +8,7 @@ import math
 
 from flexlearn.config import check
 from flexlearn.errors import ConfigError
+from flexlearn.physics.modal.estimator import EstimatorOptions, FlexibleArmEstimator
 from flexlearn.physics.modal.link import FlexibleLink
 from flexlearn.sensing.imu import GRAVITY
 
@@ -109,6 +110,30 @@ class ArmControllerConfig:
         check(self.variant in VARIANTS, "arm_controller.variant", self.variant, f"one of {sorted(VARIANTS)}")
         check(self.duration > 0 and math.isfinite(self.t0), "arm_controller.duration", self.duration, "must be > 0")
         check(0 < self.dt <= 0.01, "arm_controller.dt", self.dt, "must be in (0, 0.01] s")
+
+    def build_estimator(self) -> FlexibleArmEstimator:
+        """The controller's IMU estimator (seed 000, §IV): the modal model of `model_links`, the IMUs at
+        ``imu_positions`` and the filter settings of this config.
+
+        Returns:
+            An unscripted `FlexibleArmEstimator`.
+        """
+        return FlexibleArmEstimator.build(
+            self.model_links(),
+            [list(p) for p in self.imu_positions],
+            list(self.n_modes),
+            EstimatorOptions(
+                dt=self.dt,
+                k_p=self.filter_kp,
+                k_i=self.filter_ki,
+                acc_range=self.acc_range,
+                gyr_range=self.gyr_range,
+                tau_alpha=self.tau_alpha,
+                compensate=self.compensate,
+                elastic=self.elastic,
+                modal_rates=self.modal_rates,
+            ),
+        )
 
     def model_links(self) -> list[FlexibleLink]:
         """The controller's modal model (clamped links; link 1 carries link 2 and both payloads unless

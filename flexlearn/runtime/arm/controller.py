@@ -83,7 +83,7 @@ from typing import List, Optional, Tuple
 import torch
 from torch import Tensor, nn
 
-from flexlearn.physics.modal.estimator import EstimatorOptions, FlexibleArmEstimator
+from flexlearn.physics.modal.estimator import FlexibleArmEstimator
 from flexlearn.runtime.arm.config import VARIANTS, ArmControllerConfig
 from flexlearn.runtime.arm.load import LinkLoadModel, static_angle_correction
 from flexlearn.runtime.arm.outputs import (
@@ -433,22 +433,7 @@ class ArmController(nn.Module):
         """Controller with its IMU estimator (compensated, elastic) from a validated config."""
         cfg = ArmControllerConfig() if cfg is None else cfg
         cfg.validate()
-        est = FlexibleArmEstimator.build(
-            cfg.model_links(),
-            [list(p) for p in cfg.imu_positions],
-            list(cfg.n_modes),
-            EstimatorOptions(
-                dt=cfg.dt,
-                k_p=cfg.filter_kp,
-                k_i=cfg.filter_ki,
-                acc_range=cfg.acc_range,
-                gyr_range=cfg.gyr_range,
-                tau_alpha=cfg.tau_alpha,
-                compensate=cfg.compensate,
-                elastic=cfg.elastic,
-                modal_rates=cfg.modal_rates,
-            ),
-        )
+        est = cfg.build_estimator()
         return cls(est, cfg)
 
     def _gravity_hold(self, theta: Tensor) -> Tensor:
