@@ -13,18 +13,27 @@ Every writer of flexlearn goes through this module, so the guarantees hold every
   empty; any other existing directory is refused. The refusal is an `OutputPathError`: one line, exit status 2.
 - Temporary names carry the writer's process id; a later writer removes the leftovers of writers that
   died (``kill -9``), so they do not pile up.
+- Durable: the new content is flushed to disk (``fsync``) before the rename, and the folder after it, so a
+  power cut or ``kill -9`` at any instant leaves either the old complete file or the new complete file.
+- JSON is strict (`json_text`, the one JSON writer): NaN and ±inf are written as ``null`` with the reason beside
+  them (``"<key>_null_reason": "inf"``), so strict readers (``JSON.parse``, jq) accept every file.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import json
+import math
 import os
 import re
 import shutil
+import signal
 import tempfile
+import threading
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Optional
 
 from flexlearn.errors import FlexlearnError
 
@@ -193,10 +202,29 @@ def atomic_path(path: str | os.PathLike, inputs: _Paths = ()) -> Iterator[Path]:
     os.chmod(tmp_path, _usual_mode(False))  # mkstemp creates 0600
     try:
         yield tmp_path
-        _replace(tmp_path, path)
+        fsync_path(tmp_path)
+        with signals_deferred():
+            _replace(tmp_path, path)
+        fsync_path(path.parent)
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back while the body runs (a commit's renames): their Python handlers run after
+    it, so an interruption never lands between two renames. Does nothing outside the main thread or where
+    signal masks do not exist. SIGKILL cannot be held back: `remove_stale_temporaries` repairs that case."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _replace(src: Path, dst: Path) -> None:
@@ -225,16 +253,60 @@ def atomic_dir(path: str | os.PathLike, inputs: _Paths = ()) -> Iterator[Path]:
         os.chmod(tmp, _usual_mode(True))  # mkdtemp creates 0700
         mark_output_dir(tmp)
         yield tmp
-        _swap_in(tmp, path)
+        fsync_tree(tmp)
+        with signals_deferred():
+            _swap_in(tmp, path)
+        fsync_path(path.parent)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+_RENAME_EXCHANGE = 2  # renameat2 flag (Linux >= 3.15): swap two paths in one step
+_AT_FDCWD = -100
+
+
+def exchange_paths(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Swap two existing paths in one atomic step (Linux ``renameat2(RENAME_EXCHANGE)``).
+
+    Args:
+        a: an existing file or directory.
+        b: another one, on the same file system.
+
+    Returns:
+        True when swapped; False where the call does not exist or the file system does not support it (nothing
+        was changed: the caller falls back to two renames).
+
+    Raises:
+        OSError: the swap was refused for another reason (permissions, a missing path).
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), os.fspath(b))
+
+
 def _swap_in(tmp: Path, path: Path) -> None:
-    """Move the finished ``tmp`` onto ``path``; an old ``path`` is moved aside first and removed last."""
+    """Move the finished ``tmp`` onto ``path``: an existing ``path`` is exchanged with ``tmp`` in one atomic step
+    where the system can (a kill at any instant leaves the old or the new directory at ``path``), else moved aside
+    first and put back on failure; the old version is removed last."""
     if not path.exists():
         _replace(tmp, path)
+        return
+    try:
+        swapped = exchange_paths(tmp, path)
+    except OSError as exc:
+        raise OutputPathError(f"output '{path}': cannot be replaced ({exc.strerror or exc})") from exc
+    if swapped:  # tmp now holds the previous version
+        shutil.rmtree(tmp, ignore_errors=True)
         return
     old = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-{os.getpid()}-old-", dir=path.parent))
     old.rmdir()
@@ -247,7 +319,129 @@ def _swap_in(tmp: Path, path: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def fsync_path(path: str | os.PathLike) -> None:
+    """Flush a file's (or a folder's: its entries, i.e. a rename in it) content to disk.
+
+    Args:
+        path: an existing file or directory. A file system that cannot sync a directory is skipped silently.
+    """
+    flags = os.O_RDONLY | (os.O_DIRECTORY if Path(path).is_dir() and hasattr(os, "O_DIRECTORY") else 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # e.g. a directory on a file system without directory fsync
+        pass
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(root: str | os.PathLike) -> None:
+    """`fsync_path` every file and folder under ``root`` (files first, ``root`` last)."""
+    for folder, _, files in os.walk(root, topdown=False):
+        for name in files:
+            fsync_path(Path(folder) / name)
+        fsync_path(folder)
+
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes, inputs: _Paths = ()) -> None:
+    """Write ``data`` to ``path`` atomically and durably (`atomic_path`: temporary beside ``path``, fsync, rename).
+
+    The temporary lies in ``path``'s own folder, whatever ``TMPDIR`` is, so the switch is one rename on one
+    file system: never a copy that a kill could truncate.
+
+    Args:
+        path: the file to write (its folder is created).
+        data: the complete new content.
+        inputs: the command's inputs, which ``path`` must not be or contain (`guard_output_file`).
+
+    Raises:
+        OutputPathError: ``path`` is refused or cannot be written (full disk, read-only folder).
+    """
+    with atomic_path(path, inputs) as tmp:
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+        except OSError as exc:
+            raise OutputPathError(f"output '{path}': cannot be written ({exc.strerror or exc})") from exc
+
+
+NULL_REASON_SUFFIX = "_null_reason"
+"""Key suffix of the reason written beside a value that JSON cannot hold (NaN, ±inf written as ``null``)."""
+
+
+def _number_reason(x: float) -> str:
+    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+
+
+def _plain(obj: Any) -> Any:
+    """NumPy and torch scalars and arrays as Python numbers and lists; paths as strings; others unchanged."""
+    if isinstance(obj, (str, bool, int, float, type(None), dict, list, tuple)):
+        return obj
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    tolist = getattr(obj, "tolist", None)
+    if callable(tolist):
+        return tolist()
+    try:
+        return float(obj)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{type(obj).__name__} is not JSON serialisable") from exc
+
+
+def strict_json(obj: Any) -> Any:
+    """``obj`` with every NaN/±inf replaced by ``None`` and the reason written beside it.
+
+    In a mapping, a non-finite ``value`` of ``key`` becomes ``null`` and ``key + "_null_reason"`` holds
+    ``"nan"``, ``"inf"`` or ``"-inf"``; a list holding non-finite numbers gets ``null`` in their places and the
+    reason beside the list's key, ``"[i]: nan, [j]: inf"``. NumPy and torch values become Python numbers.
+
+    Args:
+        obj: any nesting of mappings, lists, tuples, numbers, strings, arrays and tensors.
+
+    Returns:
+        A structure `json.dumps(..., allow_nan=False)` accepts.
+    """
+    return _strict(obj)[0]
+
+
+def _strict(obj: Any) -> tuple[Any, str]:
+    """(strict copy of ``obj``, the reason its non-finite numbers were nulled; '' when none were)."""
+    obj = _plain(obj)
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None, _number_reason(obj)
+    if isinstance(obj, dict):
+        out: dict[str, Any] = {}
+        for key, value in obj.items():
+            clean, reason = _strict(value)
+            out[str(key)] = clean
+            if reason and f"{key}{NULL_REASON_SUFFIX}" not in obj:
+                out[f"{key}{NULL_REASON_SUFFIX}"] = reason
+        return out, ""
+    if isinstance(obj, (list, tuple)):
+        items = [_strict(v) for v in obj]
+        reasons = [f"[{i}]: {r}" for i, (_, r) in enumerate(items) if r]
+        shown = ", ".join(reasons[:8]) + (f", ... ({len(reasons) - 8} more)" if len(reasons) > 8 else "")
+        return [v for v, _ in items], shown
+    return obj, ""
+
+
+def json_text(obj: Any, indent: Optional[int] = 2) -> str:
+    """The JSON text flexlearn writes: strict (`strict_json`: no NaN or Infinity), keys sorted, newline-ended.
+
+    Args:
+        obj: what to write (see `strict_json`).
+        indent: spaces per level; None for one line.
+
+    Returns:
+        Text that any strict JSON parser accepts.
+    """
+    return json.dumps(strict_json(obj), indent=indent, sort_keys=True, allow_nan=False) + "\n"
+
+
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
-    """Write ``obj`` as indented JSON to ``path`` atomically."""
+    """Write ``obj`` as indented strict JSON (`json_text`) to ``path`` atomically and durably."""
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=float) + "\n")
+        tmp.write_text(json_text(obj))

@@ -13,13 +13,15 @@ import inspect
 import math
 import os
 import secrets
+import shutil
 import sys
 import typing
-from typing import Any, Iterable, Mapping, TypeVar
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 
-from flexlearn.errors import ConfigError
+from flexlearn.errors import ConfigError, FlexlearnError
 
 T = TypeVar("T")
 
@@ -155,6 +157,102 @@ def to_dict(obj: Any) -> dict[str, Any]:
     return conv(dataclasses.asdict(obj))
 
 
+MIN_FREE_BYTES = 200 * 2**20
+"""Free space a run's root needs at the start (logs, config, the first checkpoints): less is a full disk."""
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.3g} GiB" if n >= 2**30 else f"{n / 2**20:.3g} MiB"
+
+
+def check_root(value: Optional[str], source: str) -> Optional[Path]:
+    """Check the folder a command writes its logs, cache and checkpoints under, before anything is written.
+
+    Args:
+        value: the folder (``$FLEXLEARN_ROOT``, a ``paths.root_dir=`` override or the working directory); an empty
+            or blank value means "not set" and returns None.
+        source: how the user gave it, for the message (``FLEXLEARN_ROOT``, ``paths.root_dir``).
+
+    Returns:
+        The folder, or None when ``value`` is empty.
+
+    Raises:
+        ConfigError: the folder (or its nearest existing parent, when it is to be created) is not a directory,
+            is not writable, or its file system has less than `MIN_FREE_BYTES` free.
+    """
+    if value is None or not str(value).strip():
+        return None
+    path = Path(str(value)).expanduser()
+    existing = next((p for p in [path, *path.parents] if p.exists()), None)
+    where = f"{source} = {str(value)!r}"
+    if existing is None or not existing.is_dir():
+        shown = "" if existing == path else f" ('{existing}' is a file)"
+        raise ConfigError(f"{where}: not a directory{shown}; give a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{where}: '{existing}' is not writable; give a folder you can write")
+    try:
+        free = shutil.disk_usage(existing).free
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot be read ({exc.strerror or exc})") from exc
+    if free < MIN_FREE_BYTES:
+        raise ConfigError(
+            f"{where}: its disk is full ({_gib(free)} free, at least {_gib(MIN_FREE_BYTES)} needed); free space "
+            "or give another folder"
+        )
+    return path
+
+
+def available_memory() -> Optional[int]:
+    """Bytes of memory this process can still allocate without swapping: ``MemAvailable`` of /proc/meminfo,
+    capped by a cgroup (container) limit; the physical memory where /proc is absent; None when unknown."""
+    avail: Optional[int] = None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        try:
+            avail = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            avail = None
+    for limit_file, usage_file in (
+        ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+        ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+    ):
+        try:
+            limit = int(Path(limit_file).read_text().strip())
+            used = int(Path(usage_file).read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if 0 < limit < 2**60:
+            avail = max(0, limit - used) if avail is None else min(avail, max(0, limit - used))
+        break
+    return avail
+
+
+def check_memory(where: str, value: Any, need_bytes: float, what: str = "") -> None:
+    """Refuse a user-set size whose estimated memory exceeds what the machine has available, before allocation.
+
+    Args:
+        where: the config key of the size (``sim.n_poses``).
+        value: its value, for the message.
+        need_bytes: the estimated bytes the work needs at that size.
+        what: the work, for the message (``simulating the sweep``).
+
+    Raises:
+        ConfigError: ``need_bytes`` is not finite or above `available_memory` (unknown memory: never).
+    """
+    avail = available_memory()
+    if math.isfinite(need_bytes) and (avail is None or need_bytes <= avail):
+        return
+    shown = _gib(need_bytes) if math.isfinite(need_bytes) else "more than any machine has"
+    raise ConfigError(
+        f"config '{where}' = {value!r}: {what + ' ' if what else ''}needs about {shown} of memory, this machine has "
+        f"{_gib(avail) if avail is not None else 'less'} available; lower it"
+    )
+
+
 TARGET_PACKAGES: tuple[str, ...] = ("flexlearn",)
 """Top-level packages whose classes a ``_target_`` may name, in configs and in checkpoints: importing and calling
 any dotted path read from a file would run any code. A package built on flexlearn adds itself here."""
@@ -242,6 +340,8 @@ def instantiate_group(group: Any, name: str) -> list[Any]:
         try:
             out.append(instantiate(node))
         except Exception as exc:  # hydra wraps constructor errors; name the entry
+            if isinstance(exc.__cause__, FlexlearnError):  # the constructor's own message names the problem
+                raise exc.__cause__ from None
             raise ConfigError(f"config '{name}.{key}': cannot be instantiated ({exc})") from exc
     return out
 
@@ -295,12 +395,15 @@ def run_name(task_name: str, max_len: int = 128) -> str:
 
 
 def _register_resolvers() -> None:
-    """OmegaConf resolvers used by flexlearn/conf: ``${relpath:path,start}`` (path relative to start),
+    """OmegaConf resolvers used by flexlearn/conf: ``${flexlearn_root:}`` (``$FLEXLEARN_ROOT``, blank = unset: ``.``),
+    ``${relpath:path,start}`` (path relative to start),
     ``${run_tag:}`` (``<pid>-<4 hex>``, the suffix that makes run directories unique), ``${interactive:}``
     (`interactive`) and ``${run_name:<task name>}`` (`run_name`)."""
     if not OmegaConf.has_resolver("run_tag"):  # unique per process, shared by its multirun jobs and DDP ranks
         tag = f"{os.getpid()}-{secrets.token_hex(2)}"
         OmegaConf.register_new_resolver("run_tag", lambda: tag, use_cache=True)
+    if not OmegaConf.has_resolver("flexlearn_root"):  # $FLEXLEARN_ROOT; unset or blank: the working directory
+        OmegaConf.register_new_resolver("flexlearn_root", lambda: os.environ.get("FLEXLEARN_ROOT", "").strip() or ".")
     if not OmegaConf.has_resolver("relpath"):
         OmegaConf.register_new_resolver("relpath", lambda path, start: os.path.relpath(str(path), str(start)))
     if not OmegaConf.has_resolver("interactive"):

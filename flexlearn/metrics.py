@@ -67,7 +67,8 @@ def angular_error_summary(
 
 
 COLATITUDE_EDGES_DEG = (0.0, 10.0, 20.0, 29.5, 35.0, 40.0, 90.0)
-"""Bands of the true bend (colatitude of the label from straight) [deg]; the training cap is 29.5°."""
+"""Bands of the bend [deg] (the commanded bend where the dataset records it, else the label's colatitude from
+straight); the default training cap is 29.5°."""
 CAP_DEG = 29.5
 PAST_CAP_DEG = (30.0, 40.0)
 
@@ -77,18 +78,50 @@ def colatitude_deg(label: torch.Tensor) -> torch.Tensor:
     return torch.rad2deg(torch.acos(label[..., 2].clamp(-1.0, 1.0)))
 
 
+def commanded_bend_deg(target: torch.Tensor) -> torch.Tensor:
+    """Commanded bend [deg] of child axes ``target`` (..., 3) in the parent frame (straight = −z): acos(−t_z/|t|)."""
+    t = target.double()
+    return torch.rad2deg(torch.acos((-t[..., 2] / torch.linalg.vector_norm(t, dim=-1)).clamp(-1.0, 1.0)))
+
+
 def band_summary(
-    err_deg: torch.Tensor, label: torch.Tensor, prefix: str = "", edges: tuple[float, ...] = COLATITUDE_EDGES_DEG
+    err_deg: torch.Tensor,
+    label: torch.Tensor,
+    prefix: str = "",
+    edges: tuple[float, ...] = COLATITUDE_EDGES_DEG,
+    bend_deg: Optional[torch.Tensor] = None,
+    cap_deg: float = CAP_DEG,
 ) -> dict[str, float]:
-    """Median, p95 and count of the errors per colatitude band, as ``{prefix}col_<lo>-<hi>/<stat>``, and for
-    the whole training cap (``{prefix}cap/``, 0–29.5°) and past it (``{prefix}past_cap/``, 30–40°)."""
-    col = colatitude_deg(label.double())
+    """Median, p95 and count of the errors per bend band, as ``{prefix}col_<lo>-<hi>/<stat>``, and for the cap
+    (``{prefix}cap/``, 0–``cap_deg``) and past it (``{prefix}past_cap/``, 30–40°).
+
+    Args:
+        err_deg: (N,) angular errors [deg].
+        label: (N, 3) unit labels (child frame, straight = +z).
+        prefix: metric name prefix.
+        edges: band edges [deg].
+        bend_deg: (N,) the bend each row is banded by, e.g. the commanded bend (`commanded_bend_deg`); None:
+            the label's colatitude. The label's includes board and base tilt, so with a commanded bend given
+            each band also reports ``label_colatitude_median_deg``, the label's angle beside it.
+        cap_deg: the cap [deg] of the ``cap`` band (the sweep's own).
+
+    Returns:
+        Metric name -> value (NaN statistics for an empty band).
+    """
+    label_col = colatitude_deg(label.double())
+    col = label_col if bend_deg is None else bend_deg.double()
     bands = [(f"col_{lo:g}-{hi:g}", lo, hi) for lo, hi in zip(edges[:-1], edges[1:])]
-    bands += [("cap", 0.0, CAP_DEG), ("past_cap", *PAST_CAP_DEG)]
+    bands += [("cap", 0.0, cap_deg), ("past_cap", *PAST_CAP_DEG)]
     out: dict[str, float] = {}
+    nan = float("nan")
     for name, lo, hi in bands:
-        e = err_deg.detach().double()[(col >= lo) & (col < hi) & torch.isfinite(err_deg)]
+        hi_ok = col <= hi if name == "cap" else col < hi  # the cap's own edge belongs to the cap
+        mask = (col >= lo) & hi_ok & torch.isfinite(err_deg)
+        e = err_deg.detach().double()[mask]
         out[f"{prefix}{name}/n_samples"] = int(e.numel())
-        out[f"{prefix}{name}/ang_err_median_deg"] = torch.quantile(e, 0.5).item() if e.numel() else float("nan")
-        out[f"{prefix}{name}/ang_err_p95_deg"] = torch.quantile(e, 0.95).item() if e.numel() else float("nan")
+        out[f"{prefix}{name}/ang_err_median_deg"] = torch.quantile(e, 0.5).item() if e.numel() else nan
+        out[f"{prefix}{name}/ang_err_p95_deg"] = torch.quantile(e, 0.95).item() if e.numel() else nan
+        if bend_deg is not None:
+            lc = label_col[mask]
+            out[f"{prefix}{name}/label_colatitude_median_deg"] = torch.quantile(lc, 0.5).item() if lc.numel() else nan
     return out

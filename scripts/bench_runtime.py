@@ -13,7 +13,7 @@ Measures, on a TorchScript module (script → save → load, as deployed):
   growth ≈ 0), nested under ``soak`` and flat as ``soak_latency_ratio_last_first``, ``soak_rss_growth_mb``, …;
 * ``imu_attitude_step`` — one `flexlearn.sensing.attitude.step.AttitudeStep` call (raw IMU → quaternion) against the
   previous list round-trip wrapping of the same kernels, side by side (``--imu-step``: only this section);
-* ``binframe_parse_us_median`` — decoding one binary serial frame (`flexlearn.runtime.serial_frames`). The issue's
+* ``binframe_parse_us_median`` — decoding one binary serial frame (`flexlearn.runtime.pikit.serial_frames`). The issue's
 full soak is 10⁶ steps (≈ 1 min); tests run a short one.
 * ``--formats`` (needs ``executorch``): ``formats`` — per-call latency of every exported module side by side,
   TorchScript / torch.export ``.pt2`` / ExecuTorch ``.pte``, each loaded from its file as deployed (direction model
@@ -171,8 +171,8 @@ def run(n: int = 9, steps: int = 20000, soak: int = 0, block: int = 50000) -> di
 
 def _parse_cost(n: int, q: torch.Tensor, m: torch.Tensor, frames: int = 2000) -> float:
     """µs per decoded frame of the binary serial protocol (one att + one mag frame alternating, fed in 4 KiB
-    chunks, `flexlearn.runtime.serial_frames.FrameParser`): the runner's link overhead per frame."""
-    from flexlearn.runtime.serial_frames import FrameParser, encode_frame
+    chunks, `flexlearn.runtime.pikit.serial_frames.FrameParser`): the runner's link overhead per frame."""
+    from flexlearn.runtime.pikit.serial_frames import FrameParser, encode_frame
 
     raw = b"".join(
         encode_frame("att", 0.06 * i, i, q=q[i % q.shape[0]].tolist())
@@ -426,7 +426,7 @@ def _estimator_formats(model, n: int, q, m, d: Path, steps: int, repeats: int) -
     one attitude sweep), per call, in the three formats."""
     from flexlearn.runtime import executorch_export as ee
     from flexlearn.runtime.deploy import build_bundle, load_bundle
-    from flexlearn.runtime.program_bundle import load_program_bundle
+    from flexlearn.runtime.pikit.program_bundle import load_program_bundle
 
     k_in = q.shape[0]
     ee.export_bundle_programs(build_bundle(model, n), d / "bundle")
@@ -465,7 +465,7 @@ def _export_blockers(cfg, frames) -> dict:
     from flexlearn.runtime import executorch_export as ee
     from flexlearn.runtime.arm.controller import ArmController
     from flexlearn.runtime.fusion.estimator import FusedEstimator
-    from flexlearn.runtime.height_control import HeightPID
+    from flexlearn.runtime.pikit.height_control import HeightPID
 
     f64 = torch.float64
     e = FusedEstimator(DirectionMLP(hidden=(8,)), EstimatorSettings(n_segments=3))

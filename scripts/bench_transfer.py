@@ -11,7 +11,7 @@ is a model trained jointly on several modules with a map per module (`flexlearn.
     python scripts/bench_transfer.py [--root DIR] [--ckpt CKPT] [--modules 2001 2002 ...] [--n-poses 50]
                                      [--joint-modules 0 1 2 3] [--joint-poses 4000] [--no-physics]
 
-Targets (issue 18): held-out modules after calibration 0–29.5°: median ≤ 1.0°, p95 ≤ 2.5°; 30–40°: median ≤ 2.0°,
+Targets: held-out modules after calibration 0–29.5°: median ≤ 1.0°, p95 ≤ 2.5°; 30–40°: median ≤ 2.0°,
 p95 ≤ 5.0°; the same module no worse than 0.35° / 0.73° within the cap. Module seeds 11–19 and 101–102 were used
 while developing; the default report seeds 2001–2008 were not.
 """

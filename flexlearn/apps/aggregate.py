@@ -1,4 +1,5 @@
-"""`flexlearn-aggregate dir=<multirun dir>`: one table (CSV, Markdown) and one figure for a multirun; for an
+"""`flexlearn-aggregate dir=<multirun dir>`: one table (CSV, Markdown) and one figure for a multirun, and its best run
+(directory, checkpoint, metrics: `flexlearn.sweeps.aggregate.best_run_lines`) printed; for an
 Optuna sweep (``optimization_results.yaml`` in the directory) also the study's optimisation history and
 parameter importances (``optuna_history.png``, ``optuna_importance.png``; :mod:`flexlearn.viz.optuna_figures`)."""
 
@@ -9,12 +10,12 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from flexlearn.apps.runner import hydra_app, readable_errors
-from flexlearn.sweeps.aggregate import aggregate_multirun
+from flexlearn.sweeps.aggregate import aggregate_multirun, best_run_lines
 
 
 @hydra_app("flexlearn-aggregate", "aggregate")
 def main(cfg: DictConfig) -> None:
-    """Aggregate the multirun ``cfg.dir``; print the files written."""
+    """Aggregate the multirun ``cfg.dir``; print its best run and the files written."""
     with readable_errors("flexlearn-aggregate"):
         metrics = [cfg.metrics] if isinstance(cfg.metrics, str) else [str(m) for m in cfg.metrics or []]
         res = aggregate_multirun(cfg.dir, cfg.get("out"), metrics, cfg.get("x"), cfg.get("y"))
@@ -23,6 +24,7 @@ def main(cfg: DictConfig) -> None:
             from flexlearn.viz.optuna_figures import write_optuna_figures  # heavy import off the start-up path
 
             files += write_optuna_figures(cfg.dir, res["rows"], res["y"], cfg.get("out") or cfg.dir)
+    print("\n".join(best_run_lines(res)))
     print(f"{res['n_done']}/{res['n_jobs']} jobs -> " + ", ".join(str(f) for f in files if f))
 
 

@@ -1,8 +1,10 @@
 """`flexlearn-calibrate ckpt_path=<ckpt> inputs=[<module 1>,...]`: a calibration file for new modules.
 
-Each input (a raw sweep directory with the module's tumble, or a processed dataset) gives W (tumble ellipsoid) and
-A (at most ``n_poses`` stationary poses); the file (``output``) is what ``flexlearn-export bundle.calibration=...``
-and ``scripts/pi_runner.py --calibration`` take (docs/modules.md). Errors end in one line and exit status 2.
+Each input (a raw sweep directory with the module's tumble, a ``flexlearn-ingest`` output directory of a recording
+that carries the tumble — docs/ingest.md, "Record the hand tumble" —, or a processed dataset) gives W (tumble
+ellipsoid; identity with ``require_tumble=false``) and A (at most ``n_poses`` stationary poses); the file
+(``output``) is what ``flexlearn-export bundle.calibration=...`` and ``scripts/pi_runner.py --calibration`` take
+(docs/modules.md). Errors end in one line and exit status 2.
 """
 
 from __future__ import annotations

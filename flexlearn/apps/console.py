@@ -104,13 +104,39 @@ def metrics_table(metrics: Mapping[str, Any], optimized_metric: Optional[str] = 
         lines.append(f"test metrics ({int(n)} samples)" if isinstance(n, (int, float)) else "test metrics")
         lines += [f"  {name:<18s}{text:>10s}" for name, text in rows]
     extra = [optimized_metric] if optimized_metric else []
-    extra += sorted(k for k in metrics if k.startswith("id/") and k.endswith("_rel_err"))
     test_keys = {key for key, _, _ in TEST_ROWS}
     shown = [(k, metrics[k]) for k in extra if isinstance(metrics.get(k), (int, float)) and k not in test_keys]
-    if shown:
+    identified = identified_rows(metrics)
+    if shown or identified:
         lines.append("optimised metric (returned to sweepers)" if rows else "identification")
         lines += [f"  {k:<30s}{v:>12.5g}" for k, v in shown]
+        lines += identified
     return "\n".join(lines)
+
+
+def _number(metrics: Mapping[str, Any], key: str) -> Optional[float]:
+    v = metrics.get(key)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def identified_rows(metrics: Mapping[str, Any]) -> list[str]:
+    """One line per identified parameter: ``name  value ± 1σ`` with the relative error against the simulated truth
+    when there is one, or a note when the data could not identify it (``id/<name>``, ``_std``, ``_rel_err``,
+    ``_identifiable`` in the metrics)."""
+    names = sorted(k[3:-4] for k in metrics if k.startswith("id/") and k.endswith("_std") and not k.endswith("rel_std"))
+    out = []
+    for n in names:
+        value, std = _number(metrics, f"id/{n}"), _number(metrics, f"id/{n}_std")
+        if value is None:
+            continue
+        text = f"  {n:<18s}{value:>12.5g} ± {std:.3g}" if std is not None else f"  {n:<18s}{value:>12.5g}"
+        rel = _number(metrics, f"id/{n}_rel_err")
+        if rel is not None:
+            text += f"   ({100 * rel:.2f} % from the truth)"
+        if _number(metrics, f"id/{n}_identifiable") == 0.0:
+            text += "   not identifiable from these data (see the Hessian note in metrics.json)"
+        out.append(text)
+    return out
 
 
 def describe_files(paths: Any) -> str:

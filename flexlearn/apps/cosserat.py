@@ -1,5 +1,7 @@
 """`flexlearn-cosserat`: simulate a Cosserat-rod experiment (``conf/cosserat/<name>.yaml``, seed 001
-Tables 3–7) and write its tip trajectory (JSON, CSV, PNG) into the run directory. A first run compiles the
+Tables 3–7) and write its tip trajectory (JSON, CSV, PNG) and the whole rod over time as a playable MCAP file
+(``<name>.mcap``: the centreline and the base and tip frames in Foxglove's schemas; ``mcap=false`` leaves it out)
+into the run directory. A first run compiles the
 fused numba kernel (one notice with an estimate; ``flexlearn-warmup`` does it ahead); a terminal shows the
 elapsed time while the rod is simulated.
 
@@ -9,6 +11,7 @@ elapsed time while the rod is simulated.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from omegaconf import DictConfig
 
@@ -16,6 +19,7 @@ from flexlearn.apps.kernels import compile_ahead
 from flexlearn.apps.runner import hydra_app, readable_errors, use_progress
 from flexlearn.config import check
 from flexlearn.progress import ticker
+from flexlearn.replay.to_mcap import trajectory_to_mcap
 
 
 @hydra_app("flexlearn-cosserat", "cosserat")
@@ -44,7 +48,15 @@ def main(cfg: DictConfig) -> None:
                 announce=lambda line: bar.write(f"flexlearn-cosserat: {line}"),
             )
         paths = write_tip_trajectory(cfg.output_dir, tr, exp, info, formats)
+        if cfg.mcap:
+            paths.append(write_rod_mcap(cfg.output_dir, tr, exp.name))
     print(json.dumps(dict(info, files=[str(p) for p in paths])))
+
+
+def write_rod_mcap(out_dir, tr, name: str):
+    """The recorded rod (positions (T, N+1, 3) [m], rotations) as ``<out_dir>/<name>.mcap``; returns the path."""
+    pos, rot = tr.positions.detach().cpu().numpy(), tr.rotations.detach().cpu().numpy()
+    return trajectory_to_mcap(Path(out_dir) / f"{name}.mcap", tr.times.tolist(), pos, rot, name)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from flexlearn.atomic import guard_output_file
 from flexlearn.config import from_dict
 from flexlearn.data.processing_config import ProcessingConfig
 from flexlearn.progress import ticker
+from flexlearn.sensing.parts import SensorParts
 
 
 @hydra_app("flexlearn-process", "process")
@@ -22,8 +23,11 @@ def main(cfg: DictConfig) -> None:
 
         guard_output_file(cfg.output, inputs=[cfg.input])  # before the input is read
         processing = from_dict(ProcessingConfig, cfg.processing, "processing")
+        parts = SensorParts.from_config(cfg.get("sensor"), "sensor")
+        # The default parts give way to the ones a sweep declares in its meta.json ('sensor', e.g. simulated).
+        chosen = None if parts == SensorParts.default() else parts
         with ticker(f"processing {cfg.input}"):
-            path = process_raw(Path(cfg.input), processing, Path(cfg.output))
+            path = process_raw(Path(cfg.input), processing, Path(cfg.output), chosen)
     print(path)
 
 

@@ -1,8 +1,17 @@
 """Shared behaviour of the command-line applications: readable errors instead of stack traces.
 
-`hydra_app` is the ``@hydra.main`` of every app, with one change: an override of a key the config does not
-have (``task.lrr=1``) or of a config group option that does not exist (``trainer=gpuu``) ends in one line
-naming the closest valid keys and exit status 2, instead of Hydra's hint to add the typo with ``+``.
+`hydra_app` is the ``@hydra.main`` of every app, with these additions:
+
+- an override of a key the config does not have (``task.lrr=1``) or of a config group option that does not
+  exist (``trainer=gpuu``) ends in one line naming the closest valid keys and exit status 2, instead of Hydra's
+  hint to add the typo with ``+``;
+- the environment is checked first: ``FLEXLEARN_ROOT`` set but empty counts as unset; a root (or
+  ``paths.root_dir``) that is not a directory, not writable or on a full disk is one line and exit status 2;
+- ``resume=<run dir>`` (train, pipeline) is expanded into the run's saved overrides (`flexlearn.jobs.runs`);
+- SIGINT (Ctrl-C) and SIGTERM end the command at a safe point with one line saying what was kept and the
+  command that resumes or reruns it, and exit status 128 + the signal number (130, 143). Every output is
+  written whole or not at all (`flexlearn.atomic`), so an interrupted command leaves the previous version.
+
 Apps import Lightning, torch and matplotlib inside their main function, so ``--help`` answers at once.
 """
 
@@ -13,7 +22,10 @@ import functools
 import math
 import os
 import re
+import shlex
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
@@ -24,9 +36,9 @@ from omegaconf.errors import MissingMandatoryValue
 
 import flexlearn.config  # noqa: F401  (registers the OmegaConf resolvers the configs use: run_tag, relpath)
 from flexlearn.apps.console import show_config
-from flexlearn.config import closest, in_multirun
-from flexlearn.errors import ConfigError, FlexlearnError
-from flexlearn.jobs.runs import TRAIN_KEYS, check_run_config
+from flexlearn.config import check_root, closest, in_multirun
+from flexlearn.errors import ConfigError, FlexlearnError, Interrupted
+from flexlearn.jobs.runs import TRAIN_KEYS, check_run_config, override_key, resume_arguments
 from flexlearn.progress import set_enabled
 
 # flexlearn/conf/, found through the package, so an installed wheel works from any directory; a directory of
@@ -122,12 +134,72 @@ def hydra_app(app: str, config_name: str) -> Callable[[Callable[[DictConfig], An
 
         @functools.wraps(task_fn)
         def main(cfg_passthrough: Optional[DictConfig] = None) -> Any:
-            with _composition_errors(app):
-                return hydra_main(cfg_passthrough)
+            with interruptions(app):
+                with readable_errors(app):
+                    prepare_command(app)
+                with _composition_errors(app):
+                    return hydra_main(cfg_passthrough)
 
         return main
 
     return wrap
+
+
+def prepare_command(app: str) -> None:
+    """What every app does before Hydra composes its config (and makes its run directory).
+
+    ``FLEXLEARN_ROOT`` set but empty is removed (unset: the working directory is the root); the root a run
+    writes under (``paths.root_dir=`` on the command line, else ``FLEXLEARN_ROOT``, else the working directory)
+    is checked (`flexlearn.config.check_root`); ``resume=`` is expanded (`flexlearn.jobs.runs.resume_arguments`)
+    into ``sys.argv``.
+
+    Args:
+        app: the command's name.
+
+    Raises:
+        ConfigError: a root that is no writable directory with free space; a bad ``resume``.
+    """
+    if "FLEXLEARN_ROOT" in os.environ and not os.environ["FLEXLEARN_ROOT"].strip():
+        del os.environ["FLEXLEARN_ROOT"]
+    args = sys.argv[1:]
+    if any(a in ("-h", "--help", "--hydra-help", "--info", "-c", "--cfg") for a in args):
+        return
+    given = [a.split("=", 1)[1] for a in args if "=" in a and override_key(a) == "paths.root_dir"]
+    if given:
+        check_root(given[-1], "paths.root_dir")
+    elif os.environ.get("FLEXLEARN_ROOT"):
+        check_root(os.environ["FLEXLEARN_ROOT"], "FLEXLEARN_ROOT")
+    else:
+        check_root(os.getcwd(), "the working directory (FLEXLEARN_ROOT is not set)")
+    sys.argv[1:] = resume_arguments(args, app)
+
+
+@contextlib.contextmanager
+def interruptions(app: str) -> Iterator[None]:
+    """SIGINT and SIGTERM raise `flexlearn.errors.Interrupted` in the main thread while the body runs (commits
+    hold them back: `flexlearn.atomic.signals_deferred`); the command ends with one line on stderr (where it
+    stopped, what it kept, the command to resume or rerun) and exit status 128 + the signal number."""
+    caught = (signal.SIGINT, signal.SIGTERM)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = {s: signal.getsignal(s) for s in caught} if main_thread else {}
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise Interrupted(signum)
+
+    for s in previous:
+        signal.signal(s, stop)
+    try:
+        yield
+    except Interrupted as exc:
+        for s in previous:  # a second Ctrl-C while the message is printed ends nothing half-way
+            signal.signal(s, signal.SIG_IGN)
+        detail = exc.detail or "every output is written whole or not at all: the previous versions are kept"
+        again = exc.resume or "rerun: " + " ".join(shlex.quote(a) for a in [app, *sys.argv[1:]])
+        print(f"{app}: interrupted by {exc.signal_name}: {detail}; {again}", file=sys.stderr, flush=True)
+        sys.exit(exc.exit_status)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
 
 
 @contextlib.contextmanager
@@ -151,6 +223,9 @@ def _composition_errors(app: str) -> Iterator[None]:
                 if message is None or os.environ.get("HYDRA_FULL_ERROR") == "1":
                     raise
                 print(f"{app}: error: {message}", file=sys.stderr)
+                sys.exit(2)
+            except FlexlearnError as exc:  # raised while Hydra sets a run up (a launcher's or sweeper's config)
+                print(f"{app}: error: {exc}", file=sys.stderr)
                 sys.exit(2)
 
         return original(guarded)

@@ -1,5 +1,11 @@
 """`flexlearn-train`: train the direction model; returns the optimised metric for sweepers.
 
+The value returned to a sweeper is the best checkpoint's ``optimized_metric`` (``best_score`` in ``metrics.json``),
+not the last epoch's. ``flexlearn-train resume=<run dir>`` (or ``ckpt_path=<run's checkpoints>/last.ckpt``)
+continues an interrupted run in its own directory with its saved overrides (yours on top, e.g. a larger
+``trainer.max_epochs``). Ctrl-C or SIGTERM stops at the end of the epoch, writes ``status: interrupted`` and
+prints the resume command (exit status 130 or 143); a second one stops at once.
+
 A single run that diverges (non-finite loss, network output or metric) fails with one line and exit
 status 2. In a multirun the diverged job is recorded (``status: diverged`` in its ``metrics.json``),
 logged and reported to the sweeper as +inf, so the sweep goes on.
@@ -39,7 +45,7 @@ def main(cfg: DictConfig) -> float:
                 raise
             log.error("flexlearn-train: this job failed: %s; reported to the sweeper as +inf", exc)
             return math.inf
-    value = float(metrics.get(cfg.optimized_metric, float("nan")))
+    value = float(metrics.get("best_score", metrics.get(cfg.optimized_metric, float("nan"))))
     if value != value:
         log.warning("%s is NaN for this run; reported to the sweeper as +inf", cfg.optimized_metric)
     show_result(metrics, cfg.optimized_metric)

@@ -7,6 +7,9 @@ sees exactly the batches an uninterrupted run would.
 `DirectionDataModule.require` refuses a dataset whose splits are too small to train or score on (an
 empty file, one row, no train split, a train split only): a `DataError` naming the file and the split.
 Fields that are not finite in float32 (e.g. ΔB scaled past 3.4e38 T) are refused when the file is read.
+
+The training batch size follows the dataset unless set (`auto_batch_size`): a few hundred recorded poses get
+small batches, so that an epoch is several optimizer steps rather than one.
 """
 
 from __future__ import annotations
@@ -23,6 +26,18 @@ from flexlearn.errors import DataError
 
 # Fewest rows each split needs: two to fit the input standardisation (a std), one to score.
 MIN_ROWS = {"train": 2, "val": 1, "test": 1}
+MAX_AUTO_BATCH = 512
+MIN_AUTO_BATCH = 16
+AUTO_STEPS_PER_EPOCH = 16
+
+
+def auto_batch_size(n_train: int) -> int:
+    """Training batch size for ``n_train`` rows: the largest power of two B ≤ n_train / 16 (at least 16
+    optimizer steps per epoch), clipped to [16, 512]; 512 for the default 15,000-pose sweep, 16 for 400 poses."""
+    b = MIN_AUTO_BATCH
+    while b * 2 <= min(MAX_AUTO_BATCH, n_train // AUTO_STEPS_PER_EPOCH):
+        b *= 2
+    return b
 
 
 def _as_float32(path: Path, split: str, name: str, value, pose_id) -> torch.Tensor:
@@ -105,11 +120,18 @@ class DirectionDataModule(L.LightningDataModule):
     """Train/val/test loaders of (ΔB [T] float32 (B, 3), label unit float32 (B, 3)[, module int64 (B,)])."""
 
     def __init__(
-        self, dataset_path: str | Path, batch_size: int = 512, seed: int = 0, eval_batch_size: int = 8192
+        self,
+        dataset_path: str | Path,
+        batch_size: Optional[int] = None,
+        seed: int = 0,
+        eval_batch_size: int = 8192,
     ) -> None:
+        """``batch_size`` None: `auto_batch_size` of the train split, set by `setup`."""
         super().__init__()
         self.dataset_path = Path(dataset_path)
-        self.batch_size, self.eval_batch_size, self.seed = batch_size, eval_batch_size, seed
+        self.batch_size_option = batch_size
+        self.batch_size = batch_size or MAX_AUTO_BATCH  # resolved by setup
+        self.eval_batch_size, self.seed = eval_batch_size, seed
         self.dataset: Optional[DirectionDataset] = None
         self._splits: dict[str, TensorBatches] = {}
 
@@ -126,6 +148,8 @@ class DirectionDataModule(L.LightningDataModule):
                 None if part.module is None else torch.as_tensor(part.module),
             )
         self.dataset, self._splits = dataset, splits
+        if self.batch_size_option is None:
+            self.batch_size = auto_batch_size(len(splits["train"]))
 
     def require(self, *names: str) -> None:
         """Raise `DataError` naming the file and split unless every split in ``names`` has `MIN_ROWS` rows."""

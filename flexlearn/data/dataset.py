@@ -40,10 +40,11 @@ VECTORS: dict[str, tuple[str, str]] = {
     "truth_label": ("1", "child sensor frame"),
     "truth_u": ("1", "parent frame"),
     "truth_delta_b": ("T", "child sensor frame"),
+    "target": ("1", "parent frame"),
 }
 SCALARS: dict[str, str] = {"pose_id": "-", "split": "-", "n_coil_on": "1", "module": "-"}
 REQUIRED = ("pose_id", "delta_b", "label", "split", "n_coil_on")
-OPTIONAL = ("truth_label", "truth_u", "truth_delta_b", "module")
+OPTIONAL = ("truth_label", "truth_u", "truth_delta_b", "target", "module")
 UNIT_VECTORS = ("label", "truth_label", "truth_u")
 # Column kinds checked on load (`flexlearn.tables.column_values`; vectors are "float"): no nulls, no text or
 # booleans where numbers are due. Integer columns are read as "number" so that `_coerce` names a float dtype.
@@ -76,6 +77,14 @@ def assign_splits(pose_id: np.ndarray, fractions: Sequence[float] = (0.8, 0.1, 0
     'val' if u < f_train + f_val, else 'test'. A pose's split therefore depends on nothing but its id and
     the seed (not on which other poses survive filtering); the realised fractions are binomial around
     ``fractions`` (±0.3 % at 15,000 poses).
+
+    Args:
+        pose_id: pose ids (N,) int.
+        fractions: (f_train, f_val, f_test).
+        seed: the split's seed.
+
+    Returns:
+        The split names (N,) ``<U5``.
     """
     x = np.asarray(pose_id).astype(np.int64).view(np.uint64)
     with np.errstate(over="ignore"):
@@ -102,6 +111,8 @@ class DirectionDataset:
         truth_label, truth_u: optional (N, 3) float64 unit; true label (child frame) and true child
             direction (parent frame), from ``raw.truth`` of simulated sweeps.
         truth_delta_b: optional (N, 3) float64 [T], noise-free coil field (simulated sweeps).
+        target: optional (N, 3) float64, the commanded child axis in the parent frame (straight = −z) from the
+            raw pose table: the commanded bend acos(−target_z) is what evaluation bands are taken by.
         module: optional (N,) int64, index of the module a row was recorded on (datasets of several modules,
             `merge_modules`); absent for a one-module sweep.
         meta: JSON-serialisable dict: 'source' (raw.meta), 'provenance', 'processing' (config),
@@ -120,6 +131,7 @@ class DirectionDataset:
     truth_label: Optional[np.ndarray] = None
     truth_u: Optional[np.ndarray] = None
     truth_delta_b: Optional[np.ndarray] = None
+    target: Optional[np.ndarray] = None
     module: Optional[np.ndarray] = None
     meta: dict[str, Any] = field(default_factory=dict)
     per_pose: dict[str, np.ndarray] = field(default_factory=dict)
@@ -339,7 +351,7 @@ def merge_modules(datasets: Sequence["DirectionDataset"]) -> "DirectionDataset":
     cat = lambda name: np.concatenate([getattr(d, name) for d in datasets])  # noqa: E731
     kw: dict[str, Any] = {n: cat(n) for n in REQUIRED if n != "pose_id"}
     kw["pose_id"] = np.concatenate([k * stride + d.pose_id for k, d in enumerate(datasets)])
-    for n in ("truth_label", "truth_u", "truth_delta_b"):
+    for n in ("truth_label", "truth_u", "truth_delta_b", "target"):
         kw[n] = cat(n) if all(getattr(d, n) is not None for d in datasets) else None
     kw["module"] = np.concatenate([np.full(len(d), k, np.int64) for k, d in enumerate(datasets)])
     modules = [

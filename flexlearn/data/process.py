@@ -27,23 +27,25 @@ Every array here is in SI units: s, T, m/s².
 from __future__ import annotations
 
 import copy
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
 
 from flexlearn.config import to_dict
+from flexlearn.data import faults
 from flexlearn.data import quality as q
+from flexlearn.data import units as u
 from flexlearn.data.dataset import DirectionDataset, assign_splits, column_units
 from flexlearn.data.processing_config import ProcessingConfig
+from flexlearn.data.sweep_meta import check_meta, sweep_parts
 from flexlearn.errors import ConfigError, DataError
+from flexlearn.sensing.parts import SensorParts
 from flexlearn.sensing.streams import RAW_SCHEMA_VERSION, STREAMS, RawSweep
 
 G0 = 9.80665  # standard gravity [m/s^2]
-# Candidate units of a magnetometer stream: name -> tesla per unit. Used to name a wrong unit.
-_FIELD_UNITS = {"T": 1.0, "mT": 1e-3, "gauss": 1e-4, "µT": 1e-6, "nT": 1e-9}
-_TYPICAL_FIELD = 5e-5  # geomagnetic field magnitude [T]
-_ACCEL_UNITS = {"m/s^2": 1.0, "g": G0, "mg": G0 * 1e-3}
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -55,12 +57,16 @@ class DropReport:
         n_kept: poses in the dataset.
         dropped: reason -> pose_ids dropped for it (every reason present, possibly empty).
         samples: sweep-level sample counts (mag polls, stale, non-finite, accepted coil-on/off, ...).
+        notes: one line per unit conversion or noise remark (also logged).
+        sensor: the sensor parts the checks derived from (`SensorParts.to_config`).
     """
 
     n_poses: int
     n_kept: int
     dropped: dict[str, list[int]]
     samples: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    sensor: dict[str, Any] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         """Number of dropped poses per reason."""
@@ -80,6 +86,8 @@ class DropReport:
             "dropped_counts": self.counts(),
             "dropped_pose_ids": self.dropped,
             "samples": self.samples,
+            "notes": self.notes,
+            "sensor": self.sensor,
         }
 
 
@@ -92,61 +100,74 @@ class ProcessedSweep:
 
 
 # ---------------------------------------------------------------------------------------------- checks
-def _guess_unit(median: float, units: dict[str, float], typical: float) -> tuple[str, float]:
-    """The unit in which ``median`` is closest (in log scale) to ``typical`` SI units, and its SI value."""
-    name = min(units, key=lambda u: abs(np.log10(median * units[u] / typical)) if median > 0 else 0.0)
-    return name, median * units[name]
-
-
-def _check_stream(
-    name: str,
-    field_name: str,
-    values: np.ndarray,
-    bounds: tuple[float, float],
-    what: str,
-    si: str,
-    units: dict[str, float],
-    typical: float,
-) -> np.ndarray:
-    """Reject an empty or all-NaN stream, or one whose median norm is outside ``bounds``; return finite mask."""
+def _check_stream(name: str, field_name: str, values: np.ndarray, bounds: tuple[float, float], kind: str) -> None:
+    """Reject an empty or all-NaN stream, or one whose median norm is outside ``bounds`` (naming the unit key)."""
     if values.shape[0] == 0:
         raise DataError(f"stream '{name}' is empty")
-    finite = np.all(np.isfinite(values), axis=1)
-    if not finite.any():
-        raise DataError(f"stream '{name}': field '{field_name}' has only NaN/inf values ({values.shape[0]} samples)")
-    median = float(np.median(np.linalg.norm(values[finite], axis=1)))
+    finite, valid = faults.valid_readings(values)
+    if not valid.any():
+        what = "NaN/inf values" if not finite.any() else "NaN/inf or (0, 0, 0) values (absent readings)"
+        raise DataError(f"stream '{name}': field '{field_name}' has only {what} ({values.shape[0]} samples)")
+    median = float(np.median(np.linalg.norm(values[valid], axis=1)))  # absent readings are judged per pose
     lo, hi = bounds
     if not lo <= median <= hi:
-        guess, value_si = _guess_unit(median, units, typical)
+        si = "T" if kind == "field" else "m/s^2"
+        guess, key = u.unit_hint(median, kind)
+        bounds_key = "field_median_bounds" if kind == "field" else "accel_median_bounds"
         hint = (
-            f"it looks like {guess} ({median:.4g} {guess} = {value_si:.4g} {si}); convert to {si} at ingest"
-            if guess != si
-            else f"no common unit explains it (widen {what} if the data are right)"
+            f"it looks like {guess}: set {key} (raw sweep) or the stream's scale in the ingest map"
+            if guess not in ("T", "m/s^2")
+            else f"no common unit explains it (if the data are right, widen +processing.{bounds_key}=[lo,hi])"
         )
         raise DataError(
-            f"stream '{name}': field '{field_name}' has median |{field_name}| = {median:.4g}, outside "
-            f"the range [{lo:.3g}, {hi:.3g}] expected in {si}; {hint}"
+            f"stream '{name}': field '{field_name}' has median |{field_name}| = {median:.4g} {si} (after "
+            f"processing.{kind}_unit), outside [{lo:.3g}, {hi:.3g}] {si}; {hint}"
         )
-    return finite
 
 
-def _check_sweep(raw: RawSweep, cfg: ProcessingConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Whole-sweep errors (`DataError`); returns the finite masks of the mag and accel streams."""
+def _check_sweep(raw: RawSweep, cfg: ProcessingConfig) -> None:
+    """Whole-sweep errors (`DataError`): empty pose table or streams, wrong magnitudes, no coil switch-on."""
     if raw.pose_id.shape[0] == 0:
         raise DataError("table 'poses' is empty")
-    mag_finite = _check_stream(
-        "mag", "m", raw.mag, cfg.field_median_bounds, "field_median_bounds", "T", _FIELD_UNITS, _TYPICAL_FIELD
-    )
-    acc_finite = _check_stream(
-        "accel", "a", raw.accel, cfg.accel_median_bounds, "accel_median_bounds", "m/s^2", _ACCEL_UNITS, G0
-    )
+    _check_stream("mag", "m", raw.mag, cfg.field_median_bounds, "field")
+    _check_stream("accel", "a", raw.accel, cfg.accel_median_bounds, "accel")
     if raw.coil_t.shape[0] == 0:
         raise DataError("stream 'coil': no coil switch events; the coil field cannot be measured")
     if not np.any(raw.coil_on):
         raise DataError(
             f"stream 'coil': field 'on' is false in all {raw.coil_t.shape[0]} events; the coil is never switched on"
         )
-    return mag_finite, acc_finite
+
+
+def resolve_parts(raw: RawSweep, parts: Optional[SensorParts]) -> SensorParts:
+    """The parts to check against.
+
+    Args:
+        raw: the sweep.
+        parts: the parts given, or None.
+
+    Returns:
+        ``parts`` if given, else the sweep's own (``meta.json`` 'sensor'), else the simulator's default
+        (`SensorParts.default`).
+    """
+    return parts or sweep_parts(raw.meta) or SensorParts.default()
+
+
+def prepare(raw: RawSweep, cfg: ProcessingConfig, parts: SensorParts) -> tuple[RawSweep, list[str]]:
+    """Convert the declared units to SI and check times, fields and specific force.
+
+    Args:
+        raw: the sweep in its declared units.
+        cfg: the processing settings (``time_unit``, ``field_unit``, ``accel_unit`` and the checks).
+        parts: the sensor parts the times are checked against.
+
+    Returns:
+        (the SI sweep, notes: one line per conversion).
+    """
+    si, notes = u.to_si(raw, {"time": cfg.time_unit, "field": cfg.field_unit, "accel": cfg.accel_unit})
+    _check_sweep(si, cfg)
+    notes += u.check_times(si, parts, cfg.time_unit)
+    return si, notes
 
 
 # ----------------------------------------------------------------------------------------- estimation
@@ -180,19 +201,47 @@ def _delta_b(win: q.Windows, mag_t: np.ndarray, mag: np.ndarray, sel: q.Selectio
     return m_on_mean - (m_off_mean + slope * (t_on_mean - t_off_mean)[:, None])
 
 
-def _accel_stats(
-    win: q.Windows, accel_t: np.ndarray, accel: np.ndarray, finite: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per pose: finite sample count (P,), count incl. non-finite (P,), mean (P, 3), per-axis std (P, 3)."""
-    pose = win.locate(accel_t)
-    inside = pose >= 0
-    n_all = np.bincount(pose[inside], minlength=win.n)
-    use = inside & finite
-    idx = pose[use]
-    n = np.bincount(idx, minlength=win.n)
-    mean = _segment_mean(idx, accel[use], n)
-    var = _segment_mean(idx, (accel[use] - mean[idx]) ** 2, n)
-    return n, n_all, mean, np.sqrt(var)
+@dataclass
+class AccelStats:
+    """Per-pose accelerometer statistics over the hold windows.
+
+    Attributes:
+        pose: (M,) window index per sample or -1. valid, finite: (M,) masks (valid: finite and not (0, 0, 0)).
+        n, n_finite, n_all: (P,) valid / finite / all samples in the window. mean, std: (P, 3) of the valid
+        samples [m/s²].
+    """
+
+    pose: np.ndarray
+    valid: np.ndarray
+    finite: np.ndarray
+    n: np.ndarray
+    n_finite: np.ndarray
+    n_all: np.ndarray
+    mean: np.ndarray
+    std: np.ndarray
+
+    @classmethod
+    def of(cls, win: q.Windows, accel_t: np.ndarray, accel: np.ndarray) -> "AccelStats":
+        """Per-pose accelerometer statistics over the hold windows.
+
+        Args:
+            win: the hold windows.
+            accel_t: sample times (M,) [s].
+            accel: specific force (M, 3) [m/s²].
+
+        Returns:
+            The pose of each sample, the valid and finite masks, the per-pose counts (valid, finite, all) and the
+            per-pose mean and std of the valid samples.
+        """
+        pose = win.locate(np.asarray(accel_t, dtype=np.float64))
+        inside = pose >= 0
+        finite, valid = faults.valid_readings(accel)
+        counts = [np.bincount(pose[inside & m], minlength=win.n) for m in (valid, finite, np.ones_like(finite))]
+        use = inside & valid
+        idx = pose[use]
+        mean = _segment_mean(idx, accel[use], counts[0])
+        var = _segment_mean(idx, (accel[use] - mean[idx]) ** 2, counts[0])
+        return cls(pose, valid, finite, *counts, mean=mean, std=np.sqrt(var))
 
 
 def _truth_columns(raw: RawSweep, pose_id: np.ndarray) -> dict[str, Optional[np.ndarray]]:
@@ -217,8 +266,17 @@ def per_pose_means(raw: RawSweep, win: q.Windows) -> tuple[dict[str, np.ndarray]
     """Hold-window means of the registered ``per_pose`` streams the sweep holds, in sorted-window order.
 
     For each such stream and each column c of its ``float`` fields: x̄_p = Σ_{t_i ∈ [t_start,p, t_end,p]} x_i / n_p
-    over the finite samples (NaN where n_p = 0). Returns (column ``<stream>_<c>`` -> (P,), column -> unit).
-    A name that is one of the dataset's own columns (stream 'label', column 'x') is a `ConfigError`.
+    over the finite samples (NaN where n_p = 0).
+
+    Args:
+        raw: the SI sweep.
+        win: the hold windows.
+
+    Returns:
+        (column ``<stream>_<c>`` -> (P,), column -> unit).
+
+    Raises:
+        ConfigError: for a name that is one of the dataset's own columns (stream 'label', column 'x').
     """
     fixed = set(column_units())
     values: dict[str, np.ndarray] = {}
@@ -248,30 +306,34 @@ def per_pose_means(raw: RawSweep, win: q.Windows) -> tuple[dict[str, np.ndarray]
 
 def _soft_iron(raw: RawSweep, cfg: ProcessingConfig) -> Optional[dict[str, Any]]:
     """The tumble calibration {W (3, 3) det 1, offset (3,) [T], quality} to apply to ΔB, or None (see
-    ``ProcessingConfig.soft_iron``); a tumble too poor to fit raises `DataError` naming coverage and samples."""
+    ``ProcessingConfig.soft_iron``); a tumble too poor to fit raises `DataError` naming coverage and samples.
+    The readings are in ``meta['tumble']['units']`` (else ``processing.field_unit``)."""
     tumble = raw.meta.get("tumble") if isinstance(raw.meta, dict) else None
     if cfg.soft_iron == "none" or not isinstance(tumble, dict) or not len(tumble.get("mag") or []):
         return None
     from flexlearn.sensing.module_cal import tumble_calibration  # heavy import off the start-up path (torch)
 
-    w, offset, quality = tumble_calibration(np.asarray(tumble["mag"], dtype=np.float64), "meta.json 'tumble'")
+    readings = np.asarray(tumble["mag"], dtype=np.float64) * u.tumble_factor(raw.meta, cfg.field_unit)
+    w, offset, quality = tumble_calibration(readings, "meta.json 'tumble'")
     return {"W": w.tolist(), "offset": offset.tolist(), "quality": quality, "source": "tumble"}
 
 
-def _sample_counts(raw: RawSweep, polls, sel, pulses, keep: np.ndarray, finite: tuple) -> dict[str, int]:
-    """Sample counts of the drop report: polls, stale and non-finite readings, accepted coil-on/off samples of the
-    kept poses, pulses. ``finite`` is (mag_finite, acc_finite), boolean per sample."""
-    mag_finite, acc_finite = finite
+def _sample_counts(raw: RawSweep, polls: q.Polls, ev: q.PoseEvidence, acc: AccelStats, keep: np.ndarray) -> dict:
+    """Sample counts of the drop report: polls, stale, non-finite and zero readings, accepted coil-on/off samples
+    of the kept poses, pulses."""
+    mag_finite, mag_valid = faults.valid_readings(raw.mag)
     return {
         "mag_polls": int(np.asarray(raw.mag_t).shape[0]),
         "mag_stale": int((~polls.fresh).sum()),
         "mag_nonfinite": int((~mag_finite).sum()),
-        "coil_on_accepted": int(sel.n_on[keep].sum()),
-        "coil_off_accepted": int(sel.n_off[keep].sum()),
+        "mag_zero": int((mag_finite & ~mag_valid).sum()),
+        "mag_saturated": int(polls.saturated.sum()),
+        "coil_on_accepted": int(ev.sel.n_on[keep].sum()),
+        "coil_off_accepted": int(ev.sel.n_off[keep].sum()),
         "accel_samples": int(raw.accel_t.shape[0]),
-        "accel_nonfinite": int((~acc_finite).sum()),
-        "pulses": int(pulses.n),
-        "pulses_outside_poses": int((pulses.pose < 0).sum()),
+        "accel_nonfinite": int((~acc.finite).sum()),
+        "accel_zero": int((acc.finite & ~acc.valid).sum()),
+        "pulses": int(ev.n_pulses.shape[0] and ev.n_pulses.sum()),
     }
 
 
@@ -291,54 +353,116 @@ def _dataset_meta(raw: RawSweep, cfg: ProcessingConfig, report: DropReport, cali
     }
 
 
-def process_sweep(raw: RawSweep, cfg: Optional[ProcessingConfig] = None) -> ProcessedSweep:
+def _evidence(raw: RawSweep, cfg: ProcessingConfig, lim: faults.Limits, win: q.Windows) -> tuple:
+    """(polls, pulses, `quality.PoseEvidence`, `AccelStats`) of the SI sweep ``raw``."""
+    mag_t = np.asarray(raw.mag_t, dtype=np.float64)
+    mag = np.ascontiguousarray(raw.mag, dtype=np.float64)
+    mag_finite, mag_valid = faults.valid_readings(mag)
+    pulses = q.Pulses.from_events(raw.coil_t, raw.coil_on, win)
+    polls = q.classify_polls(mag_t, mag, pulses, win, cfg, lim.mag_clip)
+    if not np.any(polls.fresh & mag_valid & polls.off_window):
+        raise DataError(
+            f"stream 'mag': no coil-off samples in all {mag_t.shape[0]} polls: every poll lies "
+            f"within a coil pulse or its settling time ({cfg.settle_time} s), or reads NaN or zero"
+        )
+    acc = AccelStats.of(win, raw.accel_t, raw.accel)
+    _, mag_same = faults.frozen(polls.pose, mag, mag_valid, win.n)
+    _, mag_axes = faults.frozen(polls.pose, mag, mag_valid & polls.fresh, win.n)
+    _, acc_axes = faults.frozen(acc.pose, raw.accel, acc.valid, win.n)
+    acc_stream = faults.whole_stream_frozen(raw.accel, acc.valid, raw.target)
+    ev = q.PoseEvidence(
+        n_pulses=pulses.per_pose,
+        sel=q.select(polls, pulses, win, polls.fresh & mag_valid, cfg),
+        # As if non-finite (zero) polls had been valid readings: tells failures caused by them from others.
+        sel_nan_blind=q.select(polls, pulses, win, (polls.fresh & mag_valid) | ~mag_finite, cfg),
+        sel_zero_blind=q.select(polls, pulses, win, polls.fresh & mag_finite, cfg),
+        n_acc=acc.n,
+        n_acc_finite=acc.n_finite,
+        n_acc_all=acc.n_all,
+        acc_std=acc.std,
+        n_polls=np.bincount(polls.pose[polls.pose >= 0], minlength=win.n),
+        accel_stuck=(np.any(acc_axes, axis=1) & lim.accel_stuck_axes) | (acc_stream & (acc.n > 0)),
+        mag_stuck=np.all(mag_same, axis=1) | (np.any(mag_axes, axis=1) & lim.mag_stuck_axes),
+        accel_saturated=faults.clipped(acc.pose, raw.accel, acc.valid, lim.accel_clip, win.n),
+    )
+    return polls, pulses, ev, acc
+
+
+def _noise_notes(acc: AccelStats, keep: np.ndarray, lim: faults.Limits, parts: SensorParts) -> list[str]:
+    """A note when the kept poses' median accelerometer noise is over 3x off what the IMU part expects."""
+    if not keep.any() or not lim.accel_stuck_axes:  # a part quieter than 2 LSB: no noise to compare
+        return []
+    measured = float(np.median(acc.std[keep]))
+    ratio = measured / lim.accel_noise
+    if 1 / 3 <= ratio <= 3:
+        return []
+    return [
+        f"stream 'accel': median per-axis noise {measured:.3g} m/s^2 in the hold windows is {ratio:.2g}x the "
+        f"{lim.accel_noise:.3g} m/s^2 expected of sensor.imu '{parts.imu.name}'; check the parts (sensor/imu=...)"
+    ]
+
+
+def _refuse_if_too_few(report: DropReport, cfg: ProcessingConfig) -> None:
+    """`DataError` when fewer than ``min_kept_fraction`` of the poses (or none) are kept, saying how many and why."""
+    need = cfg.min_kept_fraction * report.n_poses
+    if report.n_kept > 0 and report.n_kept >= need:
+        return
+    worst = max(report.counts().items(), key=lambda kv: kv[1])
+    raise DataError(
+        f"raw sweep: only {report.n_kept} of {report.n_poses} poses ({report.n_kept / report.n_poses:.0%}) are "
+        f"left, at least {cfg.min_kept_fraction:.0%} are needed (processing.min_kept_fraction); "
+        f"{report.summary()}; most were dropped as '{worst[0]}' ({worst[1]} poses): "
+        f"{q.REASON_HINTS.get(worst[0], 'check the recording')}"
+    )
+
+
+def process_sweep(
+    raw: RawSweep, cfg: Optional[ProcessingConfig] = None, parts: Optional[SensorParts] = None
+) -> ProcessedSweep:
     """Turn one raw sweep into a `DirectionDataset` of kept poses and a `DropReport` (seed 002, III-B1/B2).
 
     Args:
-        raw: the streams (`flexlearn.sensing.streams.RawSweep`), SI units, child sensor frame.
+        raw: the streams (`flexlearn.sensing.streams.RawSweep`), child sensor frame, in SI or in the units
+            ``cfg`` declares.
         cfg: processing parameters (default `ProcessingConfig()`).
+        parts: the module's sensor parts; None: the sweep's own (``meta.json`` 'sensor') or the default.
 
     Returns:
         `ProcessedSweep` with the dataset (rows in hold-window order) and the drop report.
 
     Raises:
-        DataError: naming stream, field and value for a whole-sweep problem: a field stream not in tesla
-            (median magnitude says which unit it looks like), accel not in m/s², an empty or all-NaN stream,
-            no coil events, no coil-off samples at all, overlapping hold windows, every pose dropped.
+        DataError: naming stream, field and value for a whole-sweep problem: a malformed ``meta.json``, a
+            stream in another unit than declared (naming the key that fixes it), an empty or all-NaN stream,
+            no coil events, no coil-off samples at all, overlapping hold windows, fewer poses kept than
+            ``min_kept_fraction``.
     """
     cfg = cfg or ProcessingConfig()
     cfg.validate()
-    mag_finite, acc_finite = _check_sweep(raw, cfg)
+    check_meta(raw.meta, "meta.json")
+    parts = resolve_parts(raw, parts)
+    raw, notes = prepare(raw, cfg, parts)
     calibration = _soft_iron(raw, cfg)  # a tumble too poor to fit is refused before any work
-    mag_t = np.asarray(raw.mag_t, dtype=np.float64)
-    mag = np.ascontiguousarray(raw.mag, dtype=np.float64)
+    lim = faults.Limits.from_parts(parts, cfg.saturation_limit, cfg.max_accel_std)
     win = q.Windows.from_sweep(raw)
-    pulses = q.Pulses.from_events(raw.coil_t, raw.coil_on, win)
-    polls = q.classify_polls(mag_t, mag, pulses, win, cfg)
-    if not np.any(polls.fresh & mag_finite & polls.off_window):
-        raise DataError(
-            f"stream 'mag': no coil-off samples in all {mag_t.shape[0]} polls: every poll lies "
-            f"within a coil pulse or its settling time ({cfg.settle_time} s)"
-        )
-    sel = q.select(polls, pulses, win, polls.fresh & mag_finite, cfg)
-    # As if every non-finite poll had been a fresh reading: tells failures caused by NaN from others.
-    sel_nan_blind = q.select(polls, pulses, win, polls.fresh | ~mag_finite, cfg)
-    n_acc, n_acc_all, acc_mean, acc_std = _accel_stats(win, raw.accel_t, raw.accel, acc_finite)
-    reason = q.drop_reasons(pulses.per_pose, sel, sel_nan_blind, n_acc, n_acc_all, acc_std, cfg)
-
+    polls, pulses, ev, acc = _evidence(raw, cfg, lim, win)
+    reason = q.drop_reasons(ev, cfg, lim.max_accel_std)
     keep = reason < 0
     sorted_ids = raw.pose_id[win.order].astype(np.int64)
     dropped = {r: sorted(sorted_ids[reason == k].tolist()) for k, r in enumerate(q.REASONS)}
-    samples = _sample_counts(raw, polls, sel, pulses, keep, (mag_finite, acc_finite))
-    report = DropReport(n_poses=win.n, n_kept=int(keep.sum()), dropped=dropped, samples=samples)
-    if not keep.any():
-        raise DataError(
-            f"raw sweep: every one of the {win.n} poses was dropped ({report.summary()}); "
-            "check the processing config against the recording"
-        )
+    samples = {**_sample_counts(raw, polls, ev, acc, keep), "pulses_outside_poses": int((pulses.pose < 0).sum())}
+    notes += _noise_notes(acc, keep, lim, parts)
+    report = DropReport(win.n, int(keep.sum()), dropped, samples, notes, parts.to_config())
+    _refuse_if_too_few(report, cfg)
+    for note in notes:
+        log.warning("%s", note)
+    return _assemble(raw, cfg, (win, ev, acc, keep, sorted_ids), report, calibration)
 
-    delta_b = _delta_b(win, mag_t, mag, sel)[keep]
-    label = acc_mean[keep] / np.linalg.norm(acc_mean[keep], axis=1, keepdims=True)
+
+def _assemble(raw: RawSweep, cfg: ProcessingConfig, parts_of: tuple, report: DropReport, calibration) -> ProcessedSweep:
+    """The dataset of the kept poses: ΔB (calibrated by the tumble's W when given), labels, truth, per-pose means."""
+    win, ev, acc, keep, sorted_ids = parts_of
+    delta_b = _delta_b(win, np.asarray(raw.mag_t, dtype=np.float64), np.asarray(raw.mag, np.float64), ev.sel)[keep]
+    label = acc.mean[keep] / np.linalg.norm(acc.mean[keep], axis=1, keepdims=True)
     pose_id = sorted_ids[keep]
     truth = _truth_columns(raw, pose_id)
     per_pose, per_pose_units = per_pose_means(raw, win)
@@ -347,15 +471,16 @@ def process_sweep(raw: RawSweep, cfg: Optional[ProcessingConfig] = None) -> Proc
         delta_b = delta_b @ w.T
         if truth["truth_delta_b"] is not None:
             truth["truth_delta_b"] = truth["truth_delta_b"] @ w.T
-    meta = _dataset_meta(raw, cfg, report, calibration)
+    target = np.asarray(raw.target, dtype=np.float64)[win.order][keep]
     ds = DirectionDataset(
+        target=target if np.all(np.isfinite(target)) else None,  # the commanded bend bands evaluation
         pose_id=pose_id,
         delta_b=delta_b,
         label=label,
         split=assign_splits(pose_id, cfg.split_fractions, cfg.split_seed),
-        n_coil_on=sel.n_on[keep],
+        n_coil_on=ev.sel.n_on[keep],
         **truth,
-        meta=meta,
+        meta=_dataset_meta(raw, cfg, report, calibration),
         per_pose={c: v[keep] for c, v in per_pose.items()},
         per_pose_units=per_pose_units,
     )

@@ -4,8 +4,13 @@ pose filters of `flexlearn.data.quality` (seed 002, III-B1 and III-B2), in one s
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 from flexlearn.config import check
+
+TIME_UNITS = ("s", "ms", "us", "µs", "ns")
+FIELD_UNITS = ("T", "mT", "gauss", "G", "uT", "µT", "nT")
+ACCEL_UNITS = ("m/s^2", "g", "mg")
 
 
 @dataclass
@@ -18,9 +23,16 @@ class ProcessingConfig:
         min_coil_on: accepted coil-on samples a pose needs (summed over its pulses; seed: ~6 per pose).
         min_coil_off_per_side: accepted coil-off samples needed before and after each pulse of the pose.
         min_accel_samples: accelerometer samples a pose needs in its hold window.
-        max_accel_std: stationarity bound on the per-axis std of the specific force over the hold window.
-        saturation_limit: a used sample with any |component| ≥ this is saturated. The sensor's full-scale
-            range defines it (default: 1.2 mT, just below a ±1.3 mT magnetometer range); set it per sensor.
+        max_accel_std: stationarity bound on the per-axis std of the specific force over the hold window
+            [m/s²]; None: max(0.05, 2.5·σ), σ the IMU part's noise per sample (`flexlearn.data.faults.Limits`).
+        saturation_limit: a used sample with any |component| ≥ this [T] is saturated; None: the magnetometer
+            part's full scale less half an LSB (``sensor`` parts, e.g. 479 µT for a LIS3MDL at ±4 gauss).
+        min_kept_fraction: the sweep is refused when fewer than this fraction of its poses are kept (the
+            message counts the drops by reason); below it, bad poses are dropped and counted.
+        time_unit: unit of every time of the raw sweep ("s", "ms", "us", "ns"); others are converted to s
+            with one note. Times whose spacing disagrees with the IMU's output rate are refused naming it.
+        field_unit: unit of the mag stream ("T", "mT", "gauss", "uT", "nT"), converted to T with one note.
+        accel_unit: unit of the accel stream ("m/s^2", "g", "mg"), converted to m/s² with one note.
         field_median_bounds: (lo, hi) plausible median |m| of the whole mag stream in tesla; outside it the
             stream is taken to be in another unit (µT, gauss, ...) and rejected.
         accel_median_bounds: (lo, hi) plausible median |a| in m/s² (≈ 9.81 at rest); outside → wrong unit.
@@ -36,8 +48,12 @@ class ProcessingConfig:
     min_coil_on: int = 4
     min_coil_off_per_side: int = 2
     min_accel_samples: int = 2
-    max_accel_std: float = 0.05
-    saturation_limit: float = 1.2e-3
+    max_accel_std: Optional[float] = None
+    saturation_limit: Optional[float] = None
+    min_kept_fraction: float = 0.5
+    time_unit: str = "s"
+    field_unit: str = "T"
+    accel_unit: str = "m/s^2"
     field_median_bounds: tuple[float, float] = (1e-6, 1e-3)
     accel_median_bounds: tuple[float, float] = (8.0, 12.0)
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
@@ -55,8 +71,12 @@ class ProcessingConfig:
             "must be >= 1 (the ambient fit must bracket every pulse)",
         )
         check(self.min_accel_samples >= 1, "min_accel_samples", self.min_accel_samples, "must be >= 1")
-        check(self.max_accel_std > 0, "max_accel_std", self.max_accel_std, "must be > 0 m/s^2")
-        check(self.saturation_limit > 0, "saturation_limit", self.saturation_limit, "must be > 0 T")
+        for key, unit in (("max_accel_std", "m/s^2"), ("saturation_limit", "T")):
+            v = getattr(self, key)
+            check(v is None or v > 0, key, v, f"must be > 0 {unit} (or null: derived from the sensor parts)")
+        check(0 <= self.min_kept_fraction <= 1, "min_kept_fraction", self.min_kept_fraction, "must be in [0, 1]")
+        for key, known in (("time_unit", TIME_UNITS), ("field_unit", FIELD_UNITS), ("accel_unit", ACCEL_UNITS)):
+            check(getattr(self, key) in known, key, getattr(self, key), f"must be one of {', '.join(known)}")
         for name in ("field_median_bounds", "accel_median_bounds"):
             lo, hi = getattr(self, name)
             check(0 < lo < hi, name, getattr(self, name), "must be (lo, hi) with 0 < lo < hi")

@@ -19,10 +19,15 @@ fault is told apart from a short pulse).
 
 Drop reasons, one per pose, the first that applies in the order of `REASONS`:
 ``no_pulse`` (no coil switch-on inside the hold window), ``no_accel`` (fewer than min_accel_samples
-accelerometer samples), ``nan`` (see above), ``saturated`` (a used poll with |component| ≥
-saturation_limit), ``too_few_coil_on`` (fewer than min_coil_on accepted coil-on samples over all the pose's
-pulses), ``missing_coil_off`` (fewer than min_coil_off_per_side accepted coil-off samples in the hold
-window before t_on or after t_off of some pulse: the linear ambient fit would extrapolate), and
+accelerometer samples), ``nan`` (see above), ``absent`` (as ``nan``, for readings of exactly (0, 0, 0): a
+failed bus read, or a window without any magnetometer poll), ``accel_saturated`` (a specific force at the IMU
+part's full scale), ``accel_stuck`` (bit-identical readings where the part's noise forbids them,
+`flexlearn.data.faults`), ``saturated`` (a used poll with |component| ≥ the magnetometer's clip level:
+``saturation_limit``, or the part's full scale; a clipped axis is also constant, so this comes first),
+``mag_stuck`` (as ``accel_stuck``), ``too_few_coil_on`` (fewer than min_coil_on accepted coil-on
+samples over all the pose's pulses), ``missing_coil_off`` (fewer than min_coil_off_per_side accepted coil-off
+samples in the hold window before t_on or after t_off of some pulse: the linear ambient fit would extrapolate),
+and
 ``not_stationary`` (per-axis std of the specific force over the hold window above max_accel_std).
 """
 
@@ -36,7 +41,35 @@ from flexlearn.data.processing_config import ProcessingConfig
 from flexlearn.errors import DataError
 from flexlearn.sensing.streams import RawSweep
 
-REASONS = ("no_pulse", "no_accel", "nan", "saturated", "too_few_coil_on", "missing_coil_off", "not_stationary")
+REASONS = (
+    "no_pulse",
+    "no_accel",
+    "nan",
+    "absent",
+    "accel_saturated",
+    "accel_stuck",
+    "saturated",
+    "mag_stuck",
+    "too_few_coil_on",
+    "missing_coil_off",
+    "not_stationary",
+)
+REASON_HINTS = {
+    "no_pulse": "the coil was not switched on inside the hold windows (stream 'coil' against table 'poses')",
+    "no_accel": "the accelerometer stream has no samples inside the hold windows",
+    "nan": "the readings are NaN/inf (a bus fault, or a failed conversion)",
+    "absent": "the readings are (0, 0, 0) or missing (a failed bus read)",
+    "accel_stuck": "the accelerometer repeats one reading bit for bit (a stuck or disconnected sensor; if it is "
+    "really that quiet, set the IMU part: sensor/imu=...)",
+    "accel_saturated": "the specific force reaches the IMU's full scale (sensor.imu.accel.full_scale)",
+    "mag_stuck": "the magnetometer repeats one reading bit for bit (a stuck sensor or a stale register)",
+    "saturated": "the field reaches the magnetometer's full scale (sensor.magnetometer.field.full_scale, or "
+    "processing.saturation_limit): a range too small for the coil and ambient field",
+    "too_few_coil_on": "too few settled coil-on readings (pulses shorter than settle_time, or a slow sensor)",
+    "missing_coil_off": "too few coil-off readings around the pulses",
+    "not_stationary": "the module still moves in the hold windows (processing.max_accel_std)",
+}
+"""What a user checks when most poses are dropped for a reason (named in the refusal)."""
 
 
 @dataclass
@@ -100,6 +133,16 @@ class Pulses:
 
     @classmethod
     def from_events(cls, coil_t: np.ndarray, coil_on: np.ndarray, win: Windows) -> "Pulses":
+        """Coil pulses from the coil events: each switch-on to the next switch-off (inf when none follows).
+
+        Args:
+            coil_t: event times [s].
+            coil_on: coil state after each event (bool).
+            win: the hold windows (the pose of each pulse's switch-on).
+
+        Returns:
+            The `Pulses`.
+        """
         state = np.asarray(coil_on, dtype=bool)
         prev = np.concatenate([[False], state[:-1]])
         rise, fall = np.flatnonzero(state & ~prev), np.flatnonzero(~state & prev)
@@ -130,8 +173,22 @@ class Polls:
     saturated: np.ndarray
 
 
-def classify_polls(t: np.ndarray, mag: np.ndarray, pulses: Pulses, win: Windows, cfg: ProcessingConfig) -> Polls:
-    """Classify polls ``t`` (M,) [s], ``mag`` (M, 3) float64 [T] by freshness, coil state and settling (III-B2)."""
+def classify_polls(
+    t: np.ndarray, mag: np.ndarray, pulses: Pulses, win: Windows, cfg: ProcessingConfig, clip: float
+) -> Polls:
+    """Classify polls by freshness, coil state and settling (III-B2).
+
+    Args:
+        t: poll times (M,) [s].
+        mag: readings (M, 3) float64 [T].
+        pulses: the coil pulses.
+        win: the hold windows.
+        cfg: the processing settings.
+        clip: the saturation level [T].
+
+    Returns:
+        The `Polls`.
+    """
     bits = np.ascontiguousarray(mag, dtype=np.float64).view(np.uint64)
     fresh = np.ones(t.shape[0], dtype=bool)
     fresh[1:] = np.any(bits[1:] != bits[:-1], axis=1)
@@ -147,7 +204,7 @@ def classify_polls(t: np.ndarray, mag: np.ndarray, pulses: Pulses, win: Windows,
         on_ok = has & (t >= t_on + cfg.settle_time) & (t <= t_off) & (pose >= 0) & (pulses.pose[kc] == pose)
         off_window = ~has | (t > t_off + cfg.settle_time)
     with np.errstate(invalid="ignore"):
-        saturated = np.any(np.abs(mag) >= cfg.saturation_limit, axis=1)
+        saturated = np.any(np.abs(mag) >= clip, axis=1)
     return Polls(t=t, pose=pose, fresh=fresh, on_ok=on_ok, off_window=off_window, saturated=saturated)
 
 
@@ -171,7 +228,18 @@ class Selection:
 
 
 def select(polls: Polls, pulses: Pulses, win: Windows, valid: np.ndarray, cfg: ProcessingConfig) -> Selection:
-    """Accepted samples among the polls with ``valid`` (M,) True, and the per-pose support checks."""
+    """Accepted samples among the polls with ``valid`` (M,) True, and the per-pose support checks.
+
+    Args:
+        polls: the classified polls.
+        pulses: the coil pulses.
+        win: the hold windows.
+        valid: polls to consider (M,) bool.
+        cfg: the processing settings.
+
+    Returns:
+        The `Selection`.
+    """
     on = valid & polls.on_ok
     off = valid & polls.off_window & (polls.pose >= 0)
     n_on = np.bincount(polls.pose[on], minlength=win.n)
@@ -192,35 +260,69 @@ def select(polls: Polls, pulses: Pulses, win: Windows, valid: np.ndarray, cfg: P
     return Selection(pose=polls.pose, on=on, off=off, n_on=n_on, n_off=n_off, side_fail=side_fail, saturated=saturated)
 
 
-def drop_reasons(
-    n_pulses: np.ndarray,
-    sel: Selection,
-    sel_nan_blind: Selection,
-    n_acc: np.ndarray,
-    n_acc_all: np.ndarray,
-    acc_std: np.ndarray,
-    cfg: ProcessingConfig,
-) -> np.ndarray:
+@dataclass
+class PoseEvidence:
+    """Per-pose counts and flags behind the drop reasons (all (P,) unless noted).
+
+    Attributes:
+        n_pulses: pulses starting in the window. sel: selection over valid polls (fresh, finite, non-zero);
+        sel_nan_blind: as if non-finite polls were valid; sel_zero_blind: as if zero polls were valid.
+        n_acc, n_acc_finite, n_acc_all: accelerometer samples that are valid / finite / any.
+        acc_std: (P, 3) per-axis std of the valid specific force [m/s²]. n_polls: magnetometer polls in the window.
+        accel_stuck, mag_stuck, accel_saturated: `flexlearn.data.faults` flags.
+    """
+
+    n_pulses: np.ndarray
+    sel: Selection
+    sel_nan_blind: Selection
+    sel_zero_blind: Selection
+    n_acc: np.ndarray
+    n_acc_finite: np.ndarray
+    n_acc_all: np.ndarray
+    acc_std: np.ndarray
+    n_polls: np.ndarray
+    accel_stuck: np.ndarray
+    mag_stuck: np.ndarray
+    accel_saturated: np.ndarray
+
+
+def drop_reasons(ev: PoseEvidence, cfg: ProcessingConfig, max_accel_std: float) -> np.ndarray:
     """(P,) int: index into `REASONS` of the first failed check of each pose, or -1 if the pose is kept.
 
-    ``sel`` uses finite fresh polls, ``sel_nan_blind`` all fresh polls (to attribute failures to NaN);
-    ``n_acc``/``n_acc_all`` count finite/all accelerometer samples, ``acc_std`` (P, 3) [m/s²].
+    A failure is put down to non-finite (``nan``) or zero (``absent``) readings when the same pose would pass
+    with those readings counted.
+
+    Args:
+        ev: the per-pose evidence.
+        cfg: the processing settings.
+        max_accel_std: the stationarity bound [m/s²].
+
+    Returns:
+        (P,) int.
     """
 
     def short(s: Selection) -> np.ndarray:
         return (s.n_on < cfg.min_coil_on) | s.side_fail
 
-    few_acc = n_acc < cfg.min_accel_samples
+    def few(n: np.ndarray) -> np.ndarray:
+        return n < cfg.min_accel_samples
+
     checks = {
-        "no_pulse": n_pulses == 0,
-        "no_accel": n_acc_all < cfg.min_accel_samples,
-        "nan": (few_acc & ~(n_acc_all < cfg.min_accel_samples)) | (short(sel) & ~short(sel_nan_blind)),
-        "saturated": sel.saturated,
-        "too_few_coil_on": sel.n_on < cfg.min_coil_on,
-        "missing_coil_off": sel.side_fail,
-        "not_stationary": np.any(acc_std > cfg.max_accel_std, axis=1),
+        "no_pulse": ev.n_pulses == 0,
+        "no_accel": few(ev.n_acc_all),
+        "nan": (few(ev.n_acc_finite) & ~few(ev.n_acc_all)) | (short(ev.sel) & ~short(ev.sel_nan_blind)),
+        "absent": (few(ev.n_acc) & ~few(ev.n_acc_finite))
+        | (short(ev.sel) & ~short(ev.sel_zero_blind))
+        | (ev.n_polls == 0),
+        "accel_stuck": ev.accel_stuck,
+        "accel_saturated": ev.accel_saturated,
+        "mag_stuck": ev.mag_stuck,
+        "saturated": ev.sel.saturated,
+        "too_few_coil_on": ev.sel.n_on < cfg.min_coil_on,
+        "missing_coil_off": ev.sel.side_fail,
+        "not_stationary": np.any(ev.acc_std > max_accel_std, axis=1),
     }
-    reason = np.full(n_pulses.shape[0], -1, dtype=np.int64)
+    reason = np.full(ev.n_pulses.shape[0], -1, dtype=np.int64)
     for k, name in enumerate(REASONS):
         reason[(reason < 0) & checks[name]] = k
     return reason

@@ -5,7 +5,9 @@ A *session* is an ingested dataset directory (``raw/``, ``dataset.parquet``, ``i
 The report shows, per session and side by side:
 
 * coverage over the cap: kept and dropped poses at (λ cos θ, λ sin θ), λ the bend angle; Fibonacci cells
-  holding fewer than ``min_fill`` of their share (`flexlearn.sim.targets.cell_quotas` of the kept count);
+  holding fewer than ``min_fill`` of their share (`flexlearn.sim.targets.cell_quotas` of the kept count). The
+  cap is each session's own (`session_cap_deg`: ``meta.json`` rig.max_colatitude, else the largest commanded
+  bend) unless ``max_colatitude_deg`` is given;
 * |ΔB| against the bend angle, with binned medians (the coil field falls with the bend; a session whose
   curve departs from the first one's points at a changed rig, coil current or sensor);
 * noise: per pose, the std of the accepted coil-off magnetometer samples about their mean (the samples
@@ -34,8 +36,11 @@ from flexlearn.atomic import atomic_path, prepare_output_dir, write_json_atomic
 from flexlearn.config import from_dict
 from flexlearn.data import quality as q
 from flexlearn.data.dataset import DirectionDataset
+from flexlearn.data.faults import valid_readings
 from flexlearn.data.process import process_sweep
 from flexlearn.data.processing_config import ProcessingConfig
+from flexlearn.data.sweep_meta import sweep_cap
+from flexlearn.data.units import to_si
 from flexlearn.errors import DataError
 from flexlearn.sensing.streams import RawSweep
 from flexlearn.sim.targets import assign_cells, cell_quotas, fibonacci_cells
@@ -85,7 +90,18 @@ class Session:
 
 
 def load_session(path: Path, name: Optional[str] = None) -> Session:
-    """Load an ingested session directory or a raw sweep directory (processed with defaults)."""
+    """Load an ingested session directory or a raw sweep directory (processed with defaults).
+
+    Args:
+        path: the directory.
+        name: the session's name; None: the directory's.
+
+    Returns:
+        The `Session`.
+
+    Raises:
+        DataError: when the directory is neither.
+    """
     path = Path(path)
     if (path / "raw").is_dir():
         raw = RawSweep.load(path / "raw")
@@ -115,17 +131,37 @@ def bend_angle_deg(u: np.ndarray) -> np.ndarray:
     return np.degrees(np.arccos(np.clip(-u[:, 2], -1.0, 1.0)))
 
 
+def session_cap_deg(s: Session) -> tuple[float, str]:
+    """(the session's cap λmax [deg], where it comes from): ``meta.json`` rig.max_colatitude, else the largest
+    commanded bend of its pose table rounded up to 0.1°."""
+    cap = sweep_cap(s.raw.meta)
+    if cap is not None:
+        return math.degrees(cap), "meta.json rig.max_colatitude"
+    lam = bend_angle_deg(np.asarray(s.raw.target, dtype=np.float64).reshape(-1, 3))
+    return max(math.ceil(float(lam.max()) * 10.0) / 10.0, 0.1), "largest commanded bend"
+
+
 def noise_per_pose(s: Session) -> dict[str, np.ndarray]:
     """Per-pose noise (P,) in sorted-window order: 'mag' [T] (rms over axes of the std of the accepted coil-off
     samples about their mean), 'accel' [m/s²] (same over the hold window), 'rate' [rad/s] if recorded."""
-    raw, cfg = s.raw, s.processing()
+    cfg = s.processing()
+    raw, _ = to_si(s.raw, {"time": cfg.time_unit, "field": cfg.field_unit, "accel": cfg.accel_unit})
     win = q.Windows.from_sweep(raw)
     pulses = q.Pulses.from_events(raw.coil_t, raw.coil_on, win)
-    polls = q.classify_polls(raw.mag_t, raw.mag, pulses, win, cfg)
-    finite = np.all(np.isfinite(raw.mag), axis=1)
-    sel = q.select(polls, pulses, win, polls.fresh & finite, cfg)
+    polls = q.classify_polls(raw.mag_t, raw.mag, pulses, win, cfg, clip=np.inf)  # noise of every sample
+    _, present = valid_readings(raw.mag)
+    sel = q.select(polls, pulses, win, polls.fresh & present, cfg)
 
     def rms_std(idx: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """Per-pose RMS over the 3 axes of the sample std (NaN below 2 samples).
+
+        Args:
+            idx: pose index of each sample (M,).
+            x: readings (M, 3).
+
+        Returns:
+            (P,).
+        """
         n = np.bincount(idx, minlength=win.n).astype(np.float64)
         mean = (
             np.stack([np.bincount(idx, weights=x[:, j], minlength=win.n) for j in range(3)], -1)
@@ -139,11 +175,12 @@ def noise_per_pose(s: Session) -> dict[str, np.ndarray]:
 
     out = {"mag": rms_std(sel.pose[sel.off], raw.mag[sel.off])}
     series = [("accel", raw.accel_t, raw.accel)]
-    if s.rate is not None:
-        series.append(("rate", s.rate["t"], np.stack([s.rate[k] for k in ("wx", "wy", "wz")], -1)))
+    if "rate" in raw.streams:
+        rate = raw.streams["rate"]  # times in s, like the other streams
+        series.append(("rate", np.asarray(rate["t"], dtype=np.float64), np.asarray(rate["rate"]).reshape(-1, 3)))
     for name, t, x in series:
         k = win.locate(t)
-        ok = (k >= 0) & np.all(np.isfinite(x), axis=1)
+        ok = (k >= 0) & valid_readings(x)[1]
         out[name] = rms_std(k[ok], x[ok])
     return out
 
@@ -156,7 +193,18 @@ def _binned_median(x: np.ndarray, y: np.ndarray, edges: np.ndarray) -> np.ndarra
 def session_stats(
     s: Session, centres: np.ndarray, max_colatitude: float, min_fill: float, edges: np.ndarray
 ) -> dict[str, Any]:
-    """Numbers of the report for one session (JSON-serialisable)."""
+    """Numbers of the report for one session (JSON-serialisable).
+
+    Args:
+        s: the session.
+        centres: cell centres of the coverage grid (C, 3).
+        max_colatitude: the cap of the coverage check.
+        min_fill: a cell is under-filled below this fraction of its quota.
+        edges: histogram bin edges.
+
+    Returns:
+        The numbers by name.
+    """
     kept = s.kept
     u = s.directions()
     db = np.linalg.norm(s.dataset.delta_b, axis=1)
@@ -211,7 +259,7 @@ def _save(fig: Figure, path: Path) -> Path:
     return path
 
 
-def _fig_coverage(sessions: list[Session], max_colatitude_deg: float, path: Path) -> Path:
+def _fig_coverage(sessions: list[Session], caps_deg: list[float], path: Path) -> Path:
     n = len(sessions)
     fig = Figure(figsize=(4.2 * n, 4.2))
     for i, s in enumerate(sessions):
@@ -223,7 +271,7 @@ def _fig_coverage(sessions: list[Session], max_colatitude_deg: float, path: Path
         ax.scatter(x[k], y[k], s=4, c="tab:blue", label=f"kept ({int(k.sum())})")
         ax.scatter(x[~k], y[~k], s=14, c="tab:red", marker="x", label=f"dropped ({int((~k).sum())})")
         c = np.linspace(0, 2 * math.pi, 200)
-        ax.plot(max_colatitude_deg * np.cos(c), max_colatitude_deg * np.sin(c), "k-", lw=0.8)
+        ax.plot(caps_deg[i] * np.cos(c), caps_deg[i] * np.sin(c), "k-", lw=0.8)
         ax.set_aspect("equal")
         ax.set_xlabel("λ cos θ [deg]")
         ax.set_ylabel("λ sin θ [deg]")
@@ -256,9 +304,19 @@ NOISE_FENCE = 3.0  # ... and never beyond the quartiles ± NOISE_FENCE interquar
 def robust_range(
     values: Sequence[np.ndarray], percentiles: tuple[float, float] = NOISE_PERCENTILES, fence: float = NOISE_FENCE
 ) -> Optional[tuple[float, float]]:
-    """(lo, hi) histogram range of the finite ``values`` of all sessions: their ``percentiles``, kept within the
-    quartiles ± ``fence`` interquartile ranges (so that a few per cent of wild outliers do not stretch it), widened
-    by 5 % where the data reach; None when every value is the same (a degenerate stream)."""
+    """(lo, hi) histogram range of the finite ``values`` of all sessions.
+
+    Their ``percentiles``, kept within the quartiles ± ``fence`` interquartile ranges (so that a few per cent of
+    wild outliers do not stretch it), widened by 5 % where the data reach.
+
+    Args:
+        values: one array per session.
+        percentiles: (low, high) percentiles.
+        fence: interquartile ranges allowed beyond the quartiles.
+
+    Returns:
+        (lo, hi), or None when every value is the same (a degenerate stream).
+    """
     v = np.concatenate([np.asarray(x, float)[np.isfinite(x)] for x in values]) if values else np.zeros(0)
     if v.size == 0 or v.min() == v.max():
         return None
@@ -313,8 +371,16 @@ def _noise_panel(ax, series: list[tuple[int, str, np.ndarray]], label: str, unit
 
 
 def noise_figure(sessions: Sequence[Any], noise: list[dict[str, np.ndarray]], path: Path) -> Path:
-    """``noise.png``: per-pose noise histograms (magnetometer, accelerometer, gyro if recorded) of the sessions
-    (anything with a ``name``), one panel per sensor (`_noise_panel`)."""
+    """``noise.png``: per-pose noise histograms of the sessions, one panel per sensor (`_noise_panel`).
+
+    Args:
+        sessions: the sessions (anything with a ``name``).
+        noise: per session, the per-pose noise by sensor ("mag" [T], "accel" [m/s²], "rate" [rad/s] if recorded).
+        path: the PNG file written.
+
+    Returns:
+        The figure's path.
+    """
     kinds = [
         ("mag", 1e9, "magnetometer, coil-off std [nT]", "nT"),
         ("accel", 1.0, "accelerometer, hold std [m/s²]", "m/s²"),
@@ -406,12 +472,13 @@ def _markdown(
         "",
         f"![coverage]({figures['coverage']})",
         "",
-        f"Fibonacci cells ({n_cells}) holding fewer than {min_fill:.0%} of their share of the kept poses:",
+        f"Fibonacci cells ({n_cells}) of each session's cap holding fewer than {min_fill:.0%} of their share of "
+        "the kept poses:",
         "",
     ]
     lines += [
-        f"- {n}: {len(s['under_covered_cells'])} cell(s) {s['under_covered_cells'][:20]}"
-        + (" …" if len(s["under_covered_cells"]) > 20 else "")
+        f"- {n} (cap {s['cap_deg']:.1f}°, {s['cap_source']}): {len(s['under_covered_cells'])} cell(s) "
+        f"{s['under_covered_cells'][:20]}" + (" …" if len(s["under_covered_cells"]) > 20 else "")
         for n, s in zip(names, stats)
     ]
     lines += [
@@ -463,20 +530,39 @@ def write_report(
     session_dirs: Sequence[str | Path],
     out_dir: str | Path,
     names: Optional[Sequence[str]] = None,
-    max_colatitude_deg: float = 29.5,
+    max_colatitude_deg: Optional[float] = None,
     n_cells: int = 64,
     min_fill: float = 0.5,
 ) -> dict[str, Any]:
-    """Write ``report.md``, ``report.json`` and the PNG figures of the sessions into ``out_dir``; return the numbers."""
+    """Write ``report.md``, ``report.json`` and the PNG figures of the sessions into ``out_dir``; return the numbers.
+
+    Args:
+        session_dirs: the session directories.
+        out_dir: the output directory.
+        names: the sessions' names; None: the directory names.
+        max_colatitude_deg: the cap of the coverage check for every session [deg]; None: each session's own
+            (`session_cap_deg`).
+        n_cells: cells of the coverage grid.
+        min_fill: a cell is under-filled below this fraction of its quota.
+
+    Returns:
+        The report's numbers.
+
+    Raises:
+        DataError: when no session is given.
+    """
     if not session_dirs:
         raise DataError("report: no session given")
     out = prepare_output_dir(out_dir, inputs=session_dirs)  # refused before any session is read
     names = list(names) if names else [Path(d).name for d in session_dirs]
     sessions = [load_session(Path(d), n) for d, n in zip(session_dirs, names)]
-    max_col = math.radians(max_colatitude_deg)
-    centres = fibonacci_cells(n_cells, max_col)
-    edges = np.arange(0.0, max_colatitude_deg + BIN_DEG, BIN_DEG)
-    stats = [session_stats(s, centres, max_col, min_fill, edges) for s in sessions]
+    caps = [(max_colatitude_deg, "option") if max_colatitude_deg else session_cap_deg(s) for s in sessions]
+    edges = np.arange(0.0, max(c for c, _ in caps) + BIN_DEG, BIN_DEG)
+    stats = []
+    for s, (cap_deg, source) in zip(sessions, caps):
+        centres = fibonacci_cells(n_cells, math.radians(cap_deg))
+        st = session_stats(s, centres, math.radians(cap_deg), min_fill, edges)
+        stats.append({**st, "cap_deg": float(cap_deg), "cap_source": source})
     base = np.asarray(stats[0]["delta_b_binned_uT"])
     diffs = []
     for s in stats:
@@ -484,7 +570,7 @@ def write_report(
         rel = np.abs(cur - base) / np.abs(base)
         diffs.append(float(np.nanmax(rel)) if np.any(np.isfinite(rel)) else float("nan"))
     noise = [noise_per_pose(s) for s in sessions]
-    _fig_coverage(sessions, max_colatitude_deg, out / FIGURES["coverage"])
+    _fig_coverage(sessions, [c for c, _ in caps], out / FIGURES["coverage"])
     _fig_delta_b(sessions, edges, out / FIGURES["delta_b"])
     noise_figure(sessions, noise, out / FIGURES["noise"])
     _fig_drops(sessions, out / FIGURES["drops"])

@@ -21,8 +21,9 @@ from flexlearn.config import check, from_dict, to_dict
 from flexlearn.data.dataset import DirectionDataset, merge_modules
 from flexlearn.data.process import process_sweep
 from flexlearn.data.processing_config import ProcessingConfig
-from flexlearn.errors import DataError
+from flexlearn.errors import ConfigError, DataError
 from flexlearn.fingerprint import file_sha256, update_with_file
+from flexlearn.sensing.parts import SensorParts
 from flexlearn.sensing.streams import RawSweep
 from flexlearn.sim.rig import RigConfig, simulate_sweep
 
@@ -42,10 +43,23 @@ class DataConfig:
     # (source=raw|dataset, instead of ``path``). Module k is the k-th entry.
     module_seeds: list[int] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
-    batch_size: int = 512
+    batch_size: Optional[int] = None  # None: follows the train split's size (`datamodule.auto_batch_size`)
     eval_batch_size: int = 8192
     sim: dict[str, Any] = field(default_factory=dict)  # RigConfig overrides
     processing: dict[str, Any] = field(default_factory=dict)  # ProcessingConfig overrides
+    # The module's sensor parts (`flexlearn.sensing.parts.SensorParts`): {magnetometer: <preset or values>,
+    # imu: <preset or values>}, a part left out being the default's; None: the sweep's own or the default.
+    sensor: Optional[dict[str, Any]] = None
+
+    def parts(self) -> Optional[SensorParts]:
+        """The parts ``sensor`` names, or None (processing then takes the sweep's own or the default)."""
+        if self.sensor is None:
+            return None
+        if not isinstance(self.sensor, dict):
+            raise ConfigError(f"config 'data.sensor' = {self.sensor!r}: expected {{magnetometer: ..., imu: ...}}")
+        return SensorParts.from_config(
+            {"magnetometer": "sim_default", "imu": "sim_default", **self.sensor}, "data.sensor"
+        )
 
     def validate(self) -> None:
         check(self.source in SOURCES, "data.source", self.source, f"expected one of {SOURCES}")
@@ -83,11 +97,17 @@ class DataConfig:
             list(self.module_seeds),
             "must be integers >= 0",
         )
-        check(self.batch_size >= 1, "data.batch_size", self.batch_size, "must be >= 1")
+        check(
+            self.batch_size is None or self.batch_size >= 1,
+            "data.batch_size",
+            self.batch_size,
+            "must be >= 1 (or null: follows the dataset size)",
+        )
         check(self.eval_batch_size >= 1, "data.eval_batch_size", self.eval_batch_size, "must be >= 1")
         # Building the blocks validates them and names any unknown key.
         from_dict(RigConfig, self.sim, "data.sim")
         from_dict(ProcessingConfig, self.processing, "data.processing")
+        self.parts()
 
 
 def raw_fingerprint(raw_dir: Path) -> str:
@@ -117,10 +137,29 @@ def _digest(obj: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def process_raw(raw_dir: Path, processing: ProcessingConfig, out_file: Path) -> Path:
-    """Process a raw sweep directory into a dataset file; write the drop report beside it."""
+def process_raw(
+    raw_dir: Path, processing: ProcessingConfig, out_file: Path, parts: Optional[SensorParts] = None
+) -> Path:
+    """Process a raw sweep directory into a dataset file (drop report in its metadata).
+
+    Args:
+        raw_dir: the raw sweep directory.
+        processing: the processing settings.
+        out_file: the dataset file written.
+        parts: the module's sensor parts; None: the sweep's own (``meta.json`` 'sensor') or the default.
+
+    Returns:
+        ``out_file``.
+
+    Raises:
+        DataError: naming the recording on every line.
+    """
     raw = RawSweep.load(raw_dir)
-    result = process_sweep(raw, processing)
+    try:
+        result = process_sweep(raw, processing, parts)
+    except DataError as exc:  # name the recording on every line
+        lines = str(exc).splitlines() or [""]
+        raise DataError("\n".join(f"{raw_dir}: {line}" for line in lines)) from None
     result.dataset.meta.setdefault("provenance", {})["raw_path"] = str(raw_dir)
     result.dataset.save(out_file)
     log.info("processed %s: %s", raw_dir, result.report.summary())
@@ -128,8 +167,17 @@ def process_raw(raw_dir: Path, processing: ProcessingConfig, out_file: Path) -> 
 
 
 def prepare_dataset(data: DataConfig, cache_dir: str | Path) -> Path:
-    """Return the path of the processed dataset the ``data`` block describes, building it if needed; with
-    ``module_seeds`` or ``paths``, one dataset of all the modules (a ``module`` column, `merge_modules`)."""
+    """Return the path of the processed dataset the ``data`` block describes, building it if needed.
+
+    With ``module_seeds`` or ``paths``, one dataset of all the modules (a ``module`` column, `merge_modules`).
+
+    Args:
+        data: the ``data`` block.
+        cache_dir: where built datasets are cached.
+
+    Returns:
+        The dataset's path.
+    """
     if data.module_seeds or data.paths:
         return _prepare_modules(data, Path(cache_dir))
     return _prepare_one(data, Path(cache_dir))
@@ -141,9 +189,15 @@ def _prepare_modules(data: DataConfig, cache_dir: Path) -> Path:
     parts: list[Path] = []
     for seed in data.module_seeds:
         sim = {**data.sim, "seed": int(seed), "module_seed": int(seed)}
-        parts.append(_prepare_one(DataConfig(source="sim", sim=sim, processing=data.processing), cache_dir))
+        parts.append(
+            _prepare_one(DataConfig(source="sim", sim=sim, processing=data.processing, sensor=data.sensor), cache_dir)
+        )
     for path in data.paths:
-        parts.append(_prepare_one(DataConfig(source=data.source, path=path, processing=data.processing), cache_dir))
+        parts.append(
+            _prepare_one(
+                DataConfig(source=data.source, path=path, processing=data.processing, sensor=data.sensor), cache_dir
+            )
+        )
     key = _digest({"parts": [file_sha256(p) for p in parts], "version": flexlearn.__version__})
     out = cache_dir / "datasets" / f"modules{len(parts)}-{key}.parquet"
     if not out.exists():
@@ -155,6 +209,8 @@ def _prepare_modules(data: DataConfig, cache_dir: Path) -> Path:
 def _prepare_one(data: DataConfig, cache_dir: Path) -> Path:
     """The dataset of one module: a dataset file, a processed raw sweep, or a simulated and processed sweep."""
     processing = from_dict(ProcessingConfig, data.processing, "data.processing")
+    parts = data.parts()
+    sensor_key = parts.to_config() if parts is not None else None
     if data.source == "dataset":
         path = Path(data.path or "")
         if path.is_dir() and (path / "dataset.parquet").is_file():  # a flexlearn-ingest output directory
@@ -167,16 +223,23 @@ def _prepare_one(data: DataConfig, cache_dir: Path) -> Path:
     if data.source == "raw":
         raw_dir = Path(data.path or "")
         key = _digest(
-            {"raw": raw_fingerprint(raw_dir), "processing": to_dict(processing), "version": flexlearn.__version__}
+            {
+                "raw": raw_fingerprint(raw_dir),
+                "processing": to_dict(processing),
+                "sensor": sensor_key,
+                "version": flexlearn.__version__,
+            }
         )
         out = cache_dir / "datasets" / f"{raw_dir.name}-{key}.parquet"
-        return out if out.exists() else process_raw(raw_dir, processing, out)
+        return out if out.exists() else process_raw(raw_dir, processing, out, parts)
     rig = from_dict(RigConfig, data.sim, "data.sim")
     sim_key = _digest({"sim": to_dict(rig), "version": flexlearn.__version__})
     raw_dir = cache_dir / "sweeps" / f"rig-{sim_key}"
     if not (raw_dir / "meta.json").exists():
         log.info("simulating the sweep rig (%d poses) into %s", rig.n_poses, raw_dir)
         simulate_sweep(rig).save(raw_dir)
-    key = _digest({"sim": sim_key, "processing": to_dict(processing), "version": flexlearn.__version__})
+    key = _digest(
+        {"sim": sim_key, "processing": to_dict(processing), "sensor": sensor_key, "version": flexlearn.__version__}
+    )
     out = cache_dir / "datasets" / f"rig-{sim_key}-{key}.parquet"
-    return out if out.exists() else process_raw(raw_dir, processing, out)
+    return out if out.exists() else process_raw(raw_dir, processing, out, parts)

@@ -3,9 +3,9 @@ Hessian-based uncertainty and identifiability report.
 
 A *problem* (:class:`IdentificationProblem`, a ``typing.Protocol``) supplies ``params``
 (:class:`~flexlearn.identify.params.ParameterSet`), ``measured`` (M,) and ``sigma`` (M,) or scalar (the
-measurement noise std, physical units), ``predict(values) -> (M,)`` and ``jacobian_mode`` ('forward' or
-'reverse'); a :class:`StagedProblem` also has ``horizons`` and ``set_horizon`` (fitted on growing prefixes
-of its recording, :class:`~flexlearn.identify.task.IdentificationTask`). Whitened residuals
+measurement noise std, physical units), ``predict(values) -> (M,)`` and ``jacobian_mode``
+('forward', 'reverse' or 'difference'); a :class:`StagedProblem` also has ``horizons`` and ``set_horizon``
+(fitted on growing prefixes of its recording, :class:`~flexlearn.identify.task.IdentificationTask`). Whitened residuals
 ``r = (predict(p(u)) − measured)/σ``; cost ``C = ½ rᵀr``.
 
 Gauss–Newton Hessian in the unconstrained coordinates ``u``: ``H = JᵀJ`` with ``J = ∂r/∂u`` (M, P).
@@ -70,6 +70,7 @@ class StagedProblem(IdentificationProblem, Protocol):
     def set_horizon(self, fraction: float) -> None: ...
 
 
+_DIFF_STEP = 1e-6  # step in u of the 'difference' Jacobian
 _EIG_FLOOR = 1e-14  # eigenvalues of H below this × λ_max count as zero (numerically singular)
 
 
@@ -84,7 +85,10 @@ def jacobian(fn: Callable[[Tensor], Tensor], u: Tensor, mode: str = "forward") -
 
     ``mode='forward'``: P forward-mode passes (dual numbers; cheap when P ≪ M, e.g. long simulated
     trajectories). ``'reverse'``: one graph and M backward passes (for models whose gradients come from a
-    custom rule, e.g. implicit differentiation, which forward mode does not see).
+    custom rule, e.g. implicit differentiation, which forward mode does not see). ``'difference'``: P + 1
+    evaluations without any graph, forward differences ``(fn(u + h e_i) − fn(u)) / h`` with h = 1e-6 in the
+    O(1) coordinates u (truncation error ~h relative; for models run by compiled kernels that carry no
+    derivatives, held to the forward mode by the tests).
 
     Args:
         fn: the model, u (P,) → (M,).
@@ -98,6 +102,17 @@ def jacobian(fn: Callable[[Tensor], Tensor], u: Tensor, mode: str = "forward") -
         ArgumentError: an unknown ``mode``, or no parameters (P = 0) in forward mode (also a ``ValueError``).
     """
     u = u.detach()
+    if mode == "difference":
+        if u.numel() == 0:
+            raise ArgumentError("jacobian: no parameters (u is empty)")
+        with torch.no_grad():
+            f0 = fn(u).detach()
+            cols = []
+            for i in range(u.numel()):
+                du = torch.zeros_like(u)
+                du[i] = _DIFF_STEP
+                cols.append((fn(u + du).detach() - f0) / _DIFF_STEP)
+        return f0, torch.stack(cols, -1)
     if mode == "forward":
         if u.numel() == 0:
             raise ArgumentError("jacobian: no parameters (u is empty)")
@@ -113,7 +128,7 @@ def jacobian(fn: Callable[[Tensor], Tensor], u: Tensor, mode: str = "forward") -
             cols.append(torch.zeros_like(primal) if tan is None else tan)
         return value.detach(), torch.stack(cols, -1).detach()
     if mode != "reverse":
-        raise ArgumentError(f"jacobian mode must be 'forward' or 'reverse', got {mode!r}")
+        raise ArgumentError(f"jacobian mode must be 'forward', 'reverse' or 'difference', got {mode!r}")
     uu = u.clone().requires_grad_(True)
     with torch.enable_grad():
         out = fn(uu)

@@ -3,7 +3,8 @@
 Every parameter is positive and is optimised in an unconstrained coordinate ``u``:
 
 * no bounds:        ``p = p_ref · exp(u)``                      (positivity only);
-* bounds [lo, hi]:  ``p = exp(log lo + (log hi − log lo) σ(u))``  (log-sigmoid, lo > 0).
+* bounds [lo, hi]:  ``p = exp(log lo + (log hi − log lo) σ(u))``  (log-sigmoid, lo > 0);
+* ``scale`` s given: ``p = init + s u``  (a signed parameter, e.g. an angle of an initial state; no bounds).
 
 ``p_ref`` is the initial guess, so ``u = 0`` at the start of a fit and each coordinate is O(1): the
 Gauss–Newton Hessian in ``u`` is well scaled whatever the physical units. Uncertainties computed in
@@ -35,8 +36,19 @@ class ParamSpec:
     upper: Optional[float] = None
     truth: Optional[float] = None
     unit: str = ""
+    scale: Optional[float] = None  # signed parameter p = init + scale · u (no positivity, no bounds)
 
     def validate(self) -> None:
+        if self.scale is not None:
+            check(math.isfinite(self.init), f"params.{self.name}.init", self.init, "must be a finite number")
+            check(math.isfinite(self.scale) and self.scale > 0, f"params.{self.name}.scale", self.scale, "must be > 0")
+            check(
+                self.lower is None and self.upper is None,
+                f"params.{self.name}",
+                (self.lower, self.upper),
+                "a signed parameter (scale) takes no bounds",
+            )
+            return
         check(
             math.isfinite(self.init) and self.init > 0,
             f"params.{self.name}.init",
@@ -101,7 +113,9 @@ class ParameterSet(torch.nn.Module):
         u = self.u if u is None else u
         out = []
         for i, s in enumerate(self.specs):
-            if s.lower is None or s.upper is None:
+            if s.scale is not None:
+                out.append(s.init + s.scale * u[i])
+            elif s.lower is None or s.upper is None:
                 out.append(s.init * torch.exp(u[i]))
             else:
                 lo, hi = math.log(s.lower), math.log(s.upper)

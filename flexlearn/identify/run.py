@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import lightning as L
 from hydra.utils import instantiate
+from lightning.pytorch.callbacks import ModelCheckpoint
 from omegaconf import DictConfig, OmegaConf
 
 from flexlearn.atomic import write_json_atomic
@@ -93,7 +94,7 @@ def identify(cfg: DictConfig) -> dict[str, Any]:
     if not any(isinstance(c, EpochLines) for c in callbacks):
         callbacks.append(EpochLines(keys=ID_EPOCH_KEYS))  # one line per iteration when no progress bar is shown
     loggers = instantiate_group(cfg.get("logger"), "logger")
-    has_ckpt = any(type(c).__name__ == "ModelCheckpoint" for c in callbacks)
+    has_ckpt = any(isinstance(c, ModelCheckpoint) for c in callbacks)
     trainer: L.Trainer = instantiate(
         cfg.trainer, callbacks=callbacks, logger=loggers or False, enable_checkpointing=has_ckpt
     )

@@ -12,7 +12,15 @@ CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
 
 def topic_map(name: str, overrides: Sequence[str] = ()) -> IngestConfig:
-    """The topic map ``conf/ingest/<name>.yaml`` (defaults and interpolations resolved), validated."""
+    """The topic map ``conf/ingest/<name>.yaml`` (defaults and interpolations resolved), validated.
+
+    Args:
+        name: the map's name.
+        overrides: Hydra overrides applied to it.
+
+    Returns:
+        The validated `IngestConfig`.
+    """
     from hydra import compose, initialize_config_dir  # hydra: kept off the import of every flexlearn.ingest module
     from hydra.core.global_hydra import GlobalHydra  # hydra: kept off the import of every flexlearn.ingest module
 

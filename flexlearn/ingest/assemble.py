@@ -138,8 +138,15 @@ def _fields(name: str, s: Stream, origin: int) -> dict[str, np.ndarray]:
 
 
 def assemble_raw(streams: dict[str, Stream], meta: dict[str, Any]) -> tuple[RawSweep, dict[str, dict[str, np.ndarray]]]:
-    """Build the `RawSweep` (times relative to `time_origin_ns`) from cleaned streams; also return the optional
-    streams as their tables (column -> array)."""
+    """Build the `RawSweep` (times relative to `time_origin_ns`) from cleaned streams.
+
+    Args:
+        streams: the cleaned streams by name.
+        meta: the sweep's metadata (``time_origin_ns`` is added).
+
+    Returns:
+        (the `RawSweep`, the optional streams as their tables (column -> array)).
+    """
     origin = time_origin_ns(streams)
     _check_poses(streams["poses"])
     data = {name: _fields(name, s, origin) for name, s in streams.items() if STREAMS[name].required or len(s)}

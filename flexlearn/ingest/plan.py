@@ -129,7 +129,15 @@ def plan_rows(plan: Plan) -> dict[str, np.ndarray]:
 
 
 def write_plan(plan: Plan, path: str | Path) -> Path:
-    """Write the plan as CSV (``*.csv``) or YAML (``*.yaml``/``*.yml``), atomically."""
+    """Write the plan as CSV (``*.csv``) or YAML (``*.yaml``/``*.yml``), atomically.
+
+    Args:
+        plan: the plan.
+        path: the file written; its suffix picks the format.
+
+    Returns:
+        ``path``.
+    """
     path = Path(path)
     rows = plan_rows(plan)
     if path.suffix == ".csv":
@@ -232,7 +240,18 @@ class Coverage:
 def compare_coverage(
     planned: np.ndarray, recorded: np.ndarray, n_cells: int, max_colatitude: float, min_fill: float = 0.8
 ) -> Coverage:
-    """Per-cell counts of ``planned`` (P, 3) and ``recorded`` (R, 3) directions on ``n_cells`` Fibonacci cells."""
+    """Per-cell counts of ``planned`` (P, 3) and ``recorded`` (R, 3) directions on ``n_cells`` Fibonacci cells.
+
+    Args:
+        planned: planned directions (P, 3).
+        recorded: recorded directions (R, 3).
+        n_cells: number of Fibonacci cells.
+        max_colatitude: the cap of the cells.
+        min_fill: a cell is under-filled below this fraction of planned.
+
+    Returns:
+        The `Coverage`.
+    """
     centres = fibonacci_cells(n_cells, max_colatitude)
 
     def count(u: np.ndarray) -> np.ndarray:
@@ -246,6 +265,13 @@ def recorded_directions(session: str | Path, use_mocap: bool = True) -> np.ndarr
 
     The commanded target of each kept pose, or, if the session holds motion capture and ``use_mocap``, the
     mean measured direction over its hold window (see `flexlearn.data.report.load_session`).
+
+    Args:
+        session: the session directory.
+        use_mocap: use the motion capture where the session holds it.
+
+    Returns:
+        The directions (N, 3).
     """
     from flexlearn.data.report import load_session  # matplotlib (via data.report) kept off the plan-writing path
 
@@ -254,7 +280,17 @@ def recorded_directions(session: str | Path, use_mocap: bool = True) -> np.ndarr
 
 
 def cell_fill_of(session_dirs: list[Path], plan_file: Optional[Path], cfg: PlanConfig, min_fill: float) -> Coverage:
-    """Coverage of the kept poses of ``session_dirs`` against ``plan_file`` (or the plan ``cfg`` describes)."""
+    """Coverage of the kept poses of ``session_dirs`` against ``plan_file`` (or the plan ``cfg`` describes).
+
+    Args:
+        session_dirs: the session directories.
+        plan_file: the plan file; None: the plan of ``cfg``.
+        cfg: the plan settings (cells and cap).
+        min_fill: a cell is under-filled below this fraction of planned.
+
+    Returns:
+        The `Coverage`.
+    """
     planned = read_plan_targets(plan_file) if plan_file else plan_sweep(cfg).target
     rec = [recorded_directions(d) for d in session_dirs]
     recorded = np.concatenate(rec) if rec else np.zeros((0, 3))
@@ -262,7 +298,16 @@ def cell_fill_of(session_dirs: list[Path], plan_file: Optional[Path], cfg: PlanC
 
 
 def write_coverage(cov: Coverage, out_dir: str | Path, max_colatitude_deg: float) -> dict[str, str]:
-    """Write ``coverage.json``, ``coverage.md`` (under-filled cells) and ``coverage.png`` (fill per cell)."""
+    """Write ``coverage.json``, ``coverage.md`` (under-filled cells) and ``coverage.png`` (fill per cell).
+
+    Args:
+        cov: the coverage.
+        out_dir: the output directory.
+        max_colatitude_deg: the cap of the cells [deg].
+
+    Returns:
+        The files written by name.
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # matplotlib kept off the plan-writing path
     from matplotlib.figure import Figure  # matplotlib kept off the plan-writing path
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from flexlearn.errors import DataError
 from flexlearn.ingest.topic_map import IngestChecks
+from flexlearn.ingest.units import TimeSetting, UnitSetting
 from flexlearn.progress import progress as progress_bar
 
 NS = 1_000_000_000
@@ -48,6 +49,8 @@ class Stream:
         receive_ns: (N,) int64 bag receive times [ns] when the stamps are header stamps, else None.
         keys: (N,) identity of each message (raw bytes, or a row's bytes) for duplicate detection, or None.
         continuous: sampled at a steady rate (gap and forward-jump checks apply).
+        units: value column -> how it was read and converted (`flexlearn.ingest.units.UnitSetting`).
+        time: declared rate and time unit of a continuous stream (`flexlearn.ingest.units.TimeSetting`), or None.
     """
 
     name: str
@@ -57,6 +60,8 @@ class Stream:
     receive_ns: Optional[np.ndarray] = None
     keys: Optional[list[bytes]] = None
     continuous: bool = False
+    units: dict[str, UnitSetting] = field(default_factory=dict)
+    time: Optional[TimeSetting] = None
 
     def __len__(self) -> int:
         return int(self.stamp_ns.shape[0])
@@ -72,18 +77,30 @@ class Stream:
             None if self.receive_ns is None else self.receive_ns[idx],
             keys,
             self.continuous,
+            self.units,
+            self.time,
         )
 
 
 @dataclass
 class DropLog:
-    """Recoverable stream faults, per stream and reason: counts (and gap time in s)."""
+    """Recoverable stream faults, per stream and reason: counts (and gap time in s); optional streams the recording
+    lacks (stream -> the line said) and unit conversions made (one line each)."""
 
     counts: dict[str, dict[str, int]] = field(default_factory=lambda: defaultdict(dict))
     gap_time: dict[str, float] = field(default_factory=dict)
     messages: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    conversions: list[str] = field(default_factory=list)
 
     def add(self, stream: str, reason: str, n: int) -> None:
+        """Count ``n`` messages of ``stream`` dropped for ``reason``.
+
+        Args:
+            stream: the stream's name.
+            reason: why they were dropped.
+            n: how many.
+        """
         self.counts[stream][reason] = self.counts[stream].get(reason, 0) + int(n)
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,6 +108,8 @@ class DropLog:
             "messages": dict(self.messages),
             "dropped": {s: dict(r) for s, r in self.counts.items()},
             "gap_time_s": dict(self.gap_time),
+            "skipped": dict(self.skipped),
+            "conversions": list(self.conversions),
         }
 
 
@@ -136,7 +155,16 @@ def _check_range(s: Stream) -> None:
 
 
 def clean_stream(s: Stream, checks: IngestChecks, log: DropLog) -> Stream:
-    """Apply the checks of the module docstring; return the cleaned stream sorted by stamp."""
+    """Apply the checks of the module docstring; return the cleaned stream sorted by stamp.
+
+    Args:
+        s: the stream.
+        checks: the ingest checks.
+        log: the drop log (counts what is dropped).
+
+    Returns:
+        The cleaned stream.
+    """
     _check_range(s)
     log.messages[s.name] = len(s)
     s = _drop_duplicates(s, checks, log)
@@ -184,6 +212,17 @@ def clean_stream(s: Stream, checks: IngestChecks, log: DropLog) -> Stream:
 
 
 def progress(items: Iterable[Any], total: Optional[int], desc: str, enabled: Optional[bool] = None) -> Iterator[Any]:
-    """Wrap ``items`` in a progress bar on stderr (:func:`flexlearn.progress.progress`): off unless stderr is a
-    terminal (or ``enabled``)."""
+    """Wrap ``items`` in a progress bar on stderr (:func:`flexlearn.progress.progress`).
+
+    Off unless stderr is a terminal (or ``enabled``).
+
+    Args:
+        items: the items.
+        total: their number, if known.
+        desc: the bar's label.
+        enabled: force the bar on or off; None: when stderr is a terminal.
+
+    Yields:
+        The items.
+    """
     yield from progress_bar(items, total, desc, unit="msg", on=enabled)

@@ -26,6 +26,12 @@ def replay_recording(
 ) -> dict[str, Any]:
     """Predictions of the exported model over the poses of ``recording``.
 
+    Args:
+        model_path: the exported TorchScript model.
+        recording: the recording.
+        cfg: the topic map.
+        processing: the processing settings; None: the defaults.
+
     Returns:
         dict with 'pose_id' (N,), 'delta_b' (N, 3) [T], 'pred' and 'label' (N, 3) unit vectors in the child
         sensor frame, 'error_deg' (N,) and 'median_error_deg'.

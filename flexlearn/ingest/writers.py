@@ -19,7 +19,7 @@ import numpy as np
 from flexlearn.atomic import atomic_dir, atomic_path
 from flexlearn.ingest.records import NS
 from flexlearn.ingest.rosbag import make_typestore
-from flexlearn.ingest.topic_map import TIME_UNITS, IngestConfig
+from flexlearn.ingest.topic_map import TIME_UNITS, IngestConfig, unit_settings
 from flexlearn.sensing.streams import STREAMS, RawSweep
 
 DEFAULT_EPOCH_NS = 1_700_000_000 * NS
@@ -147,7 +147,17 @@ def sweep_messages(
 def write_rosbag(
     path: str | Path, messages: Iterable[Message], store: Any, storage: Literal["mcap", "sqlite3"] = "mcap"
 ) -> Path:
-    """Write ``messages`` (in order) as a rosbag2 directory with the given storage plugin, atomically."""
+    """Write ``messages`` (in order) as a rosbag2 directory with the given storage plugin, atomically.
+
+    Args:
+        path: the bag directory.
+        messages: the messages.
+        store: the typestore.
+        storage: "mcap" or "sqlite3".
+
+    Returns:
+        ``path``.
+    """
     from rosbags.rosbag2 import StoragePlugin, Writer  # rosbags kept off the serial-dump path
 
     plugin = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}[storage]
@@ -189,21 +199,36 @@ def _serial_columns(raw: RawSweep, name: str, scale: float, unit: float) -> tupl
 
 
 def write_serial(raw: RawSweep, path: str | Path, cfg: IngestConfig, fmt: Literal["csv", "jsonl"] = "csv") -> Path:
-    """Write the sweep as a serial dump in the layout of ``cfg.serial``: a record per sample of every stream the
-    map names and the sweep holds (stamped by its schema's ``stamp`` field; values divided by each scale)."""
+    """Write the sweep as a serial dump in the layout of ``cfg.serial``.
+
+    A record per sample of every stream the map names and the sweep holds (stamped by its schema's ``stamp`` field;
+    values divided by each scale).
+
+    Args:
+        raw: the sweep.
+        path: the file written.
+        cfg: the topic map.
+        fmt: "csv" or "jsonl".
+
+    Returns:
+        ``path``.
+    """
     serial = cfg.serial
     streams = serial.parsed()
     unit = TIME_UNITS[serial.time_unit]
     records: list[tuple[float, dict[str, Any]]] = []
     for name in STREAMS:  # registry order
         if name in streams and name in raw.streams:
-            spec, t, columns = streams[name], *_serial_columns(raw, name, streams[name].scale, unit)
+            factors = [u.factor for u in unit_settings(name, streams[name], f"ingest.serial.streams.{name}").values()]
+            spec, t, columns = streams[name], *_serial_columns(raw, name, factors[0] if factors else 1.0, unit)
             for i in range(t.shape[0]):
                 rec = {serial.time_field: float(t[i]) / unit, serial.kind_field: spec.kind}
                 rec.update({f: c[i] for f, c in zip(spec.fields, columns)})
                 records.append((float(t[i]), rec))
     records.sort(key=lambda r: r[0])
-    header = [serial.time_field, serial.kind_field] + [f for s in streams.values() for f in s.fields]
+    header = list(
+        dict.fromkeys([serial.time_field, serial.kind_field, *(f for s in streams.values() for f in s.fields)])
+    )
 
     def text(v: Any) -> str:
         return (

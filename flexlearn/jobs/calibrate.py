@@ -1,9 +1,12 @@
 """Calibration job (`flexlearn-calibrate`): a trained direction model fitted to new modules (seed 002, III-B3).
 
-Per module (one input each, receiver 1..N in order): its recording — a raw sweep directory (simulated or ingested;
-processed here, the hand-tumble in ``meta.json`` giving W) or a processed dataset file — and at most ``n_poses``
-stationary poses of its ``split`` within the trained cap fit the alignment A (`flexlearn.sensing.module_cal`). The
-output is one ``flexlearn-calibration/1`` file (`flexlearn.runtime.calibration_file`) for this model: the exporter
+Per module (one input each, receiver 1..N in order): its recording — a raw sweep directory (simulated; processed
+here, the hand-tumble in ``meta.json`` giving W), a `flexlearn-ingest` output directory (its dataset, or its
+``raw/`` processed again when ``processing`` overrides are given) or a processed dataset file — and at most
+``n_poses`` stationary poses of its ``split`` within the trained cap fit the alignment A
+(`flexlearn.sensing.module_cal`). A module without a tumble is refused unless ``require_tumble=false``: then its
+W is the identity (its ΔB as measured; A absorbs what it can of the gain and soft iron). The
+output is one ``flexlearn-calibration/1`` file (`flexlearn.runtime.pikit.calibration_file`) for this model: the exporter
 (``bundle.calibration=...``) and ``scripts/pi_runner.py --calibration`` take it and refuse it for another model,
 schema or module count.
 """
@@ -11,6 +14,7 @@ schema or module count.
 from __future__ import annotations
 
 import json
+import logging
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,9 +30,11 @@ from flexlearn.data.dataset import METADATA_KEY, DirectionDataset
 from flexlearn.data.process import process_sweep
 from flexlearn.data.processing_config import ProcessingConfig
 from flexlearn.errors import DataError
-from flexlearn.runtime.calibration_file import CALIBRATION_SCHEMA
+from flexlearn.runtime.pikit.calibration_file import CALIBRATION_SCHEMA
 from flexlearn.sensing.streams import RawSweep
 
+log = logging.getLogger(__name__)
+INGESTED_RAW = "raw"  # the raw sweep inside a flexlearn-ingest output directory (flexlearn.ingest.recording.RAW_DIR)
 CALIBRATE_KEYS = (
     "paths",
     "hydra",
@@ -88,15 +94,35 @@ def _is_raw_sweep(path: str | Path) -> bool:
     return Path(path).is_dir() and (Path(path) / "meta.json").is_file()
 
 
+def _is_ingested(path: str | Path) -> bool:
+    """A `flexlearn-ingest` output directory: its dataset and the raw sweep it was processed from."""
+    p = Path(path)
+    return p.is_dir() and (p / "dataset.parquet").is_file() and _is_raw_sweep(p / INGESTED_RAW)
+
+
+def _reprocessable(path: str | Path) -> bool:
+    """Whether ``processing`` overrides can act on the input: a raw sweep, or an ingested directory's raw sweep."""
+    return _is_raw_sweep(path) or _is_ingested(path)
+
+
 def module_dataset(path: str | Path, processing: Optional[dict[str, Any]] = None):
-    """The `DirectionDataset` of one module: a dataset file as is, a raw sweep directory processed (tumble → W)."""
+    """The `DirectionDataset` of one module: a dataset file as is, a raw sweep directory processed (tumble → W), an
+    ingested directory's dataset (or, with ``processing`` overrides, its raw sweep processed again with the
+    ingestion's processing config and the overrides)."""
     p = Path(path)
     if _is_raw_sweep(p):
         return process_sweep(RawSweep.load(p), from_dict(ProcessingConfig, processing or {}, "processing")).dataset
+    if _is_ingested(p) and processing:
+        used = DirectionDataset.load(p / "dataset.parquet").meta.get("processing") or {}
+        merged = {**(used if isinstance(used, dict) else {}), **processing}
+        return process_sweep(RawSweep.load(p / INGESTED_RAW), from_dict(ProcessingConfig, merged, "processing")).dataset
     if p.is_dir() and (p / "dataset.parquet").is_file():
         p = p / "dataset.parquet"
     if not p.is_file():
-        raise DataError(f"{p}: not a raw sweep directory (meta.json) nor a dataset file (.parquet)")
+        raise DataError(
+            f"{p}: not a raw sweep directory (meta.json), a flexlearn-ingest output directory (dataset.parquet and "
+            "raw/) nor a dataset file (.parquet)"
+        )
     return DirectionDataset.load(p)
 
 
@@ -128,10 +154,7 @@ def fit_module(model: Any, ds: Any, fit: CalibrationFit, source: str = "") -> di
 
     cal = ds.meta.get("calibration") if isinstance(ds.meta, dict) else None
     if cal is None and fit.require_tumble:
-        raise DataError(
-            f"{source or 'module'}: no tumble calibration (W) in the recording; record the module "
-            "tumbled in the ambient field (meta.json 'tumble') or set require_tumble=false"
-        )
+        raise DataError(f"{source or 'module'}: no tumble calibration (W) in the recording; {NO_TUMBLE_FIX}")
     rows = calibration_rows(ds, fit.n_poses, fit.max_colatitude, fit.split, fit.seed)
     a, report = fit_input_map(model, ds.delta_b[rows], ds.label[rows], kind=fit.kind, where=source or "calibration")
     w = np.asarray(cal["W"]) if cal else np.eye(3)
@@ -162,21 +185,44 @@ def trained_with_tumble(info: dict[str, Any]) -> Optional[bool]:
         return None
 
 
-def _check_convention(trained: Optional[bool], ds: Any, source: str) -> None:
-    """Refuse a module whose ΔB convention (W applied or not) differs from the model's training data."""
-    has = (ds.meta.get("calibration") if isinstance(ds.meta, dict) else None) is not None
-    if trained is not None and has != trained:
+NO_TUMBLE_FIX = (
+    "record the module's hand tumble and ingest it with the recording (docs/ingest.md, 'Record the hand tumble': "
+    "ingest.topics.tumble, ingest.serial.streams.tumble or ingest.tumble_recording=<recording>), or set "
+    "require_tumble=false (W = identity)"
+)
+
+
+def _check_convention(trained: Optional[bool], ds: Any, source: str, require_tumble: bool = True) -> None:
+    """Refuse a module whose ΔB convention (W applied or not) differs from the model's training data, naming the
+    override that fixes it; a module without a tumble passes with ``require_tumble`` false (W = identity)."""
+    meta = ds.meta if isinstance(ds.meta, dict) else {}
+    has = meta.get("calibration") is not None
+    if trained is None or has == trained:
+        return
+    tumble = meta.get("source", {}).get("tumble") if isinstance(meta.get("source"), dict) else None
+    if trained and not tumble:  # nothing to correct with: W = identity, or record the tumble
+        if not require_tumble:
+            log.warning("%s: no tumble in the recording; W = identity (require_tumble=false)", source)
+            return
         raise DataError(
-            f"{source}: the model was trained on {'tumble-corrected' if trained else 'uncorrected'} "
-            f"fields but this module's are {'tumble-corrected' if has else 'uncorrected'}; process it "
-            f"with +processing.soft_iron={'tumble' if trained else 'none'}"
+            f"{source}: the model was trained on tumble-corrected fields but this module has no tumble "
+            f"calibration (W); {NO_TUMBLE_FIX}"
         )
+    raise DataError(
+        f"{source}: the model was trained on {'tumble-corrected' if trained else 'uncorrected'} "
+        f"fields but this module's are {'tumble-corrected' if has else 'uncorrected'}; process it "
+        f"with +processing.soft_iron={'tumble' if trained else 'none'}"
+    )
 
 
-def calibration_document(modules: Sequence[dict[str, Any]], fingerprint: str, ckpt_path: str) -> dict[str, Any]:
-    """The ``flexlearn-calibration/1`` object of per-module entries (`fit_module`)."""
+def calibration_document(
+    modules: Sequence[dict[str, Any]], fingerprint: str, ckpt_path: str, kind: str = "rotation"
+) -> dict[str, Any]:
+    """The ``flexlearn-calibration/1`` object of per-module entries (`fit_module`); ``kind`` of the fitted A
+    (``linear`` is declared as ``"alignment": "stretch"``, a rotation as ``"rotation"``)."""
     return {
         "schema": CALIBRATION_SCHEMA,
+        "alignment": "stretch" if kind == "linear" else "rotation",
         "model_fingerprint": fingerprint,
         "checkpoint": str(ckpt_path),
         "n_modules": len(modules),
@@ -212,10 +258,10 @@ def calibrate(cfg: DictConfig) -> dict[str, Any]:
     trained = trained_with_tumble(info)
     processing = to_plain_dict(cfg.processing, "processing") if cfg.get("processing") else {}
     check(
-        not processing or any(_is_raw_sweep(p) for p in inputs),
+        not processing or any(_reprocessable(p) for p in inputs),
         "processing",
         processing,
-        "is only read for raw sweep inputs (meta.json); "
+        "is only read for raw sweep inputs (meta.json) and flexlearn-ingest output directories (raw/); "
         "these inputs are processed datasets: process them again with the overrides (flexlearn-process)",
     )
     fit = CalibrationFit(
@@ -229,9 +275,9 @@ def calibrate(cfg: DictConfig) -> dict[str, Any]:
     modules = []
     for p in inputs:
         ds = module_dataset(p, processing)
-        _check_convention(trained, ds, p)
+        _check_convention(trained, ds, p, fit.require_tumble)
         modules.append(fit_module(model, ds, fit, source=p))
-    doc = calibration_document(modules, model_fingerprint(model), str(cfg.ckpt_path))
+    doc = calibration_document(modules, model_fingerprint(model), str(cfg.ckpt_path), fit.kind)
     out = Path(cfg.output)
     write_json_atomic(out, doc)
     return {
@@ -263,7 +309,13 @@ def evaluate_module(model: Any, ds: Any, fit: CalibrationFit, prefix: str = "tes
     """
     import torch  # heavy imports off the start-up path (torch)
 
-    from flexlearn.metrics import angular_error_deg, angular_error_summary, band_summary, invalid_direction
+    from flexlearn.metrics import (  # heavy (torch), see above
+        angular_error_deg,
+        angular_error_summary,
+        band_summary,
+        commanded_bend_deg,
+        invalid_direction,
+    )
 
     fit = replace(fit, split="train", require_tumble=False)
     entry = fit_module(model, ds, fit) if fit.n_poses > 0 else None
@@ -276,7 +328,8 @@ def evaluate_module(model: Any, ds: Any, fit: CalibrationFit, prefix: str = "tes
     label = torch.as_tensor(test.label, dtype=torch.float64)
     err = angular_error_deg(pred, label)
     metrics: dict[str, Any] = angular_error_summary(err, prefix, invalid=invalid_direction(pred))
-    metrics.update(band_summary(err, label, prefix))
+    bend = None if test.target is None else commanded_bend_deg(torch.as_tensor(test.target))
+    metrics.update(band_summary(err, label, prefix, bend_deg=bend))
     if entry:
         metrics[f"{prefix}calibration_poses"] = entry["fit"]["n_poses"]
     return ModuleScore(metrics, label, pred, entry)

@@ -23,8 +23,11 @@ def evaluate_checkpoint(ckpt_path: str | Path, cfg: DictConfig) -> dict[str, Any
 
     With ``calibration.n_poses`` = K > 0 the model is first calibrated to the dataset's module on K poses of its
     train split within the trained cap (`flexlearn.jobs.calibrate.evaluate_module`; the test split stays unseen),
-    as a user does for a module the model was not trained on. Metrics include every colatitude band
-    (``test/col_<lo>-<hi>/...``, ``test/cap/...``, ``test/past_cap/...``). Predictions that are no usable
+    as a user does for a module the model was not trained on. Metrics include every bend band
+    (``test/col_<lo>-<hi>/...``, ``test/cap/...``, ``test/past_cap/...``), by the commanded bend where the
+    dataset records it (``bands_by``; each band then also gives the label's median angle), the cap being the
+    sweep's own. A relative dataset path in the checkpoint is found from any working directory
+    (`resolve_dataset_path`). Predictions that are no usable
     direction score 180° and are counted in ``test/invalid_fraction``. ``config.yaml`` in the output directory
     records the config, the dataset's and the checkpoint's SHA-256.
 
@@ -40,6 +43,58 @@ def evaluate_checkpoint(ckpt_path: str | Path, cfg: DictConfig) -> dict[str, Any
     """
     check_run_config(cfg, EVAL_KEYS)
     return run_evaluation(ckpt_path, cfg)
+
+
+def resolve_dataset_path(recorded: Any, ckpt_path: str | Path) -> Path:
+    """The dataset a checkpoint records, found from any working directory.
+
+    An absolute path is taken as is. A relative one (recorded relative to the directory training ran in) is
+    tried from the working directory, then from the checkpoint's directory and each directory above it.
+
+    Raises:
+        ConfigError: no dataset recorded, or none found; the message names ``dataset_path=`` and where it looked.
+    """
+    if not recorded or not isinstance(recorded, str):
+        raise ConfigError(
+            f"config 'dataset_path' = None: the checkpoint {ckpt_path} records no dataset; pass dataset_path=<file>"
+        )
+    path = Path(recorded).expanduser()
+    if path.is_absolute():
+        candidates = [path]
+    else:
+        ckpt_dir = Path(ckpt_path).expanduser().resolve().parent
+        candidates = [Path.cwd() / path, *(d / path for d in (ckpt_dir, *ckpt_dir.parents))]
+    for c in candidates:
+        if c.exists():
+            return c
+    raise ConfigError(
+        f"config 'dataset_path' = None: the dataset the checkpoint records, '{recorded}', is not found "
+        f"(from {Path.cwd()} nor above {Path(ckpt_path).parent}); pass dataset_path=<file>"
+    )
+
+
+def commanded_bands(ds: Any, label: Any, pred: Any, prefix: str = "test/") -> dict[str, Any]:
+    """Band metrics of the test split by the commanded bend (the dataset's ``target``), with the label's angle
+    beside each band, and the cap the sweep was planned to (``meta.json`` rig.max_colatitude, else 29.5°).
+    Empty when the dataset records no commanded target (the bands then stay by the label's colatitude)."""
+    import math  # with torch: heavy imports off the start-up path
+
+    import torch
+
+    from flexlearn.data.sweep_meta import sweep_cap
+    from flexlearn.metrics import CAP_DEG, angular_error_deg, band_summary, commanded_bend_deg
+
+    test = ds.subset("test")
+    if test.target is None:
+        return {"bands_by": "label colatitude"}
+    src = ds.meta.get("source") if isinstance(ds.meta, dict) else None
+    cap = sweep_cap(src)
+    cap_deg = math.degrees(cap) if cap is not None else CAP_DEG
+    err = angular_error_deg(pred.double(), label.double())
+    bend = commanded_bend_deg(torch.as_tensor(test.target))
+    out: dict[str, Any] = band_summary(err, label, prefix, bend_deg=bend, cap_deg=cap_deg)
+    out.update(bands_by="commanded bend", cap_deg=cap_deg)
+    return out
 
 
 def run_evaluation(ckpt_path: str | Path, cfg: DictConfig) -> dict[str, Any]:
@@ -59,9 +114,7 @@ def run_evaluation(ckpt_path: str | Path, cfg: DictConfig) -> dict[str, Any]:
         "must be an integer in [0, 50] (0: no calibration)",
     )
     model, info = load_direction_model(ckpt_path)
-    dataset_path = cfg.get("dataset_path") or info.get("dataset_path")
-    if not dataset_path or not isinstance(dataset_path, (str, Path)):
-        raise ConfigError("config 'dataset_path' = None: the checkpoint records no dataset; pass dataset_path=...")
+    dataset_path = cfg.get("dataset_path") or resolve_dataset_path(info.get("dataset_path"), ckpt_path)
     dm = DirectionDataModule(dataset_path)
     dm.require("test")
     output_dir = Path(cfg.paths.output_dir)
@@ -75,6 +128,7 @@ def run_evaluation(ckpt_path: str | Path, cfg: DictConfig) -> dict[str, Any]:
         seed=int(cal.get("seed", 0)),
     )
     results, label, pred, entry = evaluate_module(model, dm.dataset, fit)
+    results.update(commanded_bands(dm.dataset, label, pred))
     if entry is not None:
         results["calibration"] = {k: entry[k] for k in ("A", "W", "fit")}
     metrics_csv = cfg.get("metrics_csv") or info.get("metrics_csv")

@@ -9,6 +9,7 @@ the previous files as they were.
 from __future__ import annotations
 
 import math
+import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
@@ -20,7 +21,7 @@ from flexlearn.config import check, to_plain_dict
 from flexlearn.data.dataset import DATASET_SCHEMA_VERSION
 from flexlearn.errors import ConfigError, FlexlearnError
 from flexlearn.runtime.arm.export import export_arm_controller_from_config
-from flexlearn.runtime.deploy import BundleOptions, prepare_deploy_bundle
+from flexlearn.runtime.deploy import BundleOptions, bundle_artifact, checked_bundle
 from flexlearn.runtime.export import (
     Artifact,
     check_output_path,
@@ -28,7 +29,11 @@ from flexlearn.runtime.export import (
     torchscript_artifact,
     write_artifacts,
 )
+from flexlearn.runtime.kit import write_kit
 from flexlearn.tasks.checkpoints import load_direction_model
+
+BUNDLE_FORMATS = {"pt": (".pt",), "pte": (".pte",), "both": (".pt", ".pte")}
+SELFCHECK_SECONDS = 3.0  # simulated stream of the kit's self-check [s]
 
 
 def _outputs(out_dir: str | Path, names: list[str], inputs: list[str | Path]) -> Path:
@@ -64,24 +69,31 @@ def _calibration_input(bundle: Optional[DictConfig]) -> list[str]:
     return [str(cal)] if isinstance(cal, (str, Path)) and str(cal) != "identity" else []
 
 
-def _bundle_artifact(
+def _bundle_files(bundle: DictConfig | dict[str, Any]) -> tuple[str, ...]:
+    """The bundle files ``bundle.format`` asks for (``pt``, ``pte`` or ``both``) as suffixes."""
+    fmt = bundle.get("format", "pt")
+    check(fmt in BUNDLE_FORMATS, "bundle.format", fmt, "one of 'pt' (TorchScript), 'pte' (ExecuTorch), 'both'")
+    return BUNDLE_FORMATS[fmt]
+
+
+def _bundle_artifacts(
     model: torch.nn.Module,
     info: dict[str, Any],
     ckpt_path: str | Path,
     out_dir: Path,
     bundle: DictConfig | dict[str, Any],
-) -> Artifact:
-    """Validate the ``bundle`` options and build ``robot_bundle.pt`` in memory; errors are `ConfigError`s."""
+) -> list[Artifact]:
+    """Validate the ``bundle`` options and build ``robot_bundle.pt`` and/or ``.pte`` in memory (`ConfigError`s)."""
     opts = to_plain_dict(bundle, "bundle")
+    suffixes = _bundle_files(opts)
     if opts.get("calibration") is None:
         raise ConfigError(
             "config 'bundle.calibration' is not set: give the receivers' calibration file "
             "(flexlearn-calibrate) or bundle.calibration=identity to deploy without one"
         )
     try:
-        return prepare_deploy_bundle(
+        built, extra, rest = checked_bundle(
             model,
-            out_dir / "robot_bundle.pt",
             BundleOptions(
                 n_segments=int(opts["n_segments"]),
                 length=float(opts["length"]),
@@ -89,16 +101,28 @@ def _bundle_artifact(
                 estimator=opts.get("estimator") or None,
                 controller=opts.get("controller") or None,
             ),
-            metadata={
-                "checkpoint": str(ckpt_path),
-                "checkpoint_info": info,
-                "flexlearn_version": flexlearn.__version__,
-            },
         )
+        meta = {
+            **extra,
+            "checkpoint": str(ckpt_path),
+            "checkpoint_info": info,
+            "flexlearn_version": flexlearn.__version__,
+        }
+        ts = bundle_artifact(built, out_dir / "robot_bundle.pt", meta, rest)
     except FlexlearnError:
         raise
     except (ValueError, TypeError, KeyError) as exc:
         raise ConfigError(f"config 'bundle': {exc}") from exc
+    arts = [ts] if ".pt" in suffixes else []
+    if ".pte" in suffixes:
+        from flexlearn.runtime.executorch_export import pte_bundle_artifact  # torch.export machinery: only for .pte
+
+        arts.append(pte_bundle_artifact(built, ts))
+    return arts
+
+
+def _bundle_names(bundle: Optional[DictConfig]) -> list[str]:
+    return [f"robot_bundle{s}" for s in _bundle_files(bundle)] if bundle is not None else []
 
 
 def export_checkpoint(
@@ -109,15 +133,13 @@ def export_checkpoint(
     bundle: Optional[DictConfig] = None,
 ) -> dict[str, str]:
     """Write ``direction_model.pt`` (TorchScript, frozen), ``direction_model.pt2`` (torch.export) and, with
-    ``bundle`` options, ``robot_bundle.pt``, each with its manifest, as one all-or-nothing set."""
+    ``bundle`` options, ``robot_bundle.pt`` and/or ``.pte`` (``bundle.format``), each with its manifest, as one
+    all-or-nothing set."""
     inputs = [ckpt_path, *_calibration_input(bundle)]
-    out = _outputs(
-        out_dir,
-        ["direction_model.pt", "direction_model.pt2"] + (["robot_bundle.pt"] if bundle is not None else []),
-        inputs,
-    )
+    out = _outputs(out_dir, ["direction_model.pt", "direction_model.pt2"] + _bundle_names(bundle), inputs)
     model, info = load_direction_model(ckpt_path)
-    arts = {"bundle": _bundle_artifact(model, info, ckpt_path, out, bundle)} if bundle is not None else {}
+    bundles = _bundle_artifacts(model, info, ckpt_path, out, bundle) if bundle is not None else []
+    arts = {("bundle" if a.path.suffix == ".pt" else "bundle_pte"): a for a in bundles}
     metadata = _direction_metadata(ckpt_path, info, metrics, cfg)
     example = torch.randn(4, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float32) * 1e-4
     arts = {
@@ -133,9 +155,45 @@ def export_robot_bundle(ckpt_path: str | Path, out_dir: str | Path, bundle: Dict
     """Write ``robot_bundle.pt`` (+ manifest): fused estimator + height controller + the checkpoint's model +
     calibration."""
     inputs = [ckpt_path, *_calibration_input(bundle)]
-    out = _outputs(out_dir, ["robot_bundle.pt"], inputs)
+    out = _outputs(out_dir, _bundle_names(bundle), inputs)
     model, info = load_direction_model(ckpt_path)
-    return str(write_artifacts([_bundle_artifact(model, info, ckpt_path, out, bundle)], inputs)[0])
+    return str(write_artifacts(_bundle_artifacts(model, info, ckpt_path, out, bundle), inputs)[0])
+
+
+def selfcheck_frames(n_segments: int, length: float, seconds: float = SELFCHECK_SECONDS) -> bytes:
+    """The kit's recorded stream: a simulated ``3d_curl`` of ``n_segments`` modules (attitude sweeps, magnetometer
+    rounds with coil pulses) with a height target and spool positions added, as JSON lines."""
+    from flexlearn.replay.frames import write_frames_jsonl  # simulation stack: only for a kit
+    from flexlearn.sim.robot import simulate_robot
+    from flexlearn.sim.shape_scenarios import scenario
+
+    rec = simulate_robot(
+        scenario("3d_curl", n=n_segments, period=6.0, seed=0),
+        seconds,
+        {"seed": 0, "robot": {"n_segments": n_segments, "length": length}},
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        write_frames_jsonl(rec, Path(tmp) / "frames.jsonl")
+        lines = (Path(tmp) / "frames.jsonl").read_text().splitlines()
+    out = lines[:1] + ['{"type": "target", "t": 0.0, "h": 0.004}']
+    for line in lines[1:]:
+        out.append(line)
+        if line.startswith('{"type": "att"'):
+            t = float(line.split('"t": ', 1)[1].split(",", 1)[0])
+            out.append(f'{{"type": "spool", "t": {t!r}, "pos": {round(0.002 * t, 9)!r}}}')
+    return ("\n".join(out) + "\n").encode()
+
+
+def export_kit(ckpt_path: str | Path, kit_dir: str | Path, bundle: DictConfig) -> dict[str, str]:
+    """Write the Raspberry Pi kit (`flexlearn.runtime.kit`): the bundle(s) of ``bundle``, the runner and its runtime
+    package, requirements, README and the self-check; returns {what: path}."""
+    inputs = [ckpt_path, *_calibration_input(bundle)]
+    model, info = load_direction_model(ckpt_path)
+    arts = _bundle_artifacts(model, info, ckpt_path, Path(kit_dir), bundle)
+    frames = selfcheck_frames(int(bundle.n_segments), float(bundle.length))
+    cal = _calibration_input(bundle)
+    path = write_kit(kit_dir, arts, frames, int(bundle.n_segments), Path(cal[0]) if cal else None, inputs)
+    return {"kit": str(path), **{a.path.suffix.lstrip("."): str(path / a.path.name) for a in arts}}
 
 
 def export_from_config(cfg: DictConfig) -> dict[str, str]:
@@ -151,7 +209,13 @@ def export_from_config(cfg: DictConfig) -> dict[str, str]:
         "is not read with export.target=arm_controller (the controller is built from its config, no checkpoint)",
     )
     check(
-        bool(cfg.bundle.enabled) or cfg.bundle.get("calibration") is None,
+        not cfg.get("kit") or target == "checkpoint",
+        "kit",
+        cfg.get("kit"),
+        "is written for export.target=checkpoint (the robot bundle); the arm controller has no kit",
+    )
+    check(
+        bool(cfg.bundle.enabled) or bool(cfg.get("kit")) or cfg.bundle.get("calibration") is None,
         "bundle.calibration",
         cfg.bundle.get("calibration"),
         "is only read for the robot bundle: add bundle.enabled=true",
@@ -162,5 +226,7 @@ def export_from_config(cfg: DictConfig) -> dict[str, str]:
             "arm_controller": str(export_arm_controller_from_config(cfg.arm_controller, out / cfg.arm_controller_file))
         }
     check(not OmegaConf.is_missing(cfg, "ckpt_path"), "ckpt_path", "???", "required: the checkpoint to export")
+    if cfg.get("kit"):
+        return export_kit(cfg.ckpt_path, cfg.kit, cfg.bundle)
     bundle = cfg.bundle if cfg.bundle.enabled else None
     return export_checkpoint(cfg.ckpt_path, cfg.out_dir, cfg=cfg, bundle=bundle)

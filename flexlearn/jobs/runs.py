@@ -16,6 +16,8 @@ import ast
 import functools
 import importlib.util
 import inspect
+import shlex
+import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Optional
@@ -26,7 +28,7 @@ from omegaconf import DictConfig
 
 import flexlearn
 from flexlearn.atomic import atomic_path
-from flexlearn.config import check, did_you_mean, is_rank_zero, run_name, to_plain_dict
+from flexlearn.config import check, check_memory, did_you_mean, is_rank_zero, run_name, to_plain_dict
 from flexlearn.errors import ConfigError
 from flexlearn.fingerprint import file_sha256
 
@@ -195,3 +197,169 @@ def record_run(record: dict[str, Any], output_dir: Path, loggers: list[Any]) -> 
             tmp.write_text(yaml.safe_dump(record, sort_keys=False, allow_unicode=True))
     for lg in loggers:
         lg.log_hyperparams(record)
+
+
+RESUMABLE_APPS = ("flexlearn-train", "flexlearn-pipeline")
+RUN_POINTER = "run.json"
+"""File in a run's checkpoint folder naming the run directory it belongs to (written when training starts)."""
+RESUME_DROPPED = ("ckpt_path", "paths.checkpoint_dir", "resume")  # set again by `resume_arguments`
+
+
+def override_key(item: str) -> str:
+    """The key of a command-line override: ``+a.b=1`` → ``a.b``; ``~a`` → ``a``; a flag (``-m``) → itself."""
+    return item.split("=", 1)[0].lstrip("+~")
+
+
+def current_app(task_name: str = "") -> str:
+    """The command this process runs (``flexlearn-train``, ``flexlearn-pipeline``): the program name when it is a
+    flexlearn command, else ``flexlearn-<task_name>`` for a resumable task, else ``flexlearn-train``."""
+    name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    if name.startswith("flexlearn-"):
+        return name
+    return f"flexlearn-{task_name}" if f"flexlearn-{task_name}" in RESUMABLE_APPS else "flexlearn-train"
+
+
+def resume_command(app: str, run_dir: str | Path) -> str:
+    """The command line that continues the run in ``run_dir`` (``<app> resume=<run_dir>``)."""
+    return f"{app} resume={shlex.quote(str(run_dir))}"
+
+
+def _run_dir_of(args: list[str]) -> Optional[Path]:
+    """The run directory a resume names: ``resume=<run dir | its last.ckpt>`` or ``ckpt_path=<.../last.ckpt>``
+    (a training run's; the run directory is read from the checkpoint folder's `RUN_POINTER`). None: no resume
+    (a ``ckpt_path`` to another file, or to a checkpoint without a pointer, starts a new run as before)."""
+    given = {override_key(a): a.split("=", 1)[1] for a in args if "=" in a}
+    if "resume" in given:
+        target = Path(given["resume"]).expanduser()
+        if target.is_file():
+            target = _pointed_run(target) or target
+        if not (target / ".hydra" / "overrides.yaml").is_file():
+            raise ConfigError(
+                f"config 'resume' = {given['resume']!r}: not a run directory (no .hydra/overrides.yaml in it); "
+                "give the run directory a training run printed"
+            )
+        return target
+    ckpt, train = given.get("ckpt_path"), given.get("train", "true").lower()
+    if ckpt and Path(ckpt).name == "last.ckpt" and train != "false":
+        return _pointed_run(Path(ckpt).expanduser())
+    return None
+
+
+def _pointed_run(ckpt: Path) -> Optional[Path]:
+    """The run directory named by the `RUN_POINTER` beside checkpoint ``ckpt`` (None without one)."""
+    pointer = ckpt.parent / RUN_POINTER
+    try:
+        doc = yaml.safe_load(pointer.read_text(encoding="utf-8")) if pointer.is_file() else None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"file '{pointer}': cannot be read ({exc}); resume with resume=<run directory>") from exc
+    out = doc.get("output_dir") if isinstance(doc, dict) else None
+    if pointer.is_file() and not isinstance(out, str):
+        raise ConfigError(f"file '{pointer}': key 'output_dir' = {out!r}: expected the run directory")
+    return Path(out) if out and Path(out).is_dir() else None
+
+
+def resume_arguments(args: list[str], app: str) -> list[str]:
+    """The command-line overrides that continue a run, from those the user typed.
+
+    ``<app> resume=<run dir>`` (or ``ckpt_path=<run's checkpoints>/last.ckpt``) becomes the run's saved overrides
+    (``.hydra/overrides.yaml``) with the user's own overrides on top (a larger ``trainer.max_epochs``, ...), plus
+    ``ckpt_path=<last.ckpt>``, ``paths.checkpoint_dir=<its folder>`` and ``hydra.run.dir=<run dir>``: the run
+    continues in its own directory and logger run, and no new directory is made.
+
+    Args:
+        args: the command line after the program name.
+        app: the command (`RESUMABLE_APPS` resume; other commands get ``args`` back unchanged).
+
+    Returns:
+        The arguments to compose the run with (``args`` itself when nothing is resumed).
+
+    Raises:
+        ConfigError: a ``resume`` that is no run directory, a run without ``last.ckpt``, a multirun resume.
+    """
+    if app not in RESUMABLE_APPS:
+        return args
+    run_dir = _run_dir_of(args)
+    if run_dir is None:
+        return args
+    if any(a in ("-m", "--multirun") for a in args):
+        raise ConfigError(f"config 'resume' = '{run_dir}': a run is resumed alone; drop -m/--multirun")
+    saved = yaml.safe_load((run_dir / ".hydra" / "overrides.yaml").read_text(encoding="utf-8")) or []
+    record = run_dir / "config.yaml"
+    config = yaml.safe_load(record.read_text(encoding="utf-8")) if record.is_file() else {}
+    ckpt_dir = _checkpoint_dir(config, run_dir)
+    last = ckpt_dir / "last.ckpt"
+    if not last.is_file():
+        raise ConfigError(
+            f"config 'resume' = '{run_dir}': no last.ckpt in '{ckpt_dir}' (the run stopped before its first epoch "
+            "ended); start it again instead"
+        )
+    typed = [a for a in args if override_key(a) != "resume"]
+    keys = {override_key(a) for a in typed}
+    kept = [str(a) for a in saved if override_key(str(a)) not in keys | set(RESUME_DROPPED)]
+    extra = [f"ckpt_path={last}", f"paths.checkpoint_dir={ckpt_dir}", f"hydra.run.dir={run_dir}"]
+    return [*kept, *[a for a in typed if override_key(a) not in RESUME_DROPPED], *extra]
+
+
+def _checkpoint_dir(config: Any, run_dir: Path) -> Path:
+    """The checkpoint folder of a run from its recorded config (``callbacks.last_checkpoint.dirpath``, else
+    ``paths.checkpoint_dir``)."""
+    config = config if isinstance(config, dict) else {}
+    last = ((config.get("callbacks") or {}).get("last_checkpoint") or {}).get("dirpath")
+    path = last or (config.get("paths") or {}).get("checkpoint_dir")
+    if not isinstance(path, str) or not path:
+        raise ConfigError(f"config 'resume' = '{run_dir}': its config.yaml names no checkpoint folder")
+    return Path(path)
+
+
+# Memory of a simulated sweep (flexlearn.sim.rig), measured with tracemalloc at the default rates (13.9 kB per
+# pose from 10,000 to 30,000 poses; 200 B per accelerometer sample at 1 kHz) and rounded up.
+SWEEP_BASE_BYTES = 64e6
+SWEEP_BYTES_PER_POSE = 1e3
+SWEEP_BYTES_PER_ACCEL_SAMPLE = 200.0
+SWEEP_BYTES_PER_MAG_SAMPLE = 40.0  # per master poll and per magnetometer conversion
+
+
+def sweep_memory_bytes(rig: Any) -> float:
+    """Estimated peak memory [bytes] of simulating the sweep of ``rig`` (a `flexlearn.sim.rig_config.RigConfig`).
+
+    The sweep lasts at most T = n_poses · (move + jitter + hold + max_pulses·(off + pulse) + off) [s]; memory is
+    a base plus a cost per pose, per accelerometer sample (T·rate) and per poll (T/poll_period) and
+    magnetometer conversion (T·rate): an upper estimate (about 20 % above the measured peak at the defaults).
+
+    Args:
+        rig: the checked rig configuration.
+
+    Returns:
+        Bytes (may be inf for absurd rates).
+    """
+    a = rig.acquisition
+    slot = a.move_duration + a.move_jitter + a.hold_delay + a.max_pulses * (a.off_window + a.pulse) + a.off_window
+    t_total = float(rig.n_poses) * slot
+    mag = t_total / a.poll_period + t_total * rig.magnetometer.rate
+    return (
+        SWEEP_BASE_BYTES
+        + SWEEP_BYTES_PER_POSE * rig.n_poses
+        + SWEEP_BYTES_PER_ACCEL_SAMPLE * t_total * rig.accelerometer.rate
+        + SWEEP_BYTES_PER_MAG_SAMPLE * mag
+    )
+
+
+def check_sweep_memory(rig: Any, where: str = "sim") -> None:
+    """Refuse (`ConfigError` naming ``<where>.n_poses`` or the sensor rate that dominates) a simulated sweep
+    that would need more memory than the machine has available (`sweep_memory_bytes`), before it starts."""
+    need = sweep_memory_bytes(rig)
+    slot_rate = {
+        f"{where}.accelerometer.rate": rig.accelerometer.rate * SWEEP_BYTES_PER_ACCEL_SAMPLE,
+        f"{where}.magnetometer.rate": rig.magnetometer.rate * SWEEP_BYTES_PER_MAG_SAMPLE,
+        f"{where}.acquisition.poll_period": SWEEP_BYTES_PER_MAG_SAMPLE / rig.acquisition.poll_period,
+    }
+    rates = {f"{where}.accelerometer.rate": 100.0, f"{where}.magnetometer.rate": 90.0}
+    key = max(slot_rate, key=lambda k: slot_rate[k])
+    value: Any = {
+        f"{where}.accelerometer.rate": rig.accelerometer.rate,
+        f"{where}.magnetometer.rate": rig.magnetometer.rate,
+        f"{where}.acquisition.poll_period": rig.acquisition.poll_period,
+    }[key]
+    if key in rates and value <= 10 * rates[key]:  # ordinary rates: the pose count is what is too large
+        key, value = f"{where}.n_poses", rig.n_poses
+    check_memory(key, value, need, f"simulating {rig.n_poses} poses")

@@ -6,12 +6,15 @@ past the trained cap) and/or processed datasets of recorded modules (``datasets`
 ``n_poses`` poses of its train split within the trained cap (`flexlearn.jobs.calibrate.evaluate_module`) and
 scored on its test split, before (``test_module_uncalibrated/…``) and after (``test_module/…``) calibration,
 pooled over the modules and per colatitude band; ``test_module/<name>/…`` per module. This is the figure a user
-meets with a second robot, and the one `flexlearn-pipeline` prints first.
+meets with a second robot, and the one `flexlearn-pipeline` prints first: ``test_module_summary`` names the modules
+and their calibration and gives the numbers (`band_numbers`: within the cap, at 30–40°, all poses); the figures of
+the pooled calibrated errors carry the same names and the same numbers in the same words.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +74,7 @@ def transfer_metrics(cfg: DictConfig, model: Any, output_dir: Path) -> dict[str,
 
     from flexlearn.data.dataset import DirectionDataset
     from flexlearn.metrics import angular_error_deg, angular_error_summary, band_summary
-    from flexlearn.viz.direction_figures import write_evaluation_figures
+    from flexlearn.viz.direction_figures import FigureCaption, write_evaluation_figures
 
     tr = cfg.get("transfer")
     if not tr or not (tr.get("module_seeds") or tr.get("datasets")):
@@ -104,20 +107,68 @@ def transfer_metrics(cfg: DictConfig, model: Any, output_dir: Path) -> dict[str,
         err = angular_error_deg(pred, label)
         results.update(angular_error_summary(err, prefix))
         results.update(band_summary(err, label, prefix))
+    who, calibration = held_out_words(tr), calibration_words(tr)
+    numbers = band_numbers(results, "test_module/")
     results["test_module_summary"] = (
-        f"{len(labels['cal'])} held-out module(s), {int(tr.n_poses)} calibration poses each: "
-        f"{results['test_module/cap/ang_err_median_deg']:.2f}° median / "
-        f"{results['test_module/cap/ang_err_p95_deg']:.2f}° "
-        f"p95 within the cap, {results['test_module/past_cap/ang_err_median_deg']:.2f}° / "
-        f"{results['test_module/past_cap/ang_err_p95_deg']:.2f}° at 30–40°; uncalibrated "
-        f"{results['test_module_uncalibrated/cap/ang_err_median_deg']:.2f}° / "
-        f"{results['test_module_uncalibrated/cap/ang_err_p95_deg']:.2f}°"
+        f"{who}, {calibration}: {numbers}; uncalibrated: {band_numbers(results, 'test_module_uncalibrated/', 1)}"
     )
     if tr.get("figures", True):
         paths = write_evaluation_figures(
             torch.cat(labels["cal"]).numpy(),
             torch.cat(preds["cal"]).float().numpy(),
             output_dir / "figures_test_module",
+            caption=FigureCaption(f"Direction error of the held-out {who},\n{calibration}", numbers),
         )
         results["figures_test_module"] = {k: str(v) for k, v in paths.items()}
     return results
+
+
+def _listed(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'; runs of consecutive numbers as '2001–2008'; more than 8 items shortened."""
+    if len(items) > 2 and all(i.isdigit() for i in items):
+        n = [int(i) for i in items]
+        if n == list(range(n[0], n[0] + len(n))):
+            return f"{n[0]}–{n[-1]}"
+    if len(items) > 8:
+        items = [*items[:6], f"{len(items) - 6} more"]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" and {items[-1]}"
+
+
+def held_out_words(tr: Any) -> str:
+    """The held-out modules of a ``transfer`` block in words: 'simulated modules 2001–2008' (sweep seeds), 'recorded
+    module rig_b' (dataset folder names), or both joined by 'and'."""
+    seeds = [str(int(s)) for s in tr.get("module_seeds") or []]
+    names = [Path(str(p)).name for p in tr.get("datasets") or []]
+    parts = []
+    if seeds:
+        parts.append(f"simulated module{'s' if len(seeds) > 1 else ''} {_listed(seeds)}")
+    if names:
+        parts.append(f"recorded module{'s' if len(names) > 1 else ''} {_listed(names)}")
+    return " and ".join(parts)
+
+
+def calibration_words(tr: Any) -> str:
+    """'each calibrated on 50 poses within 29.5° (linear)' or 'uncalibrated' (``transfer.n_poses`` = 0)."""
+    n = int(tr.n_poses)
+    if n <= 0:
+        return "uncalibrated"
+    return f"each calibrated on {n} poses within {math.degrees(float(tr.calibration_cap)):.1f}° ({tr.kind})"
+
+
+def band_numbers(results: dict[str, Any], prefix: str, bands: int = 3) -> str:
+    """The headline numbers of one prefix of the metrics, the same words wherever they are shown (console and
+    figures): 'within the cap (0–29.5°): median 0.39°, p95 0.83°; at 30–40°: median 1.52°, p95 4.54°; all 800
+    poses: median 0.60°, p95 4.14°'. ``bands``: how many of the three parts; a band without samples is left out."""
+    from flexlearn.metrics import CAP_DEG, PAST_CAP_DEG  # heavy import off the start-up path (torch)
+
+    parts = []
+    for key, words in (
+        ("cap/", f"within the cap (0–{CAP_DEG:g}°)"),
+        ("past_cap/", f"at {PAST_CAP_DEG[0]:g}–{PAST_CAP_DEG[1]:g}°"),
+        ("", f"all {results.get(f'{prefix}n_samples', 0)} poses"),
+    )[:bands]:
+        if not results.get(f"{prefix}{key}n_samples"):
+            continue
+        median, p95 = results[f"{prefix}{key}ang_err_median_deg"], results[f"{prefix}{key}ang_err_p95_deg"]
+        parts.append(f"{words}: median {median:.2f}°, p95 {p95:.2f}°")
+    return "; ".join(parts) or "no poses scored"

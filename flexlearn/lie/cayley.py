@@ -66,7 +66,13 @@ def so3_cayley_lgvi(f: Tensor, inertia: Tensor) -> Tuple[Tensor, Tensor]:
     for known u and nonstandard inertia ``J_d = ½ tr(J) I - J`` (..., 3, 3), symmetric. With
     ``J = tr(J_d) I - J_d``: ``g(f) = 2/(1 + |f|²) (J f + (J_d f) × f)`` and
     ``∂g/∂f = 2/(1 + |f|²) (J - f^ J_d + (J_d f)^) - 4/(1 + |f|²)² (J f + (J_d f) × f) fᵀ``.
-    Returns ``(g (..., 3), dg (..., 3, 3))``.
+
+    Args:
+        f: Cayley vector (..., 3).
+        inertia: nonstandard inertia ``J_d`` (..., 3, 3), symmetric.
+
+    Returns:
+        ``(g (..., 3), dg (..., 3, 3))``.
     """
     tr = inertia[..., 0, 0] + inertia[..., 1, 1] + inertia[..., 2, 2]
     eye = torch.eye(3, dtype=f.dtype, device=f.device)
@@ -90,8 +96,19 @@ def so3_cayley_lgvi_newton(
     from the start ``f`` (..., 3), ``f ← f - δ`` with ``δ = (∂g/∂f)⁻¹ (g(f) - u)`` (:func:`so3_cayley_lgvi`,
     3×3 solves by the adjugate) for ``iters`` steps; with ``stop``, fewer once every update satisfies
     ``|δ| ≤ thr`` (the residual after it is O(|δ|²)); without, a fixed count (no data-dependent branch:
-    compilable). u (..., 3), inertia J_d (..., 3, 3), thr (...) [units of f]. Returns ``(f, |δ_last|)`` (...),
-    the last update's norm (+inf for ``iters = 0`` with ``stop``, 0 without) to report a failed solve.
+    compilable).
+
+    Args:
+        u: right-hand side (..., 3).
+        inertia: nonstandard inertia J_d (..., 3, 3).
+        f: start of the iteration (..., 3).
+        thr: stopping threshold on ``|δ|`` (...) [units of f].
+        iters: number of Newton steps (the most, with ``stop``).
+        stop: stop early once every ``|δ| ≤ thr``; without, a fixed count.
+
+    Returns:
+        ``(f, |δ_last|)`` (...), the last update's norm (+inf for ``iters = 0`` with ``stop``, 0 without) to
+        report a failed solve.
     """
     step = torch.full_like(thr, float("inf")) if stop else torch.zeros_like(thr)
     for _ in range(iters):
@@ -105,12 +122,21 @@ def so3_cayley_lgvi_newton(
 
 
 def so3_cayley_lgvi_solve(u: Tensor, inertia: Tensor, iters: int = 20, tol: float = 1e-14) -> Tensor:
-    """Newton solve of ``(cay(f) J_d - J_d cay(f)ᵀ)ᵛ = u`` for f (..., 3); returns f.
+    """Newton solve of ``(cay(f) J_d - J_d cay(f)ᵀ)ᵛ = u`` for f (..., 3).
 
     Starts from the linearisation ``f₀ = (2 J)⁻¹ u`` (J = tr(J_d) I - J_d) and runs
     :func:`so3_cayley_lgvi_newton` for at most ``iters`` steps, stopping once every Newton update is at most
     ``tol`` (the residual is then O(tol²); use ~1e-6 relative scale in float32).
     A function loaded with ``torch.jit.load`` loses its default arguments: pass ``iters`` and ``tol``.
+
+    Args:
+        u: right-hand side (..., 3).
+        inertia: nonstandard inertia J_d (..., 3, 3).
+        iters: the most Newton steps.
+        tol: stop once every Newton update is at most this [units of f].
+
+    Returns:
+        f (..., 3).
     """
     tr = inertia[..., 0, 0] + inertia[..., 1, 1] + inertia[..., 2, 2]
     eye = torch.eye(3, dtype=u.dtype, device=u.device)

@@ -14,7 +14,15 @@ from flexlearn.lie.thresholds import normalize_eps
 
 
 def quat_multiply(p: Tensor, q: Tensor) -> Tensor:
-    """Hamilton product ``p ⊗ q`` of ``(..., 4)`` quaternions (broadcasting); R(p⊗q) = R(p) R(q)."""
+    """Hamilton product ``p ⊗ q`` of ``(..., 4)`` quaternions (broadcasting); R(p⊗q) = R(p) R(q).
+
+    Args:
+        p: left quaternion (..., 4), (w, x, y, z).
+        q: right quaternion (..., 4), (w, x, y, z).
+
+    Returns:
+        ``p ⊗ q`` (..., 4).
+    """
     pw, px, py, pz = p[..., 0], p[..., 1], p[..., 2], p[..., 3]
     qw, qx, qy, qz = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
     return torch.stack(
@@ -134,8 +142,16 @@ def quat_log(q: Tensor) -> Tensor:
 
 
 def quat_rotate(q: Tensor, p: Tensor) -> Tensor:
-    """``R(q) p`` for a unit quaternion (..., 4) and points (..., 3), without forming R."""
+    """``R(q) p`` for a unit quaternion (..., 4) and points (..., 3), without forming R.
+
+    Args:
+        q: unit quaternion (..., 4), (w, x, y, z).
+        p: points (..., 3) (broadcast against q).
+
+    Returns:
+        The rotated points ``R(q) p`` (..., 3).
+    """
     w = q[..., :1]
     v = q[..., 1:]
-    t = 2.0 * torch.linalg.cross(v, p.expand(torch.broadcast_shapes(v.shape, p.shape)))
+    t = 2.0 * torch.linalg.cross(v, torch.broadcast_tensors(v, p)[1])
     return p + w * t + torch.linalg.cross(v.expand(t.shape), t)

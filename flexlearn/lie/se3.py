@@ -31,7 +31,15 @@ def se3_from_entries(r: List[Tensor], p: List[Tensor]) -> Tensor:
 
 
 def se3_from_rt(R: Tensor, p: Tensor) -> Tensor:
-    """Pose (..., 4, 4) from a rotation (..., 3, 3) and a translation (..., 3) (broadcast)."""
+    """Pose (..., 4, 4) from a rotation (..., 3, 3) and a translation (..., 3) (broadcast).
+
+    Args:
+        R: rotation (..., 3, 3).
+        p: translation (..., 3).
+
+    Returns:
+        The pose ``[[R, p], [0, 1]]`` (..., 4, 4).
+    """
     return se3_from_entries(entries(R), list(p.unbind(-1)))
 
 

@@ -21,7 +21,15 @@ from flexlearn.lie.thresholds import series_threshold
 
 
 def poly(t2: Tensor, c: List[float]) -> Tensor:
-    """Horner evaluation of Σ_j c[j] t2^j."""
+    """Horner evaluation of Σ_j c[j] t2^j.
+
+    Args:
+        t2: the polynomial's variable (any shape), here θ² (rad²).
+        c: coefficients, lowest power first.
+
+    Returns:
+        Σ_j c[j] t2^j, shaped like t2.
+    """
     out = torch.full_like(t2, c[len(c) - 1])
     for i in range(len(c) - 2, -1, -1):
         out = out * t2 + c[i]
@@ -71,9 +79,14 @@ def series_coefficients(name: str) -> List[float]:
 def split(t2: Tensor, name: str) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     """Safe-where split of θ² for the coefficient ``name`` (its threshold: ``series_threshold``).
 
-    Returns ``(small, t2_series, t2_closed, theta_closed)``: the mask of the series branch, θ² for the
-    series (0 where the closed form is used), θ² and θ = sqrt(θ²) for the closed form (1 where the
-    series is used).
+    Args:
+        t2: θ² (rad²), any shape.
+        name: the series coefficient whose threshold applies (see :func:`series_threshold`).
+
+    Returns:
+        ``(small, t2_series, t2_closed, theta_closed)``: the mask of the series branch, θ² for the
+        series (0 where the closed form is used), θ² and θ = sqrt(θ²) for the closed form (1 where the
+        series is used).
     """
     small = t2 < series_threshold(t2, name)
     t2_series = torch.where(small, t2, torch.zeros_like(t2))
@@ -138,6 +151,13 @@ def atan2_ratio(n2: Tensor, w: Tensor) -> Tensor:
 
     Series in y² = n²/w² for w > 0: (1/w) Σ_j (-1)^j y^{2j} / (2j + 1). Where n = 0 and w ≤ 0 the
     result is finite but meaningless (the angle is π and the axis undefined): callers replace it.
+
+    Args:
+        n2: n² ≥ 0 (any shape).
+        w: the second argument of atan2 (shape of n2).
+
+    Returns:
+        atan2(n, w) / n, shaped like n2.
     """
     small = (w > 0.0) & (n2 < series_threshold(n2, "atan2_ratio") * w * w)
     w_s = torch.where(small, w, torch.ones_like(w))

@@ -152,10 +152,15 @@ def rotation_between(u: Tensor, v: Tensor) -> Tensor:
     Near u ≈ -v the axis direction is ill-conditioned (error ε/|u × v|), but it is made exactly
     perpendicular to u, so that ``exp(ω^) u = v`` still holds to a few ε: a rounding component of the
     axis along u would otherwise move ``exp(ω^) u`` by 2ε/|u × v|.
+
+    Args:
+        u: start direction (..., 3), any nonzero length.
+        v: end direction (..., 3), any nonzero length.
+
+    Returns:
+        The rotation vector ``ω`` (..., 3) [rad].
     """
-    shape = torch.broadcast_shapes(u.shape, v.shape)
-    u = _unit(u).expand(shape)
-    v = _unit(v).expand(shape)
+    u, v = torch.broadcast_tensors(_unit(u), _unit(v))
     s = torch.linalg.cross(u, v)
     s = s - dot(s, u).unsqueeze(-1) * u  # rounding leaves s·u ~ ε: remove it (see docstring)
     c = dot(u, v)

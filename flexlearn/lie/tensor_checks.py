@@ -24,7 +24,15 @@ def sqnorm(x: Tensor) -> Tensor:
 
 
 def dot(a: Tensor, b: Tensor) -> Tensor:
-    """``Σ_i a_i b_i`` over the last dimension (broadcasting)."""
+    """``Σ_i a_i b_i`` over the last dimension (broadcasting).
+
+    Args:
+        a: vectors (..., n).
+        b: vectors (..., n).
+
+    Returns:
+        The dot products (...).
+    """
     ca = a.unbind(-1)
     cb = b.unbind(-1)
     s = ca[0] * cb[0]
@@ -34,7 +42,15 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
 
 
 def cross3(a: List[Tensor], b: List[Tensor]) -> List[Tensor]:
-    """Components of ``a × b`` from the components of a and b."""
+    """Components of ``a × b`` from the components of a and b.
+
+    Args:
+        a: the 3 components of a, tensors of one shape (...).
+        b: the 3 components of b, tensors of one shape (...).
+
+    Returns:
+        The 3 components of ``a × b``.
+    """
     return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
 
 
@@ -45,16 +61,25 @@ def entries(M: Tensor) -> List[Tensor]:
 
 
 def from_entries(e: List[Tensor], rows: int, cols: int) -> Tensor:
-    """(..., rows, cols) matrix from ``rows * cols`` row-major entries (broadcast to one shape)."""
-    batch: List[int] = list(e[0].shape)
+    """(..., rows, cols) matrix from ``rows * cols`` row-major entries (broadcast to one shape).
+
+    Args:
+        e: ``rows * cols`` entries, tensors (...) that broadcast.
+        rows: number of rows.
+        cols: number of columns.
+
+    Returns:
+        The matrix (..., rows, cols).
+    """
+    ref = e[0]
     same = True
     for t in e:
-        if list(t.shape) != batch:
+        if t.shape != ref.shape:
             same = False
-            batch = list(torch.broadcast_shapes(batch, t.shape))
+            ref = torch.broadcast_tensors(ref, t)[0]  # pairwise: older torch cannot script broadcast_shapes
     if not same:
-        e = [t.expand(batch) for t in e]
-    shape: List[int] = batch + [rows, cols]
+        e = [torch.broadcast_tensors(t, ref)[0] for t in e]
+    shape: List[int] = list(ref.shape) + [rows, cols]
     return torch.stack(e, -1).reshape(shape)
 
 
@@ -62,6 +87,15 @@ def blocks6(ea: List[Tensor], eb: List[Tensor], ec: List[Tensor], upper: bool) -
     """(..., 6, 6) block matrix ``[[a, 0], [b, c]]`` (``upper=False``) or ``[[a, b], [0, c]]``.
 
     a, b, c are given by their 9 row-major entries (see :func:`entries`).
+
+    Args:
+        ea: the 9 row-major entries of the 3×3 block a.
+        eb: the 9 row-major entries of the 3×3 block b.
+        ec: the 9 row-major entries of the 3×3 block c.
+        upper: b in the upper right (True) or lower left (False) block.
+
+    Returns:
+        The block matrix (..., 6, 6).
     """
     z = torch.zeros_like(ea[0])
     out: List[Tensor] = []
@@ -80,6 +114,13 @@ def solve3(A: Tensor, b: Tensor) -> Tensor:
 
     Much cheaper than ``torch.linalg.solve`` for many tiny systems on CPU (no LAPACK dispatch); for the
     well-conditioned 3×3 Jacobians of the Cayley–Newton solve (:func:`flexlearn.lie.cayley.so3_cayley_lgvi_newton`).
+
+    Args:
+        A: matrices (..., 3, 3).
+        b: right-hand sides (..., 3).
+
+    Returns:
+        ``A⁻¹ b`` (..., 3).
     """
     a0, a1, a2 = A[..., 0, :], A[..., 1, :], A[..., 2, :]
     c0 = torch.linalg.cross(a1, a2)

@@ -40,6 +40,13 @@ def series_threshold(x: Tensor, name: str) -> float:
     Values: the table in the module docstring (literals: TorchScript cannot read module globals).
 
     Names: "sinc", "sinc3", "cosc2", "sinc5", "cotc", "atan2_ratio" (see :mod:`._series`).
+
+    Args:
+        x: a tensor of the dtype in use (float64, or float32 also for float16 and bfloat16).
+        name: the coefficient's name (any other name gets the "atan2_ratio" value).
+
+    Returns:
+        The threshold θ² (rad²).
     """
     if x.dtype == torch.float64:
         if name == "sinc":

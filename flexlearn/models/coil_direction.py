@@ -80,7 +80,15 @@ class CoilDirectionModel(torch.nn.Module):
         self.register_buffer("theta", torch.zeros(16, dtype=torch.float64))
 
     def field_direction(self, v: Tensor, theta: Optional[Tensor] = None) -> Tensor:
-        """Unit calibrated field x̂ (N, 3) for joint parent axes v (N, 3) in the child board frame."""
+        """Unit calibrated field x̂ (N, 3) for joint parent axes v (N, 3) in the child board frame.
+
+        Args:
+            v: joint parent axes (N, 3) in the child board frame (any nonzero length).
+            theta: the 16 parameters θ = (g, h, δb, δa, δs, c, t); None: the identified ``self.theta``.
+
+        Returns:
+            x̂ (N, 3), unit.
+        """
         th = self.theta if theta is None else theta
         g, _, db, da, ds, c, t = th[:3], th[3:6], th[6], th[7], th[8:11], th[11:14], th[14:16]
         u = _FLIP * v / torch.linalg.vector_norm(v, dim=-1, keepdim=True)
@@ -98,7 +106,17 @@ class CoilDirectionModel(torch.nn.Module):
     def identify(
         self, delta_b: Any, label: Any, sigma_fix: float = math.radians(0.3), iters: int = 100
     ) -> dict[str, Any]:
-        """Fit θ to stationary poses (ΔB (N, 3) calibrated, label (N, 3)); returns the fit report."""
+        """Fit θ to stationary poses by L-BFGS (see the module docstring); returns the fit report.
+
+        Args:
+            delta_b: calibrated fields ΔB (N, 3).
+            label: the poses' labels ℓ (N, 3).
+            sigma_fix: per-fix angle noise σ [rad] of the fit's objective.
+            iters: the most L-BFGS iterations.
+
+        Returns:
+            ``{"n_poses", "median_residual_deg_before", "median_residual_deg_after" [deg], "theta"}``.
+        """
         x = torch.as_tensor(np.asarray(delta_b), dtype=torch.float64)
         lab = torch.as_tensor(np.asarray(label), dtype=torch.float64)
         x = x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
@@ -130,7 +148,17 @@ class CoilDirectionModel(torch.nn.Module):
         }
 
     def forward(self, delta_b: Tensor, init: Optional[Tensor] = None, iters: int = 30) -> Tensor:
-        """Parent axes ℓ (N, 3) in the accelerometer frame that explain the calibrated fields ``delta_b`` (N, 3)."""
+        """Parent axes ℓ (N, 3) in the accelerometer frame that explain the calibrated fields ``delta_b`` (N, 3).
+
+        Args:
+            delta_b: calibrated fields (N, 3).
+            init: start parent axes (N, 3) in the accelerometer frame (e.g. the calibrated MLP's answer);
+                None: straight.
+            iters: the most L-BFGS iterations.
+
+        Returns:
+            ℓ (N, 3), unit, float64.
+        """
         x = delta_b.to(torch.float64)
         x = x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
         h = so3_exp(self.theta[3:6])

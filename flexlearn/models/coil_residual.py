@@ -41,7 +41,15 @@ class CoilResidualModel(CoilDirectionModel):
         nn.init.zeros_(head.bias)  # starts as the coil model itself
 
     def field_direction(self, v: Tensor, theta: Optional[Tensor] = None) -> Tensor:
-        """Unit calibrated field (N, 3) for joint parent axes v (N, 3): coil model + r(v), renormalised."""
+        """Unit calibrated field (N, 3) for joint parent axes v (N, 3): coil model + r(v), renormalised.
+
+        Args:
+            v: joint parent axes (N, 3) in the child board frame.
+            theta: the coil model's 16 parameters; None: the identified ``self.theta``.
+
+        Returns:
+            The unit field direction (N, 3).
+        """
         x = super().field_direction(v, theta) + self.residual(v[..., :2] / v[..., 2:3] / math.tan(math.radians(30)))
         return x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
 
@@ -49,8 +57,18 @@ class CoilResidualModel(CoilDirectionModel):
 def fit_residual(
     model: CoilResidualModel, delta_b: Any, label: Any, steps: int = 400, lr: float = 3e-3
 ) -> dict[str, float]:
-    """Fit r (θ fixed) to a module's poses (calibrated ΔB (N, 3), labels (N, 3)) by Adam on the mean squared angle
-    between x̂(v_n) and x_n; returns the median angle [deg] before and after."""
+    """Fit r (θ fixed) to a module's poses by Adam on the mean squared angle between x̂(v_n) and x_n.
+
+    Args:
+        model: the model; only its residual r learns.
+        delta_b: calibrated fields ΔB (N, 3).
+        label: the poses' labels (N, 3).
+        steps: Adam steps.
+        lr: Adam learning rate.
+
+    Returns:
+        The median angle [deg] before and after: ``{"median_residual_deg_before", "median_residual_deg_after"}``.
+    """
     x = torch.as_tensor(np.asarray(delta_b), dtype=torch.float64)
     x = x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)
     v = torch.as_tensor(np.asarray(label), dtype=torch.float64) @ so3_exp(model.theta[3:6]).T

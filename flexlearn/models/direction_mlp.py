@@ -45,10 +45,19 @@ def _is_int(v: Any) -> bool:
 def validate_hparams(hp: Mapping[str, Any], where: str = "model") -> dict[str, Any]:
     """Check the constructor arguments of `DirectionMLP` without building it; return them as a plain dict.
 
-    Raises ``ArgumentError("<where>.<key> = <value>: <requirement>")`` for an unknown key, a wrong type or
-    an out-of-range value: ``hidden`` 1–`MAX_LAYERS` integer widths in 1–`MAX_WIDTH` with at most
-    `MAX_PARAMETERS` parameters in all, ``activation`` one of the known names, ``amplitude_eps`` a
-    positive finite number [T].
+    ``hidden`` 1–`MAX_LAYERS` integer widths in 1–`MAX_WIDTH` with at most `MAX_PARAMETERS` parameters in all,
+    ``activation`` one of the known names, ``amplitude_eps`` a positive finite number [T].
+
+    Args:
+        hp: the hyperparameters (keys ``hidden``, ``activation``, ``amplitude_eps``; missing ones get defaults).
+        where: the config path named in errors.
+
+    Returns:
+        The hyperparameters with defaults filled, as a plain dict.
+
+    Raises:
+        ArgumentError: ``"<where>.<key> = <value>: <requirement>"`` for an unknown key, a wrong type or an
+            out-of-range value.
     """
     if not isinstance(hp, Mapping):
         raise ArgumentError(f"{where} = {hp!r}: expected a mapping of {list(HPARAM_KEYS)}")
@@ -112,7 +121,15 @@ class DirectionMLP(nn.Module):
 
     @staticmethod
     def unit_field(delta_b: torch.Tensor, eps: float) -> torch.Tensor:
-        """ΔB / max(‖ΔB‖, eps): the amplitude-free field direction, shape (..., 3)."""
+        """ΔB / max(‖ΔB‖, eps): the amplitude-free field direction, shape (..., 3).
+
+        Args:
+            delta_b: fields ΔB (..., 3) [T].
+            eps: amplitude floor [T].
+
+        Returns:
+            The direction (..., 3).
+        """
         return delta_b / torch.linalg.vector_norm(delta_b, dim=-1, keepdim=True).clamp_min(eps)
 
     @torch.jit.ignore
@@ -128,7 +145,16 @@ class DirectionMLP(nn.Module):
         return self.net((x - self.input_mean) / self.input_std)
 
     def direction(self, y: torch.Tensor, delta_b: torch.Tensor) -> torch.Tensor:
-        """Y / ‖y‖ (..., 3) where usable, exactly 0 where not (see the module docstring's contract)."""
+        """Y / ‖y‖ (..., 3) where usable, exactly 0 where not (see the module docstring's contract).
+
+        Args:
+            y: the network's raw output (..., 3).
+            delta_b: the input fields (..., 3) [T]; usable only where ‖ΔB‖ > ``amplitude_eps``.
+
+        Returns:
+            Unit directions (..., 3), 0 where ‖y‖ or ‖ΔB‖ is not finite, ‖y‖ < ``output_floor`` or
+            ‖ΔB‖ ≤ ``amplitude_eps``.
+        """
         d = delta_b.to(y.dtype)
         n = torch.linalg.vector_norm(y, dim=-1, keepdim=True)
         amp = torch.linalg.vector_norm(d, dim=-1, keepdim=True)

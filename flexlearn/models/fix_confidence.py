@@ -37,8 +37,18 @@ def fix_confidence(
 ) -> dict[str, Tensor]:
     """Per-fix {sigma_m (N,) [rad], residual (N,) [rad], bend (N,) [rad], flagged (N,) bool}.
 
-    ``physics``: an identified `CoilDirectionModel`; ``delta_b`` (N, 3) calibrated fields; ``pred`` (N, 3) the
-    direction model's parent axes (accelerometer frame).
+    Args:
+        physics: an identified `CoilDirectionModel`.
+        delta_b: calibrated fields (N, 3).
+        pred: the direction model's parent axes (N, 3) (accelerometer frame).
+        sigma0: the model's error floor σ₀ [rad].
+        field_gain: k, the field's turn per rad of bend [rad/rad].
+        reject: flag when r / k exceeds this [rad].
+        cap: the trained bend cap [rad].
+        cap_margin: flag when the bend exceeds ``cap + cap_margin`` [rad].
+
+    Returns:
+        ``{"sigma_m", "residual", "bend", "flagged"}``, each (N,): σ_m = sqrt(σ₀² + (r / k)²).
     """
     x = delta_b.to(torch.float64)
     x = x / torch.linalg.vector_norm(x, dim=-1, keepdim=True)

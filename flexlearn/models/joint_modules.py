@@ -37,9 +37,21 @@ MAP_KEYS = ("kind", "prior_rotation_deg", "prior_shape", "sigma_fix_deg")
 
 
 def check_map_options(options: Mapping[str, Any], where: str = "task.module_maps") -> dict[str, Any]:
-    """The per-module map options (``kind`` rotation|linear, priors ``prior_rotation_deg`` [deg] and
-    ``prior_shape`` [-], per-fix noise ``sigma_fix_deg`` [deg]) with defaults filled; `ConfigError` names a bad
-    key or value."""
+    """The per-module map options with defaults filled.
+
+    Options: ``kind`` rotation|linear, priors ``prior_rotation_deg`` [deg] and ``prior_shape`` [-], per-fix noise
+    ``sigma_fix_deg`` [deg].
+
+    Args:
+        options: the options given.
+        where: the config path named in errors.
+
+    Returns:
+        The options with defaults filled (numbers as float).
+
+    Raises:
+        ConfigError: naming a bad key or value.
+    """
     unknown = sorted(set(options) - set(MAP_KEYS))
     check(not unknown, where, unknown, f"unknown key(s){did_you_mean(unknown, MAP_KEYS)}; known keys: {list(MAP_KEYS)}")
     out = {"kind": "linear", "prior_rotation_deg": 3.0, "prior_shape": 0.03, "sigma_fix_deg": 0.5, **options}
@@ -74,7 +86,15 @@ class ModuleMaps(nn.Module):
         return torch.stack([input_map(t, self.kind) for t in self.theta])
 
     def forward(self, delta_b: Tensor, module: Tensor) -> Tensor:
-        """A_{k(n)} x_n (N, 3) in the dtype of ``delta_b`` [T], for fields (N, 3) of modules ``module`` (N,) int."""
+        """A_{k(n)} x_n (N, 3) in the dtype of ``delta_b`` [T].
+
+        Args:
+            delta_b: fields x_n (N, 3) [T].
+            module: module index k(n) of each field (N,) int.
+
+        Returns:
+            The mapped fields (N, 3) [T].
+        """
         a = self.maps()[module]
         return (a @ delta_b.to(a.dtype).unsqueeze(-1)).squeeze(-1).to(delta_b.dtype)
 
@@ -104,7 +124,15 @@ class JointModuleModel(nn.Module):
         return self.maps.theta
 
     def forward(self, delta_b: Tensor, module: Tensor) -> Tensor:
-        """Unit directions (N, 3) for calibrated fields ``delta_b`` (N, 3) [T] of modules ``module`` (N,) int."""
+        """Unit directions (N, 3) for calibrated fields ``delta_b`` (N, 3) [T] of modules ``module`` (N,) int.
+
+        Args:
+            delta_b: fields (N, 3) [T].
+            module: module index of each field (N,) int.
+
+        Returns:
+            Unit directions (N, 3).
+        """
         return self.net(self.maps(delta_b.to(self.net.input_mean.dtype), module))
 
     def prior_term(self) -> Tensor:

@@ -10,12 +10,17 @@ from typing import Any
 import numpy as np
 
 from flexlearn.atomic import atomic_path
-from flexlearn.runtime.serial_frames import encode_frame
+from flexlearn.runtime.pikit.serial_frames import encode_frame
 from flexlearn.sim.robot import RobotRecording
 
 
 def write_frames_jsonl(rec: RobotRecording, path: Any) -> None:
-    """Write a recording in the runner's frame protocol (``flexlearn-frames/1``, see scripts/pi_runner.py)."""
+    """Write a recording in the runner's frame protocol (``flexlearn-frames/1``, see scripts/pi_runner.py).
+
+    Args:
+        rec: the recording.
+        path: the JSON-lines file written, atomically.
+    """
 
     def rows(a: np.ndarray) -> list:
         return [[None if not np.isfinite(c) else float(c) for c in r] for r in a]
@@ -30,7 +35,13 @@ def write_frames_jsonl(rec: RobotRecording, path: Any) -> None:
 
 
 def write_frames_binary(rec: RobotRecording, path: Any) -> None:
-    """Write a recording in the binary frame protocol (``flexlearn-binframes/1``, `flexlearn.runtime.serial_frames`)."""
+    """Write a recording in the binary frame protocol (``flexlearn-binframes/1``,
+    `flexlearn.runtime.pikit.serial_frames`).
+
+    Args:
+        rec: the recording.
+        path: the file written, atomically.
+    """
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
         f.write(encode_frame("ref", float(rec.att_t[0]), 0, q=rec.quats[0].tolist()))
         for seq, (t, kind, i) in enumerate(rec.frames(), start=1):

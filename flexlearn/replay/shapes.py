@@ -50,6 +50,18 @@ def fit_direction_model(
     """A small `DirectionMLP` fitted (cosine loss, seed 002 III-B1) on rig pairs — for tests and the reproduction.
 
     The real pipeline trains with `flexlearn.jobs.train.train` on processed sweeps; this is its quick stand-in.
+
+    Args:
+        n: number of rig pairs.
+        steps: training steps.
+        hidden: hidden layer widths.
+        max_colatitude: the cap of the sampled bends [rad].
+        cfg: the robot; None: the default.
+        seed: random seed.
+        noise: field noise [T].
+
+    Returns:
+        The fitted model.
     """
     with single_torch_thread():
         return _fit(n, steps, hidden, max_colatitude, cfg, seed, noise)
@@ -100,6 +112,18 @@ def build_estimator(
     Receiver alignments A_i (seed 002, III-B3): ``alignment`` (N, 3, 3) as given (e.g. `alignment_from_window` on
     an initialisation recording of the same robot), or with ``align_window`` > 0 fitted on the magnetic fixes of
     the first ``align_window`` seconds of ``rec`` itself (the seed uses 45 s), else identity.
+
+    Args:
+        rec: the recording.
+        model: the direction model.
+        mode: the estimator's mode.
+        script: return it scripted (``torch.jit.script``).
+        align_window: seconds of ``rec`` to fit the alignments on (0: none).
+        alignment: the alignments (N, 3, 3), used as given.
+        **kwargs: further `EstimatorSettings` fields.
+
+    Returns:
+        The estimator, scripted with ``script``.
     """
     n = rec.meta["n_segments"]
     w = soft_iron(rec)
@@ -118,9 +142,20 @@ def build_estimator(
 def alignment_from_window(
     rec: RobotRecording, model: torch.nn.Module, w: torch.Tensor, window: float, **fit_kwargs: Any
 ) -> torch.Tensor:
-    """Receiver alignments A (N, 3, 3) from the fixes in [0, window] s (`fit_alignment`; its ``options``
-    (`AlignmentOptions`: prior, min_fixes) via ``fit_kwargs``: identity where too few fixes, shrunk toward identity
-    by the uncertainty)."""
+    """Receiver alignments A (N, 3, 3) from the fixes in [0, window] s (`fit_alignment`).
+
+    Identity where too few fixes, shrunk toward identity by the uncertainty.
+
+    Args:
+        rec: the recording.
+        model: the direction model.
+        w: soft iron W of each receiver.
+        window: the window's length [s].
+        **fit_kwargs: to `fit_alignment`: its ``options`` (`AlignmentOptions`: prior, min_fixes).
+
+    Returns:
+        A (N, 3, 3).
+    """
     n = rec.meta["n_segments"]
     settings = EstimatorSettings(
         n_segments=n, length=rec.meta["length"], full_scale=rec.meta["full_scale"], mode="quat_only"
@@ -147,7 +182,15 @@ def alignment_from_window(
 
 
 def replay(rec: RobotRecording, est: FusedEstimator | torch.jit.ScriptModule) -> np.ndarray:
-    """Run the recording through an estimator; estimated pivots (K, N+1, 3) [m] at the attitude sweeps."""
+    """Run the recording through an estimator; estimated pivots (K, N+1, 3) [m] at the attitude sweeps.
+
+    Args:
+        rec: the recording.
+        est: the estimator (eager or scripted).
+
+    Returns:
+        The pivots (K, N+1, 3) [m].
+    """
     est.set_reference(torch.from_numpy(rec.quats[0]))
     out = np.zeros_like(rec.points)
     quats = torch.from_numpy(rec.quats)
@@ -166,6 +209,13 @@ def inertial_baseline(rec: RobotRecording, use_quaternions: bool) -> np.ndarray:
 
     a_k = R_k f_k − g ẑ with R_k = R(q_k) (``use_quaternions``) or R(q_k⁰) frozen at the start (acceleration only);
     velocity and position by the trapezoid rule from rest at the straight pose; û_k = unit(b̂_k − b̂_{k−1}).
+
+    Args:
+        rec: the recording.
+        use_quaternions: rotate by the measured quaternions, else by the start's.
+
+    Returns:
+        The pivots (K, N+1, 3) [m].
     """
     n, length = rec.meta["n_segments"], rec.meta["length"]
     q = torch.from_numpy(rec.quats if use_quaternions else np.broadcast_to(rec.quats[:1], rec.quats.shape).copy())
@@ -186,7 +236,15 @@ def inertial_baseline(rec: RobotRecording, use_quaternions: bool) -> np.ndarray:
 
 
 def errors(est: np.ndarray, rec: RobotRecording) -> dict[str, float]:
-    """Backbone RMSE over all pivots and frames, and tip RMSE [mm] (seed 002, IV-A)."""
+    """Backbone RMSE over all pivots and frames, and tip RMSE [mm] (seed 002, IV-A).
+
+    Args:
+        est: estimated pivots (K, N+1, 3) [m].
+        rec: the recording (true pivots).
+
+    Returns:
+        ``{"backbone_rmse_mm", "tip_rmse_mm"}``.
+    """
     d = np.linalg.norm(est[:, 1:] - rec.points[:, 1:], axis=-1)
     return {
         "backbone_rmse_mm": float(1e3 * np.sqrt(np.mean(d**2))),
@@ -202,8 +260,19 @@ def run_methods(
     alignment: Optional[torch.Tensor] = None,
     **est_kwargs: Any,
 ) -> dict[str, dict[str, Any]]:
-    """Estimated backbones and errors of every method on one recording (see `build_estimator` for the alignment;
-    ``est_kwargs`` go to `FusedEstimator`)."""
+    """Estimated backbones and errors of every method on one recording.
+
+    Args:
+        rec: the recording.
+        model: the direction model.
+        methods: the methods (`METHODS`).
+        align_window: see `build_estimator`.
+        alignment: see `build_estimator`.
+        **est_kwargs: go to `FusedEstimator`.
+
+    Returns:
+        Per method, ``{"points", "backbone_rmse_mm", "tip_rmse_mm"}``.
+    """
     out: dict[str, dict[str, Any]] = {}
     for m in methods:
         if m in ("accel_quat", "accel_only"):

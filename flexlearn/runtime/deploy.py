@@ -29,10 +29,8 @@ import torch
 from torch import Tensor, nn
 
 from flexlearn.errors import CheckpointError, ConfigError
-from flexlearn.runtime.calibration_file import CALIBRATION_SCHEMA, CalibrationFileError, check_calibration
 from flexlearn.runtime.export import (
     Artifact,
-    archive_entries,
     load_torchscript_bytes,
     read_verified,
     script,
@@ -43,7 +41,15 @@ from flexlearn.runtime.export import (
 from flexlearn.runtime.fusion.confidence import confidence_error
 from flexlearn.runtime.fusion.estimator import FusedEstimator
 from flexlearn.runtime.fusion.options import EstimatorSettings
-from flexlearn.runtime.height_control import HeightPID, HeightPIDSettings
+from flexlearn.runtime.pikit.calibration_file import (
+    CALIBRATION_SCHEMA,
+    CalibrationFileError,
+    alignment_is_stretch,
+    check_calibration,
+    check_physics,
+)
+from flexlearn.runtime.pikit.height_control import HeightPID, HeightPIDSettings
+from flexlearn.runtime.program_archive import archive_entries
 
 BUNDLE_SCHEMA_VERSION = 1
 METADATA_FILE = "metadata.json"
@@ -227,7 +233,7 @@ def _rule(test: Callable[[float], bool], requirement: str, optional: bool = Fals
     return (lambda v: (optional and v is None) or (_number(v) and math.isfinite(v) and test(v))), requirement
 
 
-# the clock-restart rule shared by both modules (flexlearn.runtime.time_base)
+# the clock-restart rule shared by both modules (flexlearn.runtime.pikit.time_base)
 CLOCK_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "clock_jump": _rule(lambda v: v > 0, "must be a finite time > 0 [s]"),
     "clock_confirm": (
@@ -235,7 +241,7 @@ CLOCK_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
         "must be an integer >= 2 [frames]",
     ),
 }
-# HeightPID settings (flexlearn.runtime.height_control): key -> (accepts(value), requirement)
+# HeightPID settings (flexlearn.runtime.pikit.height_control): key -> (accepts(value), requirement)
 CONTROLLER_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "target": _rule(lambda v: True, "must be a finite tip height [m]"),
     "kp": _rule(lambda v: v >= 0, "must be a finite gain >= 0 [1/s]"),
@@ -339,7 +345,7 @@ def _calibration_source(calibration: Any, where: str) -> tuple[dict[str, Any], C
 
 def model_fingerprint(model: nn.Module) -> str:
     """SHA-256 (hex) of a model's weights and buffers (names, dtypes, shapes, bytes), the identity a calibration
-    file records (`flexlearn.runtime.calibration_file`)."""
+    file records (`flexlearn.runtime.pikit.calibration_file`)."""
     h = hashlib.sha256()
     for name, value in sorted(model.state_dict().items()):
         t = value.detach().cpu().contiguous()
@@ -381,6 +387,11 @@ def load_calibration(
             raise BundleConfigError(f"{name(field)}: shape {tuple(arrays[field].shape)}, expected {shape}")
         if not bool(torch.isfinite(arrays[field]).all()):
             raise BundleConfigError(f"{name(field)}: values must be finite")
+    where_file = name("W").rsplit(", field", 1)[0].replace(".W'", "'")
+    try:  # W SPD with det 1, A a rotation (or the declared stretch), bounded offsets
+        check_physics({k: v.tolist() for k, v in arrays.items()}, where_file, alignment_is_stretch(cal, where_file))
+    except CalibrationFileError as exc:
+        raise BundleConfigError(str(exc)) from exc
     return arrays.get("W"), arrays.get("A"), {k: v for k, v in cal.items() if k not in ("W", "A")}
 
 
@@ -428,6 +439,24 @@ def prepare_deploy_bundle(
         BundleConfigError: an option or the calibration is unknown, malformed or out of range; the message names
             ``<where>.<key>`` (or the calibration file and field) and the value.
     """
+    bundle, extra, rest = checked_bundle(model, options)
+    return bundle_artifact(bundle, out_path, {**extra, **(metadata or {})}, rest)
+
+
+def checked_bundle(model: nn.Module, options: BundleOptions = BundleOptions()) -> tuple[DeployBundle, dict, dict]:
+    """Validate every option and the calibration, then build the bundle (eager; not scripted, nothing written).
+
+    Args:
+        model: the trained direction model.
+        options: N, L, calibration and the settings overrides (`BundleOptions`).
+
+    Returns:
+        (the `DeployBundle`, metadata it adds: model fingerprint and calibration schema, the calibration's other
+        fields for the metadata).
+
+    Raises:
+        BundleConfigError: as `prepare_deploy_bundle`.
+    """
     n_segments, length, where = options.n_segments, options.length, options.where
     if isinstance(n_segments, bool) or not hasattr(n_segments, "__index__") or int(n_segments) < 1:
         raise BundleConfigError(f"config '{where}.n_segments' = {n_segments!r}: must be an integer >= 1")
@@ -441,12 +470,7 @@ def prepare_deploy_bundle(
     fingerprint = model_fingerprint(model)
     w, a, rest = load_calibration(options.calibration, n_segments, where, fingerprint)
     bundle = build_bundle(model, n_segments, float(length), w, a, est_kw, ctl_kw)
-    return bundle_artifact(
-        bundle,
-        out_path,
-        {"model_fingerprint": fingerprint, "calibration_schema": CALIBRATION_SCHEMA, **(metadata or {})},
-        rest,
-    )
+    return bundle, {"model_fingerprint": fingerprint, "calibration_schema": CALIBRATION_SCHEMA}, rest
 
 
 def export_deploy_bundle(

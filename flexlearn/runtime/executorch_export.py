@@ -10,14 +10,14 @@ adds its successors for the modules that can be traced:
   ``set_reference``, ``attitude``, ``magnetometer`` (a round; returns whether a pulse ended) and ``correct`` (that
   pulse's correction, called only then) sharing one state (a ``.pt2`` *program set*, one archive with a program
   per method whose buffers the loader ties together; a ``.pte`` with shared mutable buffers). The
-  bundle's tip-height PID (`flexlearn.runtime.height_control`, Python floats, no tensor maths) is not a graph: its
+  bundle's tip-height PID (`flexlearn.runtime.pikit.height_control`, Python floats, no tensor maths) is not a graph: its
   settings travel in the metadata and the runner runs it beside the program;
 * modules that cannot be traced are diagnosed (`diagnose_export`: the file, line and construct that stops
   `torch.export`, and its error), never exported with made-up parity.
 
 Each export writes the files and their manifests ``<file>.manifest.json`` as one all-or-nothing set
 (`flexlearn.runtime.export.write_artifacts`); loaders verify the manifest first (``trust_unverified=False``) and
-`.pt2` archives are also inspected (`flexlearn.runtime.export.check_program_archive`). A ``.pte`` carries its
+`.pt2` archives are also inspected (`flexlearn.runtime.program_archive.check_program_archive`). A ``.pte`` carries its
 metadata as the constant method ``metadata_json`` (a JSON string) and is loaded with ExecuTorch's
 ``InternalConsistency`` verification. (A method without inputs trips ExecuTorch 1.5.1's constant lifting, so every
 exported method takes at least one.)
@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import importlib.util
 import io
 import json
 import re
@@ -45,7 +46,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 import torch
 from torch import Tensor, nn
 
-from flexlearn.errors import CheckpointError
+from flexlearn.errors import CheckpointError, ConfigError
 from flexlearn.runtime.arm.controller import ArmController
 from flexlearn.runtime.arm.graph import ArmControllerGraph
 from flexlearn.runtime.arm.outputs import FAULT_BITS, state_layout
@@ -59,11 +60,6 @@ from flexlearn.runtime.deploy import (
 from flexlearn.runtime.export import (
     METADATA_FILE,
     Artifact,
-    archive_entries,
-    check_archive_version,
-    check_graph,
-    check_payloads,
-    check_sample_inputs,
     load_program,
     program_artifact,
     read_verified,
@@ -71,7 +67,19 @@ from flexlearn.runtime.export import (
     write_artifacts,
 )
 from flexlearn.runtime.fusion.graph import FusedEstimatorGraph
-from flexlearn.runtime.manifest import UntrustedArtifactError
+from flexlearn.runtime.pikit.manifest import UntrustedArtifactError
+from flexlearn.runtime.program_archive import (
+    archive_entries,
+    check_archive_version,
+    check_graph,
+    check_payloads,
+    check_sample_inputs,
+)
+
+
+class ExecutorchMissingError(ConfigError):
+    """A ``.pte`` was asked for where the ExecuTorch exporter is not installed."""
+
 
 METADATA_METHOD = "metadata_json"
 PTE_SCHEMA = 1
@@ -251,7 +259,7 @@ def program_set_bytes(programs: Mapping[str, torch.export.ExportedProgram], meta
 
 
 def check_program_set_archive(data: bytes, path: str | Path, names: Sequence[str]) -> None:
-    """`flexlearn.runtime.export.check_program_archive` for an archive of the programs ``names``: only their
+    """`flexlearn.runtime.program_archive.check_program_archive` for an archive of the programs ``names``: only their
     graphs, raw weights and constants, weights-only sample inputs and extra files; refused otherwise."""
     from torch.export.pt2_archive import constants as c  # 3 s with sympy: kept off the start-up path
 
@@ -405,6 +413,13 @@ def bundle_artifacts(
     ``methods`` (the estimator's entry points; the runner runs the PID of ``controller`` beside them)."""
     stem = Path(stem)
     ts = bundle_artifact(bundle, stem.with_suffix(".pt"), metadata, calibration)
+    meta = program_metadata(bundle, ts)
+    pt2 = program_set_bytes(_bundle_programs(bundle), {**meta, "format": "torch.export program set"})
+    return [ts, Artifact(stem.with_suffix(".pt2"), pt2, "program_set"), pte_bundle_artifact(bundle, ts, meta)]
+
+
+def program_metadata(bundle: DeployBundle, ts: Artifact) -> dict[str, Any]:
+    """The TorchScript bundle's metadata plus the exported ``methods`` and the controller's clock settings."""
     meta = bundle_metadata(ts.data, ts.path)
     methods = {
         "set_reference": "quats (N+1, 4) f64 -> has_ref (N+1,) bool",
@@ -415,18 +430,35 @@ def bundle_artifacts(
         "correction (none: all False)",
     }
     clock = bundle.controller.clock
-    meta = {
+    return {
         **meta,
         "methods": methods,
         "controller_clock": {"clock_jump": float(clock.max_gap), "clock_confirm": int(clock.confirm)},
     }
-    pt2 = program_set_bytes(_bundle_programs(bundle), {**meta, "format": "torch.export program set"})
+
+
+def pte_bundle_artifact(bundle: DeployBundle, ts: Artifact, meta: Optional[dict[str, Any]] = None) -> Artifact:
+    """``<stem>.pte`` beside the TorchScript bundle ``ts`` of the same `DeployBundle` (the ExecuTorch program).
+
+    Args:
+        bundle: the eager bundle ``ts`` was scripted from.
+        ts: its TorchScript artifact (the metadata is taken from it).
+        meta: `program_metadata` when already computed.
+
+    Returns:
+        The ``.pte`` artifact (kind "executorch").
+
+    Raises:
+        ExecutorchMissingError: the ExecuTorch exporter is not installed.
+    """
+    if importlib.util.find_spec("executorch") is None:
+        raise ExecutorchMissingError(
+            "config 'bundle.format' = pte needs the ExecuTorch exporter, which is not installed here "
+            "(pip install executorch==1.5.1, or .[deploy]); use bundle.format=pt"
+        )
+    meta = meta if meta is not None else program_metadata(bundle, ts)
     pte = to_pte_bytes(_bundle_programs(bundle), {**meta, "format": "executorch"}, share_state=True)
-    return [
-        ts,
-        Artifact(stem.with_suffix(".pt2"), pt2, "program_set"),
-        Artifact(stem.with_suffix(".pte"), pte, "executorch"),
-    ]
+    return Artifact(ts.path.with_suffix(".pte"), pte, "executorch")
 
 
 def export_bundle_programs(

@@ -108,8 +108,19 @@ class CoilConfig:
 
 
 def lead_polyline(start: torch.Tensor, length: float, separation: float) -> torch.Tensor:
-    """Closed rectangle (5, 3) [m] of the supply-lead pair: out along +r̂ from ``start`` (3,) (the outer via, in the
-    board plane) on one side, back on the other, ``separation`` apart (current out on the +φ̂ side)."""
+    """Closed rectangle (5, 3) [m] of the supply-lead pair.
+
+    Out along +r̂ from ``start`` (the outer via, in the board plane) on one side, back on the other, ``separation``
+    apart (current out on the +φ̂ side).
+
+    Args:
+        start: the outer via (3,) [m].
+        length: lead length [m].
+        separation: distance between the two leads [m].
+
+    Returns:
+        The closed rectangle's vertices (5, 3) [m].
+    """
     r = start.clone()
     r[2] = 0.0
     r = r / torch.linalg.vector_norm(r)
@@ -138,6 +149,19 @@ def spiral_polyline(
     is therefore closed (``v[-1] == v[0]``): an open polyline would leave a spurious 1/r² field of the missing
     return path. The current flows along the vertices. Differentiable with respect to every tensor argument;
     dtype/device follow ``outer_radius``.
+
+    Args:
+        outer_radius: R0 [m].
+        pitch: p, radial pitch per turn [m].
+        alpha: shape amplitudes α_k (K,) [-].
+        beta: shape phases β_k (K,) [rad].
+        board_thickness: h [m].
+        turns: N, turns per layer.
+        points_per_turn: vertices per turn.
+        winding: "same" or "reversed" (the bottom layer's direction).
+
+    Returns:
+        The vertices (M, 3) [m].
     """
     n = turns * points_per_turn
     total = 2.0 * math.pi * turns
@@ -148,6 +172,16 @@ def spiral_polyline(
         return 1.0 + (alpha * torch.cos(angle[:, None] * k + beta)).sum(-1)
 
     def layer(angle: torch.Tensor, envelope: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """Vertices (n + 1, 3) of one layer: radius ``envelope · s(angle)`` at ``angle``, height z.
+
+        Args:
+            angle: angles (n + 1,) [rad].
+            envelope: radii before the shape factor (n + 1,) [m].
+            z: layer height () [m].
+
+        Returns:
+            The vertices (n + 1, 3) [m].
+        """
         r = envelope * shape(angle)
         return torch.stack([r * torch.cos(angle), r * torch.sin(angle), z.expand_as(r)], dim=-1)
 
@@ -220,7 +254,16 @@ class PlanarCoil(torch.nn.Module):
 
     def field(self, points: torch.Tensor, current: Union[float, torch.Tensor] = 1.0) -> torch.Tensor:
         """Flux density [T] at ``points`` (..., 3) [m] in the coil frame, for ``current`` [A]; (..., 3).
-        Includes the supply-lead pair when ``lead_length`` and ``lead_separation`` are set (`lead_polyline`)."""
+
+        Includes the supply-lead pair when ``lead_length`` and ``lead_separation`` are set (`lead_polyline`).
+
+        Args:
+            points: field points (..., 3) [m] in the coil frame.
+            current: coil current [A].
+
+        Returns:
+            B (..., 3) [T].
+        """
         v = self.polyline()
         b = biot_savart_polyline(v, points, current)
         if self.lead_length > 0 and self.lead_separation > 0:

@@ -67,7 +67,12 @@ def inclination(acc: Tensor) -> Tensor:
 def joint_angle(acc_prev: Tensor, acc_next: Tensor) -> Tensor:
     """Relative joint angle θ_i = atan2(A_i, B_i) (seed 000, eq. (2)) [rad], (..., 3) link-frame forces → (...).
 
-    ``acc_prev`` belongs to link i−1 (or a base IMU / the world for i = 1), ``acc_next`` to link i.
+    Args:
+        acc_prev: link-frame specific force (..., 3) of link i−1 (or a base IMU / the world for i = 1).
+        acc_next: link-frame specific force (..., 3) of link i.
+
+    Returns:
+        θ_i (...) [rad], with A_i = f_y,i f_z,i−1 − f_z,i f_y,i−1 and B_i = f_y,i f_y,i−1 + f_z,i f_z,i−1.
     """
     fy0, fz0 = acc_prev[..., 1], acc_prev[..., 2]
     fy1, fz1 = acc_next[..., 1], acc_next[..., 2]
@@ -83,13 +88,30 @@ def _rot_x(theta: Tensor) -> Tensor:
 
 
 def relative_angular_velocity(gyr_prev: Tensor, gyr_next: Tensor, theta: Tensor) -> Tensor:
-    """``ᶦ_{i−1}Ω_i = ᶦΩ_i − (^{i−1}R_i)ᵀ ^{i−1}Ω_{i−1}`` (seed 000, eq. (5)) [rad/s], (..., 3)."""
+    """``ᶦ_{i−1}Ω_i = ᶦΩ_i − (^{i−1}R_i)ᵀ ^{i−1}Ω_{i−1}`` (seed 000, eq. (5)) [rad/s], (..., 3).
+
+    Args:
+        gyr_prev: angular velocity ^{i−1}Ω_{i−1} (..., 3) [rad/s] of link i−1.
+        gyr_next: angular velocity ᶦΩ_i (..., 3) [rad/s] of link i.
+        theta: joint angle θ_i (...) [rad] of ^{i−1}R_i = R_x(θ_i).
+
+    Returns:
+        The relative angular velocity (..., 3) [rad/s].
+    """
     R = _rot_x(theta)
     return gyr_next - torch.matmul(R.transpose(-1, -2), gyr_prev.unsqueeze(-1)).squeeze(-1)
 
 
 def joint_rate(gyr_prev: Tensor, gyr_next: Tensor) -> Tensor:
-    """Planar joint rate θ̇_i = ω_{x,i} − ω_{x,i−1} [rad/s] (x component of eq. (5))."""
+    """Planar joint rate θ̇_i = ω_{x,i} − ω_{x,i−1} [rad/s] (x component of eq. (5)).
+
+    Args:
+        gyr_prev: gyro (..., 3) [rad/s] of link i−1.
+        gyr_next: gyro (..., 3) [rad/s] of link i.
+
+    Returns:
+        θ̇_i (...) [rad/s].
+    """
     return gyr_next[..., 0] - gyr_prev[..., 0]
 
 
@@ -117,13 +139,32 @@ class ImuMount(nn.Module):
         self.register_buffer("matrix", M)
 
     def forward(self, acc: Tensor, gyr: Tensor) -> Tuple[Tensor, Tensor]:
+        """Mounting → link frame: ``M a``, ``M ω`` with M = R_x(γ) · diag(±1, ±1, 1).
+
+        Args:
+            acc: accelerometer (S, 3) [m/s²] in the IMU frames.
+            gyr: gyro (S, 3) [rad/s] in the IMU frames.
+
+        Returns:
+            ``(acc, gyr)`` in the link frames, (S, 3) each.
+        """
         a = torch.matmul(self.matrix, acc.unsqueeze(-1)).squeeze(-1)
         w = torch.matmul(self.matrix, gyr.unsqueeze(-1)).squeeze(-1)
         return a, w
 
 
 def frame_valid(acc: Tensor, gyr: Tensor, acc_range: float, gyr_range: float) -> Tensor:
-    """True where an IMU frame is finite and below saturation, (..., 3) → (...)."""
+    """True where an IMU frame is finite and below saturation, (..., 3) → (...).
+
+    Args:
+        acc: accelerometer (..., 3) [m/s²].
+        gyr: gyro (..., 3) [rad/s].
+        acc_range: accelerometer saturation limit [m/s²] (|component| must be below it).
+        gyr_range: gyro saturation limit [rad/s].
+
+    Returns:
+        The validity mask (...) bool.
+    """
     ok_a = torch.isfinite(acc).all(-1) & (acc.abs() < acc_range).all(-1)
     ok_g = torch.isfinite(gyr).all(-1) & (gyr.abs() < gyr_range).all(-1)
     return ok_a & ok_g
@@ -166,6 +207,16 @@ class ComplementaryFilter(nn.Module):
         self.initialized.fill_(False)
 
     def forward(self, theta_meas: Tensor, rate_meas: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """One step of eq. (6); non-finite inputs hold the state and flag ``fault``.
+
+        Args:
+            theta_meas: measured joint angles (J,) [rad].
+            rate_meas: measured joint rates (J,) [rad/s].
+
+        Returns:
+            ``(theta_hat (J,) [rad], rate_hat (J,) [rad/s], fault () bool)``; ``rate_hat = θ̇ + b̂`` the
+            bias-corrected rate (b̂ · 0 on a fault).
+        """
         ok = torch.isfinite(theta_meas).all() & torch.isfinite(rate_meas).all()
         if bool(ok):
             if not bool(self.initialized):
@@ -187,6 +238,16 @@ def complementary_filter(
     The same update as :class:`ComplementaryFilter` (state initialised with the first sample). A fully
     finite record is filtered as the equivalent LTI system with :func:`scipy.signal.lfilter` (C speed);
     with non-finite samples a sample loop holds the state over them.
+
+    Args:
+        theta: measured angles θ (N,) or (N, J) [rad].
+        rate: measured rates θ̇ (N,) or (N, J) [rad/s].
+        dt: sample period [s].
+        k_p: proportional gain [1/s].
+        k_i: integral gain [1/s²].
+
+    Returns:
+        ``(θ̂ (N, J) [rad], b̂ (N, J) [rad/s])``.
     """
     from scipy.signal import lfilter  # heavy (~1 s): loaded by the offline filters only, not by the runtime
 
@@ -241,6 +302,17 @@ def kinematic_acceleration(
     local slope w′; in our single-link simulations the difference in the result was negligible).
     Subtracting it from the accelerometer leaves gravity, which makes eq. (2) valid during motion (the
     compensation of the seed's ref. [18]; seed 000, §II-A, where eqs. (3)–(4) are lost in the text).
+
+    Args:
+        omega: link rates ω_j (..., n) [rad/s].
+        alpha: link angular accelerations α_j (..., n) [rad/s²].
+        phi: absolute link angles φ_j (..., n) [rad].
+        lever: lever arms (S, n) [m].
+        link_of_imu: link index of each IMU (S,) int.
+        frame_angle: each IMU's own inclination ψ_s (..., S) [rad]; None: its link angle.
+
+    Returns:
+        The acceleration (..., S, 3) [m/s²], x component 0.
     """
     c = torch.complex(-omega * omega, alpha) * torch.polar(torch.ones_like(phi), phi)  # (..., n)
     a_world = torch.matmul(c, lever.to(c.dtype).transpose(-1, -2))  # (..., S)
@@ -251,9 +323,19 @@ def kinematic_acceleration(
 
 
 def angular_acceleration(omega: np.ndarray, dt: float, tau: float = 0.05) -> np.ndarray:
-    """Low-passed finite difference of gyro rates, (N, ...) → (N, ...) [rad/s²]:
+    """Low-passed finite difference of gyro rates, (N, ...) → (N, ...) [rad/s²].
+
     ``α_k = α_{k−1} + β ((ω_k − ω_{k−1})/dt − α_{k−1})``, ``β = dt/(τ + dt)``, α_0 = 0 (offline twin of
-    the runtime estimator's recursion)."""
+    the runtime estimator's recursion).
+
+    Args:
+        omega: gyro rates (N, ...) [rad/s].
+        dt: sample period [s].
+        tau: low-pass time constant τ [s].
+
+    Returns:
+        α (N, ...) [rad/s²].
+    """
     from scipy.signal import lfilter  # heavy (~1 s): loaded by the offline filters only, not by the runtime
 
     w = np.asarray(omega, dtype=np.float64)

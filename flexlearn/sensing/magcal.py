@@ -223,7 +223,16 @@ def fit_ellipsoid(
 
 
 def apply_calibration(samples: Any, w: Tensor, offset: Tensor) -> Tensor:
-    """Calibrated readings (m − offset) @ Wᵀ (..., 3): unit-sphere scaled for W from `fit_ellipsoid`."""
+    """Calibrated readings (m − offset) @ Wᵀ (..., 3): unit-sphere scaled for W from `fit_ellipsoid`.
+
+    Args:
+        samples: raw readings m (..., 3).
+        w: W (3, 3).
+        offset: hard-iron offset (3,), in the readings' unit.
+
+    Returns:
+        The calibrated readings (..., 3).
+    """
     m = torch.as_tensor(samples)
     return (m - offset.to(m.dtype)) @ w.to(m.dtype).T
 
@@ -253,7 +262,16 @@ def icosahedron_face_centres() -> Tensor:
 
 
 def calibration_quality(samples: Any, w: Tensor, offset: Tensor) -> EllipsoidQuality:
-    """Score a calibration on samples (N, 3): radius spread, coverage, anisotropy (see `EllipsoidQuality`)."""
+    """Score a calibration on samples (N, 3): radius spread, coverage, anisotropy (see `EllipsoidQuality`).
+
+    Args:
+        samples: raw readings (N, 3) (non-finite rows are dropped).
+        w: W (3, 3).
+        offset: hard-iron offset (3,).
+
+    Returns:
+        The `EllipsoidQuality`.
+    """
     m = _as64(samples)
     m = m[torch.isfinite(m).all(dim=-1)]
     w, offset = _as64(w), _as64(offset)

@@ -59,7 +59,18 @@ def sphere_coverage(directions: Tensor) -> float:
 
 
 def tumble_calibration(samples: Any, where: str = "tumble") -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """(W (3, 3) with det 1, hard-iron offset (3,) [T], quality dict) from tumble readings (N, 3) [T]."""
+    """(W (3, 3) with det 1, hard-iron offset (3,) [T], quality dict) from tumble readings (N, 3) [T].
+
+    Args:
+        samples: tumble readings (N, 3) [T]; non-finite rows are dropped.
+        where: the name used in error messages.
+
+    Returns:
+        ``(W, offset, quality)``.
+
+    Raises:
+        DataError: below `MIN_TUMBLE_SAMPLES` finite readings or `MIN_TUMBLE_COVERAGE` of the sphere.
+    """
     m = np.asarray(samples, dtype=np.float64).reshape(-1, 3)
     m = m[np.isfinite(m).all(axis=1)]
     if m.shape[0] < MIN_TUMBLE_SAMPLES:
@@ -97,7 +108,15 @@ def _skew(v: Tensor) -> Tensor:
 
 
 def input_map(theta: Tensor, kind: str) -> Tensor:
-    """A (3, 3) from parameters θ: rotation exp([θ₀:₃]×), times I + E(θ₃:₈) for ``kind="linear"``."""
+    """A (3, 3) from parameters θ: rotation exp([θ₀:₃]×), times I + E(θ₃:₈) for ``kind="linear"``.
+
+    Args:
+        theta: parameters θ (3,) for "rotation", (8,) for "linear".
+        kind: "rotation" or "linear".
+
+    Returns:
+        A (3, 3).
+    """
     rot = torch.linalg.matrix_exp(_skew(theta[:3]))
     if kind == "rotation":
         return rot
@@ -124,8 +143,21 @@ def fit_input_map(
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Fit A (3, 3) so that ``model(A x)`` matches ``label`` (see the module docstring); return (A, report).
 
-    ``delta_b`` (N, 3) calibrated fields x = W ΔB [T], ``label`` (N, 3) unit parent axes (child frame);
-    σ_n = ``sigma_fix`` [rad] per fix, priors σ_θ = ``prior_rotation`` [rad] and ``prior_shape`` [-].
+    Args:
+        model: the direction model f, (N, 3) → (N, 3).
+        delta_b: calibrated fields x = W ΔB (N, 3) [T].
+        label: unit parent axes (N, 3) (child frame).
+        kind: "rotation" or "linear".
+        sigma_fix: σ_n per fix [rad].
+        prior_rotation: prior σ_θ of the rotation [rad].
+        prior_shape: prior σ of the shape E [-].
+        where: the name used in error messages.
+
+    Returns:
+        ``(A, report)``.
+
+    Raises:
+        DataError: for an unknown ``kind``, or below `MIN_POSES` poses or `MIN_POSE_COVERAGE` of the cap cells.
     """
     if kind not in ("rotation", "linear"):
         raise DataError(f"{where}: kind {kind!r} must be 'rotation' or 'linear'")

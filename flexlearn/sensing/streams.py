@@ -43,7 +43,6 @@ the column and the value.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
@@ -52,7 +51,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from flexlearn.atomic import OUTPUT_MARKER, atomic_dir
+from flexlearn.atomic import OUTPUT_MARKER, atomic_dir, json_text
 from flexlearn.errors import ConfigError, DataError
 from flexlearn.tables import parse_json_object, read_columns, read_parquet
 
@@ -538,15 +537,19 @@ class RawSweep:
             for name, data in self.streams.items():
                 pq.write_table(pa.table(STREAMS[name].to_columns(data)), tmp / f"{name}.parquet")
             meta = dict(self.meta, raw_schema_version=RAW_SCHEMA_VERSION)
-            (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True, default=float) + "\n")
+            (tmp / "meta.json").write_text(json_text(meta))
         return path
 
     @classmethod
     def load(cls, path: str | Path) -> "RawSweep":
         """Read a sweep written by `save` (or by an ingester); errors name the file and the column."""
         path = Path(path)
+        if path.exists() and not path.is_dir():
+            raise DataError(f"{path}: is a file, not a raw sweep directory (Parquet streams and meta.json)")
         if not path.is_dir():
             raise DataError(f"{path}: raw sweep directory not found")
+        if not any(path.iterdir()):
+            raise DataError(f"{path}: raw sweep directory is empty (expected mag.parquet, accel.parquet, ...)")
         streams = {}
         for name, schema in STREAMS.items():
             f = path / f"{name}.parquet"

@@ -27,12 +27,12 @@ import torch
 
 from flexlearn.config import from_dict
 from flexlearn.errors import DataError
-from flexlearn.sensing.coil import PlanarCoil
+from flexlearn.metrics import CAP_DEG, colatitude_deg
 from flexlearn.sim.modules import ModuleDraw, PlacedCoil
-from flexlearn.sim.rig import child_frame, sensor_position
+from flexlearn.sim.rig import build_coil, child_frame, sensor_position
 from flexlearn.sim.rig_config import RigConfig
 
-__all__ = ["module_field", "tangent_jacobian", "measured_noise", "error_bound"]
+__all__ = ["module_field", "tangent_jacobian", "measured_noise", "error_bound", "recording_bound"]
 
 FieldFn = Callable[[np.ndarray], np.ndarray]
 
@@ -59,21 +59,23 @@ def module_field(meta: dict[str, Any]) -> tuple[FieldFn, FieldFn]:
         arr["coil_tilt"],
     )
     cfg = dataclasses.replace(nominal, geometry=draw.geometry(nominal.geometry))
-    coil = PlacedCoil(PlanarCoil(cfg.coil), draw)
+    coil = PlacedCoil(build_coil(cfg.coil, cfg.coil_layers), draw)
     current = float(src["coil"]["current"])
     mag = src["sensors"]["magnetometer"]
     mount = np.asarray(mag["mount"], dtype=np.float64)
-    gain = np.asarray(mag["soft_iron"], dtype=np.float64) @ draw.mag_axes.T
+    axes = np.asarray(mag["axes"], dtype=np.float64) if "axes" in mag else draw.mag_axes  # chips' rotations too
+    gain = np.asarray(mag["soft_iron"], dtype=np.float64) @ axes.T
     cal = meta.get("calibration")
     w = np.asarray(cal["W"], dtype=np.float64) if isinstance(cal, dict) and "W" in cal else np.eye(3)
+    joint = cfg.geometry.joint
 
     def field(u: np.ndarray) -> np.ndarray:
-        r_rel, r_child = child_frame(u, mount)
+        r_rel, r_child = child_frame(u, mount, joint)
         b = coil.field(torch.from_numpy(sensor_position(u, r_rel, cfg))).numpy()
         return current * np.einsum("ij,jk,nlk,nl->ni", w, gain, r_child, b)
 
     def label(u: np.ndarray) -> np.ndarray:
-        return child_frame(u, mount)[1][:, 2, :]
+        return child_frame(u, mount, joint)[1][:, 2, :]
 
     return field, label
 
@@ -92,16 +94,42 @@ def tangent_jacobian(fn: FieldFn, u: np.ndarray, step: float = 1e-6) -> np.ndarr
     return np.stack(cols, axis=-1)
 
 
-def measured_noise(delta_b: np.ndarray, truth_delta_b: np.ndarray, n_coil_on: np.ndarray) -> np.ndarray:
+def measured_noise(
+    delta_b: np.ndarray, truth_delta_b: np.ndarray, n_coil_on: np.ndarray, perpendicular: bool = False
+) -> np.ndarray:
     """Per-pose field noise variance (N,) [T² per axis]: |ΔB − truth|²/3 fitted as c₀ + c₁/N_on (least squares
-    over the poses given; the coil-off baseline gives c₀, the coil-on mean c₁/N_on)."""
-    r2 = np.sum((delta_b - truth_delta_b) ** 2, axis=-1) / 3.0
+    over the poses given; the coil-off baseline gives c₀, the coil-on mean c₁/N_on).
+
+    ``perpendicular``: from the two components ⟂ the true field only, |(I − b̂b̂ᵀ)(ΔB − truth)|²/2 — the ones the
+    unit field sees. An error along b̂ (a coil-on sample taken before the current settled scales ΔB) leaves the
+    direction alone and would otherwise count as noise.
+    """
+    r = delta_b - truth_delta_b
+    if perpendicular:
+        bh = truth_delta_b / np.linalg.norm(truth_delta_b, axis=-1, keepdims=True)
+        r = r - np.sum(r * bh, axis=-1, keepdims=True) * bh
+    r2 = np.sum(r**2, axis=-1) / (2.0 if perpendicular else 3.0)
     a = np.stack([np.ones_like(r2), 1.0 / np.asarray(n_coil_on, dtype=np.float64)], axis=-1)
     coef, *_ = np.linalg.lstsq(a, r2, rcond=None)
     var = a @ coef
     if not np.all(var > 0):
         raise DataError(f"field noise fit c0 + c1/N_on gave a non-positive variance (c0, c1 = {coef.tolist()})")
     return var
+
+
+def label_noise_var(label: np.ndarray, truth_label: np.ndarray) -> tuple[float, np.ndarray]:
+    """Random label error variance [rad² per tangent axis] and the module's constant accelerometer bias β (3,)
+    [in g] it leaves out.
+
+    label = (l + β + n)/|l + β + n| ≈ l + P(β + n), P = I − llᵀ, for the true label l: a constant bias β is a
+    smooth function of the pose that a model learns with the labels, so only the rest, n, limits the score.
+    β = argmin Σ|e_i − P_i β|² (e = label − l), i.e. (Σ P_i) β = Σ P_i e_i.
+    """
+    e = label - truth_label
+    proj = np.eye(3)[None] - truth_label[:, :, None] * truth_label[:, None, :]
+    beta = np.linalg.solve(proj.sum(axis=0), np.einsum("nij,nj->i", proj, e))
+    rest = e - np.einsum("nij,j->ni", proj, beta)
+    return float(np.mean(np.sum(rest**2, axis=-1)) / 2.0), beta
 
 
 def error_bound(
@@ -134,3 +162,60 @@ def error_bound(
     e_l = np.sqrt(max(label_var, 0.0)) * rng.standard_normal((u.shape[0], draws, 2))
     e += np.einsum("nki,ndi->ndk", basis, e_l)
     return np.degrees(np.linalg.norm(e, axis=-1)).ravel()
+
+
+def _truth_rows(truth: Any, pose_id: np.ndarray) -> dict[str, np.ndarray]:
+    """The simulator's truth (u, label, db: (N, 3) each) of the dataset's poses, matched by ``pose_id``."""
+    table = truth.truth
+    if not isinstance(table, dict) or "pose_id" not in table:
+        raise DataError("the truth sweep has no 'truth' table (pose_id, u, label, db): not a simulated sweep")
+    order = np.argsort(table["pose_id"])
+    at = np.searchsorted(table["pose_id"], pose_id, sorter=order)
+    rows = order[np.clip(at, 0, len(order) - 1)]
+    missing = pose_id[table["pose_id"][rows] != pose_id]
+    if missing.size:
+        raise DataError(f"dataset pose_id {int(missing[0])} (and {missing.size - 1} more) not in the truth sweep")
+    return {k: np.stack([table[f"{k}_{c}"][rows] for c in "xyz"], axis=-1) for k in ("u", "label", "db")}
+
+
+def recording_bound(truth: Any, dataset: Any) -> tuple[dict[str, Any], np.ndarray]:
+    """The bound on a dataset ingested from a recording of a simulated sweep.
+
+    The recording carries no truth; ``truth`` (the simulator's `RawSweep`, with ``truth`` and ``meta``) gives the
+    true direction, label and coil field of each pose (by ``pose_id``), and the module for `module_field`. The
+    dataset's tumble calibration W (``meta['calibration']``) is applied to the true field as processing applied it
+    to ΔB. Field noise (`measured_noise` ⟂ the field) and label noise (`label_noise_var`, without the constant
+    accelerometer bias a model learns) are measured on the dataset against the truth. Scored on
+    the dataset's test split within the trained cap (true label colatitude ≤ `flexlearn.metrics.CAP_DEG`).
+
+    Args:
+        truth: the simulated sweep that was recorded.
+        dataset: the `DirectionDataset` ingested from its recording.
+
+    Returns:
+        (JSON-ready dict: poses, noise levels, ``bound_unit_field_{median,p95}_deg``; the dataset rows (N,) bool
+        the bound is taken over, to score a model on the same poses).
+
+    Raises:
+        DataError: the truth sweep lacks truth, a pose is not in it, or no test pose lies within the cap.
+    """
+    t = _truth_rows(truth, np.asarray(dataset.pose_id))
+    cal = dataset.meta.get("calibration") if isinstance(dataset.meta, dict) else None
+    w = np.asarray(cal["W"], dtype=np.float64) if isinstance(cal, dict) and "W" in cal else np.eye(3)
+    truth_db = t["db"] @ w.T
+    noise = measured_noise(dataset.delta_b, truth_db, dataset.n_coil_on, perpendicular=True)
+    label_var, beta = label_noise_var(dataset.label, t["label"])
+    rows = (np.asarray(dataset.split) == "test") & (colatitude_deg(torch.as_tensor(t["label"])).numpy() <= CAP_DEG)
+    if not rows.any():
+        raise DataError(f"no test pose of the dataset lies within the trained cap ({CAP_DEG} deg)")
+    field, label = module_field({"source": truth.meta, "calibration": {"W": w.tolist()}})
+    e = error_bound(field, label, t["u"][rows], noise[rows], label_var)
+    return {
+        "test_poses_in_cap": int(rows.sum()),
+        "field_noise_uT_median": float(np.sqrt(np.median(noise)) * 1e6),
+        "field_uT_median": float(np.median(np.linalg.norm(truth_db, axis=-1)) * 1e6),
+        "label_noise_deg": float(np.degrees(np.sqrt(label_var))),
+        "accel_bias_deg": float(np.degrees(np.linalg.norm(beta))),
+        "bound_unit_field_median_deg": float(np.median(e)),
+        "bound_unit_field_p95_deg": float(np.percentile(e, 95)),
+    }, rows

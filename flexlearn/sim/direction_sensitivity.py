@@ -13,13 +13,13 @@ import torch
 
 from flexlearn.sensing.coil import PlanarCoil
 from flexlearn.sim.direction_bound import tangent_jacobian
-from flexlearn.sim.rig import child_frame, sensor_position
+from flexlearn.sim.rig import StackedCoil, build_coil, child_frame, sensor_position
 from flexlearn.sim.rig_config import RigConfig
 
 
-def unit_field_in_sensor(u: np.ndarray, cfg: RigConfig, coil: PlanarCoil) -> np.ndarray:
+def unit_field_in_sensor(u: np.ndarray, cfg: RigConfig, coil: PlanarCoil | StackedCoil) -> np.ndarray:
     """Unit coil field (N, 3) in the child frame (mount misalignment ignored) for child directions u (N, 3)."""
-    r_rel, _ = child_frame(u)
+    r_rel, _ = child_frame(u, None, cfg.geometry.joint)
     b = coil.field(torch.from_numpy(sensor_position(u, r_rel, cfg))).numpy()
     b_sensor = np.einsum("nji,nj->ni", r_rel, b)
     return b_sensor / np.linalg.norm(b_sensor, axis=-1, keepdims=True)
@@ -33,7 +33,7 @@ def direction_sensitivity(
     Central differences along two orthonormal tangent directions of the joint direction u on S².
     """
     cfg = cfg or RigConfig()
-    coil = PlanarCoil(cfg.coil)
+    coil = build_coil(cfg.coil, cfg.coil_layers)
     lam, th = np.broadcast_arrays(np.asarray(colatitude, float), np.asarray(azimuth, float))
     u = np.stack([np.sin(lam) * np.cos(th), np.sin(lam) * np.sin(th), -np.cos(lam)], axis=-1)
     jac = tangent_jacobian(lambda x: unit_field_in_sensor(x, cfg, coil), u, step)  # (N, 3, 2)

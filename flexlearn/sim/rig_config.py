@@ -9,11 +9,13 @@ the field's comment where it does not.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional, Protocol
 
 from flexlearn.config import check, check_non_negative, check_positive
+from flexlearn.errors import ConfigError
 from flexlearn.sensing.coil import CoilConfig
+from flexlearn.sensing.parts import SensorParts
 
 __all__ = [
     "JointGeometry",
@@ -27,7 +29,11 @@ __all__ = [
     "SENSOR_BLOCKS",
     "SensorBlocks",
     "validate_sensor_blocks",
+    "JOINT_TYPES",
 ]
+
+JOINT_TYPES = ("spherical", "universal")
+"""Joint models of `JointGeometry.joint` (`flexlearn.sim.rig.geometry.child_frame`)."""
 
 
 def _rate(obj: object, where: str, *keys: str) -> None:
@@ -47,6 +53,16 @@ class JointGeometry:
     ``positioning_error`` (clamped to ``mechanical_limit``). The sensor frame is tilted from the child board frame
     by ``mount_misalignment`` about a random axis; ``magnetometer_offset`` is the sensor position in the child board
     frame.
+
+    A rig of another design (all defaults reproduce the seed's rig):
+
+    * ``joint``: "spherical" (a pivot without twist: R_rel = exp(rotation_between(e, u))) or "universal" (a Cardan
+      joint, R_rel = R_x(α) R_y(β): first axis x on the parent side, second axis y, ``axis_offset`` [m] apart along
+      the chain; it twists the child about u against the spherical joint);
+    * ``pivot_offset`` (x, y) [m]: the pivot's lateral offset from the parent coil's axis;
+    * separate chips on the child board: ``imu_offset`` (x, y, z) [m] the IMU's position (None: one chip at
+      ``magnetometer_offset``), ``magnetometer_mount`` and ``imu_mount`` rotation vectors [rad] of each chip's
+      axes on the board (e.g. (0, 0, π/2): turned a quarter about the board normal). The label is the IMU's.
     """
 
     pivot_to_next: float = 10.0e-3
@@ -58,10 +74,35 @@ class JointGeometry:
     positioning_error: float = math.radians(0.5)
     mount_misalignment: float = math.radians(1.0)
     magnetometer_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    joint: str = "spherical"
+    axis_offset: float = 0.0
+    pivot_offset: tuple[float, float] = (0.0, 0.0)
+    imu_offset: Optional[tuple[float, float, float]] = None
+    magnetometer_mount: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    imu_mount: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     def validate(self, where: str = "geometry") -> None:
         check_positive(self, where, "pivot_to_next", "pivot_radius", "max_colatitude", "mechanical_limit")
-        check_non_negative(self, where, "platform_offset", "positioning_error", "mount_misalignment")
+        check_non_negative(self, where, "platform_offset", "positioning_error", "mount_misalignment", "axis_offset")
+        check(self.joint in JOINT_TYPES, f"{where}.joint", self.joint, f"must be one of {list(JOINT_TYPES)}")
+        check(
+            self.axis_offset == 0.0 or self.joint == "universal",
+            f"{where}.axis_offset",
+            self.axis_offset,
+            "is only read for joint=universal (a spherical pivot has one centre)",
+        )
+        for key in ("magnetometer_offset", "pivot_offset", "imu_offset"):
+            v = getattr(self, key)
+            check(v is None or all(abs(x) <= 0.05 for x in v), f"{where}.{key}", v, "must lie within ±0.05 m per axis")
+        check(self.axis_offset <= 0.05, f"{where}.axis_offset", self.axis_offset, "must be at most 0.05 m")
+        for key in ("magnetometer_mount", "imu_mount"):
+            v = getattr(self, key)
+            check(
+                math.sqrt(sum(x * x for x in v)) <= math.pi + 1e-12,
+                f"{where}.{key}",
+                v,
+                "must be a rotation vector of at most pi rad",
+            )
         check(
             self.mechanical_limit < math.pi / 2,
             f"{where}.mechanical_limit",
@@ -109,32 +150,43 @@ class MagnetometerConfig:
 
 @dataclass
 class AccelerometerConfig:
-    """Child accelerometer: ``noise`` and per-axis ``bias`` std [m/s²], ``rate`` samples/s, ``gravity`` [m/s²]."""
+    """Child accelerometer: ``noise`` and per-axis ``bias`` std [m/s²], ``rate`` samples/s, ``gravity`` [m/s²];
+    ``lsb`` [m/s²] quantisation step and ``full_scale`` [m/s²] per-axis clip (0: not modelled)."""
 
     noise: float = 0.02
     bias: float = 0.02
     rate: float = 100.0
     gravity: float = 9.80665
+    lsb: float = 0.0
+    full_scale: float = 0.0
 
     def validate(self, where: str = "accelerometer") -> None:
         check_positive(self, where, "rate", "gravity")
-        check_non_negative(self, where, "noise", "bias")
+        check_non_negative(self, where, "noise", "bias", "lsb", "full_scale")
+        check(
+            self.full_scale == 0.0 or self.full_scale > 1.5 * self.gravity,
+            f"{where}.full_scale",
+            self.full_scale,
+            f"must be 0 (no clip) or above 1.5 g ({1.5 * self.gravity:.4g} m/s^2)",
+        )
 
 
 @dataclass
 class AmbientConfig:
     """Earth field fixed in the world (= parent) frame, z up: ``magnitude`` [T], ``inclination`` (downward dip)
     and ``declination`` [rad]; a slow per-axis sinusoidal drift of amplitude ``drift`` [T] with periods
-    around ``drift_period`` [s]."""
+    around ``drift_period`` [s], and a linear trend of ``drift_rate`` [T/s] along a random direction (a warming
+    board, a nearby machine; 0: none)."""
 
     magnitude: float = 50.0e-6
     inclination: float = math.radians(64.0)
     declination: float = math.radians(3.0)
     drift: float = 0.5e-6
     drift_period: float = 300.0
+    drift_rate: float = 0.0
 
     def validate(self, where: str = "ambient") -> None:
-        check_non_negative(self, where, "magnitude", "drift")
+        check_non_negative(self, where, "magnitude", "drift", "drift_rate")
         check_positive(self, where, "drift_period")
         check(
             abs(self.inclination) <= math.pi / 2, f"{where}.inclination", self.inclination, "must lie in [-pi/2, pi/2]"
@@ -150,10 +202,12 @@ class AcquisitionConfig:
     polled at least ``settle`` after switch-on are in (at most ``max_pulses``), then a last coil-off window
     (t_end). The master polls the magnetometer every ``poll_period`` (instants jitter by ± ``poll_jitter``);
     switch commands jitter by ± ``switch_jitter``. The coil current settles with time constant ``coil_tau``
-    and is scaled for ``field_at_neighbour`` at the child magnetometer in the straight pose.
+    and is scaled for ``field_at_neighbour`` at the child magnetometer in the straight pose, unless
+    ``coil_current`` [A] > 0 sets the drive current itself (the field then follows from the coil).
     """
 
     field_at_neighbour: float = 100.0e-6
+    coil_current: float = 0.0
     coil_tau: float = 1.0e-3
     poll_period: float = 5.0e-3
     poll_jitter: float = 5.0e-5
@@ -171,7 +225,10 @@ class AcquisitionConfig:
         check_positive(
             self, where, "field_at_neighbour", "coil_tau", "poll_period", "move_duration", "off_window", "pulse"
         )
-        check_non_negative(self, where, "poll_jitter", "move_jitter", "hold_delay", "settle", "switch_jitter")
+        check_non_negative(
+            self, where, "poll_jitter", "move_jitter", "hold_delay", "settle", "switch_jitter", "coil_current"
+        )
+        check(self.coil_current <= 20.0, f"{where}.coil_current", self.coil_current, "must be at most 20 A")
         check(
             self.poll_jitter < 0.25 * self.poll_period,
             f"{where}.poll_jitter",
@@ -327,6 +384,13 @@ class RigConfig:
     ``module_seed`` identifies the built module (its tolerance draws, `ModuleTolerances`, and its sensor
     parameters); −1 uses ``seed``, so a plain ``seed`` change is another module. The same module swept again
     with fresh targets and noise: same ``module_seed``, another ``seed``.
+
+    ``coil_layers`` (even, 2–16): copper layers of the coil board, equally spaced through
+    ``coil.board_thickness`` and wound in series; layers k and L−1−k form one two-layer spiral
+    (`flexlearn.sim.rig.coil.StackedCoil`). ``parts`` (None: the chips the blocks describe): the module's sensor
+    parts in the shape of `flexlearn.sensing.parts.SensorParts` (``conf/sensor``); when given, the magnetometer's
+    ``noise``/``lsb``/``full_scale``/``rate`` and the accelerometer's ``noise``/``lsb``/``full_scale``/``rate``
+    come from the parts' datasheet values (`with_parts`), σ = noise_density·√(rate/2).
     """
 
     n_poses: int = 15000
@@ -340,6 +404,44 @@ class RigConfig:
     ambient: AmbientConfig = field(default_factory=AmbientConfig)
     acquisition: AcquisitionConfig = field(default_factory=AcquisitionConfig)
     faults: FaultConfig = field(default_factory=FaultConfig)
+    coil_layers: int = 2
+    parts: Optional[dict[str, Any]] = None
+
+    def sensor_parts(self) -> Optional[SensorParts]:
+        """The validated ``parts`` (None when not given).
+
+        Raises:
+            ConfigError: a part's key or value is wrong; the message names ``parts.<key>``.
+        """
+        return None if self.parts is None else SensorParts.from_config(self.parts, "parts")
+
+    def with_parts(self) -> "RigConfig":
+        """This config with the chip values of ``parts`` written into the magnetometer and accelerometer blocks.
+
+        Magnetometer: noise σ = nd·√(rate/2) [T], lsb, full_scale [T], rate = the part's output rate [Hz];
+        accelerometer alike from the IMU's accelerometer axis [m/s²] and the IMU's output rate. Without parts the
+        config itself.
+        """
+        parts = self.sensor_parts()
+        if parts is None:
+            return self
+        mag, imu = parts.magnetometer, parts.imu
+        m_rate, a_rate = mag.output_rate_hz, imu.output_rate_hz
+        magnetometer = replace(
+            self.magnetometer,
+            noise=mag.field.noise_density * math.sqrt(m_rate / 2.0),
+            lsb=mag.field.lsb,
+            full_scale=mag.field.full_scale,
+            rate=m_rate,
+        )
+        accelerometer = replace(
+            self.accelerometer,
+            noise=imu.accel.noise_density * math.sqrt(a_rate / 2.0),
+            lsb=imu.accel.lsb,
+            full_scale=imu.accel.full_scale,
+            rate=a_rate,
+        )
+        return replace(self, magnetometer=magnetometer, accelerometer=accelerometer)
 
     def validate(self) -> None:
         """Check every block (errors name ``block.key``) and the cross-block constraints.
@@ -353,7 +455,15 @@ class RigConfig:
         check(self.n_poses >= 1, "n_poses", self.n_poses, "must be >= 1")
         check(self.seed >= 0, "seed", self.seed, "must be >= 0")
         check(self.module_seed >= -1, "module_seed", self.module_seed, "must be >= -1 (-1: the sweep's seed)")
-        validate_sensor_blocks(self)
+        check(
+            2 <= self.coil_layers <= 16 and self.coil_layers % 2 == 0,
+            "coil_layers",
+            self.coil_layers,
+            "must be an even number in [2, 16]",
+        )
+        if self.parts is not None and not isinstance(self.parts, dict):
+            raise ConfigError(f"config 'parts' = {self.parts!r}: expected a mapping {{magnetometer: ..., imu: ...}}")
+        validate_sensor_blocks(self.with_parts())
         for name in ("faults", "module"):
             getattr(self, name).validate(name)
         acq = self.acquisition

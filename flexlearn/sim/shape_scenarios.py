@@ -160,7 +160,7 @@ def closed_loop_height(
 
     Args:
         controller: height controller with ``reset()``, ``set_target(h)``, ``step(t, h, spool) -> (v, status)``
-            and ``settle`` [s] (e.g. `flexlearn.runtime.height_control.HeightPID`).
+            and ``settle`` [s] (e.g. `flexlearn.runtime.pikit.height_control.HeightPID`).
         estimator: attitude estimator with ``set_reference(q)`` and ``attitude(t, q) -> (·, h, ·)``.
         settings: duration, rate, load step, set point and IMU noise.
         seed: seed of the headings, drift signs and noise.

@@ -1,5 +1,11 @@
-"""Training callbacks (the non-finite loss guard, plain per-epoch progress lines) and the error a diverged run
-ends with."""
+"""Training callbacks (the non-finite loss guard, plain per-epoch progress lines, the progress bar, the best
+checkpoint's file name) and the error a diverged run ends with.
+
+One epoch count everywhere a user reads one: "epoch 59/150" is the 59th epoch of the 150 the run plans (1-based,
+the planned total after `TrainingSchedule`), in the per-epoch lines (`EpochLines`), on the progress bar
+(`EpochBar`) and in the best checkpoint's name (`EpochModelCheckpoint`: ``best-epoch059-of150.ckpt`` holds the weights
+after that epoch). Losses are printed in scientific notation (`format_metric`: ``3.00e-05``, never ``0.000``).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +15,10 @@ import time
 from typing import Any, Optional, Sequence
 
 import lightning as L
+from lightning.pytorch.callbacks import ModelCheckpoint, TQDMProgressBar
+from lightning.pytorch.callbacks.progress.tqdm_progress import convert_inf
 
-from flexlearn.config import job_label
+from flexlearn.config import check, job_label
 from flexlearn.errors import FlexlearnError
 
 log = logging.getLogger(__name__)
@@ -37,8 +45,8 @@ class NonFiniteLossGuard(L.Callback):
         loss = outputs["loss"] if isinstance(outputs, dict) else outputs
         if loss is not None and not math.isfinite(float(loss)):
             raise TrainingDivergedError(
-                f"training diverged: loss {float(loss)} at epoch {trainer.current_epoch} step "
-                f"{trainer.global_step}; lower task.lr or check the data"
+                f"training diverged: loss {float(loss)} in {epoch_text(trainer.current_epoch, trainer.max_epochs)} at "
+                f"step {trainer.global_step}; lower task.lr or check the data"
             )
 
 
@@ -103,15 +111,31 @@ class EpochLines(L.Callback):
             return
         epoch, self._pending = self._pending, None
         metrics = trainer.callback_metrics
-        parts = [f"{k} {float(metrics[k]):.4g}" for k in self.keys if k in metrics]
+        parts = [f"{k} {format_metric(k, float(metrics[k]))}" for k in self.keys if k in metrics]
         elapsed = time.perf_counter() - self._t_start
         left = elapsed / max(self._epochs_done, 1) * max((trainer.max_epochs or 0) - epoch - 1, 0)
-        width = len(str(trainer.max_epochs))
         self._print(
-            f"epoch {epoch + 1:>{width}}/{trainer.max_epochs}  "
+            epoch_text(epoch, trainer.max_epochs, pad=True)
+            + "  "
             + "  ".join(parts)
             + f"  ({self._epoch_s:.1f} s/epoch, {_duration(elapsed)} elapsed, ~{_duration(left)} left)"
         )
+
+
+def epoch_text(index: int, total: Optional[int], pad: bool = False) -> str:
+    """'epoch 59/150': the epoch of 0-based ``index`` counted from 1, of the ``total`` planned (``trainer.max_epochs``;
+    '?' when unknown or unbounded). ``pad``: the number right-aligned to the width of the total (aligned lines)."""
+    known = total is not None and 0 < total < 10**9
+    number = f"{index + 1:>{len(str(total))}}" if pad and known else str(index + 1)
+    return f"epoch {number}/{total if known else '?'}"
+
+
+def format_metric(name: str, value: float) -> str:
+    """A metric as printed on the bar and in the epoch lines: losses (a ``loss`` in the name) in scientific notation
+    with 3 significant digits ('3.00e-05'), other quantities with 4 ('0.3871', '12.5')."""
+    if not math.isfinite(value):
+        return str(value)
+    return f"{value:.2e}" if "loss" in name else f"{value:.4g}"
 
 
 def _duration(seconds: float) -> str:
@@ -121,3 +145,187 @@ def _duration(seconds: float) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.1f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+class TrainingSchedule(L.Callback):
+    """A schedule that follows the dataset: epochs for ``target_steps`` optimizer steps, a stop on a validation
+    plateau, and a word when a run made too few steps to converge.
+
+    * Epochs: E = min(trainer.max_epochs, ⌈target_steps / S⌉), S the optimizer steps per epoch (the train split
+      over the batch size, `flexlearn.data.datamodule.auto_batch_size` unless set); ``trainer.max_epochs`` is the
+      cap. Set before the optimizers are built, so a cosine schedule over ``trainer.max_epochs`` spans E.
+    * Plateau: training stops once ``monitor`` has not improved by a relative ``min_delta`` for
+      max(``min_patience``, ``patience_fraction``·E) epochs.
+    * Too few steps: when training ends after fewer than ``min_steps`` optimizer steps, one warning names the
+      steps, the batch size and the epochs, and the overrides that give ``target_steps``.
+
+    Args:
+        target_steps: optimizer steps a run is scheduled for.
+        min_steps: fewer steps than this end with the warning.
+        monitor: the validation metric of the plateau (lower is better).
+        patience_fraction, min_patience: the plateau's patience, as a fraction of E and at least in epochs.
+        min_delta: relative improvement that counts.
+    """
+
+    def __init__(
+        self,
+        target_steps: int = 4000,
+        min_steps: int = 1000,
+        monitor: str = "val/ang_err_median_deg",
+        patience_fraction: float = 0.25,
+        min_patience: int = 20,
+        min_delta: float = 0.005,
+    ) -> None:
+        self.target_steps, self.min_steps, self.monitor = int(target_steps), int(min_steps), monitor
+        self.patience_fraction, self.min_patience, self.min_delta = patience_fraction, int(min_patience), min_delta
+        self.epochs = 0
+        self.steps_per_epoch = 0
+        self.patience = 0
+        self._best = math.inf
+        self._since = 0
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        dm = getattr(trainer, "datamodule", None)
+        if stage != "fit" or dm is None or not hasattr(dm, "train_dataloader"):
+            return
+        self.steps_per_epoch = max(1, len(dm.train_dataloader()))
+        cap = int(trainer.max_epochs or 1)
+        self.epochs = min(cap, max(1, -(-self.target_steps // self.steps_per_epoch)))
+        trainer.fit_loop.max_epochs = self.epochs
+        self.patience = max(self.min_patience, int(self.patience_fraction * self.epochs))
+        if trainer.is_global_zero:
+            log.info(
+                "schedule: %d epochs of %d optimizer steps (batch %s; %d steps planned, trainer.max_epochs=%d the "
+                "cap); stop after %d epochs without progress of %s",
+                self.epochs,
+                self.steps_per_epoch,
+                getattr(dm, "batch_size", "?"),
+                self.epochs * self.steps_per_epoch,
+                cap,
+                self.patience,
+                self.monitor,
+            )
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.sanity_checking or self.monitor not in trainer.callback_metrics:
+            return
+        value = float(trainer.callback_metrics[self.monitor])
+        if value < self._best * (1.0 - self.min_delta):
+            self._best, self._since = value, 0
+            return
+        self._since += 1
+        if self.patience and self._since >= self.patience and not trainer.should_stop:
+            trainer.should_stop = True
+            if trainer.is_global_zero:
+                log.info(
+                    "stopping after %s: %s has not improved by %.1f%% for %d epochs (best %.4g)",
+                    epoch_text(trainer.current_epoch, getattr(trainer, "max_epochs", None)),
+                    self.monitor,
+                    100 * self.min_delta,
+                    self._since,
+                    self._best,
+                )
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        steps = int(trainer.global_step)
+        if steps >= self.min_steps or not trainer.is_global_zero or not self.steps_per_epoch:
+            return
+        dm = getattr(trainer, "datamodule", None)
+        batch = getattr(dm, "batch_size", None)
+        n_train = self.steps_per_epoch * batch if batch else None
+        epochs = -(-self.target_steps // self.steps_per_epoch)
+        log.warning(
+            "this run made only %d optimizer steps (%d per epoch, batch %s, %d epochs; ~%s training rows): the "
+            "model is likely under-fitted; for %d steps set trainer.max_epochs=%d (or a smaller data.batch_size)",
+            steps,
+            self.steps_per_epoch,
+            batch,
+            trainer.current_epoch,
+            n_train,
+            self.target_steps,
+            epochs,
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"best": self._best, "since": self._since}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self._best = float(state_dict.get("best", math.inf))
+        self._since = int(state_dict.get("since", 0))
+
+
+def checkpoint_name_fields(epoch_index: int, planned: Optional[int]) -> dict[str, int]:
+    """The fields `EpochModelCheckpoint` adds to a file-name template: ``epoch_no`` (the epoch counted from 1) and
+    ``epochs`` (the planned total, ``trainer.max_epochs``; 0 when unknown)."""
+    epochs = planned if planned is not None and 0 < planned < 10**9 else 0
+    return {"epoch_no": int(epoch_index) + 1, "epochs": int(epochs)}
+
+
+class EpochModelCheckpoint(ModelCheckpoint):
+    """A ModelCheckpoint whose file-name template may use ``{epoch_no}``, the epoch counted from 1 as the progress
+    lines and the bar count it, and ``{epochs}``, the planned total: ``best-epoch{epoch_no:03d}-of{epochs:03d}``
+    names the best weights after epoch 59 of 150 ``best-epoch059-of150.ckpt``. ``{epoch}`` stays Lightning's 0-based
+    index. The checkpoint's own ``epoch`` entry is Lightning's, unchanged.
+    """
+
+    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        super().setup(trainer, pl_module, stage)
+        self._fit_trainer = trainer
+
+    def format_checkpoint_name(
+        self,
+        metrics: dict[str, Any],
+        filename: Optional[str] = None,
+        ver: Optional[int] = None,
+        prefix: Optional[str] = None,
+    ) -> str:
+        trainer = getattr(self, "_fit_trainer", None)
+        epoch = metrics.get("epoch", trainer.current_epoch if trainer is not None else 0)
+        planned = trainer.max_epochs if trainer is not None else None
+        fields = checkpoint_name_fields(int(epoch), planned)
+        named: dict[str, Any] = {**metrics, **fields}
+        return super().format_checkpoint_name(named, filename=filename, ver=ver, prefix=prefix)
+
+
+class EpochBar(TQDMProgressBar):
+    """The training progress bar: 'epoch 59/150' (1-based, of the planned total, as the epoch lines say it) and the
+    metrics logged to the bar formatted by `format_metric` (losses as '3.00e-05'); the logger's version is left out.
+    """
+
+    def on_train_epoch_start(self, trainer: L.Trainer, *args: Any) -> None:
+        """Lightning's own start of an epoch's bar, with our words for the epoch ("epoch 1/4", never "Epoch 0")."""
+        if self._leave:
+            self.train_progress_bar = self.init_train_tqdm()
+        bar = self.train_progress_bar
+        bar.set_description(epoch_text(trainer.current_epoch, trainer.max_epochs), refresh=False)
+        bar.reset(total=convert_inf(self.total_train_batches))
+        bar.initial = 0
+
+    def get_metrics(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict[str, Any]:
+        items = super().get_metrics(trainer, pl_module)
+        items.pop("v_num", None)
+        return {
+            k: format_metric(k, float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+            for k, v in items.items()
+        }
+
+
+def progress_bar(enabled: bool = True, refresh_rate: int = 1) -> L.Callback:
+    """The ``callbacks.progress_bar`` entry: an `EpochBar` when the trainer shows a bar (``enabled``: the trainer's
+    ``enable_progress_bar``), else a callback that does nothing (Lightning refuses a bar it was told not to show;
+    `EpochLines` prints then).
+
+    Args:
+        enabled: whether the trainer shows a progress bar.
+        refresh_rate: batches between bar updates.
+
+    Returns:
+        The bar, or a plain ``lightning.Callback``.
+
+    Raises:
+        ConfigError: ``enabled`` is not true or false, or ``refresh_rate`` not a positive integer.
+    """
+    check(isinstance(enabled, bool), "callbacks.progress_bar.enabled", enabled, "must be true or false")
+    ok_rate = isinstance(refresh_rate, int) and not isinstance(refresh_rate, bool) and refresh_rate >= 1
+    check(ok_rate, "callbacks.progress_bar.refresh_rate", refresh_rate, "must be an integer ≥ 1")
+    return EpochBar(refresh_rate=refresh_rate) if enabled else L.Callback()

@@ -5,15 +5,21 @@ with code in it) and any bad hyper-parameter in it (unknown key, wrong type, a l
 allocate, a ``_target_`` outside flexlearn) is a `CheckpointError` naming the file — checked before a model is
 built. The model class is the ``_target_`` stored in ``hyper_parameters.model`` (`flexlearn.tasks.direction_model`);
 checkpoints written before models were chosen by config have none and hold a `DirectionMLP` (`LEGACY_TARGET`).
+
+Training writes its checkpoints through `atomic_checkpoint_io`: the bytes go to a temporary file beside the
+target (never to ``$TMPDIR``, which may be another file system), are flushed to disk and renamed onto it, so a kill
+at any instant leaves the previous complete ``last.ckpt`` or the new one, never a truncated file.
 """
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 import torch
 
+from flexlearn.atomic import write_bytes_atomic
 from flexlearn.errors import CheckpointError, ConfigError
 from flexlearn.tasks.direction_model import LEGACY_TARGET, build_model, model_spec
 
@@ -54,12 +60,12 @@ def model_hparams(ckpt: Mapping[str, Any], path: str | Path) -> dict[str, Any]:
 
 def check_resumable(
     path: str | Path, model_config: Mapping[str, Any], state: Mapping[str, torch.Tensor], training: bool = True
-) -> None:
+) -> dict[str, Any]:
     """Refuse to resume from (``training``) or test ``path`` unless it is a checkpoint of the configured model.
 
     ``model_config`` is the run's ``model`` group (validated), ``state`` the new task's state dict;
     the checkpoint's model hyper-parameters and its weight names and shapes must match them. To resume
-    training it must also hold the optimiser, scheduler and loop states.
+    training it must also hold the optimiser, scheduler and loop states. Returns the checkpoint read.
     """
     ckpt = read_checkpoint(path)
     missing = [k for k in ("optimizer_states", "lr_schedulers", "loops", "epoch") if k not in ckpt]
@@ -76,6 +82,7 @@ def check_resumable(
     wrong = state_mismatch(ckpt["state_dict"], state)
     if wrong:
         raise CheckpointError(f"{path}: weights do not match the configured model ({wrong})")
+    return ckpt
 
 
 def state_mismatch(theirs: Mapping[str, torch.Tensor], ours: Mapping[str, torch.Tensor]) -> str:
@@ -116,3 +123,26 @@ def load_direction_model(path: str | Path) -> tuple[torch.nn.Module, dict[str, A
     info["hyper_parameters"] = ckpt.get("hyper_parameters") or {}
     info["model_target"] = spec["_target_"]
     return model.eval(), info
+
+
+def atomic_checkpoint_io() -> Any:
+    """A Lightning ``CheckpointIO`` (``Trainer(plugins=[...])``) that saves every checkpoint atomically and durably.
+
+    ``save_checkpoint`` serialises with ``torch.save`` in memory, then `flexlearn.atomic.write_bytes_atomic`:
+    a temporary beside the target in the same folder, ``fsync``, one rename, ``fsync`` of the folder; the
+    leftovers of a killed writer are removed by the next save. Loading and removing are Lightning's own.
+
+    Returns:
+        An ``AtomicCheckpointIO`` (a ``lightning.pytorch.plugins.io.TorchCheckpointIO``).
+    """
+    from lightning.pytorch.plugins.io import TorchCheckpointIO  # heavy import off the start-up path (Lightning)
+
+    class AtomicCheckpointIO(TorchCheckpointIO):
+        def save_checkpoint(
+            self, checkpoint: dict[str, Any], path: str | Path, storage_options: Optional[Any] = None
+        ) -> None:
+            buf = io.BytesIO()
+            torch.save(checkpoint, buf)
+            write_bytes_atomic(path, buf.getvalue())
+
+    return AtomicCheckpointIO()

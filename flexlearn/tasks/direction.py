@@ -16,6 +16,7 @@ A non-finite loss or raw network output during training, or a non-finite validat
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Optional
 
 import lightning as L
@@ -26,7 +27,7 @@ import flexlearn
 from flexlearn.config import check, did_you_mean, is_finite_number
 from flexlearn.metrics import angular_error_deg, angular_error_summary, invalid_direction
 from flexlearn.models.joint_modules import ModuleMaps, check_map_options
-from flexlearn.tasks.callbacks import TrainingDivergedError
+from flexlearn.tasks.callbacks import TrainingDivergedError, epoch_text
 from flexlearn.tasks.checkpoints import CHECKPOINT_INFO_KEY
 from flexlearn.tasks.direction_model import LEGACY_TARGET, DirectionNet, as_direction_net, build_model, model_spec
 
@@ -171,6 +172,10 @@ class DirectionTask(L.LightningModule):
             delta_b = self.module_maps(delta_b, batch[2])
         return delta_b, label
 
+    def epoch_words(self) -> str:
+        """'epoch 59/150': this epoch counted from 1, of the planned total (as the progress lines count it)."""
+        return epoch_text(self.current_epoch, self.trainer.max_epochs if self._trainer is not None else None)
+
     def training_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> torch.Tensor:
         delta_b, label = self._inputs(batch)
         raw = self.net.raw_output(delta_b)
@@ -179,7 +184,7 @@ class DirectionTask(L.LightningModule):
             loss = loss + self._prior_weight * self.module_maps.prior_term().to(loss.dtype)
         if not bool(torch.isfinite(loss) & torch.isfinite(raw).all()):
             raise TrainingDivergedError(
-                f"training diverged at epoch {self.current_epoch} step {self.global_step}: non-finite "
+                f"training diverged in {self.epoch_words()} at step {self.global_step}: non-finite "
                 f"{'loss' if not torch.isfinite(loss) else 'network output'} (task.lr = {self.hparams['lr']:g}); "
                 "lower task.lr or check the data"
             )
@@ -227,7 +232,7 @@ class DirectionTask(L.LightningModule):
         )
         if bad:
             raise TrainingDivergedError(
-                f"non-finite {prefix.rstrip('/')} metrics {bad} at epoch {self.current_epoch}; the run is not usable"
+                f"non-finite {prefix.rstrip('/')} metrics {bad} in {self.epoch_words()}; the run is not usable"
             )
         for key, value in summary.items():
             if key.endswith(("_deg", "n_samples", "invalid_fraction", "loss")):
@@ -247,7 +252,8 @@ class DirectionTask(L.LightningModule):
             lg for lg in (self.trainer.loggers if self._trainer is not None else []) if type(lg).__name__ == "CSVLogger"
         ]
         checkpoint[CHECKPOINT_INFO_KEY] = {
-            "dataset_path": str(dm.dataset_path) if dm is not None else None,
+            # absolute: an evaluation from another working directory finds it
+            "dataset_path": str(Path(dm.dataset_path).resolve()) if dm is not None else None,
             "metrics_csv": f"{csv_logs[0].log_dir}/metrics.csv" if csv_logs else None,
             "input_units": "T",
             "flexlearn_version": flexlearn.__version__,
@@ -259,7 +265,9 @@ class DirectionTask(L.LightningModule):
         if self.module_maps is not None:
             groups.append({"params": [self.module_maps.theta], "weight_decay": 0.0})
         opt = torch.optim.AdamW(groups, lr=hp["lr"])
+        # The epochs of the run: trainer.max_epochs as `TrainingSchedule` set it for the dataset, else the config's.
+        epochs = self.trainer.max_epochs if self._trainer is not None and self.trainer.max_epochs else hp["max_epochs"]
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(
-            opt, T_max=max(1, hp["max_epochs"]), eta_min=hp["lr"] * hp["lr_min_factor"]
+            opt, T_max=max(1, int(epochs)), eta_min=hp["lr"] * hp["lr_min_factor"]
         )
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}

@@ -11,10 +11,19 @@ from matplotlib.figure import Figure
 from flexlearn.atomic import atomic_path
 
 
+def figure_title(fig: Figure) -> str:
+    """What a figure says it shows: its suptitle, else the titles of its panels joined by ' | '."""
+    top = fig.get_suptitle()
+    if top:
+        return top
+    return " | ".join(t for ax in fig.axes if (t := ax.get_title()))
+
+
 def save_png(fig: Figure, path: str | os.PathLike, dpi: int = 120) -> Path:
-    """Write ``fig`` as PNG to ``path`` atomically (the temporary name ends in .tmp, so the format is explicit)."""
+    """Write ``fig`` as PNG to ``path`` atomically (the temporary name ends in .tmp, so the format is explicit), its
+    `figure_title` in the file's ``Title`` text field (what an image viewer's properties and ``PIL`` read back)."""
     path = Path(path)
     FigureCanvasAgg(fig)
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=dpi)
+        fig.savefig(tmp, format="png", dpi=dpi, metadata={"Title": figure_title(fig)})
     return path

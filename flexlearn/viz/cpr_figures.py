@@ -1,9 +1,11 @@
-"""The end-effector figure of seed 003's Experiments I and II in simulation (``trajectory.png`` of
-``flexlearn-cpr``; the result dict of :func:`flexlearn.physics.lse.experiments.run_experiments`).
+"""The end-effector figure of ``flexlearn-cpr`` (``trajectory.png``; the result dict of
+:func:`flexlearn.physics.lse.experiments.run_experiments`, seed 003's Experiments I and II): the continuum parallel
+robot driven through its samples without load, then with its platform pulled by a cable over a pulley.
 
 Three panels, millimetres: the platform's path seen from above (LSE solid, shooting baseline hollow and
-dashed, the pulley and the direction of its pull drawn for Experiment II), its height per sample, and the
-LSE–shooting distance per sample on a log axis (absent when the run had no baseline).
+dashed, the pulley and the direction of its pull drawn for the pulled run), its height per sample, and the
+LSE–shooting distance per sample on a log axis (absent when the run had no baseline). The titles say this in
+plain words; the experiments' numbers in the paper are in the docstrings, not on the figure.
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ import numpy as np
 
 from flexlearn.atomic import atomic_path
 
-EXPERIMENTS = (("experiment_I", "Exp. I (no load)", "C0", "o"), ("experiment_II", "Exp. II (pulley)", "C3", "s"))
+EXPERIMENTS = (
+    ("experiment_I", "no load", "C0", "o"),
+    ("experiment_II", "pulled over a pulley", "C3", "s"),
+)
 
 
 def _mm(values: Any) -> np.ndarray:
@@ -69,20 +74,21 @@ def write_trajectory_figure(result: Mapping[str, Any], path: str | Path) -> Path
         ax[2].legend(fontsize=7)
     n = len(result["experiment_I"]["ee_positions_m"])
     fig.suptitle(
-        f"seed 003 Experiments I and II in simulation: {result.get('n_rods', '?')} rods × "
-        f"{result.get('elements_per_rod', '?')} LSE elements, {n} samples",
+        f"Continuum parallel robot in simulation ({result.get('n_rods', '?')} rods, "
+        f"{result.get('elements_per_rod', '?')} strain elements each): its platform over {n} samples, "
+        "without load and pulled by a cable over a pulley",
         fontsize=11,
     )
     fig.tight_layout()
     path = Path(path)
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=120, format="png")
+        fig.savefig(tmp, dpi=120, format="png", metadata={"Title": fig.get_suptitle()})
     plt.close(fig)
     return path
 
 
 def _draw_pulley(ax: Any, result: Mapping[str, Any]) -> None:
-    """The pulley (top view) and an arrow from the mean Experiment II position toward it (the tension's
+    """The pulley (top view) and an arrow from the mean position of the pulled run toward it (the tension's
     horizontal direction), labelled with the tension [N]."""
     pulley = result.get("pulley_position_m")
     if pulley is None:
@@ -95,6 +101,6 @@ def _draw_pulley(ax: Any, result: Mapping[str, Any]) -> None:
         tip = p2[:2] + d / np.linalg.norm(d) * 0.35 * span
         ax.annotate("", xy=tip, xytext=p2[:2], arrowprops=dict(arrowstyle="->", color="C3", lw=1.5))
     tension = result.get("pulley_tension_N")
-    text = f"Exp. II pulley at ({c[0]:.0f}, {c[1]:.0f}, {c[2]:.0f}) mm"
+    text = f"pulley at ({c[0]:.0f}, {c[1]:.0f}, {c[2]:.0f}) mm"
     text += f", {tension:.3g} N; arrow: its pull" if tension is not None else "; arrow: its pull"
     ax.set_xlabel(f"x [mm]\n{text}", fontsize=9)

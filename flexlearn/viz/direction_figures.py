@@ -19,7 +19,7 @@ from matplotlib.projections.polar import PolarAxes
 from flexlearn.errors import ArgumentError
 from flexlearn.metrics import angular_error_deg, angular_error_summary
 from flexlearn.viz.common import save_png
-from flexlearn.viz.training_curves import plot_training_curves, read_metrics_csv
+from flexlearn.viz.training_curves import MONITOR, plot_training_curves, read_metrics_csv
 
 __all__ = [
     "FIGURE_NAMES",
@@ -32,6 +32,7 @@ __all__ = [
     "read_metrics_csv",
     "plot_training_curves",
     "write_evaluation_figures",
+    "FigureCaption",
 ]
 
 FIGURE_NAMES = {
@@ -40,6 +41,34 @@ FIGURE_NAMES = {
     "training_curves": "training_curves.png",
 }
 _STATS: dict[str, Callable[[np.ndarray], Any]] = {"mean": np.mean, "median": np.median, "max": np.max}
+
+
+@dataclass(frozen=True)
+class FigureCaption:
+    """What the evaluation figures say they show, in plain words.
+
+    Args:
+        title: what was scored, e.g. 'Held-out modules 2001 and 2002, each calibrated on 50 poses'.
+        numbers: the headline numbers as the console prints them (the figure shows them as given, each
+            '; '-separated part on a line of its own, so figure and headline agree); '' lets the figure state the
+            median and p95 of all its samples itself.
+    """
+
+    title: str
+    numbers: str = ""
+
+    def lines(self, summary: dict[str, Any], what: str = "poses") -> str:
+        """The title, then ``numbers`` or 'all N poses: median m°, p95 p°' of ``summary``
+        (`flexlearn.metrics.angular_error_summary`)."""
+        numbers = self.numbers or (
+            f"all {summary['n_samples']} {what}: median {summary['ang_err_median_deg']:.2f}°, "
+            f"p95 {summary['ang_err_p95_deg']:.2f}°"
+        )
+        return f"{self.title}\n" + numbers.replace("; ", "\n")
+
+
+def _caption(title: "str | FigureCaption") -> FigureCaption:
+    return title if isinstance(title, FigureCaption) else FigureCaption(str(title))
 
 
 def _as_directions(x: np.ndarray | torch.Tensor, name: str) -> torch.Tensor:
@@ -146,7 +175,7 @@ def plot_error_polar_map(
     label,
     pred,
     path,
-    title: str = "Direction error over the joint cap",
+    title: "str | FigureCaption" = "Direction error of the test poses over the bend range",
     colat_step_deg: Optional[float] = None,
     n_azimuth: Optional[int] = None,
     statistic: str = "mean",
@@ -157,7 +186,8 @@ def plot_error_polar_map(
     Radius: colatitude of the label from +z [deg]; angle: azimuth atan2(y, x); colour: per-bin ``statistic``
     of the angular error [deg], capped at the ``clip_percentile`` of the bin values. The grid (``colat_step_deg``,
     ``n_azimuth``) is chosen from the number of samples when not given (`adaptive_polar_bins`: a small test set
-    gets coarse bins, not a map of empty ones); small grids show each bin's sample count. Returns the bins.
+    gets coarse bins, not a map of empty ones); small grids show each bin's sample count. ``title``: what was scored,
+    or a `FigureCaption` with the headline numbers to show instead of the figure's own. Returns the bins.
     """
     lab, prd = _as_directions(label, "label"), _as_directions(pred, "pred")
     if lab.shape != prd.shape:
@@ -190,8 +220,7 @@ def plot_error_polar_map(
     extra = f", {bins.n_nonfinite} non-finite skipped" if bins.n_nonfinite else ""
     filled = bins.count[bins.count > 0]
     ax.set_title(
-        f"{title}\nN = {s['n_samples']}, median {s['ang_err_median_deg']:.2f}°, "
-        f"p95 {s['ang_err_p95_deg']:.2f}°{extra}\nbins {colat_step_deg:g}° × {360 / n_azimuth:g}°, "
+        f"{_caption(title).lines(s)}{extra}\nbins {colat_step_deg:g}° × {360 / n_azimuth:g}°, "
         f"{filled.size} of {bins.count.size} filled, median {np.median(filled) if filled.size else 0:.0f} "
         "samples per bin",
         fontsize=9,
@@ -250,9 +279,14 @@ def _outline():
 
 
 def plot_error_histogram(
-    err_deg, path, title: str = "Direction error distribution", n_bins: int = 60, tail_percentile: float = 99.5
+    err_deg,
+    path,
+    title: "str | FigureCaption" = "Direction error of the test poses",
+    n_bins: int = 60,
+    tail_percentile: float = 99.5,
 ) -> dict[str, float]:
-    """Histogram of angular errors ``err_deg`` (N,) [deg] with median, RMS and p95 lines, saved as PNG.
+    """Histogram of angular errors ``err_deg`` (N,) [deg] with median, RMS and p95 lines (of all of them), saved as
+    PNG; ``title`` says what was scored, a `FigureCaption` also the headline numbers.
 
     The x range ends at 1.25 x the ``tail_percentile`` of the errors; the legend counts samples beyond it.
     Returns ``angular_error_summary`` of the errors.
@@ -272,7 +306,7 @@ def plot_error_histogram(
     ):
         v = s[f"ang_err_{key}_deg"]
         if math.isfinite(v):
-            ax.axvline(v, color=colour, linestyle=style, linewidth=1.6, label=f"{name} = {v:.2f}°")
+            ax.axvline(v, color=colour, linestyle=style, linewidth=1.6, label=f"{name}, all poses = {v:.2f}°")
     beyond = int((e > upper).sum())
     if beyond:
         ax.plot([], [], " ", label=f"{beyond} beyond {upper:.1f}° (max {e.max():.1f}°)")
@@ -281,7 +315,7 @@ def plot_error_histogram(
     ax.set_xlim(0.0, upper)
     ax.set_xlabel("angular error [deg]")
     ax.set_ylabel("samples")
-    ax.set_title(f"{title} (N = {s['n_samples']})", fontsize=10)
+    ax.set_title(_caption(title).lines(s), fontsize=9)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper right", fontsize=8)
     ax.grid(True, alpha=0.3)
@@ -289,9 +323,19 @@ def plot_error_histogram(
     return s
 
 
-def write_evaluation_figures(label, pred, out_dir, metrics_csv=None) -> dict[str, Path]:
+def write_evaluation_figures(
+    label,
+    pred,
+    out_dir,
+    metrics_csv=None,
+    caption: Optional[FigureCaption] = None,
+    monitor: str = MONITOR,
+    mode: str = "min",
+) -> dict[str, Path]:
     """Write the polar error map, error histogram and (if ``metrics_csv`` is given) training curves of
-    ``pred`` against ``label`` (both (N, 3)) into ``out_dir`` under the names in ``FIGURE_NAMES``.
+    ``pred`` against ``label`` (both (N, 3)) into ``out_dir`` under the names in ``FIGURE_NAMES``; ``caption``
+    says what was scored and the headline numbers (default: the test poses, the figures' own numbers);
+    ``monitor`` and ``mode`` are those the best checkpoint was chosen by (the curves mark its epoch).
 
     The metrics file is checked first, so a missing one fails before any figure is written.
     """
@@ -299,10 +343,12 @@ def write_evaluation_figures(label, pred, out_dir, metrics_csv=None) -> dict[str
     paths: dict[str, Path] = {}
     if metrics_csv is not None:
         paths["training_curves"] = out / FIGURE_NAMES["training_curves"]
-        plot_training_curves(metrics_csv, paths["training_curves"])
+        plot_training_curves(metrics_csv, paths["training_curves"], monitor=monitor, mode=mode)
     lab, prd = _as_directions(label, "label"), _as_directions(pred, "pred")
     paths["error_polar_map"] = out / FIGURE_NAMES["error_polar_map"]
-    plot_error_polar_map(lab, prd, paths["error_polar_map"])
+    polar = caption or FigureCaption("Direction error of the test poses over the bend range")
+    plot_error_polar_map(lab, prd, paths["error_polar_map"], title=polar)
     paths["error_histogram"] = out / FIGURE_NAMES["error_histogram"]
-    plot_error_histogram(angular_error_deg(prd, lab), paths["error_histogram"])
+    hist = caption or FigureCaption("Direction error of the test poses")
+    plot_error_histogram(angular_error_deg(prd, lab), paths["error_histogram"], title=hist)
     return paths

@@ -10,13 +10,14 @@ import math
 import re
 import textwrap
 from pathlib import Path
+from typing import NamedTuple, Optional
 
 import matplotlib.ticker as mticker
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
-from flexlearn.errors import DataError
+from flexlearn.errors import ArgumentError, DataError
 from flexlearn.viz.common import save_png
 
 INDEX_COLUMNS = ("step", "epoch")
@@ -131,12 +132,39 @@ def plan_panels(
     return groups, panels, flat
 
 
-def plot_training_curves(metrics_csv, path, x: str = "epoch", title: str = "Training curves") -> dict[str, list[str]]:
+MONITOR = "val/ang_err_median_deg"
+
+
+def best_row(cols: dict[str, np.ndarray], monitor: str = MONITOR, mode: str = "min") -> Optional[int]:
+    """The row of ``metrics.csv`` that logged the best ``monitor`` value (the first one, as a ModelCheckpoint keeps
+    the first of equal scores): the epoch whose weights the best checkpoint holds. None when it was not logged."""
+    if mode not in ("min", "max"):
+        raise ArgumentError(f"mode must be 'min' or 'max' (as the checkpoint callback's), got {mode!r}")
+    if monitor not in cols or not np.isfinite(cols[monitor]).any():
+        return None
+    v = np.where(np.isfinite(cols[monitor]), cols[monitor], np.inf if mode == "min" else -np.inf)
+    return int(np.argmin(v) if mode == "min" else np.argmax(v))
+
+
+def plot_training_curves(
+    metrics_csv, path, x: str = "epoch", title: str = "Training curves", monitor: str = MONITOR, mode: str = "min"
+) -> dict[str, list[str]]:
     """Plot the metric columns of a Lightning ``metrics.csv`` against ``x`` ('epoch' or 'step'), saved as PNG:
     one panel for the losses, one for the angular-error statistics, one for each other quantity; train and val
-    as lines, test (one value) as a star. Quantities constant over the run are listed under the figure instead
-    of drawn. Returns {quantity: [columns]} of every quantity (train/val/test of one quantity together).
+    as lines, test (one value, scored with the best checkpoint) as a star at the best epoch, the epoch of the best
+    ``monitor`` value (`best_row`; ``mode`` 'min' or 'max', as the checkpoint callback chose it), which a dotted
+    line marks in every panel. Quantities constant over the run are listed under the figure instead of drawn.
+    Returns {quantity: [columns]} of every quantity (train/val/test of one quantity together).
     """
+    fig, groups = training_curves_figure(metrics_csv, x, title, monitor, mode)
+    save_png(fig, path)
+    return groups
+
+
+def training_curves_figure(  # long: one panel per quantity, the best-epoch marks and the note of constants
+    metrics_csv, x: str = "epoch", title: str = "Training curves", monitor: str = MONITOR, mode: str = "min"
+) -> tuple[Figure, dict[str, list[str]]]:
+    """The figure of `plot_training_curves` (not saved) and its {quantity: [columns]}."""
     cols = read_metrics_csv(metrics_csv)
     metrics = [c for c in cols if c not in INDEX_COLUMNS and np.isfinite(cols[c]).any()]
     if not metrics:
@@ -144,6 +172,8 @@ def plot_training_curves(metrics_csv, path, x: str = "epoch", title: str = "Trai
             f"metrics file {metrics_csv} has no metric columns with values (columns: {', '.join(cols) or 'none'})"
         )
     xs, x_label = epoch_axis(cols, x)
+    row = best_row(cols, monitor, mode)
+    best = BestMark(float(xs[row]), x_label) if row is not None and np.isfinite(xs[row]) else None
     groups, panels, flat = plan_panels(cols, metrics)
     ncols = min(2, len(panels))
     nrows = math.ceil(len(panels) / ncols)
@@ -155,7 +185,7 @@ def plot_training_curves(metrics_csv, path, x: str = "epoch", title: str = "Trai
     fig = Figure(figsize=(5.4 * ncols, 3.6 * nrows + note_h), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
     for ax, (name, members) in zip(axes, panels.items()):
-        _draw_panel(ax, name, members, cols, xs, x_label)
+        _draw_panel(ax, name, members, cols, xs, x_label, best)
     for ax in axes[len(panels) :]:
         ax.set_visible(False)
     if note:
@@ -163,9 +193,20 @@ def plot_training_curves(metrics_csv, path, x: str = "epoch", title: str = "Trai
         assert isinstance(engine, ConstrainedLayoutEngine)
         engine.set(rect=(0.0, note_h / fig.get_figheight(), 1.0, 1.0 - note_h / fig.get_figheight()))
         fig.text(0.01, 0.01, note, fontsize=7.5, ha="left", va="bottom", color="0.3")
-    fig.suptitle(f"{title} ({Path(metrics_csv).name})", fontsize=11)
-    save_png(fig, path)
-    return groups
+    where = f"; best checkpoint at {best.words()}, by {monitor}" if best is not None else ""
+    fig.suptitle(f"{title} ({Path(metrics_csv).name}{where})", fontsize=11)
+    return fig, groups
+
+
+class BestMark(NamedTuple):
+    """Where the best checkpoint sits on the x axis: ``x`` (an epoch counted from 1, or a step) and the axis."""
+
+    x: float
+    axis: str
+
+    def words(self) -> str:
+        """'epoch 59' / 'step 5900'."""
+        return f"{self.axis} {self.x:.0f}" if self.axis in ("epoch", "step") else f"{self.axis} {self.x:g}"
 
 
 def _series_style(column: str, panel_is_error: bool) -> tuple[str, str]:
@@ -178,8 +219,19 @@ def _series_style(column: str, panel_is_error: bool) -> tuple[str, str]:
     return _SPLIT_COLOURS.get(split, "C2"), column
 
 
-def _draw_panel(ax, name: str, members: list[str], cols: dict[str, np.ndarray], xs: np.ndarray, x_label: str) -> None:
-    """One panel: each member column against ``xs``; a single-value series (test) as a star."""
+def _draw_panel(  # long: one series style per kind of column
+    ax,
+    name: str,
+    members: list[str],
+    cols: dict[str, np.ndarray],
+    xs: np.ndarray,
+    x_label: str,
+    best: Optional[BestMark],
+) -> None:
+    """One panel: each member column against ``xs``; a single-value series (test, scored with the best checkpoint)
+    as a star at the best epoch ``best`` (where it was logged when unknown), which a dotted line marks."""
+    if best is not None:
+        ax.axvline(best.x, color="0.45", linestyle=":", linewidth=1.0, label=f"best checkpoint ({best.words()})")
     is_error = name.startswith("angular error")
     stats = list(_STAT_COLOURS)
 
@@ -192,7 +244,7 @@ def _draw_panel(ax, name: str, members: list[str], cols: dict[str, np.ndarray], 
         colour, label = _series_style(c, is_error)
         if ok.sum() == 1:
             ax.plot(
-                xs[ok],
+                [best.x] if best is not None and c.startswith("test") else xs[ok],
                 cols[c][ok],
                 marker="*",
                 markersize=12,
@@ -200,7 +252,7 @@ def _draw_panel(ax, name: str, members: list[str], cols: dict[str, np.ndarray], 
                 color=colour,
                 markeredgecolor="k",
                 markeredgewidth=0.6,
-                label=f"{label} (best ckpt)",
+                label=f"{label} (best checkpoint)",
             )
         elif c.endswith("_step"):  # per-step values: a light, thin trace behind the per-epoch ones
             ax.plot(xs[ok], cols[c][ok], linewidth=0.8, alpha=0.45, color=colour, label=label)

@@ -13,11 +13,17 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from flexlearn.sensing.parts import ChipAxis, ImuPart, MagnetometerPart, SensorParts
 from flexlearn.sensing.streams import RawSweep
 
 G = 9.81
 AMBIENT0 = np.array([2.0e-5, -1.0e-5, 4.0e-5])  # [T]
 DRIFT = np.array([1.0e-6, -2.0e-6, 5.0e-7])  # [T/s]
+# The parts of these noise-free sweeps: no noise, so bit-identical readings are no sign of a stuck sensor.
+QUIET_PARTS = SensorParts(
+    magnetometer=MagnetometerPart("quiet", ChipAxis(1300e-6, 1e-12, 0.0, "T"), 90.0),
+    imu=ImuPart("quiet", ChipAxis(8 * 9.80665, 1e-9, 0.0, "m/s^2"), ChipAxis(34.9, 1e-9, 0.0, "rad/s"), 100.0),
+)
 
 
 def unit(v: np.ndarray) -> np.ndarray:
@@ -92,7 +98,11 @@ def make_sweep(
         pose_t_start=t_start,
         pose_t_end=t_end,
         target=target,
-        meta={"rig": {"pivot_spacing_m": 0.029}, "provenance": {"generator": "streams_factory"}},
+        meta={
+            "rig": {"pivot_spacing_m": 0.029},
+            "provenance": {"generator": "streams_factory"},
+            "sensor": QUIET_PARTS.to_config(),
+        },
         truth=truth_d,
     )
 

@@ -13,7 +13,8 @@ from flexlearn.data.process import process_sweep
 from flexlearn.data.processing_config import ProcessingConfig
 from flexlearn.data.quality import REASONS
 from flexlearn.errors import ConfigError, DataError
-from tests.data.streams_factory import G, insert_polls, make_sweep, poll_index, unit
+from flexlearn.sensing.parts import SensorParts
+from tests.data.streams_factory import insert_polls, make_sweep, poll_index, unit
 
 CFG = ProcessingConfig()
 PULSE = 0.15  # first pulse switch-on, relative to the window start (streams_factory default)
@@ -149,7 +150,7 @@ def _defect(raw, reason):
         return freeze(raw, w0, t_on(raw, 1) - 1e-6)
     if reason == "saturated":
         mag = raw.mag.copy()
-        mag[poll_index(raw, w0 + 0.05), 2] = -CFG.saturation_limit
+        mag[poll_index(raw, w0 + 0.05), 2] = -1300e-6  # the quiet magnetometer's full scale
         return with_mag(raw, mag)
     if reason == "nan":
         mag = raw.mag.copy()
@@ -158,6 +159,25 @@ def _defect(raw, reason):
     if reason == "no_pulse":
         drop = (raw.coil_t > w0) & (raw.coil_t < w1)
         return dataclasses.replace(raw, coil_t=raw.coil_t[~drop], coil_on=raw.coil_on[~drop])
+    a_w = (raw.accel_t >= w0) & (raw.accel_t <= w1)
+    if reason == "absent":
+        acc = raw.accel.copy()
+        acc[a_w] = 0.0  # a bus that reads zeros
+        return dataclasses.replace(raw, accel=acc)
+    if reason == "accel_saturated":
+        acc = raw.accel.copy()
+        acc[np.flatnonzero(a_w)[3], 2] = 8 * 9.80665  # the quiet IMU's full scale
+        return dataclasses.replace(raw, accel=acc)
+    if reason == "accel_stuck":
+        # A noisy IMU whose readings freeze in pose 101: bit-identical samples its noise makes impossible.
+        acc = raw.accel + np.random.default_rng(1).normal(scale=0.01, size=raw.accel.shape)
+        acc[a_w] = acc[np.flatnonzero(a_w)[0]]
+        meta = dict(raw.meta, sensor=SensorParts.default().to_config())
+        return dataclasses.replace(raw, accel=acc, meta=meta)
+    if reason == "mag_stuck":
+        mag = raw.mag.copy()
+        mag[in_w] = mag[np.flatnonzero(in_w)[0]]
+        return with_mag(raw, mag)
     if reason == "no_accel":
         keep = (raw.accel_t < w0) | (raw.accel_t > w1)
         return dataclasses.replace(raw, accel_t=raw.accel_t[keep], accel=raw.accel[keep])
@@ -187,17 +207,59 @@ def test_nan_accel_samples_drop_only_when_too_few_remain():
 
 
 # ------------------------------------------------------------------------------------ whole-sweep errors
-@pytest.mark.parametrize("scale, unit_name", [(1e6, "µT"), (1e4, "gauss"), (1e3, "mT")])
-def test_field_in_wrong_unit_is_named(scale, unit_name):
+@pytest.mark.parametrize("scale, unit_name", [(1e6, "uT"), (1e4, "gauss"), (1e3, "mT")])
+def test_field_in_wrong_unit_is_refused_with_the_key_that_converts_it(scale, unit_name):
     raw = make_sweep(2)
-    with pytest.raises(DataError, match=rf"stream 'mag'.*median \|m\| = [0-9.]+.*looks like {unit_name} \("):
-        process_sweep(with_mag(raw, raw.mag * scale))
+    wrong = with_mag(raw, raw.mag * scale)
+    key = rf"\+processing.field_unit={unit_name}"
+    with pytest.raises(DataError, match=rf"stream 'mag'.*median \|m\| = [0-9.]+.*looks like {unit_name}: set {key}"):
+        process_sweep(wrong)
+    res = process_sweep(wrong, ProcessingConfig(field_unit=unit_name))
+    np.testing.assert_allclose(res.dataset.delta_b, res.dataset.truth_delta_b, rtol=1e-9, atol=0)
+    assert res.report.notes == [f"stream 'mag' converted from {unit_name} to T (processing.field_unit={unit_name})"]
 
 
-def test_accel_in_g_is_named():
+def test_accel_in_g_is_refused_and_converted():
     raw = make_sweep(2)
-    with pytest.raises(DataError, match=r"stream 'accel'.*median \|a\| = 1\b.*looks like g \("):
-        process_sweep(dataclasses.replace(raw, accel=raw.accel / G))
+    wrong = dataclasses.replace(raw, accel=raw.accel / 9.80665)
+    with pytest.raises(
+        DataError, match=r"stream 'accel'.*median \|a\| = 1.*looks like g: set \+processing.accel_unit=g"
+    ):
+        process_sweep(wrong)
+    res = process_sweep(wrong, ProcessingConfig(accel_unit="g"))
+    np.testing.assert_allclose(res.dataset.label, res.dataset.truth_label, atol=1e-14)
+
+
+def _times_scaled(raw, factor):
+    t = {k: np.asarray(v) * factor for k, v in (("mag_t", raw.mag_t), ("accel_t", raw.accel_t), ("coil_t", raw.coil_t))}
+    return dataclasses.replace(raw, **t, pose_t_start=raw.pose_t_start * factor, pose_t_end=raw.pose_t_end * factor)
+
+
+@pytest.mark.parametrize("unit_name, factor", [("ms", 1e3), ("us", 1e6), ("ns", 1e9)])
+def test_times_in_another_unit_are_refused_by_their_spacing_and_converted(unit_name, factor):
+    raw = make_sweep(3)
+    wrong = _times_scaled(raw, factor)
+    with pytest.raises(
+        DataError,
+        match=rf"stream 'accel': field 't'.*100 Hz.*look like {unit_name}: set "
+        rf"\+processing.time_unit={unit_name}$",
+    ):
+        process_sweep(wrong)
+    res, ref = process_sweep(wrong, ProcessingConfig(time_unit=unit_name)), process_sweep(raw)
+    np.testing.assert_allclose(res.dataset.delta_b, ref.dataset.delta_b, rtol=1e-9)
+    np.testing.assert_array_equal(res.dataset.n_coil_on, ref.dataset.n_coil_on)
+    assert res.report.notes == [f"times converted from {unit_name} to s (processing.time_unit={unit_name})"]
+
+
+def test_times_declared_in_ms_but_in_seconds_are_refused():
+    with pytest.raises(DataError, match=r"look like s: set \+processing.time_unit=s"):
+        process_sweep(make_sweep(3), ProcessingConfig(time_unit="ms"))
+
+
+def test_a_rate_no_unit_explains_names_the_parts():
+    raw = _times_scaled(make_sweep(3), 1e-3)  # 100 µs spacing from a 100 Hz IMU
+    with pytest.raises(DataError, match=r"no time unit explains it: check sensor.imu.output_rate_hz"):
+        process_sweep(raw)
 
 
 def test_no_coil_off_samples():
@@ -214,11 +276,83 @@ def test_no_coil_events(on):
         process_sweep(raw)
 
 
-def test_every_pose_dropped_reports_the_reasons():
+def test_every_pose_dropped_reports_how_many_and_why():
     raw = make_sweep(4)
     acc = raw.accel + 0.3 * (-1.0) ** np.arange(len(raw.accel_t))[:, None]
-    with pytest.raises(DataError, match=r"every one of the 4 poses was dropped.*not_stationary: 4"):
+    with pytest.raises(
+        DataError,
+        match=r"only 0 of 4 poses \(0%\) are left, at least 50% .*min_kept_fraction.*not_stationary: 4.*"
+        r"most were dropped as 'not_stationary' \(4 poses\): the module still moves",
+    ):
         process_sweep(dataclasses.replace(raw, accel=acc))
+
+
+def test_a_stuck_accelerometer_through_the_whole_sweep_is_refused_not_trained_on():
+    # Every sample bit-identical: every label would be the same. Even for the noise-free parts of these
+    # sweeps, one reading across poses commanded to different targets is a stuck sensor.
+    raw = make_sweep(6)
+    acc = np.broadcast_to(raw.accel[len(raw.accel) // 2], raw.accel.shape).copy()
+    with pytest.raises(DataError, match=r"only 0 of 6 poses .*accel_stuck: 6.*repeats one reading bit for bit"):
+        process_sweep(dataclasses.replace(raw, accel=acc))
+
+
+def test_one_pose_with_zero_accelerometer_readings_drops_that_pose_only():
+    raw = make_sweep(6)
+    acc = raw.accel.copy()
+    a_w = (raw.accel_t >= raw.pose_t_start[2]) & (raw.accel_t <= raw.pose_t_end[2])
+    acc[a_w] = 0.0
+    res = process_sweep(dataclasses.replace(raw, accel=acc))
+    assert res.report.dropped["absent"] == [102] and res.report.n_kept == 5
+    assert res.report.samples["accel_zero"] == int(a_w.sum())
+    np.testing.assert_allclose(res.dataset.label, res.dataset.truth_label, atol=1e-14)
+
+
+def test_a_single_zero_sample_is_discarded_and_the_pose_kept():
+    raw = make_sweep(3)
+    acc = raw.accel.copy()
+    acc[np.flatnonzero(raw.accel_t >= raw.pose_t_start[1])[2]] = 0.0
+    res = process_sweep(dataclasses.replace(raw, accel=acc))
+    assert res.report.n_kept == 3
+    np.testing.assert_allclose(res.dataset.label, res.dataset.truth_label, atol=1e-14)
+
+
+def test_clipping_follows_the_magnetometer_part():
+    # Pose 101's field is raised to 480 µT: within the default ±1300 µT part, at the rail of a LIS3MDL at ±4 gauss
+    # (its 16-bit output ends at 32767/6842 gauss = 479 µT).
+    from flexlearn.sensing.parts import ChipAxis, MagnetometerPart
+    from tests.data.streams_factory import QUIET_PARTS
+
+    raw = make_sweep(4)
+    mag = raw.mag.copy()
+    w = (raw.mag_t >= raw.pose_t_start[1]) & (raw.mag_t <= raw.pose_t_end[1])
+    mag[w, 0] = np.where(mag[w, 0] > 4.79e-4, mag[w, 0], 4.7891e-4)  # clipped at the part's rail
+    clipped = with_mag(raw, mag)
+    lis = SensorParts.preset("lis3mdl_4g", "sim_default").magnetometer
+    quiet_lis = MagnetometerPart("lis3mdl_4g", ChipAxis(lis.field.full_scale, lis.field.lsb, 0.0, "T"), 80.0)
+    parts = dataclasses.replace(QUIET_PARTS, magnetometer=quiet_lis)
+    res = process_sweep(clipped, parts=parts)
+    assert res.report.dropped["saturated"] == [101] and res.report.n_kept == 3
+    assert res.report.samples["mag_saturated"] == int(w.sum())
+    assert res.report.sensor["magnetometer"]["name"] == "lis3mdl_4g"
+    assert process_sweep(clipped).report.dropped["saturated"] == []  # the ±1300 µT part does not clip there
+
+
+def test_an_explicit_saturation_limit_overrides_the_part():
+    raw = make_sweep(4)
+    limit = float(np.abs(raw.mag[(raw.mag_t >= raw.pose_t_start[2]) & (raw.mag_t <= raw.pose_t_end[2])]).max())
+    res = process_sweep(raw, ProcessingConfig(saturation_limit=limit))
+    assert 102 in res.report.dropped["saturated"]
+
+
+def test_min_kept_fraction_decides_between_dropping_and_refusing():
+    raw = make_sweep(4)
+    acc = raw.accel.copy()
+    for p in (0, 1, 2):
+        acc[(raw.accel_t >= raw.pose_t_start[p]) & (raw.accel_t <= raw.pose_t_end[p])] = 0.0
+    with pytest.raises(DataError, match=r"only 1 of 4 poses \(25%\) .*'absent' \(3 poses\)"):
+        process_sweep(dataclasses.replace(raw, accel=acc))
+    res = process_sweep(dataclasses.replace(raw, accel=acc), ProcessingConfig(min_kept_fraction=0.2))
+    assert res.report.n_kept == 1
 
 
 @pytest.mark.parametrize("stream", ["mag", "accel"])

@@ -17,7 +17,7 @@ from .conftest import run_app
 @pytest.fixture(scope="module")
 def session(recordings, ros_map, tmp_path_factory):
     out = tmp_path_factory.mktemp("session") / "monday"
-    ingest_recording(recordings["mcap"], out, ros_map, report_options={"n_cells": 16})
+    ingest_recording(recordings["mcap"], out, ros_map, report={"n_cells": 16})
     return out
 
 

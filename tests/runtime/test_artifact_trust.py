@@ -17,7 +17,7 @@ import torch
 
 from flexlearn.errors import ConfigError, FlexlearnError
 from flexlearn.models.direction_mlp import DirectionMLP
-from flexlearn.runtime.manifest import UntrustedArtifactError, manifest_path, manifest_record
+from flexlearn.runtime.pikit.manifest import UntrustedArtifactError, manifest_path, manifest_record
 
 
 class _Exploit:

@@ -13,7 +13,7 @@ import torch
 from flexlearn.replay import frames
 from flexlearn.replay import shapes as rs
 from flexlearn.runtime.deploy import build_bundle, export_bundle, load_bundle
-from flexlearn.runtime.manifest import manifest_path, manifest_record
+from flexlearn.runtime.pikit.manifest import manifest_path, manifest_record
 from flexlearn.sensing.magcal import fit_ellipsoid
 from flexlearn.sim import shape_scenarios as scenarios
 from flexlearn.sim.robot import simulate_robot

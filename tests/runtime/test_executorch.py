@@ -26,7 +26,7 @@ from flexlearn.runtime.arm.graph import ArmControllerGraph
 from flexlearn.runtime.fusion.estimator import FusedEstimator
 from flexlearn.runtime.fusion.graph import FusedEstimatorGraph
 from flexlearn.runtime.fusion.options import EstimatorSettings
-from flexlearn.runtime.manifest import UntrustedArtifactError, manifest_path
+from flexlearn.runtime.pikit.manifest import UntrustedArtifactError, manifest_path
 from flexlearn.sim.arm_fault_stream import arm_fault_stream, static_arm_frame
 
 F64 = torch.float64
@@ -332,7 +332,7 @@ def test_estimator_graph_equals_the_estimator(direction_model, est_kw, est_refer
 def test_bundle_programs_match_the_estimator(bundle_files, est_reference, suffix):
     """The exported estimator as the runner drives it (`ProgramBundle`: a round, then the correction only when a
     pulse ended) against `FusedEstimator`: same flags and corrections, points and heights to 1e-6 m."""
-    from flexlearn.runtime.program_bundle import load_program_bundle
+    from flexlearn.runtime.pikit.program_bundle import load_program_bundle
 
     frames, ref = est_reference
     bundle, meta = load_program_bundle(bundle_files[suffix])
@@ -413,8 +413,7 @@ def test_artefacts_run_under_an_aarch64_emulator(request, curl_recording, tmp_pa
 
     work = tmp_path / "pi"
     work.mkdir()
-    for name in ("manifest.py", "program_bundle.py", "height_control.py", "time_base.py"):
-        shutil.copy(ROOT / "flexlearn" / "runtime" / name, work / name)
+    shutil.copytree(ROOT / "flexlearn" / "runtime" / "pikit", work / "pikit")  # the runtime package, as in a kit
     shutil.copy(ROOT / "scripts" / "pi_runner.py", work / "pi_runner.py")
     files = []
     for suffix in (".pt", ".pte"):

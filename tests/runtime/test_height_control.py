@@ -10,7 +10,7 @@ import torch
 from flexlearn.models.direction_mlp import DirectionMLP
 from flexlearn.runtime.fusion.estimator import FusedEstimator
 from flexlearn.runtime.fusion.options import EstimatorSettings
-from flexlearn.runtime.height_control import ACTIVE, HOLD, REJECTED, SETTLING, HeightPID, HeightPIDSettings
+from flexlearn.runtime.pikit.height_control import ACTIVE, HOLD, REJECTED, SETTLING, HeightPID, HeightPIDSettings
 from flexlearn.sim.shape_scenarios import HeightHoldSettings, closed_loop_height
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from flexlearn.models.direction_mlp import DirectionMLP
 from flexlearn.runtime.deploy import build_bundle, export_bundle
-from flexlearn.runtime.manifest import manifest_path, manifest_record
+from flexlearn.runtime.pikit.manifest import manifest_path, manifest_record
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 2
@@ -276,10 +276,9 @@ def test_an_output_that_is_an_input_is_refused_before_it_is_truncated(runner, ca
 
 
 def test_manifest_check_runs_with_torch_alone(tmp_path, bundle):
-    """On the Pi there is no flexlearn: manifest.py and frame_lines.py are loaded by file path next to pi_runner.py."""
+    """On the Pi there is no flexlearn: the runner imports the package pikit/ beside it (as the kit lays it out)."""
     shutil.copy(ROOT / "scripts" / "pi_runner.py", tmp_path)
-    for name in ("manifest.py", "frame_lines.py"):
-        shutil.copy(ROOT / "flexlearn" / "runtime" / name, tmp_path)
+    shutil.copytree(ROOT / "flexlearn" / "runtime" / "pikit", tmp_path / "pikit")
     shutil.copy(bundle, tmp_path / "b.pt")
     (tmp_path / "f.jsonl").write_bytes(_line(type="ref", t=0.0, q=Q) + b"\n" + _att(0.06) + b"\n")
     code = """
@@ -297,5 +296,5 @@ open("b.pt.manifest.json", "w").write(__import__("json").dumps({"sha256": m["_ma
 print("RC", m["main"](["b.pt"] + args), m["_manifest_module"]().__file__)
 """
     res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert res.stdout.split("\n")[:2] == ["RC 2", f"RC 0 {tmp_path / 'manifest.py'}"], res.stdout + res.stderr
+    assert res.stdout.split("\n")[:2] == ["RC 2", f"RC 0 {tmp_path / 'pikit' / 'manifest.py'}"], res.stdout + res.stderr
     assert "no manifest" in res.stderr

@@ -11,11 +11,11 @@ import torch
 
 from flexlearn.lie import matrix_to_quat, so3_exp
 from flexlearn.models.direction_mlp import DirectionMLP
-from flexlearn.runtime import serial_frames as sf
 from flexlearn.runtime.fusion.estimator import FusedEstimator
 from flexlearn.runtime.fusion.flags import TIME_ORDER
 from flexlearn.runtime.fusion.options import EstimatorSettings
-from flexlearn.runtime.height_control import ACTIVE, HOLD, HeightPID, HeightPIDSettings
+from flexlearn.runtime.pikit import serial_frames as sf
+from flexlearn.runtime.pikit.height_control import ACTIVE, HOLD, HeightPID, HeightPIDSettings
 
 F64 = torch.float64
 N = 3
@@ -98,7 +98,7 @@ def test_master_clock_restart_resynchronises_and_keeps_the_state(scripted):
 
 def test_time_base_rules():
     """Unit rules of the clock helper: outliers dropped, agreeing ones resync, repeats never count."""
-    from flexlearn.runtime.time_base import NO_TIME, TimeBase
+    from flexlearn.runtime.pikit.time_base import NO_TIME, TimeBase
 
     tb = torch.jit.script(TimeBase(1, max_gap=2.0, confirm=3))
     assert tb.check(0, 5.0, NO_TIME, NO_TIME) == 5.0  # first frame
@@ -138,7 +138,7 @@ def test_nan_target_is_refused_and_flagged(scripted):
         assert ctl.target == 0.03 and math.isfinite(v) and v > 0.0  # the last valid target still acts
         assert not accepted and ctl.target_rejected
         status.append(st)
-    from flexlearn.runtime.height_control import STATUS_NAMES, TARGET_REJECTED
+    from flexlearn.runtime.pikit.height_control import STATUS_NAMES, TARGET_REJECTED
 
     assert status == [TARGET_REJECTED] * 4 and STATUS_NAMES[TARGET_REJECTED] == "target_rejected"
     assert ctl.bad_targets == 4 and ctl.set_target(0.02)

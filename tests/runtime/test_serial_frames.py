@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from flexlearn.replay import frames
-from flexlearn.runtime import serial_frames as sf
 from flexlearn.runtime.deploy import build_bundle, export_bundle
-from flexlearn.runtime.manifest import manifest_path, manifest_record
+from flexlearn.runtime.pikit import serial_frames as sf
+from flexlearn.runtime.pikit.manifest import manifest_path, manifest_record
 from flexlearn.sensing.magcal import fit_ellipsoid
 from flexlearn.sim import shape_scenarios as scenarios
 from flexlearn.sim.robot import simulate_robot
@@ -100,7 +100,7 @@ def test_encode_rejects_bad_rows():
 
 def test_serial_frames_is_stdlib_only():
     """The Pi path must not need flexlearn or numpy: serial_frames.py imports only the standard library."""
-    tree = ast.parse((ROOT / "flexlearn/runtime/serial_frames.py").read_text())
+    tree = ast.parse((ROOT / "flexlearn/runtime/pikit/serial_frames.py").read_text())
     mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     mods |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert mods <= set(sys.stdlib_module_names) | {"__future__"}, mods

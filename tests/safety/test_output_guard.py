@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from flexlearn import atomic
 from flexlearn.atomic import (
     OUTPUT_MARKER,
     OutputPathError,
@@ -172,6 +173,7 @@ def test_failed_swap_puts_the_previous_version_back(tmp_path, monkeypatch):
         return real_replace(src, dst)
 
     monkeypatch.setattr(os, "replace", flaky)
+    monkeypatch.setattr(atomic, "exchange_paths", lambda a, b: False)  # a system without renameat2: two renames
     with pytest.raises(OutputPathError, match="cannot be replaced"):
         with atomic_dir(out) as tmp:
             (tmp / "v").write_text("new")
@@ -212,3 +214,24 @@ def test_report_refuses_an_output_that_holds_its_sessions(recording, tmp_path):
 
     with pytest.raises(OutputPathError, match="contains the input"):
         write_report([recording], recording.parent)
+
+
+def test_directory_swap_is_one_exchange_where_the_system_has_it(tmp_path, monkeypatch):
+    """With renameat2(RENAME_EXCHANGE) the new directory replaces the old one in one step: no instant without one."""
+    out = tmp_path / "out"
+    with atomic_dir(out) as tmp:
+        (tmp / "v").write_text("old")
+    probe_a, probe_b = tmp_path / "a", tmp_path / "b"
+    probe_a.mkdir(), probe_b.mkdir()
+    (probe_a / "x").write_text("a")
+    if not atomic.exchange_paths(probe_a, probe_b):
+        pytest.skip("this system or file system has no renameat2(RENAME_EXCHANGE)")
+    assert (probe_b / "x").read_text() == "a" and not (probe_a / "x").exists()
+    calls = []
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda s, d: calls.append((s, d)) or real_replace(s, d))
+    with atomic_dir(out) as tmp:
+        (tmp / "v").write_text("new")
+    assert (out / "v").read_text() == "new"
+    assert calls == [], "an existing directory is exchanged, not moved aside by renames"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "out"]

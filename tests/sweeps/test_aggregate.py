@@ -73,6 +73,7 @@ def test_command_line_writes_to_out_dir(multirun, tmp_path):
     header = (out / "summary.csv").read_text().splitlines()[0].split(",")
     assert header == ["job", "status", "task.problem.slope_noise", "experiment", "id/EI_rel_err"]
     assert (out / "summary.png").exists() and not (multirun / "summary.csv").exists()
+    assert "no best run: the jobs record no optimized_metric" in proc.stdout
 
 
 def test_bad_inputs_name_the_directory_file_or_key(multirun, tmp_path):
@@ -129,7 +130,8 @@ def test_default_figure_plots_the_optimised_metric_coloured_by_a_second_key(optu
     import matplotlib.image
 
     res = aggregate_multirun(optuna_like)
-    assert res["y"] == "val/ang_err_median_deg"  # not 'epochs', the first column in alphabetical order
+    assert res["y"] == "objective"  # the value returned to the sweeper, not 'epochs' (first in alphabetical order)
+    assert all(r["objective"] == r["val/ang_err_median_deg"] for r in res["rows"])  # no best_score recorded
     assert res["x"] == "task.lr" and res["hue"] == "model.activation"  # a categorical second key as colour
     img = matplotlib.image.imread(res["figure"])
     assert img.shape[0] > 300 and img.shape[1] > 500
@@ -201,3 +203,55 @@ def test_an_out_dir_of_the_users_own_is_refused_and_kept(multirun, tmp_path):
     res = aggregate_multirun(multirun, tmp_path / "new")
     assert Path(res["csv"]).parent == tmp_path / "new"
     assert aggregate_multirun(multirun, tmp_path / "new")["n_jobs"] == 4  # its own folder is written again
+
+
+# ----------------------------------------------------------------------------------------------- the best run
+def test_best_run_is_the_best_checkpoints_score_and_is_marked(optuna_like):
+    """The objective is ``best_score`` (the best checkpoint's metric, what the sweeper received) where a job records
+    it, not the last epoch's value; the best job is named with its directory and checkpoint, first in summary.md."""
+    for i in range(12):
+        m = json.loads((optuna_like / str(i) / "metrics.json").read_text())
+        # the last epoch got worse than the best checkpoint, by a different amount per job: job 5 has the best
+        m.update(best_score=m["val/ang_err_median_deg"] - (0.5 if i == 5 else 0.0), best_ckpt=f"/ckpt/{i}/best.ckpt")
+        (optuna_like / str(i) / "metrics.json").write_text(json.dumps(m))
+    res = aggregate_multirun(optuna_like)
+    best = res["best"]
+    scores = {r["job"]: r["objective"] for r in res["rows"]}
+    assert best["job"] == min(scores, key=scores.get) and best["value"] == min(scores.values())
+    assert best["checkpoint"] == f"/ckpt/{best['job']}/best.ckpt" and best["dir"] == str(optuna_like / best["job"])
+    assert set(best["overrides"]) == {"task.lr", "data.batch_size", "model.activation"}
+    header = Path(res["csv"]).read_text().splitlines()[0].split(",")
+    assert header[:6] == ["job", "status", "task.lr", "data.batch_size", "model.activation", "objective"]
+    assert header[6] == "val/ang_err_median_deg"
+    md = Path(res["markdown"]).read_text()
+    assert md.index(f"## Best run: job {best['job']}") < md.index("## Jobs")
+    assert f"| **{best['job']} (best)** | ok |" in md and f"checkpoint: /ckpt/{best['job']}/best.ckpt" in md
+    table = md[md.index("## Jobs") : md.index("## Metrics")]
+    assert table.splitlines()[2] == "| job | status | task.lr | data.batch_size | model.activation | objective |"
+
+
+def test_best_run_follows_the_sweepers_direction_and_skips_unfinished(optuna_like):
+    (optuna_like / "multirun.yaml").write_text("hydra:\n  sweeper:\n    direction: maximize\n")
+    (optuna_like / "3" / "metrics.json").write_text(json.dumps({"status": "ok", "val/ang_err_median_deg": 1e9}))
+    (optuna_like / "4" / "metrics.json").unlink()
+    res = aggregate_multirun(optuna_like)
+    assert res["best"]["job"] == "3" and res["best"]["direction"] == "maximize"
+    from flexlearn.sweeps.aggregate import best_run_lines
+
+    lines = best_run_lines(res)
+    assert lines[0] == "sweep: 11 of 12 jobs finished" and lines[1] == "  no metrics.json: failed or stopped: job 4"
+    assert lines[2].startswith("best run: job 3 (") and "val/ang_err_median_deg = 1e+09" in lines[2]
+    assert lines[3] == f"  directory:  {optuna_like / '3'}" and lines[4] == "  checkpoint: none written"
+
+
+def test_no_best_run_without_a_finite_objective(optuna_like):
+    for i in range(12):
+        (optuna_like / str(i) / "metrics.json").write_text(
+            json.dumps({"status": "diverged", "val/ang_err_median_deg": "inf"})
+        )
+    res = aggregate_multirun(optuna_like)
+    assert res["best"] is None
+    from flexlearn.sweeps.aggregate import best_run_lines
+
+    lines = best_run_lines(res)
+    assert lines[1] == "  status diverged: job 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11" and "no best run" in lines[2]

@@ -289,7 +289,7 @@ def test_failed_bundle_export_writes_nothing(bad, trained_run, compose_cfg, tmp_
 
 def test_exported_files_carry_manifests_that_loaders_check(exported):
     from flexlearn.runtime.export import load_program
-    from flexlearn.runtime.manifest import UntrustedArtifactError, manifest_path
+    from flexlearn.runtime.pikit.manifest import UntrustedArtifactError, manifest_path
 
     _, paths, _ = exported
     for kind in ("torchscript", "program"):
@@ -302,3 +302,52 @@ def test_exported_files_carry_manifests_that_loaders_check(exported):
     with pytest.raises(UntrustedArtifactError, match="copy.pt"):
         load_torchscript(copy)
     assert load_torchscript(copy, trust_unverified=True)[1]["model"] == "DirectionMLP"
+
+
+def test_evaluation_bands_follow_the_commanded_bend(trained_run, compose_cfg):
+    cfg = compose_cfg("eval", [f"ckpt_path={trained_run['metrics']['best_ckpt']}"])
+    metrics = evaluate_checkpoint(cfg.ckpt_path, cfg)
+    assert metrics["bands_by"] == "commanded bend" and metrics["cap_deg"] == pytest.approx(29.5)
+    # Every pose of the sweep was commanded within its 29.5° cap: all of them are scored in the cap band, though
+    # the labels (board and base tilt included) reach past it.
+    assert metrics["test/cap/n_samples"] == metrics["test/n_samples"]
+    assert metrics["test/past_cap/n_samples"] == 0
+    assert 0 < metrics["test/cap/label_colatitude_median_deg"] < 29.5
+
+
+def test_a_relative_dataset_path_resolves_from_any_directory(tmp_path, monkeypatch):
+    from flexlearn.errors import ConfigError
+    from flexlearn.jobs.evaluate import resolve_dataset_path
+
+    project = tmp_path / "project"
+    (project / "data").mkdir(parents=True)
+    (project / "data" / "ds.parquet").write_bytes(b"x")
+    ckpt = project / "logs" / "train" / "runs" / "r1" / "checkpoints" / "last.ckpt"
+    ckpt.parent.mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert resolve_dataset_path("data/ds.parquet", ckpt) == project / "data" / "ds.parquet"
+    with pytest.raises(ConfigError, match=r"'data/other.parquet', is not found .*pass dataset_path=<file>"):
+        resolve_dataset_path("data/other.parquet", ckpt)
+    with pytest.raises(ConfigError, match=r"records no dataset; pass dataset_path=<file>"):
+        resolve_dataset_path(None, ckpt)
+
+
+def test_cli_eval_from_another_directory(trained_run, tmp_path):
+    best = trained_run["metrics"]["best_ckpt"]
+    ckpt = torch.load(best, weights_only=True, map_location="cpu")
+    from flexlearn.tasks.checkpoints import CHECKPOINT_INFO_KEY
+
+    assert Path(ckpt[CHECKPOINT_INFO_KEY]["dataset_path"]).is_absolute()
+    ckpt[CHECKPOINT_INFO_KEY]["dataset_path"] = "gone/dataset.parquet"
+    torch.save(ckpt, tmp_path / "moved.ckpt")
+    script = Path(sys.executable).with_name("flexlearn-eval")
+    env = dict(os.environ, FLEXLEARN_ROOT=str(tmp_path), OMP_NUM_THREADS="1")
+    proc = subprocess.run(
+        [str(script), f"ckpt_path={tmp_path / 'moved.ckpt'}"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "gone/dataset.parquet" in proc.stderr and "dataset_path=" in proc.stderr
+    proc = subprocess.run([str(script), f"ckpt_path={best}"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -33,8 +33,20 @@ def test_grid_sweep_survives_a_diverging_job(tmp_path, cache_dir):
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = job_metrics(tmp_path)
     assert len(metrics) == 2
-    finite = [math.isfinite(m["val/ang_err_median_deg"]) for m in metrics]
+    # a diverged job records a non-finite metric (null in strict JSON)
+    finite = [m["val/ang_err_median_deg"] is not None and math.isfinite(m["val/ang_err_median_deg"]) for m in metrics]
+    assert metrics[1]["status"] == "diverged" and not finite[1]
     assert finite[0], "the sane job must produce a finite metric"
+    # the end of the sweep names the best run: the sane job, its directory and best checkpoint
+    sweep = next(tmp_path.glob("logs/train/multiruns/*"))
+    lines = proc.stdout.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("best run: "))
+    assert lines[at].startswith("best run: job 0 (task.lr=0.003): val/ang_err_median_deg = ")
+    assert (
+        lines[at + 1] == f"  directory:  {sweep / '0'}" and lines[at + 2] == f"  checkpoint: {metrics[0]['best_ckpt']}"
+    )
+    assert "  status diverged: job 1" in lines[:at]
+    assert "| **0 (best)** | ok |" in (sweep / "summary.md").read_text()
 
 
 def test_optuna_sweep_two_trials(tmp_path, cache_dir):
@@ -52,6 +64,14 @@ def test_optuna_sweep_two_trials(tmp_path, cache_dir):
     assert len(job_metrics(tmp_path)) == 2
     optimization = next(tmp_path.glob("logs/train/multiruns/*/optimization_results.yaml")).read_text()
     assert "best_value" in optimization
+    # the trial printed as best is the study's best: its objective is its best checkpoint's score
+    import yaml
+
+    best_value = yaml.safe_load(optimization)["best_value"]
+    metrics = job_metrics(tmp_path)
+    best = min(range(2), key=lambda i: metrics[i]["best_score"])
+    assert metrics[best]["best_score"] == best_value
+    assert f"best run: job {best} (" in proc.stdout and f"  checkpoint: {metrics[best]['best_ckpt']}" in proc.stdout
 
 
 def test_unknown_override_fails_with_a_message_naming_the_key(tmp_path, cache_dir):

@@ -64,6 +64,13 @@ def test_tiny_run_learns_and_writes_required_metrics(compose_cfg):
     # Untrained directions are off by tens of degrees; a few epochs on 1,200 poses get well below that.
     assert metrics["test/ang_err_median_deg"] < 5.0
     assert written["best_ckpt"].endswith(".ckpt") and written["last_ckpt"].endswith("last.ckpt")
+    # the value a sweep gets is the best checkpoint's metric (the minimum over epochs), not the last epoch's
+    import csv
+
+    with open(Path(cfg.paths.output_dir, "csv", "metrics.csv"), newline="") as f:
+        per_epoch = [float(r[cfg.optimized_metric]) for r in csv.DictReader(f) if r.get(cfg.optimized_metric)]
+    assert len(per_epoch) == 8
+    assert written["best_score"] == pytest.approx(min(per_epoch), rel=1e-6)
 
 
 class StopAfterSteps(Exception):
@@ -128,3 +135,12 @@ def test_pipeline_config_writes_figures_and_exports(compose_cfg):
     for key in ("error_polar_map", "error_histogram", "training_curves"):
         assert Path(metrics["figures"][key]).stat().st_size > 1000
     assert Path(metrics["exports"]["torchscript"]).exists() and Path(metrics["exports"]["program"]).exists()
+    # every JSON file the pipeline wrote parses strictly (no NaN, Infinity: JSON.parse, jq accept them)
+    written = sorted(Path(cfg.paths.root_dir).rglob("*.json"))
+    assert any(p.name == "metrics.json" for p in written)
+
+    def refuse(name):
+        raise ValueError(name)
+
+    for path in written:
+        json.loads(path.read_text(), parse_constant=refuse)

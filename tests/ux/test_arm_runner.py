@@ -93,7 +93,7 @@ def test_arm_mode_steps_the_controller_and_flags_bad_frames(controller_file, tmp
 def test_arm_mode_refuses_a_robot_bundle(tmp_path, capsys):
     from flexlearn.models.direction_mlp import DirectionMLP
     from flexlearn.runtime.deploy import build_bundle, export_bundle
-    from flexlearn.runtime.manifest import manifest_path, manifest_record
+    from flexlearn.runtime.pikit.manifest import manifest_path, manifest_record
 
     path = tmp_path / "bundle.pt"
     export_bundle(build_bundle(DirectionMLP(hidden=(8,)), 2), path)

@@ -31,8 +31,13 @@ def test_metrics_table_lists_the_test_metrics():
 
 
 def test_metrics_table_of_an_identification_and_of_nothing():
-    table = console.metrics_table({"id/cost": 12.5, "id/EI_rel_err": 0.011, "id/iterations": 9.0}, "id/cost")
-    assert table.splitlines()[0] == "identification" and "id/EI_rel_err" in table and "iterations" not in table
+    metrics = {"id/cost": 12.5, "id/EI": 74700.0, "id/EI_std": 294.0, "id/EI_rel_std": 0.0039, "id/EI_rel_err": 0.011}
+    metrics |= {"id/m": 20.14, "id/m_std": 0.1, "id/m_identifiable": 0.0, "id/iterations": 9.0}
+    table = console.metrics_table(metrics, "id/cost").splitlines()
+    assert table[0] == "identification" and table[1].split() == ["id/cost", "12.5"]
+    assert table[2].split()[:4] == ["EI", "74700", "±", "294"] and "(1.10 % from the truth)" in table[2]
+    assert table[3].split()[:4] == ["m", "20.14", "±", "0.1"] and "not identifiable" in table[3]
+    assert not any("iterations" in ln for ln in table)
     assert console.metrics_table({}) == ""
 
 

@@ -32,7 +32,7 @@ def runner():
 def bundle(tmp_path_factory):
     from flexlearn.models.direction_mlp import DirectionMLP
     from flexlearn.runtime.deploy import build_bundle, export_bundle
-    from flexlearn.runtime.manifest import manifest_path, manifest_record
+    from flexlearn.runtime.pikit.manifest import manifest_path, manifest_record
 
     path = tmp_path_factory.mktemp("bundle") / "bundle.pt"
     export_bundle(build_bundle(DirectionMLP(hidden=(8,)), SEGMENTS), path)
@@ -86,14 +86,19 @@ def test_control_without_spool_frames_warns_once(runner, streams, bundle, capsys
 
 
 def test_binary_frames_without_the_parser_fail_with_one_line(tmp_path, bundle, monkeypatch, capsys):
-    """A runner copied without serial_frames.py (and no flexlearn installed) names the missing file."""
-    for name in ("pi_runner.py",):
-        shutil.copy(ROOT / "scripts" / name, tmp_path / name)
-    for name in ("frame_lines.py", "manifest.py"):
-        shutil.copy(ROOT / "flexlearn" / "runtime" / name, tmp_path / name)
-    monkeypatch.setitem(sys.modules, "flexlearn.runtime.serial_frames", None)  # not importable
+    """A kit copied without pikit/serial_frames.py names the missing file in one line (exit 2)."""
+    shutil.copy(ROOT / "scripts" / "pi_runner.py", tmp_path / "pi_runner.py")
+    shutil.copytree(ROOT / "flexlearn" / "runtime" / "pikit", tmp_path / "pikit")
+    (tmp_path / "pikit" / "serial_frames.py").unlink()
+    for name in [m for m in sys.modules if m == "pikit" or m.startswith("pikit.")]:
+        monkeypatch.delitem(sys.modules, name)  # the kit's own package, not one an earlier test loaded
+    monkeypatch.setitem(sys.modules, "flexlearn.runtime.pikit.serial_frames", None)  # no flexlearn fallback
+    monkeypatch.syspath_prepend(str(tmp_path))
     lone = _load_runner(tmp_path / "pi_runner.py")
+    assert Path(lone.PIKIT.__file__).parent == tmp_path / "pikit"
     (tmp_path / "capture.bin").write_bytes(b"\xa5\x5a" + bytes(40))
     status = lone.main([str(bundle), "--log", str(tmp_path / "capture.bin"), "--format", "bin"])
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and len(err) == 1 and "serial_frames.py" in err[0], err
+    for name in [m for m in sys.modules if m == "pikit" or m.startswith("pikit.")]:
+        monkeypatch.delitem(sys.modules, name)

@@ -27,3 +27,15 @@ def test_three_panels_with_the_baseline_two_without(tmp_path):
     with_baseline = matplotlib.image.imread(write_trajectory_figure(_result(True), tmp_path / "a.png"))
     without = matplotlib.image.imread(write_trajectory_figure(_result(False), tmp_path / "b.png"))
     assert with_baseline.shape[1] > 1.4 * without.shape[1]  # the LSE-vs-shooting panel is added
+
+
+def test_the_title_says_what_is_drawn_in_plain_words(tmp_path):
+    from PIL import Image
+
+    from flexlearn.viz.cpr_figures import write_trajectory_figure
+
+    with Image.open(write_trajectory_figure(_result(True), tmp_path / "a.png")) as img:
+        title = img.text["Title"]
+    assert title.startswith("Continuum parallel robot in simulation (6 rods, 4 strain elements each)")
+    assert "11 samples" in title and "without load and pulled by a cable over a pulley" in title
+    assert not any(word in title for word in ("seed", "Experiment", "Exp.", "Table"))

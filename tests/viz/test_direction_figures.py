@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from flexlearn.errors import DataError
+from flexlearn.errors import ArgumentError, DataError
 from flexlearn.metrics import angular_error_deg
 from flexlearn.viz.direction_figures import (
     FIGURE_NAMES,
@@ -259,3 +259,66 @@ def test_polar_map_of_very_few_samples(tmp_path, n):
     one = np.tile(_direction(0.0, 0.0), (5, 1))  # all labels on the axis: colatitude 0
     plot_error_polar_map(one, _perturb(one, 1.0), tmp_path / "axis.png")
     assert_png(tmp_path / "axis.png")
+
+
+def test_test_marks_sit_at_the_best_epoch_not_the_last(tmp_path):
+    """Lightning logs the test row after the last epoch; the test scores the best checkpoint, so its star and the
+    dotted line sit at the epoch of the best validation median (epoch 3 of 5 here, counted from 1)."""
+    from flexlearn.viz.training_curves import training_curves_figure
+
+    val = [4.0, 2.0, 1.5, 1.7, 1.6]
+    rows = ["epoch,step,train/loss,val/loss,val/ang_err_median_deg,test/ang_err_median_deg,test/loss"]
+    for e, v in enumerate(val):
+        rows += [f"{e},{10 * e + 9},,{v / 100},{v},,", f"{e},{10 * e + 9},{0.1 / (e + 1)},,,,"]
+    rows.append(f"5,49,,,,{1.45},{0.0145}")  # the test row, logged at the end of training
+    path = tmp_path / "metrics.csv"
+    path.write_text("\n".join(rows) + "\n")
+    fig, _ = training_curves_figure(path)
+    assert "best checkpoint at epoch 3, by val/ang_err_median_deg" in fig.get_suptitle()
+    stars = [ln for ax in fig.axes for ln in ax.get_lines() if ln.get_marker() == "*"]
+    assert len(stars) == 2 and all(list(ln.get_xdata()) == [3.0] for ln in stars)
+    assert sorted(ln.get_label() for ln in stars) == ["test median (best checkpoint)", "test/loss (best checkpoint)"]
+    dotted = [ln for ax in fig.axes for ln in ax.get_lines() if ln.get_label().startswith("best checkpoint")]
+    assert dotted and all(ln.get_label() == "best checkpoint (epoch 3)" for ln in dotted)
+    assert all(np.allclose(ln.get_xdata(), 3.0) for ln in dotted)
+    fig, _ = training_curves_figure(path, mode="max")  # a monitor to maximise: the first epoch here
+    assert "best checkpoint at epoch 1" in fig.get_suptitle()
+    (tmp_path / "no_val.csv").write_text("epoch,step,train/loss,test/loss\n0,9,0.5,\n1,19,0.4,\n2,29,,0.3\n")
+    fig, _ = training_curves_figure(tmp_path / "no_val.csv")  # no monitor logged: the star stays where it was logged
+    stars = [ln for ax in fig.axes for ln in ax.get_lines() if ln.get_marker() == "*"]
+    assert "best checkpoint" not in fig.get_suptitle() and list(stars[0].get_xdata()) == [3.0]
+
+
+def test_evaluation_figures_say_what_they_show(tmp_path):
+    """Default words: the test poses, and the numbers of all of them; a caption's title and numbers replace them."""
+    from PIL import Image
+
+    from flexlearn.metrics import angular_error_summary
+    from flexlearn.viz.direction_figures import FigureCaption
+
+    label = _cap(400)
+    pred = _perturb(label, 2.0)
+    s = angular_error_summary(angular_error_deg(torch.as_tensor(pred), torch.as_tensor(label)))
+    numbers = f"all 400 poses: median {s['ang_err_median_deg']:.2f}°, p95 {s['ang_err_p95_deg']:.2f}°"
+    paths = write_evaluation_figures(label, pred, tmp_path / "a")
+    for name, first in (("error_polar_map", "over the bend range"), ("error_histogram", "poses")):
+        with Image.open(paths[name]) as img:
+            title = img.text["Title"].splitlines()
+        assert title[0].startswith("Direction error of the test poses") and title[0].endswith(first)
+        assert title[1] == numbers
+    caption = FigureCaption("Direction error of module 7, uncalibrated", "within the cap: median 1.00°; all: x")
+    paths = write_evaluation_figures(label, pred, tmp_path / "b", caption=caption)
+    with Image.open(paths["error_histogram"]) as img:
+        assert img.text["Title"].splitlines() == [
+            "Direction error of module 7, uncalibrated",
+            "within the cap: median 1.00°",
+            "all: x",
+        ]
+    with pytest.raises(ArgumentError, match="mode must be 'min' or 'max'"):
+        plot_training_curves(_sparse(tmp_path), tmp_path / "c.png", mode="lowest")
+
+
+def _sparse(tmp_path: Path) -> Path:
+    path = tmp_path / "metrics.csv"
+    path.write_text(SPARSE_METRICS)
+    return path

@@ -46,7 +46,16 @@ def joint_transform(theta: Tensor) -> Tensor:
 
 
 def link_transform(length: Tensor, tip_deflection: Tensor, tip_slope: Tensor) -> Tensor:
-    """``^{B_i}G_{T_i}``: translation (L, w(L)) then rotation w′(L) (..., 3, 3)."""
+    """``^{B_i}G_{T_i}``: translation (L, w(L)) then rotation w′(L) (..., 3, 3).
+
+    Args:
+        length: link length L [m] (broadcast to the deflection's shape).
+        tip_deflection: w(L) (...) [m].
+        tip_slope: w′(L) (...) [rad].
+
+    Returns:
+        The SE(2) transform (..., 3, 3).
+    """
     length = torch.as_tensor(length, dtype=tip_deflection.dtype).expand_as(tip_deflection)
     z = torch.zeros_like(tip_deflection)
     return se2_exp(_xi(z, length, tip_deflection)) @ se2_exp(_xi(tip_slope, z, z))
@@ -59,8 +68,18 @@ def forward_kinematics(
     tip_slope: Optional[Tensor] = None,
     base: Optional[Tensor] = None,
 ) -> Tensor:
-    """``^W G_{T_n}`` (..., 3, 3) from joint angles θ (..., n) [rad], link lengths (n,) [m], tip deflections
-    w_i(L_i) (..., n) [m] and tip slopes w′_i(L_i) (..., n) [rad]; ``base`` = ^W G_{T_0} (3, 3)."""
+    """``^W G_{T_n}`` (..., 3, 3) from joint angles, link lengths, tip deflections and tip slopes.
+
+    Args:
+        theta: joint angles θ (..., n) [rad].
+        lengths: link lengths (n,) [m].
+        tip_deflection: tip deflections w_i(L_i) (..., n) [m]; None: zero (rigid links).
+        tip_slope: tip slopes w′_i(L_i) (..., n) [rad]; None: zero.
+        base: ``^W G_{T_0}`` (3, 3); None: identity.
+
+    Returns:
+        The end-effector pose ``^W G_{T_n}`` (..., 3, 3).
+    """
     n = theta.shape[-1]
     lengths = torch.as_tensor(lengths, dtype=theta.dtype)
     w = torch.zeros_like(theta) if tip_deflection is None else tip_deflection
@@ -81,17 +100,33 @@ def pose_to_xytheta(G: Tensor) -> Tensor:
 
 
 def rigid_forward_kinematics(theta: Tensor, lengths: Tensor, base: Optional[Tensor] = None) -> Tensor:
-    """Rigid baseline: joint angles only (seed 000, §VI-C "Rigid")."""
+    """Rigid baseline: joint angles only (seed 000, §VI-C "Rigid").
+
+    Args:
+        theta: joint angles θ (..., n) [rad].
+        lengths: link lengths (n,) [m].
+        base: ``^W G_{T_0}`` (3, 3); None: identity.
+
+    Returns:
+        The end-effector pose (..., 3, 3).
+    """
     return forward_kinematics(theta, lengths, None, None, base)
 
 
 def piecewise_rigid_forward_kinematics(
     segment_angles: Tensor, segment_lengths: Tensor, base: Optional[Tensor] = None
 ) -> Tensor:
-    """Piecewise-rigid baseline (seed 000, §VI-B/C, ref. [40]): a chain of rigid segments with absolute
-    (world) inclinations ψ_k from one IMU each, (..., K) [rad], lengths (K,) [m] → pose (..., 3, 3).
+    """Piecewise-rigid baseline (seed 000, §VI-B/C, ref. [40]): a chain of rigid segments.
 
     The end-effector orientation is the last segment's inclination.
+
+    Args:
+        segment_angles: absolute (world) inclinations ψ_k from one IMU each, (..., K) [rad].
+        segment_lengths: segment lengths (K,) [m].
+        base: ``^W G_{T_0}`` (3, 3); None: identity.
+
+    Returns:
+        The end-effector pose (..., 3, 3).
     """
     K = segment_angles.shape[-1]
     seg = torch.as_tensor(segment_lengths, dtype=segment_angles.dtype)
@@ -125,6 +160,16 @@ class PlanarFlexibleKinematics(nn.Module):
         self.register_buffer("lengths", torch.as_tensor(lengths, dtype=torch.float64).reshape(-1))
 
     def forward(self, theta: Tensor, w_tip: Tensor, slope_tip: Tensor) -> Tensor:
+        """End-effector (x, y, angle) (..., 3) [m, m, rad] by the closed form in the class docstring.
+
+        Args:
+            theta: joint angles θ (..., n) [rad].
+            w_tip: tip deflections w_i(L_i) (..., n) [m].
+            slope_tip: tip slopes w′_i(L_i) (..., n) [rad].
+
+        Returns:
+            ``(x, y, angle)`` (..., 3), the angle wrapped to (−π, π].
+        """
         phi = torch.cumsum(theta, -1) + torch.cumsum(slope_tip, -1) - slope_tip
         c, s = torch.cos(phi), torch.sin(phi)
         x = (c * self.lengths - s * w_tip).sum(-1)

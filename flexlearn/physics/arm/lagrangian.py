@@ -43,7 +43,6 @@ EOM evaluation ≈ 3–5 ms (CPU, B ≤ 5), so 10 s of closed loop takes ≈ 1�
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Optional, Sequence
 
@@ -52,112 +51,18 @@ import torch
 from torch import Tensor, nn
 from torch.func import jvp
 
-from flexlearn.config import check, from_dict
+from flexlearn.physics.arm.config import ArmConfig
 from flexlearn.physics.modal.link import FlexibleLink
 from flexlearn.sensing.imu import GRAVITY as G0
 
 __all__ = [
-    "ArmLinkConfig",
-    "ArmConfig",
     "FlexibleArmPlant",
-    "seed_arm_config",
     "assumed_mode_link",
     "linearized_frequencies",
     "G0",
 ]
 
 f64 = torch.float64
-
-
-@dataclasses.dataclass
-class ArmLinkConfig:
-    """One flexible link of the arm (SI units).
-
-    ``mode_tip_mass``/``mode_tip_inertia`` [kg, kg m²]: tip load of the clamped problem whose modes are the
-    assumed-mode basis (< 0: the carried mass, i.e. M_i plus all outboard links and payloads, no inertia,
-    as the seed does for its DLFM link 1 in §VI-C).
-    """
-
-    EI: float = 74300.0
-    rho_A: float = 5.37
-    length: float = 4.5
-    tip_mass: float = 20.0
-    tip_inertia: float = 0.0
-    hub_inertia: float = 100.0
-    n_modes: int = 3
-    damping: float = 0.02
-    mode_tip_mass: float = -1.0
-    mode_tip_inertia: float = -1.0
-
-    def validate(self) -> None:
-        for k in ("EI", "rho_A", "length"):
-            v = getattr(self, k)
-            check(math.isfinite(v) and v > 0, f"arm.link.{k}", v, "must be a finite number > 0")
-        for k in ("tip_mass", "tip_inertia", "hub_inertia"):
-            v = getattr(self, k)
-            check(math.isfinite(v) and v >= 0, f"arm.link.{k}", v, "must be a finite number >= 0")
-        check(1 <= self.n_modes <= 8, "arm.link.n_modes", self.n_modes, "must be in 1..8")
-        check(0 <= self.damping < 1, "arm.link.damping", self.damping, "must be in [0, 1)")
-
-
-@dataclasses.dataclass
-class ArmConfig:
-    """Two-link (or one-link) planar flexible arm. ``actuator_tau`` [s]: first-order lag (0: none)."""
-
-    links: tuple[ArmLinkConfig, ...] = (ArmLinkConfig(),)
-    gravity: float = G0
-    actuator_tau: float = 0.0
-    quad_panels: int = 8
-    quad_order: int = 6
-
-    def __post_init__(self) -> None:
-        # links given as mappings (configs) become ArmLinkConfig
-        self.links = tuple(
-            from_dict(ArmLinkConfig, ln, f"arm.links[{i}]") if isinstance(ln, dict) else ln
-            for i, ln in enumerate(self.links)
-        )
-
-    def validate(self) -> None:
-        check(1 <= len(self.links) <= 2, "arm.links", len(self.links), "1 or 2 links are supported")
-        for ln in self.links:
-            ln.validate()
-        check(math.isfinite(self.gravity) and self.gravity >= 0, "arm.gravity", self.gravity, "must be >= 0")
-        check(
-            math.isfinite(self.actuator_tau) and self.actuator_tau >= 0,
-            "arm.actuator_tau",
-            self.actuator_tau,
-            "must be >= 0",
-        )
-        check(
-            self.quad_panels >= 1 and self.quad_order >= 2,
-            "arm.quad_panels",
-            (self.quad_panels, self.quad_order),
-            "need >= 1 panel of >= 2 points",
-        )
-
-
-def seed_arm_config(
-    n_modes: Sequence[int] = (3, 3),
-    hub_inertia: Sequence[float] = (1000.0, 200.0),
-    payload: Sequence[float] = (20.0, 10.0),
-    damping: float = 0.02,
-    actuator_tau: float = 0.0,
-) -> ArmConfig:
-    """The seed's DLFM (§VI-C): EI = 74300 N m², ρA = 5.37 kg/m, L = 4.5 / 3.55 m.
-
-    Our choices (the seed gives none): hub inertias 1000 and 200 kg m² (hydraulic boom roots with their
-    cylinders and linkages; with 100 and 20 kg m² the IMU-fed loops were unstable in our runs), tip masses
-    20 kg (joint-2 actuator at link 1's tip) and 10 kg (payload, §VI-C); link 1 then carries ≈ 49 kg.
-    Three assumed modes per link in the truth model (the controller uses 1 and 2). The assumed modes have
-    free tips (w″(L) = 0), so link 1's static tip slope under the joint-2 torque (a tip moment) comes out
-    2.5 % below the Euler–Bernoulli cantilever value (a basis with link 2's rotary inertia at link 1's tip,
-    ``mode_tip_inertia``, gets within 0.13 %, but the IMU-fed closed loops then went unstable in our runs).
-    """
-    l1 = ArmLinkConfig(length=4.5, tip_mass=payload[0], hub_inertia=hub_inertia[0], n_modes=n_modes[0], damping=damping)
-    l2 = ArmLinkConfig(
-        length=3.55, tip_mass=payload[1], hub_inertia=hub_inertia[1], n_modes=n_modes[1], damping=damping
-    )
-    return ArmConfig(links=(l1, l2), actuator_tau=actuator_tau)
 
 
 def _gl(panels: int, order: int) -> tuple[np.ndarray, np.ndarray]:
@@ -168,7 +73,16 @@ def _gl(panels: int, order: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def assumed_mode_link(cfg: ArmConfig, i: int) -> FlexibleLink:
-    """The clamped FlexibleLink whose modes are link i's assumed-mode basis (see :class:`ArmLinkConfig`)."""
+    """The clamped FlexibleLink whose modes are link i's assumed-mode basis (see :class:`ArmLinkConfig`).
+
+    Args:
+        cfg: the arm.
+        i: link index (0-based).
+
+    Returns:
+        The link with ``mode_tip_mass`` (< 0: the carried mass) and ``mode_tip_inertia`` (< 0: the link's
+        tip inertia) as its tip load.
+    """
     ln = cfg.links[i]
     carried = ln.tip_mass + sum(o.rho_A * o.length + o.tip_mass for o in cfg.links[i + 1 :])
     M = carried if ln.mode_tip_mass < 0 else ln.mode_tip_mass
@@ -286,8 +200,18 @@ class FlexibleArmPlant(nn.Module):
         return torch.cat(pts, 1), torch.cat(masses, 0), torch.cat(angs, 1), torch.cat(inert, 0)
 
     def velocities(self, q: Tensor, qd: Tensor) -> tuple[Tensor, Tensor]:
-        """Velocities of the mass points of :meth:`points` (B, P, 2) [m/s] and body rates (B, A) [rad/s]
-        (planar rigid-body kinematics ``ṗ = ḃ + φ̇ e_z × (p − b) + R(φ)(0, ẇ)``)."""
+        """Velocities of the mass points and body rates.
+
+        Planar rigid-body kinematics ``ṗ = ḃ + φ̇ e_z × (p − b) + R(φ)(0, ẇ)``.
+
+        Args:
+            q: generalised coordinates (B, N).
+            qd: their rates (B, N).
+
+        Returns:
+            ``(ṗ, ȧ)``: velocities of the mass points of :meth:`points` (B, P, 2) [m/s] and body rates (B, A)
+            [rad/s].
+        """
         vx = torch.zeros_like(q[:, 0])
         vy = torch.zeros_like(q[:, 0])
         bx = torch.zeros_like(q[:, 0])
@@ -317,8 +241,17 @@ class FlexibleArmPlant(nn.Module):
         return torch.cat(V, 1), torch.cat(R, 1)
 
     def kinetic(self, q: Tensor, qd: Tensor) -> Tensor:
-        """T(q, q̇) [J] per sample (B,) = ½Σ m|ṗ|² + ½Σ I ȧ² over the quadrature nodes, tip masses, hubs
-        and tip inertias."""
+        """T(q, q̇) [J] per sample (B,).
+
+        ``T = ½Σ m|ṗ|² + ½Σ I ȧ²`` over the quadrature nodes, tip masses, hubs and tip inertias.
+
+        Args:
+            q: generalised coordinates (B, N).
+            qd: their rates (B, N).
+
+        Returns:
+            T (B,) [J].
+        """
         pd, ad = self.velocities(q, qd)
         return 0.5 * ((self._mass * (pd * pd).sum(-1)).sum(-1) + (self._inert * ad * ad).sum(-1))
 
@@ -356,9 +289,19 @@ class FlexibleArmPlant(nn.Module):
         return M, 2.0 * dLdq.detach() - ds
 
     def accel(self, q: Tensor, qd: Tensor, tau: Tensor, return_mass: bool = False):
-        """q̈ (B, N) from q, q̇ (B, N) and applied joint torques τ (B, n) [N m]:
-        ``M q̈ = Bτ − D q̇ + ∂L/∂q − (∂²T/∂q̇∂q) q̇`` (seed 000, §V-A, by autodiff). With ``return_mass``
-        also M (B, N, N)."""
+        """q̈ (B, N) from q, q̇ and applied joint torques.
+
+        ``M q̈ = Bτ − D q̇ + ∂L/∂q − (∂²T/∂q̇∂q) q̇`` (seed 000, §V-A, by autodiff).
+
+        Args:
+            q: generalised coordinates (B, N).
+            qd: their rates (B, N).
+            tau: applied joint torques τ (B, n) [N m].
+            return_mass: also return M.
+
+        Returns:
+            q̈ (B, N); with ``return_mass`` ``(q̈, M)``, M (B, N, N).
+        """
         M, F = self._terms(q, qd)
         rhs = tau @ self.B.t() - qd @ self.D.t() + F
         qdd = torch.linalg.solve(M, rhs.unsqueeze(-1)).squeeze(-1)
@@ -409,7 +352,15 @@ class FlexibleArmPlant(nn.Module):
         return torch.cat([qd, qdd, dta], -1), M
 
     def rate(self, x: Tensor, u: Tensor) -> Tensor:
-        """ẋ = f(x, u) (B, 2N + n)."""
+        """ẋ = f(x, u) (B, 2N + n).
+
+        Args:
+            x: state ``[q, q̇, τ_a]`` (B, 2N + n).
+            u: commanded joint torques (B, n) [N m].
+
+        Returns:
+            ẋ (B, 2N + n).
+        """
         return self.state_derivative(x, u)[0]
 
     def step(
@@ -427,8 +378,18 @@ class FlexibleArmPlant(nn.Module):
         ``A = [[0, I, 0], [−M⁻¹K, −M⁻¹D, M⁻¹B], [0, 0, −1/τ_lag]]`` at ``q_n``. ``iters = 1`` is the
         linearly implicit midpoint rule ``X = x + h (I − hA/2)⁻¹ f(x)`` (one autodiff evaluation; exactly
         the Cayley map — unconditionally stable and energy-neutral — on the stiff linear elastic part);
-        ``iters > 1`` iterates to the implicit midpoint solution (``tol`` relative). ``f0``: a precomputed
-        ``(f(x, u), M(q))`` (reuse of the evaluation that produced the IMU frame).
+        ``iters > 1`` iterates to the implicit midpoint solution (``tol`` relative).
+
+        Args:
+            x: state ``[q, q̇, τ_a]`` (B, 2N + n).
+            u: commanded joint torques (B, n) [N m], held over the step.
+            h: step length [s].
+            iters: Newton iterations (1: linearly implicit midpoint).
+            tol: relative stopping tolerance of the iterations.
+            f0: a precomputed ``(f(x, u), M(q))`` (reuse of the evaluation that produced the IMU frame).
+
+        Returns:
+            The state after the step (B, 2N + n).
         """
         N, n = self.N, self.n
         Bsz = x.shape[0]
@@ -454,7 +415,15 @@ class FlexibleArmPlant(nn.Module):
         return X
 
     def static_equilibrium(self, theta: Tensor, iters: int = 20) -> Tensor:
-        """Modal coordinates at rest under gravity for joint angles θ (B, n): ∂V/∂η = 0 (Newton); returns q."""
+        """Modal coordinates at rest under gravity for joint angles θ: ∂V/∂η = 0 (Newton).
+
+        Args:
+            theta: joint angles θ (B, n) [rad].
+            iters: the most Newton iterations (stops once the update is below 1e-14).
+
+        Returns:
+            q (B, N): θ and the equilibrium modal coordinates.
+        """
         Bsz = theta.shape[0]
         q = torch.zeros(Bsz, self.N, dtype=f64)
         q[:, : self.n] = theta
@@ -531,13 +500,25 @@ class FlexibleArmPlant(nn.Module):
     def imu(
         self, q: Tensor, qd: Tensor, qdd: Tensor, imu_positions: Sequence[Sequence[float]], rows: Optional[list] = None
     ) -> tuple[Tensor, Tensor]:
-        """Noise-free IMU frames in the link frame (x joint axis, y along, z normal; seed 000, §II):
-        specific force ``R(ψ)ᵀ(p̈ − g)`` (B, S, 3) [m/s²] and gyro ``(ψ̇, 0, 0)`` (B, S, 3) [rad/s];
+        """Noise-free IMU frames in the link frame (x joint axis, y along, z normal; seed 000, §II).
+
+        Specific force ``R(ψ)ᵀ(p̈ − g)`` (B, S, 3) [m/s²] and gyro ``(ψ̇, 0, 0)`` (B, S, 3) [rad/s];
         ψ = φ_i + w_i′(ξ) the IMU's absolute inclination. IMUs ordered link by link.
 
         ``p̈`` by planar rigid-body kinematics in the link's base frame, exact for the model's geometry:
         ``p̈ = b̈ + R(φ)(−φ̇²ξ − φ̈w − 2φ̇ẇ, φ̈ξ − φ̇²w + ẅ)`` (checked against nested forward-mode autodiff
-        of :meth:`_imu_pose` in the tests)."""
+        of :meth:`_imu_pose` in the tests).
+
+        Args:
+            q: generalised coordinates (B, N).
+            qd: their rates (B, N).
+            qdd: their accelerations (B, N).
+            imu_positions: per link, the IMU positions along it [m].
+            rows: :meth:`imu_rows` of ``imu_positions``, computed when None.
+
+        Returns:
+            ``(acc, gyr)``, each (B, S, 3).
+        """
         rows = self.imu_rows(imu_positions) if rows is None else rows
         z = torch.zeros_like(q[:, 0])
         ax, ay = z, z  # base acceleration (world)
@@ -580,13 +561,33 @@ class FlexibleArmPlant(nn.Module):
     def imu_autodiff(
         self, q: Tensor, qd: Tensor, qdd: Tensor, imu_positions: Sequence[Sequence[float]]
     ) -> tuple[Tensor, Tensor]:
-        """Reference for :meth:`imu`: the same readings with p̈ and ψ̇ by nested forward-mode autodiff
-        (``jvp`` of the velocity ``jvp``) of the IMU poses. Slow; for tests."""
+        """Reference for :meth:`imu`: the same readings with p̈ and ψ̇ by nested forward-mode autodiff.
+
+        ``jvp`` of the velocity ``jvp`` of the IMU poses. Slow; for tests.
+
+        Args:
+            q: generalised coordinates (B, N).
+            qd: their rates (B, N).
+            qdd: their accelerations (B, N).
+            imu_positions: per link, the IMU positions along it [m].
+
+        Returns:
+            ``(acc, gyr)``, each (B, S, 3) [m/s², rad/s].
+        """
         rows = self.imu_rows(imu_positions)
         xis = [torch.tensor(list(p), dtype=f64) for p in imu_positions]
         pose = lambda z: self._imu_pose(z, rows, xis)  # noqa: E731
 
         def vel(z, zd):
+            """Velocity of the IMU poses: the ``jvp`` of the pose at z along zd.
+
+            Args:
+                z: generalised coordinates (B, N).
+                zd: their rates (B, N).
+
+            Returns:
+                The pose's time derivative.
+            """
             return jvp(pose, (z,), (zd,))[1][0]
 
         (_, A), (_, Ad) = jvp(pose, (q,), (qd,))[:2]  # (outputs, tangents); no aux
@@ -599,9 +600,19 @@ class FlexibleArmPlant(nn.Module):
 
 
 def linearized_frequencies(plant: FlexibleArmPlant, q0: Tensor, locked: Sequence[int] = ()) -> Tensor:
-    """Natural frequencies [Hz] of the plant linearised about the rest configuration q0 (N,), with the
-    coordinates in ``locked`` held fixed: ``det(K_lin − ω² M) = 0`` with ``M = ∂²T/∂q̇²`` and
-    ``K_lin = ∂²V/∂q²`` both by autodiff. Sorted ascending; zero-stiffness directions give 0."""
+    """Natural frequencies [Hz] of the plant linearised about the rest configuration q0.
+
+    With the coordinates in ``locked`` held fixed: ``det(K_lin − ω² M) = 0`` with ``M = ∂²T/∂q̇²`` and
+    ``K_lin = ∂²V/∂q²`` both by autodiff.
+
+    Args:
+        plant: the plant.
+        q0: rest configuration (N,).
+        locked: indices of the coordinates held fixed.
+
+    Returns:
+        The frequencies [Hz], sorted ascending; zero-stiffness directions give 0.
+    """
     q = q0.reshape(1, -1).to(torch.float64)
     M = plant.mass_matrix(q)[0]
     K = plant._hess_v(q)[0]

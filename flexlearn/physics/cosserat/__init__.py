@@ -29,6 +29,13 @@ Units: SI inside. Modules, one job each:
   :mod:`~flexlearn.physics.cosserat.compiled.implicit` its implicit force filter (block Cholesky),
   :mod:`~flexlearn.physics.cosserat.compiled.common` what both kernels share (element strains);
 * :mod:`~flexlearn.physics.cosserat.state` — :class:`RodState`, :class:`Trajectory`, :class:`Clamp`, ``FREE``;
+  :mod:`~flexlearn.physics.cosserat.polyline` — a rod set up where it is: :class:`Polyline` (initial state from a
+  centreline and a normal) and :func:`clamp_at` (a clamp in any orientation), with
+  :mod:`~flexlearn.physics.cosserat.rotations` (frames, nearest rotation);
+  :mod:`~flexlearn.physics.cosserat.frame_times` — :func:`simulate_at`, states at given times (a camera's frame
+  times) at the accurate step;
+  :mod:`~flexlearn.physics.cosserat.modes` — the clamped rod's linearised stiffness and frequencies;
+  :mod:`~flexlearn.physics.cosserat.benchmark` — the solvers the ``cosseratbench`` suite runs;
 * :mod:`~flexlearn.physics.cosserat.context` — :class:`RodContext`, the per-simulation derived quantities (masses,
   inertias, stiffnesses) every load and damping model receives as ``ctx``;
 * :mod:`~flexlearn.physics.cosserat.loads`, :mod:`~flexlearn.physics.cosserat.fields` — gravity, point forces,
@@ -70,15 +77,18 @@ from flexlearn.physics.cosserat.context import RodContext
 from flexlearn.physics.cosserat.damping import Damping, DampingEstimator
 from flexlearn.physics.cosserat.errors import ArgumentError, CosseratError, IntegrationError
 from flexlearn.physics.cosserat.fields import CallableField, Field, HelmholtzField, RotatingField, UniformField
+from flexlearn.physics.cosserat.frame_times import simulate_at
 from flexlearn.physics.cosserat.loads import (
     EmbeddedMagnet,
     Gravity,
     Load,
     PointForce,
+    PointMoment,
     TipMagnet,
     cylinder_magnet,
     magnet_moment,
 )
+from flexlearn.physics.cosserat.polyline import Polyline, clamp_at
 from flexlearn.physics.cosserat.properties import CrossSection, Material
 from flexlearn.physics.cosserat.rod import CosseratRod
 from flexlearn.physics.cosserat.simulation import SimulationOptions
@@ -94,8 +104,12 @@ __all__ = [
     "Trajectory",
     "Clamp",
     "FREE",
+    "Polyline",
+    "clamp_at",
+    "simulate_at",
     "Gravity",
     "PointForce",
+    "PointMoment",
     "EmbeddedMagnet",
     "TipMagnet",
     "Load",

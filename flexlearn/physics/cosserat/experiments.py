@@ -18,7 +18,7 @@ from flexlearn.config import check, check_finite, check_non_negative, from_dict
 from flexlearn.physics.cosserat.damping import Damping
 from flexlearn.physics.cosserat.fields import Field, RotatingField, UniformField
 from flexlearn.physics.cosserat.loads import EmbeddedMagnet, Gravity, RodLoad
-from flexlearn.physics.cosserat.properties import Material
+from flexlearn.physics.cosserat.properties import CrossSection, Material
 from flexlearn.physics.cosserat.rod import CosseratRod
 from flexlearn.physics.cosserat.simulation import SimulationOptions
 from flexlearn.physics.cosserat.state import Clamp, RodState
@@ -96,6 +96,7 @@ class CosseratExperimentConfig:
     youngs_modulus: float = 1e6  # [Pa]
     poisson_ratio: float = 0.3
     torsion: str = "saint_venant"  # rectangular: saint_venant | polar (the seed's choice)
+    shear_coefficient: Optional[float] = None  # Timoshenko's k; None: the section's own (CrossSection); the seed: 1
     n_elements: int = 10
     rotary_inertia: str = "section"  # section | segment
     dt: float = 1e-5  # [s]
@@ -133,6 +134,12 @@ class CosseratExperimentConfig:
             check(self.width > 0 and self.height > 0, "width/height", (self.width, self.height), "must be > 0 [m]")
         else:
             check(self.radius > 0, "radius", self.radius, "must be > 0 [m]")
+        check(
+            self.shear_coefficient is None or (math.isfinite(self.shear_coefficient) and self.shear_coefficient > 0),
+            "shear_coefficient",
+            self.shear_coefficient,
+            "must be finite and > 0, or null (the section's own k)",
+        )
         check(self.torsion in ("saint_venant", "polar"), "torsion", self.torsion, "saint_venant | polar")
         check(self.rotary_inertia in ("section", "segment"), "rotary_inertia", self.rotary_inertia, "section | segment")
         check(self.record_every >= 1, "record_every", self.record_every, "must be an integer >= 1")
@@ -218,17 +225,10 @@ def build_experiment(cfg: CosseratExperimentConfig) -> Experiment:
     """
     material = Material(cfg.density, cfg.youngs_modulus, cfg.poisson_ratio)
     if cfg.cross_section == "circular":
-        rod = CosseratRod.circular(cfg.length, cfg.radius, material, cfg.n_elements, rotary_inertia=cfg.rotary_inertia)
+        section = CrossSection.circular(cfg.radius, cfg.shear_coefficient)
     else:
-        rod = CosseratRod.rectangular(
-            cfg.length,
-            cfg.width,
-            cfg.height,
-            material,
-            cfg.n_elements,
-            cfg.torsion,
-            rotary_inertia=cfg.rotary_inertia,
-        )
+        section = CrossSection.rectangular(cfg.width, cfg.height, cfg.torsion, cfg.shear_coefficient)
+    rod = CosseratRod(cfg.length, section, material, cfg.n_elements, rotary_inertia=cfg.rotary_inertia)
     base = Clamp(rotation=_base_rotation(cfg.rest_axis))
     loads: List[RodLoad] = [Gravity(cfg.gravity)]
     field: Field

@@ -61,7 +61,7 @@ from flexlearn.physics.cosserat.elastic import elastic_energy, internal_forces
 from flexlearn.physics.cosserat.errors import IntegrationError
 from flexlearn.physics.cosserat.implicit import ForceFilter
 from flexlearn.physics.cosserat.loads import potential_loads
-from flexlearn.physics.cosserat.newton import cayley_newton, cayley_newton_fixed
+from flexlearn.physics.cosserat.newton import cayley_newton, cayley_newton_fixed, cayley_newton_globalised
 from flexlearn.physics.cosserat.simulation import RodSetup, SimulatedRod, SimulationOptions
 from flexlearn.physics.cosserat.state import Clamp, Pose, RodState, Trajectory
 
@@ -111,6 +111,7 @@ class StepResult(NamedTuple):
     forces: StateForces
     next_state: Optional[HalfStep]  # state k+1 (None at the last state)
     newton_residual: Optional[Tensor]  # (B, n) last Newton update over the tolerance (≤ 1: converged)
+    halvings: int = 0  # step halvings of the globalised Newton fallback (0: the plain Newton converged)
 
 
 class Visited(NamedTuple):
@@ -233,6 +234,7 @@ class Stepper:
         self.rec_t: List[float] = []
         self.rec_e: List[Tensor] = []
         self.prev: Optional[Visited] = None
+        self.line_searches: List[Tuple[int, int]] = []  # (step, halvings) where the globalised Newton ran
 
     def base_pose(self, t: float) -> Pose:
         """The clamp's pose at time ``t`` [s], expanded over the batch: rotation (B, 3, 3), position (B, 3)."""
@@ -332,6 +334,13 @@ class Stepper:
         else:
             opts = self.options
             fcay, res = cayley_newton(un, ctx.jd_normalised, ctx.j_normalised, opts.newton_tol, opts.newton_iters)
+        halvings = 0
+        if not fixed and not self.converged(res, un):  # globalised fallback: line search per node
+            opts = self.options
+            fcay, res, halvings = cayley_newton_globalised(
+                un, ctx.jd_normalised, ctx.j_normalised, opts.newton_tol, 2 * opts.newton_iters, 20
+            )
+            halvings = max(halvings, 1)
         F = so3_cayley(fcay)
         R2 = R @ F
         pi2 = (F.transpose(-1, -2) @ u.unsqueeze(-1)).squeeze(-1)
@@ -344,7 +353,15 @@ class Stepper:
         strain = torch.maximum(gL.norm(dim=-1), gR.norm(dim=-1))
         tr = Q[..., 0, 0] + Q[..., 1, 1] + Q[..., 2, 2]
         rel = res / (self.options.newton_tol * un.norm(dim=-1).clamp_min(1e-3))
-        return StepResult(StateForces(f, tau, strain, tr), HalfStep(R2, p2, v2, pi2), rel)
+        return StepResult(StateForces(f, tau, strain, tr), HalfStep(R2, p2, v2, pi2), rel, halvings)
+
+    def converged(self, res: Tensor, un: Tensor) -> bool:
+        """Whether the last Newton update ``res`` (B, n) met the tolerance at every free node."""
+        rel = res / (self.options.newton_tol * un.norm(dim=-1).clamp_min(1e-3))
+        ok = rel <= 1.0
+        if self.clamped:
+            ok = ok[:, 1:]
+        return bool(ok.all())
 
     def advance(self, k: int, state: HalfStep, core: Callable[..., StepResult], fixed: bool, last: bool) -> StepResult:
         """Loads at state k and the step k → k+1 (none at the last state) with ``core`` (:meth:`core`, compiled
@@ -381,11 +398,14 @@ class Stepper:
             if step.next_state is None:
                 break
             self.check_newton(k, cast(Tensor, step.newton_residual))
+            if step.halvings:
+                self.line_searches.append((k, step.halvings))
             state = step.next_state
             if self.damping is not None:
                 self.damping.advance(self.ctx, state.R, state.p)
         traj = self.trajectory()
         traj.final = self.prev_state()
+        traj.line_searches = list(self.line_searches)
         return traj
 
     def run_fused(self, n_steps: int) -> Optional[Trajectory]:
@@ -480,7 +500,7 @@ class Stepper:
         if self.beta == 0.0:
             hint = f"dt = {h:g} s is probably beyond stability (estimate {float(self.rod.stable_dt()[b]):.3g} s)"
         else:
-            hint = f"dt = {h:g} s is too large for the implicit step's accuracy here — reduce dt"
+            hint = self.implicit_remedy()
         msg = (
             f"integration failed at step {fail} (t = {fail * h:.6g} s → {(fail + 1) * h:.6g} s), "
             f"rod {b}, node {node}: {what}; {hint}"
@@ -494,6 +514,23 @@ class Stepper:
             trajectory=self.trajectory() if self.rec_p else None,
         )
 
+    def load_names(self) -> str:
+        """The loads of the run, named (their ``repr`` where it says more than the class)."""
+        names = [repr(ld) if type(ld).__repr__ is not object.__repr__ else type(ld).__name__ for ld in self.loads]
+        return ", ".join(names) if names else "none"
+
+    def implicit_remedy(self) -> str:
+        """What to change when an implicit step fails: the step's β and ζ, the loads, and the remedies in the
+        order they were measured to help (docs/cosserat.md, 'Step loads')."""
+        return (
+            f"the implicit step (dt = {self.h:g} s, implicit_beta = {self.beta:g}, implicit_dissipation = "
+            f"{self.zeta:g}) lost stability under the loads {self.load_names()}: the stiffness the implicit "
+            "filter leaves explicit (geometric stiffness of large rotations, magnets) grew the unresolved modes; "
+            "remedy: implicit_beta=0.3 (tolerates explicit stiffness up to 4β − 1 of the implicit one) with "
+            "implicit_dissipation=0.05 (settles the modes the step does not resolve), or ramp the load over a few "
+            "1/ω₁, or reduce dt"
+        )
+
     def check_newton(self, k: int, rel: Tensor) -> None:
         """IntegrationError when the Cayley–Newton solve of step k did not converge at some free node."""
         bad = ~(rel <= 1.0)
@@ -504,8 +541,13 @@ class Stepper:
             tol = self.options.newton_tol
             raise IntegrationError(
                 f"Cayley–Newton solve did not converge at step {k} (t = {k * self.h:.6g} s), rod {b}, node {node}: "
-                f"last Newton update {float(rel[b, node]) * tol:.3g} > {tol:g} (normalised); "
-                f"|h ω| too large — reduce dt",
+                f"last Newton update {float(rel[b, node]) * tol:.3g} > {tol:g} (normalised), also with the line "
+                f"search: the node would turn by more than a quarter turn in one step; "
+                + (
+                    f"|h ω| too large — reduce dt (loads: {self.load_names()})"
+                    if self.beta == 0.0
+                    else self.implicit_remedy()
+                ),
                 step=k,
                 node=node,
                 rod=b,

@@ -186,6 +186,37 @@ class PointForce(Load):
         return out.index_add(-2, idx, src), None
 
 
+class PointMoment(Load):
+    """A moment [N m] (3,) or (B, 3) at ``node`` (-1: tip), constant or ``fn(t)``: dead (fixed in the world,
+    ``frame='world'``, the default) or a follower (fixed in the node's body frame, ``frame='body'``). Applied as
+    the body torque ``Rᵀ M`` (world) or ``M`` (body). A pure end moment M bends a clamped rod into an arc of
+    tip angle ``M L / EI`` (both kinds, for a moment normal to the plane of bending)."""
+
+    moment: Tensor
+
+    def __init__(self, node: int, moment, frame: str = "world"):
+        super().__init__()
+        check(frame in ("world", "body"), "PointMoment.frame", frame, "must be 'world' or 'body'")
+        self.node, self.frame = int(node), frame
+        self.fn = moment if callable(moment) else None
+        if self.fn is None:
+            self.register_buffer("moment", _batched(moment, "PointMoment.moment"))
+
+    def extra_repr(self) -> str:
+        """The node, the frame and the moment (for messages)."""
+        m = "fn(t)" if self.fn is not None else str([round(float(x), 9) for x in self.moment.reshape(-1)[:3]])
+        return f"node={self.node}, frame={self.frame!r}, moment={m} N m"
+
+    def apply(self, ctx, R, p, t):
+        node = self.node % p.shape[-2]
+        m = self.fn(t) if self.fn is not None else self.moment
+        m = torch.as_tensor(m).to(p).expand(p.shape[:-2] + (3,))
+        if self.frame == "world":
+            m = (R[..., node, :, :].transpose(-1, -2) @ m.unsqueeze(-1)).squeeze(-1)
+        idx = torch.tensor([node], device=p.device)
+        return None, torch.zeros_like(p).index_add(-2, idx, m.unsqueeze(-2))
+
+
 class EmbeddedMagnet(Load):
     """A permanent magnet rigidly attached to the cross-section of ``node`` (-1: tip).
 

@@ -55,6 +55,7 @@ from flexlearn.physics.cosserat.context import RodContext
 from flexlearn.physics.cosserat.damping import DampingModel, RodObserver
 from flexlearn.physics.cosserat.implicit import accuracy_dt
 from flexlearn.physics.cosserat.loads import RodLoad
+from flexlearn.physics.cosserat.modes import clamped_frequencies
 from flexlearn.physics.cosserat.properties import CrossSection, Material, checked_parameter
 from flexlearn.physics.cosserat.simulation import RodSetup, SimulationOptions
 from flexlearn.physics.cosserat.state import E3, Clamp, Number, RodState, Trajectory
@@ -69,15 +70,18 @@ class CosseratRod(torch.nn.Module):
     Physical parameters are float64 buffers of shape () or (B,) (turn any into a ``Parameter`` to identify
     it): ``length`` [m], ``density`` ρ [kg/m³], ``youngs_modulus`` E [Pa], ``shear_modulus`` G [Pa],
     ``area`` A [m²], ``second_moment_1``, ``second_moment_2`` I1, I2 [m⁴], ``torsion_constant`` J_t [m⁴],
-    ``shear_coefficient`` k (Timoshenko, 1 as in the seed), and ``point_mass`` (…, N+1) [kg],
+    ``shear_coefficient`` k (Timoshenko; by default the section's own, 27/28 for a solid circle at ν = ½, where the
+    seed uses 1: :mod:`~flexlearn.physics.cosserat.properties`), and ``point_mass`` (…, N+1) [kg],
     ``point_inertia`` (…, N+1, 3) [kg m²] for masses at nodes (seed 001, Remark 1).
 
     Use :meth:`circular` / :meth:`rectangular` to compute A, I, J_t from the geometry (SI units).
 
     Args:
         length: L [m], a number or (B,).
-        section: the :class:`~flexlearn.physics.cosserat.properties.CrossSection`.
-        material: the :class:`~flexlearn.physics.cosserat.properties.Material` (G = E / (2 (1 + ν))).
+        section: the :class:`~flexlearn.physics.cosserat.properties.CrossSection` (its ``shear_coefficient``, or
+            the shape's own for the material's ν: ``CrossSection.shear_coefficient_for``).
+        material: the :class:`~flexlearn.physics.cosserat.properties.Material`: (E, ν), G = E / (2 (1 + ν)),
+            or (E, G).
         n_elements: N ≥ 1.
         strain: ``'midpoint'`` (shear strain at the element mid frame, the default) or ``'nodes'`` (seed 001,
             eq. (6), which locks in bending: module docstring).
@@ -128,7 +132,7 @@ class CosseratRod(torch.nn.Module):
             second_moment_1=checked_parameter(section.second_moment_1, "second_moment_1"),
             second_moment_2=checked_parameter(section.second_moment_2, "second_moment_2"),
             torsion_constant=checked_parameter(section.torsion_constant, "torsion_constant"),
-            shear_coefficient=checked_parameter(section.shear_coefficient, "shear_coefficient"),
+            shear_coefficient=checked_parameter(section.shear_coefficient_for(material.poisson()), "shear_coefficient"),
         )
         sizes = {k: v.numel() for k, v in params.items() if v.dim() == 1}
         bs = set(sizes.values())
@@ -140,6 +144,7 @@ class CosseratRod(torch.nn.Module):
         n = self.n_elements + 1
         self.register_buffer("point_mass", torch.zeros(self._B, n, dtype=torch.float64))
         self.register_buffer("point_inertia", torch.zeros(self._B, n, 3, dtype=torch.float64))
+        self._accurate_dt: dict = {}  # accurate_dt by (rod values, arguments)
 
     # ---------------------------------------------------------------- constructors
     @classmethod
@@ -154,12 +159,13 @@ class CosseratRod(torch.nn.Module):
     ) -> CosseratRod:
         """A rod of solid circular cross-section (:meth:`CrossSection.circular
         <flexlearn.physics.cosserat.properties.CrossSection.circular>`: A = π r², I1 = I2 = π r⁴/4, J_t = π r⁴/2;
-        G = E / (2 (1 + ν)), seed 001, Table 2).
+        G = E / (2 (1 + ν)), seed 001, Table 2; shear coefficient k = 6 (1 + ν)²/(7 + 12 ν + 4 ν²): for another k, pass
+        ``CrossSection.circular(radius, shear_coefficient=k)`` to the constructor).
 
         Args:
             length: L [m].
             radius: r [m].
-            material: density, Young's modulus, Poisson's ratio.
+            material: density, Young's modulus, Poisson's ratio or shear modulus.
             n_elements: N ≥ 1.
             strain: ``'midpoint'`` or ``'nodes'`` (class docstring).
             rotary_inertia: ``'section'`` or ``'segment'`` (class docstring).
@@ -183,13 +189,14 @@ class CosseratRod(torch.nn.Module):
     ) -> CosseratRod:
         """A rod of solid rectangular cross-section, ``width`` along body x, ``height`` along body y
         (:meth:`CrossSection.rectangular <flexlearn.physics.cosserat.properties.CrossSection.rectangular>`:
-        A = w h, I1 = w h³/12 (about x), I2 = h w³/12).
+        A = w h, I1 = w h³/12 (about x), I2 = h w³/12; shear coefficient k = 10 (1 + ν)/(12 + 11 ν): for another k,
+        pass ``CrossSection.rectangular(width, height, torsion, shear_coefficient=k)`` to the constructor).
 
         Args:
             length: L [m].
             width: w [m].
             height: h [m].
-            material: density, Young's modulus, Poisson's ratio.
+            material: density, Young's modulus, Poisson's ratio or shear modulus.
             n_elements: N ≥ 1.
             torsion: ``'saint_venant'`` uses J_t = β a b³ (a ≥ b, series of Timoshenko & Goodier; 0.1406 a⁴ for
                 a square); ``'polar'`` uses I1 + I2 as the seed does for its square rod (Table 7:
@@ -290,15 +297,46 @@ class CosseratRod(torch.nn.Module):
         """The step [s] of the implicit scheme at which the ``n_modes`` lowest modes of the clamped rod
         (:meth:`linear_frequencies`, bending pairs counted twice) have relative frequency error ≤ ``rtol``
         (:func:`flexlearn.physics.cosserat.implicit.accuracy_dt`; the phase error after time t is about
-        ``rtol · ω t``). Step-size guidance of the implicit scheme; the LGVI is bounded by :meth:`stable_dt`."""
+        ``rtol · ω t``). Step-size guidance of the implicit scheme; the LGVI is bounded by :meth:`stable_dt`.
+
+        The frequencies come from the closed-form stiffness matrix (:mod:`~flexlearn.physics.cosserat.modes`) and
+        the answer is kept per value of the rod's buffers and the arguments, so a repeated call costs a lookup.
+        ``base`` does not change it (the modes of a clamped straight rod do not depend on the clamp's pose).
+
+        Args:
+            rtol: relative frequency error in (0, 0.1).
+            n_modes: how many of the lowest modes must be that accurate (1 … 6N).
+            base: the clamp (accepted for symmetry with :meth:`linear_frequencies`).
+            implicit_beta: β of the implicit step.
+
+        Returns:
+            The step [s] of rod 0 of a batch.
+
+        Raises:
+            ConfigError: ``n_modes`` out of range.
+            ArgumentError: ``rtol`` out of range.
+        """
         check(
             isinstance(n_modes, int) and 1 <= n_modes <= 6 * self.n_elements,
             "n_modes",
             n_modes,
             f"must be an integer in 1 … {6 * self.n_elements}",
         )
-        omega = float(self.linear_frequencies(base)[n_modes - 1])
-        return accuracy_dt(omega, rtol, implicit_beta)
+        key = (self._values_key(), float(rtol), n_modes, float(implicit_beta))
+        cached = self._accurate_dt.get(key)
+        if cached is None:
+            omega = float(self.linear_frequencies(base)[n_modes - 1])
+            cached = accuracy_dt(omega, rtol, implicit_beta)
+            if len(self._accurate_dt) >= 64:  # an identification loop changes the rod at every call: keep it small
+                self._accurate_dt.pop(next(iter(self._accurate_dt)))
+            self._accurate_dt[key] = cached
+        return cached
+
+    def _values_key(self) -> tuple:
+        """Everything the linear frequencies depend on, as plain numbers (a changed buffer is a new key)."""
+        with torch.no_grad():
+            values = tuple(tuple(b.detach().reshape(-1).tolist()) for b in self.buffers())
+        return (values, self.n_elements, self.strain, self.rotary_inertia)
 
     # ---------------------------------------------------------------- states
     def straight_state(self, base: Optional[Clamp] = None, dtype=torch.float64) -> RodState:
@@ -378,30 +416,20 @@ class CosseratRod(torch.nn.Module):
 
     def linear_frequencies(self, base: Optional[Clamp] = None, rod_index: int = 0) -> Tensor:
         """Natural angular frequencies [rad/s] (ascending) of the spatially discrete model linearised about
-        the straight rest state, clamped at ``base``: ``K φ = ω² M φ`` with K the Hessian of V with respect
-        to (δp, η) of the free nodes (autograd) and M = diag(m_a, J_a). The time step adds only the
-        LGVI's O((hω)²) frequency shift. Used for the frequency-shaping study (seed 001, Sec. 5)."""
-        base = base if isinstance(base, Clamp) else Clamp()
-        st = self.straight_state(base)
-        R0 = st.rotations[rod_index : rod_index + 1]
-        p0 = st.positions[rod_index : rod_index + 1]
-        ctx = self.context((), torch.float64)
-        n = self.n_nodes
+        the straight rest state, clamped at node 0: ``K φ = ω² M φ`` with K the Hessian of V with respect
+        to (η, δp) of the free nodes, assembled in closed form
+        (:func:`~flexlearn.physics.cosserat.modes.clamped_frequencies`), and M = diag(J_a, m_a). The time step
+        adds only the LGVI's O((hω)²) frequency shift. Used for the frequency-shaping study (seed 001, Sec. 5).
 
-        def energy(x):
-            x = x.reshape(1, n - 1, 6)
-            z = torch.zeros(1, 1, 6, dtype=x.dtype)
-            x = torch.cat([z, x], 1)
-            R = R0 @ so3_exp(x[..., :3])
-            return elastic.elastic_energy(ctx, R, p0 + x[..., 3:])[rod_index]
+        Args:
+            base: the clamp (the frequencies do not depend on its pose; accepted for the callers that pass it).
+            rod_index: which rod of a batch.
 
-        x0 = torch.zeros(6 * (n - 1), dtype=torch.float64)
-        K = torch.autograd.functional.hessian(energy, x0)
-        mdiag = torch.cat([ctx.inertia[rod_index, 1:], ctx.mass[rod_index, 1:].unsqueeze(-1).expand(n - 1, 3)], -1)
-        w = mdiag.reshape(-1).rsqrt()
-        A = w.unsqueeze(-1) * K * w.unsqueeze(0)
-        ev = torch.linalg.eigvalsh(0.5 * (A + A.T))
-        return ev.clamp_min(0.0).sqrt()
+        Returns:
+            (6N,) angular frequencies [rad/s].
+        """
+        with torch.no_grad():
+            return clamped_frequencies(self.context((), torch.float64))[rod_index]
 
     def context(self, loads: Sequence[RodLoad] = (), dtype: torch.dtype = torch.float64) -> RodContext:
         """The per-simulation quantities of this rod (differentiable functions of its buffers), with the point

@@ -5,12 +5,13 @@ z-axis ``E3`` is the rest tangent of the rod."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
 
 from flexlearn.config import check
+from flexlearn.physics.cosserat.rotations import orthonormalised
 
 Number = Union[float, int, Sequence[float], Tensor]
 E3 = (0.0, 0.0, 1.0)
@@ -56,7 +57,9 @@ class Trajectory:
     """Recorded simulation: positions (T, [B,] N+1, 3), rotations (T, [B,] N+1, 3, 3), times (T,).
 
     The batch dimension is present only for a batched rod (parameters given as 1-D tensors). ``energy``
-    (T, [B]) total mechanical energy when ``record_energy=True``; ``final`` the last :class:`RodState`.
+    (T, [B]) total mechanical energy when ``record_energy=True``; ``final`` the last :class:`RodState`;
+    ``line_searches`` the steps whose rotation update needed the globalised Cayley–Newton (tensor path):
+    ``(step, step halvings)``, empty when the plain Newton converged everywhere.
     """
 
     positions: Tensor
@@ -64,6 +67,7 @@ class Trajectory:
     times: Tensor
     energy: Optional[Tensor] = None
     final: Optional[RodState] = None
+    line_searches: List[Tuple[int, int]] = dataclasses.field(default_factory=list)
 
     @property
     def tip(self) -> Tensor:
@@ -85,17 +89,10 @@ class Clamp:
         motion: Optional[Callable[[float], Tuple[Tensor, Tensor]]] = None,
     ):
         self.position = torch.as_tensor(position, dtype=torch.float64)
-        self.rotation = (
-            torch.eye(3, dtype=torch.float64) if rotation is None else torch.as_tensor(rotation, dtype=torch.float64)
-        )
         check(self.position.shape[-1:] == (3,), "Clamp.position", tuple(self.position.shape), "expected (3,)")
-        check(self.rotation.shape[-2:] == (3, 3), "Clamp.rotation", tuple(self.rotation.shape), "expected (3, 3)")
-        err = (self.rotation @ self.rotation.transpose(-1, -2) - torch.eye(3, dtype=torch.float64)).abs().max()
-        check(
-            float(err) < 1e-9 and float(torch.linalg.det(self.rotation).min()) > 0,
-            "Clamp.rotation",
-            self.rotation.tolist(),
-            "must be a rotation matrix",
+        # a rotation written to a few digits (a file, a CAD tool) is replaced by the nearest one (rotations.py)
+        self.rotation = (
+            torch.eye(3, dtype=torch.float64) if rotation is None else orthonormalised(rotation, "Clamp.rotation")
         )
         self.motion = motion
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from flexlearn.atomic import atomic_path
+from flexlearn.atomic import atomic_path, json_text
 from flexlearn.config import check, to_dict
 from flexlearn.physics.cosserat.experiments import CosseratExperimentConfig, build_experiment, simulation_options
 from flexlearn.physics.cosserat.state import Trajectory
@@ -89,7 +88,7 @@ def write_tip_trajectory(
     if "json" in formats:
         doc = dict(info, config=to_dict(cfg), times_s=t, tip_m=tip)
         with atomic_path(out / f"{cfg.name}_tip.json") as tmp:
-            tmp.write_text(json.dumps(doc, indent=1))
+            tmp.write_text(json_text(doc, indent=1))
         paths.append(out / f"{cfg.name}_tip.json")
     if "csv" in formats:
         buf = io.StringIO()
@@ -123,9 +122,13 @@ def _plot(path: Path, tr: Trajectory, cfg: CosseratExperimentConfig, info: Dict)
     ax[1].set_xlabel("E2 [mm]")
     ax[1].set_ylabel("E3 [mm]")
     ax[1].set_aspect("equal", adjustable="datalim")
-    fig.suptitle(f"Table {cfg.table}: {cfg.name} ({info['duration_s']:g} s of {cfg.duration:g} s)")
+    done = f"{info['duration_s']:g} s" + ("" if info["duration_s"] >= cfg.duration else f" of {cfg.duration:g} s")
+    title = f"Simulated rod '{cfg.name}': tip position over {done}" + (
+        f" (the seed's Table {cfg.table})" if cfg.table else ""
+    )
+    fig.suptitle(title)
     fig.tight_layout()
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=100, format="png")
+        fig.savefig(tmp, dpi=100, format="png", metadata={"Title": title})
     plt.close(fig)
     return path

@@ -14,7 +14,6 @@ measurements, so Table I's errors cannot be reproduced, only the simulated side.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Optional
@@ -22,7 +21,7 @@ from typing import Optional
 import numpy as np
 import torch
 
-from flexlearn.atomic import atomic_path
+from flexlearn.atomic import atomic_path, json_text
 from flexlearn.physics.lse.inverse import actuation_path
 from flexlearn.physics.lse.model import CPRModel
 from flexlearn.physics.lse.shooting.forward import ShootingSolver
@@ -143,7 +142,7 @@ def write_outputs(out: str | Path, result: dict, shapes: dict) -> list[Path]:
         plt.close(fig)
 
     with atomic_path(out / "experiments.json") as tmp:
-        tmp.write_text(json.dumps(result, indent=1))
+        tmp.write_text(json_text(result, indent=1))
     paths.append(out / "experiments.json")
     return paths
 

@@ -66,7 +66,9 @@ def solve_path(
 @dataclass
 class InverseStaticsResult:
     """theta (M,) [rad]; position (3,) reached [m]; error [m]; feasible: the target was reached within tol with
-    θ inside the motor limits; at_limit: motors saturated at a limit; iterations; message."""
+    θ inside the motor limits on a stable equilibrium; at_limit: motors saturated at a limit; iterations;
+    message; stable: the equilibrium at θ is stable (:class:`~flexlearn.physics.lse.state.Stability`; an
+    unstable one is never reported feasible)."""
 
     theta: Tensor
     position: Tensor
@@ -76,11 +78,15 @@ class InverseStaticsResult:
     iterations: int
     equilibrium: Equilibrium
     message: str
+    stable: bool = True
 
 
 def _position_and_jacobian(
     model: CPRModel, theta: Tensor, loads: Optional[Loads], init: Optional[Equilibrium]
 ) -> tuple[Tensor, Tensor, Equilibrium]:
+    if theta.numel() == 0:  # no motors: nothing to differentiate (the position is that of the loads alone)
+        eq = model.solve(theta.detach(), loads, init=init)
+        return eq.position.detach(), theta.new_zeros(3, 0), eq.detach()
     th = theta.detach().clone().requires_grad_(True)
     with torch.enable_grad():
         eq = model.solve(th, loads, init=init)
@@ -114,7 +120,7 @@ def inverse_statics(
     p, jac, eq = _position_and_jacobian(model, theta, loads, init)
     err = float((p - target).norm())
     it = 0
-    while err > tol and it < max_iter:
+    while err > tol and it < max_iter and m > 0:
         it += 1
         e = target - p
         jtj = jac.T @ jac
@@ -141,14 +147,21 @@ def inverse_statics(
         if not improved:
             break
     at_limit = [bool(abs(float(t) - lo) < 1e-9 or abs(float(t) - hi) < 1e-9) for t in theta]
-    feasible = err <= tol
+    stab = eq.stability
+    stable = stab is None or stab.stable
+    feasible = err <= tol and stable
     if feasible:
         msg = "target reached"
+    elif err <= tol and stab is not None:
+        msg = (
+            f"refused: the target is reached on an unstable equilibrium (smallest eigenvalue of the reduced "
+            f"tangent stiffness {stab.min_eigenvalue:.3e} EI/L < 0)"
+        )
     elif any(at_limit):
         msg = f"infeasible: motors {[i for i, a in enumerate(at_limit) if a]} at their limits, error {err:.3e} m"
     else:
         msg = f"infeasible: target not reachable (local minimum of the distance), error {err:.3e} m"
-    return InverseStaticsResult(theta, p, err, feasible, at_limit, it, eq, msg)
+    return InverseStaticsResult(theta, p, err, feasible, at_limit, it, eq, msg, stable)
 
 
 def identify_youngs_modulus(

@@ -77,6 +77,8 @@ class NewtonSettings:
             the straight configuration).
         step_tol: Weighted step ∞-norm of the round-off floor (rad, and L-scaled lengths): that correction is
             applied and Newton stops.
+        stability: Compute the equilibrium's :class:`~flexlearn.physics.lse.state.Stability` (one eigenvalue
+            problem of the reduced tangent, R·6(N−1) + 6 unknowns); False leaves ``Equilibrium.stability`` None.
     """
 
     tol: float = TOL
@@ -84,6 +86,7 @@ class NewtonSettings:
     max_rotation_step: float = MAX_ROTATION_STEP
     max_continuation: int = MAX_CONTINUATION
     step_tol: float = STEP_TOL
+    stability: bool = True
 
 
 @njit(cache=True)

@@ -23,7 +23,7 @@ from flexlearn.physics.lse.backend import SolverCache, SolveRun, plan
 from flexlearn.physics.lse.compiled.problem import load_scale_compiled, newton_compiled, predict_compiled
 from flexlearn.physics.lse.errors import ConvergenceError, StaticsInputError
 from flexlearn.physics.lse.newton_policy import BACKTRACK_FACTOR, CONTINUE, CONVERGED, FAILED, NewtonSettings
-from flexlearn.physics.lse.state import Equilibrium, Loads
+from flexlearn.physics.lse.state import Equilibrium, Loads, Stability
 
 __all__ = ["SolverMixin"]
 
@@ -119,7 +119,7 @@ class SolverMixin(AssemblyMixin):
 
         Returns:
             The :class:`~flexlearn.physics.lse.state.Equilibrium` (poses, nodes, slopes, iterations, residual log,
-            sensitivity dq/dθ).
+            sensitivity dq/dθ, :class:`~flexlearn.physics.lse.state.Stability`; ``continuation.follow_stable``).
 
         Raises:
             StaticsInputError: θ of the wrong shape or not finite (also a ValueError).
@@ -144,6 +144,7 @@ class SolverMixin(AssemblyMixin):
         nodes = run.nodes_of(g_ee)
         nodes = self._all_nodes(th, g_ee, g_int) if nodes is None else nodes
         eq = Equilibrium(g_ee, nodes, beta, th, total, log, sens)
+        eq.stability = self.stability(eq, loads) if run.settings.stability else None
         if needs_grad:
             with torch.no_grad():
                 kt, kee, _ = self._tangent(last)
@@ -326,7 +327,72 @@ class SolverMixin(AssemblyMixin):
         dy, dz = self._newton_step(res, kt.detach(), res_ee, kee.detach())
         g_ee2, g_int2, beta2 = self._retract(g_ee, g_int, beta, dy, dz, 1.0)
         nodes = self._all_nodes(theta, g_ee2, g_int2)
-        return Equilibrium(g_ee2, nodes, beta2, theta, eq.iterations, eq.residual_log, eq.sensitivity)
+        return Equilibrium(g_ee2, nodes, beta2, theta, eq.iterations, eq.residual_log, eq.sensitivity, eq.stability)
+
+    def reduced_tangent(self, eq: Equilibrium, loads: Optional[Loads] = None) -> Tensor:
+        """The tangent stiffness at ``eq`` on the constraint manifold, slopes condensed, scaled (see
+        :class:`~flexlearn.physics.lse.state.Stability`).
+
+        Args:
+            eq: an equilibrium of this model.
+            loads: the loads it was solved under (default: gravity only, as :meth:`solve`).
+
+        Returns:
+            (R·6(N−1) + 6, R·6(N−1) + 6) float64 [N·m], unknowns [ζ_1 … ζ_{N−1} of every rod; ζ_ee], rotations in
+            rad and translations over the mean rod length L.
+        """
+        loads = Loads() if loads is None else loads
+        th = eq.theta.detach()
+        _, kt, _, kee = self._assemble(
+            th, eq.g_ee.detach(), eq.nodes[:, 1:-1].detach(), eq.beta.detach(), loads, True, "numba"
+        )
+        r, ny, nz = self.n_rods, self.n_y, 6 * (self.n_elements - 1)
+        w = self.residual_weights()
+        kt = w[:, None] * kt * w[None, :]  # (R, 12N, 12N) in N·m
+        kee = w[ny:, None] * kee * w[None, ny:]
+        keep = torch.cat([torch.arange(nz), torch.arange(ny, ny + 6)])  # node twists ζ_j and ζ_ee
+        slopes = torch.arange(nz, ny)
+        kk = kt[:, keep][:, :, keep]
+        kb = kt[:, keep][:, :, slopes]
+        kbb = kt[:, slopes][:, :, slopes]
+        kred = kk - kb @ torch.linalg.solve(kbb, kt[:, slopes][:, :, keep])  # (R, nz + 6, nz + 6)
+        n = r * nz + 6
+        k = kred.new_zeros(n, n)
+        for i in range(r):
+            s = slice(i * nz, (i + 1) * nz)
+            k[s, s] = kred[i, :nz, :nz]
+            k[s, r * nz :] = kred[i, :nz, nz:]
+            k[r * nz :, s] = kred[i, nz:, :nz]
+            k[r * nz :, r * nz :] += kred[i, nz:, nz:]
+        k[r * nz :, r * nz :] += kee
+        return k
+
+    def stability(self, eq: Equilibrium, loads: Optional[Loads] = None, tol: float = 1e-9) -> Stability:
+        """Whether ``eq`` is a stable equilibrium: the smallest eigenvalue of :meth:`reduced_tangent` (its
+        symmetric part) over max(EI/L) is above ``-tol``.
+
+        The element slopes β are condensed out first; a slope block that is not positive definite (possible
+        only far from any physical state) gives a non-finite condensation and reads as unstable.
+
+        Args:
+            eq: an equilibrium of this model.
+            loads: the loads it was solved under (default: gravity only, as :meth:`solve`).
+            tol: relative tolerance of the sign test [-].
+
+        Returns:
+            The :class:`~flexlearn.physics.lse.state.Stability`.
+        """
+        with torch.no_grad():
+            k = self.reduced_tangent(eq, loads)
+        kscale = self.stiffness()[:, :3].max(-1).values / self.lengths
+        scale = float(kscale.detach().max())
+        ks = 0.5 * (k + k.T)
+        asym = float((k - k.T).norm() / k.norm().clamp_min(1e-300))
+        if not bool(torch.isfinite(ks).all()):
+            return Stability(-math.inf, False, torch.zeros(k.shape[0], dtype=k.dtype), asym)
+        vals, vecs = torch.linalg.eigh(ks)
+        lam = float(vals[0]) / scale
+        return Stability(lam, lam > -tol, vecs[:, 0].clone(), asym)
 
     def _load_scale(self, loads: Loads, g_ee: Tensor) -> float:
         """Residual scale [N·m]: max(EI/L, |applied moments| + |applied forces|·L)."""

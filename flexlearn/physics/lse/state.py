@@ -60,12 +60,41 @@ class Loads:
         ]
 
 
+@dataclass(frozen=True)
+class Stability:
+    """Stability of an equilibrium: the tangent stiffness of the total potential energy reduced to the
+    constraint manifold (:meth:`CPRModel.stability <flexlearn.physics.lse.solver.SolverMixin.stability>`).
+
+    The solver's unknowns already parametrise the manifold (interior node twists ζ and strain slopes β of every
+    rod, one shared platform twist: the closure constraints hold by construction), so the reduced stiffness is
+    the assembled tangent ``K_t`` in those coordinates with the slopes condensed out (``K_nn − K_nβ K_ββ⁻¹
+    K_βn``), scaled to N·m (rotations in rad, translations over the mean rod length L) and divided by
+    max(EI/L). At an equilibrium of conservative loads K_t is symmetric (``asymmetry`` reports
+    ‖K − Kᵀ‖/‖K‖); the equilibrium is a strict local minimum of the energy, i.e. stable, when every
+    eigenvalue is positive.
+
+    Attributes:
+        min_eigenvalue: the smallest eigenvalue of the reduced, scaled stiffness [-] (relative to EI/L).
+        stable: ``min_eigenvalue > -tol`` (``tol`` = 1e-9 of :meth:`CPRModel.stability`).
+        mode: (R·6(N−1) + 6,) its unit eigenvector in the scaled node unknowns [ζ of rod 1 … rod R; ζ_ee]
+            (rotations [rad], translations / L): the buckling mode at a bifurcation.
+        asymmetry: ‖K − Kᵀ‖_F / ‖K‖_F of the scaled tangent [-] (round-off for conservative loads).
+    """
+
+    min_eigenvalue: float
+    stable: bool
+    mode: Tensor = field(repr=False, compare=False)
+    asymmetry: float = 0.0
+
+
 @dataclass
 class Equilibrium:
     """A converged equilibrium (differentiable w.r.t. motor angles, loads and stiffness; see `CPRModel.solve`).
 
     g_ee (4, 4): platform pose; nodes (R, N+1, 4, 4): all nodal poses; beta (R, N, 6): strain slopes [1/m²].
     iterations: Newton iterations; residual_log: scaled residual norm before each iteration and at the end.
+    stability: the :class:`Stability` of the equilibrium (smallest eigenvalue of the reduced tangent stiffness,
+    stable or not); None only where the solve was told not to compute it.
     """
 
     g_ee: Tensor
@@ -76,6 +105,7 @@ class Equilibrium:
     residual_log: list[float] = field(default_factory=list)
     # (dy/dθ (R, ny, M), dz/dθ (6, M)) at (about) this equilibrium, for the warm-start predictor; or None
     sensitivity: Optional[tuple] = field(default=None, repr=False, compare=False)
+    stability: Optional[Stability] = None
 
     @property
     def position(self) -> Tensor:
@@ -91,6 +121,7 @@ class Equilibrium:
             self.iterations,
             list(self.residual_log),
             self.sensitivity,
+            self.stability,
         )
 
 

@@ -453,7 +453,16 @@ class FlexibleArmEstimator(nn.Module):
 
     @torch.jit.export
     def step(self, acc: Tensor, gyr: Tensor) -> Tuple[Tensor, Tensor]:
-        """Packed output ``[pose (3), θ (n), η (M), w(L) (n), w′(L) (n), w″(0) (n), θ̇ (n)]`` and fault."""
+        """Packed output ``[pose (3), θ (n), η (M), w(L) (n), w′(L) (n), w″(0) (n), θ̇ (n)]`` and fault.
+
+        Args:
+            acc: raw accelerometer frames of all S IMUs (S, 3) [m/s²], IMU order as in the module docstring.
+            gyr: raw gyro frames of all S IMUs (S, 3) [rad/s].
+
+        Returns:
+            ``(out, fault)``: the packed output above and a bool scalar, True (with the last valid output held)
+            when a frame is NaN, infinite or saturated.
+        """
         # max |x| in one op (NaN propagates, so NaN fails the comparison)
         if not (
             float(torch.linalg.vector_norm(acc, float("inf"))) < self.acc_range
@@ -540,6 +549,15 @@ class FlexibleArmEstimator(nn.Module):
     def forward(
         self, acc: Tensor, gyr: Tensor
     ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+        """One step, the packed output of :meth:`step` split into its parts.
+
+        Args:
+            acc: raw accelerometer frames of all S IMUs (S, 3) [m/s²].
+            gyr: raw gyro frames of all S IMUs (S, 3) [rad/s].
+
+        Returns:
+            ``(pose (3), θ (n), θ̇ (n), η (M), w(L) (n), w′(L) (n), w″(0) (n), fault)``.
+        """
         out, fault = self.step(acc, gyr)
         n = self.n_links
         M = self.n_modes_total

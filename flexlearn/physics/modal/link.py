@@ -99,6 +99,14 @@ def frequency_function(lam: Tensor, mu: Tensor, jr: Tensor) -> Tensor:
     """Frequency function ``F(λ; μ, ȷ)`` (dimensionless; roots are βₙL), seed 000, §III-A.
 
     ``λ``, ``μ = M/(ρA L)``, ``ȷ = J/(ρA L³)`` broadcast. ``F(0) = 2 > 0``.
+
+    Args:
+        lam: λ (dimensionless).
+        mu: tip-mass ratio ``μ = M/(ρA L)``.
+        jr: tip-inertia ratio ``ȷ = J/(ρA L³)``.
+
+    Returns:
+        ``F(λ; μ, ȷ)``, the broadcast shape.
     """
     e2 = torch.exp(-2.0 * lam)
     sech = 2.0 * torch.exp(-lam) / (1.0 + e2)
@@ -228,8 +236,18 @@ class FlexibleLink(nn.Module):
 
         Bracketed on a grid of ``points_per_pi`` points per π (each interval of length π holds at most
         one root beyond the first), refined by 60 bisections and re-attached to the graph of μ, ȷ by the
-        implicit function theorem. Raises :class:`ConfigError` if fewer than ``n`` roots lie below
-        ``(n + 2)π`` (only possible for pathological parameters).
+        implicit function theorem.
+
+        Args:
+            n: number of roots, ≥ 1.
+            points_per_pi: grid points per π of the bracketing grid.
+
+        Returns:
+            The roots (*batch, n).
+
+        Raises:
+            ConfigError: if ``n < 1``, or if fewer than ``n`` roots lie below ``(n + 2)π`` (only possible for
+                pathological parameters).
         """
         if n < 1:
             raise ConfigError(f"FlexibleLink.roots 'n' = {n}: must be >= 1")
@@ -280,13 +298,29 @@ class FlexibleLink(nn.Module):
         return self.roots(n) / self.length.unsqueeze(-1)
 
     def angular_frequencies(self, n: int, roots: Optional[Tensor] = None) -> Tensor:
-        """ωₙ = λₙ² sqrt(EI/(ρA L⁴)) [rad/s], shape (*batch, n)."""
+        """ωₙ = λₙ² sqrt(EI/(ρA L⁴)) [rad/s], shape (*batch, n).
+
+        Args:
+            n: number of modes.
+            roots: the roots λₙ (*batch, n) from :meth:`roots`, computed when None.
+
+        Returns:
+            ωₙ (*batch, n) [rad/s].
+        """
         lam = self.roots(n) if roots is None else roots
         scale = torch.sqrt(self.EI / (self.rho_A * self.length**4)).unsqueeze(-1)
         return lam * lam * scale
 
     def natural_frequencies(self, n: int, roots: Optional[Tensor] = None) -> Tensor:
-        """fₙ = ωₙ/2π [Hz], shape (*batch, n)."""
+        """fₙ = ωₙ/2π [Hz], shape (*batch, n).
+
+        Args:
+            n: number of modes.
+            roots: the roots λₙ (*batch, n) from :meth:`roots`, computed when None.
+
+        Returns:
+            fₙ (*batch, n) [Hz].
+        """
         return self.angular_frequencies(n, roots) / (2.0 * math.pi)
 
     # -- mode shapes ---------------------------------------------------------------------------
@@ -340,7 +374,15 @@ class FlexibleLink(nn.Module):
         return phi * scale / norm.unsqueeze(-2)
 
     def tip_values(self, n: int, data: Optional[dict] = None) -> dict:
-        """Φⱼ(L), Φ′ⱼ(L), Φ″ⱼ(0) (each (*batch, n)): tip deflection, tip slope and base curvature rows."""
+        """Φⱼ(L), Φ′ⱼ(L), Φ″ⱼ(0) (each (*batch, n)): tip deflection, tip slope and base curvature rows.
+
+        Args:
+            n: number of modes.
+            data: :meth:`modal_data` of ``n`` modes, computed when None.
+
+        Returns:
+            ``{"tip", "tip_slope", "base_curvature"}``, each (*batch, n).
+        """
         d = self.modal_data(n) if data is None else data
         L = self.length.unsqueeze(-1)
         tip = self.mode_shapes(L, n, 0, d).squeeze(-2)
@@ -354,6 +396,13 @@ class FlexibleLink(nn.Module):
 
         With ``y = ξθ + w`` the projected modal equations are ``η̈ⱼ + 2ζωⱼη̇ⱼ + ωⱼ²ηⱼ = −Γⱼ θ̈``
         (seed 000, §III-B/§VI-A: the modal equations forced by the rotating base).
+
+        Args:
+            n: number of modes.
+            data: :meth:`modal_data` of ``n`` modes, computed when None.
+
+        Returns:
+            Γⱼ (*batch, n) [kg^(1/2) m].
         """
         d = self.modal_data(n) if data is None else data
         L = self.length.unsqueeze(-1)
@@ -369,7 +418,15 @@ class FlexibleLink(nn.Module):
         )
 
     def gram(self, n: int, quad_points: int = 400) -> Tensor:
-        """Mass-weighted Gram matrix of the normalised modes (*batch, n, n) (should be identity)."""
+        """Mass-weighted Gram matrix of the normalised modes (*batch, n, n) (should be identity).
+
+        Args:
+            n: number of modes.
+            quad_points: Gauss–Legendre points of the quadrature over the link.
+
+        Returns:
+            ``∫ρA Φᵢ Φⱼ dξ + M Φᵢ(L) Φⱼ(L) + J Φ′ᵢ(L) Φ′ⱼ(L)`` (*batch, n, n).
+        """
         x, w = np.polynomial.legendre.leggauss(quad_points)
         d = self.modal_data(n)
         dt = d["roots"].dtype

@@ -73,7 +73,21 @@ class ModalReconstructor(nn.Module):
     ) -> "ModalReconstructor":
         """Build from a scalar link, S slope-IMU positions [m], m modes, reference-IMU position [m].
 
-        Raises :class:`~flexlearn.errors.ConfigError` if the placement is not observable and γ = 0.
+        Args:
+            link: the scalar :class:`FlexibleLink`.
+            positions: the S slope-IMU positions along the link [m], S ≥ n.
+            n: number of modes m.
+            reference: the reference-IMU position [m]; None: no reference row is subtracted from O (the
+                reference row is taken at position 0).
+            regularization: Tikhonov weight γ ≥ 0 of the least-squares gain ``(OᵀO + γ I)⁻¹ Oᵀ``.
+            grid_points: points of the deflection grid over [0, L].
+
+        Returns:
+            The reconstructor.
+
+        Raises:
+            ConfigError: if the placement is not observable and γ = 0, γ < 0, the link is not scalar, or there
+                are fewer than n slope IMUs.
         """
         check(regularization >= 0, "reconstruction.regularization", regularization, "must be >= 0")
         check(link.length.numel() == 1, "reconstruction.link", tuple(link.length.shape), "must be a scalar link")

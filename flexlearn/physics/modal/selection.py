@@ -92,7 +92,17 @@ class ModeSelectionConfig:
 
 
 def chirp(t: Tensor, theta0: float, omega_max: float, T: float) -> tuple[Tensor, Tensor, Tensor]:
-    """θ, θ̇, θ̈ of the chirp ``θ₀ sin[(Ω_max/2T) t²]`` (seed 000, §VI-A) [rad, rad/s, rad/s²]."""
+    """θ, θ̇, θ̈ of the chirp ``θ₀ sin[(Ω_max/2T) t²]`` (seed 000, §VI-A) [rad, rad/s, rad/s²].
+
+    Args:
+        t: times [s], any shape.
+        theta0: amplitude θ₀ [rad].
+        omega_max: Ω_max [rad/s].
+        T: chirp duration [s].
+
+    Returns:
+        ``(θ, θ̇, θ̈)``, each shaped like t.
+    """
     a = omega_max / (2.0 * T)
     ph = a * t * t
     s, c = torch.sin(ph), torch.cos(ph)
@@ -111,10 +121,19 @@ def modal_tip_response(link: FlexibleLink, n: int, cfg: ModeSelectionConfig, chu
     Exact zero-order-hold solution in complex modal form: with ``s = −ζω + iω√(1−ζ²)`` and
     ``p = e^{s dt}``, ``ηⱼ = 2 Re wⱼ``, ``w_{k+1} = p w_k + (p − 1)/(s (s − s̄)) (−Γⱼ θ̈_k)``. Each block
     of K steps is evaluated at once, ``w_k = p^k (w₀ + r Σ_{i<k} p^{−(i+1)} u_i)``, with K chosen so that
-    ``|p|^{−K} ≤ e^20`` (cancellation bounded by e^20·eps ≈ 5e-8 of each mode's own amplitude). Without
-    ``reducer`` returns the (N, *batch, n) tensor of ``Φⱼ(L) ηⱼ(t_{k+1})`` [m], k = 0..N−1 (the response
-    one step after input sample k; the initial state is zero); with ``reducer(block)`` calls it on
-    consecutive (K, *batch, n) blocks.
+    ``|p|^{−K} ≤ e^20`` (cancellation bounded by e^20·eps ≈ 5e-8 of each mode's own amplitude).
+
+    Args:
+        link: the link (any batch shape).
+        n: number of modes.
+        cfg: chirp (θ₀, Ω_max, T), time step dt and damping ratio ζ.
+        chunk: the most steps K per block.
+        reducer: callable on each block; None: the blocks are concatenated and returned.
+
+    Returns:
+        Without ``reducer`` the (N, *batch, n) tensor of ``Φⱼ(L) ηⱼ(t_{k+1})`` [m], k = 0..N−1 (the response
+        one step after input sample k; the initial state is zero); with ``reducer(block)`` it is called on
+        consecutive (K, *batch, n) blocks instead.
     """
     d = link.modal_data(n)
     omega = link.angular_frequencies(n, d["roots"]).detach()
@@ -155,8 +174,13 @@ def modal_tip_response(link: FlexibleLink, n: int, cfg: ModeSelectionConfig, chu
 def convergence_mode_count(link: FlexibleLink, cfg: Optional[ModeSelectionConfig] = None) -> dict:
     """Mode count by convergence of observables (seed 000, eq. (15)); returns a dict of tensors.
 
-    ``m_conv`` (*batch,) int64; ``c_max`` (*batch, n_max−1): max_t C_k(t) for k = 1..n_max−1;
-    ``saturated`` (*batch,) bool; ``tip_rms`` (*batch,) RMS tip deflection with n_max modes [m].
+    Args:
+        link: the link (any batch shape).
+        cfg: the chirp and criterion (n_max, δ, eps); defaults when None.
+
+    Returns:
+        ``m_conv`` (*batch,) int64; ``c_max`` (*batch, n_max−1): max_t C_k(t) for k = 1..n_max−1;
+        ``saturated`` (*batch,) bool; ``tip_rms`` (*batch,) RMS tip deflection with n_max modes [m].
     """
     cfg = cfg or ModeSelectionConfig()
     n = cfg.n_max
@@ -188,7 +212,15 @@ def convergence_mode_count(link: FlexibleLink, cfg: Optional[ModeSelectionConfig
 
 
 def bandwidth_mode_count(link: FlexibleLink, cfg: Optional[ModeSelectionConfig] = None) -> dict:
-    """``m_bw = #{k ≤ n_max : f_k < α f_exc}`` (seed 000, eq. (16)); also returns the frequencies [Hz]."""
+    """``m_bw = #{k ≤ n_max : f_k < α f_exc}`` (seed 000, eq. (16)); also returns the frequencies [Hz].
+
+    Args:
+        link: the link (any batch shape).
+        cfg: n_max, α and f_exc; defaults when None.
+
+    Returns:
+        ``{"m_bw" (*batch,), "frequencies_hz" (*batch, n_max)}``.
+    """
     cfg = cfg or ModeSelectionConfig()
     f = link.natural_frequencies(cfg.n_max).detach()
     m_bw = (f < cfg.alpha * cfg.excitation_hz).sum(-1)
@@ -196,7 +228,15 @@ def bandwidth_mode_count(link: FlexibleLink, cfg: Optional[ModeSelectionConfig] 
 
 
 def select_modes(link: FlexibleLink, cfg: Optional[ModeSelectionConfig] = None) -> dict:
-    """Both criteria and ``m = max(m_conv, m_bw)`` (seed 000, eq. (17)), at least 1."""
+    """Both criteria and ``m = max(m_conv, m_bw)`` (seed 000, eq. (17)), at least 1.
+
+    Args:
+        link: the link (any batch shape).
+        cfg: the selection settings; defaults when None.
+
+    Returns:
+        The entries of :func:`convergence_mode_count` and :func:`bandwidth_mode_count`, and ``m`` (*batch,).
+    """
     cfg = cfg or ModeSelectionConfig()
     a = convergence_mode_count(link, cfg)
     b = bandwidth_mode_count(link, cfg)

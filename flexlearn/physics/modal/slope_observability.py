@@ -65,6 +65,19 @@ def slope_matrix(
     """Observation matrix O (*batch, S, n) [kg^(−1/2) m^(−1)] of seed 000, eq. (18).
 
     Rows ``Φ′ⱼ(l_s)``, minus ``Φ′ⱼ(l_r)`` when a reference position is given.
+
+    Args:
+        link: the link.
+        positions: the S slope-IMU positions l_s [m], within [0, L].
+        n: number of modes.
+        reference: the reference position l_r [m], or None.
+        data: :meth:`FlexibleLink.modal_data` of ``n`` modes, computed when None.
+
+    Returns:
+        O (*batch, S, n).
+
+    Raises:
+        ConfigError: if a position is not finite or outside [0, L].
     """
     pos = _positions(link, positions)
     O = link.mode_shapes(pos, n, 1, data)
@@ -78,8 +91,18 @@ def observability(link: FlexibleLink, positions, n: int, reference: Optional[flo
     """Rank, condition number and singular values of the slope matrix (seed 000, §III-C).
 
     rank counts singular values above ``rtol · max_j max_ξ |Φ′ⱼ|`` (a scale of the matrix that does not
-    depend on the placement). Returns ``{"rank", "cond", "sigma_min", "singular_values", "observable"}``
-    with batch-shaped tensors; ``cond`` is ``inf`` when rank-deficient.
+    depend on the placement).
+
+    Args:
+        link: the link.
+        positions: the S slope-IMU positions [m].
+        n: number of modes.
+        reference: the reference position [m], or None.
+        rtol: relative rank tolerance.
+
+    Returns:
+        ``{"rank", "cond", "sigma_min", "singular_values", "observable"}`` with batch-shaped tensors;
+        ``cond`` is ``inf`` when rank-deficient.
     """
     O = slope_matrix(link, positions, n, reference)
     sv = torch.linalg.svdvals(O)
@@ -100,6 +123,16 @@ def slope_node_warnings(link: FlexibleLink, positions, n: int, tol: float = 0.05
 
     A position is flagged when ``|Φ′ⱼ(l)| < tol · max_ξ |Φ′ⱼ(ξ)|``; with ``warn`` an
     :class:`ObservabilityWarning` is issued. Scalar links only.
+
+    Args:
+        link: the scalar link.
+        positions: the IMU positions [m].
+        n: number of retained modes.
+        tol: relative slope threshold.
+        warn: issue the warning when a position is flagged.
+
+    Returns:
+        The flagged ``(position [m], mode index 1..n)`` pairs.
     """
     pos = _positions(link, positions)
     xi = torch.linspace(0, 1, 801, dtype=pos.dtype) * link.length

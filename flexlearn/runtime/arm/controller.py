@@ -47,30 +47,8 @@ Variants (``ArmControllerConfig.variant``):
 * ``hub``: the exact hub equation of a clamped link, ``I_h,i φ̈_i = τ_i + E_iI_i w_i″(0)``: curvature of
   the own link only plus feedforward (no separate gravity: the root moment already carries it).
 
-Seed discrepancies (recorded): (a) the rigid gravity terms of eq. (44)/(45) omit the payloads' own
-moments M_i g L cos(·) while keeping their deformation coupling; (b) the hub equation (44) contains both
-the root bending moment −EI w″(0) and the links' gravity moments — for a link whose deflection includes
-the gravity sag (as IMU-reconstructed deflection does) the root moment already carries the gravity load,
-so the two are counted twice: the exact hub equation of a clamped link on a hub is
-``I_h φ̈ = τ + EI w″(0)`` (no gravity term); (c) E₂I₂w₂″(0) appears in joint 1's equation although link
-2's root moment acts on hub 2, not on joint 1; (d) θ₂ in eq. (45) is the angle relative to link 1, here
-relative to link 1's deformed tip frame (§IV, the estimator's convention); (e) eq. (8) (tip shear) lacks
-the rigid-motion term of a rotating link. Measured on the simulator (scripts/reproduce_seed000_control.py,
-hub inertias 1000/200 kg m², tip masses 20/10 kg): eq. (45) exactly (``seed``) drives the arm away (the
-doubled gravity moment, ≈ 3300 N m on joint 1, against K_p = 6000 N m/rad), even with true states
-(≈ 15° RMSE); the consistent ``hub`` form with *true* curvatures tracks far better than the rigid PD; with
-IMU-reconstructed curvatures (1 mode on link 1: +12 % static curvature error; link 2's two-mode curvature
-is sensitive to gyro bias) the curvature feedback was unstable unless weighted down (``blend``,
-curvature_gain (0.5, 0)), and then tracked worse than the rigid PD baseline in our runs; hence ``moment``.
-Its raw load estimate reacts to a torque step with the high modes' instantaneous accelerations (an affine
-fit of two IMUs cannot represent them: hub 1's estimate moved 18 N m per N m of τ₂ in our simulator), which
-made the unfiltered loop unstable; the 5 Hz filter keeps the motion and the first modes.
-Measured with ``moment`` (scripts/reproduce_seed000_control.py, reaching (0.2, −0.6) → (0.6, −0.2) rad over
-6 s, IMU noise/bias of :class:`~flexlearn.sensing.imu.ImuNoiseConfig`, five draws): IMU-fed tracking RMSE
-0.08–0.29° / 0.21–0.46° (joint 1 / 2; worst 0.29 / 0.46), rigid PD IMU-fed 1.13–1.27° / 0.32–0.66° (and
-diverged on one draw); residual tip vibration 12.2 / 1.5 mm vs 13.5 / 2.1 mm for the rigid PD. Joint 2's
-error is mostly the θ₂ estimate (link 1's tip slope from one mode); with the quintic over 2.5 s instead of
-6 s joint 2 reached 1.5°.
+The five discrepancies found in the seed's equations and the measurements behind the default variant are in
+docs/arm_controller.md ("The seed's equations and the default variant").
 
 Step cost (1 kHz, also on a Raspberry Pi 5): estimator and loads folded into a few matrices (`flexlearn.runtime.
 arm.step`, ~15 kernels), the law on Python floats, outputs exact via :func:`~flexlearn.runtime.arm.step.exact_f64`
@@ -94,7 +72,10 @@ from flexlearn.runtime.arm.outputs import (
     FAULT_SATURATED,
     FAULT_TORQUE_LIMIT,
 )
+from flexlearn.runtime.arm.reference import quintic
 from flexlearn.runtime.arm.step import (
+    STEP_FLOATS,
+    STEP_INTS,
     compensation_map,
     exact_f64,
     gyro_bias_from_rest,
@@ -103,71 +84,7 @@ from flexlearn.runtime.arm.step import (
     rest_sample,
 )
 
-__all__ = ["ArmController", "quintic", "STEP_MAPS", "STEP_STATE", "STEP_INTS", "STEP_FLOATS"]
-
-# The step's settings and state by name: one list, read by the controller (TorchScript constants) and copied by its
-# export twin (`flexlearn.runtime.arm.graph.ArmControllerGraph`).
-STEP_MAPS = ("A", "a0", "Q", "KK", "W", "init_off", "init_map", "ranges")  # lean-step matrices (`arm.step`)
-STEP_STATE = ("last_tau", "last_state", "cal", "gyr_count")  # controller state buffers
-STEP_INTS = ("n_imus", "n_modes_total", "state_size", "k_u", "k_u2", "k_z", "k_fl", "k_lin", "k_e", "k_sin")
-STEP_FLOATS = (
-    "t0",
-    "duration",
-    "a11",
-    "a12",
-    "a22",
-    "gA1",
-    "gB1",
-    "kA1",
-    "kB1",
-    "gB2",
-    "kB2",
-    "th00",
-    "th01",
-    "kp1",
-    "kp2",
-    "kd1",
-    "kd2",
-    "tmax1",
-    "tmax2",
-    "dt",
-    "EI1",
-    "EI2",
-    "ff1",
-    "ff2",
-    "ff21",
-    "L1",
-    "L2",
-    "lp_beta",
-    "c11",
-    "c12",
-    "c21",
-    "c22",
-    "cal_gate",
-)
-
-
-def quintic(t: Tensor, theta0: Tensor, thetaf: Tensor, t0: float, duration: float) -> Tuple[Tensor, Tensor, Tensor]:
-    """Quintic reaching trajectory of seed 000, §VI-D.
-
-    Args:
-        t: time(s) [s], (...,) or a scalar, broadcast against the joint dimension (last) of ``theta0``.
-        theta0: start angles θ₀ [rad].
-        thetaf: end angles θ_f [rad].
-        t0: start of the motion [s].
-        duration: its length T [s].
-
-    Returns:
-        θ_d [rad], θ̇_d [rad/s], θ̈_d [rad/s²].
-    """
-    sig = torch.clamp((t - t0) / duration, 0.0, 1.0)
-    d = thetaf - theta0
-    s2 = sig * sig
-    s3 = s2 * sig
-    pos = theta0 + d * (10.0 * s3 - 15.0 * s3 * sig + 6.0 * s3 * s2)
-    vel = d * (30.0 * s2 - 60.0 * s3 + 30.0 * s2 * s2) / duration
-    acc = d * (60.0 * sig - 180.0 * s2 + 120.0 * s3) / (duration * duration)
-    return pos, vel, acc
+__all__ = ["ArmController"]
 
 
 class ArmController(nn.Module):
@@ -653,12 +570,31 @@ class ArmController(nn.Module):
         return parts[0], parts[1], torch.tensor(code, dtype=torch.int64)
 
     def forward(self, frame: Tensor, t: float) -> Tuple[Tensor, Tensor, Tensor]:
-        """One control step (1 kHz): frame (S, 6) = [acc (3) m/s² | gyr (3) rad/s] per IMU in the estimator's
-        order (link by link, reference IMU first), t [s] → (τ (2,) [N m], state, fault code)."""
+        """One control step (1 kHz).
+
+        Args:
+            frame: (S, 6) = [acc (3) m/s² | gyr (3) rad/s] per IMU in the estimator's order (link by link,
+                reference IMU first).
+            t: time [s].
+
+        Returns:
+            ``(τ (2,) [N m], state, fault code)``.
+        """
         return self._control(frame, t, None, None)
 
     @torch.jit.export
     def step_joints(self, frame: Tensor, t: float, theta: Tensor, theta_rate: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
-        """Encoder-fed baseline: as :meth:`forward` but with joint angles/rates (2,) from encoders; the
-        deformation still comes from the IMUs."""
+        """Encoder-fed baseline: as :meth:`forward` but with joint angles/rates from encoders.
+
+        The deformation still comes from the IMUs.
+
+        Args:
+            frame: (S, 6) = [acc (3) m/s² | gyr (3) rad/s] per IMU in the estimator's order.
+            t: time [s].
+            theta: joint angles (2,) [rad] from the encoders.
+            theta_rate: joint rates (2,) [rad/s] from the encoders.
+
+        Returns:
+            ``(τ (2,) [N m], state, fault code)``.
+        """
         return self._control(frame, t, theta, theta_rate)

@@ -29,7 +29,7 @@ from typing import Tuple
 import torch
 from torch import Tensor, nn
 
-from flexlearn.runtime.arm.controller import STEP_FLOATS, STEP_INTS, STEP_MAPS, STEP_STATE, ArmController
+from flexlearn.runtime.arm.controller import ArmController
 from flexlearn.runtime.arm.outputs import (
     FAULT_BAD_TIME,
     FAULT_BAD_TORQUE,
@@ -38,7 +38,16 @@ from flexlearn.runtime.arm.outputs import (
     FAULT_SATURATED,
     FAULT_TORQUE_LIMIT,
 )
-from flexlearn.runtime.arm.step import compensation_map, gyro_bias_from_rest, initial_link_trig, rest_sample
+from flexlearn.runtime.arm.step import (
+    STEP_FLOATS,
+    STEP_INTS,
+    STEP_MAPS,
+    STEP_STATE,
+    compensation_map,
+    gyro_bias_from_rest,
+    initial_link_trig,
+    rest_sample,
+)
 
 
 class ArmControllerGraph(nn.Module):
@@ -247,7 +256,16 @@ class ArmControllerGraph(nn.Module):
         return t1, t2, state, finite
 
     def forward(self, frame: Tensor, t: Tensor, lost: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
-        """One step (see the module docstring): frame (S, 6) f64, t () f64 [s], lost () bool → (τ, state, fault)."""
+        """One step (see the module docstring): frame (S, 6) f64, t () f64 [s], lost () bool → (τ, state, fault).
+
+        Args:
+            frame: (S, 6) float64 = [acc (3) m/s² | gyr (3) rad/s] per IMU.
+            t: time () float64 [s].
+            lost: () bool, True when the frame was lost (fault 1).
+
+        Returns:
+            ``(torque (2,) [N m], state (17 + M,), fault code () int64)``.
+        """
         i64 = torch.int64
         S = self.n_imus
         self.steps.add_(1)

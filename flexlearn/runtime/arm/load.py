@@ -74,8 +74,22 @@ class LinkLoadModel(nn.Module):
         n_modes: Sequence[int],
         quad: int = 40,
     ) -> "LinkLoadModel":
-        """From the controller's modal links, mass per length [kg/m], tip masses [kg] (what sits at each
-        link's tip besides the next link), IMU positions per link [m] (≥ 2 distinct per link) and modes."""
+        """From the controller's modal links, loads, IMU positions and modes.
+
+        Args:
+            links: the controller's modal links.
+            rho_A: mass per length of each link [kg/m].
+            tip_mass: tip masses [kg] (what sits at each link's tip besides the next link).
+            imu_positions: IMU positions per link [m] (≥ 2 distinct per link).
+            n_modes: modes per link.
+            quad: quadrature points per link.
+
+        Returns:
+            The load model.
+
+        Raises:
+            ConfigError: unless there is one entry per link in each sequence.
+        """
         n = len(links)
         check(
             n == len(rho_A) == len(tip_mass) == len(imu_positions) == len(n_modes),
@@ -119,6 +133,16 @@ class LinkLoadModel(nn.Module):
         return cls(mom_n, force, coup, link_sum)
 
     def forward(self, f_link: Tensor, delta: Tensor, eta: Tensor) -> Tuple[Tensor, Tensor]:
+        """Load moments and forces from the link-frame specific forces (see the class docstring).
+
+        Args:
+            f_link: [f_y; f_z] (2, S) [m/s²].
+            delta: local slopes (S,) [rad].
+            eta: modal coordinates (M,).
+
+        Returns:
+            ``(moments (n,) Λ_i [N m], forces (2, n) [F_a; F_n] [N] in each link's base frame)``.
+        """
         c, s = torch.cos(delta), torch.sin(delta)
         fa = c * f_link[0] - s * f_link[1]  # along the undeformed link
         fn = s * f_link[0] + c * f_link[1]  # normal to it
@@ -128,10 +152,20 @@ class LinkLoadModel(nn.Module):
 
     @torch.jit.export
     def packed(self, f_link: Tensor, trig: Tensor, eta: Tensor) -> Tensor:
-        """Same as :meth:`forward` in a few ops (the hot path), from ``trig`` (2, 2, S) =
-        [[sin δ, cos δ], [cos δ, −sin δ]] (one ``sin`` of [δ, δ + π/2, δ + π/2, −δ]):
+        """Same as :meth:`forward` in a few ops (the hot path), from ``trig``.
+
+        ``trig`` (2, 2, S) = [[sin δ, cos δ], [cos δ, −sin δ]] (one ``sin`` of [δ, δ + π/2, δ + π/2, −δ]):
         ``Y = [f_n; f_a; f_a ⊙ (coup η)] @ cols`` (3, 3n) with ``cols = [mom_n | force | link_sum]ᵀ``:
-        Λ = Y[0, :n] − Y[2, 2n:], F_n = Y[0, n:2n], F_a = Y[1, n:2n]."""
+        Λ = Y[0, :n] − Y[2, 2n:], F_n = Y[0, n:2n], F_a = Y[1, n:2n].
+
+        Args:
+            f_link: [f_y; f_z] (2, S) [m/s²].
+            trig: (2, 2, S), see above.
+            eta: modal coordinates (M,).
+
+        Returns:
+            Y (3, 3n).
+        """
         fr = (trig * f_link.unsqueeze(0)).sum(1)  # [f_n; f_a] (2, S)
         return torch.mm(torch.cat([fr, (fr[1] * torch.mv(self.coup, eta)).unsqueeze(0)]), self.cols)
 
@@ -174,6 +208,20 @@ def static_angle_correction(
     at l_r and L (0.2–0.5° of angle in our arm). Δθ is that error for the exact static sag under gravity
     (link 1 loaded by link 2's weight and gravity moment at its tip), linear in the cosines of the absolute
     base angles φ. Adding it to the estimated angles removes the static bias; dynamic parts are left.
+
+    Args:
+        links: the controller's two modal links.
+        rho_A: mass per length of each link [kg/m].
+        tip_mass: tip mass of each link [kg] (besides the next link).
+        imu_positions: IMU positions per link [m], reference IMU first.
+        n_modes: modes per link.
+        gravity: gravitational acceleration [m/s²].
+
+    Returns:
+        C (2, 2) [rad].
+
+    Raises:
+        ConfigError: unless there are two links.
     """
     check(len(links) == 2, "static_angle_correction.links", len(links), "two links")
     g = float(gravity)
@@ -185,6 +233,16 @@ def static_angle_correction(
         L = float(lk.length)
 
         def exact(x: float, lk: FlexibleLink = lk, i: int = i) -> list[float]:
+            """Exact static slopes at x of link i under gravity, columns (cos φ₁, cos φ₂).
+
+            Args:
+                x: position along the link [m].
+                lk: the link.
+                i: link index.
+
+            Returns:
+                The two slope coefficients [rad].
+            """
             a = _static_slope(lk, float(rho_A[i]), float(tip_mass[i]), x)
             if i == 0:  # own weight, link 2's weight (normal in link 1's frame: cos φ₁) and moment (cos φ₂)
                 return [g * a[0] + m2 * g * a[1], s2 * g * a[2]]

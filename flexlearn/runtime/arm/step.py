@@ -50,7 +50,52 @@ __all__ = [
     "rest_sample",
     "RestSample",
     "gyro_bias_from_rest",
+    "STEP_MAPS",
+    "STEP_STATE",
+    "STEP_INTS",
+    "STEP_FLOATS",
 ]
+
+# The step's settings and state by name: one list, read by the controller (TorchScript constants) and copied by its
+# export twin (`flexlearn.runtime.arm.graph.ArmControllerGraph`).
+STEP_MAPS = ("A", "a0", "Q", "KK", "W", "init_off", "init_map", "ranges")  # lean-step matrices (`arm.step`)
+STEP_STATE = ("last_tau", "last_state", "cal", "gyr_count")  # controller state buffers
+STEP_INTS = ("n_imus", "n_modes_total", "state_size", "k_u", "k_u2", "k_z", "k_fl", "k_lin", "k_e", "k_sin")
+STEP_FLOATS = (
+    "t0",
+    "duration",
+    "a11",
+    "a12",
+    "a22",
+    "gA1",
+    "gB1",
+    "kA1",
+    "kB1",
+    "gB2",
+    "kB2",
+    "th00",
+    "th01",
+    "kp1",
+    "kp2",
+    "kd1",
+    "kd2",
+    "tmax1",
+    "tmax2",
+    "dt",
+    "EI1",
+    "EI2",
+    "ff1",
+    "ff2",
+    "ff21",
+    "L1",
+    "L2",
+    "lp_beta",
+    "c11",
+    "c12",
+    "c21",
+    "c22",
+    "cal_gate",
+)
 
 
 def _in_map(est) -> Tensor:
@@ -78,6 +123,15 @@ def _compensation(est) -> Tensor:
     Q = torch.zeros(2 * S, S + n, N * N, dtype=torch.float64)
 
     def idx(p: int, q: int) -> int:
+        """Column of the coefficient of c_p c_q in (c ⊗ c).
+
+        Args:
+            p: first index into c.
+            q: second index into c.
+
+        Returns:
+            ``p N + q``.
+        """
         return p * N + q
 
     for s in range(S):
@@ -141,10 +195,20 @@ def _load_weights(mom_n: Tensor, force: Tensor, link_sum: Tensor, S: int) -> Ten
 def lean_step_maps(
     est, trig_off: Tensor, trig_map: Tensor, coup: Tensor, mom_n: Tensor, force: Tensor, link_sum: Tensor
 ) -> Dict[str, Tensor]:
-    """Matrices of the lean step (module docstring) from a built estimator and the controller's two-link load
-    model: ``A``, ``a0`` (L = a0 + A [x; z], rows [f (2S) | u₁ | u₂ (S+n each) | z_lin (4S) | y₀ + P z_lin |
-    fl (6S)]), ``Q``, ``KK`` ([z′; Y] = L[z_lin, Y rows] + KK ψ_m), ``init_off``/``init_map`` (c = sin(init_off
-    + init_map ψ̂) for the first frame) and ``W`` (4, 6S)."""
+    """Lean-step matrices (module docstring) from a built estimator and the controller's two-link load model: ``A``,
+    ``a0`` (L = a0 + A [x; z], rows [f (2S) | u₁ | u₂ (S+n each) | z_lin (4S) | y₀ + P z_lin | fl (6S)]), ``Q``, ``KK``
+    ([z′; Y] = L[z_lin, Y rows] + KK ψ_m), ``init_off``/``init_map`` (c = sin(init_off + init_map ψ̂) for the first
+    frame), ``W`` (4, 6S), by name; ArmSettingsError for an ``inclination="attitude"`` estimator.
+
+    Args:
+        est: the built `FlexibleArmEstimator` (PI inclination filter).
+        trig_off: offset (4S,) of the local-slope trig (`LinkLoadModel.trig_of_slopes`).
+        trig_map: map (4S, S) of the local-slope trig.
+        coup: the load model's ``coup`` (S, M).
+        mom_n: the load model's ``mom_n`` (n, S).
+        force: the load model's ``force`` (n, S).
+        link_sum: the load model's ``link_sum`` (n, S).
+    """
     if bool(getattr(est, "use_attitude", False)):
         raise ArmSettingsError(
             "lean_step_maps: the lean step is the estimator's PI inclination filter written as matrices; "
@@ -162,6 +226,15 @@ def lean_step_maps(
         return out
 
     def on_z(block: int, m: Tensor) -> Tensor:  # block 0..3 = ψ, b, α, ω_prev
+        """The rows m placed in the columns of one z block (0..3 = ψ, b, α, ω_prev), zeros elsewhere.
+
+        Args:
+            block: the z block, 0..3.
+            m: rows (r, S).
+
+        Returns:
+            (r, 10S).
+        """
         out = torch.zeros(m.shape[0], C, dtype=f64)
         out[:, 6 * S + block * S : 6 * S + (block + 1) * S] = m
         return out
@@ -202,13 +275,21 @@ def lean_step_maps(
 
 
 def exact_f64(vals: List[float], out: Optional[Tensor] = None) -> Tensor:
-    """Python floats → float64 tensor, bit for bit, in two kernels (three with ``out``): TorchScript's
-    ``torch.tensor(List[float])`` rounds through float32, the default dtype, and ``scalar_tensor`` costs a kernel
-    per value. Each value's IEEE-754 bit pattern is assembled as an integer from ``math.frexp`` (v = f 2^e,
-    0.5 ≤ |f| < 1: biased exponent e + 1022, mantissa field f 2^53 − 2^52, sign bit), put in an int64 tensor and
-    reinterpreted (``torch.view_copy(…, float64)``, a bit cast). Zero gives +0.0. Non-finite or subnormal values
-    (|v| < 2.2e-308), and lists whose sum overflows, take one kernel per value (exact too). ``out`` (len(vals),)
-    float64: written in place and returned."""
+    """Python floats → float64 tensor, bit for bit, in two kernels (three with ``out``).
+
+    TorchScript's ``torch.tensor(List[float])`` rounds through float32, the default dtype, and ``scalar_tensor``
+    costs a kernel per value. Each value's IEEE-754 bit pattern is assembled as an integer from ``math.frexp``
+    (v = f 2^e, 0.5 ≤ |f| < 1: biased exponent e + 1022, mantissa field f 2^53 − 2^52, sign bit), put in an int64
+    tensor and reinterpreted (``torch.view_copy(…, float64)``, a bit cast). Zero gives +0.0. Non-finite or
+    subnormal values (|v| < 2.2e-308), and lists whose sum overflows, take one kernel per value (exact too).
+
+    Args:
+        vals: the values.
+        out: (len(vals),) float64: written in place and returned.
+
+    Returns:
+        The float64 tensor (len(vals),).
+    """
     bits = torch.jit.annotate(List[int], [])
     exact = math.isfinite(sum(vals))
     for v in vals:

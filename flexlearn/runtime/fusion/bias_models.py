@@ -38,10 +38,20 @@ BIAS_STATE = ("bias", "c_bias", "gain", "tmap", "p_var", "t_p", "rel_c", "theta_
 @torch.jit.interface
 class BiasModel(nn.Module):  # noqa: D101 (a TorchScript interface: methods only; see the module docstring)
     def correct(self, j: int, uq: Tensor, um: Tensor, r_par: Tensor, dtr: Tensor, t: float, sigma_m2: float) -> bool:
-        """Fix of joint j + 1 at time t [s]: quaternion direction u^q (3,) and magnetic direction u^m (3,) of the
-        child, corrected parent rotation R̂_j (3, 3), (child, parent) angular travel since the joint's last fix
-        dtr (2,) [rad], σ_m² of this fix [rad²]. Updates the shared bias state; False: rejected (not finite or
-        gated), the bias unchanged."""
+        """Fix of joint j + 1 at time t [s]: updates the shared bias state.
+
+        Args:
+            j: joint index: the fix is of joint j + 1 (child module j + 1, parent j).
+            uq: quaternion direction u^q (3,) of the child.
+            um: magnetic direction u^m (3,) of the child.
+            r_par: corrected parent rotation R̂_j (3, 3).
+            dtr: (child, parent) angular travel since the joint's last fix (2,) [rad].
+            t: time of the fix [s].
+            sigma_m2: σ_m² of this fix [rad²].
+
+        Returns:
+            True when applied; False: rejected (not finite or gated; the bias unchanged).
+        """
         pass
 
 
@@ -103,6 +113,20 @@ class RotationBias(_SharedBiasState):
         self.twist_damping, self.seed_innovation = float(twist_damping), bool(seed_innovation)
 
     def correct(self, j: int, uq: Tensor, um: Tensor, r_par: Tensor, dtr: Tensor, t: float, sigma_m2: float) -> bool:
+        """Rotation-bias update: b ← b + K y, twist damping, P ← (1 − K) P, C_j = exp([b_j]×).
+
+        Args:
+            j: joint index: the fix is of joint j + 1 (child module j + 1, parent j).
+            uq: quaternion direction u^q (3,) of the child.
+            um: magnetic direction u^m (3,) of the child.
+            r_par: corrected parent rotation R̂_j (3, 3).
+            dtr: (child, parent) angular travel since the joint's last fix (2,) [rad].
+            t: time of the fix [s].
+            sigma_m2: σ_m² of this fix [rad²].
+
+        Returns:
+            True when applied; False: rejected (b not finite; the bias unchanged).
+        """
         p = self._variance(j, dtr, t, False)
         b = self.bias[j]
         if self.seed_innovation:
@@ -134,6 +158,22 @@ class HeadingWalkBias(_SharedBiasState):
     """
 
     def correct(self, j: int, uq: Tensor, um: Tensor, r_par: Tensor, dtr: Tensor, t: float, sigma_m2: float) -> bool:
+        """Heading random-walk update c_j ← c_j + K y; corrections of modules j + 1..N follow.
+
+        A segment near vertical (s² < 1e-3) leaves the heading unobservable: only the variance is predicted.
+
+        Args:
+            j: joint index: the fix is of joint j + 1 (child module j + 1, parent j).
+            uq: quaternion direction u^q (3,) of the child.
+            um: magnetic direction u^m (3,) of the child.
+            r_par: corrected parent rotation R̂_j (3, 3).
+            dtr: (child, parent) angular travel since the joint's last fix (2,) [rad].
+            t: time of the fix [s].
+            sigma_m2: σ_m² of this fix [rad²].
+
+        Returns:
+            True when applied; False: rejected (the correction not finite; the bias unchanged).
+        """
         p = float(self._variance(j, dtr, t, j > 0))
         y, s2 = heading_angle(torch.matmul(self.c_bias[j], uq), um, self.axis[j + 1])
         self.p_var[j].fill_(p)
@@ -173,6 +213,20 @@ class HeadingRateBias(HeadingDriftFilter, BiasStateTypes):
         _register_bias_state(self, state)
 
     def correct(self, j: int, uq: Tensor, um: Tensor, r_par: Tensor, dtr: Tensor, t: float, sigma_m2: float) -> bool:
+        """Predict every module's θ to t from its travel, then update with joint j + 1's heading.
+
+        Args:
+            j: joint index: the fix is of joint j + 1 (child module j + 1, parent j).
+            uq: quaternion direction u^q (3,) of the child.
+            um: magnetic direction u^m (3,) of the child.
+            r_par: corrected parent rotation R̂_j (3, 3).
+            dtr: (child, parent) angular travel since the joint's last fix (2,) [rad].
+            t: time of the fix [s].
+            sigma_m2: σ_m² of this fix [rad²].
+
+        Returns:
+            True when applied; False: rejected (the filter's update gated, or θ not finite: then the filter is reset).
+        """
         self.predict(self.travel[1:], t)
         dth = self.theta() - self.theta_applied
         a = self.axis[j + 1]
@@ -206,9 +260,22 @@ def build_bias_model(
     twist_damping: float,
     seed_innovation: bool,
 ) -> BiasModel:
-    """The `BiasModel` named ``kind`` ("heading", "heading_walk" or "rotation", checked by `fusion.options`) over
-    the estimator's bias state; ``hf`` is the estimator's heading filter (run by "heading" only). Typed
-    as the interface it implements (TorchScript checks the methods when the estimator is scripted)."""
+    """The `BiasModel` named ``kind`` over the estimator's bias state.
+
+    Typed as the interface it implements (TorchScript checks the methods when the estimator is scripted).
+
+    Args:
+        kind: "heading", "heading_walk" or "rotation", checked by `fusion.options`.
+        state: the estimator's bias-state tensors (`BIAS_STATE`), shared, not copied.
+        hf: the estimator's heading filter (run by "heading" only).
+        sigma_b2: σ_b², the bias random-walk rate [rad²/s] ("heading_walk", "rotation").
+        travel_noise: κ, extra process noise (κ Δφ)² per rad of angular travel ("heading_walk", "rotation").
+        twist_damping: γ, the fraction of b's component along u^q removed per update ("rotation").
+        seed_innovation: y = Log(u^q → u^m) − b (the seed) instead of Log(Ĉ u^q → u^m) ("rotation").
+
+    Returns:
+        The bias model.
+    """
     model: nn.Module
     if kind == "heading":
         model = HeadingRateBias(state, hf)

@@ -49,7 +49,16 @@ _BEND_KEYS = {
 @torch.jit.interface
 class FixConfidence(nn.Module):  # noqa: D101 (a TorchScript interface: methods only; see the module docstring)
     def forward(self, field: Tensor, direction: Tensor, bend_quat: float) -> Tuple[float, bool]:
-        """(σ_m² [rad²], reject) of one fix: calibrated field (3,) [T], model output (3,), quaternion bend [rad]."""
+        """(σ_m² [rad²], reject) of one fix: calibrated field (3,) [T], model output (3,), quaternion bend [rad].
+
+        Args:
+            field: calibrated field of the fix (3,) [T].
+            direction: the direction model's output (3,).
+            bend_quat: the joint's bend from the quaternions [rad].
+
+        Returns:
+            ``(σ_m² [rad²], reject)``.
+        """
         pass
 
 
@@ -61,6 +70,16 @@ class ConstantConfidence(nn.Module):
         self.sigma_m2 = float(sigma_m2)
 
     def forward(self, field: Tensor, direction: Tensor, bend_quat: float) -> Tuple[float, bool]:
+        """σ_m² = ``sigma_m2``, never rejected.
+
+        Args:
+            field: calibrated field of the fix (3,) [T].
+            direction: the direction model's output (3,).
+            bend_quat: the joint's bend from the quaternions [rad].
+
+        Returns:
+            ``(σ_m² [rad²], reject)``.
+        """
         return self.sigma_m2, False
 
 
@@ -87,6 +106,16 @@ class BendConfidence(nn.Module):
         self.field_min, self.field_max = float(field_min), float(field_max)
 
     def forward(self, field: Tensor, direction: Tensor, bend_quat: float) -> Tuple[float, bool]:
+        """σ_m² grown past the cap by the larger of the output's and the quaternions' bend; reject by bend and |field|.
+
+        Args:
+            field: calibrated field of the fix (3,) [T].
+            direction: the direction model's output (3,).
+            bend_quat: the joint's bend from the quaternions [rad].
+
+        Returns:
+            ``(σ_m² [rad²], reject)``.
+        """
         nf = float(torch.linalg.vector_norm(direction))
         bend = math.acos(max(-1.0, min(1.0, float(direction[2]) / max(nf, 1e-12))))
         bend = max(bend, bend_quat)
@@ -102,8 +131,16 @@ class BendConfidence(nn.Module):
 
 
 def quat_bend(r_par: Tensor, u_child: Tensor, e: Tensor) -> float:
-    """β_q = ∠(R_parᵀ û_child, e) [rad]: the joint's bend from the (corrected) parent rotation (3, 3) and child
-    direction (3,); e (3,) is the straight direction."""
+    """β_q = ∠(R_parᵀ û_child, e) [rad]: the joint's bend from the (corrected) parent rotation and child direction.
+
+    Args:
+        r_par: corrected parent rotation (3, 3).
+        u_child: child direction û_child (3,).
+        e: the straight direction (3,).
+
+    Returns:
+        β_q [rad].
+    """
     c = float(torch.dot(torch.matmul(r_par.transpose(0, 1), u_child), e))
     return math.acos(max(-1.0, min(1.0, c)))
 
@@ -136,8 +173,20 @@ def confidence_error(settings: Any) -> Optional[str]:
 
 
 def build_confidence(settings: Optional[Mapping[str, Any]], sigma_m2: float) -> FixConfidence:
-    """The confidence submodule for ``settings`` (None: `ConstantConfidence`); ValueError names a bad key. Typed as
-    the interface it implements (TorchScript checks the methods when the estimator is scripted)."""
+    """The confidence submodule for ``settings``.
+
+    Typed as the interface it implements (TorchScript checks the methods when the estimator is scripted).
+
+    Args:
+        settings: the confidence settings (``kind`` and the `BendConfidence` arguments); None: `ConstantConfidence`.
+        sigma_m2: σ₀², the per-fix variance [rad²].
+
+    Returns:
+        The submodule.
+
+    Raises:
+        EstimatorSettingsError: (a ValueError) naming a bad key.
+    """
     err = confidence_error(settings)
     if err is not None:
         raise EstimatorSettingsError(f"confidence: {err}")

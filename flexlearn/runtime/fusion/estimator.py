@@ -100,7 +100,7 @@ from flexlearn.runtime.fusion.quat_quadratic import (
     reference_rows,
 )
 from flexlearn.runtime.fusion.state import ESTIMATOR_BUFFERS, EstimatorStateTypes
-from flexlearn.runtime.time_base import RESYNC_FLAG_S, TimeBase
+from flexlearn.runtime.pikit.time_base import RESYNC_FLAG_S, TimeBase
 
 __all__ = ["FusedEstimator"]
 
@@ -335,6 +335,13 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
         it, or non-finite is ignored (TIME_ORDER on all segments) unless it confirms a restarted clock. Fast path
         (every |q|² within 1e-3 of 1, then used unnormalised: < 0.03 mm per
         segment): ~15 tensor ops, û_i = exp([b_i]×) R_i e = G_i vec(q_i q_iᵀ) with G_i = C_i T_i precomputed.
+
+        Args:
+            t: time of the frame [s].
+            quats: module quaternions (N + 1, 4).
+
+        Returns:
+            ``(points (N + 1, 3) [m], h () [m], flags (N,))``.
         """
         tau = t + self.t_off  # estimator time (`time_base`)
         if not (tau > self.t_att and tau - self.t_att <= self.max_gap):
@@ -407,9 +414,16 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
     def magnetometer(self, t: float, mags: Tensor, coil: int) -> Tensor:
         """One magnetometer round: raw readings (N, 3) [T] of receivers 1..N; ``coil`` = firing module (−1: none).
 
-        Returns the per-segment mask (N,) of magnetic corrections applied in this call. Only bitwise-new, finite,
-        unsaturated readings count (flags REPEATED_MAG / BAD_MAG otherwise); a pulse ends when ``coil`` changes.
-        Coil-off baselines are collected only from rounds with no coil firing.
+        Only bitwise-new, finite, unsaturated readings count (flags REPEATED_MAG / BAD_MAG otherwise); a pulse ends
+        when ``coil`` changes. Coil-off baselines are collected only from rounds with no coil firing.
+
+        Args:
+            t: time of the round [s].
+            mags: raw readings (N, 3) [T] of receivers 1..N.
+            coil: the firing module (−1: none).
+
+        Returns:
+            The per-segment mask (N,) of magnetic corrections applied in this call.
         """
         applied = self.no_fix_mask
         tau = t + self.t_off  # estimator time (`time_base`)
@@ -514,10 +528,18 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
     def correct(self, i: int, delta_b: Tensor, t: float) -> bool:
         """Magnetic update of segment i ∈ 1..N from its coil field ΔB (3,) [T] (seed 002, III-B3/B4).
 
-        Uses the module quaternions snapshotted at coil activation. Returns False (state unchanged) when the
-        prediction is not a usable direction (not finite, or shorter than 0.5: the direction model returns
-        exactly zero for "no direction") or ΔB is zero, and when the bias model rejects the fix (`bias_models`: the
-        "heading" model's χ² gate; its drift prediction is still applied).
+        Uses the module quaternions snapshotted at coil activation.
+
+        Args:
+            i: segment index ∈ 1..N.
+            delta_b: the coil field ΔB (3,) [T].
+            t: time of the fix [s].
+
+        Returns:
+            True when applied; False (state unchanged) when the prediction is not a usable direction (not finite, or
+            shorter than 0.5: the direction model returns exactly zero for "no direction") or ΔB is zero, and when
+            the bias model rejects the fix (`bias_models`: the "heading" model's χ² gate; its drift prediction is
+            still applied).
         """
         j = i - 1
         db = delta_b.to(torch.float64)
@@ -552,6 +574,16 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
         return self.bias_filter.correct(j, uq, um, r_par, dtr, t, self.fix_sigma_m2)  # `bias_models`
 
     def forward(self, t: float, quats: Tensor, mags: Tensor, coil: int) -> Tuple[Tensor, Tensor, Tensor]:
-        """One fused step: magnetometer round then attitude sweep at time t (see `magnetometer`, `attitude`)."""
+        """One fused step: magnetometer round then attitude sweep at time t (see `magnetometer`, `attitude`).
+
+        Args:
+            t: time [s].
+            quats: module quaternions (N + 1, 4).
+            mags: raw magnetometer readings (N, 3) [T].
+            coil: the firing module (−1: none).
+
+        Returns:
+            The attitude sweep's ``(points (N + 1, 3) [m], h () [m], flags (N,))``.
+        """
         self.magnetometer(t, mags, coil)
         return self.attitude(t, quats)

@@ -296,7 +296,15 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
 
     # ---------------------------------------------------------------------------------------- attitude
     def attitude(self, t: Tensor, quats: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
-        """`FusedEstimator.attitude`: t () [s], quats (N + 1, 4) → (points (N + 1, 3) [m], h () [m], flags (N,))."""
+        """`FusedEstimator.attitude`: t () [s], quats (N + 1, 4) → (points (N + 1, 3) [m], h () [m], flags (N,)).
+
+        Args:
+            t: time () [s].
+            quats: module quaternions (N + 1, 4).
+
+        Returns:
+            ``(points (N + 1, 3) [m], h () [m], flags (N,))``.
+        """
         n = self.n
         tau = self._time(0, t, self.t_att)
         keep = ~torch.isnan(tau)
@@ -349,14 +357,34 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
         self._put(self.mag_flagged, cond, (fl != 0).any())
 
     def magnetometer(self, t: Tensor, mags: Tensor, coil: Tensor) -> Tensor:
-        """`FusedEstimator.magnetometer`: t () [s], mags (N, 3) [T], coil () int64 → corrections applied (N,);
-        `magnetometer_round` then `correct_pending` (exported as two methods: the caller runs the second only
-        when the first returns True, so that the correction runs once per pulse, not every round)."""
+        """`FusedEstimator.magnetometer`: `magnetometer_round` then `correct_pending`.
+
+        Exported as two methods: the caller runs the second only when the first returns True, so that the correction
+        runs once per pulse, not every round.
+
+        Args:
+            t: time () [s].
+            mags: raw readings (N, 3) [T].
+            coil: the firing module () int64.
+
+        Returns:
+            The corrections applied (N,).
+        """
         return self.correct_pending(self.magnetometer_round(t, mags, coil))
 
     def magnetometer_round(self, t: Tensor, mags: Tensor, coil: Tensor) -> Tensor:
-        """A magnetometer round without the magnetic correction of a pulse that ends in it: that is recorded
-        (``pending``, with what the correction reads as of this moment); returns ``pending`` () bool."""
+        """A magnetometer round without the magnetic correction of a pulse that ends in it.
+
+        That correction is recorded (``pending``, with what the correction reads as of this moment).
+
+        Args:
+            t: time () [s].
+            mags: raw readings (N, 3) [T].
+            coil: the firing module () int64.
+
+        Returns:
+            ``pending`` () bool.
+        """
         n = self.n
         tau = self._time(1, t, self.t_mag)
         keep = ~torch.isnan(tau)
@@ -557,6 +585,16 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
         return take
 
     def forward(self, t: Tensor, quats: Tensor, mags: Tensor, coil: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
-        """One fused step: magnetometer round then attitude sweep (as `FusedEstimator.forward`)."""
+        """One fused step: magnetometer round then attitude sweep (as `FusedEstimator.forward`).
+
+        Args:
+            t: time () [s].
+            quats: module quaternions (N + 1, 4).
+            mags: raw readings (N, 3) [T].
+            coil: the firing module () int64.
+
+        Returns:
+            ``(points (N + 1, 3) [m], h () [m], flags (N,))``.
+        """
         self.magnetometer(t, mags, coil)
         return self.attitude(t, quats)

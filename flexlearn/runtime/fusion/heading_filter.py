@@ -199,7 +199,12 @@ class HeadingDriftFilter(nn.Module):
 
     @torch.jit.export
     def predict(self, travel: Tensor, t: float) -> None:
-        """Advance to time t [s] with the modules' cumulative angular travel (N,) [rad]."""
+        """Advance to time t [s] with the modules' cumulative angular travel (N,) [rad].
+
+        Args:
+            travel: the modules' cumulative angular travel (N,) [rad].
+            t: time [s].
+        """
         dphi = (travel - self.travel_ref).clamp_min(0.0)
         self.travel_ref.copy_(travel)
         t_ref = float(self.t_ref)
@@ -216,11 +221,17 @@ class HeadingDriftFilter(nn.Module):
 
     @torch.jit.export
     def update(self, j: int, y: float, r: float, w: Tensor) -> bool:
-        """Fix of joint j + 1 (child module j + 1, parent j): measured minus predicted θ_{j+1} − θ_j [rad] (the δ
-        term is subtracted here), white variance r [rad²], misalignment weights w (3,) [1/rad·rad].
+        """Fix of joint j + 1 (child module j + 1, parent j).
 
-        Returns False (state unchanged) when the innovation is not finite or fails the χ² gate (the second
-        consecutive failure of a joint is accepted).
+        Args:
+            j: joint index (the fix is of joint j + 1).
+            y: measured minus predicted θ_{j+1} − θ_j [rad] (the δ term is subtracted here).
+            r: white variance [rad²].
+            w: misalignment weights (3,) [1/rad·rad].
+
+        Returns:
+            True when applied; False (state unchanged) when the innovation is not finite or fails the χ² gate (the
+            second consecutive failure of a joint is accepted).
         """
         b = 2 * self.n + 3 * j
         ph = self.p[:, j].clone()

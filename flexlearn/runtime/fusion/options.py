@@ -73,7 +73,7 @@ class EstimatorSettings:
         gate: χ² gate of the "heading" model in standard deviations (0: none; a joint's second consecutive
             outlier is accepted).
         sigma_align: σ_δ, prior std per axis of each receiver's residual misalignment [rad] ("heading" only).
-        clock_jump: the outlier-time rule of `flexlearn.runtime.time_base` [s] (outliers are dropped, TIME_ORDER).
+        clock_jump: the outlier-time rule of `flexlearn.runtime.pikit.time_base` [s] (outliers are dropped, TIME_ORDER).
         clock_confirm: agreeing outliers that establish a new time base (a resync keeps the state and flags
             CLOCK_RESYNC).
         confidence: per-fix σ_m and rejection (`flexlearn.runtime.fusion.confidence`; e.g. ``{"kind": "bend"}``);

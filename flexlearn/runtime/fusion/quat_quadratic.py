@@ -19,7 +19,15 @@ from flexlearn.lie import quat_to_matrix
 
 
 def qrot(q: Tensor, p: Tensor) -> Tensor:
-    """R(q) p (…, 3) for quaternions (…, 4), not necessarily unit (quadratic in q: |q|² R(q/|q|) p)."""
+    """R(q) p (…, 3) for quaternions (…, 4), not necessarily unit (quadratic in q: |q|² R(q/|q|) p).
+
+    Args:
+        q: quaternions (…, 4), (w, x, y, z).
+        p: vectors (…, 3).
+
+    Returns:
+        ``|q|² R(q/|q|) p`` (…, 3).
+    """
     w = q[..., :1]
     v = q[..., 1:]
     n2 = (q * q).sum(-1, keepdim=True)
@@ -52,6 +60,13 @@ def reference_rows(quats: torch.Tensor, fallback: torch.Tensor) -> Tuple[torch.T
     """Usable reference quaternions: (q (N, 4) float64 normalised, ok (N,) bool).
 
     A row is usable when its squared norm is finite and in (0.25, 4); other rows take ``fallback``'s.
+
+    Args:
+        quats: reference quaternions (N, 4).
+        fallback: quaternions (N, 4) for the rows that are not usable.
+
+    Returns:
+        ``(q (N, 4) float64 normalised, ok (N,) bool)``.
     """
     q = quats.to(torch.float64)
     nrm = (q * q).sum(-1)

@@ -33,9 +33,30 @@ __all__ = ["RawImuAttitude", "RawImuEstimator"]
 class _AttitudeEstimator(Protocol):
     """What `RawImuEstimator` calls on its estimator (the methods of `FusedEstimator`)."""
 
-    def attitude(self, t: float, q: Tensor) -> Tuple[Tensor, Tensor, Tensor]: ...
+    def attitude(self, t: float, q: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """The attitude sweep.
 
-    def magnetometer(self, t: float, mags: Tensor, coil: int) -> Tensor: ...
+        Args:
+            t: time [s].
+            q: module quaternions (N + 1, 4).
+
+        Returns:
+            ``(points (N + 1, 3) [m], h () [m], flags (N,))``.
+        """
+        ...
+
+    def magnetometer(self, t: float, mags: Tensor, coil: int) -> Tensor:
+        """The magnetometer round.
+
+        Args:
+            t: time [s].
+            mags: raw readings (N, 3) [T].
+            coil: the firing module (−1: none).
+
+        Returns:
+            The per-segment mask (N,) of magnetic corrections applied.
+        """
+        ...
 
     def set_reference(self, q_ref: Tensor) -> None: ...
 
@@ -57,6 +78,15 @@ class RawImuAttitude(nn.Module):
         self.n_modules = n_modules
 
     def forward(self, gyrs: Tensor, accs: Tensor) -> Tensor:
+        """One filter step of every module.
+
+        Args:
+            gyrs: gyro samples (M, 3) [rad/s].
+            accs: accelerometer samples (M, 3) [m/s²].
+
+        Returns:
+            Quaternions (M, 4) float64.
+        """
         out: List[Tensor] = []
         for i, step in enumerate(self.steps):
             out.append(step(gyrs[i], accs[i]))
@@ -97,14 +127,32 @@ class RawImuEstimator(nn.Module):
 
     @torch.jit.export
     def attitude(self, t: float, gyrs: Tensor, accs: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
-        """One IMU sample of every module → filter quaternions → the estimator's attitude sweep at t [s]."""
+        """One IMU sample of every module → filter quaternions → the estimator's attitude sweep at t [s].
+
+        Args:
+            t: time [s].
+            gyrs: gyro samples (N + 1, 3) [rad/s].
+            accs: accelerometer samples (N + 1, 3) [m/s²].
+
+        Returns:
+            The estimator's ``(points (N + 1, 3) [m], h () [m], flags (N,))``.
+        """
         q = self.imus(gyrs, accs)
         self.q_last.copy_(q)
         return self.estimator.attitude(t, q)
 
     @torch.jit.export
     def magnetometer(self, t: float, mags: Tensor, coil: int) -> Tensor:
-        """The estimator's magnetometer round (the raw IMU path does not touch it)."""
+        """The estimator's magnetometer round (the raw IMU path does not touch it).
+
+        Args:
+            t: time [s].
+            mags: raw readings (N, 3) [T].
+            coil: the firing module (−1: none).
+
+        Returns:
+            The per-segment mask (N,) of magnetic corrections applied.
+        """
         return self.estimator.magnetometer(t, mags, coil)
 
     @torch.jit.export
@@ -118,5 +166,17 @@ class RawImuEstimator(nn.Module):
         return self.q_last.clone()
 
     def forward(self, t: float, gyrs: Tensor, accs: Tensor, mags: Tensor, coil: int) -> Tuple[Tensor, Tensor, Tensor]:
+        """``magnetometer`` then ``attitude`` (as `FusedEstimator`).
+
+        Args:
+            t: time [s].
+            gyrs: gyro samples (N + 1, 3) [rad/s].
+            accs: accelerometer samples (N + 1, 3) [m/s²].
+            mags: raw magnetometer readings (N, 3) [T].
+            coil: the firing module (−1: none).
+
+        Returns:
+            The estimator's ``(points (N + 1, 3) [m], h () [m], flags (N,))``.
+        """
         self.magnetometer(t, mags, coil)
         return self.attitude(t, gyrs, accs)

@@ -29,29 +29,9 @@ Parameter layout ``p``: built by :func:`flexlearn.sensing.attitude.offline.make_
 """
 
 import math
-from typing import Any, Callable, List, Tuple
+from typing import List, Tuple
 
-
-def _plain(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return fn
-
-
-def _plain_njit(*args: Any, **kwargs: Any) -> Any:
-    if args and callable(args[0]):
-        return args[0]
-    return _plain
-
-
-jitable: Callable[..., Any] = _plain
-njit: Callable[..., Any] = _plain_njit
-try:  # numba is optional: without it the same functions run as (slow) Python
-    from numba import njit as _numba_njit
-    from numba.extending import register_jitable as _numba_jitable
-
-    jitable, njit = _numba_jitable, _numba_njit
-    HAVE_NUMBA = True
-except Exception:  # pragma: no cover - exercised only without numba
-    HAVE_NUMBA = False
+from flexlearn.optional_numba import jitable, njit
 
 STATE_SIZE = 150
 PARAM_SIZE = 46
@@ -61,7 +41,21 @@ PARAM_SIZE = 46
 def qmul(
     aw: float, ax: float, ay: float, az: float, bw: float, bx: float, by: float, bz: float
 ) -> Tuple[float, float, float, float]:
-    """Hamilton product a ⊗ b."""
+    """Hamilton product a ⊗ b.
+
+    Args:
+        aw: w of a.
+        ax: x of a.
+        ay: y of a.
+        az: z of a.
+        bw: w of b.
+        bx: x of b.
+        by: y of b.
+        bz: z of b.
+
+    Returns:
+        a ⊗ b as (w, x, y, z).
+    """
     return (
         aw * bw - ax * bx - ay * by - az * bz,
         aw * bx + ax * bw + ay * bz - az * by,
@@ -72,7 +66,20 @@ def qmul(
 
 @jitable
 def qrot(w: float, x: float, y: float, z: float, vx: float, vy: float, vz: float) -> Tuple[float, float, float]:
-    """R(q) v = v + 2w (u × v) + 2 u × (u × v), u = (x, y, z)."""
+    """R(q) v = v + 2w (u × v) + 2 u × (u × v), u = (x, y, z).
+
+    Args:
+        w: w of the unit quaternion q.
+        x: x of q.
+        y: y of q.
+        z: z of q.
+        vx: x of v.
+        vy: y of v.
+        vz: z of v.
+
+    Returns:
+        R(q) v as (x, y, z).
+    """
     tx = 2.0 * (y * vz - z * vy)
     ty = 2.0 * (z * vx - x * vz)
     tz = 2.0 * (x * vy - y * vx)
@@ -87,7 +94,16 @@ def q6(s: List[float]) -> Tuple[float, float, float, float]:
 
 @jitable
 def store_unit(s: List[float], o: int, w: float, x: float, y: float, z: float) -> None:
-    """s[o:o+4] ← q / ‖q‖."""
+    """s[o:o+4] ← q / ‖q‖.
+
+    Args:
+        s: the state vector (layout in the module docstring), updated in place.
+        o: offset of the quaternion in s.
+        w: w of q.
+        x: x of q.
+        y: y of q.
+        z: z of q.
+    """
     n = math.sqrt(w * w + x * x + y * y + z * z)
     s[o] = w / n
     s[o + 1] = x / n
@@ -104,6 +120,14 @@ def lowpass(s: List[float], o: int, n: int, cf: List[float], c: int, ts: float) 
     z1 ← b2 x − a2 y``. Start-up (count s[o+3n] ≥ 0): the output is the running mean of the inputs until
     ``count·Ts ≥ τ = cf[c+5]``, then the states are set to the steady state of that mean (``z0 = m(1 − b0)``,
     ``z1 = m(b2 − a2)``) and the filter runs (count −1).
+
+    Args:
+        s: the state vector (layout in the module docstring), updated in place.
+        o: offset of the low-pass block in s.
+        n: number of values filtered.
+        cf: the vector holding the coefficients (p, or s).
+        c: offset of the coefficients in cf.
+        ts: sample period Ts [s].
     """
     m = o + 3 * n
     cnt = s[m]
@@ -135,8 +159,17 @@ def lowpass(s: List[float], o: int, n: int, cf: List[float], c: int, ts: float) 
 
 @jitable
 def butter_into(s: List[float], o: int, tau: float, ts: float) -> None:
-    """s[o:o+6] ← second-order Butterworth (b0, b1, b2, a1, a2) for time constant tau [s] and τ itself; the same
-    formula as ``offline.butter2`` (f_c = √2/(2π τ), bilinear transform with pre-warping)."""
+    """s[o:o+6] ← second-order Butterworth (b0, b1, b2, a1, a2) for time constant tau [s] and τ itself.
+
+    The same formula as ``offline.butter2`` (f_c = √2/(2π τ), bilinear transform with pre-warping); τ < Ts/2 gives
+    the pass-through (1, 0, 0, 0, 0).
+
+    Args:
+        s: the state vector (layout in the module docstring), updated in place.
+        o: offset of the coefficients in s.
+        tau: time constant τ [s].
+        ts: sample period Ts [s].
+    """
     s[o + 5] = tau
     if tau < 0.5 * ts:
         s[o] = 1.0
@@ -171,6 +204,10 @@ def acc_time_constant(s: List[float], p: List[float]) -> None:
     ``exp(−t/τ)`` (second-order Butterworth, ω_c = √2/τ), so σ_θ ← σ_θ exp(−Ts/τ) per sample, and τ returns
     to its bias-set value as σ_θ falls. p[44] = 0: fixed τ_acc. The coefficients are recomputed when τ
     moves by more than 0.5 %.
+
+    Args:
+        s: the state vector (layout in the module docstring), updated in place.
+        p: the parameter vector (`offline.make_params`).
     """
     tau = p[6]
     if p[44] > 0.5:
@@ -187,9 +224,15 @@ def acc_time_constant(s: List[float], p: List[float]) -> None:
 
 @jitable
 def gap_uncertainty(s: List[float], p: List[float]) -> None:
-    """Inclination uncertainty through one missing gyro sample: ``σ_θ ← min(π, σ_θ + (‖ω_last‖ + σ_b) Ts)``
-    [rad] (s[149]): the rotation of the gap is unknown up to the last bias-free rate (s[26:29], the sensor
-    may keep turning at it or stop) plus the bias uncertainty σ_b = √(max diag P) integrated over the gap."""
+    """Inclination uncertainty through one missing gyro sample: ``σ_θ ← min(π, σ_θ + (‖ω_last‖ + σ_b) Ts)`` [rad].
+
+    σ_θ is s[149]: the rotation of the gap is unknown up to the last bias-free rate (s[26:29], the sensor
+    may keep turning at it or stop) plus the bias uncertainty σ_b = √(max diag P) integrated over the gap.
+
+    Args:
+        s: the state vector (layout in the module docstring), updated in place.
+        p: the parameter vector (`offline.make_params`).
+    """
     w = math.sqrt(s[26] * s[26] + s[27] * s[27] + s[28] * s[28])
     sb = math.sqrt(max(s[15], max(s[19], s[23])))
     s[149] = min(math.pi, s[149] + (w + sb) * p[0])
@@ -197,7 +240,13 @@ def gap_uncertainty(s: List[float], p: List[float]) -> None:
 
 @jitable
 def lowpass_reset(s: List[float], o: int, n: int) -> None:
-    """Restart the running-mean start-up of the low-pass block at o (after a gap)."""
+    """Restart the running-mean start-up of the low-pass block at o (after a gap).
+
+    Args:
+        s: the state vector (layout in the module docstring), updated in place.
+        o: offset of the low-pass block in s.
+        n: number of values of the block.
+    """
     m = o + 3 * n
     s[m] = 0.0
     for i in range(n):
@@ -206,7 +255,15 @@ def lowpass_reset(s: List[float], o: int, n: int) -> None:
 
 @jitable
 def integrate(s: List[float], wx: float, wy: float, wz: float, dt: float) -> None:
-    """Strapdown: q_g ← q_g ⊗ [cos(‖ω‖dt/2), sin(‖ω‖dt/2) ω/‖ω‖] (exact for a constant rate over dt)."""
+    """Strapdown: q_g ← q_g ⊗ [cos(‖ω‖dt/2), sin(‖ω‖dt/2) ω/‖ω‖] (exact for a constant rate over dt).
+
+    Args:
+        s: the state vector (layout in the module docstring), updated in place.
+        wx: ω_x [rad/s].
+        wy: ω_y [rad/s].
+        wz: ω_z [rad/s].
+        dt: time step [s].
+    """
     nw = math.sqrt(wx * wx + wy * wy + wz * wz)
     if nw > 0.0:
         h = 0.5 * nw * dt
@@ -220,6 +277,13 @@ def gyr_update(s: List[float], p: List[float], gx: float, gy: float, gz: float) 
     """Gyro rest test and strapdown with the bias-free rate ω − b̂ [rad/s].
 
     Rest is broken when ‖ω − LP(ω)‖ ≥ p[27] or max|LP(ω)| > bias clip p[21] (LP: Butterworth τ_rest).
+
+    Args:
+        s: the state vector (layout in the module docstring), updated in place.
+        p: the parameter vector (`offline.make_params`).
+        gx: gyro x [rad/s].
+        gy: gyro y [rad/s].
+        gz: gyro z [rad/s].
     """
     s[53] = gx
     s[54] = gy
@@ -250,6 +314,17 @@ def kalman_bias(
     ``A = P Hᵀ,  S = H A + W,  K = A S⁻¹,  b̂ ← clip(b̂ + K clip(e)),  P ← P − K Aᵀ``, W = diag(w), clip ±p[21];
     S⁻¹ by adjugate / determinant. Written out on scalars (no loops, no scratch): the same arithmetic under
     numba and TorchScript, and a short instruction stream for the TorchScript interpreter.
+
+    Args:
+        s: the state vector (layout in the module docstring), updated in place.
+        p: the parameter vector (`offline.make_params`).
+        h: offset of H (3×3, row major) in s.
+        e0: innovation e_0 [rad/s].
+        e1: innovation e_1 [rad/s].
+        e2: innovation e_2 [rad/s].
+        w0: W_00 [(rad/s)²].
+        w1: W_11 [(rad/s)²].
+        w2: W_22 [(rad/s)²].
     """
     clip = p[21]
     e0 = min(max(e0, -clip), clip)
@@ -315,8 +390,14 @@ def kalman_bias(
 
 @jitable
 def bias_noise(s: List[float], p: List[float]) -> None:
-    """Random-walk process noise of the bias for one sample, P_ii += V, saturating at the initial variance
-    (also added for every sample of a gap: the bias keeps drifting while nothing is measured)."""
+    """Random-walk process noise of the bias for one sample, P_ii += V, saturating at the initial variance.
+
+    Also added for every sample of a gap: the bias keeps drifting while nothing is measured.
+
+    Args:
+        s: the state vector (layout in the module docstring), updated in place.
+        p: the parameter vector (`offline.make_params`).
+    """
     for i in range(3):
         if s[15 + 4 * i] < p[22]:
             s[15 + 4 * i] = s[15 + 4 * i] + p[23]
@@ -335,6 +416,12 @@ def bias_update(s: List[float], p: List[float], ex: float, ey: float) -> None:
     update waits until the accelerometer low-pass has left its running-mean start-up (s[49] < 0): until then
     the corrections are the mean settling on the first samples, not drift; likewise after a gap while the
     inclination uncertainty σ_θ/τ_acc exceeds σ_b (the corrections are then the re-acquisition, not drift).
+
+    Args:
+        s: the state vector (layout in the module docstring), updated in place.
+        p: the parameter vector (`offline.make_params`).
+        ex: x of the correction's acc (normalised low-passed acc in E_i).
+        ey: y of that acc.
     """
     w, x, y, z = q6(s)
     bx = s[12]
@@ -371,6 +458,13 @@ def acc_update(s: List[float], p: List[float], ax: float, ay: float, az: float) 
     derivative of a bounded velocity, so its low-pass vanishes while gravity stays), rotated to E_i,
     ``a_E = R(q_a) LP(a_I) / ‖·‖``, and the correction that turns a_E onto e_z is applied in full:
     ``q_a ← [c, a_y/(2c), −a_x/(2c), 0] ⊗ q_a`` with ``c = √((1 + a_z)/2)``. An all-zero sample is ignored.
+
+    Args:
+        s: the state vector (layout in the module docstring), updated in place.
+        p: the parameter vector (`offline.make_params`).
+        ax: accelerometer x [m/s²].
+        ay: accelerometer y [m/s²].
+        az: accelerometer z [m/s²].
     """
     if ax == 0.0 and ay == 0.0 and az == 0.0:
         return
@@ -417,6 +511,12 @@ def mag_reference(s: List[float], p: List[float], nrm: float, dip: float) -> Non
     Undisturbed when ``|‖m‖ − n_ref| < th_n n_ref`` and ``|dip − dip_ref| < th_dip`` for ``t_min``; the
     reference then tracks slowly (k_ref). A new field is accepted as reference after a candidate has held
     steady for ``t_new`` while the sensor turned (≥ ω_new), or ``t_first`` when there is no reference yet.
+
+    Args:
+        s: the state vector (layout in the module docstring), updated in place.
+        p: the parameter vector (`offline.make_params`).
+        nrm: ‖m‖ of the sample (magnetometer unit).
+        dip: its dip angle [rad].
     """
     dt = p[0]
     if abs(nrm - s[30]) < p[30] * s[30] and abs(dip - s[31]) < p[31]:
@@ -460,6 +560,13 @@ def mag_update(s: List[float], p: List[float], mx: float, my: float, mz: float) 
     ``φ = atan2(m_E,x, m_E,y) − δ`` (wrapped), ``δ ← δ + k φ`` with ``k = 1 − exp(−Ts/τ_mag)``; k = 0 while a
     disturbance is detected (up to t_rej, then k/f_rej), and k ≥ 1/n for the first samples (fast start).
     Only δ changes: the magnetometer never touches the inclination.
+
+    Args:
+        s: the state vector (layout in the module docstring), updated in place.
+        p: the parameter vector (`offline.make_params`).
+        mx: magnetometer x (any unit).
+        my: magnetometer y.
+        mz: magnetometer z.
     """
     if mx == 0.0 and my == 0.0 and mz == 0.0:
         return
@@ -494,7 +601,16 @@ def mag_update(s: List[float], p: List[float], mx: float, my: float, mz: float) 
 
 @jitable
 def finite3(x: float, y: float, z: float) -> bool:
-    """All three finite (x − x is NaN for NaN and ±inf)."""
+    """All three finite (x − x is NaN for NaN and ±inf).
+
+    Args:
+        x: first value.
+        y: second value.
+        z: third value.
+
+    Returns:
+        True when x, y and z are finite.
+    """
     return x - x == 0.0 and y - y == 0.0 and z - z == 0.0
 
 
@@ -535,6 +651,20 @@ def step(
     A missing gyro sample is bridged with the last bias-free rate for up to the gap time p[39] and grows the
     inclination uncertainty (:func:`gap_uncertainty`); after a longer gap the acc/mag updates pause and the
     first valid sample calls :func:`recover`.
+
+    Args:
+        s: the state vector (layout in the module docstring), updated in place.
+        p: the parameter vector (`offline.make_params`).
+        gx: gyro x [rad/s].
+        gy: gyro y [rad/s].
+        gz: gyro z [rad/s].
+        ax: accelerometer x [m/s²].
+        ay: accelerometer y [m/s²].
+        az: accelerometer z [m/s²].
+        mx: magnetometer x.
+        my: magnetometer y.
+        mz: magnetometer z.
+        use_mag: run the magnetometer update.
     """
     gok = finite3(gx, gy, gz) and gx * gx + gy * gy + gz * gz <= 1.0e6
     aok = finite3(ax, ay, az)
@@ -562,7 +692,15 @@ def step(
 
 @jitable
 def output(s: List[float], use_mag: bool) -> Tuple[float, float, float, float]:
-    """Unit quaternion with w ≥ 0: q_{E_i S} (6-axis) or q_{ES} = [cos δ/2, 0, 0, sin δ/2] ⊗ q_{E_i S}."""
+    """Unit quaternion with w ≥ 0: q_{E_i S} (6-axis) or q_{ES} = [cos δ/2, 0, 0, sin δ/2] ⊗ q_{E_i S}.
+
+    Args:
+        s: the state vector.
+        use_mag: the 9-axis output q_{ES}.
+
+    Returns:
+        (w, x, y, z).
+    """
     w, x, y, z = q6(s)
     if use_mag:
         c = math.cos(0.5 * s[8])
@@ -576,8 +714,22 @@ def output(s: List[float], use_mag: bool) -> Tuple[float, float, float, float]:
 
 @njit(cache=True)
 def run_batch(gyr, acc, mag, use_mag, s, p, quat, bias, flags):  # pragma: no cover - numba-compiled
-    """Offline path: :func:`step` over (N, 3) float64 arrays; writes quat (N, 4), bias (N, 3) [rad/s] and
-    flags (N,) int8 (bit 0 rest, bit 1 magnetic disturbance, bit 2 sample skipped); s is updated in place."""
+    """Offline path: :func:`step` over (N, 3) float64 arrays.
+
+    Writes quat (N, 4), bias (N, 3) [rad/s] and flags (N,) int8 (bit 0 rest, bit 1 magnetic disturbance, bit 2
+    sample skipped); s is updated in place.
+
+    Args:
+        gyr: gyro (N, 3) [rad/s].
+        acc: accelerometer (N, 3) [m/s²].
+        mag: magnetometer (N, 3) (read only with use_mag).
+        use_mag: run the magnetometer update.
+        s: the state vector (layout in the module docstring), updated in place.
+        p: the parameter vector (`offline.make_params`).
+        quat: output quaternions (N, 4), (w, x, y, z).
+        bias: output gyro bias (N, 3) [rad/s].
+        flags: output flags (N,) int8.
+    """
     for k in range(gyr.shape[0]):
         before = s[24]
         if use_mag:

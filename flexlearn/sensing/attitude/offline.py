@@ -118,6 +118,13 @@ def butter2(tau: float, ts: float) -> List[float]:
     Cut-off ``f_c = √2/(2π τ)``; bilinear transform with pre-warping, ``C = tan(π f_c Ts)``,
     ``D = C² + √2 C + 1``: ``b = (C², 2C², C²)/D``, ``a1 = 2(C² − 1)/D``, ``a2 = (C² − √2 C + 1)/D``.
     For ``τ < Ts/2`` (f_c near Nyquist) the filter is a pass-through.
+
+    Args:
+        tau: time constant τ [s].
+        ts: sample time Ts [s].
+
+    Returns:
+        ``[b0, b1, b2, a1, a2]``.
     """
     if tau < ts / 2:
         return [1.0, 0.0, 0.0, 0.0, 0.0]
@@ -134,6 +141,16 @@ def make_params(rate_hz: float, config: Optional[AttitudeConfig] = None) -> np.n
     Bias noise model (VQF §3.3): ``P0 = σ_init²``; per-sample process noise ``V = (0.1 °/s)² Ts / T_f``;
     measurement noise chosen so that continuous updates settle at σ: ``W = σ⁴/V + σ²`` (motion: σ_motion,
     vertical: W/f_v, rest: σ_rest). Heading gains ``k = 1 − exp(−Ts/τ)``.
+
+    Args:
+        rate_hz: sampling rate [Hz], finite and > 0.
+        config: the filter's parameters; None: the defaults.
+
+    Returns:
+        The parameter vector (``kernels.PARAM_SIZE``,) float64.
+
+    Raises:
+        ConfigError: for an invalid ``config`` or ``rate_hz``.
     """
     cfg = config or AttitudeConfig()
     cfg.validate()
@@ -179,9 +196,19 @@ def make_params(rate_hz: float, config: Optional[AttitudeConfig] = None) -> np.n
 
 
 def initial_state(params: np.ndarray, bias=None) -> np.ndarray:
-    """Start state (``kernels.STATE_SIZE``,): identity quaternions, zero bias (or ``bias``
-    [rad/s]) with covariance σ_init² I, every low-pass in its averaging start-up, magnetic field not yet
-    accepted (disturbed, rejection time spent so the start runs at the reduced gain), 1/n heading gain."""
+    """Start state (``kernels.STATE_SIZE``,).
+
+    Identity quaternions, zero bias (or ``bias`` [rad/s]) with covariance σ_init² I, every low-pass in its
+    averaging start-up, magnetic field not yet accepted (disturbed, rejection time spent so the start runs at the
+    reduced gain), 1/n heading gain.
+
+    Args:
+        params: the parameter vector (`make_params`).
+        bias: start gyro bias (3,) [rad/s]; None: zero.
+
+    Returns:
+        The state (``kernels.STATE_SIZE``,) float64.
+    """
     s = np.zeros(K.STATE_SIZE)
     s[0] = s[4] = 1.0
     s[134] = s[138] = s[142] = 1.0  # H = I of the rest update
@@ -206,10 +233,21 @@ def _arr(x, name: str, n: Optional[int]) -> np.ndarray:
 def run_filter(
     gyr, acc, rate_hz: float, mag=None, config: Optional[AttitudeConfig] = None, state: Optional[np.ndarray] = None
 ) -> FilterResult:
-    """Run the filter over a recording: gyr [rad/s], acc [m/s²], optional mag (N, 3) (any unit; µT by
-    convention). With ``mag`` the quaternions are q_{ES} with E = ENU (magnetic north), else q_{E_i S}
+    """Run the filter over a recording.
+
+    With ``mag`` the quaternions are q_{ES} with E = ENU (magnetic north), else q_{E_i S}
     (z up, heading of the start). No unit or timestamp checks here (see ``estimate_orientation``).
-    ``state`` continues a previous run (from :attr:`FilterResult.state`); it is copied, not changed.
+
+    Args:
+        gyr: gyro (N, 3) [rad/s].
+        acc: accelerometer (N, 3) [m/s²].
+        rate_hz: sampling rate [Hz].
+        mag: optional magnetometer (N, 3) (any unit; µT by convention).
+        config: the filter's parameters; None: the defaults.
+        state: continues a previous run (from :attr:`FilterResult.state`); it is copied, not changed.
+
+    Returns:
+        The `FilterResult`.
     """
     p = make_params(rate_hz, config)
     g = _arr(gyr, "gyr", None)

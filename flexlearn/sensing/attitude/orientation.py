@@ -99,11 +99,21 @@ def _rate_scale(acc: np.ndarray, gyr: np.ndarray, rate_hz: float, chunks: int = 
 
 
 def check_imu_units(acc: np.ndarray, gyr: np.ndarray, rate_hz: float, mag: Optional[np.ndarray] = None) -> None:
-    """Raise :class:`DataError` naming the field and the factor when acc is not in m/s², gyr not in rad/s
-    or mag not in µT. acc: median ‖a‖ must lie within 0.4–4 g (g units: ×9.80665; mg: ×0.00980665). gyr: rates
+    """Check that acc is in m/s², gyr in rad/s and mag in µT.
+
+    acc: median ‖a‖ must lie within 0.4–4 g (g units: ×9.80665; mg: ×0.00980665). gyr: rates
     beyond 35 rad/s (the 99.9th percentile), or an accelerometer direction that turns less than a fifth as
     fast as the gyro says (``u̇ = −ω × u``; 1/57 for °/s, ≈ 1 in rad/s), mean °/s (×π/180). mag: median ‖m‖
     outside 5–500 µT is matched to T (×1e6), G (×100), mG (×0.1) or nT (×1e-3). Non-finite samples are ignored.
+
+    Args:
+        acc: accelerometer (N, 3).
+        gyr: gyro (N, 3).
+        rate_hz: sampling rate [Hz].
+        mag: magnetometer (N, 3), or None.
+
+    Raises:
+        DataError: naming the field and the factor when a unit is wrong.
     """
     sub = slice(None, None, max(1, len(acc) // 10000))  # magnitudes from at most ~10k samples
     na = np.linalg.norm(acc[sub], axis=1)
@@ -146,13 +156,22 @@ def check_imu_units(acc: np.ndarray, gyr: np.ndarray, rate_hz: float, mag: Optio
 
 
 def regularize_time(t, rate_hz: Optional[float] = None):
-    """Map timestamps t [s] (N,) onto a uniform grid: returns ``(rate_hz, slot)`` with slot (N,) int the
-    grid index of each sample (``round((t − t₀)·rate)``). The rate defaults to 1/mean of the regular steps
+    """Map timestamps t [s] (N,) onto a uniform grid.
+
+    The grid index of each sample is ``round((t − t₀)·rate)``. The rate defaults to 1/mean of the regular steps
     (those below 1.5× the median: jitter telescopes, gaps are left out), refined by a line fit of t against
-    the slots. Missing
-    samples (gaps) become empty slots (filled with NaN, skipped and counted by the filter). Raises
-    :class:`DataError` naming the index for a non-finite timestamp, a time that does not increase, or two
-    samples in one slot (jitter beyond half a period: pass the true rate or resample first).
+    the slots. Missing samples (gaps) become empty slots (filled with NaN, skipped and counted by the filter).
+
+    Args:
+        t: timestamps (N,) [s].
+        rate_hz: the grid's rate [Hz]; None: estimated as above.
+
+    Returns:
+        ``(rate_hz, slot)`` with slot (N,) int the grid index of each sample.
+
+    Raises:
+        DataError: naming the index for a non-finite timestamp, a time that does not increase, or two samples in
+            one slot (jitter beyond half a period: pass the true rate or resample first).
     """
     t = np.asarray(t.detach().cpu().numpy() if isinstance(t, Tensor) else t, dtype=np.float64).ravel()
     bad = np.flatnonzero(~np.isfinite(t))
@@ -343,7 +362,15 @@ def inclination_error(q_est: Tensor, q_ref: Tensor, mask: Optional[Tensor] = Non
 
     The angle between the two up directions in the sensor frame, ``∠(R(q̂)ᵀ e_z, R(q)ᵀ e_z)`` (heading-free;
     equal to BROAD's ``2 acos √(w² + z²)`` of ``q̂ ⊗ q⁻¹``). Samples with a non-finite reference are skipped,
-    as are those outside ``mask``. Returns ``{"rms_deg", "mean_deg", "max_deg", "n", "errors_deg"}``.
+    as are those outside ``mask``.
+
+    Args:
+        q_est: estimated quaternions q̂ (N, 4).
+        q_ref: reference quaternions q (N, 4).
+        mask: samples to score (N,) bool; None: all.
+
+    Returns:
+        ``{"rms_deg", "mean_deg", "max_deg", "n", "errors_deg"}``.
     """
     q_est = torch.as_tensor(q_est, dtype=torch.float64)
     q_ref = torch.as_tensor(q_ref, dtype=torch.float64)
@@ -359,7 +386,15 @@ def heading_error(q_est: Tensor, q_ref: Tensor, mask: Optional[Tensor] = None) -
     """Heading error [deg] (BROAD): with the world-frame error ``e = q̂ ⊗ q⁻¹`` (N, 4), ``2 atan |e_z / e_w|``.
 
     Both quaternions must map the sensor frame to the same world frame (ENU for 9-axis estimates and the
-    BROAD reference). Same skipping and return value as :func:`inclination_error`.
+    BROAD reference).
+
+    Args:
+        q_est: estimated quaternions q̂ (N, 4).
+        q_ref: reference quaternions q (N, 4).
+        mask: samples to score (N,) bool; None: all.
+
+    Returns:
+        Same skipping and return value as :func:`inclination_error`.
     """
     q_est = torch.as_tensor(q_est, dtype=torch.float64)
     q_ref = torch.as_tensor(q_ref, dtype=torch.float64)

@@ -62,6 +62,16 @@ class AttitudeStep(torch.nn.Module):
         self.use_mag = bool(use_mag)
 
     def forward(self, gyr: Tensor, acc: Tensor, mag: Optional[Tensor] = None) -> Tensor:
+        """One filter step (see the class docstring); non-finite samples are skipped and counted.
+
+        Args:
+            gyr: gyro (3,) [rad/s].
+            acc: accelerometer (3,) [m/s²].
+            mag: magnetometer (3,) [any unit, µT by convention], used only with ``use_mag``.
+
+        Returns:
+            q (4,) float64, unit with w ≥ 0.
+        """
         g: List[float] = gyr.tolist()  # float32 or float64 tensors: Python floats (float64) either way
         a: List[float] = acc.tolist()
         if mag is not None and self.use_mag:

@@ -46,7 +46,9 @@ def test_run_writes_tip_trajectory(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     info = json.loads(proc.stdout.strip().splitlines()[-1])
     files = [Path(f) for f in info["files"]]
-    assert [f.suffix for f in files] == [".json", ".csv", ".png"] and all(f.stat().st_size > 0 for f in files)
+    # the tip trajectory (JSON, CSV, PNG) and the whole rod as MCAP (the app's default mcap=true)
+    assert [f.suffix for f in files] == [".json", ".csv", ".png", ".mcap"]
+    assert all(f.stat().st_size > 0 for f in files)
     doc = json.loads(files[0].read_text())
     steps = 20  # 0.0018 s / 9e-5 s
     assert doc["steps"] == steps and len(doc["times_s"]) == len(range(0, steps + 1, 3)) + 1  # and the last step

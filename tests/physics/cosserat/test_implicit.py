@@ -1,6 +1,6 @@
 """The implicit Cosserat step (flexlearn.physics.cosserat.implicit): its stiffness is the Gauss–Newton Hessian
 of the elastic energy, the numba kernel runs the torch reference's equations, it is stable and accurate at
-steps far beyond the LGVI's limit (issue 21's polymer rod), keeps the momenta, does not gain energy,
+steps far beyond the LGVI's limit (a thin stiff polymer rod), keeps the momenta, does not gain energy,
 converges at second order and is differentiable."""
 
 import importlib.util

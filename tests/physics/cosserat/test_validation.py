@@ -1,5 +1,5 @@
 """Validation against analytical results: cantilever frequencies, gravity sag, elastica, magnet arc,
-time-step convergence (issue 5, "Validation tests")."""
+time-step convergence."""
 
 import math
 

@@ -3,90 +3,34 @@ TorchScript bundle (`flexlearn.runtime.deploy.DeployBundle`): ``set_reference``,
 ``control``, ``set_target``.
 
 The exported programs hold the fused shape estimator (`flexlearn.runtime.fusion.graph`, written by
-`flexlearn.runtime.executorch_export.bundle_artifacts`); the tip-height PID (`flexlearn.runtime.height_control`,
+`flexlearn.runtime.executorch_export.bundle_artifacts`); the tip-height PID (`height_control`,
 Python floats only) runs here, built from the metadata's ``controller`` and ``controller_clock`` settings, on the
 height of the latest accepted attitude sweep (as ``DeployBundle.control`` does).
 
-Used by ``scripts/pi_runner.py``. Standard library + torch (+ ``executorch`` for a ``.pte``); without flexlearn
-installed it finds ``manifest.py``, ``height_control.py`` and ``time_base.py`` next to itself (copy the four files
-to the Pi beside the runner). A ``.pt2`` needs flexlearn: its archive is inspected before `torch.export` loads it.
+Used by ``scripts/pi_runner.py``. Standard library + torch (+ ``executorch`` for a ``.pte``), and the modules of
+this package (``pikit`` in the kit). A ``.pt2`` needs flexlearn: its archive is inspected before `torch.export`
+loads it.
 Every file's manifest is verified first unless ``trust_unverified=True``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
-import importlib.util
 import json
-import sys
-import types
 from pathlib import Path
 from typing import Any, Callable, Dict, Tuple
 
 import torch
 
+from . import manifest
+from .family import CheckpointError as _LoadBase  # flexlearn's error family inside flexlearn
+from .height_control import HeightPID, HeightPIDSettings
+
 METHODS = ("set_reference", "attitude", "magnetometer", "correct")
-
-
-try:  # inside the package: a CheckpointError of the flexlearn family (applications print it as one line)
-    from flexlearn.errors import CheckpointError as _LoadBase
-except ImportError:  # loaded by file path next to scripts/pi_runner.py, without flexlearn (torch only)
-
-    class _LoadBase(Exception):  # type: ignore[no-redef]
-        """Stand-in root of the error family where flexlearn is not installed."""
 
 
 class BundleLoadError(_LoadBase, ValueError):  # type: ignore[valid-type,misc]
     """A program bundle that cannot be loaded or run here; the message names the file and the reason."""
-
-
-def _sibling(name: str) -> Any:
-    """`flexlearn.runtime.<name>` when flexlearn is installed, else ``<name>.py`` beside this file."""
-    try:
-        return importlib.import_module(f"flexlearn.runtime.{name}")
-    except ImportError:
-        key = f"flexlearn_runtime_{name}"  # the name pi_runner.py gives the same file: one module object
-        if key in sys.modules:
-            return sys.modules[key]
-        path = Path(__file__).resolve().parent / f"{name}.py"
-        spec = importlib.util.spec_from_file_location(key, path) if path.is_file() else None
-        if spec is None or spec.loader is None:
-            raise
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        sys.modules[key] = mod
-        return mod
-
-
-def height_control_module() -> types.ModuleType:
-    """`flexlearn.runtime.height_control` (`HeightPID`, `HeightPIDSettings`).
-
-    Without flexlearn, ``height_control.py`` is loaded with its ``time_base`` import satisfied by the
-    ``time_base.py`` beside it (the module names are provided only while it loads).
-
-    Returns:
-        The module.
-    """
-    try:
-        return importlib.import_module("flexlearn.runtime.height_control")
-    except ImportError:
-        pass
-    stubs = {
-        "flexlearn": types.ModuleType("flexlearn"),
-        "flexlearn.runtime": types.ModuleType("flexlearn.runtime"),
-        "flexlearn.runtime.time_base": _sibling("time_base"),
-    }
-    saved = {k: sys.modules.get(k) for k in stubs}
-    sys.modules.update(stubs)
-    try:
-        return _sibling("height_control")
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                sys.modules.pop(k, None)
-            else:
-                sys.modules[k] = v
 
 
 class ProgramBundle:
@@ -97,15 +41,8 @@ class ProgramBundle:
         self.meta = meta
         self._keep = keep  # a .pte program: its methods point into it
         try:
-            control = height_control_module()
-        except (ImportError, OSError) as exc:
-            raise BundleLoadError(
-                f"the tip-height controller is needed beside a program bundle: copy "
-                f"flexlearn/runtime/height_control.py and time_base.py next to pi_runner.py ({exc})"
-            ) from None
-        try:
-            settings = control.HeightPIDSettings(**meta.get("controller", {}), **meta.get("controller_clock", {}))
-            self.controller = control.HeightPID(settings)
+            settings = HeightPIDSettings(**meta.get("controller", {}), **meta.get("controller_clock", {}))
+            self.controller = HeightPID(settings)
         except (TypeError, ValueError) as exc:
             raise BundleLoadError(f"bundle metadata 'controller': {exc}") from None
         self.height = 0.0  # [m] of the latest accepted attitude sweep (0 before the first)
@@ -155,7 +92,6 @@ def read_verified(path: str | Path, trust_unverified: bool = False) -> bytes:
         raise BundleLoadError(f"model file '{path}': cannot read it ({exc.strerror or exc})") from None
     if trust_unverified:
         return data
-    manifest = _sibling("manifest")
     record = manifest.verify_manifest(path)
     if hashlib.sha256(data).hexdigest() != str(record.get("sha256", "")).lower():
         raise manifest.UntrustedArtifactError(f"model file '{path}': changed while it was being loaded")
@@ -191,7 +127,7 @@ def load_program_bundle(path: str | Path, *, trust_unverified: bool = False) -> 
         methods, meta, program = load_pte_methods(read_verified(path, trust_unverified), path)
     elif path.suffix == ".pt2":
         try:
-            from flexlearn.runtime.executorch_export import load_bundle_program  # optional: absent on the Pi
+            from ..executorch_export import load_bundle_program  # optional: absent in the kit (no parent package)
         except ImportError:
             raise BundleLoadError(
                 f"model file '{path}': a .pt2 bundle needs flexlearn installed (its archive is "
@@ -200,7 +136,7 @@ def load_program_bundle(path: str | Path, *, trust_unverified: bool = False) -> 
         try:
             methods, meta = load_bundle_program(path, trust_unverified=trust_unverified)
         except Exception as exc:  # a refused file stays a refusal; anything else is named as unloadable
-            if isinstance(exc, _sibling("manifest").UntrustedArtifactError):
+            if isinstance(exc, manifest.UntrustedArtifactError):
                 raise
             raise BundleLoadError(f"model file '{path}': cannot load it ({str(exc).splitlines()[0][:200]})") from None
         program = None

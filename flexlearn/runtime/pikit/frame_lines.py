@@ -12,15 +12,10 @@ import json
 import math
 from typing import IO, Iterator, Optional
 
+from .family import DataError as _FamilyBase  # flexlearn's error family inside flexlearn
+
 NAN = float("nan")
 MAX_LINE = 1 << 20  # longest accepted JSON line [bytes]
-
-try:  # inside the package: the error joins the flexlearn family (applications print it as one line)
-    from flexlearn.errors import DataError as _FamilyBase
-except ImportError:  # loaded by file path next to scripts/pi_runner.py, without flexlearn (torch only)
-
-    class _FamilyBase(Exception):  # type: ignore[no-redef]
-        """Stand-in root of the error family where flexlearn is not installed."""
 
 
 class BadFrame(_FamilyBase, ValueError):  # type: ignore[valid-type,misc]

@@ -13,7 +13,7 @@ Units: m, m/s (tendon velocity at the spool), s. Non-finite height or spool inpu
 Robustness (the controller never outputs NaN): a non-finite target (NaN marks "missing" in both frame protocols)
 or one of 1 km or more is refused by `set_target`, which keeps the last valid target, counts ``bad_targets`` and
 sets ``target_rejected``; while that is set an active controller reports status TARGET_REJECTED instead of ACTIVE,
-until a valid target arrives. Frame times go through `flexlearn.runtime.time_base.TimeBase`: a single outlier time
+until a valid target arrives. Frame times go through `flexlearn.runtime.pikit.time_base.TimeBase`: a single outlier time
 (far future, or not after the previous step) is held (HOLD, zero command), and a restarted master clock is taken
 as a new time base after ``clock_confirm`` agreeing steps, keeping the controller state. Any non-finite
 intermediate (e.g. a derivative over a vanishing step) zeroes the command, the integral and the derivative (HOLD).
@@ -26,15 +26,8 @@ from typing import List, Tuple
 import torch
 from torch import nn
 
-from flexlearn.runtime.time_base import TimeBase
-
-try:  # inside the package: a ConfigError of the flexlearn family (applications print it as one line)
-    from flexlearn.errors import ConfigError as _SettingsBase
-except ImportError:  # loaded by file path next to scripts/pi_runner.py, without flexlearn (torch only)
-
-    class _SettingsBase(Exception):  # type: ignore[no-redef]
-        """Stand-in root of the error family where flexlearn is not installed."""
-
+from .family import ConfigError as _SettingsBase  # flexlearn's error family inside flexlearn
+from .time_base import TimeBase
 
 __all__ = [
     "HeightPID",

@@ -1,6 +1,6 @@
 """Time base of the runtime modules: the master's clock → a monotonic module time, with clock-restart and outlier
 detection (used by `flexlearn.runtime.fusion.estimator.FusedEstimator` and
-`flexlearn.runtime.height_control.HeightPID`).
+`flexlearn.runtime.pikit.height_control.HeightPID`).
 
 The master (ESP32) stamps every frame with its monotonic clock t [s]. Two faults freeze a module that only accepts
 increasing times: one frame with a wild time (t = 1e9: every later frame looks old) and a restart of the master's
@@ -27,12 +27,7 @@ from typing import List
 import torch
 from torch import nn
 
-try:  # inside the package: the error joins the flexlearn family (applications print it as one line)
-    from flexlearn.errors import ConfigError as _FamilyBase
-except ImportError:  # loaded by file path next to scripts/pi_runner.py, without flexlearn (torch only)
-
-    class _FamilyBase(Exception):  # type: ignore[no-redef]
-        """Stand-in root of the error family where flexlearn is not installed."""
+from .family import ConfigError as _FamilyBase  # flexlearn's error family inside flexlearn
 
 
 class ClockSettingsError(_FamilyBase, ValueError):  # type: ignore[valid-type,misc]

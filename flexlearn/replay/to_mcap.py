@@ -1,0 +1,159 @@
+"""Playable MCAP files of estimated and simulated robot shapes (Foxglove schemas, :mod:`.foxglove`).
+
+* :func:`runner_output_to_mcap`: the Pi runner's output (JSON lines ``{"t", "h", "points", "flags", ...}`` or its
+  CSV ``t, h, v, status, flags_or, p0x..pNz``), optionally beside the frame log it came from (the magnetometer
+  rounds and attitude sweeps as values), becomes ``/<name>/backbone`` (scene entity per step), ``/<name>/status``
+  (tip height, flags, control values) and ``/<name>/frames`` (the input).
+* :func:`trajectory_to_mcap`: a simulated centreline (T, N+1, 3) [m] with node rotations (T, N+1, 3, 3) becomes
+  the backbone and the ``base`` and ``tip`` frames on ``/tf``.
+
+``flexlearn-mcap`` (:mod:`flexlearn.apps.mcap`) converts a runner output from the command line. Lines that
+cannot be read are skipped and counted (the summary says how many and the first line number), as the runner
+itself does; times must be seconds ≥ 0 on the recording's clock.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Sequence
+
+import numpy as np
+
+from flexlearn.errors import ArgumentError, DataError
+from flexlearn.replay.foxglove import ShapeRecording, matrix_to_quaternion
+
+__all__ = ["runner_output_to_mcap", "trajectory_to_mcap"]
+
+
+def _ns(t: object) -> Optional[int]:
+    """Seconds → integer nanoseconds, or None for a time that is not a finite number ≥ 0."""
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+        return None
+    return int(round(float(t) * 1e9))
+
+
+def _runner_rows(path: Path) -> Iterator[tuple[int, Optional[dict]]]:
+    """(line number, row or None when unreadable) of a runner output file, JSON lines or CSV."""
+    with open(path, newline="", encoding="utf-8", errors="replace") as f:
+        first = f.readline()
+        f.seek(0)
+        if first.lstrip().startswith("{") or not first.strip():
+            for k, line in enumerate(f, 1):
+                if line.strip():
+                    try:
+                        row = json.loads(line)
+                    except ValueError:
+                        row = None
+                    yield k, row if isinstance(row, dict) else None
+            return
+        for k, rec in enumerate(csv.DictReader(f), 2):
+            yield k, _csv_row(rec)
+
+
+def _csv_row(rec: Dict[str, str]) -> Optional[dict]:
+    try:
+        num = {k: float(v) if v not in ("", None) else math.nan for k, v in rec.items() if k is not None}
+    except ValueError:
+        return None
+    n = sum(1 for k in num if k.startswith("p") and k.endswith("x"))
+    points = [[num.get(f"p{i}{c}", math.nan) for c in "xyz"] for i in range(n)]
+    row = {"t": num.get("t"), "h": num.get("h"), "points": points, "flags_or": num.get("flags_or")}
+    row.update({k: num[k] for k in ("v", "status") if k in num})
+    return row
+
+
+def _points(row: dict) -> Optional[List[List[float]]]:
+    pts = row.get("points")
+    if not isinstance(pts, list) or not pts:
+        return None
+    ok = all(isinstance(p, list) and len(p) == 3 and all(isinstance(c, (int, float)) for c in p) for p in pts)
+    return pts if ok and all(math.isfinite(float(c)) for p in pts for c in p) else None
+
+
+def runner_output_to_mcap(output: Path, mcap_path: Path, name: str = "robot", frames: Optional[Path] = None) -> dict:
+    """Write the runner's output (and its input frame log) as an MCAP file; returns a summary dict.
+
+    Args:
+        output: the runner's ``--out`` file (JSON lines or ``--csv``).
+        mcap_path: the ``.mcap`` file to write.
+        name: the robot's name (topic prefix).
+        frames: the frame log the runner read (``--log``), written beside the shapes; None to leave it out.
+
+    Returns:
+        ``{"mcap", "steps", "skipped", "first_skipped_line", "frames", "t_start_s", "t_end_s"}``.
+
+    Raises:
+        DataError: a file that cannot be read, or one without any step that has a time and a backbone.
+    """
+    summary: dict = {"mcap": str(mcap_path), "steps": 0, "skipped": 0, "first_skipped_line": None, "frames": 0}
+    times: List[int] = []
+    try:
+        with ShapeRecording(mcap_path, name) as rec:
+            for line, row in _runner_rows(Path(output)):
+                t_ns = _ns(row.get("t")) if row else None
+                pts = _points(row) if row else None
+                if t_ns is None or pts is None:
+                    summary["skipped"] += 1
+                    summary["first_skipped_line"] = summary["first_skipped_line"] or line
+                    continue
+                rec.backbone(t_ns, pts)
+                status = {k: v for k, v in row.items() if k not in ("t", "points")}
+                rec.values(f"/{name}/status", t_ns, status)
+                summary["steps"] += 1
+                times.append(t_ns)
+            if frames is not None:
+                summary["frames"] = _write_frames(rec, Path(frames), name)
+            if not summary["steps"]:
+                raise DataError(f"{output}: no line with a time 't' >= 0 [s] and 'points' (N+1)x3; nothing to play")
+    except OSError as e:
+        raise DataError(f"{e.filename or output}: cannot be read or written ({e.strerror})") from None
+    summary.update(t_start_s=min(times) * 1e-9, t_end_s=max(times) * 1e-9)
+    return summary
+
+
+def _write_frames(rec: ShapeRecording, path: Path, name: str) -> int:
+    """The frame log's attitude sweeps and magnetometer rounds on ``/<name>/frames``; returns how many."""
+    n = 0
+    for _, row in _runner_rows(path):
+        t_ns = _ns(row.get("t")) if row else None
+        if t_ns is None or row is None or row.get("type") not in ("att", "mag", "ref", "spool", "target"):
+            continue
+        rec.values(f"/{name}/frames", t_ns, {k: v for k, v in row.items() if k != "t"})
+        n += 1
+    return n
+
+
+def trajectory_to_mcap(
+    mcap_path: Path, times: Sequence[float], positions: np.ndarray, rotations: Optional[np.ndarray], name: str
+) -> Path:
+    """A simulated centreline as an MCAP file: backbone per recorded time, base and tip frames on ``/tf``.
+
+    Args:
+        mcap_path: the ``.mcap`` file to write.
+        times: recorded times (T,) [s], ≥ 0.
+        positions: node positions (T, N+1, 3) [m] in the world frame.
+        rotations: node rotations (T, N+1, 3, 3) (columns: the section's axes in the world), or None.
+        name: the rod's name (topic prefix).
+
+    Returns:
+        the written path.
+    """
+    pos = np.asarray(positions, dtype=float)
+    if pos.ndim != 3 or pos.shape[-1] != 3 or pos.shape[0] != len(times):
+        raise ArgumentError(f"positions: shape {pos.shape} is not (T = {len(times)}, N+1, 3)")
+    with ShapeRecording(mcap_path, name) as rec:
+        for k, t in enumerate(times):
+            t_ns = _ns(float(t))
+            if t_ns is None:
+                raise ArgumentError(f"times[{k}]: {t} is not a time >= 0 [s]")
+            rec.backbone(t_ns, pos[k].tolist())
+            if rotations is not None:
+                frames = [
+                    ("world", f"{name}/{label}", pos[k, i].tolist(), matrix_to_quaternion(rotations[k, i].tolist()))
+                    for label, i in (("base", 0), ("tip", -1))
+                ]
+                rec.transforms(t_ns, frames)
+    return Path(mcap_path)

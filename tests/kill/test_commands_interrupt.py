@@ -1,0 +1,41 @@
+"""SIGINT/SIGTERM through a real console command (a subprocess): one line, the status of a signal, no traceback,
+nothing half-written."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_simulation_writes_nothing_and_says_so(tmp_path, sig):
+    script = Path(sys.executable).with_name("flexlearn-simulate")
+    env = dict(os.environ, FLEXLEARN_ROOT=str(tmp_path), OMP_NUM_THREADS="1")
+    out = tmp_path / "raw"
+    proc = subprocess.Popen(
+        [str(script), "sim.n_poses=100000", f"output={out}"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    end = time.monotonic() + 60
+    while not (tmp_path / "logs" / "simulate").is_dir() and time.monotonic() < end and proc.poll() is None:
+        time.sleep(0.05)  # the run directory exists once the command's handlers are in place
+    time.sleep(1.0)
+    assert proc.poll() is None, "the simulation ended before it could be interrupted"
+    proc.send_signal(sig)
+    try:
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + sig, err[-2000:]
+    lines = [ln for ln in err.splitlines() if "interrupted by" in ln]
+    assert len(lines) == 1 and signal.Signals(sig).name in lines[0] and "rerun: flexlearn-simulate" in lines[0]
+    assert "Traceback" not in err
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".raw.tmp-")]

@@ -1,0 +1,134 @@
+"""The cosseratbench adapter (flexlearn.physics.cosserat.benchmark): an experiment through cosseratbench's own CLI,
+the scenarios it cannot run reported as unsupported, directors equal to cosseratbench's at t = 0, a clamped last
+node equal to the same rod clamped at its first, and the explicit step failing where the implicit one completes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+cosseratbench = pytest.importorskip(
+    "cosseratbench", reason="cosseratbench is not installed (pip install flexlearn[bench])"
+)
+
+from cosseratbench import experiment as bench  # noqa: E402
+from cosseratbench import registry  # noqa: E402
+from cosseratbench.scenario import End, EndCondition, Material, PointLoad, Rod, Scenario  # noqa: E402
+
+from flexlearn.physics.cosserat.benchmark import FlexlearnLGVISolver, FlexlearnSolver  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[3]
+ENTRY_POINTS = """[cosseratbench.solvers]
+flexlearn = flexlearn.physics.cosserat.benchmark:FlexlearnSolver
+flexlearn-lgvi = flexlearn.physics.cosserat.benchmark:FlexlearnLGVISolver
+"""
+
+
+def _environment(tmp_path: Path) -> dict:
+    """The environment of a cosseratbench process that finds our solver: the installed package's entry points, or
+    (an editable checkout without them) a distribution on PYTHONPATH that declares the same ones."""
+    env = dict(os.environ)
+    paths = [str(ROOT)]
+    if not entry_points(group="cosseratbench.solvers", name="flexlearn"):
+        info = tmp_path / "ep" / "flexlearn_bench_entry_points-0.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: flexlearn-bench-entry-points\nVersion: 0\n")
+        (info / "entry_points.txt").write_text(ENTRY_POINTS)
+        paths.insert(0, str(info.parent))
+    env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")])
+    return env
+
+
+def test_cantilever_through_the_cosseratbench_cli(tmp_path):
+    """``cosseratbench run cantilever -s flexlearn`` completes; the tip deflection is within 2e-3 of Euler–Bernoulli
+    (PyElastica's and MuJoCo's adapters: 7.3e-2 and 7.4e-2 at the same 20 elements)."""
+    exe = shutil.which("cosseratbench", path=str(Path(sys.executable).parent)) or shutil.which("cosseratbench")
+    cli = [exe] if exe else [sys.executable, "-c", "import sys; from cosseratbench.cli import main; main()"]
+    out = tmp_path / "results"
+    proc = subprocess.run(
+        [*cli, "run", "cantilever", "catenary", "-s", "flexlearn", "-o", str(out)],
+        env=_environment(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads((out / "cantilever" / "default" / "flexlearn" / "result.json").read_text())
+    assert result["outcome"] == "completed", result
+    assert result["n_elements"] == 20
+    assert result["metrics"]["tip_deflection_error"] < 2e-3
+    assert result["settings"]["shear_coefficient"] == pytest.approx(27 / 28)
+    unsupported = json.loads((out / "catenary" / "default" / "flexlearn" / "result.json").read_text())
+    assert unsupported["outcome"] == "unsupported" and "pinned" in unsupported["missing"][0]
+
+
+@pytest.mark.parametrize("name", ["catenary", "pendulum", "twist", "capstan", "pile"])
+def test_what_the_rod_lacks_is_reported_unsupported(name):
+    result = bench.run(registry.load_experiment(name), FlexlearnSolver(), n_frames=3)
+    assert result.outcome == "unsupported", result.summary()
+
+
+def _bent_scenario(start=EndCondition.FREE, end=EndCondition.FREE, loads=()) -> Scenario:
+    s = np.linspace(0.0, 2.0, 60)
+    centerline = tuple(tuple(float(v) for v in p) for p in np.stack([np.sin(s), 0.3 * s, 1.0 - np.cos(s)], 1))
+    rod = Rod(
+        centerline, 0.01, Material(1e6, 1e6 / 3, 1000.0), normal=(0.0, 1.0, 0.3), start=start, end=end, loads=loads
+    )
+    return Scenario((rod,), duration=0.01, self_contact=False)
+
+
+def test_initial_directors_are_cosseratbenchs():
+    """At t = 0 the element directors of our frames equal cosseratbench's own parallel transport of the normal."""
+    scenario = _bent_scenario()
+    tr = FlexlearnSolver().run(scenario, n_elements=12, n_frames=2)
+    expected = scenario.rods[0].directors(12)
+    np.testing.assert_allclose(tr.directors[0][0], expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(tr.positions[0][0], scenario.rods[0].nodes(12), rtol=0, atol=1e-12)
+    for name, clamped in (("start", {"start": EndCondition.CLAMPED}), ("end", {"end": EndCondition.CLAMPED})):
+        tr = FlexlearnSolver().run(_bent_scenario(**clamped), n_elements=12, n_frames=2)
+        np.testing.assert_allclose(tr.directors[0][0], expected, rtol=0, atol=1e-12, err_msg=name)
+
+
+def test_a_clamped_last_node_is_the_same_rod_numbered_from_its_other_end():
+    material = Material(1e6, 1e6 / 3, 1000.0)
+    load = (0.0, 0.0, -7.5e-3)
+    first = Rod(
+        ((0.0, 0.0, 0.0), (1.0, 0.0, 0.0)), 0.02, material, start=EndCondition.CLAMPED, loads=(PointLoad(load),)
+    )
+    last = Rod(
+        ((1.0, 0.0, 0.0), (0.0, 0.0, 0.0)),
+        0.02,
+        material,
+        normal=(0.0, 0.0, 1.0),
+        end=EndCondition.CLAMPED,
+        loads=(PointLoad(load, at=End.START),),
+    )
+    a = FlexlearnSolver().run(Scenario((first,), 2.0, quasi_static=True), n_elements=10, n_frames=5).positions[0]
+    b = FlexlearnSolver().run(Scenario((last,), 2.0, quasi_static=True), n_elements=10, n_frames=5).positions[0]
+    assert np.abs(a[-1, -1, 2]) > 1e-3  # it bent
+    np.testing.assert_allclose(b[:, ::-1], a, rtol=0, atol=1e-12)
+
+
+def test_the_implicit_step_completes_where_the_explicit_one_fails():
+    """Cosseratbench's time_step_scale 4: the LGVI at 4× its stability estimate fails (reported as diverged, with
+    the time), the implicit step completes and still meets the reference."""
+    experiment = registry.load_experiment("cantilever")
+    explicit = bench.run(experiment, FlexlearnLGVISolver(time_step_scale=4.0), options={"time_step_scale": 4.0})
+    assert explicit.outcome == "diverged" and explicit.diverged_at is not None and explicit.diverged_at < 10.0
+    implicit = bench.run(experiment, FlexlearnSolver(time_step_scale=4.0), options={"time_step_scale": 4.0})
+    assert implicit.outcome == "completed"
+    assert implicit.metrics["tip_deflection_error"] < 2e-3
+
+
+def test_bad_time_step_scale_is_refused():
+    with pytest.raises(ValueError, match="time_step_scale"):
+        FlexlearnSolver(time_step_scale=-1.0)
