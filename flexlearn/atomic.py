@@ -340,7 +340,7 @@ def fsync_path(path: str | os.PathLike) -> None:
 
 def fsync_tree(root: str | os.PathLike) -> None:
     """`fsync_path` every file and folder under ``root`` (files first, ``root`` last)."""
-    for folder, _, files in os.walk(root, topdown=False):
+    for folder, _, files in os.walk(os.fspath(root), topdown=False):
         for name in files:
             fsync_path(Path(folder) / name)
         fsync_path(folder)

@@ -69,19 +69,9 @@ def main() -> None:
         out[f"{key}_median_deg"] = float(np.median(e))
         out[f"{key}_p95_deg"] = float(np.percentile(e, 95))
     if args.ckpt:
-        from flexlearn.metrics import angular_error_deg
         from flexlearn.tasks.checkpoints import load_direction_model
 
-        model, _ = load_direction_model(args.ckpt)
-        with torch.no_grad():
-            pred = model(torch.as_tensor(ds.delta_b[rows], dtype=torch.float32)).double()
-        err = angular_error_deg(pred, torch.as_tensor(ds.label[rows], dtype=torch.float64)).numpy()
-        out.update(
-            model_median_deg=float(np.median(err)),
-            model_p95_deg=float(np.percentile(err, 95)),
-            efficiency_median=float(np.median(err) / out["bound_unit_field_median_deg"]),
-            efficiency_p95=float(np.percentile(err, 95) / out["bound_unit_field_p95_deg"]),
-        )
+        out.update(db.model_efficiency(load_direction_model(args.ckpt)[0], ds, rows, out))
     print(json.dumps(out, indent=2))
 
 

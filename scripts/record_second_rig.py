@@ -93,14 +93,10 @@ def record(args: argparse.Namespace) -> dict:
 
 def score(args: argparse.Namespace) -> dict:
     """The bound and the model's error on the dataset's test poses within the trained cap."""
-    import numpy as np
-    import torch
-
     from flexlearn.data.dataset import DirectionDataset
     from flexlearn.errors import FlexlearnError
-    from flexlearn.metrics import angular_error_deg
     from flexlearn.sensing.streams import RawSweep
-    from flexlearn.sim.direction_bound import recording_bound
+    from flexlearn.sim.direction_bound import model_efficiency, recording_bound
     from flexlearn.tasks.checkpoints import load_direction_model
 
     for flag, path in (("--truth", args.truth), ("--dataset", args.dataset), ("--ckpt", args.ckpt)):
@@ -119,15 +115,7 @@ def score(args: argparse.Namespace) -> dict:
         model, _ = load_direction_model(args.ckpt)
     except FlexlearnError as exc:
         fail(f"--ckpt {args.ckpt}: {exc}")
-    with torch.no_grad():
-        pred = model(torch.as_tensor(ds.delta_b[rows], dtype=torch.float32)).double()
-    err = angular_error_deg(pred, torch.as_tensor(ds.label[rows], dtype=torch.float64)).numpy()
-    out.update(
-        model_median_deg=float(np.median(err)),
-        model_p95_deg=float(np.percentile(err, 95)),
-        efficiency_median=float(np.median(err) / out["bound_unit_field_median_deg"]),
-        efficiency_p95=float(np.percentile(err, 95) / out["bound_unit_field_p95_deg"]),
-    )
+    out.update(model_efficiency(model, ds, rows, out))
     return out
 
 

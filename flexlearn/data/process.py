@@ -241,7 +241,7 @@ class AccelStats:
         idx = pose[use]
         mean = _segment_mean(idx, accel[use], counts[0])
         var = _segment_mean(idx, (accel[use] - mean[idx]) ** 2, counts[0])
-        return cls(pose, valid, finite, *counts, mean=mean, std=np.sqrt(var))
+        return cls(pose, valid, finite, counts[0], counts[1], counts[2], mean=mean, std=np.sqrt(var))
 
 
 def _truth_columns(raw: RawSweep, pose_id: np.ndarray) -> dict[str, Optional[np.ndarray]]:

@@ -565,8 +565,8 @@ def write_report(
         stats.append({**st, "cap_deg": float(cap_deg), "cap_source": source})
     base = np.asarray(stats[0]["delta_b_binned_uT"])
     diffs = []
-    for s in stats:
-        cur = np.asarray(s["delta_b_binned_uT"])
+    for st in stats:
+        cur = np.asarray(st["delta_b_binned_uT"])
         rel = np.abs(cur - base) / np.abs(base)
         diffs.append(float(np.nanmax(rel)) if np.any(np.isfinite(rel)) else float("nan"))
     noise = [noise_per_pose(s) for s in sessions]

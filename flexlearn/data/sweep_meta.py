@@ -9,7 +9,7 @@ an object of strings. Every problem found is one line of the `DataError`, each n
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, Optional, TypeGuard
 
 from flexlearn.data.units import FIELD_UNITS
 from flexlearn.errors import ConfigError, DataError
@@ -19,7 +19,7 @@ MAX_PROBLEMS = 20
 """Problems listed per file at most (the count of the others follows)."""
 
 
-def _is_number(v: Any) -> bool:
+def _is_number(v: Any) -> TypeGuard[float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 

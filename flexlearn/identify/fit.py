@@ -107,12 +107,12 @@ def jacobian(fn: Callable[[Tensor], Tensor], u: Tensor, mode: str = "forward") -
             raise ArgumentError("jacobian: no parameters (u is empty)")
         with torch.no_grad():
             f0 = fn(u).detach()
-            cols = []
+            diffs = []
             for i in range(u.numel()):
                 du = torch.zeros_like(u)
                 du[i] = _DIFF_STEP
-                cols.append((fn(u + du).detach() - f0) / _DIFF_STEP)
-        return f0, torch.stack(cols, -1)
+                diffs.append((fn(u + du).detach() - f0) / _DIFF_STEP)
+        return f0, torch.stack(diffs, -1)
     if mode == "forward":
         if u.numel() == 0:
             raise ArgumentError("jacobian: no parameters (u is empty)")

@@ -52,7 +52,7 @@ def _stream_summary(s: Stream, processing: ProcessingConfig) -> dict[str, Any]:
 
 def _read_each(path: Path, cfg: IngestConfig, fmt: str, names: list[str]) -> dict[str, dict[str, Any]]:
     """Read every stream in ``names`` on its own, so that one stream's error does not hide the others."""
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for name in names:
         try:
             s = read_streams(path, cfg, fmt, False, only=name)[name]
@@ -120,7 +120,7 @@ def inspect_recording(path: str | Path, cfg: IngestConfig, processing: Optional[
     streams: dict[str, dict[str, Any]] = {}
     present = [n for n, src in mapped.items() if sources.get(src, {}).get("messages")]
     for name, got in _read_each(path, cfg, fmt, present).items():
-        entry = {"source": mapped[name]}
+        entry: dict[str, Any] = {"source": mapped[name]}
         entry.update({"error": got["error"]} if "error" in got else _stream_summary(got["stream"], processing))
         streams[name] = entry
     for name, src in mapped.items():
@@ -128,7 +128,7 @@ def inspect_recording(path: str | Path, cfg: IngestConfig, processing: Optional[
             streams[name] = {"source": src, "missing": True, "required": is_required(name)}
         sources.setdefault(src, {"messages": 0})["stream"] = name
     if cfg.tumble_recording:
-        entry: dict[str, Any] = {"source": cfg.tumble_recording, "separate_recording": True}
+        entry = {"source": cfg.tumble_recording, "separate_recording": True}
         try:
             entry.update(_stream_summary(read_tumble_recording(cfg), processing))
         except (DataError, ConfigError) as exc:

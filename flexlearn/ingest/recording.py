@@ -250,13 +250,13 @@ def check_units(streams: dict[str, Stream], cfg: IngestConfig, processing: Proce
                 drops.conversions.append(note)
         if s.time is not None and not s.time.unit_key and s.time.rate_hz > 0:  # rosbag2: stamps in ns
             problems.append(spacing_problem(s.stamp_ns * 1e-9, TimeSetting(s.time.rate_key, s.time.rate_hz), s.source))
-    problems = [p for p in problems if p]
-    if len(problems) == 1:
-        raise DataError(problems[0])
-    if problems:
-        fixes = [m[1] for p in problems for m in [re.search(r" set (\S+=\S+)$", p)] if m]
-        together = f"; together: set {' '.join(fixes)}" if len(fixes) == len(problems) else ""
-        raise DataError(f"{len(problems)} streams in another unit: " + " | ".join(problems) + together)
+    found = [p for p in problems if p]
+    if len(found) == 1:
+        raise DataError(found[0])
+    if found:
+        fixes = [m[1] for p in found for m in [re.search(r" set (\S+=\S+)$", p)] if m]
+        together = f"; together: set {' '.join(fixes)}" if len(fixes) == len(found) else ""
+        raise DataError(f"{len(found)} streams in another unit: " + " | ".join(found) + together)
     if cfg.serial.time_unit != "s" and any(s.time is not None and s.time.unit_key for s in streams.values()):
         drops.conversions.append(
             f"serial times read in {cfg.serial.time_unit} (ingest.serial.time_unit={cfg.serial.time_unit}), "

@@ -92,10 +92,11 @@ def unit_settings(name: str, spec: "TopicSpec | SerialStream", where: str) -> di
     Raises:
         ConfigError: for a unit or scale the stream cannot take.
     """
+    rate_keys = (getattr(spec, "rate_unit", ""), getattr(spec, "rate_scale", 1.0))  # a serial stream has none
     if name == "imu":
         out = {
             "accel": UnitSetting(where, "m/s^2", spec.unit, spec.scale),
-            "rate": UnitSetting(where, "rad/s", spec.rate_unit, spec.rate_scale, "rate_unit", "rate_scale"),
+            "rate": UnitSetting(where, "rad/s", *rate_keys, "rate_unit", "rate_scale"),
         }
     else:
         out = {f.name: UnitSetting(where, f.unit, spec.unit, spec.scale) for f in schema_of(name).values if f.scaled}

@@ -21,7 +21,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Dict, Iterable, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Optional, Sequence, Tuple
 
 from flexlearn.replay.mcap_file import McapWriter
 
@@ -129,7 +129,7 @@ class ShapeRecording:
         pts = [_xyz(p) for p in points]
         rgba = _color(color or (0.1, 0.45, 0.9, 1.0))
         pose = {"position": _xyz((0, 0, 0)), "orientation": {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}}
-        entity_msg = {
+        entity_msg: dict[str, Any] = {
             "timestamp": stamp(t_ns),
             "frame_id": self.frame_id,
             "id": entity or self.name,

@@ -95,7 +95,7 @@ def runner_output_to_mcap(output: Path, mcap_path: Path, name: str = "robot", fr
             for line, row in _runner_rows(Path(output)):
                 t_ns = _ns(row.get("t")) if row else None
                 pts = _points(row) if row else None
-                if t_ns is None or pts is None:
+                if row is None or t_ns is None or pts is None:
                     summary["skipped"] += 1
                     summary["first_skipped_line"] = summary["first_skipped_line"] or line
                     continue

@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Union
+from typing import Protocol, Union
 
 import torch
 
 from flexlearn.config import check, check_positive
 from flexlearn.sensing.biot_savart import MU0, biot_savart_polyline
 
-__all__ = ["CoilConfig", "PlanarCoil", "spiral_polyline", "lead_polyline", "biot_savart_polyline", "MU0"]
+__all__ = ["CoilConfig", "CoilModel", "PlanarCoil", "spiral_polyline", "lead_polyline", "biot_savart_polyline", "MU0"]
 
 COPPER_RESISTIVITY = 1.72e-8
 """Resistivity of annealed copper at 20 °C [Ω·m]."""
@@ -191,6 +191,20 @@ def spiral_polyline(
     bottom_angle = total + t if winding == "same" else total - t
     bottom = layer(bottom_angle, env_bottom, -half)
     return torch.cat([top, bottom, top[:1]], dim=0)
+
+
+class CoilModel(Protocol):
+    """What a coil model offers (`PlanarCoil`, or the rig's `flexlearn.sim.rig.coil.StackedCoil`): its field
+    [T] (..., 3) at points (..., 3) [m] of the coil frame for a current [A], trace length [m], resistance [Ω] and
+    dipole moment [A·m²]."""
+
+    def field(self, points: torch.Tensor, current: Union[float, torch.Tensor] = 1.0) -> torch.Tensor: ...
+
+    def trace_length(self) -> torch.Tensor: ...
+
+    def resistance(self) -> torch.Tensor: ...
+
+    def moment(self, current: Union[float, torch.Tensor] = 1.0) -> torch.Tensor: ...
 
 
 class PlanarCoil(torch.nn.Module):

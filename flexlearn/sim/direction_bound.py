@@ -27,12 +27,12 @@ import torch
 
 from flexlearn.config import from_dict
 from flexlearn.errors import DataError
-from flexlearn.metrics import CAP_DEG, colatitude_deg
+from flexlearn.metrics import CAP_DEG, angular_error_deg, colatitude_deg
 from flexlearn.sim.modules import ModuleDraw, PlacedCoil
 from flexlearn.sim.rig import build_coil, child_frame, sensor_position
 from flexlearn.sim.rig_config import RigConfig
 
-__all__ = ["module_field", "tangent_jacobian", "measured_noise", "error_bound", "recording_bound"]
+__all__ = ["module_field", "tangent_jacobian", "measured_noise", "error_bound", "recording_bound", "model_efficiency"]
 
 FieldFn = Callable[[np.ndarray], np.ndarray]
 
@@ -219,3 +219,28 @@ def recording_bound(truth: Any, dataset: Any) -> tuple[dict[str, Any], np.ndarra
         "bound_unit_field_median_deg": float(np.median(e)),
         "bound_unit_field_p95_deg": float(np.percentile(e, 95)),
     }, rows
+
+
+def model_efficiency(model: torch.nn.Module, dataset: Any, rows: np.ndarray, bound: dict[str, Any]) -> dict[str, float]:
+    """A direction model's angular error on the dataset's ``rows`` and its ratio to the unit-field bound.
+
+    Args:
+        model: the direction MLP (Δb (n, 3) [T] → direction (n, 3)).
+        dataset: the DirectionDataset (``delta_b``, ``label``).
+        rows: boolean mask of the rows scored (the test poses inside the cap).
+        bound: holds ``bound_unit_field_median_deg`` and ``bound_unit_field_p95_deg`` (see :func:`error_bound`).
+
+    Returns:
+        ``model_median_deg``, ``model_p95_deg`` and their ratios to the bound, ``efficiency_median`` and
+        ``efficiency_p95``.
+    """
+    with torch.no_grad():
+        pred = model(torch.as_tensor(dataset.delta_b[rows], dtype=torch.float32)).double()
+    err = angular_error_deg(pred, torch.as_tensor(dataset.label[rows], dtype=torch.float64)).numpy()
+    median, p95 = float(np.median(err)), float(np.percentile(err, 95))
+    return {
+        "model_median_deg": median,
+        "model_p95_deg": p95,
+        "efficiency_median": median / float(bound["bound_unit_field_median_deg"]),
+        "efficiency_p95": p95 / float(bound["bound_unit_field_p95_deg"]),
+    }

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from flexlearn.sensing.coil import PlanarCoil
+from flexlearn.sensing.coil import CoilModel
 from flexlearn.sim.numpy_lie import exp_so3
 from flexlearn.sim.rig_config import JointGeometry, ModuleTolerances
 
@@ -79,9 +79,9 @@ def draw_module(tol: ModuleTolerances, rng: np.random.Generator) -> ModuleDraw:
 
 
 class PlacedCoil:
-    """A `PlanarCoil` placed on its disk with an offset c and tilt R_c: B(p) = R_c B₀(R_cᵀ(p − c)) [T per A]."""
+    """A coil (`CoilModel`) placed on its disk with an offset c and tilt R_c: B(p) = R_c B₀(R_cᵀ(p − c)) [T per A]."""
 
-    def __init__(self, coil: PlanarCoil, draw: ModuleDraw) -> None:
+    def __init__(self, coil: CoilModel, draw: ModuleDraw) -> None:
         self.coil = coil
         self.rot = torch.from_numpy(np.ascontiguousarray(draw.coil_tilt))
         self.offset = torch.from_numpy(np.ascontiguousarray(draw.coil_offset))

@@ -56,7 +56,7 @@ def test_field_in_microtesla_is_named_and_previous_output_survives(raw_dir, tmp_
     before = out.read_bytes()
     bad = _rewrite(raw_dir, tmp_path / "raw_ut", mag=lambda m: m * 1e6)
     proc = run_app("process", tmp_path, f"input={bad}", f"output={out}")
-    assert_clean_failure(proc, "µT", "mag")
+    assert_clean_failure(proc, "field_unit=uT", "mag")
     assert out.read_bytes() == before
 
 

@@ -66,7 +66,7 @@ def test_resume_after_the_best_epoch_reproduces_the_uninterrupted_run(compose_cf
     """Best epoch 0 (the monitor is maximised), crash when epoch 2 starts, resume from last.ckpt in a new run."""
     overrides = SMALL + ["trainer.max_epochs=3", "callbacks.model_checkpoint.mode=max"]
     full = train(compose_cfg("train", overrides, out="full"))
-    assert Path(full["best_ckpt"]).name == "best-epoch000.ckpt"  # the premise: best epoch before the crash
+    assert Path(full["best_ckpt"]).name == "best-epoch001-of003.ckpt"  # the premise: best epoch before the crash
     cfg = compose_cfg("train", overrides, out="crashed")
     with pytest.raises(Crash):
         train(cfg, extra_callbacks=[CrashAtEpochStart(2)])
@@ -74,7 +74,7 @@ def test_resume_after_the_best_epoch_reproduces_the_uninterrupted_run(compose_cf
     resumed = train(compose_cfg("train", overrides + [f"ckpt_path={last}"], out="resumed"))
     for key in ("test/ang_err_median_deg", "test/ang_err_p95_deg", "val/ang_err_median_deg", "train/loss"):
         assert resumed[key] == pytest.approx(full[key], rel=1e-5, abs=1e-7), key
-    assert Path(resumed["best_ckpt"]).name == "best-epoch000.ckpt"
+    assert Path(resumed["best_ckpt"]).name == "best-epoch001-of003.ckpt"
 
 
 @pytest.fixture(scope="module")

@@ -43,7 +43,6 @@ EOM evaluation ≈ 3–5 ms (CPU, B ≤ 5), so 10 s of closed loop takes ≈ 1�
 
 from __future__ import annotations
 
-import math
 from typing import Optional, Sequence
 
 import numpy as np
@@ -58,7 +57,6 @@ from flexlearn.sensing.imu import GRAVITY as G0
 __all__ = [
     "FlexibleArmPlant",
     "assumed_mode_link",
-    "linearized_frequencies",
     "G0",
 ]
 
@@ -597,28 +595,3 @@ class FlexibleArmPlant(nn.Module):
         acc = torch.stack([torch.zeros_like(A), c * fx + s * fy_w, -s * fx + c * fy_w], -1)
         gyr = torch.stack([Ad, torch.zeros_like(A), torch.zeros_like(A)], -1)
         return acc, gyr
-
-
-def linearized_frequencies(plant: FlexibleArmPlant, q0: Tensor, locked: Sequence[int] = ()) -> Tensor:
-    """Natural frequencies [Hz] of the plant linearised about the rest configuration q0.
-
-    With the coordinates in ``locked`` held fixed: ``det(K_lin − ω² M) = 0`` with ``M = ∂²T/∂q̇²`` and
-    ``K_lin = ∂²V/∂q²`` both by autodiff.
-
-    Args:
-        plant: the plant.
-        q0: rest configuration (N,).
-        locked: indices of the coordinates held fixed.
-
-    Returns:
-        The frequencies [Hz], sorted ascending; zero-stiffness directions give 0.
-    """
-    q = q0.reshape(1, -1).to(torch.float64)
-    M = plant.mass_matrix(q)[0]
-    K = plant._hess_v(q)[0]
-    free = [j for j in range(plant.N) if j not in set(locked)]
-    Mf, Kf = M[free][:, free], K[free][:, free]
-    Lc = torch.linalg.cholesky(Mf)
-    Li = torch.linalg.inv(Lc)
-    ev = torch.linalg.eigvalsh(Li @ Kf @ Li.T)
-    return torch.sqrt(torch.clamp(ev, min=0.0)) / (2 * math.pi)

@@ -363,8 +363,8 @@ class CosseratRod(torch.nn.Module):
 
     def arc_state(
         self,
-        tip_angle: float,
-        bend_axis: Sequence[float] = (1.0, 0.0, 0.0),
+        tip_angle: Union[float, Tensor],
+        bend_axis: Union[Sequence[float], Tensor] = (1.0, 0.0, 0.0),
         base: Optional[Clamp] = None,
         dtype=torch.float64,
     ) -> RodState:
@@ -384,7 +384,7 @@ class CosseratRod(torch.nn.Module):
         # position: integrate the tangent R(s) e3 exactly along the arc (midpoint of closed form)
         k = tip_angle / L  # curvature (B, 1)
         e3 = torch.tensor(E3, dtype=dtype, device=dev)
-        if abs(tip_angle) < 1e-12:
+        if abs(float(tip_angle)) < 1e-12:
             local = s.unsqueeze(-1) * e3
         else:
             # ∫0^s exp(k σ a^) e3 dσ = s e3 + (1 − cos ks)/k (a × e3) + (s − sin ks / k) (a × (a × e3))

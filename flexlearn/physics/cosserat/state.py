@@ -85,7 +85,7 @@ class Clamp:
     def __init__(
         self,
         position: Number = (0.0, 0.0, 0.0),
-        rotation: Optional[Number] = None,
+        rotation: Optional[Union[Sequence[Sequence[float]], Tensor]] = None,
         motion: Optional[Callable[[float], Tuple[Tensor, Tensor]]] = None,
     ):
         self.position = torch.as_tensor(position, dtype=torch.float64)

@@ -23,6 +23,7 @@ The final equilibrium's stability is checked; the result says how it was reached
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable, Optional
 
 import torch
@@ -196,6 +197,13 @@ class _Path:
         return eq, s, None
 
 
+def _solve_with(
+    run: _Path, imp: Optional[Loads], eps: float, lam: float, init: Optional[Equilibrium]
+) -> Optional[Equilibrium]:
+    """``run.solve`` with the imperfection fixed: the solve ``_Path.march`` steps with."""
+    return run.solve(lam, imp, eps, init)
+
+
 def follow_stable(
     model: CPRModel, theta: Tensor, loads: Optional[Loads] = None, options: Optional[ContinuationOptions] = None
 ) -> ContinuationResult:
@@ -231,7 +239,7 @@ def _follow(model: CPRModel, theta: Tensor, loads: Loads, opts: ContinuationOpti
     imp: Optional[Loads] = None
     eps, lam = 0.0, 0.0
     while True:
-        eq, lam, lost = run.march(eq, lam, lambda s, init, imp=imp, eps=eps: run.solve(s, imp, eps, init))
+        eq, lam, lost = run.march(eq, lam, functools.partial(_solve_with, run, imp, eps))
         if lost is None or len(run.switches) >= opts.max_switches:
             break
         # stability lost between λ = lam (stable, eq) and λ_b: an imperfection along the mode at λ_b, from eq

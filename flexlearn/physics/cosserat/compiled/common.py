@@ -1,28 +1,14 @@
-"""What the compiled (numba) Cosserat kernels share: the optional-numba shim and the element strains in
-scalars (:func:`element_strain`, the expressions of :func:`flexlearn.physics.cosserat.strains.strains`,
-tested equal to them in tests/physics/cosserat/test_strains.py). Used by
-:mod:`flexlearn.physics.cosserat.compiled.lgvi` (the step loop) and :mod:`flexlearn.physics.cosserat.compiled.implicit`
-(the force filter of the implicit step)."""
+"""What the compiled (numba) Cosserat kernels share: numba's decorator (:mod:`flexlearn.optional_numba`) and the
+element strains in scalars (:func:`element_strain`, the expressions of
+:func:`flexlearn.physics.cosserat.strains.strains`, tested equal to them in tests/physics/cosserat/test_strains.py).
+Used by :mod:`flexlearn.physics.cosserat.compiled.lgvi` (the step loop) and
+:mod:`flexlearn.physics.cosserat.compiled.implicit` (the force filter of the implicit step)."""
 
 from __future__ import annotations
 
-from typing import Any
+from flexlearn.optional_numba import HAVE_NUMBA, njit
 
-
-def _no_jit(*args: Any, **kwargs: Any) -> Any:
-    """Stand-in for ``numba.njit`` without numba: the decorated function is returned unchanged."""
-    if args and callable(args[0]):
-        return args[0]
-    return lambda f: f
-
-
-try:  # numba is optional (it comes with the ``bench`` extra through PyElastica)
-    from numba import njit
-
-    HAVE_NUMBA = True
-except Exception:  # pragma: no cover - exercised only without numba
-    njit = _no_jit
-    HAVE_NUMBA = False
+__all__ = ["HAVE_NUMBA", "element_strain", "njit"]
 
 
 @njit(cache=True, inline="always", error_model="numpy")

@@ -11,25 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def _plain(*args, **kwargs):
-    """Stand-in for ``numba.njit`` without numba: the plain Python function."""
-    if args and callable(args[0]):
-        return args[0]
-    return lambda f: f
-
-
-try:  # numba is a core dependency; the torch kernels remain the fallback
-    from numba import njit as _numba_njit
-
-    njit = _numba_njit
-    HAVE_NUMBA = True
-except Exception:  # pragma: no cover - exercised only without numba
-    HAVE_NUMBA = False
-    njit = _plain
-
+from flexlearn.optional_numba import HAVE_NUMBA, njit  # noqa: F401 - the kernels import njit from here
 
 if HAVE_NUMBA:
+    from numba import njit as _numba_njit
     from numba.core.registry import CPUDispatcher
 
     class KernelOnlyDispatcher(CPUDispatcher):
