@@ -100,6 +100,16 @@ def guard_output_dir(path: str | os.PathLike, inputs: _Paths = ()) -> Path:
     """Refuse (`OutputPathError`) a directory output that a writer must not create or replace.
 
     An existing ``path`` must be a directory that is empty or carries `OUTPUT_MARKER`.
+
+    Args:
+        path: the output directory.
+        inputs: the command's inputs, which ``path`` must not be or contain.
+
+    Returns:
+        ``path`` as a `Path`.
+
+    Raises:
+        OutputPathError: ``path`` is refused (with the reason).
     """
     path = Path(path)
     _check_common(path, inputs)
@@ -115,7 +125,18 @@ def guard_output_dir(path: str | os.PathLike, inputs: _Paths = ()) -> Path:
 
 
 def guard_output_file(path: str | os.PathLike, inputs: _Paths = ()) -> Path:
-    """Refuse (`OutputPathError`) a file output that is a directory, a symlink, protected or an input."""
+    """Refuse (`OutputPathError`) a file output that is a directory, a symlink, protected or an input.
+
+    Args:
+        path: the output file.
+        inputs: the command's inputs, which ``path`` must not be or contain.
+
+    Returns:
+        ``path`` as a `Path`.
+
+    Raises:
+        OutputPathError: ``path`` is refused (with the reason).
+    """
     path = Path(path)
     _check_common(path, inputs)
     if path.is_dir():
@@ -124,12 +145,27 @@ def guard_output_file(path: str | os.PathLike, inputs: _Paths = ()) -> Path:
 
 
 def mark_output_dir(path: str | os.PathLike) -> None:
-    """Write the marker that lets a later run replace or write into ``path``."""
+    """Write the marker that lets a later run replace or write into ``path``.
+
+    Args:
+        path: an existing directory that flexlearn writes.
+    """
     (Path(path) / OUTPUT_MARKER).write_text("written by flexlearn; the directory may be replaced by a later run\n")
 
 
 def prepare_output_dir(path: str | os.PathLike, inputs: _Paths = ()) -> Path:
-    """Guard, create (if needed) and mark a directory that a job writes files into (not replaced whole)."""
+    """Guard, create (if needed) and mark a directory that a job writes files into (not replaced whole).
+
+    Args:
+        path: the output directory.
+        inputs: the command's inputs, which ``path`` must not be or contain.
+
+    Returns:
+        ``path`` as a `Path`, existing and marked.
+
+    Raises:
+        OutputPathError: ``path`` is refused or cannot be created.
+    """
     path = guard_output_dir(path, inputs)
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -154,6 +190,9 @@ def remove_stale_temporaries(target: Path) -> None:
 
     A writer killed between the two renames of a directory swap leaves the previous version under an
     ``-old-`` name and no ``target``: that version is put back instead of being removed.
+
+    Args:
+        target: the output file or directory whose leftovers (in its folder) are cleaned up.
     """
     pattern = re.compile(rf"^\.{re.escape(target.name)}\.tmp-(\d+)-")
     with contextlib.suppress(OSError):
@@ -189,6 +228,16 @@ def atomic_path(path: str | os.PathLike, inputs: _Paths = ()) -> Iterator[Path]:
 
     ``path`` is checked with `guard_output_file` first. On an exception the temporary file is removed and
     ``path`` is left untouched.
+
+    Args:
+        path: the output file (its folder is created).
+        inputs: the command's inputs, which ``path`` must not be or contain.
+
+    Yields:
+        The temporary file's path (same folder and suffix as ``path``), for the body to write.
+
+    Raises:
+        OutputPathError: ``path`` is refused, or the temporary file or the rename fails.
     """
     path = guard_output_file(path, inputs)
     _make_parent(path)
@@ -241,6 +290,16 @@ def atomic_dir(path: str | os.PathLike, inputs: _Paths = ()) -> Iterator[Path]:
     ``path`` is checked with `guard_output_dir` first (an existing directory is replaced only if flexlearn
     wrote it, or it is empty). The new directory carries `OUTPUT_MARKER`. An existing ``path`` is swapped
     out only after the new directory is complete; if the swap fails half-way the old one is put back.
+
+    Args:
+        path: the output directory (its folder is created).
+        inputs: the command's inputs, which ``path`` must not be or contain.
+
+    Yields:
+        The temporary directory (already marked), for the body to fill.
+
+    Raises:
+        OutputPathError: ``path`` is refused, or the temporary directory cannot be created.
     """
     path = guard_output_dir(path, inputs)
     _make_parent(path)
@@ -339,7 +398,11 @@ def fsync_path(path: str | os.PathLike) -> None:
 
 
 def fsync_tree(root: str | os.PathLike) -> None:
-    """`fsync_path` every file and folder under ``root`` (files first, ``root`` last)."""
+    """`fsync_path` every file and folder under ``root`` (files first, ``root`` last).
+
+    Args:
+        root: the directory to flush.
+    """
     for folder, _, files in os.walk(os.fspath(root), topdown=False):
         for name in files:
             fsync_path(Path(folder) / name)
@@ -442,6 +505,14 @@ def json_text(obj: Any, indent: Optional[int] = 2) -> str:
 
 
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
-    """Write ``obj`` as indented strict JSON (`json_text`) to ``path`` atomically and durably."""
+    """Write ``obj`` as indented strict JSON (`json_text`) to ``path`` atomically and durably.
+
+    Args:
+        path: the JSON file (its folder is created).
+        obj: what to write (see `strict_json`).
+
+    Raises:
+        OutputPathError: ``path`` is refused or cannot be written.
+    """
     with atomic_path(path) as tmp:
         tmp.write_text(json_text(obj))

@@ -27,32 +27,76 @@ T = TypeVar("T")
 
 
 def is_finite_number(v: Any) -> bool:
-    """True for a finite int or float (not a bool, NaN or ±inf): what a numeric config value or metric must be."""
+    """True for a finite int or float (not a bool, NaN or ±inf): what a numeric config value or metric must be.
+
+    Args:
+        v: the value to test.
+
+    Returns:
+        Whether ``v`` is a finite int or float.
+    """
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def check(condition: bool, where: str, value: Any, requirement: str) -> None:
-    """Raise `ConfigError` "<where> = <value>: <requirement>" unless ``condition`` holds."""
+    """Raise `ConfigError` "<where> = <value>: <requirement>" unless ``condition`` holds.
+
+    Args:
+        condition: what must hold.
+        where: the config key, for the message.
+        value: the key's value, for the message.
+        requirement: what the value must be, for the message.
+
+    Raises:
+        ConfigError: ``condition`` is false.
+    """
     if not condition:
         raise ConfigError(f"config '{where}' = {value!r}: {requirement}")
 
 
 def check_positive(obj: Any, where: str, *keys: str) -> None:
-    """Each ``obj.<key>`` must be a positive finite number; the error names ``where.key``."""
+    """Each ``obj.<key>`` must be a positive finite number; the error names ``where.key``.
+
+    Args:
+        obj: the config block (a dataclass or any object with these attributes).
+        where: the block's key path, for the message.
+        *keys: the attribute names to check.
+
+    Raises:
+        ConfigError: a value is not positive or not finite.
+    """
     for key in keys:
         v = getattr(obj, key)
         check(math.isfinite(v) and v > 0, f"{where}.{key}", v, "must be a positive finite number")
 
 
 def check_non_negative(obj: Any, where: str, *keys: str) -> None:
-    """Each ``obj.<key>`` must be a finite number ≥ 0; the error names ``where.key``."""
+    """Each ``obj.<key>`` must be a finite number ≥ 0; the error names ``where.key``.
+
+    Args:
+        obj: the config block (a dataclass or any object with these attributes).
+        where: the block's key path, for the message.
+        *keys: the attribute names to check.
+
+    Raises:
+        ConfigError: a value is negative or not finite.
+    """
     for key in keys:
         v = getattr(obj, key)
         check(math.isfinite(v) and v >= 0, f"{where}.{key}", v, "must be a non-negative finite number")
 
 
 def check_finite(obj: Any, where: str, *keys: str) -> None:
-    """Each ``obj.<key>`` (a number or a tuple of numbers) must be finite; the error names ``where.key``."""
+    """Each ``obj.<key>`` (a number or a tuple of numbers) must be finite; the error names ``where.key``.
+
+    Args:
+        obj: the config block (a dataclass or any object with these attributes).
+        where: the block's key path, for the message.
+        *keys: the attribute names to check.
+
+    Raises:
+        ConfigError: a value (or one of a tuple's) is NaN or ±inf.
+    """
     for key in keys:
         v = getattr(obj, key)
         values = v if isinstance(v, tuple) else (v,)
@@ -60,12 +104,29 @@ def check_finite(obj: Any, where: str, *keys: str) -> None:
 
 
 def closest(name: str, candidates: Iterable[str], n: int = 1) -> list[str]:
-    """The ``n`` candidates spelled most like ``name`` (difflib ratio >= 0.6), best first."""
+    """The ``n`` candidates spelled most like ``name`` (difflib ratio >= 0.6), best first.
+
+    Args:
+        name: the misspelt name.
+        candidates: the valid names.
+        n: how many to return at most.
+
+    Returns:
+        Up to ``n`` close candidates; empty when none is close.
+    """
     return difflib.get_close_matches(str(name), [str(c) for c in candidates], n=n, cutoff=0.6)
 
 
 def did_you_mean(unknown: Iterable[str], known: Iterable[str]) -> str:
-    """The hint "; did you mean 'x'?" naming the closest known key of each unknown one ('' when none is close)."""
+    """The hint "; did you mean 'x'?" naming the closest known key of each unknown one ('' when none is close).
+
+    Args:
+        unknown: the keys that were not recognised.
+        known: the valid keys.
+
+    Returns:
+        The hint, or '' when no known key is close.
+    """
     known = list(known)
     pairs = [(u, m[0]) for u in unknown for m in [closest(u, known)] if m]
     if not pairs:
@@ -78,6 +139,18 @@ def from_dict(cls: type[T], data: Mapping[str, Any] | None, where: str = "") -> 
 
     Unknown keys raise `ConfigError` naming the full key path (``where.key``). After construction the
     block's ``validate()`` (if any) is called.
+
+    Args:
+        cls: the dataclass to build.
+        data: its values (a mapping or an OmegaConf node); None: all defaults.
+        where: the block's key path, for messages ('': the class name).
+
+    Returns:
+        The built and validated block.
+
+    Raises:
+        ConfigError: ``data`` is not a mapping, has an unknown key or a value of the wrong type, or fails
+            ``validate()``.
     """
     if data is None:
         data = {}
@@ -145,7 +218,14 @@ def _coerce(hint: Any, value: Any, path: str) -> Any:
 
 
 def to_dict(obj: Any) -> dict[str, Any]:
-    """The dataclass as a plain nested dict (tuples become lists), for metadata and logging."""
+    """The dataclass as a plain nested dict (tuples become lists), for metadata and logging.
+
+    Args:
+        obj: a dataclass instance.
+
+    Returns:
+        Its fields as a nested dict of plain values.
+    """
 
     def conv(v: Any) -> Any:
         if isinstance(v, tuple):
@@ -260,7 +340,20 @@ any dotted path read from a file would run any code. A package built on flexlear
 
 def target_class(target: Any, where: str, base: type[T]) -> type[T]:
     """The class a ``_target_`` (``"package.module.Class"``) names, imported; it must lie in one of
-    `TARGET_PACKAGES` and subclass ``base``. Else `ConfigError` "config '<where>._target_' = <value>: <why>"."""
+    `TARGET_PACKAGES` and subclass ``base``. Else `ConfigError` "config '<where>._target_' = <value>: <why>".
+
+    Args:
+        target: the ``_target_`` value.
+        where: the key path of the mapping that holds it, for messages.
+        base: the class the target must subclass.
+
+    Returns:
+        The imported class.
+
+    Raises:
+        ConfigError: ``target`` is not a dotted path inside `TARGET_PACKAGES`, cannot be imported, is no class or
+            not a subclass of ``base``.
+    """
     key = f"{where}._target_"
     check(isinstance(target, str) and bool(target), key, target, "required: the dotted path of a class")
     parts = target.split(".")
@@ -291,7 +384,19 @@ def target_class(target: Any, where: str, base: type[T]) -> type[T]:
 def target_arguments(cls: type, args: Mapping[str, Any], where: str) -> dict[str, Any]:
     """``args`` checked as the constructor arguments of ``cls``, before anything is built: by the class's own
     ``validate_hparams(args, where) -> dict`` when it has one (its `ValueError`/`ConfigError` names the key),
-    else by the names of its ``__init__`` parameters. Returns the (normalised) arguments."""
+    else by the names of its ``__init__`` parameters. Returns the (normalised) arguments.
+
+    Args:
+        cls: the class to be built.
+        args: the arguments given beside ``_target_``.
+        where: the key path of the mapping, for messages.
+
+    Returns:
+        The checked (and, by ``validate_hparams``, normalised) arguments.
+
+    Raises:
+        ConfigError: an unknown argument or a value the class refuses.
+    """
     validate = getattr(cls, "validate_hparams", None)
     if callable(validate):
         try:
@@ -310,14 +415,38 @@ def target_arguments(cls: type, args: Mapping[str, Any], where: str) -> dict[str
 def split_target(node: Any, where: str, base: type[T], default: str | None = None) -> tuple[type[T], dict[str, Any]]:
     """(class, checked constructor arguments) of a config mapping with a ``_target_`` (``default`` when it has
     none) and the arguments beside it; see `target_class` and `target_arguments`. ``node`` is a mapping or an
-    OmegaConf node; errors name ``where``."""
+    OmegaConf node; errors name ``where``.
+
+    Args:
+        node: the mapping (or OmegaConf node) with ``_target_`` and the arguments.
+        where: its key path, for messages.
+        base: the class the target must subclass.
+        default: the ``_target_`` used when ``node`` has none (None: ``_target_`` is required).
+
+    Returns:
+        The class and its checked constructor arguments.
+
+    Raises:
+        ConfigError: ``node`` is not a mapping, or a bad target or argument.
+    """
     plain = to_plain_dict(node, where)
     cls = target_class(plain.pop("_target_", default), where, base)
     return cls, target_arguments(cls, plain, where)
 
 
 def to_plain_dict(node: Any, where: str) -> dict[str, Any]:
-    """A mapping or OmegaConf ``DictConfig`` as a plain, resolved dict; anything else is a `ConfigError`."""
+    """A mapping or OmegaConf ``DictConfig`` as a plain, resolved dict; anything else is a `ConfigError`.
+
+    Args:
+        node: a mapping or an OmegaConf ``DictConfig``.
+        where: its key path, for the message.
+
+    Returns:
+        A dict with string keys and resolved values.
+
+    Raises:
+        ConfigError: ``node`` is not a mapping.
+    """
     plain = OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
     if not isinstance(plain, Mapping):
         raise ConfigError(f"config '{where}' = {plain!r}: expected a mapping")
@@ -326,7 +455,18 @@ def to_plain_dict(node: Any, where: str) -> dict[str, Any]:
 
 def instantiate_group(group: Any, name: str) -> list[Any]:
     """Instantiate every entry of a callbacks/logger group; an entry is a mapping with a ``_target_``, or null
-    (disabled). Anything else (e.g. a misspelt ``+callbacks.foo=1``) raises `ConfigError` naming it."""
+    (disabled). Anything else (e.g. a misspelt ``+callbacks.foo=1``) raises `ConfigError` naming it.
+
+    Args:
+        group: the group's node (key -> entry); empty or None: no entries.
+        name: the group's key (``callbacks``, ``logger``), for messages.
+
+    Returns:
+        The instantiated objects, in the group's order, disabled entries left out.
+
+    Raises:
+        ConfigError: an entry is neither a mapping with a ``_target_`` nor null, or its constructor fails.
+    """
     from hydra.utils import instantiate  # Hydra only under a Hydra run: off the runtime's start-up path
 
     if not group:
@@ -382,7 +522,15 @@ RUN_NAME_SKIP = ("paths.", "hydra.", "logger")  # overrides left out of run name
 
 def run_name(task_name: str, max_len: int = 128) -> str:
     """``<task_name> <override> ...``: the run (or multirun job) name loggers show, from the Hydra overrides
-    of this job, leaving out paths, Hydra and logger settings (``${run_name:${task_name}}``)."""
+    of this job, leaving out paths, Hydra and logger settings (``${run_name:${task_name}}``).
+
+    Args:
+        task_name: the run's task name, the first word.
+        max_len: the longest name in characters; a longer one is cut and ends in "…".
+
+    Returns:
+        The run name.
+    """
     try:
         from hydra.core.hydra_config import HydraConfig  # Hydra only under a Hydra run (see `in_multirun`)
 

@@ -16,7 +16,15 @@ MAX_ERROR_DEG = 180.0
 
 
 def invalid_direction(pred: torch.Tensor, floor: float = DIRECTION_FLOOR) -> torch.Tensor:
-    """Mask (...) of the rows of ``pred`` (..., 3) that are not a usable direction (non-finite or ‖p‖ < floor)."""
+    """Mask (...) of the rows of ``pred`` (..., 3) that are not a usable direction (non-finite or ‖p‖ < floor).
+
+    Args:
+        pred: predicted directions (..., 3), any length.
+        floor: the shortest norm that still counts as a direction (default `DIRECTION_FLOOR`).
+
+    Returns:
+        Boolean mask (...), True where the row is non-finite or shorter than ``floor``.
+    """
     norm = torch.linalg.vector_norm(pred, dim=-1)
     return ~(torch.isfinite(pred).all(dim=-1) & (norm >= floor))
 
@@ -27,6 +35,13 @@ def angular_error_deg(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     Computed as atan2(|p x t|, p . t), which stays accurate for small angles (acos of the dot product
     loses half the digits there). Inputs need not be unit length. An invalid prediction
     (`invalid_direction`) scores 180°; a non-finite ``target`` gives NaN.
+
+    Args:
+        pred: predicted directions (..., 3), any length.
+        target: reference directions (..., 3), any length.
+
+    Returns:
+        The angles (...) [deg]: 180 for an invalid prediction, NaN for a non-finite target.
     """
     cross = torch.linalg.vector_norm(torch.cross(pred, target, dim=-1), dim=-1)
     dot = (pred * target).sum(dim=-1)
@@ -45,6 +60,15 @@ def angular_error_summary(
     an empty input gives NaN statistics. With ``invalid`` (a mask shaped like ``err_deg`` of the
     predictions that were not a usable direction, already scored 180°) also ``{prefix}n_invalid`` and
     ``{prefix}invalid_fraction`` (of all samples).
+
+    Args:
+        err_deg: angular errors [deg], any shape.
+        prefix: prepended to every key.
+        invalid: mask shaped like ``err_deg`` of the invalid predictions; None: no invalid counts.
+
+    Returns:
+        Metric name -> value: ``ang_err_{mean,median,rms,p95}_deg``, ``n_samples``, ``n_nonfinite`` (and
+        ``n_invalid``, ``invalid_fraction`` with ``invalid``), each with ``prefix``.
     """
     err = err_deg.detach().double().flatten()
     finite = torch.isfinite(err)
@@ -74,12 +98,26 @@ PAST_CAP_DEG = (30.0, 40.0)
 
 
 def colatitude_deg(label: torch.Tensor) -> torch.Tensor:
-    """Bend [deg] of unit parent axes ``label`` (..., 3) in the child frame (straight = +z)."""
+    """Bend [deg] of unit parent axes ``label`` (..., 3) in the child frame (straight = +z).
+
+    Args:
+        label: unit parent axes (..., 3) in the child frame.
+
+    Returns:
+        The bend from +z (...) [deg], in [0, 180].
+    """
     return torch.rad2deg(torch.acos(label[..., 2].clamp(-1.0, 1.0)))
 
 
 def commanded_bend_deg(target: torch.Tensor) -> torch.Tensor:
-    """Commanded bend [deg] of child axes ``target`` (..., 3) in the parent frame (straight = −z): acos(−t_z/|t|)."""
+    """Commanded bend [deg] of child axes ``target`` (..., 3) in the parent frame (straight = −z): acos(−t_z/|t|).
+
+    Args:
+        target: child axes (..., 3) in the parent frame, any non-zero length.
+
+    Returns:
+        The bend from −z (...) [deg], float64, in [0, 180].
+    """
     t = target.double()
     return torch.rad2deg(torch.acos((-t[..., 2] / torch.linalg.vector_norm(t, dim=-1)).clamp(-1.0, 1.0)))
 

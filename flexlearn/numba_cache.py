@@ -74,7 +74,14 @@ def refresh_numba_cache(
 def numba_cache_dir(directory: str | Path) -> Path:
     """Where numba caches the kernels of the ``.py`` files in ``directory``: ``$NUMBA_CACHE_DIR/<dir>_<sha1>`` when
     that variable is set (numba's `UserProvidedCacheLocator`: the directory's name and the SHA-1 of its absolute
-    path), else ``directory/__pycache__``."""
+    path), else ``directory/__pycache__``.
+
+    Args:
+        directory: the folder of the kernel source files.
+
+    Returns:
+        The cache folder (it may not exist yet).
+    """
     directory = Path(directory)
     user = os.environ.get("NUMBA_CACHE_DIR")
     if not user:
@@ -87,7 +94,14 @@ def cold_modules(modules: Iterable[ModuleType]) -> list[str]:
     """Names of the ``modules`` whose numba functions (``cache=True``, defined there) have nothing valid in
     numba's on-disk cache, i.e. whose first call in this process compiles. A module with at least one cached
     function counts as warm (functions a run never calls stay uncached). Never raises: a numba without the
-    cache internals read here gives an empty list."""
+    cache internals read here gives an empty list.
+
+    Args:
+        modules: the kernel modules to check (imported).
+
+    Returns:
+        The names of the cold modules, in the order given.
+    """
     cold = []
     for module in modules:
         found, warm = False, False

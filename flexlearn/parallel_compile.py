@@ -91,7 +91,16 @@ def compile_side_by_side(
 ) -> str:
     """Run the compile jobs ``there`` in a forked child while ``here`` runs in this process; then run ``there``
     here too (cache loads after a successful child). Returns ``"parallel"``, or ``"serial"`` when no child was
-    used, or ``"parallel, child failed (status S)"``. Jobs must only compile (they run twice in the parallel case)."""
+    used, or ``"parallel, child failed (status S)"``. Jobs must only compile (they run twice in the parallel case).
+
+    Args:
+        here: the compile jobs run in this process first.
+        there: the compile jobs run in the forked child, then here.
+        timeout_s: how long to wait for the child after ``here`` is done [s]; it is killed then.
+
+    Returns:
+        How the jobs ran (see above).
+    """
     pid = _fork(there) if there and sys.platform.startswith("linux") and available_cpus() >= 2 else 0
     mode = "parallel" if pid else "serial"
     try:

@@ -4,10 +4,12 @@
 * :func:`ticker` shows a bar that counts elapsed seconds while one blocking call runs (a compiled kernel, a
   vectorised simulation), with an estimate of the total when one is known.
 
-Both draw only when stderr is a terminal, and never when turned off: ``set_enabled(False)`` (the apps call it
-with their config's ``progress`` value) or the environment variable ``FLEXLEARN_PROGRESS=0`` (``1`` forces
-bars on, e.g. under ``script``). Off, they cost nothing and print nothing, so logs and pipes stay clean. tqdm
-is imported only when a bar is drawn.
+Both draw a bar when stderr is a terminal. When it is not (a log file, a pipe, a SLURM job's output) and
+nothing turned them on or off, they print a plain line every ``LINE_INTERVAL_S`` seconds instead (none for work
+that ends sooner; no carriage returns), so a long run never looks hung in a log. Turned off (``set_enabled(False)``
+— the apps call it with their config's ``progress`` value — or the environment variable ``FLEXLEARN_PROGRESS=0``)
+they cost nothing and print nothing; ``1`` forces bars on, e.g. under ``script``. tqdm is imported only when a bar
+is drawn.
 """
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ import threading
 import time
 from typing import Any, Iterable, Iterator, Optional
 
-__all__ = ["enabled", "set_enabled", "progress", "ticker", "Bar"]
+__all__ = ["enabled", "set_enabled", "progress", "ticker", "Bar", "LINE_INTERVAL_S"]
+
+LINE_INTERVAL_S = 8.0
+"""Seconds between the plain progress lines printed when stderr is not a terminal."""
 
 _forced: Optional[bool] = None
 
@@ -46,12 +51,38 @@ def enabled(stream: Any = None) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)())
 
 
+def lines_enabled() -> bool:
+    """Whether plain progress lines stand in for a bar: no bar is drawn and nothing turned progress off."""
+    if _forced is not None:
+        return False
+    env = os.environ.get("FLEXLEARN_PROGRESS", "").strip().lower()
+    return env not in ("0", "false", "off", "no") and not enabled()
+
+
+def _line(desc: str, done: float, total: Optional[float], unit: str, elapsed: float) -> str:
+    """``"<desc>: 40/200 solve (20 %), 16 s"`` (no total: ``"<desc>: 40 solve, 16 s"``)."""
+    count = f"{done:g}/{total:g} {unit} ({100.0 * done / total:.0f} %)" if total else f"{done:g} {unit}"
+    return f"{desc or 'progress'}: {count}, {elapsed:.0f} s"
+
+
 class Bar:
     """A bar that may be off: ``update(n)``, ``set_postfix_str(text)`` and ``close()`` are no-ops then, and
     ``write(text)`` prints plainly."""
 
     def __init__(self, total: Optional[float], desc: str, unit: str, on: Optional[bool] = None) -> None:
+        """A bar of ``total`` units (None: open-ended) labelled ``desc``.
+
+        Args:
+            total: the count at the end, or None.
+            desc: the label, e.g. ``"flexlearn-cpr: LSE solves"``.
+            unit: what one update counts (``"solve"``, ``"s"``).
+            on: draw (True), do not (False), or follow `enabled` (None; plain lines when not a terminal).
+        """
         self._bar = None
+        self.total, self.desc, self.unit = total, desc, unit
+        self.count = 0.0
+        self._t0 = self._last = time.perf_counter()
+        self._lines = on is None and lines_enabled()
         if enabled() if on is None else on:
             from tqdm.auto import tqdm  # off the start-up path: imported only when a bar is drawn
 
@@ -60,23 +91,48 @@ class Bar:
             )
 
     def update(self, n: float = 1) -> None:
+        """Count ``n`` more units (a plain line when one is due and no bar is drawn).
+
+        Args:
+            n: units done since the last call.
+        """
+        self.count += n
         if self._bar is not None:
             self._bar.update(n)
+        elif self._lines:
+            now = time.perf_counter()
+            if now - self._last >= LINE_INTERVAL_S:
+                self._last = now
+                print(_line(self.desc, self.count, self.total, self.unit, now - self._t0), file=sys.stderr, flush=True)
 
     def set_postfix_str(self, text: str) -> None:
+        """Text shown after the bar (not in plain lines).
+
+        Args:
+            text: the text.
+        """
         if self._bar is not None:
             self._bar.set_postfix_str(text, refresh=False)
 
     def write(self, text: str) -> None:
-        """Print a line on stderr above the bar (plainly when no bar is drawn)."""
+        """Print a line on stderr above the bar (plainly when no bar is drawn).
+
+        Args:
+            text: the line.
+        """
         if self._bar is not None:
             self._bar.write(text, file=sys.stderr)
         else:
             print(text, file=sys.stderr, flush=True)
 
     def close(self) -> None:
+        """End the bar; when plain lines were printed, a last one with the final count."""
         if self._bar is not None:
             self._bar.close()
+        elif self._lines and self._last > self._t0:
+            now = time.perf_counter()
+            print(_line(self.desc, self.count, self.total, self.unit, now - self._t0) + " (done)", file=sys.stderr)
+            self._last = self._t0  # printed once
 
     def __enter__(self) -> "Bar":
         return self
@@ -88,7 +144,18 @@ class Bar:
 def progress(
     items: Iterable[Any], total: Optional[int] = None, desc: str = "", unit: str = "it", on: Optional[bool] = None
 ) -> Iterator[Any]:
-    """Yield ``items`` while a bar counts them (``total`` default ``len(items)`` when it has one)."""
+    """Yield ``items`` while a bar counts them (``total`` default ``len(items)`` when it has one).
+
+    Args:
+        items: what to iterate over.
+        total: the number of items (None: ``len(items)`` when it has one).
+        desc: the bar's label.
+        unit: what one item is called.
+        on: draw (True), do not (False), or follow `enabled` (None).
+
+    Yields:
+        The items, in order.
+    """
     if total is None and hasattr(items, "__len__"):
         total = len(items)  # type: ignore[arg-type]
     with Bar(total, desc, unit, on) as bar:
@@ -100,11 +167,22 @@ def progress(
 @contextlib.contextmanager
 def ticker(desc: str, estimate_s: Optional[float] = None, on: Optional[bool] = None) -> Iterator[Bar]:
     """A bar of elapsed seconds (out of ``estimate_s`` when given) while the body runs; a thread ticks it
-    every 0.5 s. The bar ends at the true elapsed time."""
+    every 0.5 s. The bar ends at the true elapsed time. Without a bar (not a terminal) a plain line says the
+    elapsed seconds every ``LINE_INTERVAL_S``.
+
+    Args:
+        desc: the label, e.g. ``"compiling the LSE kernels"``.
+        estimate_s: the expected duration [s], or None.
+        on: draw (True), do not (False), or follow `enabled` (None).
+
+    Yields:
+        The `Bar` (its ``write`` prints above it).
+    """
     bar = Bar(round(estimate_s, 1) if estimate_s else None, desc, "s", on)
     inner = bar._bar
     if inner is None:
-        yield bar
+        with _plain_ticks(bar, estimate_s):
+            yield bar
         return
     inner.bar_format = (
         "{desc}: {n:.0f}/{total:.0f} s estimated |{bar}| {postfix}" if estimate_s else "{desc}: {n:.0f} s {postfix}"
@@ -131,3 +209,27 @@ def ticker(desc: str, estimate_s: Optional[float] = None, on: Optional[bool] = N
         if inner.total:
             inner.total = max(inner.total, inner.n)
         bar.close()
+
+
+@contextlib.contextmanager
+def _plain_ticks(bar: Bar, estimate_s: Optional[float]) -> Iterator[None]:
+    """Plain lines of elapsed seconds (of ``estimate_s``) every ``LINE_INTERVAL_S`` while the body runs, when
+    ``bar`` prints lines; nothing otherwise."""
+    if not bar._lines:
+        yield
+        return
+    stop = threading.Event()
+    t0 = time.perf_counter()
+    of = f" of ≈ {estimate_s:.0f} s estimated" if estimate_s else ""
+
+    def tick() -> None:
+        while not stop.wait(LINE_INTERVAL_S):
+            print(f"{bar.desc}: {time.perf_counter() - t0:.0f} s{of}", file=sys.stderr, flush=True)
+
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()

@@ -52,6 +52,16 @@ def read_parquet(path: Path, what: str) -> pa.Table:
     """Read ``path`` as a Parquet table; a missing or unreadable file raises `DataError` naming it.
 
     ``what`` says what the file should be, for the message (e.g. "dataset file", "stream file 'mag'").
+
+    Args:
+        path: the Parquet file.
+        what: what the file should be, for messages.
+
+    Returns:
+        The table.
+
+    Raises:
+        DataError: ``path`` is a directory, is missing, or cannot be read as Parquet.
     """
     if path.is_dir():  # a common slip: the folder instead of the file in it, or a raw sweep instead of its dataset
         hint = (
@@ -74,6 +84,17 @@ def parse_json_object(text: str | bytes, where: str, what: str) -> dict[str, Any
     """``text`` parsed as JSON, which must be an object; else `DataError` "<where>: <what> is not ...".
 
     ``where`` names the file, ``what`` the document (e.g. "raw sweep metadata").
+
+    Args:
+        text: the JSON document.
+        where: the file, for messages.
+        what: the document, for messages.
+
+    Returns:
+        The parsed object.
+
+    Raises:
+        DataError: ``text`` is not valid JSON (or not UTF-8) or not a JSON object.
     """
     try:
         value = json.loads(text)
@@ -222,6 +243,20 @@ def read_columns(
     """Columns ``kinds`` (name -> kind) of ``table`` read by `column_values`; a missing one names the file.
 
     ``nullable``: the "float" columns in which a null reads as NaN.
+
+    Args:
+        table: the Arrow table.
+        path: its file, for messages.
+        kinds: column name -> kind (one of `KINDS`).
+        nullable: the "float" columns in which a null reads as NaN.
+        float_ints: "int" columns only: accept a floating-point column whose values are all exact integers.
+
+    Returns:
+        Column name -> NumPy array (see `column_values`).
+
+    Raises:
+        DataError: a column is missing, or `column_values` rejects a column.
+        ArgumentError: a kind is not one of `KINDS`.
     """
     missing = [c for c in kinds if c not in table.column_names]
     if missing:

@@ -15,7 +15,11 @@ from flexlearn.sweeps.aggregate import aggregate_multirun, best_run_lines
 
 @hydra_app("flexlearn-aggregate", "aggregate")
 def main(cfg: DictConfig) -> None:
-    """Aggregate the multirun ``cfg.dir``; print its best run and the files written."""
+    """Aggregate the multirun ``cfg.dir``; print its best run and the files written.
+
+    Args:
+        cfg: the composed config (flexlearn/conf/aggregate.yaml with the command's overrides).
+    """
     with readable_errors("flexlearn-aggregate"):
         metrics = [cfg.metrics] if isinstance(cfg.metrics, str) else [str(m) for m in cfg.metrics or []]
         res = aggregate_multirun(cfg.dir, cfg.get("out"), metrics, cfg.get("x"), cfg.get("y"))

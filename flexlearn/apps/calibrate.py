@@ -19,7 +19,11 @@ from flexlearn.atomic import guard_output_file
 
 @hydra_app("flexlearn-calibrate", "calibrate")
 def main(cfg: DictConfig) -> None:
-    """Write the calibration file ``cfg.output`` for the input modules; print its summary (JSON)."""
+    """Write the calibration file ``cfg.output`` for the input modules; print its summary (JSON).
+
+    Args:
+        cfg: the composed config (flexlearn/conf/calibrate.yaml with the command's overrides).
+    """
     with readable_errors("flexlearn-calibrate"):
         require_values(cfg)
         from flexlearn.jobs.calibrate import calibrate  # heavy import off the start-up path (the data stack)

@@ -36,7 +36,14 @@ def commands() -> dict[str, str]:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    """Print the version and the installed commands; return the exit status (0)."""
+    """Print the version and the installed commands; return the exit status (0).
+
+    Args:
+        argv: the command-line arguments without the program name (None: sys.argv[1:]).
+
+    Returns:
+        The exit status: 0.
+    """
     ap = argparse.ArgumentParser(prog="flexlearn", description=flexlearn.__doc__)
     ap.add_argument("--version", action="version", version=f"flexlearn {flexlearn.__version__}")
     ap.parse_args(argv)

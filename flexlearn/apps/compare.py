@@ -30,7 +30,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Parse the command line, compare the runs, print a short summary (module docstring)."""
+    """Parse the command line, compare the runs, print a short summary (module docstring).
+
+    Args:
+        argv: the command-line arguments without the program name (None: sys.argv[1:]).
+
+    Returns:
+        The exit status: 0, or 2 on bad input (not a run, no run, an unreadable file).
+    """
     a = build_parser().parse_args(argv)
     try:
         s = compare_runs(a.runs, a.out, a.curves)

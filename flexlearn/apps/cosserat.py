@@ -24,7 +24,11 @@ from flexlearn.replay.to_mcap import trajectory_to_mcap
 
 @hydra_app("flexlearn-cosserat", "cosserat")
 def main(cfg: DictConfig) -> None:
-    """Simulate the configured experiment and write its tip trajectory (module docstring)."""
+    """Simulate the configured experiment and write its tip trajectory (module docstring).
+
+    Args:
+        cfg: the composed config (flexlearn/conf/cosserat.yaml with the command's overrides).
+    """
     with readable_errors("flexlearn-cosserat"):
         use_progress(cfg)
         from flexlearn.physics.cosserat.experiments import load_experiment  # heavy (torch): after Hydra parsed
@@ -54,7 +58,16 @@ def main(cfg: DictConfig) -> None:
 
 
 def write_rod_mcap(out_dir, tr, name: str):
-    """The recorded rod (positions (T, N+1, 3) [m], rotations) as ``<out_dir>/<name>.mcap``; returns the path."""
+    """The recorded rod (positions (T, N+1, 3) [m], rotations) as ``<out_dir>/<name>.mcap``; returns the path.
+
+    Args:
+        out_dir: the directory to write into.
+        tr: the simulated trajectory (``times`` [s], ``positions`` [m], ``rotations``).
+        name: the file's stem and the MCAP topic prefix (the experiment's name).
+
+    Returns:
+        The path of the MCAP file.
+    """
     pos, rot = tr.positions.detach().cpu().numpy(), tr.rotations.detach().cpu().numpy()
     return trajectory_to_mcap(Path(out_dir) / f"{name}.mcap", tr.times.tolist(), pos, rot, name)
 

@@ -3,7 +3,9 @@
 eq. (39), optionally the shooting baseline at the same points; writes ``experiments.json``,
 ``trajectory.png`` (LSE and the shooting baseline, the pulley's pull; :mod:`flexlearn.viz.cpr_figures`) and
 ``shapes_exp{1,2}.png`` into the run directory. A first run compiles the numba kernels (one notice with an
-estimate; ``flexlearn-warmup`` does it ahead); a progress bar counts the solves on a terminal.
+estimate; ``flexlearn-warmup`` does it ahead); a progress bar counts the solves on a terminal (plain lines in a
+log). It ends with a short summary and the run directory as the last line; ``json=true`` prints the result as one
+JSON line instead (for scripts).
 
     flexlearn-cpr cpr.rod.n_elements=8 substeps=12 shooting_steps=null
 """
@@ -20,14 +22,23 @@ from flexlearn.config import check
 
 @hydra_app("flexlearn-cpr", "cpr")
 def main(cfg: DictConfig) -> None:
-    """flexlearn-cpr: the seed's experiments I and II (forward statics along the actuation path), outputs to disk."""
+    """flexlearn-cpr: the seed's experiments I and II (forward statics along the actuation path), outputs to disk.
+
+    Args:
+        cfg: the composed config (flexlearn/conf/cpr.yaml with the command's overrides).
+    """
     with readable_errors("flexlearn-cpr"):
         # the imports below are heavy (torch, numba kernels, matplotlib): kept off the CLI start-up (--help)
         import torch  # lazy: heavy (see above)
 
         from flexlearn.apps.kernels import compile_ahead  # lazy: heavy (see above)
         from flexlearn.physics.lse import CPRModel  # lazy: heavy (see above)
-        from flexlearn.physics.lse.experiments import run_experiments, summary, write_outputs  # lazy: heavy
+        from flexlearn.physics.lse.experiments import (  # lazy: heavy (see above)
+            run_experiments,
+            summary,
+            summary_lines,
+            write_outputs,
+        )
         from flexlearn.physics.lse.inverse import actuation_path  # lazy: heavy (see above)
         from flexlearn.progress import Bar  # lazy: heavy (see above)
         from flexlearn.viz.cpr_figures import write_trajectory_figure  # lazy: heavy (see above)
@@ -57,7 +68,12 @@ def main(cfg: DictConfig) -> None:
             result, shapes = run_experiments(model, cfg.substeps, steps, cfg.n_phases, step=bar.update)
         paths = write_outputs(cfg.output_dir, result, shapes)
         write_trajectory_figure(result, paths[0])  # trajectory.png with the shooting baseline and the pulley
-    print(json.dumps(dict(summary(result), files=[str(p) for p in paths])))
+    if cfg.get("json", False):
+        print(json.dumps(dict(summary(result), files=[str(p) for p in paths])))
+        return
+    print("\n".join(summary_lines(result, paths)))
+    print("run directory:")
+    print(cfg.output_dir, flush=True)
 
 
 if __name__ == "__main__":

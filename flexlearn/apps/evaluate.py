@@ -14,7 +14,11 @@ from flexlearn.jobs.runs import EVAL_KEYS
 
 @hydra_app("flexlearn-eval", "eval")
 def main(cfg: DictConfig) -> None:
-    """Evaluate ``cfg.ckpt_path``; print its test metrics, figures and run directory."""
+    """Evaluate ``cfg.ckpt_path``; print its test metrics, figures and run directory.
+
+    Args:
+        cfg: the composed config (flexlearn/conf/eval.yaml with the command's overrides).
+    """
     with readable_errors("flexlearn-eval"):
         start_run(cfg, EVAL_KEYS)
         from flexlearn.jobs.evaluate import run_evaluation  # heavy import off the start-up path (torch)

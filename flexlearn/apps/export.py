@@ -18,7 +18,11 @@ from flexlearn.apps.runner import hydra_app, readable_errors
 
 @hydra_app("flexlearn-export", "export")
 def main(cfg: DictConfig) -> None:
-    """Export what ``cfg.target`` names; print {what: path} (JSON)."""
+    """Export what ``cfg.target`` names; print {what: path} (JSON).
+
+    Args:
+        cfg: the composed config (flexlearn/conf/export.yaml with the command's overrides).
+    """
     with readable_errors("flexlearn-export"):
         from flexlearn.jobs.export import export_from_config  # heavy import off the start-up path (torch)
 

@@ -48,7 +48,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Write the frame stream; print its path and frame counts (JSON); return the exit status."""
+    """Write the frame stream; print its path and frame counts (JSON); return the exit status.
+
+    Args:
+        argv: the command-line arguments without the program name (None: sys.argv[1:]).
+
+    Returns:
+        The exit status: 0, or 2 on a bad option or output.
+    """
     a = build_parser().parse_args(argv)
     fmt = a.format or ("bin" if a.out.endswith(".bin") else "jsonl")
     if not (0 < a.duration <= 3600):

@@ -19,7 +19,11 @@ from flexlearn.sensing.parts import SensorParts
 @hydra_app("flexlearn-ingest", "ingest")
 def main(cfg: DictConfig) -> None:
     """Ingest ``cfg.input`` into a dataset under ``cfg.output`` (print its path and how to train on it), or with
-    ``inspect=true`` print what the recording holds."""
+    ``inspect=true`` print what the recording holds.
+
+    Args:
+        cfg: the composed config (flexlearn/conf/ingest.yaml with the command's overrides).
+    """
     with readable_errors("flexlearn-ingest"):
         # heavy imports off the start-up path (the data stack)
         from flexlearn.ingest.recording import ingest_recording

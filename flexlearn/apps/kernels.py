@@ -173,7 +173,12 @@ GROUPS = {
 
 def compile_ahead(app: str, group_name: str) -> None:
     """If the group's kernels are not cached yet: one line on stderr saying so, with the estimate, then compile
-    them under a progress bar (flexlearn.progress), so the run that follows loads them. Cached: nothing."""
+    them under a progress bar (flexlearn.progress), so the run that follows loads them. Cached: nothing.
+
+    Args:
+        app: the command's name, which starts the notice lines.
+        group_name: the kernel group, a key of `GROUPS` (lse, pose, cosserat, attitude).
+    """
     group = GROUPS[group_name]
     cold = group.cold()
     if not cold:

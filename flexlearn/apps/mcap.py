@@ -29,7 +29,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``flexlearn-mcap``: convert a runner output (and its frame log) into a playable MCAP file."""
+    """``flexlearn-mcap``: convert a runner output (and its frame log) into a playable MCAP file.
+
+    Args:
+        argv: the command-line arguments without the program name (None: sys.argv[1:]).
+
+    Returns:
+        The exit status: 0, or 2 on an unreadable or unplayable input.
+    """
     a = build_parser().parse_args(argv)
     target = a.mcap or a.output.with_suffix(".mcap")
     try:

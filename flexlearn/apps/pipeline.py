@@ -15,7 +15,11 @@ from flexlearn.apps.runner import hydra_app, readable_errors, start_run
 
 @hydra_app("flexlearn-pipeline", "pipeline")
 def main(cfg: DictConfig) -> None:
-    """Run the main job of the composed ``pipeline`` config; print its metrics, figures, exports and run directory."""
+    """Run the main job of the composed ``pipeline`` config; print its metrics, figures, exports and run directory.
+
+    Args:
+        cfg: the composed config (flexlearn/conf/pipeline.yaml with the command's overrides).
+    """
     with readable_errors("flexlearn-pipeline"):
         start_run(cfg)
         from flexlearn.jobs.train import run_training  # heavy import off the start-up path (torch, Lightning)

@@ -14,7 +14,11 @@ from flexlearn.config import from_dict
 
 @hydra_app("flexlearn-plan", "plan")
 def main(cfg: DictConfig) -> None:
-    """Write the sweep's target list, or its coverage by the recorded sessions ``cfg.compare``."""
+    """Write the sweep's target list, or its coverage by the recorded sessions ``cfg.compare``.
+
+    Args:
+        cfg: the composed config (flexlearn/conf/plan.yaml with the command's overrides).
+    """
     with readable_errors("flexlearn-plan"):
         # heavy import off the start-up path (the data stack)
         from flexlearn.ingest.plan import PlanConfig, cell_fill_of, plan_sweep, write_coverage, write_plan

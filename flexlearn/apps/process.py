@@ -16,7 +16,11 @@ from flexlearn.sensing.parts import SensorParts
 
 @hydra_app("flexlearn-process", "process")
 def main(cfg: DictConfig) -> None:
-    """Process the raw sweep ``cfg.input`` into the dataset ``cfg.output``; print its path."""
+    """Process the raw sweep ``cfg.input`` into the dataset ``cfg.output``; print its path.
+
+    Args:
+        cfg: the composed config (flexlearn/conf/process.yaml with the command's overrides).
+    """
     with readable_errors("flexlearn-process"):
         use_progress(cfg)
         from flexlearn.data.sources import process_raw  # heavy import off the start-up path (torch)

@@ -10,7 +10,11 @@ from flexlearn.config import to_plain_dict
 
 @hydra_app("flexlearn-report", "report")
 def main(cfg: DictConfig) -> None:
-    """Write the quality report of ``cfg.sessions``; print the Markdown file's path."""
+    """Write the quality report of ``cfg.sessions``; print the Markdown file's path.
+
+    Args:
+        cfg: the composed config (flexlearn/conf/report.yaml with the command's overrides).
+    """
     with readable_errors("flexlearn-report"):
         from flexlearn.data.report import write_report  # heavy import off the start-up path (matplotlib)
 

@@ -51,7 +51,11 @@ MAX_LISTED = 24  # keys or options listed in an error message at most
 @contextlib.contextmanager
 def readable_errors(app: str) -> Iterator[None]:
     """Turn a `FlexlearnError`, or a required config value left out (``???``), into one line on stderr and exit
-    status 2."""
+    status 2.
+
+    Args:
+        app: the command's name, which starts the error line.
+    """
     try:
         yield
     except FlexlearnError as exc:
@@ -64,7 +68,14 @@ def readable_errors(app: str) -> Iterator[None]:
 
 
 def require_values(cfg: DictConfig) -> None:
-    """Raise `ConfigError` naming every required value (``???``) the command did not give."""
+    """Raise `ConfigError` naming every required value (``???``) the command did not give.
+
+    Args:
+        cfg: the composed config.
+
+    Raises:
+        ConfigError: one or more required values left out.
+    """
     missing = sorted(OmegaConf.missing_keys(cfg))
     if missing:
         raise ConfigError(
@@ -75,7 +86,11 @@ def require_values(cfg: DictConfig) -> None:
 
 def use_progress(cfg: DictConfig) -> None:
     """Progress bars (flexlearn.progress) follow the config's ``progress`` (true | false | auto; absent: auto,
-    drawn when stderr is a terminal)."""
+    drawn when stderr is a terminal).
+
+    Args:
+        cfg: the composed config (its ``progress`` key, if any).
+    """
     value = cfg.get("progress", None)
     set_enabled(value if isinstance(value, (bool, str)) else None)
 
@@ -121,13 +136,28 @@ def start_run(cfg: DictConfig, known: tuple[str, ...] = TRAIN_KEYS) -> None:
 
 
 def sweep_value(value: float) -> float:
-    """The value a sweeper minimises: a non-finite metric becomes +inf so it ranks last, not crashes."""
+    """The value a sweeper minimises: a non-finite metric becomes +inf so it ranks last, not crashes.
+
+    Args:
+        value: the run's metric.
+
+    Returns:
+        ``value`` if finite, else +inf.
+    """
     return value if math.isfinite(value) else math.inf
 
 
 def hydra_app(app: str, config_name: str) -> Callable[[Callable[[DictConfig], Any]], Callable[..., Any]]:
     """``@hydra.main`` on flexlearn/conf/<config_name>.yaml, reporting a misspelled key or group option as
-    ``<app>: error: ...`` (closest valid names) with exit status 2."""
+    ``<app>: error: ...`` (closest valid names) with exit status 2.
+
+    Args:
+        app: the command's name, which starts the error lines.
+        config_name: the primary config's name (flexlearn/conf/<config_name>.yaml).
+
+    Returns:
+        The decorator that turns a ``main(cfg)`` into the command's entry point.
+    """
 
     def wrap(task_fn: Callable[[DictConfig], Any]) -> Callable[..., Any]:
         hydra_main = hydra.main(version_base="1.3", config_path=CONF_DIR, config_name=config_name)(task_fn)
@@ -178,12 +208,19 @@ def prepare_command(app: str) -> None:
 def interruptions(app: str) -> Iterator[None]:
     """SIGINT and SIGTERM raise `flexlearn.errors.Interrupted` in the main thread while the body runs (commits
     hold them back: `flexlearn.atomic.signals_deferred`); the command ends with one line on stderr (where it
-    stopped, what it kept, the command to resume or rerun) and exit status 128 + the signal number."""
+    stopped, what it kept, the command to resume or rerun) and exit status 128 + the signal number.
+
+    Args:
+        app: the command's name, which starts the line and the rerun command.
+    """
     caught = (signal.SIGINT, signal.SIGTERM)
     main_thread = threading.current_thread() is threading.main_thread()
     previous = {s: signal.getsignal(s) for s in caught} if main_thread else {}
 
-    def stop(signum: int, _frame: Any) -> None:
+    def stop(signum: int, frame: Any) -> None:
+        if _importing(frame):  # an exception inside an import leaves half-loaded modules (numpy refuses a
+            _report(app, Interrupted(signum, "while loading modules, before any output was begun"))  # second load)
+            os._exit(128 + signum)  # as safe as a kill: every output is written whole or not at all
         raise Interrupted(signum)
 
     for s in previous:
@@ -193,13 +230,27 @@ def interruptions(app: str) -> Iterator[None]:
     except Interrupted as exc:
         for s in previous:  # a second Ctrl-C while the message is printed ends nothing half-way
             signal.signal(s, signal.SIG_IGN)
-        detail = exc.detail or "every output is written whole or not at all: the previous versions are kept"
-        again = exc.resume or "rerun: " + " ".join(shlex.quote(a) for a in [app, *sys.argv[1:]])
-        print(f"{app}: interrupted by {exc.signal_name}: {detail}; {again}", file=sys.stderr, flush=True)
+        _report(app, exc)
         sys.exit(exc.exit_status)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+
+
+def _importing(frame: Any) -> bool:
+    """Whether ``frame`` or a caller of it runs Python's import machinery (a module is being loaded)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _report(app: str, exc: Interrupted) -> None:
+    """The one line an interrupted command ends with: the signal, where it stopped, the command that reruns it."""
+    detail = exc.detail or "every output is written whole or not at all: the previous versions are kept"
+    again = exc.resume or "rerun: " + " ".join(shlex.quote(a) for a in [app, *sys.argv[1:]])
+    print(f"{app}: interrupted by {exc.signal_name}: {detail}; {again}", file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager
@@ -239,7 +290,14 @@ def _composition_errors(app: str) -> Iterator[None]:
 
 def composition_error_message(exc: BaseException) -> Optional[str]:
     """One line for an override of a missing key or of a missing group option (closest names, the keys or
-    options there are); None for any other composition error (Hydra's own message is kept)."""
+    options there are); None for any other composition error (Hydra's own message is kept).
+
+    Args:
+        exc: the exception Hydra raised while composing the config.
+
+    Returns:
+        The message (without the ``<app>: error:`` prefix), or None.
+    """
     options = getattr(exc, "options", None)
     missing_file = getattr(exc, "missing_cfg_file", None)
     if options and missing_file and "/" in str(missing_file):

@@ -17,7 +17,11 @@ from flexlearn.progress import ticker
 
 @hydra_app("flexlearn-simulate", "simulate")
 def main(cfg: DictConfig) -> None:
-    """Simulate the sweep of ``cfg.sim`` and save its raw streams at ``cfg.output``; print the path."""
+    """Simulate the sweep of ``cfg.sim`` and save its raw streams at ``cfg.output``; print the path.
+
+    Args:
+        cfg: the composed config (flexlearn/conf/simulate.yaml with the command's overrides).
+    """
     with readable_errors("flexlearn-simulate"):
         use_progress(cfg)
         from flexlearn.sim.rig import RigConfig, simulate_sweep  # heavy import off the start-up path (torch)

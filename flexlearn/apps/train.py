@@ -30,7 +30,14 @@ log = logging.getLogger(__name__)
 
 @hydra_app("flexlearn-train", "train")
 def main(cfg: DictConfig) -> float:
-    """Train one run of the composed ``train`` config; return its optimised metric (+inf if it diverged)."""
+    """Train one run of the composed ``train`` config; return its optimised metric (+inf if it diverged).
+
+    Args:
+        cfg: the composed config (flexlearn/conf/train.yaml with the command's overrides).
+
+    Returns:
+        The best checkpoint's ``optimized_metric`` (+inf when non-finite or when the job diverged in a multirun).
+    """
     with readable_errors("flexlearn-train"):
         start_run(cfg)
         threads_per_parallel_job()

@@ -33,7 +33,14 @@ AUTO_STEPS_PER_EPOCH = 16
 
 def auto_batch_size(n_train: int) -> int:
     """Training batch size for ``n_train`` rows: the largest power of two B ≤ n_train / 16 (at least 16
-    optimizer steps per epoch), clipped to [16, 512]; 512 for the default 15,000-pose sweep, 16 for 400 poses."""
+    optimizer steps per epoch), clipped to [16, 512]; 512 for the default 15,000-pose sweep, 16 for 400 poses.
+
+    Args:
+        n_train: number of rows of the train split.
+
+    Returns:
+        The batch size B.
+    """
     b = MIN_AUTO_BATCH
     while b * 2 <= min(MAX_AUTO_BATCH, n_train // AUTO_STEPS_PER_EPOCH):
         b *= 2
@@ -79,7 +86,11 @@ class EpochSeededBatchSampler(Sampler[torch.Tensor]):
         return -(-self.n // self.world_size)
 
     def set_epoch(self, epoch: int) -> None:
-        """Called by Lightning at the start of every epoch."""
+        """Called by Lightning at the start of every epoch.
+
+        Args:
+            epoch: the epoch index; the shuffle is drawn from (seed, epoch).
+        """
         self.epoch = int(epoch)
 
     def __iter__(self) -> Iterator[torch.Tensor]:
@@ -136,6 +147,11 @@ class DirectionDataModule(L.LightningDataModule):
         self._splits: dict[str, TensorBatches] = {}
 
     def setup(self, stage: Optional[str] = None) -> None:
+        """Load the dataset and its split tensors once (later calls do nothing); resolve an automatic batch size.
+
+        Args:
+            stage: Lightning's stage name; ignored (every split is loaded).
+        """
         if self.dataset is not None:
             return
         dataset = DirectionDataset.load(self.dataset_path)
@@ -152,7 +168,14 @@ class DirectionDataModule(L.LightningDataModule):
             self.batch_size = auto_batch_size(len(splits["train"]))
 
     def require(self, *names: str) -> None:
-        """Raise `DataError` naming the file and split unless every split in ``names`` has `MIN_ROWS` rows."""
+        """Raise `DataError` naming the file and split unless every split in ``names`` has `MIN_ROWS` rows.
+
+        Args:
+            *names: the splits to check ('train', 'val', 'test').
+
+        Raises:
+            DataError: a split has fewer than its `MIN_ROWS` rows.
+        """
         self.setup()
         counts = {n: len(self._splits[n]) for n in SPLITS}
         for name in names:
@@ -172,7 +195,14 @@ class DirectionDataModule(L.LightningDataModule):
         return 0 if module is None or not len(module) else int(module.max()) + 1
 
     def split(self, name: str) -> TensorBatches:
-        """The tensors of one split ('train', 'val' or 'test')."""
+        """The tensors of one split ('train', 'val' or 'test').
+
+        Args:
+            name: the split.
+
+        Returns:
+            The split's `TensorBatches`.
+        """
         self.setup()
         return self._splits[name]
 

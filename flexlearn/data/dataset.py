@@ -171,7 +171,14 @@ class DirectionDataset:
         return int(self.pose_id.shape[0])
 
     def validate(self, source: str = "dataset") -> None:
-        """Check shapes, finiteness, unit-norm labels, split names and unique ids; `DataError` names the column."""
+        """Check shapes, finiteness, unit-norm labels, split names and unique ids; `DataError` names the column.
+
+        Args:
+            source: what the messages name (a file path, or "dataset").
+
+        Raises:
+            DataError: a column has the wrong shape, a non-finite value, a bad split name or a non-unit label.
+        """
         n = len(self)
 
         def fail(msg: str) -> None:
@@ -219,13 +226,30 @@ class DirectionDataset:
                     )
 
     def subset(self, name: str) -> "DirectionDataset":
-        """The rows of split ``name`` ('train', 'val' or 'test') as a new dataset sharing ``meta``."""
+        """The rows of split ``name`` ('train', 'val' or 'test') as a new dataset sharing ``meta``.
+
+        Args:
+            name: the split.
+
+        Returns:
+            The split's rows as a `DirectionDataset`.
+
+        Raises:
+            DataError: ``name`` is not one of `SPLITS`.
+        """
         if name not in SPLITS:
             raise DataError(f"dataset: unknown split {name!r}; expected one of {SPLITS}")
         return self.take(np.flatnonzero(self.split == name))
 
     def take(self, rows: np.ndarray) -> "DirectionDataset":
-        """The dataset restricted to ``rows`` (index array or boolean mask)."""
+        """The dataset restricted to ``rows`` (index array or boolean mask).
+
+        Args:
+            rows: row indices (K,) or a boolean mask (N,).
+
+        Returns:
+            A new `DirectionDataset` sharing ``meta``.
+        """
         kw: dict[str, Any] = {
             n: (None if getattr(self, n) is None else getattr(self, n)[rows]) for n in (*REQUIRED, *OPTIONAL)
         }
@@ -265,7 +289,14 @@ class DirectionDataset:
         return table.replace_schema_metadata({METADATA_KEY: text.encode()})
 
     def save(self, path: str | Path) -> Path:
-        """Write one Parquet file atomically (temporary file beside ``path``, then rename); return the path."""
+        """Write one Parquet file atomically (temporary file beside ``path``, then rename); return the path.
+
+        Args:
+            path: the Parquet file to write.
+
+        Returns:
+            ``path`` as a `Path`.
+        """
         path = Path(path)
         table = self.to_table()
         with atomic_path(path) as tmp:
@@ -274,7 +305,17 @@ class DirectionDataset:
 
     @classmethod
     def load(cls, path: str | Path) -> "DirectionDataset":
-        """Read and validate a dataset file; any problem raises `DataError` naming file, column and value."""
+        """Read and validate a dataset file; any problem raises `DataError` naming file, column and value.
+
+        Args:
+            path: the Parquet file.
+
+        Returns:
+            The validated `DirectionDataset`.
+
+        Raises:
+            DataError: missing metadata or columns, an unsupported schema_version, wrong units or invalid values.
+        """
         path = Path(path)
         table = read_parquet(path, "dataset file")
         raw_meta = (table.schema.metadata or {}).get(METADATA_KEY)
@@ -337,6 +378,15 @@ def merge_modules(datasets: Sequence["DirectionDataset"]) -> "DirectionDataset":
 
     Each row keeps its split; pose ids become ``k · stride + pose_id`` (stride a power of ten above every id) so
     that they stay unique. ``meta['modules']`` lists the sources' module seeds and calibrations.
+
+    Args:
+        datasets: single-module datasets, in module order.
+
+    Returns:
+        The merged `DirectionDataset`.
+
+    Raises:
+        DataError: ``datasets`` is empty, or one of them already holds several modules.
     """
     if not datasets:
         raise DataError("merge_modules: no datasets given")

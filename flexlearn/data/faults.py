@@ -36,7 +36,14 @@ STATIONARY_SIGMAS = 2.5
 
 
 def clip_level(axis: ChipAxis) -> float:
-    """Readings with some |component| ≥ full_scale − lsb/2 are clipped [unit of the axis]."""
+    """Readings with some |component| ≥ full_scale − lsb/2 are clipped [unit of the axis].
+
+    Args:
+        axis: the sensor axis (full scale, lsb).
+
+    Returns:
+        The clip level, in the axis's unit.
+    """
     return axis.full_scale - 0.5 * axis.lsb
 
 
@@ -100,7 +107,14 @@ class Limits:
 
 
 def valid_readings(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(finite (M,), present (M,)): finite readings, and finite readings that are not exactly (0, 0, 0)."""
+    """(finite (M,), present (M,)): finite readings, and finite readings that are not exactly (0, 0, 0).
+
+    Args:
+        values: readings (M, 3).
+
+    Returns:
+        (finite (M,) bool, present (M,) bool).
+    """
     finite = np.all(np.isfinite(values), axis=1)
     return finite, finite & np.any(values != 0.0, axis=1)
 

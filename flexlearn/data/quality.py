@@ -91,7 +91,17 @@ class Windows:
 
     @classmethod
     def from_sweep(cls, raw: RawSweep) -> "Windows":
-        """Sort the pose table by start time; overlapping windows raise `DataError` naming both poses."""
+        """Sort the pose table by start time; overlapping windows raise `DataError` naming both poses.
+
+        Args:
+            raw: the sweep (its pose table's t_start, t_end [s]).
+
+        Returns:
+            The sorted `Windows`.
+
+        Raises:
+            DataError: two hold windows overlap.
+        """
         order = np.argsort(raw.pose_t_start, kind="stable")
         ts = np.asarray(raw.pose_t_start, dtype=np.float64)[order]
         te = np.asarray(raw.pose_t_end, dtype=np.float64)[order]
@@ -106,7 +116,14 @@ class Windows:
         return cls(order=order, t_start=ts, t_end=te)
 
     def locate(self, t: np.ndarray) -> np.ndarray:
-        """(M,) index (in sorted order) of the window containing each time of ``t`` (M,), or -1."""
+        """(M,) index (in sorted order) of the window containing each time of ``t`` (M,), or -1.
+
+        Args:
+            t: sample times (M,) [s].
+
+        Returns:
+            Window indices (M,); -1 outside every window.
+        """
         k = np.searchsorted(self.t_start, t, side="right") - 1
         kc = np.maximum(k, 0)
         return np.where((k >= 0) & (t <= self.t_end[kc]), k, -1)

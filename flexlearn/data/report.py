@@ -68,7 +68,11 @@ class Session:
 
     def directions(self, use_mocap: bool = True) -> np.ndarray:
         """(P, 3) child direction per raw pose: the mean motion-capture direction over the hold window if
-        recorded (u = R(q)·e, e = (0, 0, −1)), else the commanded target."""
+        recorded (u = R(q)·e, e = (0, 0, −1)), else the commanded target.
+
+        Args:
+            use_mocap: use the motion capture when recorded; False: always the commanded target.
+        """
         u = self.raw.target.astype(np.float64).copy()
         if not (use_mocap and self.mocap is not None and len(self.mocap["t"])):
             return u
@@ -127,13 +131,21 @@ def load_session(path: Path, name: Optional[str] = None) -> Session:
 
 # ---------------------------------------------------------------------------------------------- statistics
 def bend_angle_deg(u: np.ndarray) -> np.ndarray:
-    """Bend angle λ [deg] of child directions u (N, 3) (angle from the straight axis −z)."""
+    """Bend angle λ [deg] of child directions u (N, 3) (angle from the straight axis −z).
+
+    Args:
+        u: unit child directions (N, 3).
+    """
     return np.degrees(np.arccos(np.clip(-u[:, 2], -1.0, 1.0)))
 
 
 def session_cap_deg(s: Session) -> tuple[float, str]:
     """(the session's cap λmax [deg], where it comes from): ``meta.json`` rig.max_colatitude, else the largest
-    commanded bend of its pose table rounded up to 0.1°."""
+    commanded bend of its pose table rounded up to 0.1°.
+
+    Args:
+        s: the session.
+    """
     cap = sweep_cap(s.raw.meta)
     if cap is not None:
         return math.degrees(cap), "meta.json rig.max_colatitude"
@@ -143,7 +155,11 @@ def session_cap_deg(s: Session) -> tuple[float, str]:
 
 def noise_per_pose(s: Session) -> dict[str, np.ndarray]:
     """Per-pose noise (P,) in sorted-window order: 'mag' [T] (rms over axes of the std of the accepted coil-off
-    samples about their mean), 'accel' [m/s²] (same over the hold window), 'rate' [rad/s] if recorded."""
+    samples about their mean), 'accel' [m/s²] (same over the hold window), 'rate' [rad/s] if recorded.
+
+    Args:
+        s: the session (its processing config converts the raw units to SI).
+    """
     cfg = s.processing()
     raw, _ = to_si(s.raw, {"time": cfg.time_unit, "field": cfg.field_unit, "accel": cfg.accel_unit})
     win = q.Windows.from_sweep(raw)

@@ -115,6 +115,15 @@ def raw_fingerprint(raw_dir: Path) -> str:
 
     Sizes and modification times are not trusted (a rewrite can keep both); hidden files (names starting
     with '.') are skipped. A missing or empty directory raises `DataError`.
+
+    Args:
+        raw_dir: the raw sweep directory.
+
+    Returns:
+        The hex digest.
+
+    Raises:
+        DataError: ``raw_dir`` is missing or holds no regular file.
     """
     if not raw_dir.is_dir():
         raise DataError(f"{raw_dir}: raw sweep directory not found (data.path)")

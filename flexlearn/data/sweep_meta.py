@@ -95,14 +95,28 @@ def check_meta(meta: Any, where: str = "meta.json") -> None:
 
 
 def sweep_parts(meta: Any) -> Optional[SensorParts]:
-    """The parts a sweep declares in ``meta['sensor']`` (validated by `check_meta`), or None."""
+    """The parts a sweep declares in ``meta['sensor']`` (validated by `check_meta`), or None.
+
+    Args:
+        meta: the sweep's ``meta.json`` content (anything but a dict: None).
+
+    Returns:
+        The declared `SensorParts`, or None when ``meta`` has no 'sensor'.
+    """
     if isinstance(meta, dict) and meta.get("sensor") is not None:
         return SensorParts.from_config(meta["sensor"], "meta.json 'sensor'")
     return None
 
 
 def sweep_cap(meta: Any) -> Optional[float]:
-    """The sweep's own cap ``meta['rig']['max_colatitude']`` [rad], or None when the sweep does not say."""
+    """The sweep's own cap ``meta['rig']['max_colatitude']`` [rad], or None when the sweep does not say.
+
+    Args:
+        meta: the sweep's ``meta.json`` content.
+
+    Returns:
+        The cap [rad], or None when absent, not a number or outside (0, π/2].
+    """
     rig = meta.get("rig") if isinstance(meta, dict) else None
     cap = rig.get("max_colatitude") if isinstance(rig, dict) else None
     return float(cap) if _is_number(cap) and 0 < cap <= math.pi / 2 else None

@@ -110,7 +110,11 @@ class CosseratTipProblem:
         return tuple(self.cfg.horizons)
 
     def set_horizon(self, fraction: float) -> None:
-        """Use the first ``fraction`` of the track (whole recorded samples)."""
+        """Use the first ``fraction`` of the track (whole recorded samples).
+
+        Args:
+            fraction: share of the track in (0, 1]; at least two recorded samples are kept.
+        """
         n_rec = self.full_measured.shape[0]
         keep = max(2, int(round(fraction * (n_rec - 1))) + 1)
         self._steps = (keep - 1) * self.cfg.record_every
@@ -158,4 +162,12 @@ class CosseratTipProblem:
         return tip.reshape(tip.shape[0], 3)
 
     def predict(self, values: Tensor) -> Tensor:
+        """Simulate the rod over the current horizon.
+
+        Args:
+            values: (E [Pa], α [1/s]) (2,).
+
+        Returns:
+            The tip track (K·3,), flattened from (K, 3) recorded tip positions, like ``measured``.
+        """
         return self._simulate(values, self._steps).reshape(-1)

@@ -297,7 +297,15 @@ class DampingProblem:
         self.g_ratio = rod.shear_modulus.detach() / rod.youngs_modulus.detach()
 
     def start(self, values: Tensor, rod: CosseratRod) -> RodState:
-        """The start state: the given one, or the arc of tip rotation (a_x, a_y, 0) at rest."""
+        """The start state: the given one, or the arc of tip rotation (a_x, a_y, 0) at rest.
+
+        Args:
+            values: parameter values (P,) (damping [, E], a_x [rad], a_y [rad]); a_x, a_y unused with a given start.
+            rod: the rod to bend into the arc.
+
+        Returns:
+            The start `RodState`.
+        """
         if self.options.initial is not None:
             return self.options.initial
         a = values[-2:]
@@ -306,7 +314,14 @@ class DampingProblem:
         return rod.arc_state(angle, axis, base=self.options.base)
 
     def model_rod(self, values: Tensor) -> CosseratRod:
-        """The rod with the fitted Young's modulus (a copy; the given rod when E is not fitted)."""
+        """The rod with the fitted Young's modulus (a copy; the given rod when E is not fitted).
+
+        Args:
+            values: parameter values (P,); ``values[1]`` is E [Pa] when it is fitted.
+
+        Returns:
+            The `CosseratRod` to simulate.
+        """
         if not self.options.fit_stiffness:
             return self.rod
         rod = copy.deepcopy(self.rod)
@@ -316,7 +331,14 @@ class DampingProblem:
         return rod
 
     def simulate(self, values: Tensor) -> Tensor:
-        """(T, K, 3) marker positions [m] predicted for the parameter values (P,)."""
+        """(T, K, 3) marker positions [m] predicted for the parameter values (P,).
+
+        Args:
+            values: parameter values (P,) (damping [, E [Pa]][, a_x, a_y [rad]]).
+
+        Returns:
+            The marker positions (T, K, 3) [m] at the recorded frames.
+        """
         rod = self.model_rod(values)
         opts = self.options
         damping = Damping(**{opts.damping: values[0]})
@@ -334,7 +356,14 @@ class DampingProblem:
         return pos[self.steps][:, self.node_index]
 
     def predict(self, values: Tensor) -> Tensor:
-        """The measured coordinates (M,) [m] predicted for the parameter values (P,)."""
+        """The measured coordinates (M,) [m] predicted for the parameter values (P,).
+
+        Args:
+            values: parameter values (P,).
+
+        Returns:
+            The predicted finite coordinates (M,) [m], in the order of ``measured``.
+        """
         return self.simulate(values)[self.mask]
 
 

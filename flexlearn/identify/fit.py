@@ -56,7 +56,16 @@ class IdentificationProblem(Protocol):
     @property
     def jacobian_mode(self) -> str: ...
 
-    def predict(self, values: Tensor) -> Tensor: ...
+    def predict(self, values: Tensor) -> Tensor:
+        """The model's prediction of the measurements.
+
+        Args:
+            values: physical parameter values (P,), in the order of ``params``.
+
+        Returns:
+            The predicted measurements (M,), in the units of ``measured``.
+        """
+        ...
 
 
 @runtime_checkable
@@ -67,7 +76,13 @@ class StagedProblem(IdentificationProblem, Protocol):
     @property
     def horizons(self) -> tuple[float, ...]: ...
 
-    def set_horizon(self, fraction: float) -> None: ...
+    def set_horizon(self, fraction: float) -> None:
+        """Make ``measured`` and ``predict`` use the first ``fraction`` of the recording.
+
+        Args:
+            fraction: share of the recording in (0, 1].
+        """
+        ...
 
 
 _DIFF_STEP = 1e-6  # step in u of the 'difference' Jacobian
@@ -75,7 +90,15 @@ _EIG_FLOOR = 1e-14  # eigenvalues of H below this × λ_max count as zero (numer
 
 
 def whitened_residuals(problem: IdentificationProblem, u: Optional[Tensor] = None) -> Tensor:
-    """``(predict(p(u)) − measured)/σ`` (M,)."""
+    """``(predict(p(u)) − measured)/σ`` (M,).
+
+    Args:
+        problem: the problem.
+        u: unconstrained coordinates (P,); None: the current ``problem.params.u``.
+
+    Returns:
+        The whitened residuals (M,).
+    """
     pred = problem.predict(problem.params.values(u))
     return (pred - problem.measured) / problem.sigma
 
@@ -146,6 +169,15 @@ def lm_step(problem: IdentificationProblem, lam: float, max_tries: int = 8) -> d
     Step ``δ = −(H + λ diag(H))⁻¹ Jᵀr``; accepted when the cost decreases (λ ← λ/3), otherwise
     λ ← 4λ and retried up to ``max_tries`` times. Returns cost before/after, the new λ, the step norm and
     whether a step was accepted.
+
+    Args:
+        problem: the problem; its ``params.u`` is updated when a step is accepted.
+        lam: the damping λ (> 0).
+        max_tries: trials (λ ← 4λ after each rejected one) before giving up.
+
+    Returns:
+        {'cost', 'new_cost', 'lam', 'step', 'accepted', 'grad_norm'}: the costs before and after, the next λ,
+        the step norm in u (0 when rejected), whether a step was taken and the gradient norm ``|Jᵀr|``.
     """
     params = problem.params
     u = params.u.detach().clone()
@@ -180,7 +212,17 @@ def lm_step(problem: IdentificationProblem, lam: float, max_tries: int = 8) -> d
 
 def uncertainty(problem: IdentificationProblem, max_rel_std: float = 0.1) -> dict[str, Any]:
     """Hessian at the current estimate: per-parameter std, relative std, identifiability; the condition
-    number of ``H`` and the eigenvector of its weakest direction."""
+    number of ``H`` and the eigenvector of its weakest direction.
+
+    Args:
+        problem: the problem, at its current estimate ``params.u``.
+        max_rel_std: relative std below which a parameter counts as identifiable.
+
+    Returns:
+        {'values', 'std', 'rel_std', 'identifiable' (P,); 'hessian_eigenvalues' (P,), 'hessian_cond',
+        'weakest_direction' (P,), 'noise_scale' s, 'residuals' r (M,), 'jacobian' J (M, P)}; std in the
+        parameters' physical units.
+    """
     params = problem.params
     r, J = jacobian(lambda v: whitened_residuals(problem, v), params.u.detach(), problem.jacobian_mode)
     M, P = J.shape
@@ -215,7 +257,15 @@ def uncertainty(problem: IdentificationProblem, max_rel_std: float = 0.1) -> dic
 
 def fit_quality(problem: IdentificationProblem, r: Tensor) -> dict[str, float]:
     """RMSE (physical units), χ²/dof, R² of the measurements, lag-1 autocorrelation of the residuals
-    (≈ 0 for white noise; systematic model error shows as a large value)."""
+    (≈ 0 for white noise; systematic model error shows as a large value).
+
+    Args:
+        problem: the problem (its ``sigma``, ``measured`` and parameter count).
+        r: whitened residuals (M,) at the estimate.
+
+    Returns:
+        {'rmse', 'chi2_dof', 'r2', 'residual_lag1_autocorr', 'n_data', 'n_params'} as floats.
+    """
     sigma = problem.sigma if torch.is_tensor(problem.sigma) else torch.tensor(float(problem.sigma))
     phys = r * sigma
     meas = problem.measured

@@ -132,6 +132,14 @@ class CprStiffnessProblem:
         return torch.stack(out), eqs
 
     def predict(self, values: Tensor) -> Tensor:
+        """End-effector positions at the samples of every experiment, warm-started from the previous call.
+
+        Args:
+            values: (Young's modulus [Pa],) (1,).
+
+        Returns:
+            The positions (K·E·3,) [m] (K samples, E experiments), flattened like ``measured``.
+        """
         e = values[0]
         ones = torch.ones_like(cast(Tensor, self.model.lengths))
         self.model.youngs_modulus = e * ones

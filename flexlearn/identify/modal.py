@@ -259,6 +259,14 @@ class ModalLinkProblem:
         return t, theta, slopes
 
     def predict(self, values: Tensor) -> Tensor:
+        """IMU slopes of the modal model along the recorded joint motion.
+
+        Args:
+            values: (EI [N m²], tip_mass [kg], ζ) (3,).
+
+        Returns:
+            The slopes (N·S,) [rad], flattened from (N, S) like ``measured``.
+        """
         c = self.cfg
         out = modal_slopes(
             values[0],

@@ -75,7 +75,21 @@ def config_spec(
     name: str, init: float, bounds: Mapping[str, Sequence[float]], truth: Optional[float] = None, unit: str = ""
 ) -> ParamSpec:
     """The :class:`ParamSpec` of a problem config: initial guess ``init``, bounds ``bounds[name]`` =
-    ``[lower, upper]`` when the mapping has the name (else positivity only)."""
+    ``[lower, upper]`` when the mapping has the name (else positivity only).
+
+    Args:
+        name: the parameter's name.
+        init: its initial guess, in its physical unit.
+        bounds: ``name -> [lower, upper]`` of the config's bounded parameters.
+        truth: the true value (simulated recordings), or None when unknown.
+        unit: the unit's label ("" for a dimensionless parameter).
+
+    Returns:
+        The `ParamSpec`.
+
+    Raises:
+        ConfigError: ``bounds[name]`` is not a pair.
+    """
     if name not in bounds:
         return ParamSpec(name, float(init), truth=truth, unit=unit)
     b = [float(x) for x in bounds[name]]
@@ -109,7 +123,14 @@ class ParameterSet(torch.nn.Module):
         return [s.name for s in self.specs]
 
     def values(self, u: Optional[Tensor] = None) -> Tensor:
-        """Physical values (P,) for ``u`` (default: the current parameter)."""
+        """Physical values (P,) for ``u`` (default: the current parameter).
+
+        Args:
+            u: unconstrained coordinates (P,); None: ``self.u``.
+
+        Returns:
+            The physical values (P,).
+        """
         u = self.u if u is None else u
         out = []
         for i, s in enumerate(self.specs):
@@ -123,6 +144,14 @@ class ParameterSet(torch.nn.Module):
         return torch.stack(out)
 
     def value_dict(self, u: Optional[Tensor] = None) -> dict[str, Tensor]:
+        """Physical values by parameter name.
+
+        Args:
+            u: unconstrained coordinates (P,); None: ``self.u``.
+
+        Returns:
+            ``name -> value`` (0-d tensors).
+        """
         v = self.values(u)
         return {s.name: v[i] for i, s in enumerate(self.specs)}
 
@@ -134,7 +163,14 @@ class ParameterSet(torch.nn.Module):
             return torch.autograd.grad(v.sum(), u)[0]
 
     def at_bound(self, tol: float = 1e-3) -> list[bool]:
-        """True where a bounded parameter sits within ``tol`` (relative, in log space) of a bound."""
+        """True where a bounded parameter sits within ``tol`` (relative, in log space) of a bound.
+
+        Args:
+            tol: distance from a bound as a fraction of the log-space interval.
+
+        Returns:
+            One flag per parameter (False for unbounded ones).
+        """
         out = []
         for i, s in enumerate(self.specs):
             if s.lower is None:

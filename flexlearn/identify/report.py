@@ -34,14 +34,28 @@ class Series:
     segments: tuple[tuple[float, str], ...] = ()  # (start x, name) of consecutive experiments
 
     def shape(self, flat: np.ndarray) -> np.ndarray:
-        """(M,) measurement vector -> (T, C) in the shown unit."""
+        """(M,) measurement vector -> (T, C) in the shown unit.
+
+        Args:
+            flat: measurements or predictions (M,) = (T·C,), in the problem's SI unit.
+
+        Returns:
+            The channels (T, C), scaled to ``unit``.
+        """
         return np.asarray(flat, float).reshape(len(self.x), len(self.channels)) * self.scale
 
 
 def measurement_series(problem: Any) -> Series:
     """How a problem's measurement vector is laid out: IMU slopes over time (modal), the tip position over time
     (Cosserat), end-effector positions along the actuation path (continuum parallel robot); else one channel
-    over the measurement index."""
+    over the measurement index.
+
+    Args:
+        problem: an identification problem (its ``measured`` and the attributes that tell its kind).
+
+    Returns:
+        The `Series`.
+    """
     m = int(problem.measured.numel())
     if all(hasattr(problem, a) for a in ("theta", "xi", "dt")):  # flexible link: (T, S) IMU slopes [rad]
         xi = [float(v) for v in problem.xi]
@@ -91,7 +105,16 @@ def write_fit_figure(problem: Any, path: str | Path, title: str = "") -> Path:
     model at the true parameters (dashed), one panel per channel for at most `MAX_CHANNELS` channels (first, middle,
     last); (bottom left) predicted against measured with the identity line; (bottom right) the whitened residuals
     against the standard normal density. The caption lists every parameter with its unit and truth. ``title`` is
-    a heading above it (a title that only repeats the parameter values, as ``name = value``, is left out)."""
+    a heading above it (a title that only repeats the parameter values, as ``name = value``, is left out).
+
+    Args:
+        problem: the identification problem at its fitted estimate.
+        path: the PNG file to write (atomically).
+        title: heading above the caption; "" for none.
+
+    Returns:
+        ``path`` as a `Path`.
+    """
     import matplotlib  # heavy (~1 s) and needed only with figures=true
 
     matplotlib.use("Agg")

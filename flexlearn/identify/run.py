@@ -62,7 +62,14 @@ ID_EPOCH_KEYS = ("id/cost", "id/lambda", "id/horizon")  # what an iteration's li
 
 
 def is_identification(cfg: DictConfig) -> bool:
-    """True when the ``task`` group's ``_target_`` is an `IdentificationTask` (conf/task/identify_*.yaml)."""
+    """True when the ``task`` group's ``_target_`` is an `IdentificationTask` (conf/task/identify_*.yaml).
+
+    Args:
+        cfg: the run's composed config.
+
+    Returns:
+        Whether the run is an identification.
+    """
     task = cfg.get("task")
     target = task.get("_target_") if isinstance(task, DictConfig) else None
     if not isinstance(target, str):
@@ -71,7 +78,18 @@ def is_identification(cfg: DictConfig) -> bool:
 
 
 def build_problem(problem_type: Any, problem: Any) -> IdentificationProblem:
-    """The identification problem ``PROBLEMS[problem_type]`` built from the ``task.problem`` mapping."""
+    """The identification problem ``PROBLEMS[problem_type]`` built from the ``task.problem`` mapping.
+
+    Args:
+        problem_type: a key of `PROBLEMS` ('modal', 'cosserat' or 'lse').
+        problem: the ``task.problem`` mapping; None: empty (every default).
+
+    Returns:
+        The built problem.
+
+    Raises:
+        ConfigError: an unknown ``problem_type``, or a bad key or value in ``problem``.
+    """
     if problem_type not in PROBLEMS:
         raise ConfigError(f"config 'task.problem_type' = {problem_type!r}: must be one of {sorted(PROBLEMS)}")
     return PROBLEMS[problem_type](to_plain_dict(problem or {}, "task.problem"))
@@ -79,14 +97,31 @@ def build_problem(problem_type: Any, problem: Any) -> IdentificationProblem:
 
 def build_identification(task_cfg: Any) -> tuple[IdentificationTask, IdentificationProblem]:
     """The ``task`` group's `IdentificationTask` (its ``_target_``) and the problem it fits; every key is checked
-    (unknown ones and bad values are `ConfigError`s naming ``task.<key>``) before the recording is made."""
+    (unknown ones and bad values are `ConfigError`s naming ``task.<key>``) before the recording is made.
+
+    Args:
+        task_cfg: the ``task`` config group (``_target_``, ``problem_type``, ``problem`` and the task's options).
+
+    Returns:
+        (the task, its problem).
+
+    Raises:
+        ConfigError: an unknown key or a bad value.
+    """
     cls, args = split_target(task_cfg, "task", IdentificationTask)
     problem = build_problem(args.pop("problem_type", None), args.pop("problem", None))
     return cls(problem, **args), problem
 
 
 def identify(cfg: DictConfig) -> dict[str, Any]:
-    """Simulate (or load) the recording, fit, report; return the metrics written to ``metrics.json``."""
+    """Simulate (or load) the recording, fit, report; return the metrics written to ``metrics.json``.
+
+    Args:
+        cfg: the run's composed config (``task``, ``trainer``, ``paths.output_dir``, ``seed``, ``figures`` ...).
+
+    Returns:
+        The metrics (the task's report, ``output_dir`` and, with figures, their paths).
+    """
     output_dir = Path(cfg.paths.output_dir)
     L.seed_everything(int(cfg.seed), workers=True, verbose=False)
     task, problem = build_identification(cfg.task)

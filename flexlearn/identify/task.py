@@ -69,7 +69,18 @@ class IdentificationTask(L.LightningModule):
     def validate_hparams(hp: dict[str, Any], where: str = "task") -> dict[str, Any]:
         """The ``task`` group's keys checked for `flexlearn.config.target_arguments`: ``method`` 'lm' | 'adam',
         ``lam0``, ``lr``, ``tol``, ``max_rel_std`` positive finite numbers, ``problem_type`` and ``problem`` (checked
-        by `flexlearn.identify.run.build_problem`); any other key is a `ConfigError` naming it."""
+        by `flexlearn.identify.run.build_problem`); any other key is a `ConfigError` naming it.
+
+        Args:
+            hp: the group's keys and values (without ``_target_``).
+            where: the config path the errors name.
+
+        Returns:
+            A copy of ``hp``.
+
+        Raises:
+            ConfigError: an unknown key or a bad value.
+        """
         unknown = sorted(set(hp) - set(TASK_KEYS))
         check(
             not unknown,
@@ -98,6 +109,15 @@ class IdentificationTask(L.LightningModule):
         return None
 
     def training_step(self, batch: Any, batch_idx: int) -> None:
+        """One Levenberg–Marquardt or Adam iteration; on convergence the next horizon, or the trainer stops.
+
+        Args:
+            batch: the placeholder batch (the recording lives in the problem); ignored.
+            batch_idx: its index; ignored.
+
+        Raises:
+            FloatingPointError: the cost is not finite.
+        """
         if self.method == "lm":
             out = lm_step(self.problem, self.lam)
             self.lam = out["lam"]

@@ -39,6 +39,12 @@ def split_imu(streams: dict[str, Stream]) -> tuple[dict[str, Stream], dict[str, 
     by the attitude filter (`flexlearn.sensing.attitude.orientation.estimate_orientation`, 6-axis: world z up, heading
     that of the start) and the note says so, with the filter's sampling rate and skipped samples. IMU data
     that cannot give an orientation (wrong units, bad timestamps) leave it out, with the reason in the note.
+
+    Args:
+        streams: the bag's streams by name.
+
+    Returns:
+        (the streams with 'imu' replaced, the orientation note).
     """
     if "imu" not in streams:
         return streams, {}
@@ -81,7 +87,14 @@ def _computed_orientation(imu: Stream) -> tuple[Optional[np.ndarray], dict[str, 
 
 
 def time_origin_ns(streams: dict[str, Stream]) -> int:
-    """The whole second [ns] at or before the earliest stamp of any stream (sample or hold-window start)."""
+    """The whole second [ns] at or before the earliest stamp of any stream (sample or hold-window start).
+
+    Args:
+        streams: the streams by name (stamps and ``*_ns`` values [ns]); at least one must hold a message.
+
+    Returns:
+        The time origin [ns].
+    """
     firsts = [
         int(t.min())
         for s in streams.values()

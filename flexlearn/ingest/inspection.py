@@ -152,7 +152,14 @@ def _units_text(entry: dict[str, Any]) -> str:
 
 
 def format_inspection(info: dict[str, Any]) -> str:
-    """The inspection as text: a header line, one row per topic or record kind, then what is missing."""
+    """The inspection as text: a header line, one row per topic or record kind, then what is missing.
+
+    Args:
+        info: the inspection summary ('path', 'format', 'summary', 'sources', 'streams').
+
+    Returns:
+        The text, one line per row, without a trailing newline.
+    """
     s = info["summary"]
     if info["format"] == "rosbag2":
         head = (

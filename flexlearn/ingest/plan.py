@@ -101,7 +101,18 @@ def _nearest_order(u: np.ndarray) -> np.ndarray:
 
 
 def plan_sweep(cfg: PlanConfig) -> Plan:
-    """The target list of ``cfg``: uniform over the cap, stratified over Fibonacci cells with quotas."""
+    """The target list of ``cfg``: uniform over the cap, stratified over Fibonacci cells with quotas.
+
+    Args:
+        cfg: the plan config (validated here).
+
+    Returns:
+        The `Plan`: unit targets (P, 3) and their cells (P,).
+
+    Raises:
+        ConfigError: an invalid ``cfg``.
+        DataError: a target beyond the mechanical limit.
+    """
     cfg.validate()
     target = sample_cap_targets(cfg.n_poses, cfg.max_colatitude, cfg.n_cells, cfg.seed)
     if cfg.order == "nearest":
@@ -115,7 +126,14 @@ def plan_sweep(cfg: PlanConfig) -> Plan:
 
 
 def plan_rows(plan: Plan) -> dict[str, np.ndarray]:
-    """Column name -> (P,) array, in `PLAN_COLUMNS` order."""
+    """Column name -> (P,) array, in `PLAN_COLUMNS` order.
+
+    Args:
+        plan: the plan.
+
+    Returns:
+        The columns (angles in [deg]).
+    """
     lam, th = plan.colatitude_azimuth()
     return {
         "pose_id": np.arange(plan.target.shape[0]),
@@ -168,7 +186,17 @@ def write_plan(plan: Plan, path: str | Path) -> Path:
 
 
 def read_plan_targets(path: str | Path) -> np.ndarray:
-    """Targets (P, 3) of a plan file written by `write_plan` (CSV or YAML); errors name file and column."""
+    """Targets (P, 3) of a plan file written by `write_plan` (CSV or YAML); errors name file and column.
+
+    Args:
+        path: the plan file (``*.csv``; any other suffix is read as YAML).
+
+    Returns:
+        The targets (P, 3), float64.
+
+    Raises:
+        DataError: the file is missing or unreadable, or lacks the target columns.
+    """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: plan file not found")

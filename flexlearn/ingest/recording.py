@@ -187,7 +187,18 @@ def read_streams(
 
 def tumble_recording_format(cfg: IngestConfig) -> str:
     """The format of the separate tumble recording ``cfg.tumble_recording``; one that is not there, not readable as
-    a recording, or of a format the map does not describe, is an error naming the key."""
+    a recording, or of a format the map does not describe, is an error naming the key.
+
+    Args:
+        cfg: the topic map, with ``tumble_recording`` set.
+
+    Returns:
+        The format ('rosbag2' or a serial format).
+
+    Raises:
+        DataError: the recording is missing or not readable as one.
+        ConfigError: the map does not describe its format.
+    """
     t_path = Path(cfg.tumble_recording)
     where = f"config 'ingest.tumble_recording' = '{cfg.tumble_recording}'"
     try:

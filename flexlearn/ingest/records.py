@@ -67,7 +67,14 @@ class Stream:
         return int(self.stamp_ns.shape[0])
 
     def take(self, idx: np.ndarray) -> "Stream":
-        """The samples at ``idx`` (index array or mask), in that order."""
+        """The samples at ``idx`` (index array or mask), in that order.
+
+        Args:
+            idx: sample indices (K,) or a boolean mask (N,).
+
+        Returns:
+            A new `Stream` of those samples (same name, source, units and time setting).
+        """
         keys = None if self.keys is None else [self.keys[i] for i in np.arange(len(self))[idx]]
         return Stream(
             self.name,

@@ -26,7 +26,17 @@ log = logging.getLogger(__name__)
 
 
 def make_typestore(msg_definitions: dict[str, str]) -> Any:
-    """ROS 2 Humble typestore with the custom ``.msg`` texts registered (type name -> text)."""
+    """ROS 2 Humble typestore with the custom ``.msg`` texts registered (type name -> text).
+
+    Args:
+        msg_definitions: message type name (e.g. 'pkg/msg/Name') -> its ``.msg`` text.
+
+    Returns:
+        The rosbags typestore.
+
+    Raises:
+        ConfigError: a definition does not parse or cannot be registered.
+    """
     from rosbags.typesys import Stores, get_types_from_msg, get_typestore  # rosbags off the serial-dump path
 
     store = get_typestore(Stores.ROS2_HUMBLE)
@@ -44,7 +54,17 @@ def make_typestore(msg_definitions: dict[str, str]) -> Any:
 
 
 def bag_root(path: Path) -> Path:
-    """The rosbag2 directory (with metadata.yaml) for ``path`` (the directory or a storage file in it)."""
+    """The rosbag2 directory (with metadata.yaml) for ``path`` (the directory or a storage file in it).
+
+    Args:
+        path: the bag directory or one of its storage files.
+
+    Returns:
+        The directory holding metadata.yaml.
+
+    Raises:
+        DataError: ``path`` is missing, an empty directory, or not in a directory with metadata.yaml.
+    """
     root = path if path.is_dir() else path.parent
     if not path.exists():
         raise DataError(f"{path}: recording not found")
@@ -218,7 +238,17 @@ def _column_arrays(name: str, columns: dict[str, int], rows: list[tuple]) -> dic
 
 
 def open_bag(root: Path) -> Any:
-    """An open rosbags `Reader` of the bag directory ``root``; one it cannot open is a `DataError` naming it."""
+    """An open rosbags `Reader` of the bag directory ``root``; one it cannot open is a `DataError` naming it.
+
+    Args:
+        root: the bag directory (`bag_root`).
+
+    Returns:
+        The open `Reader` (the caller closes it).
+
+    Raises:
+        DataError: the bag is truncated, corrupt or not rosbag2.
+    """
     from rosbags.rosbag2 import Reader  # rosbags kept off the serial-dump (CSV/JSON lines) path
 
     try:

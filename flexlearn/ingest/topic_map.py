@@ -59,7 +59,14 @@ TUMBLE = StreamSchema(
 
 
 def schema_of(name: str) -> StreamSchema:
-    """The schema of a stream a map may name: a registered one, or `TUMBLE`."""
+    """The schema of a stream a map may name: a registered one, or `TUMBLE`.
+
+    Args:
+        name: the stream's name ('tumble' or a key of `STREAMS`).
+
+    Returns:
+        Its `StreamSchema`.
+    """
     return TUMBLE if name == "tumble" else STREAMS[name]
 
 
@@ -74,7 +81,14 @@ def bag_streams() -> tuple[str, ...]:
 
 
 def is_required(name: str) -> bool:
-    """Whether every recording must hold the stream (``imu`` does: it carries the required ``accel``)."""
+    """Whether every recording must hold the stream (``imu`` does: it carries the required ``accel``).
+
+    Args:
+        name: the stream's name.
+
+    Returns:
+        True for a required stream; False for others and for names not in `STREAMS`.
+    """
     return name == "imu" or (name in STREAMS and STREAMS[name].required)
 
 
@@ -137,18 +151,39 @@ def time_setting(name: str, spec: "TopicSpec | SerialStream", where: str, unit_k
 
 
 def required_streams(bag: bool) -> tuple[str, ...]:
-    """Streams a topic map (``bag``) or serial map must name: the registry's required streams."""
+    """Streams a topic map (``bag``) or serial map must name: the registry's required streams.
+
+    Args:
+        bag: True for a rosbag2 topic map (``imu`` in place of the streams taken from it), False for a serial map.
+
+    Returns:
+        The required stream names.
+    """
     req = tuple(n for n, s in STREAMS.items() if s.required)
     return ("imu", *(n for n in req if n not in IMU_STREAMS)) if bag else req
 
 
 def serial_width(schema: StreamSchema) -> int:
-    """Number of fields a serial record of the stream names: its columns besides the time ``t``."""
+    """Number of fields a serial record of the stream names: its columns besides the time ``t``.
+
+    Args:
+        schema: the stream's schema.
+
+    Returns:
+        The summed width of its value fields.
+    """
     return sum(f.width for f in schema.values)
 
 
 def needs_field(schema: StreamSchema) -> bool:
-    """The topic map must name the message field (``field``): a value field without a ``Field.ros`` path."""
+    """The topic map must name the message field (``field``): a value field without a ``Field.ros`` path.
+
+    Args:
+        schema: the stream's schema.
+
+    Returns:
+        Whether some value field has no ``ros`` path.
+    """
     return any(not f.ros for f in schema.values)
 
 
@@ -337,7 +372,17 @@ class IngestConfig:
 
 
 def load_ingest_config(data: Optional[Mapping[str, Any]]) -> IngestConfig:
-    """Build and validate an `IngestConfig` from a plain dict or OmegaConf node; errors name the key."""
+    """Build and validate an `IngestConfig` from a plain dict or OmegaConf node; errors name the key.
+
+    Args:
+        data: the ``ingest`` block; None: all defaults (then refused: no streams mapped).
+
+    Returns:
+        The validated `IngestConfig`.
+
+    Raises:
+        ConfigError: an unknown key, a bad value, or neither 'topics' nor 'serial.streams' given.
+    """
     cfg = from_dict(IngestConfig, data, "ingest")
     if not cfg.topics and not cfg.serial.streams:
         raise ConfigError("config 'ingest': neither 'topics' (rosbag2) nor 'serial.streams' (CSV/JSON lines) given")
@@ -349,5 +394,12 @@ def load_ingest_config(data: Optional[Mapping[str, Any]]) -> IngestConfig:
 
 
 def describe(cfg: IngestConfig) -> dict[str, Any]:
-    """JSON-serialisable form of the topic map, for provenance."""
+    """JSON-serialisable form of the topic map, for provenance.
+
+    Args:
+        cfg: the topic map.
+
+    Returns:
+        Its plain-dict form.
+    """
     return to_dict(cfg)

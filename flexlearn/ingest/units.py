@@ -99,7 +99,14 @@ class UnitSetting:
         return " ".join(parts + ([f"{self.scale_key}={self.scale:g}"] if self.scale != 1.0 else [])) or "SI"
 
     def note(self, name: str) -> Optional[str]:
-        """The one line saying a conversion happens, or None (factor 1)."""
+        """The one line saying a conversion happens, or None (factor 1).
+
+        Args:
+            name: the column or stream the line names.
+
+        Returns:
+            The line, or None when the factor is 1.
+        """
         if self.factor == 1.0:
             return None
         what = WHAT.get(self.si, "values")
@@ -107,7 +114,14 @@ class UnitSetting:
 
     def fix(self, factor: float) -> str:
         """The ``key=value`` override that makes the total factor (recorded numbers -> SI) ``factor``: a unit name
-        where one fits and the scale is 1, else the scale."""
+        where one fits and the scale is 1, else the scale.
+
+        Args:
+            factor: the wanted total factor from the recorded numbers to SI.
+
+        Returns:
+            The override, e.g. ``ingest.topics.mag.unit=uT``.
+        """
         if self.scale == 1.0:
             for name, f in UNITS.get(self.si, {}).items():
                 if math.isclose(f, factor, rel_tol=1e-9):
@@ -192,7 +206,14 @@ def _unit_name(si: str, factor: float) -> str:
 
 
 def median_period(t: np.ndarray) -> Optional[float]:
-    """Median spacing of the distinct sample times ``t`` (any unit), or None with fewer than two."""
+    """Median spacing of the distinct sample times ``t`` (any unit), or None with fewer than two.
+
+    Args:
+        t: sample times (N,); non-finite ones are ignored.
+
+    Returns:
+        The median spacing, in the unit of ``t``, or None.
+    """
     u = np.unique(np.asarray(t, dtype=np.float64)[np.isfinite(t)])
     return float(np.median(np.diff(u))) if u.size > 1 else None
 

@@ -63,10 +63,21 @@ def _mocap_truth(
     return mid, _rotation_quaternions(u), u
 
 
+# long: 78 lines of code; its docstring documents all 4 parameters
 def sweep_messages(
     raw: RawSweep, cfg: IngestConfig, epoch_ns: int = DEFAULT_EPOCH_NS, latency_ns: int = DEFAULT_LATENCY_NS
 ) -> tuple[list[Message], Any]:
-    """Messages of the sweep on the topics of ``cfg`` (sorted by receive time) and the typestore to write them."""
+    """Messages of the sweep on the topics of ``cfg`` (sorted by receive time) and the typestore to write them.
+
+    Args:
+        raw: the sweep (times [s], SI values).
+        cfg: the topic map (topics, message types, custom ``.msg`` definitions).
+        epoch_ns: header stamp [ns] of the sweep's time 0.
+        latency_ns: receive time minus header stamp [ns] of every message.
+
+    Returns:
+        (the messages, the rosbags typestore).
+    """
     store = make_typestore(cfg.msg_definitions)
     specs = cfg.topic_specs()
     T = store.types

@@ -108,7 +108,19 @@ def _reprocessable(path: str | Path) -> bool:
 def module_dataset(path: str | Path, processing: Optional[dict[str, Any]] = None):
     """The `DirectionDataset` of one module: a dataset file as is, a raw sweep directory processed (tumble → W), an
     ingested directory's dataset (or, with ``processing`` overrides, its raw sweep processed again with the
-    ingestion's processing config and the overrides)."""
+    ingestion's processing config and the overrides).
+
+    Args:
+        path: a raw sweep directory, a flexlearn-ingest output directory or a dataset file (.parquet).
+        processing: overrides of the processing config for raw inputs (None or empty: the defaults, or for an
+            ingested directory its dataset as is).
+
+    Returns:
+        The module's `DirectionDataset`.
+
+    Raises:
+        DataError: ``path`` is none of these.
+    """
     p = Path(path)
     if _is_raw_sweep(p):
         return process_sweep(RawSweep.load(p), from_dict(ProcessingConfig, processing or {}, "processing")).dataset
@@ -128,7 +140,18 @@ def module_dataset(path: str | Path, processing: Optional[dict[str, Any]] = None
 
 def calibration_rows(ds: Any, n_poses: int, max_colatitude: float, split: str = "train", seed: int = 0) -> np.ndarray:
     """Row indices of at most ``n_poses`` poses of ``split`` whose label lies within ``max_colatitude`` [rad] of
-    straight, drawn at random (``seed``) so that they spread over the cap as a user's few poses would."""
+    straight, drawn at random (``seed``) so that they spread over the cap as a user's few poses would.
+
+    Args:
+        ds: the module's `DirectionDataset`.
+        n_poses: the most poses to draw.
+        max_colatitude: the largest angle of a label from straight [rad].
+        split: the split the poses are drawn from.
+        seed: the seed of the draw.
+
+    Returns:
+        The sorted row indices (at most ``n_poses``).
+    """
     col = np.arccos(np.clip(ds.label[:, 2], -1.0, 1.0))
     rows = np.flatnonzero((ds.split == split) & (col <= max_colatitude))
     rng = np.random.default_rng(seed)
@@ -174,7 +197,14 @@ def fit_module(model: Any, ds: Any, fit: CalibrationFit, source: str = "") -> di
 
 def trained_with_tumble(info: dict[str, Any]) -> Optional[bool]:
     """Whether the checkpoint's training dataset had its ΔB tumble-corrected (W applied), from the dataset file's
-    metadata; None when the file is gone or unreadable (nothing to check against)."""
+    metadata; None when the file is gone or unreadable (nothing to check against).
+
+    Args:
+        info: the checkpoint's information (`load_direction_model`; its ``dataset_path``).
+
+    Returns:
+        True or False, or None when unknown.
+    """
     path = info.get("dataset_path")
     if not path:
         return None
@@ -219,7 +249,17 @@ def calibration_document(
     modules: Sequence[dict[str, Any]], fingerprint: str, ckpt_path: str, kind: str = "rotation"
 ) -> dict[str, Any]:
     """The ``flexlearn-calibration/1`` object of per-module entries (`fit_module`); ``kind`` of the fitted A
-    (``linear`` is declared as ``"alignment": "stretch"``, a rotation as ``"rotation"``)."""
+    (``linear`` is declared as ``"alignment": "stretch"``, a rotation as ``"rotation"``).
+
+    Args:
+        modules: the per-module entries, in input order.
+        fingerprint: the model's fingerprint (`flexlearn.runtime.deploy.model_fingerprint`).
+        ckpt_path: the checkpoint the entries were fitted with.
+        kind: the kind of A: ``rotation`` or ``linear``.
+
+    Returns:
+        The calibration document (JSON-ready).
+    """
     return {
         "schema": CALIBRATION_SCHEMA,
         "alignment": "stretch" if kind == "linear" else "rotation",
@@ -236,7 +276,19 @@ def calibration_document(
 
 
 def calibrate(cfg: DictConfig) -> dict[str, Any]:
-    """The `flexlearn-calibrate` job: fit every input module, write ``cfg.output``; return a summary."""
+    """The `flexlearn-calibrate` job: fit every input module, write ``cfg.output``; return a summary.
+
+    Args:
+        cfg: the composed config (flexlearn/conf/calibrate.yaml with the command's overrides).
+
+    Returns:
+        ``{calibration, n_modules, median_residual_deg, tumble_coverage}``: the file written, the module count, each
+        module's median residual after the fit [deg] and its tumble coverage (None without a tumble).
+
+    Raises:
+        ConfigError: an unknown key or a bad value.
+        DataError: an input that is not a module recording, or a ΔB convention that differs from the model's.
+    """
     # heavy imports off the start-up path (torch)
     from flexlearn.runtime.deploy import model_fingerprint
     from flexlearn.tasks.checkpoints import load_direction_model

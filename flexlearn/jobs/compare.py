@@ -64,7 +64,14 @@ class RunRecord:
 
 
 def best_epoch_of(checkpoint: str) -> Optional[int]:
-    """The epoch counted from 1 that a checkpoint's file name names (`RunRecord.best_epoch`), None if it names none."""
+    """The epoch counted from 1 that a checkpoint's file name names (`RunRecord.best_epoch`), None if it names none.
+
+    Args:
+        checkpoint: the checkpoint's path or file name.
+
+    Returns:
+        The epoch counted from 1, or None.
+    """
     name = Path(checkpoint).name
     m = re.search(r"epoch(\d+)-of\d+", name)
     if m:
@@ -79,6 +86,12 @@ def _is_run(d: Path) -> bool:
 
 def find_runs(paths: Sequence[Path]) -> list[Path]:
     """Run directories named by ``paths`` (each a run or a folder of runs, searched 4 levels deep), in order.
+
+    Args:
+        paths: run directories, or folders of runs (a sweep).
+
+    Returns:
+        The run directories, each once.
 
     Raises:
         DataError: a path that does not exist or holds no run, or more than `MAX_RUNS` runs in all.
@@ -121,6 +134,12 @@ def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
 def load_run(directory: Path) -> RunRecord:
     """Read one run's ``config.yaml``, ``metrics.json`` and ``csv/metrics.csv`` (each optional).
 
+    Args:
+        directory: the run directory.
+
+    Returns:
+        The run's record (empty config, metrics or curves where a file is absent).
+
     Raises:
         DataError: a file that exists but cannot be parsed, naming it.
     """
@@ -145,7 +164,14 @@ def load_run(directory: Path) -> RunRecord:
 
 
 def differing_keys(runs: Sequence[RunRecord]) -> list[str]:
-    """Config keys whose values differ between the runs (bookkeeping and paths left out), sorted."""
+    """Config keys whose values differ between the runs (bookkeeping and paths left out), sorted.
+
+    Args:
+        runs: the runs to compare.
+
+    Returns:
+        The differing keys (dotted paths).
+    """
     keys = sorted({k for r in runs for k in r.config if not IGNORED_KEYS.search(k)})
     return [k for k in keys if len({repr(r.config.get(k)) for r in runs}) > 1]
 

@@ -51,6 +51,13 @@ def resolve_dataset_path(recorded: Any, ckpt_path: str | Path) -> Path:
     An absolute path is taken as is. A relative one (recorded relative to the directory training ran in) is
     tried from the working directory, then from the checkpoint's directory and each directory above it.
 
+    Args:
+        recorded: the dataset path the checkpoint records (None or not a string: none recorded).
+        ckpt_path: the checkpoint's path.
+
+    Returns:
+        The first existing candidate.
+
     Raises:
         ConfigError: no dataset recorded, or none found; the message names ``dataset_path=`` and where it looked.
     """
@@ -76,7 +83,17 @@ def resolve_dataset_path(recorded: Any, ckpt_path: str | Path) -> Path:
 def commanded_bands(ds: Any, label: Any, pred: Any, prefix: str = "test/") -> dict[str, Any]:
     """Band metrics of the test split by the commanded bend (the dataset's ``target``), with the label's angle
     beside each band, and the cap the sweep was planned to (``meta.json`` rig.max_colatitude, else 29.5°).
-    Empty when the dataset records no commanded target (the bands then stay by the label's colatitude)."""
+    Empty when the dataset records no commanded target (the bands then stay by the label's colatitude).
+
+    Args:
+        ds: the evaluated `DirectionDataset` (its test split is scored).
+        label: the test labels (N, 3), a tensor.
+        pred: the predicted directions (N, 3), a tensor.
+        prefix: prefix of the metric names.
+
+    Returns:
+        The band metrics with ``bands_by`` and ``cap_deg`` [deg], or only ``bands_by`` without a commanded target.
+    """
     import math  # with torch: heavy imports off the start-up path
 
     import torch
@@ -98,7 +115,18 @@ def commanded_bands(ds: Any, label: Any, pred: Any, prefix: str = "test/") -> di
 
 
 def run_evaluation(ckpt_path: str | Path, cfg: DictConfig) -> dict[str, Any]:
-    """`evaluate_checkpoint` on a config `check_run_config` has passed (the app checks it before printing it)."""
+    """`evaluate_checkpoint` on a config `check_run_config` has passed (the app checks it before printing it).
+
+    Args:
+        ckpt_path: the checkpoint of a `DirectionTask` run.
+        cfg: the composed ``eval`` config, already checked.
+
+    Returns:
+        The metrics also written to ``metrics.json`` in ``cfg.paths.output_dir``, with the figures' paths.
+
+    Raises:
+        ConfigError: a bad ``ckpt_path`` or ``calibration.n_poses``, or no dataset to score on.
+    """
     # heavy imports off the start-up path (torch, Lightning, matplotlib)
     from flexlearn.data.datamodule import DirectionDataModule
     from flexlearn.tasks.checkpoints import load_direction_model

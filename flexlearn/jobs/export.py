@@ -134,7 +134,22 @@ def export_checkpoint(
 ) -> dict[str, str]:
     """Write ``direction_model.pt`` (TorchScript, frozen), ``direction_model.pt2`` (torch.export) and, with
     ``bundle`` options, ``robot_bundle.pt`` and/or ``.pte`` (``bundle.format``), each with its manifest, as one
-    all-or-nothing set."""
+    all-or-nothing set.
+
+    Args:
+        ckpt_path: the checkpoint of a `DirectionTask` run.
+        out_dir: the folder the files are written into.
+        metrics: the run's metrics, whose finite floats go into the files' metadata (None: none).
+        cfg: the run's config, stored in the metadata (None: none).
+        bundle: the ``bundle`` options (None: no robot bundle).
+
+    Returns:
+        {what: path} (``torchscript``, ``program``, and ``bundle`` / ``bundle_pte`` with a bundle).
+
+    Raises:
+        ConfigError: a bad bundle option.
+        OutputPathError: an output is refused or cannot be written.
+    """
     inputs = [ckpt_path, *_calibration_input(bundle)]
     out = _outputs(out_dir, ["direction_model.pt", "direction_model.pt2"] + _bundle_names(bundle), inputs)
     model, info = load_direction_model(ckpt_path)
@@ -153,7 +168,20 @@ def export_checkpoint(
 
 def export_robot_bundle(ckpt_path: str | Path, out_dir: str | Path, bundle: DictConfig) -> str:
     """Write ``robot_bundle.pt`` (+ manifest): fused estimator + height controller + the checkpoint's model +
-    calibration."""
+    calibration.
+
+    Args:
+        ckpt_path: the checkpoint of a `DirectionTask` run.
+        out_dir: the folder the bundle is written into.
+        bundle: the ``bundle`` options.
+
+    Returns:
+        The path of the first bundle file written.
+
+    Raises:
+        ConfigError: a bad bundle option.
+        OutputPathError: an output is refused or cannot be written.
+    """
     inputs = [ckpt_path, *_calibration_input(bundle)]
     out = _outputs(out_dir, _bundle_names(bundle), inputs)
     model, info = load_direction_model(ckpt_path)
@@ -162,7 +190,16 @@ def export_robot_bundle(ckpt_path: str | Path, out_dir: str | Path, bundle: Dict
 
 def selfcheck_frames(n_segments: int, length: float, seconds: float = SELFCHECK_SECONDS) -> bytes:
     """The kit's recorded stream: a simulated ``3d_curl`` of ``n_segments`` modules (attitude sweeps, magnetometer
-    rounds with coil pulses) with a height target and spool positions added, as JSON lines."""
+    rounds with coil pulses) with a height target and spool positions added, as JSON lines.
+
+    Args:
+        n_segments: the robot's module count.
+        length: the pivot spacing L [m].
+        seconds: the simulated duration [s].
+
+    Returns:
+        The frame stream (UTF-8 JSON lines).
+    """
     from flexlearn.replay.frames import write_frames_jsonl  # simulation stack: only for a kit
     from flexlearn.sim.robot import simulate_robot
     from flexlearn.sim.shape_scenarios import scenario
@@ -186,7 +223,20 @@ def selfcheck_frames(n_segments: int, length: float, seconds: float = SELFCHECK_
 
 def export_kit(ckpt_path: str | Path, kit_dir: str | Path, bundle: DictConfig) -> dict[str, str]:
     """Write the Raspberry Pi kit (`flexlearn.runtime.kit`): the bundle(s) of ``bundle``, the runner and its runtime
-    package, requirements, README and the self-check; returns {what: path}."""
+    package, requirements, README and the self-check; returns {what: path}.
+
+    Args:
+        ckpt_path: the checkpoint of a `DirectionTask` run.
+        kit_dir: the kit folder (written as a whole).
+        bundle: the ``bundle`` options (``n_segments``, ``length``, ``calibration``, ``format``, ...).
+
+    Returns:
+        ``kit``: the kit folder, and each bundle file's path in it by its suffix (``pt``, ``pte``).
+
+    Raises:
+        ConfigError: a bad bundle option.
+        OutputPathError: ``kit_dir`` is refused or cannot be written.
+    """
     inputs = [ckpt_path, *_calibration_input(bundle)]
     model, info = load_direction_model(ckpt_path)
     arts = _bundle_artifacts(model, info, ckpt_path, Path(kit_dir), bundle)
@@ -198,7 +248,17 @@ def export_kit(ckpt_path: str | Path, kit_dir: str | Path, bundle: DictConfig) -
 
 def export_from_config(cfg: DictConfig) -> dict[str, str]:
     """The `flexlearn-export` job: ``target=checkpoint`` (direction model files, and the robot bundle with
-    ``bundle.enabled=true``) or ``target=arm_controller``; returns {what: path}."""
+    ``bundle.enabled=true``) or ``target=arm_controller``; returns {what: path}.
+
+    Args:
+        cfg: the composed config (flexlearn/conf/export.yaml with the command's overrides).
+
+    Returns:
+        {what: path} of the files written (`export_checkpoint`, `export_kit`, or ``arm_controller``).
+
+    Raises:
+        ConfigError: a bad target, an option the target does not read, or a missing ``ckpt_path``.
+    """
     target = cfg.get("target", "checkpoint")
     check(target in ("checkpoint", "arm_controller"), "export.target", target, "one of 'checkpoint', 'arm_controller'")
     # options that the chosen export would not read are refused, not ignored: the user meant something else

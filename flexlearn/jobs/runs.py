@@ -206,13 +206,27 @@ RESUME_DROPPED = ("ckpt_path", "paths.checkpoint_dir", "resume")  # set again by
 
 
 def override_key(item: str) -> str:
-    """The key of a command-line override: ``+a.b=1`` → ``a.b``; ``~a`` → ``a``; a flag (``-m``) → itself."""
+    """The key of a command-line override: ``+a.b=1`` → ``a.b``; ``~a`` → ``a``; a flag (``-m``) → itself.
+
+    Args:
+        item: one command-line argument.
+
+    Returns:
+        The override's key.
+    """
     return item.split("=", 1)[0].lstrip("+~")
 
 
 def current_app(task_name: str = "") -> str:
     """The command this process runs (``flexlearn-train``, ``flexlearn-pipeline``): the program name when it is a
-    flexlearn command, else ``flexlearn-<task_name>`` for a resumable task, else ``flexlearn-train``."""
+    flexlearn command, else ``flexlearn-<task_name>`` for a resumable task, else ``flexlearn-train``.
+
+    Args:
+        task_name: the config's ``task_name`` ('': none).
+
+    Returns:
+        The command's name.
+    """
     name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
     if name.startswith("flexlearn-"):
         return name
@@ -220,7 +234,15 @@ def current_app(task_name: str = "") -> str:
 
 
 def resume_command(app: str, run_dir: str | Path) -> str:
-    """The command line that continues the run in ``run_dir`` (``<app> resume=<run_dir>``)."""
+    """The command line that continues the run in ``run_dir`` (``<app> resume=<run_dir>``).
+
+    Args:
+        app: the command's name.
+        run_dir: the run directory.
+
+    Returns:
+        The shell-quoted command line.
+    """
     return f"{app} resume={shlex.quote(str(run_dir))}"
 
 
@@ -346,7 +368,15 @@ def sweep_memory_bytes(rig: Any) -> float:
 
 def check_sweep_memory(rig: Any, where: str = "sim") -> None:
     """Refuse (`ConfigError` naming ``<where>.n_poses`` or the sensor rate that dominates) a simulated sweep
-    that would need more memory than the machine has available (`sweep_memory_bytes`), before it starts."""
+    that would need more memory than the machine has available (`sweep_memory_bytes`), before it starts.
+
+    Args:
+        rig: the sweep's `RigConfig`.
+        where: the config key of the rig, for the message.
+
+    Raises:
+        ConfigError: the estimated memory exceeds what is available.
+    """
     need = sweep_memory_bytes(rig)
     slot_rate = {
         f"{where}.accelerometer.rate": rig.accelerometer.rate * SWEEP_BYTES_PER_ACCEL_SAMPLE,

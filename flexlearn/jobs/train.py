@@ -101,7 +101,11 @@ def check_model_config(cfg: DictConfig) -> tuple[type[DirectionTask], dict[str, 
     `flexlearn.identify.run`) and its checked constructor arguments: the group's other
     keys, ``max_epochs`` (``trainer.max_epochs``) and ``model`` (the ``model`` group, its ``_target_`` and
     arguments checked by `flexlearn.tasks.direction_model.model_spec`). Nothing is built; a bad key or value
-    raises `ConfigError` naming it."""
+    raises `ConfigError` naming it.
+
+    Args:
+        cfg: the composed config (its ``task``, ``model`` and ``trainer.max_epochs``).
+    """
     # heavy imports off the start-up path (torch, Lightning)
     from flexlearn.tasks.direction import DirectionTask
     from flexlearn.tasks.direction_model import model_spec
@@ -122,13 +126,22 @@ def check_model_config(cfg: DictConfig) -> tuple[type[DirectionTask], dict[str, 
 def build_task(cfg: DictConfig, n_modules: int = 0) -> DirectionTask:
     """The LightningModule the ``task`` group's ``_target_`` names, built with the ``model`` group and the
     dataset's module count (``n_modules``: 0 for a one-module dataset); bad keys or values raise `ConfigError`
-    (model sizes are checked before any layer is allocated)."""
+    (model sizes are checked before any layer is allocated).
+
+    Args:
+        cfg: the composed config (its ``task``, ``model`` and ``trainer.max_epochs``).
+        n_modules: the dataset's module count (0: one module; not passed to the task).
+    """
     cls, args = check_model_config(cfg)
     return cls(**args, n_modules=n_modules) if n_modules else cls(**args)
 
 
 def build_datamodule(cfg: DictConfig) -> DirectionDataModule:
-    """Prepare (simulate/process/cache) the dataset the ``data`` group names and wrap it."""
+    """Prepare (simulate/process/cache) the dataset the ``data`` group names and wrap it.
+
+    Args:
+        cfg: the composed config (its ``data``, ``paths.cache_dir`` and ``seed``).
+    """
     # heavy imports off the start-up path (torch, Lightning)
     from flexlearn.data.datamodule import DirectionDataModule
     from flexlearn.data.sources import DataConfig, prepare_dataset
@@ -163,6 +176,10 @@ def train(cfg: DictConfig, extra_callbacks: Optional[list[L.Callback]] = None) -
 
     An identification task (``task.kind: identify``, conf/task/identify_*.yaml) is run by
     :func:`flexlearn.identify.run.identify` instead (``id/…`` metrics).
+
+    Args:
+        cfg: the composed config, checked here (`check_run_config`).
+        extra_callbacks: added to those of the ``callbacks`` group (None: none).
     """
     check_run_config(cfg)
     return run_training(cfg, extra_callbacks)
@@ -292,7 +309,12 @@ class StopRequest:
 
     def handle(self, signum: int, _frame: Any) -> None:
         """Signal handler: the first SIGINT/SIGTERM while fitting asks for a stop at the end of this epoch (after
-        ``last.ckpt`` is written); another one, or one outside fitting, raises `Interrupted` at once."""
+        ``last.ckpt`` is written); another one, or one outside fitting, raises `Interrupted` at once.
+
+        Args:
+            signum: the signal's number.
+            _frame: the interrupted stack frame (not read).
+        """
         if self.signum is None and self.fitting:
             self.signum = signum
             log.warning(
@@ -306,7 +328,11 @@ class StopRequest:
 def graceful_stop(request: StopRequest) -> L.Callback:
     """A callback that installs `StopRequest.handle` for SIGINT and SIGTERM while the trainer fits (over the
     handlers Lightning sets, which it restores when fitting ends), stops training at the end of the epoch in which
-    a signal came (``trainer.should_stop``, after the checkpoints of that epoch) and then raises `Interrupted`."""
+    a signal came (``trainer.should_stop``, after the checkpoints of that epoch) and then raises `Interrupted`.
+
+    Args:
+        request: the stop state the callback and the handler share.
+    """
     import lightning as L  # heavy import off the start-up path
 
     class GracefulStop(L.Callback):

@@ -37,7 +37,17 @@ TRANSFER_KEYS = (
 
 
 def held_out_datasets(cfg: DictConfig) -> list[tuple[str, Path]]:
-    """(name, dataset path) of every held-out module of ``cfg.transfer`` (simulated ones built and cached)."""
+    """(name, dataset path) of every held-out module of ``cfg.transfer`` (simulated ones built and cached).
+
+    Args:
+        cfg: the composed config (its ``transfer``, ``data`` and ``paths.cache_dir``).
+
+    Returns:
+        The held-out modules: ``module<seed>`` for each simulated one, ``dataset<i>`` for each recorded one.
+
+    Raises:
+        ConfigError: ``transfer.module_seeds`` with a data source other than ``sim``.
+    """
     from flexlearn.data.sources import DataConfig, prepare_dataset  # heavy import off the start-up path (torch)
 
     tr = cfg.transfer
@@ -69,7 +79,19 @@ def held_out_datasets(cfg: DictConfig) -> list[tuple[str, Path]]:
 def transfer_metrics(cfg: DictConfig, model: Any, output_dir: Path) -> dict[str, Any]:
     """``test_module/…`` and ``test_module_uncalibrated/…`` metrics (pooled, per band, per module), the summary
     line ``test_module_summary`` and, with ``transfer.figures``, the polar map and histogram of the pooled
-    calibrated errors (``figures_test_module``). Empty when no held-out module is configured."""
+    calibrated errors (``figures_test_module``). Empty when no held-out module is configured.
+
+    Args:
+        cfg: the composed config (its ``transfer`` block, ``data`` and ``paths.cache_dir``).
+        model: the trained direction model (set to eval mode).
+        output_dir: the run directory the figures go under.
+
+    Returns:
+        The metrics (with the figures' paths), or {} without held-out modules.
+
+    Raises:
+        ConfigError: an unknown key in ``transfer``.
+    """
     import torch  # heavy imports off the start-up path (torch, matplotlib)
 
     from flexlearn.data.dataset import DirectionDataset
@@ -136,7 +158,14 @@ def _listed(items: list[str]) -> str:
 
 def held_out_words(tr: Any) -> str:
     """The held-out modules of a ``transfer`` block in words: 'simulated modules 2001–2008' (sweep seeds), 'recorded
-    module rig_b' (dataset folder names), or both joined by 'and'."""
+    module rig_b' (dataset folder names), or both joined by 'and'.
+
+    Args:
+        tr: the ``transfer`` block (its ``module_seeds`` and ``datasets``).
+
+    Returns:
+        The words ('' when there are no held-out modules).
+    """
     seeds = [str(int(s)) for s in tr.get("module_seeds") or []]
     names = [Path(str(p)).name for p in tr.get("datasets") or []]
     parts = []
@@ -148,7 +177,14 @@ def held_out_words(tr: Any) -> str:
 
 
 def calibration_words(tr: Any) -> str:
-    """'each calibrated on 50 poses within 29.5° (linear)' or 'uncalibrated' (``transfer.n_poses`` = 0)."""
+    """'each calibrated on 50 poses within 29.5° (linear)' or 'uncalibrated' (``transfer.n_poses`` = 0).
+
+    Args:
+        tr: the ``transfer`` block (``n_poses``, ``calibration_cap`` [rad], ``kind``).
+
+    Returns:
+        The words.
+    """
     n = int(tr.n_poses)
     if n <= 0:
         return "uncalibrated"
@@ -158,7 +194,16 @@ def calibration_words(tr: Any) -> str:
 def band_numbers(results: dict[str, Any], prefix: str, bands: int = 3) -> str:
     """The headline numbers of one prefix of the metrics, the same words wherever they are shown (console and
     figures): 'within the cap (0–29.5°): median 0.39°, p95 0.83°; at 30–40°: median 1.52°, p95 4.54°; all 800
-    poses: median 0.60°, p95 4.14°'. ``bands``: how many of the three parts; a band without samples is left out."""
+    poses: median 0.60°, p95 4.14°'. ``bands``: how many of the three parts; a band without samples is left out.
+
+    Args:
+        results: the metrics (angular errors [deg]).
+        prefix: the metrics' prefix (``test_module/``).
+        bands: how many of the three parts to show (cap, past the cap, all).
+
+    Returns:
+        The line, or 'no poses scored'.
+    """
     from flexlearn.metrics import CAP_DEG, PAST_CAP_DEG  # heavy import off the start-up path (torch)
 
     parts = []

@@ -29,14 +29,28 @@ def _outer(f: Tensor) -> Tensor:
 
 
 def so3_cayley(f: Tensor) -> Tensor:
-    """``cay(f) = (I + f^)(I - f^)⁻¹ = I + 2/(1 + |f|²) (f^ + (f^)²)`` (..., 3, 3)."""
+    """``cay(f) = (I + f^)(I - f^)⁻¹ = I + 2/(1 + |f|²) (f^ + (f^)²)`` (..., 3, 3).
+
+    Args:
+        f: Cayley vector (..., 3); ``cay(f)`` rotates by ``2 atan(|f|)`` about f.
+
+    Returns:
+        The rotation matrix ``cay(f)`` (..., 3, 3).
+    """
     s = sqnorm(f)
     k = 2.0 / (1.0 + s)
     return so3_quadratic(f, k, k, s)
 
 
 def so3_cayley_inv(R: Tensor) -> Tensor:
-    """``cay⁻¹(R) = (R - Rᵀ)ᵛ / (1 + tr R)`` (..., 3); rotation angle must be < π."""
+    """``cay⁻¹(R) = (R - Rᵀ)ᵛ / (1 + tr R)`` (..., 3); rotation angle must be < π.
+
+    Args:
+        R: rotation matrices (..., 3, 3), rotation angle < π.
+
+    Returns:
+        The Cayley vector f (..., 3).
+    """
     tr = R[..., 0, 0] + R[..., 1, 1] + R[..., 2, 2]
     return so3_vee(R - R.transpose(-1, -2)) / (1.0 + tr).unsqueeze(-1)
 
@@ -47,6 +61,12 @@ def so3_cayley_jacobian(f: Tensor) -> Tensor:
     ``cay(f + δ) = cay(f) exp((J(f) δ)^) + O(δ²)``, i.e. ``cay(f)ᵀ d cay = (J df)^``. Derivation:
     ``cay(f)⁻¹ d cay = 2 (I + f^)⁻¹ df^ (I - f^)⁻¹`` and ``M u^ Mᵀ = det(M) (M⁻ᵀ u)^``.
     The left-trivialised one is ``J(-f) = 2/(1 + |f|²)(I + f^)``.
+
+    Args:
+        f: Cayley vector (..., 3).
+
+    Returns:
+        ``J(f)`` (..., 3, 3).
     """
     k = (2.0 / (1.0 + sqnorm(f)))[..., None, None]
     eye = torch.eye(3, dtype=f.dtype, device=f.device)
@@ -54,7 +74,14 @@ def so3_cayley_jacobian(f: Tensor) -> Tensor:
 
 
 def so3_cayley_jacobian_inv(f: Tensor) -> Tensor:
-    """Inverse of :func:`so3_cayley_jacobian`: ``(I + f^ + f fᵀ) / 2`` (..., 3, 3)."""
+    """Inverse of :func:`so3_cayley_jacobian`: ``(I + f^ + f fᵀ) / 2`` (..., 3, 3).
+
+    Args:
+        f: Cayley vector (..., 3).
+
+    Returns:
+        ``J(f)⁻¹`` (..., 3, 3).
+    """
     eye = torch.eye(3, dtype=f.dtype, device=f.device)
     return 0.5 * (eye + so3_hat(f) + _outer(f))
 
@@ -150,6 +177,12 @@ def se3_cayley(xi: Tensor) -> Tensor:
     """``cay(ξ^) = (I + ξ^)(I - ξ^)⁻¹ = [[cay(ω), 2 (I - ω^)⁻¹ v], [0, 1]]`` (..., 4, 4).
 
     ``2 (I - ω^)⁻¹ v = 2/(1 + |ω|²) (I + ω^ + ω ωᵀ) v = 2v + k (ω × v + ω × (ω × v))``, k = 2/(1 + |ω|²).
+
+    Args:
+        xi: Cayley coordinates ξ = [ω; v] (..., 6), angular part first.
+
+    Returns:
+        The pose ``cay(ξ^)`` (..., 4, 4).
     """
     omega = xi[..., :3]
     s = sqnorm(omega)
@@ -161,7 +194,14 @@ def se3_cayley(xi: Tensor) -> Tensor:
 
 
 def se3_cayley_inv(T: Tensor) -> Tensor:
-    """Inverse of :func:`se3_cayley`: ``ω = cay⁻¹(R)``, ``v = ½ (I - ω^) p`` (..., 6)."""
+    """Inverse of :func:`se3_cayley`: ``ω = cay⁻¹(R)``, ``v = ½ (I - ω^) p`` (..., 6).
+
+    Args:
+        T: poses (..., 4, 4), rotation angle < π.
+
+    Returns:
+        The Cayley coordinates ξ = [ω; v] (..., 6).
+    """
     omega = so3_cayley_inv(T[..., :3, :3])
     s = sqnorm(omega)
     v = so3_quadratic_apply(omega, torch.full_like(s, -1.0), torch.zeros_like(s), T[..., :3, 3])
@@ -174,6 +214,12 @@ def se3_cayley_jacobian(xi: Tensor) -> Tensor:
     ``J = [[J_R(ω), 0], [-v^ J_R(ω), 2 (I + ω^)⁻¹]]`` with J_R = :func:`so3_cayley_jacobian` and
     ``2 (I + ω^)⁻¹ = k (I - ω^ + ω ωᵀ) = 2 I - k ω^ + k (ω^)²``, k = 2/(1 + |ω|²); from
     ``cay⁻¹ d cay = 2 (I + ξ^)⁻¹ dξ^ (I - ξ^)⁻¹``.
+
+    Args:
+        xi: Cayley coordinates ξ = [ω; v] (..., 6), angular part first.
+
+    Returns:
+        ``J(ξ)`` (..., 6, 6).
     """
     omega = xi[..., :3]
     s = sqnorm(omega)

@@ -19,31 +19,66 @@ from flexlearn.lie.tensor_checks import blocks6, cross3, entries, from_entries, 
 
 
 def so3_left_jacobian(omega: Tensor) -> Tensor:
-    """``J_l(ω) = I + (1-cos θ)/θ² ω^ + (θ - sin θ)/θ³ (ω^)²`` (Sola et al. eq. (145))."""
+    """``J_l(ω) = I + (1-cos θ)/θ² ω^ + (θ - sin θ)/θ³ (ω^)²`` (Sola et al. eq. (145)).
+
+    Args:
+        omega: rotation vector ω (..., 3) [rad].
+
+    Returns:
+        ``J_l(ω)`` (..., 3, 3).
+    """
     t2 = sqnorm(omega)
     return so3_quadratic(omega, cosc(t2), sinc3(t2), t2)
 
 
 def so3_right_jacobian(omega: Tensor) -> Tensor:
-    """``J_r(ω) = J_l(-ω) = I - (1-cos θ)/θ² ω^ + (θ - sin θ)/θ³ (ω^)²`` (Sola et al. eq. (143))."""
+    """``J_r(ω) = J_l(-ω) = I - (1-cos θ)/θ² ω^ + (θ - sin θ)/θ³ (ω^)²`` (Sola et al. eq. (143)).
+
+    Args:
+        omega: rotation vector ω (..., 3) [rad].
+
+    Returns:
+        ``J_r(ω)`` (..., 3, 3).
+    """
     t2 = sqnorm(omega)
     return so3_quadratic(omega, -cosc(t2), sinc3(t2), t2)
 
 
 def so3_left_jacobian_inv(omega: Tensor) -> Tensor:
-    """``J_l⁻¹(ω) = I - ½ ω^ + (1 - (θ/2) cot(θ/2))/θ² (ω^)²`` (Sola et al. eq. (146)); θ < 2π."""
+    """``J_l⁻¹(ω) = I - ½ ω^ + (1 - (θ/2) cot(θ/2))/θ² (ω^)²`` (Sola et al. eq. (146)); θ < 2π.
+
+    Args:
+        omega: rotation vector ω (..., 3) [rad], θ = |ω| < 2π.
+
+    Returns:
+        ``J_l⁻¹(ω)`` (..., 3, 3).
+    """
     t2 = sqnorm(omega)
     return so3_quadratic(omega, torch.full_like(t2, -0.5), cotc(t2), t2)
 
 
 def so3_right_jacobian_inv(omega: Tensor) -> Tensor:
-    """``J_r⁻¹(ω) = I + ½ ω^ + (1 - (θ/2) cot(θ/2))/θ² (ω^)²`` (Sola et al. eq. (144)); θ < 2π."""
+    """``J_r⁻¹(ω) = I + ½ ω^ + (1 - (θ/2) cot(θ/2))/θ² (ω^)²`` (Sola et al. eq. (144)); θ < 2π.
+
+    Args:
+        omega: rotation vector ω (..., 3) [rad], θ = |ω| < 2π.
+
+    Returns:
+        ``J_r⁻¹(ω)`` (..., 3, 3).
+    """
     t2 = sqnorm(omega)
     return so3_quadratic(omega, torch.full_like(t2, 0.5), cotc(t2), t2)
 
 
 def so3_jacobians(omega: Tensor) -> Tuple[Tensor, Tensor]:
-    """``(J_l(ω), J_r(ω))`` sharing one evaluation of the coefficients."""
+    """``(J_l(ω), J_r(ω))`` sharing one evaluation of the coefficients.
+
+    Args:
+        omega: rotation vector ω (..., 3) [rad].
+
+    Returns:
+        ``(J_l(ω), J_r(ω))``, each (..., 3, 3).
+    """
     t2 = sqnorm(omega)
     b = cosc(t2)
     c = sinc3(t2)
@@ -59,6 +94,12 @@ def se3_q_matrix(xi: Tensor) -> Tensor:
     F = (2θ - 3 sin θ + θ cos θ)/(2θ⁵) (E, F cancel like ε/θ², ε/θ⁴: see ``_thresholds``).
     The products are expanded with ``a^b^ = b aᵀ - (a·b) I`` and ``φ^ρ^φ^ = -(φ·ρ) φ^`` (m = φ·ρ):
     ``Q = k^ + C (ρφᵀ + φρᵀ) - 2 F m φφᵀ + 2 m (F θ² - C) I``, ``k = ½ρ + (E - C) m φ + E φ×(φ×ρ)``.
+
+    Args:
+        xi: twist ξ = [ω; v] (..., 6) [rad, m] (φ = ω, ρ = v).
+
+    Returns:
+        Q (..., 3, 3).
     """
     x, y, z, a, b, c = xi.unbind(-1)
     t2 = x * x + y * y + z * z
@@ -92,23 +133,51 @@ def se3_q_matrix(xi: Tensor) -> Tensor:
 
 
 def se3_left_jacobian(xi: Tensor) -> Tensor:
-    """``J_l(ξ) = [[J_l(ω), 0], [Q(ξ), J_l(ω)]]`` (..., 6, 6) for ξ = [ω; v] (Barfoot eq. (7.85))."""
+    """``J_l(ξ) = [[J_l(ω), 0], [Q(ξ), J_l(ω)]]`` (..., 6, 6) for ξ = [ω; v] (Barfoot eq. (7.85)).
+
+    Args:
+        xi: twist ξ = [ω; v] (..., 6) [rad, m].
+
+    Returns:
+        ``J_l(ξ)`` (..., 6, 6).
+    """
     J = entries(so3_left_jacobian(xi[..., :3]))
     return blocks6(J, entries(se3_q_matrix(xi)), J, False)
 
 
 def se3_left_jacobian_inv(xi: Tensor) -> Tensor:
-    """``J_l⁻¹(ξ) = [[J⁻¹, 0], [-J⁻¹ Q J⁻¹, J⁻¹]]`` (..., 6, 6), J = J_l(ω) (Barfoot eq. (7.95))."""
+    """``J_l⁻¹(ξ) = [[J⁻¹, 0], [-J⁻¹ Q J⁻¹, J⁻¹]]`` (..., 6, 6), J = J_l(ω) (Barfoot eq. (7.95)).
+
+    Args:
+        xi: twist ξ = [ω; v] (..., 6) [rad, m], |ω| < 2π.
+
+    Returns:
+        ``J_l⁻¹(ξ)`` (..., 6, 6).
+    """
     Ji = so3_left_jacobian_inv(xi[..., :3])
     e = entries(Ji)
     return blocks6(e, entries(-Ji @ se3_q_matrix(xi) @ Ji), e, False)
 
 
 def se3_right_jacobian(xi: Tensor) -> Tensor:
-    """``J_r(ξ) = J_l(-ξ)`` (..., 6, 6)."""
+    """``J_r(ξ) = J_l(-ξ)`` (..., 6, 6).
+
+    Args:
+        xi: twist ξ = [ω; v] (..., 6) [rad, m].
+
+    Returns:
+        ``J_r(ξ)`` (..., 6, 6).
+    """
     return se3_left_jacobian(-xi)
 
 
 def se3_right_jacobian_inv(xi: Tensor) -> Tensor:
-    """``J_r⁻¹(ξ) = J_l⁻¹(-ξ)`` (..., 6, 6)."""
+    """``J_r⁻¹(ξ) = J_l⁻¹(-ξ)`` (..., 6, 6).
+
+    Args:
+        xi: twist ξ = [ω; v] (..., 6) [rad, m], |ω| < 2π.
+
+    Returns:
+        ``J_r⁻¹(ξ)`` (..., 6, 6).
+    """
     return se3_left_jacobian_inv(-xi)

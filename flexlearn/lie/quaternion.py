@@ -37,17 +37,38 @@ def quat_multiply(p: Tensor, q: Tensor) -> Tensor:
 
 
 def quat_conjugate(q: Tensor) -> Tensor:
-    """Conjugate ``(w, -x, -y, -z)``; the inverse of a unit quaternion."""
+    """Conjugate ``(w, -x, -y, -z)``; the inverse of a unit quaternion.
+
+    Args:
+        q: quaternions (..., 4), (w, x, y, z).
+
+    Returns:
+        ``q*`` (..., 4).
+    """
     return torch.cat([q[..., :1], -q[..., 1:]], -1)
 
 
 def quat_inverse(q: Tensor) -> Tensor:
-    """Inverse ``q* / |q|²`` of a non-zero quaternion."""
+    """Inverse ``q* / |q|²`` of a non-zero quaternion.
+
+    Args:
+        q: non-zero quaternions (..., 4), (w, x, y, z).
+
+    Returns:
+        ``q⁻¹`` (..., 4).
+    """
     return quat_conjugate(q) / (q * q).sum(-1, keepdim=True)
 
 
 def quat_normalize(q: Tensor) -> Tensor:
-    """``q / |q|`` (a zero quaternion stays zero instead of becoming NaN)."""
+    """``q / |q|`` (a zero quaternion stays zero instead of becoming NaN).
+
+    Args:
+        q: quaternions (..., 4), (w, x, y, z), any length (zero allowed).
+
+    Returns:
+        Unit quaternions (..., 4); zero where q is zero.
+    """
     n = torch.linalg.vector_norm(q, dim=-1, keepdim=True)
     return q / n.clamp_min(normalize_eps(q))
 
@@ -65,6 +86,12 @@ def quat_canonical(q: Tensor) -> Tensor:
 
     For ``w ≠ 0`` this is the usual ``w > 0`` rule; for ``w = 0`` (rotations by exactly π) the sign
     of x, then y, then z decides, so that ``quat_canonical(q) == quat_canonical(-q)`` always.
+
+    Args:
+        q: quaternions (..., 4), (w, x, y, z).
+
+    Returns:
+        ``q`` or ``-q`` (..., 4), whichever has its first non-zero component positive.
     """
     return q * _canonical_sign(q).unsqueeze(-1)
 
@@ -74,6 +101,12 @@ def quat_to_matrix(q: Tensor) -> Tensor:
 
     Uses ``s = 2/|q|²`` so the result is orthonormal for any non-zero ``q`` (Sola, "Quaternion
     kinematics for the error-state Kalman filter", eq. (115)).
+
+    Args:
+        q: non-zero quaternions (..., 4), (w, x, y, z); need not be unit.
+
+    Returns:
+        ``R(q)`` (..., 3, 3), body → world.
     """
     w, x, y, z = q.unbind(-1)
     s = 2.0 / (w * w + x * x + y * y + z * z)
@@ -95,6 +128,12 @@ def matrix_to_quat(R: Tensor) -> Tensor:
     ``d_k = 4 q_k²``. The row with the largest d_k (≥ 1 for a rotation, so |row| ≥ 2) is selected and
     normalised: no square root or division ever sees a small argument, in value or gradient. The
     w-row serves angles below 2π/3, the x/y/z-rows are the near-π branch. Canonicalised.
+
+    Args:
+        R: rotation matrices (..., 3, 3).
+
+    Returns:
+        Canonical unit quaternions (..., 4), (w, x, y, z).
     """
     r00, r01, r02, r10, r11, r12, r20, r21, r22 = entries(R)
     d0 = 1.0 + r00 + r11 + r22
@@ -121,6 +160,12 @@ def quat_exp(omega: Tensor) -> Tensor:
     """Unit quaternion (..., 4) of the rotation vector ``ω`` (..., 3): (cos(θ/2), sin(θ/2)/θ ω).
 
     Not canonicalised (w < 0 for θ > π), so that it is the smooth exponential map of S³.
+
+    Args:
+        omega: rotation vector ω (..., 3) [rad].
+
+    Returns:
+        The unit quaternion (..., 4), (w, x, y, z).
     """
     t2 = sqnorm(omega)
     f = 0.5 * sinc(0.25 * t2)
@@ -134,6 +179,12 @@ def quat_log(q: Tensor) -> Tensor:
     ``θ = 2 atan2(|v|, w)`` after canonicalisation (w ≥ 0), ``ω = θ v/|v|``; the ratio
     atan2(|v|, w)/|v| has a series branch at |v| → 0 (see ``_series.atan2_ratio``). Unlike acos(w)
     or θ/sin θ, atan2 stays accurate near θ = 0 and θ = π.
+
+    Args:
+        q: unit quaternions (..., 4), (w, x, y, z).
+
+    Returns:
+        The rotation vector ω (..., 3) [rad], ‖ω‖ ≤ π.
     """
     s = _canonical_sign(q)
     w, x, y, z = q.unbind(-1)

@@ -19,7 +19,14 @@ def _pose(c: Tensor, s: Tensor, px: Tensor, py: Tensor) -> Tensor:
 
 
 def se2_hat(xi: Tensor) -> Tensor:
-    """``ξ^ = [[0, -ω, vx], [ω, 0, vy], [0, 0, 0]]`` (..., 3, 3)."""
+    """``ξ^ = [[0, -ω, vx], [ω, 0, vy], [0, 0, 0]]`` (..., 3, 3).
+
+    Args:
+        xi: twist ξ = [ω; vx; vy] (..., 3), angular part first.
+
+    Returns:
+        ``ξ^`` (..., 3, 3).
+    """
     w, vx, vy = xi[..., 0], xi[..., 1], xi[..., 2]
     o = torch.zeros_like(w)
     shape: List[int] = list(w.shape) + [3, 3]
@@ -27,7 +34,14 @@ def se2_hat(xi: Tensor) -> Tensor:
 
 
 def se2_vee(X: Tensor) -> Tensor:
-    """Inverse of :func:`se2_hat`: ``[X10, X02, X12]`` (..., 3)."""
+    """Inverse of :func:`se2_hat`: ``[X10, X02, X12]`` (..., 3).
+
+    Args:
+        X: Lie algebra matrices (..., 3, 3), of the form of :func:`se2_hat`.
+
+    Returns:
+        ξ = [ω; vx; vy] (..., 3).
+    """
     return torch.stack([X[..., 1, 0], X[..., 0, 2], X[..., 1, 2]], -1)
 
 
@@ -35,6 +49,12 @@ def se2_exp(xi: Tensor) -> Tensor:
     """``exp(ξ^) = [[R(ω), V v], [0, 1]]``, ``V = [[A, -ω B], [ω B, A]]`` (Sola eq. (158)).
 
     A = sin ω/ω, B = (1 - cos ω)/ω² (series branches at ω → 0).
+
+    Args:
+        xi: twist ξ = [ω; vx; vy] (..., 3) [rad, m, m].
+
+    Returns:
+        The pose ``exp(ξ^)`` (..., 3, 3).
     """
     w, vx, vy = xi[..., 0], xi[..., 1], xi[..., 2]
     t2 = w * w
@@ -49,6 +69,12 @@ def se2_log(T: Tensor) -> Tensor:
     """``ω = atan2(R10, R00)`` ∈ (-π, π], ``v = V⁻¹ p`` with ``V⁻¹ = [[h, ω/2], [-ω/2, h]]`` (..., 3).
 
     ``h = (ω/2) cot(ω/2) = 1 - ω² D(ω)`` (D from ``_series.cotc``), finite up to |ω| = π.
+
+    Args:
+        T: poses (..., 3, 3), translation [m].
+
+    Returns:
+        ξ = [ω; vx; vy] (..., 3) [rad, m, m], ω ∈ (-π, π].
     """
     w = torch.atan2(T[..., 1, 0], T[..., 0, 0])
     h = 1.0 - w * w * cotc(w * w)
@@ -58,14 +84,28 @@ def se2_log(T: Tensor) -> Tensor:
 
 
 def se2_inverse(T: Tensor) -> Tensor:
-    """``T⁻¹ = [[Rᵀ, -Rᵀ p], [0, 1]]`` (..., 3, 3)."""
+    """``T⁻¹ = [[Rᵀ, -Rᵀ p], [0, 1]]`` (..., 3, 3).
+
+    Args:
+        T: poses (..., 3, 3).
+
+    Returns:
+        ``T⁻¹`` (..., 3, 3).
+    """
     c, s = T[..., 0, 0], T[..., 1, 0]
     px, py = T[..., 0, 2], T[..., 1, 2]
     return _pose(c, -s, -(c * px + s * py), s * px - c * py)
 
 
 def se2_adjoint(T: Tensor) -> Tensor:
-    """``Ad_T = [[1, 0, 0], [py, R00, R01], [-px, R10, R11]]`` (..., 3, 3): ``Ad_T ξ = (T ξ^ T⁻¹)ᵛ``."""
+    """``Ad_T = [[1, 0, 0], [py, R00, R01], [-px, R10, R11]]`` (..., 3, 3): ``Ad_T ξ = (T ξ^ T⁻¹)ᵛ``.
+
+    Args:
+        T: poses (..., 3, 3).
+
+    Returns:
+        ``Ad_T`` (..., 3, 3).
+    """
     c, s = T[..., 0, 0], T[..., 1, 0]
     px, py = T[..., 0, 2], T[..., 1, 2]
     o = torch.zeros_like(c)
@@ -74,7 +114,14 @@ def se2_adjoint(T: Tensor) -> Tensor:
 
 
 def se2_ad(xi: Tensor) -> Tensor:
-    """``ad_ξ = [[0, 0, 0], [vy, 0, -ω], [-vx, ω, 0]]`` (..., 3, 3): ``ad_ξ η = [ξ^, η^]ᵛ``."""
+    """``ad_ξ = [[0, 0, 0], [vy, 0, -ω], [-vx, ω, 0]]`` (..., 3, 3): ``ad_ξ η = [ξ^, η^]ᵛ``.
+
+    Args:
+        xi: twist ξ = [ω; vx; vy] (..., 3), angular part first.
+
+    Returns:
+        ``ad_ξ`` (..., 3, 3).
+    """
     w, vx, vy = xi[..., 0], xi[..., 1], xi[..., 2]
     o = torch.zeros_like(w)
     shape: List[int] = list(w.shape) + [3, 3]

@@ -44,7 +44,14 @@ def se3_from_rt(R: Tensor, p: Tensor) -> Tensor:
 
 
 def se3_hat(xi: Tensor) -> Tensor:
-    """``ξ^ = [[ω^, v], [0, 0]]`` (..., 4, 4)."""
+    """``ξ^ = [[ω^, v], [0, 0]]`` (..., 4, 4).
+
+    Args:
+        xi: twist ξ = [ω; v] (..., 6), angular part first.
+
+    Returns:
+        ``ξ^`` (..., 4, 4).
+    """
     w = so3_hat_entries(xi[..., :3])
     a, b, c = xi[..., 3], xi[..., 4], xi[..., 5]
     o = w[0]
@@ -52,7 +59,14 @@ def se3_hat(xi: Tensor) -> Tensor:
 
 
 def se3_vee(X: Tensor) -> Tensor:
-    """Inverse of :func:`se3_hat`: ``[ω; v]`` (..., 6)."""
+    """Inverse of :func:`se3_hat`: ``[ω; v]`` (..., 6).
+
+    Args:
+        X: Lie algebra matrices (..., 4, 4), of the form of :func:`se3_hat`.
+
+    Returns:
+        ξ = [ω; v] (..., 6).
+    """
     return torch.stack([X[..., 2, 1], X[..., 0, 2], X[..., 1, 0], X[..., 0, 3], X[..., 1, 3], X[..., 2, 3]], -1)
 
 
@@ -60,6 +74,12 @@ def se3_exp(xi: Tensor) -> Tensor:
     """``exp(ξ^) = [[exp(ω^), J_l(ω) v], [0, 1]]`` (Sola et al. eqs. (172)-(174); Barfoot (7.83)).
 
     R = I + A ω^ + B (ω^)², V = J_l(ω) = I + B ω^ + C (ω^)²; coefficients shared.
+
+    Args:
+        xi: twist ξ = [ω; v] (..., 6) [rad, m].
+
+    Returns:
+        The pose ``exp(ξ^)`` (..., 4, 4).
     """
     omega = xi[..., :3]
     t2 = sqnorm(omega)
@@ -73,6 +93,12 @@ def se3_log(T: Tensor) -> Tensor:
     """``ξ = [ω; J_l⁻¹(ω) p]`` (..., 6) with ``ω = so3_log(R)``, ‖ω‖ ≤ π (Sola et al. eq. (173)).
 
     ``J_l⁻¹(ω) = I - ½ ω^ + D(θ) (ω^)²`` applied to p directly (two cross products).
+
+    Args:
+        T: poses (..., 4, 4), translation [m].
+
+    Returns:
+        ξ = [ω; v] (..., 6) [rad, m], ‖ω‖ ≤ π.
     """
     omega = so3_log(T[..., :3, :3])
     t2 = sqnorm(omega)
@@ -81,7 +107,14 @@ def se3_log(T: Tensor) -> Tensor:
 
 
 def se3_inverse(T: Tensor) -> Tensor:
-    """``T⁻¹ = [[Rᵀ, -Rᵀ p], [0, 1]]`` (..., 4, 4)."""
+    """``T⁻¹ = [[Rᵀ, -Rᵀ p], [0, 1]]`` (..., 4, 4).
+
+    Args:
+        T: poses (..., 4, 4).
+
+    Returns:
+        ``T⁻¹`` (..., 4, 4).
+    """
     e = entries(T)
     rt = [e[0], e[4], e[8], e[1], e[5], e[9], e[2], e[6], e[10]]
     px, py, pz = e[3], e[7], e[11]
@@ -105,7 +138,14 @@ def _r_and_phat_r(T: Tensor) -> List[List[Tensor]]:
 
 
 def se3_adjoint(T: Tensor) -> Tensor:
-    """``Ad_T = [[R, 0], [p^ R, R]]`` (..., 6, 6): ``Ad_T ξ = (T ξ^ T⁻¹)ᵛ`` (seed 003, App. A)."""
+    """``Ad_T = [[R, 0], [p^ R, R]]`` (..., 6, 6): ``Ad_T ξ = (T ξ^ T⁻¹)ᵛ`` (seed 003, App. A).
+
+    Args:
+        T: poses (..., 4, 4).
+
+    Returns:
+        ``Ad_T`` (..., 6, 6).
+    """
     r, pr = _r_and_phat_r(T)
     return blocks6(r, pr, r, False)
 
@@ -114,13 +154,26 @@ def se3_coadjoint(T: Tensor) -> Tensor:
     """``Ad_T⁻ᵀ = [[R, p^ R], [0, R]]`` (..., 6, 6): maps wrenches [moment; force] from frame T.
 
     ``⟨Ad_T⁻ᵀ w, Ad_T ξ⟩ = ⟨w, ξ⟩``; a body wrench w_b acting at T is ``Ad_T⁻ᵀ w_b`` in the base frame.
+
+    Args:
+        T: poses (..., 4, 4).
+
+    Returns:
+        ``Ad_T⁻ᵀ`` (..., 6, 6).
     """
     r, pr = _r_and_phat_r(T)
     return blocks6(r, pr, r, True)
 
 
 def se3_ad(xi: Tensor) -> Tensor:
-    """``ad_ξ = [[ω^, 0], [v^, ω^]]`` (..., 6, 6): ``ad_ξ η = [ξ, η]`` (seed 003, App. A)."""
+    """``ad_ξ = [[ω^, 0], [v^, ω^]]`` (..., 6, 6): ``ad_ξ η = [ξ, η]`` (seed 003, App. A).
+
+    Args:
+        xi: twist ξ = [ω; v] (..., 6), angular part first.
+
+    Returns:
+        ``ad_ξ`` (..., 6, 6).
+    """
     w = so3_hat_entries(xi[..., :3])
     return blocks6(w, so3_hat_entries(xi[..., 3:]), w, False)
 
@@ -131,6 +184,12 @@ def se3_coad(xi: Tensor) -> Tensor:
     Coadjoint representation (``⟨ad*_ξ w, η⟩ = -⟨w, ad_ξ η⟩``), the sign of the Cosserat
     equilibrium written as ``Λ' = ad*_ξ Λ - F`` (Renda et al.'s convention); ``se3_ad(ξ).mT`` is the
     other common one.
+
+    Args:
+        xi: twist ξ = [ω; v] (..., 6), angular part first.
+
+    Returns:
+        ``ad*_ξ`` (..., 6, 6).
     """
     w = so3_hat_entries(xi[..., :3])
     return blocks6(w, so3_hat_entries(xi[..., 3:]), w, True)

@@ -45,6 +45,12 @@ def series_coefficients(name: str) -> List[float]:
     :func:`flexlearn.lie.tables.taylor_coefficients` (tested equal, tests/lie/test_lie_tables.py); each list is
     as long as the series needs at its float32 threshold. Names: "sinc", "sinc3", "cosc2", "sinc5", "cotc",
     "atan2_ratio" (series in y² = n²/w²).
+
+    Args:
+        name: one of the names above; any other name gets the "atan2_ratio" series.
+
+    Returns:
+        The coefficients c_j, lowest power first.
     """
     if name == "sinc":
         return [1.0, -0.16666666666666666, 0.008333333333333333, -0.0001984126984126984,
@@ -95,39 +101,81 @@ def split(t2: Tensor, name: str) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
 
 
 def sinc(t2: Tensor) -> Tensor:
-    """A(θ) = sin θ / θ (Sola et al., "A micro Lie theory", eq. (143) coefficients)."""
+    """A(θ) = sin θ / θ (Sola et al., "A micro Lie theory", eq. (143) coefficients).
+
+    Args:
+        t2: θ² [rad²], any shape.
+
+    Returns:
+        A(θ), shaped like t2.
+    """
     small, ts, _, th = split(t2, "sinc")
     c = series_coefficients("sinc")
     return torch.where(small, poly(ts, c), torch.sin(th) / th)
 
 
 def cosc(t2: Tensor) -> Tensor:
-    """B(θ) = (1 - cos θ) / θ², evaluated as ½ (sin(θ/2) / (θ/2))²: no cancellation at any θ."""
+    """B(θ) = (1 - cos θ) / θ², evaluated as ½ (sin(θ/2) / (θ/2))²: no cancellation at any θ.
+
+    Args:
+        t2: θ² [rad²], any shape.
+
+    Returns:
+        B(θ), shaped like t2.
+    """
     a = sinc(0.25 * t2)
     return 0.5 * a * a
 
 
 def cos_from_t2(t2: Tensor) -> Tensor:
-    """Cos θ = 1 - θ² B(θ), with a finite gradient at θ = 0 (unlike cos(sqrt(θ²)))."""
+    """Cos θ = 1 - θ² B(θ), with a finite gradient at θ = 0 (unlike cos(sqrt(θ²))).
+
+    Args:
+        t2: θ² [rad²], any shape.
+
+    Returns:
+        cos θ, shaped like t2.
+    """
     return 1.0 - t2 * cosc(t2)
 
 
 def sinc3(t2: Tensor) -> Tensor:
-    """C(θ) = (θ - sin θ) / θ³ (the W² coefficient of J_l, J_r and of the SE(3) V matrix)."""
+    """C(θ) = (θ - sin θ) / θ³ (the W² coefficient of J_l, J_r and of the SE(3) V matrix).
+
+    Args:
+        t2: θ² [rad²], any shape.
+
+    Returns:
+        C(θ), shaped like t2.
+    """
     small, ts, tc, th = split(t2, "sinc3")
     c = series_coefficients("sinc3")
     return torch.where(small, poly(ts, c), (th - torch.sin(th)) / (tc * th))
 
 
 def cosc2(t2: Tensor) -> Tensor:
-    """E(θ) = (θ² + 2 cos θ - 2) / (2 θ⁴) = (½ - B(θ)) / θ² (Barfoot 2017, eq. (7.86), 3rd term)."""
+    """E(θ) = (θ² + 2 cos θ - 2) / (2 θ⁴) = (½ - B(θ)) / θ² (Barfoot 2017, eq. (7.86), 3rd term).
+
+    Args:
+        t2: θ² [rad²], any shape.
+
+    Returns:
+        E(θ), shaped like t2.
+    """
     small, ts, tc, _ = split(t2, "cosc2")
     c = series_coefficients("cosc2")
     return torch.where(small, poly(ts, c), (0.5 - cosc(tc)) / tc)
 
 
 def sinc5(t2: Tensor) -> Tensor:
-    """F(θ) = (2θ - 3 sin θ + θ cos θ) / (2 θ⁵) (Barfoot 2017, eq. (7.86), 4th term)."""
+    """F(θ) = (2θ - 3 sin θ + θ cos θ) / (2 θ⁵) (Barfoot 2017, eq. (7.86), 4th term).
+
+    Args:
+        t2: θ² [rad²], any shape.
+
+    Returns:
+        F(θ), shaped like t2.
+    """
     small, ts, tc, th = split(t2, "sinc5")
     c = series_coefficients("sinc5")
     closed = (2.0 * th - 3.0 * torch.sin(th) + th * torch.cos(th)) / (2.0 * tc * tc * th)
@@ -138,6 +186,12 @@ def cotc(t2: Tensor) -> Tensor:
     """D(θ) = (1 - (θ/2) cot(θ/2)) / θ², the W² coefficient of J_l⁻¹ and J_r⁻¹ (Sola eq. (144)).
 
     Finite for θ < 2π; D(π) = 1/π². Series: Σ_j (-1)^j B_{2j+2} θ^{2j} / (2j+2)!.
+
+    Args:
+        t2: θ² [rad²], any shape, θ < 2π.
+
+    Returns:
+        D(θ), shaped like t2.
     """
     small, ts, tc, th = split(t2, "cotc")
     c = series_coefficients("cotc")

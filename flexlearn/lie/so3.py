@@ -33,17 +33,38 @@ def so3_hat_entries(omega: Tensor) -> List[Tensor]:
 
 
 def so3_hat(omega: Tensor) -> Tensor:
-    """Skew matrix ``ω^`` (..., 3, 3) with ``ω^ p = ω × p``."""
+    """Skew matrix ``ω^`` (..., 3, 3) with ``ω^ p = ω × p``.
+
+    Args:
+        omega: vector ω (..., 3): a rotation vector [rad] or any 3-vector.
+
+    Returns:
+        ``ω^`` (..., 3, 3).
+    """
     return from_entries(so3_hat_entries(omega), 3, 3)
 
 
 def so3_vee(W: Tensor) -> Tensor:
-    """Inverse of :func:`so3_hat`: ``(W21, W02, W10)`` (..., 3); W is assumed skew."""
+    """Inverse of :func:`so3_hat`: ``(W21, W02, W10)`` (..., 3); W is assumed skew.
+
+    Args:
+        W: skew matrices (..., 3, 3).
+
+    Returns:
+        ω (..., 3).
+    """
     return torch.stack([W[..., 2, 1], W[..., 0, 2], W[..., 1, 0]], -1)
 
 
 def so3_hat_sq(omega: Tensor) -> Tensor:
-    """``(ω^)² = ω ωᵀ - |ω|² I`` (..., 3, 3), without a matrix product."""
+    """``(ω^)² = ω ωᵀ - |ω|² I`` (..., 3, 3), without a matrix product.
+
+    Args:
+        omega: vector ω (..., 3): a rotation vector [rad] or any 3-vector.
+
+    Returns:
+        ``(ω^)²`` (..., 3, 3).
+    """
     t2 = sqnorm(omega)
     e = so3_quadratic_entries(omega, torch.zeros_like(t2), torch.ones_like(t2), t2, False)
     return from_entries(e, 3, 3)
@@ -114,6 +135,12 @@ def so3_exp(omega: Tensor) -> Tensor:
 
     Sola et al. eq. (77). B is evaluated in its half-angle form, so no coefficient cancels; series
     branches only guard θ → 0 (values and gradients finite at ω = 0).
+
+    Args:
+        omega: rotation vector ω (..., 3) [rad].
+
+    Returns:
+        The rotation matrix ``exp(ω^)`` (..., 3, 3).
     """
     t2 = sqnorm(omega)
     return so3_quadratic(omega, sinc(t2), cosc(t2), t2)
@@ -126,12 +153,25 @@ def so3_log(R: Tensor) -> Tensor:
     near-π branch (largest diagonal), then θ = 2 atan2(|v|, w). Accurate to a few ulp at every angle,
     including θ → π where θ/(2 sin θ)(R - Rᵀ)ᵛ and acos((tr R - 1)/2) fail. At exactly θ = π the sign
     is deterministic: the first non-zero component of ω is positive.
+
+    Args:
+        R: rotation matrices (..., 3, 3).
+
+    Returns:
+        ω (..., 3) [rad].
     """
     return quat_log(matrix_to_quat(R))
 
 
 def so3_inverse(R: Tensor) -> Tensor:
-    """``R⁻¹ = Rᵀ`` (..., 3, 3)."""
+    """``R⁻¹ = Rᵀ`` (..., 3, 3).
+
+    Args:
+        R: rotation matrices (..., 3, 3).
+
+    Returns:
+        ``Rᵀ`` (..., 3, 3).
+    """
     return R.transpose(-1, -2)
 
 

@@ -47,7 +47,14 @@ THRESHOLD_NAMES = ("sinc", "sinc3", "cosc2", "sinc5", "cotc", "atan2_ratio")
 
 
 def bernoulli(n: int) -> list[Fraction]:
-    """Bernoulli numbers B_0..B_n, exact (Akiyama–Tanigawa; the even ones are convention-free)."""
+    """Bernoulli numbers B_0..B_n, exact (Akiyama–Tanigawa; the even ones are convention-free).
+
+    Args:
+        n: index of the last number wanted, ≥ 0.
+
+    Returns:
+        The n + 1 numbers B_0..B_n as exact fractions (B_1 = +1/2 in this algorithm).
+    """
     out = []
     a = [Fraction(0)] * (n + 1)
     for m in range(n + 1):
@@ -96,6 +103,13 @@ def taylor_coefficients(name: str, n_terms: int) -> list[float]:
 
 
 def threshold_table(dtype: torch.dtype) -> dict[str, float]:
-    """``{name: series_threshold(x, name)}`` (θ² [rad²]) for x of ``dtype``, names :data:`THRESHOLD_NAMES`."""
+    """``{name: series_threshold(x, name)}`` (θ² [rad²]) for x of ``dtype``, names :data:`THRESHOLD_NAMES`.
+
+    Args:
+        dtype: the dtype in use (float64; any other dtype gets the float32 values).
+
+    Returns:
+        Name -> threshold on θ² [rad²].
+    """
     x = torch.empty(0, dtype=dtype)
     return {name: series_threshold(x, name) for name in THRESHOLD_NAMES}

@@ -15,7 +15,14 @@ from torch import Tensor
 
 
 def sqnorm(x: Tensor) -> Tensor:
-    """``Σ_i x_i²`` over the last dimension (...)."""
+    """``Σ_i x_i²`` over the last dimension (...).
+
+    Args:
+        x: vectors (..., n).
+
+    Returns:
+        The squared norms (...).
+    """
     c = x.unbind(-1)
     s = c[0] * c[0]
     for i in range(1, len(c)):
@@ -55,7 +62,14 @@ def cross3(a: List[Tensor], b: List[Tensor]) -> List[Tensor]:
 
 
 def entries(M: Tensor) -> List[Tensor]:
-    """Row-major list of the entries (...) of a (..., r, c) matrix."""
+    """Row-major list of the entries (...) of a (..., r, c) matrix.
+
+    Args:
+        M: matrices (..., r, c).
+
+    Returns:
+        ``r * c`` tensors (...), row by row.
+    """
     shape: List[int] = list(M.shape[:-2]) + [M.shape[-2] * M.shape[-1]]
     return list(M.reshape(shape).unbind(-1))
 

@@ -80,6 +80,12 @@ def antiparallel_threshold(x: Tensor) -> float:
     Below it u × v is rounding noise (a few ε), so :func:`flexlearn.lie.so3.rotation_between` picks a
     deterministic axis perpendicular to u; ``exp(ω^) u`` then misses v by at most |u × v|:
     float64 |u × v| < 1e-15 (≈ 4.5 ε), float32 |u × v| < 3e-7 (≈ 2.5 ε).
+
+    Args:
+        x: a tensor of the dtype in use (float64; any other dtype gets the float32 value).
+
+    Returns:
+        The threshold on ``|u × v|²``.
     """
     if x.dtype == torch.float64:
         return 1.0e-30
@@ -87,7 +93,14 @@ def antiparallel_threshold(x: Tensor) -> float:
 
 
 def normalize_eps(x: Tensor) -> float:
-    """Smallest norm accepted when normalising a vector (guards 0/0 only, not a tuning knob)."""
+    """Smallest norm accepted when normalising a vector (guards 0/0 only, not a tuning knob).
+
+    Args:
+        x: a tensor of the dtype in use (float64; any other dtype gets the float32 value).
+
+    Returns:
+        The smallest norm: 1e-300 in float64, 1e-30 otherwise.
+    """
     if x.dtype == torch.float64:
         return 1.0e-300
     return 1.0e-30

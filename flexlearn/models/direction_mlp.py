@@ -134,13 +134,24 @@ class DirectionMLP(nn.Module):
 
     @torch.jit.ignore
     def fit_input_normalization(self, delta_b: torch.Tensor) -> None:
-        """Set μ, σ from training fields (N, 3), N ≥ 2; σ is floored to keep the scaling finite."""
+        """Set μ, σ from training fields (N, 3), N ≥ 2; σ is floored to keep the scaling finite.
+
+        Args:
+            delta_b: training fields ΔB (N, 3) [T], N ≥ 2.
+        """
         x = self.unit_field(delta_b.to(self.input_mean.dtype), self.amplitude_eps)
         self.input_mean.copy_(x.mean(dim=0))
         self.input_std.copy_(x.std(dim=0).clamp_min(1e-6))
 
     def raw_output(self, delta_b: torch.Tensor) -> torch.Tensor:
-        """The network's output y (..., 3) before normalisation (any length; non-finite if diverged)."""
+        """The network's output y (..., 3) before normalisation (any length; non-finite if diverged).
+
+        Args:
+            delta_b: fields ΔB (..., 3) [T] in the child sensor frame.
+
+        Returns:
+            The raw output y (..., 3).
+        """
         x = self.unit_field(delta_b.to(self.input_mean.dtype), self.amplitude_eps)
         return self.net((x - self.input_mean) / self.input_std)
 
@@ -163,9 +174,24 @@ class DirectionMLP(nn.Module):
         return torch.where(ok, unit, torch.zeros_like(unit))
 
     def forward(self, delta_b: torch.Tensor) -> torch.Tensor:
+        """The parent axis f(ΔB): a unit direction, or (0, 0, 0) where none is usable (module docstring).
+
+        Args:
+            delta_b: fields ΔB (..., 3) [T] in the child sensor frame.
+
+        Returns:
+            Unit directions (..., 3), exactly 0 where no direction is usable.
+        """
         return self.direction(self.raw_output(delta_b), delta_b)
 
 
 def usable(direction: torch.Tensor) -> torch.Tensor:
-    """Mask (...) of the rows of a `DirectionMLP` output (..., 3) that carry a direction (unit, not zero)."""
+    """Mask (...) of the rows of a `DirectionMLP` output (..., 3) that carry a direction (unit, not zero).
+
+    Args:
+        direction: output rows (..., 3) of a `DirectionMLP`.
+
+    Returns:
+        Boolean mask (...), True where the row has norm > 0.5.
+    """
     return torch.linalg.vector_norm(direction, dim=-1) > 0.5

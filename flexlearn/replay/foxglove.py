@@ -39,7 +39,14 @@ Vec = Sequence[float]
 
 
 def stamp(t_ns: int) -> Dict[str, int]:
-    """Foxglove time ``{sec, nsec}`` of ``t_ns`` [ns]."""
+    """Foxglove time ``{sec, nsec}`` of ``t_ns`` [ns].
+
+    Args:
+        t_ns: the time [ns].
+
+    Returns:
+        ``{"sec": ..., "nsec": ...}``: whole seconds and the remaining nanoseconds.
+    """
     return {"sec": int(t_ns // 1_000_000_000), "nsec": int(t_ns % 1_000_000_000)}
 
 
@@ -53,7 +60,14 @@ def _color(rgba: Vec) -> Dict[str, float]:
 
 def quaternion_x_to(v: Vec) -> Tuple[float, float, float, float]:
     """Unit quaternion (x, y, z, w) that turns the +x axis onto the direction of ``v`` (3,) (Foxglove arrows
-    point along +x); the identity for a zero vector. q = (x̂ × v̂, 1 + x̂·v̂) normalised; −x → 180° about z."""
+    point along +x); the identity for a zero vector. q = (x̂ × v̂, 1 + x̂·v̂) normalised; −x → 180° about z.
+
+    Args:
+        v: the direction (3,); its length does not matter.
+
+    Returns:
+        The unit quaternion (x, y, z, w).
+    """
     n = math.sqrt(sum(float(c) * float(c) for c in v))
     if n == 0.0:
         return (0.0, 0.0, 0.0, 1.0)
@@ -66,7 +80,14 @@ def quaternion_x_to(v: Vec) -> Tuple[float, float, float, float]:
 
 
 def matrix_to_quaternion(r: Sequence[Vec]) -> Tuple[float, float, float, float]:
-    """Unit quaternion (x, y, z, w) of a rotation matrix ``r`` (3, 3) (Shepperd's method, w ≥ 0)."""
+    """Unit quaternion (x, y, z, w) of a rotation matrix ``r`` (3, 3) (Shepperd's method, w ≥ 0).
+
+    Args:
+        r: the rotation matrix (3, 3), as nested rows.
+
+    Returns:
+        The unit quaternion (x, y, z, w) with w ≥ 0.
+    """
     m = [[float(r[i][j]) for j in range(3)] for i in range(3)]
     tr = m[0][0] + m[1][1] + m[2][2]
     if tr > 0.0:

@@ -94,7 +94,14 @@ def _fit(
 
 
 def soft_iron(rec: RobotRecording) -> torch.Tensor:
-    """W (N, 3, 3) from `fit_ellipsoid` on each receiver's calibration data."""
+    """W (N, 3, 3) from `fit_ellipsoid` on each receiver's calibration data.
+
+    Args:
+        rec: the recording, with calibration data ``rec.cal`` for each of its ``n_segments`` receivers.
+
+    Returns:
+        The soft-iron matrices W (N, 3, 3), one per receiver.
+    """
     return torch.stack([fit_ellipsoid(rec.cal[j])[0] for j in range(rec.meta["n_segments"])])
 
 

@@ -82,26 +82,63 @@ class DeployBundle(nn.Module):
 
     @torch.jit.export
     def set_reference(self, quats: Tensor) -> None:
+        """Record the reference q⁰ (robot hanging straight) and reset the estimator and the controller.
+
+        Args:
+            quats: module quaternions (N + 1, 4) (w, x, y, z), body → world.
+        """
         self.estimator.set_reference(quats)
         self.controller.reset()
 
     @torch.jit.export
     def attitude(self, t: float, quats: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """One attitude sweep (`FusedEstimator.attitude`) → (points (N + 1, 3) [m], h () [m], flags (N,)).
+
+        Args:
+            t: time of the frame [s].
+            quats: module quaternions (N + 1, 4).
+        """
         return self.estimator.attitude(t, quats)
 
     @torch.jit.export
     def magnetometer(self, t: float, mags: Tensor, coil: int) -> Tensor:
+        """One magnetometer round (`FusedEstimator.magnetometer`) → mask (N,) of magnetic corrections applied.
+
+        Args:
+            t: time of the round [s].
+            mags: raw readings (N, 3) [T] of receivers 1..N.
+            coil: the firing module (−1: none).
+        """
         return self.estimator.magnetometer(t, mags, coil)
 
     @torch.jit.export
     def control(self, t: float, spool: float) -> Tuple[float, int]:
+        """One controller step (`HeightPID.step`) on the latest estimated tip height → (v [m/s], status).
+
+        Args:
+            t: time [s].
+            spool: spool position [m of tendon].
+        """
         return self.controller.step(t, float(self.estimator.height), spool)
 
     @torch.jit.export
     def set_target(self, target: float) -> None:
+        """Set the controller's tip-height target (a non-finite one is refused, `HeightPID.set_target`).
+
+        Args:
+            target: the tip height [m].
+        """
         self.controller.set_target(target)
 
     def forward(self, t: float, quats: Tensor, mags: Tensor, coil: int) -> Tuple[Tensor, Tensor, Tensor]:
+        """One fused step (magnetometer round, then attitude sweep) → the sweep's (points, h, flags).
+
+        Args:
+            t: time of the frame [s].
+            quats: module quaternions (N + 1, 4).
+            mags: raw magnetometer readings (N, 3) [T] of receivers 1..N.
+            coil: the firing module (−1: none).
+        """
         self.estimator.magnetometer(t, mags, coil)
         return self.estimator.attitude(t, quats)
 
@@ -115,7 +152,20 @@ def build_bundle(
     estimator: Optional[dict[str, Any]] = None,
     controller: Optional[dict[str, Any]] = None,
 ) -> DeployBundle:
-    """Assemble the eager bundle; ``estimator``/``controller`` are keyword overrides of the two modules."""
+    """Assemble the eager bundle; ``estimator``/``controller`` are keyword overrides of the two modules.
+
+    Args:
+        model: the direction model (set to eval mode).
+        n_segments: N joints.
+        length: pivot spacing L [m].
+        soft_iron: per-receiver soft-iron matrices W (N, 3, 3) (None: identity).
+        alignment: per-receiver alignments A (N, 3, 3) (None: identity).
+        estimator: overrides of `EstimatorSettings` fields (None: the defaults).
+        controller: overrides of `HeightPIDSettings` fields (None: the defaults).
+
+    Returns:
+        The bundle (not scripted).
+    """
     settings = EstimatorSettings(n_segments=n_segments, length=length, **(estimator or {}))
     est = FusedEstimator(model.eval(), settings, soft_iron=soft_iron, alignment=alignment)
     return DeployBundle(est, HeightPID(HeightPIDSettings(**(controller or {}))))
@@ -127,7 +177,17 @@ def bundle_artifact(
     metadata: Optional[dict[str, Any]] = None,
     calibration: Optional[dict[str, Any]] = None,
 ) -> Artifact:
-    """Script ``bundle`` (not frozen) with its metadata (see the module docstring) as an `Artifact`."""
+    """Script ``bundle`` (not frozen) with its metadata (see the module docstring) as an `Artifact`.
+
+    Args:
+        bundle: the eager bundle.
+        path: the file the artifact will be written to.
+        metadata: extra metadata entries (they override the generated ones).
+        calibration: extra entries of the metadata's ``calibration`` (beside ``aw``).
+
+    Returns:
+        The artifact, of kind "bundle".
+    """
     est = bundle.estimator
     meta = {
         "schema_version": BUNDLE_SCHEMA_VERSION,
@@ -176,7 +236,17 @@ def export_bundle(
     metadata: Optional[dict[str, Any]] = None,
     calibration: Optional[dict[str, Any]] = None,
 ) -> Path:
-    """Script ``bundle`` and save it with its metadata and manifest (written atomically)."""
+    """Script ``bundle`` and save it with its metadata and manifest (written atomically).
+
+    Args:
+        bundle: the eager bundle.
+        path: the output file.
+        metadata: extra metadata entries (`bundle_artifact`).
+        calibration: extra entries of the metadata's ``calibration``.
+
+    Returns:
+        The path written.
+    """
     return write_artifacts([bundle_artifact(bundle, path, metadata, calibration)])[0]
 
 
@@ -208,7 +278,19 @@ def bundle_metadata(data: bytes, path: str | Path) -> dict[str, Any]:
 def load_bundle(path: str | Path, *, trust_unverified: bool = False) -> tuple[torch.jit.ScriptModule, dict[str, Any]]:
     """Load a bundle and its metadata (CPU, torch only): manifest (`verify_manifest`; ``trust_unverified=True``
     skips it, only for files you trust: a bundle is code), schema version, then the module. A readable
-    bundle of another schema version is named as such even without a manifest."""
+    bundle of another schema version is named as such even without a manifest.
+
+    Args:
+        path: the bundle file.
+        trust_unverified: skip the manifest check.
+
+    Returns:
+        ``(module, metadata)``: the scripted bundle (CPU) and its ``metadata.json``.
+
+    Raises:
+        CheckpointError: the file is missing, unverified (`UntrustedArtifactError`) or not a loadable bundle.
+        BundleSchemaError: another schema version than `BUNDLE_SCHEMA_VERSION`.
+    """
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"bundle '{path}': not found")
@@ -345,7 +427,14 @@ def _calibration_source(calibration: Any, where: str) -> tuple[dict[str, Any], C
 
 def model_fingerprint(model: nn.Module) -> str:
     """SHA-256 (hex) of a model's weights and buffers (names, dtypes, shapes, bytes), the identity a calibration
-    file records (`flexlearn.runtime.pikit.calibration_file`)."""
+    file records (`flexlearn.runtime.pikit.calibration_file`).
+
+    Args:
+        model: the model whose ``state_dict`` is hashed.
+
+    Returns:
+        The hex digest.
+    """
     h = hashlib.sha256()
     for name, value in sorted(model.state_dict().items()):
         t = value.detach().cpu().contiguous()
@@ -365,6 +454,18 @@ def load_calibration(
     ``"identity"`` (or None) is no calibration. An object with a ``schema`` field must be a
     ``flexlearn-calibration/1`` file (`flexlearn-calibrate`) for the model of ``fingerprint`` and ``n_segments``
     receivers; one without is a hand-written W/A/offset set (no model check).
+
+    Args:
+        calibration: a mapping, a JSON file path, ``"identity"`` or None.
+        n_segments: N receivers (the shapes expected).
+        where: the config path errors name (``<where>.calibration.<field>``).
+        fingerprint: `model_fingerprint` of the model a calibration file must be for (None: not checked).
+
+    Returns:
+        ``(W, A, rest)``: W, A (N, 3, 3) float64 (None: absent), the other fields as given (``offset``, ...).
+
+    Raises:
+        BundleConfigError: an unreadable file, a malformed field, or values that fail the physics checks.
     """
     if calibration is None or (isinstance(calibration, str) and calibration == "identity"):
         return None, None, {"source": "identity"}

@@ -100,7 +100,13 @@ def diagnose_export(module: nn.Module, args: tuple, kwargs: Optional[dict] = Non
     The blocker is ``{"exportable": False, "error": exception type, "message": first line, "where": "file:line"
     of the innermost flexlearn frame that raised, "code": that line}``, read from torch's "The following call
     raised this error" section (or the traceback). Traces a deep copy: tracing runs the module's Python code, which
-    may assign its Python attributes."""
+    may assign its Python attributes.
+
+    Args:
+        module: the module to trace.
+        args: its positional example inputs.
+        kwargs: its keyword example inputs (None: none).
+    """
     try:
         torch.export.export(copy.deepcopy(module).eval(), args, kwargs, strict=False)
         return {"exportable": True}
@@ -208,6 +214,11 @@ def to_pte_bytes(
     Mutable buffers keep their initial values (``InitializedMutableBufferPass``; ExecuTorch leaves them
     uninitialised otherwise); ``share_state`` makes every method read and write one copy of the buffers of the
     same name. ``metadata`` becomes the constant method ``metadata_json``. Deterministic (same input, same bytes).
+
+    Args:
+        programs: method name → exported program.
+        metadata: JSON-serialisable metadata.
+        share_state: one shared copy of same-named buffers for all methods.
     """
     from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower  # optional: pip install .[deploy]
     from executorch.exir.passes import MemoryPlanningPass  # optional dependency (ExecuTorch)
@@ -301,7 +312,13 @@ def load_program_set(
 ) -> tuple[dict[str, nn.Module], dict[str, Any]]:
     """The programs ``names`` of a ``.pt2`` program set as callable modules sharing one state (every module's
     buffers are the first module's tensors; the programs update them in place), and the metadata. Manifest
-    verified unless opted out; the archive is always inspected first (`check_program_set_archive`)."""
+    verified unless opted out; the archive is always inspected first (`check_program_set_archive`).
+
+    Args:
+        path: the ``.pt2`` program set.
+        names: the programs to load; the first one's buffers are shared by all.
+        trust_unverified: skip the manifest check (not the archive inspection).
+    """
     from torch.export.pt2_archive._package import load_pt2  # 3 s with sympy: kept off the start-up path
 
     data = read_verified(path, trust_unverified=trust_unverified)

@@ -89,7 +89,18 @@ def _metadata_json(metadata: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------------- writing
 def check_output_path(path: str | Path, inputs: Iterable[str | Path] = ()) -> Path:
     """`flexlearn.atomic.guard_output_file`: refuse (`OutputPathError`, nothing touched) an output that is a
-    directory, a symlink, below an existing file, protected, or one of ``inputs``."""
+    directory, a symlink, below an existing file, protected, or one of ``inputs``.
+
+    Args:
+        path: the output file.
+        inputs: the run's input files, never overwritten.
+
+    Returns:
+        ``path`` as a `Path`.
+
+    Raises:
+        OutputPathError: the output may not be written.
+    """
     return guard_output_file(path, inputs)
 
 
@@ -211,6 +222,16 @@ def write_artifacts(artifacts: Sequence[Artifact], inputs: Iterable[str | Path] 
     between two renames thus leaves files that no loader accepts together (a new file's manifest names the new
     hashes of its siblings, an old manifest the old ones); the next export replaces them all. On an error the
     temporaries are removed and replaced files are restored.
+
+    Args:
+        artifacts: the files of the export set.
+        inputs: the run's input files, never overwritten.
+
+    Returns:
+        The paths written, in the order of ``artifacts``.
+
+    Raises:
+        OutputPathError: an output may not be written, or a rename failed (the previous files are kept).
     """
     inputs = list(inputs)
     _check_targets(artifacts, inputs)
@@ -260,7 +281,14 @@ def _hash_seed_independent() -> Iterator[None]:
 
 
 def script(module: torch.nn.Module) -> torch.jit.ScriptModule:
-    """`torch.jit.script` of ``module`` (eval mode) whose code does not depend on the process's hash seed."""
+    """`torch.jit.script` of ``module`` (eval mode) whose code does not depend on the process's hash seed.
+
+    Args:
+        module: the module to script (switched to eval mode).
+
+    Returns:
+        The scripted module.
+    """
     with _hash_seed_independent():
         return torch.jit.script(module.eval())
 
@@ -268,14 +296,33 @@ def script(module: torch.nn.Module) -> torch.jit.ScriptModule:
 def script_artifact(
     scripted: torch.jit.ScriptModule, path: str | Path, metadata: dict[str, Any], kind: str
 ) -> Artifact:
-    """The bytes of a TorchScript archive of ``scripted`` with ``metadata.json`` (saved in memory)."""
+    """The bytes of a TorchScript archive of ``scripted`` with ``metadata.json`` (saved in memory).
+
+    Args:
+        scripted: the scripted (or frozen) module.
+        path: the file the artifact will be written to.
+        metadata: the contents of ``metadata.json``.
+        kind: the manifest kind.
+
+    Returns:
+        The artifact.
+    """
     buf = io.BytesIO()
     torch.jit.save(scripted, buf, _extra_files={METADATA_FILE: _metadata_json(metadata)})
     return Artifact(Path(path), buf.getvalue(), kind)
 
 
 def torchscript_artifact(module: torch.nn.Module, path: str | Path, metadata: dict[str, Any]) -> Artifact:
-    """``module`` (eval mode) scripted and frozen, as an `Artifact` of kind "torchscript"."""
+    """``module`` (eval mode) scripted and frozen, as an `Artifact` of kind "torchscript".
+
+    Args:
+        module: the module to export.
+        path: the file the artifact will be written to.
+        metadata: the contents of ``metadata.json``.
+
+    Returns:
+        The artifact.
+    """
     frozen = torch.jit.freeze(script(module))
     return script_artifact(frozen, path, metadata, "torchscript")
 
@@ -286,6 +333,15 @@ def program_artifact(
     """A `torch.export` program of ``module`` with a dynamic leading batch dimension (kind "program").
 
     ``example`` is an input of shape (B, ...) with B ≥ 2 (a batch of 1 would be specialised).
+
+    Args:
+        module: the one-input module to export (switched to eval mode).
+        example: an example input (B, ...), B ≥ 2.
+        path: the file the artifact will be written to.
+        metadata: the contents of ``metadata.json``.
+
+    Returns:
+        The artifact.
     """
     batch = torch.export.Dim("batch", min=1)
     program = torch.export.export(module.eval(), (example,), dynamic_shapes=({0: batch},))
@@ -295,18 +351,49 @@ def program_artifact(
 
 
 def export_torchscript(module: torch.nn.Module, path: str | Path, metadata: dict[str, Any]) -> Path:
-    """Script, freeze and save ``module`` (eval mode) to ``path`` with ``metadata`` and its manifest."""
+    """Script, freeze and save ``module`` (eval mode) to ``path`` with ``metadata`` and its manifest.
+
+    Args:
+        module: the module to export.
+        path: the output file.
+        metadata: the contents of ``metadata.json``.
+
+    Returns:
+        The path written.
+    """
     return write_artifacts([torchscript_artifact(module, path, metadata)])[0]
 
 
 def export_program(module: torch.nn.Module, example: torch.Tensor, path: str | Path, metadata: dict[str, Any]) -> Path:
-    """Save a `torch.export` program (.pt2) of ``module`` (see `program_artifact`) with its manifest."""
+    """Save a `torch.export` program (.pt2) of ``module`` (see `program_artifact`) with its manifest.
+
+    Args:
+        module: the one-input module to export.
+        example: an example input (B, ...), B ≥ 2.
+        path: the output file.
+        metadata: the contents of ``metadata.json``.
+
+    Returns:
+        The path written.
+    """
     return write_artifacts([program_artifact(module, example, path, metadata)])[0]
 
 
 # ------------------------------------------------------------------------------------------------- loading
 def read_verified(path: str | Path, *, trust_unverified: bool = False) -> bytes:
-    """The bytes of model file ``path`` after `verify_manifest` (the bytes read are the bytes checked)."""
+    """The bytes of model file ``path`` after `verify_manifest` (the bytes read are the bytes checked).
+
+    Args:
+        path: the model file.
+        trust_unverified: skip the manifest check.
+
+    Returns:
+        The file's bytes.
+
+    Raises:
+        CheckpointError: the file is missing, or its manifest is missing or does not match
+            (`UntrustedArtifactError`).
+    """
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"model file '{path}': not found")
@@ -321,12 +408,30 @@ def load_torchscript(
     """Load a TorchScript archive and its metadata (CPU) after verifying its manifest.
 
     ``trust_unverified=True`` skips the manifest check (only for files you trust: a model file is code).
+
+    Args:
+        path: the TorchScript file.
+        trust_unverified: skip the manifest check.
+
+    Returns:
+        ``(module, metadata)``.
     """
     return load_torchscript_bytes(read_verified(path, trust_unverified=trust_unverified), path)
 
 
 def load_torchscript_bytes(data: bytes, path: str | Path) -> tuple[torch.jit.ScriptModule, dict[str, Any]]:
-    """`torch.jit.load` of already verified bytes (CPU) and their metadata; ``path`` names them in errors."""
+    """`torch.jit.load` of already verified bytes (CPU) and their metadata; ``path`` names them in errors.
+
+    Args:
+        data: the archive's bytes.
+        path: the file they came from.
+
+    Returns:
+        ``(module, metadata)``; metadata ``{}`` when the archive has none.
+
+    Raises:
+        CheckpointError: the bytes are not a loadable TorchScript archive.
+    """
     extra = {METADATA_FILE: ""}
     try:
         module = torch.jit.load(io.BytesIO(data), map_location="cpu", _extra_files=extra)
@@ -339,7 +444,15 @@ def load_torchscript_bytes(data: bytes, path: str | Path) -> tuple[torch.jit.Scr
 
 def load_program(path: str | Path, *, trust_unverified: bool = False) -> tuple[torch.nn.Module, dict[str, Any]]:
     """Load a .pt2 program as a callable module and its metadata, after verifying its manifest and
-    inspecting the archive (`check_program_archive`, done even with ``trust_unverified=True``)."""
+    inspecting the archive (`check_program_archive`, done even with ``trust_unverified=True``).
+
+    Args:
+        path: the .pt2 file.
+        trust_unverified: skip the manifest check (not the archive inspection).
+
+    Returns:
+        ``(module, metadata)``: the program as a module taking any leading input shape, and its metadata.
+    """
     data = read_verified(path, trust_unverified=trust_unverified)
     check_program_archive(data, path)
     extra = {METADATA_FILE: ""}

@@ -44,7 +44,14 @@ TORCH_PI_VERSION = (2, 9)  # PyPI's newest aarch64 CPU wheel (its 2.13 aarch64 w
 
 
 def torch_needed(artifacts: Sequence[Artifact]) -> tuple:
-    """The oldest torch (major, minor) that loads every TorchScript bundle of ``artifacts`` (`compat`)."""
+    """The oldest torch (major, minor) that loads every TorchScript bundle of ``artifacts`` (`compat`).
+
+    Args:
+        artifacts: the kit's bundles; only the ``.pt`` ones are read.
+
+    Returns:
+        (major, minor), at least `compat.TORCH_MIN`.
+    """
     need = compat.TORCH_MIN
     for art in artifacts:
         if art.path.suffix == ".pt":
@@ -60,6 +67,13 @@ def requirements(formats: Sequence[str], need: tuple = compat.TORCH_MIN) -> str:
     A TorchScript kit needs torch (the CPU build), numpy and pyserial: on aarch64 (the Pi) torch 2.9.1 from PyPI,
     whose aarch64 wheel is the CPU build (11 packages in all); elsewhere any torch the bundle loads with. A ``.pte``
     adds ExecuTorch, which needs the torch it was built against (2.13) and brings the exporter's dependencies.
+
+    Args:
+        formats: the bundle formats of the kit ("pt", "pte").
+        need: the oldest torch (major, minor) the bundles load with (`torch_needed`).
+
+    Returns:
+        The file's text.
     """
     lines = [
         f"# flexlearn Pi kit ({', '.join(formats)}): pip install -r requirements.txt",
@@ -81,7 +95,16 @@ def requirements(formats: Sequence[str], need: tuple = compat.TORCH_MIN) -> str:
 
 
 def readme(bundles: Sequence[str], formats: Sequence[str], need: tuple = compat.TORCH_MIN) -> str:
-    """The kit's README: copy, install, check, run."""
+    """The kit's README: copy, install, check, run.
+
+    Args:
+        bundles: the bundle file names; the first is the runner's default.
+        formats: their formats ("pt", "pte").
+        need: the oldest torch (major, minor) the bundles load with (`torch_needed`).
+
+    Returns:
+        The README's Markdown text.
+    """
     first = bundles[0]
     ctl = " --control"
     return f"""# flexlearn Raspberry Pi kit
@@ -129,7 +152,16 @@ def _record(data: bytes, name: str, control: bool, frames: list) -> list:
 
 
 def expected_outputs(artifacts: Sequence[Artifact], frames_jsonl: bytes, n: int) -> dict:
-    """``selfcheck/expected.json``: each bundle's records on the recorded frames (controller on)."""
+    """``selfcheck/expected.json``: each bundle's records on the recorded frames (controller on).
+
+    Args:
+        artifacts: the bundle(s) (``.pt`` and/or ``.pte``).
+        frames_jsonl: the recorded frames (JSON lines).
+        n: the bundle's segment count.
+
+    Returns:
+        ``{"tolerance", "recorded_with", "bundles": {file name: records}}``.
+    """
     frames = list(frame_checks.typed(frame_lines.read_lines(io.BytesIO(frames_jsonl)), n))
     torch.set_num_threads(1)
     return {
@@ -207,6 +239,17 @@ def write_kit(
     inputs: Iterable[str | Path] = (),
 ) -> Path:
     """Build every file of the kit (`kit_files`), then write the folder as a whole (`atomic_dir`).
+
+    Args:
+        kit_dir: the kit folder (replaced as a whole).
+        artifacts: the bundle(s) (``robot_bundle.pt`` and/or ``.pte``), as built for the export.
+        frames_jsonl: the self-check's recorded frames (JSON lines).
+        n: the bundle's segment count.
+        calibration: the calibration file built into the bundle (copied for reference), if one.
+        inputs: the run's input files, never overwritten.
+
+    Returns:
+        ``kit_dir`` as a `Path`.
 
     Raises:
         OutputPathError: ``kit_dir`` is refused (an existing folder flexlearn did not write, an input) or cannot

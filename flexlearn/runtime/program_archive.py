@@ -23,7 +23,19 @@ from flexlearn.runtime.pikit.manifest import UntrustedArtifactError
 
 def archive_entries(data: bytes, path: str | Path, only: str | None = None) -> tuple[str, dict[str, bytes]]:
     """(root folder, {name below the root: bytes}) of a zip model archive (just entry ``only`` if given);
-    refuses malformed layouts (several root folders, duplicate or escaping names)."""
+    refuses malformed layouts (several root folders, duplicate or escaping names).
+
+    Args:
+        data: the archive's bytes.
+        path: the file (named in errors).
+        only: the one entry (name below the root) to read (None: all).
+
+    Returns:
+        ``(root, entries)``: the root folder and the entries' bytes by name below it (directories left out).
+
+    Raises:
+        CheckpointError: not a zip archive, or a malformed layout.
+    """
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
         names = zf.namelist()
@@ -81,7 +93,17 @@ def check_archive_version(entries: dict, path: Any) -> None:
 
 
 def check_program_archive(data: bytes, path: str | Path) -> None:
-    """Refuse a .pt2 whose loading would run its content (module docstring); `UntrustedArtifactError`."""
+    """Refuse a .pt2 whose loading would run its content (module docstring); `UntrustedArtifactError`.
+
+    Args:
+        data: the archive's bytes.
+        path: the file (named in errors).
+
+    Raises:
+        CheckpointError: not a zip archive, or a malformed layout (`archive_entries`).
+        UntrustedArtifactError: an unexpected entry, another archive version, or a payload, sample input or graph
+            that loading could run.
+    """
     from torch.export.pt2_archive import constants as c  # 3 s with sympy: kept off the start-up path
 
     _, entries = archive_entries(data, path)

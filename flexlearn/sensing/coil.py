@@ -80,7 +80,14 @@ class CoilConfig:
     lead_separation: float = 0.0
 
     def validate(self, where: str = "coil") -> None:
-        """Range checks; errors name ``<where>.<key>``."""
+        """Range checks; errors name ``<where>.<key>``.
+
+        Args:
+            where: key path of this block in the config, used in error messages.
+
+        Raises:
+            ConfigError: a value is out of range.
+        """
         check_positive(
             self, where, "outer_radius", "pitch", "board_thickness", "copper_thickness", "trace_width", "resistivity"
         )
@@ -198,13 +205,32 @@ class CoilModel(Protocol):
     [T] (..., 3) at points (..., 3) [m] of the coil frame for a current [A], trace length [m], resistance [Ω] and
     dipole moment [A·m²]."""
 
-    def field(self, points: torch.Tensor, current: Union[float, torch.Tensor] = 1.0) -> torch.Tensor: ...
+    def field(self, points: torch.Tensor, current: Union[float, torch.Tensor] = 1.0) -> torch.Tensor:
+        """Flux density of the coil.
+
+        Args:
+            points: field points (..., 3) [m] in the coil frame.
+            current: coil current [A].
+
+        Returns:
+            B (..., 3) [T].
+        """
+        ...
 
     def trace_length(self) -> torch.Tensor: ...
 
     def resistance(self) -> torch.Tensor: ...
 
-    def moment(self, current: Union[float, torch.Tensor] = 1.0) -> torch.Tensor: ...
+    def moment(self, current: Union[float, torch.Tensor] = 1.0) -> torch.Tensor:
+        """Magnetic dipole moment of the coil.
+
+        Args:
+            current: coil current [A].
+
+        Returns:
+            m (3,) [A·m²] in the coil frame.
+        """
+        ...
 
 
 class PlanarCoil(torch.nn.Module):
@@ -262,7 +288,14 @@ class PlanarCoil(torch.nn.Module):
         return self.resistivity * self.trace_length() / (self.trace_width * self.copper_thickness)
 
     def moment(self, current: Union[float, torch.Tensor] = 1.0) -> torch.Tensor:
-        """Magnetic dipole moment m = (I/2) ∮ r × dl [A·m²], (3,), in the coil frame."""
+        """Magnetic dipole moment m = (I/2) ∮ r × dl [A·m²], (3,), in the coil frame.
+
+        Args:
+            current: coil current [A].
+
+        Returns:
+            m (3,) [A·m²] in the coil frame (the trace polyline only, without the supply leads).
+        """
         v = self.polyline()
         return 0.5 * current * torch.linalg.cross(v[:-1], v[1:], dim=-1).sum(0)
 

@@ -60,7 +60,14 @@ GRAVITY = 9.80665
 
 
 def inclination(acc: Tensor) -> Tensor:
-    """Link inclination ψ = atan2(f_y, f_z) [rad] from specific force in the link frame (..., 3) → (...)."""
+    """Link inclination ψ = atan2(f_y, f_z) [rad] from specific force in the link frame (..., 3) → (...).
+
+    Args:
+        acc: link-frame specific force (..., 3) (any unit: only the y/z ratio matters).
+
+    Returns:
+        ψ (...) [rad].
+    """
     return torch.atan2(acc[..., 1], acc[..., 2])
 
 

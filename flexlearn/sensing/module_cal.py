@@ -93,6 +93,12 @@ def pose_coverage(label: Any) -> float:
     """Fraction of the cap cells (3 rings of 6 sectors within 32° of straight, plus the centre) holding a pose.
 
     ``label`` (N, 3): the parent axis in the child frame (straight = +z); its colatitude is the bend.
+
+    Args:
+        label: directions (N, 3) (or anything reshapable to it), any length; need not be unit.
+
+    Returns:
+        The covered fraction of the 19 cells, in [0, 1].
     """
     a = np.asarray(label, dtype=np.float64).reshape(-1, 3)
     col = np.arccos(np.clip(a[:, 2] / np.linalg.norm(a, axis=1), -1.0, 1.0))

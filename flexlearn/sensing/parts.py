@@ -69,12 +69,27 @@ class ChipAxis:
     unit: str
 
     def noise_std(self, rate_hz: float) -> float:
-        """Standard deviation of one sample at ``rate_hz`` [unit]: σ = √(nd² · rate/2 + lsb²/12)."""
+        """Standard deviation of one sample at ``rate_hz`` [unit]: σ = √(nd² · rate/2 + lsb²/12).
+
+        Args:
+            rate_hz: output data rate [Hz] (the noise bandwidth is half of it).
+
+        Returns:
+            σ [unit] (white noise plus quantisation).
+        """
         return math.sqrt(self.noise_density**2 * rate_hz / 2.0 + self.lsb**2 / 12.0)
 
     @classmethod
     def from_config(cls, data: Any, where: str, unit: str) -> "ChipAxis":
         """Validated axis from a dict; ``unit`` is the one this axis must declare.
+
+        Args:
+            data: mapping with ``full_scale``, ``lsb``, ``noise_density`` and ``unit``.
+            where: key path used in error messages.
+            unit: the SI unit this axis must declare (e.g. "T", "m/s^2", "rad/s").
+
+        Returns:
+            The frozen axis.
 
         Raises:
             ConfigError: unknown/missing key, non-number, non-positive range or step, negative density, wrong
@@ -123,6 +138,18 @@ class MagnetometerPart:
 
     @classmethod
     def from_config(cls, data: Any, where: str = "sensor.magnetometer") -> "MagnetometerPart":
+        """Validated magnetometer part from a dict.
+
+        Args:
+            data: mapping with ``name``, ``field`` (a `ChipAxis` in T) and ``output_rate_hz`` [Hz].
+            where: key path used in error messages.
+
+        Returns:
+            The frozen part.
+
+        Raises:
+            ConfigError: unknown/missing key or invalid value; the message names ``where.key``.
+        """
         d = _keys(data, where, ("name", "field", "output_rate_hz"))
         return cls(
             name=_name(d["name"], f"{where}.name"),
@@ -147,6 +174,19 @@ class ImuPart:
 
     @classmethod
     def from_config(cls, data: Any, where: str = "sensor.imu") -> "ImuPart":
+        """Validated IMU part from a dict.
+
+        Args:
+            data: mapping with ``name``, ``accel`` (a `ChipAxis` in m/s^2), ``gyro`` (in rad/s) and
+                ``output_rate_hz`` [Hz].
+            where: key path used in error messages.
+
+        Returns:
+            The frozen part.
+
+        Raises:
+            ConfigError: unknown/missing key or invalid value; the message names ``where.key``.
+        """
         d = _keys(data, where, ("name", "accel", "gyro", "output_rate_hz"))
         return cls(
             name=_name(d["name"], f"{where}.name"),
@@ -213,6 +253,13 @@ class SensorParts:
     def preset(cls, magnetometer: str, imu: str) -> "SensorParts":
         """Parts from the ``conf/sensor`` presets, by file name (e.g. ``preset("lis3mdl_4g", "icm20948")``).
 
+        Args:
+            magnetometer: name of a ``conf/sensor/magnetometer`` preset.
+            imu: name of a ``conf/sensor/imu`` preset.
+
+        Returns:
+            The frozen parts.
+
         Raises:
             ConfigError: no such preset (the message lists the known ones).
         """
@@ -227,7 +274,14 @@ PRESET_DIR = Path(__file__).resolve().parent.parent / "conf" / "sensor"
 
 
 def preset_names(kind: str) -> list[str]:
-    """Names of the presets of ``kind`` ("magnetometer" or "imu"), sorted."""
+    """Names of the presets of ``kind`` ("magnetometer" or "imu"), sorted.
+
+    Args:
+        kind: the preset subfolder, "magnetometer" or "imu".
+
+    Returns:
+        The preset names (file stems), sorted.
+    """
     return sorted(p.stem for p in (PRESET_DIR / kind).glob("*.yaml"))
 
 

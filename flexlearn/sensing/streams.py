@@ -332,6 +332,9 @@ def _layout_problem(schema: StreamSchema) -> Optional[str]:
 def register_stream(schema: StreamSchema) -> StreamSchema:
     """Add ``schema`` to `STREAMS` (the same schema again is a no-op); return it.
 
+    Args:
+        schema: the stream's schema; its name must be an identifier and it needs at least one field.
+
     Raises:
         ConfigError: another schema of that name, or an attribute or file name already taken.
     """
@@ -371,7 +374,11 @@ def unregister_stream(name: str) -> None:
 
 
 def stream_schema(name: str) -> StreamSchema:
-    """The registered schema of ``name``; an unknown name is a `ConfigError` listing the registered ones."""
+    """The registered schema of ``name``; an unknown name is a `ConfigError` listing the registered ones.
+
+    Args:
+        name: the stream name (a key of `STREAMS`).
+    """
     if name not in STREAMS:
         raise ConfigError(
             f"stream '{name}' is not registered (flexlearn.sensing.streams.register_stream); "
@@ -526,6 +533,9 @@ class RawSweep:
 
         The tables of `unregistered` streams are written back as read (unless a stream of that name is set).
         The sweep is checked first (`validate`): a stream changed or unregistered since is a `DataError`.
+
+        Args:
+            path: the sweep directory to write (replaced as a whole).
         """
         path = Path(path)
         self.validate(source=f"{path}: raw sweep to save")
@@ -542,7 +552,11 @@ class RawSweep:
 
     @classmethod
     def load(cls, path: str | Path) -> "RawSweep":
-        """Read a sweep written by `save` (or by an ingester); errors name the file and the column."""
+        """Read a sweep written by `save` (or by an ingester); errors name the file and the column.
+
+        Args:
+            path: the sweep directory (``<stream>.parquet`` tables and ``meta.json``).
+        """
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise DataError(f"{path}: is a file, not a raw sweep directory (Parquet streams and meta.json)")

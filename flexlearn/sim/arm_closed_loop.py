@@ -107,7 +107,15 @@ def imu_frames(
 
 
 def encoder_quantize(theta: Tensor, bits: int = 18) -> Tensor:
-    """Absolute encoder reading: θ rounded to 2π/2^bits (seed 000, §VI-C: 18-bit SICK AFM60A)."""
+    """Absolute encoder reading: θ rounded to 2π/2^bits (seed 000, §VI-C: 18-bit SICK AFM60A).
+
+    Args:
+        theta: joint angles [rad], any shape.
+        bits: encoder resolution in bits per turn.
+
+    Returns:
+        The quantised angles [rad], shaped like ``theta``.
+    """
     lsb = 2.0 * math.pi / (1 << bits)
     return torch.round(theta / lsb) * lsb
 

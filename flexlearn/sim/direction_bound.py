@@ -40,7 +40,18 @@ FieldFn = Callable[[np.ndarray], np.ndarray]
 def module_field(meta: dict[str, Any]) -> tuple[FieldFn, FieldFn]:
     """(ΔB(u), label(u)) of the simulated module a dataset's ``meta`` describes; u (N, 3) child directions in
     the parent frame → (N, 3) [T] noise-free field in the sensor frame (after the processing's W), and the
-    noise-free label (unit, sensor frame)."""
+    noise-free label (unit, sensor frame).
+
+    Args:
+        meta: the dataset's metadata; needs ``source`` with the simulated sweep's ``module`` draw, ``config``,
+            ``coil`` current and ``sensors`` block (``calibration.W`` is applied when present).
+
+    Returns:
+        (field, label): functions of u (N, 3) giving ΔB (N, 3) [T] and the unit label (N, 3).
+
+    Raises:
+        DataError: ``meta`` describes no simulated sweep.
+    """
     src = meta.get("source") if isinstance(meta, dict) else None
     if not isinstance(src, dict) or "module" not in src or "config" not in src:
         raise DataError(
@@ -82,7 +93,16 @@ def module_field(meta: dict[str, Any]) -> tuple[FieldFn, FieldFn]:
 
 def tangent_jacobian(fn: FieldFn, u: np.ndarray, step: float = 1e-6) -> np.ndarray:
     """∂fn/∂(tangent angles) (N, 3, 2) at unit directions u (N, 3), central differences along an orthonormal
-    tangent basis of u on S² (t₁ = ∂u/∂colatitude, unit everywhere, t₂ = u × t₁)."""
+    tangent basis of u on S² (t₁ = ∂u/∂colatitude, unit everywhere, t₂ = u × t₁).
+
+    Args:
+        fn: function of directions (N, 3) returning (N, 3).
+        u: unit directions (N, 3).
+        step: finite-difference angle [rad].
+
+    Returns:
+        The Jacobian (N, 3, 2) per tangent angle [fn's unit per rad].
+    """
     lam = np.arccos(np.clip(-u[:, 2], -1.0, 1.0))
     th = np.arctan2(u[:, 1], u[:, 0])
     t1 = np.stack([np.cos(lam) * np.cos(th), np.cos(lam) * np.sin(th), np.sin(lam)], axis=-1)
@@ -103,6 +123,18 @@ def measured_noise(
     ``perpendicular``: from the two components ⟂ the true field only, |(I − b̂b̂ᵀ)(ΔB − truth)|²/2 — the ones the
     unit field sees. An error along b̂ (a coil-on sample taken before the current settled scales ΔB) leaves the
     direction alone and would otherwise count as noise.
+
+    Args:
+        delta_b: measured coil fields (N, 3) [T].
+        truth_delta_b: noise-free coil fields (N, 3) [T].
+        n_coil_on: coil-on samples averaged per pose (N,).
+        perpendicular: use only the two components ⟂ the true field.
+
+    Returns:
+        The fitted variance (N,) [T²] per axis.
+
+    Raises:
+        DataError: the fit gives a non-positive variance.
     """
     r = delta_b - truth_delta_b
     if perpendicular:
@@ -124,6 +156,13 @@ def label_noise_var(label: np.ndarray, truth_label: np.ndarray) -> tuple[float, 
     label = (l + β + n)/|l + β + n| ≈ l + P(β + n), P = I − llᵀ, for the true label l: a constant bias β is a
     smooth function of the pose that a model learns with the labels, so only the rest, n, limits the score.
     β = argmin Σ|e_i − P_i β|² (e = label − l), i.e. (Σ P_i) β = Σ P_i e_i.
+
+    Args:
+        label: measured unit labels (N, 3).
+        truth_label: true unit labels (N, 3).
+
+    Returns:
+        (variance [rad²] per tangent axis, β (3,)).
     """
     e = label - truth_label
     proj = np.eye(3)[None] - truth_label[:, :, None] * truth_label[:, None, :]
@@ -147,6 +186,19 @@ def error_bound(
     ``noise_var`` (N,) [T²] field noise per axis; ``label_var`` [rad²] label error variance per tangent axis.
     e = K e_u + e_l with e_u ~ N(0, F⁻¹) (see the module docstring), e_l ~ N(0, label_var I₂) in the label's
     tangent plane; returned as |e| in degrees (first order in the errors).
+
+    Args:
+        field: noise-free field ΔB(u) (N, 3) [T], e.g. from `module_field`.
+        label: noise-free unit label(u) (N, 3).
+        u: unit child directions (N, 3) in the parent frame.
+        noise_var: field noise variance (N,) [T²] per axis.
+        label_var: label error variance [rad²] per tangent axis.
+        full_vector: use the full field, magnitude included (else the unit field only).
+        draws: Monte Carlo draws per direction.
+        seed: seed of the draws.
+
+    Returns:
+        The error samples (N·draws,) [deg].
     """
     j = tangent_jacobian(field, u)
     b = field(u)

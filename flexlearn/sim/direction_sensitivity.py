@@ -18,7 +18,16 @@ from flexlearn.sim.rig_config import RigConfig
 
 
 def unit_field_in_sensor(u: np.ndarray, cfg: RigConfig, coil: PlanarCoil | StackedCoil) -> np.ndarray:
-    """Unit coil field (N, 3) in the child frame (mount misalignment ignored) for child directions u (N, 3)."""
+    """Unit coil field (N, 3) in the child frame (mount misalignment ignored) for child directions u (N, 3).
+
+    Args:
+        u: unit child directions (N, 3) in the parent frame.
+        cfg: the rig configuration (joint geometry and sensor position).
+        coil: the coil model in the parent (coil) frame.
+
+    Returns:
+        The unit field (N, 3) in the child sensor frame.
+    """
     r_rel, _ = child_frame(u, None, cfg.geometry.joint)
     b = coil.field(torch.from_numpy(sensor_position(u, r_rel, cfg))).numpy()
     b_sensor = np.einsum("nji,nj->ni", r_rel, b)
@@ -31,6 +40,15 @@ def direction_sensitivity(
     """Singular values (N, 2) [rad/rad] of d(unit field)/d(joint direction) at cap points (N,) [rad].
 
     Central differences along two orthonormal tangent directions of the joint direction u on S².
+
+    Args:
+        colatitude: bend angles (N,) [rad] (broadcast with ``azimuth``).
+        azimuth: bend azimuths (N,) [rad].
+        cfg: the rig configuration; None: the default `RigConfig`.
+        step: finite-difference angle [rad].
+
+    Returns:
+        σ_max, σ_min (N, 2) [rad/rad].
     """
     cfg = cfg or RigConfig()
     coil = build_coil(cfg.coil, cfg.coil_layers)

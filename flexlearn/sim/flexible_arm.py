@@ -205,7 +205,14 @@ class FEBeam:
         return R[:, 2:]
 
     def static(self, load_acc: float) -> np.ndarray:
-        """Static deflection under a uniform transverse acceleration load ``−load_acc`` [m/s²]."""
+        """Static deflection under a uniform transverse acceleration load ``−load_acc`` [m/s²].
+
+        Args:
+            load_acc: transverse acceleration [m/s²] (e.g. gravity); the load acts along ``−load_acc``.
+
+        Returns:
+            The free DOFs (w₁, w₁′, …, w_N, w_N′) [m, rad].
+        """
         return np.linalg.solve(self.K, -load_acc * (self.M @ self.u_tr))
 
 
@@ -411,6 +418,14 @@ def simulate_flexible_arm(cfg: FlexibleArmSimConfig, theta, theta_dd=None) -> di
     ``imu_slope`` list per link (N, S_i) [rad] (w′ at the IMUs), ``imu_angle`` (N, S) absolute IMU
     inclinations, ``acc`` (N, S, 3), ``gyr`` (N, S, 3) noisy sensor-frame readings, ``acc_clean``,
     ``gyr_clean``, ``ee_pose`` (N, 3) [x, y, angle], ``link_tips`` (N, n, 2), ``imu_bias_acc/gyr``.
+
+    Args:
+        cfg: the arm, its IMU noise, time step and seed (validated here).
+        theta: prescribed joint angles (N, n) [rad].
+        theta_dd: joint accelerations (N, n) [rad/s²]; None: second differences of θ.
+
+    Returns:
+        The dict of numpy arrays listed above (plus ``fe_frequencies_hz``, the first 4 per link).
     """
     cfg.validate()
     th, thd, thdd = _prescribed_motion(cfg, theta, theta_dd)
@@ -429,7 +444,15 @@ def simulate_flexible_arm(cfg: FlexibleArmSimConfig, theta, theta_dd=None) -> di
 
 
 def seed_single_link_config(payload: float = 20.0, **kw) -> FlexibleArmSimConfig:
-    """The seed's SLFM (§VI-B): EI = 74300 N m², ρA = 5.37 kg/m, L = 4.5 m, 5 IMUs at segment centres."""
+    """The seed's SLFM (§VI-B): EI = 74300 N m², ρA = 5.37 kg/m, L = 4.5 m, 5 IMUs at segment centres.
+
+    Args:
+        payload: tip mass [kg].
+        **kw: further fields of `FlexibleArmSimConfig` (noise, dt, substeps, gravity, seed).
+
+    Returns:
+        The configuration.
+    """
     link = BeamLinkConfig(tip_mass=payload)
     return FlexibleArmSimConfig(links=(link,), **kw)
 
@@ -442,6 +465,15 @@ def seed_two_link_config(
     Link 1 carries ≈ 30 kg (link 2 + actuator + payload); its rotary inertia about the tip defaults to
     that of a 3.55 m bar of 5.37 kg/m plus the 10 kg payload at its end, both about link 1's tip, scaled
     by 0.25 as the arm's second link is folded back most of the time (an assumption; the seed gives none).
+
+    Args:
+        payload1: tip mass of link 1 [kg].
+        payload2: tip mass (payload) of link 2 [kg].
+        tip_inertia1: rotary inertia of link 1's tip mass [kg·m²]; None: the estimate above.
+        **kw: further fields of `FlexibleArmSimConfig` (noise, dt, substeps, gravity, seed).
+
+    Returns:
+        The configuration.
     """
     L1, L2 = 4.5, 3.55
     if tip_inertia1 is None:
@@ -460,7 +492,17 @@ def seed_single_link_trajectory(
     t: np.ndarray, theta_bar: float = 0.2, amplitude: float = 0.25, omega_tr: float = 2 * math.pi * 0.25
 ) -> tuple[np.ndarray, np.ndarray]:
     """θ_d(t) = θ̄ − A cos(Ω_tr t) (seed 000, §VI-B) and its second derivative; values not given in the
-    seed (θ̄ = 0.2 rad, A = 0.25 rad, Ω_tr = 2π·0.25 rad/s are our choice)."""
+    seed (θ̄ = 0.2 rad, A = 0.25 rad, Ω_tr = 2π·0.25 rad/s are our choice).
+
+    Args:
+        t: times (N,) [s].
+        theta_bar: mean angle θ̄ [rad].
+        amplitude: amplitude A [rad].
+        omega_tr: angular frequency Ω_tr [rad/s].
+
+    Returns:
+        (θ_d (N,) [rad], θ̈_d (N,) [rad/s²]).
+    """
     th = theta_bar - amplitude * np.cos(omega_tr * t)
     thdd = amplitude * omega_tr**2 * np.cos(omega_tr * t)
     return th, thdd
@@ -476,7 +518,20 @@ def smooth_random_trajectory(
     highs: Sequence[float] = (0.8, 0.3),
 ) -> np.ndarray:
     """Joystick-like motion (seed 000, §VI-C): quintic moves between random joint targets, each followed
-    by a hold; (N, n) [rad]."""
+    by a hold; (N, n) [rad].
+
+    Args:
+        t: sample times (N,) [s], increasing.
+        n: number of joints.
+        seed: seed of the random targets.
+        hold: hold time after each move [s].
+        move: duration of each move [s].
+        lows: lower target bound per joint [rad] (at least n values).
+        highs: upper target bound per joint [rad] (at least n values).
+
+    Returns:
+        The joint angles (N, n) [rad], starting at the middle of the bounds.
+    """
     rng = np.random.default_rng(seed)
     N = len(t)
     out = np.zeros((N, n))

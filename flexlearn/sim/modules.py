@@ -49,7 +49,14 @@ class ModuleDraw:
     coil_tilt: np.ndarray
 
     def geometry(self, g: JointGeometry) -> JointGeometry:
-        """The module's joint: b + δb, a + δa (taken on ``platform_offset``), sensor offset + δs."""
+        """The module's joint: b + δb, a + δa (taken on ``platform_offset``), sensor offset + δs.
+
+        Args:
+            g: the nominal joint geometry.
+
+        Returns:
+            A copy of ``g`` with this draw's deviations added.
+        """
         s = np.asarray(g.magnetometer_offset) + self.sensor_offset
         return dataclasses.replace(
             g,
@@ -69,7 +76,15 @@ def nominal_module() -> ModuleDraw:
 
 
 def draw_module(tol: ModuleTolerances, rng: np.random.Generator) -> ModuleDraw:
-    """One module's deviations: every entry normal with the standard deviation of ``tol`` (fixed draw order)."""
+    """One module's deviations: every entry normal with the standard deviation of ``tol`` (fixed draw order).
+
+    Args:
+        tol: standard deviations of the tolerances ([m] for offsets and lengths, [rad] for angles).
+        rng: generator of the module's stream.
+
+    Returns:
+        The draw.
+    """
     q = rng.normal(0.0, tol.mag_axes, 3)
     s = rng.normal(0.0, 1.0, 3) * np.asarray(tol.sensor_offset)
     db, da = rng.normal(0.0, 1.0, 2) * np.array([tol.pivot_radius, tol.joint_length])
@@ -87,7 +102,14 @@ class PlacedCoil:
         self.offset = torch.from_numpy(np.ascontiguousarray(draw.coil_offset))
 
     def field(self, points: torch.Tensor) -> torch.Tensor:
-        """Flux density per ampere (..., 3) at ``points`` (..., 3) [m] in the parent frame."""
+        """Flux density per ampere (..., 3) at ``points`` (..., 3) [m] in the parent frame.
+
+        Args:
+            points: field points (..., 3) [m] in the parent frame.
+
+        Returns:
+            B per ampere (..., 3) [T/A], float64, in the parent frame.
+        """
         local = (points.to(torch.float64) - self.offset) @ self.rot
         return self.coil.field(local) @ self.rot.T
 
@@ -105,6 +127,19 @@ def tumble_readings(
     """Magnetometer readings (n, 3) [T] of the module turned through n uniformly random orientations.
 
     m = S Qᵀ Rᵀ B_earth + h + noise, quantised to ``lsb`` (what a hand tumble records, seed 002 III-B3).
+
+    Args:
+        n: number of readings.
+        earth: ambient field B_earth (3,) [T] (only its magnitude matters).
+        soft_iron: gain/soft iron S (3, 3).
+        mag_axes: magnetometer axes Q (3, 3) against the accelerometer's.
+        hard_iron: hard-iron offset h (3,) [T].
+        noise: white noise standard deviation per axis [T].
+        lsb: quantisation step [T].
+        rng: generator of the orientations and the noise.
+
+    Returns:
+        The readings (n, 3) [T].
     """
     d = rng.normal(size=(n, 3))
     d *= np.linalg.norm(earth) / np.linalg.norm(d, axis=-1, keepdims=True)  # Rᵀ B_earth, uniform

@@ -17,17 +17,38 @@ def _tensor(a: np.ndarray) -> torch.Tensor:
 
 
 def exp_so3(w: np.ndarray) -> np.ndarray:
-    """Rotation matrices (..., 3, 3) of rotation vectors ``w`` (..., 3) [rad]: R = exp(ŵ)."""
+    """Rotation matrices (..., 3, 3) of rotation vectors ``w`` (..., 3) [rad]: R = exp(ŵ).
+
+    Args:
+        w: rotation vectors (..., 3) [rad].
+
+    Returns:
+        R (..., 3, 3), float64.
+    """
     return so3_exp(_tensor(w)).numpy()
 
 
 def log_so3(r: np.ndarray) -> np.ndarray:
-    """Rotation vectors (..., 3) [rad] of rotation matrices ``r`` (..., 3, 3)."""
+    """Rotation vectors (..., 3) [rad] of rotation matrices ``r`` (..., 3, 3).
+
+    Args:
+        r: rotation matrices (..., 3, 3).
+
+    Returns:
+        Rotation vectors (..., 3) [rad], float64.
+    """
     return so3_log(_tensor(r)).numpy()
 
 
 def quat_of(r: np.ndarray) -> np.ndarray:
-    """Unit quaternions (..., 4), (w, x, y, z) with w ≥ 0, of rotation matrices ``r`` (..., 3, 3)."""
+    """Unit quaternions (..., 4), (w, x, y, z) with w ≥ 0, of rotation matrices ``r`` (..., 3, 3).
+
+    Args:
+        r: rotation matrices (..., 3, 3).
+
+    Returns:
+        Quaternions (..., 4), float64.
+    """
     return matrix_to_quat(_tensor(r)).numpy()
 
 

@@ -82,6 +82,14 @@ class JointGeometry:
     imu_mount: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     def validate(self, where: str = "geometry") -> None:
+        """Range checks; errors name ``<where>.<key>``.
+
+        Args:
+            where: key path of this block in the config, used in error messages.
+
+        Raises:
+            ConfigError: a value is out of range.
+        """
         check_positive(self, where, "pivot_to_next", "pivot_radius", "max_colatitude", "mechanical_limit")
         check_non_negative(self, where, "platform_offset", "positioning_error", "mount_misalignment", "axis_offset")
         check(self.joint in JOINT_TYPES, f"{where}.joint", self.joint, f"must be one of {list(JOINT_TYPES)}")
@@ -137,6 +145,14 @@ class MagnetometerConfig:
     soft_iron: float = 0.02
 
     def validate(self, where: str = "magnetometer") -> None:
+        """Range checks; errors name ``<where>.<key>``.
+
+        Args:
+            where: key path of this block in the config, used in error messages.
+
+        Raises:
+            ConfigError: a value is out of range.
+        """
         check_positive(self, where, "rate", "window", "lsb", "full_scale")
         check_non_negative(self, where, "noise", "hard_iron", "soft_iron")
         check(
@@ -161,6 +177,14 @@ class AccelerometerConfig:
     full_scale: float = 0.0
 
     def validate(self, where: str = "accelerometer") -> None:
+        """Range checks; errors name ``<where>.<key>``.
+
+        Args:
+            where: key path of this block in the config, used in error messages.
+
+        Raises:
+            ConfigError: a value is out of range.
+        """
         check_positive(self, where, "rate", "gravity")
         check_non_negative(self, where, "noise", "bias", "lsb", "full_scale")
         check(
@@ -186,6 +210,14 @@ class AmbientConfig:
     drift_rate: float = 0.0
 
     def validate(self, where: str = "ambient") -> None:
+        """Range checks; errors name ``<where>.<key>``.
+
+        Args:
+            where: key path of this block in the config, used in error messages.
+
+        Raises:
+            ConfigError: a value is out of range.
+        """
         check_non_negative(self, where, "magnitude", "drift", "drift_rate")
         check_positive(self, where, "drift_period")
         check(
@@ -222,6 +254,14 @@ class AcquisitionConfig:
     switch_jitter: float = 1.0e-4
 
     def validate(self, where: str = "acquisition") -> None:
+        """Range checks; errors name ``<where>.<key>``.
+
+        Args:
+            where: key path of this block in the config, used in error messages.
+
+        Raises:
+            ConfigError: a value is out of range.
+        """
         check_positive(
             self, where, "field_at_neighbour", "coil_tau", "poll_period", "move_duration", "off_window", "pulse"
         )
@@ -272,6 +312,14 @@ class FaultConfig:
     short_pulse: float = 0.018
 
     def validate(self, where: str = "faults") -> None:
+        """Range checks; errors name ``<where>.<key>``.
+
+        Args:
+            where: key path of this block in the config, used in error messages.
+
+        Raises:
+            ConfigError: a value is out of range.
+        """
         _rate(self, where, "swing_rate", "nan_rate", "saturation_rate", "short_pulse_rate")
         check_non_negative(self, where, "swing_amplitude")
         check_positive(self, where, "swing_frequency", "swing_decay", "short_pulse")
@@ -306,6 +354,14 @@ class ModuleTolerances:
     tumble_samples: int = 400
 
     def validate(self, where: str = "module") -> None:
+        """Range checks; errors name ``<where>.<key>``.
+
+        Args:
+            where: key path of this block in the config, used in error messages.
+
+        Raises:
+            ConfigError: a value is out of range.
+        """
         check_non_negative(self, where, "mag_axes", "pivot_radius", "joint_length", "coil_tilt")
         for key in ("sensor_offset", "coil_offset"):
             v = getattr(self, key)

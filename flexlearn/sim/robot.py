@@ -77,6 +77,14 @@ class RobotBlock:
     mount_misalignment: float = math.radians(1.0)
 
     def validate(self, where: str = "robot") -> None:
+        """Range checks; errors name ``<where>.<key>``.
+
+        Args:
+            where: key path of this block in the config, used in error messages.
+
+        Raises:
+            ConfigError: a value is out of range.
+        """
         check(self.n_segments >= 1, f"{where}.n_segments", self.n_segments, "must be >= 1")
         for k in ("length", "sweep_period", "module_read", "pair_period", "mag_round"):
             check(getattr(self, k) > 0, f"{where}.{k}", getattr(self, k), "must be > 0")
@@ -172,6 +180,15 @@ def forward_kinematics(
     """Module rotations R (T, N+1, 3, 3), relative rotations (T, N, 3, 3), directions u (T, N, 3), pivots (T, N+1, 3).
 
     R_k = R_{k−1} exp([β_k]×) exp(τ_k [e]×), u_k = R_k e, p_k = p_{k−1} + L s_k u_k (seed 002, III-B1/B4).
+
+    Args:
+        bend: bend rotation vectors β (T, N, 3) [rad], ⟂ e.
+        twist: twist angles τ (T, N) [rad].
+        scale: length scales s (T, N) of the segments.
+        length: nominal pivot spacing L [m].
+
+    Returns:
+        (R, relative rotations, u, pivots [m]); the base module is R = I at the origin.
     """
     t_n, n = twist.shape
     rel = exp_so3(bend) @ exp_so3(twist[..., None] * E)
@@ -191,6 +208,16 @@ def rig_pairs(
 
     Directions uniform on the cap cos λ ~ U[cos λ_max, 1] (seed 002, III-B1); no mount error or soft iron, so a
     model fitted on them matches a calibrated, aligned receiver. Uses the rig's geometry, coil and current.
+
+    Args:
+        n: number of pairs.
+        max_colatitude: cap half-angle λ_max [rad].
+        cfg: the robot configuration (its rig blocks); None: the default `RobotConfig`.
+        seed: seed of the directions and the noise.
+        noise: field noise standard deviation per axis [T].
+
+    Returns:
+        (ΔB (n, 3) [T], label (n, 3)).
     """
     cfg = cfg or RobotConfig()
     rcfg = cfg.rig()
@@ -229,6 +256,18 @@ def simulate_robot(
     """Simulate ``duration`` [s] of ``motion`` (see `JointMotion`); deterministic given ``cfg.seed``.
 
     The robot must start straight (the reference quaternions q⁰ are the first sweep, seed III-B3).
+
+    Args:
+        motion: joint motion t → (bend, twist, length scale) (`JointMotion`).
+        duration: simulated time [s].
+        cfg: the configuration, or a plain mapping of it; None: the default `RobotConfig`.
+        n_cal: readings per receiver of the calibration tumble.
+
+    Returns:
+        The raw streams and ground truth.
+
+    Raises:
+        ConfigError: ``cfg`` has an unknown key or a value out of range.
     """
     if cfg is None:
         cfg = RobotConfig()
@@ -257,7 +296,15 @@ class RobotHardware:
     c0: np.ndarray  # (N,) first conversion instant of each magnetometer [s]
 
     def ambient(self, t: np.ndarray, drift: float) -> np.ndarray:
-        """(T, 3) ambient field [T] at times t (T,): B_earth + drift·sin(2πt/T_i + φ_i)."""
+        """(T, 3) ambient field [T] at times t (T,): B_earth + drift·sin(2πt/T_i + φ_i).
+
+        Args:
+            t: times (T,) [s].
+            drift: drift amplitude per axis [T].
+
+        Returns:
+            The field (T, 3) [T].
+        """
         return self.earth + drift * np.sin(2 * math.pi * t[:, None] / self.drift_period + self.drift_phase)
 
 
@@ -483,6 +530,14 @@ class TendonRobot:
         self.tip_load = 0.0
 
     def directions(self, theta: Optional[np.ndarray] = None) -> np.ndarray:
+        """Segment directions u_k = (sin φ_k, 0, −cos φ_k), φ_k = Σ_{j≤k} θ_j.
+
+        Args:
+            theta: joint angles (N,) [rad]; None: the current state.
+
+        Returns:
+            Unit directions (N, 3).
+        """
         phi = np.cumsum(self.theta if theta is None else theta)
         return np.stack([np.sin(phi), np.zeros_like(phi), -np.cos(phi)], -1)
 
@@ -505,7 +560,12 @@ class TendonRobot:
         return ((tension * c.tendon_offset - moment) / c.joint_stiffness - theta) / c.time_constant
 
     def advance(self, dt: float, spool_velocity: float) -> None:
-        """Integrate dt [s] with the spool at ``spool_velocity`` [m/s] (ideal velocity-controlled servo)."""
+        """Integrate dt [s] with the spool at ``spool_velocity`` [m/s] (ideal velocity-controlled servo).
+
+        Args:
+            dt: time step [s], split into substeps of at most ``cfg.substep``.
+            spool_velocity: spool take-up rate [m/s].
+        """
         n = max(1, int(math.ceil(dt / self.cfg.substep)))
         h = dt / n
         for _ in range(n):

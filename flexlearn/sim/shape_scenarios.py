@@ -214,7 +214,20 @@ def closed_loop_height(
 def height_metrics(
     log: dict[str, np.ndarray], target: float, settle: float, t_load: float, band: float = 0.002
 ) -> dict[str, float]:
-    """Rise, overshoot, settling, recovery of the *estimated* height (as the seed reports) and true-height errors."""
+    """Rise, overshoot, settling, recovery of the *estimated* height (as the seed reports) and true-height errors.
+
+    Args:
+        log: the run's arrays ``t`` [s], ``h_est`` and ``h_true`` [m] (same length).
+        target: target height [m].
+        settle: time the step response is measured from [s].
+        t_load: time the tip load is applied [s] (the response window ends, the recovery one starts).
+        band: settling band around the target [m].
+
+    Returns:
+        Metrics: ``rise_time_s``, ``overshoot_pct``, ``settling_time_s``, ``held_mean_mm``, ``held_std_mm``,
+        ``true_vs_est_rmse_mm``, and ``load_drop_mm``, ``recovery_time_s`` when the log reaches ``t_load``
+        (NaN where not reached).
+    """
     t, h = log["t"], log["h_est"]
     pre = (t >= settle) & (t < t_load)
     out: dict[str, float] = {}

@@ -36,7 +36,15 @@ GOLDEN_ANGLE = math.pi * (3.0 - math.sqrt(5.0))
 
 
 def cap_direction(colatitude: np.ndarray | float, azimuth: np.ndarray | float) -> np.ndarray:
-    """Unit direction(s) (..., 3) for colatitude λ from −z and azimuth θ [rad] (broadcast)."""
+    """Unit direction(s) (..., 3) for colatitude λ from −z and azimuth θ [rad] (broadcast).
+
+    Args:
+        colatitude: λ [rad], angle from −z (scalar or array).
+        azimuth: θ [rad], from +x towards +y (scalar or array).
+
+    Returns:
+        (sin λ cos θ, sin λ sin θ, −cos λ) (..., 3).
+    """
     s = np.sin(colatitude)
     return np.stack(np.broadcast_arrays(s * np.cos(azimuth), s * np.sin(azimuth), -np.cos(colatitude)), axis=-1)
 
@@ -67,7 +75,15 @@ def fibonacci_cells(n_cells: int, max_colatitude: float) -> np.ndarray:
 
 
 def assign_cells(directions: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    """Index (N,) of the nearest cell centre (largest dot product) for each unit direction (N, 3)."""
+    """Index (N,) of the nearest cell centre (largest dot product) for each unit direction (N, 3).
+
+    Args:
+        directions: unit directions (N, 3) (or anything reshapable to it).
+        centres: unit cell centres (n_cells, 3).
+
+    Returns:
+        Cell indices (N,) int64.
+    """
     directions = np.asarray(directions, dtype=np.float64).reshape(-1, 3)
     out = np.empty(directions.shape[0], dtype=np.int64)
     step = max(1, (1 << 20) // max(1, centres.shape[0]))
@@ -81,6 +97,15 @@ def cell_quotas(n: int, centres: np.ndarray, max_colatitude: float, points_per_c
 
     Areas are counted on a Fibonacci lattice of ``points_per_cell·n_cells`` points (equal solid angle per
     point); quotas are ⌊n·a_i⌋ plus one for the largest remainders (ties by lower index), deterministic.
+
+    Args:
+        n: total number of targets.
+        centres: unit cell centres (n_cells, 3), e.g. from `fibonacci_cells`.
+        max_colatitude: cap half-angle λmax [rad].
+        points_per_cell: lattice points per cell used to measure the areas.
+
+    Returns:
+        Quotas (n_cells,) int64.
     """
     n_cells = centres.shape[0]
     fine = fibonacci_cells(points_per_cell * n_cells, max_colatitude)
@@ -93,7 +118,16 @@ def cell_quotas(n: int, centres: np.ndarray, max_colatitude: float, points_per_c
 
 
 def sample_cap_uniform(n: int, max_colatitude: float, rng: np.random.Generator) -> np.ndarray:
-    """N directions (n, 3) uniform over the cap: cos λ ~ U[cos λmax, 1], θ ~ U[−π, π) (seed 002, III-B1)."""
+    """N directions (n, 3) uniform over the cap: cos λ ~ U[cos λmax, 1], θ ~ U[−π, π) (seed 002, III-B1).
+
+    Args:
+        n: number of directions.
+        max_colatitude: cap half-angle λmax [rad].
+        rng: generator to draw from.
+
+    Returns:
+        Unit directions (n, 3) in the parent frame.
+    """
     cos_l = rng.uniform(math.cos(max_colatitude), 1.0, size=n)
     theta = rng.uniform(-math.pi, math.pi, size=n)
     return cap_direction(np.arccos(cos_l), theta)

@@ -78,7 +78,18 @@ def _described(value: Any, limit: int = 60) -> str:
 
 
 def collect_jobs(root: str | Path) -> list[dict[str, Any]]:
-    """One dict per job: ``job`` (path relative to ``root``), ``status`` (ok | missing), overrides, metrics."""
+    """One dict per job: ``job`` (path relative to ``root``), ``status`` (ok | missing), overrides, metrics.
+
+    Args:
+        root: the multirun directory (jobs up to 4 levels below it).
+
+    Returns:
+        The jobs in natural order of their paths.
+
+    Raises:
+        ConfigError: ``root`` is not a directory.
+        DataError: a job's overrides or ``metrics.json`` cannot be read.
+    """
     root = Path(root)
     if not root.is_dir():
         raise ConfigError(f"config 'dir' = '{root}': not a directory")
@@ -185,6 +196,7 @@ def _markdown(header: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
+# long: 58 lines of code; its docstring documents all 5 parameters
 def aggregate_multirun(
     root: str | Path,
     out_dir: Optional[str | Path] = None,
@@ -201,6 +213,22 @@ def aggregate_multirun(
     finite objective). ``out_dir`` other than ``root`` goes through
     `flexlearn.atomic.prepare_output_dir` (new, empty or flexlearn's own; checked before the jobs are read): a folder
     of the user's own, where ``summary.csv`` was overwritten, is refused.
+
+    Args:
+        root: the multirun directory.
+        out_dir: where the summary goes (None: ``root``).
+        metrics: the metric columns (empty: all).
+        x: the swept key on the figure's x axis (None: the default above).
+        y: the metric on the figure's y axis (None: the default above).
+
+    Returns:
+        The summary dict described above (``csv``, ``markdown``, ``figure``, ``x``, ``y``, ``hue``, ``n_jobs``,
+        ``n_done``, ``rows``, ``best``, ``objective``).
+
+    Raises:
+        ConfigError: ``root`` is not a directory, or ``x`` / ``y`` is not a column.
+        OutputPathError: ``out_dir`` is refused.
+        DataError: a job's files cannot be read.
     """
     root = Path(root)
     out = root
@@ -258,7 +286,14 @@ def aggregate_multirun(
 def sweep_direction(root: Path) -> str:
     """``minimize`` or ``maximize``: the sweeper's ``direction`` in the multirun's ``multirun.yaml`` (Optuna's
     ``hydra.sweeper.direction``; a grid sweep has none: ``minimize``, as `flexlearn.apps.runner.sweep_value`
-    reports a failed job as +inf)."""
+    reports a failed job as +inf).
+
+    Args:
+        root: the multirun directory.
+
+    Returns:
+        ``minimize`` or ``maximize``.
+    """
     try:
         cfg = yaml.safe_load((root / "multirun.yaml").read_text()) if (root / "multirun.yaml").is_file() else None
     except (yaml.YAMLError, UnicodeDecodeError, OSError):
@@ -275,7 +310,16 @@ def best_run(root: Path, jobs: list[dict[str, Any]], metric: str) -> Optional[di
     the first one on ties), as a dict: ``job``, ``objective`` (the optimised ``metric``'s name), ``value``,
     ``direction``, ``dir`` (the run directory: ``output_dir`` of its ``metrics.json``, else ``root/<job>``),
     ``checkpoint`` (its ``best_ckpt``, None when it wrote none), ``overrides`` (its values of the swept keys that
-    vary) and ``metrics`` (its numeric results). None when no finished job has a finite objective."""
+    vary) and ``metrics`` (its numeric results). None when no finished job has a finite objective.
+
+    Args:
+        root: the multirun directory.
+        jobs: the rows of `collect_jobs`, with their ``objective`` set.
+        metric: the optimised metric's name.
+
+    Returns:
+        The best job's dict, or None.
+    """
     direction = sweep_direction(root)
     scored = [j for j in jobs if j["status"] == "ok" and is_finite_number(j.get(OBJECTIVE))]
     if not scored:
@@ -378,7 +422,14 @@ def _default_hue(jobs: list[dict[str, Any]], candidates: list[str]) -> Optional[
 def best_run_lines(result: dict[str, Any]) -> list[str]:
     """The lines printed at the end of a sweep, from `aggregate_multirun`'s result: jobs finished, the best
     job with its overrides and objective, its directory, checkpoint and first metrics, the summary files; the
-    jobs that did not finish."""
+    jobs that did not finish.
+
+    Args:
+        result: what `aggregate_multirun` returned.
+
+    Returns:
+        The lines, without line ends.
+    """
     best: Optional[dict[str, Any]] = result.get("best")
     lines = [f"sweep: {result['n_done']} of {result['n_jobs']} jobs finished"]
     unfinished: dict[str, list[str]] = {}
@@ -408,7 +459,11 @@ def best_run_lines(result: dict[str, Any]) -> list[str]:
 
 def print_sweep_summary(root: Path) -> None:
     """Summarise the multirun at ``root`` (`aggregate_multirun`) and print `best_run_lines`; a sweep that cannot
-    be summarised (no directory, no job) gets one warning, never an error."""
+    be summarised (no directory, no job) gets one warning, never an error.
+
+    Args:
+        root: the multirun directory (absent: nothing is printed).
+    """
     if not root.is_dir():
         return
     try:

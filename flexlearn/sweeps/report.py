@@ -29,7 +29,12 @@ class BestRunReport(Callback):
     it, make flexlearn's SLURM launcher known to Hydra when the sweep uses it."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Register `flexlearn.sweeps.slurm.SlurmLauncher` as ``SLURM_LAUNCHER`` when ``hydra.launcher`` names it."""
+        """Register `flexlearn.sweeps.slurm.SlurmLauncher` as ``SLURM_LAUNCHER`` when ``hydra.launcher`` names it.
+
+        Args:
+            config: the multirun's composed config (its ``hydra.launcher``).
+            **kwargs: further arguments Hydra passes (not read).
+        """
         if str(config.hydra.launcher.get("_target_", "")) != SLURM_LAUNCHER:
             return
         from hydra.core.plugins import Plugins
@@ -40,5 +45,10 @@ class BestRunReport(Callback):
         Plugins.instance().class_name_to_class[SLURM_LAUNCHER] = SlurmLauncher
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        """Summarise ``hydra.sweep.dir``; print the lines; a sweep that cannot be summarised gets one warning."""
+        """Summarise ``hydra.sweep.dir``; print the lines; a sweep that cannot be summarised gets one warning.
+
+        Args:
+            config: the multirun's composed config (its ``hydra.sweep.dir``).
+            **kwargs: further arguments Hydra passes (not read).
+        """
         print_sweep_summary(Path(str(config.hydra.sweep.dir)))

@@ -75,7 +75,14 @@ class QueueStates:
         self.use_sacct = True
 
     def states(self, job_ids: Sequence[str]) -> dict[str, str]:
-        """The state of every job in ``job_ids`` (``GONE`` for one the scheduler no longer lists)."""
+        """The state of every job in ``job_ids`` (``GONE`` for one the scheduler no longer lists).
+
+        Args:
+            job_ids: the job ids (``123`` or ``123_4``).
+
+        Returns:
+            {job id: upper-case SLURM state}.
+        """
         if not job_ids:
             return {}
         mains = sorted({j.split("_")[0] for j in job_ids})
@@ -108,7 +115,17 @@ def _run(command: list[str]) -> Optional[str]:
 
 def failure_line(job: Any, num: int, overrides: Sequence[str], state: str) -> str:
     """One line for a job that ended without a result: its number, overrides, SLURM id and state, log file and
-    the log's last line."""
+    the log's last line.
+
+    Args:
+        job: the submitit job.
+        num: the job's number in the sweep.
+        overrides: the job's overrides.
+        state: its last SLURM state.
+
+    Returns:
+        The line.
+    """
     err = Path(job.paths.stderr)
     last = ""
     if err.is_file():
@@ -166,7 +183,15 @@ class SlurmLauncher(submitit_launcher.SlurmLauncher):
 
     def checkpoint(self, *args: Any, **kwargs: Any) -> Any:
         """Called by submitit on the warning signal or preemption: the same job again, resuming from the running
-        job's ``last.ckpt`` when it has one."""
+        job's ``last.ckpt`` when it has one.
+
+        Args:
+            *args: the arguments of the job's `__call__` (the third is the job number).
+            **kwargs: its keyword arguments, passed on.
+
+        Returns:
+            submitit's ``DelayedSubmission`` of a copy of this launcher with the same arguments.
+        """
         import submitit  # on the compute node only: plugin discovery stays fast
 
         job_num = int(args[2])
@@ -182,7 +207,15 @@ class SlurmLauncher(submitit_launcher.SlurmLauncher):
         return submitit.helpers.DelayedSubmission(again, *args, **kwargs)
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
-        """Submit the jobs as one SLURM array, wait quietly, return their results (failed ones named)."""
+        """Submit the jobs as one SLURM array, wait quietly, return their results (failed ones named).
+
+        Args:
+            job_overrides: each job's overrides.
+            initial_job_idx: the number of the first job.
+
+        Returns:
+            One `JobReturn` per job, in order (``FAILED`` with a `SlurmJobFailed` for a job without a result).
+        """
         import submitit  # lazy: plugin discovery stays fast
 
         assert self.config is not None
@@ -257,7 +290,15 @@ SETTING_WORDS = {
 
 def submission_error(exc: BaseException, params: dict[str, Any]) -> str:
     """One line for a sweep SLURM did not accept: sbatch missing, or sbatch's own error with the launcher setting
-    (``hydra.launcher.<key>`` and its value) it names."""
+    (``hydra.launcher.<key>`` and its value) it names.
+
+    Args:
+        exc: what the submission raised.
+        params: the launcher's settings.
+
+    Returns:
+        The line, without the ``<app>: error:`` prefix.
+    """
     if isinstance(exc, FileNotFoundError):
         return "hydra/launcher=slurm needs SLURM's sbatch on PATH (not found): start the sweep on a login node"
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
@@ -271,7 +312,15 @@ def submission_error(exc: BaseException, params: dict[str, Any]) -> str:
 
 def last_checkpoint(cfg: DictConfig, before_run: bool = False) -> Optional[Path]:
     """``<paths.checkpoint_dir>/last.ckpt`` of a job's config, if written (None otherwise). ``before_run``: the job
-    has not started yet, so its output directory (``hydra.sweep.dir/subdir``) is set here as Hydra's job would."""
+    has not started yet, so its output directory (``hydra.sweep.dir/subdir``) is set here as Hydra's job would.
+
+    Args:
+        cfg: the job's config (its ``paths.checkpoint_dir``).
+        before_run: whether the job has not started yet.
+
+    Returns:
+        The path of ``last.ckpt``, or None.
+    """
     try:
         if before_run:
             from hydra.core.hydra_config import HydraConfig  # Hydra's job state, set as run_job would set it
@@ -292,6 +341,13 @@ def wait_quietly(jobs: Sequence[Any], states: Optional[QueueStates] = None) -> d
 
     Polls every 1 s at first, then every elapsed/10 s up to 30 s. Returns each job's last SLURM state
     (``DONE`` for a job whose result file exists).
+
+    Args:
+        jobs: the submitit jobs of the array.
+        states: where the states come from (None: a new `QueueStates`).
+
+    Returns:
+        {job id: last state}.
     """
     states = states or QueueStates()
     final: dict[str, str] = {}
@@ -328,7 +384,14 @@ def wait_quietly(jobs: Sequence[Any], states: Optional[QueueStates] = None) -> d
 
 def stop_grid_sweep(sweep_dir: Path, failed: Sequence[JobReturn], n_jobs: int, app: str) -> None:
     """End a grid sweep with failed jobs as a local one ends (exit status 2, one line), after its summary: a grid
-    sweeper would raise the first failure with a stack trace; an Optuna study records failed trials and goes on."""
+    sweeper would raise the first failure with a stack trace; an Optuna study records failed trials and goes on.
+
+    Args:
+        sweep_dir: the sweep directory.
+        failed: the failed jobs' returns.
+        n_jobs: the number of jobs in the sweep.
+        app: the command's name without ``flexlearn-`` (the Hydra job name).
+    """
     print_sweep_summary(sweep_dir)
     first = failed[0]._return_value
     more = f" ({len(failed) - 1} more above)" if len(failed) > 1 else ""
@@ -338,7 +401,14 @@ def stop_grid_sweep(sweep_dir: Path, failed: Sequence[JobReturn], n_jobs: int, a
 
 def raised_line(message: str) -> str:
     """The exception line of submitit's ``FailedJobError`` message (the last ``module.SomeError: …`` line of the
-    trace it quotes between two rules of dashes, else its last line), at most 300 characters."""
+    trace it quotes between two rules of dashes, else its last line), at most 300 characters.
+
+    Args:
+        message: the error's message.
+
+    Returns:
+        The line.
+    """
     parts = re.split(r"^-{10,}$", message, flags=re.M)
     trace = parts[1] if len(parts) >= 3 else message
     lines = [ln.strip() for ln in trace.splitlines() if ln.strip()]

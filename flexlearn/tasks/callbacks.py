@@ -42,6 +42,18 @@ class NonFiniteLossGuard(L.Callback):
     def on_train_batch_end(
         self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
+        """Raise `TrainingDivergedError` when the batch's training loss is NaN or infinite.
+
+        Args:
+            trainer: the Lightning trainer.
+            pl_module: the LightningModule being trained.
+            outputs: what ``training_step`` returned (the loss, or a dict with ``loss``).
+            batch: the batch (not read).
+            batch_idx: the batch's index in the epoch (not read).
+
+        Raises:
+            TrainingDivergedError: the loss is NaN or infinite.
+        """
         loss = outputs["loss"] if isinstance(outputs, dict) else outputs
         if loss is not None and not math.isfinite(float(loss)):
             raise TrainingDivergedError(
@@ -73,6 +85,13 @@ class EpochLines(L.Callback):
         self._epoch_s = 0.0
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        """Decide whether to print (no progress bar, rank 0); set the line prefix of a multirun job.
+
+        Args:
+            trainer: the Lightning trainer.
+            pl_module: the LightningModule being trained.
+            stage: the trainer's stage (``fit``, ``validate``, ``test``, ``predict``).
+        """
         self._active = trainer.progress_bar_callback is None and trainer.is_global_zero
         if self.prefix is None:
             label = job_label()
@@ -82,6 +101,12 @@ class EpochLines(L.Callback):
         print(f"{self.prefix}{text}", flush=True)
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Print the line that starts fitting (model, parameters, epochs, batches per epoch).
+
+        Args:
+            trainer: the Lightning trainer.
+            pl_module: the LightningModule being trained.
+        """
         if not self._active:
             return
         n_params = sum(p.numel() for p in pl_module.parameters())
@@ -94,15 +119,33 @@ class EpochLines(L.Callback):
         self._epochs_done = 0
 
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Print the previous epoch's line; start this epoch's clock.
+
+        Args:
+            trainer: the Lightning trainer.
+            pl_module: the LightningModule being trained.
+        """
         self._flush(trainer)
         self._t_epoch = time.perf_counter()
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Note the epoch that ended and its duration; its line follows (`_flush`).
+
+        Args:
+            trainer: the Lightning trainer.
+            pl_module: the LightningModule being trained.
+        """
         self._pending = trainer.current_epoch
         self._epochs_done += 1
         self._epoch_s = time.perf_counter() - self._t_epoch
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Print the last epoch's line.
+
+        Args:
+            trainer: the Lightning trainer.
+            pl_module: the LightningModule being trained.
+        """
         self._flush(trainer)
 
     def _flush(self, trainer: L.Trainer) -> None:
@@ -124,7 +167,16 @@ class EpochLines(L.Callback):
 
 def epoch_text(index: int, total: Optional[int], pad: bool = False) -> str:
     """'epoch 59/150': the epoch of 0-based ``index`` counted from 1, of the ``total`` planned (``trainer.max_epochs``;
-    '?' when unknown or unbounded). ``pad``: the number right-aligned to the width of the total (aligned lines)."""
+    '?' when unknown or unbounded). ``pad``: the number right-aligned to the width of the total (aligned lines).
+
+    Args:
+        index: the 0-based epoch index.
+        total: the planned number of epochs (None: unknown).
+        pad: whether to right-align the number.
+
+    Returns:
+        The text.
+    """
     known = total is not None and 0 < total < 10**9
     number = f"{index + 1:>{len(str(total))}}" if pad and known else str(index + 1)
     return f"epoch {number}/{total if known else '?'}"
@@ -132,7 +184,15 @@ def epoch_text(index: int, total: Optional[int], pad: bool = False) -> str:
 
 def format_metric(name: str, value: float) -> str:
     """A metric as printed on the bar and in the epoch lines: losses (a ``loss`` in the name) in scientific notation
-    with 3 significant digits ('3.00e-05'), other quantities with 4 ('0.3871', '12.5')."""
+    with 3 significant digits ('3.00e-05'), other quantities with 4 ('0.3871', '12.5').
+
+    Args:
+        name: the metric's name.
+        value: its value.
+
+    Returns:
+        The formatted value (``nan``, ``inf`` as Python prints them).
+    """
     if not math.isfinite(value):
         return str(value)
     return f"{value:.2e}" if "loss" in name else f"{value:.4g}"
@@ -185,6 +245,13 @@ class TrainingSchedule(L.Callback):
         self._since = 0
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        """Set the epochs (``trainer.fit_loop.max_epochs``) and the patience for fitting; log them.
+
+        Args:
+            trainer: the Lightning trainer.
+            pl_module: the LightningModule being trained.
+            stage: the trainer's stage (``fit``, ``validate``, ``test``, ``predict``).
+        """
         dm = getattr(trainer, "datamodule", None)
         if stage != "fit" or dm is None or not hasattr(dm, "train_dataloader"):
             return
@@ -207,6 +274,12 @@ class TrainingSchedule(L.Callback):
             )
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Count the epochs without improvement of ``monitor``; stop after ``patience`` of them.
+
+        Args:
+            trainer: the Lightning trainer.
+            pl_module: the LightningModule being trained.
+        """
         if trainer.sanity_checking or self.monitor not in trainer.callback_metrics:
             return
         value = float(trainer.callback_metrics[self.monitor])
@@ -227,6 +300,12 @@ class TrainingSchedule(L.Callback):
                 )
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Warn when the run made fewer than ``min_steps`` optimizer steps.
+
+        Args:
+            trainer: the Lightning trainer.
+            pl_module: the LightningModule being trained.
+        """
         steps = int(trainer.global_step)
         if steps >= self.min_steps or not trainer.is_global_zero or not self.steps_per_epoch:
             return
@@ -250,13 +329,26 @@ class TrainingSchedule(L.Callback):
         return {"best": self._best, "since": self._since}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the plateau's state (best value, epochs since) from a checkpoint.
+
+        Args:
+            state_dict: what `state_dict` returned (``best``, ``since``).
+        """
         self._best = float(state_dict.get("best", math.inf))
         self._since = int(state_dict.get("since", 0))
 
 
 def checkpoint_name_fields(epoch_index: int, planned: Optional[int]) -> dict[str, int]:
     """The fields `EpochModelCheckpoint` adds to a file-name template: ``epoch_no`` (the epoch counted from 1) and
-    ``epochs`` (the planned total, ``trainer.max_epochs``; 0 when unknown)."""
+    ``epochs`` (the planned total, ``trainer.max_epochs``; 0 when unknown).
+
+    Args:
+        epoch_index: Lightning's 0-based epoch index.
+        planned: the planned number of epochs (None: unknown).
+
+    Returns:
+        ``{epoch_no, epochs}``.
+    """
     epochs = planned if planned is not None and 0 < planned < 10**9 else 0
     return {"epoch_no": int(epoch_index) + 1, "epochs": int(epochs)}
 
@@ -269,6 +361,13 @@ class EpochModelCheckpoint(ModelCheckpoint):
     """
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
+        """Lightning's setup; keep the trainer for the file-name fields.
+
+        Args:
+            trainer: the Lightning trainer.
+            pl_module: the LightningModule being trained.
+            stage: the trainer's stage (``fit``, ``validate``, ``test``, ``predict``).
+        """
         super().setup(trainer, pl_module, stage)
         self._fit_trainer = trainer
 
@@ -279,6 +378,17 @@ class EpochModelCheckpoint(ModelCheckpoint):
         ver: Optional[int] = None,
         prefix: Optional[str] = None,
     ) -> str:
+        """Lightning's file name, with ``{epoch_no}`` and ``{epochs}`` filled in.
+
+        Args:
+            metrics: the logged metrics (and ``epoch``) the template may name.
+            filename: the template (None: the callback's own).
+            ver: the version appended as ``-v<ver>`` (None: none).
+            prefix: the name's prefix (None: none).
+
+        Returns:
+            The checkpoint's file name (in the callback's ``dirpath`` when it is set).
+        """
         trainer = getattr(self, "_fit_trainer", None)
         epoch = metrics.get("epoch", trainer.current_epoch if trainer is not None else 0)
         planned = trainer.max_epochs if trainer is not None else None
@@ -293,7 +403,12 @@ class EpochBar(TQDMProgressBar):
     """
 
     def on_train_epoch_start(self, trainer: L.Trainer, *args: Any) -> None:
-        """Lightning's own start of an epoch's bar, with our words for the epoch ("epoch 1/4", never "Epoch 0")."""
+        """Lightning's own start of an epoch's bar, with our words for the epoch ("epoch 1/4", never "Epoch 0").
+
+        Args:
+            trainer: the Lightning trainer.
+            *args: the LightningModule, as Lightning passes it (not read).
+        """
         if self._leave:
             self.train_progress_bar = self.init_train_tqdm()
         bar = self.train_progress_bar
@@ -302,6 +417,15 @@ class EpochBar(TQDMProgressBar):
         bar.initial = 0
 
     def get_metrics(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict[str, Any]:
+        """Lightning's bar metrics without ``v_num``, numbers formatted by `format_metric`.
+
+        Args:
+            trainer: the Lightning trainer.
+            pl_module: the LightningModule being trained.
+
+        Returns:
+            {name: value or formatted text}.
+        """
         items = super().get_metrics(trainer, pl_module)
         items.pop("v_num", None)
         return {

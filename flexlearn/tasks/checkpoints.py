@@ -27,7 +27,17 @@ CHECKPOINT_INFO_KEY = "flexlearn"
 
 
 def read_checkpoint(path: str | Path) -> dict[str, Any]:
-    """``torch.load(path, weights_only=True)`` with errors that name the file and the problem."""
+    """``torch.load(path, weights_only=True)`` with errors that name the file and the problem.
+
+    Args:
+        path: the checkpoint file.
+
+    Returns:
+        The checkpoint dict (on the CPU), with a ``state_dict`` of named tensors.
+
+    Raises:
+        CheckpointError: no such file, not loadable, or not a Lightning checkpoint.
+    """
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint file not found")
@@ -48,7 +58,18 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
 
 def model_hparams(ckpt: Mapping[str, Any], path: str | Path) -> dict[str, Any]:
     """The checked model spec (``_target_`` and constructor arguments, `model_spec`) under
-    ``hyper_parameters.model`` of a read checkpoint; without a ``_target_`` the model is `LEGACY_TARGET`."""
+    ``hyper_parameters.model`` of a read checkpoint; without a ``_target_`` the model is `LEGACY_TARGET`.
+
+    Args:
+        ckpt: the checkpoint read (`read_checkpoint`).
+        path: its file, named in errors.
+
+    Returns:
+        The model spec (``_target_`` and arguments).
+
+    Raises:
+        CheckpointError: no ``hyper_parameters.model``, or a bad spec.
+    """
     hp = ckpt.get("hyper_parameters") or {}
     if "model" not in hp:
         raise CheckpointError(f"{path}: checkpoint has no 'hyper_parameters.model'; not a direction-task checkpoint")
@@ -66,6 +87,18 @@ def check_resumable(
     ``model_config`` is the run's ``model`` group (validated), ``state`` the new task's state dict;
     the checkpoint's model hyper-parameters and its weight names and shapes must match them. To resume
     training it must also hold the optimiser, scheduler and loop states. Returns the checkpoint read.
+
+    Args:
+        path: the checkpoint file.
+        model_config: the run's validated ``model`` group.
+        state: the new task's state dict.
+        training: whether training resumes from it (else it is only tested).
+
+    Returns:
+        The checkpoint read.
+
+    Raises:
+        CheckpointError: the checkpoint is unreadable, lacks the training states, or holds another model.
     """
     ckpt = read_checkpoint(path)
     missing = [k for k in ("optimizer_states", "lr_schedulers", "loops", "epoch") if k not in ckpt]
@@ -86,7 +119,15 @@ def check_resumable(
 
 
 def state_mismatch(theirs: Mapping[str, torch.Tensor], ours: Mapping[str, torch.Tensor]) -> str:
-    """'' when ``theirs`` has exactly the names and shapes of ``ours``, else the first difference in words."""
+    """'' when ``theirs`` has exactly the names and shapes of ``ours``, else the first difference in words.
+
+    Args:
+        theirs: the loaded state dict.
+        ours: the model's state dict.
+
+    Returns:
+        '' or the first difference.
+    """
     missing, unexpected = sorted(set(ours) - set(theirs)), sorted(set(theirs) - set(ours))
     if missing or unexpected:
         return f"missing {missing[0]!r}" if missing else f"unexpected {unexpected[0]!r}"
@@ -103,6 +144,16 @@ def load_direction_model(path: str | Path) -> tuple[torch.nn.Module, dict[str, A
 
     ``info`` holds what training recorded under the checkpoint's ``flexlearn`` key (dataset path,
     schema version, config) plus ``hyper_parameters`` and ``model_target`` (the class rebuilt).
+
+    Args:
+        path: the checkpoint file.
+
+    Returns:
+        The model in eval mode and ``info``.
+
+    Raises:
+        CheckpointError: the checkpoint is unreadable, its model cannot be built, or its weights do not match or
+            are not finite.
     """
     ckpt = read_checkpoint(path)
     spec = model_hparams(ckpt, path)

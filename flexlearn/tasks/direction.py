@@ -40,6 +40,13 @@ def validate_task_hparams(task: dict[str, Any], max_epochs: Any) -> None:
 
     ``lr`` > 0, ``weight_decay`` ≥ 0, ``lr_min_factor`` in [0, 1] (finite numbers), ``max_epochs`` an
     integer ≥ 1; no other ``task`` keys.
+
+    Args:
+        task: the ``task`` group (without ``model``, ``max_epochs``, ``n_modules``).
+        max_epochs: ``trainer.max_epochs``.
+
+    Raises:
+        ConfigError: an unknown key or a bad value.
     """
     unknown = sorted(set(task) - set(TASK_KEYS))
     check(
@@ -71,7 +78,15 @@ def _datamodule(trainer: L.Trainer) -> Any:
 
 
 def cosine_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Mean of 1 − predᵀtarget over the batch; pred and target are unit vectors (B, 3)."""
+    """Mean of 1 − predᵀtarget over the batch; pred and target are unit vectors (B, 3).
+
+    Args:
+        pred: the predicted unit vectors (B, 3).
+        target: the label unit vectors (B, 3).
+
+    Returns:
+        The mean loss (a scalar tensor).
+    """
     return (1.0 - (pred * target).sum(dim=-1)).mean()
 
 
@@ -138,13 +153,32 @@ class DirectionTask(L.LightningModule):
     def validate_hparams(hp: dict[str, Any], where: str = "task") -> dict[str, Any]:
         """The task arguments (``lr``, ``weight_decay``, ``lr_min_factor``, ``module_maps``, ``max_epochs``) checked
         by `validate_task_hparams`, for `flexlearn.config.target_arguments`; ``model`` is checked on its own and
-        ``n_modules`` comes from the dataset."""
+        ``n_modules`` comes from the dataset.
+
+        Args:
+            hp: the task's arguments.
+            where: the config key of the task, for messages (not read: errors name ``task.<key>``).
+
+        Returns:
+            A copy of ``hp``.
+
+        Raises:
+            ConfigError: an unknown key or a bad value.
+        """
         validate_task_hparams(
             {k: v for k, v in hp.items() if k not in ("max_epochs", "n_modules")}, hp.get("max_epochs", 60)
         )
         return dict(hp)
 
     def forward(self, delta_b: torch.Tensor) -> torch.Tensor:
+        """The predicted unit direction of the parent axis for ΔB.
+
+        Args:
+            delta_b: the field changes ΔB (..., 3) [T].
+
+        Returns:
+            Unit vectors (..., 3); (0, 0, 0) where no direction is usable.
+        """
         return self.net(delta_b)
 
     def on_fit_start(self) -> None:
@@ -177,6 +211,18 @@ class DirectionTask(L.LightningModule):
         return epoch_text(self.current_epoch, self.trainer.max_epochs if self._trainer is not None else None)
 
     def training_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> torch.Tensor:
+        """The batch's cosine loss (plus the module maps' prior term); a non-finite loss or raw output fails the run.
+
+        Args:
+            batch: (ΔB (B, 3) [T], labels (B, 3)[, module indices (B,)]).
+            batch_idx: the batch's index in the epoch (not read).
+
+        Returns:
+            The loss (a scalar tensor).
+
+        Raises:
+            TrainingDivergedError: the loss or the raw network output is not finite.
+        """
         delta_b, label = self._inputs(batch)
         raw = self.net.raw_output(delta_b)
         loss = cosine_loss(self.net.direction(raw, delta_b), label)
@@ -208,9 +254,21 @@ class DirectionTask(L.LightningModule):
         return pred
 
     def validation_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> None:
+        """Store the batch's angular errors for the epoch's validation metrics.
+
+        Args:
+            batch: (ΔB (B, 3) [T], labels (B, 3)[, module indices (B,)]).
+            batch_idx: the batch's index in the epoch (not read).
+        """
         self._eval_step(batch, self._val_err)
 
     def test_step(self, batch: tuple[torch.Tensor, ...], batch_idx: int) -> None:
+        """Store the batch's angular errors and predictions for the test metrics.
+
+        Args:
+            batch: (ΔB (B, 3) [T], labels (B, 3)[, module indices (B,)]).
+            batch_idx: the batch's index in the epoch (not read).
+        """
         pred = self._eval_step(batch, self._test_err)
         self._test_preds.append(pred.detach())
 
@@ -246,7 +304,11 @@ class DirectionTask(L.LightningModule):
         self.test_predictions = torch.cat(self._test_preds) if self._test_preds else None
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        """Record what the model was trained on, in plain types (loadable with weights_only=True)."""
+        """Record what the model was trained on, in plain types (loadable with weights_only=True).
+
+        Args:
+            checkpoint: the checkpoint dict Lightning saves; the record goes under `CHECKPOINT_INFO_KEY`.
+        """
         dm = _datamodule(self.trainer) if self._trainer is not None else None
         csv_logs = [
             lg for lg in (self.trainer.loggers if self._trainer is not None else []) if type(lg).__name__ == "CSVLogger"

@@ -28,7 +28,17 @@ def _mm(values: Any) -> np.ndarray:
 
 
 def write_trajectory_figure(result: Mapping[str, Any], path: str | Path) -> Path:
-    """Draw the figure described in the module docstring into ``path`` (PNG, written atomically)."""
+    """Draw the figure described in the module docstring into ``path`` (PNG, written atomically).
+
+    Args:
+        result: the experiments' result dict: ``experiment_I`` and ``experiment_II`` with ``ee_positions_m``
+            (n, 3) [m] (and optionally ``shooting_positions_m``, ``lse_vs_shooting_at_samples_m`` [m]), plus the
+            optional ``pulley_position_m`` [m], ``pulley_tension_N`` [N], ``n_rods``, ``elements_per_rod``.
+        path: the PNG file to write.
+
+    Returns:
+        ``path`` as a `Path`.
+    """
     import matplotlib  # heavy, and only drawing needs it: off the import path of flexlearn.viz
 
     matplotlib.use("Agg")

@@ -59,7 +59,15 @@ class FigureCaption:
 
     def lines(self, summary: dict[str, Any], what: str = "poses") -> str:
         """The title, then ``numbers`` or 'all N poses: median m°, p95 p°' of ``summary``
-        (`flexlearn.metrics.angular_error_summary`)."""
+        (`flexlearn.metrics.angular_error_summary`).
+
+        Args:
+            summary: the error summary (``n_samples``, ``ang_err_median_deg``, ``ang_err_p95_deg`` are used).
+            what: the noun counted in the own numbers line.
+
+        Returns:
+            The caption text, one line per part.
+        """
         numbers = self.numbers or (
             f"all {summary['n_samples']} {what}: median {summary['ang_err_median_deg']:.2f}°, "
             f"p95 {summary['ang_err_p95_deg']:.2f}°"
@@ -80,7 +88,17 @@ def _as_directions(x: np.ndarray | torch.Tensor, name: str) -> torch.Tensor:
 
 
 def cap_coordinates(direction: np.ndarray | torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """Colatitude from +z [deg] and azimuth atan2(y, x) [rad, (-pi, pi]] of directions (N, 3) -> (N,), (N,)."""
+    """Colatitude from +z [deg] and azimuth atan2(y, x) [rad, (-pi, pi]] of directions (N, 3) -> (N,), (N,).
+
+    Args:
+        direction: directions (N, 3), numpy or torch; need not be unit.
+
+    Returns:
+        (colatitude (N,) [deg], azimuth (N,) [rad]).
+
+    Raises:
+        ArgumentError: ``direction`` is not of shape (N, 3).
+    """
     d = _as_directions(direction, "direction").numpy()
     colat = np.degrees(np.arctan2(np.hypot(d[:, 0], d[:, 1]), d[:, 2]))
     return colat, np.arctan2(d[:, 1], d[:, 0])
@@ -100,7 +118,15 @@ class PolarErrorBins:
     n_nonfinite: int
 
     def bin_of(self, colat_deg: float, azimuth_rad: float) -> tuple[int, int]:
-        """(ring, sector) index of a point on the cap."""
+        """(ring, sector) index of a point on the cap.
+
+        Args:
+            colat_deg: colatitude from +z [deg] (clipped to the rings).
+            azimuth_rad: azimuth [rad] (wrapped to [−π, π)).
+
+        Returns:
+            (ring, sector).
+        """
         i = int(np.clip(np.searchsorted(self.colat_edges_deg, colat_deg, side="right") - 1, 0, self.count.shape[0] - 1))
         a = (azimuth_rad + math.pi) % (2 * math.pi) - math.pi
         j = int(np.clip(np.searchsorted(self.azimuth_edges_rad, a, side="right") - 1, 0, self.count.shape[1] - 1))
@@ -119,6 +145,20 @@ def bin_polar_error(
 
     Rings are ``colat_step_deg`` wide up to ``max_colat_deg`` (default: the largest label colatitude, rounded
     up to a ring); sectors split the azimuth evenly. Samples with a non-finite error or label are skipped.
+
+    Args:
+        label: label directions (N, 3), numpy or torch.
+        err_deg: per-sample angular errors (N,) [deg].
+        colat_step_deg: ring width [deg].
+        n_azimuth: number of azimuth sectors.
+        max_colat_deg: outer edge of the last ring [deg]; None: from the labels.
+        statistic: "mean", "median" or "max".
+
+    Returns:
+        The bins.
+
+    Raises:
+        ArgumentError: unknown ``statistic``, or ``err_deg`` and ``label`` differ in length.
     """
     if statistic not in _STATS:
         raise ArgumentError(f"statistic must be one of {sorted(_STATS)}, got {statistic!r}")
@@ -155,7 +195,17 @@ def adaptive_polar_bins(
     n_samples: int, max_colat_deg: float, samples_per_bin: float = 8.0, finest: tuple[float, int] = (2.5, 24)
 ) -> tuple[float, int]:
     """(colatitude step [deg], azimuth sectors) of the finest grid, down to ``finest``, whose bins hold
-    ``samples_per_bin`` samples on average, preferring bins about as wide as long (at mid radius)."""
+    ``samples_per_bin`` samples on average, preferring bins about as wide as long (at mid radius).
+
+    Args:
+        n_samples: number of samples to bin.
+        max_colat_deg: largest colatitude to cover [deg].
+        samples_per_bin: target mean count per bin.
+        finest: the finest grid allowed: (colatitude step [deg], azimuth sectors).
+
+    Returns:
+        (colatitude step [deg], azimuth sectors).
+    """
     target = max(1.0, n_samples / samples_per_bin)
     top = max(float(max_colat_deg), 1e-6)
     best: tuple[float, float, int] = (-1.0, _NICE_STEPS_DEG[-1], _NICE_SECTORS[-1])
@@ -188,6 +238,22 @@ def plot_error_polar_map(
     ``n_azimuth``) is chosen from the number of samples when not given (`adaptive_polar_bins`: a small test set
     gets coarse bins, not a map of empty ones); small grids show each bin's sample count. ``title``: what was scored,
     or a `FigureCaption` with the headline numbers to show instead of the figure's own. Returns the bins.
+
+    Args:
+        label: label directions (N, 3), numpy or torch.
+        pred: predicted directions (N, 3), numpy or torch.
+        path: the PNG file to write.
+        title: what was scored, or a `FigureCaption`.
+        colat_step_deg: ring width [deg]; None: chosen by `adaptive_polar_bins`.
+        n_azimuth: number of azimuth sectors; None: chosen by `adaptive_polar_bins`.
+        statistic: per-bin statistic, "mean", "median" or "max".
+        clip_percentile: percentile of the bin values [%] where the colour scale ends.
+
+    Returns:
+        The bins shown.
+
+    Raises:
+        ArgumentError: ``label`` or ``pred`` is not (N, 3), or their shapes differ.
     """
     lab, prd = _as_directions(label, "label"), _as_directions(pred, "pred")
     if lab.shape != prd.shape:
@@ -290,6 +356,16 @@ def plot_error_histogram(
 
     The x range ends at 1.25 x the ``tail_percentile`` of the errors; the legend counts samples beyond it.
     Returns ``angular_error_summary`` of the errors.
+
+    Args:
+        err_deg: angular errors (N,) [deg], numpy or torch; non-finite ones are counted, not drawn.
+        path: the PNG file to write.
+        title: what was scored, or a `FigureCaption`.
+        n_bins: number of histogram bins.
+        tail_percentile: percentile [%] of the errors that sets the x range.
+
+    Returns:
+        The error summary (`flexlearn.metrics.angular_error_summary`).
     """
     err = torch.as_tensor(err_deg).detach().cpu().double().reshape(-1)
     s = angular_error_summary(err)
@@ -338,6 +414,18 @@ def write_evaluation_figures(
     ``monitor`` and ``mode`` are those the best checkpoint was chosen by (the curves mark its epoch).
 
     The metrics file is checked first, so a missing one fails before any figure is written.
+
+    Args:
+        label: label directions (N, 3), numpy or torch.
+        pred: predicted directions (N, 3), numpy or torch.
+        out_dir: folder of the figures.
+        metrics_csv: the training's ``metrics.csv``; None: no training curves.
+        caption: what was scored and the headline numbers; None: the figures' defaults.
+        monitor: metric the best checkpoint was chosen by.
+        mode: "min" or "max", the direction of ``monitor`` that is best.
+
+    Returns:
+        Figure name (a key of ``FIGURE_NAMES``) -> path written.
     """
     out = Path(out_dir)
     paths: dict[str, Path] = {}

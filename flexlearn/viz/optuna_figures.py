@@ -32,7 +32,14 @@ MIN_TRIALS_FOR_RANKING = 10  # below this the importance figure says its ranking
 
 def read_sweeper(root: str | Path) -> dict[str, Any]:
     """``hydra.sweeper`` of the first job of the multirun at ``root`` that has a ``.hydra/hydra.yaml``
-    ({} when none)."""
+    ({} when none).
+
+    Args:
+        root: the multirun folder (one subfolder per job).
+
+    Returns:
+        The sweeper block, or {}.
+    """
     for f in sorted(Path(root).glob("*/.hydra/hydra.yaml")):
         try:
             doc = yaml.safe_load(f.read_text())
@@ -74,7 +81,17 @@ def optuna_importances(
 ) -> Optional[tuple[dict[str, float], str]]:
     """(importances, method) by Optuna for the finished trials (metric finite): fANOVA, else the random
     forest's mean decrease in impurity (Optuna 2.10's fANOVA fails with scikit-learn >= 1.3); None when
-    Optuna, scikit-learn or the search space is unavailable."""
+    Optuna, scikit-learn or the search space is unavailable.
+
+    Args:
+        trials: the jobs' rows (swept keys and metric).
+        y: the metric's key.
+        params: the sweeper's search space (key -> Hydra override syntax).
+        direction: "minimize" or "maximize".
+
+    Returns:
+        (parameter -> importance, method name), or None.
+    """
     try:
         logging.getLogger("alembic").setLevel(logging.WARNING)  # its plugin set-up lines at import
         import optuna  # optional dependency (the sweep extra)
@@ -108,7 +125,17 @@ def optuna_importances(
 
 def eta_squared(trials: list[dict[str, Any]], y: str, keys: Sequence[str], bins: int = 4) -> dict[str, float]:
     """Correlation ratio η² = SS_between / SS_total of the metric grouped by each key (numbers in ``bins``
-    quantile bins), normalised to sum 1 (all 0 when the metric does not vary)."""
+    quantile bins), normalised to sum 1 (all 0 when the metric does not vary).
+
+    Args:
+        trials: the jobs' rows (swept keys and metric); rows without a finite metric are left out.
+        y: the metric's key.
+        keys: the swept keys.
+        bins: number of quantile bins of a numeric key (a key with at most ``bins`` values: one group per value).
+
+    Returns:
+        Key -> normalised η².
+    """
     done = [t for t in trials if is_finite_number(t.get(y))]
     v = np.array([float(t[y]) for t in done])
     total = float(((v - v.mean()) ** 2).sum()) if len(v) else 0.0
@@ -145,7 +172,19 @@ def _swept_keys(root: str | Path) -> list[str]:
 def history_figure(
     trials: list[dict[str, Any]], y: str, direction: str, path: Path, title: str, n_startup: Optional[int] = None
 ) -> Path:
-    """Write ``optuna_history.png`` (module docstring)."""
+    """Write ``optuna_history.png`` (module docstring).
+
+    Args:
+        trials: the jobs' rows in trial order.
+        y: the metric's key.
+        direction: "minimize" or "maximize".
+        path: the PNG file to write.
+        title: the figure's title.
+        n_startup: random start-up trials before TPE (marked); None: not marked.
+
+    Returns:
+        ``path``.
+    """
     n = np.arange(len(trials))
     v = np.array([float(t[y]) if is_finite_number(t.get(y)) else np.nan for t in trials])
     ok = np.isfinite(v)
@@ -200,7 +239,19 @@ def history_figure(
 
 
 def importance_figure(importance: dict[str, float], method: str, y: str, path: Path, title: str, n_trials: int) -> Path:
-    """Write ``optuna_importance.png`` (module docstring)."""
+    """Write ``optuna_importance.png`` (module docstring).
+
+    Args:
+        importance: parameter -> importance (summing to 1).
+        method: how the importances were computed (named on the axis).
+        y: the metric's key.
+        path: the PNG file to write.
+        title: the figure's title.
+        n_trials: number of finished trials (below ``MIN_TRIALS_FOR_RANKING`` the figure says so).
+
+    Returns:
+        ``path``.
+    """
     items = sorted(importance.items(), key=lambda kv: kv[1])
     fig = Figure(figsize=(7.0, 1.4 + 0.45 * max(len(items), 1)), layout="constrained")
     ax = fig.add_subplot()
@@ -216,7 +267,17 @@ def importance_figure(importance: dict[str, float], method: str, y: str, path: P
 
 def write_optuna_figures(root: str | Path, trials: list[dict[str, Any]], y: str, out_dir: str | Path) -> list[Path]:
     """Both figures for the multirun at ``root`` (``trials``: the jobs' rows in trial order, with the swept
-    keys and ``y``) into ``out_dir``; returns their paths (the importance figure needs two finished trials)."""
+    keys and ``y``) into ``out_dir``; returns their paths (the importance figure needs two finished trials).
+
+    Args:
+        root: the multirun folder (the sweeper's settings are read from its jobs).
+        trials: the jobs' rows in trial order.
+        y: the metric's key.
+        out_dir: folder of the figures.
+
+    Returns:
+        The paths written (history first).
+    """
     sweeper = read_sweeper(root)
     direction = str(sweeper.get("direction") or "minimize")
     direction = direction if direction in ("minimize", "maximize") else "minimize"

@@ -65,7 +65,18 @@ def plot_curves(runs: Sequence[Run], path: Path, quantities: Optional[Sequence[s
 
 
 def curves_figure(runs: Sequence[Run], quantities: Optional[Sequence[str]] = None) -> Figure:
-    """The figure of `plot_curves`, not saved (its arguments and errors)."""
+    """The figure of `plot_curves`, not saved (its arguments and errors).
+
+    Args:
+        runs: the runs, in legend order.
+        quantities: ``metrics.csv`` columns to draw; None: `DEFAULT_QUANTITIES`.
+
+    Returns:
+        The figure.
+
+    Raises:
+        DataError: no run has curves, or none of the quantities was logged (the message lists what was).
+    """
     curves = {id(r): read_metrics_csv(r.metrics_csv) for r in runs if r.metrics_csv is not None}
     if not curves:
         raise DataError("none of the runs has csv/metrics.csv (curves are logged by logger=csv, the default)")

@@ -25,7 +25,15 @@ _LR = re.compile(r"(^|[._/])(lr|learning_rate)$")
 
 
 def wants_log(key: str, values: Sequence[float] | np.ndarray) -> bool:
-    """Log axis for a learning rate, or for positive values spanning more than 100×."""
+    """Log axis for a learning rate, or for positive values spanning more than 100×.
+
+    Args:
+        key: the quantity's name (a learning rate ends in ``lr`` or ``learning_rate``).
+        values: the values to draw.
+
+    Returns:
+        True when all values are positive and the key is a learning rate or the values span more than 100×.
+    """
     v = np.asarray(values, float)
     if v.size == 0 or not (v > 0).all():
         return False
@@ -63,7 +71,20 @@ def sweep_figure(
     others: Sequence[str] = (),
 ) -> Optional[Path]:
     """Metric ``y`` of the finished ``jobs`` against swept key ``x`` (or 'job'), coloured by swept key ``hue``;
-    ``others``: swept keys that also vary (named under the figure). None when no job has a numeric ``y``."""
+    ``others``: swept keys that also vary (named under the figure). None when no job has a numeric ``y``.
+
+    Args:
+        jobs: the jobs' rows (swept keys and metrics).
+        x: swept key on the x axis, or "job".
+        y: metric on the y axis (lowest is marked best).
+        hue: swept key that colours the points; None: one colour.
+        path: the PNG file to write.
+        title: the figure's title (the job count and best value are added).
+        others: other swept keys that vary, named under the figure.
+
+    Returns:
+        ``path`` as a `Path`, or None.
+    """
     pts = [j for j in jobs if is_number(j.get(y))]
     if not pts:
         return None

@@ -28,6 +28,15 @@ def read_metrics_csv(metrics_csv) -> dict[str, np.ndarray]:
     """Columns of a Lightning CSVLogger ``metrics.csv`` as float arrays (R,), NaN where a row leaves a cell blank.
 
     Raises DataError naming the file if it is missing, empty or holds a non-numeric value.
+
+    Args:
+        metrics_csv: path of the ``metrics.csv``.
+
+    Returns:
+        Column name -> values (R,).
+
+    Raises:
+        DataError: the file is missing, empty or holds a non-numeric value.
     """
     path = Path(metrics_csv)
     if not path.is_file():
@@ -52,13 +61,27 @@ def read_metrics_csv(metrics_csv) -> dict[str, np.ndarray]:
 
 
 def group_key(column: str) -> str:
-    """'train/loss_step', 'val/loss' -> 'loss': the series of one quantity share a subplot."""
+    """'train/loss_step', 'val/loss' -> 'loss': the series of one quantity share a subplot.
+
+    Args:
+        column: a ``metrics.csv`` column name.
+
+    Returns:
+        The quantity, without split prefix and ``_step``/``_epoch`` suffix.
+    """
     key = re.sub(rf"^({'|'.join(_SPLITS)})[/_]", "", column)
     return re.sub(r"_(step|epoch)$", "", key)
 
 
 def quantity_label(key: str) -> str:
-    """'ang_err_median_deg' -> 'median angular error [deg]'; 'loss' -> 'loss'."""
+    """'ang_err_median_deg' -> 'median angular error [deg]'; 'loss' -> 'loss'.
+
+    Args:
+        key: a quantity (`group_key`).
+
+    Returns:
+        Its axis label in words, with the unit in brackets when the key ends in ``_deg`` or ``_rad``.
+    """
     m = re.match(r"(.*)_(deg|rad)$", key)
     name, unit = (m[1], m[2]) if m else (key, "")
     stat = re.match(r"ang_err_(mean|median|rms|p95)$", name)
@@ -70,7 +93,15 @@ def quantity_label(key: str) -> str:
 def epoch_axis(cols: dict[str, np.ndarray], x: str = "epoch") -> tuple[np.ndarray, str]:
     """X values (R,) of every row and their label. ``x='epoch'``: epochs completed (a value logged at the end of
     epoch e sits at e + 1, a per-step value at its fraction of the epoch); ``x='step'``: the global step. Falls
-    back to the other column, then to the row index, when one is absent or blank."""
+    back to the other column, then to the row index, when one is absent or blank.
+
+    Args:
+        cols: the columns of `read_metrics_csv`.
+        x: "epoch" or "step".
+
+    Returns:
+        (x values (R,), axis label: "epoch", "step" or "row").
+    """
 
     def usable(c: str) -> bool:
         return c in cols and bool(np.isfinite(cols[c]).any())
@@ -97,7 +128,15 @@ def _constant(values: np.ndarray) -> bool:
 
 
 def log_scaled(key: str, values: list[np.ndarray]) -> bool:
-    """Log y for positive losses, errors and learning rates, and for any positive quantity spanning > 20×."""
+    """Log y for positive losses, errors and learning rates, and for any positive quantity spanning > 20×.
+
+    Args:
+        key: the quantity or panel name.
+        values: the panel's series (NaN ignored).
+
+    Returns:
+        True for a log y axis.
+    """
     v = np.concatenate([x[np.isfinite(x)] for x in values]) if values else np.zeros(0)
     if v.size == 0 or not (v > 0).all():
         return False
@@ -110,7 +149,14 @@ _SPLIT_COLOURS = {"train": "C0", "val": "C1", "valid": "C1", "validation": "C1"}
 
 
 def panel_of(quantity: str) -> str:
-    """The panel a quantity is drawn in: every angular-error statistic shares one, the rest one each."""
+    """The panel a quantity is drawn in: every angular-error statistic shares one, the rest one each.
+
+    Args:
+        quantity: a quantity (`group_key`).
+
+    Returns:
+        The panel's name (its y label).
+    """
     return "angular error [deg]" if _ERROR.match(quantity) else quantity_label(quantity)
 
 
@@ -119,7 +165,15 @@ def plan_panels(
 ) -> tuple[dict[str, list[str]], dict[str, list[str]], list[str]]:
     """(quantities, panels, constant quantities): the ``metrics`` columns grouped by quantity (train/val/test of
     one together), the panels drawn (losses first; all angular-error statistics in one) and the quantities that
-    stay constant over the run, which get a note instead of a panel (unless nothing varies)."""
+    stay constant over the run, which get a note instead of a panel (unless nothing varies).
+
+    Args:
+        cols: the columns of `read_metrics_csv`.
+        metrics: the metric columns to draw.
+
+    Returns:
+        (quantity -> columns, panel -> columns, constant quantities).
+    """
     groups: dict[str, list[str]] = {}
     for c in metrics:
         groups.setdefault(group_key(c), []).append(c)
@@ -137,7 +191,19 @@ MONITOR = "val/ang_err_median_deg"
 
 def best_row(cols: dict[str, np.ndarray], monitor: str = MONITOR, mode: str = "min") -> Optional[int]:
     """The row of ``metrics.csv`` that logged the best ``monitor`` value (the first one, as a ModelCheckpoint keeps
-    the first of equal scores): the epoch whose weights the best checkpoint holds. None when it was not logged."""
+    the first of equal scores): the epoch whose weights the best checkpoint holds. None when it was not logged.
+
+    Args:
+        cols: the columns of `read_metrics_csv`.
+        monitor: the metric the checkpoint was chosen by.
+        mode: "min" or "max", the checkpoint callback's.
+
+    Returns:
+        The row index, or None.
+
+    Raises:
+        ArgumentError: ``mode`` is neither "min" nor "max".
+    """
     if mode not in ("min", "max"):
         raise ArgumentError(f"mode must be 'min' or 'max' (as the checkpoint callback's), got {mode!r}")
     if monitor not in cols or not np.isfinite(cols[monitor]).any():
@@ -155,6 +221,20 @@ def plot_training_curves(
     ``monitor`` value (`best_row`; ``mode`` 'min' or 'max', as the checkpoint callback chose it), which a dotted
     line marks in every panel. Quantities constant over the run are listed under the figure instead of drawn.
     Returns {quantity: [columns]} of every quantity (train/val/test of one quantity together).
+
+    Args:
+        metrics_csv: path of the ``metrics.csv``.
+        path: the PNG file to write.
+        x: "epoch" or "step".
+        title: the figure's title (the file name and best checkpoint are added).
+        monitor: the metric the best checkpoint was chosen by.
+        mode: "min" or "max", the checkpoint callback's.
+
+    Returns:
+        Quantity -> its columns.
+
+    Raises:
+        DataError: the file cannot be read or has no metric column with values.
     """
     fig, groups = training_curves_figure(metrics_csv, x, title, monitor, mode)
     save_png(fig, path)
@@ -164,7 +244,21 @@ def plot_training_curves(
 def training_curves_figure(  # long: one panel per quantity, the best-epoch marks and the note of constants
     metrics_csv, x: str = "epoch", title: str = "Training curves", monitor: str = MONITOR, mode: str = "min"
 ) -> tuple[Figure, dict[str, list[str]]]:
-    """The figure of `plot_training_curves` (not saved) and its {quantity: [columns]}."""
+    """The figure of `plot_training_curves` (not saved) and its {quantity: [columns]}.
+
+    Args:
+        metrics_csv: path of the ``metrics.csv``.
+        x: "epoch" or "step".
+        title: the figure's title (the file name and best checkpoint are added).
+        monitor: the metric the best checkpoint was chosen by.
+        mode: "min" or "max", the checkpoint callback's.
+
+    Returns:
+        (figure, quantity -> its columns).
+
+    Raises:
+        DataError: the file cannot be read or has no metric column with values.
+    """
     cols = read_metrics_csv(metrics_csv)
     metrics = [c for c in cols if c not in INDEX_COLUMNS and np.isfinite(cols[c]).any()]
     if not metrics:

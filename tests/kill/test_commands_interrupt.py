@@ -39,3 +39,37 @@ def test_an_interrupted_simulation_writes_nothing_and_says_so(tmp_path, sig):
     assert len(lines) == 1 and signal.Signals(sig).name in lines[0] and "rerun: flexlearn-simulate" in lines[0]
     assert "Traceback" not in err
     assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".raw.tmp-")]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_modules_load_ends_with_one_line_not_a_traceback(tmp_path, sig):
+    """A signal inside an import (torch and numpy load for seconds at a command's start) ends the command at
+    once with its one line and 128 + the signal: an exception raised there would leave half-loaded modules
+    (numpy then refuses to load again) and a traceback."""
+    marker = tmp_path / "loading"
+    (tmp_path / "slow_module.py").write_text(
+        f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(60)\n"
+    )
+    code = (
+        f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
+        "from flexlearn.apps.runner import interruptions\n"
+        "with interruptions('flexlearn-demo'):\n"
+        "    import slow_module\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
+    end = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < end and proc.poll() is None:
+        time.sleep(0.05)
+    assert marker.exists(), "the module never started loading"
+    proc.send_signal(sig)
+    try:
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + sig, err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"flexlearn-demo: interrupted by {signal.Signals(sig).name}")
+    assert "while loading modules" in lines[0] and "rerun: flexlearn-demo" in lines[0]

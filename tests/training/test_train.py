@@ -17,7 +17,7 @@ TINY = ["data.sim.n_poses=400", "trainer.max_epochs=3", "data.batch_size=64"]
 
 CONFIG_GROUPS = {
     "data": ["sim_rig", "raw", "dataset", "modules"],
-    "logger": ["csv", "wandb", "none"],
+    "logger": ["csv", "wandb", "tensorboard", "none"],
     "debug": ["default", "fdr", "overfit"],
     "experiment": ["quick", "joint_modules"],
     "trainer": ["default", "gpu"],

@@ -40,7 +40,14 @@ def _xi(w: Tensor, vx: Tensor, vy: Tensor) -> Tensor:
 
 
 def joint_transform(theta: Tensor) -> Tensor:
-    """``^{T_{i−1}}G_{B_i}``: pure rotation by θ [rad] (..., 3, 3) (seed 000, §IV)."""
+    """``^{T_{i−1}}G_{B_i}``: pure rotation by θ [rad] (..., 3, 3) (seed 000, §IV).
+
+    Args:
+        theta: joint angles θ (...) [rad].
+
+    Returns:
+        The SE(2) transform (..., 3, 3).
+    """
     z = torch.zeros_like(theta)
     return se2_exp(_xi(theta, z, z))
 
@@ -95,7 +102,14 @@ def forward_kinematics(
 
 
 def pose_to_xytheta(G: Tensor) -> Tensor:
-    """(x, y, angle) (..., 3) [m, m, rad] of an SE(2) pose (angle by atan2, in (−π, π])."""
+    """(x, y, angle) (..., 3) [m, m, rad] of an SE(2) pose (angle by atan2, in (−π, π]).
+
+    Args:
+        G: SE(2) poses (..., 3, 3), translation [m].
+
+    Returns:
+        ``(x, y, angle)`` (..., 3) [m, m, rad].
+    """
     return torch.stack([G[..., 0, 2], G[..., 1, 2], torch.atan2(G[..., 1, 0], G[..., 0, 0])], -1)
 
 

@@ -169,7 +169,10 @@ class FlexibleArmPlant(nn.Module):
 
     def points(self, q: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Q (B, N) → (quadrature + tip points (B, P, 2) [m], their masses (P,) [kg], rotating-body angles
-        (B, A) [rad] (hub i and tip payload i), their inertias (A,) [kg m²])."""
+        (B, A) [rad] (hub i and tip payload i), their inertias (A,) [kg m²]).
+
+        Args:
+            q: generalised coordinates (B, N)."""
         pts, masses, angs, inert = [], [], [], []
         bx = torch.zeros_like(q[:, 0])
         by = torch.zeros_like(q[:, 0])
@@ -326,7 +329,10 @@ class FlexibleArmPlant(nn.Module):
         return self._grad_v(q)
 
     def energy(self, x: Tensor) -> Tensor:
-        """Total mechanical energy T + V (B,) [J]."""
+        """Total mechanical energy T + V (B,) [J].
+
+        Args:
+            x: state ``[q, q̇, τ_a]`` (B, 2N + n)."""
         q, qd = x[:, : self.N], x[:, self.N : 2 * self.N]
         return self.kinetic(q, qd) + self.potential(q)
 
@@ -436,7 +442,10 @@ class FlexibleArmPlant(nn.Module):
         return q
 
     def initial_state(self, theta: Tensor) -> Tensor:
-        """Rest state at joint angles θ (B, n) with the holding torques in the actuator state."""
+        """Rest state at joint angles θ (B, n) with the holding torques in the actuator state.
+
+        Args:
+            theta: joint angles θ (B, n) [rad]."""
         q = self.static_equilibrium(theta)
         tau = self._grad_v(q)[:, : self.n]
         return torch.cat([q, torch.zeros_like(q), tau], -1)
@@ -467,7 +476,10 @@ class FlexibleArmPlant(nn.Module):
         return torch.stack([x, y, phi[:, -1] + tq["tip_slope"][:, -1]], -1)
 
     def imu_rows(self, imu_positions: Sequence[Sequence[float]]) -> list:
-        """Mode-shape rows (Φ, Φ′) at the IMU positions of each link [(S_i, m_i) each]."""
+        """Mode-shape rows (Φ, Φ′) at the IMU positions of each link [(S_i, m_i) each].
+
+        Args:
+            imu_positions: per link, the IMU positions along it [m]."""
         rows = []
         for i, pos in enumerate(imu_positions):
             xi = torch.tensor(list(pos), dtype=f64)

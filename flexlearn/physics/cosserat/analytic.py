@@ -17,7 +17,14 @@ BETA_L = (1.8751040687119611, 4.6940911329741746, 7.8547574382376126, 10.9955407
 
 
 def cantilever_beta_l(n_modes: int) -> np.ndarray:
-    """First ``n_modes`` roots βₙL of ``cos βL cosh βL + 1 = 0`` (Newton from the asymptote (n − ½)π)."""
+    """First ``n_modes`` roots βₙL of ``cos βL cosh βL + 1 = 0`` (Newton from the asymptote (n − ½)π).
+
+    Args:
+        n_modes: Number of roots to return.
+
+    Returns:
+        Roots βₙL, shape (n_modes,).
+    """
     out = []
     for n in range(1, n_modes + 1):
         x = BETA_L[n - 1] if n <= len(BETA_L) else (n - 0.5) * math.pi
@@ -32,13 +39,34 @@ def cantilever_beta_l(n_modes: int) -> np.ndarray:
 def cantilever_frequencies(
     length: float, youngs_modulus: float, second_moment: float, density: float, area: float, n_modes: int = 3
 ) -> np.ndarray:
-    """Euler–Bernoulli natural frequencies ``ωₙ = (βₙL)² √(EI / (ρ A L⁴))`` [rad/s]."""
+    """Euler–Bernoulli natural frequencies ``ωₙ = (βₙL)² √(EI / (ρ A L⁴))`` [rad/s].
+
+    Args:
+        length: Beam length L [m].
+        youngs_modulus: Young's modulus E [Pa].
+        second_moment: Second moment of area I [m⁴].
+        density: Mass density ρ [kg/m³].
+        area: Cross-section area A [m²].
+        n_modes: Number of modes.
+
+    Returns:
+        Natural frequencies ωₙ [rad/s], shape (n_modes,).
+    """
     bl = cantilever_beta_l(n_modes)
     return bl**2 * math.sqrt(youngs_modulus * second_moment / (density * area * length**4))
 
 
 def cantilever_mode_shape(s: np.ndarray, length: float, mode: int) -> np.ndarray:
-    """Clamped–free mode shape φₙ(s) normalised to φₙ(L) = 1 (``mode`` from 1)."""
+    """Clamped–free mode shape φₙ(s) normalised to φₙ(L) = 1 (``mode`` from 1).
+
+    Args:
+        s: Arc-length positions [m] along the beam.
+        length: Beam length L [m].
+        mode: Mode number, from 1.
+
+    Returns:
+        Mode shape φₙ(s), same shape as ``s``.
+    """
     bl = cantilever_beta_l(mode)[-1]
     b = bl / length
     sigma = (math.cosh(bl) + math.cos(bl)) / (math.sinh(bl) + math.sin(bl))
@@ -50,26 +78,66 @@ def frequency_correction(simulated: float, target: float) -> float:
     """Seed 001, Sec. 5: ``γ_corr = (ω_N̄ / ω)²``; multiply E by it in the N̄-element simulation so that
     its natural frequency becomes ``simulated/√γ``… as the seed states it, γ is the ratio of the
     *simulated* to the true frequency squared — to match the truth, divide E by γ (equivalently multiply
-    by ``(ω / ω_N̄)²``). Both forms are returned consistently by :func:`corrected_modulus`."""
+    by ``(ω / ω_N̄)²``). Both forms are returned consistently by :func:`corrected_modulus`.
+
+    Args:
+        simulated: Natural frequency of the N̄-element model.
+        target: True (reference) natural frequency, same unit.
+
+    Returns:
+        γ_corr = (simulated / target)².
+    """
     return (simulated / target) ** 2
 
 
 def corrected_modulus(youngs_modulus: float, simulated: float, target: float) -> float:
     """Young's modulus for an N̄-element model whose first natural frequency ``simulated`` should be
-    ``target``: ``E / γ_corr`` with γ_corr of :func:`frequency_correction` (ω ∝ √E)."""
+    ``target``: ``E / γ_corr`` with γ_corr of :func:`frequency_correction` (ω ∝ √E).
+
+    Args:
+        youngs_modulus: Young's modulus E of the model [Pa].
+        simulated: First natural frequency of the model with ``youngs_modulus``.
+        target: Wanted first natural frequency, same unit.
+
+    Returns:
+        Corrected Young's modulus [Pa].
+    """
     return youngs_modulus / frequency_correction(simulated, target)
 
 
 def tip_sag_uniform_load(q: float, length: float, ei: float, ga: float = math.inf) -> float:
     """Small-deflection tip sag of a cantilever under a uniform load q [N/m]: ``qL⁴/(8EI)`` plus the
-    Timoshenko shear contribution ``qL²/(2 k G A)``."""
+    Timoshenko shear contribution ``qL²/(2 k G A)``.
+
+    Args:
+        q: Uniform load per length [N/m].
+        length: Cantilever length L [m].
+        ei: Bending stiffness EI [N·m²].
+        ga: Shear stiffness k G A [N]; infinite (default) drops the shear term.
+
+    Returns:
+        Tip sag [m].
+    """
     return q * length**4 / (8.0 * ei) + (q * length**2 / (2.0 * ga) if math.isfinite(ga) else 0.0)
 
 
 def elastica_uniform_load(q: float, length: float, ei: float, n: int = 2001):
     """Inextensible, unshearable elastica of a horizontal cantilever under a uniform vertical load q:
     ``EI θ'' = −q (L − s) cos θ``, θ(0) = 0, θ'(L) = 0 (θ measured down from the horizontal). Returns
-    ``(x_tip, sag_tip)`` from ``scipy.integrate.solve_bvp``."""
+    ``(x_tip, sag_tip)`` from ``scipy.integrate.solve_bvp``.
+
+    Args:
+        q: Uniform load per length [N/m].
+        length: Cantilever length L [m].
+        ei: Bending stiffness EI [N·m²].
+        n: Number of mesh points of the initial grid.
+
+    Returns:
+        Tuple ``(x_tip, sag_tip)`` [m].
+
+    Raises:
+        RuntimeError: If the boundary value problem does not converge.
+    """
     s = np.linspace(0.0, length, n)
 
     def rhs(s, y):
@@ -89,7 +157,18 @@ def elastica_uniform_load(q: float, length: float, ei: float, n: int = 2001):
 def magnet_arc_angle(moment: float, field: float, length: float, ei: float, phi: float) -> float:
     """Tip angle θ of a rod with a tip dipole in a uniform field at angle φ to the rest axis, no gravity:
     constant bending moment ``|m||B| sin(φ − θ)`` so a circular arc with ``θ = |m||B| L sin(φ − θ) / EI``
-    (solved by bisection on [0, φ])."""
+    (solved by bisection on [0, φ]).
+
+    Args:
+        moment: Magnetic moment magnitude |m| [A·m²].
+        field: Flux density magnitude |B| [T].
+        length: Rod length L [m].
+        ei: Bending stiffness EI [N·m²].
+        phi: Field angle φ to the rest axis [rad].
+
+    Returns:
+        Tip angle θ [rad].
+    """
     k = moment * field * length / ei
     lo, hi = 0.0, phi
     for _ in range(200):
@@ -103,7 +182,19 @@ def magnet_arc_angle(moment: float, field: float, length: float, ei: float, phi:
 
 def zero_crossing_frequency(signal: np.ndarray, dt: float, center: bool = True) -> float:
     """Angular frequency from the mean spacing of interpolated zero crossings (of ``signal − mean`` when
-    ``center``; pass ``center=False`` for a signal known to oscillate about zero)."""
+    ``center``; pass ``center=False`` for a signal known to oscillate about zero).
+
+    Args:
+        signal: Uniformly sampled signal, shape (T,).
+        dt: Sample interval [s].
+        center: Subtract the mean before finding crossings.
+
+    Returns:
+        Angular frequency [rad/s].
+
+    Raises:
+        ValueError: If the signal has fewer than two zero crossings.
+    """
     x = np.asarray(signal) - (np.mean(signal) if center else 0.0)
     idx = np.nonzero(np.sign(x[:-1]) * np.sign(x[1:]) < 0)[0]
     if len(idx) < 2:
@@ -115,7 +206,17 @@ def zero_crossing_frequency(signal: np.ndarray, dt: float, center: bool = True) 
 
 def fft_peak_frequencies(signal: np.ndarray, dt: float, n_peaks: int, pad: int = 16) -> np.ndarray:
     """Angular frequencies of the ``n_peaks`` largest local maxima of the Hann-windowed, zero-padded
-    spectrum, refined by parabolic interpolation of the log magnitude; ascending."""
+    spectrum, refined by parabolic interpolation of the log magnitude; ascending.
+
+    Args:
+        signal: Uniformly sampled signal, shape (T,).
+        dt: Sample interval [s].
+        n_peaks: Number of spectral peaks to return.
+        pad: Zero-padding factor of the FFT length.
+
+    Returns:
+        Angular frequencies [rad/s] in ascending order, shape (≤ n_peaks,).
+    """
     x = np.asarray(signal, dtype=float)
     x = (x - x.mean()) * np.hanning(len(x))
     nfft = int(2 ** math.ceil(math.log2(len(x) * pad)))
@@ -149,6 +250,19 @@ def frequency_shaping_study(
     Finding: with the seed's node-averaged strain (eq. (6), ``strain='nodes'``) the element shear locks and
     γ₁ − 1 grows like (l/r)² (γ₁ ≈ 3.4 at l/r = 2.5): the frequency shaping of Sec. 5 compensates this
     locking; with the element mid-frame strain (default) γ₁ − 1 < 1e-3 already at 10 elements.
+
+    Args:
+        length: Rod length [m].
+        radius: Radius of the circular section [m].
+        density: Mass density [kg/m³].
+        youngs_modulus: Young's modulus [Pa].
+        poisson_ratio: Poisson's ratio.
+        n_elements: Element counts N to study.
+        strain: Strain discretisation passed to :meth:`CosseratRod.circular` (``'midpoint'`` or ``'nodes'``).
+        n_modes: Number of bending modes to compare.
+
+    Returns:
+        Dict keyed by N, as described above; frequencies in [rad/s].
     """
     area, inertia = math.pi * radius**2, math.pi * radius**4 / 4
     ref = cantilever_frequencies(length, youngs_modulus, inertia, density, area, n_modes)

@@ -119,7 +119,15 @@ class RodProblem:
 
     def output(self, positions: torch.Tensor, rotations: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
         """Positions (T, N+1, 3) and element directors (T, N, 3) in the scenario's numbering, as numpy: ``d1`` of
-        each element's mean frame times its offset at t = 0 (a frame rigidly attached to the element)."""
+        each element's mean frame times its offset at t = 0 (a frame rigidly attached to the element).
+
+        Args:
+            positions: Node positions [m] in the rod's numbering, shape (T, N+1, 3).
+            rotations: Node frames in the rod's numbering, shape (T, N+1, 3, 3).
+
+        Returns:
+            Tuple ``(positions, directors)`` as numpy arrays of shapes (T, N+1, 3) and (T, N, 3).
+        """
         if self.reversed:
             positions, rotations = positions.flip(-2), rotations.flip(-3) @ _FLIP
         directors = (element_mean_frames(rotations) @ self.offsets)[..., :, 0]
@@ -146,6 +154,13 @@ class FlexlearnSolver:
     def problem(self, scenario: Scenario, n_elements: int) -> RodProblem:
         """The flexlearn problem of a one-rod scenario.
 
+        Args:
+            scenario: The cosseratbench scenario.
+            n_elements: Number of elements of the rod.
+
+        Returns:
+            The scenario's :class:`RodProblem`.
+
         Raises:
             NotImplementedError: several rods, obstacles, or an end condition the rod does not have.
         """
@@ -156,7 +171,15 @@ class FlexlearnSolver:
         return RodProblem(scenario, scenario.rods[0], n_elements)
 
     def max_dt(self, problem: RodProblem, frame_interval: float) -> float:
-        """The largest step [s] of this scheme for the problem (module docstring)."""
+        """The largest step [s] of this scheme for the problem (module docstring).
+
+        Args:
+            problem: The rod problem.
+            frame_interval: Time between recorded frames [s].
+
+        Returns:
+            The time step [s].
+        """
         rod = problem.rod
         if self.scheme == "lgvi":
             return self.time_step_scale * float(rod.stable_dt())
@@ -166,7 +189,17 @@ class FlexlearnSolver:
 
     def settings(self, scenario: Scenario, *, n_elements: int, n_frames: int) -> dict:
         """The numerical choices of a run, as JSON values (recorded by cosseratbench beside the results); for a
-        scenario this solver cannot run, what it lacks (the run itself then says so)."""
+        scenario this solver cannot run, what it lacks (the run itself then says so).
+
+        Args:
+            scenario: The cosseratbench scenario.
+            n_elements: Number of elements of the rod.
+            n_frames: Number of recorded frames (at least 2).
+
+        Returns:
+            Dict of integrator name, time step [s], damping rate α [1/s] and shear coefficient, or
+            ``{"unsupported": reason}``.
+        """
         try:
             problem = self.problem(scenario, n_elements)
         except NotImplementedError as error:
@@ -184,6 +217,14 @@ class FlexlearnSolver:
 
     def run(self, scenario: Scenario, *, n_elements: int, n_frames: int) -> BenchTrajectory:
         """Simulate the scenario; ``n_frames`` frames from 0 to its duration.
+
+        Args:
+            scenario: The cosseratbench scenario.
+            n_elements: Number of elements of the rod.
+            n_frames: Number of recorded frames (at least 2).
+
+        Returns:
+            The cosseratbench trajectory: frame times [s], positions [m] (T, N+1, 3) and directors (T, N, 3).
 
         Raises:
             NotImplementedError: what the rod model lacks for this scenario.

@@ -37,13 +37,53 @@ class DampingModel(Protocol):
     damping stress and moment (:data:`StressRates`) for step ``h`` [s]; ``advance`` after the step k → k+1
     with the state k+1."""
 
-    def reset(self, rod: Any, ctx: RodContext, R: Tensor, p: Tensor) -> None: ...
+    def reset(self, rod: Any, ctx: RodContext, R: Tensor, p: Tensor) -> None:
+        """Prepare for a run at the initial state.
 
-    def external(self, ctx: RodContext, v: Tensor, w: Tensor) -> Tuple[Tensor, Tensor]: ...
+        Args:
+            rod: The simulated rod.
+            ctx: The rod's context.
+            R: Initial node rotations, shape (B, N+1, 3, 3).
+            p: Initial node positions [m], shape (B, N+1, 3).
+        """
+        ...
 
-    def internal(self, ctx: RodContext, R: Tensor, p: Tensor, h: float) -> StressRates: ...
+    def external(self, ctx: RodContext, v: Tensor, w: Tensor) -> Tuple[Tensor, Tensor]:
+        """Damping force and torque from the node velocities.
 
-    def advance(self, ctx: RodContext, R: Tensor, p: Tensor) -> None: ...
+        Args:
+            ctx: The rod's context.
+            v: Node velocities [m/s], shape (B, N+1, 3).
+            w: Node angular velocities [rad/s] (body frame), shape (B, N+1, 3).
+
+        Returns:
+            World node force [N] and body torque [N·m], shape (B, N+1, 3) each.
+        """
+        ...
+
+    def internal(self, ctx: RodContext, R: Tensor, p: Tensor, h: float) -> StressRates:
+        """Damping stress and moment of the elements at a state.
+
+        Args:
+            ctx: The rod's context.
+            R: Node rotations, shape (B, N+1, 3, 3).
+            p: Node positions [m], shape (B, N+1, 3).
+            h: Time step [s].
+
+        Returns:
+            The :data:`StressRates`.
+        """
+        ...
+
+    def advance(self, ctx: RodContext, R: Tensor, p: Tensor) -> None:
+        """Bookkeeping after the step k → k+1.
+
+        Args:
+            ctx: The rod's context.
+            R: Node rotations of state k+1, shape (B, N+1, 3, 3).
+            p: Node positions [m] of state k+1, shape (B, N+1, 3).
+        """
+        ...
 
 
 @runtime_checkable
@@ -52,7 +92,21 @@ class RodObserver(Protocol):
     ``p``, the half-step velocity ``v`` (B, N+1, 3), the undamped node force ``f`` [N], the node masses
     ``mass`` (B, N+1) [kg] and the step ``h`` [s], and returns a world force (B, N+1, 3) [N] to apply."""
 
-    def update(self, k: int, p: Tensor, v: Tensor, f: Tensor, mass: Tensor, h: float) -> Tensor: ...
+    def update(self, k: int, p: Tensor, v: Tensor, f: Tensor, mass: Tensor, h: float) -> Tensor:
+        """Observe step k and return the force to apply.
+
+        Args:
+            k: Step index.
+            p: Node positions [m], shape (B, N+1, 3).
+            v: Half-step node velocities [m/s], shape (B, N+1, 3).
+            f: Undamped node forces [N], shape (B, N+1, 3).
+            mass: Node masses [kg], shape (B, N+1).
+            h: Time step [s].
+
+        Returns:
+            World node force [N], shape (B, N+1, 3).
+        """
+        ...
 
 
 def _nonneg(v: Number, name: str) -> Tensor:
@@ -113,7 +167,14 @@ class Damping(torch.nn.Module):
         return x.reshape(-1, 1, 1) if x.dim() == 1 else x
 
     def reset(self, rod: Any, ctx: RodContext, R: Tensor, p: Tensor) -> None:
-        """At the initial state (R, p): its strains become the previous strains of the rates (``beta`` only)."""
+        """At the initial state (R, p): its strains become the previous strains of the rates (``beta`` only).
+
+        Args:
+            rod: The simulated rod (unused).
+            ctx: The rod's context.
+            R: Initial node rotations, shape (B, N+1, 3, 3).
+            p: Initial node positions [m], shape (B, N+1, 3).
+        """
         self._prev = self._strains(ctx, R, p) if self.has_beta() else None
 
     def has_beta(self) -> bool:
@@ -130,7 +191,17 @@ class Damping(torch.nn.Module):
         return s.xL / l, s.xR / l, 2.0 * s.f / l
 
     def internal(self, ctx: RodContext, R: Tensor, p: Tensor, h: float) -> StressRates:
-        """The Kelvin–Voigt stress ``β C1 Γ̇`` and moment ``β C2 κ̇`` (backward differences over ``h`` [s])."""
+        """The Kelvin–Voigt stress ``β C1 Γ̇`` and moment ``β C2 κ̇`` (backward differences over ``h`` [s]).
+
+        Args:
+            ctx: The rod's context.
+            R: Node rotations, shape (B, N+1, 3, 3).
+            p: Node positions [m], shape (B, N+1, 3).
+            h: Time step [s].
+
+        Returns:
+            ``((dn_L, dn_R), dm)`` (B, N, 3) [N], [N·m]; ``(None, None)`` without ``beta``.
+        """
         if self._prev is None:
             return None, None
         gL, gR, kap = self._strains(ctx, R, p)
@@ -141,12 +212,27 @@ class Damping(torch.nn.Module):
         return (b * c1 * (gL - pL), b * c1 * (gR - pR)), b * ctx.bend_stiffness * (kap - pk)
 
     def advance(self, ctx: RodContext, R: Tensor, p: Tensor) -> None:
-        """After the step k → k+1: the strains of state k become the previous strains."""
+        """After the step k → k+1: the strains of state k become the previous strains.
+
+        Args:
+            ctx: The rod's context (unused).
+            R: Node rotations of state k+1 (unused).
+            p: Node positions of state k+1 (unused).
+        """
         if self._prev is not None and self._cur is not None:
             self._prev = self._cur
 
     def external(self, ctx: RodContext, v: Tensor, w: Tensor) -> Tuple[Tensor, Tensor]:
-        """World node force and body torque (B, N+1, 3) of the mass-proportional, viscous and per-node terms."""
+        """World node force and body torque (B, N+1, 3) of the mass-proportional, viscous and per-node terms.
+
+        Args:
+            ctx: The rod's context.
+            v: Node velocities [m/s], shape (B, N+1, 3).
+            w: Node angular velocities [rad/s] (body frame), shape (B, N+1, 3).
+
+        Returns:
+            Tuple ``(force [N], torque [N·m])``.
+        """
         a = self._col(self.alpha, v)
         ct = self._col(self.translational, v)
         cr = self._col(self.rotational, v)
@@ -197,7 +283,19 @@ class DampingEstimator:
 
     def update(self, k: int, p: Tensor, v: Tensor, f: Tensor, mass: Tensor, h: float) -> Tensor:
         """K̂ for step k from the observer state (p̂^k, v^{k−½}) and its undamped force f^k; returns the
-        damping force ``−K̂ ∘ v`` to apply in the step k → k+1."""
+        damping force ``−K̂ ∘ v`` to apply in the step k → k+1.
+
+        Args:
+            k: Step index (the row of ``measured``).
+            p: Observer node positions [m], shape (B, N+1, 3).
+            v: Half-step node velocities [m/s], shape (B, N+1, 3).
+            f: Undamped node forces [N], shape (B, N+1, 3).
+            mass: Node masses [kg], shape (B, N+1).
+            h: Time step [s].
+
+        Returns:
+            Damping world force [N], shape (B, N+1, 3).
+        """
         if self.k_hat is None:
             self.k_hat = torch.zeros_like(p)
         T = self.measured.shape[0]

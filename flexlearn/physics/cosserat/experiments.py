@@ -179,7 +179,18 @@ class CosseratExperimentConfig:
 
 def load_experiment(data, where: str = "") -> CosseratExperimentConfig:
     """Validated :class:`CosseratExperimentConfig` from a dict / OmegaConf node (magnets as a list);
-    errors name the key (prefixed by ``where``)."""
+    errors name the key (prefixed by ``where``).
+
+    Args:
+        data: The experiment as a dict or OmegaConf ``DictConfig``.
+        where: Key path prefixed to error messages; ``''`` names the block ``experiment``.
+
+    Returns:
+        The validated :class:`CosseratExperimentConfig`.
+
+    Raises:
+        ConfigError: If a key is unknown or a value is invalid.
+    """
     if isinstance(data, DictConfig):
         data = OmegaConf.to_container(data, resolve=True)
     check(isinstance(data, dict), where or "experiment", type(data).__name__, "must be a mapping")

@@ -52,13 +52,39 @@ class Field(torch.nn.Module):
     uniform: bool = False
 
     def forward(self, x: Tensor, t: float) -> Tensor:  # pragma: no cover - abstract
+        """Flux density at the points ``x`` and time ``t``.
+
+        Args:
+            x: World positions [m], shape (..., 3).
+            t: Time [s].
+
+        Returns:
+            Flux density B [T], shape (..., 3).
+        """
         raise NotImplementedError
 
     def samples(self, x: Tensor, times: Sequence[float]) -> Tensor:
-        """(T, B, 3) field at the points ``x`` (B, 3) for each time [T]; subclasses vectorise over time."""
+        """(T, B, 3) field at the points ``x`` (B, 3) for each time [T]; subclasses vectorise over time.
+
+        Args:
+            x: World positions [m], shape (B, 3).
+            times: Sample times [s].
+
+        Returns:
+            Flux densities [T], shape (T, B, 3).
+        """
         return torch.stack([self(x, float(t)) for t in times])
 
     def gradient(self, x: Tensor, t: float) -> Tensor:
+        """Field gradient ``G[..., i, j] = ∂B_i/∂x_j``: zero when ``uniform``, else by autograd.
+
+        Args:
+            x: World positions [m], shape (..., 3).
+            t: Time [s].
+
+        Returns:
+            Gradient [T/m], shape (..., 3, 3).
+        """
         if self.uniform:
             return torch.zeros(x.shape + (3,), dtype=x.dtype, device=x.device)
         return _autograd_gradient(self.forward, x, t)
@@ -75,9 +101,27 @@ class UniformField(Field):
         self.register_buffer("flux_density", _vec(flux_density, "UniformField.flux_density"))
 
     def samples(self, x: Tensor, times: Sequence[float]) -> Tensor:
+        """(T, B, 3) constant field at the points ``x`` for each time [T].
+
+        Args:
+            x: World positions [m], shape (B, 3) (only the shape is used).
+            times: Sample times [s].
+
+        Returns:
+            Flux densities [T], shape (T, B, 3).
+        """
         return self(x, 0.0).unsqueeze(0).expand(len(times), *x.shape)
 
     def forward(self, x: Tensor, t: float) -> Tensor:
+        """The constant flux density, broadcast to the points ``x``.
+
+        Args:
+            x: World positions [m], shape (..., 3) (only the shape is used).
+            t: Time [s] (unused).
+
+        Returns:
+            Flux density B [T], shape (..., 3).
+        """
         b = self.flux_density.to(x)
         while b.dim() < x.dim():
             b = b.unsqueeze(-2)
@@ -132,6 +176,14 @@ class RotatingField(Field):
         self.ramp = float(ramp)
 
     def value(self, t: float) -> Tensor:
+        """The uniform field ``B(t)`` (ramped rotating part plus offset).
+
+        Args:
+            t: Time [s].
+
+        Returns:
+            Flux density [T], shape (3,), or (B, 3) for batched amplitude or frequency.
+        """
         ang = 2.0 * math.pi * self.frequency * t + self.phase
         scale = min(t / self.ramp, 1.0) if self.ramp > 0 else 1.0
         amp = self.amplitude * scale
@@ -143,7 +195,15 @@ class RotatingField(Field):
         return self.offset + a * (c * self.u + s * self.v)
 
     def samples(self, x: Tensor, times: Sequence[float]) -> Tensor:
-        """(T, B, 3) field for all ``times`` at once (uniform in space: ``x`` gives only the shape)."""
+        """(T, B, 3) field for all ``times`` at once (uniform in space: ``x`` gives only the shape).
+
+        Args:
+            x: World positions [m], shape (B, 3).
+            times: Sample times [s].
+
+        Returns:
+            Flux densities [T], shape (T, B, 3).
+        """
         t = torch.as_tensor(list(times), dtype=torch.float64)
         ang = 2.0 * math.pi * self.frequency.reshape(-1, 1) * t + self.phase  # (1 or B, T)
         scale = (t / self.ramp).clamp(max=1.0) if self.ramp > 0 else torch.ones_like(t)
@@ -152,6 +212,15 @@ class RotatingField(Field):
         return b.transpose(0, 1).to(x).expand(len(t), x.shape[0], 3)
 
     def forward(self, x: Tensor, t: float) -> Tensor:
+        """The uniform field at time ``t``, broadcast to the points ``x``.
+
+        Args:
+            x: World positions [m], shape (..., 3) (only the shape is used).
+            t: Time [s].
+
+        Returns:
+            Flux density B [T], shape (..., 3).
+        """
         b = self.value(t).to(x)
         while b.dim() < x.dim():
             b = b.unsqueeze(-2)
@@ -212,13 +281,31 @@ class HelmholtzField(Field):
 
     @staticmethod
     def gain(radius: float, turns: int) -> float:
-        """Central flux density per ampere of an ideal Helmholtz pair [T/A]."""
+        """Central flux density per ampere of an ideal Helmholtz pair [T/A].
+
+        Args:
+            radius: Coil radius R [m].
+            turns: Number of turns n per coil.
+
+        Returns:
+            Gain ``(4/5)^{3/2} μ0 n / R`` [T/A].
+        """
         return (4.0 / 5.0) ** 1.5 * MU0 * turns / radius
 
     @classmethod
     def from_flux_densities(
         cls, b_outer: Union[float, Callable[[float], float]], b_inner: Union[float, Callable[[float], float]], **kw
     ) -> "HelmholtzField":
+        """A field whose ideal central flux densities are the given ones.
+
+        Args:
+            b_outer: Central flux density [T] of the outer pair, a constant or a function of time [s].
+            b_inner: Central flux density [T] of the inner pair, a constant or a function of time [s].
+            **kw: Further :class:`HelmholtzField` arguments (``radii``, ``turns``, ``axes``, ``center``, ``model``).
+
+        Returns:
+            The :class:`HelmholtzField` with the matching currents.
+        """
         radii = kw.get("radii", (0.10, 0.07))
         turns = kw.get("turns", (200, 200))
         g0, g1 = cls.gain(radii[0], turns[0]), cls.gain(radii[1], turns[1])
@@ -227,10 +314,27 @@ class HelmholtzField(Field):
         return cls(currents=lambda t: (f0(t) / g0, f1(t) / g1), **kw)
 
     def currents(self, t: float) -> Tuple[float, float]:
+        """The coil currents at time ``t``.
+
+        Args:
+            t: Time [s].
+
+        Returns:
+            ``(I_outer, I_inner)`` [A].
+        """
         c = self._currents(t) if callable(self._currents) else self._currents
         return float(c[0]), float(c[1])
 
     def forward(self, x: Tensor, t: float) -> Tensor:
+        """Flux density of the two pairs at the points ``x``.
+
+        Args:
+            x: World positions [m], shape (..., 3).
+            t: Time [s].
+
+        Returns:
+            Flux density B [T], shape (..., 3).
+        """
         i0, i1 = self.currents(t)
         if self.model == "ideal":
             b = torch.zeros(3, dtype=x.dtype, device=x.device)
@@ -259,16 +363,41 @@ class CallableField(Field):
         self.uniform = uniform
 
     def forward(self, x: Tensor, t: float) -> Tensor:
+        """``fn(x, t)``.
+
+        Args:
+            x: World positions [m], shape (..., 3).
+            t: Time [s].
+
+        Returns:
+            Flux density B [T], shape (..., 3).
+        """
         return self.fn(x, t)
 
     def gradient(self, x: Tensor, t: float) -> Tensor:
+        """``gradient_fn(x, t)`` when given, else the base class's gradient.
+
+        Args:
+            x: World positions [m], shape (..., 3).
+            t: Time [s].
+
+        Returns:
+            Gradient ``∂B_i/∂x_j`` [T/m], shape (..., 3, 3).
+        """
         if self.gradient_fn is not None:
             return self.gradient_fn(x, t)
         return super().gradient(x, t)
 
 
 def as_field(field) -> Field:
-    """Accept a :class:`Field`, a constant vector (uniform field) or a callable ``B(x, t)``."""
+    """Accept a :class:`Field`, a constant vector (uniform field) or a callable ``B(x, t)``.
+
+    Args:
+        field: A :class:`Field`, a callable ``B(x, t)``, or a flux density [T] of shape (3,) or (B, 3).
+
+    Returns:
+        The :class:`Field`.
+    """
     if isinstance(field, Field):
         return field
     if callable(field):

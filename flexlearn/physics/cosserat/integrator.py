@@ -237,12 +237,20 @@ class Stepper:
         self.line_searches: List[Tuple[int, int]] = []  # (step, halvings) where the globalised Newton ran
 
     def base_pose(self, t: float) -> Pose:
-        """The clamp's pose at time ``t`` [s], expanded over the batch: rotation (B, 3, 3), position (B, 3)."""
+        """The clamp's pose at time ``t`` [s], expanded over the batch: rotation (B, 3, 3), position (B, 3).
+
+        Args:
+            t: Time [s].
+        """
         r0, p0 = cast(Clamp, self.base).pose(t, self.dtype, self.device)
         return Pose(r0.expand(self.ctx.batch_size, 3, 3), p0.expand(self.ctx.batch_size, 3))
 
     def squeeze(self, x: Tensor) -> Tensor:
-        """Drop the rod batch dimension (axis 1) of a record of an unbatched rod."""
+        """Drop the rod batch dimension (axis 1) of a record of an unbatched rod.
+
+        Args:
+            x: A record, shape (T, B, …).
+        """
         return x if self.rod.batched else x[:, 0]
 
     # ------------------------------------------------------------ forces
@@ -268,7 +276,13 @@ class Stepper:
 
     def observe(self, k: int, state: HalfStep, loads: NodeLoads) -> NodeLoads:
         """Seed 001, Sec. 3.2: the estimation filters see the undamped model force at state k; their force
-        is added to the loads."""
+        is added to the loads.
+
+        Args:
+            k: Step index.
+            state: The half-step state k.
+            loads: The loads and damping at state k.
+        """
         R, p = state.R, state.p
         f_c = internal_forces(self.ctx, R, p, loads.damping_stress, loads.damping_moment).force
         observer = cast(RodObserver, self.setup.observer)
@@ -302,7 +316,12 @@ class Stepper:
         )
 
     def start(self, R: Tensor, p: Tensor) -> HalfStep:
-        """Half-kick initialisation: ``v^{−½} = v0 − h/2 f0/m``, ``Π^0 = J ω0 − h/2 τ0`` (second order)."""
+        """Half-kick initialisation: ``v^{−½} = v0 − h/2 f0/m``, ``Π^0 = J ω0 − h/2 τ0`` (second order).
+
+        Args:
+            R: Initial node rotations, shape (B, n, 3, 3).
+            p: Initial node positions [m], shape (B, n, 3).
+        """
         h, v0, w0 = self.h, self.v0, self.w0
         loads = self.external(R, p, 0.0, v0, w0)
         f0, tau0, *_ = internal_forces(self.ctx, R, p, loads.damping_stress, loads.damping_moment)
@@ -356,7 +375,12 @@ class Stepper:
         return StepResult(StateForces(f, tau, strain, tr), HalfStep(R2, p2, v2, pi2), rel, halvings)
 
     def converged(self, res: Tensor, un: Tensor) -> bool:
-        """Whether the last Newton update ``res`` (B, n) met the tolerance at every free node."""
+        """Whether the last Newton update ``res`` (B, n) met the tolerance at every free node.
+
+        Args:
+            res: Last Newton update per node, shape (B, n).
+            un: Normalised Newton right-hand side h u / tr J, shape (B, n, 3).
+        """
         rel = res / (self.options.newton_tol * un.norm(dim=-1).clamp_min(1e-3))
         ok = rel <= 1.0
         if self.clamped:
@@ -383,7 +407,11 @@ class Stepper:
     def run(self, n_steps: int) -> Trajectory:
         """The loop on the tensor path: every state is checked (strain, element rotation, finiteness, Newton
         convergence) and a failure raises :class:`IntegrationError` with the state before the failing step
-        and the trajectory so far."""
+        and the trajectory so far.
+
+        Args:
+            n_steps: Number of steps.
+        """
         compile_step = self.options.compile
         core = torch.compile(self.core, dynamic=False) if compile_step else self.core
         R, p = self.R0, self.p0
@@ -410,7 +438,11 @@ class Stepper:
 
     def run_fused(self, n_steps: int) -> Optional[Trajectory]:
         """The same run in the fused kernel (:func:`flexlearn.physics.cosserat.compiled.lgvi.simulate`); None when
-        a step failed there."""
+        a step failed there.
+
+        Args:
+            n_steps: Number of steps.
+        """
         start = RodState(self.p0, self.R0, self.v0, self.w0)
         base_pose = self.base_pose(0.0) if self.clamped else None
         out = lgvi.simulate(self.ctx, self.setup, start, base_pose, self.h, n_steps, self.options)
@@ -461,7 +493,11 @@ class Stepper:
         )
 
     def public_state(self, visited: Visited) -> RodState:
-        """The :class:`RodState` of a visited state (velocities at the integer step)."""
+        """The :class:`RodState` of a visited state (velocities at the integer step).
+
+        Args:
+            visited: The visited state with its forces.
+        """
         h, k = self.h, visited.k
         R, p, v_half, pi_half = visited.state
         f, tau = visited.forces.force, visited.forces.torque
@@ -479,7 +515,12 @@ class Stepper:
 
     def check_state(self, k: int, forces: StateForces) -> None:
         """IntegrationError when state k is not physical (strain beyond the limit, an element bent through,
-        a non-finite force or torque): the step k−1 → k failed."""
+        a non-finite force or torque): the step k−1 → k failed.
+
+        Args:
+            k: Step index of the state.
+            forces: The forces, strains and rotation traces of state k.
+        """
         f, tau, strain, tr = forces
         limit = self.options.strain_limit
         bad_el = ~torch.isfinite(strain) | (strain > limit) | ~(1.0 + tr > 1e-6)
@@ -532,7 +573,12 @@ class Stepper:
         )
 
     def check_newton(self, k: int, rel: Tensor) -> None:
-        """IntegrationError when the Cayley–Newton solve of step k did not converge at some free node."""
+        """IntegrationError when the Cayley–Newton solve of step k did not converge at some free node.
+
+        Args:
+            k: Step index.
+            rel: Newton update relative to the tolerance per node, shape (B, n).
+        """
         bad = ~(rel <= 1.0)
         if self.clamped:
             bad[:, 0] = False

@@ -45,6 +45,16 @@ def magnet_moment(remanence: float, volume: float) -> float:
 
     Seed 001, Sec. 4.3 gives ``B_r ∈ [1.32, 1.37] mT`` for N45: a unit typo, N45 has B_r ≈ 1.32–1.37 **T**;
     with V = 4π mm³ (D = 2 mm, H = 4 mm) this gives |m| ≈ 1.35e-2 A m².
+
+    Args:
+        remanence: Remanent flux density B_r [T].
+        volume: Magnet volume V [m³].
+
+    Returns:
+        Dipole moment magnitude [A·m²].
+
+    Raises:
+        ConfigError: If ``volume`` is not positive.
     """
     check(volume > 0, "magnet.volume", volume, "must be > 0 [m^3]")
     return remanence * volume / MU0
@@ -53,7 +63,17 @@ def magnet_moment(remanence: float, volume: float) -> float:
 def cylinder_magnet(
     diameter: float, height: float, remanence: float = 1.345, density: float = 7500.0
 ) -> Tuple[float, float]:
-    """``(|m| [A m²], mass [kg])`` of a cylindrical magnet; N45 remanence and NdFeB density by default."""
+    """``(|m| [A m²], mass [kg])`` of a cylindrical magnet; N45 remanence and NdFeB density by default.
+
+    Args:
+        diameter: Magnet diameter [m].
+        height: Magnet height [m].
+        remanence: Remanent flux density B_r [T].
+        density: Magnet density [kg/m³].
+
+    Returns:
+        Tuple ``(|m| [A·m²], mass [kg])``.
+    """
     v = math.pi * diameter**2 / 4.0 * height
     return magnet_moment(remanence, v), density * v
 
@@ -77,9 +97,30 @@ class RodLoad(Protocol):
     """What :meth:`CosseratRod.simulate <flexlearn.physics.cosserat.rod.CosseratRod.simulate>` needs of a
     load (see the module docstring for shapes and units)."""
 
-    def apply(self, ctx: RodContext, R: Tensor, p: Tensor, t: float) -> Forces: ...
+    def apply(self, ctx: RodContext, R: Tensor, p: Tensor, t: float) -> Forces:
+        """World node forces and body node torques of the load at a state.
 
-    def point_masses(self, n_nodes: int) -> List[PointMass]: ...
+        Args:
+            ctx: The rod's context.
+            R: Node rotations, shape (B, N+1, 3, 3).
+            p: Node positions [m], shape (B, N+1, 3).
+            t: Time [s].
+
+        Returns:
+            The :data:`Forces` ``(force, torque)``, each (B, N+1, 3) or None.
+        """
+        ...
+
+    def point_masses(self, n_nodes: int) -> List[PointMass]:
+        """The masses and inertias the load adds to nodes.
+
+        Args:
+            n_nodes: Number of nodes N+1 of the rod (resolves negative node indices).
+
+        Returns:
+            List of :data:`PointMass`.
+        """
+        ...
 
     def constant_world_force(self) -> bool: ...
 
@@ -88,13 +129,35 @@ class RodLoad(Protocol):
 class PotentialLoad(RodLoad, Protocol):
     """A load with a potential energy ``V(R, p, t)`` [J] per rod (B,), added to the recorded energy."""
 
-    def potential(self, ctx: RodContext, R: Tensor, p: Tensor, t: float) -> Tensor: ...
+    def potential(self, ctx: RodContext, R: Tensor, p: Tensor, t: float) -> Tensor:
+        """Potential energy of the load at a state.
+
+        Args:
+            ctx: The rod's context.
+            R: Node rotations, shape (B, N+1, 3, 3).
+            p: Node positions [m], shape (B, N+1, 3).
+            t: Time [s].
+
+        Returns:
+            Energy [J] per rod, shape (B,).
+        """
+        ...
 
 
 def potential_loads(loads: Sequence[RodLoad]) -> List[PotentialLoad]:
     """The loads that have a ``potential``, each checked to take ``(ctx, R, p, t)``: a ConfigError naming
     the load otherwise (checked here, once, so that a TypeError raised inside a potential is not mistaken
-    for a signature mismatch and reaches the caller)."""
+    for a signature mismatch and reaches the caller).
+
+    Args:
+        loads: The loads of a run.
+
+    Returns:
+        The loads with a ``potential``, in their order.
+
+    Raises:
+        ConfigError: If a ``potential`` does not take ``(ctx, R, p, t)``.
+    """
     out: List[PotentialLoad] = []
     for i, ld in enumerate(loads):
         if not callable(getattr(ld, "potential", None)):
@@ -118,6 +181,14 @@ class Load(torch.nn.Module):
     that holds loads as submodules."""
 
     def point_masses(self, n_nodes: int) -> List[PointMass]:
+        """No point masses (the default).
+
+        Args:
+            n_nodes: Number of nodes N+1 of the rod.
+
+        Returns:
+            An empty list.
+        """
         return []
 
     def constant_world_force(self) -> bool:
@@ -126,7 +197,17 @@ class Load(torch.nn.Module):
         return False
 
     def apply(self, ctx: RodContext, R: Tensor, p: Tensor, t: float) -> Forces:  # type: ignore[override]
-        """Nodal forces and torques of the load (the subclass's one required method)."""
+        """Nodal forces and torques of the load (the subclass's one required method).
+
+        Args:
+            ctx: The rod's context.
+            R: Node rotations, shape (B, N+1, 3, 3).
+            p: Node positions [m], shape (B, N+1, 3).
+            t: Time [s].
+
+        Returns:
+            The :data:`Forces` ``(force, torque)``.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement apply(ctx, R, p, t)")  # pragma: no cover
 
 
@@ -147,6 +228,17 @@ class Gravity(Load):
         return True
 
     def apply(self, ctx, R, p, t):
+        """Node forces ``m_a g``, no torque.
+
+        Args:
+            ctx: The rod's context.
+            R: Node rotations (unused), shape (B, N+1, 3, 3).
+            p: Node positions [m], shape (B, N+1, 3).
+            t: Time [s] (unused).
+
+        Returns:
+            ``(force [N] (B, N+1, 3), None)``.
+        """
         g = self.g.to(p)
         if g.dim() == 1:
             f = ctx.mass.unsqueeze(-1) * g
@@ -155,7 +247,17 @@ class Gravity(Load):
         return f, None
 
     def potential(self, ctx: RodContext, R: Tensor, p: Tensor, t: float) -> Tensor:
-        """``V = −Σ_a m_a g · p_a`` [J] (B,) (R and t are not read)."""
+        """``V = −Σ_a m_a g · p_a`` [J] (B,) (R and t are not read).
+
+        Args:
+            ctx: The rod's context.
+            R: Node rotations, shape (B, N+1, 3, 3).
+            p: Node positions [m], shape (B, N+1, 3).
+            t: Time [s].
+
+        Returns:
+            Energy [J], shape (B,).
+        """
         g = self.g.to(p)
         g = g if g.dim() == 1 else g.unsqueeze(-2)
         return -(ctx.mass.unsqueeze(-1) * g * p).sum((-1, -2))
@@ -177,6 +279,17 @@ class PointForce(Load):
         return self.fn is None
 
     def apply(self, ctx, R, p, t):
+        """The force at its node, zero elsewhere; no torque.
+
+        Args:
+            ctx: The rod's context.
+            R: Node rotations, shape (B, N+1, 3, 3).
+            p: Node positions [m], shape (B, N+1, 3).
+            t: Time [s].
+
+        Returns:
+            ``(force [N] (B, N+1, 3), None)``.
+        """
         node = self.node % p.shape[-2]
         f = self.fn(t) if self.fn is not None else self.force
         f = torch.as_tensor(f).to(p)
@@ -208,6 +321,17 @@ class PointMoment(Load):
         return f"node={self.node}, frame={self.frame!r}, moment={m} N m"
 
     def apply(self, ctx, R, p, t):
+        """The moment at its node as a body torque; no force.
+
+        Args:
+            ctx: The rod's context.
+            R: Node rotations, shape (B, N+1, 3, 3).
+            p: Node positions [m], shape (B, N+1, 3).
+            t: Time [s].
+
+        Returns:
+            ``(None, torque [N·m] (B, N+1, 3))``.
+        """
         node = self.node % p.shape[-2]
         m = self.fn(t) if self.fn is not None else self.moment
         m = torch.as_tensor(m).to(p).expand(p.shape[:-2] + (3,))
@@ -245,9 +369,28 @@ class EmbeddedMagnet(Load):
         self.register_buffer("inertia", _batched(inertia, "EmbeddedMagnet.inertia"))
 
     def point_masses(self, n_nodes: int):
+        """The magnet's mass and inertia at its node.
+
+        Args:
+            n_nodes: Number of nodes N+1 of the rod (resolves a negative ``node``).
+
+        Returns:
+            One :data:`PointMass`.
+        """
         return [(self.node % n_nodes, self.mass, self.inertia)]
 
     def apply(self, ctx, R, p, t):
+        """Body torque ``m_body × Rᵀ B`` and, in a non-uniform field, the world force ``∇(m·B)``.
+
+        Args:
+            ctx: The rod's context.
+            R: Node rotations, shape (B, N+1, 3, 3).
+            p: Node positions [m], shape (B, N+1, 3).
+            t: Time [s].
+
+        Returns:
+            ``(force [N] or None, torque [N·m])``, (B, N+1, 3) each.
+        """
         n = p.shape[-2]
         node = self.node % n
         Rn = R[..., node, :, :]  # (B, 3, 3)
@@ -267,7 +410,17 @@ class EmbeddedMagnet(Load):
         return f_full, tau_full
 
     def potential(self, ctx, R: Tensor, p: Tensor, t: float) -> Tensor:
-        """Magnetic energy ``-m·B`` (only a potential for a static field)."""
+        """Magnetic energy ``-m·B`` (only a potential for a static field).
+
+        Args:
+            ctx: The rod's context.
+            R: Node rotations, shape (B, N+1, 3, 3).
+            p: Node positions [m], shape (B, N+1, 3).
+            t: Time [s].
+
+        Returns:
+            Energy [J], shape (B,).
+        """
         node = self.node % p.shape[-2]
         m_w = (R[..., node, :, :] @ self.moment_body.to(p).expand(p[..., node, :].shape).unsqueeze(-1)).squeeze(-1)
         return -(m_w * self.field(p[..., node, :], t)).sum(-1)

@@ -217,7 +217,14 @@ class Polyline:
         return Clamp(self.nodes(rod.n_elements)[0], self.frames(rod.n_elements)[0])
 
     def check_rod(self, rod) -> None:
-        """Raise a ConfigError naming ``length`` unless every rod of the batch is as long as the polyline."""
+        """Raise a ConfigError naming ``length`` unless every rod of the batch is as long as the polyline.
+
+        Args:
+            rod: The rod (its ``length`` [m], one per rod of the batch).
+
+        Raises:
+            ConfigError: If a rod's length differs from the polyline's.
+        """
         lengths = rod.length.detach().reshape(-1).tolist()
         L = self.length
         for i, v in enumerate(lengths):

@@ -211,7 +211,19 @@ class CosseratRod(torch.nn.Module):
         return cls(length, section, material, n_elements, strain, rotary_inertia)
 
     def add_point_mass(self, node: int, mass: float, inertia: Sequence[float] = (0.0, 0.0, 0.0)) -> CosseratRod:
-        """Add a point mass [kg] (and principal inertia [kg m²]) at ``node`` (−1: tip); returns self."""
+        """Add a point mass [kg] (and principal inertia [kg m²]) at ``node`` (−1: tip); returns self.
+
+        Args:
+            node: Node index (negative counts from the tip).
+            mass: Point mass [kg].
+            inertia: Principal rotational inertia [kg·m²], shape (3,).
+
+        Returns:
+            This rod.
+
+        Raises:
+            ConfigError: If ``mass`` is negative or not finite.
+        """
         check(math.isfinite(mass) and mass >= 0, "point_mass", mass, "must be finite and >= 0 [kg]")
         node = node % self.n_nodes
         self.point_mass[:, node] += mass
@@ -278,7 +290,11 @@ class CosseratRod(torch.nn.Module):
         shear–rotation mode of one node ``ω_rot = √(kGA / (c ρ I))`` (c = 2 for the mid-frame strain,
         1 for the seed's node strain). The default safety 0.65 keeps the estimate below the largest
         stable step measured by bisection (0.96× of 2/ω_max for the dynamic cantilever of the benchmark,
-        0.70× for the 1 mm thin rod). A guide only; instability is detected (:class:`IntegrationError`)."""
+        0.70× for the 1 mm thin rod). A guide only; instability is detected (:class:`IntegrationError`).
+
+        Args:
+            safety: Factor applied to 2/ω_max.
+        """
         l = self._b(self.length) / self.n_elements
         rho, e, g = self._b(self.density), self._b(self.youngs_modulus), self._b(self.shear_modulus)
         k = self._b(self.shear_coefficient)
@@ -340,7 +356,15 @@ class CosseratRod(torch.nn.Module):
 
     # ---------------------------------------------------------------- states
     def straight_state(self, base: Optional[Clamp] = None, dtype=torch.float64) -> RodState:
-        """The rest configuration: nodes on the base's body z-axis, every frame equal to the base frame."""
+        """The rest configuration: nodes on the base's body z-axis, every frame equal to the base frame.
+
+        Args:
+            base: The clamp; None for a clamp at the origin with the identity frame.
+            dtype: dtype of the state's tensors.
+
+        Returns:
+            The :class:`RodState`, (B, N+1, …), with zero velocities.
+        """
         base = base if isinstance(base, Clamp) else Clamp()
         dev = self.length.device
         r0, p0 = base.pose(0.0, dtype, dev)
@@ -369,7 +393,17 @@ class CosseratRod(torch.nn.Module):
         dtype=torch.float64,
     ) -> RodState:
         """A circular arc of constant curvature about the body axis ``bend_axis`` (base frame) whose tip
-        is turned by ``tip_angle`` [rad], at rest: an initial deflection (seed 001, Sec. 4)."""
+        is turned by ``tip_angle`` [rad], at rest: an initial deflection (seed 001, Sec. 4).
+
+        Args:
+            tip_angle: Tip rotation angle [rad].
+            bend_axis: Bending axis in the base frame, shape (3,) (normalised here).
+            base: The clamp; None for a clamp at the origin with the identity frame.
+            dtype: dtype of the state's tensors.
+
+        Returns:
+            The :class:`RodState`, (B, N+1, …), with zero velocities.
+        """
         base = base if isinstance(base, Clamp) else Clamp()
         dev = self.length.device
         r0, p0 = base.pose(0.0, dtype, dev)
@@ -405,12 +439,29 @@ class CosseratRod(torch.nn.Module):
     def potential_energy(self, R: Tensor, p: Tensor, ctx: Optional[RodContext] = None) -> Tensor:
         """(B,) elastic energy V [J] (seed 001, eq. (6) plus the bending term;
         :func:`~flexlearn.physics.cosserat.elastic.elastic_energy`) of the configuration R (B, N+1, 3, 3),
-        p (B, N+1, 3) [m]; ``ctx`` defaults to :meth:`context` without loads."""
+        p (B, N+1, 3) [m]; ``ctx`` defaults to :meth:`context` without loads.
+
+        Args:
+            R: Node rotations, shape (B, N+1, 3, 3).
+            p: Node positions [m], shape (B, N+1, 3).
+            ctx: The rod's context; None for :meth:`context` without loads.
+
+        Returns:
+            Elastic energy [J], shape (B,).
+        """
         return elastic.elastic_energy(self.context((), p.dtype) if ctx is None else ctx, R, p)
 
     def internal_forces(self, R: Tensor, p: Tensor) -> Tuple[Tensor, Tensor]:
         """World node forces (B, N+1, 3) [N] and body node torques (B, N+1, 3) [N m] from the elastic
-        energy (free rod; no clamp) of the configuration R (B, N+1, 3, 3), p (B, N+1, 3) [m]."""
+        energy (free rod; no clamp) of the configuration R (B, N+1, 3, 3), p (B, N+1, 3) [m].
+
+        Args:
+            R: Node rotations, shape (B, N+1, 3, 3).
+            p: Node positions [m], shape (B, N+1, 3).
+
+        Returns:
+            Tuple ``(force, torque)``.
+        """
         out = elastic.internal_forces(self.context((), p.dtype), R, p)
         return out.force, out.torque
 
@@ -463,14 +514,30 @@ class CosseratRod(torch.nn.Module):
         )
 
     def kinetic_energy(self, state: RodState, ctx: Optional[RodContext] = None) -> Tensor:
-        """(B,) kinetic energy [J] of ``state``: ½ Σ m v² + ½ Σ ωᵀ J ω (``ctx`` defaults to :meth:`context`)."""
+        """(B,) kinetic energy [J] of ``state``: ½ Σ m v² + ½ Σ ωᵀ J ω (``ctx`` defaults to :meth:`context`).
+
+        Args:
+            state: The rod state (velocities [m/s], body angular velocities [rad/s]).
+            ctx: The rod's context; None for :meth:`context` without loads.
+
+        Returns:
+            Kinetic energy [J], shape (B,).
+        """
         ctx = self.context((), state.positions.dtype) if ctx is None else ctx
         t = 0.5 * (ctx.mass * (state.velocities**2).sum(-1)).sum(-1)
         r = 0.5 * (ctx.inertia * state.angular_velocities**2).sum((-1, -2))
         return t + r
 
     def momenta(self, state: RodState, ctx: Optional[RodContext] = None) -> Tuple[Tensor, Tensor]:
-        """(B, 3) total linear momentum Σ m v and angular momentum about the origin Σ m p×v + R J ω."""
+        """(B, 3) total linear momentum Σ m v and angular momentum about the origin Σ m p×v + R J ω.
+
+        Args:
+            state: The rod state.
+            ctx: The rod's context; None for :meth:`context` without loads.
+
+        Returns:
+            Tuple ``(linear [kg·m/s], angular [kg·m²/s])``, shape (B, 3) each.
+        """
         ctx = self.context((), state.positions.dtype) if ctx is None else ctx
         m = ctx.mass.unsqueeze(-1)
         lin = (m * state.velocities).sum(-2)

@@ -159,21 +159,58 @@ class SimulatedRod(Protocol):
         ...
 
     def parameters(self, recurse: bool = True) -> Iterator[torch.nn.Parameter]:
-        """The rod's parameters (``torch.nn.Module``)."""
+        """The rod's parameters (``torch.nn.Module``).
+
+        Args:
+            recurse: Include the parameters of submodules.
+
+        Returns:
+            Iterator over the parameters.
+        """
         ...
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
-        """The rod's buffers (``torch.nn.Module``)."""
+        """The rod's buffers (``torch.nn.Module``).
+
+        Args:
+            recurse: Include the buffers of submodules.
+
+        Returns:
+            Iterator over the buffers.
+        """
         ...
 
     def context(self, loads: Sequence[RodLoad] = (), dtype: torch.dtype = torch.float64) -> RodContext:
-        """The per-simulation context with the loads' point masses added."""
+        """The per-simulation context with the loads' point masses added.
+
+        Args:
+            loads: The loads of the run (their point masses are added to the nodes).
+            dtype: Floating-point dtype of the context's tensors.
+
+        Returns:
+            The :class:`~flexlearn.physics.cosserat.context.RodContext`.
+        """
         ...
 
     def straight_state(self, base: Optional[Clamp] = None, dtype: torch.dtype = torch.float64) -> RodState:
-        """The rest configuration along the base's axis."""
+        """The rest configuration along the base's axis.
+
+        Args:
+            base: The clamp whose pose the rod starts from; None for a clamp at the origin, identity frame.
+            dtype: Floating-point dtype of the state.
+
+        Returns:
+            The :class:`~flexlearn.physics.cosserat.state.RodState` at rest.
+        """
         ...
 
     def stable_dt(self, safety: float = 0.65) -> Tensor:
-        """(B,) estimate of the largest stable LGVI step [s]."""
+        """(B,) estimate of the largest stable LGVI step [s].
+
+        Args:
+            safety: Factor applied to the estimated stability limit.
+
+        Returns:
+            Time step [s], shape (B,).
+        """
         ...

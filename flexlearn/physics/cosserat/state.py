@@ -99,7 +99,14 @@ class Clamp:
     @classmethod
     def horizontal(cls, position: Number = (0.0, 0.0, 0.0)) -> "Clamp":
         """Rod axis along world +x (body z → world x), body y → world y: a horizontal cantilever under
-        gravity (0, 0, −g) bends in the world xz-plane."""
+        gravity (0, 0, −g) bends in the world xz-plane.
+
+        Args:
+            position: Clamp position [m], shape (3,).
+
+        Returns:
+            The :class:`Clamp`.
+        """
         r = torch.tensor([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]], dtype=torch.float64)
         return cls(position, r)
 

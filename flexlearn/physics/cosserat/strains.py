@@ -41,7 +41,18 @@ class Strains(NamedTuple):
 
 def strains(R: Tensor, p: Tensor, l: Tensor, e3: Tensor, midpoint: bool) -> Strains:
     """Strains of every element (module docstring): ``midpoint`` selects Γ at the mid frame (else seed eq. (6)'s
-    node strains); l (B, N) are the rest lengths [m], e3 the body tangent E3."""
+    node strains); l (B, N) are the rest lengths [m], e3 the body tangent E3.
+
+    Args:
+        R: Node rotations (body → world), shape (B, N+1, 3, 3).
+        p: Node positions [m], shape (B, N+1, 3).
+        l: Element rest lengths [m], shape (B, N).
+        e3: Body tangent E3, shape (3,).
+        midpoint: True for Γ at the mid frame, False for the node strains of seed eq. (6).
+
+    Returns:
+        The :class:`Strains`.
+    """
     RT = R.transpose(-1, -2)
     e = p[:, 1:] - p[:, :-1]  # (B, N, 3)
     ll = l.unsqueeze(-1)

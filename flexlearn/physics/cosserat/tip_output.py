@@ -38,6 +38,20 @@ def run_experiment(
 
     A run of more than ``max_steps`` integration steps is refused before it starts (`ConfigError` naming
     ``cosserat.dt``); ``announce`` receives one line with the step count before the run starts.
+
+    Args:
+        cfg: The validated experiment.
+        max_duration: Upper bound on the simulated time [s]; None runs the full ``cfg.duration``.
+        backend: ``'auto'``, ``'numba'`` or ``'torch'``.
+        max_steps: Largest number of integration steps allowed.
+        announce: Called with one line before the run starts; None for silence.
+
+    Returns:
+        Tuple ``(trajectory, summary)``; the summary dict holds name, table, ``duration_s``, ``dt_s``, ``steps``,
+        scheme, ``wall_s`` and ``final_tip_m``.
+
+    Raises:
+        ConfigError: If ``max_duration`` or ``max_steps`` is invalid, or the run needs more than ``max_steps`` steps.
     """
     if max_duration is not None:
         check(math.isfinite(max_duration) and max_duration > 0, "max_duration", max_duration, "must be > 0 [s]")
@@ -77,7 +91,21 @@ def run_experiment(
 def write_tip_trajectory(
     out_dir, tr: Trajectory, cfg: CosseratExperimentConfig, info: Dict, formats: Sequence[str] = FORMATS
 ) -> List[Path]:
-    """Write the tip trajectory of ``tr`` in ``formats`` (subset of json, csv, png); returns the paths."""
+    """Write the tip trajectory of ``tr`` in ``formats`` (subset of json, csv, png); returns the paths.
+
+    Args:
+        out_dir: Output directory (created if missing).
+        tr: The simulated trajectory.
+        cfg: The experiment (its ``name`` prefixes the files).
+        info: The run summary of :func:`run_experiment` (stored in the JSON file).
+        formats: Which files to write, from ``('json', 'csv', 'png')``.
+
+    Returns:
+        The paths written.
+
+    Raises:
+        ConfigError: If a format is unknown.
+    """
     for f in formats:
         check(f in FORMATS, "formats", f, f"each must be one of {list(FORMATS)}")
     out = Path(out_dir)

@@ -67,7 +67,15 @@ class AssemblyMixin:
         def _h(self) -> Tensor: ...
 
     def node_loads(self, nodes: Tensor, loads: Loads) -> Tensor:
-        """World [moment; force] on every node (R, N+1, 6): gravity lumped (½ ρ A h per element end) + dead."""
+        """World [moment; force] on every node (R, N+1, 6): gravity lumped (½ ρ A h per element end) + dead.
+
+        Args:
+            nodes: All nodal poses (R, N+1, 4, 4) [m]; sets the dtype and device.
+            loads: The external loads (gravity and ``node_wrenches`` are used).
+
+        Returns:
+            World [moment [N·m]; force [N]] (R, N+1, 6) on every node.
+        """
         r, n = self.n_rods, self.n_elements
         w = nodes.new_zeros(r, n + 1, 6)
         if loads.gravity:
@@ -82,7 +90,15 @@ class AssemblyMixin:
         return w
 
     def platform_load(self, g_ee: Tensor, loads: Loads) -> Tensor:
-        """World [moment; force] (6,) on the platform origin, without the pulley."""
+        """World [moment; force] (6,) on the platform origin, without the pulley.
+
+        Args:
+            g_ee: Platform pose (4, 4); sets the dtype.
+            loads: The external loads (gravity and ``ee_wrench`` are used; the pulley is not).
+
+        Returns:
+            World [moment [N·m]; force [N]] (6,) on the platform origin.
+        """
         w = g_ee.new_zeros(6)
         if loads.gravity:
             w = w + torch.cat([g_ee.new_zeros(3), loads.gravity_scale * self.platform_mass * self.gravity])

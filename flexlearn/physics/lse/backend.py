@@ -43,7 +43,15 @@ class SolvePlan(NamedTuple):
 
 
 def eligible(model, needs_grad: bool) -> str:
-    """Why the compiled Newton driver cannot run a solve of ``model`` ('' when it can)."""
+    """Why the compiled Newton driver cannot run a solve of ``model`` ('' when it can).
+
+    Args:
+        model: The `CPRModel` to solve.
+        needs_grad: Whether the solve must be differentiable (implicit differentiation).
+
+    Returns:
+        The reason in words, or '' when the compiled driver can run.
+    """
     if not HAVE_NUMBA:
         return "numba is not installed"
     if needs_grad:
@@ -55,7 +63,19 @@ def eligible(model, needs_grad: bool) -> str:
 
 def plan(model, backend: str, needs_grad: bool) -> SolvePlan:
     """The :class:`SolvePlan` of ``backend`` (module docstring). ``"auto"`` follows the deprecated
-    ``model.kernels`` when that was set."""
+    ``model.kernels`` when that was set.
+
+    Args:
+        model: The `CPRModel` to solve.
+        backend: One of :data:`BACKENDS`.
+        needs_grad: Whether the solve must be differentiable.
+
+    Returns:
+        The plan: compiled driver or not, and the element kernels of the torch driver.
+
+    Raises:
+        ConfigError: ``backend`` is unknown, or ``"numba"`` where the compiled driver cannot run.
+    """
     check(backend in BACKENDS, "backend", backend, f"must be one of {', '.join(map(repr, BACKENDS))}")
     if backend == "auto" and model._kernels is not None:
         backend = KERNELS[model._kernels]
@@ -88,12 +108,29 @@ class SolverCache:
         self._bases = None
 
     def constants(self, model) -> CompiledConstants:
+        """The compiled driver's constant arrays of ``model``, rebuilt when its fingerprint changed.
+
+        Args:
+            model: The `CPRModel` whose constants are wanted.
+
+        Returns:
+            The cached or fresh :class:`~flexlearn.physics.lse.compiled.problem.CompiledConstants`.
+        """
         key = (model.n_elements,) + tuple((id(b), b._version) for b in model._buffers.values() if b is not None)
         if self._constants is None or self._constants[0] != key:
             self._constants = (key, build_constants(model))
         return self._constants[1]
 
     def base_poses(self, model, theta: Tensor) -> Tensor:
+        """The rod base poses (R, 4, 4) of ``model`` at ``theta``, reused when nothing changed.
+
+        Args:
+            model: The `CPRModel` whose base poses are wanted.
+            theta: Motor angles (M,) [rad].
+
+        Returns:
+            The base poses (R, 4, 4), detached when cached (not cached while gradients are needed).
+        """
         if torch.is_grad_enabled() and (theta.requires_grad or any(b.requires_grad for b in model.buffers())):
             return model.base_poses(theta)
         key = (
@@ -139,7 +176,14 @@ class SolveRun:
         return self.plan.elements
 
     def nodes_of(self, g_ee: Tensor) -> Optional[Tensor]:
-        """All nodal poses of the last compiled Newton call when it ended at ``g_ee`` (else None)."""
+        """All nodal poses of the last compiled Newton call when it ended at ``g_ee`` (else None).
+
+        Args:
+            g_ee: Platform pose (4, 4) tensor; matched by identity, not by value.
+
+        Returns:
+            The nodal poses (R, N+1, 4, 4), or None.
+        """
         if self.nodes is not None and self.nodes[0] is g_ee:
             return self.nodes[1]
         return None

@@ -21,6 +21,20 @@ def cantilever_model(
 
     length [m], radius [m], moduli [Pa] (floats or tensors, e.g. with requires_grad), n_elements ≥ 1.
     Raises StaticsInputError (a ValueError) for a non-positive size or modulus.
+
+    Args:
+        length: Rod length [m].
+        radius: Radius of the circular section [m].
+        youngs_modulus: Young's modulus [Pa] (float or tensor).
+        shear_modulus: Shear modulus [Pa] (float or tensor).
+        n_elements: Number of LSE elements (≥ 1).
+        precurvature: Reference curvature κ₀ (3,) [rad/m] in the body frame.
+
+    Returns:
+        The one-rod `CPRModel` (no motors, no gravity on the rod).
+
+    Raises:
+        StaticsInputError: A non-positive or non-finite length or radius, or a non-positive modulus.
     """
     if not (length > 0 and radius > 0 and math.isfinite(length) and math.isfinite(radius)):
         raise StaticsInputError(f"length and radius must be positive, got {length}, {radius}")
@@ -53,7 +67,18 @@ def cantilever_model(
 def cantilever_solve(
     model: CPRModel, tip_force=None, tip_moment=None, init: Equilibrium | None = None, **kw
 ) -> Equilibrium:
-    """Equilibrium of a `cantilever_model` under dead world-frame tip loads (3,) [N], (3,) [N·m]."""
+    """Equilibrium of a `cantilever_model` under dead world-frame tip loads (3,) [N], (3,) [N·m].
+
+    Args:
+        model: A model made by :func:`cantilever_model`.
+        tip_force: World tip force (3,) [N]; None = 0.
+        tip_moment: World tip moment (3,) [N·m]; None = 0.
+        init: Equilibrium to start Newton from; None = the straight rod.
+        **kw: Further keyword arguments of `CPRModel.solve`.
+
+    Returns:
+        The equilibrium (gravity off).
+    """
     dt = torch.float64
     f = torch.zeros(3, dtype=dt) if tip_force is None else torch.as_tensor(tip_force, dtype=dt)
     m = torch.zeros(3, dtype=dt) if tip_moment is None else torch.as_tensor(tip_moment, dtype=dt)
@@ -76,6 +101,19 @@ def cantilever_tip_pose(
     length, radius [m]; youngs_modulus, shear_modulus [Pa]; tip_force (3,) [N] and tip_moment (3,) [N·m]
     in the world frame (None = 0). float64, SI. Gradients flow to tensor inputs (implicit differentiation).
     Raises `ConvergenceError` if Newton fails from the straight configuration.
+
+    Args:
+        length: Rod length [m].
+        radius: Radius of the circular section [m].
+        youngs_modulus: Young's modulus [Pa] (float or tensor).
+        shear_modulus: Shear modulus [Pa] (float or tensor).
+        n_elements: Number of LSE elements (≥ 1).
+        tip_force: World tip force (3,) [N]; None = 0.
+        tip_moment: World tip moment (3,) [N·m]; None = 0.
+        **solver_kw: Further keyword arguments of `CPRModel.solve`.
+
+    Returns:
+        The tip pose (4, 4), float64.
     """
     model = cantilever_model(length, radius, youngs_modulus, shear_modulus, n_elements)
     return cantilever_solve(model, tip_force, tip_moment, **solver_kw).g_ee

@@ -50,6 +50,14 @@ class RodConfig:
     precurvature: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     def validate(self, where: str = "rod") -> None:
+        """Check the rod settings.
+
+        Args:
+            where: Key prefix named in the error messages.
+
+        Raises:
+            ConfigError: A value out of range, naming its key.
+        """
         check(self.n_elements >= 1, f"{where}.n_elements", self.n_elements, "must be >= 1")
         check(
             self.section in ("circle", "rectangle"), f"{where}.section", self.section, "must be 'circle' or 'rectangle'"
@@ -97,6 +105,14 @@ class GeometryConfig:
     tip_twist: str = "clamped"  # "clamped" | "free" (a swivel about the rod axis at the platform)
 
     def validate(self, where: str = "geometry") -> None:
+        """Check the geometry settings (the per-rod frames for layout ``"rods"``).
+
+        Args:
+            where: Key prefix named in the error messages.
+
+        Raises:
+            ConfigError: A value out of range or inconsistent, naming its key.
+        """
         check(self.layout in ("motors", "rods"), f"{where}.layout", self.layout, "must be 'motors' or 'rods'")
         check(
             self.actuation in ("motors", "length"), f"{where}.actuation", self.actuation, "must be 'motors' or 'length'"
@@ -161,6 +177,14 @@ class PulleyConfig:
     mass: float = 0.005
 
     def validate(self, where: str = "pulley") -> None:
+        """Check the pulley settings.
+
+        Args:
+            where: Key prefix named in the error messages.
+
+        Raises:
+            ConfigError: A non-finite position or a negative mass, naming its key.
+        """
         check_finite(self, where, "position")
         check(math.isfinite(self.mass) and self.mass >= 0, f"{where}.mass", self.mass, "must be >= 0")
 
@@ -176,6 +200,14 @@ class CPRConfig:
     gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
 
     def validate(self, where: str = "cpr") -> None:
+        """Check the robot-level settings (platform mass, gravity).
+
+        Args:
+            where: Key prefix named in the error messages.
+
+        Raises:
+            ConfigError: A negative platform mass or a non-finite gravity, naming its key.
+        """
         check(
             math.isfinite(self.platform_mass) and self.platform_mass >= 0,
             f"{where}.platform_mass",

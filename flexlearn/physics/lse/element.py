@@ -76,6 +76,16 @@ def section_properties(shape: str, dims: tuple[float, ...]) -> tuple[float, floa
     I₁ is about body x, I₂ about body y; J is the torsion constant (polar moment for the circle, the
     Saint-Venant series approximation ``J ≈ a b³ (1/3 - 0.21 (b/a)(1 - b⁴/(12 a⁴)))`` (a ≥ b) for the
     rectangle, Roark's formula). Raises StaticsInputError (a ValueError) for another shape.
+
+    Args:
+        shape: ``"circle"`` or ``"rectangle"``.
+        dims: (radius,) or (width, height) [m].
+
+    Returns:
+        ``(A, I₁, I₂, J)``.
+
+    Raises:
+        StaticsInputError: An unknown shape.
     """
     if shape == "circle":
         (r,) = dims
@@ -102,6 +112,17 @@ def section_stiffness(
     ``K = diag(GJ, EI₁, EI₂, EA, GA, GA)``, i.e. a rod whose tangent is body x; flexlearn's rods lie along
     body z (the cantilever helper's "+z at rest"), so the same entries are permuted accordingly. No shear
     correction factor (the issue's GA).
+
+    Args:
+        youngs_modulus: Young's modulus E [Pa].
+        shear_modulus: Shear modulus G [Pa].
+        area: Section area A [m²].
+        i1: Second moment about body x [m⁴].
+        i2: Second moment about body y [m⁴].
+        j: Torsion constant [m⁴].
+
+    Returns:
+        The broadcast diagonal (..., 6).
     """
     e, g = youngs_modulus, shear_modulus
     return torch.stack(torch.broadcast_tensors(e * i1, e * i2, g * j, g * area, g * area, e * area), -1)
@@ -112,7 +133,16 @@ def _eye6(ref: Tensor) -> Tensor:
 
 
 def magnus_omega(xibar: Tensor, beta: Tensor, h: Tensor) -> Tensor:
-    """``Ω(h) = (h I - h³/12 ad_β) ξ̄`` (..., 6), seed eq. (8): g_a⁻¹ g_b ≈ exp(Ω^). h [m] (...)."""
+    """``Ω(h) = (h I - h³/12 ad_β) ξ̄`` (..., 6), seed eq. (8): g_a⁻¹ g_b ≈ exp(Ω^). h [m] (...).
+
+    Args:
+        xibar: Mean strain ξ̄ (..., 6).
+        beta: Strain slope β (..., 6) [1/m²].
+        h: Element length (...) [m].
+
+    Returns:
+        Ω (..., 6).
+    """
     h = h[..., None]
     return h * xibar - (h**3 / 12.0) * (se3_ad(beta) @ xibar.unsqueeze(-1)).squeeze(-1)
 
@@ -124,7 +154,17 @@ def _a_matrix(beta: Tensor, h: Tensor) -> Tensor:
 
 
 def mean_strain(ga: Tensor, gb: Tensor, beta: Tensor, h: Tensor) -> Tensor:
-    """``ξ̄ = A⁻¹ Log(g_a⁻¹ g_b)`` (..., 6), seed eq. (9). Requires the relative rotation angle < π."""
+    """``ξ̄ = A⁻¹ Log(g_a⁻¹ g_b)`` (..., 6), seed eq. (9). Requires the relative rotation angle < π.
+
+    Args:
+        ga: Start-node poses (..., 4, 4) [m].
+        gb: End-node poses (..., 4, 4) [m].
+        beta: Strain slopes β (..., 6) [1/m²].
+        h: Element lengths (...) [m].
+
+    Returns:
+        ξ̄ (..., 6).
+    """
     omega = se3_log(se3_inverse(ga) @ gb)
     return torch.linalg.solve(_a_matrix(beta, h), omega.unsqueeze(-1)).squeeze(-1)
 
@@ -134,6 +174,15 @@ def strain_jacobians(ga: Tensor, gb: Tensor, beta: Tensor, h: Tensor) -> tuple[T
 
     ``J₁ = -A⁻¹ J_l⁻¹(Ω)``, ``J₂ = A⁻¹ J_r⁻¹(Ω)``, ``J₃ = -(h³/12) A⁻¹ ad_ξ̄`` with Ω = Log(g_a⁻¹ g_b):
     from ``δΩ = -J_l⁻¹(Ω) δζ_a + J_r⁻¹(Ω) δζ_b`` and ``δA ξ̄ = (h³/12) ad_ξ̄ δβ``.
+
+    Args:
+        ga: Start-node poses (..., 4, 4) [m].
+        gb: End-node poses (..., 4, 4) [m].
+        beta: Strain slopes β (..., 6) [1/m²].
+        h: Element lengths (...) [m].
+
+    Returns:
+        ``(J₁, J₂, J₃)``.
     """
     omega = se3_log(se3_inverse(ga) @ gb)
     a = _a_matrix(beta, h)
@@ -149,13 +198,31 @@ def element_energy(ga: Tensor, gb: Tensor, beta: Tensor, h: Tensor, k: Tensor, x
 
     k: diagonal of K (..., 6); xi0: reference strain (..., 6). The β term is the exact integral of the
     linear strain field's energy over the element (∫ (s - h/2)² ds = h³/12).
+
+    Args:
+        ga: Start-node poses (..., 4, 4) [m].
+        gb: End-node poses (..., 4, 4) [m].
+        beta: Strain slopes β (..., 6) [1/m²].
+        h: Element lengths (...) [m].
+        k: Diagonal of the section stiffness K (..., 6) (:func:`section_stiffness`).
+        xi0: Reference strain ξ₀ (..., 6).
+
+    Returns:
+        U (...) [J].
     """
     d = mean_strain(ga, gb, beta, h) - xi0
     return 0.5 * h * (d * k * d).sum(-1) + h**3 / 24.0 * (beta * k * beta).sum(-1)
 
 
 def wbar(w: Tensor) -> Tensor:
-    """``W̃(w) = [[m^, f^], [f^, 0]]`` (..., 6, 6) for a wrench w = [m; f], so that ``ad_aᵀ w = W̃(w) a``."""
+    """``W̃(w) = [[m^, f^], [f^, 0]]`` (..., 6, 6) for a wrench w = [m; f], so that ``ad_aᵀ w = W̃(w) a``.
+
+    Args:
+        w: Wrench [m; f] (..., 6).
+
+    Returns:
+        W̃(w) (..., 6, 6).
+    """
     m = so3_hat(w[..., :3])
     f = so3_hat(w[..., 3:])
     top = torch.cat([m, f], -1)
@@ -183,6 +250,17 @@ def element_forces(ga: Tensor, gb: Tensor, beta: Tensor, h: Tensor, k: Tensor, x
     the efficient form ``μ = A⁻ᵀ h K Δ``, ``r_b = J_r⁻ᵀ μ`` [N·m; N] (the body wrench the element exerts on
     node b, with the sign of ∂U), ``r_a = -J_l⁻ᵀ μ = -Ad_{exp(-Ω)}ᵀ r_b``, and
     ``r_β = -(h³/12) ad_ξ̄ᵀ μ + (h³/12) K β``.
+
+    Args:
+        ga: Start-node poses (..., 4, 4) [m].
+        gb: End-node poses (..., 4, 4) [m].
+        beta: Strain slopes β (..., 6) [1/m²].
+        h: Element lengths (...) [m].
+        k: Diagonal of the section stiffness K (..., 6) (:func:`section_stiffness`).
+        xi0: Reference strain ξ₀ (..., 6).
+
+    Returns:
+        The :class:`ElementState` (residual parts and what the tangent reuses).
     """
     omega = se3_log(se3_inverse(ga) @ gb)
     a = _a_matrix(beta, h)
@@ -208,6 +286,15 @@ def element_tangent(st: ElementState, beta: Tensor, h: Tensor, k: Tensor) -> Ten
     ``J_r(Ω) = ∫₀¹ Ad_{exp(-tΩ)} dt`` as ``J_r⁻ᵀ Q``, ``Q = ∫₀¹ t W̃(Ad_{exp(-tΩ)}ᵀ r_b) J_l(tΩ) dt``,
     evaluated by 8-point Gauss–Legendre quadrature (error < 1e-15 relative for |Ω_angular| ≤ π: the
     integrand is a trigonometric polynomial of frequency ≤ |Ω_angular|). Not printed in the seed.
+
+    Args:
+        st: The :class:`ElementState` of :func:`element_forces`.
+        beta: Strain slopes β (..., 6) [1/m²].
+        h: Element lengths (...) [m].
+        k: Diagonal of the section stiffness K (..., 6).
+
+    Returns:
+        H (..., 18, 18).
     """
     omega, a, xibar, mu, jri, jli, r_a, r_b, _ = st
     dtype, device = omega.dtype, omega.device

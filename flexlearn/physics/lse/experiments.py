@@ -27,7 +27,7 @@ from flexlearn.physics.lse.model import CPRModel
 from flexlearn.physics.lse.shooting.forward import ShootingSolver
 from flexlearn.physics.lse.state import Loads
 
-__all__ = ["run_experiment", "run_experiments", "write_outputs", "summary"]
+__all__ = ["summary_lines", "run_experiment", "run_experiments", "write_outputs", "summary"]
 
 
 def run_experiment(
@@ -38,6 +38,14 @@ def run_experiment(
     Returns (result dict, rod shapes at the samples: (R, 8N + 1, 3) [m] each). ``shoot``: a
     `ShootingSolver` solved at every path point for comparison, or None. ``step()``: called after every
     solve (progress).
+
+    Args:
+        model: The robot.
+        loads: Loads applied at every point.
+        dense: Motor angles along the path (K, M) [rad].
+        index: Indices into ``dense`` of the samples.
+        shoot: Baseline solver, or None for no comparison.
+        step: Progress callback without arguments, or None.
     """
     eq = model.solve(torch.zeros(dense.shape[-1], dtype=torch.float64), loads)
     eqs, iters = [], []
@@ -80,7 +88,18 @@ def run_experiment(
 def run_experiments(
     model: CPRModel, substeps: int = 8, shooting_steps: Optional[int] = 40, n_phases: int = 10, step=None
 ) -> tuple[dict, dict]:
-    """Experiments I (no load) and II (pulley) along the seed's path; ``shooting_steps`` None: no baseline."""
+    """Experiments I (no load) and II (pulley) along the seed's path; ``shooting_steps`` None: no baseline.
+
+    Args:
+        model: The robot.
+        substeps: Intermediate path points between consecutive samples.
+        shooting_steps: Integration steps of the shooting baseline, or None.
+        n_phases: Samples over the sinusoid's period.
+        step: Progress callback without arguments, called after every solve, or None.
+
+    Returns:
+        ``(result, shapes)``: the JSON-able result and the rod shapes per experiment.
+    """
     samples, dense, index = actuation_path(n_phases, substeps)
     shoot = None if shooting_steps is None else ShootingSolver(model, steps=shooting_steps)
     result = {"theta_samples_rad": samples.tolist(), "n_rods": model.n_rods, "elements_per_rod": model.n_elements}
@@ -93,7 +112,16 @@ def run_experiments(
 
 
 def write_outputs(out: str | Path, result: dict, shapes: dict) -> list[Path]:
-    """Write experiments.json, trajectory.png, shapes_exp1.png, shapes_exp2.png into ``out`` (atomically)."""
+    """Write experiments.json, trajectory.png, shapes_exp1.png, shapes_exp2.png into ``out`` (atomically).
+
+    Args:
+        out: Output directory.
+        result: The result dict of :func:`run_experiments`.
+        shapes: The rod shapes of :func:`run_experiments` (per experiment, (R, 8N + 1, 3) [m] per sample).
+
+    Returns:
+        The paths written.
+    """
     import matplotlib  # heavy, and only the figures need it: off the import path of the statics
 
     matplotlib.use("Agg")
@@ -148,8 +176,43 @@ def write_outputs(out: str | Path, result: dict, shapes: dict) -> list[Path]:
 
 
 def summary(result: dict) -> dict:
-    """The result without the per-point iteration lists (for printing)."""
+    """The result without the per-point iteration lists (for printing).
+
+    Args:
+        result: The result dict of :func:`run_experiments`.
+
+    Returns:
+        A shallow copy without ``newton_iterations``.
+    """
     return {
         k: (v if not isinstance(v, dict) else {kk: vv for kk, vv in v.items() if kk != "newton_iterations"})
         for k, v in result.items()
     }
+
+
+def summary_lines(result: dict, files: list[Path]) -> list[str]:
+    """What ``flexlearn-cpr`` prints for a person: per experiment its solves, speed and the LSE–shooting gap,
+    then the files written and where to look next (the full result stays in ``experiments.json``).
+
+    Args:
+        result: The result dict of :func:`run_experiments`.
+        files: The files written (:func:`write_outputs` and the trajectory figure).
+
+    Returns:
+        The lines, without the run directory (the app prints it last).
+    """
+    lines = [
+        f"flexlearn-cpr: {result['n_rods']} rods × {result['elements_per_rod']} elements, "
+        f"{len(result['theta_samples_rad'])} path samples"
+    ]
+    for name in ("experiment_I", "experiment_II"):
+        exp = result[name]
+        gap = exp.get("lse_vs_shooting_max_along_path_m")
+        vs = "no shooting baseline" if gap is None else f"LSE vs shooting: max {gap:.2e} m along the path"
+        lines.append(
+            f"  {name}: {exp['dense_path_points']} LSE solves in {exp['lse_time_s']:.1f} s "
+            f"({exp['lse_solves_per_s']:.0f} solves/s); {vs}"
+        )
+    lines.append("files: " + ", ".join(Path(f).name for f in files))
+    lines.append("next: open trajectory.png (end-effector path) and shapes_exp*.png; all numbers: experiments.json")
+    return lines

@@ -65,7 +65,14 @@ def _const(a: np.ndarray, ref: Tensor) -> Tensor:
 
 
 def coefficients(t2: Tensor) -> Tensor:
-    """``[A, B, C, E, F, D]`` (..., 6) of θ² = t2 (...): see the module docstring; θ < 2π."""
+    """``[A, B, C, E, F, D]`` (..., 6) of θ² = t2 (...): see the module docstring; θ < 2π.
+
+    Args:
+        t2: Squared rotation angles θ² (...) [rad²].
+
+    Returns:
+        The coefficients (..., 6).
+    """
     small = t2[..., None] < _const(THRESHOLDS, t2)
     tc = torch.where(small, torch.ones_like(small, dtype=t2.dtype), t2[..., None])  # safe θ² per coefficient
     th = torch.sqrt(tc)
@@ -119,23 +126,51 @@ _WBAR36 = _block_map([(0, 0, 0), (3, 0, 1), (3, 1, 0)])  # W̃(w) = [[m^, f^], [
 
 
 def hat(v: Tensor) -> Tensor:
-    """so(3) hat (..., 3) → (..., 3, 3), one product."""
+    """so(3) hat (..., 3) → (..., 3, 3), one product.
+
+    Args:
+        v: Vectors (..., 3).
+
+    Returns:
+        Skew matrices (..., 3, 3).
+    """
     return (v @ _const(_HAT9, v)).reshape(v.shape[:-1] + (3, 3))
 
 
 def ad(x: Tensor) -> Tensor:
-    """``ad_ξ`` (..., 6) → (..., 6, 6) (seed 003, App. A)."""
+    """``ad_ξ`` (..., 6) → (..., 6, 6) (seed 003, App. A).
+
+    Args:
+        x: Twists ξ = [ω; v] (..., 6).
+
+    Returns:
+        ad_ξ (..., 6, 6).
+    """
     return (x @ _const(_AD36, x)).reshape(x.shape[:-1] + (6, 6))
 
 
 def wbar_map(w: Tensor) -> Tensor:
-    """``W̃(w)`` (..., 6, 6) with ``ad_aᵀ w = W̃(w) a`` for a wrench w = [m; f]."""
+    """``W̃(w)`` (..., 6, 6) with ``ad_aᵀ w = W̃(w) a`` for a wrench w = [m; f].
+
+    Args:
+        w: Wrenches [m; f] (..., 6).
+
+    Returns:
+        W̃(w) (..., 6, 6).
+    """
     return (w @ _const(_WBAR36, w)).reshape(w.shape[:-1] + (6, 6))
 
 
 def se3_exp_fused(xi: Tensor) -> Tensor:
     """SE(3) exponential (..., 6) → (..., 4, 4): ``R = I + AΦ + BΦ²``, ``p = (I + BΦ + CΦ²) ρ`` (same values as
-    :func:`flexlearn.lie.se3_exp` to round-off, fewer ops)."""
+    :func:`flexlearn.lie.se3_exp` to round-off, fewer ops).
+
+    Args:
+        xi: Twists [φ; ρ] (..., 6).
+
+    Returns:
+        Poses (..., 4, 4).
+    """
     phi, rho = xi[..., :3], xi[..., 3:]
     co = coefficients((phi * phi).sum(-1))
     ph = hat(phi)
@@ -204,6 +239,17 @@ def element_residual(
 
     ``Ω = Log(g_a⁻¹ g_b)``, ``ξ̄ = A⁻¹ Ω`` (seed eq. (9)), ``μ = A⁻ᵀ h K (ξ̄ - ξ₀)``, ``r_b = J_r⁻ᵀ(Ω) μ``,
     ``r_a = -J_l⁻ᵀ(Ω) μ``, ``r_β = -(h³/12) ad_ξ̄ᵀ μ + (h³/12) K β`` (seed eq. (11), Sec. V-A).
+
+    Args:
+        ga: Start-node poses (..., 4, 4) [m].
+        gb: End-node poses (..., 4, 4) [m].
+        beta: Strain slopes β (..., 6) [1/m²].
+        h: Element lengths (...) [m].
+        k: Diagonal of the section stiffness K (..., 6) (:func:`section_stiffness`).
+        xi0: Reference strain ξ₀ (..., 6).
+
+    Returns:
+        ``(residual (..., 18), cache)``.
     """
     ra_t = ga[..., :3, :3].transpose(-1, -2)
     rr = ra_t @ gb[..., :3, :3]
@@ -278,7 +324,15 @@ def _quadrature_q(cache: ElementCache) -> Tensor:
 
 def element_tangent_fused(cache: ElementCache, beta: Tensor) -> Tensor:
     """Exact element tangent H (..., 18, 18) = ∂[r_a; r_b; r_β]/∂(δζ_a, δζ_b, δβ) (seed Sec. V-D, derived; see
-    :func:`flexlearn.physics.lse.element.element_tangent` for the derivation)."""
+    :func:`flexlearn.physics.lse.element.element_tangent` for the derivation).
+
+    Args:
+        cache: The :class:`ElementCache` of :func:`element_residual`.
+        beta: Strain slopes β (..., 6) [1/m²].
+
+    Returns:
+        H (..., 18, 18).
+    """
     ainv, xibar, mu, jri, jli, r_a, h, k = (
         cache.ainv,
         cache.xibar,

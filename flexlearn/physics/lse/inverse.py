@@ -22,7 +22,14 @@ __all__ = ["actuation_path", "solve_path", "InverseStaticsResult", "inverse_stat
 
 
 def actuation_theta(phase: Tensor | float) -> Tensor:
-    """Seed eq. (39): ``θ = -π/12 [sin φ + 1, sin(φ + 2π/3) + 1, sin(φ + 4π/3) + 1]`` (..., 3) [rad], φ = ωt."""
+    """Seed eq. (39): ``θ = -π/12 [sin φ + 1, sin(φ + 2π/3) + 1, sin(φ + 4π/3) + 1]`` (..., 3) [rad], φ = ωt.
+
+    Args:
+        phase: The phase φ [rad] (scalar or tensor (...)).
+
+    Returns:
+        θ (..., 3) [rad], float64.
+    """
     phi = torch.as_tensor(phase, dtype=torch.float64)[..., None]
     shift = torch.tensor([0.0, 2 * math.pi / 3, 4 * math.pi / 3], dtype=torch.float64)
     return -math.pi / 12 * (torch.sin(phi + shift) + 1.0)
@@ -34,6 +41,10 @@ def actuation_path(n_phases: int = 10, substeps: int = 4) -> tuple[Tensor, Tenso
 
     Returns ``(samples (n_phases + 1, 3), dense (K, 3), sample_index)``: the dense path inserts ``substeps``
     intermediate points between consecutive samples (for warm starts); ``dense[sample_index[j]]`` is sample j.
+
+    Args:
+        n_phases: Uniform phases of the period.
+        substeps: Dense points per interval between consecutive samples.
     """
     phases = torch.arange(n_phases, dtype=torch.float64) * (2 * math.pi / n_phases)
     samples = torch.cat([torch.zeros(1, 3, dtype=torch.float64), actuation_theta(phases)])
@@ -54,7 +65,18 @@ def actuation_path(n_phases: int = 10, substeps: int = 4) -> tuple[Tensor, Tenso
 def solve_path(
     model: CPRModel, thetas: Tensor, loads: Optional[Loads] = None, init: Optional[Equilibrium] = None, **kw
 ) -> list[Equilibrium]:
-    """Warm-started forward statics along a sequence of motor angles (K, M)."""
+    """Warm-started forward statics along a sequence of motor angles (K, M).
+
+    Args:
+        model: The robot.
+        thetas: Motor angles (K, M) [rad].
+        loads: The applied loads (None: as in `CPRModel.solve`).
+        init: Equilibrium to warm-start the first solve, or None.
+        **kw: Further keyword arguments of `CPRModel.solve`.
+
+    Returns:
+        One equilibrium per row of ``thetas``.
+    """
     out = []
     eq = init
     for th in thetas:
@@ -110,6 +132,19 @@ def inverse_statics(
     The Jacobian dp_ee/dθ comes from implicit differentiation of the equilibrium. Feasibility is reported,
     not raised: ``feasible`` is False when the target is not reached within ``tol`` (out of the workspace or
     beyond the motor limits), with ``at_limit`` flags and the remaining ``error``.
+
+    Args:
+        model: The robot.
+        target: Target end-effector position (3,) [m].
+        theta0: Starting motor angles (M,) [rad]; None = 0. Clamped to the motor limits.
+        loads: The applied loads (None: as in `CPRModel.solve`).
+        tol: Tolerance on the position error [m].
+        max_iter: Most Levenberg–Marquardt iterations.
+        init: Equilibrium to warm-start the first solve, or None.
+        max_step: Largest motor angle change per trial step [rad].
+
+    Returns:
+        The :class:`InverseStaticsResult`.
     """
     target = torch.as_tensor(target, dtype=torch.float64)
     m = model.motor_axis.shape[0]
@@ -179,6 +214,21 @@ def identify_youngs_modulus(
     log E with the sensitivities dp/dE from implicit differentiation (as the seed identified its rods'
     stiffness from end-effector positions, Sec. VI-B). Returns (E, cost history [m²]). The model's buffers
     are left at the identified value.
+
+    Args:
+        model: The robot; its moduli are overwritten.
+        thetas: Motor angles (K, M) [rad].
+        measured: Measured end-effector positions (K, 3) [m].
+        loads: One `Loads` or None per sample; None = None for all.
+        e0: Starting Young's modulus [Pa]; None = the model's (first rod).
+        max_iter: Most Gauss–Newton iterations.
+        rtol: Stop when the step in log E falls below this.
+
+    Returns:
+        ``(E [Pa], cost history [m²])``.
+
+    Raises:
+        IdentificationError: Mismatched shapes or non-finite measurements.
     """
     thetas = torch.as_tensor(thetas, dtype=torch.float64)
     measured = torch.as_tensor(measured, dtype=torch.float64)

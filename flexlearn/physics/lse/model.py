@@ -191,6 +191,14 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
 
     @kernels.setter
     def kernels(self, value: str) -> None:
+        """Deprecated setter of :attr:`kernels` (warns).
+
+        Args:
+            value: ``"numba"``, ``"fused"`` or ``"reference"``.
+
+        Raises:
+            StaticsInputError: Another value.
+        """
         warnings.warn(
             "CPRModel.kernels is deprecated: pass backend='auto'|'numba'|'torch'|'reference' to solve()",
             DeprecationWarning,
@@ -357,7 +365,14 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         )
 
     def base_poses(self, theta: Tensor) -> Tensor:
-        """Rod base poses (R, 4, 4) ``g_{k,0} = G_m(θ_m) g⁰_{k,0}`` (seed Sec. IV-B); θ (M,) [rad]."""
+        """Rod base poses (R, 4, 4) ``g_{k,0} = G_m(θ_m) g⁰_{k,0}`` (seed Sec. IV-B); θ (M,) [rad].
+
+        Args:
+            theta: Motor angles (M,) [rad].
+
+        Returns:
+            The base poses (R, 4, 4); fixed rods keep g⁰.
+        """
         fixed = self.rod_motor < 0
         idx = self.rod_motor.clamp_min(0)
         if self.motor_axis.shape[0] == 0:
@@ -371,7 +386,14 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         return (self.lengths / self.n_elements)[:, None].expand(self.n_rods, self.n_elements)
 
     def straight_state(self, theta: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Tensor]:
-        """The unloaded straight configuration at θ = 0 (or rods straight from the bases at θ): state tuple."""
+        """The unloaded straight configuration at θ = 0 (or rods straight from the bases at θ): state tuple.
+
+        Args:
+            theta: Motor angles (M,) [rad]; None = the bases at θ = 0.
+
+        Returns:
+            ``(g_ee (4, 4), g_int (R, N-1, 4, 4), beta (R, N, 6))``, β zero.
+        """
         r, n = self.n_rods, self.n_elements
         dt = self.base_pose0.dtype
         base = self.base_pose0 if theta is None else self.base_poses(theta)
@@ -480,6 +502,13 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         Inside element e: ``g(s) = g_a exp(Ω_s^)`` with the 4th-order Magnus map of the linear strain on [0, s]
         (mean ξ̄ + (s - h)/2 β, slope β; seed eqs. (3), (8)); at s = h it reproduces g_b up to the Magnus
         truncation. Differentiable like ``eq``.
+
+        Args:
+            eq: The equilibrium.
+            samples_per_element: Samples k per element.
+
+        Returns:
+            The poses (R, N·k + 1, 4, 4), the base node first.
         """
         k = int(samples_per_element)
         h = self._h()  # (R, N)
@@ -494,7 +523,14 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         return torch.cat([eq.nodes[:, :1], g], 1)
 
     def default_loads(self, pulley: bool = False) -> Loads:
-        """Gravity, plus the configured Experiment-II pulley when ``pulley``."""
+        """Gravity, plus the configured Experiment-II pulley when ``pulley``.
+
+        Args:
+            pulley: Add the configured pulley load.
+
+        Returns:
+            The `Loads`.
+        """
         if pulley:
             return Loads(pulley_position=self.pulley_position, pulley_tension=self.pulley_tension)
         return Loads()

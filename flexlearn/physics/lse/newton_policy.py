@@ -95,7 +95,18 @@ def residual_verdict(norm, first, it, tol, max_iter):
 
     CONVERGED when not ``norm > tol`` (a NaN residual included, as the drivers' ``while norm > tol`` always
     had it), FAILED on ``it ≥ max_iter``, an infinite residual, growth above DIVERGED × max(first, 10) or no
-    progress after STALL_ITERS iterations; else CONTINUE."""
+    progress after STALL_ITERS iterations; else CONTINUE.
+
+    Args:
+        norm: Current scaled residual norm.
+        first: Scaled residual norm of the starting state.
+        it: Iterations done.
+        tol: Residual tolerance.
+        max_iter: Iteration limit.
+
+    Returns:
+        CONVERGED, FAILED or CONTINUE.
+    """
     if not norm > tol:
         return CONVERGED
     if (
@@ -111,7 +122,15 @@ def residual_verdict(norm, first, it, tol, max_iter):
 @njit(cache=True)
 def step_verdict(step_norm, step_tol):
     """Verdict on the weighted ∞-norm of a Newton correction: FAILED when not finite, CONVERGED below
-    ``step_tol`` (the residual cannot drop further: the correction is applied, no new residual), else CONTINUE."""
+    ``step_tol`` (the residual cannot drop further: the correction is applied, no new residual), else CONTINUE.
+
+    Args:
+        step_norm: Weighted ∞-norm of the correction.
+        step_tol: Step tolerance.
+
+    Returns:
+        CONVERGED, FAILED or CONTINUE.
+    """
     if not math.isfinite(step_norm):
         return FAILED
     if step_norm < step_tol:
@@ -122,17 +141,41 @@ def step_verdict(step_norm, step_tol):
 @njit(cache=True)
 def step_scale(big, max_rot):
     """Step length α ∈ (0, 1] so that no nodal rotation increment exceeds ``max_rot`` [rad] (``big``: the
-    largest one of the full step [rad])."""
+    largest one of the full step [rad]).
+
+    Args:
+        big: Largest nodal rotation increment of the full step [rad].
+        max_rot: Cap [rad].
+
+    Returns:
+        α.
+    """
     return 1.0 if big <= max_rot else max_rot / big
 
 
 @njit(cache=True)
 def accept_trial(trial_norm, norm, growth):
     """Relaxed backtracking test: the trial residual may grow up to ``growth``-fold (the stiff axial and shear
-    terms make good Newton steps raise it transiently)."""
+    terms make good Newton steps raise it transiently).
+
+    Args:
+        trial_norm: Scaled residual norm of the trial state.
+        norm: Scaled residual norm of the current state.
+        growth: Accepted growth factor.
+
+    Returns:
+        Whether the trial is accepted.
+    """
     return trial_norm <= growth * norm
 
 
 def py(f):
-    """The plain-Python function behind a numba dispatcher (itself without numba)."""
+    """The plain-Python function behind a numba dispatcher (itself without numba).
+
+    Args:
+        f: A numba dispatcher or a plain function.
+
+    Returns:
+        ``f.py_func``, or ``f`` itself.
+    """
     return getattr(f, "py_func", f)

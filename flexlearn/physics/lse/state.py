@@ -29,7 +29,14 @@ class Loads:
     gravity_scale: float = 1.0
 
     def scaled(self, lam: float) -> "Loads":
-        """The same loads multiplied by λ (continuation)."""
+        """The same loads multiplied by λ (continuation).
+
+        Args:
+            lam: The factor λ (gravity through ``gravity_scale``; the pulley position is kept).
+
+        Returns:
+            A new `Loads`.
+        """
         f = lambda t: None if t is None else lam * t  # noqa: E731
         return Loads(
             f(self.ee_wrench),
@@ -42,7 +49,14 @@ class Loads:
 
     def magnitude(self, length: float) -> float:
         """|applied moments| + |applied forces| · length [N·m] (gravity not included): the load part of the
-        residual scale of `CPRModel.solve`."""
+        residual scale of `CPRModel.solve`.
+
+        Args:
+            length: Lever arm for the forces [m] (a rod length).
+
+        Returns:
+            The load scale [N·m].
+        """
         mag = 0.0
         if self.ee_wrench is not None:
             w = self.ee_wrench.detach()
@@ -130,5 +144,12 @@ def motor_twist(axis: Tensor, pivot: Tensor) -> Tensor:
 
     G(θ) = exp(θ S^) with S = [a; -a × c] = [a; c × a] (world frame); ``δζ_{k,0} = Ad_{g_{k,0}⁻¹} S δθ``
     is the seed's ``S_k(θ_m) δθ_m`` (Sec. IV-B).
+
+    Args:
+        axis: Unit rotation axis a (..., 3).
+        pivot: A point c on the axis (..., 3) [m].
+
+    Returns:
+        The twist (..., 6), [angular; linear].
     """
     return torch.cat([axis, torch.linalg.cross(pivot, axis)], -1)

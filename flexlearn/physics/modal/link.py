@@ -155,7 +155,14 @@ def _shape_u(u: Tensor, lam: Tensor, sigma: Tensor, one_m: Tensor, derivative: i
 
 
 def cantilever_roots(n: int) -> list[float]:
-    """Reference βₙL of a bare cantilever (1 + cos λ cosh λ = 0), asymptote (2n−1)π/2 beyond 4."""
+    """Reference βₙL of a bare cantilever (1 + cos λ cosh λ = 0), asymptote (2n−1)π/2 beyond 4.
+
+    Args:
+        n: number of roots.
+
+    Returns:
+        The first ``n`` values βₙL (dimensionless).
+    """
     table = [1.8751040687119611, 4.6940911329739179, 7.8547574382376126, 10.995540734875467]
     return [table[i] if i < 4 else (2 * i + 1) * math.pi / 2 for i in range(n)]
 
@@ -294,7 +301,14 @@ class FlexibleLink(nn.Module):
         return lam0 - Fp / dF.detach()
 
     def beta(self, n: int) -> Tensor:
-        """Wavenumbers βₙ = λₙ/L [1/m], shape (*batch, n)."""
+        """Wavenumbers βₙ = λₙ/L [1/m], shape (*batch, n).
+
+        Args:
+            n: number of modes.
+
+        Returns:
+            βₙ (*batch, n) [1/m].
+        """
         return self.roots(n) / self.length.unsqueeze(-1)
 
     def angular_frequencies(self, n: int, roots: Optional[Tensor] = None) -> Tensor:
@@ -341,7 +355,15 @@ class FlexibleLink(nn.Module):
         return torch.sqrt(m2)
 
     def modal_data(self, n: int) -> dict:
-        """Roots, σ, 1−σ and normalisation of the first ``n`` modes (reuse across evaluations)."""
+        """Roots, σ, 1−σ and normalisation of the first ``n`` modes (reuse across evaluations).
+
+        Args:
+            n: number of modes.
+
+        Returns:
+            ``{"roots", "sigma", "one_minus_sigma", "norm"}``, each (*batch, n); the input ``data`` of
+            :meth:`mode_shapes`, :meth:`tip_values` and :meth:`participation`.
+        """
         lam = self.roots(n)
         mu = self.mass_ratio().unsqueeze(-1)
         jr = self.inertia_ratio().unsqueeze(-1)

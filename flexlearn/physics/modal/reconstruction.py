@@ -122,30 +122,72 @@ class ModalReconstructor(nn.Module):
         )
 
     def forward(self, rel_slopes: Tensor) -> Tensor:
-        """Modal coordinates η (..., n) [kg^(1/2) m] from relative slopes ψ_s − ψ_r (..., S) [rad]."""
+        """Modal coordinates η (..., n) [kg^(1/2) m] from relative slopes ψ_s − ψ_r (..., S) [rad].
+
+        Args:
+            rel_slopes: relative slopes ψ_s − ψ_r (..., S) [rad].
+
+        Returns:
+            η (..., n) [kg^(1/2) m].
+        """
         return torch.matmul(rel_slopes, self.gain.t())
 
     @torch.jit.export
     def tip_deflection(self, eta: Tensor) -> Tensor:
-        """w(L) (...) [m]."""
+        """w(L) (...) [m].
+
+        Args:
+            eta: modal coordinates η (..., n) [kg^(1/2) m].
+
+        Returns:
+            w(L) (...) [m].
+        """
         return torch.matmul(eta, self.tip_row)
 
     @torch.jit.export
     def tip_slope(self, eta: Tensor) -> Tensor:
-        """w′(L) (...) [rad]."""
+        """w′(L) (...) [rad].
+
+        Args:
+            eta: modal coordinates η (..., n) [kg^(1/2) m].
+
+        Returns:
+            w′(L) (...) [rad].
+        """
         return torch.matmul(eta, self.tip_slope_row)
 
     @torch.jit.export
     def base_curvature(self, eta: Tensor) -> Tensor:
-        """w″(0) (...) [1/m]."""
+        """w″(0) (...) [1/m].
+
+        Args:
+            eta: modal coordinates η (..., n) [kg^(1/2) m].
+
+        Returns:
+            w″(0) (...) [1/m].
+        """
         return torch.matmul(eta, self.base_curvature_row)
 
     @torch.jit.export
     def reference_slope(self, eta: Tensor) -> Tensor:
-        """w′(l_r) (...) [rad]: subtract from the reference IMU angle to get the rigid link angle."""
+        """w′(l_r) (...) [rad]: subtract from the reference IMU angle to get the rigid link angle.
+
+        Args:
+            eta: modal coordinates η (..., n) [kg^(1/2) m].
+
+        Returns:
+            w′(l_r) (...) [rad].
+        """
         return torch.matmul(eta, self.ref_slope_row)
 
     @torch.jit.export
     def deflection(self, eta: Tensor) -> Tensor:
-        """w(ξ) on ``grid`` (..., P) [m]."""
+        """w(ξ) on ``grid`` (..., P) [m].
+
+        Args:
+            eta: modal coordinates η (..., n) [kg^(1/2) m].
+
+        Returns:
+            w at the ``grid`` points (..., P) [m].
+        """
         return torch.matmul(eta, self.grid_rows.t())

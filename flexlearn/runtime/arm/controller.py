@@ -347,7 +347,11 @@ class ArmController(nn.Module):
 
     @classmethod
     def build(cls, cfg: Optional[ArmControllerConfig] = None) -> "ArmController":
-        """Controller with its IMU estimator (compensated, elastic) from a validated config."""
+        """Controller with its IMU estimator (compensated, elastic) from a validated config.
+
+        Args:
+            cfg: the configuration (None: the defaults, ``ArmControllerConfig()``).
+        """
         cfg = ArmControllerConfig() if cfg is None else cfg
         cfg.validate()
         est = cfg.build_estimator()
@@ -376,7 +380,11 @@ class ArmController(nn.Module):
 
     @torch.jit.export
     def desired(self, t: float) -> Tuple[Tensor, Tensor, Tensor]:
-        """θ_d, θ̇_d, θ̈_d (2,) at time t [s] (quintic, seed 000, §VI-D)."""
+        """θ_d, θ̇_d, θ̈_d (2,) at time t [s] (quintic, seed 000, §VI-D).
+
+        Args:
+            t: the time [s] on the trajectory's clock (held at its ends outside [t0, t0 + duration]).
+        """
         tt = torch.full((2,), t, dtype=torch.float64)
         return quintic(tt, self.theta0, self.thetaf, self.t0, self.duration)
 

@@ -172,7 +172,15 @@ class LinkLoadModel(nn.Module):
     @staticmethod
     def trig_of_slopes(delta_map: Tensor) -> Tuple[Tensor, Tensor]:
         """(offset (4S,), map (4S, S)) such that ``sin(offset + map ψ̂)`` viewed (2, 2, S) is the ``trig``
-        argument of :meth:`packed` for local slopes ``δ = delta_map ψ̂``."""
+        argument of :meth:`packed` for local slopes ``δ = delta_map ψ̂``.
+
+        Args:
+            delta_map: the map (S, S) from the filtered inclinations ψ̂ (S,) to the local slopes δ (S,).
+
+        Returns:
+            ``(offset (4S,), map (4S, S))``: the phase offsets [0, π/2, π/2, 0] (one block of S each) and the
+            stacked maps [delta_map; delta_map; delta_map; −delta_map].
+        """
         S = delta_map.shape[0]
         half_pi = torch.full((S,), math.pi / 2, dtype=delta_map.dtype)
         zero = torch.zeros(S, dtype=delta_map.dtype)

@@ -146,7 +146,15 @@ def quat_bend(r_par: Tensor, u_child: Tensor, e: Tensor) -> float:
 
 
 def confidence_error(settings: Any) -> Optional[str]:
-    """Why ``settings`` (None or a mapping ``{"kind": "bend", ...}``) is not a valid confidence option, or None."""
+    """Why ``settings`` (None or a mapping ``{"kind": "bend", ...}``) is not a valid confidence option, or None.
+
+    Args:
+        settings: the confidence option: None, or a mapping with ``kind`` ("bend" or "constant") and, for
+            "bend", the `BendConfidence` arguments.
+
+    Returns:
+        The reason as a short message, or None when ``settings`` is valid.
+    """
     if settings is None:
         return None
     if not isinstance(settings, Mapping):

@@ -276,7 +276,11 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
     # ------------------------------------------------------------------------------------------ setup
     @torch.jit.export
     def set_reference(self, quats: Tensor) -> None:
-        """Record q⁰ (N + 1, 4) with the robot hanging straight (non-finite rows keep identity, flagged) and reset."""
+        """Record q⁰ (N + 1, 4) with the robot hanging straight (non-finite rows keep identity, flagged) and reset.
+
+        Args:
+            quats: module quaternions (N + 1, 4) (w, x, y, z), body → world.
+        """
         q, ok = reference_rows(quats, self.q_ref)
         self.q_ref.copy_(q)
         self.has_ref.copy_(ok)

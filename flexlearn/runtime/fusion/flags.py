@@ -47,5 +47,12 @@ FLAG_NAMES = {
 
 
 def decode_flags(flags: int) -> List[str]:
-    """Names of the bits set in one segment's flag word."""
+    """Names of the bits set in one segment's flag word.
+
+    Args:
+        flags: the segment's flag word (bit mask of `FLAG_BITS`).
+
+    Returns:
+        The names (`FLAG_NAMES`) of the bits set, in bit order.
+    """
     return [name for bit, name in FLAG_NAMES.items() if flags & bit]

@@ -240,7 +240,11 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
 
     # ------------------------------------------------------------------------------------------- setup
     def set_reference(self, quats: Tensor) -> Tensor:
-        """`FusedEstimator.set_reference` (q⁰ (N + 1, 4), filter reset); returns the rows accepted."""
+        """`FusedEstimator.set_reference` (q⁰ (N + 1, 4), filter reset); returns the rows accepted.
+
+        Args:
+            quats: module quaternions (N + 1, 4) with the robot hanging straight.
+        """
         n = self.n
         q, ok = reference_rows(quats, self.q_ref)
         self.q_ref.copy_(q)
@@ -461,7 +465,11 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
     def correct_pending(self, request: Tensor) -> Tensor:
         """The pending correction where ``request`` () bool (the round's answer; a method without inputs trips
         ExecuTorch 1.5.1's constant lifting): `FusedEstimator.correct` of the pulse's segment, MAG_REJECTED when
-        it is not taken; mask (N,) of the correction applied (all False when none was pending)."""
+        it is not taken; mask (N,) of the correction applied (all False when none was pending).
+
+        Args:
+            request: () bool, whether to apply the pending correction.
+        """
         j = self.pend_j
         attempt = self.pending & request
         accepted = self._correct(j, self.pend_db, self.pend_t, attempt)

@@ -176,7 +176,11 @@ class HeadingDriftFilter(nn.Module):
 
     def share_state(self, other: "HeadingDriftFilter") -> None:
         """Take ``other``'s settings and its state tensors themselves (not copies): the two are then one filter
-        (used by `flexlearn.runtime.fusion.bias_models.HeadingRateBias`, which runs the estimator's filter)."""
+        (used by `flexlearn.runtime.fusion.bias_models.HeadingRateBias`, which runs the estimator's filter).
+
+        Args:
+            other: the filter whose settings and state tensors this one takes.
+        """
         self.n, self.p0, self.kappa2, self.sigma_b2 = other.n, other.p0, other.kappa2, other.sigma_b2
         self.sigma_align2, self.gate2 = other.sigma_align2, other.gate2
         for name in ("x", "p", "travel_ref", "eye", "last_nis", "rejected", "t_ref"):

@@ -39,6 +39,12 @@ def quadratic_map(v: Tensor) -> Tensor:
     """T (M, 3, 16) with R(q) v_k = T_k vec(q qᵀ) for every quaternion q (4,) and vectors v (M, 3) (float64).
 
     Evaluates the quadratic form on the basis products e_a e_bᵀ (polarisation for a ≠ b), symmetric in (a, b).
+
+    Args:
+        v: the vectors (M, 3) float64.
+
+    Returns:
+        T (M, 3, 16) float64.
     """
     m = v.shape[0]
     basis = torch.eye(4, dtype=torch.float64).unsqueeze(0).expand(m, 4, 4)

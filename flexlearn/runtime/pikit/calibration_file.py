@@ -55,7 +55,17 @@ def _finite(value: Any) -> bool:
 
 
 def read_calibration_file(path: str | Path) -> dict[str, Any]:
-    """The JSON object of a calibration file; `CalibrationFileError` names the file if unreadable."""
+    """The JSON object of a calibration file; `CalibrationFileError` names the file if unreadable.
+
+    Args:
+        path: the calibration file.
+
+    Returns:
+        Its top-level JSON object.
+
+    Raises:
+        CalibrationFileError: the file is missing, not readable JSON, or not a JSON object.
+    """
     try:
         cal = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
@@ -75,6 +85,19 @@ def check_calibration(
     """W, offset, A of a ``flexlearn-calibration/1`` object after checking schema, model and module count.
 
     ``model_fingerprint`` None skips the model check (a bundle exported before fingerprints were recorded).
+
+    Args:
+        cal: the parsed calibration object.
+        n_modules: N receivers of the robot.
+        model_fingerprint: the direction model's fingerprint (None: not checked).
+        where: the file (or config path) errors name.
+
+    Returns:
+        ``{"W": (N, 3, 3), "offset": (N, 3) [T], "A": (N, 3, 3)}`` as nested lists.
+
+    Raises:
+        CalibrationFileError: another schema, model or module count, a wrong shape, non-finite values, or
+            matrices that fail `check_physics`.
     """
     schema = cal.get("schema")
     if schema != CALIBRATION_SCHEMA:
@@ -198,7 +221,18 @@ def check_physics(values: dict, where: str = "calibration file", stretch: bool =
 
 
 def alignment_is_stretch(cal: dict, where: str = "calibration file") -> bool:
-    """Whether ``cal`` declares ``"alignment": "stretch"`` (absent or ``"rotation"``: A must be a rotation)."""
+    """Whether ``cal`` declares ``"alignment": "stretch"`` (absent or ``"rotation"``: A must be a rotation).
+
+    Args:
+        cal: the calibration object.
+        where: the file (or config path) errors name.
+
+    Returns:
+        True for ``"stretch"``, False for ``"rotation"`` or no field.
+
+    Raises:
+        CalibrationFileError: any other ``alignment`` value.
+    """
     kind = cal.get("alignment", "rotation")
     if kind not in ("rotation", "stretch"):
         raise CalibrationFileError(f"{where}: field 'alignment' = {kind!r}, expected 'rotation' or 'stretch'")
@@ -206,7 +240,14 @@ def alignment_is_stretch(cal: dict, where: str = "calibration file") -> bool:
 
 
 def aw_matrices(checked: dict[str, list]) -> list:
-    """A_i W_i (N, 3, 3) as nested lists, from the output of `check_calibration`."""
+    """A_i W_i (N, 3, 3) as nested lists, from the output of `check_calibration`.
+
+    Args:
+        checked: the output of `check_calibration` (``A`` and ``W``, each (N, 3, 3)).
+
+    Returns:
+        The products A_i W_i (N, 3, 3).
+    """
     return [
         [[sum(a[r][k] * w[k][c] for k in range(3)) for c in range(3)] for r in range(3)]
         for a, w in zip(checked["A"], checked["W"])
@@ -214,7 +255,19 @@ def aw_matrices(checked: dict[str, list]) -> list:
 
 
 def bundle_aw(path: str | Path, n_modules: int, model_fingerprint: Optional[str]) -> list:
-    """A_i W_i (N, 3, 3) of a calibration file after `check_calibration` (what ``pi_runner --calibration`` loads)."""
+    """A_i W_i (N, 3, 3) of a calibration file after `check_calibration` (what ``pi_runner --calibration`` loads).
+
+    Args:
+        path: the calibration file.
+        n_modules: N receivers of the robot.
+        model_fingerprint: the direction model's fingerprint (None: not checked).
+
+    Returns:
+        The products A_i W_i (N, 3, 3) as nested lists.
+
+    Raises:
+        CalibrationFileError: an unreadable or non-matching file (`read_calibration_file`, `check_calibration`).
+    """
     return aw_matrices(
         check_calibration(read_calibration_file(path), n_modules, model_fingerprint, f"calibration file '{path}'")
     )

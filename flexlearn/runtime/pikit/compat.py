@@ -23,7 +23,14 @@ class TorchVersionError(_FamilyBase, ValueError):  # type: ignore[valid-type,mis
 
 
 def parse_version(text: str) -> Optional[tuple]:
-    """``"2.13.0+cpu"`` → (2, 13, 0); None when ``text`` is not a version."""
+    """``"2.13.0+cpu"`` → (2, 13, 0); None when ``text`` is not a version.
+
+    Args:
+        text: a version string (a missing patch number reads as 0).
+
+    Returns:
+        (major, minor, patch), or None.
+    """
     m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", str(text))
     return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
 
@@ -41,7 +48,14 @@ def required_torch(code: str) -> tuple:
 
 
 def supported_range(minimum: tuple = TORCH_MIN) -> str:
-    """The torch versions that load the bundles, in words (the kit's README and kit.json)."""
+    """The torch versions that load the bundles, in words (the kit's README and kit.json).
+
+    Args:
+        minimum: the oldest torch (major, minor) that loads them.
+
+    Returns:
+        ``"torch >= X.Y (tested with ...)"``, naming the tested versions not older than ``minimum``.
+    """
     tested = [t for t in TESTED if (parse_version(t) or (0, 0))[:2] >= minimum[:2]]
     return f"torch >= {minimum[0]}.{minimum[1]} (tested with {', '.join(tested)})"
 

@@ -26,12 +26,26 @@ def _num(x, field: str) -> float:
 
 
 def first_line(exc: BaseException) -> str:
-    """The first line of an error message (the class name if it has none)."""
+    """The first line of an error message (the class name if it has none).
+
+    Args:
+        exc: the exception.
+
+    Returns:
+        Its first non-blank line, stripped.
+    """
     return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
 
 
 def short(x) -> str:
-    """``repr(x)`` cut to 40 characters (values quoted in messages)."""
+    """``repr(x)`` cut to 40 characters (values quoted in messages).
+
+    Args:
+        x: any value.
+
+    Returns:
+        Its repr, at most 40 characters (cut ones end in "...").
+    """
     s = repr(x)
     return s if len(s) <= 40 else s[:37] + "..."
 
@@ -64,7 +78,18 @@ def _coil(x) -> int:
 
 def check_frame(fr: dict, n: int) -> dict:
     """A decoded frame → a typed one (``t`` float, tensors of the right shapes; ``n`` segments); raises `BadFrame`
-    naming the field. A NaN time is kept (the estimator flags TIME_ORDER)."""
+    naming the field. A NaN time is kept (the estimator flags TIME_ORDER).
+
+    Args:
+        fr: the decoded frame object.
+        n: the robot's segment count (``q`` (n + 1, 4), ``m`` (n, 3)).
+
+    Returns:
+        The typed frame: ``type``, ``t`` [s] and, by type, ``q``, ``m`` [T] and ``coil``, ``pos`` or ``h``.
+
+    Raises:
+        BadFrame: an unknown type, or a field missing or of the wrong type or shape.
+    """
     kind = fr.get("type")
     if kind == "bad":
         raise BadFrame(fr.get("reason", "bad"), fr.get("message", "bad frame"))
@@ -88,7 +113,15 @@ def check_frame(fr: dict, n: int) -> dict:
 
 
 def typed(frames: Iterator[dict], n: int) -> Iterator[dict]:
-    """`check_frame` over ``frames`` (``n`` segments); a bad one becomes ``{"type": "bad", "reason", "message"}``."""
+    """`check_frame` over ``frames`` (``n`` segments); a bad one becomes ``{"type": "bad", "reason", "message"}``.
+
+    Args:
+        frames: the decoded frame objects.
+        n: the robot's segment count.
+
+    Yields:
+        The typed frames, bad ones included (with ``t`` NaN).
+    """
     for fr in frames:
         try:
             yield check_frame(fr, n)

@@ -46,7 +46,17 @@ def _parse_constant(s: str) -> float:
 
 
 def decode_line(line) -> Optional[dict]:
-    """One JSON line (bytes or str) → the frame object, None for a blank line; raises `BadFrame`."""
+    """One JSON line (bytes or str) → the frame object, None for a blank line; raises `BadFrame`.
+
+    Args:
+        line: the line, bytes (UTF-8) or str.
+
+    Returns:
+        The JSON object, or None for a blank line.
+
+    Raises:
+        BadFrame: not UTF-8, not JSON, nested too deeply, a number outside float64, or not an object.
+    """
     if isinstance(line, (bytes, bytearray)):
         try:
             line = line.decode("utf-8")
@@ -77,6 +87,12 @@ def read_lines(source: IO) -> Iterator[dict]:
 
     Reads bytes when it can (a text file's buffer), so that a non-UTF-8 byte spoils one line only; lines longer
     than `MAX_LINE` are skipped without being held in memory.
+
+    Args:
+        source: a binary or text file object.
+
+    Yields:
+        The frame objects, blank lines skipped.
     """
     if isinstance(source, io.TextIOWrapper):
         source = source.buffer

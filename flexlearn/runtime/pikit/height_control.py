@@ -148,7 +148,14 @@ class HeightPID(nn.Module):
     @torch.jit.export
     def set_target(self, target: float) -> bool:
         """New tip-height target [m]; a non-finite one (or |target| ≥ 1e3 m) is refused: the last valid target
-        stays, ``bad_targets`` counts it and steps report TARGET_REJECTED until a valid one. Returns acceptance."""
+        stays, ``bad_targets`` counts it and steps report TARGET_REJECTED until a valid one. Returns acceptance.
+
+        Args:
+            target: the tip-height target h* [m] (relative to the settled reference h_ref).
+
+        Returns:
+            Whether the target was accepted.
+        """
         if not (math.isfinite(target) and abs(target) < 1e3):
             self.target_rejected = True
             self.bad_targets += 1
@@ -166,7 +173,17 @@ class HeightPID(nn.Module):
 
     @torch.jit.export
     def step(self, t: float, h: float, spool: float) -> Tuple[float, int]:
-        """Command for estimated tip height h [m] (above straight) and spool position [m of tendon] at time t [s]."""
+        """Command for estimated tip height h [m] (above straight) and spool position [m of tendon] at time t [s].
+
+        Args:
+            t: time of the step [s].
+            h: estimated tip height [m] above the straight configuration.
+            spool: spool position [m of tendon].
+
+        Returns:
+            ``(v [m/s], status)``: the tendon velocity command and the status (SETTLING, ACTIVE, REJECTED, HOLD or
+            TARGET_REJECTED).
+        """
         if self.status == 2:  # REJECTED
             return 0.0, 2
         if not (math.isfinite(h) and math.isfinite(spool) and abs(h) < 1e3):
@@ -220,4 +237,14 @@ class HeightPID(nn.Module):
         return v, (4 if self.target_rejected else 1)  # TARGET_REJECTED or ACTIVE
 
     def forward(self, t: float, h: float, spool: float) -> Tuple[float, int]:
+        """Same as :meth:`step`.
+
+        Args:
+            t: time of the step [s].
+            h: estimated tip height [m] above the straight configuration.
+            spool: spool position [m of tendon].
+
+        Returns:
+            ``(v [m/s], status)``.
+        """
         return self.step(t, h, spool)

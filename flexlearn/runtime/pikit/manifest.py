@@ -41,13 +41,28 @@ class UntrustedArtifactError(_TrustBase, ValueError):  # type: ignore[valid-type
 
 
 def manifest_path(path: str | os.PathLike) -> Path:
-    """The sidecar of ``path``: ``<path>.manifest.json`` in the same folder."""
+    """The sidecar of ``path``: ``<path>.manifest.json`` in the same folder.
+
+    Args:
+        path: the model file.
+
+    Returns:
+        The sidecar's path.
+    """
     path = Path(path)
     return path.with_name(path.name + MANIFEST_SUFFIX)
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    """Hex SHA-256 of a file's bytes, read in ``chunk``-byte blocks."""
+    """Hex SHA-256 of a file's bytes, read in ``chunk``-byte blocks.
+
+    Args:
+        path: the file.
+        chunk: the block size [bytes].
+
+    Returns:
+        The hex digest.
+    """
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(chunk), b""):
@@ -56,7 +71,16 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
 
 
 def manifest_record(path: str | os.PathLike, kind: str, versions: Optional[dict[str, str]] = None) -> dict[str, Any]:
-    """The manifest of the file at ``path`` (hash and size now), with ``kind`` and version strings."""
+    """The manifest of the file at ``path`` (hash and size now), with ``kind`` and version strings.
+
+    Args:
+        path: the file.
+        kind: its kind ("torchscript", "program", ...).
+        versions: version strings to record (None: none).
+
+    Returns:
+        The record: ``file``, ``sha256``, ``bytes``, ``kind`` and the versions.
+    """
     path = Path(path)
     return {
         "file": path.name,
@@ -76,6 +100,18 @@ def verify_manifest(
     checked are the bytes loaded). Raises `UntrustedArtifactError` naming the file and the reason (no
     manifest, unreadable manifest, wrong file name or hash) unless ``trust_unverified`` is true, in which
     case nothing is checked.
+
+    Args:
+        path: the model file.
+        trust_unverified: skip every check.
+        data: the file's bytes, already read (None: read the file).
+
+    Returns:
+        The manifest record (``{}`` with ``trust_unverified``).
+
+    Raises:
+        UntrustedArtifactError: no manifest, an unreadable one, a wrong file name or hash, or a mismatching
+            sibling of its export set (`check_siblings`).
     """
     if trust_unverified:
         return {}

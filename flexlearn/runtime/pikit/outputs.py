@@ -29,6 +29,16 @@ def paced(
     A frame more than ``max_wait`` [s] ahead of (or behind) the pacing clock is a jump of the master's clock (or a
     stall): wait at most ``max_wait`` and re-anchor the pacing on that frame. ``clock`` / ``sleep`` default to
     `time.monotonic` / `time.sleep`.
+
+    Args:
+        frames: the frames, each with its time ``t`` [s] (a missing or non-finite one is not paced).
+        realtime: pace the frames (False: pass them through at once).
+        max_wait: the longest sleep for one frame [s]; a larger gap re-anchors the pacing.
+        clock: a monotonic clock [s] (None: `time.monotonic`).
+        sleep: a sleep function taking seconds (None: `time.sleep`).
+
+    Yields:
+        The frames, unchanged, each when it is due.
     """
     clock, sleep = clock or time.monotonic, sleep or time.sleep
     t_wall0: Optional[float] = None
@@ -62,6 +72,11 @@ class LatencyStats:
         self.n, self.total, self.max = 0, 0.0, 0.0
 
     def add(self, x: float) -> None:
+        """Count one sample.
+
+        Args:
+            x: the latency [s].
+        """
         i = int(math.log(x / self.LO) / self.LOG_RATIO) if x > self.LO else 0
         self.hist[min(i, self.BINS - 1)] += 1
         self.n += 1
@@ -69,7 +84,14 @@ class LatencyStats:
         self.max = max(self.max, x)
 
     def quantile(self, q: float) -> float:
-        """The sample of rank ⌊q n⌋ (q = 0.5: the upper median), as its bin's geometric centre [s]."""
+        """The sample of rank ⌊q n⌋ (q = 0.5: the upper median), as its bin's geometric centre [s].
+
+        Args:
+            q: the quantile, in [0, 1].
+
+        Returns:
+            The quantile [s], NaN without samples.
+        """
         if self.n == 0:
             return NAN
         rank = min(int(q * self.n), self.n - 1)
@@ -81,6 +103,14 @@ class LatencyStats:
         return self.max
 
     def summary(self, prefix: str) -> dict:
+        """Median, 99th percentile, mean and max in microseconds.
+
+        Args:
+            prefix: the start of the keys (``<prefix>_us_median``, ``_us_p99``, ``_us_mean``, ``_us_max``).
+
+        Returns:
+            The four values [µs], ``{}`` without samples.
+        """
         if self.n == 0:
             return {}
         return {
@@ -92,12 +122,26 @@ class LatencyStats:
 
 
 def json_num(x: Optional[float]) -> Optional[float]:
-    """``x``, or None where JSON cannot hold it (NaN, ±inf: written as null)."""
+    """``x``, or None where JSON cannot hold it (NaN, ±inf: written as null).
+
+    Args:
+        x: a number or None.
+
+    Returns:
+        ``x``, or None where it is not finite.
+    """
     return x if x is None or math.isfinite(x) else None
 
 
 def json_safe(x):
-    """``x`` with every non-finite float in nested lists and dicts replaced by None."""
+    """``x`` with every non-finite float in nested lists and dicts replaced by None.
+
+    Args:
+        x: a JSON-like value (numbers, strings, lists, dicts).
+
+    Returns:
+        A copy of its lists and dicts with non-finite floats as None; other values as they are.
+    """
     if isinstance(x, float):
         return json_num(x)
     if isinstance(x, (list, dict)):
@@ -136,6 +180,16 @@ class Outputs:
     def write(
         self, t: float, pts: torch.Tensor, h: float, flags: torch.Tensor, v: Optional[float], status: Optional[int]
     ) -> None:
+        """Write one record (a CSV row, or a JSON line) and publish it on ROS 2 when enabled.
+
+        Args:
+            t: time of the frame [s].
+            pts: backbone points (N + 1, 3) [m].
+            h: tip height [m].
+            flags: per-segment flag words (N,).
+            v: the controller's tendon velocity command [m/s] (None: no controller).
+            status: the controller status (None: no controller).
+        """
         if self.csv:
             if not self.header:
                 cols = ["t", "h", "v", "status", "flags_or"] + [f"p{i}{c}" for i in range(pts.shape[0]) for c in "xyz"]

@@ -52,12 +52,24 @@ class ProgramBundle:
         return list(out) if isinstance(out, (list, tuple)) else [out]
 
     def set_reference(self, quats: torch.Tensor) -> None:
-        """Robot hanging straight: q⁰ (N + 1, 4); resets the estimator's filter and the controller."""
+        """Robot hanging straight: q⁰ (N + 1, 4); resets the estimator's filter and the controller.
+
+        Args:
+            quats: module quaternions (N + 1, 4) (w, x, y, z), body → world.
+        """
         self._call("set_reference", quats.to(torch.float64))
         self.controller.reset()
 
     def attitude(self, t: float, quats: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """T [s], quats (N + 1, 4) → (points (N + 1, 3) [m], h () [m], flags (N,) int64)."""
+        """T [s], quats (N + 1, 4) → (points (N + 1, 3) [m], h () [m], flags (N,) int64).
+
+        Args:
+            t: time of the frame [s].
+            quats: module quaternions (N + 1, 4).
+
+        Returns:
+            ``(points (N + 1, 3) [m], h () [m], flags (N,) int64)``; ``h`` is kept for :meth:`control`.
+        """
         pts, h, flags = self._call("attitude", torch.tensor(t, dtype=torch.float64), quats.to(torch.float64))[:3]
         self.height = float(h)
         return pts, h, flags
@@ -65,7 +77,16 @@ class ProgramBundle:
     def magnetometer(self, t: float, mags: torch.Tensor, coil: int) -> torch.Tensor:
         """T [s], mags (N, 3) [T], firing coil (−1: none) → mask (N,) of corrections applied. The program's
         round says whether a pulse ended; only then is its correction (the direction model and the heading
-        filter, ~10× a round) run."""
+        filter, ~10× a round) run.
+
+        Args:
+            t: time of the round [s].
+            mags: raw readings (N, 3) [T] of receivers 1..N.
+            coil: the firing module (−1: none).
+
+        Returns:
+            The mask (N,) bool of magnetic corrections applied (all False when no pulse ended).
+        """
         pending = self._call(
             "magnetometer",
             torch.tensor(t, dtype=torch.float64),
@@ -77,15 +98,40 @@ class ProgramBundle:
         return torch.zeros(mags.shape[0], dtype=torch.bool)
 
     def control(self, t: float, spool: float) -> Tuple[float, int]:
-        """Spool velocity [m/s] and status from the latest estimated height (`HeightPID.step`)."""
+        """Spool velocity [m/s] and status from the latest estimated height (`HeightPID.step`).
+
+        Args:
+            t: time [s].
+            spool: spool position [m of tendon].
+
+        Returns:
+            ``(v [m/s], status)``.
+        """
         return self.controller.step(t, self.height, spool)
 
     def set_target(self, target: float) -> None:
+        """Set the controller's tip-height target (a non-finite one is refused, `HeightPID.set_target`).
+
+        Args:
+            target: the tip height [m].
+        """
         self.controller.set_target(target)
 
 
 def read_verified(path: str | Path, trust_unverified: bool = False) -> bytes:
-    """The bytes of ``path`` after its manifest check (the bytes read are the bytes hashed)."""
+    """The bytes of ``path`` after its manifest check (the bytes read are the bytes hashed).
+
+    Args:
+        path: the model file.
+        trust_unverified: skip the manifest check.
+
+    Returns:
+        The file's bytes.
+
+    Raises:
+        BundleLoadError: the file cannot be read.
+        UntrustedArtifactError: its manifest is missing or does not match, or the file changed while read.
+    """
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
@@ -99,7 +145,19 @@ def read_verified(path: str | Path, trust_unverified: bool = False) -> bytes:
 
 
 def load_pte_methods(data: bytes, path: str | Path) -> Tuple[Dict[str, Callable[..., Any]], Dict[str, Any], Any]:
-    """(methods, metadata, program) of verified ``.pte`` bytes (ExecuTorch, InternalConsistency verification)."""
+    """(methods, metadata, program) of verified ``.pte`` bytes (ExecuTorch, InternalConsistency verification).
+
+    Args:
+        data: the ``.pte`` bytes, already verified.
+        path: the file they came from (named in errors).
+
+    Returns:
+        ``(methods, metadata, program)``: `METHODS` → callables of tensors (returning lists), the metadata, and
+        the program the methods point into (keep it alive while they are used).
+
+    Raises:
+        BundleLoadError: ExecuTorch is not installed, or the bytes are not a flexlearn ExecuTorch bundle.
+    """
     try:
         from executorch.runtime import Runtime, Verification  # optional: only a .pte needs ExecuTorch
     except ImportError:
@@ -121,7 +179,19 @@ def _bind(method: Any) -> Callable[..., Any]:
 
 
 def load_program_bundle(path: str | Path, *, trust_unverified: bool = False) -> Tuple[ProgramBundle, Dict[str, Any]]:
-    """A ``.pte`` or ``.pt2`` bundle as a `ProgramBundle` and its metadata (manifest verified unless opted out)."""
+    """A ``.pte`` or ``.pt2`` bundle as a `ProgramBundle` and its metadata (manifest verified unless opted out).
+
+    Args:
+        path: the ``.pte`` or ``.pt2`` bundle.
+        trust_unverified: skip the manifest check.
+
+    Returns:
+        ``(bundle, metadata)``.
+
+    Raises:
+        BundleLoadError: another suffix, metadata of another kind, or a file that cannot be loaded here.
+        UntrustedArtifactError: the manifest is missing or does not match.
+    """
     path = Path(path)
     if path.suffix == ".pte":
         methods, meta, program = load_pte_methods(read_verified(path, trust_unverified), path)

@@ -51,7 +51,19 @@ def binary_parser() -> Any:
 
 def read_binary(source: IO, stats: dict, chunk: int = 4096) -> Iterator[dict]:
     """Frames of the binary protocol ``flexlearn-binframes/1`` (`serial_frames`); parser counters → ``stats``.
-    Reads what is available (a serial port's ``in_waiting``, at least one byte) or ``chunk`` bytes from a file."""
+    Reads what is available (a serial port's ``in_waiting``, at least one byte) or ``chunk`` bytes from a file.
+
+    Args:
+        source: a binary file or serial port.
+        stats: updated in place with the parser's counters.
+        chunk: bytes per read from a file (a source without ``in_waiting``).
+
+    Yields:
+        The decoded frame objects.
+
+    Raises:
+        RunnerError: the kit lacks the binary parser.
+    """
     parser = binary_parser()
     stats.update(parser.stats)
     while True:
@@ -74,6 +86,13 @@ def load_checked(bundle_path: str, trust_unverified: bool = False):
     ``.pte`` / ``.pt2`` bundles load through `program_bundle` (same methods as the TorchScript bundle).
     Raises the manifest's ``UntrustedArtifactError``, ``compat.TorchVersionError`` or `RunnerError`, each naming
     the file and the reason.
+
+    Args:
+        bundle_path: the bundle file (``.pt``, ``.pte`` or ``.pt2``).
+        trust_unverified: skip the manifest check (a warning is printed).
+
+    Returns:
+        ``(bundle, metadata, n)``: the loaded bundle, its metadata and its segment count N.
     """
     if trust_unverified:
         _warn(
@@ -104,7 +123,17 @@ def load_checked(bundle_path: str, trust_unverified: bool = False):
 
 
 def apply_calibration(bundle, meta: dict, n: int, path: str) -> None:
-    """Replace the bundle's A_i W_i by a flexlearn-calibrate file (`calibration_file`: shape, model and physics)."""
+    """Replace the bundle's A_i W_i by a flexlearn-calibrate file (`calibration_file`: shape, model and physics).
+
+    Args:
+        bundle: the loaded TorchScript bundle (its ``estimator.aw`` is overwritten).
+        meta: its metadata (``model_fingerprint`` is checked when present).
+        n: its segment count N.
+        path: the calibration file.
+
+    Raises:
+        RunnerError: a file that does not fit, or a bundle without ``estimator.aw``.
+    """
     try:
         aw = calibration_file.bundle_aw(path, n, meta.get("model_fingerprint"))
         bundle.estimator.aw.copy_(torch.tensor(aw, dtype=torch.float64))
@@ -126,7 +155,12 @@ class FrameRunner:
         self.warned_spool = False
 
     def bad(self, reason: str, message: str) -> None:
-        """Count a skipped frame; name the first `REPORT_BAD` on stderr."""
+        """Count a skipped frame; name the first `REPORT_BAD` on stderr.
+
+        Args:
+            reason: the short reason key counted in ``bad_reasons``.
+            message: what is printed.
+        """
         c = self.counts
         c["bad"] += 1
         c["bad_reasons"][reason] = c["bad_reasons"].get(reason, 0) + 1
@@ -156,7 +190,11 @@ class FrameRunner:
         c["outputs"] += 1
 
     def frame(self, fr: dict) -> None:
-        """One typed frame (`frame_checks.check_frame`)."""
+        """One typed frame (`frame_checks.check_frame`).
+
+        Args:
+            fr: the typed frame (not a bad one).
+        """
         kind, t, c = fr["type"], fr["t"], self.counts
         if kind == "ref" or (kind == "att" and not self.have_ref):
             self.bundle.set_reference(fr["q"])
@@ -183,7 +221,14 @@ class FrameRunner:
                     _warn(f"frame {self.seen}: target h = {h} refused, the last valid target stays")
 
     def process(self, frames: Iterable[dict]) -> None:
-        """Every typed frame of ``frames``; a bad one is counted, an error in one frame never stops the run."""
+        """Every typed frame of ``frames``; a bad one is counted, an error in one frame never stops the run.
+
+        Args:
+            frames: the typed frames (`frame_checks.typed`), bad ones included.
+
+        Raises:
+            OSError: the output failed.
+        """
         for fr in frames:
             self.seen += 1
             if fr["type"] == "bad":
@@ -204,7 +249,16 @@ class Recorder:
         self.records: list = []
 
     def write(self, t, pts, h, flags, v, status) -> None:
-        """One record: ``t``, ``h``, ``points``, ``flags`` and, with the controller, ``v`` and ``status``."""
+        """One record: ``t``, ``h``, ``points``, ``flags`` and, with the controller, ``v`` and ``status``.
+
+        Args:
+            t: time of the frame [s].
+            pts: backbone points (N + 1, 3) [m].
+            h: tip height [m].
+            flags: per-segment flag words (N,).
+            v: the tendon velocity command [m/s] (None: no controller).
+            status: the controller status (None: no controller).
+        """
         rec = {"t": t, "h": h, "points": pts.tolist(), "flags": flags.tolist()}
         if v is not None:
             rec["v"], rec["status"] = v, status
@@ -218,7 +272,15 @@ class _NullWriter:
 
 def synthetic_frames(n: int, count: int = WARMUP_FRAMES) -> Iterator[dict]:
     """A plausible typed stream for ``n`` segments: reference, attitude sweeps every 60 ms, magnetometer rounds every
-    3 ms with coil pulses (each module in turn), spool positions and a target — the warm-up's inputs."""
+    3 ms with coil pulses (each module in turn), spool positions and a target — the warm-up's inputs.
+
+    Args:
+        n: the segment count N.
+        count: the number of magnetometer rounds.
+
+    Yields:
+        Typed frames (`frame_checks.check_frame` form).
+    """
     q = torch.zeros(n + 1, 4, dtype=torch.float64)
     q[:, 0] = 1.0
     earth = torch.tensor([2e-5, 0.0, -4e-5], dtype=torch.float64).expand(n, 3)
@@ -243,6 +305,14 @@ def warm_up(bundle, frames: Iterable[dict], control: bool) -> float:
     """Run ``frames`` through a copy of ``bundle`` (shared compiled methods, separate state); returns seconds taken.
 
     A bundle that cannot be copied (a program bundle) is warmed by nothing: its methods are ahead-of-time compiled.
+
+    Args:
+        bundle: the loaded bundle (left untouched).
+        frames: the warm-up's typed frames (e.g. `synthetic_frames`).
+        control: run the controller too.
+
+    Returns:
+        The time taken [s] (0 for a program bundle).
     """
     if not isinstance(bundle, torch.jit.ScriptModule):
         return 0.0
@@ -254,6 +324,13 @@ def warm_up(bundle, frames: Iterable[dict], control: bool) -> float:
 
 
 def kit_frames_path(bundle_path: str) -> Optional[Path]:
-    """The kit's recorded frames beside ``bundle_path`` (``selfcheck/frames.jsonl``), if any."""
+    """The kit's recorded frames beside ``bundle_path`` (``selfcheck/frames.jsonl``), if any.
+
+    Args:
+        bundle_path: the bundle file in the kit folder.
+
+    Returns:
+        The frames file, or None when there is none.
+    """
     path = Path(bundle_path).resolve().parent / "selfcheck" / "frames.jsonl"
     return path if path.is_file() else None

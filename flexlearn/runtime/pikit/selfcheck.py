@@ -71,7 +71,18 @@ def compare_records(expected: list, actual: list) -> dict:
 
 
 def load_json(path: str | Path, what: str) -> Any:
-    """A JSON file; `ValueError` naming ``what`` and the file when it cannot be read."""
+    """A JSON file; `ValueError` naming ``what`` and the file when it cannot be read.
+
+    Args:
+        path: the JSON file.
+        what: what the file is, named in the error.
+
+    Returns:
+        The parsed JSON value.
+
+    Raises:
+        ValueError: the file cannot be read or is not JSON.
+    """
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -101,7 +112,14 @@ def compare_files(expected_path: str | Path, actual_path: str | Path) -> dict:
 
 
 def main(argv: Optional[list] = None) -> int:
-    """``python -m pikit.selfcheck compare <expected.json> <actual.json>``: one JSON line; 0 equal, 1 not, 2 usage."""
+    """``python -m pikit.selfcheck compare <expected.json> <actual.json>``: one JSON line; 0 equal, 1 not, 2 usage.
+
+    Args:
+        argv: the command-line arguments after the program name (None: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status: 0 when every bundle matches, 1 when not, 2 for bad usage or an unreadable file.
+    """
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 3 or args[0] != "compare":
         print("usage: python -m pikit.selfcheck compare <expected.json> <actual.json>", file=sys.stderr)

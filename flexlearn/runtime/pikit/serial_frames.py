@@ -77,7 +77,23 @@ def encode_frame(
     value: float = 0.0,
 ) -> bytes:
     """One frame: ``kind`` in TYPES; ``q`` (N+1, 4) for ref/att, ``m`` (N, 3) [T] + ``coil`` for mag, ``value`` for
-    spool (pos [m]) and target (h [m])."""
+    spool (pos [m]) and target (h [m]).
+
+    Args:
+        kind: the frame type ("ref", "att", "mag", "spool" or "target").
+        t: time on the master's monotonic clock [s].
+        seq: the frame counter (taken mod 2¹⁶).
+        q: quaternions (N+1, 4) (w, x, y, z) for ref/att (None in a row: NaN).
+        m: magnetometer readings (N, 3) [T] for mag (None in a row: NaN).
+        coil: the firing module for mag (−1: none).
+        value: spool take-up [m of tendon] for spool, tip-height target [m] for target.
+
+    Returns:
+        The frame's bytes (header, payload, CRC-32).
+
+    Raises:
+        FrameEncodeError: an unknown kind, missing or misshapen rows, or a payload over `MAX_PAYLOAD`.
+    """
     if kind not in TYPES:
         raise FrameEncodeError(f"kind = {kind!r}: expected one of {sorted(TYPES)}")
     if kind in ("ref", "att"):
@@ -176,6 +192,14 @@ class FrameParser:
         self.stats["skipped_bytes"] += n
 
     def feed(self, data: bytes) -> List[Dict]:
+        """Buffer ``data`` and decode every complete frame in the buffer (module docstring); counters in ``stats``.
+
+        Args:
+            data: the bytes received.
+
+        Returns:
+            The decoded frames (JSON-lines protocol dicts), in arrival order.
+        """
         self.buf.extend(data)
         out: List[Dict] = []
         while True:

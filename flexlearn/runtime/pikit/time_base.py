@@ -81,7 +81,15 @@ class TimeBase(nn.Module):
             self.cand_n[k] = 0
 
     def in_order(self, t: float, last: float) -> bool:
-        """Fast-path test: τ = t + offset after ``last`` [s] by at most ``max_gap`` (False for NaN and ±inf)."""
+        """Fast-path test: τ = t + offset after ``last`` [s] by at most ``max_gap`` (False for NaN and ±inf).
+
+        Args:
+            t: master time of the frame [s].
+            last: the stream's last accepted τ [s].
+
+        Returns:
+            Whether the frame is in order.
+        """
         tau = t + self.offset
         return tau > last and tau - last <= self.max_gap
 
@@ -89,6 +97,15 @@ class TimeBase(nn.Module):
         """Slow path of stream k for master time t [s]: returns τ [s] to accept the frame, or NaN to drop it.
 
         ``last``: the stream's last accepted τ (`NO_TIME`: none); ``latest``: the latest τ accepted on any stream.
+
+        Args:
+            k: the stream's index.
+            t: master time of the frame [s].
+            last: the stream's last accepted τ [s] (`NO_TIME`: none).
+            latest: the latest τ accepted on any stream [s] (`NO_TIME`: none).
+
+        Returns:
+            τ [s] to accept the frame (a resync may have set a new offset), or NaN to drop it.
         """
         if not math.isfinite(t):
             return math.nan

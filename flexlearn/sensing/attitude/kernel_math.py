@@ -174,7 +174,14 @@ def lowpass_reset(s: List[float], o: int, n: int) -> None:
 
 @jitable
 def wrap_pi(a: float) -> float:
-    """Angle wrapped into [−π, π]."""
+    """Angle wrapped into [−π, π].
+
+    Args:
+        a: angle [rad], within one turn of [−π, π] (a single ±2π shift is applied).
+
+    Returns:
+        The wrapped angle [rad].
+    """
     if a > math.pi:
         return a - 2.0 * math.pi
     if a < -math.pi:

@@ -54,7 +54,11 @@ PARAM_SIZE = 46
 
 @jitable
 def q6(s: List[float]) -> Tuple[float, float, float, float]:
-    """The 6-axis orientation q_{E_i S} = q_a ⊗ q_g."""
+    """The 6-axis orientation q_{E_i S} = q_a ⊗ q_g.
+
+    Args:
+        s: the state vector (layout in the module docstring); returns q_{E_i S} as (w, x, y, z).
+    """
     return qmul(s[4], s[5], s[6], s[7], s[0], s[1], s[2], s[3])
 
 
@@ -447,7 +451,11 @@ def mag_update(s: List[float], p: List[float], mx: float, my: float, mz: float) 
 @jitable
 def recover(s: List[float]) -> None:
     """After a gap longer than the gap time: restart every low-pass (the almost-inertial frame lost the
-    rotation of the gap), the rest detector, and the 1/n heading gain; keep the bias and its covariance."""
+    rotation of the gap), the rest detector, and the 1/n heading gain; keep the bias and its covariance.
+
+    Args:
+        s: the state vector (layout in the module docstring), updated in place.
+    """
     lowpass_reset(s, 40, 3)
     lowpass_reset(s, 53, 3)
     lowpass_reset(s, 66, 3)

@@ -333,7 +333,14 @@ def estimate_orientation(
 
 
 def up_in_sensor(q: Tensor) -> Tensor:
-    """World up direction in the sensor frame, ``R(q)ᵀ e_z`` (..., 3), for sensor-to-world q (..., 4)."""
+    """World up direction in the sensor frame, ``R(q)ᵀ e_z`` (..., 3), for sensor-to-world q (..., 4).
+
+    Args:
+        q: sensor-to-world quaternions (..., 4), (w, x, y, z).
+
+    Returns:
+        Unit up vectors in the sensor frame (..., 3).
+    """
     return quat_to_matrix(q)[..., 2, :]
 
 

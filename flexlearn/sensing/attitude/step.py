@@ -37,7 +37,14 @@ F64 = torch.float64
 def exact_tensor(s: List[float]) -> Tensor:
     """float64 tensor (n,) of ``s`` without rounding (one ``scalar_tensor`` per value; for rare calls such as
     :meth:`AttitudeStep.state` — in TorchScript ``torch.tensor(List[float], dtype=float64)`` rounds through
-    float32)."""
+    float32).
+
+    Args:
+        s: the values, e.g. the filter state.
+
+    Returns:
+        float64 tensor (n,) holding ``s`` exactly.
+    """
     return torch.stack([torch.scalar_tensor(x, dtype=torch.float64) for x in s])
 
 

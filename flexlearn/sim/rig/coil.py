@@ -30,7 +30,15 @@ class StackedCoil:
         ]
 
     def field(self, points: torch.Tensor, current: Union[float, torch.Tensor] = 1.0) -> torch.Tensor:
-        """Flux density [T] (..., 3) at ``points`` (..., 3) [m] in the coil frame for ``current`` [A]."""
+        """Flux density [T] (..., 3) at ``points`` (..., 3) [m] in the coil frame for ``current`` [A].
+
+        Args:
+            points: field points (..., 3) [m] in the coil frame.
+            current: coil current [A].
+
+        Returns:
+            B (..., 3) [T], the sum over the layer pairs.
+        """
         return sum((p.field(points, current) for p in self.pairs[1:]), self.pairs[0].field(points, current))
 
     def trace_length(self) -> torch.Tensor:
@@ -42,10 +50,25 @@ class StackedCoil:
         return sum((p.resistance() for p in self.pairs[1:]), self.pairs[0].resistance())
 
     def moment(self, current: Union[float, torch.Tensor] = 1.0) -> torch.Tensor:
-        """Magnetic dipole moment (3,) [A·m²] in the coil frame."""
+        """Magnetic dipole moment (3,) [A·m²] in the coil frame.
+
+        Args:
+            current: coil current [A].
+
+        Returns:
+            m (3,) [A·m²], the sum over the layer pairs.
+        """
         return sum((p.moment(current) for p in self.pairs[1:]), self.pairs[0].moment(current))
 
 
 def build_coil(cfg: CoilConfig, layers: int = 2) -> Union[PlanarCoil, StackedCoil]:
-    """The coil of ``layers`` copper layers: the seed's `PlanarCoil` for 2, else a `StackedCoil`."""
+    """The coil of ``layers`` copper layers: the seed's `PlanarCoil` for 2, else a `StackedCoil`.
+
+    Args:
+        cfg: the spiral's geometry and material (``board_thickness`` is the whole stack's).
+        layers: number of copper layers (even).
+
+    Returns:
+        The coil model.
+    """
     return PlanarCoil(cfg) if layers == 2 else StackedCoil(cfg, layers)

@@ -37,6 +37,12 @@ def universal_angles(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     R_y(β) e = (−sin β, 0, −cos β), then R_x(α): u = (−sin β, sin α cos β, −cos α cos β), so
     β = −asin(u_x), α = atan2(u_y, −u_z).
+
+    Args:
+        u: unit child directions (N, 3) in the parent frame.
+
+    Returns:
+        (α (N,), β (N,)) [rad].
     """
     return np.arctan2(u[:, 1], -u[:, 2]), -np.arcsin(np.clip(u[:, 0], -1.0, 1.0))
 
@@ -52,6 +58,13 @@ def joint_rotation(u: np.ndarray, joint: str = "spherical") -> np.ndarray:
 
     "spherical": exp(rotation_between(e, u)) (no twist, seed 002 III-B1); "universal": R_x(α) R_y(β)
     (`universal_angles`), which twists the child about u against the spherical joint.
+
+    Args:
+        u: unit child directions (N, 3) in the parent frame.
+        joint: "spherical" or "universal".
+
+    Returns:
+        R_rel (N, 3, 3).
     """
     if joint == "universal":
         alpha, beta = universal_angles(u)
@@ -67,6 +80,14 @@ def child_frame(
 
     ``u`` (N, 3) unit child directions in the parent frame; ``mount`` (3, 3) the sensor's axes M on the child
     board (identity if None); ``joint`` one of `flexlearn.sim.rig_config.JOINT_TYPES`.
+
+    Args:
+        u: unit child directions (N, 3) in the parent frame.
+        mount: the sensor's axes M (3, 3) on the child board; None: identity.
+        joint: the joint type, "spherical" or "universal".
+
+    Returns:
+        (R_rel, R_rel·M), both (N, 3, 3).
     """
     r_rel = joint_rotation(u, joint)
     return r_rel, (r_rel if mount is None else r_rel @ mount)
@@ -86,6 +107,14 @@ def sensor_position(u: np.ndarray, r_rel: np.ndarray, cfg: RigConfig) -> np.ndar
     direction seen by the child sensor turns by ≈0.5 rad per rad of bend (measured from the coil model);
     with a and b swapped it turns by only 0.02–0.1 rad/rad, and magnetometer noise would be amplified
     10–50× into the joint estimate.
+
+    Args:
+        u: unit child directions (N, 3) in the parent frame.
+        r_rel: joint rotations R_rel (N, 3, 3) (`joint_rotation`).
+        cfg: the rig configuration (its ``geometry``).
+
+    Returns:
+        p (N, 3) [m].
     """
     g = cfg.geometry
     ox, oy = g.pivot_offset
@@ -99,7 +128,15 @@ def sensor_position(u: np.ndarray, r_rel: np.ndarray, cfg: RigConfig) -> np.ndar
 
 def coil_current(coil: Any, cfg: RigConfig) -> float:
     """Drive current I [A]: ``acquisition.coil_current`` when set, else the current giving |B| =
-    ``field_at_neighbour`` at the child sensor in the straight pose (``coil`` has ``field(points)`` [T/A])."""
+    ``field_at_neighbour`` at the child sensor in the straight pose (``coil`` has ``field(points)`` [T/A]).
+
+    Args:
+        coil: the coil model (field per ampere at points in the parent frame).
+        cfg: the rig configuration (``acquisition`` and ``geometry``).
+
+    Returns:
+        I [A].
+    """
     if cfg.acquisition.coil_current > 0.0:
         return float(cfg.acquisition.coil_current)
     u = STRAIGHT[None]
@@ -109,19 +146,41 @@ def coil_current(coil: Any, cfg: RigConfig) -> float:
 
 
 def tangent_basis(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Orthonormal (a, b) ⟂ u (N, 3) each; u must stay away from ±x (true on the cap around −z)."""
+    """Orthonormal (a, b) ⟂ u (N, 3) each; u must stay away from ±x (true on the cap around −z).
+
+    Args:
+        u: unit directions (N, 3).
+
+    Returns:
+        (a (N, 3), b (N, 3)), with b = u × a.
+    """
     a = np.cross(u, [1.0, 0.0, 0.0])
     a /= np.linalg.norm(a, axis=-1, keepdims=True)
     return a, np.cross(u, a)
 
 
 def rotate(w: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate vectors v (N, 3) by rotation vectors w (N, 3) [rad]: exp(ŵ) v."""
+    """Rotate vectors v (N, 3) by rotation vectors w (N, 3) [rad]: exp(ŵ) v.
+
+    Args:
+        w: rotation vectors (N, 3) [rad].
+        v: vectors (N, 3).
+
+    Returns:
+        The rotated vectors (N, 3).
+    """
     return np.einsum("nij,nj->ni", exp_so3(w), v)
 
 
 def chip_mounts(cfg: RigConfig) -> tuple[Optional[np.ndarray], Optional[np.ndarray]]:
-    """Fixed chip rotations on the child board (3, 3) each: (IMU, magnetometer); None where not rotated."""
+    """Fixed chip rotations on the child board (3, 3) each: (IMU, magnetometer); None where not rotated.
+
+    Args:
+        cfg: the rig configuration (``geometry.imu_mount`` and ``geometry.magnetometer_mount``).
+
+    Returns:
+        (IMU rotation, magnetometer rotation), each (3, 3) or None.
+    """
     g = cfg.geometry
     out = []
     for w in (g.imu_mount, g.magnetometer_mount):

@@ -16,7 +16,16 @@ __all__ = ["META_UNITS", "tumble_meta", "rig_meta", "coil_meta", "sensor_meta"]
 
 
 def tumble_meta(cfg: RigConfig, sens: Sensors, rng: np.random.Generator) -> dict[str, Any]:
-    """The module's hand-tumble recording (``module.tumble_samples`` readings [T]) for the ellipsoid fit."""
+    """The module's hand-tumble recording (``module.tumble_samples`` readings [T]) for the ellipsoid fit.
+
+    Args:
+        cfg: the rig configuration (``module.tumble_samples`` and the magnetometer's noise and lsb).
+        sens: this module's sensor draws (earth field, iron, axes).
+        rng: generator of the tumble's orientations and noise.
+
+    Returns:
+        The JSON-ready record: readings ``mag`` (n, 3) as lists, their unit and frame.
+    """
     n = cfg.module.tumble_samples
     mc = cfg.magnetometer
     m = (
@@ -46,7 +55,15 @@ META_UNITS = {
 
 
 def rig_meta(g: JointGeometry, sched: Schedule) -> dict[str, Any]:
-    """``meta['rig']``: the nominal joint geometry [m, rad], the pose slot and the sweep duration [s]."""
+    """``meta['rig']``: the nominal joint geometry [m, rad], the pose slot and the sweep duration [s].
+
+    Args:
+        g: the nominal joint geometry.
+        sched: the sweep's schedule (slot length and total duration).
+
+    Returns:
+        The JSON-ready dict.
+    """
     return {
         "pivot_to_next": g.pivot_to_next,
         "pivot_radius": g.pivot_radius,
@@ -62,7 +79,15 @@ def rig_meta(g: JointGeometry, sched: Schedule) -> dict[str, Any]:
 
 def coil_meta(cfg: RigConfig, drive: CoilDrive) -> dict[str, Any]:
     """``meta['coil']``: the coil config and layer count, its resistance [Ω], drive current [A] and voltage [V],
-    trace length [m] and moment [A·m² per A]."""
+    trace length [m] and moment [A·m² per A].
+
+    Args:
+        cfg: the rig configuration (``coil`` and ``coil_layers``).
+        drive: the driven coil (its model and current).
+
+    Returns:
+        The JSON-ready dict.
+    """
     coil = drive.coil.coil
     resistance = float(coil.resistance())
     return {
@@ -78,7 +103,16 @@ def coil_meta(cfg: RigConfig, drive: CoilDrive) -> dict[str, Any]:
 
 def sensor_meta(cfg: RigConfig, sens: Sensors, counts: dict[str, int]) -> dict[str, Any]:
     """``meta['sensors']``: each sensor's config (after the parts, `RigConfig.with_parts`), the parts and this
-    module's draws (iron, IMU mount M, magnetometer axes Q against the IMU's, bias, earth field)."""
+    module's draws (iron, IMU mount M, magnetometer axes Q against the IMU's, bias, earth field).
+
+    Args:
+        cfg: the rig configuration, parts applied.
+        sens: this module's sensor draws.
+        counts: the magnetometer stream's counts; ``conversions`` is recorded.
+
+    Returns:
+        The JSON-ready dict.
+    """
     return {
         "parts": cfg.parts,
         "magnetometer": {

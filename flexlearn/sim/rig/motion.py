@@ -23,7 +23,14 @@ SWING_RAMP = 0.05
 
 
 def smoothstep(x: np.ndarray) -> np.ndarray:
-    """Minimum-jerk profile 10x³ − 15x⁴ + 6x⁵ on x clipped to [0, 1] (zero velocity and acceleration at ends)."""
+    """Minimum-jerk profile 10x³ − 15x⁴ + 6x⁵ on x clipped to [0, 1] (zero velocity and acceleration at ends).
+
+    Args:
+        x: normalised time, any shape.
+
+    Returns:
+        The profile in [0, 1], shaped like ``x``.
+    """
     x = np.clip(x, 0.0, 1.0)
     return x**3 * (10.0 - 15.0 * x + 6.0 * x * x)
 
@@ -53,6 +60,12 @@ class Motion:
         Moving: u = exp(s·w) exp((1 − s)·φ_prev(t) a_prev) u_prev with the min-jerk s(τ); a swing of the
         previous pose fades out during the move, so position, velocity and acceleration stay continuous.
         Holding: u = exp(φ(t) a) u_act (φ ≡ 0 unless the pose is a faulty swinging one).
+
+        Args:
+            t: sample times (N,) [s].
+
+        Returns:
+            (u (N, 3), slot index (N,), still mask (N,)).
         """
         k = np.clip(np.searchsorted(self.slot_start, t, side="right") - 1, 0, len(self.slot_start) - 1)
         tau = t - self.slot_start[k]
@@ -82,7 +95,19 @@ def build_motion(
     cfg: RigConfig, slot: float, move_dur: np.ndarray, u_act: np.ndarray, swing: np.ndarray, rng: np.random.Generator
 ) -> Motion:
     """The sweep's trajectory through the hold directions u_act (P, 3): moves of ``move_dur`` (P,) [s] in slots of
-    ``slot`` [s]; poses flagged in ``swing`` (P,) keep swinging (amplitude, axis and frequency drawn from ``rng``)."""
+    ``slot`` [s]; poses flagged in ``swing`` (P,) keep swinging (amplitude, axis and frequency drawn from ``rng``).
+
+    Args:
+        cfg: the rig configuration (``faults`` swing amplitude, frequency and decay).
+        slot: length of one pose slot [s].
+        move_dur: move duration per pose (P,) [s].
+        u_act: actual hold directions (P, 3), unit, in the parent frame.
+        swing: faulty swinging poses (P,) (bool or 0/1).
+        rng: generator of the swing draws.
+
+    Returns:
+        The trajectory; the first move starts from the straight pose.
+    """
     p = u_act.shape[0]
     u_prev = np.concatenate([STRAIGHT[None], u_act[:-1]])
     w_move = rotation_between(torch.from_numpy(u_prev), torch.from_numpy(u_act)).numpy()
@@ -97,7 +122,19 @@ def build_motion(
 def frames(
     motion: Motion, t: np.ndarray, pose_r: np.ndarray, pose_pos: np.ndarray, mount: np.ndarray, cfg: RigConfig
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Sensor frame R_child (N, 3, 3), position (N, 3), pose index (N,) and still mask (N,) at times t."""
+    """Sensor frame R_child (N, 3, 3), position (N, 3), pose index (N,) and still mask (N,) at times t.
+
+    Args:
+        motion: the sweep's trajectory.
+        t: sample times (N,) [s].
+        pose_r: sensor frames (P, 3, 3) at the hold directions (used for still samples).
+        pose_pos: sensor positions (P, 3) [m] at the hold directions.
+        mount: the sensor's axes on the child board (3, 3).
+        cfg: the rig configuration (geometry).
+
+    Returns:
+        (R_child, position [m], pose index, still mask).
+    """
     u, k, still = motion.direction(t)
     r = pose_r[k]
     pos = pose_pos[k]
@@ -109,7 +146,16 @@ def frames(
 
 
 def positions(motion: Motion, t: np.ndarray, cfg: RigConfig) -> np.ndarray:
-    """Sensor position (N, 3) [m] at times t (the joint rotation is only needed for an off-axis sensor)."""
+    """Sensor position (N, 3) [m] at times t (the joint rotation is only needed for an off-axis sensor).
+
+    Args:
+        motion: the sweep's trajectory.
+        t: sample times (N,) [s].
+        cfg: the rig configuration (geometry).
+
+    Returns:
+        Positions (N, 3) [m] in the parent frame.
+    """
     u = motion.direction(t)[0]
     offset = np.any(np.asarray(cfg.geometry.magnetometer_offset) != 0.0)
     r_rel = child_frame(u, None, cfg.geometry.joint)[0] if offset else np.zeros((u.shape[0], 3, 3))

@@ -28,11 +28,26 @@ class Clocks:
     poll_period: float
 
     def conversion(self, t: np.ndarray) -> np.ndarray:
-        """Index of the latest conversion ready at time t (−1 before the first)."""
+        """Index of the latest conversion ready at time t (−1 before the first).
+
+        Args:
+            t: times [s], any shape.
+
+        Returns:
+            Conversion indices (int64), shaped like ``t``.
+        """
         return np.floor((t - self.c0) / self.tc).astype(np.int64)
 
     def count_fresh(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Number of polls in [a, b] (per row) that return a new conversion (what the firmware counts)."""
+        """Number of polls in [a, b] (per row) that return a new conversion (what the firmware counts).
+
+        Args:
+            a: window starts (R,) [s].
+            b: window ends (R,) [s].
+
+        Returns:
+            Fresh poll counts (R,).
+        """
         width = int(math.ceil(float(np.max(b - a, initial=0.0)) / self.poll_period)) + 4
         j = np.floor((a - self.poll_t[0]) / self.poll_period).astype(np.int64)[:, None] - 1 + np.arange(width)
         valid = (j >= 1) & (j < len(self.poll_t))
@@ -58,7 +73,14 @@ class Schedule:
 
 
 def slot_length(cfg: RigConfig) -> float:
-    """Length [s] of one pose slot: move, hold delay, the most pulses the firmware may fire, last off window."""
+    """Length [s] of one pose slot: move, hold delay, the most pulses the firmware may fire, last off window.
+
+    Args:
+        cfg: the rig configuration (``acquisition`` and ``faults.short_pulse``).
+
+    Returns:
+        The slot length [s].
+    """
     acq, longest = cfg.acquisition, max(cfg.acquisition.pulse, 1.25 * cfg.faults.short_pulse)
     per_pulse = acq.off_window + longest + 2 * acq.switch_jitter
     return (
@@ -72,7 +94,16 @@ def slot_length(cfg: RigConfig) -> float:
 
 
 def build_schedule(cfg: RigConfig, short: np.ndarray, rng: np.random.Generator) -> tuple[Schedule, Clocks]:
-    """Pose slots, coil pulses (firmware rule of seed 002 III-B1/B2) and the sensor clocks."""
+    """Pose slots, coil pulses (firmware rule of seed 002 III-B1/B2) and the sensor clocks.
+
+    Args:
+        cfg: the rig configuration (``n_poses``, ``acquisition``, magnetometer rate, faults).
+        short: poses with faulty short pulses (P,) bool.
+        rng: generator of the clocks' phases and the jitters.
+
+    Returns:
+        (schedule, clocks).
+    """
     acq, p, kmax = cfg.acquisition, cfg.n_poses, cfg.acquisition.max_pulses
     slot = slot_length(cfg)
     t_total = p * slot
@@ -109,6 +140,15 @@ def coil_integral(t: np.ndarray, ts: np.ndarray, state: np.ndarray, tau: float) 
     """F(t) = ∫_{−∞}^t c(t′) dt′ [s] of the normalised coil current c ∈ [0, 1] (first-order settling).
 
     After switch k (time ts[k], new state s_k, previous state s_{k−1}): c = s_k + (s_{k−1} − s_k) e^{−(t−t_k)/τ}.
+
+    Args:
+        t: times (N,) [s].
+        ts: switch instants (K,) [s], increasing.
+        state: coil state after each switch (K,) (0 off, 1 on); off before the first.
+        tau: settling time constant τ [s].
+
+    Returns:
+        F(t) (N,) [s].
     """
     if ts.size == 0:
         return np.zeros_like(t)

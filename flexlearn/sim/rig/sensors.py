@@ -51,7 +51,15 @@ class Sensors:
         return self.soft_iron @ self.mag_axes.T
 
     def ambient(self, t: np.ndarray, amb: AmbientConfig) -> np.ndarray:
-        """Earth field in the world frame (N, 3) [T] with slow sinusoidal drift and a linear trend."""
+        """Earth field in the world frame (N, 3) [T] with slow sinusoidal drift and a linear trend.
+
+        Args:
+            t: times (N,) [s].
+            amb: the ambient config (``drift`` amplitude and ``drift_rate``).
+
+        Returns:
+            B_earth(t) (N, 3) [T].
+        """
         b = self.earth + amb.drift * np.sin(2.0 * math.pi * t[:, None] / self.drift_period + self.drift_phase)
         if amb.drift_rate > 0.0:
             b = b + amb.drift_rate * t[:, None] * self.drift_dir
@@ -59,7 +67,15 @@ class Sensors:
 
 
 def draw_sensors(cfg: RigConfig, rng: np.random.Generator) -> Sensors:
-    """This module's sensor draws: mount misalignment, hard and soft iron, accelerometer bias, ambient drift."""
+    """This module's sensor draws: mount misalignment, hard and soft iron, accelerometer bias, ambient drift.
+
+    Args:
+        cfg: the rig configuration (geometry, magnetometer, accelerometer, ambient).
+        rng: generator of the module's sensor stream (fixed draw order).
+
+    Returns:
+        The draws.
+    """
     axis = rng.normal(size=3)
     mount = exp_so3((cfg.geometry.mount_misalignment * axis / np.linalg.norm(axis))[None])[0]
     e = rng.normal(0.0, cfg.magnetometer.soft_iron, (3, 3))
@@ -106,7 +122,22 @@ def mag_stream(
     rng: np.random.Generator,
     frng: np.random.Generator,
 ) -> tuple[np.ndarray, dict[str, int]]:
-    """Polled magnetometer readings (N_p, 3) [T] and fault counts (noise from ``rng``, faults from ``frng``)."""
+    """Polled magnetometer readings (N_p, 3) [T] and fault counts (noise from ``rng``, faults from ``frng``).
+
+    Args:
+        cfg: the rig configuration (magnetometer, acquisition, ambient, faults).
+        clocks: the conversion clock and poll instants.
+        motion: the sweep's trajectory.
+        sens: this module's sensor draws.
+        drive: the driven coil and its switchings.
+        pose: per hold pose: sensor frame ``r`` (P, 3, 3), position ``pos`` (P, 3) [m], coil field ``b`` (P, 3)
+            [T/A].
+        rng: generator of the noise.
+        frng: generator of the faults (saturation, NaN polls).
+
+    Returns:
+        (readings (N_p, 3) [T], counts ``nan_polls``, ``saturated_conversions``, ``conversions``).
+    """
     mc = cfg.magnetometer
     switch_on = drive.switch_on.astype(np.float64)
     n_conv = int(clocks.conversion(clocks.poll_t[-1:])[0]) + 1
@@ -152,6 +183,17 @@ def accel_stream(
     The sensor's acceleration comes from central differences of its position: the IMU's own when
     ``geometry.imu_offset`` places it apart from the magnetometer. Quantised to ``lsb`` and clipped at
     ``full_scale`` when they are set.
+
+    Args:
+        cfg: the rig configuration (accelerometer, geometry).
+        sched: the schedule (total duration).
+        motion: the sweep's trajectory.
+        sens: this module's sensor draws (mount, bias, board offset).
+        pose: per hold pose: sensor frame ``r`` (P, 3, 3) and position ``pos`` (P, 3) [m].
+        rng: generator of the clock phase and noise.
+
+    Returns:
+        (t (N_a,) [s], f (N_a, 3) [m/s²]).
     """
     ac = cfg.accelerometer
     period = 1.0 / ac.rate
@@ -176,7 +218,15 @@ def accel_stream(
 
 def imu_config(cfg: RigConfig, sens: Sensors) -> RigConfig:
     """``cfg`` with the IMU's position on the child board as the sensor offset (``cfg`` itself when the IMU and
-    the magnetometer are one chip); the module's board offset ``sens.board_offset`` applies to both chips."""
+    the magnetometer are one chip); the module's board offset ``sens.board_offset`` applies to both chips.
+
+    Args:
+        cfg: the rig configuration.
+        sens: this module's sensor draws.
+
+    Returns:
+        The configuration positioning the IMU.
+    """
     g = cfg.geometry
     if g.imu_offset is None:
         return cfg

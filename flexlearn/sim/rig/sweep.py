@@ -35,7 +35,16 @@ RNG_STREAMS = ("targets", "rig", "sensors", "timing", "mag", "accel", "faults", 
 
 
 def perturb(targets: np.ndarray, cfg: RigConfig, rng: np.random.Generator) -> np.ndarray:
-    """Actual directions: targets rotated by an RMS ``positioning_error`` ⟂ tilt, clamped to the limit."""
+    """Actual directions: targets rotated by an RMS ``positioning_error`` ⟂ tilt, clamped to the limit.
+
+    Args:
+        targets: commanded unit directions (P, 3) in the parent frame.
+        cfg: the rig configuration (``geometry.positioning_error`` [rad], ``geometry.mechanical_limit`` [rad]).
+        rng: generator of the positioning errors.
+
+    Returns:
+        The actual unit directions (P, 3).
+    """
     a, b = tangent_basis(targets)
     g = rng.normal(0.0, cfg.geometry.positioning_error / math.sqrt(2.0), (targets.shape[0], 2))
     u = rotate(g[:, :1] * a + g[:, 1:] * b, targets)
@@ -51,6 +60,11 @@ def mount_chips(sens: Sensors, draw: ModuleDraw, cfg: RigConfig) -> None:
 
     IMU frame M = M_mis · R_imu (misalignment, then the chip's rotation ``geometry.imu_mount``); magnetometer axes
     against the IMU's Q = R_imuᵀ R_mag Q_draw (``geometry.magnetometer_mount``, the module's die-to-die draw).
+
+    Args:
+        sens: this module's sensor draws, updated in place (mount, magnetometer axes, board offset).
+        draw: the module's tolerance draw.
+        cfg: the rig configuration (``geometry`` chip mounts).
     """
     imu, mag = chip_mounts(cfg)
     sens.board_offset = np.asarray(draw.sensor_offset, dtype=np.float64)

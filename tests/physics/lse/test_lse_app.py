@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,7 @@ def test_run_writes_json_and_figures(tmp_path):
         "shooting_steps=null",
         f"hydra.run.dir={out}",
         f"output_dir={out}",
+        "json=true",
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     info = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -53,6 +55,31 @@ def test_run_writes_json_and_figures(tmp_path):
     assert all((out / f).stat().st_size > 0 for f in files)
     result = json.loads((out / "experiments.json").read_text())
     assert len(result["experiment_II"]["ee_positions_m"]) == 3 and result["elements_per_rod"] == 2
+
+
+def test_run_ends_with_a_summary_and_the_run_directory(tmp_path):
+    """Without json=true: per experiment its solves and speed (and the LSE–shooting gap when the baseline runs),
+    the files, the next step, and the run directory as the last line (what a script or a person reads)."""
+    out = tmp_path / "run"
+    proc = run_app(
+        tmp_path,
+        "cpr.rod.n_elements=2",
+        "n_phases=2",
+        "substeps=4",
+        "shooting_steps=null",
+        f"hydra.run.dir={out}",
+        f"output_dir={out}",
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-2:] == ["run directory:", str(out)]
+    text = "\n".join(lines)
+    for name in ("experiment_I", "experiment_II"):
+        assert re.search(name + r": \d+ LSE solves in [0-9.]+ s \(\d+ solves/s\); no shooting baseline", text), text
+    files = next(line for line in lines if line.startswith("files: "))
+    assert sorted(files[7:].split(", ")) == ["experiments.json", "shapes_exp1.png", "shapes_exp2.png", "trajectory.png"]
+    assert "next: open trajectory.png" in text
+    assert not any(line.lstrip().startswith("{") for line in lines)  # the JSON stays in experiments.json
 
 
 def test_bad_robot_config_fails_naming_the_field(tmp_path):

@@ -15,7 +15,19 @@ __all__ = ["HAVE_NUMBA", "element_strain", "njit"]
 def element_strain(R, p, l, midpoint, b, i):
     """Strains of element i of rod b: the expressions of :func:`flexlearn.physics.cosserat.strains.strains`
     in scalars (tested equal to round-off). Returns ``(xL, xR, Γ_L, Γ_R, f = cay⁻¹(Q))`` as 15 scalars
-    (3 each), then ``tr Q`` and ``1/l_i``."""
+    (3 each), then ``tr Q`` and ``1/l_i``.
+
+    Args:
+        R: Node rotations, shape (B, n, 3, 3).
+        p: Node positions [m], shape (B, n, 3).
+        l: Element rest lengths [m], shape (B, N).
+        midpoint: True for the mid-frame shear strain, False for the node strains (seed 001, eq. (6)).
+        b: Rod index in the batch.
+        i: Element index.
+
+    Returns:
+        The 17 scalars described above.
+    """
     e0 = p[b, i + 1, 0] - p[b, i, 0]
     e1 = p[b, i + 1, 1] - p[b, i, 1]
     e2 = p[b, i + 1, 2] - p[b, i, 2]

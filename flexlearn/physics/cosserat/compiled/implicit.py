@@ -157,6 +157,7 @@ def _subtract_damping(D, W, v, pi, inertia, scale, a_first, b, force, torque, y)
             force[a, c] -= scale * y[a, 3 + c]
 
 
+# long: 60 lines of code; its docstring documents all 21 parameters
 @njit(cache=True, error_model="numpy")
 def filter_forces(
     R, p, C1, C2, l, mass, inertia, midpoint, beta_h2, a_first, b, force, torque, D, W, y, G, Ke, damping_c, v, pi
@@ -164,7 +165,34 @@ def filter_forces(
     """Eq. (1) for rod b: ``force`` (world) and ``torque`` (body) (n, 3) replaced by ``M (M + βh²K)⁻¹ F``
     for the nodes a ≥ ``a_first`` (1 with a clamped base); with ``damping_c`` = c > 0 the force first gets the
     numerical damping ``−c K (pi/J, v)`` of eq. (4) (the caller passes β h² + h c/2 as ``beta_h2``). Returns
-    False when the matrix is not positive definite (a non-finite state)."""
+    False when the matrix is not positive definite (a non-finite state).
+
+    Args:
+        R: Node rotations, shape (B, n, 3, 3).
+        p: Node positions [m], shape (B, n, 3).
+        C1: Shear and extension stiffnesses [N], shape (B, N, 3).
+        C2: Bending and torsion stiffnesses [N·m²], shape (B, N, 3).
+        l: Element rest lengths [m], shape (B, N).
+        mass: Node masses [kg], shape (B, n).
+        inertia: Principal node inertias [kg·m²], shape (B, n, 3).
+        midpoint: True for the mid-frame shear strain, False for the node strains.
+        beta_h2: β h² [s²] (plus h c/2 with numerical damping); must be > 0.
+        a_first: First free node (1 with a clamped base, else 0).
+        b: Rod index in the batch.
+        force: World node forces [N] of rod b, shape (n, 3), filtered in place.
+        torque: Body node torques [N·m] of rod b, shape (n, 3), filtered in place.
+        D: Work array of the diagonal blocks, shape (n, 6, 6).
+        W: Work array of the off-diagonal blocks, shape (n, 6, 6).
+        y: Work array, shape (n, 6).
+        G: Work array, shape (3, 12).
+        Ke: Work array of the element stiffness, shape (12, 12).
+        damping_c: Numerical damping coefficient c [s]; 0 for none.
+        v: Half-step node velocities [m/s], shape (B, n, 3) (used only when ``damping_c`` > 0).
+        pi: Half-step angular momenta J ω, shape (B, n, 3) (used only when ``damping_c`` > 0).
+
+    Returns:
+        True on success, False when the matrix is not positive definite.
+    """
     n = force.shape[0]
     for a in range(n):
         D[a, :, :] = 0.0

@@ -262,6 +262,7 @@ def _clamp(R, p, v, pi, r1, p1, h, b):
             R[b, 0, c, d] = r1[b, c, d]
 
 
+# long: 55 lines of code; its docstring documents all 33 parameters
 @njit(cache=True, error_model="numpy")
 def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield, h, n_steps, record_every, clamped,
         r1, p1, midpoint, limit2, tol, iters, out_p, out_R, f_last, t_last, inertia, beta_h2, damping_c):  # fmt: skip
@@ -274,7 +275,46 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
     (a (1, B, 3) placeholder when there is no magnet). ``beta_h2`` = β h² > 0: the implicit step (forces
     filtered by :func:`flexlearn.physics.cosserat.compiled.implicit.filter_forces`, ``inertia`` (B, n, 3);
     ``damping_c`` = c [s] its numerical damping, ``beta_h2`` then being β h² + h c/2).
-    Returns (status, step, rod, node/element) with status :data:`OK` when all steps ran."""
+    Returns (status, step, rod, node/element) with status :data:`OK` when all steps ran.
+
+    Args:
+        R: Node rotations, shape (B, n, 3, 3), advanced in place.
+        p: Node positions [m], shape (B, n, 3), advanced in place.
+        v: Half-step node velocities [m/s], shape (B, n, 3), advanced in place.
+        pi: Half-step angular momenta Π − h/2 τ [kg·m²/s], shape (B, n, 3), advanced in place.
+        mass: Node masses [kg], shape (B, n).
+        scale: Per-node normalisation tr J [kg·m²] of the Newton solve, shape (B, n).
+        jd: Diagonal of the normalised J_d, shape (B, n, 3).
+        jn: Diagonal of the normalised J, shape (B, n, 3).
+        C1: Shear and extension stiffnesses [N], shape (B, N, 3).
+        C2: Bending and torsion stiffnesses [N·m²], shape (B, N, 3).
+        l: Element rest lengths [m], shape (B, N).
+        fext: Constant external world forces [N], shape (B, n, 3).
+        cf: Damping coefficients of v [N·s/m], shape (B, n, 3).
+        cw: Damping coefficients of pi [1/s], shape (B, n, 3).
+        mmag: Summed magnet body moments [A·m²], shape (B, n, 3).
+        bfield: Uniform field [T] at the step times, shape (n_steps + 1, B, 3), or a (1, B, 3) placeholder.
+        h: Time step [s].
+        n_steps: Number of steps.
+        record_every: Record every this many steps.
+        clamped: True when node 0 is clamped to the base pose (r1, p1).
+        r1: Base rotation, shape (B, 3, 3) (ignored when not clamped).
+        p1: Base position [m], shape (B, 3) (ignored when not clamped).
+        midpoint: True for the mid-frame shear strain, False for the node strains.
+        limit2: Square of the strain limit.
+        tol: Tolerance of the Newton solve of the rotations.
+        iters: Maximum Newton iterations.
+        out_p: Recorded positions [m], shape (T, B, n, 3), written.
+        out_R: Recorded rotations, shape (T, B, n, 3, 3), written.
+        f_last: Model world force [N] of the last state, shape (B, n, 3), written.
+        t_last: Model body torque [N·m] of the last state, shape (B, n, 3), written.
+        inertia: Principal node inertias [kg·m²], shape (B, n, 3) (used by the implicit step).
+        beta_h2: β h² [s²] of the implicit step (plus h c/2); 0 for the explicit LGVI.
+        damping_c: Numerical damping c [s] of the implicit step; 0 for none.
+
+    Returns:
+        Tuple ``(status, step, rod, node/element)``.
+    """
     B, n = p.shape[0], p.shape[1]
     force, torque, fs = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
     D, W, y, G, Ke = np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6)), np.empty((3, 12)), np.empty((12, 12))

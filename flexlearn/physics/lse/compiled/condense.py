@@ -47,6 +47,13 @@ def condense(hel, kee):
     stiffness included; kee (6, 6): the platform's load stiffness. Returns the factors
     ``(H_ββ⁻¹ (R, N, 6, 6), H_ββ⁻¹ H_βn (R, N, 6, 12), lower blocks L_j (R, N, 6, 6), D̃_j⁻¹ (R, N, 6, 6),
     D̃_j⁻¹ U_j (R, N, 6, 6), H̃_{1,0} (R, 6, 6), S⁻¹ (6, 6))`` for :func:`condensed_apply`.
+
+    Args:
+        hel: Element tangents (R, N, 18, 18).
+        kee: Platform load stiffness (6, 6).
+
+    Returns:
+        The factors tuple described above.
     """
     r, n = hel.shape[0], hel.shape[1]
     hbb_inv = np.empty((r, n, 6, 6))
@@ -96,7 +103,18 @@ def condense(hel, kee):
 def condensed_apply(hel, factors, res, res_ee, x0):
     """Solve with the factors of :func:`condense`: column 0 for ``b = -r`` (res (R, 12N), res_ee (6,)), column
     c ≥ 1 for the prescribed base twists ``x0[:, :, c]`` (R, 6, C) alone (column 0 of x0 is normally zero).
-    Returns ``dy`` (R, 12N - 6, C) and ``dz`` (6, C)."""
+    Returns ``dy`` (R, 12N - 6, C) and ``dz`` (6, C).
+
+    Args:
+        hel: Element tangents (R, N, 18, 18) that were factored.
+        factors: The tuple returned by :func:`condense`.
+        res: Rod-local residuals (R, 12N).
+        res_ee: The platform's own residual (6,).
+        x0: Prescribed base twists (R, 6, C).
+
+    Returns:
+        ``(dy, dz)``.
+    """
     hbb_inv, gmat, lo, dinv, xu, h10, s_inv = factors
     r, n = hel.shape[0], hel.shape[1]
     nc = x0.shape[2]
@@ -157,7 +175,16 @@ def condensed_apply(hel, factors, res, res_ee, x0):
 @njit(cache=True, inline="always")
 def base_columns(dz0, rod_motor, n_motors):
     """Prescribed base twists (R, 6, 1 + M): column 0 zero (the Newton step), column 1 + m the base twist per
-    unit angle ``dz0`` (R, 6) of the rods driven by motor m (the sensitivity dq/dθ_m)."""
+    unit angle ``dz0`` (R, 6) of the rods driven by motor m (the sensitivity dq/dθ_m).
+
+    Args:
+        dz0: Body-frame base twist per unit motor angle of each rod (R, 6).
+        rod_motor: Motor index of each rod (R,); −1 for a fixed base.
+        n_motors: Number of motors M.
+
+    Returns:
+        The prescribed base twists (R, 6, 1 + M).
+    """
     x0 = np.zeros((dz0.shape[0], 6, 1 + n_motors))
     for k in range(dz0.shape[0]):
         if rod_motor[k] >= 0:
@@ -174,5 +201,17 @@ def condensed_solve(hel, res, res_ee, kee, dz0, rod_motor, n_motors):
     ``[ζ_1 … ζ_{N-1}, β_1 … β_N, ζ_ee]``; res_ee (6,): the platform's own residual; dz0 (R, 6): the base twist
     per unit motor angle of each rod (body frame); rod_motor (R,) (−1: fixed base).
     Returns ``dy`` (R, 12N - 6, 1 + M) and ``dz`` (6, 1 + M).
+
+    Args:
+        hel: Element tangents (R, N, 18, 18).
+        res: Rod-local residuals (R, 12N).
+        res_ee: The platform's own residual (6,).
+        kee: Platform load stiffness (6, 6).
+        dz0: Base twist per unit motor angle of each rod (R, 6).
+        rod_motor: Motor index of each rod (R,); −1 for a fixed base.
+        n_motors: Number of motors M.
+
+    Returns:
+        ``(dy, dz)``: column 0 the Newton step, column 1 + m the sensitivity to θ_m.
     """
     return condensed_apply(hel, condense(hel, kee), res, res_ee, base_columns(dz0, rod_motor, n_motors))

@@ -97,7 +97,12 @@ GTW3 = 0.25 * (_GL3_NODES + 1.0) * _GL3_WEIGHTS
 
 @njit_inner
 def coefficients_into(t2, out):
-    """[A, B, C, E, F, D] of θ² into ``out`` (6,) (see :func:`flexlearn.physics.lse.fused.coefficients`)."""
+    """[A, B, C, E, F, D] of θ² into ``out`` (6,) (see :func:`flexlearn.physics.lse.fused.coefficients`).
+
+    Args:
+        t2: The squared rotation angle θ² [rad²].
+        out: Output (6,), written.
+    """
     th = np.sqrt(t2)
     s, c = 0.0, 1.0
     if t2 >= _THR[0]:  # the smallest threshold: some closed form is used
@@ -127,7 +132,14 @@ def coefficients_into(t2, out):
 
 @njit(cache=True)
 def coefficients_nb(t2):
-    """[A, B, C, E, F, D] of θ² (6,) (allocating form of :func:`coefficients_into`)."""
+    """[A, B, C, E, F, D] of θ² (6,) (allocating form of :func:`coefficients_into`).
+
+    Args:
+        t2: The squared rotation angle θ² [rad²].
+
+    Returns:
+        The new coefficient array (6,).
+    """
     out = np.empty(6)
     coefficients_into(t2, out)
     return out
@@ -136,7 +148,13 @@ def coefficients_nb(t2):
 @njit_inner
 def exp_se3_into(xi, out, co):
     """SE(3) exponential of [φ; ρ] into ``out`` (4, 4) without allocation
-    (:func:`flexlearn.physics.lse.compiled.newton.exp_se3` allocates); co (6,)."""
+    (:func:`flexlearn.physics.lse.compiled.newton.exp_se3` allocates); co (6,).
+
+    Args:
+        xi: Twist [φ; ρ] (6,).
+        out: Output pose (4, 4), written.
+        co: Scratch (6,) for the coefficients of θ².
+    """
     p0, p1, p2 = xi[0], xi[1], xi[2]
     coefficients_into(p0 * p0 + p1 * p1 + p2 * p2, co)
     a, b, c = co[0], co[1], co[2]
@@ -169,7 +187,15 @@ def workspace():
 @njit(cache=True)
 def alloc_parts(r, n):
     """Storage (R, N, …) of the per-element pieces that a residual pass hands to the tangent: rr (3, 3), pr,
-    φ, ρ (3,), θ² (), A⁻¹ (6, 6), ξ̄, μ (6,), J_r⁻¹, J_l⁻¹ (6, 6), r_a, r_b, r_β (6,)."""
+    φ, ρ (3,), θ² (), A⁻¹ (6, 6), ξ̄, μ (6,), J_r⁻¹, J_l⁻¹ (6, 6), r_a, r_b, r_β (6,).
+
+    Args:
+        r: Number of rods R.
+        n: Number of elements per rod N.
+
+    Returns:
+        The tuple of the 13 uninitialised arrays, in the order above.
+    """
     return (
         np.empty((r, n, 3, 3)),
         np.empty((r, n, 3)),
@@ -292,7 +318,20 @@ def element_into(ga, gb, beta, h, k, xi0, parts, r, e, ws):
     ``Ω = [φ; ρ]`` (θ² = |φ|²), ``A⁻¹ = (hI - h³/12 ad_β)⁻¹`` (closed form, :func:`_strain_map_inv_into`),
     ``ξ̄ = A⁻¹ Ω``, ``μ = A⁻ᵀ h K (ξ̄ - ξ₀)``,
     ``J_r⁻¹(Ω)``, ``J_l⁻¹ = J_r⁻¹ - ad_Ω``, ``r_a = -J_l⁻ᵀ μ``, ``r_b = J_r⁻ᵀ μ``,
-    ``r_β = h³/12 (K β - W̃(μ) ξ̄)``. ws: :func:`workspace`. No allocation."""
+    ``r_β = h³/12 (K β - W̃(μ) ξ̄)``. ws: :func:`workspace`. No allocation.
+
+    Args:
+        ga: Start-node pose (4, 4) [m].
+        gb: End-node pose (4, 4) [m].
+        beta: Strain slope β (6,) [1/m²].
+        h: Element length [m].
+        k: Diagonal of the section stiffness K (6,).
+        xi0: Reference strain ξ₀ (6,).
+        parts: Per-element storage (:func:`alloc_parts`), written at ``[r, e]``.
+        r: Rod index into ``parts``.
+        e: Element index into ``parts``.
+        ws: Scratch arrays (:func:`workspace`).
+    """
     rr, pr, phi, rho = parts[0][r, e], parts[1][r, e], parts[2][r, e], parts[3][r, e]
     ainv, xibar, mu, jri = parts[5][r, e], parts[6][r, e], parts[7][r, e], parts[8][r, e]
     jli, r_a, r_b, r_beta = parts[9][r, e], parts[10][r, e], parts[11][r, e], parts[12][r, e]
@@ -398,7 +437,17 @@ def tangent_into(parts, r, e, he, ke, oe, ws):
     """Exact element tangent (18, 18) into ``oe`` from the pieces of its residual pass (:func:`element_into`):
     ``∂[r_a; r_b; r_β]/∂(δζ_a, δζ_b, δβ)`` (seed Sec. V-D; see
     :func:`flexlearn.physics.lse.fused.element_tangent_fused`). ws: :func:`workspace`. No allocation. The
-    tangent's one non-elementary term by 8-point Gauss–Legendre (:func:`tangent_nodes_into`)."""
+    tangent's one non-elementary term by 8-point Gauss–Legendre (:func:`tangent_nodes_into`).
+
+    Args:
+        parts: Per-element pieces of the residual pass (:func:`alloc_parts`).
+        r: Rod index into ``parts``.
+        e: Element index into ``parts``.
+        he: Element length h [m].
+        ke: Diagonal of the section stiffness K (6,).
+        oe: Output tangent (18, 18), written.
+        ws: Scratch arrays (:func:`workspace`).
+    """
     tangent_nodes_into(parts, r, e, he, ke, oe, ws, GT8, GTW8)
 
 
@@ -406,7 +455,19 @@ def tangent_into(parts, r, e, he, ke, oe, ws):
 def tangent_nodes_into(parts, r, e, he, ke, oe, ws, gt, gtw):
     """:func:`tangent_into` with the quadrature term on the Gauss–Legendre nodes ``gt`` (on [0, 1]) with the
     weights ``gtw`` (t · w): 8 points are exact to round-off at any element rotation < π; :data:`GT3`,
-    :data:`GTW3` (3 points) suit elements that turn by a small angle θ (error O(θ⁶) in that term)."""
+    :data:`GTW3` (3 points) suit elements that turn by a small angle θ (error O(θ⁶) in that term).
+
+    Args:
+        parts: Per-element pieces of the residual pass (:func:`alloc_parts`).
+        r: Rod index into ``parts``.
+        e: Element index into ``parts``.
+        he: Element length h [m].
+        ke: Diagonal of the section stiffness K (6,).
+        oe: Output tangent (18, 18), written.
+        ws: Scratch arrays (:func:`workspace`).
+        gt: Quadrature nodes on [0, 1].
+        gtw: Quadrature weights times the nodes (t · w).
+    """
     rr, pr, phi, rho, t2 = parts[0][r, e], parts[1][r, e], parts[2][r, e], parts[3][r, e], parts[4][r, e]
     ainv, xibar, mu, jri = parts[5][r, e], parts[6][r, e], parts[7][r, e], parts[8][r, e]
     jli, r_a, r_b = parts[9][r, e], parts[10][r, e], parts[11][r, e]
@@ -460,7 +521,19 @@ def tangent_nodes_into(parts, r, e, he, ke, oe, ws, gt, gtw):
 
 @njit(cache=True)
 def element_residual_nb(ga, gb, beta, h, k, xi0):
-    """Element residuals ``[r_a; r_b; r_β]`` (E, 18) of all elements (seed eq. (11), Sec. V-A)."""
+    """Element residuals ``[r_a; r_b; r_β]`` (E, 18) of all elements (seed eq. (11), Sec. V-A).
+
+    Args:
+        ga: Start-node poses (E, 4, 4) [m].
+        gb: End-node poses (E, 4, 4) [m].
+        beta: Strain slopes β (E, 6) [1/m²].
+        h: Element lengths (E,) [m].
+        k: Diagonal of the section stiffness K (E, 6).
+        xi0: Reference strains ξ₀ (E, 6).
+
+    Returns:
+        The residuals (E, 18).
+    """
     n_el = ga.shape[0]
     parts = alloc_parts(1, n_el)
     ws = workspace()
@@ -476,7 +549,19 @@ def element_residual_nb(ga, gb, beta, h, k, xi0):
 @njit(cache=True)
 def element_tangent_nb(ga, gb, beta, h, k, xi0):
     """Exact element tangents H (E, 18, 18) = ∂[r_a; r_b; r_β]/∂(δζ_a, δζ_b, δβ) (seed Sec. V-D; see
-    :func:`flexlearn.physics.lse.fused.element_tangent_fused`)."""
+    :func:`flexlearn.physics.lse.fused.element_tangent_fused`).
+
+    Args:
+        ga: Start-node poses (E, 4, 4) [m].
+        gb: End-node poses (E, 4, 4) [m].
+        beta: Strain slopes β (E, 6) [1/m²].
+        h: Element lengths (E,) [m].
+        k: Diagonal of the section stiffness K (E, 6).
+        xi0: Reference strains ξ₀ (E, 6).
+
+    Returns:
+        The tangents (E, 18, 18).
+    """
     n_el = ga.shape[0]
     parts = alloc_parts(1, n_el)
     ws = workspace()

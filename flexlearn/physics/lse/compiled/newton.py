@@ -80,7 +80,14 @@ __all__ = ["base_poses", "exp_se3", "newton_iterations", "predict_state", "resid
 
 @njit_inner
 def exp_se3(xi):
-    """SE(3) exponential (4, 4) of a twist [φ; ρ] (as :func:`flexlearn.physics.lse.fused.se3_exp_fused`)."""
+    """SE(3) exponential (4, 4) of a twist [φ; ρ] (as :func:`flexlearn.physics.lse.fused.se3_exp_fused`).
+
+    Args:
+        xi: Twist [φ; ρ] (6,).
+
+    Returns:
+        The new pose (4, 4).
+    """
     out = np.empty((4, 4))
     exp_se3_into(xi, out, np.empty(6))
     return out
@@ -132,7 +139,24 @@ def residual_pass(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we,
     (g_ee, g_int, beta) with the rod bases ``base`` (R, 4, 4); world nodal loads ``wn`` (R, N+1, 6), platform
     wrench ``we`` (6,), pulley at ``pul_pos`` (3,) pulling with ``tension`` [N] when ``has_pul``. Returns (res,
     res_ee, nodes, body loads, platform moment me and force fe (3,), ∂f/∂p (3, 3), element pieces for the
-    tangent)."""
+    tangent).
+
+    Args:
+        base: Rod base poses (R, 4, 4).
+        g_ee: Platform pose (4, 4).
+        g_int: Interior nodal poses (R, N-1, 4, 4).
+        beta: Strain slopes (R, N, 6) [1/m²].
+        tip_local: Platform attachment of each rod (R, 4, 4), platform frame.
+        adinv: Tip projections Ad_{(g^loc)⁻¹} (R, 6, 6).
+        h: Element length of each rod (R,) [m].
+        kd: Section stiffness diagonal of each rod (R, 6).
+        xi0: Reference strain of each rod (R, 6).
+        wn: World nodal loads [moment; force] (R, N+1, 6).
+        we: World platform wrench [moment; force] (6,).
+        pul_pos: Pulley position (3,) [m].
+        tension: Pulley tension [N].
+        has_pul: Whether the pulley load is applied.
+    """
     r, n = beta.shape[0], beta.shape[1]
     nodes = _nodes(base, g_ee, g_int, tip_local)
     res = np.zeros((r, 12 * n))
@@ -196,7 +220,23 @@ def _scaled_norm(res, res_ee, w, ny, scale):
 def tangent_pass(parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul):
     """Element tangents (R, N, 18, 18) with the nodal load stiffness ``-[[m̂, 0], [f̂, 0]]`` of node e+1 on
     each element's (ζ_b, ζ_b) block and the tip projection ``Ad_{(g^loc)⁻¹}`` on the last element's ζ_b
-    rows and columns; the platform's load stiffness K_ee (6, 6) (see :meth:`AssemblyMixin._tangent`)."""
+    rows and columns; the platform's load stiffness K_ee (6, 6) (see :meth:`AssemblyMixin._tangent`).
+
+    Args:
+        parts: Element pieces of :func:`residual_pass`.
+        adinv: Tip projections Ad_{(g^loc)⁻¹} (R, 6, 6).
+        h: Element length of each rod (R,) [m].
+        kd: Section stiffness diagonal of each rod (R, 6).
+        body: Body nodal loads (R, N+1, 6) of :func:`residual_pass`.
+        me: Platform body moment (3,) [N·m].
+        fe: Platform body force (3,) [N].
+        dfdp: Pulley force derivative ∂f/∂p (3, 3) [N/m].
+        g_ee: Platform pose (4, 4).
+        has_pul: Whether the pulley load is applied.
+
+    Returns:
+        ``(hel, kee)``.
+    """
     r, n = parts[4].shape[0], parts[4].shape[1]
     hel = np.empty((r, n, 18, 18))
     ws = workspace()
@@ -280,6 +320,7 @@ def _retract(g_ee, g_int, beta, dy, dz, alpha):
 
 
 # fmt: off
+# long: 73 lines of code; its docstring documents all 26 parameters
 @njit(cache=True)
 def newton_iterations(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn, we, pul_pos, tension, has_pul, s_world,
                       rod_motor, n_motors, w, scale, tol, max_iter, max_rot, step_tol, growth, backtracks, log):
@@ -289,7 +330,36 @@ def newton_iterations(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn,
 
     The residual is evaluated at one place of the loop: first for the
     starting state, then for each trial step ``q ⊕ α δq``; a trial is taken when the relaxed test accepts it or
-    when it is the last of ``backtracks + 1`` (α halved in between), as in :meth:`CPRModel._newton`."""
+    when it is the last of ``backtracks + 1`` (α halved in between), as in :meth:`CPRModel._newton`.
+
+    Args:
+        base: Rod base poses (R, 4, 4).
+        g_ee: Platform pose (4, 4).
+        g_int: Interior nodal poses (R, N-1, 4, 4).
+        beta: Strain slopes (R, N, 6) [1/m²].
+        tip_local: Platform attachment of each rod (R, 4, 4), platform frame.
+        adinv: Tip projections Ad_{(g^loc)⁻¹} (R, 6, 6).
+        h: Element length of each rod (R,) [m].
+        kd: Section stiffness diagonal of each rod (R, 6).
+        xi0: Reference strain of each rod (R, 6).
+        wn: World nodal loads [moment; force] (R, N+1, 6).
+        we: World platform wrench [moment; force] (6,).
+        pul_pos: Pulley position (3,) [m].
+        tension: Pulley tension [N].
+        has_pul: Whether the pulley load is applied.
+        s_world: World twist of each rod's motor (R, 6) (zeros for fixed rods).
+        rod_motor: Motor index of each rod (R,); −1 for a fixed base.
+        n_motors: Number of motors M.
+        w: Residual weights (12N,).
+        scale: Residual scale [N·m] of the scaled norm.
+        tol: Tolerance on the scaled residual ∞-norm.
+        max_iter: Iteration limit.
+        max_rot: Cap on a nodal rotation increment [rad].
+        step_tol: Tolerance on the weighted step ∞-norm.
+        growth: Residual growth factor the relaxed backtracking test accepts.
+        backtracks: Most step halvings per iteration.
+        log: Output buffer (≥ max_iter + 2,) for the scaled residual norms.
+    """
     r, n = beta.shape[0], beta.shape[1]
     ny = 12 * n - 6
     nlog = 0
@@ -365,7 +435,20 @@ def newton_iterations(base, g_ee, g_int, beta, tip_local, adinv, h, kd, xi0, wn,
 @njit(cache=True)
 def predict_state(g_ee, g_int, beta, sens_y, sens_z, dth, max_rot):
     """First-order warm-start predictor ``q ⊕ (dq/dθ) Δθ`` (see :meth:`CPRModel._predict`); returns the state
-    unchanged when a node would rotate by more than ``max_rot`` [rad]."""
+    unchanged when a node would rotate by more than ``max_rot`` [rad].
+
+    Args:
+        g_ee: Platform pose (4, 4).
+        g_int: Interior nodal poses (R, N-1, 4, 4).
+        beta: Strain slopes (R, N, 6) [1/m²].
+        sens_y: Sensitivity dy/dθ (R, 12N - 6, M).
+        sens_z: Sensitivity dz/dθ (6, M).
+        dth: Motor angle change Δθ (M,) [rad].
+        max_rot: Rotation cap [rad].
+
+    Returns:
+        ``(g_ee, g_int, beta)``, new arrays or the inputs.
+    """
     r, ny, m = sens_y.shape
     n1 = g_int.shape[1]
     dy = np.zeros((r, ny))
@@ -392,7 +475,17 @@ def predict_state(g_ee, g_int, beta, sens_y, sens_z, dth, max_rot):
 
 @njit(cache=True)
 def base_poses(base0, s_world, rod_motor, theta):
-    """Rod base poses (R, 4, 4) ``g_{k,0} = exp(θ_m S_m^) g⁰_{k,0}`` (seed Sec. IV-B); fixed rods keep g⁰."""
+    """Rod base poses (R, 4, 4) ``g_{k,0} = exp(θ_m S_m^) g⁰_{k,0}`` (seed Sec. IV-B); fixed rods keep g⁰.
+
+    Args:
+        base0: Base poses at θ = 0 (R, 4, 4).
+        s_world: World twist of each rod's motor (R, 6).
+        rod_motor: Motor index of each rod (R,); −1 for a fixed base.
+        theta: Motor angles (M,) [rad].
+
+    Returns:
+        The new base poses (R, 4, 4).
+    """
     out = np.empty(base0.shape)
     xi, co, step = np.empty(6), np.empty(6), np.empty((4, 4))
     for k in range(base0.shape[0]):

@@ -47,7 +47,14 @@ def _np(t: Tensor) -> np.ndarray:
 
 def build_constants(model) -> CompiledConstants:
     """The model's :class:`CompiledConstants` (cached by :meth:`SolverCache.constants
-    <flexlearn.physics.lse.backend.SolverCache.constants>` until a buffer changes)."""
+    <flexlearn.physics.lse.backend.SolverCache.constants>` until a buffer changes).
+
+    Args:
+        model: The `CPRModel`.
+
+    Returns:
+        The constant arrays, float64.
+    """
     n = model.n_elements
     m = model.motor_axis.shape[0]
     r = model.n_rods
@@ -96,7 +103,15 @@ def _load_arrays(c: CompiledConstants, loads: Loads):
 
 
 def load_scale_compiled(c: CompiledConstants, loads: Loads) -> float:
-    """:meth:`CPRModel._load_scale` from the constants."""
+    """:meth:`CPRModel._load_scale` from the constants.
+
+    Args:
+        c: The model's constants.
+        loads: The applied loads.
+
+    Returns:
+        The residual scale [N·m]: max(max EI/L, load magnitude).
+    """
     return max(c.stiffness_scale, loads.magnitude(c.mean_length))
 
 
@@ -158,7 +173,17 @@ def newton_compiled(
 
 
 def predict_compiled(state, sens, dth: Tensor, max_rot: float):
-    """:meth:`CPRModel._predict` compiled: ``q ⊕ (dq/dθ) Δθ``, or the state when a node would turn > max_rot."""
+    """:meth:`CPRModel._predict` compiled: ``q ⊕ (dq/dθ) Δθ``, or the state when a node would turn > max_rot.
+
+    Args:
+        state: ``(g_ee (4, 4), g_int (R, N-1, 4, 4), beta (R, N, 6))``.
+        sens: ``(dy/dθ (R, 12N - 6, M), dz/dθ (6, M))``.
+        dth: Motor angle change Δθ (M,) [rad].
+        max_rot: Rotation cap [rad].
+
+    Returns:
+        The predicted ``(g_ee, g_int, beta)`` as tensors.
+    """
     ge, gi, be = predict_state(
         _np(state[0]), _np(state[1]), _np(state[2]), _np(sens[0]), _np(sens[1]), _np(dth), float(max_rot)
     )

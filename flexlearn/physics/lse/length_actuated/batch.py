@@ -31,7 +31,15 @@ STORE_MAX = 2048  # solutions kept for the fits (the latest; memory and search b
 
 @njit(cache=True)
 def visiting_order(points, start):
-    """Greedy nearest-neighbour order (P,) of ``points`` (P, D) from ``start`` (D,), Euclidean; O(P² D)."""
+    """Greedy nearest-neighbour order (P,) of ``points`` (P, D) from ``start`` (D,), Euclidean; O(P² D).
+
+    Args:
+        points: Points (P, D).
+        start: Starting point (D,).
+
+    Returns:
+        Indices into ``points`` (P,), int64.
+    """
     npt, dim = points.shape
     left = np.ones(npt, dtype=np.bool_)
     order = np.empty(npt, dtype=np.int64)
@@ -86,7 +94,23 @@ def pose_batch_chain(base, g_start, poses, tip_local, kd, xi0, w_body, state, se
     ``sens``): the fit start when ``use_fit`` and enough solutions are stored (``lbar`` [m]: the rotation scale
     of its neighbour distances), else the path step from the previous solution, warm-started when ``predictor``
     (module docstring). Returns
-    (status (P,), lengths (P, R), psi (P, R), Newton corrections (P,), poses started from the fit (P,) bool)."""
+    (status (P,), lengths (P, R), psi (P, R), Newton corrections (P,), poses started from the fit (P,) bool).
+
+    Args:
+        base: Rod base poses (R, 4, 4).
+        g_start: Platform pose (4, 4) of ``state``.
+        poses: Platform poses to solve (P, 4, 4).
+        tip_local: Platform attachments g^loc (R, 4, 4), platform frame.
+        kd: Section stiffness diagonal of each rod (R, 6).
+        xi0: Reference strain of each rod (R, 6).
+        w_body: External platform wrench [moment; force] (6,), body frame.
+        state: Solution (g_int, beta, psi, lengths) at the ``g_start``.
+        sens: Its :class:`~flexlearn.physics.lse.length_actuated.work.PoseSensitivity`.
+        opts: The :class:`~flexlearn.physics.lse.length_actuated.work.PoseNewtonOptions`.
+        predictor: Warm-start each path step.
+        use_fit: Start from the neighbours' fit when available.
+        lbar: Rotation scale [m] of the neighbour distances.
+    """
     r, n = state[1].shape[0], state[1].shape[1]
     npose = poses.shape[0]
     status, iters = np.zeros(npose, dtype=np.int64), np.zeros(npose, dtype=np.int64)

@@ -47,7 +47,12 @@ def condense_workspace(r, n):
     side (R, 6), 9 b_k = dψ_k/dL_k (R,), 10 t_k (R, 6), 11 inverse of the 6 × 6 length system, 12 its matrix,
     13 … 15 the same as 6 … 8 for the solved column, 16 a_k (R,), 17 tip motions (R, 6), 18 diagonal blocks
     (N + 1, 6, 6), 19 upper blocks (N, 6, 6), 20 condensed element (12, 12), 21 (6, 6), 22 node sides (N + 1, 6),
-    23 (12,), 24 back-substituted nodes (N + 1, 6), 25 (6,) × 3 scratch (3, 6)."""
+    23 (12,), 24 back-substituted nodes (N + 1, 6), 25 (6,) × 3 scratch (3, 6).
+
+    Args:
+        r: Number of rods R.
+        n: Number of elements per rod N.
+    """
     return (
         np.empty((r, n, 6, 6)),
         np.empty((r, n, 6, 12)),
@@ -84,7 +89,19 @@ def element_dh_into(parts, k, e, h, kk, beta, xi0, out, w):
     residual pass (:func:`~flexlearn.physics.lse.compiled.elements.element_into`; the twists Ω do not depend on h).
     With ``A = hI - h³/12 ad_β``, ``A' = I - h²/4 ad_β``: ``ξ̄' = -A⁻¹ A' ξ̄``,
     ``μ' = A⁻ᵀ (K(ξ̄ - ξ₀) + hK ξ̄' - A'ᵀ μ)``, ``r_b' = J_r⁻ᵀ μ'``, ``r_a' = -J_l⁻ᵀ μ'``,
-    ``r_β' = 3 r_β / h - h³/12 (W̃(μ') ξ̄ + W̃(μ) ξ̄')``. ``w`` (3, 6): scratch."""
+    ``r_β' = 3 r_β / h - h³/12 (W̃(μ') ξ̄ + W̃(μ) ξ̄')``. ``w`` (3, 6): scratch.
+
+    Args:
+        parts: Element pieces of the residual pass (:func:`~flexlearn.physics.lse.compiled.elements.alloc_parts`).
+        k: Rod index.
+        e: Element index.
+        h: Element length [m].
+        kk: Section stiffness diagonal K (6,).
+        beta: Strain slope β (6,) [1/m²].
+        xi0: Reference strain ξ₀ (6,).
+        out: Output (18,), written.
+        w: Scratch (3, 6).
+    """
     ainv, xb, mu, jri, jli, rbeta = (
         parts[5][k, e],
         parts[6][k, e],
@@ -153,7 +170,21 @@ def pose_tangent(beta, lengths, kd, xi0, parts, ws, hel, dres, dh, w, tiny_t2):
     """Element tangents (R, N, 18, 18) into ``hel`` and the length column ∂r_k/∂L_k (R, 12N, rod layout) into
     ``dres`` (h = L/N: ∂/∂L = ∂/∂h / N), from the pieces ``parts`` of the residual pass at the same state.
     Quadrature of the tangent's integral term sized to the element's rotation θ (2, 3 or 8 points; see
-    ``tiny_t2``, e.g. TINY_ELEMENT_T2). dh (18,), w (3, 6): scratch."""
+    ``tiny_t2``, e.g. TINY_ELEMENT_T2). dh (18,), w (3, 6): scratch.
+
+    Args:
+        beta: Strain slopes (R, N, 6) [1/m²].
+        lengths: Rod lengths (R,) [m].
+        kd: Section stiffness diagonal of each rod (R, 6).
+        xi0: Reference strain of each rod (R, 6).
+        parts: Element pieces of the residual pass.
+        ws: Element scratch (:func:`~flexlearn.physics.lse.compiled.elements.workspace`).
+        hel: Output element tangents (R, N, 18, 18), written.
+        dres: Output length column (R, 12N), written.
+        dh: Scratch (18,).
+        w: Scratch (3, 6).
+        tiny_t2: θ² [rad²] below which 2 quadrature points are used.
+    """
     r, n = beta.shape[0], beta.shape[1]
     for k in range(r):
         h = lengths[k] / n
@@ -281,7 +312,19 @@ def pose_factor(hel, dres, adt, res, twist_free, cw):
     """Factorise the Newton system (module docstring) at the state of the tangent ``hel`` (R, N, 18, 18), the
     length column ``dres`` (R, 12N), ``adt`` = Ad_{T_k⁻¹}ᵀ (R, 6, 6) and the residual ``res`` (R, 12N) there
     (its tip wrenches enter the torsion coupling t_k = -Ad_{T⁻¹}ᵀ ad_{ê₃}ᵀ r_tip) into ``cw``
-    (:func:`condense_workspace`). Returns False when a pivot or the length system is singular."""
+    (:func:`condense_workspace`). Returns False when a pivot or the length system is singular.
+
+    Args:
+        hel: Element tangents (R, N, 18, 18).
+        dres: Length column (R, 12N).
+        adt: Ad_{T_k⁻¹}ᵀ of each rod (R, 6, 6).
+        res: Rod residuals (R, 12N).
+        twist_free: Whether the tip twists ψ are unknowns.
+        cw: The work arrays of :func:`condense_workspace`, written.
+
+    Returns:
+        True when the factorisation is usable.
+    """
     r, n = hel.shape[0], hel.shape[1]
     hbb_inv, gmat, lo, dinv, xu, s_tip, gvl, xbl, btl, bk, tk, minv, mat = cw[:13]
     d, up, hc, tmp, bn, bc = cw[18], cw[19], cw[20], cw[21], cw[22], cw[23]
@@ -314,7 +357,20 @@ def pose_factor(hel, dres, adt, res, twist_free, cw):
 def pose_solve_column(cw, hel, adt, res, res_ee, twist_free, c, dy, dpsi, dl):
     """Solve column ``c`` with the factorisation in ``cw`` (:func:`pose_factor`) into dy (R, 12N - 6, ·),
     dpsi, dl (R, ·): c = 0 the Newton correction for the current residuals ``res`` (R, 12N) and ``res_ee`` (6,)
-    (platform balance, increment form), c = 1 + i the sensitivity to a unit platform twist e_i (body frame)."""
+    (platform balance, increment form), c = 1 + i the sensitivity to a unit platform twist e_i (body frame).
+
+    Args:
+        cw: The work arrays factorised by :func:`pose_factor`.
+        hel: Element tangents (R, N, 18, 18) that were factorised.
+        adt: Ad_{T_k⁻¹}ᵀ of each rod (R, 6, 6).
+        res: Rod residuals (R, 12N) (column 0 only).
+        res_ee: Platform residual (6,) (column 0 only).
+        twist_free: Whether the tip twists ψ are unknowns.
+        c: Column index: 0 the Newton correction, 1 … 6 the sensitivity.
+        dy: Output node and slope corrections (R, 12N - 6, C), column ``c`` written.
+        dpsi: Output tip twist corrections (R, C) [rad], column ``c`` written.
+        dl: Output length corrections (R, C) [m], column ``c`` written.
+    """
     r, n = hel.shape[0], hel.shape[1]
     hbb_inv, gmat, lo, dinv, xu, s_tip, gvl, xbl, _btl, bk, tk, minv = cw[:12]
     gv0, xb0, bt0, ak, dtip, bn, bc, xs, v = cw[13], cw[14], cw[15], cw[16], cw[17], cw[22], cw[23], cw[24], cw[25]

@@ -51,7 +51,13 @@ def fit_workspace(capacity, r, n):
     2 β (P, R, N, 6), 3 ψ (P, R), 4 L (P, R); 5 neighbour indices (MAX_NEIGHBOURS,) and 6 their distances;
     7 coordinates (MAX_NEIGHBOURS, 6); 8 monomials / Q (MAX_NEIGHBOURS, 28); 9 R (28, 28); 10 weights
     (MAX_NEIGHBOURS,); 11 scratch (3, 6, 6): scatter, eigenvectors; 12 scratch (3, 28): R⁻ᵀ e₀,
-    a twist and the log's coefficients; 13 relative pose (4, 4)."""
+    a twist and the log's coefficients; 13 relative pose (4, 4).
+
+    Args:
+        capacity: Solutions stored at most P.
+        r: Number of rods R.
+        n: Number of elements per rod N.
+    """
     m = MAX_NEIGHBOURS
     return (
         np.zeros((capacity, 4, 4)),
@@ -74,7 +80,15 @@ def fit_workspace(capacity, r, n):
 @njit(cache=True)
 def store_solution(fw, s, g, parts, state):
     """Store the solution ``state`` at ``g`` as entry ``s``: Ω from its element pieces (``parts`` of the residual
-    pass at the solution), β, ψ, L."""
+    pass at the solution), β, ψ, L.
+
+    Args:
+        fw: The arrays of :func:`fit_workspace`.
+        s: Storage slot (< capacity).
+        g: Platform pose (4, 4) of the solution.
+        parts: Element pieces of the residual pass at the solution.
+        state: The solution (g_int, beta, psi, lengths).
+    """
     fw[0][s] = g
     record_solution_into(parts, state, fw[1][s], fw[2][s], fw[3][s], fw[4][s])
 
@@ -203,7 +217,14 @@ def _basis_size(m, degree):
 def fit_neighbours(fw, count, g, lbar):
     """Fit weights at the pose ``g`` (4, 4) over the first ``count`` stored solutions of ``fw`` (module
     docstring): the neighbour indices in ``fw[5][:k]``, their weights in ``fw[10][:k]``. Returns k, or 0 when
-    there are too few solutions or the fit is rank deficient (no warm start from it then)."""
+    there are too few solutions or the fit is rank deficient (no warm start from it then).
+
+    Args:
+        fw: The arrays of :func:`fit_workspace`.
+        count: Stored solutions to search.
+        g: Platform pose (4, 4) to start at.
+        lbar: Length L̄ [m] that scales rotations in the distances.
+    """
     idx, dist, x, a, rr, w = fw[5], fw[6], fw[7], fw[8], fw[9], fw[10]
     scat, vec, rel = fw[11][0], fw[11][1], fw[13]
     v, tw, co = fw[12][0], fw[12][1], fw[12][2]
@@ -262,7 +283,19 @@ def fit_neighbours(fw, count, g, lbar):
 def fit_start_into(fw, k, base, g, tip_local, state, tip, omega, scratch):
     """The warm start at ``g`` from the weights of :func:`fit_neighbours` (k > 0) into ``state`` (g_int, β, ψ, L)
     and its tip poses ``tip`` (R, 4, 4): Ω, β, ψ, L as Σ_i w_i x_i, the nodes rebuilt from Ω (``omega`` (R, N, 6)
-    scratch) and closed onto the tips, the lengths taking the closure's change. scratch (5, 6)."""
+    scratch) and closed onto the tips, the lengths taking the closure's change. scratch (5, 6).
+
+    Args:
+        fw: The arrays of :func:`fit_workspace`, weighted by :func:`fit_neighbours`.
+        k: Neighbours used (the return value of :func:`fit_neighbours`).
+        base: Rod base poses (R, 4, 4).
+        g: Platform pose (4, 4).
+        tip_local: Platform attachments g^loc (R, 4, 4).
+        state: Output state (g_int, beta, psi, lengths), written.
+        tip: Output tip poses (R, 4, 4), written.
+        omega: Scratch (R, N, 6).
+        scratch: Scratch (5, 6).
+    """
     gi, be, psi, ln = state
     combine_solutions_into(fw[10], fw[5], k, fw[1], fw[2], fw[3], fw[4], omega, be, psi, ln)
     tip_poses_into(g, tip_local, psi, tip)

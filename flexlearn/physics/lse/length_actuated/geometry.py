@@ -47,7 +47,14 @@ CLOSURE_PASSES = 3  # closures by strain per rebuild (each leaves ≈ |Ω_rot|³
 
 @njit_leaf
 def tip_poses_into(g_ee, tip_local, psi, out):
-    """Tip node poses (R, 4, 4) ``g_ee g^loc_k exp(ψ_k ê₃)`` into ``out``. No allocation."""
+    """Tip node poses (R, 4, 4) ``g_ee g^loc_k exp(ψ_k ê₃)`` into ``out``. No allocation.
+
+    Args:
+        g_ee: Platform pose (4, 4).
+        tip_local: Platform attachments g^loc (R, 4, 4).
+        psi: Tip twists ψ (R,) [rad].
+        out: Output (R, 4, 4), written.
+    """
     for k in range(tip_local.shape[0]):
         t = out[k]
         pose_mul_into(g_ee, tip_local[k], t)
@@ -60,7 +67,13 @@ def tip_poses_into(g_ee, tip_local, psi, out):
 
 @njit(cache=True)
 def tip_poses(g_ee, tip_local, psi):
-    """Tip node poses (R, 4, 4) ``g_ee g^loc_k exp(ψ_k ê₃)``."""
+    """Tip node poses (R, 4, 4) ``g_ee g^loc_k exp(ψ_k ê₃)``.
+
+    Args:
+        g_ee: Platform pose (4, 4).
+        tip_local: Platform attachments g^loc (R, 4, 4).
+        psi: Tip twists ψ (R,) [rad].
+    """
     out = np.empty((tip_local.shape[0], 4, 4))
     tip_poses_into(g_ee, tip_local, psi, out)
     return out
@@ -68,7 +81,13 @@ def tip_poses(g_ee, tip_local, psi):
 
 @njit_leaf
 def ad_inv_t_into(tip_local, psi, out):
-    """Ad_{T⁻¹}ᵀ (6, 6) of T = g^loc exp(ψ ê₃) into ``out`` (maps a tip-frame wrench to the platform frame)."""
+    """Ad_{T⁻¹}ᵀ (6, 6) of T = g^loc exp(ψ ê₃) into ``out`` (maps a tip-frame wrench to the platform frame).
+
+    Args:
+        tip_local: Platform attachment g^loc (4, 4).
+        psi: Tip twist ψ [rad].
+        out: Output (6, 6), written.
+    """
     c, s = math.cos(psi), math.sin(psi)
     # Ad_T = [[R, 0], [p^ R, R]] ([ω; v] order) and Ad_{T⁻¹}ᵀ = Ad_T⁻ᵀ = [[R, p^ R], [0, R]]; R into both
     # diagonal blocks first (no scratch), then p^ R from them
@@ -89,7 +108,13 @@ def ad_inv_t_into(tip_local, psi, out):
 def log_se3_into(g, out, co):
     """SE(3) logarithm [φ; ρ] of a pose (4, 4) (rotation angle < π) into ``out`` (6,); ``co`` (6,) receives the
     coefficients of θ² (:func:`~flexlearn.physics.lse.compiled.elements._coefficients_into`). No allocation.
-    ``φ = vee(R - Rᵀ) / (2 A)``, ``ρ = p - φ×p / 2 + D φ×(φ×p)``."""
+    ``φ = vee(R - Rᵀ) / (2 A)``, ``ρ = p - φ×p / 2 + D φ×(φ×p)``.
+
+    Args:
+        g: Pose (4, 4).
+        out: Output twist (6,), written.
+        co: Scratch (6,).
+    """
     v0, v1, v2 = 0.5 * (g[2, 1] - g[1, 2]), 0.5 * (g[0, 2] - g[2, 0]), 0.5 * (g[1, 0] - g[0, 1])
     cth = 0.5 * (g[0, 0] + g[1, 1] + g[2, 2] - 1.0)
     s2 = v0 * v0 + v1 * v1 + v2 * v2
@@ -110,7 +135,13 @@ def log_se3_into(g, out, co):
 
 @njit_leaf
 def rel_pose_into(a, b, out):
-    """Out = a⁻¹ b for poses (4, 4) (``out`` must not alias ``a`` or ``b``). No allocation."""
+    """Out = a⁻¹ b for poses (4, 4) (``out`` must not alias ``a`` or ``b``). No allocation.
+
+    Args:
+        a: Pose (4, 4).
+        b: Pose (4, 4).
+        out: Output pose (4, 4), written.
+    """
     for i in range(3):
         acc = 0.0
         for q in range(3):
@@ -124,7 +155,12 @@ def rel_pose_into(a, b, out):
 @njit(cache=True)
 def rel_log(a, b):
     """log(a⁻¹ b) = [φ; ρ] (6,) of two poses (4, 4) (relative rotation < π); the allocating form of
-    :func:`rel_pose_into` and :func:`log_se3_into`."""
+    :func:`rel_pose_into` and :func:`log_se3_into`.
+
+    Args:
+        a: Pose (4, 4).
+        b: Pose (4, 4).
+    """
     rel, out = np.empty((4, 4)), np.empty(6)
     rel_pose_into(a, b, rel)
     log_se3_into(rel, out, np.empty(6))
@@ -146,7 +182,14 @@ def cold_state(base, g_ee, tip_local, n):
     """Start without a previous solution: each rod on the cubic Hermite curve from its base to its tip with the
     clamped tangents (the small-deflection shape of a clamped–clamped rod), frames turned from the base frame
     by the smallest rotation onto the curve tangent, β = 0, ψ = 0, L = the curve's length. Returns
-    (g_int (R, N-1, 4, 4), beta (R, N, 6), psi (R,), lengths (R,))."""
+    (g_int (R, N-1, 4, 4), beta (R, N, 6), psi (R,), lengths (R,)).
+
+    Args:
+        base: Rod base poses (R, 4, 4).
+        g_ee: Platform pose (4, 4).
+        tip_local: Platform attachments g^loc (R, 4, 4).
+        n: Number of elements per rod N.
+    """
     r = base.shape[0]
     psi = np.zeros(r)
     tip = tip_poses(g_ee, tip_local, psi)
@@ -437,7 +480,16 @@ def rebuild_nodes_into(base, omega, tip, gi, scratch, lengths):
     (each pass leaves ≈ |Ω_rot|³/15 of it, from the cut series of J_r). What remains is spread as the fraction j/N of
     the rigid correction: rotations ``exp(j/N δφ) = exp(δφ/N)^j`` (one exponential per rod), ``δφ = log(R_tip R_Nᵀ)``,
     translations ``j/N δp``, with the lengths taking its mean stretch ``L += Σ_j t_j·δp / N`` (t_j the mean of
-    the element's end-node axes). scratch (5, 6): rows 2, 3."""
+    the element's end-node axes). scratch (5, 6): rows 2, 3.
+
+    Args:
+        base: Rod base poses (R, 4, 4).
+        omega: Element relative twists Ω (R, N, 6); updated in place.
+        tip: Tip poses (R, 4, 4).
+        gi: Output interior nodes (R, N-1, 4, 4), written.
+        scratch: Scratch (5, 6).
+        lengths: Rod lengths (R,) [m], updated.
+    """
     r, n = omega.shape[0], omega.shape[1]
     om, co = scratch[2], scratch[3]
     step, g, g_next, turn = np.empty((4, 4)), np.empty((4, 4)), np.empty((4, 4)), np.empty((3, 3))
@@ -498,7 +550,16 @@ def line_weights(poses, m, g_new, s, w, max_points):
     s_j)`` over the latest ``max_points`` stored poses that lie on the line (the scan stops at the first one off
     it) at distinct positions (an older pose closer than NODE_GAP |u| to a chosen one is left out, weight 0).
     Returns the number of points used (0 when fewer than 2, or when g_new lies farther from g_0 than
-    EXTRAP_REACH × the nearest chosen distance)."""
+    EXTRAP_REACH × the nearest chosen distance).
+
+    Args:
+        poses: Stored platform poses (H, 4, 4), latest first.
+        m: Number of stored poses.
+        g_new: Platform pose (4, 4) to extrapolate to.
+        s: Output positions on the line (≥ m,).
+        w: Output weights (≥ m,).
+        max_points: Most points used.
+    """
     rel, vec = np.empty((4, 4)), np.empty((3, 6))
     ut, ui, co = vec[0], vec[1], vec[2]
     rel_pose_into(poses[0], g_new, rel)

@@ -293,7 +293,18 @@ def pose_newton(base, g_ee, tip_local, kd, xi0, w_body, opts, wk):
     :class:`~flexlearn.physics.lse.length_actuated.work.PoseNewtonOptions` (tiny_t2: θ² below which the tangent uses
     2 quadrature points; extrapolation: points of :func:`_extrapolate`, below EXTRAP_MIN: off). The solution stays the
     workspace's current state; this pose's corrections are added to ``wk[25]``. Returns (status 1 converged / 0 failed,
-    corrections applied, factorisations, log length)."""
+    corrections applied, factorisations, log length).
+
+    Args:
+        base: Rod base poses (R, 4, 4).
+        g_ee: Platform pose (4, 4).
+        tip_local: Platform attachments g^loc (R, 4, 4), platform frame.
+        kd: Section stiffness diagonal of each rod (R, 6).
+        xi0: Reference strain of each rod (R, 6).
+        w_body: External platform wrench [moment; force] (6,), body frame.
+        opts: The options.
+        wk: The workspace, its current state the start.
+    """
     w, scale, tol, max_iter, max_rot = opts.w, opts.scale, opts.tol, opts.max_iter, opts.max_rot
     step_tol, growth, backtracks = opts.step_tol, opts.growth, opts.backtracks
     twist_free, chord_keep = opts.twist_free, opts.chord_keep
@@ -498,7 +509,21 @@ def _sens_out(wk, twist_free):
 def pose_solve(base, g_from, g_to, tip_local, kd, xi0, w_body, state, sens, opts, predictor):
     """One pose ``g_to`` from the solution ``state`` at ``g_from`` (its sensitivity ``sens``) in one compiled call
     (:func:`solve_stepped`). Returns (status, state at g_to (copies), Newton corrections, factorisations,
-    sensitivity there)."""
+    sensitivity there).
+
+    Args:
+        base: Rod base poses (R, 4, 4).
+        g_from: Platform pose (4, 4) of ``state``.
+        g_to: Platform pose (4, 4) to solve at.
+        tip_local: Platform attachments g^loc (R, 4, 4), platform frame.
+        kd: Section stiffness diagonal of each rod (R, 6).
+        xi0: Reference strain of each rod (R, 6).
+        w_body: External platform wrench [moment; force] (6,), body frame.
+        state: Solution (g_int, beta, psi, lengths) at the start pose.
+        sens: Its :class:`~flexlearn.physics.lse.length_actuated.work.PoseSensitivity`.
+        opts: The :class:`~flexlearn.physics.lse.length_actuated.work.PoseNewtonOptions`.
+        predictor: Warm-start each continuation step.
+    """
     wk = pose_workspace(state[1].shape[0], state[1].shape[1])
     load_state(base, g_from, tip_local, kd, xi0, w_body, state, sens, wk)
     ok, it, nf = solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predictor, wk)
@@ -511,7 +536,21 @@ def pose_path(base, g_start, poses, tip_local, kd, xi0, w_body, state, sens, opt
     """Solve along a pose path (P, 4, 4) warm-started from the solution ``state`` at ``g_start`` (its
     sensitivity ``sens``), all in one compiled call. Returns (solved count, lengths (P, R), psi (P, R), g_int
     (P, R, N-1, 4, 4), beta (P, R, N, 6), Newton corrections (P,), factorisations (P,), the sensitivity at the
-    last solved pose); the count is short of P when a pose failed."""
+    last solved pose); the count is short of P when a pose failed.
+
+    Args:
+        base: Rod base poses (R, 4, 4).
+        g_start: Platform pose (4, 4) of ``state``.
+        poses: Platform poses along the path (P, 4, 4).
+        tip_local: Platform attachments g^loc (R, 4, 4), platform frame.
+        kd: Section stiffness diagonal of each rod (R, 6).
+        xi0: Reference strain of each rod (R, 6).
+        w_body: External platform wrench [moment; force] (6,), body frame.
+        state: Solution (g_int, beta, psi, lengths) at the start pose.
+        sens: Its :class:`~flexlearn.physics.lse.length_actuated.work.PoseSensitivity`.
+        opts: The :class:`~flexlearn.physics.lse.length_actuated.work.PoseNewtonOptions`.
+        predictor: Warm-start each continuation step.
+    """
     r, n = state[1].shape[0], state[1].shape[1]
     npose = poses.shape[0]
     out_l, out_psi = np.zeros((npose, r)), np.zeros((npose, r))
@@ -537,7 +576,20 @@ def pose_batch(base, poses, tip_local, kd, xi0, w_body, g_ref, ref_state, ref_se
     """Independent poses (P, 4, 4), each from the reference solution ``ref_state`` at ``g_ref`` (its
     sensitivity ``ref_sens``; computed when missing): the predictor over the whole move, Newton, adaptive
     continuation where that fails; the cold start (:func:`cold_state`) as the last resort. Returns (status (P,),
-    lengths (P, R), psi (P, R), Newton corrections (P,))."""
+    lengths (P, R), psi (P, R), Newton corrections (P,)).
+
+    Args:
+        base: Rod base poses (R, 4, 4).
+        poses: Platform poses to solve (P, 4, 4).
+        tip_local: Platform attachments g^loc (R, 4, 4), platform frame.
+        kd: Section stiffness diagonal of each rod (R, 6).
+        xi0: Reference strain of each rod (R, 6).
+        w_body: External platform wrench [moment; force] (6,), body frame.
+        g_ref: Platform pose (4, 4) of ``ref_state``.
+        ref_state: Reference solution (g_int, beta, psi, lengths).
+        ref_sens: Its :class:`~flexlearn.physics.lse.length_actuated.work.PoseSensitivity`.
+        opts: The :class:`~flexlearn.physics.lse.length_actuated.work.PoseNewtonOptions`.
+    """
     r, n = ref_state[1].shape[0], ref_state[1].shape[1]
     npose = poses.shape[0]
     status, iters = np.zeros(npose, dtype=np.int64), np.zeros(npose, dtype=np.int64)

@@ -119,7 +119,15 @@ class BatchResult:
 
 def nearest_neighbour_order(points: np.ndarray, start: np.ndarray) -> np.ndarray:
     """Greedy nearest-neighbour visiting order (P,) of ``points`` (P, D) from ``start`` (D,) (Euclidean; compiled,
-    :func:`~flexlearn.physics.lse.length_actuated.batch.visiting_order`)."""
+    :func:`~flexlearn.physics.lse.length_actuated.batch.visiting_order`).
+
+    Args:
+        points: Points (P, D) (trailing axes are flattened).
+        start: Starting point (D,).
+
+    Returns:
+        Indices into ``points`` (P,).
+    """
     pts = np.ascontiguousarray(points, dtype=np.float64)
     pts = pts.reshape(pts.shape[0], int(np.prod(pts.shape[1:])))
     return visiting_order(pts, np.ascontiguousarray(start, dtype=np.float64).reshape(pts.shape[1]))
@@ -128,7 +136,15 @@ def nearest_neighbour_order(points: np.ndarray, start: np.ndarray) -> np.ndarray
 def pose_features(poses: np.ndarray, rotation_scale: float) -> np.ndarray:
     """Points (P, 12) whose squared distance is that of the batch fit
     (:mod:`~flexlearn.physics.lse.length_actuated.fit`): ``|p_i − p_j|² + s² |R_i − R_j|²_F / 2`` for poses (P, 4, 4),
-    ``s`` = ``rotation_scale`` [m]."""
+    ``s`` = ``rotation_scale`` [m].
+
+    Args:
+        poses: Platform poses (P, 4, 4) or (4, 4).
+        rotation_scale: Length s [m] that scales the rotation part.
+
+    Returns:
+        The features (P, 12).
+    """
     p = poses.reshape(-1, 4, 4)
     return np.concatenate([p[:, :3, 3], rotation_scale / np.sqrt(2.0) * p[:, :3, :3].reshape(-1, 9)], 1)
 
@@ -145,7 +161,19 @@ RIGID_TOL = 1e-6  # largest |RᵀR - I| entry of a platform pose accepted as a r
 def platform_poses(x, name: str, batch: bool) -> np.ndarray:
     """``x`` as float64 platform poses, (4, 4) or with ``batch`` (P, 4, 4), checked to be rigid transforms:
     finite, RᵀR = I within RIGID_TOL, det R = +1, bottom row [0, 0, 0, 1]. Raises StaticsInputError (a
-    ValueError) naming the pose (its index in a batch) and what is wrong with it."""
+    ValueError) naming the pose (its index in a batch) and what is wrong with it.
+
+    Args:
+        x: Array-like (tensor or numpy) poses.
+        name: Name of the argument in the error messages.
+        batch: Expect a batch (P, 4, 4) instead of one (4, 4).
+
+    Returns:
+        The poses, float64 and contiguous.
+
+    Raises:
+        StaticsInputError: Not numbers, the wrong shape, or not a rigid transform.
+    """
     try:
         g = _np(x)
     except (TypeError, ValueError) as err:
@@ -276,7 +304,17 @@ class PoseStatics:
         return init
 
     def cold_state(self, g_ee) -> PoseState:
-        """The unsolved start at ``g_ee``: rods on clamped-clamped Hermite curves (see ``cold_state`` kernel)."""
+        """The unsolved start at ``g_ee``: rods on clamped-clamped Hermite curves (see ``cold_state`` kernel).
+
+        Args:
+            g_ee: Platform pose (4, 4).
+
+        Returns:
+            The :class:`PoseState`, 0 iterations, without a sensitivity.
+
+        Raises:
+            StaticsInputError: ``g_ee`` is not a rigid transform.
+        """
         g = platform_poses(g_ee, "g_ee", False)
         gi, be, ps, ln = geometry.cold_state(self.base, g, self.tip_local, self.n_elements)
         r, n = self.base.shape[0], self.n_elements
@@ -285,7 +323,19 @@ class PoseStatics:
 
     def solve(self, g_ee, init: PoseState | None = None) -> PoseState:
         """Equilibrium at the platform pose ``g_ee`` (4, 4): from ``init`` (with the predictor and sub-stepped
-        continuation along the SE(3) geodesic when needed), or from the cold start. Raises PoseStaticsError."""
+        continuation along the SE(3) geodesic when needed), or from the cold start. Raises PoseStaticsError.
+
+        Args:
+            g_ee: Platform pose (4, 4).
+            init: Solved state to start from; None = the cold start at ``g_ee``.
+
+        Returns:
+            The solved :class:`PoseState` at ``g_ee``.
+
+        Raises:
+            StaticsInputError: An invalid pose or ``init``.
+            PoseStaticsError: No equilibrium found.
+        """
         g = platform_poses(g_ee, "g_ee", False)
         start = self.cold_state(g) if init is None else self._check_init(init)
         g_from = g if init is None else init.g_ee
@@ -310,7 +360,19 @@ class PoseStatics:
         return PoseState(g, st[0], st[1], st[2], st[3], int(it), sens)
 
     def solve_path(self, poses, init: PoseState) -> PathResult:
-        """Warm-started solves along ``poses`` (P, 4, 4) from the solution ``init``, in one compiled call."""
+        """Warm-started solves along ``poses`` (P, 4, 4) from the solution ``init``, in one compiled call.
+
+        Args:
+            poses: Platform poses along the path (P, 4, 4).
+            init: Solved state at the path's start.
+
+        Returns:
+            The :class:`PathResult`, one row per pose.
+
+        Raises:
+            StaticsInputError: An invalid pose or ``init``.
+            PoseStaticsError: A pose of the path without an equilibrium.
+        """
         pz = platform_poses(poses, "poses", True)
         init = self._check_init(init)
         count, ln, ps, gi, be, its, nf, _sens = kernels.pose_path(
@@ -341,7 +403,20 @@ class PoseStatics:
         (the path step). A pose that fails is marked and the chain goes on from the last solution. Each result is
         the equilibrium at its pose, whatever the order and start (to the solver tolerance). ``chain=False``:
         every pose from ``ref`` (predictor over the whole move, adaptive continuation, the cold start as the last
-        resort), in one compiled call."""
+        resort), in one compiled call.
+
+        Args:
+            poses: Platform poses (P, 4, 4).
+            ref: Solved reference state.
+            chain: Visit in nearest-neighbour order, each pose from earlier solutions.
+            fit: With ``chain``, start from the fit of solved neighbours when enough exist.
+
+        Returns:
+            The :class:`BatchResult`, rows in the order of ``poses``.
+
+        Raises:
+            StaticsInputError: An invalid pose or ``ref``.
+        """
         pz = platform_poses(poses, "poses", True)
         ref = self._check_init(ref, "ref")
         if not chain:
@@ -380,14 +455,41 @@ class PoseStatics:
         return BatchResult(st[back].astype(bool), ln[back], ps[back], its[back], fitted[back])
 
     def nodes(self, g_ee, g_int, psi) -> np.ndarray:
-        """All node poses (R, N+1, 4, 4): bases, interior nodes, platform attachments."""
+        """All node poses (R, N+1, 4, 4): bases, interior nodes, platform attachments.
+
+        Args:
+            g_ee: Platform pose (4, 4).
+            g_int: Interior nodal poses (R, N-1, 4, 4).
+            psi: Tip twists ψ (R,) [rad].
+
+        Returns:
+            The poses (R, N+1, 4, 4), float64.
+
+        Raises:
+            StaticsInputError: An input of the wrong shape or not finite.
+        """
         a = self._checked("", g_ee=platform_poses(g_ee, "g_ee", False), g_int=g_int, psi=psi)
         tip = geometry.tip_poses(a["g_ee"], self.tip_local, a["psi"])
         return np.concatenate([self.base[:, None], a["g_int"], tip[:, None]], 1)
 
     def rod_points(self, g_ee, g_int, beta, psi, lengths, samples_per_element: int = 8) -> np.ndarray:
         """Centre-line points (R, N·k + 1, 3) from the element strain fields (k = samples_per_element), at arc
-        lengths s = j L / (N k) (seed eqs. (3), (8); as :meth:`CPRModel.rod_poses`)."""
+        lengths s = j L / (N k) (seed eqs. (3), (8); as :meth:`CPRModel.rod_poses`).
+
+        Args:
+            g_ee: Platform pose (4, 4).
+            g_int: Interior nodal poses (R, N-1, 4, 4).
+            beta: Strain slopes (R, N, 6) [1/m²].
+            psi: Tip twists ψ (R,) [rad].
+            lengths: Rod lengths (R,) [m].
+            samples_per_element: Samples k per element (≥ 1).
+
+        Returns:
+            The points (R, N·k + 1, 3) [m], the base first.
+
+        Raises:
+            StaticsInputError: ``samples_per_element`` < 1, or an input of the wrong shape or not finite.
+        """
         if int(samples_per_element) < 1:
             raise StaticsInputError(f"samples_per_element must be ≥ 1, got {samples_per_element}")
         a = self._checked("", beta=beta, lengths=lengths)

@@ -56,7 +56,12 @@ class PoseSensitivity(NamedTuple):
 
 @njit(cache=True)
 def empty_state(r, n):
-    """Storage of one kernel state (g_int (R, N-1, 4, 4), beta (R, N, 6), psi (R,), lengths (R,)), uninitialised."""
+    """Storage of one kernel state (g_int (R, N-1, 4, 4), beta (R, N, 6), psi (R,), lengths (R,)), uninitialised.
+
+    Args:
+        r: Number of rods R.
+        n: Number of elements per rod N.
+    """
     return (np.empty((r, max(n - 1, 0), 4, 4)), np.empty((r, n, 6)), np.empty(r), np.empty(r))
 
 
@@ -74,7 +79,12 @@ def pose_workspace(r, n):
     scratch (R, N, 6); 30 positions and weights (2, H).
     Flags: 0 has a factorisation, 1 has a sensitivity, 2 which of 0/1 is current, 3 has a predictor defect,
     4 sensitivity columns still to solve from the factorisation, 5 solutions in the history, 6 the last solution
-    was left out of it."""
+    was left out of it.
+
+    Args:
+        r: Number of rods R.
+        n: Number of elements per rod N.
+    """
     ny = 12 * n - 6
     return (
         alloc_parts(r, n),
@@ -121,7 +131,11 @@ def pose_workspace(r, n):
 @njit(cache=True)
 def current_and_trial(wk):
     """(element pieces, state, rod residuals, platform residual, tip poses) of the current state, and the same of
-    the trial slot."""
+    the trial slot.
+
+    Args:
+        wk: The workspace of :func:`pose_workspace`.
+    """
     if wk[22][2] == 0:
         return (wk[0], wk[4], wk[7], wk[9], wk[11]), (wk[1], wk[5], wk[8], wk[10], wk[12])
     return (wk[1], wk[5], wk[8], wk[10], wk[12]), (wk[0], wk[4], wk[7], wk[9], wk[11])
@@ -130,5 +144,9 @@ def current_and_trial(wk):
 @njit(cache=True)
 def current_state(wk):
     """The current state alone: ``current_and_trial(wk)[0][1]`` without the other nine references (each one
-    counted)."""
+    counted).
+
+    Args:
+        wk: The workspace of :func:`pose_workspace`.
+    """
     return wk[4] if wk[22][2] == 0 else wk[5]

@@ -181,6 +181,21 @@ class ShootingSolver:
         """Equilibrium for motor angles θ (M,) [rad]; warm start from ``init``. Newton + FD Jacobian.
 
         When Newton fails from ``init``, the motor increment is bisected (continuation, up to 5 levels).
+
+        Args:
+            theta: Motor angles (M,) [rad].
+            loads: The applied loads; None = default `Loads` (gravity on).
+            init: Result to warm-start from; None = the straight state.
+            tol: Tolerance on the ∞-norm of the scaled residual.
+            max_iter: Iteration budget (times the number of unknowns + 1 residual evaluations).
+            fd_step: Central-difference step on the scaled unknowns.
+            _depth: Bisection level (internal).
+
+        Returns:
+            The :class:`ShootingResult`.
+
+        Raises:
+            ShootingError: No convergence after 5 bisection levels.
         """
         theta = np.asarray(theta, dtype=np.float64)
         try:
