@@ -10,16 +10,19 @@ ellipsoid; identity with ``require_tumble=false``) and A (at most ``n_poses`` st
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from omegaconf import DictConfig
 
+from flexlearn.apps.console import show_outcome
 from flexlearn.apps.runner import hydra_app, readable_errors, require_values
 from flexlearn.atomic import guard_output_file
 
 
 @hydra_app("flexlearn-calibrate", "calibrate")
 def main(cfg: DictConfig) -> None:
-    """Write the calibration file ``cfg.output`` for the input modules; print its summary (JSON).
+    """Write the calibration file ``cfg.output`` for the input modules; print a summary, the next step and the
+    directory (``json=true``: the summary as JSON instead).
 
     Args:
         cfg: the composed config (flexlearn/conf/calibrate.yaml with the command's overrides).
@@ -31,7 +34,31 @@ def main(cfg: DictConfig) -> None:
         inputs = [cfg.inputs] if isinstance(cfg.inputs, str) else list(cfg.inputs)
         guard_output_file(cfg.output, inputs=inputs)
         summary = calibrate(cfg)
-    print(json.dumps(summary, indent=2))
+    if cfg.get("json", False):
+        print(json.dumps(summary, indent=2))
+        return
+    show_outcome(calibration_summary(summary, str(cfg.ckpt_path)), Path(summary["calibration"]).parent)
+
+
+def calibration_summary(summary: dict, ckpt_path: str) -> list[str]:
+    """The calibration file, each module's fit residual and tumble coverage, and the export that uses it.
+
+    Args:
+        summary: what `flexlearn.jobs.calibrate.calibrate` returns.
+        ckpt_path: the checkpoint the modules were fitted with.
+
+    Returns:
+        The summary lines.
+    """
+    lines = [f"flexlearn-calibrate: {summary['n_modules']} module(s) calibrated -> {summary['calibration']}"]
+    for i, (res, cov) in enumerate(zip(summary["median_residual_deg"], summary["tumble_coverage"]), 1):
+        tumble = "no tumble (W = I)" if cov is None else f"tumble coverage {cov:.2f}"
+        residual = "no poses fitted" if res is None else f"median residual {res:.3g}° after the fit"
+        lines.append(f"  module {i}: {residual}, {tumble}")
+    lines.append(
+        f"next: flexlearn-export ckpt_path={ckpt_path} bundle.enabled=true bundle.calibration={summary['calibration']}"
+    )
+    return lines
 
 
 if __name__ == "__main__":

@@ -176,3 +176,16 @@ def show_result(
             print(f"{name}: {value}")
     print("run directory:")
     print(out_dir, flush=True)
+
+
+def show_outcome(lines: list[str], directory: str | Path) -> None:
+    """A command's closing words for a person: its summary lines, then ``run directory:`` and the directory as
+    the last line (scripts read it), as the training apps end.
+
+    Args:
+        lines: the summary (what was written, the figures that matter, the next step).
+        directory: where the outputs are.
+    """
+    print("\n".join(lines))
+    print("run directory:")
+    print(str(directory), flush=True)

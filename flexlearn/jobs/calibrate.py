@@ -49,6 +49,7 @@ CALIBRATE_KEYS = (
     "output",
     "processing",
     "require_tumble",
+    "json",  # how the app prints its summary
 )
 
 

@@ -59,8 +59,22 @@ def _direction_metadata(
         "checkpoint": str(ckpt_path),
         "hyper_parameters": info.get("hyper_parameters"),
         "training_metrics": {k: v for k, v in (metrics or {}).items() if isinstance(v, float) and math.isfinite(v)},
-        "config": OmegaConf.to_container(cfg, resolve=False) if cfg is not None else None,
+        "config": _exported_config(cfg),
     }
+
+
+PRINTING_KEYS = ("json", "progress")
+"""Top-level keys that set how a command prints, not what it writes: left out of the exported config, so the
+same export with another way of printing gives the same bytes."""
+
+
+def _exported_config(cfg: Optional[DictConfig]) -> Optional[dict[str, Any]]:
+    """The run's config as stored in a model file's metadata (unresolved), without `PRINTING_KEYS`."""
+    if cfg is None:
+        return None
+    out = OmegaConf.to_container(cfg, resolve=False)
+    assert isinstance(out, dict), "a composed config is a mapping"
+    return {str(k): v for k, v in out.items() if k not in PRINTING_KEYS}
 
 
 def _calibration_input(bundle: Optional[DictConfig]) -> list[str]:

@@ -54,6 +54,7 @@ def test_cli_exports_arm_controller_loadable_by_plain_torch(tmp_path):
             "+arm_controller.variant=rigid",
             "+arm_controller.hub_inertia=[800.0,150.0]",
             f"hydra.run.dir={tmp_path / 'hydra'}",
+            "json=true",
         ],
         capture_output=True,
         text=True,

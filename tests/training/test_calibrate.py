@@ -4,6 +4,7 @@ refusals (too few poses, another model, schema or module count), and held-out mo
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -177,6 +178,36 @@ def test_calibrate_app_error_is_one_line(trained_run, module_sweeps, tmp_path):
     )
     assert r.returncode == 2 and r.stderr.startswith("flexlearn-calibrate: error:") and "n_poses" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_calibrate_app_ends_with_each_module_the_export_and_the_directory(trained_run, module_sweeps, tmp_path):
+    """The summary names the file, each module's residual and tumble coverage, the export command that takes the
+    file, and the directory last; json=true prints the same summary as JSON instead."""
+    base = [
+        sys.executable,
+        "-m",
+        "flexlearn.apps.calibrate",
+        f"ckpt_path={trained_run['metrics']['best_ckpt']}",
+        f"inputs=[{module_sweeps[0]},{module_sweeps[1]}]",
+        "n_poses=50",
+        f"hydra.run.dir={tmp_path / 'h'}",
+    ]
+    out = tmp_path / "cal" / "c.json"
+    r = subprocess.run([*base, f"output={out}"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.strip().splitlines()
+    assert lines[0] == f"flexlearn-calibrate: 2 module(s) calibrated -> {out}"
+    for i in (1, 2):
+        assert any(
+            re.match(rf"  module {i}: median residual [0-9.e+-]+° after the fit, tumble coverage", ln) for ln in lines
+        )
+    assert f"bundle.enabled=true bundle.calibration={out}" in lines[-3] and lines[-3].startswith(
+        "next: flexlearn-export"
+    )
+    assert lines[-2:] == ["run directory:", str(out.parent)]
+    j = subprocess.run([*base, f"output={tmp_path / 'c2.json'}", "json=true"], capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path)  # fmt: skip
+    assert j.returncode == 0 and json.loads(j.stdout)["n_modules"] == 2, j.stderr[-2000:]
 
 
 @pytest.mark.slow

@@ -189,10 +189,24 @@ def cli_exports(trained_run, tmp_path_factory):
         "bundle.calibration=identity",
     ]
     runs, snaps = [], []
-    for extra in ([], [], ["+bundle.controller.not_a_key=1"]):
+    for extra in ([], ["json=true"], ["+bundle.controller.not_a_key=1"]):  # the second prints JSON
         runs.append(_cli_export(tmp, *args, *extra))
         snaps.append(_snapshot(out))
     return runs, snaps
+
+
+def test_export_ends_with_what_it_wrote_the_next_step_and_the_directory(cli_exports):
+    runs, _ = cli_exports
+    lines = runs[0].stdout.strip().splitlines()
+    out = Path(json.loads(runs[1].stdout)["bundle"]).parent
+    assert lines[0].startswith("flexlearn-export: 3 outputs written") and lines[-2:] == ["run directory:", str(out)]
+    for what, name in (
+        ("torchscript", "direction_model.pt"),
+        ("program", "direction_model.pt2"),
+        ("bundle", "robot_bundle.pt"),
+    ):
+        assert f"  {what}: {out / name}" in lines
+    assert any(line.startswith("next: python scripts/pi_runner.py " + str(out / "robot_bundle.pt")) for line in lines)
 
 
 def test_reexport_is_byte_identical_and_has_manifests(cli_exports):
@@ -212,7 +226,7 @@ def test_reexport_is_byte_identical_and_has_manifests(cli_exports):
             n.split("/")[0]
             for n in zipfile.ZipFile(
                 Path(
-                    json.loads(runs[0].stdout)[
+                    json.loads(runs[1].stdout)[
                         {
                             "direction_model.pt": "torchscript",
                             "direction_model.pt2": "program",
