@@ -20,6 +20,7 @@ import flexlearn
 from flexlearn.config import check, to_plain_dict
 from flexlearn.data.dataset import DATASET_SCHEMA_VERSION
 from flexlearn.errors import ConfigError, FlexlearnError
+from flexlearn.jobs.runs import checkpoint_run_metrics
 from flexlearn.runtime.arm.export import export_arm_controller_from_config
 from flexlearn.runtime.deploy import BundleOptions, bundle_artifact, checked_bundle
 from flexlearn.runtime.export import (
@@ -303,4 +304,5 @@ def export_from_config(cfg: DictConfig) -> dict[str, str]:
     if cfg.get("kit"):
         return export_kit(cfg.ckpt_path, cfg.kit, cfg.bundle)
     bundle = cfg.bundle if cfg.bundle.enabled else None
-    return export_checkpoint(cfg.ckpt_path, cfg.out_dir, cfg=cfg, bundle=bundle)
+    metrics = checkpoint_run_metrics(cfg.ckpt_path)  # the training run's figures travel with its model
+    return export_checkpoint(cfg.ckpt_path, cfg.out_dir, metrics=metrics, cfg=cfg, bundle=bundle)

@@ -16,7 +16,9 @@ import ast
 import functools
 import importlib.util
 import inspect
+import json
 import shlex
+import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -136,7 +138,8 @@ def run_record(cfg: DictConfig, dataset_path: Optional[str | Path] = None) -> di
 
     Returns:
         The resolved config (without ``hydra``) and a ``run`` block with the run name, the command-line
-        overrides, the seeds (`run_seeds`), the dataset (path, SHA-256, source) and package versions.
+        overrides, the seeds (`run_seeds`), the dataset (path, SHA-256, source), package versions and the git
+        commit of the source (`source_revision`).
     """
     config = to_plain_dict(cfg, "<top level>")
     config.pop("hydra", None)
@@ -156,6 +159,7 @@ def run_record(cfg: DictConfig, dataset_path: Optional[str | Path] = None) -> di
         "overrides": overrides,
         "seeds": run_seeds(config),
         "versions": versions,
+        "source": source_revision(),
     }
     if dataset_path is not None:
         run["dataset"] = {
@@ -164,6 +168,29 @@ def run_record(cfg: DictConfig, dataset_path: Optional[str | Path] = None) -> di
             "source": (config.get("data") or {}).get("source"),
         }
     return {**config, "run": run}
+
+
+def source_revision() -> Optional[dict[str, Any]]:
+    """The git commit of the flexlearn source a run executes, and whether tracked files differ from it.
+
+    Returns:
+        ``{"commit": <sha>, "dirty": bool}``, or None when flexlearn is not run from a git checkout (an installed
+        wheel) or git is not available.
+    """
+    root = Path(flexlearn.__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return None
+    try:
+        git = ["git", "-C", str(root)]
+        head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        changes = subprocess.run(
+            [*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if head.returncode != 0 or changes.returncode != 0:
+        return None
+    return {"commit": head.stdout.strip(), "dirty": bool(changes.stdout.strip())}
 
 
 def run_seeds(config: dict[str, Any]) -> dict[str, Any]:
@@ -265,6 +292,23 @@ def _run_dir_of(args: list[str]) -> Optional[Path]:
     if ckpt and Path(ckpt).name == "last.ckpt" and train != "false":
         return _pointed_run(Path(ckpt).expanduser())
     return None
+
+
+def checkpoint_run_metrics(ckpt: str | Path) -> Optional[dict[str, Any]]:
+    """The ``metrics.json`` of the training run a checkpoint belongs to (found through its `RUN_POINTER`).
+
+    Args:
+        ckpt: a checkpoint path.
+
+    Returns:
+        The run's metrics, or None when the checkpoint names no run or the run wrote no readable metrics.
+    """
+    try:
+        run = _pointed_run(Path(ckpt).expanduser())
+        doc = json.loads((run / "metrics.json").read_text(encoding="utf-8")) if run is not None else None
+    except (ConfigError, OSError, UnicodeDecodeError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def _pointed_run(ckpt: Path) -> Optional[Path]:

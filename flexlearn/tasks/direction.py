@@ -125,7 +125,7 @@ class DirectionTask(L.LightningModule):
             module_maps,
             "needs a dataset of several modules (a 'module' column: data.module_seeds or data.paths)",
         )
-        self.save_hyperparameters(
+        self.save_hyperparameters(  # in the checkpoint; the loggers get the nested run record only (record_run)
             {
                 "model": model,
                 "lr": lr,
@@ -134,7 +134,8 @@ class DirectionTask(L.LightningModule):
                 "max_epochs": max_epochs,
                 "module_maps": maps,
                 "n_modules": int(n_modules),
-            }
+            },
+            logger=False,
         )
         self.net = as_direction_net(build_model(model))
         self.module_maps = (

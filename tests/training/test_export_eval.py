@@ -209,6 +209,15 @@ def test_export_ends_with_what_it_wrote_the_next_step_and_the_directory(cli_expo
     assert any(line.startswith("next: python scripts/pi_runner.py " + str(out / "robot_bundle.pt")) for line in lines)
 
 
+def test_standalone_export_carries_the_training_runs_metrics(cli_exports, trained_run):
+    """flexlearn-export on its own finds the run through the checkpoint folder's run.json: the model file's
+    metadata holds the run's test metrics, as the pipeline's export does."""
+    runs, _ = cli_exports
+    _, meta = load_torchscript(json.loads(runs[1].stdout)["torchscript"])
+    want = trained_run["metrics"]["test/ang_err_median_deg"]
+    assert meta["training_metrics"]["test/ang_err_median_deg"] == pytest.approx(want, rel=1e-12)
+
+
 def test_reexport_is_byte_identical_and_has_manifests(cli_exports):
     """Defect 3: the archives were saved under a temporary name that became their root folder."""
     runs, snaps = cli_exports

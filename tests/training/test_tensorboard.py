@@ -4,12 +4,15 @@ hold the same per-epoch metrics as the CSV log written beside them, and the run'
 from __future__ import annotations
 
 import csv
+import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from flexlearn.jobs.train import train
 
+REPO = Path(__file__).resolve().parents[2]
 TINY = ["data.sim.n_poses=400", "trainer.max_epochs=3", "data.batch_size=64", "logger=tensorboard"]
 
 
@@ -35,8 +38,13 @@ def test_tensorboard_events_hold_the_epoch_metrics_of_the_csv_log(compose_cfg):
         assert len(logged) == len(from_csv) == 3, (key, logged, from_csv)  # one value per epoch
         assert logged == pytest.approx(from_csv, rel=1e-6), key
     assert "hp_metric" not in tags  # no placeholder metric
-    hparams = (out / "tensorboard" / "hparams.yaml").read_text()
-    assert "max_epochs: 3" in hparams and "n_poses: 400" in hparams
+    hparams = yaml.safe_load((out / "tensorboard" / "hparams.yaml").read_text())
+    assert hparams["trainer"]["max_epochs"] == 3 and hparams["data"]["sim"]["n_poses"] == 400  # nested only:
+    assert "lr" not in hparams and hparams["task"]["lr"] > 0  # the task's flat copy is not logged beside it
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if head.returncode == 0:  # run from a checkout: the commit and whether tracked files differ from it
+        assert hparams["run"]["source"]["commit"] == head.stdout.strip()
+        assert isinstance(hparams["run"]["source"]["dirty"], bool)
 
 
 def test_tensorboard_logger_without_the_package_names_the_install(compose_cfg, monkeypatch):
