@@ -1,7 +1,9 @@
-"""`flexlearn-aggregate dir=<multirun dir>`: one table (CSV, Markdown) and one figure for a multirun, and its best run
-(directory, checkpoint, metrics: `flexlearn.sweeps.aggregate.best_run_lines`) printed; for an
-Optuna sweep (``optimization_results.yaml`` in the directory) also the study's optimisation history and
-parameter importances (``optuna_history.png``, ``optuna_importance.png``; :mod:`flexlearn.viz.optuna_figures`)."""
+"""`flexlearn-aggregate dir=<multirun dir>`: one table and one figure for a multirun, and its best run.
+
+The table is CSV and Markdown; the best run's directory, checkpoint and metrics are printed
+(`flexlearn.sweeps.aggregate.best_run_lines`); for an Optuna sweep (``optimization_results.yaml`` in the directory)
+also the study's optimisation history and parameter importances (``optuna_history.png``, ``optuna_importance.png``;
+:mod:`flexlearn.viz.optuna_figures`)."""
 
 from __future__ import annotations
 

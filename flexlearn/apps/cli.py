@@ -7,11 +7,33 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import sys
 from importlib import metadata
 from typing import Optional
 
 import flexlearn
+
+SUMMARY_CHARS = 200
+"""Longest command summary listed; a longer first sentence ends in '…' at a word boundary."""
+
+
+def first_sentence(doc: str) -> str:
+    """The first sentence of a docstring's first paragraph, its lines joined (a period followed by a capital letter,
+    a backtick or the end; ``eq. (39)`` does not end one), at most `SUMMARY_CHARS` characters.
+
+    Args:
+        doc: the docstring.
+
+    Returns:
+        The sentence.
+    """
+    text = " ".join(line.strip() for line in doc.strip().split("\n\n")[0].splitlines())
+    end = re.search(r"[.!?](?=\s+[A-Z`]|$)", text)
+    sentence = text[: end.end()] if end else text
+    if len(sentence) > SUMMARY_CHARS:
+        sentence = sentence[: SUMMARY_CHARS - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    return sentence
 
 
 def commands() -> dict[str, str]:
@@ -28,7 +50,7 @@ def commands() -> dict[str, str]:
         try:
             spec = importlib.util.find_spec(module)
             origin = spec.origin if spec else None
-            doc = open(origin, encoding="utf-8").read().split('"""')[1].strip().splitlines()[0] if origin else ""
+            doc = first_sentence(open(origin, encoding="utf-8").read().split('"""')[1]) if origin else ""
         except (OSError, IndexError, ImportError):
             doc = ""
         out[ep.name] = doc

@@ -1,9 +1,10 @@
-"""`flexlearn-cosserat`: simulate a Cosserat-rod experiment (``conf/cosserat/<name>.yaml``, seed 001
-Tables 3–7) and write its tip trajectory (JSON, CSV, PNG) and the whole rod over time as a playable MCAP file
-(``<name>.mcap``: the centreline and the base and tip frames in Foxglove's schemas; ``mcap=false`` leaves it out)
-into the run directory. A first run compiles the
-fused numba kernel (one notice with an estimate; ``flexlearn-warmup`` does it ahead); a terminal shows the
-elapsed time while the rod is simulated.
+"""`flexlearn-cosserat`: simulate a Cosserat-rod experiment and write its tip trajectory and the rod over time.
+
+The experiment is ``conf/cosserat/<name>.yaml`` (seed 001 Tables 3–7); the run writes its tip trajectory (JSON, CSV,
+PNG) and the whole rod over time as a playable MCAP file (``<name>.mcap``: the centreline and the base and tip
+frames in Foxglove's schemas; ``mcap=false`` leaves it out) into the run directory. A first run compiles the fused
+numba kernel (one notice with an estimate; ``flexlearn-warmup`` does it ahead); a terminal shows the elapsed time
+while the rod is simulated.
 
     flexlearn-cosserat cosserat=pdms_rotating max_duration=0.5
 """

@@ -1,5 +1,6 @@
-"""`flexlearn-cpr`: seed 003's Experiments I and II in simulation for a continuum parallel robot
-(``conf/cpr.yaml`` + the robot group ``conf/cpr/``): warm-started LSE statics along the actuation path of
+"""`flexlearn-cpr`: seed 003's Experiments I and II in simulation for a continuum parallel robot.
+
+The robot is ``conf/cpr.yaml`` + the robot group ``conf/cpr/``: warm-started LSE statics along the actuation path of
 eq. (39), optionally the shooting baseline at the same points; writes ``experiments.json``,
 ``trajectory.png`` (LSE and the shooting baseline, the pulley's pull; :mod:`flexlearn.viz.cpr_figures`) and
 ``shapes_exp{1,2}.png`` into the run directory. A first run compiles the numba kernels (one notice with an

@@ -22,3 +22,10 @@ def test_command_list_names_every_console_script_with_a_summary(capsys):
     assert all(listed.values()), listed
     out = capsys.readouterr().out
     assert "flexlearn-pipeline" in out
+
+
+def test_every_command_summary_is_a_whole_sentence():
+    """The list shows each command's first sentence whole: none cut at the end of a docstring line."""
+    listed = commands()
+    cut = {name: doc for name, doc in listed.items() if not doc.endswith(".")}
+    assert not cut, cut
