@@ -76,11 +76,14 @@ inside() {
 # --- install as on the Pi
 t0=$(date +%s)
 inside python3 -m venv /opt/venv
-inside /opt/venv/bin/pip install -q -r /opt/kit/requirements.txt > "$ROOTFS.pip.log" 2>&1 \
+# as the kit's README says: a TorchScript kit with --no-deps (torch's compiler dependencies left out), a .pte kit without
+pip_flags="--no-deps"; grep -q '^executorch' "$KIT/requirements.txt" && pip_flags=""
+inside /opt/venv/bin/pip install -q $pip_flags -r /opt/kit/requirements.txt > "$ROOTFS.pip.log" 2>&1 \
   || { tail -n 5 "$ROOTFS.pip.log" >&2; echo "pi_emulated_check: pip install -r requirements.txt failed (log: $ROOTFS.pip.log)" >&2; exit 1; }
 t_install=$(( $(date +%s) - t0 ))
 site="$(ls -d "$ROOTFS"/opt/venv/lib/python3*/site-packages)"
-size_mb=$(du -sm "$site" | awk '{print $1}')
+size_mb=$(du -sm --exclude=__pycache__ "$site" | awk '{print $1}')  # the files installed (pip, setuptools included)
+size_pyc_mb=$(du -sm "$site" | awk '{print $1}')  # with the bytecode pip compiles
 n_packages=$(inside /opt/venv/bin/pip list --format=freeze 2>/dev/null | grep -v -E '^(pip|setuptools|wheel)==' | wc -l)
 cuda=$(ls "$site"/torch/lib 2>/dev/null | grep -c -i cuda || true)
 python_v=$(inside /opt/venv/bin/python -c 'import platform, torch; print(platform.machine(), platform.python_version(), torch.__version__)')
@@ -94,6 +97,6 @@ host_out="$(mktemp -d)"
 "$HOST_PYTHON" "$KIT/pi_runner.py" --self-check --self-check-out "$host_out/selfcheck.json" || rc=$((rc ? rc : 1))
 "$HOST_PYTHON" "$KIT/pikit/selfcheck.py" compare "$host_out/selfcheck.json" "$ROOTFS/opt/selfcheck.json" || rc=1
 rm -rf "$host_out"
-printf '{"machine_python_torch": "%s", "rootfs_s": %d, "install_s": %d, "site_packages_mb": %d, "packages": %d, "cuda_libs": %d, "selfcheck_s": %d, "passed": %s}\n' \
-  "$python_v" "$t_rootfs" "$t_install" "$size_mb" "$n_packages" "$cuda" "$t_check" "$([ $rc -eq 0 ] && echo true || echo false)"
+printf '{"machine_python_torch": "%s", "rootfs_s": %d, "install_s": %d, "site_packages_mb": %d, "site_packages_with_bytecode_mb": %d, "packages": %d, "cuda_libs": %d, "selfcheck_s": %d, "passed": %s}\n' \
+  "$python_v" "$t_rootfs" "$t_install" "$size_mb" "$size_pyc_mb" "$n_packages" "$cuda" "$t_check" "$([ $rc -eq 0 ] && echo true || echo false)"
 exit $rc

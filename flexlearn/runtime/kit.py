@@ -65,8 +65,11 @@ def requirements(formats: Sequence[str], need: tuple = compat.TORCH_MIN) -> str:
     """The kit's ``requirements.txt`` for its bundle ``formats`` ("pt", "pte").
 
     A TorchScript kit needs torch (the CPU build), numpy and pyserial: on aarch64 (the Pi) torch 2.9.1 from PyPI,
-    whose aarch64 wheel is the CPU build (11 packages in all); elsewhere any torch the bundle loads with. A ``.pte``
-    adds ExecuTorch, which needs the torch it was built against (2.13) and brings the exporter's dependencies.
+    whose aarch64 wheel is the CPU build (11 packages in all); elsewhere any torch the bundle loads with. It also
+    lists typing-extensions, the one package torch imports to load and run a TorchScript bundle, so that
+    ``pip install --no-deps -r requirements.txt`` (the README's lean install for the Pi) leaves out torch's compiler
+    dependencies (sympy, networkx, jinja2, fsspec, filelock, mpmath). A ``.pte`` adds ExecuTorch, which needs the
+    torch it was built against (2.13) and brings the exporter's dependencies.
 
     Args:
         formats: the bundle formats of the kit ("pt", "pte").
@@ -76,7 +79,9 @@ def requirements(formats: Sequence[str], need: tuple = compat.TORCH_MIN) -> str:
         The file's text.
     """
     lines = [
-        f"# flexlearn Pi kit ({', '.join(formats)}): pip install -r requirements.txt",
+        f"# flexlearn Pi kit ({', '.join(formats)}): pip install "
+        + ("--no-deps " if "pte" not in formats else "")
+        + "-r requirements.txt (README.md, step 2)",
         f"# The bundle loads with {compat.supported_range(need)}.",
     ]
     if "pte" in formats or need > TORCH_PI_VERSION:
@@ -91,6 +96,8 @@ def requirements(formats: Sequence[str], need: tuple = compat.TORCH_MIN) -> str:
             f'torch>={compat.TORCH_MIN[0]}.{compat.TORCH_MIN[1]}; platform_machine != "aarch64"',
         ]
     lines += ["numpy>=1.24", "pyserial>=3.5  # --serial"]
+    if "pte" not in formats:  # the Pi's lean install (README): torch's own imports, listed for pip --no-deps
+        lines += ["typing-extensions>=4.10  # imported by torch"]
     return "\n".join(lines) + "\n"
 
 
@@ -107,6 +114,15 @@ def readme(bundles: Sequence[str], formats: Sequence[str], need: tuple = compat.
     """
     first = bundles[0]
     ctl = " --control"
+    lean = "pte" not in formats
+    install_flags = "--no-deps " if lean else ""
+    install_note = (
+        "\n`--no-deps` installs only what running the bundles imports (torch, numpy, typing-extensions, pyserial),\n"
+        "not torch's compiler dependencies (sympy, networkx, jinja2, ...: ≈ 110 MB on the Pi); on a PC whose torch is\n"
+        "a CUDA build (x86 PyPI), leave `--no-deps` out so that pip brings its CUDA libraries.\n"
+        if lean
+        else ""
+    )
     return f"""# flexlearn Raspberry Pi kit
 
 Bundles: {", ".join(bundles)} (formats: {", ".join(formats)}). They load with {compat.supported_range(need)}.
@@ -118,8 +134,8 @@ Bundles: {", ".join(bundles)} (formats: {", ".join(formats)}). They load with {c
 
 ## 2. Install (once)
 
-    cd flexlearn-kit && python3 -m venv .venv && .venv/bin/pip install -r requirements.txt
-
+    cd flexlearn-kit && python3 -m venv .venv && .venv/bin/pip install {install_flags}-r requirements.txt
+{install_note}
 ## 3. Check that this machine gives the recorded outputs
 
     .venv/bin/python pi_runner.py --self-check

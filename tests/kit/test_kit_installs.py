@@ -19,8 +19,9 @@ from tests.kit.kit_factory import ROOT
 
 @pytest.mark.slow
 def test_the_kit_runs_in_a_fresh_venv_with_only_its_requirements(kit, tmp_path):
-    """A venv without flexlearn, the kit's requirements.txt installed (torch pinned to this machine's build so that
-    the package index's local copy serves it), the self-check run from outside the repository."""
+    """A venv without flexlearn, the kit's requirements.txt installed as its README says (``--no-deps``: torch's
+    compiler dependencies left out; torch pinned to this machine's CPU build so that the package index's local copy
+    serves it), the self-check run from outside the repository."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     pin = tmp_path / "pin.txt"
@@ -28,7 +29,7 @@ def test_the_kit_runs_in_a_fresh_venv_with_only_its_requirements(kit, tmp_path):
     t0 = time.monotonic()
     env = {**os.environ, "PIP_CONSTRAINT": str(pin)}
     res = subprocess.run(
-        [str(venv / "bin" / "pip"), "install", "-q", "-r", str(kit / "requirements.txt")],
+        [str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "-r", str(kit / "requirements.txt")],  # README
         env=env,
         capture_output=True,
         text=True,
