@@ -76,9 +76,8 @@ inside() {
 # --- install as on the Pi
 t0=$(date +%s)
 inside python3 -m venv /opt/venv
-# as the kit's README says: a TorchScript kit with --no-deps (torch's compiler dependencies left out), a .pte kit without
-pip_flags="--no-deps"; grep -q '^executorch' "$KIT/requirements.txt" && pip_flags=""
-inside /opt/venv/bin/pip install -q $pip_flags -r /opt/kit/requirements.txt > "$ROOTFS.pip.log" 2>&1 \
+# as the kit's README says: --no-deps (requirements.txt lists what running the bundles imports)
+inside /opt/venv/bin/pip install -q --no-deps -r /opt/kit/requirements.txt > "$ROOTFS.pip.log" 2>&1 \
   || { tail -n 5 "$ROOTFS.pip.log" >&2; echo "pi_emulated_check: pip install -r requirements.txt failed (log: $ROOTFS.pip.log)" >&2; exit 1; }
 t_install=$(( $(date +%s) - t0 ))
 site="$(ls -d "$ROOTFS"/opt/venv/lib/python3*/site-packages)"

@@ -39,6 +39,9 @@ KIT_SCHEMA = "flexlearn-pi-kit/1"
 SCRIPTS = Path(flexlearn.__file__).resolve().parents[1] / "scripts"
 RUNNERS = ("pi_runner.py", "arm_runner.py")
 EXECUTORCH_PIN = "executorch==1.5.1"
+EXECUTORCH_RUNTIME_IMPORTS = ("sympy", "mpmath", "networkx", "filelock", "flatbuffers", "tabulate", "ruamel.yaml")
+"""What ``executorch.runtime`` imports (1.5.1, found by importing it in a venv of torch, numpy and executorch
+installed with ``--no-deps``): with them a ``.pte`` kit installs without the exporter's dependencies."""
 TORCH_PI = "2.9.1"
 TORCH_PI_VERSION = (2, 9)  # PyPI's newest aarch64 CPU wheel (its 2.13 aarch64 wheel is the CUDA build)
 
@@ -67,9 +70,10 @@ def requirements(formats: Sequence[str], need: tuple = compat.TORCH_MIN) -> str:
     A TorchScript kit needs torch (the CPU build), numpy and pyserial: on aarch64 (the Pi) torch 2.9.1 from PyPI,
     whose aarch64 wheel is the CPU build (11 packages in all); elsewhere any torch the bundle loads with. It also
     lists typing-extensions, the one package torch imports to load and run a TorchScript bundle, so that
-    ``pip install --no-deps -r requirements.txt`` (the README's lean install for the Pi) leaves out torch's compiler
-    dependencies (sympy, networkx, jinja2, fsspec, filelock, mpmath). A ``.pte`` adds ExecuTorch, which needs the
-    torch it was built against (2.13) and brings the exporter's dependencies.
+    ``pip install --no-deps -r requirements.txt`` (the README's install) leaves out torch's compiler dependencies
+    (sympy, networkx, jinja2, fsspec, filelock, mpmath). A ``.pte`` adds ExecuTorch, which needs the torch it was
+    built against (2.13), and the packages its runtime imports (`EXECUTORCH_RUNTIME_IMPORTS`), not its exporter's
+    dependencies (pandas, scikit-learn, coremltools, ...).
 
     Args:
         formats: the bundle formats of the kit ("pt", "pte").
@@ -79,9 +83,7 @@ def requirements(formats: Sequence[str], need: tuple = compat.TORCH_MIN) -> str:
         The file's text.
     """
     lines = [
-        f"# flexlearn Pi kit ({', '.join(formats)}): pip install "
-        + ("--no-deps " if "pte" not in formats else "")
-        + "-r requirements.txt (README.md, step 2)",
+        f"# flexlearn Pi kit ({', '.join(formats)}): pip install --no-deps -r requirements.txt (README.md, step 2)",
         f"# The bundle loads with {compat.supported_range(need)}.",
     ]
     if "pte" in formats or need > TORCH_PI_VERSION:
@@ -89,15 +91,16 @@ def requirements(formats: Sequence[str], need: tuple = compat.TORCH_MIN) -> str:
             "# torch 2.13 (ExecuTorch 1.5.1 links it, or the bundle needs it): CPU build from the PyTorch CPU index",
             "--extra-index-url https://download.pytorch.org/whl/cpu",
             "torch==2.13.0+cpu",
-        ] + ([EXECUTORCH_PIN] if "pte" in formats else [])
+        ]
+        if "pte" in formats:
+            lines += [EXECUTORCH_PIN, "# what its runtime imports (not its exporter's dependencies)"]
+            lines += list(EXECUTORCH_RUNTIME_IMPORTS)
     else:
         lines += [
             f'torch=={TORCH_PI}; platform_machine == "aarch64"  # PyPI\'s aarch64 CPU wheel (no CUDA libraries)',
             f'torch>={compat.TORCH_MIN[0]}.{compat.TORCH_MIN[1]}; platform_machine != "aarch64"',
         ]
-    lines += ["numpy>=1.24", "pyserial>=3.5  # --serial"]
-    if "pte" not in formats:  # the Pi's lean install (README): torch's own imports, listed for pip --no-deps
-        lines += ["typing-extensions>=4.10  # imported by torch"]
+    lines += ["numpy>=1.24", "pyserial>=3.5  # --serial", "typing-extensions>=4.10  # imported by torch"]
     return "\n".join(lines) + "\n"
 
 
@@ -114,14 +117,11 @@ def readme(bundles: Sequence[str], formats: Sequence[str], need: tuple = compat.
     """
     first = bundles[0]
     ctl = " --control"
-    lean = "pte" not in formats
-    install_flags = "--no-deps " if lean else ""
+    install_flags = "--no-deps "
     install_note = (
-        "\n`--no-deps` installs only what running the bundles imports (torch, numpy, typing-extensions, pyserial),\n"
-        "not torch's compiler dependencies (sympy, networkx, jinja2, ...: ≈ 110 MB on the Pi); on a PC whose torch is\n"
-        "a CUDA build (x86 PyPI), leave `--no-deps` out so that pip brings its CUDA libraries.\n"
-        if lean
-        else ""
+        "\n`--no-deps` installs only what running the bundles imports (requirements.txt lists it), not torch's\n"
+        "compiler dependencies or ExecuTorch's exporter; on a PC whose torch is a CUDA build (x86 PyPI), leave\n"
+        "`--no-deps` out so that pip brings its CUDA libraries.\n"
     )
     return f"""# flexlearn Raspberry Pi kit
 
