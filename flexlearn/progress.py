@@ -42,21 +42,22 @@ def enabled(stream: Any = None) -> bool:
     ``stream`` (default stderr) is a terminal."""
     if _forced is not None:
         return _forced
-    env = os.environ.get("FLEXLEARN_PROGRESS", "").strip().lower()
-    if env in ("0", "false", "off", "no"):
-        return False
-    if env in ("1", "true", "on", "yes"):
-        return True
+    env = _environment()
+    if env is not None:
+        return env
     stream = sys.stderr if stream is None else stream
     return bool(getattr(stream, "isatty", lambda: False)())
 
 
 def lines_enabled() -> bool:
     """Whether plain progress lines stand in for a bar: no bar is drawn and nothing turned progress off."""
-    if _forced is not None:
-        return False
+    return _forced is None and _environment() is not False and not enabled()
+
+
+def _environment() -> Optional[bool]:
+    """``FLEXLEARN_PROGRESS``: True (1/true/on/yes), False (0/false/off/no) or None (unset, anything else)."""
     env = os.environ.get("FLEXLEARN_PROGRESS", "").strip().lower()
-    return env not in ("0", "false", "off", "no") and not enabled()
+    return True if env in ("1", "true", "on", "yes") else False if env in ("0", "false", "off", "no") else None
 
 
 def _line(desc: str, done: float, total: Optional[float], unit: str, elapsed: float) -> str:
