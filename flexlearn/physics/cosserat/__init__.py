@@ -28,7 +28,9 @@ Units: SI inside. Modules, one job each:
   gradient (gravity, point forces, magnets in a uniform field, damping without ``beta``), ≈ 2 µs per step;
   :mod:`~flexlearn.physics.cosserat.compiled.implicit` its implicit force filter (block Cholesky),
   :mod:`~flexlearn.physics.cosserat.compiled.common` what both kernels share (element strains);
-* :mod:`~flexlearn.physics.cosserat.state` — :class:`RodState`, :class:`Trajectory`, :class:`Clamp`, ``FREE``;
+* :mod:`~flexlearn.physics.cosserat.state` — :class:`RodState`, :class:`Trajectory`, the supports :class:`Clamp` and
+  :class:`Pin`, ``FREE``; :mod:`~flexlearn.physics.cosserat.supports` — supports on any node in the step (held
+  directions, driven and sliding ones, their reactions);
   :mod:`~flexlearn.physics.cosserat.polyline` — a rod set up where it is: :class:`Polyline` (initial state from a
   centreline and a normal) and :func:`clamp_at` (a clamp in any orientation), with
   :mod:`~flexlearn.physics.cosserat.rotations` (frames, nearest rotation);
@@ -92,7 +94,7 @@ from flexlearn.physics.cosserat.polyline import Polyline, clamp_at
 from flexlearn.physics.cosserat.properties import CrossSection, Material
 from flexlearn.physics.cosserat.rod import CosseratRod
 from flexlearn.physics.cosserat.simulation import SimulationOptions
-from flexlearn.physics.cosserat.state import FREE, Clamp, RodState, Trajectory
+from flexlearn.physics.cosserat.state import FREE, Clamp, Pin, RodState, Trajectory
 
 __all__ = [
     "CosseratRod",
@@ -103,6 +105,7 @@ __all__ = [
     "RodState",
     "Trajectory",
     "Clamp",
+    "Pin",
     "FREE",
     "Polyline",
     "clamp_at",

@@ -154,6 +154,41 @@ def elastica_uniform_load(q: float, length: float, ei: float, n: int = 2001):
     return float(sol.y[2, -1]), float(sol.y[3, -1])
 
 
+def elastic_catenary(length: float, ea: float, weight: float, span: float, s: np.ndarray) -> tuple[np.ndarray, float]:
+    """The elastic catenary: a flexible cable that stretches (EA) between two supports at one height.
+
+    Supports ``span`` apart, points at unstretched arc lengths ``s`` (Irvine, *Cable Structures*, 1981, Sec. 2.2);
+    with V = wL/2 the vertical and H the (constant) horizontal support reaction,
+
+        x(s) = H s / EA + (H / w) [asinh((w s − V)/H) + asinh(V/H)]
+        z(s) = (w s²/2 − V s) / EA + [√(H² + (w s − V)²) − √(H² + V²)] / w,
+
+    H found by bisection from ``x(L) = span``.
+
+    Args:
+        length: Unstretched cable length L [m].
+        ea: Axial stiffness EA [N].
+        weight: Weight per unstretched length w [N/m].
+        span: Distance between the supports [m] (< L(1 + …): a cable that hangs).
+        s: Unstretched arc lengths [m], shape (n,).
+
+    Returns:
+        ``(points (n, 2) as (x, z) [m] with z up, H [N])``.
+    """
+    v = weight * length / 2.0
+
+    def x_at(h: float, s: np.ndarray) -> np.ndarray:
+        return h * s / ea + h / weight * (np.arcsinh((weight * s - v) / h) + np.arcsinh(v / h))
+
+    lo, hi = 1e-9 * weight * length, 1e9 * weight * length
+    for _ in range(200):  # x(L) grows with H
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if float(x_at(mid, np.array(length))) < span else (lo, mid)
+    h = math.sqrt(lo * hi)
+    z = (weight * s**2 / 2.0 - v * s) / ea + (np.hypot(h, weight * s - v) - math.hypot(h, v)) / weight
+    return np.stack([x_at(h, s), z], -1), h
+
+
 def magnet_arc_angle(moment: float, field: float, length: float, ei: float, phi: float) -> float:
     """Tip angle θ of a rod with a tip dipole in a uniform field at angle φ to the rest axis, no gravity:
     constant bending moment ``|m||B| sin(φ − θ)`` so a circular arc with ``θ = |m||B| L sin(φ − θ) / EI``

@@ -19,10 +19,14 @@ numerical damping :data:`QUASI_STATIC_DISSIPATION` of the modes it does not reso
 Time steps: the LGVI takes ``time_step_scale × stable_dt()`` (its explicit stability estimate, safety 0.65); the
 implicit step takes one step per frame in a quasi-static scenario and ``accurate_dt()`` (four lowest modes to
 1e-3 in frequency) otherwise, times ``time_step_scale``, but at most 1/(2α) with damping (the damping is
-explicit).
+explicit); a rod whose run fails at that step is run again at half the step, up to :data:`MAX_STEP_HALVINGS`
+times.
 
-What the rod model does not have yet is refused with ``NotImplementedError`` (the benchmark then reports the run
-as unsupported): several rods, pinned ends, both ends clamped, driven ends, obstacles.
+End conditions: a clamped end is a :class:`~flexlearn.physics.cosserat.state.Clamp` (driven by the scenario's
+``Motion``, sliding along its ``slides_along``), a pinned end a :class:`~flexlearn.physics.cosserat.state.Pin`
+(:mod:`~flexlearn.physics.cosserat.supports`). Several rods are simulated one by one (exact while they do not
+touch: the solver does not claim rod contact). Self-contact is not modelled (``settings`` says so). Obstacles are
+refused with ``NotImplementedError`` (the benchmark then reports the run as unsupported).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from cosseratbench.scenario import End, EndCondition, Rod, Scenario
+from cosseratbench.scenario import End, EndCondition, Motion, Rod, Scenario
 from cosseratbench.solver import Capability, Diverged
 from cosseratbench.trajectory import Trajectory as BenchTrajectory
 
@@ -46,11 +50,16 @@ from flexlearn.physics.cosserat.polyline import Polyline, element_mean_frames, n
 from flexlearn.physics.cosserat.properties import Material
 from flexlearn.physics.cosserat.rod import CosseratRod
 from flexlearn.physics.cosserat.simulation import RodSetup, SimulationOptions
-from flexlearn.physics.cosserat.state import FREE, Clamp, RodState
+from flexlearn.physics.cosserat.state import FREE, Clamp, Pin, RodState
 
 QUASI_STATIC_DISSIPATION = 0.2
 """ζ of the implicit step in a quasi-static scenario: damping ratio ζ h ω / 2 for a mode of angular frequency ω, so
 the modes far above 1/h that the step does not resolve settle within a few steps (0 in a dynamic scenario)."""
+
+MAX_STEP_HALVINGS = 5
+"""How often the implicit step is halved and the rod run again after a failing step (the explicit part of its
+forces, the geometric stiffness of tension and twist, can destabilise the modes it does not resolve at the
+largest steps; a smaller step always settles them). The LGVI is not retried: its step is its stability limit."""
 
 _FLIP = torch.diag(torch.tensor([1.0, -1.0, -1.0], dtype=torch.float64))
 """Half turn about body x: the frame of a node seen from a rod numbered from its other end (z → −z, d1 kept)."""
@@ -69,28 +78,56 @@ def _flexlearn_version() -> str:
     return f"{release}+{digest.hexdigest()[:12]}"
 
 
+def _end_support(condition: EndCondition, motion: Motion | None, node: int, pose: tuple[torch.Tensor, torch.Tensor]):
+    """The flexlearn support of one end of a cosseratbench rod (None for a free end).
+
+    Args:
+        condition: the end's condition.
+        motion: its prescribed motion (clamped ends only), relative to where it starts, or None.
+        node: the node of that end in the rod's numbering (0 or −1).
+        pose: ``(rotation (3, 3), position (3,))`` of the end's node at t = 0.
+
+    Returns:
+        A :class:`~flexlearn.physics.cosserat.state.Clamp`, a :class:`~flexlearn.physics.cosserat.state.Pin`
+        or None.
+    """
+    rotation, position = pose
+    if condition is EndCondition.FREE:
+        return None
+    if condition is EndCondition.PINNED:
+        return Pin(position, node=node)
+    drive = None
+    if motion is not None:
+
+        def drive(t: float, motion: Motion = motion) -> tuple[torch.Tensor, torch.Tensor]:
+            """The end's pose at ``t`` [s]: turned about, and moved from, where it starts (world frame)."""
+            shift, turn = motion.pose(t)
+            return (
+                torch.as_tensor(turn, dtype=torch.float64) @ rotation,
+                position + torch.as_tensor(shift, dtype=torch.float64),
+            )
+
+    slide = None if motion is None or motion.slides_along is None else tuple(motion.axis)
+    return Clamp(position, rotation, motion=drive, node=node, slides_along=slide)
+
+
 class RodProblem:
-    """One cosseratbench rod as flexlearn objects: the rod, its loads, base, initial state and numbering.
+    """One cosseratbench rod as flexlearn objects: the rod, its loads, supports, initial state and numbering.
+
+    The ends become supports (:class:`Clamp`, :class:`Pin`, driven by the scenario's ``Motion``, a sliding clamp
+    for ``slides_along``). A rod held at its last node only is numbered from that end, so that the support is
+    the base (the fused kernel then runs it).
 
     Args:
         scenario: the scenario (gravity, quasi-static flag).
-        spec: its only rod.
+        spec: one of its rods.
         n_elements: elements of the rod.
-
-    Raises:
-        NotImplementedError: an end condition or motion the rod model does not have.
     """
 
     def __init__(self, scenario: Scenario, spec: Rod, n_elements: int):
         start, end = spec.condition(End.START), spec.condition(End.END)
-        if spec.start_motion is not None or spec.end_motion is not None:
-            raise NotImplementedError("driven ends (Motion): flexlearn's clamp does not move yet")
-        if EndCondition.PINNED in (start, end):
-            raise NotImplementedError(f"pinned ends (start={start.value}, end={end.value}): flexlearn clamps or frees")
-        if (start, end) == (EndCondition.CLAMPED, EndCondition.CLAMPED):
-            raise NotImplementedError("both ends clamped: flexlearn's rod is clamped at one end or free")
-        # a clamped last node: number the rod from its other end, so that the clamp is node 0
-        self.reversed = end is EndCondition.CLAMPED
+        # held at the last node only: number the rod from its other end, so that the support is node 0
+        self.reversed = start is EndCondition.FREE and end is not EndCondition.FREE
         points = torch.as_tensor(np.asarray(spec.centerline, dtype=float))
         line = Polyline(points, spec.normal, spec.rest_arc_length)
         elements = line.element_frames(n_elements)
@@ -99,16 +136,19 @@ class RodProblem:
         # the director each element carries: its mean frame turned by the constant offset that makes it the
         # scenario's (parallel-transported) director at t = 0
         self.offsets = element_mean_frames(rotations).transpose(-1, -2) @ elements
+        ends = [(start, spec.start_motion), (end, spec.end_motion)]
         if self.reversed:
             positions, rotations = positions.flip(0), rotations.flip(0) @ _FLIP
+            ends.reverse()
         material = Material(
             spec.material.density, spec.material.youngs_modulus, shear_modulus=spec.material.shear_modulus
         )
         self.rod = CosseratRod.circular(line.length, spec.radius, material, n_elements)
         z = torch.zeros_like(positions)
         self.initial = RodState(positions.unsqueeze(0), rotations.unsqueeze(0), z.unsqueeze(0), z.unsqueeze(0))
-        clamped = EndCondition.CLAMPED in (start, end)
-        self.base: Clamp | str = Clamp(positions[0], rotations[0]) if clamped else FREE
+        first = _end_support(*ends[0], 0, (rotations[0], positions[0]))
+        last = _end_support(*ends[1], -1, (rotations[-1], positions[-1]))
+        self.base: list[Clamp | Pin] | str = [s for s in (first, last) if s is not None] or FREE
         self.loads: list[RodLoad] = []
         if any(scenario.gravity):
             self.loads.append(Gravity(tuple(float(g) for g in scenario.gravity)))
@@ -116,6 +156,12 @@ class RodProblem:
             tip = (load.at is End.END) != self.reversed
             self.loads.append(PointForce(-1 if tip else 0, tuple(float(f) for f in load.force)))
         self.alpha = 2.0 * scenario.slowest_frequency() if scenario.quasi_static else 0.0
+
+    def setup(self) -> RodSetup:
+        """The flexlearn :class:`~flexlearn.physics.cosserat.simulation.RodSetup` of this rod: loads, mass-
+        proportional damping α (quasi-static scenarios), initial state and supports."""
+        damping = Damping(alpha=self.alpha) if self.alpha > 0 else None
+        return RodSetup(self.loads, damping, self.initial, self.base)
 
     def output(self, positions: torch.Tensor, rotations: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
         """Positions (T, N+1, 3) and element directors (T, N, 3) in the scenario's numbering, as numpy: ``d1`` of
@@ -151,24 +197,26 @@ class FlexlearnSolver:
             raise ValueError(f"time_step_scale = {time_step_scale!r}: must be a finite number > 0")
         self.time_step_scale = float(time_step_scale)
 
-    def problem(self, scenario: Scenario, n_elements: int) -> RodProblem:
-        """The flexlearn problem of a one-rod scenario.
+    def problems(self, scenario: Scenario, n_elements: int) -> list[RodProblem]:
+        """The flexlearn problem of each rod of a scenario.
+
+        Several rods are simulated one after another, each on its own: exact while they do not touch. The
+        solver does not claim rod contact, so cosseratbench does not hand it scenarios that need it.
 
         Args:
             scenario: The cosseratbench scenario.
-            n_elements: Number of elements of the rod.
+            n_elements: Number of elements per rod.
 
         Returns:
-            The scenario's :class:`RodProblem`.
+            One :class:`RodProblem` per rod.
 
         Raises:
-            NotImplementedError: several rods, obstacles, or an end condition the rod does not have.
+            NotImplementedError: obstacles (contact is not modelled yet).
         """
-        if len(scenario.rods) != 1:
-            raise NotImplementedError(f"several rods ({len(scenario.rods)}): flexlearn simulates one rod at a time")
         if scenario.obstacles:
-            raise NotImplementedError("contact with obstacles: flexlearn's rod has none yet")
-        return RodProblem(scenario, scenario.rods[0], n_elements)
+            kinds = sorted({type(o).__name__.lower() for o in scenario.obstacles})
+            raise NotImplementedError(f"contact with obstacles ({', '.join(kinds)}): not modelled yet")
+        return [RodProblem(scenario, spec, n_elements) for spec in scenario.rods]
 
     def max_dt(self, problem: RodProblem, frame_interval: float) -> float:
         """The largest step [s] of this scheme for the problem (module docstring).
@@ -201,11 +249,12 @@ class FlexlearnSolver:
             ``{"unsupported": reason}``.
         """
         try:
-            problem = self.problem(scenario, n_elements)
+            problems = self.problems(scenario, n_elements)
         except NotImplementedError as error:
             return {"unsupported": str(error)}
+        problem = problems[0]
         times = torch.linspace(0.0, scenario.duration, n_frames, dtype=torch.float64)
-        plan = plan_frames(times, self.max_dt(problem, scenario.duration / (n_frames - 1)))
+        plan = plan_frames(times, min(self.max_dt(p, scenario.duration / (n_frames - 1)) for p in problems))
         return {
             "integrator": "flexlearn LGVI (explicit)"
             if self.scheme == "lgvi"
@@ -213,6 +262,7 @@ class FlexlearnSolver:
             "time_step": plan.dt,
             "damping_rate": problem.alpha,
             "shear_coefficient": float(problem.rod.shear_coefficient),
+            "self_contact": "not modelled" if scenario.self_contact else "not needed",
         }
 
     def run(self, scenario: Scenario, *, n_elements: int, n_frames: int) -> BenchTrajectory:
@@ -230,27 +280,51 @@ class FlexlearnSolver:
             NotImplementedError: what the rod model lacks for this scenario.
             Diverged: a failing step (its time).
         """
-        problem = self.problem(scenario, n_elements)
+        problems = self.problems(scenario, n_elements)
         times = torch.linspace(0.0, scenario.duration, n_frames, dtype=torch.float64)
-        damping = Damping(alpha=problem.alpha) if problem.alpha > 0 else None
-        setup = RodSetup(problem.loads, damping, problem.initial, problem.base)
+        positions, directors = [], []
+        for problem in problems:
+            x, d = self.run_rod(problem, times, scenario.duration / (n_frames - 1))
+            positions.append(x)
+            directors.append(d)
+        return BenchTrajectory(times.numpy(), tuple(positions), tuple(directors))
+
+    def run_rod(self, problem: RodProblem, times: torch.Tensor, frame_interval: float) -> tuple[np.ndarray, np.ndarray]:
+        """Simulate one rod and record it at ``times``.
+
+        Args:
+            problem: The rod problem.
+            times: (F,) frame times [s].
+            frame_interval: Time between frames [s].
+
+        Returns:
+            Positions (F, N+1, 3) and directors (F, N, 3) in the scenario's numbering.
+
+        Raises:
+            Diverged: a failing step (its time).
+        """
         # quasi-static: numerical damping of the modes the step does not resolve (implicit step only)
         zeta = QUASI_STATIC_DISSIPATION if self.scheme == "implicit" and problem.alpha > 0 else 0.0
         options = SimulationOptions(scheme=self.scheme, implicit_dissipation=zeta)
-        max_dt = self.max_dt(problem, scenario.duration / (n_frames - 1))
+        max_dt = self.max_dt(problem, frame_interval)
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # tensors of a few hundred nodes: a thread pool only adds overhead
         try:
-            with torch.no_grad():
-                tr = simulate_at(problem.rod, times, max_dt, setup, options)
-                positions, directors = problem.output(tr.positions, tr.rotations)
-        except IntegrationError as error:
-            raise Diverged(f"flexlearn: {error}", time=error.step * plan_frames(times, max_dt).dt) from error
+            for halvings in range(MAX_STEP_HALVINGS + 1):
+                try:
+                    with torch.no_grad():
+                        tr = simulate_at(problem.rod, times, max_dt / 2**halvings, problem.setup(), options)
+                    break
+                except IntegrationError as error:
+                    if self.scheme == "lgvi" or halvings == MAX_STEP_HALVINGS:
+                        dt = plan_frames(times, max_dt / 2**halvings).dt
+                        raise Diverged(f"flexlearn: {error}", time=error.step * dt) from error
+            positions, directors = problem.output(tr.positions, tr.rotations)
         finally:
             torch.set_num_threads(threads)
         if not np.isfinite(positions).all():
             raise Diverged("flexlearn simulation produced non-finite positions")
-        return BenchTrajectory(times.numpy(), (positions,), (directors,))
+        return positions, directors
 
 
 class FlexlearnLGVISolver(FlexlearnSolver):

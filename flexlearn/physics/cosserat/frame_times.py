@@ -125,4 +125,5 @@ def simulate_at(
         f"the run recorded {tr.times.numel()} frames at other times",
     )
     energy = None if tr.energy is None else tr.energy[keep]
-    return Trajectory(tr.positions[keep], tr.rotations[keep], plan.times.clone(), energy, tr.final)
+    reactions = None if tr.reactions is None else tr.reactions[keep]
+    return Trajectory(tr.positions[keep], tr.rotations[keep], plan.times.clone(), energy, tr.final, reactions=reactions)

@@ -20,7 +20,10 @@ columns (η_i, δp_i, η_{i+1}, δp_{i+1}); the seed's node strains (``strain='n
 (``δx_L = x_L^ η_i`` for ``x_L = R_iᵀ e_i``; ``∂f/∂η_{i+1} = ½(I + f^ + ffᵀ)`` is the inverse Cayley
 Jacobian whose transpose gives the torques of rod.py.) K is block-tridiagonal (6×6 blocks) and positive
 semi-definite: the geometric (stress) part of the Hessian is left out, so ``M + β h² K`` is always positive
-definite. A clamped node 0 is not a degree of freedom (its rows are dropped).
+definite. Directions held by a support (:mod:`~flexlearn.physics.cosserat.supports`; H the projector onto them,
+P = I − H, block-diagonal and commuting with M) are no degrees of freedom: (1) is solved as
+``(P (M + β h² K) P + H M) x = P F``, ``F̃ = M x + H F`` — the free directions filtered, the held ones left as
+they are (the support replaces them).
 
 Properties (tested in tests/physics/cosserat/test_implicit.py):
 
@@ -102,7 +105,7 @@ class ForceFilter(NamedTuple):
     """The implicit step's force filter of eq. (1) (with the numerical damping of eq. (4)) for one simulation."""
 
     beta_h2: float  # β h² [s²]; β h² + h c/2 when damping_c > 0
-    clamped: bool  # node 0 is clamped: not a degree of freedom, its force and torque are left as they are
+    held: Optional[Tensor]  # (n, 6, 6) projector onto held directions (supports.HeldNodes.dof_projector), or None
     damping_c: float = 0.0  # c = ζ h [s] of the numerical damping (0: none)
 
 
@@ -177,9 +180,9 @@ def filter_forces(
 ) -> Tuple[Tensor, Tensor]:
     """Eq. (1): the filtered world forces and body torques ``(f̃, τ̃)``.
 
-    Node 0 is left as it is when ``step.clamped`` (its motion is prescribed). ``step.damping_c`` = c [s] > 0
-    adds the numerical damping force ``−c K (ω, v)`` of the half-step ``velocities`` (eq. (4); the caller
-    passes β h² + h c / 2 as ``step.beta_h2``).
+    The directions ``step.held`` projects onto are left as they are (a support prescribes them).
+    ``step.damping_c`` = c [s] > 0 adds the numerical damping force ``−c K (ω, v)`` of the half-step
+    ``velocities`` (eq. (4); the caller passes β h² + h c / 2 as ``step.beta_h2``).
 
     Args:
         ctx: the rod's context.
@@ -187,7 +190,7 @@ def filter_forces(
         p: (B, n, 3) node positions [m].
         f: (B, n, 3) world node forces [N].
         tau: (B, n, 3) body node torques [N m].
-        step: β h² [s²], the clamp and the numerical damping c [s].
+        step: β h² [s²], the held directions and the numerical damping c [s].
         velocities: ``(v, ω)`` (B, n, 3) half-step velocities [m/s, rad/s]; needed when ``step.damping_c`` > 0.
 
     Returns:
@@ -197,25 +200,34 @@ def filter_forces(
         ArgumentError: ``step.damping_c`` > 0 without ``velocities``.
     """
     B, n = ctx.batch_size, ctx.n_nodes
-    clamped = step.clamped
     mvec = _mass_vector(ctx)
     K = tangent_stiffness(ctx, R, p)
     A = step.beta_h2 * K + torch.diag_embed(mvec)
-    F = torch.cat([tau, f], -1).reshape(B, 6 * n)
+    F0 = F = torch.cat([tau, f], -1).reshape(B, 6 * n)
     if step.damping_c > 0.0:
         if velocities is None:
             raise ArgumentError("filter_forces: damping_c > 0 needs the half-step velocities (v, w)")
         v, w = velocities
-        x = torch.cat([w, v], -1).reshape(B, 6 * n)
-        if clamped:
-            x = torch.cat([torch.zeros_like(x[:, :6]), x[:, 6:]], -1)
+        x = _free(torch.cat([w, v], -1).reshape(B, 6 * n), step.held)
         F = F - step.damping_c * (K @ x.unsqueeze(-1)).squeeze(-1)
-    a0 = 6 if clamped else 0
-    x = torch.linalg.solve(A[:, a0:, a0:], F[:, a0:].unsqueeze(-1)).squeeze(-1)
-    out = (mvec[:, a0:] * x).reshape(B, n - a0 // 6, 6)
-    if clamped:
-        out = torch.cat([torch.cat([tau[:, :1], f[:, :1]], -1), out], 1)
+    if step.held is None:
+        x = torch.linalg.solve(A, F.unsqueeze(-1)).squeeze(-1)
+        out = mvec * x
+    else:
+        H = torch.block_diag(*step.held.unbind(0))
+        P = torch.eye(6 * n, dtype=H.dtype, device=H.device) - H
+        x = torch.linalg.solve(P @ A @ P + mvec.unsqueeze(-1) * H, (F @ P).unsqueeze(-1)).squeeze(-1)
+        out = mvec * x + F0 @ H
+    out = out.reshape(B, n, 6)
     return out[..., 3:], out[..., :3]
+
+
+def _free(x: Tensor, held: Optional[Tensor]) -> Tensor:
+    """``x`` (B, 6n) with its held directions removed (``P x``; unchanged without supports)."""
+    if held is None:
+        return x
+    B, n = x.shape[0], held.shape[0]
+    return x - (held @ x.reshape(B, n, 6).unsqueeze(-1)).reshape(B, 6 * n)
 
 
 def _mass_vector(ctx: RodContext) -> Tensor:
@@ -225,7 +237,7 @@ def _mass_vector(ctx: RodContext) -> Tensor:
 
 
 def filter_velocities(
-    ctx: RodContext, R: Tensor, p: Tensor, v: Tensor, w: Tensor, beta_h2: float, clamped: bool
+    ctx: RodContext, R: Tensor, p: Tensor, v: Tensor, w: Tensor, beta_h2: float, held: Optional[Tensor]
 ) -> Tuple[Tensor, Tensor]:
     """The scheme's velocity variable at an integer step, ``ṽ = (M + β h² K)⁻¹ M v`` (eq. (3)): the start of a run.
 
@@ -236,17 +248,17 @@ def filter_velocities(
         v: (B, n, 3) world velocities of the state [m/s].
         w: (B, n, 3) body angular velocities [rad/s].
         beta_h2: β h² [s²].
-        clamped: node 0 is clamped (left as it is).
+        held: (n, 6, 6) projector onto the held directions (left as they are), or None.
 
     Returns:
         ``(ṽ, ω̃)``, each (B, n, 3).
     """
-    f, tau = filter_forces(ctx, R, p, ctx.mass.unsqueeze(-1) * v, ctx.inertia * w, ForceFilter(beta_h2, clamped))
+    f, tau = filter_forces(ctx, R, p, ctx.mass.unsqueeze(-1) * v, ctx.inertia * w, ForceFilter(beta_h2, held))
     return f / ctx.mass.unsqueeze(-1), tau / ctx.inertia
 
 
 def unfilter_velocities(
-    ctx: RodContext, R: Tensor, p: Tensor, v: Tensor, w: Tensor, beta_h2: float, clamped: bool
+    ctx: RodContext, R: Tensor, p: Tensor, v: Tensor, w: Tensor, beta_h2: float, held: Optional[Tensor]
 ) -> Tuple[Tensor, Tensor]:
     """The inverse of :func:`filter_velocities`, ``v = M⁻¹ (M + β h² K) ṽ``: the velocities of a state from
     the scheme's mean of the half-step velocities (records, callbacks, the final state).
@@ -258,19 +270,15 @@ def unfilter_velocities(
         v: (B, n, 3) the scheme's mean half-step velocities ṽ [m/s] (world).
         w: (B, n, 3) … and angular velocities ω̃ [rad/s] (body).
         beta_h2: β h² [s²].
-        clamped: node 0 is clamped (left as it is).
+        held: (n, 6, 6) projector onto the held directions (left as they are), or None.
 
     Returns:
         ``(v, ω)`` of the state, each (B, n, 3).
     """
     B, n = ctx.batch_size, ctx.n_nodes
-    x = torch.cat([w, v], -1).reshape(B, 6 * n)
-    if clamped:
-        x = torch.cat([torch.zeros_like(x[:, :6]), x[:, 6:]], -1)
+    x = _free(torch.cat([w, v], -1).reshape(B, 6 * n), held)
     kx = (tangent_stiffness(ctx, R, p) @ x.unsqueeze(-1)).squeeze(-1)
-    dx = (beta_h2 * kx / _mass_vector(ctx)).reshape(B, n, 6)
-    if clamped:
-        dx = torch.cat([torch.zeros_like(dx[:, :1]), dx[:, 1:]], 1)
+    dx = _free(beta_h2 * kx / _mass_vector(ctx), held).reshape(B, n, 6)
     return v + dx[..., 3:], w + dx[..., :3]
 
 

@@ -64,6 +64,7 @@ from flexlearn.physics.cosserat.loads import potential_loads
 from flexlearn.physics.cosserat.newton import cayley_newton, cayley_newton_fixed, cayley_newton_globalised
 from flexlearn.physics.cosserat.simulation import RodSetup, SimulatedRod, SimulationOptions
 from flexlearn.physics.cosserat.state import Clamp, Pose, RodState, Trajectory
+from flexlearn.physics.cosserat.supports import FreeStep, HeldNodes, HeldTargets, support_list
 
 PARAMETERS = (
     "length",
@@ -112,6 +113,7 @@ class StepResult(NamedTuple):
     next_state: Optional[HalfStep]  # state k+1 (None at the last state)
     newton_residual: Optional[Tensor]  # (B, n) last Newton update over the tolerance (≤ 1: converged)
     halvings: int = 0  # step halvings of the globalised Newton fallback (0: the plain Newton converged)
+    reaction: Optional[Tensor] = None  # (B, S, 6) world force [N] and moment [N m] of each support (supports.py)
 
 
 class Visited(NamedTuple):
@@ -208,22 +210,22 @@ class Stepper:
         self.loads = self.setup.loads
         self.ctx = ctx = rod.context(self.loads, self.dtype)
         self.base = base
-        self.clamped = isinstance(base, Clamp)
+        self.device = cast(Tensor, rod.length).device
+        supports = support_list(base)
+        self.held = HeldNodes(supports, ctx.n_nodes, ctx.batch_size, self.dtype, self.device) if supports else None
+        self.dofs = None if self.held is None else self.held.dof_projector()
         self.damping, self.observer = setup.damping, setup.observer
         self.beta, self.zeta = options.filter_beta, options.filter_dissipation
-        self.device = cast(Tensor, rod.length).device
         state = (
             setup.initial
             if setup.initial is not None
-            else rod.straight_state(base if isinstance(base, Clamp) else None)
+            else rod.straight_state(next((c for c in supports if isinstance(c, Clamp) and c.node == 0), None))
         )
         B, n = ctx.batch_size, ctx.n_nodes
         p = state.positions.to(dtype=self.dtype, device=self.device).expand(B, n, 3)
         R = state.rotations.to(dtype=self.dtype, device=self.device).expand(B, n, 3, 3)
-        if self.clamped:
-            r0, p0 = self.base_pose(0.0)
-            p = torch.cat([p0.unsqueeze(1), p[:, 1:]], 1)
-            R = torch.cat([r0.unsqueeze(1), R[:, 1:]], 1)
+        if self.held is not None:
+            R, p = self.held.place(R, p)
         self.R0, self.p0 = R, p
         self.v0 = state.velocities.to(p).expand(B, n, 3)
         self.w0 = state.angular_velocities.to(p).expand(B, n, 3)
@@ -235,15 +237,7 @@ class Stepper:
         self.rec_e: List[Tensor] = []
         self.prev: Optional[Visited] = None
         self.line_searches: List[Tuple[int, int]] = []  # (step, halvings) where the globalised Newton ran
-
-    def base_pose(self, t: float) -> Pose:
-        """The clamp's pose at time ``t`` [s], expanded over the batch: rotation (B, 3, 3), position (B, 3).
-
-        Args:
-            t: Time [s].
-        """
-        r0, p0 = cast(Clamp, self.base).pose(t, self.dtype, self.device)
-        return Pose(r0.expand(self.ctx.batch_size, 3, 3), p0.expand(self.ctx.batch_size, 3))
+        self.rec_reaction: List[Tensor] = []
 
     def squeeze(self, x: Tensor) -> Tensor:
         """Drop the rod batch dimension (axis 1) of a record of an unbatched rod.
@@ -299,8 +293,8 @@ class Stepper:
             return f, tau
         h = self.h
         if self.zeta == 0.0 or state is None:
-            return implicit.filter_forces(self.ctx, R, p, f, tau, ForceFilter(self.beta * h * h, self.clamped))
-        step = ForceFilter((self.beta + 0.5 * self.zeta) * h * h, self.clamped, self.zeta * h)
+            return implicit.filter_forces(self.ctx, R, p, f, tau, ForceFilter(self.beta * h * h, self.dofs))
+        step = ForceFilter((self.beta + 0.5 * self.zeta) * h * h, self.dofs, self.zeta * h)
         return implicit.filter_forces(self.ctx, R, p, f, tau, step, (state.v, state.pi / self.J))
 
     # ------------------------------------------------------------ the step
@@ -309,10 +303,8 @@ class Stepper:
         for the LGVI; eq. (3) of :mod:`~flexlearn.physics.cosserat.implicit` for the implicit variant)."""
         if self.beta == 0.0:
             return v_int, pi_int / self.J
-        if self.clamped:  # the base node's momentum is not integrated (Π = 0, like v in emit)
-            pi_int = torch.cat([torch.zeros_like(pi_int[:, :1]), pi_int[:, 1:]], 1)
         return implicit.unfilter_velocities(
-            self.ctx, R, p, v_int, pi_int / self.J, self.beta * self.h * self.h, self.clamped
+            self.ctx, R, p, v_int, pi_int / self.J, self.beta * self.h * self.h, self.dofs
         )
 
     def start(self, R: Tensor, p: Tensor) -> HalfStep:
@@ -327,17 +319,17 @@ class Stepper:
         f0, tau0, *_ = internal_forces(self.ctx, R, p, loads.damping_stress, loads.damping_moment)
         f0, tau0 = self.filtered(R, p, f0 + loads.force, tau0 + loads.torque)
         if self.beta != 0.0:  # the scheme's velocity variable (implicit.py, eq. (3))
-            v0, w0 = implicit.filter_velocities(self.ctx, R, p, v0, w0, self.beta * h * h, self.clamped)
+            v0, w0 = implicit.filter_velocities(self.ctx, R, p, v0, w0, self.beta * h * h, self.dofs)
         v = v0 - 0.5 * h * f0 / self.m
         pi = self.J * w0 - 0.5 * h * tau0
-        if self.clamped:
-            v = torch.cat([torch.zeros_like(v[:, :1]), v[:, 1:]], 1)
-            pi = torch.cat([torch.zeros_like(pi[:, :1]), pi[:, 1:]], 1)
+        if self.held is not None:
+            v, pi = self.held.zero_held(v, pi)
         return HalfStep(R, p, v, pi)
 
-    def core(self, state: HalfStep, loads: NodeLoads, base_next: Optional[Pose], fixed: bool) -> StepResult:
+    def core(self, state: HalfStep, loads: NodeLoads, held_next: Optional[HeldTargets], fixed: bool) -> StepResult:
         """One step from state k (pure tensor function; compiled when ``compile=True``): state k+1, the forces
-        of state k, its strains and the relative Newton residual. ``base_next`` is the clamp's pose at k+1."""
+        of state k, its strains, the relative Newton residual and the supports' reactions. ``held_next`` is
+        where the supports hold their nodes at k+1 (:mod:`~flexlearn.physics.cosserat.supports`)."""
         h, ctx = self.h, self.ctx
         R, p, v, pi = state
         f, tau, gL, gR, fc, Q = internal_forces(ctx, R, p, loads.damping_stress, loads.damping_moment)
@@ -363,16 +355,14 @@ class Stepper:
         F = so3_cayley(fcay)
         R2 = R @ F
         pi2 = (F.transpose(-1, -2) @ u.unsqueeze(-1)).squeeze(-1)
-        if base_next is not None:
-            r1, p1 = base_next
-            v2 = torch.cat([((p1 - p[:, 0]) / h).unsqueeze(1), v2[:, 1:]], 1)
-            p2 = torch.cat([p1.unsqueeze(1), p2[:, 1:]], 1)
-            R2 = torch.cat([r1.unsqueeze(1), R2[:, 1:]], 1)
-            pi2 = torch.cat([torch.zeros_like(pi2[:, :1]), pi2[:, 1:]], 1)
+        reaction = None
+        if held_next is not None:
+            held = cast(HeldNodes, self.held).hold((R, p), FreeStep(v2, p2, R2, pi2, u), held_next, h, ctx)
+            v2, p2, R2, pi2, reaction = held
         strain = torch.maximum(gL.norm(dim=-1), gR.norm(dim=-1))
         tr = Q[..., 0, 0] + Q[..., 1, 1] + Q[..., 2, 2]
         rel = res / (self.options.newton_tol * un.norm(dim=-1).clamp_min(1e-3))
-        return StepResult(StateForces(f, tau, strain, tr), HalfStep(R2, p2, v2, pi2), rel, halvings)
+        return StepResult(StateForces(f, tau, strain, tr), HalfStep(R2, p2, v2, pi2), rel, halvings, reaction)
 
     def converged(self, res: Tensor, un: Tensor) -> bool:
         """Whether the last Newton update ``res`` (B, n) met the tolerance at every free node.
@@ -383,8 +373,8 @@ class Stepper:
         """
         rel = res / (self.options.newton_tol * un.norm(dim=-1).clamp_min(1e-3))
         ok = rel <= 1.0
-        if self.clamped:
-            ok = ok[:, 1:]
+        if self.held is not None:
+            ok = ok | self.held.rotation_held()
         return bool(ok.all())
 
     def advance(self, k: int, state: HalfStep, core: Callable[..., StepResult], fixed: bool, last: bool) -> StepResult:
@@ -395,14 +385,16 @@ class Stepper:
         loads = self.external(R, p, t, state.v, state.pi / self.J)
         if self.setup.observer is not None:
             loads = self.observe(k, state, loads)
+        held_next = None if self.held is None else self.held.targets(t + self.h)
+        if last and self.held is not None:  # the supports' reactions of the last state: the step it would take
+            return core(state, loads, held_next, fixed)._replace(next_state=None, newton_residual=None)
         if last:
             f, tau, gL, gR, fc, Q = internal_forces(self.ctx, R, p, loads.damping_stress, loads.damping_moment)
             f, tau = self.filtered(R, p, f + loads.force, tau + loads.torque, state)
             strain = torch.maximum(gL.norm(dim=-1), gR.norm(dim=-1))
             tr = Q[..., 0, 0] + Q[..., 1, 1] + Q[..., 2, 2]
             return StepResult(StateForces(f, tau, strain, tr), None, None)
-        base_next = self.base_pose(t + self.h) if self.clamped else None
-        return core(state, loads, base_next, fixed)
+        return core(state, loads, held_next, fixed)
 
     def run(self, n_steps: int) -> Trajectory:
         """The loop on the tensor path: every state is checked (strain, element rotation, finiteness, Newton
@@ -422,6 +414,8 @@ class Stepper:
             step = self.advance(k, state, core, compile_step, k == n_steps)
             self.check_state(k, step.forces)  # state k valid? (else step k-1 failed)
             self.emit(k, state, step.forces, n_steps)
+            if step.reaction is not None and (k % self.options.record_every == 0 or k == n_steps):
+                self.rec_reaction.append(step.reaction)
             self.prev = Visited(k, state, step.forces)
             if step.next_state is None:
                 break
@@ -444,7 +438,10 @@ class Stepper:
             n_steps: Number of steps.
         """
         start = RodState(self.p0, self.R0, self.v0, self.w0)
-        base_pose = self.base_pose(0.0) if self.clamped else None
+        base_pose = None
+        if self.held is not None:  # the kernel holds a fixed base clamp only (lgvi.eligible)
+            target = self.held.targets(0.0)
+            base_pose = Pose(target.rotations[:, 0], target.positions[:, 0])
         out = lgvi.simulate(self.ctx, self.setup, start, base_pose, self.h, n_steps, self.options)
         if out is None:
             return None
@@ -459,8 +456,8 @@ class Stepper:
             R, p, v, pi = state
             v_int = v + 0.5 * h * forces.force / self.m
             pi_int = pi + 0.5 * h * forces.torque
-            if self.clamped:
-                v_int = torch.cat([v[:, :1], v_int[:, 1:]], 1)
+            if self.held is not None:
+                v_int, pi_int = self.held.replace_held(v_int, v), self.held.replace_clamped(pi_int, pi)
             if self.beta != 0.0:
                 v_int, w_int = self.velocities(R, p, v_int, pi_int)
                 pi_int = self.J * w_int
@@ -485,11 +482,13 @@ class Stepper:
     def trajectory(self) -> Trajectory:
         """The records so far as a :class:`Trajectory`."""
         energy = self.squeeze(torch.stack(self.rec_e)) if self.options.record_energy and self.rec_e else None
+        reactions = self.squeeze(torch.stack(self.rec_reaction)) if self.rec_reaction else None
         return Trajectory(
             self.squeeze(torch.stack(self.rec_p)),
             self.squeeze(torch.stack(self.rec_R)),
             torch.tensor(self.rec_t, dtype=self.dtype),
             energy,
+            reactions=reactions,
         )
 
     def public_state(self, visited: Visited) -> RodState:
@@ -502,11 +501,12 @@ class Stepper:
         R, p, v_half, pi_half = visited.state
         f, tau = visited.forces.force, visited.forces.torque
         vv = v_half + 0.5 * h * f / self.m
-        if self.clamped:
-            vv = torch.cat([v_half[:, :1], vv[:, 1:]], 1)
+        pi = pi_half + 0.5 * h * tau
+        if self.held is not None:
+            vv, pi = self.held.replace_held(vv, v_half), self.held.replace_clamped(pi, pi_half)
         if self.beta == 0.0:
-            return RodState(p, R, vv, (pi_half + 0.5 * h * tau) / self.J, k * h, k)
-        vv, ww = self.velocities(R, p, vv, pi_half + 0.5 * h * tau)
+            return RodState(p, R, vv, pi / self.J, k * h, k)
+        vv, ww = self.velocities(R, p, vv, pi)
         return RodState(p, R, vv, ww, k * h, k)
 
     def prev_state(self) -> Optional[RodState]:
@@ -580,8 +580,8 @@ class Stepper:
             rel: Newton update relative to the tolerance per node, shape (B, n).
         """
         bad = ~(rel <= 1.0)
-        if self.clamped:
-            bad[:, 0] = False
+        if self.held is not None:
+            bad = bad & ~self.held.rotation_held()
         if bool(bad.any()):
             b, node = [int(x) for x in bad.nonzero()[0]]
             tol = self.options.newton_tol

@@ -59,6 +59,7 @@ from flexlearn.physics.cosserat.modes import clamped_frequencies
 from flexlearn.physics.cosserat.properties import CrossSection, Material, checked_parameter
 from flexlearn.physics.cosserat.simulation import RodSetup, SimulationOptions
 from flexlearn.physics.cosserat.state import E3, Clamp, Number, RodState, Trajectory
+from flexlearn.physics.cosserat.supports import Supports
 
 STRAIN_MODELS = ("midpoint", "nodes")
 ROTARY_INERTIA_MODELS = ("section", "segment")
@@ -553,7 +554,7 @@ class CosseratRod(torch.nn.Module):
         loads: Sequence[RodLoad] = (),
         damping: Optional[DampingModel] = None,
         initial: Optional[RodState] = None,
-        base: Union[Clamp, str, None] = None,
+        base: Supports = None,
         observer: Optional[RodObserver] = None,
         options: Optional[SimulationOptions] = None,
     ) -> Trajectory:
@@ -572,7 +573,10 @@ class CosseratRod(torch.nn.Module):
                 :class:`~flexlearn.physics.cosserat.loads.RodLoad`).
             damping: a :class:`~flexlearn.physics.cosserat.damping.Damping` (None: conservative).
             initial: the :class:`RodState` at t = 0 (default: at rest, straight along the base axis).
-            base: a :class:`Clamp` (default: clamped at the origin, rod along world z) or ``"free"``.
+            base: how the rod is held: a :class:`Clamp` (default: clamped at the origin, rod along world z) or a
+                :class:`Pin` (node 0 unless it names another), a list of them (each names its ``node``, −1 the last;
+                optionally driven, a clamp optionally sliding), or ``"free"``. The supports' reactions are
+                ``Trajectory.reactions``.
             observer: a :class:`~flexlearn.physics.cosserat.damping.DampingEstimator` (seed 001, Sec. 3.2)
                 whose damping estimate K̂ drives the model while it is being estimated.
             options: recording (``record_every``, ``record_energy``, ``callback``), the step scheme (``scheme``,

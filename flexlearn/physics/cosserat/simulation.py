@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, Iterator, Optional, Protocol, Sequence, Union
+from typing import Callable, Iterator, Optional, Protocol, Sequence
 
 import torch
 from torch import Tensor
@@ -25,6 +25,7 @@ from flexlearn.physics.cosserat.context import RodContext
 from flexlearn.physics.cosserat.damping import DampingModel, RodObserver
 from flexlearn.physics.cosserat.loads import RodLoad
 from flexlearn.physics.cosserat.state import Clamp, RodState
+from flexlearn.physics.cosserat.supports import Supports
 
 SCHEMES = ("lgvi", "implicit")
 BACKENDS = ("auto", "numba", "torch")
@@ -121,8 +122,11 @@ class RodSetup:
         damping: a :class:`~flexlearn.physics.cosserat.damping.DampingModel` (None: conservative).
         initial: the :class:`~flexlearn.physics.cosserat.state.RodState` at t = 0 (None: at rest, straight
             along the base axis).
-        base: a :class:`~flexlearn.physics.cosserat.state.Clamp` (None: clamped at the origin, rod along
-            world z) or ``"free"``.
+        base: how the rod is held (:data:`~flexlearn.physics.cosserat.supports.Supports`): a
+            :class:`~flexlearn.physics.cosserat.state.Clamp` (None: clamped at the origin, rod along world z) or
+            :class:`~flexlearn.physics.cosserat.state.Pin` (node 0 unless it names another), a list of them (each
+            names its ``node``, −1 the last; e.g. a cable pinned at both ends: ``[Pin(), Pin(node=-1)]``), or
+            ``"free"``. The reactions of the supports are recorded in ``Trajectory.reactions``.
         observer: a :class:`~flexlearn.physics.cosserat.damping.RodObserver` (e.g. the seed's
             :class:`~flexlearn.physics.cosserat.damping.DampingEstimator`) whose force drives the model while
             it runs alongside.
@@ -131,7 +135,7 @@ class RodSetup:
     loads: Sequence[RodLoad] = ()
     damping: Optional[DampingModel] = None
     initial: Optional[RodState] = None
-    base: Union[Clamp, str, None] = None
+    base: Supports = None
     observer: Optional[RodObserver] = None
 
     def tensors(self) -> list[Tensor]:

@@ -38,6 +38,7 @@ from flexlearn.physics.cosserat.implicit import (
     tangent_stiffness,
 )
 from flexlearn.physics.cosserat.strains import strains
+from flexlearn.physics.cosserat.supports import base_clamp_projector
 from tests.physics.cosserat.gradcheck import assert_gradients_match_central_differences
 
 
@@ -100,7 +101,15 @@ def test_kernel_filter_equals_the_dense_reference(clamped, strain, damping_c):
     v = torch.randn(2, 8, 3, generator=gen)
     pi = ctx.inertia * torch.randn(2, 8, 3, generator=gen)
     bh2 = 0.25 * 1e-4**2 + 0.5 * 1e-4 * damping_c
-    fr, tr = filter_forces(ctx, R, p, f, tau, ForceFilter(bh2, clamped, damping_c), (v, pi / ctx.inertia))
+    fr, tr = filter_forces(
+        ctx,
+        R,
+        p,
+        f,
+        tau,
+        ForceFilter(bh2, base_clamp_projector(8) if clamped else None, damping_c),
+        (v, pi / ctx.inertia),
+    )
     n = 8
     for b in range(2):
         fk, tk = f[b].numpy().copy(), tau[b].numpy().copy()

@@ -39,7 +39,8 @@ from flexlearn.physics.cosserat.elastic import internal_forces
 from flexlearn.physics.cosserat.implicit import ForceFilter
 from flexlearn.physics.cosserat.loads import EmbeddedMagnet, RodLoad
 from flexlearn.physics.cosserat.simulation import RodSetup, SimulatedRod, SimulationOptions
-from flexlearn.physics.cosserat.state import Clamp, Pose, RodState
+from flexlearn.physics.cosserat.state import Pose, RodState
+from flexlearn.physics.cosserat.supports import base_clamp_projector, fixed_base_clamp, support_list
 
 __all__ = ["HAVE_NUMBA", "OK", "BAD_ELEMENT", "BAD_NODE", "NEWTON", "run", "eligible", "simulate", "KernelRun"]
 
@@ -405,8 +406,11 @@ def eligible(rod: SimulatedRod, setup: RodSetup, options: SimulationOptions, n_s
         return "stiffness-proportional damping (beta) runs on the tensor path"
     if options.record_energy or options.compile:
         return "record_energy/compile run on the tensor path"
-    if isinstance(setup.base, Clamp) and setup.base.motion is not None:
-        return "a prescribed base motion runs on the tensor path"
+    if support_list(setup.base) and fixed_base_clamp(setup.base) is None:
+        return (
+            "supports other than one fixed base clamp (pins, other nodes, driven or sliding clamps) run on the "
+            "tensor path"
+        )
     if rod.length.device.type != "cpu":
         return "the kernel runs on CPU only"
     mags = _magnets(loads)
@@ -488,7 +492,7 @@ class KernelState(NamedTuple):
 def _final_state(ctx: RodContext, out: KernelState, h: float, n_steps: int, step: ForceFilter) -> RodState:
     """The :class:`RodState` after the last step from the kernel's arrays (velocities at the integer step;
     eq. (3) of :mod:`flexlearn.physics.cosserat.implicit` when ``step.beta_h2`` > 0, the implicit step)."""
-    clamped = step.clamped
+    clamped = step.held is not None  # the kernel holds a fixed base clamp only
     m, J = ctx.mass.unsqueeze(-1), ctx.inertia
     fl, tl = torch.from_numpy(out.f_last), torch.from_numpy(out.t_last)
     vh, ph = torch.from_numpy(out.v), torch.from_numpy(out.pi)
@@ -496,10 +500,10 @@ def _final_state(ctx: RodContext, out: KernelState, h: float, n_steps: int, step
     if clamped:
         vv[:, 0] = vh[:, 0]
     Rf, pf, wf = torch.from_numpy(out.R), torch.from_numpy(out.p), (ph + 0.5 * h * tl) / J
+    if clamped:  # a clamped node turns with its clamp (here: not at all), whatever the torque on it
+        wf[:, 0] = ph[:, 0] / J[:, 0]
     if step.beta_h2 > 0.0:
-        if clamped:
-            wf[:, 0] = 0.0
-        vv, wf = implicit.unfilter_velocities(ctx, Rf, pf, vv, wf, step.beta_h2, clamped)
+        vv, wf = implicit.unfilter_velocities(ctx, Rf, pf, vv, wf, step.beta_h2, step.held)
     return RodState(pf, Rf, vv, wf, n_steps * h, n_steps)
 
 
@@ -540,6 +544,7 @@ def simulate(
         R, p, v0, w0 = start.rotations, start.positions, start.velocities, start.angular_velocities
         clamped = base_pose is not None
         B, n = p.shape[0], p.shape[1]
+        held = base_clamp_projector(n, p.dtype) if clamped else None
         m = ctx.mass.unsqueeze(-1)
         J = ctx.inertia
         arrays = _load_arrays(ctx, setup, start, h, n_steps)
@@ -548,8 +553,8 @@ def simulate(
         beta_h2 = float(options.filter_beta) * h * h
         zeta = options.filter_dissipation
         if beta_h2 > 0.0:
-            f0, tau0 = implicit.filter_forces(ctx, R, p, f0, tau0, ForceFilter(beta_h2, clamped))
-            v0, w0 = implicit.filter_velocities(ctx, R, p, v0, w0, beta_h2, clamped)
+            f0, tau0 = implicit.filter_forces(ctx, R, p, f0, tau0, ForceFilter(beta_h2, held))
+            v0, w0 = implicit.filter_velocities(ctx, R, p, v0, w0, beta_h2, held)
         v = v0 - 0.5 * h * f0 / m
         pi = J * w0 - 0.5 * h * tau0
         if clamped:
@@ -578,7 +583,5 @@ def simulate(
         if status != OK:
             return None
         times = torch.tensor([kk * h for kk in ks], dtype=torch.float64)
-        final = _final_state(
-            ctx, KernelState(Rn, pn, vn, pin, f_last, t_last), h, n_steps, ForceFilter(beta_h2, clamped)
-        )
+        final = _final_state(ctx, KernelState(Rn, pn, vn, pin, f_last, t_last), h, n_steps, ForceFilter(beta_h2, held))
         return KernelRun(torch.from_numpy(out_p), torch.from_numpy(out_R), times, final)
