@@ -43,7 +43,9 @@ from flexlearn.physics.lse.length_actuated import kernels as pk  # noqa: E402
 from flexlearn.physics.lse.length_actuated.condense import pose_factor, pose_solve_column, pose_tangent  # noqa: E402
 from flexlearn.physics.lse.length_actuated.fit import fit_neighbours, fit_start_into, fit_workspace  # noqa: E402
 from flexlearn.physics.lse.length_actuated.geometry import rel_log, tip_poses  # noqa: E402
+from flexlearn.physics.lse.length_actuated.residual import largest_rotation, residual_norm  # noqa: E402
 from flexlearn.physics.lse.length_actuated.statics import nearest_neighbour_order  # noqa: E402
+from flexlearn.physics.lse.length_actuated.warm_start import ensure_sens, predict_start  # noqa: E402
 from flexlearn.physics.lse.length_actuated.work import current_and_trial, pose_workspace  # noqa: E402
 from flexlearn.physics.lse.newton_policy import step_scale  # noqa: E402
 
@@ -109,18 +111,18 @@ def _chord_chain(base, g_start, poses, tip_local, kd, xi0, w_body, opts, wk, max
     for p in range(poses.shape[0]):
         g = poses[p]
         flags[3] = 0  # first-order predictor only
-        pk._ensure_sens(wk, twist_free)
-        if not pk.predict_start(base, g_prev, g, tip_local, kd, xi0, w_body, max_rot, wk):
+        ensure_sens(wk, twist_free)
+        if not predict_start(base, g_prev, g, tip_local, kd, xi0, w_body, max_rot, wk):
             return p
         pk.evaluate_current(base, g, tip_local, kd, xi0, w_body, wk)
         cur, trl = current_and_trial(wk)
-        norm = pk._norm(cur[2], cur[3], w, scale, twist_free)
+        norm = residual_norm(cur[2], cur[3], w, scale, twist_free)
         first[p] = norm
         k = 0
         while norm > tol and k < max_chord:
             if not pose_solve_column(wk[3], wk[13], wk[15], cur[2], cur[3], twist_free, 0, dy, dpsi, dl):
                 break
-            alpha = step_scale(pk._largest_rotation(dy, dpsi, dl, cur[1][3], 0), max_rot)
+            alpha = step_scale(largest_rotation(dy, dpsi, dl, cur[1][3], 0), max_rot)
             n_c = pk._trial(base, g, tip_local, kd, xi0, w_body, opts, wk, cur, trl, alpha)
             if not n_c < norm:  # the chord step no longer helps: the pose fails (as Newton's rule)
                 break
@@ -243,7 +245,7 @@ def fit_residuals(ps, st, poses: np.ndarray, path, skip: int, count: int) -> tup
         )
         pk.load_state(ps.base, poses[p], ps.tip_local, ps.kd, ps.xi0, ps.w_body, guess, st.sens, wk)
         cur, _ = current_and_trial(wk)
-        norms.append(pk._norm(cur[2], cur[3], opts.w, opts.scale, opts.twist_free))
+        norms.append(residual_norm(cur[2], cur[3], opts.w, opts.scale, opts.twist_free))
     reps = min(count, len(poses) - skip)
     args = (
         fw,

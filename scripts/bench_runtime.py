@@ -21,7 +21,7 @@ full soak is 10⁶ steps (≈ 1 min); tests run a short one.
   sweep, magnetometer round, fused step, and a coil-pulse cycle of 20 rounds with its magnetic correction): µs per
   call, median over ``--repeats`` blocks of ``--format-steps`` calls, ratios to TorchScript, and the max |Δ| of the
   outputs against TorchScript on the same inputs; ``export_blockers`` — what stops `torch.export` on the
-  TorchScript modules (file:line, construct; `flexlearn.runtime.executorch_export.export_blockers`).
+  TorchScript modules (file:line, construct; `flexlearn.runtime.export_diagnosis.export_blockers`).
 Prints and writes one JSON object (atomically with ``--out``).
 
     python scripts/bench_runtime.py --steps 2000 --formats --format-steps 500 --repeats 7 --out formats.json
@@ -380,13 +380,14 @@ def _first(x):
 def _direction_model_formats(model, db, d: Path, steps: int, repeats: int) -> dict:
     """Direction model ΔB (1, 3) → unit direction (the estimator's call) as TorchScript, .pt2 and .pte."""
     from flexlearn.runtime import executorch_export as ee
+    from flexlearn.runtime import program_loading as pl
     from flexlearn.runtime.export import export_torchscript, load_torchscript
 
     k_in = db.shape[0]
     ts, _ = load_torchscript(export_torchscript(model, d / "dir.pt", {}))
     pt2_path, pte_path = ee.export_direction_model(model, d / "dir")
-    pt2, _ = ee.load_pt2(pt2_path)
-    pte = ee.load_pte(pte_path).method("forward")
+    pt2, _ = pl.load_pt2(pt2_path)
+    pte = pl.load_pte(pte_path).method("forward")
     return _side_by_side(
         {
             "torchscript": (lambda k: ts(db[k % k_in]), lambda k: ts(db[k % k_in])),
@@ -401,6 +402,7 @@ def _direction_model_formats(model, db, d: Path, steps: int, repeats: int) -> di
 def _arm_controller_formats(cfg, frames, d: Path, steps: int, repeats: int) -> dict:
     """Arm-controller step in the three formats (fresh instances for the parity pass: the state advances)."""
     from flexlearn.runtime import executorch_export as ee
+    from flexlearn.runtime import program_loading as pl
     from flexlearn.runtime.arm.controller import ArmController
     from flexlearn.runtime.arm.export import export_arm_controller, load_arm_controller
 
@@ -412,7 +414,7 @@ def _arm_controller_formats(cfg, frames, d: Path, steps: int, repeats: int) -> d
         if fmt == "torchscript":
             c = load_arm_controller(ts_path)[0]
             return lambda k: c(frames[k % k_in], 1e-3 * k)
-        c = ee.load_arm_controller_program(d / f"arm.{fmt}")[0]
+        c = pl.load_arm_controller_program(d / f"arm.{fmt}")[0]
         return lambda k: c(frames[k % k_in], 1e-3 * k)
 
     return _side_by_side(
@@ -464,6 +466,7 @@ def _export_blockers(cfg, frames) -> dict:
     """What stops torch.export on the TorchScript modules (file:line of each data-dependent branch)."""
     from flexlearn.runtime import executorch_export as ee
     from flexlearn.runtime.arm.controller import ArmController
+    from flexlearn.runtime.export_diagnosis import export_blockers
     from flexlearn.runtime.fusion.estimator import FusedEstimator
     from flexlearn.runtime.pikit.height_control import HeightPID
 
@@ -472,12 +475,12 @@ def _export_blockers(cfg, frames) -> dict:
     t0 = torch.tensor(0.1, dtype=f64)
     q3 = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=f64).repeat(4, 1)
     return {
-        "arm_controller": ee.export_blockers(ArmController.build(cfg), (frames[0], t0)),
-        "estimator_attitude": ee.export_blockers(ee.MethodOf(e, "attitude"), (t0, q3)),
-        "estimator_magnetometer": ee.export_blockers(
+        "arm_controller": export_blockers(ArmController.build(cfg), (frames[0], t0)),
+        "estimator_attitude": export_blockers(ee.MethodOf(e, "attitude"), (t0, q3)),
+        "estimator_magnetometer": export_blockers(
             ee.MethodOf(e, "magnetometer"), (t0, torch.full((3, 3), 1e-5, dtype=f64), torch.tensor(-1))
         ),
-        "height_pid": ee.export_blockers(
+        "height_pid": export_blockers(
             ee.MethodOf(HeightPID(), "step"), (t0, torch.tensor(0.01, dtype=f64), torch.tensor(0.0, dtype=f64))
         ),
     }

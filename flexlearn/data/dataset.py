@@ -118,7 +118,7 @@ class DirectionDataset:
         meta: JSON-serialisable dict: 'source' (raw.meta), 'provenance', 'processing' (config),
             'report' (drop report); after `load` also the file-level keys (schema_version, units, ...).
         per_pose: column -> (N,) float64, the hold-window means of registered ``per_pose`` streams
-            (`flexlearn.sensing.streams.StreamSchema.per_pose`), named ``<stream>_<column>``; NaN where a
+            (`flexlearn.sensing.stream_schema.StreamSchema.per_pose`), named ``<stream>_<column>``; NaN where a
             window held no finite sample. Listed with their units under 'per_pose_units' in the metadata.
         per_pose_units: column of ``per_pose`` -> unit.
     """

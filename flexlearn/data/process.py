@@ -19,7 +19,7 @@ base leveled"); a rig mounted the other way round needs −â.
 Per-sample acceptance and per-pose quality filters are in `flexlearn.data.quality`; this module checks
 whole-sweep errors (units, empty streams), computes the estimates with segment sums (no Python loop over
 poses) and assembles the `DirectionDataset` and its `DropReport`. Streams registered with ``per_pose``
-(`flexlearn.sensing.streams.StreamSchema`) add their hold-window means as dataset columns (`per_pose_means`).
+(`flexlearn.sensing.stream_schema.StreamSchema`) add their hold-window means as dataset columns (`per_pose_means`).
 
 Every array here is in SI units: s, T, m/s².
 """

@@ -292,7 +292,7 @@ def recorded_directions(session: str | Path, use_mocap: bool = True) -> np.ndarr
     """Directions (N, 3) of the poses kept in an ingested session directory (or a raw sweep directory).
 
     The commanded target of each kept pose, or, if the session holds motion capture and ``use_mocap``, the
-    mean measured direction over its hold window (see `flexlearn.data.report.load_session`).
+    mean measured direction over its hold window (see `flexlearn.data.sessions.load_session`).
 
     Args:
         session: the session directory.
@@ -301,7 +301,7 @@ def recorded_directions(session: str | Path, use_mocap: bool = True) -> np.ndarr
     Returns:
         The directions (N, 3).
     """
-    from flexlearn.data.report import load_session  # matplotlib (via data.report) kept off the plan-writing path
+    from flexlearn.data.sessions import load_session  # the processing stack, kept off the plan-writing path
 
     s = load_session(Path(session))
     return s.directions(use_mocap)[s.kept]

@@ -20,7 +20,7 @@ import numpy as np
 from flexlearn.errors import ConfigError, DataError
 from flexlearn.ingest.records import NS, Stream, progress
 from flexlearn.ingest.topic_map import IngestConfig, TopicSpec, is_required, schema_of, time_setting, unit_settings
-from flexlearn.sensing.streams import Field
+from flexlearn.sensing.stream_schema import Field
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,7 @@ def _field_reader(f: Field, path: str) -> tuple[Callable[[Any], tuple], str]:
 # stream -> (row extractor, {column: width}); a row is a flat tuple of floats in column order.
 def _extractor(name: str, spec: TopicSpec) -> tuple[Callable[[Any], tuple], dict[str, int]]:
     """The ``imu`` topic by hand (one message, three streams); every other stream from its registered fields
-    (`flexlearn.sensing.streams.Field.ros`, or the topic map's ``field`` where a field has none)."""
+    (`flexlearn.sensing.stream_schema.Field.ros`, or the topic map's ``field`` where a field has none)."""
     if name == "imu":
         return (
             lambda m: (

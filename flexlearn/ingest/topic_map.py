@@ -32,7 +32,7 @@ stream's columns besides ``t``, `serial_width`).
 
 Units: every topic and serial stream takes ``unit`` (the unit of its numbers: ``uT``, ``mT``, ``G``, ``g``,
 ``deg/s``, ``mm``, ...; `flexlearn.ingest.units.UNITS`) and ``scale`` (an extra factor), converted to SI here,
-once (they multiply the fields `flexlearn.sensing.streams.Field.scaled` marks); an IMU topic's angular rate has
+once (they multiply the fields `flexlearn.sensing.stream_schema.Field.scaled` marks); an IMU topic's angular rate has
 its own ``rate_unit``/``rate_scale``. Serial times are in ``serial.time_unit``. A continuous stream may declare
 its sample rate (``rate_hz``), against which its time stamps are checked (`flexlearn.ingest.units`).
 """
@@ -45,7 +45,8 @@ from typing import Any, Mapping, Optional
 from flexlearn.config import check, from_dict, to_dict
 from flexlearn.errors import ConfigError
 from flexlearn.ingest.units import TIME_UNITS, TimeSetting, UnitSetting
-from flexlearn.sensing.streams import STREAMS, Field, StreamSchema, time_field
+from flexlearn.sensing.stream_schema import Field, StreamSchema, time_field
+from flexlearn.sensing.streams import STREAMS
 
 FORMATS = ("auto", "rosbag2", "csv", "jsonl")
 IMU_STREAMS = ("accel", "rate", "orientation")  # the streams a bag's 'imu' topic becomes (`assemble.split_imu`)

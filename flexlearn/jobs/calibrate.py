@@ -254,7 +254,7 @@ def calibration_document(
 
     Args:
         modules: the per-module entries, in input order.
-        fingerprint: the model's fingerprint (`flexlearn.runtime.deploy.model_fingerprint`).
+        fingerprint: the model's fingerprint (`flexlearn.runtime.bundle_inputs.model_fingerprint`).
         ckpt_path: the checkpoint the entries were fitted with.
         kind: the kind of A: ``rotation`` or ``linear``.
 
@@ -291,7 +291,7 @@ def calibrate(cfg: DictConfig) -> dict[str, Any]:
         DataError: an input that is not a module recording, or a ΔB convention that differs from the model's.
     """
     # heavy imports off the start-up path (torch)
-    from flexlearn.runtime.deploy import model_fingerprint
+    from flexlearn.runtime.bundle_inputs import model_fingerprint
     from flexlearn.tasks.checkpoints import load_direction_model
 
     extra = sorted(set(cfg) - set(CALIBRATE_KEYS))

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Mapping, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -53,168 +53,10 @@ import pyarrow.parquet as pq
 
 from flexlearn.atomic import OUTPUT_MARKER, atomic_dir, json_text
 from flexlearn.errors import ConfigError, DataError
+from flexlearn.sensing.stream_schema import Field, StreamSchema, time_field
 from flexlearn.tables import parse_json_object, read_columns, read_parquet
 
 RAW_SCHEMA_VERSION = 1
-FIELD_KINDS = ("float", "int", "bool")
-_DTYPES = {"float": np.float64, "int": np.int64, "bool": np.bool_}
-DIMENSIONLESS = ("1", "-")  # units of a field that a serial ``scale`` never multiplies
-
-
-@dataclass(frozen=True)
-class Field:
-    """One quantity of a stream: in memory an (N,) array (one column) or (N, k) array (k columns, in order).
-
-    Attributes:
-        name: key in the stream's mapping, e.g. ``t``, ``mag``, ``on``. ``t`` is the sample time [s].
-        columns: on-disk column per component (default ``(name,)``).
-        kind: ``float``, ``int`` or ``bool`` (checked on load and at ingest by `flexlearn.tables`).
-        unit: SI unit; ``s`` marks a time (shifted to the time origin at ingest, rounded by `quantize_times`),
-            ``1`` or ``-`` dimensionless (a serial ``scale`` multiplies only other ``float`` fields).
-        nullable: a null (a failed conversion) reads as NaN instead of being an error.
-        ros: attribute path of the value in a rosbag2 message (``magnetic_field``; a width-3 field reads
-            ``.x .y .z``, width 4 ``.w .x .y .z``); empty: the topic map's ``field`` names it.
-        doc: one line for the reader (frame, meaning).
-    """
-
-    name: str
-    columns: tuple[str, ...] = ()
-    kind: str = "float"
-    unit: str = "-"
-    nullable: bool = False
-    ros: str = ""
-    doc: str = ""
-
-    def __post_init__(self) -> None:
-        if not self.columns:
-            object.__setattr__(self, "columns", (self.name,))
-        if self.kind not in FIELD_KINDS:
-            raise ConfigError(f"stream field '{self.name}': kind {self.kind!r}, expected one of {FIELD_KINDS}")
-
-    @property
-    def width(self) -> int:
-        return len(self.columns)
-
-    @property
-    def is_time(self) -> bool:
-        return self.unit == "s"
-
-    @property
-    def scaled(self) -> bool:
-        """A serial dump's per-stream ``scale`` converts this field to SI."""
-        return self.kind == "float" and not self.is_time and self.unit not in DIMENSIONLESS
-
-    def shape(self, n: int) -> tuple[int, ...]:
-        return (n,) if self.width == 1 else (n, self.width)
-
-
-def time_field(doc: str = "sample time") -> Field:
-    """The ``t`` field [s] of a time-stamped stream."""
-    return Field("t", unit="s", doc=doc)
-
-
-@dataclass(frozen=True)
-class StreamSchema:
-    """How one stream is laid out, checked, recorded and processed; declared once, in `STREAMS`.
-
-    Attributes:
-        name: stream name = table file stem (``<name>.parquet``) = topic-map / serial-map key.
-        fields: the stream's `Field` s, in column order.
-        required: every raw sweep holds it (else optional: absent table, absent key).
-        continuous: sampled at a steady rate (ingest checks gaps and forward clock jumps).
-        key: a field whose values are unique (``pose_id``), or empty.
-        stamp: the field a recorded message or serial record is stamped with (``t``; ``t_end`` for a hold
-            window, published when the hold ends); empty: never recorded (``truth``).
-        per_pose: processing adds the mean of every ``float`` field over each hold window to the dataset,
-            as columns ``<stream>_<column>`` (NaN where a window holds no finite sample).
-        attrs: `RawSweep` attribute -> field (``mag_t`` -> ``t``): a keyword of the `RawSweep` constructor, and
-            attribute access for the built-in streams.
-        check: extra consistency rule: returns a message, or None when the stream is fine.
-        doc: one line for the reader.
-    """
-
-    name: str
-    fields: tuple[Field, ...]
-    required: bool = False
-    continuous: bool = False
-    key: str = ""
-    stamp: str = "t"
-    per_pose: bool = False
-    attrs: tuple[tuple[str, str], ...] = ()
-    check: Optional[Callable[[Mapping[str, np.ndarray]], Optional[str]]] = None
-    doc: str = ""
-
-    @property
-    def timed(self) -> bool:
-        return any(f.name == "t" for f in self.fields)
-
-    @property
-    def values(self) -> tuple[Field, ...]:
-        """The fields a record carries besides its time stamp ``t``."""
-        return tuple(f for f in self.fields if f.name != "t")
-
-    @property
-    def kinds(self) -> dict[str, str]:
-        """Column -> kind, as `flexlearn.tables.read_columns` checks it."""
-        return {c: f.kind for f in self.fields for c in f.columns}
-
-    @property
-    def units(self) -> dict[str, str]:
-        """Column -> unit."""
-        return {c: f.unit for f in self.fields for c in f.columns}
-
-    @property
-    def nullable(self) -> tuple[str, ...]:
-        return tuple(c for f in self.fields if f.nullable for c in f.columns)
-
-    def to_columns(self, data: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Field arrays -> contiguous column arrays (ints as int64, booleans as bool; floats as given)."""
-        out: dict[str, np.ndarray] = {}
-        for f in self.fields:
-            a = np.asarray(data[f.name])
-            if f.kind != "float":
-                a = a.astype(_DTYPES[f.kind])
-            parts = [a] if f.width == 1 else [a[:, j] for j in range(f.width)]
-            out.update({c: np.ascontiguousarray(p) for c, p in zip(f.columns, parts)})
-        return out
-
-    def from_columns(self, cols: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Column arrays -> field arrays ((N,) or (N, k))."""
-        return {
-            f.name: cols[f.columns[0]] if f.width == 1 else np.stack([cols[c] for c in f.columns], axis=-1)
-            for f in self.fields
-        }
-
-    def validate(self, data: Mapping[str, np.ndarray]) -> Optional[str]:
-        """The first problem of ``data`` as a message (shapes, time stamps, unique key, ``check``), or None."""
-        missing = [f.name for f in self.fields if f.name not in data]
-        if missing or set(data) - {f.name for f in self.fields}:
-            return f"stream '{self.name}': fields {sorted(data)}, expected {[f.name for f in self.fields]}"
-        n = np.shape(data[self.fields[0].name])[0] if np.ndim(data[self.fields[0].name]) else -1
-        shapes = {f.name: np.shape(data[f.name]) for f in self.fields}
-        if any(shapes[f.name] != f.shape(n) for f in self.fields):
-            want = {f.name: f.shape(n) for f in self.fields}
-            return f"stream '{self.name}': field shapes {shapes} differ, expected {want}"
-        if self.key and len(np.unique(data[self.key])) != n:
-            return f"stream '{self.name}': field '{self.key}' values are not unique"
-        for f in self.fields:  # NaN is a failed conversion: only a nullable field may hold one; ±inf none
-            if f.kind != "float" or f.nullable or f.name == "t":
-                continue
-            bad = np.flatnonzero(~np.isfinite(np.asarray(data[f.name], np.float64)).reshape(n, f.width).any(-1))
-            if bad.size:
-                return (
-                    f"stream '{self.name}': field '{f.name}' has the non-finite value "
-                    f"{np.asarray(data[f.name])[bad[0]].tolist()} at index {bad[0]}; only a nullable field may "
-                    "hold NaN"
-                )
-        if self.timed:
-            t = np.asarray(data["t"])
-            if not np.all(np.isfinite(t)):
-                return f"stream '{self.name}': field 't' has non-finite time stamps"
-            bad = np.flatnonzero(np.diff(t) < 0) if t.size > 1 else np.zeros(0, np.int64)
-            if bad.size:
-                return f"stream '{self.name}': field 't' decreases at index {bad[:1].tolist()}"
-        return self.check(data) if self.check is not None else None
 
 
 def _hold_windows_ordered(d: Mapping[str, np.ndarray]) -> Optional[str]:
@@ -335,6 +177,9 @@ def register_stream(schema: StreamSchema) -> StreamSchema:
     Args:
         schema: the stream's schema; its name must be an identifier and it needs at least one field.
 
+    Returns:
+        ``schema``.
+
     Raises:
         ConfigError: another schema of that name, or an attribute or file name already taken.
     """
@@ -367,17 +212,30 @@ def register_stream(schema: StreamSchema) -> StreamSchema:
 
 
 def unregister_stream(name: str) -> None:
-    """Remove a stream added by `register_stream` (built-in streams stay)."""
+    """Remove a stream added by `register_stream` (built-in streams stay; an unknown name is a no-op).
+
+    Args:
+        name: the stream name.
+
+    Raises:
+        ConfigError: ``name`` is a built-in stream.
+    """
     if any(s.name == name for s in BUILTIN_STREAMS):
         raise ConfigError(f"stream '{name}' is built in and cannot be removed")
     STREAMS.pop(name, None)
 
 
 def stream_schema(name: str) -> StreamSchema:
-    """The registered schema of ``name``; an unknown name is a `ConfigError` listing the registered ones.
+    """The registered schema of ``name``.
 
     Args:
         name: the stream name (a key of `STREAMS`).
+
+    Returns:
+        Its `StreamSchema`.
+
+    Raises:
+        ConfigError: an unknown name (the message lists the registered ones).
     """
     if name not in STREAMS:
         raise ConfigError(
@@ -509,11 +367,26 @@ class RawSweep:
             self.streams["truth"] = dict(value)
 
     def columns(self, name: str) -> dict[str, np.ndarray]:
-        """Stream ``name`` as its on-disk columns (``mocap`` -> t, px, ..., qz)."""
+        """Stream ``name`` as its on-disk columns (``mocap`` -> t, px, ..., qz).
+
+        Args:
+            name: a stream of this sweep.
+
+        Returns:
+            Column name -> (N,) array.
+        """
         return stream_schema(name).to_columns(self.streams[name])
 
     def validate(self, source: str = "raw sweep") -> None:
-        """Check every stream against its schema; raise `DataError` naming the stream and field at fault."""
+        """Check every stream against its schema.
+
+        Args:
+            source: what the messages name as the sweep (a path, "raw sweep").
+
+        Raises:
+            DataError: a required stream missing, an unregistered stream, or a malformed one (naming the stream and
+                field at fault).
+        """
         for schema in STREAMS.values():
             if schema.required and schema.name not in self.streams:
                 raise DataError(f"{source}: stream '{schema.name}' missing")
@@ -536,6 +409,12 @@ class RawSweep:
 
         Args:
             path: the sweep directory to write (replaced as a whole).
+
+        Returns:
+            ``path``.
+
+        Raises:
+            DataError: the sweep fails `validate`, or the directory holds files a sweep does not write.
         """
         path = Path(path)
         self.validate(source=f"{path}: raw sweep to save")
@@ -556,6 +435,12 @@ class RawSweep:
 
         Args:
             path: the sweep directory (``<stream>.parquet`` tables and ``meta.json``).
+
+        Returns:
+            The sweep.
+
+        Raises:
+            DataError: no such directory, an empty one, or a table or ``meta.json`` that fails the checks.
         """
         path = Path(path)
         if path.exists() and not path.is_dir():
@@ -590,6 +475,12 @@ def quantize_times(raw: RawSweep) -> RawSweep:
 
     Recordings (rosbag2 stamps, serial dumps with integer clocks) resolve time in nanoseconds at best; this
     is the sweep as such a recording of it holds it (see `flexlearn.ingest.assemble`).
+
+    Args:
+        raw: the sweep (not changed).
+
+    Returns:
+        The copy.
     """
 
     def q(t: np.ndarray) -> np.ndarray:

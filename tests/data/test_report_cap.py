@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from flexlearn.data.report import bend_angle_deg, load_session, session_cap_deg, write_report
+from flexlearn.data.report import write_report
+from flexlearn.data.sessions import bend_angle_deg, load_session, session_cap_deg
 from tests.data.streams_factory import make_sweep
 
 

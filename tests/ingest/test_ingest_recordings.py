@@ -64,7 +64,7 @@ def test_mocap_and_imu_extras(recordings, ros_map, sim_raw, tmp_path):
     assert json.loads((out.output / "raw" / "meta.json").read_text())["imu_orientation"]["orientation"] == "computed"
     assert pq.read_table(out.output / "raw" / "rate.parquet").num_rows == len(sim_raw.accel_t)
     # The motion-capture direction per pose (R(q)·e averaged over the hold window) is the simulator's true one.
-    from flexlearn.data.report import load_session
+    from flexlearn.data.sessions import load_session
 
     u = load_session(out.output).directions()
     truth = np.stack([sim_raw.truth[f"u_{c}"] for c in "xyz"], axis=-1)

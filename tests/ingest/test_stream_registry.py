@@ -27,16 +27,8 @@ from flexlearn.ingest.writers import (
     write_rosbag,
     write_serial,
 )
-from flexlearn.sensing.streams import (
-    STREAMS,
-    Field,
-    RawSweep,
-    StreamSchema,
-    quantize_times,
-    register_stream,
-    time_field,
-    unregister_stream,
-)
+from flexlearn.sensing.stream_schema import Field, StreamSchema, time_field
+from flexlearn.sensing.streams import STREAMS, RawSweep, quantize_times, register_stream, unregister_stream
 from tests.data.console import data_error
 
 TEMPERATURE = StreamSchema(

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from flexlearn.errors import FlexlearnError
-from flexlearn.runtime.deploy import build_bundle, export_bundle, load_calibration
+from flexlearn.runtime.bundle_inputs import load_calibration
+from flexlearn.runtime.deploy import build_bundle, export_bundle
 from flexlearn.runtime.pikit.calibration_file import CALIBRATION_SCHEMA, CalibrationFileError, check_physics
 from flexlearn.runtime.pikit.manifest import manifest_path, manifest_record
 

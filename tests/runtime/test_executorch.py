@@ -20,13 +20,16 @@ import pytest
 import torch
 
 from flexlearn.runtime import executorch_export as ee
+from flexlearn.runtime import program_loading as pl
 from flexlearn.runtime.arm.config import ArmControllerConfig
 from flexlearn.runtime.arm.controller import ArmController
 from flexlearn.runtime.arm.graph import ArmControllerGraph
+from flexlearn.runtime.export_diagnosis import diagnose_export, export_blockers
 from flexlearn.runtime.fusion.estimator import FusedEstimator
 from flexlearn.runtime.fusion.graph import FusedEstimatorGraph
 from flexlearn.runtime.fusion.options import EstimatorSettings
 from flexlearn.runtime.pikit.manifest import UntrustedArtifactError, manifest_path
+from flexlearn.runtime.pte_lowering import export_program, to_pte_bytes
 from flexlearn.sim.arm_fault_stream import arm_fault_stream, static_arm_frame
 
 F64 = torch.float64
@@ -173,25 +176,25 @@ def bundle_files(direction_model, est_kw, tmp_path_factory, et):
 def test_export_blockers_of_the_torchscript_modules_are_named(direction_model):
     """The TorchScript modules stop torch.export at data-dependent Python control flow; the diagnosis names file,
     line and construct. The direction model exports as is."""
-    arm = ee.diagnose_export(ArmController.build(), (_arm_frame(), torch.tensor(0.0, dtype=F64)))
+    arm = diagnose_export(ArmController.build(), (_arm_frame(), torch.tensor(0.0, dtype=F64)))
     assert not arm["exportable"] and arm["where"].startswith("flexlearn/")
     assert "math.isfinite(t)" in arm["code"] or "float(torch.linalg.vector_norm" in arm["code"]
     assert arm["error"] in ("GuardOnDataDependentSymNode", "UserError")
     est = _estimator(direction_model, 3)
     q = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=F64).repeat(4, 1)
-    att = ee.diagnose_export(ee.MethodOf(est, "attitude"), (torch.tensor(0.1, dtype=F64), q))
+    att = diagnose_export(ee.MethodOf(est, "attitude"), (torch.tensor(0.1, dtype=F64), q))
     assert not att["exportable"] and att["where"].startswith("flexlearn/runtime/fusion/estimator.py:")
     assert "self.t_att" in att["code"]
-    mag = ee.diagnose_export(
+    mag = diagnose_export(
         ee.MethodOf(est, "magnetometer"),
         (torch.tensor(0.1, dtype=F64), torch.full((3, 3), 1e-5, dtype=F64), torch.tensor(-1)),
     )
     assert not mag["exportable"] and "self.t_mag" in mag["code"]
     mag_args = (torch.tensor(0.1, dtype=F64), torch.full((3, 3), 1e-5, dtype=F64), torch.tensor(-1))
-    sites = ee.export_blockers(ee.MethodOf(est, "magnetometer"), mag_args)
+    sites = export_blockers(ee.MethodOf(est, "magnetometer"), mag_args)
     assert len(sites) >= 3 and any("bool(good.all())" in b["code"] for b in sites)
     assert all(b["where"].startswith("flexlearn/runtime/") for b in sites)
-    assert ee.diagnose_export(direction_model, (torch.randn(2, 3) * 1e-4,)) == {"exportable": True}
+    assert diagnose_export(direction_model, (torch.randn(2, 3) * 1e-4,)) == {"exportable": True}
 
 
 def test_graph_twins_refuse_what_they_do_not_cover(direction_model):
@@ -219,8 +222,8 @@ def test_direction_model_parity_manifests_and_reproducibility(direction_model, t
     paths = ee.export_direction_model(direction_model, tmp_path / "direction")
     assert [p.suffix for p in paths] == [".pt2", ".pte"] and all(manifest_path(p).is_file() for p in paths)
     ref = torch.cat([direction_model(db[i : i + 1]).detach() for i in range(len(db))])
-    pt2, meta = ee.load_pt2(paths[0])
-    prog = ee.load_pte(paths[1])
+    pt2, meta = pl.load_pt2(paths[0])
+    prog = pl.load_pte(paths[1])
     fwd = prog.method("forward")
     got2 = pt2(db)
     got3 = torch.cat([fwd(db[i : i + 1])[0] for i in range(len(db))])
@@ -236,14 +239,14 @@ def test_direction_model_parity_manifests_and_reproducibility(direction_model, t
     data[-1] ^= 1
     paths[1].write_bytes(bytes(data))
     with pytest.raises(UntrustedArtifactError, match="SHA-256"):
-        ee.load_pte(paths[1])
+        pl.load_pte(paths[1])
     manifest_path(paths[1]).unlink()
     with pytest.raises(UntrustedArtifactError, match="no manifest"):
-        ee.load_pte(paths[1])
+        pl.load_pte(paths[1])
     manifest_path(paths[0]).unlink()
     with pytest.raises(UntrustedArtifactError, match="no manifest"):
-        ee.load_pt2(paths[0])
-    assert isinstance(ee.load_pt2(paths[0], trust_unverified=True)[0], torch.nn.Module)
+        pl.load_pt2(paths[0])
+    assert isinstance(pl.load_pt2(paths[0], trust_unverified=True)[0], torch.nn.Module)
 
 
 def test_float64_sums_keep_float64_precision_in_executorch(et):
@@ -256,7 +259,7 @@ def test_float64_sums_keep_float64_precision_in_executorch(et):
 
     a = torch.tensor([[0.1, 0.7, 1.3], [2.9, 0.33, 1.7]], dtype=F64)
     x = torch.tensor([0.3, 1.1, -0.7], dtype=F64)
-    prog = ee.PteProgram(ee.to_pte_bytes({"forward": ee.export_program(Sums(), (a, x))}, {}), "sums")
+    prog = pl.PteProgram(to_pte_bytes({"forward": export_program(Sums(), (a, x))}, {}), "sums")
     for got, want in zip(prog.method("forward")(a, x), Sums()(a, x)):
         assert got.dtype == F64 and float(((got - want) / want).abs().max()) < 1e-14
 
@@ -273,7 +276,7 @@ def test_arm_graph_equals_the_scripted_controller_bit_for_bit(tau_max):
     cfg = ArmControllerConfig(tau_max=tau_max)
     ref = torch.jit.script(ArmController.build(cfg))
     graph = ArmControllerGraph(ArmController.build(cfg))
-    step = ee.ArmControllerStepper(graph, graph.n_imus)
+    step = pl.ArmControllerStepper(graph, graph.n_imus)
     codes = set()
     for fr, t in arm_stream():
         a, b = ref(fr, t), step(fr, t)
@@ -289,7 +292,7 @@ def test_arm_controller_programs_match_within_tolerance(tmp_path, et):
     assert all(manifest_path(p).is_file() for p in paths)
     ref = _run_arm(torch.jit.script(ArmController.build(cfg)), cfg, arm_stream())
     for path in paths:
-        step, meta = ee.load_arm_controller_program(path)
+        step, meta = pl.load_arm_controller_program(path)
         assert meta["config"]["tau_max"] == [3250.0, 640.0] and meta["state_layout"]["hub_load"] == [18, 20]
         got = _run_arm(step, cfg, arm_stream())
         worst = 0.0
@@ -298,7 +301,7 @@ def test_arm_controller_programs_match_within_tolerance(tmp_path, et):
             worst = max(worst, float((a[0] - b[0]).abs().max()), float((a[1] - b[1]).abs().max()))
         assert worst < TOL, (path.suffix, worst)
     with pytest.raises(Exception, match="kind"):
-        ee.load_arm_controller_program(next(iter(ee.export_direction_model(torch.nn.Linear(3, 3), tmp_path / "lin"))))
+        pl.load_arm_controller_program(next(iter(ee.export_direction_model(torch.nn.Linear(3, 3), tmp_path / "lin"))))
 
 
 # ------------------------------------------------------------------------------------------ fused estimator
@@ -336,7 +339,7 @@ def test_bundle_programs_match_the_estimator(bundle_files, est_reference, suffix
 
     frames, ref = est_reference
     bundle, meta = load_program_bundle(bundle_files[suffix])
-    assert meta["n_segments"] == 9 and meta["note"] == "test" and sorted(meta["methods"]) == sorted(ee.BUNDLE_METHODS)
+    assert meta["n_segments"] == 9 and meta["note"] == "test" and sorted(meta["methods"]) == sorted(pl.BUNDLE_METHODS)
     got = run_estimator(frames, bundle.set_reference, bundle.attitude, bundle.magnetometer, tensors=False)
     assert compare_estimator(ref, got) < TOL
 

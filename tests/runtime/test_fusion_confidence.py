@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from flexlearn.replay import shapes as rs
-from flexlearn.runtime.deploy import BundleConfigError, BundleOptions, export_deploy_bundle, load_bundle
+from flexlearn.runtime.bundle_inputs import BundleConfigError
+from flexlearn.runtime.deploy import BundleOptions, export_deploy_bundle, load_bundle
 from flexlearn.runtime.fusion.confidence import BendConfidence, build_confidence
 from flexlearn.runtime.fusion.estimator import FusedEstimator
 from flexlearn.runtime.fusion.flags import LOW_CONFIDENCE, MAG_REJECTED, decode_flags

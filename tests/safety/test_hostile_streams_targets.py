@@ -15,15 +15,8 @@ from flexlearn.atomic import OutputPathError
 from flexlearn.data.process import process_sweep
 from flexlearn.errors import CheckpointError, ConfigError, DataError
 from flexlearn.jobs.train import build_task
-from flexlearn.sensing.streams import (
-    Field,
-    RawSweep,
-    StreamSchema,
-    quantize_times,
-    register_stream,
-    time_field,
-    unregister_stream,
-)
+from flexlearn.sensing.stream_schema import Field, StreamSchema, time_field
+from flexlearn.sensing.streams import RawSweep, quantize_times, register_stream, unregister_stream
 from flexlearn.sim.rig import simulate_sweep
 from flexlearn.tasks.checkpoints import load_direction_model
 from flexlearn.tasks.direction_model import model_spec

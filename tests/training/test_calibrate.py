@@ -44,7 +44,8 @@ def calibration(trained_run, module_sweeps, tmp_path_factory):
 
 def test_calibration_round_trip_through_export_and_bundle(calibration, compose_cfg, tmp_path):
     from flexlearn.jobs.export import export_from_config
-    from flexlearn.runtime.deploy import load_bundle, model_fingerprint
+    from flexlearn.runtime.bundle_inputs import model_fingerprint
+    from flexlearn.runtime.deploy import load_bundle
     from flexlearn.tasks.checkpoints import load_direction_model
 
     ckpt, path, summary = calibration

@@ -39,18 +39,20 @@ Seed discrepancies: eq. (43) is the linearised kinematics (small θ); eq. (44) d
 condition (``EI w‴(L) = M (L θ̈ + ẅ(L))`` for a rotating clamped link); the assumed-mode shapes used here
 come from eq. (8) as written (a fixed clamped basis), which is admissible for the Ritz method. Speed: one
 EOM evaluation ≈ 3–5 ms (CPU, B ≤ 5), so 10 s of closed loop takes ≈ 1–4 min.
+
+The outputs (tip quantities, end-effector pose, IMU frames) are in :mod:`flexlearn.physics.arm.outputs`.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 import torch
 from torch import Tensor, nn
-from torch.func import jvp
 
 from flexlearn.physics.arm.config import ArmConfig
+from flexlearn.physics.arm.outputs import ArmOutputsMixin
 from flexlearn.physics.modal.link import FlexibleLink
 from flexlearn.sensing.imu import GRAVITY as G0
 
@@ -88,12 +90,13 @@ def assumed_mode_link(cfg: ArmConfig, i: int) -> FlexibleLink:
     return FlexibleLink(ln.EI, ln.rho_A, ln.length, M, J)
 
 
-class FlexibleArmPlant(nn.Module):
+class FlexibleArmPlant(ArmOutputsMixin, nn.Module):
     """Truth simulator of the planar flexible arm (module docstring). Buffers float64.
 
     State ``x = (q (N,), q̇ (N,), τ_a (n,))`` batched as (B, 2N + n); ``N = n + Σ m_i``.
     Methods: :meth:`kinetic`, :meth:`potential` (single sample), :meth:`mass_matrix`, :meth:`accel`,
-    :meth:`step`, :meth:`energy`, :meth:`static_equilibrium`, :meth:`imu`, :meth:`tip_quantities`.
+    :meth:`step`, :meth:`energy`, :meth:`static_equilibrium`; the outputs :meth:`imu`, :meth:`tip_quantities`,
+    :meth:`ee_pose` come from `ArmOutputsMixin` (:mod:`flexlearn.physics.arm.outputs`).
     """
 
     # buffers: stiffness K, damping D (N, N), input map B (N, n); per link tip mass [kg], tip and hub
@@ -163,16 +166,16 @@ class FlexibleArmPlant(nn.Module):
         self.register_buffer("_inert", inert)
 
     # -- kinematics ------------------------------------------------------------------------------
-    def _eta(self, q: Tensor, i: int) -> Tensor:
-        a, b = self.slices[i]
-        return q[..., a:b]
-
     def points(self, q: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """Q (B, N) → (quadrature + tip points (B, P, 2) [m], their masses (P,) [kg], rotating-body angles
-        (B, A) [rad] (hub i and tip payload i), their inertias (A,) [kg m²]).
+        """The mass points and rotating bodies of the arm at q.
 
         Args:
-            q: generalised coordinates (B, N)."""
+            q: generalised coordinates (B, N).
+
+        Returns:
+            (quadrature + tip points (B, P, 2) [m], their masses (P,) [kg], rotating-body angles (B, A) [rad]
+            (hub i and tip payload i), their inertias (A,) [kg m²]).
+        """
         pts, masses, angs, inert = [], [], [], []
         bx = torch.zeros_like(q[:, 0])
         by = torch.zeros_like(q[:, 0])
@@ -261,7 +264,14 @@ class FlexibleArmPlant(nn.Module):
         return p, a
 
     def potential(self, q: Tensor) -> Tensor:
-        """V(q) [J] per sample (B,) = gravity + elastic."""
+        """V(q) [J] per sample = gravity + elastic ``½ qᵀ K q``.
+
+        Args:
+            q: generalised coordinates (B, N).
+
+        Returns:
+            V (B,) [J].
+        """
         p, mass, _, _ = self.points(q)
         return self.g * (p[..., 1] * mass).sum(-1) + 0.5 * ((q @ self.K) * q).sum(-1)
 
@@ -309,7 +319,14 @@ class FlexibleArmPlant(nn.Module):
         return (qdd, M) if return_mass else qdd
 
     def mass_matrix(self, q: Tensor) -> Tensor:
-        """M(q) = ∂²T/∂q̇² (B, N, N)."""
+        """M(q) = ∂²T/∂q̇².
+
+        Args:
+            q: generalised coordinates (B, N).
+
+        Returns:
+            M (B, N, N).
+        """
         return self._terms(q, torch.zeros_like(q))[0]
 
     def _grad_v(self, q: Tensor) -> Tensor:
@@ -325,14 +342,25 @@ class FlexibleArmPlant(nn.Module):
             return torch.stack([torch.autograd.grad(g[:, j].sum(), q2, retain_graph=True)[0] for j in range(N)], 1)
 
     def gravity_torque(self, q: Tensor) -> Tensor:
-        """∂V_gravity/∂q (B, N) (includes the elastic term K q; zero elastic part at equilibrium only)."""
+        """∂V_gravity/∂q (includes the elastic term K q; zero elastic part at equilibrium only).
+
+        Args:
+            q: generalised coordinates (B, N).
+
+        Returns:
+            ∂V/∂q (B, N) [N m for θ, generalised force for η].
+        """
         return self._grad_v(q)
 
     def energy(self, x: Tensor) -> Tensor:
         """Total mechanical energy T + V (B,) [J].
 
         Args:
-            x: state ``[q, q̇, τ_a]`` (B, 2N + n)."""
+            x: state ``[q, q̇, τ_a]`` (B, 2N + n).
+
+        Returns:
+            T + V (B,) [J].
+        """
         q, qd = x[:, : self.N], x[:, self.N : 2 * self.N]
         return self.kinetic(q, qd) + self.potential(q)
 
@@ -445,165 +473,22 @@ class FlexibleArmPlant(nn.Module):
         """Rest state at joint angles θ (B, n) with the holding torques in the actuator state.
 
         Args:
-            theta: joint angles θ (B, n) [rad]."""
+            theta: joint angles θ (B, n) [rad].
+
+        Returns:
+            The state ``[q, 0, τ_hold]`` (B, 2N + n).
+        """
         q = self.static_equilibrium(theta)
         tau = self._grad_v(q)[:, : self.n]
         return torch.cat([q, torch.zeros_like(q), tau], -1)
 
     def holding_torque(self, x: Tensor) -> Tensor:
-        """Joint torques that hold the configuration of x at rest, ∂V/∂θ (B, n) [N m]."""
+        """Joint torques that hold the configuration of x at rest, ∂V/∂θ.
+
+        Args:
+            x: state ``[q, q̇, τ_a]`` (B, 2N + n).
+
+        Returns:
+            The torques (B, n) [N m].
+        """
         return self._grad_v(x[:, : self.N])[:, : self.n]
-
-    # -- outputs ---------------------------------------------------------------------------------
-    def tip_quantities(self, q: Tensor) -> dict:
-        """w_i(L_i) [m], w_i′(L_i) [rad], w_i″(0) [1/m] (B, n) of the truth state."""
-        out: dict[str, list[Tensor]] = {"tip": [], "tip_slope": [], "base_curvature": []}
-        for i in range(self.n):
-            eta = self._eta(q, i)
-            out["tip"].append(eta @ getattr(self, f"tip{i}"))
-            out["tip_slope"].append(eta @ getattr(self, f"tipslope{i}"))
-            out["base_curvature"].append(eta @ getattr(self, f"curv0_{i}"))
-        return {k: torch.stack(v, -1) for k, v in out.items()}
-
-    def ee_pose(self, q: Tensor) -> Tensor:
-        """End-effector (x, y, angle) (B, 3) [m, m, rad] (deformed tip of the last link)."""
-        tq = self.tip_quantities(q)
-        phi = torch.cumsum(q[:, : self.n], -1) + torch.cumsum(tq["tip_slope"], -1) - tq["tip_slope"]
-        c, s = torch.cos(phi), torch.sin(phi)
-        L = torch.tensor(self.lengths, dtype=q.dtype)
-        x = (c * L - s * tq["tip"]).sum(-1)
-        y = (s * L + c * tq["tip"]).sum(-1)
-        return torch.stack([x, y, phi[:, -1] + tq["tip_slope"][:, -1]], -1)
-
-    def imu_rows(self, imu_positions: Sequence[Sequence[float]]) -> list:
-        """Mode-shape rows (Φ, Φ′) at the IMU positions of each link [(S_i, m_i) each].
-
-        Args:
-            imu_positions: per link, the IMU positions along it [m]."""
-        rows = []
-        for i, pos in enumerate(imu_positions):
-            xi = torch.tensor(list(pos), dtype=f64)
-            rows.append((self.links[i].mode_shapes(xi, self.m[i], 0), self.links[i].mode_shapes(xi, self.m[i], 1)))
-        return rows
-
-    def _imu_pose(self, q: Tensor, rows: list, xis: list) -> tuple[Tensor, Tensor]:
-        """Q (B, N) → IMU positions (B, S, 2) [m] and absolute inclinations (B, S) [rad]."""
-        bx = torch.zeros_like(q[:, 0])
-        by = torch.zeros_like(q[:, 0])
-        phi = q[:, 0]
-        P, A = [], []
-        for i in range(self.n):
-            if i > 0:
-                phi = phi + q[:, i]
-            eta = self._eta(q, i)
-            R0, R1 = rows[i]
-            w, sl = eta @ R0.t(), eta @ R1.t()
-            c, s = torch.cos(phi).unsqueeze(-1), torch.sin(phi).unsqueeze(-1)
-            P.append(torch.stack([bx.unsqueeze(-1) + c * xis[i] - s * w, by.unsqueeze(-1) + s * xis[i] + c * w], -1))
-            A.append(phi.unsqueeze(-1) + sl)
-            L = self.lengths[i]
-            wt = eta @ getattr(self, f"tip{i}")
-            bx, by = bx + c[:, 0] * L - s[:, 0] * wt, by + s[:, 0] * L + c[:, 0] * wt
-            phi = phi + eta @ getattr(self, f"tipslope{i}")
-        return torch.cat(P, 1), torch.cat(A, 1)
-
-    def imu(
-        self, q: Tensor, qd: Tensor, qdd: Tensor, imu_positions: Sequence[Sequence[float]], rows: Optional[list] = None
-    ) -> tuple[Tensor, Tensor]:
-        """Noise-free IMU frames in the link frame (x joint axis, y along, z normal; seed 000, §II).
-
-        Specific force ``R(ψ)ᵀ(p̈ − g)`` (B, S, 3) [m/s²] and gyro ``(ψ̇, 0, 0)`` (B, S, 3) [rad/s];
-        ψ = φ_i + w_i′(ξ) the IMU's absolute inclination. IMUs ordered link by link.
-
-        ``p̈`` by planar rigid-body kinematics in the link's base frame, exact for the model's geometry:
-        ``p̈ = b̈ + R(φ)(−φ̇²ξ − φ̈w − 2φ̇ẇ, φ̈ξ − φ̇²w + ẅ)`` (checked against nested forward-mode autodiff
-        of :meth:`_imu_pose` in the tests).
-
-        Args:
-            q: generalised coordinates (B, N).
-            qd: their rates (B, N).
-            qdd: their accelerations (B, N).
-            imu_positions: per link, the IMU positions along it [m].
-            rows: :meth:`imu_rows` of ``imu_positions``, computed when None.
-
-        Returns:
-            ``(acc, gyr)``, each (B, S, 3).
-        """
-        rows = self.imu_rows(imu_positions) if rows is None else rows
-        z = torch.zeros_like(q[:, 0])
-        ax, ay = z, z  # base acceleration (world)
-        phi, phid, phidd = q[:, 0], qd[:, 0], qdd[:, 0]
-        ang_parts: list[Tensor] = []
-        rate_parts: list[Tensor] = []
-        FX: list[Tensor] = []
-        FY: list[Tensor] = []
-        for i in range(self.n):
-            if i > 0:
-                phi, phid, phidd = phi + q[:, i], phid + qd[:, i], phidd + qdd[:, i]
-            a, b = self.slices[i]
-            eta, etad, etadd = q[:, a:b], qd[:, a:b], qdd[:, a:b]
-            xi = torch.cat(
-                [torch.tensor(list(imu_positions[i]), dtype=q.dtype), torch.tensor([self.lengths[i]], dtype=q.dtype)]
-            )
-            R0 = torch.cat([rows[i][0], getattr(self, f"tip{i}").unsqueeze(0)], 0)
-            R1 = torch.cat([rows[i][1], getattr(self, f"tipslope{i}").unsqueeze(0)], 0)
-            w, wd, wdd = eta @ R0.t(), etad @ R0.t(), etadd @ R0.t()
-            sl, sld, sldd = eta @ R1.t(), etad @ R1.t(), etadd @ R1.t()
-            p1, p2, p3 = phi.unsqueeze(-1), phid.unsqueeze(-1), phidd.unsqueeze(-1)
-            lx = -p2 * p2 * xi - p3 * w - 2.0 * p2 * wd
-            ly = p3 * xi - p2 * p2 * w + wdd
-            c, s = torch.cos(p1), torch.sin(p1)
-            gx = ax.unsqueeze(-1) + c * lx - s * ly
-            gy = ay.unsqueeze(-1) + s * lx + c * ly
-            ang_parts.append(p1 + sl[:, :-1])
-            rate_parts.append(p2 + sld[:, :-1])
-            FX.append(gx[:, :-1])
-            FY.append(gy[:, :-1])
-            ax, ay = gx[:, -1], gy[:, -1]
-            phi, phid, phidd = phi + sl[:, -1], phid + sld[:, -1], phidd + sldd[:, -1]
-        A, Ad = torch.cat(ang_parts, 1), torch.cat(rate_parts, 1)
-        fx, fy_w = torch.cat(FX, 1), torch.cat(FY, 1) + self.g
-        c, s = torch.cos(A), torch.sin(A)
-        acc = torch.stack([torch.zeros_like(A), c * fx + s * fy_w, -s * fx + c * fy_w], -1)
-        gyr = torch.stack([Ad, torch.zeros_like(A), torch.zeros_like(A)], -1)
-        return acc, gyr
-
-    def imu_autodiff(
-        self, q: Tensor, qd: Tensor, qdd: Tensor, imu_positions: Sequence[Sequence[float]]
-    ) -> tuple[Tensor, Tensor]:
-        """Reference for :meth:`imu`: the same readings with p̈ and ψ̇ by nested forward-mode autodiff.
-
-        ``jvp`` of the velocity ``jvp`` of the IMU poses. Slow; for tests.
-
-        Args:
-            q: generalised coordinates (B, N).
-            qd: their rates (B, N).
-            qdd: their accelerations (B, N).
-            imu_positions: per link, the IMU positions along it [m].
-
-        Returns:
-            ``(acc, gyr)``, each (B, S, 3) [m/s², rad/s].
-        """
-        rows = self.imu_rows(imu_positions)
-        xis = [torch.tensor(list(p), dtype=f64) for p in imu_positions]
-        pose = lambda z: self._imu_pose(z, rows, xis)  # noqa: E731
-
-        def vel(z, zd):
-            """Velocity of the IMU poses: the ``jvp`` of the pose at z along zd.
-
-            Args:
-                z: generalised coordinates (B, N).
-                zd: their rates (B, N).
-
-            Returns:
-                The pose's time derivative.
-            """
-            return jvp(pose, (z,), (zd,))[1][0]
-
-        (_, A), (_, Ad) = jvp(pose, (q,), (qd,))[:2]  # (outputs, tangents); no aux
-        _, Pdd = jvp(vel, (q, qd), (qd, qdd))[:2]
-        fx, fy_w = Pdd[..., 0], Pdd[..., 1] + self.g
-        c, s = torch.cos(A), torch.sin(A)
-        acc = torch.stack([torch.zeros_like(A), c * fx + s * fy_w, -s * fx + c * fy_w], -1)
-        gyr = torch.stack([Ad, torch.zeros_like(A), torch.zeros_like(A)], -1)
-        return acc, gyr

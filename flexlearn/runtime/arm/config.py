@@ -1,5 +1,24 @@
 """Settings of the flexible-arm controller (`flexlearn.runtime.arm.controller`, seed 000, eq. (45)): the
-control-law variants and :class:`ArmControllerConfig` (validated, SI units)."""
+control-law variants and :class:`ArmControllerConfig` (validated, SI units).
+
+``VARIANTS`` weights the term groups of the law (curvature, rigid gravity, deformation–gravity coupling, payload
+gravity, feedforward); ``ArmControllerConfig.variant`` picks one:
+
+* ``moment`` (default): eq. (45) in its consistent hub form, ``τ_i = K_p,i e_i + K_d,i ė_i − E_iI_i w_i″(0)
+  + I_h,i θ̈_d,i`` (joint 2 also ``+ I_h2 θ̈_d1``: hub 2 rides on link 1's tip), with the root moment
+  −E_iI_i w_i″(0) estimated from the IMU-measured loads (hub 1 including link 2's force and the joint-2
+  torque) instead of Φ″(0)η — in our closed-loop runs Φ″(0)η was 500 / 400 N m off (16 % / 55 %), the
+  load estimate ≈ 5 / 2 N m RMS (open loop, along a reaching run);
+* ``seed``: eq. (45) exactly (terms 1, 1, 1, 0, 1);
+* ``blend`` (curvature_gain (0.5, 0)): per joint ``k_i`` × own root moment E_iI_i w_i″(0) + (1 − k_i) × the
+  full gravity model (rigid + payload + deformation coupling) + feedforward (``curvature_gain`` = (k₁, k₂));
+* ``seed_payload``: eq. (45) plus the payload gravity moments ``(M₁+M₂) g L₁ cos θ₁ + M₂ g L₂ cos(θ₁+θ₂)``
+  and ``M₂ g L₂ cos(θ₁+θ₂)`` that the seed's H omits (terms 1, 1, 1, 1, 1);
+* ``rigid``: baseline PD with rigid gravity compensation including payloads, no deformation terms, no
+  feedforward (terms 0, 1, 0, 1, 0);
+* ``hub``: the exact hub equation of a clamped link, ``I_h,i φ̈_i = τ_i + E_iI_i w_i″(0)``: curvature of
+  the own link only plus feedforward (no separate gravity: the root moment already carries it).
+"""
 
 from __future__ import annotations
 

@@ -31,21 +31,8 @@ joint rates as the derivative of the angle map instead of eq. (5). The hub loads
 :class:`~flexlearn.runtime.arm.load.LinkLoadModel` (root moments from the IMU-measured link loads) are
 computed for every variant, low-passed (critically damped, ``load_filter_hz``), and reported in the state.
 
-Variants (``ArmControllerConfig.variant``):
-* ``moment`` (default): eq. (45) in its consistent hub form, ``τ_i = K_p,i e_i + K_d,i ė_i − E_iI_i w_i″(0)
-  + I_h,i θ̈_d,i`` (joint 2 also ``+ I_h2 θ̈_d1``: hub 2 rides on link 1's tip), with the root moment
-  −E_iI_i w_i″(0) estimated from the IMU-measured loads (hub 1 including link 2's force and the joint-2
-  torque) instead of Φ″(0)η — in our closed-loop runs Φ″(0)η was 500 / 400 N m off (16 % / 55 %), the
-  load estimate ≈ 5 / 2 N m RMS (open loop, along a reaching run);
-* ``seed``: eq. (45) exactly (terms 1, 1, 1, 0, 1);
-* ``blend`` (curvature_gain (0.5, 0)): per joint ``k_i`` × own root moment E_iI_i w_i″(0) + (1 − k_i) × the
-  full gravity model (rigid + payload + deformation coupling) + feedforward (``curvature_gain`` = (k₁, k₂));
-* ``seed_payload``: eq. (45) plus the payload gravity moments ``(M₁+M₂) g L₁ cos θ₁ + M₂ g L₂ cos(θ₁+θ₂)``
-  and ``M₂ g L₂ cos(θ₁+θ₂)`` that the seed's H omits (terms 1, 1, 1, 1, 1);
-* ``rigid``: baseline PD with rigid gravity compensation including payloads, no deformation terms, no
-  feedforward (terms 0, 1, 0, 1, 0);
-* ``hub``: the exact hub equation of a clamped link, ``I_h,i φ̈_i = τ_i + E_iI_i w_i″(0)``: curvature of
-  the own link only plus feedforward (no separate gravity: the root moment already carries it).
+Variants (``ArmControllerConfig.variant``; default ``moment``, eq. (45) in its consistent hub form with the root
+moments from the IMU-measured loads): the weights of the law's term groups, listed in `flexlearn.runtime.arm.config`.
 
 The five discrepancies found in the seed's equations and the measurements behind the default variant are in
 docs/arm_controller.md ("The seed's equations and the default variant").
@@ -63,6 +50,7 @@ from torch import Tensor, nn
 
 from flexlearn.physics.modal.estimator import FlexibleArmEstimator
 from flexlearn.runtime.arm.config import VARIANTS, ArmControllerConfig
+from flexlearn.runtime.arm.layout import lean_step_layout
 from flexlearn.runtime.arm.load import LinkLoadModel, static_angle_correction
 from flexlearn.runtime.arm.outputs import (
     FAULT_BAD_TIME,
@@ -80,7 +68,6 @@ from flexlearn.runtime.arm.step import (
     exact_f64,
     gyro_bias_from_rest,
     initial_link_trig,
-    lean_step_maps,
     rest_sample,
 )
 
@@ -269,81 +256,15 @@ class ArmController(nn.Module):
     def _lean_step_buffers(
         self, estimator: FlexibleArmEstimator, trig_off: Tensor, trig_map: Tensor, L2: float
     ) -> None:
-        """Matrices, row offsets and buffers of the lean step (`arm.step`); the estimator's filter state and
-        link-angle trig become views of the controller's buffers ``work`` and ``sines``."""
-        f64 = torch.float64
-        n = 2
-        M = self.n_modes_total
-        # the lean step's matrices (`arm.step`): estimator, loads and outputs folded per linear stretch
-        maps = lean_step_maps(
-            estimator, trig_off, trig_map, self.loads.coup, self.loads.mom_n, self.loads.force, self.loads.link_sum
-        )
-        for k, v in maps.items():
-            self.register_buffer(k, v)
-        self.register_buffer("ranges", torch.tensor([estimator.acc_range] * 3 + [estimator.gyr_range] * 3, dtype=f64))
-        S = self.n_imus
+        """Matrices, row offsets and buffers of the lean step (`arm.layout`, `arm.step`); the estimator's filter
+        state and link-angle trig become views of the controller's buffers ``work`` and ``sines``."""
+        layout = lean_step_layout(estimator, self.loads, trig_off, trig_map)
         self.compensate = bool(estimator.compensate)
-        self.k_u = 2 * S  # row offsets in L = a0 + A [x; z]: f | u₁ | u₂ | z_lin | y0 + P z_lin | fl (6S)
-        self.k_u2 = 3 * S + n
-        self.k_z = 4 * S + 2 * n
-        self.k_lin = 1 + 4 * n + M  # in Y: [angle, θ, η, w(L), w′(L), w″(0)] | θ̇ | e (6S) | sin arguments
-        self.k_e = self.k_lin + n
-        self.k_sin = self.k_e + 6 * S
-        self.n_y = self.k_sin + 2 * n + 6 * S
-        self.k_fl = self.k_z + 4 * S + self.n_y
+        for k, v in layout.offsets.items():  # k_u … k_fl, n_y: TorchScript constants (`STEP_INTS`)
+            setattr(self, k, v)
         self.L2 = L2
-        # work = [x (6S) | z (4S) | Y | F (12)]: the estimator's filter state becomes a view of it (`arm.step`
-        # ); F holds the step's Python-float outputs, exactly, beside Y, so that one index_select gathers
-        # the output [τ | state] from [Y | F] (`out_index`)
-        work = torch.zeros(10 * S + self.n_y + 12, dtype=f64)
-        work[6 * S : 10 * S] = estimator.filter_state
-        self.register_buffer("work", work)
-        estimator.filter_state = work[6 * S : 10 * S]
-        for i, name in enumerate(("psi_hat", "bias_hat", "alpha", "w_prev")):
-            setattr(estimator, name, work[(6 + i) * S : (7 + i) * S])
-        # sin outputs [cos φ, sin φ (2n) | load slope trig (6S)]; the estimator's trig buffer becomes a view of it
-        sines = torch.zeros(2 * n + 6 * S, dtype=f64)
-        sines[: 2 * n] = estimator.trig
-        self.register_buffer("sines", sines)
-        estimator.trig = sines[: 2 * n]
-        # the step's intermediate vectors live in buffers, read and written through fixed views (no slicing and
-        # fewer allocations per step): L, f_c (2S), ψ_m (S)
-        Lb = torch.zeros(self.k_fl + 6 * S, dtype=f64)
-        fc = torch.zeros(2 * S, dtype=f64)
-        Y = work[10 * S : 10 * S + self.n_y]
-        # out = [τ (2), θ (2), θ̇ (2) | η, w(L), w′(L), w″(0) (Y[3:k_lin]) | x, y | angle (Y[0]) | θ_d (2), hub loads
-        # (2)]
-        # from F = [τ, θ, θ̇, x, y, θ_d, hub loads] (12) at YF[n_y:]
-        f0 = self.n_y
-        order = (
-            list(range(f0, f0 + 6)) + list(range(3, self.k_lin)) + [f0 + 6, f0 + 7, 0] + list(range(f0 + 8, f0 + 12))
-        )
-        self.register_buffer("out_index", torch.tensor(order, dtype=torch.int64))
-        views = {
-            "frame_in": work[: 6 * S].view(S, 6),
-            "xz": work[: 10 * S],
-            "zY": work[6 * S : 10 * S + self.n_y],
-            "YF": work[10 * S :],
-            "F": work[10 * S + self.n_y :],
-            "L": Lb,
-            "L_f": Lb[: 2 * S],
-            "L_u1": Lb[2 * S : self.k_u2],
-            "L_u2": Lb[self.k_u2 : self.k_z],
-            "L_zY": Lb[self.k_z : self.k_fl],
-            "L_w": Lb[self.k_z + 3 * S : self.k_z + 4 * S],
-            "L_fl": Lb[self.k_fl :],
-            "f_c": fc,
-            "f_cy": fc[:S],
-            "f_cz": fc[S:],
-            "psi_m": torch.zeros(S, dtype=f64),
-            "Y_out": Y[: self.k_e],
-            "Y_e": Y[self.k_e : self.k_sin],
-            "Y_sin": Y[self.k_sin :],
-            "s_trig": sines[: 2 * n],
-            "s_load": sines[2 * n :],
-        }
-        for k, v in views.items():
-            self.register_buffer(k, v)
+        for k, b in layout.buffers.items():
+            self.register_buffer(k, b)
 
     @classmethod
     def build(cls, cfg: Optional[ArmControllerConfig] = None) -> "ArmController":
@@ -351,6 +272,9 @@ class ArmController(nn.Module):
 
         Args:
             cfg: the configuration (None: the defaults, ``ArmControllerConfig()``).
+
+        Returns:
+            The controller.
         """
         cfg = ArmControllerConfig() if cfg is None else cfg
         cfg.validate()
@@ -365,6 +289,7 @@ class ArmController(nn.Module):
 
     @torch.jit.export
     def reset(self) -> None:
+        """Back to the state after construction: estimator, last output (gravity hold at θ₀), counters, calibration."""
         self.estimator.reset()
         self.last_tau.copy_(self._gravity_hold(self.theta0))
         self.last_state.zero_()
@@ -384,6 +309,9 @@ class ArmController(nn.Module):
 
         Args:
             t: the time [s] on the trajectory's clock (held at its ends outside [t0, t0 + duration]).
+
+        Returns:
+            ``(θ_d [rad], θ̇_d [rad/s], θ̈_d [rad/s²])``, each (2,).
         """
         tt = torch.full((2,), t, dtype=torch.float64)
         return quintic(tt, self.theta0, self.thetaf, self.t0, self.duration)

@@ -5,7 +5,7 @@ tensor graph, for `torch.export` and ExecuTorch.
 the control law on Python floats and returns early on faults. `torch.export` cannot trace that: the first
 ``float(tensor)`` of the IMU estimator (``flexlearn/physics/modal/estimator.py``, the saturation test of
 ``FlexibleArmEstimator.step``) and ``math.isfinite(t)`` in ``ArmController._check`` stop it with
-``GuardOnDataDependentSymNode`` (see `flexlearn.runtime.executorch_export.diagnose_export`). This module
+``GuardOnDataDependentSymNode`` (see `flexlearn.runtime.export_diagnosis.diagnose_export`). This module
 restructures the same step, built from an existing controller (same constants, same initial state):
 
 * every Python-float or Python-bool state of the controller and its estimator is a buffer (``lp``, ``lp_init``,

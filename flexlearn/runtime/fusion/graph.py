@@ -6,13 +6,14 @@ and read one list of state buffers (`fusion.state`).
 `FusedEstimator` is written for TorchScript: its time base, pulse bookkeeping and heading filter keep Python
 floats, ints and lists as state and branch on tensor values (``bool(...)``, ``float(...)``, ``torch.equal``,
 indexing by the firing coil). `torch.export` stops at the first of them (the clock test of ``attitude``,
-``bool(good.all())`` of ``magnetometer``; `flexlearn.runtime.executorch_export.diagnose_export` names each).
+``bool(good.all())`` of ``magnetometer``; `flexlearn.runtime.export_diagnosis.diagnose_export` names each).
 `FusedEstimatorGraph` computes the same three entry points without data-dependent control flow:
 
 * every Python scalar of the estimator, its `TimeBase` (two streams) and its `HeadingDriftFilter` is a 0-d or 1-d
   buffer (``t_att``, ``t_off``, ``coil``, ``nofix_next``, the clock candidates, the filter's ``t_ref`` …);
 * every ``if`` on data is evaluated on both sides and selected with ``torch.where``; state is written (in the
   source's order) only where the source writes it; the firing coil j is a tensor index (``index_select``);
+* the heading filter and the heading-rate correction are in the mixin `flexlearn.runtime.fusion.heading_graph`;
 * the magnetic correction of a pulse (direction model + heading filter) is split off: ``magnetometer_round``
   records a pulse that ends (``pending`` and what the correction reads, as of that moment) and returns
   ``pending``; ``correct_pending`` applies it. The caller runs the second only when the first returns True (a
@@ -30,19 +31,14 @@ h () [m], flags (N,) int64)``; ``magnetometer_round(t (), mags (N, 3), coil ()) 
 from __future__ import annotations
 
 import math
-from typing import Optional, Tuple
+from typing import Tuple
 
 import torch
 from torch import Tensor, nn
 
-from flexlearn.lie import quat_to_matrix, so3_exp
+from flexlearn.lie import quat_to_matrix
 from flexlearn.runtime.fusion.estimator import FusedEstimator
-from flexlearn.runtime.fusion.heading_filter import (
-    heading_angle_terms,
-    heading_predict,
-    heading_prior_variances,
-    misalignment_direction,
-)
+from flexlearn.runtime.fusion.heading_graph import HeadingFilterGraph
 from flexlearn.runtime.fusion.options import FUSION, EstimatorSettingsError
 from flexlearn.runtime.fusion.quat_quadratic import (
     angular_travel,
@@ -51,7 +47,7 @@ from flexlearn.runtime.fusion.quat_quadratic import (
     quadratic_map,
     reference_rows,
 )
-from flexlearn.runtime.fusion.state import ESTIMATOR_BUFFERS, ESTIMATOR_SCALARS, EstimatorStateTypes
+from flexlearn.runtime.fusion.state import ESTIMATOR_BUFFERS, ESTIMATOR_SCALARS
 
 F64 = torch.float64
 
@@ -60,7 +56,7 @@ def _s(x: object, dtype: torch.dtype) -> Tensor:
     return torch.tensor(x, dtype=dtype)
 
 
-class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
+class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
     """Branch-free twin of a default-configured `FusedEstimator` (module docstring); build with `from_estimator`."""
 
     # buffers: the estimator's state (`ESTIMATOR_BUFFERS`, `ESTIMATOR_SCALARS` as 0-d tensors), the heading filter's
@@ -76,13 +72,6 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
     t_mag: Tensor
     t_off: Tensor
     resync_until: Tensor
-    hf_x: Tensor
-    hf_p: Tensor
-    hf_travel_ref: Tensor
-    hf_eye: Tensor
-    hf_last_nis: Tensor
-    hf_rejected: Tensor
-    hf_t_ref: Tensor
     tb_offset: Tensor
     tb_resyncs: Tensor
     tb_t_resync: Tensor
@@ -90,27 +79,19 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
     tb_cand_prev: Tensor
     tb_cand_last: Tensor
     tb_cand_n: Tensor
-    ar3: Tensor
     pending: Tensor
     pend_j: Tensor
     pend_t: Tensor
     pend_db: Tensor
     pend_q_on: Tensor
-    pend_travel: Tensor
     tmap_e: Tensor
     # settings copied from the estimator
-    sigma_m2: float
-    p0: float
     settle: float
     full_scale: float
     stale_after: float
     fix_timeout: float
     max_gap: float
     resync_flag_s: float
-    hf_kappa2: float
-    hf_sigma_b2: float
-    hf_sigma_align2: float
-    hf_gate2: float
     tb_max_gap: float
     min_fresh: int
     confirm: int
@@ -179,12 +160,18 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
 
     @classmethod
     def from_estimator(cls, est: FusedEstimator) -> "FusedEstimatorGraph":
-        """The twin of ``est`` in its current state (usually freshly built); ``est`` is not changed."""
-        return cls(est)
+        """The twin of ``est`` in its current state (usually freshly built); ``est`` is not changed.
 
-    @staticmethod
-    def _put(buf: Tensor, cond: Tensor, value: Tensor) -> None:
-        buf.copy_(torch.where(cond, value, buf))
+        Args:
+            est: a default-configured estimator.
+
+        Returns:
+            The graph.
+
+        Raises:
+            EstimatorSettingsError: when ``est`` is not default-configured (module docstring).
+        """
+        return cls(est)
 
     # ------------------------------------------------------------------------------------------ time base
     def _clock(self, k: int, t: Tensor, last: Tensor, active: Tensor) -> Tensor:
@@ -244,6 +231,9 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
 
         Args:
             quats: module quaternions (N + 1, 4) with the robot hanging straight.
+
+        Returns:
+            has_ref (N + 1,) bool.
         """
         n = self.n
         q, ok = reference_rows(quats, self.q_ref)
@@ -281,22 +271,6 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
         self.pending.fill_(False)
         self.q_on.copy_(self.q_last.clone())
         return ok.clone()
-
-    def _hf_reset(self, cond: Optional[Tensor] = None) -> None:
-        """`HeadingDriftFilter.reset` (where ``cond``; always if None)."""
-        n = self.n
-        diag = heading_prior_variances(n, self.p0, self.hf_kappa2, self.hf_sigma_align2)
-        if cond is None:
-            for buf in (self.hf_x, self.hf_travel_ref, self.hf_last_nis, self.hf_rejected):
-                buf.zero_()
-            self.hf_p.copy_(self.hf_eye * diag)
-            self.hf_t_ref.fill_(-1e300)
-            return
-        self._put(self.hf_x, cond, torch.zeros_like(self.hf_x))
-        self._put(self.hf_p, cond, self.hf_eye * diag)
-        for buf in (self.hf_travel_ref, self.hf_last_nis, self.hf_rejected):
-            self._put(buf, cond, torch.zeros_like(buf))
-        self._put(self.hf_t_ref, cond, torch.full_like(self.hf_t_ref, -1e300))
 
     # ---------------------------------------------------------------------------------------- attitude
     def attitude(self, t: Tensor, quats: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
@@ -469,6 +443,9 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
 
         Args:
             request: () bool, whether to apply the pending correction.
+
+        Returns:
+            applied (N,) bool.
         """
         j = self.pend_j
         attempt = self.pending & request
@@ -513,84 +490,6 @@ class FusedEstimatorGraph(nn.Module, EstimatorStateTypes):
         trav = torch.stack([self.pend_travel.index_select(0, jv + 1), self.pend_travel.index_select(0, jv)], -1)
         self._put(self.travel_fix, (go & row).unsqueeze(-1), trav.expand(n, 2))
         return self._heading_rate(j, uq, um, r_par, t, go)
-
-    def _heading_rate(self, j: Tensor, uq: Tensor, um: Tensor, r_par: Tensor, t: Tensor, go: Tensor) -> Tensor:
-        """`FusedEstimator._correct_heading_rate` (predict, update, gains) where ``go``; the fix's acceptance."""
-        n = self.n
-        jv = j.view(1)
-        self._hf_predict(self.pend_travel[1:], t, go)
-        th0 = self.hf_x[:n]
-        dth = th0 - self.theta_applied
-        a = self.axis.index_select(0, jv + 1).squeeze(0)
-        x = torch.matmul(self.c_bias.index_select(0, jv).squeeze(0), uq)
-        y, s2 = heading_angle_terms(x, um, a)
-        obs = s2 >= 1e-3
-        jp = (j - 1).clamp_min(0).view(1)
-        prev = torch.where(j > 0, dth.index_select(0, jp).squeeze(0), torch.zeros_like(s2))
-        y = y - dth.index_select(0, jv).squeeze(0) + prev
-        w = misalignment_direction(a, um, r_par) / torch.sqrt(s2)
-        ok = self._hf_update(j, y, self.sigma_m2 / s2, w, go & obs)
-        ok = ok | ~obs
-        th = self.hf_x[:n]
-        finite = torch.isfinite(th).all()
-        self._hf_reset(go & ~finite)
-        set_gain = go & finite
-        self._put(self.theta_applied, set_gain, th)
-        self._put(self.rel_c, set_gain, th - torch.cat([torch.zeros(1, dtype=F64), th[:-1]]))
-        pjj = self.hf_p.index_select(0, jv).index_select(1, jv).reshape(1).expand(n)
-        row = self.eye_n.index_select(0, jv).squeeze(0)
-        self._put(self.p_var, set_gain & row, pjj)
-        self._put(self.t_p, set_gain & row, t.expand(n))
-        wv = th.unsqueeze(-1) * self.axis[1:]
-        self._put(self.bias, set_gain, wv)
-        cb = so3_exp(wv)
-        self._put(self.c_bias, set_gain, cb)
-        self._put(self.gain, set_gain, torch.cat([self.gain[:1], torch.matmul(cb, self.tmap[1:])]))
-        return ok & finite & go
-
-    # ---------------------------------------------------------------------------------- heading filter
-    def _hf_predict(self, travel: Tensor, t: Tensor, cond: Tensor) -> None:
-        """`HeadingDriftFilter.predict` where ``cond``."""
-        dphi = (travel - self.hf_travel_ref).clamp_min(0.0)
-        self._put(self.hf_travel_ref, cond, travel)
-        dt = torch.where(self.hf_t_ref > -1e299, torch.clamp_min(t - self.hf_t_ref, 0.0), torch.zeros_like(t))
-        self._put(self.hf_t_ref, cond, t)
-        x, p = heading_predict(self.hf_x, self.hf_p, self.hf_eye, dphi, dt, self.hf_sigma_b2)
-        self._put(self.hf_x, cond, x)
-        self._put(self.hf_p, cond, p)
-
-    def _hf_update(self, j: Tensor, y: Tensor, r: Tensor, w: Tensor, cond: Tensor) -> Tensor:
-        """`HeadingDriftFilter.update` of joint j + 1 where ``cond``; True where the fix is taken."""
-        n = self.n
-        jv = j.view(1)
-        jp = (j - 1).clamp_min(0).view(1)
-        has_parent = j > 0
-        cols = 2 * n + 3 * j + self.ar3
-        pj = self.hf_p.index_select(1, jv).squeeze(1)
-        ph = torch.where(has_parent, pj - self.hf_p.index_select(1, jp).squeeze(1), pj)
-        ph = ph + torch.matmul(self.hf_p.index_select(1, cols), w)
-        phj = ph.index_select(0, jv).squeeze(0)
-        s = phj - torch.where(has_parent, ph.index_select(0, jp).squeeze(0), torch.zeros_like(phj))
-        s = s + torch.dot(ph.index_select(0, cols), w) + r
-        y = y - torch.dot(self.hf_x.index_select(0, cols), w)
-        valid = cond & torch.isfinite(y) & torch.isfinite(s) & (s > 0.0)
-        nis = y * y / s
-        row = self.eye_n.index_select(0, jv).squeeze(0)
-        self._put(self.hf_last_nis, valid & row, nis.expand(n))
-        gated = (
-            valid
-            & (self.hf_gate2 > 0.0)
-            & (nis > self.hf_gate2)
-            & (self.hf_rejected.index_select(0, jv).squeeze(0) == 0)
-        )
-        self._put(self.hf_rejected, gated & row, torch.ones_like(self.hf_rejected))
-        take = valid & ~gated
-        self._put(self.hf_rejected, take & row, torch.zeros_like(self.hf_rejected))
-        k = ph / s
-        self._put(self.hf_x, take, self.hf_x + k * y)
-        p = self.hf_p - torch.outer(k, ph)
-        self._put(self.hf_p, take, 0.5 * (p + p.transpose(0, 1)))
-        return take
 
     def forward(self, t: Tensor, quats: Tensor, mags: Tensor, coil: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         """One fused step: magnetometer round then attitude sweep (as `FusedEstimator.forward`).

@@ -197,7 +197,7 @@ def load_program_bundle(path: str | Path, *, trust_unverified: bool = False) -> 
         methods, meta, program = load_pte_methods(read_verified(path, trust_unverified), path)
     elif path.suffix == ".pt2":
         try:
-            from ..executorch_export import load_bundle_program  # optional: absent in the kit (no parent package)
+            from ..program_loading import load_bundle_program  # optional: absent in the kit (no parent package)
         except ImportError:
             raise BundleLoadError(
                 f"model file '{path}': a .pt2 bundle needs flexlearn installed (its archive is "

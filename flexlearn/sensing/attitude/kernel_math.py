@@ -2,8 +2,9 @@
 
 Plain-float functions that numba compiles into the offline batch and TorchScript scripts into the runtime step:
 the Hamilton product and rotation of (w, x, y, z) quaternions, a normalised store, the second-order Butterworth
-low-pass (transposed direct form II with a running-mean start-up) and its coefficients, angle wrapping and a
-finiteness test. ``s`` is the filter's state vector; its layout is in the ``kernels`` module docstring.
+low-pass (transposed direct form II with a running-mean start-up) and its coefficients, angle wrapping, a
+finiteness test and the 6-axis orientation of the state (:func:`q6`). ``s`` is the filter's state vector; its
+layout is in the ``kernels`` module docstring.
 """
 
 import math
@@ -202,3 +203,16 @@ def finite3(x: float, y: float, z: float) -> bool:
         True when x, y and z are finite.
     """
     return x - x == 0.0 and y - y == 0.0 and z - z == 0.0
+
+
+@jitable
+def q6(s: List[float]) -> Tuple[float, float, float, float]:
+    """The 6-axis orientation q_{E_i S} = q_a ⊗ q_g.
+
+    Args:
+        s: the state vector (layout in the `kernels` module docstring: q_g = s[0:4], q_a = s[4:8]).
+
+    Returns:
+        q_{E_i S} as (w, x, y, z).
+    """
+    return qmul(s[4], s[5], s[6], s[7], s[0], s[1], s[2], s[3])

@@ -221,7 +221,7 @@ def test_analytic_length_column_matches_finite_differences(csg_start):
     the compiled residual."""
     from flexlearn.physics.lse.compiled.elements import alloc_parts, workspace
     from flexlearn.physics.lse.length_actuated import condense as pc
-    from flexlearn.physics.lse.length_actuated import kernels as pk
+    from flexlearn.physics.lse.length_actuated.residual import residuals_into
 
     ps, st = csg_start
     r, n = st.beta.shape[:2]
@@ -229,7 +229,7 @@ def test_analytic_length_column_matches_finite_differences(csg_start):
 
     def residual(lengths):
         res, ree, tip = np.empty((r, 12 * n)), np.empty(6), np.empty((r, 4, 4))
-        pk._residuals_into(
+        residuals_into(
             ps.base,
             st.g_ee,
             state[:3] + (lengths,),
@@ -247,7 +247,7 @@ def test_analytic_length_column_matches_finite_differences(csg_start):
         return res
 
     parts = alloc_parts(r, n)
-    pk._residuals_into(
+    residuals_into(
         ps.base,
         st.g_ee,
         state,
@@ -371,11 +371,8 @@ def test_pose_log_and_node_rebuild_match_the_lie_group_maps():
     import torch
 
     from flexlearn.lie import se3_exp, se3_log
-    from flexlearn.physics.lse.length_actuated.geometry import (
-        log_se3_into,
-        rebuild_nodes_into,
-        rel_pose_into,
-    )
+    from flexlearn.physics.lse.length_actuated.closure import rebuild_nodes_into
+    from flexlearn.physics.lse.length_actuated.geometry import log_se3_into, rel_pose_into
 
     rng = np.random.default_rng(3)
     rel, out, co = np.empty((4, 4)), np.empty(6), np.empty(6)
@@ -420,7 +417,7 @@ def test_node_rebuild_closes_on_the_tip_without_stretching_or_shearing_the_rod()
     import torch
 
     from flexlearn.lie import se3_exp, se3_log
-    from flexlearn.physics.lse.length_actuated.geometry import rebuild_nodes_into
+    from flexlearn.physics.lse.length_actuated.closure import rebuild_nodes_into
 
     rng = np.random.default_rng(5)
     r, n, length = 2, 8, 0.5
@@ -465,7 +462,7 @@ def test_node_rebuild_keeps_the_stretch_of_a_straight_rod_whose_tip_moved_along_
     """A straight rod of N elements (stretch 1.001) whose tip target lies 1e-6 m further along its axis: the
     length takes it up (δL = 1e-6 / 1.001), so every element's stretch (node spacing over L/N) is unchanged; a
     rigid spread would change it by δp/L = 2e-6, ≈ 0.5 N of axial force on a 1.3 mm steel rod."""
-    from flexlearn.physics.lse.length_actuated.geometry import rebuild_nodes_into
+    from flexlearn.physics.lse.length_actuated.closure import rebuild_nodes_into
 
     n, length, stretch = 8, 0.5, 1.001
     base = np.eye(4)[None]

@@ -53,6 +53,9 @@ CACHE_SOURCES = (
 POSE_CACHE_SOURCES = (
     "../length_actuated/kernels",
     "../length_actuated/geometry",
+    "../length_actuated/closure",
+    "../length_actuated/residual",
+    "../length_actuated/warm_start",
     "../length_actuated/condense",
     "../length_actuated/work",
     "../length_actuated/fit",

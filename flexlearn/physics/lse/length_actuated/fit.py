@@ -10,7 +10,7 @@ lengths L — is fitted by a polynomial of degree ≤ 3 in these coordinates (de
 basis stays ≤ 28 monomials), least squares over K = ⌈NEIGHBOUR_RATIO × basis size⌉ neighbours, and evaluated at
 ``g`` (the origin): the warm start is ``Σ_i w_i x_i`` with weights ``w = Q R⁻ᵀ e₀`` (A = QR, A (K, M) the
 monomials of the neighbours, e₀ the constant's coefficient). Its nodes are rebuilt from Ω and closed onto the
-tips at ``g`` (:func:`~flexlearn.physics.lse.length_actuated.geometry.rebuild_nodes_into`), as for the path
+tips at ``g`` (:func:`~flexlearn.physics.lse.length_actuated.closure.rebuild_nodes_into`), as for the path
 extrapolation.
 
 On the CSG batch of ``scripts/bench_csg.py`` (1,000 random positions, visited in nearest-neighbour order) the
@@ -26,10 +26,10 @@ import numpy as np
 
 from flexlearn.physics.lse.compiled.elements import refresh_pose_cache
 from flexlearn.physics.lse.compiled.linalg import njit, njit_leaf
+from flexlearn.physics.lse.length_actuated.closure import rebuild_nodes_into
 from flexlearn.physics.lse.length_actuated.geometry import (
     combine_solutions_into,
     log_se3_into,
-    rebuild_nodes_into,
     record_solution_into,
     rel_pose_into,
     tip_poses_into,

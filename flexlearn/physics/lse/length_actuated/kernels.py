@@ -11,8 +11,9 @@ second display with δζ_ee replaced by the six lengths).
 
 Tangent, factorisation and solves: :mod:`~flexlearn.physics.lse.length_actuated.condense` (exact element tangents, the
 analytic length column, static condensation along each rod, a 6 × 6 system in δL; the same factorisation gives
-the sensitivity ``dq/dζ_ee``, six more columns, used by the warm-start predictor). Pose helpers, the strain
-retraction and the cold start: :mod:`~flexlearn.physics.lse.length_actuated.geometry`.
+the sensitivity ``dq/dζ_ee``, six more columns, used by the warm-start predictor). Pose helpers and the cold start:
+:mod:`~flexlearn.physics.lse.length_actuated.geometry`; the strain retraction and the nodes rebuilt from element
+strains: :mod:`~flexlearn.physics.lse.length_actuated.closure`.
 
 Newton (:func:`pose_newton`) follows the stopping and step rules of
 :mod:`flexlearn.physics.lse.newton_policy`, with the factorisation kept while it works (chord steps): a
@@ -21,11 +22,18 @@ the factor ``chord_keep`` (default CHORD_KEEP; 0: plain Newton) the next step re
 with a fresh factorisation (which then follows the plain Newton rules). A warm-started pose starts
 with a fresh factorisation (:func:`solve_stepped`); without a warm start it carries over from pose to pose.
 
-Warm starts (:func:`solve_stepped`): along a straight platform path (the last solutions and the new pose on one
-SE(3) geodesic) the polynomial extrapolation of up to EXTRAP_POINTS previous solutions in their element strains
-(:func:`_extrapolate`; its first residual ≈ 1e-5 of the load scale on the CSG path against ≈ 0.08 for the
-sensitivity predictor); otherwise the sensitivity predictor (:func:`predict_start`), whose six columns are solved
-from the latest factorisation only when it is used.
+Warm starts (:func:`solve_stepped`; :mod:`~flexlearn.physics.lse.length_actuated.warm_start`): along a straight
+platform path (the last solutions and the new pose on one SE(3) geodesic) the polynomial extrapolation of up to
+EXTRAP_POINTS previous solutions in their element strains (``extrapolate``; its first residual ≈ 1e-5 of the load
+scale on the CSG path against ≈ 0.08 for the sensitivity predictor); otherwise the sensitivity predictor
+(``predict_start``), whose six columns are solved from the latest factorisation only when it is used. Without a warm
+start a platform move with the rods left in place stretches them by O(move)·EA, which Newton from there handles
+poorly on slender rods. A warm-started step starts Newton with a fresh factorisation: a kept one leaves solutions
+only just inside the tolerance, whose errors the next extrapolations amplify (for the same reason a solution the
+extrapolation reached without a correction is left out of the history, though never two in a row); after a
+sensitivity prediction the kept one is as old as the whole move, and a chord step from it rarely pays for its
+residual evaluation (nearest-neighbour chains of random poses in scripts/bench_csg.py: 5.9 → 4.0 corrections per
+pose, 1.6× the rate). The residual and its norms: :mod:`~flexlearn.physics.lse.length_actuated.residual`.
 
 Each entry point (:func:`pose_solve`, :func:`pose_path`, :func:`pose_batch`) is one compiled call that allocates
 its work arrays once (:func:`pose_workspace`); no Python runs between Newton iterations or poses.
@@ -36,13 +44,12 @@ sens_psi (R, 6), sens_l (R, 6), has_sens). SI units.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from flexlearn.physics.lse.compiled.elements import element_into, refresh_pose_cache
+from flexlearn.physics.lse.compiled.elements import refresh_pose_cache
 from flexlearn.physics.lse.compiled.linalg import matmul, njit, njit_leaf
 from flexlearn.physics.lse.compiled.newton import exp_se3
+from flexlearn.physics.lse.length_actuated.closure import retract_strain_into
 from flexlearn.physics.lse.length_actuated.condense import (
     pose_factor,
     pose_solve_column,
@@ -51,17 +58,13 @@ from flexlearn.physics.lse.length_actuated.condense import (
 from flexlearn.physics.lse.length_actuated.geometry import (
     ad_inv_t_into,
     cold_state,
-    combine_solutions_into,
     copy_state,
-    line_weights,
-    rebuild_nodes_into,
-    record_solution_into,
     rel_log,
-    retract_strain_into,
     tip_poses_into,
 )
+from flexlearn.physics.lse.length_actuated.residual import largest_rotation, residual_norm, residuals_into, step_norm
+from flexlearn.physics.lse.length_actuated.warm_start import ensure_sens, extrapolate, predict_start, push_history
 from flexlearn.physics.lse.length_actuated.work import (
-    HISTORY,
     PoseSensitivity,
     current_and_trial,
     current_state,
@@ -82,108 +85,37 @@ refresh_pose_cache()  # before any kernel of this file loads its cache
 
 __all__ = [
     "CHORD_KEEP",
-    "EXTRAP_MIN",
     "EXTRAP_POINTS",
-    "PARALLEL_COS",
     "evaluate_current",
     "load_state",
     "pose_batch",
     "pose_newton",
     "pose_path",
     "pose_solve",
-    "predict_start",
     "refactor",
     "solve_stepped",
 ]
 
 CHORD_KEEP = 0.05  # default: a kept factorisation is refreshed after a step that lowered the residual less
-PARALLEL_COS = 0.9  # second-order predictor term only for platform moves this parallel to the previous one
 EXTRAP_POINTS = 7  # default: solutions it extrapolates from at most (polynomial degree EXTRAP_POINTS - 1)
-EXTRAP_MIN = 4  # fewest solutions it extrapolates from (degree ≥ 3; lower degrees predict worse)
-
-
-@njit_leaf
-def _residuals_into(base, g_ee, state, tip_local, kd, xi0, w_body, parts, ws, res, res_ee, tip, adt):
-    """Rod residuals (R, 12N) ``[ζ_1 … ζ_{N-1}, β_1 … β_N, tip wrench r_b]`` per rod, the platform residual
-    ``Σ Ad_{T⁻¹}ᵀ r_b − w_body`` (6,) and the tip poses into res, res_ee, tip; element pieces into ``parts``
-    (:func:`~flexlearn.physics.lse.compiled.elements.alloc_parts`). adt (6, 6): scratch."""
-    g_int, beta, psi, lengths = state
-    r, n = beta.shape[0], beta.shape[1]
-    tip_poses_into(g_ee, tip_local, psi, tip)
-    for i in range(6):
-        res_ee[i] = -w_body[i]
-    for k in range(r):
-        h = lengths[k] / n
-        out = res[k]
-        out[:] = 0.0
-        for e in range(n):
-            ga = base[k] if e == 0 else g_int[k, e - 1]
-            gb = tip[k] if e == n - 1 else g_int[k, e]
-            element_into(ga, gb, beta[k, e], h, kd[k], xi0[k], parts, k, e, ws)
-            ra, rb, rbeta = parts[10][k, e], parts[11][k, e], parts[12][k, e]
-            o_b = 12 * n - 6 if e == n - 1 else 6 * e
-            for i in range(6):
-                if e > 0:
-                    out[6 * (e - 1) + i] += ra[i]
-                out[o_b + i] += rb[i]
-                out[6 * (n - 1) + 6 * e + i] = rbeta[i]
-        ad_inv_t_into(tip_local[k], psi[k], adt)
-        for i in range(6):
-            acc = 0.0
-            for j in range(6):
-                acc += adt[i, j] * out[12 * n - 6 + j]
-            res_ee[i] += acc
-
-
-@njit_leaf
-def _norm(res, res_ee, w, scale, twist_free):
-    """Scaled residual ∞-norm: entries in N·m by the weights w (12N,) ([1, L] per node, 1/L² per β), over
-    ``scale``; the rows solved for: interior nodes, slopes, tip torsion (when free), platform balance."""
-    ny = res.shape[1] - 6
-    out, total = 0.0, 0.0
-    for k in range(res.shape[0]):
-        for i in range(ny):
-            v = abs(res[k, i] * w[i])
-            out, total = max(out, v), total + v
-        if twist_free:
-            v = abs(res[k, ny + 2] * w[ny + 2])
-            out, total = max(out, v), total + v
-    for i in range(6):
-        v = abs(res_ee[i] * w[ny + i])
-        out, total = max(out, v), total + v
-    return out / scale if math.isfinite(total) else math.inf  # max skips NaN: a diverged state is not converged
-
-
-@njit_leaf
-def _largest_rotation(dy, dpsi, dl, lengths, col):
-    """Largest nodal rotation [rad] (and tip twist, relative length change) of a correction column."""
-    r = dy.shape[0]
-    n1 = (dy.shape[1] - 6 * ((dy.shape[1] + 6) // 12)) // 6
-    big = 0.0
-    for k in range(r):
-        big = max(big, abs(dpsi[k, col]), abs(dl[k, col]) / lengths[k])
-        for j in range(n1):
-            big = max(big, math.sqrt(dy[k, 6 * j, col] ** 2 + dy[k, 6 * j + 1, col] ** 2 + dy[k, 6 * j + 2, col] ** 2))
-    return big
-
-
-@njit_leaf
-def _step_norm(dy, dpsi, dl, lengths, w):
-    """Weighted ∞-norm of the Newton correction (column 0): rotations [rad], translations / L, slopes × L², δL / L."""
-    out, total = 0.0, 0.0
-    for k in range(dy.shape[0]):
-        for i in range(dy.shape[1]):
-            v = abs(dy[k, i, 0] / w[i])
-            out, total = max(out, v), total + v
-        v = max(abs(dpsi[k, 0]), abs(dl[k, 0]) / lengths[k])
-        out, total = max(out, v), total + abs(dpsi[k, 0]) + abs(dl[k, 0])
-    return out if math.isfinite(total) else math.inf
 
 
 @njit_leaf
 def refactor(wk, cur, tip_local, kd, xi0, opts):
     """Tangent and factorisation at the current state; its sensitivity (columns 1 … 6) is solved when first
-    needed (:func:`_ensure_sens`). Returns False when singular."""
+    needed (:func:`~flexlearn.physics.lse.length_actuated.warm_start.ensure_sens`).
+
+    Args:
+        wk: The workspace (:func:`pose_workspace`); its factorisation and flags written.
+        cur: The workspace's current slot (element pieces, state, residuals, tip poses).
+        tip_local: Platform attachments g^loc (R, 4, 4), platform frame.
+        kd: Section stiffness diagonal of each rod (R, 6).
+        xi0: Reference strain of each rod (R, 6).
+        opts: The :class:`~flexlearn.physics.lse.length_actuated.work.PoseNewtonOptions`.
+
+    Returns:
+        False when the tangent is singular.
+    """
     parts, st, res = cur[0], cur[1], cur[2]
     cw, hel, dres, adt, flags = wk[3], wk[13], wk[14], wk[15], wk[22]
     beta, psi, lengths, twist_free = st[1], st[2], st[3], opts.twist_free
@@ -197,68 +129,6 @@ def refactor(wk, cur, tip_local, kd, xi0, opts):
         flags[1], flags[4] = 0, 0
     flags[0] = 1 if ok else 0
     return ok
-
-
-@njit(cache=True)
-def _ensure_sens(wk, twist_free):
-    """Solve the sensitivity columns 1 … 6 (platform twists) of the latest factorisation into the workspace's
-    sensitivity when they are pending (flag 4)."""
-    flags, dy, dpsi, dl = wk[22], wk[19], wk[20], wk[21]
-    if flags[4] == 0:
-        return
-    cur, _ = current_and_trial(wk)
-    ok = True
-    for c in range(1, 7):
-        ok = pose_solve_column(wk[3], wk[13], wk[15], cur[2], cur[3], twist_free, c, dy, dpsi, dl) and ok
-    if ok:
-        wk[23][0][:] = dy[:, :, 1:]
-        wk[23][1][:] = dpsi[:, 1:]
-        wk[23][2][:] = dl[:, 1:]
-    flags[1], flags[4] = (1 if ok else 0), 0
-
-
-@njit(cache=True)
-def _push_history(g_ee, wk):
-    """Add the current state (a solution at ``g_ee``, its element pieces evaluated) to the front of the
-    solution history, dropping the oldest beyond HISTORY. The platform poses shift (latest first); Ω, β, ψ, L
-    stay in their storage slots, ``slots[i]`` naming the slot of the i-th latest (no copies of older ones)."""
-    flags, hist = wk[22], wk[28]
-    slots = hist[5]
-    m = min(flags[5] + 1, HISTORY)
-    new = slots[m - 1]  # a free slot, or the oldest one's when the history is full
-    for i in range(m - 1, 0, -1):
-        slots[i] = slots[i - 1]
-        hist[0][i] = hist[0][i - 1]
-    slots[0] = new
-    cur, _ = current_and_trial(wk)
-    parts, st = cur[0], cur[1]
-    hist[0][0] = g_ee
-    record_solution_into(parts, st, hist[1][new], hist[2][new], hist[3][new], hist[4][new])
-    flags[5] = m
-
-
-@njit(cache=True)
-def _extrapolate(base, g_new, tip_local, max_points, wk):
-    """Warm start at ``g_new`` by polynomial extrapolation of the stored solutions (:func:`_push_history`) when
-    they and ``g_new`` lie on one SE(3) geodesic (:func:`~flexlearn.physics.lse.length_actuated.geometry.line_weights`):
-    Ω, β, ψ, L each ``Σ_i w_i x_i`` (Lagrange weights in the position along the line over at most
-    ``max_points`` solutions, error O(|move|^max_points)), the nodes rebuilt from Ω and closed onto the new tips
-    (:func:`~flexlearn.physics.lse.length_actuated.geometry.rebuild_nodes_into`; the lengths stay as extrapolated, its
-    length change dropped, though the element twists it rescaled are kept: applying it cost the CSG path 0.635 instead
-    of 0.555 corrections per pose). Returns False (the state unchanged) with fewer than EXTRAP_MIN solutions
-    stored or off the line."""
-    flags, hist, om, sw = wk[22], wk[28], wk[29], wk[30]
-    m = flags[5]
-    if m < EXTRAP_MIN or line_weights(hist[0], m, g_new, sw[0], sw[1], max_points) < EXTRAP_MIN:
-        return False
-    _, trl = current_and_trial(wk)
-    gi, be, ps, ln = trl[1]
-    r = be.shape[0]
-    combine_solutions_into(sw[1], hist[5], m, hist[1], hist[2], hist[3], hist[4], om, be, ps, ln)
-    tip_poses_into(g_new, tip_local, ps, trl[4])
-    rebuild_nodes_into(base, om, trl[4], gi, wk[17], wk[16][:r])  # its length change dropped (docstring)
-    flags[2] = 1 - flags[2]
-    return True
 
 
 @njit_leaf
@@ -282,18 +152,15 @@ def _trial(base, g_ee, tip_local, kd, xi0, w_body, opts, wk, cur, trl, alpha):
         wk[17][4, k] = cur[1][2][k] + alpha * dpsi[k, 0]
     tip_poses_into(g_ee, tip_local, wk[17][4], tip_new)
     retract_strain_into(base, cur[1], dy, dpsi, dl, alpha, 0, cur[4], tip_new, cur[0], trl[1], wk[17], wk[29])
-    _residuals_into(base, g_ee, trl[1], tip_local, kd, xi0, w_body, trl[0], wk[2], trl[2], trl[3], trl[4], wk[18])
-    return _norm(trl[2], trl[3], w, scale, twist_free)
+    residuals_into(base, g_ee, trl[1], tip_local, kd, xi0, w_body, trl[0], wk[2], trl[2], trl[3], trl[4], wk[18])
+    return residual_norm(trl[2], trl[3], w, scale, twist_free)
 
 
 @njit(cache=True)
 def pose_newton(base, g_ee, tip_local, kd, xi0, w_body, opts, wk):
     """Riemannian Newton with kept factorisations (module docstring) at the platform pose ``g_ee`` (4, 4) from
-    the current state of the workspace ``wk`` (:func:`pose_workspace`; its residual evaluated here); ``opts``: a
-    :class:`~flexlearn.physics.lse.length_actuated.work.PoseNewtonOptions` (tiny_t2: θ² below which the tangent uses
-    2 quadrature points; extrapolation: points of :func:`_extrapolate`, below EXTRAP_MIN: off). The solution stays the
-    workspace's current state; this pose's corrections are added to ``wk[25]``. Returns (status 1 converged / 0 failed,
-    corrections applied, factorisations, log length).
+    the current state of the workspace ``wk`` (:func:`pose_workspace`; its residual evaluated here). The solution
+    stays the workspace's current state; this pose's corrections are added to ``wk[25]``.
 
     Args:
         base: Rod base poses (R, 4, 4).
@@ -302,16 +169,21 @@ def pose_newton(base, g_ee, tip_local, kd, xi0, w_body, opts, wk):
         kd: Section stiffness diagonal of each rod (R, 6).
         xi0: Reference strain of each rod (R, 6).
         w_body: External platform wrench [moment; force] (6,), body frame.
-        opts: The options.
+        opts: The :class:`~flexlearn.physics.lse.length_actuated.work.PoseNewtonOptions` (tiny_t2: θ² below which the
+            tangent uses 2 quadrature points; extrapolation: points of
+            :func:`~flexlearn.physics.lse.length_actuated.warm_start.extrapolate`, below EXTRAP_MIN: off).
         wk: The workspace, its current state the start.
+
+    Returns:
+        (status 1 converged / 0 failed, corrections applied, factorisations, log length).
     """
     w, scale, tol, max_iter, max_rot = opts.w, opts.scale, opts.tol, opts.max_iter, opts.max_rot
     step_tol, growth, backtracks = opts.step_tol, opts.growth, opts.backtracks
     twist_free, chord_keep = opts.twist_free, opts.chord_keep
     dy, dpsi, dl, flags, log = wk[19], wk[20], wk[21], wk[22], wk[27]
     cur, trl = current_and_trial(wk)
-    _residuals_into(base, g_ee, cur[1], tip_local, kd, xi0, w_body, cur[0], wk[2], cur[2], cur[3], cur[4], wk[18])
-    norm = _norm(cur[2], cur[3], w, scale, twist_free)
+    residuals_into(base, g_ee, cur[1], tip_local, kd, xi0, w_body, cur[0], wk[2], cur[2], cur[3], cur[4], wk[18])
+    norm = residual_norm(cur[2], cur[3], w, scale, twist_free)
     first, it, nlog, factors, fresh = norm, 0, 1, 0, False
     log[0] = norm
     while True:
@@ -324,13 +196,13 @@ def pose_newton(base, g_ee, tip_local, kd, xi0, w_body, opts, wk):
             if not refactor(wk, cur, tip_local, kd, xi0, opts):
                 return 0, it, factors, nlog
         ok = pose_solve_column(wk[3], wk[13], wk[15], cur[2], cur[3], twist_free, 0, dy, dpsi, dl)
-        verdict = step_verdict(_step_norm(dy, dpsi, dl, cur[1][3], w) if ok else np.inf, step_tol)
+        verdict = step_verdict(step_norm(dy, dpsi, dl, cur[1][3], w) if ok else np.inf, step_tol)
         if verdict == FAILED and not fresh:
             flags[0] = 0
             continue
         if verdict == FAILED:
             return 0, it, factors, nlog
-        alpha = 1.0 if verdict == CONVERGED else step_scale(_largest_rotation(dy, dpsi, dl, cur[1][3], 0), max_rot)
+        alpha = 1.0 if verdict == CONVERGED else step_scale(largest_rotation(dy, dpsi, dl, cur[1][3], 0), max_rot)
         n_c = _trial(base, g_ee, tip_local, kd, xi0, w_body, opts, wk, cur, trl, alpha)
         if not fresh and not n_c < norm:  # a kept factorisation that no longer helps: refactorise
             flags[0] = 0
@@ -356,65 +228,37 @@ def pose_newton(base, g_ee, tip_local, kd, xi0, w_body, opts, wk):
 
 
 @njit(cache=True)
-def predict_start(base, g_old, g_new, tip_local, kd, xi0, w_body, max_rot, wk):
-    """Warm start for the platform move ``g_old → g_new`` from the current (solved) state:
-    ``q ⊕ ((dq/dζ_ee) dz + s² d)``, dz = log(g_old⁻¹ g_new), by the strain retraction; ``d``: the corrections
-    Newton added to the previous pose's prediction (its second-order defect), s = dz·dz_prev / |dz_prev|², used
-    when the move is nearly parallel to the previous one (|cos| ≥ PARALLEL_COS; the defect is quadratic in the
-    move, so a reversal keeps it). False (the state unchanged) when a node would turn by more than ``max_rot``."""
-    flags, dy, dpsi, dl = wk[22], wk[19], wk[20], wk[21]
-    sy, spsi, sl = wk[23]
-    dz = rel_log(g_old, g_new)
-    zp = wk[26]
-    dot, nn, np2 = 0.0, 0.0, 0.0
-    for i in range(6):
-        dot += dz[i] * zp[i]
-        nn += dz[i] * dz[i]
-        np2 += zp[i] * zp[i]
-    s2 = 0.0
-    if flags[3] == 1 and np2 > 0 and abs(dot) >= PARALLEL_COS * math.sqrt(nn * np2):
-        s2 = (dot / np2) ** 2
-    d_y, d_psi, d_l = wk[24]
-    a_y, a_psi, a_l = wk[25]  # this pose's defect starts with the predicted part
-    r, ny = sy.shape[0], sy.shape[1]
-    for k in range(r):
-        for i in range(ny):
-            a_y[k, i, 0] = s2 * d_y[k, i, 0]
-            acc = a_y[k, i, 0]
-            for c in range(6):
-                acc += sy[k, i, c] * dz[c]
-            dy[k, i, 0] = acc
-        a_psi[k, 0], a_l[k, 0] = s2 * d_psi[k, 0], s2 * d_l[k, 0]
-        acc_p, acc_l = a_psi[k, 0], a_l[k, 0]
-        for c in range(6):
-            acc_p += spsi[k, c] * dz[c]
-            acc_l += sl[k, c] * dz[c]
-        dpsi[k, 0], dl[k, 0] = acc_p, acc_l
-    zp[:] = dz
-    cur, trl = current_and_trial(wk)
-    if not _largest_rotation(dy, dpsi, dl, cur[1][3], 0) <= max_rot:
-        return False
-    tip_poses_into(g_old, tip_local, cur[1][2], trl[4])
-    tip_old = trl[4].copy()
-    for k in range(r):
-        wk[17][4, k] = cur[1][2][k] + dpsi[k, 0]
-    tip_poses_into(g_new, tip_local, wk[17][4], trl[4])
-    retract_strain_into(base, cur[1], dy, dpsi, dl, 1.0, 0, tip_old, trl[4].copy(), cur[0], trl[1], wk[17], wk[29])
-    flags[2] = 1 - flags[2]
-    return True
-
-
-@njit(cache=True)
 def evaluate_current(base, g_ee, tip_local, kd, xi0, w_body, wk):
-    """Evaluate the residual (and element pieces) of the workspace's current state at ``g_ee``."""
+    """Evaluate the residual (and element pieces) of the workspace's current state at ``g_ee``.
+
+    Args:
+        base: Rod base poses (R, 4, 4).
+        g_ee: Platform pose (4, 4).
+        tip_local: Platform attachments g^loc (R, 4, 4), platform frame.
+        kd: Section stiffness diagonal of each rod (R, 6).
+        xi0: Reference strain of each rod (R, 6).
+        w_body: External platform wrench [moment; force] (6,), body frame.
+        wk: The workspace (:func:`pose_workspace`); its current slot written.
+    """
     cur, _ = current_and_trial(wk)
-    _residuals_into(base, g_ee, cur[1], tip_local, kd, xi0, w_body, cur[0], wk[2], cur[2], cur[3], cur[4], wk[18])
+    residuals_into(base, g_ee, cur[1], tip_local, kd, xi0, w_body, cur[0], wk[2], cur[2], cur[3], cur[4], wk[18])
 
 
 @njit(cache=True)
 def load_state(base, g_ee, tip_local, kd, xi0, w_body, state, sens, wk):
-    """Workspace ← the state (solved at ``g_ee``) and its sensitivity ``sens`` (a
-    :class:`~flexlearn.physics.lse.length_actuated.work.PoseSensitivity`); its residual evaluated."""
+    """Workspace ← the state (solved at ``g_ee``) and its sensitivity ``sens``; its residual evaluated.
+
+    Args:
+        base: Rod base poses (R, 4, 4).
+        g_ee: Platform pose (4, 4).
+        tip_local: Platform attachments g^loc (R, 4, 4), platform frame.
+        kd: Section stiffness diagonal of each rod (R, 6).
+        xi0: Reference strain of each rod (R, 6).
+        w_body: External platform wrench [moment; force] (6,), body frame.
+        state: Solution (g_int, beta, psi, lengths) at ``g_ee``.
+        sens: Its :class:`~flexlearn.physics.lse.length_actuated.work.PoseSensitivity`.
+        wk: The workspace (:func:`pose_workspace`), written.
+    """
     flags = wk[22]
     flags[:] = 0
     copy_state(state, wk[4])
@@ -430,21 +274,33 @@ def load_state(base, g_ee, tip_local, kd, xi0, w_body, state, sens, wk):
 def solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predictor, wk):
     """Solve at ``g_to`` from the workspace's current state (solved at ``g_from``) by adaptive continuation
     along the SE(3) geodesic: the whole step first; a failed step is halved (down to 1/1024 of the way) from the
-    last solution, a converged one doubles the next. Each step is warm-started when ``predictor``: by
-    extrapolation of the last solutions when they lie on the step's line (:func:`_extrapolate`; Newton then
-    starts with a fresh factorisation, as a kept one leaves solutions only just inside the tolerance, whose
-    errors the next extrapolations amplify; for the same reason a solution the extrapolation reached without a
-    correction is left out of the history, though never two in a row), else by the sensitivity (:func:`predict_start`;
-    computed at the start when there is none): a platform move with the rods left in place stretches them by
-    O(move)·EA, which Newton from there handles poorly on slender rods. A sensitivity-predicted step also starts
-    with a fresh factorisation: the one kept from the last solution is as old as the whole move, and a chord
-    step from it rarely pays for its residual evaluation (nearest-neighbour chains of random poses in
-    scripts/bench_csg.py: 5.9 → 4.0 corrections per pose, 1.6× the rate). The solutions reached (the start's
-    included) join the history. Returns (status, Newton corrections, factorisations)."""
+    last solution, a converged one doubles the next.
+
+    Each step is warm-started when ``predictor``: by extrapolation of the last solutions when they lie on the step's
+    line (:func:`~flexlearn.physics.lse.length_actuated.warm_start.extrapolate`), else by the sensitivity
+    (:func:`~flexlearn.physics.lse.length_actuated.warm_start.predict_start`; computed at the start when there is
+    none); Newton then starts with a fresh factorisation (why: module docstring). The solutions reached (the start's
+    included) join the history, except one the extrapolation reached without a correction (never two in a row).
+
+    Args:
+        base: Rod base poses (R, 4, 4).
+        g_from: Platform pose (4, 4) of the workspace's current state.
+        g_to: Platform pose (4, 4) to solve at.
+        tip_local: Platform attachments g^loc (R, 4, 4), platform frame.
+        kd: Section stiffness diagonal of each rod (R, 6).
+        xi0: Reference strain of each rod (R, 6).
+        w_body: External platform wrench [moment; force] (6,), body frame.
+        opts: The :class:`~flexlearn.physics.lse.length_actuated.work.PoseNewtonOptions`.
+        predictor: Warm-start each continuation step.
+        wk: The workspace (:func:`pose_workspace`); the solution becomes its current state.
+
+    Returns:
+        (status 1 solved / 0 failed, Newton corrections, factorisations).
+    """
     max_rot, twist_free = opts.max_rot, opts.twist_free
     flags = wk[22]
     if flags[5] == 0:
-        _push_history(g_from, wk)
+        push_history(g_from, wk)
     if predictor and flags[1] == 0:
         cur, _ = current_and_trial(wk)
         refactor(wk, cur, tip_local, kd, xi0, opts)
@@ -457,9 +313,9 @@ def solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predicto
     while t < 1.0:
         t_new = min(1.0, t + dt)
         g_i = g_to if t_new == 1.0 else matmul(g_from, exp_se3(dz * t_new))
-        predicted, extrapolated = False, predictor and _extrapolate(base, g_i, tip_local, opts.extrapolation, wk)
+        predicted, extrapolated = False, predictor and extrapolate(base, g_i, tip_local, opts.extrapolation, wk)
         if predictor and not extrapolated:
-            _ensure_sens(wk, twist_free)
+            ensure_sens(wk, twist_free)
             if flags[1] == 1:
                 predicted = predict_start(base, g_prev, g_i, tip_local, kd, xi0, w_body, max_rot, wk)
         if extrapolated or predicted:
@@ -482,7 +338,7 @@ def solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predicto
             if extrapolated and it == 0 and flags[6] == 0:
                 flags[6] = 1  # only just inside the tolerance: kept out of the history (once in a row)
             else:
-                _push_history(g_i, wk)
+                push_history(g_i, wk)
                 flags[6] = 0
             copy_state(current_state(wk), wk[6])
         else:
@@ -500,7 +356,7 @@ def solve_stepped(base, g_from, g_to, tip_local, kd, xi0, w_body, opts, predicto
 @njit(cache=True)
 def _sens_out(wk, twist_free):
     """The workspace's sensitivity (solved first when pending) as a new :class:`PoseSensitivity`."""
-    _ensure_sens(wk, twist_free)
+    ensure_sens(wk, twist_free)
     sy, spsi, sl = wk[23]
     return PoseSensitivity(sy.copy(), spsi.copy(), sl.copy(), wk[22][1] == 1)
 
@@ -508,8 +364,7 @@ def _sens_out(wk, twist_free):
 @njit(cache=True)
 def pose_solve(base, g_from, g_to, tip_local, kd, xi0, w_body, state, sens, opts, predictor):
     """One pose ``g_to`` from the solution ``state`` at ``g_from`` (its sensitivity ``sens``) in one compiled call
-    (:func:`solve_stepped`). Returns (status, state at g_to (copies), Newton corrections, factorisations,
-    sensitivity there).
+    (:func:`solve_stepped`).
 
     Args:
         base: Rod base poses (R, 4, 4).
@@ -523,6 +378,9 @@ def pose_solve(base, g_from, g_to, tip_local, kd, xi0, w_body, state, sens, opts
         sens: Its :class:`~flexlearn.physics.lse.length_actuated.work.PoseSensitivity`.
         opts: The :class:`~flexlearn.physics.lse.length_actuated.work.PoseNewtonOptions`.
         predictor: Warm-start each continuation step.
+
+    Returns:
+        (status, state at g_to (copies), Newton corrections, factorisations, sensitivity there).
     """
     wk = pose_workspace(state[1].shape[0], state[1].shape[1])
     load_state(base, g_from, tip_local, kd, xi0, w_body, state, sens, wk)
@@ -534,9 +392,7 @@ def pose_solve(base, g_from, g_to, tip_local, kd, xi0, w_body, state, sens, opts
 @njit(cache=True)
 def pose_path(base, g_start, poses, tip_local, kd, xi0, w_body, state, sens, opts, predictor):
     """Solve along a pose path (P, 4, 4) warm-started from the solution ``state`` at ``g_start`` (its
-    sensitivity ``sens``), all in one compiled call. Returns (solved count, lengths (P, R), psi (P, R), g_int
-    (P, R, N-1, 4, 4), beta (P, R, N, 6), Newton corrections (P,), factorisations (P,), the sensitivity at the
-    last solved pose); the count is short of P when a pose failed.
+    sensitivity ``sens``), all in one compiled call.
 
     Args:
         base: Rod base poses (R, 4, 4).
@@ -550,6 +406,11 @@ def pose_path(base, g_start, poses, tip_local, kd, xi0, w_body, state, sens, opt
         sens: Its :class:`~flexlearn.physics.lse.length_actuated.work.PoseSensitivity`.
         opts: The :class:`~flexlearn.physics.lse.length_actuated.work.PoseNewtonOptions`.
         predictor: Warm-start each continuation step.
+
+    Returns:
+        (solved count, lengths (P, R) [m], psi (P, R) [rad], g_int (P, R, N-1, 4, 4), beta (P, R, N, 6), Newton
+        corrections (P,), factorisations (P,), the sensitivity at the last solved pose); the count is short of P
+        when a pose failed.
     """
     r, n = state[1].shape[0], state[1].shape[1]
     npose = poses.shape[0]
@@ -575,8 +436,7 @@ def pose_path(base, g_start, poses, tip_local, kd, xi0, w_body, state, sens, opt
 def pose_batch(base, poses, tip_local, kd, xi0, w_body, g_ref, ref_state, ref_sens, opts):
     """Independent poses (P, 4, 4), each from the reference solution ``ref_state`` at ``g_ref`` (its
     sensitivity ``ref_sens``; computed when missing): the predictor over the whole move, Newton, adaptive
-    continuation where that fails; the cold start (:func:`cold_state`) as the last resort. Returns (status (P,),
-    lengths (P, R), psi (P, R), Newton corrections (P,)).
+    continuation where that fails; the cold start (:func:`cold_state`) as the last resort.
 
     Args:
         base: Rod base poses (R, 4, 4).
@@ -589,6 +449,9 @@ def pose_batch(base, poses, tip_local, kd, xi0, w_body, g_ref, ref_state, ref_se
         ref_state: Reference solution (g_int, beta, psi, lengths).
         ref_sens: Its :class:`~flexlearn.physics.lse.length_actuated.work.PoseSensitivity`.
         opts: The :class:`~flexlearn.physics.lse.length_actuated.work.PoseNewtonOptions`.
+
+    Returns:
+        (status (P,), lengths (P, R) [m], psi (P, R) [rad], Newton corrections (P,)).
     """
     r, n = ref_state[1].shape[0], ref_state[1].shape[1]
     npose = poses.shape[0]
