@@ -31,6 +31,7 @@ refused with ``NotImplementedError`` (the benchmark then reports the run as unsu
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from importlib.metadata import PackageNotFoundError, version
@@ -42,6 +43,7 @@ from cosseratbench.scenario import End, EndCondition, Motion, Rod, Scenario
 from cosseratbench.solver import Capability, Diverged
 from cosseratbench.trajectory import Trajectory as BenchTrajectory
 
+from flexlearn.physics.cosserat.compiled import lgvi
 from flexlearn.physics.cosserat.damping import Damping
 from flexlearn.physics.cosserat.errors import IntegrationError
 from flexlearn.physics.cosserat.frame_times import plan_frames, simulate_at
@@ -306,6 +308,8 @@ class FlexlearnSolver:
         # quasi-static: numerical damping of the modes the step does not resolve (implicit step only)
         zeta = QUASI_STATIC_DISSIPATION if self.scheme == "implicit" and problem.alpha > 0 else 0.0
         options = SimulationOptions(scheme=self.scheme, implicit_dissipation=zeta)
+        if not lgvi.eligible(problem.rod, problem.setup(), options):  # a failing try then costs no tensor rerun
+            options = dataclasses.replace(options, backend="numba")
         max_dt = self.max_dt(problem, frame_interval)
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # tensors of a few hundred nodes: a thread pool only adds overhead

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, List, NamedTuple, Optional, Tuple, cast
+from typing import Callable, List, NamedTuple, Optional, Tuple, Union, cast
 
 import torch
 from torch import Tensor
@@ -63,7 +63,7 @@ from flexlearn.physics.cosserat.implicit import ForceFilter
 from flexlearn.physics.cosserat.loads import potential_loads
 from flexlearn.physics.cosserat.newton import cayley_newton, cayley_newton_fixed, cayley_newton_globalised
 from flexlearn.physics.cosserat.simulation import RodSetup, SimulatedRod, SimulationOptions
-from flexlearn.physics.cosserat.state import Clamp, Pose, RodState, Trajectory
+from flexlearn.physics.cosserat.state import Clamp, RodState, Trajectory
 from flexlearn.physics.cosserat.supports import FreeStep, HeldNodes, HeldTargets, support_list
 
 PARAMETERS = (
@@ -153,10 +153,40 @@ def simulate(rod: SimulatedRod, duration: float, dt: float, setup: RodSetup, opt
         )
         if not why:
             traj = stepper.run_fused(n_steps)
-            if traj is not None:
+            if isinstance(traj, Trajectory):
                 return traj
+            if options.backend == "numba":
+                raise kernel_error(traj, dt)
             # a failing step: rerun on the tensor path, which raises the IntegrationError (node, step, state)
     return stepper.run(n_steps)
+
+
+def kernel_error(failure: lgvi.KernelFailure, dt: float) -> IntegrationError:
+    """The IntegrationError of a failed kernel run (``backend='numba'``): the step, rod and node, without the
+    state before the step (the tensor path, ``backend='torch'``, reruns the simulation for it).
+
+    Args:
+        failure: where the kernel stopped.
+        dt: the time step [s].
+
+    Returns:
+        The error to raise.
+    """
+    k = failure.failed_step()
+    what = {lgvi.BAD_ELEMENT: "element", lgvi.BAD_NODE: "node", lgvi.NEWTON: "node"}[failure.status]
+    cause = {
+        lgvi.BAD_ELEMENT: "strain beyond the limit or an element bent through",
+        lgvi.BAD_NODE: "a non-finite force or torque",
+        lgvi.NEWTON: "the Cayley–Newton solve did not converge",
+    }[failure.status]
+    return IntegrationError(
+        f"integration failed at step {k} (t = {k * dt:.6g} s), rod {failure.rod}, {what} {failure.where} "
+        f"(fused kernel): {cause}; backend='torch' reruns it with the state before the step and the remedies",
+        step=k,
+        node=failure.where,
+        rod=failure.rod,
+        what=what,
+    )
 
 
 def check_time_and_rod(rod: SimulatedRod, duration: float, dt: float) -> None:
@@ -430,22 +460,21 @@ class Stepper:
         traj.line_searches = list(self.line_searches)
         return traj
 
-    def run_fused(self, n_steps: int) -> Optional[Trajectory]:
-        """The same run in the fused kernel (:func:`flexlearn.physics.cosserat.compiled.lgvi.simulate`); None when
-        a step failed there.
+    def run_fused(self, n_steps: int) -> Union[Trajectory, lgvi.KernelFailure]:
+        """The same run in the fused kernel (:func:`flexlearn.physics.cosserat.compiled.lgvi.simulate`); where it
+        stopped when a step failed there.
 
         Args:
             n_steps: Number of steps.
         """
         start = RodState(self.p0, self.R0, self.v0, self.w0)
-        base_pose = None
-        if self.held is not None:  # the kernel holds a fixed base clamp only (lgvi.eligible)
-            target = self.held.targets(0.0)
-            base_pose = Pose(target.rotations[:, 0], target.positions[:, 0])
-        out = lgvi.simulate(self.ctx, self.setup, start, base_pose, self.h, n_steps, self.options)
-        if out is None:
-            return None
-        return Trajectory(self.squeeze(out.positions), self.squeeze(out.rotations), out.times, None, out.final)
+        out = lgvi.simulate(self.ctx, self.setup, start, self.held, self.h, n_steps, self.options)
+        if isinstance(out, lgvi.KernelFailure):
+            return out
+        reactions = None if out.reactions is None else self.squeeze(out.reactions)
+        return Trajectory(
+            self.squeeze(out.positions), self.squeeze(out.rotations), out.times, None, out.final, reactions=reactions
+        )
 
     # ------------------------------------------------------------ records and checks
     def emit(self, k: int, state: HalfStep, forces: StateForces, n_steps: int) -> None:

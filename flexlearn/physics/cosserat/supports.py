@@ -66,23 +66,6 @@ def support_list(base: Supports) -> List[Support]:
     return supports
 
 
-def fixed_base_clamp(base: Supports) -> Optional[Clamp]:
-    """The clamp of a ``base`` that is one fixed clamp at node 0 and nothing else (what the fused kernel holds,
-    and the frame a straight rest state starts from), else None.
-
-    Args:
-        base: the rod's supports.
-
-    Returns:
-        That :class:`Clamp`, or None.
-    """
-    supports = support_list(base)
-    if len(supports) != 1 or not isinstance(supports[0], Clamp):
-        return None
-    clamp = supports[0]
-    return clamp if clamp.node == 0 and clamp.slides_along is None and clamp.motion is None else None
-
-
 class HeldTargets(NamedTuple):
     """Where the supports hold their nodes at one time."""
 

@@ -16,6 +16,7 @@ from flexlearn.physics.cosserat import Clamp, CosseratRod, Gravity, Material, Pi
 from flexlearn.physics.cosserat.analytic import elastic_catenary, zero_crossing_frequency
 from flexlearn.physics.cosserat.compiled import lgvi
 from flexlearn.physics.cosserat.damping import Damping
+from flexlearn.physics.cosserat.errors import IntegrationError
 from flexlearn.physics.cosserat.simulation import RodSetup, SimulationOptions
 from tests.physics.cosserat.gradcheck import assert_gradients_match_central_differences
 
@@ -199,18 +200,58 @@ def test_a_pinned_rod_is_differentiable():
     assert_gradients_match_central_differences(run, params)
 
 
-def test_supports_other_than_a_fixed_base_clamp_run_on_the_tensor_path():
+def test_driven_and_sliding_supports_run_on_the_tensor_path():
     rod = CosseratRod.circular(0.1, 2e-3, Material(1000.0, 1e6, 0.45), 4)
-    why = lgvi.eligible(rod, RodSetup([Gravity()], base=Pin()), SimulationOptions())
-    assert "tensor path" in why
-    why = lgvi.eligible(rod, RodSetup([Gravity()], base=[Clamp(), Pin(node=-1)]), SimulationOptions())
-    assert "tensor path" in why
-    assert lgvi.eligible(rod, RodSetup([Gravity()], base=Clamp()), SimulationOptions()) in (
-        "",
-        "numba is not installed",
-    )
+    for base in ([Pin(), Pin(node=-1)], [Clamp(), Clamp((0, 0, 0.1), node=-1)], Pin(node=2)):
+        assert lgvi.eligible(rod, RodSetup([Gravity()], base=base), SimulationOptions()) in (
+            "",
+            "numba is not installed",
+        )
+    driven = Pin(motion=lambda t: torch.tensor([0.0, 0.0, 0.01 * t]))
+    sliding = Clamp((0, 0, 0.1), node=-1, slides_along=(0, 0, 1))
+    for base in (driven, [Clamp(), sliding]):
+        assert "tensor path" in lgvi.eligible(rod, RodSetup([Gravity()], base=base), SimulationOptions())
     with pytest.raises(ConfigError, match="backend"):
-        rod.simulate(1e-4, 1e-5, base=Pin(), options=SimulationOptions(backend="numba"))
+        rod.simulate(1e-4, 1e-5, base=driven, options=SimulationOptions(backend="numba"))
+
+
+@pytest.mark.skipif(not lgvi.HAVE_NUMBA, reason="numba is not installed")
+@pytest.mark.parametrize("scheme", ["lgvi", "implicit"])
+@pytest.mark.parametrize("held", ["pins", "clamps", "pin and clamp mid-rod"])
+def test_the_fused_kernel_holds_fixed_supports_as_the_tensor_path_does(scheme, held):
+    """Pins and fixed clamps on any node: the numba kernel's positions, final state and reactions equal the
+    tensor path's to round-off (a bent rod released under gravity and a tip force, 300 steps)."""
+    s = torch.linspace(0.0, 1.0, 30, dtype=torch.float64)
+    line = Polyline(torch.stack([0.3 * s, 0.02 * torch.sin(3 * s), -0.05 * s**2], 1), normal=(0.0, 0.0, 1.0))
+    rod = CosseratRod.circular(line.length, 3e-3, Material(1000.0, 2e6, 0.4), 12)
+    start = line.state(rod)
+    frames = start.rotations[0]
+    bases = {
+        "pins": [Pin(), Pin(node=-1)],
+        "clamps": [Clamp(start.positions[0, 0], frames[0]), Clamp(start.positions[0, -1], frames[-1], node=-1)],
+        "pin and clamp mid-rod": [Pin(node=6), Clamp(start.positions[0, 0], frames[0])],
+    }
+    dt = 0.5 * float(rod.stable_dt()) if scheme == "lgvi" else 2e-4
+    runs = {}
+    for backend in ("numba", "torch"):
+        runs[backend] = rod.simulate(
+            300 * dt,
+            dt,
+            loads=[Gravity(), PointForce(-1, (0.0, 0.0, 2e-3))],
+            damping=Damping(alpha=5.0),
+            initial=start,
+            base=bases[held],
+            options=SimulationOptions(scheme=scheme, backend=backend, record_every=50, implicit_dissipation=0.05),
+        )
+    a, b = runs["numba"], runs["torch"]
+    moved = float((b.positions[-1] - b.positions[0]).abs().max())
+    assert moved > 1e-5
+    assert float((a.positions - b.positions).abs().max()) < 1e-9 * max(moved, 1e-3)
+    assert float((a.rotations - b.rotations).abs().max()) < 1e-9
+    scale = float(b.reactions.abs().max())
+    assert scale > 0 and float((a.reactions - b.reactions).abs().max()) < 1e-8 * scale
+    for x, y in ((a.final.velocities, b.final.velocities), (a.final.angular_velocities, b.final.angular_velocities)):
+        assert float((x - y).abs().max()) <= 1e-8 * max(float(y.abs().max()), 1e-12)
 
 
 @pytest.mark.parametrize(
@@ -239,3 +280,26 @@ def test_bad_support_arguments_are_refused_by_name():
         rod.simulate(1e-4, 1e-5, base="pinned")
     with pytest.raises(ConfigError, match="base"):
         rod.simulate(1e-4, 1e-5, base=[Pin(), "free"])
+
+
+@pytest.mark.skipif(not lgvi.HAVE_NUMBA, reason="numba is not installed")
+def test_a_failing_kernel_step_raises_at_once_with_backend_numba():
+    """A pinned cable at 5× the step it survives: the kernel's failure is raised as it is with backend='numba'
+    (step and node, no state), and with 'auto' after the tensor path reran it (the same step, with the state)."""
+    line = Polyline(torch.as_tensor(_hanging_arc(1.0, 0.8)), normal=(0.0, 1.0, 0.0))
+    rod = CosseratRod.circular(line.length, 5e-3, Material(1000.0, 1e6, shear_modulus=1e6 / 3), 50)
+    errors = {}
+    for backend in ("numba", "auto"):
+        with pytest.raises(IntegrationError) as caught:
+            rod.simulate(
+                1.0,
+                0.05,
+                loads=[Gravity()],
+                damping=Damping(alpha=6.0),
+                initial=line.state(rod),
+                base=[Pin(), Pin(node=-1)],
+                options=SimulationOptions(scheme="implicit", implicit_dissipation=0.2, backend=backend),
+            )
+        errors[backend] = caught.value
+    assert "fused kernel" in str(errors["numba"]) and errors["numba"].state is None
+    assert errors["auto"].state is not None and errors["auto"].step == errors["numba"].step

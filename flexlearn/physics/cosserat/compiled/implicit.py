@@ -131,41 +131,63 @@ def _upper_solve(L, x):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _velocity(v, pi, inertia, b, a, c):
-    """Component c of node a's half-step velocity (ω = pi / J for c < 3, then v)."""
+def _velocity(v, pi, inertia, held, b, a, c):
+    """Component c of node a's half-step velocity (ω = pi / J for c < 3, then v); 0 in a held direction."""
+    if held[a, c] > 0.0:
+        return 0.0
     return pi[b, a, c] / inertia[b, a, c] if c < 3 else v[b, a, c - 3]
 
 
 @njit(cache=True, error_model="numpy")
-def _subtract_damping(D, W, v, pi, inertia, scale, a_first, b, force, torque, y):
+def _subtract_damping(D, W, v, pi, inertia, scale, held, b, force, torque, y):
     """force/torque −= scale · (A x) with A the assembled block-tridiagonal (D, W = E) before M is added and
-    x the half-step velocities of the free nodes: the numerical damping of eq. (4) (y is work space)."""
+    x the half-step velocities in the free directions: the numerical damping of eq. (4), not applied to the
+    held directions (y is work space)."""
     n = force.shape[0]
-    for a in range(a_first, n):
+    for a in range(n):
         for r in range(6):
             t = 0.0
             for c in range(6):
-                t += D[a, r, c] * _velocity(v, pi, inertia, b, a, c)
+                t += D[a, r, c] * _velocity(v, pi, inertia, held, b, a, c)
                 if a + 1 < n:
-                    t += W[a, r, c] * _velocity(v, pi, inertia, b, a + 1, c)
-                if a - 1 >= a_first:
-                    t += W[a - 1, c, r] * _velocity(v, pi, inertia, b, a - 1, c)
+                    t += W[a, r, c] * _velocity(v, pi, inertia, held, b, a + 1, c)
+                if a >= 1:
+                    t += W[a - 1, c, r] * _velocity(v, pi, inertia, held, b, a - 1, c)
             y[a, r] = t
-    for a in range(a_first, n):
+    for a in range(n):
         for c in range(3):
-            torque[a, c] -= scale * y[a, c]
-            force[a, c] -= scale * y[a, 3 + c]
+            if held[a, c] == 0.0:
+                torque[a, c] -= scale * y[a, c]
+            if held[a, 3 + c] == 0.0:
+                force[a, c] -= scale * y[a, 3 + c]
+
+
+@njit(cache=True, error_model="numpy")
+def _drop_held(D, W, held):
+    """Zero the rows and columns of the held directions in the blocks (D, W): they are no degrees of freedom
+    (``P A P``; M on their diagonal is added by the caller)."""
+    n = D.shape[0]
+    for a in range(n):
+        for j in range(6):
+            if held[a, j] > 0.0:
+                for k in range(6):
+                    D[a, j, k] = 0.0
+                    D[a, k, j] = 0.0
+                    W[a, j, k] = 0.0
+                    if a >= 1:
+                        W[a - 1, k, j] = 0.0
 
 
 # long: 60 lines of code; its docstring documents all 21 parameters
 @njit(cache=True, error_model="numpy")
 def filter_forces(
-    R, p, C1, C2, l, mass, inertia, midpoint, beta_h2, a_first, b, force, torque, D, W, y, G, Ke, damping_c, v, pi
+    R, p, C1, C2, l, mass, inertia, midpoint, beta_h2, held, b, force, torque, D, W, y, G, Ke, damping_c, v, pi
 ):
     """Eq. (1) for rod b: ``force`` (world) and ``torque`` (body) (n, 3) replaced by ``M (M + βh²K)⁻¹ F``
-    for the nodes a ≥ ``a_first`` (1 with a clamped base); with ``damping_c`` = c > 0 the force first gets the
-    numerical damping ``−c K (pi/J, v)`` of eq. (4) (the caller passes β h² + h c/2 as ``beta_h2``). Returns
-    False when the matrix is not positive definite (a non-finite state).
+    in the free directions, left as they are in the ``held`` ones (``(P A P + H M) x = P F``); with
+    ``damping_c`` = c > 0 the force first gets the numerical damping ``−c K (pi/J, v)`` of eq. (4) (the caller
+    passes β h² + h c/2 as ``beta_h2``). Returns False when the matrix is not positive definite (a non-finite
+    state).
 
     Args:
         R: Node rotations, shape (B, n, 3, 3).
@@ -177,7 +199,7 @@ def filter_forces(
         inertia: Principal node inertias [kg·m²], shape (B, n, 3).
         midpoint: True for the mid-frame shear strain, False for the node strains.
         beta_h2: β h² [s²] (plus h c/2 with numerical damping); must be > 0.
-        a_first: First free node (1 with a clamped base, else 0).
+        held: 1 for a held direction, else 0, shape (n, 6) in (η, δp) order (world axes for δp).
         b: Rod index in the batch.
         force: World node forces [N] of rod b, shape (n, 3), filtered in place.
         torque: Body node torques [N·m] of rod b, shape (n, 3), filtered in place.
@@ -205,15 +227,16 @@ def filter_forces(
                 D[i + 1, r, c] += beta_h2 * Ke[6 + r, 6 + c]
                 W[i, r, c] = beta_h2 * Ke[r, 6 + c]  # E_i, turned into W_i below
     if damping_c > 0.0:
-        _subtract_damping(D, W, v, pi, inertia, damping_c / beta_h2, a_first, b, force, torque, y)
-    for a in range(a_first, n):
+        _subtract_damping(D, W, v, pi, inertia, damping_c / beta_h2, held, b, force, torque, y)
+    _drop_held(D, W, held)
+    for a in range(n):
         for c in range(3):
             D[a, c, c] += inertia[b, a, c]
             D[a, 3 + c, 3 + c] += mass[b, a]
-            y[a, c] = torque[a, c]
-            y[a, 3 + c] = force[a, c]
-    for a in range(a_first, n):  # factor: L_a, W_a = L_a⁻¹ E_a
-        if a > a_first:
+            y[a, c] = torque[a, c] * (1.0 - held[a, c])
+            y[a, 3 + c] = force[a, c] * (1.0 - held[a, 3 + c])
+    for a in range(n):  # factor: L_a, W_a = L_a⁻¹ E_a
+        if a > 0:
             for r in range(6):
                 for c in range(r + 1):
                     t = 0.0
@@ -229,15 +252,15 @@ def filter_forces(
         if a < n - 1:
             for c in range(6):
                 _lower_solve(D[a], W[a, :, c])
-    for a in range(a_first, n):  # forwards: L_a y_a = F_a − W_{a−1}ᵀ y_{a−1}
-        if a > a_first:
+    for a in range(n):  # forwards: L_a y_a = F_a − W_{a−1}ᵀ y_{a−1}
+        if a > 0:
             for r in range(6):
                 t = 0.0
                 for k in range(6):
                     t += W[a - 1, k, r] * y[a - 1, k]
                 y[a, r] -= t
         _lower_solve(D[a], y[a])
-    for a in range(n - 1, a_first - 1, -1):  # backwards: L_aᵀ x_a = y_a − W_a x_{a+1}
+    for a in range(n - 1, -1, -1):  # backwards: L_aᵀ x_a = y_a − W_a x_{a+1}
         if a < n - 1:
             for r in range(6):
                 t = 0.0
@@ -245,8 +268,10 @@ def filter_forces(
                     t += W[a, r, k] * y[a + 1, k]
                 y[a, r] -= t
         _upper_solve(D[a], y[a])
-    for a in range(a_first, n):
+    for a in range(n):
         for c in range(3):
-            torque[a, c] = inertia[b, a, c] * y[a, c]
-            force[a, c] = mass[b, a] * y[a, 3 + c]
+            if held[a, c] == 0.0:
+                torque[a, c] = inertia[b, a, c] * y[a, c]
+            if held[a, 3 + c] == 0.0:
+                force[a, c] = mass[b, a] * y[a, 3 + c]
     return True

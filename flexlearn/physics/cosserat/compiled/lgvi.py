@@ -22,7 +22,7 @@ bfield (n_steps + 1, B, 3). SI units.
 
 from __future__ import annotations
 
-from typing import List, NamedTuple, Optional, Sequence, cast
+from typing import List, NamedTuple, Optional, Sequence, Tuple, cast
 
 import numpy as np
 import torch
@@ -39,10 +39,21 @@ from flexlearn.physics.cosserat.elastic import internal_forces
 from flexlearn.physics.cosserat.implicit import ForceFilter
 from flexlearn.physics.cosserat.loads import EmbeddedMagnet, RodLoad
 from flexlearn.physics.cosserat.simulation import RodSetup, SimulatedRod, SimulationOptions
-from flexlearn.physics.cosserat.state import Pose, RodState
-from flexlearn.physics.cosserat.supports import base_clamp_projector, fixed_base_clamp, support_list
+from flexlearn.physics.cosserat.state import RodState
+from flexlearn.physics.cosserat.supports import HeldNodes, support_list
 
-__all__ = ["HAVE_NUMBA", "OK", "BAD_ELEMENT", "BAD_NODE", "NEWTON", "run", "eligible", "simulate", "KernelRun"]
+__all__ = [
+    "HAVE_NUMBA",
+    "OK",
+    "BAD_ELEMENT",
+    "BAD_NODE",
+    "NEWTON",
+    "run",
+    "eligible",
+    "simulate",
+    "KernelRun",
+    "KernelFailure",
+]
 
 _CHORD_ITERS = 4
 
@@ -191,10 +202,12 @@ def _copy_state(R, p, out_p, out_R, rec, b, n):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _solve_rotations(pi, torque, scale, jd, jn, h, tol, iters, fs, b, a_first, n):
-    """Cayley–Newton for every free node of rod b into ``fs`` (n, 3); returns the first node whose solve
-    did not converge, or −1 (state k is left untouched either way)."""
-    for a in range(a_first, n):
+def _solve_rotations(pi, torque, scale, jd, jn, h, tol, iters, fs, b, held, n):
+    """Cayley–Newton for every node of rod b whose rotation is free into ``fs`` (n, 3); returns the first node
+    whose solve did not converge, or −1 (state k is left untouched either way)."""
+    for a in range(n):
+        if held[a, 0] > 0.0:  # a clamped node: its frame is the clamp's
+            continue
         s = h / scale[b, a]
         u0 = pi[b, a, 0] + h * torque[a, 0]
         u1 = pi[b, a, 1] + h * torque[a, 1]
@@ -219,9 +232,17 @@ def _solve_rotations(pi, torque, scale, jd, jn, h, tol, iters, fs, b, a_first, n
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _rotate_kick_drift(R, p, v, pi, mass, force, torque, fs, h, b, a_first, n):
-    """With F = cay(f) of every free node: ``Π ← Fᵀ (Π + h τ)``, ``R ← R F``, ``v += h f/m``, ``p += h v``."""
-    for a in range(a_first, n):
+def _rotate_kick_drift(R, p, v, pi, mass, force, torque, fs, h, b, held, n):
+    """With F = cay(f) of every node whose rotation is free: ``Π ← Fᵀ (Π + h τ)``, ``R ← R F``; ``v += h f/m``,
+    ``p += h v`` in every free direction (a held node keeps its state k: :func:`_hold` moves it)."""
+    for a in range(n):
+        hm = h / mass[b, a]
+        for c in range(3):  # kick, drift
+            if held[a, 3 + c] == 0.0:
+                v[b, a, c] += hm * force[a, c]
+                p[b, a, c] += h * v[b, a, c]
+        if held[a, 0] > 0.0:
+            continue
         f0, f1, f2 = fs[a, 0], fs[a, 1], fs[a, 2]
         kc = 2.0 / (1.0 + f0 * f0 + f1 * f1 + f2 * f2)
         # F = I + kc (f^ + f^ f^),  f^ f^ = f fᵀ − |f|² I
@@ -246,27 +267,48 @@ def _rotate_kick_drift(R, p, v, pi, mass, force, torque, fs, h, b, a_first, n):
             R[b, a, c, 0] = x0 * F00 + x1 * F10 + x2 * F20
             R[b, a, c, 1] = x0 * F01 + x1 * F11 + x2 * F21
             R[b, a, c, 2] = x0 * F02 + x1 * F12 + x2 * F22
-        hm = h / mass[b, a]
-        for c in range(3):  # kick, drift
-            v[b, a, c] += hm * force[a, c]
-            p[b, a, c] += h * v[b, a, c]
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _clamp(R, p, v, pi, r1, p1, h, b):
-    """Node 0 of rod b to the base pose (r1, p1) of the next step."""
-    for c in range(3):
-        v[b, 0, c] = (p1[b, c] - p[b, 0, c]) / h
-        p[b, 0, c] = p1[b, c]
-        pi[b, 0, c] = 0.0
-        for d in range(3):
-            R[b, 0, c, d] = r1[b, c, d]
+def _hold(R, p, v, pi, held, hold_R, hold_p, h, b, n):
+    """The held directions of rod b to the fixed supports' poses (hold_R, hold_p) (supports.py, eqs. (1)–(2)
+    with a fixed pose: v = (p̄ − p^k)/h, Π = 0)."""
+    for a in range(n):
+        for c in range(3):
+            if held[a, 3 + c] > 0.0:
+                v[b, a, c] = (hold_p[b, a, c] - p[b, a, c]) / h
+                p[b, a, c] = hold_p[b, a, c]
+        if held[a, 0] > 0.0:
+            for c in range(3):
+                pi[b, a, c] = 0.0
+                for d in range(3):
+                    R[b, a, c, d] = hold_R[b, a, c, d]
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _reactions(R, v, pi, mass, force, torque, held, h, out, rec, b, n):
+    """out[rec, b] ← the force (world) and moment (world) the fixed supports add to the kick of state k of rod b
+    (supports.py, eq. (3) with v^{k+½} = 0 and u* = 0): ``λ = −m (v + h f/m)/h``, ``μ = −R (Π + h τ)/h``; 0 at
+    free nodes."""
+    for a in range(n):
+        for c in range(6):
+            out[rec, b, a, c] = 0.0
+        for c in range(3):
+            if held[a, 3 + c] > 0.0:
+                out[rec, b, a, c] = -(mass[b, a] * v[b, a, c] / h + force[a, c])
+        if held[a, 0] > 0.0:
+            for c in range(3):
+                t = 0.0
+                for d in range(3):
+                    t -= R[b, a, c, d] * (pi[b, a, d] / h + torque[a, d])
+                out[rec, b, a, 3 + c] = t
 
 
 # long: 55 lines of code; its docstring documents all 33 parameters
 @njit(cache=True, error_model="numpy")
-def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield, h, n_steps, record_every, clamped,
-        r1, p1, midpoint, limit2, tol, iters, out_p, out_R, f_last, t_last, inertia, beta_h2, damping_c):  # fmt: skip
+def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield, h, n_steps, record_every, held,
+        hold_R, hold_p, midpoint, limit2, tol, iters, out_p, out_R, f_last, t_last, inertia, beta_h2, damping_c,
+        out_react):  # fmt: skip
     """Advance every rod ``n_steps`` steps in place from the half-step state (R, p, v = v^{k−½},
     pi = Π^k − h/2 τ^k convention of the tensor path). Records (R, p) at k % record_every == 0 and at the
     last step into out_R/out_p (T, B, n, …); leaves the model force/torque of the last state in
@@ -298,9 +340,9 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
         h: Time step [s].
         n_steps: Number of steps.
         record_every: Record every this many steps.
-        clamped: True when node 0 is clamped to the base pose (r1, p1).
-        r1: Base rotation, shape (B, 3, 3) (ignored when not clamped).
-        p1: Base position [m], shape (B, 3) (ignored when not clamped).
+        held: 1 for a direction held by a fixed support, else 0, shape (n, 6) in (η, δp) order (world axes).
+        hold_R: Frames of the clamped nodes, shape (B, n, 3, 3) (read where ``held[a, 0]``).
+        hold_p: Positions [m] of the held nodes, shape (B, n, 3) (read where held).
         midpoint: True for the mid-frame shear strain, False for the node strains.
         limit2: Square of the strain limit.
         tol: Tolerance of the Newton solve of the rotations.
@@ -312,6 +354,8 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
         inertia: Principal node inertias [kg·m²], shape (B, n, 3) (used by the implicit step).
         beta_h2: β h² [s²] of the implicit step (plus h c/2); 0 for the explicit LGVI.
         damping_c: Numerical damping c [s] of the implicit step; 0 for none.
+        out_react: Supports' reactions at the recorded states, world force [N] and moment [N m], shape
+            (T, B, n, 6), written (0 at free nodes).
 
     Returns:
         Tuple ``(status, step, rod, node/element)``.
@@ -319,7 +363,6 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
     B, n = p.shape[0], p.shape[1]
     force, torque, fs = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
     D, W, y, G, Ke = np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6)), np.empty((3, 12)), np.empty((12, 12))
-    a_first = 1 if clamped else 0
     magnetic = bfield.shape[0] > n_steps
     for b in range(B):
         rec = 0
@@ -341,7 +384,7 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
                 inertia,
                 midpoint,
                 beta_h2,
-                a_first,
+                held,
                 b,
                 force,
                 torque,
@@ -357,17 +400,17 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
                 return BAD_NODE, k, b, 0
             if k % record_every == 0 or k == n_steps:
                 _copy_state(R, p, out_p, out_R, rec, b, n)
+                _reactions(R, v, pi, mass, force, torque, held, h, out_react, rec, b, n)
                 rec += 1
             if k == n_steps:
                 f_last[b, :, :] = force
                 t_last[b, :, :] = torque
                 break
-            node = _solve_rotations(pi, torque, scale, jd, jn, h, tol, iters, fs, b, a_first, n)
+            node = _solve_rotations(pi, torque, scale, jd, jn, h, tol, iters, fs, b, held, n)
             if node >= 0:  # Newton first: a failure leaves state k as it is
                 return NEWTON, k, b, node
-            _rotate_kick_drift(R, p, v, pi, mass, force, torque, fs, h, b, a_first, n)
-            if clamped:
-                _clamp(R, p, v, pi, r1, p1, h, b)
+            _rotate_kick_drift(R, p, v, pi, mass, force, torque, fs, h, b, held, n)
+            _hold(R, p, v, pi, held, hold_R, hold_p, h, b, n)
     return OK, n_steps, 0, 0
 
 
@@ -406,11 +449,8 @@ def eligible(rod: SimulatedRod, setup: RodSetup, options: SimulationOptions, n_s
         return "stiffness-proportional damping (beta) runs on the tensor path"
     if options.record_energy or options.compile:
         return "record_energy/compile run on the tensor path"
-    if support_list(setup.base) and fixed_base_clamp(setup.base) is None:
-        return (
-            "supports other than one fixed base clamp (pins, other nodes, driven or sliding clamps) run on the "
-            "tensor path"
-        )
+    if any(s.motion is not None or s.slides_along is not None for s in support_list(setup.base)):
+        return "driven or sliding supports run on the tensor path"
     if rod.length.device.type != "cpu":
         return "the kernel runs on CPU only"
     mags = _magnets(loads)
@@ -489,22 +529,54 @@ class KernelState(NamedTuple):
     t_last: np.ndarray  # model torque of the last state (body) [N m]
 
 
-def _final_state(ctx: RodContext, out: KernelState, h: float, n_steps: int, step: ForceFilter) -> RodState:
+def _final_state(
+    ctx: RodContext, out: KernelState, h: float, n_steps: int, step: ForceFilter, held: Optional[HeldNodes]
+) -> RodState:
     """The :class:`RodState` after the last step from the kernel's arrays (velocities at the integer step;
-    eq. (3) of :mod:`flexlearn.physics.cosserat.implicit` when ``step.beta_h2`` > 0, the implicit step)."""
-    clamped = step.held is not None  # the kernel holds a fixed base clamp only
+    eq. (3) of :mod:`flexlearn.physics.cosserat.implicit` when ``step.beta_h2`` > 0, the implicit step); a held
+    node moves (here: not at all) and turns as its support, whatever the force on it."""
     m, J = ctx.mass.unsqueeze(-1), ctx.inertia
     fl, tl = torch.from_numpy(out.f_last), torch.from_numpy(out.t_last)
     vh, ph = torch.from_numpy(out.v), torch.from_numpy(out.pi)
     vv = vh + 0.5 * h * fl / m
-    if clamped:
-        vv[:, 0] = vh[:, 0]
     Rf, pf, wf = torch.from_numpy(out.R), torch.from_numpy(out.p), (ph + 0.5 * h * tl) / J
-    if clamped:  # a clamped node turns with its clamp (here: not at all), whatever the torque on it
-        wf[:, 0] = ph[:, 0] / J[:, 0]
+    if held is not None:
+        vv, wf = held.replace_held(vv, vh), held.replace_clamped(wf, ph / J)
     if step.beta_h2 > 0.0:
         vv, wf = implicit.unfilter_velocities(ctx, Rf, pf, vv, wf, step.beta_h2, step.held)
     return RodState(pf, Rf, vv, wf, n_steps * h, n_steps)
+
+
+def _held_arrays(held: Optional[HeldNodes], B: int, n: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The kernel's view of fixed supports: the held directions (n, 6) (1/0, in (η, δp) order), and the frames
+    (B, n, 3, 3) and positions (B, n, 3) they are held at (zeros where free)."""
+    mask, frames, positions = np.zeros((n, 6)), np.zeros((B, n, 3, 3)), np.zeros((B, n, 3))
+    if held is None:
+        return mask, frames, positions
+    mask[:] = _np(torch.diagonal(held.dof_projector(), dim1=-2, dim2=-1))
+    target = held.targets(0.0)
+    positions[:, held.nodes] = _np(target.positions)
+    if held.clamp_slots:
+        frames[:, _np(held.clamp_index).astype(int)] = _np(target.rotations)
+    return mask, frames, positions
+
+
+class KernelFailure(NamedTuple):
+    """Where a kernel run stopped: ``status`` (:data:`BAD_ELEMENT`, :data:`BAD_NODE`, :data:`NEWTON`), the step
+    index k at which it was detected, the rod and the node (or element)."""
+
+    status: int
+    step: int
+    rod: int
+    where: int
+
+    def failed_step(self) -> int:
+        """The step k → k+1 that failed: a non-physical state k was made by step k − 1; a Newton failure is step k.
+
+        Returns:
+            The index of the failed step.
+        """
+        return self.step if self.status == NEWTON else max(self.step - 1, 0)
 
 
 class KernelRun(NamedTuple):
@@ -514,37 +586,38 @@ class KernelRun(NamedTuple):
     rotations: Tensor  # (T, B, n, 3, 3)
     times: Tensor  # (T,) [s]
     final: RodState
+    reactions: Optional[Tensor] = None  # (T, B, S, 6) supports' world force [N] and moment [N m]
 
 
 def simulate(
     ctx: RodContext,
     setup: RodSetup,
     start: RodState,
-    base_pose: Optional[Pose],
+    held: Optional[HeldNodes],
     h: float,
     n_steps: int,
     options: SimulationOptions,
-) -> Optional[KernelRun]:
+) -> KernelRun | KernelFailure:
     """Run the kernel from the ``start`` state (tensors, (B, n, …)).
 
     Args:
         ctx: the rod's context (with the loads' point masses).
         setup: its loads and damping (``eligible`` said the kernel can take them).
-        start: the state at t = 0 (node 0 already at the base pose when clamped).
-        base_pose: the fixed clamp's pose, or None for a free base.
+        start: the state at t = 0 (the held nodes already at their supports).
+        held: the fixed supports (pins and clamps, not driven, not sliding: ``eligible``), or None.
         h: time step [s].
         n_steps: number of steps.
         options: recording, tolerances, strain limit, scheme (``filter_beta`` β > 0 runs the implicit step,
             :mod:`flexlearn.physics.cosserat.implicit`, with the numerical damping ζ = ``filter_dissipation``).
 
     Returns:
-        The :class:`KernelRun`, or ``None`` when a step failed (the caller reruns the tensor path for the error).
+        The :class:`KernelRun`, or a :class:`KernelFailure` when a step failed (the caller reruns the tensor path
+        for the error with the state before it, or raises from the failure with ``backend='numba'``).
     """
     with torch.no_grad():
         R, p, v0, w0 = start.rotations, start.positions, start.velocities, start.angular_velocities
-        clamped = base_pose is not None
         B, n = p.shape[0], p.shape[1]
-        held = base_clamp_projector(n, p.dtype) if clamped else None
+        dofs = None if held is None else held.dof_projector()
         m = ctx.mass.unsqueeze(-1)
         J = ctx.inertia
         arrays = _load_arrays(ctx, setup, start, h, n_steps)
@@ -553,13 +626,12 @@ def simulate(
         beta_h2 = float(options.filter_beta) * h * h
         zeta = options.filter_dissipation
         if beta_h2 > 0.0:
-            f0, tau0 = implicit.filter_forces(ctx, R, p, f0, tau0, ForceFilter(beta_h2, held))
-            v0, w0 = implicit.filter_velocities(ctx, R, p, v0, w0, beta_h2, held)
+            f0, tau0 = implicit.filter_forces(ctx, R, p, f0, tau0, ForceFilter(beta_h2, dofs))
+            v0, w0 = implicit.filter_velocities(ctx, R, p, v0, w0, beta_h2, dofs)
         v = v0 - 0.5 * h * f0 / m
         pi = J * w0 - 0.5 * h * tau0
-        if clamped:
-            v[:, 0] = 0.0
-            pi[:, 0] = 0.0
+        if held is not None:
+            v, pi = held.zero_held(v, pi)
         ks = list(range(0, n_steps + 1, options.record_every))
         if n_steps % options.record_every:
             ks.append(n_steps)
@@ -567,21 +639,23 @@ def simulate(
         out_R = np.empty((len(ks), B, n, 3, 3))
         f_last = np.empty((B, n, 3))
         t_last = np.empty((B, n, 3))
+        out_react = np.zeros((len(ks), B, n, 6))
         Rn, pn, vn, pin = _np(R), _np(p), _np(v), _np(pi)
         jd = _np(torch.diagonal(ctx.jd_normalised, dim1=-2, dim2=-1))
-        r1n = _np(base_pose.rotation.expand(B, 3, 3)) if base_pose is not None else np.zeros((B, 3, 3))
-        p1n = _np(base_pose.position.expand(B, 3)) if base_pose is not None else np.zeros((B, 3))
-        status, _, _, _ = run(
+        mask, frames, positions = _held_arrays(held, B, n)
+        status, step, rod, where = run(
             Rn, pn, vn, pin, _np(ctx.mass), _np(ctx.inertia_trace), jd, _np(ctx.j_normalised),
             _np(ctx.shear_stiffness), _np(ctx.bend_stiffness), _np(ctx.rest_lengths), _np(arrays.fx), _np(arrays.cf),
             _np(arrays.cw), _np(arrays.mmag), arrays.bfield, float(h), int(n_steps), int(options.record_every),
-            bool(clamped), r1n, p1n, ctx.midpoint, float(options.strain_limit) ** 2, float(options.newton_tol),
+            mask, frames, positions, ctx.midpoint, float(options.strain_limit) ** 2, float(options.newton_tol),
             int(options.newton_iters), out_p, out_R, f_last, t_last, _np(J),
             beta_h2 + 0.5 * zeta * h * h if beta_h2 > 0.0 else 0.0,
-            zeta * h if beta_h2 > 0.0 else 0.0,
+            zeta * h if beta_h2 > 0.0 else 0.0, out_react,
         )  # fmt: skip
         if status != OK:
-            return None
+            return KernelFailure(int(status), int(step), int(rod), int(where))
         times = torch.tensor([kk * h for kk in ks], dtype=torch.float64)
-        final = _final_state(ctx, KernelState(Rn, pn, vn, pin, f_last, t_last), h, n_steps, ForceFilter(beta_h2, held))
-        return KernelRun(torch.from_numpy(out_p), torch.from_numpy(out_R), times, final)
+        state = KernelState(Rn, pn, vn, pin, f_last, t_last)
+        final = _final_state(ctx, state, h, n_steps, ForceFilter(beta_h2, dofs), held)
+        reactions = None if held is None else torch.from_numpy(out_react)[:, :, held.index]
+        return KernelRun(torch.from_numpy(out_p), torch.from_numpy(out_R), times, final, reactions)
