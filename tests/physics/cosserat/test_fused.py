@@ -121,13 +121,20 @@ def test_free_rod_from_a_random_state_matches_and_keeps_momenta():
 
 
 def test_failing_step_reports_through_the_tensor_path():
+    """backend='auto': a step that fails in the kernel is rerun on the tensor path, whose error carries the state
+    before it; backend='numba' raises the kernel's failure at once (the same step and node, no state)."""
     rod = CosseratRod.circular(0.1, 1e-3, Material(7800.0, 2e11, 0.3), 10)
     dt = 3.0 * float(rod.stable_dt())
-    with pytest.raises(IntegrationError) as info:
-        rod.simulate(
-            2000 * dt, dt, loads=[Gravity()], base=Clamp.horizontal(), options=SimulationOptions(backend="numba")
-        )
-    assert isinstance(info.value.state, RodState) and 0 <= info.value.node <= 10
+    errors = {}
+    for backend in ("auto", "numba"):
+        with pytest.raises(IntegrationError) as info:
+            rod.simulate(
+                2000 * dt, dt, loads=[Gravity()], base=Clamp.horizontal(), options=SimulationOptions(backend=backend)
+            )
+        errors[backend] = info.value
+    assert isinstance(errors["auto"].state, RodState) and 0 <= errors["auto"].node <= 10
+    assert errors["numba"].state is None and "fused kernel" in str(errors["numba"])
+    assert (errors["numba"].step, errors["numba"].node) == (errors["auto"].step, errors["auto"].node)
 
 
 def test_ineligible_runs_use_the_tensor_path():

@@ -22,7 +22,7 @@ bfield (n_steps + 1, B, 3). SI units.
 
 from __future__ import annotations
 
-from typing import List, NamedTuple, Optional, Sequence, Tuple, cast
+from typing import NamedTuple, Optional, cast
 
 import numpy as np
 import torch
@@ -33,11 +33,22 @@ from flexlearn.physics.cosserat.compiled.common import HAVE_NUMBA, element_strai
 
 # the kernel's force filter, under its own name beside the torch reference ``implicit.filter_forces``
 from flexlearn.physics.cosserat.compiled.implicit import filter_forces as _filter_forces
+from flexlearn.physics.cosserat.compiled.kernel_io import (
+    FIELD_SAMPLES_MAX,
+    KernelState,
+    final_state,
+    held_arrays,
+    load_arrays,
+    magnets,
+)
+from flexlearn.physics.cosserat.compiled.kernel_io import (
+    as_numpy as _np,
+)
 from flexlearn.physics.cosserat.context import RodContext
 from flexlearn.physics.cosserat.damping import Damping
 from flexlearn.physics.cosserat.elastic import internal_forces
 from flexlearn.physics.cosserat.implicit import ForceFilter
-from flexlearn.physics.cosserat.loads import EmbeddedMagnet, RodLoad
+from flexlearn.physics.cosserat.loads import EmbeddedMagnet
 from flexlearn.physics.cosserat.simulation import RodSetup, SimulatedRod, SimulationOptions
 from flexlearn.physics.cosserat.state import RodState
 from flexlearn.physics.cosserat.supports import HeldNodes, support_list
@@ -174,7 +185,7 @@ def _cayley_newton(u0, u1, u2, d0, d1, d2, j0, j1, j2, tol, iters):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _damping_and_magnets(R, v, pi, cf, cw, mmag, bw0, bw1, bw2, force, torque, b, n):
+def _damping_andmagnets(R, v, pi, cf, cw, mmag, bw0, bw1, bw2, force, torque, b, n):
     """Add the damping force ``−cf ∘ v``, torque ``−cw ∘ pi`` and the magnet torques ``m ∘× (Rᵀ B)`` of rod b
     (field ``(bw0, bw1, bw2)`` at this step) into ``force``/``torque``."""
     for a in range(n):
@@ -373,7 +384,7 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
             bw0 = bw1 = bw2 = 0.0
             if magnetic:
                 bw0, bw1, bw2 = bfield[k, b, 0], bfield[k, b, 1], bfield[k, b, 2]
-            _damping_and_magnets(R, v, pi, cf, cw, mmag, bw0, bw1, bw2, force, torque, b, n)
+            _damping_andmagnets(R, v, pi, cf, cw, mmag, bw0, bw1, bw2, force, torque, b, n)
             if beta_h2 > 0.0 and not _filter_forces(
                 R,
                 p,
@@ -414,18 +425,6 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
     return OK, n_steps, 0, 0
 
 
-def _np(t: Tensor) -> np.ndarray:
-    """A contiguous float64 numpy copy of a tensor (the kernel's input arrays)."""
-    return np.ascontiguousarray(t.detach().cpu().numpy(), dtype=np.float64).copy()
-
-
-_FIELD_SAMPLES_MAX = 2 * 10**7  # (steps + 1) · B · 3 field values sampled ahead at most (160 MB)
-
-
-def _magnets(loads: Sequence[RodLoad]) -> List[EmbeddedMagnet]:
-    return [ld for ld in loads if isinstance(ld, EmbeddedMagnet)]
-
-
 def eligible(rod: SimulatedRod, setup: RodSetup, options: SimulationOptions, n_steps: int = 0) -> str:
     """Why the fused kernel cannot run this simulation ('' when it can).
 
@@ -453,7 +452,7 @@ def eligible(rod: SimulatedRod, setup: RodSetup, options: SimulationOptions, n_s
         return "driven or sliding supports run on the tensor path"
     if rod.length.device.type != "cpu":
         return "the kernel runs on CPU only"
-    mags = _magnets(loads)
+    mags = magnets(loads)
     for ld in loads:
         if ld in mags:
             field = cast(EmbeddedMagnet, ld).field
@@ -461,7 +460,7 @@ def eligible(rod: SimulatedRod, setup: RodSetup, options: SimulationOptions, n_s
                 return "magnets need one spatially uniform field object for the kernel"
         elif not getattr(ld, "constant_world_force", lambda: False)():
             return f"load {type(ld).__name__} is not a constant world force"
-    if mags and (n_steps + 1) * rod.batch_size * 3 > _FIELD_SAMPLES_MAX:
+    if mags and (n_steps + 1) * rod.batch_size * 3 > FIELD_SAMPLES_MAX:
         return "too many steps to sample the field ahead"
     tensors = list(rod.parameters()) + list(rod.buffers()) + setup.tensors()
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
@@ -469,96 +468,6 @@ def eligible(rod: SimulatedRod, setup: RodSetup, options: SimulationOptions, n_s
     if any(torch.autograd.forward_ad.unpack_dual(t).tangent is not None for t in tensors):
         return "forward-mode tangents need the tensor path"
     return ""
-
-
-class LoadArrays(NamedTuple):
-    """The loads and damping as kernel inputs (:func:`_load_arrays`), (B, n, 3) each unless stated."""
-
-    fx: Tensor  # constant world forces [N]
-    fx0: Tensor  # all loads and damping at t = 0 (the half-kick start), world force [N]
-    tx0: Tensor  # … and body torque [N m]
-    cf: Tensor  # damping coefficients of v [N s/m]
-    cw: Tensor  # damping coefficients of pi [1/s]
-    mmag: Tensor  # summed magnet body moments [A m²]
-    bfield: np.ndarray  # (n_steps + 1, B, 3) field at the step times [T], or a (1, B, 3) placeholder
-
-
-def _load_arrays(ctx: RodContext, setup: RodSetup, start: RodState, h: float, n_steps: int) -> LoadArrays:
-    """The loads and damping of ``setup`` as kernel inputs, evaluated at the ``start`` state."""
-    loads, damping = setup.loads, setup.damping
-    R, p, v0, w0 = start.rotations, start.positions, start.velocities, start.angular_velocities
-    B, n = p.shape[0], p.shape[1]
-    mags = _magnets(loads)
-    fx = torch.zeros_like(p)  # constant world forces
-    fx0, tx0 = torch.zeros_like(p), torch.zeros_like(p)  # all loads at t = 0 (half-kick start)
-    for ld in loads:
-        fl, tl = ld.apply(ctx, R, p, 0.0)
-        if fl is not None:
-            fx0 = fx0 + fl
-            if ld not in mags:
-                fx = fx + fl
-        if tl is not None:
-            tx0 = tx0 + tl
-    cf = torch.zeros_like(p)
-    cw = torch.zeros_like(p)
-    if damping is not None:
-        fd, td = damping.external(ctx, v0, w0)
-        fx0, tx0 = fx0 + fd, tx0 + td
-        e1 = torch.zeros_like(p) + 1.0  # coefficients: the damping of unit velocities
-        cf = -damping.external(ctx, e1, torch.zeros_like(p))[0]
-        cw = -damping.external(ctx, torch.zeros_like(p), e1)[1] / ctx.inertia  # acts on pi = J ω
-    mmag = torch.zeros_like(p)
-    bfield = np.zeros((1, B, 3))  # (n_steps + 1, B, 3) only when a magnet is present
-    if mags:
-        for ld in mags:
-            node = ld.node % n
-            mmag[:, node] = mmag[:, node] + ld.moment_body.to(p).expand(B, 3)
-        x = p[:, -1]
-        bfield = _np(mags[0].field.samples(x, [k * h for k in range(n_steps + 1)]))
-    return LoadArrays(fx, fx0, tx0, cf, cw, mmag, bfield)
-
-
-class KernelState(NamedTuple):
-    """The kernel's state arrays after a run (B, n, …): R, p, v^{k−½}, Π^k − h/2 τ^k and the last forces."""
-
-    R: np.ndarray
-    p: np.ndarray
-    v: np.ndarray
-    pi: np.ndarray
-    f_last: np.ndarray  # model force of the last state (world) [N]
-    t_last: np.ndarray  # model torque of the last state (body) [N m]
-
-
-def _final_state(
-    ctx: RodContext, out: KernelState, h: float, n_steps: int, step: ForceFilter, held: Optional[HeldNodes]
-) -> RodState:
-    """The :class:`RodState` after the last step from the kernel's arrays (velocities at the integer step;
-    eq. (3) of :mod:`flexlearn.physics.cosserat.implicit` when ``step.beta_h2`` > 0, the implicit step); a held
-    node moves (here: not at all) and turns as its support, whatever the force on it."""
-    m, J = ctx.mass.unsqueeze(-1), ctx.inertia
-    fl, tl = torch.from_numpy(out.f_last), torch.from_numpy(out.t_last)
-    vh, ph = torch.from_numpy(out.v), torch.from_numpy(out.pi)
-    vv = vh + 0.5 * h * fl / m
-    Rf, pf, wf = torch.from_numpy(out.R), torch.from_numpy(out.p), (ph + 0.5 * h * tl) / J
-    if held is not None:
-        vv, wf = held.replace_held(vv, vh), held.replace_clamped(wf, ph / J)
-    if step.beta_h2 > 0.0:
-        vv, wf = implicit.unfilter_velocities(ctx, Rf, pf, vv, wf, step.beta_h2, step.held)
-    return RodState(pf, Rf, vv, wf, n_steps * h, n_steps)
-
-
-def _held_arrays(held: Optional[HeldNodes], B: int, n: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The kernel's view of fixed supports: the held directions (n, 6) (1/0, in (η, δp) order), and the frames
-    (B, n, 3, 3) and positions (B, n, 3) they are held at (zeros where free)."""
-    mask, frames, positions = np.zeros((n, 6)), np.zeros((B, n, 3, 3)), np.zeros((B, n, 3))
-    if held is None:
-        return mask, frames, positions
-    mask[:] = _np(torch.diagonal(held.dof_projector(), dim1=-2, dim2=-1))
-    target = held.targets(0.0)
-    positions[:, held.nodes] = _np(target.positions)
-    if held.clamp_slots:
-        frames[:, _np(held.clamp_index).astype(int)] = _np(target.rotations)
-    return mask, frames, positions
 
 
 class KernelFailure(NamedTuple):
@@ -620,7 +529,7 @@ def simulate(
         dofs = None if held is None else held.dof_projector()
         m = ctx.mass.unsqueeze(-1)
         J = ctx.inertia
-        arrays = _load_arrays(ctx, setup, start, h, n_steps)
+        arrays = load_arrays(ctx, setup, start, h, n_steps)
         f0, tau0, *_ = internal_forces(ctx, R, p)
         f0, tau0 = f0 + arrays.fx0, tau0 + arrays.tx0
         beta_h2 = float(options.filter_beta) * h * h
@@ -642,7 +551,7 @@ def simulate(
         out_react = np.zeros((len(ks), B, n, 6))
         Rn, pn, vn, pin = _np(R), _np(p), _np(v), _np(pi)
         jd = _np(torch.diagonal(ctx.jd_normalised, dim1=-2, dim2=-1))
-        mask, frames, positions = _held_arrays(held, B, n)
+        mask, frames, positions = held_arrays(held, B, n)
         status, step, rod, where = run(
             Rn, pn, vn, pin, _np(ctx.mass), _np(ctx.inertia_trace), jd, _np(ctx.j_normalised),
             _np(ctx.shear_stiffness), _np(ctx.bend_stiffness), _np(ctx.rest_lengths), _np(arrays.fx), _np(arrays.cf),
@@ -656,6 +565,6 @@ def simulate(
             return KernelFailure(int(status), int(step), int(rod), int(where))
         times = torch.tensor([kk * h for kk in ks], dtype=torch.float64)
         state = KernelState(Rn, pn, vn, pin, f_last, t_last)
-        final = _final_state(ctx, state, h, n_steps, ForceFilter(beta_h2, dofs), held)
+        final = final_state(ctx, state, h, n_steps, ForceFilter(beta_h2, dofs), held)
         reactions = None if held is None else torch.from_numpy(out_react)[:, :, held.index]
         return KernelRun(torch.from_numpy(out_p), torch.from_numpy(out_R), times, final, reactions)

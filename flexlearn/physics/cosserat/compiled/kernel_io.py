@@ -1,0 +1,130 @@
+"""The fused kernel's inputs and outputs (:mod:`flexlearn.physics.cosserat.compiled.lgvi`): the loads, damping and
+fixed supports of a run as the kernel's numpy arrays, and the kernel's arrays back as the tensor path's final
+state. Plain Python and torch (no numba): what the kernel reads and writes, in SI units, (B, n, …) per rod batch.
+"""
+
+from __future__ import annotations
+
+from typing import List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from flexlearn.physics.cosserat import implicit
+from flexlearn.physics.cosserat.context import RodContext
+from flexlearn.physics.cosserat.implicit import ForceFilter
+from flexlearn.physics.cosserat.loads import EmbeddedMagnet, RodLoad
+from flexlearn.physics.cosserat.simulation import RodSetup
+from flexlearn.physics.cosserat.state import RodState
+from flexlearn.physics.cosserat.supports import HeldNodes
+
+
+def as_numpy(t: Tensor) -> np.ndarray:
+    """A contiguous float64 numpy copy of a tensor (the kernel's input arrays)."""
+    return np.ascontiguousarray(t.detach().cpu().numpy(), dtype=np.float64).copy()
+
+
+FIELD_SAMPLES_MAX = 2 * 10**7  # (steps + 1) · B · 3 field values sampled ahead at most (160 MB)
+
+
+def magnets(loads: Sequence[RodLoad]) -> List[EmbeddedMagnet]:
+    """The magnets among ``loads`` (the kernel sums their body moments in one uniform field).
+
+    Args:
+        loads: the run's loads.
+
+    Returns:
+        The :class:`~flexlearn.physics.cosserat.loads.EmbeddedMagnet` loads, in order.
+    """
+    return [ld for ld in loads if isinstance(ld, EmbeddedMagnet)]
+
+
+class LoadArrays(NamedTuple):
+    """The loads and damping as kernel inputs (:func:`_load_arrays`), (B, n, 3) each unless stated."""
+
+    fx: Tensor  # constant world forces [N]
+    fx0: Tensor  # all loads and damping at t = 0 (the half-kick start), world force [N]
+    tx0: Tensor  # … and body torque [N m]
+    cf: Tensor  # damping coefficients of v [N s/m]
+    cw: Tensor  # damping coefficients of pi [1/s]
+    mmag: Tensor  # summed magnet body moments [A m²]
+    bfield: np.ndarray  # (n_steps + 1, B, 3) field at the step times [T], or a (1, B, 3) placeholder
+
+
+def load_arrays(ctx: RodContext, setup: RodSetup, start: RodState, h: float, n_steps: int) -> LoadArrays:
+    """The loads and damping of ``setup`` as kernel inputs, evaluated at the ``start`` state."""
+    loads, damping = setup.loads, setup.damping
+    R, p, v0, w0 = start.rotations, start.positions, start.velocities, start.angular_velocities
+    B, n = p.shape[0], p.shape[1]
+    mags = magnets(loads)
+    fx = torch.zeros_like(p)  # constant world forces
+    fx0, tx0 = torch.zeros_like(p), torch.zeros_like(p)  # all loads at t = 0 (half-kick start)
+    for ld in loads:
+        fl, tl = ld.apply(ctx, R, p, 0.0)
+        if fl is not None:
+            fx0 = fx0 + fl
+            if ld not in mags:
+                fx = fx + fl
+        if tl is not None:
+            tx0 = tx0 + tl
+    cf = torch.zeros_like(p)
+    cw = torch.zeros_like(p)
+    if damping is not None:
+        fd, td = damping.external(ctx, v0, w0)
+        fx0, tx0 = fx0 + fd, tx0 + td
+        e1 = torch.zeros_like(p) + 1.0  # coefficients: the damping of unit velocities
+        cf = -damping.external(ctx, e1, torch.zeros_like(p))[0]
+        cw = -damping.external(ctx, torch.zeros_like(p), e1)[1] / ctx.inertia  # acts on pi = J ω
+    mmag = torch.zeros_like(p)
+    bfield = np.zeros((1, B, 3))  # (n_steps + 1, B, 3) only when a magnet is present
+    if mags:
+        for ld in mags:
+            node = ld.node % n
+            mmag[:, node] = mmag[:, node] + ld.moment_body.to(p).expand(B, 3)
+        x = p[:, -1]
+        bfield = as_numpy(mags[0].field.samples(x, [k * h for k in range(n_steps + 1)]))
+    return LoadArrays(fx, fx0, tx0, cf, cw, mmag, bfield)
+
+
+class KernelState(NamedTuple):
+    """The kernel's state arrays after a run (B, n, …): R, p, v^{k−½}, Π^k − h/2 τ^k and the last forces."""
+
+    R: np.ndarray
+    p: np.ndarray
+    v: np.ndarray
+    pi: np.ndarray
+    f_last: np.ndarray  # model force of the last state (world) [N]
+    t_last: np.ndarray  # model torque of the last state (body) [N m]
+
+
+def final_state(
+    ctx: RodContext, out: KernelState, h: float, n_steps: int, step: ForceFilter, held: Optional[HeldNodes]
+) -> RodState:
+    """The :class:`RodState` after the last step from the kernel's arrays (velocities at the integer step;
+    eq. (3) of :mod:`flexlearn.physics.cosserat.implicit` when ``step.beta_h2`` > 0, the implicit step); a held
+    node moves (here: not at all) and turns as its support, whatever the force on it."""
+    m, J = ctx.mass.unsqueeze(-1), ctx.inertia
+    fl, tl = torch.from_numpy(out.f_last), torch.from_numpy(out.t_last)
+    vh, ph = torch.from_numpy(out.v), torch.from_numpy(out.pi)
+    vv = vh + 0.5 * h * fl / m
+    Rf, pf, wf = torch.from_numpy(out.R), torch.from_numpy(out.p), (ph + 0.5 * h * tl) / J
+    if held is not None:
+        vv, wf = held.replace_held(vv, vh), held.replace_clamped(wf, ph / J)
+    if step.beta_h2 > 0.0:
+        vv, wf = implicit.unfilter_velocities(ctx, Rf, pf, vv, wf, step.beta_h2, step.held)
+    return RodState(pf, Rf, vv, wf, n_steps * h, n_steps)
+
+
+def held_arrays(held: Optional[HeldNodes], B: int, n: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The kernel's view of fixed supports: the held directions (n, 6) (1/0, in (η, δp) order), and the frames
+    (B, n, 3, 3) and positions (B, n, 3) they are held at (zeros where free)."""
+    mask, frames, positions = np.zeros((n, 6)), np.zeros((B, n, 3, 3)), np.zeros((B, n, 3))
+    if held is None:
+        return mask, frames, positions
+    mask[:] = as_numpy(torch.diagonal(held.dof_projector(), dim1=-2, dim2=-1))
+    target = held.targets(0.0)
+    positions[:, held.nodes] = as_numpy(target.positions)
+    if held.clamp_slots:
+        frames[:, as_numpy(held.clamp_index).astype(int)] = as_numpy(target.rotations)
+    return mask, frames, positions

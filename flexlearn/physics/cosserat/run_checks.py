@@ -1,0 +1,86 @@
+"""What a Cosserat run checks before it starts, and how a failed fused-kernel run is reported.
+
+The time step, the duration and the rod's parameters (:func:`check_time_and_rod`); the
+:class:`~flexlearn.physics.cosserat.errors.IntegrationError` of a kernel failure (:func:`kernel_error`, raised as it
+is with ``backend='numba'``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from flexlearn.config import check
+from flexlearn.physics.cosserat.compiled import lgvi
+from flexlearn.physics.cosserat.errors import IntegrationError
+from flexlearn.physics.cosserat.simulation import SimulatedRod
+
+PARAMETERS = (
+    "length",
+    "density",
+    "youngs_modulus",
+    "shear_modulus",
+    "area",
+    "second_moment_1",
+    "second_moment_2",
+    "torsion_constant",
+)
+"""The rod buffers that must be finite and > 0 before a run starts."""
+
+
+def kernel_error(failure: lgvi.KernelFailure, dt: float) -> IntegrationError:
+    """The IntegrationError of a failed kernel run (``backend='numba'``): the step, rod and node, without the
+    state before the step (the tensor path, ``backend='torch'``, reruns the simulation for it).
+
+    Args:
+        failure: where the kernel stopped.
+        dt: the time step [s].
+
+    Returns:
+        The error to raise.
+    """
+    k = failure.failed_step()
+    what = {lgvi.BAD_ELEMENT: "element", lgvi.BAD_NODE: "node", lgvi.NEWTON: "node"}[failure.status]
+    cause = {
+        lgvi.BAD_ELEMENT: "strain beyond the limit or an element bent through",
+        lgvi.BAD_NODE: "a non-finite force or torque",
+        lgvi.NEWTON: "the Cayley–Newton solve did not converge",
+    }[failure.status]
+    return IntegrationError(
+        f"integration failed at step {k} (t = {k * dt:.6g} s), rod {failure.rod}, {what} {failure.where} "
+        f"(fused kernel): {cause}; backend='torch' reruns it with the state before the step and the remedies",
+        step=k,
+        node=failure.where,
+        rod=failure.rod,
+        what=what,
+    )
+
+
+def check_time_and_rod(rod: SimulatedRod, duration: float, dt: float) -> None:
+    """Check the time step, the duration and the rod's parameters before a run.
+
+    Args:
+        rod: the rod model.
+        duration: simulated time [s], finite and ≥ 0.
+        dt: time step [s], finite and > 0.
+
+    Raises:
+        ConfigError: naming ``dt`` or ``duration``.
+        IntegrationError: naming a non-physical rod parameter (and its batch index).
+    """
+    check(isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0, "dt", dt, "must be a finite number > 0 [s]")
+    check(math.isfinite(duration) and duration >= 0, "duration", duration, "must be finite and >= 0 [s]")
+    for name in PARAMETERS:
+        v = getattr(rod, name).detach()
+        bad = ~(torch.isfinite(v) & (v > 0))
+        if bool(bad.any()):
+            i = int(bad.reshape(-1).nonzero()[0])
+            raise IntegrationError(
+                f"non-physical parameter {name}[{i}] = {v.reshape(-1)[i].item()!r} before step 0: "
+                "must be finite and > 0",
+                step=0,
+                node=-1,
+                rod=i,
+                what="parameter",
+            )
