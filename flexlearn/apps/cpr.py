@@ -3,7 +3,9 @@
 The robot is ``conf/cpr.yaml`` + the robot group ``conf/cpr/``: warm-started LSE statics along the actuation path of
 eq. (39), optionally the shooting baseline at the same points; writes ``experiments.json``,
 ``trajectory.png`` (LSE and the shooting baseline, the pulley's pull; :mod:`flexlearn.viz.cpr_figures`) and
-``shapes_exp{1,2}.png`` into the run directory. A first run compiles the numba kernels (one notice with an
+``shapes_exp{1,2}.png`` into the run directory, and the robot over each experiment's samples as a playable
+``shapes_exp{1,2}.mcap`` (one frame per second, one backbone per rod and the platform; ``mcap=false`` leaves them
+out). A first run compiles the numba kernels (one notice with an
 estimate; ``flexlearn-warmup`` does it ahead); a progress bar counts the solves on a terminal (plain lines in a
 log). It ends with a short summary and the run directory as the last line; ``json=true`` prints the result as one
 JSON line instead (for scripts).
@@ -69,12 +71,38 @@ def main(cfg: DictConfig) -> None:
             result, shapes = run_experiments(model, cfg.substeps, steps, cfg.n_phases, step=bar.update)
         paths = write_outputs(cfg.output_dir, result, shapes)
         write_trajectory_figure(result, paths[0])  # trajectory.png with the shooting baseline and the pulley
+        if cfg.get("mcap", True):
+            paths += write_shape_recordings(cfg.output_dir, result, shapes)
     if cfg.get("json", False):
         print(json.dumps(dict(summary(result), files=[str(p) for p in paths])))
         return
     print("\n".join(summary_lines(result, paths)))
     print("run directory:")
     print(cfg.output_dir, flush=True)
+
+
+def write_shape_recordings(out_dir: str, result: dict, shapes: dict) -> list:
+    """Each experiment's robot shapes as ``<out_dir>/shapes_exp{1,2}.mcap``: sample k at t = k s, with its
+    end-effector position [m] on ``/cpr_exp{1,2}/sample``.
+
+    Args:
+        out_dir: the run directory.
+        result: the experiments' results (their ``ee_positions_m``).
+        shapes: per experiment, the rods' centrelines of each sample ((R, P, 3) [m]).
+
+    Returns:
+        The paths written.
+    """
+    from pathlib import Path  # lazy: with the heavy imports of the command
+
+    from flexlearn.replay.to_mcap import shapes_to_mcap  # lazy: see above
+
+    paths = []
+    for name, tag in (("experiment_I", "exp1"), ("experiment_II", "exp2")):
+        ee = result[name]["ee_positions_m"]
+        values = [{"sample": k + 1, "ee_position_m": list(ee[k])} for k in range(len(shapes[name]))]
+        paths.append(shapes_to_mcap(Path(out_dir) / f"shapes_{tag}.mcap", shapes[name], f"cpr_{tag}", 1.0, values))
+    return paths
 
 
 if __name__ == "__main__":

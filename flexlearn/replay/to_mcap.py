@@ -126,6 +126,49 @@ def _write_frames(rec: ShapeRecording, path: Path, name: str) -> int:
     return n
 
 
+def shapes_to_mcap(
+    mcap_path: Path,
+    shapes: Sequence[np.ndarray],
+    name: str,
+    period_s: float = 1.0,
+    values: Optional[Sequence[dict]] = None,
+) -> Path:
+    """Several rods per frame (a continuum parallel robot's rods at the samples of a path) as an MCAP file: frame
+    k at ``t = k · period_s``, on ``/<name>/backbone`` one scene entity per rod (``<name>/rod<r>``) and the closed
+    polygon through the rod tips (``<name>/platform``); ``values[k]`` on ``/<name>/sample``.
+
+    Args:
+        mcap_path: the ``.mcap`` file to write.
+        shapes: per frame, the rods' centrelines (R, P, 3) [m] in the world frame.
+        name: the robot's name (topic prefix).
+        period_s: time between frames [s] (> 0).
+        values: per frame, numbers or lists to record beside the shapes (e.g. the sample's end-effector position).
+
+    Returns:
+        the written path.
+
+    Raises:
+        ArgumentError: a frame that is not (R, P, 3), a period that is not > 0, or values of another length.
+    """
+    if not (isinstance(period_s, (int, float)) and math.isfinite(period_s) and period_s > 0):
+        raise ArgumentError(f"period_s: {period_s!r} is not a time > 0 [s]")
+    if values is not None and len(values) != len(shapes):
+        raise ArgumentError(f"values: {len(values)} entries for {len(shapes)} frames")
+    with ShapeRecording(mcap_path, name) as rec:
+        for k, frame in enumerate(shapes):
+            rods = np.asarray(frame, dtype=float)
+            if rods.ndim != 3 or rods.shape[-1] != 3:
+                raise ArgumentError(f"shapes[{k}]: shape {rods.shape} is not (rods, points, 3)")
+            t_ns = int(round(k * period_s * 1e9))
+            for r, rod in enumerate(rods):
+                rec.backbone(t_ns, rod.tolist(), entity=f"{rec.name}/rod{r}")
+            tips = rods[:, -1].tolist()
+            rec.backbone(t_ns, tips + tips[:1], entity=f"{rec.name}/platform", color=(0.2, 0.2, 0.2, 1.0))
+            if values is not None:
+                rec.values(f"/{rec.name}/sample", t_ns, values[k])
+    return Path(mcap_path)
+
+
 def trajectory_to_mcap(
     mcap_path: Path, times: Sequence[float], positions: np.ndarray, rotations: Optional[np.ndarray], name: str
 ) -> Path:

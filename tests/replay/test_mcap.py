@@ -17,7 +17,7 @@ jsonschema = pytest.importorskip("jsonschema")
 from flexlearn.apps.mcap import main  # noqa: E402
 from flexlearn.replay.foxglove import ShapeRecording, matrix_to_quaternion, quaternion_x_to  # noqa: E402
 from flexlearn.replay.mcap_file import McapWriter  # noqa: E402
-from flexlearn.replay.to_mcap import runner_output_to_mcap, trajectory_to_mcap  # noqa: E402
+from flexlearn.replay.to_mcap import runner_output_to_mcap, shapes_to_mcap, trajectory_to_mcap  # noqa: E402
 
 
 def read_messages(path):
@@ -214,3 +214,33 @@ def test_cosserat_run_writes_a_playable_mcap(tmp_path):
     assert [tip["x"], tip["y"], tip["z"]] == pytest.approx(doc["tip_m"][-1], abs=1e-12)
     tf = [m[5]["transforms"][1] for m in msgs if m[2] == "/tf"]
     assert tf[-1]["translation"] == pytest.approx(dict(zip("xyz", doc["tip_m"][-1])), abs=1e-12)
+
+
+def test_shapes_of_several_rods_per_frame(tmp_path):
+    """shapes_to_mcap: frame k at k·period, one entity per rod and the closed tip polygon, values beside them;
+    messages valid against the Foxglove schemas in the file; bad frames, periods and values refused by name."""
+    rng = np.random.default_rng(5)
+    frames = [rng.normal(size=(3, 4, 3)) for _ in range(2)]
+    path = shapes_to_mcap(tmp_path / "s.mcap", frames, "cpr", 0.5, [{"sample": 1}, {"sample": 2}])
+    msgs, _ = read_messages(path)
+    schemas = schemas_of(path)
+    for schema, _, _, _, _, data in msgs:
+        if schema.startswith("foxglove."):
+            jsonschema.validate(data, schemas[schema])
+    scenes = [(t, d["entities"][0]) for s, _, topic, _, t, d in msgs if topic == "/cpr/backbone"]
+    assert [(t, e["id"]) for t, e in scenes[:4]] == [
+        (0, "cpr/rod0"),
+        (0, "cpr/rod1"),
+        (0, "cpr/rod2"),
+        (0, "cpr/platform"),
+    ]
+    assert {t for t, _ in scenes} == {0, 500_000_000}
+    tips = [[p["x"], p["y"], p["z"]] for p in scenes[3][1]["lines"][0]["points"]]
+    np.testing.assert_allclose(tips, np.r_[frames[0][:, -1], frames[0][:1, -1]])
+    assert [d["sample"] for s, _, topic, _, t, d in msgs if topic == "/cpr/sample"] == [1, 2]
+    with pytest.raises(ValueError, match=r"shapes\[0\]"):
+        shapes_to_mcap(tmp_path / "bad.mcap", [np.zeros((3, 4))], "cpr")
+    with pytest.raises(ValueError, match="period_s"):
+        shapes_to_mcap(tmp_path / "bad.mcap", frames, "cpr", 0.0)
+    with pytest.raises(ValueError, match="values"):
+        shapes_to_mcap(tmp_path / "bad.mcap", frames, "cpr", 1.0, [{}])
