@@ -12,7 +12,7 @@ from flexlearn.physics.cosserat import CosseratRod, Damping, Material
 from flexlearn.physics.cosserat.compiled import lgvi as fused
 from flexlearn.physics.cosserat.compiled.common import element_strain
 from flexlearn.physics.cosserat.elastic import internal_forces
-from flexlearn.physics.cosserat.newton import cayley_newton, cayley_newton_fixed
+from flexlearn.physics.cosserat.newton import cayley_newton, cayley_newton_fixed, cayley_newton_globalised
 from flexlearn.physics.cosserat.strains import strains
 
 DT = torch.float64
@@ -93,6 +93,38 @@ def test_numba_cayley_newton_equals_the_lie_newton():
     assert float(((f_n - f_t).abs() / scale).max()) <= 10 * tol
     g, _ = so3_cayley_lgvi(f_n, torch.diag_embed(jd))
     assert float(((g - u).abs() / scale).max()) <= 10 * tol
+
+
+def test_numba_cayley_newton_solves_where_the_globalised_torch_newton_does():
+    """|u| up to 1.4 (a quarter turn per step is |u| = 1 for an isotropic J): the kernel's solve (chord, Newton,
+    then Newton with a line search) converges exactly where the tensor path's globalised Newton does, to the same
+    solution, and reports no convergence where there is no solution."""
+    gen = torch.Generator().manual_seed(7)
+    n = 300
+    jdiag = torch.rand(n, 3, generator=gen, dtype=DT) + 0.5
+    jdiag = jdiag / jdiag.sum(-1, keepdim=True)
+    jd = 0.5 * jdiag.sum(-1, keepdim=True) - jdiag
+    u = torch.randn(n, 3, generator=gen, dtype=DT)
+    u = (
+        u
+        / u.norm(dim=-1, keepdim=True)
+        * 1.4
+        * torch.rand(n, 1, generator=gen, dtype=DT)
+        * jdiag.max(-1).values[:, None]
+    )
+    tol = 1e-12
+    f_t, last, _ = cayley_newton_globalised(u[None], torch.diag_embed(jd)[None], jdiag[None], tol, 40)
+    solved_t = (last[0] <= tol * u.norm(dim=-1).clamp_min(1e-3)).tolist()
+    runs = [fused._cayley_newton(*u[i].tolist(), *jd[i].tolist(), *jdiag[i].tolist(), tol, 20) for i in range(n)]
+    solved_n = [r[3] for r in runs]
+    assert solved_n == solved_t
+    assert 0 < sum(solved_n) < n
+    f_n = torch.tensor([r[:3] for r in runs], dtype=DT)
+    keep = torch.tensor(solved_n)
+    scale = u.norm(dim=-1, keepdim=True).clamp_min(1e-3)
+    assert float(((f_n - f_t[0]).abs() / scale)[keep].max()) <= 1e-10
+    g, _ = so3_cayley_lgvi(f_n, torch.diag_embed(jd))
+    assert float(((g - u).abs() / scale)[keep].max()) <= 1e-10
 
 
 def test_fixed_newton_is_the_same_iteration():
