@@ -21,7 +21,14 @@ from flexlearn.physics.cosserat.supports import HeldNodes
 
 
 def as_numpy(t: Tensor) -> np.ndarray:
-    """A contiguous float64 numpy copy of a tensor (the kernel's input arrays)."""
+    """A contiguous float64 numpy copy of a tensor (the kernel's input arrays).
+
+    Args:
+        t: any tensor (detached and moved to the CPU here).
+
+    Returns:
+        The copy, same shape.
+    """
     return np.ascontiguousarray(t.detach().cpu().numpy(), dtype=np.float64).copy()
 
 
@@ -53,7 +60,18 @@ class LoadArrays(NamedTuple):
 
 
 def load_arrays(ctx: RodContext, setup: RodSetup, start: RodState, h: float, n_steps: int) -> LoadArrays:
-    """The loads and damping of ``setup`` as kernel inputs, evaluated at the ``start`` state."""
+    """The loads and damping of ``setup`` as kernel inputs, evaluated at the ``start`` state.
+
+    Args:
+        ctx: the rod's context.
+        setup: the run's loads and damping.
+        start: the state at t = 0, (B, n, …).
+        h: time step [s] (the field of a magnet is sampled at every step time).
+        n_steps: number of steps.
+
+    Returns:
+        :class:`LoadArrays`.
+    """
     loads, damping = setup.loads, setup.damping
     R, p, v0, w0 = start.rotations, start.positions, start.velocities, start.angular_velocities
     B, n = p.shape[0], p.shape[1]
@@ -103,7 +121,19 @@ def final_state(
 ) -> RodState:
     """The :class:`RodState` after the last step from the kernel's arrays (velocities at the integer step;
     eq. (3) of :mod:`flexlearn.physics.cosserat.implicit` when ``step.beta_h2`` > 0, the implicit step); a held
-    node moves (here: not at all) and turns as its support, whatever the force on it."""
+    node moves (here: not at all) and turns as its support, whatever the force on it.
+
+    Args:
+        ctx: the rod's context.
+        out: the kernel's arrays after the run.
+        h: time step [s].
+        n_steps: number of steps run.
+        step: the implicit filter of the run (``beta_h2`` 0 for the LGVI) with its held directions.
+        held: the run's fixed supports, or None.
+
+    Returns:
+        The final :class:`~flexlearn.physics.cosserat.state.RodState`.
+    """
     m, J = ctx.mass.unsqueeze(-1), ctx.inertia
     fl, tl = torch.from_numpy(out.f_last), torch.from_numpy(out.t_last)
     vh, ph = torch.from_numpy(out.v), torch.from_numpy(out.pi)
@@ -118,7 +148,16 @@ def final_state(
 
 def held_arrays(held: Optional[HeldNodes], B: int, n: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The kernel's view of fixed supports: the held directions (n, 6) (1/0, in (η, δp) order), and the frames
-    (B, n, 3, 3) and positions (B, n, 3) they are held at (zeros where free)."""
+    (B, n, 3, 3) and positions (B, n, 3) they are held at (zeros where free).
+
+    Args:
+        held: the fixed supports (none driven or sliding), or None.
+        B: number of rods.
+        n: nodes per rod.
+
+    Returns:
+        ``(mask, frames, positions)``.
+    """
     mask, frames, positions = np.zeros((n, 6)), np.zeros((B, n, 3, 3)), np.zeros((B, n, 3))
     if held is None:
         return mask, frames, positions
