@@ -18,6 +18,17 @@ from flexlearn.apps.runner import CONF_DIR
 from flexlearn.physics.lse import CPRModel
 
 
+RUN_FILES = [
+    "experiments.json",
+    "shapes_exp1.mcap",
+    "shapes_exp1.png",
+    "shapes_exp2.mcap",
+    "shapes_exp2.png",
+    "trajectory.png",
+]
+"""What a run writes into its run directory (figures, results and the playable shapes)."""
+
+
 def run_app(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, FLEXLEARN_ROOT=str(root), OMP_NUM_THREADS="1")
     return subprocess.run(
@@ -53,14 +64,7 @@ def test_run_writes_json_and_figures(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     info = json.loads(proc.stdout.strip().splitlines()[-1])
     files = sorted(Path(f).name for f in info["files"])
-    assert files == [
-        "experiments.json",
-        "shapes_exp1.mcap",
-        "shapes_exp1.png",
-        "shapes_exp2.mcap",
-        "shapes_exp2.png",
-        "trajectory.png",
-    ]
+    assert files == RUN_FILES
     assert all((out / f).stat().st_size > 0 for f in files)
     result = json.loads((out / "experiments.json").read_text())
     assert len(result["experiment_II"]["ee_positions_m"]) == 3 and result["elements_per_rod"] == 2
@@ -101,14 +105,7 @@ def test_run_ends_with_a_summary_and_the_run_directory(tmp_path):
     for name in ("experiment_I", "experiment_II"):
         assert re.search(name + r": \d+ LSE solves in [0-9.]+ s \(\d+ solves/s\); no shooting baseline", text), text
     files = next(line for line in lines if line.startswith("files: "))
-    assert sorted(files[7:].split(", ")) == [
-        "experiments.json",
-        "shapes_exp1.mcap",
-        "shapes_exp1.png",
-        "shapes_exp2.mcap",
-        "shapes_exp2.png",
-        "trajectory.png",
-    ]
+    assert sorted(files[7:].split(", ")) == RUN_FILES
     assert "next: open trajectory.png" in text
     assert not any(line.lstrip().startswith("{") for line in lines)  # the JSON stays in experiments.json
 
