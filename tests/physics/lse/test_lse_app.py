@@ -17,7 +17,6 @@ from hydra import compose, initialize_config_dir
 from flexlearn.apps.runner import CONF_DIR
 from flexlearn.physics.lse import CPRModel
 
-
 RUN_FILES = [
     "experiments.json",
     "shapes_exp1.mcap",
