@@ -61,7 +61,7 @@ the modes far above 1/h that the step does not resolve settle within a few steps
 MAX_STEP_HALVINGS = 7
 """How often the implicit step is halved and the rod run again after a failing step (the explicit part of its
 forces, the geometric stiffness of tension and twist, can destabilise the modes it does not resolve at the
-largest steps: measured, the catenary and the pendulum run after 2 halvings, the twist needs 6, to 2.5 ms). The LGVI
+largest steps: measured, the catenary runs after 2 halvings, the twist after 6, at 2.5 ms). The LGVI
 is not retried: its step is its stability limit."""
 
 _FLIP = torch.diag(torch.tensor([1.0, -1.0, -1.0], dtype=torch.float64))
