@@ -5,7 +5,6 @@ node equal to the same rod clamped at its first, and the explicit step failing w
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -153,7 +152,8 @@ def test_the_pendulum_pinned_at_the_top_swings_with_the_reference_period():
 @pytest.mark.slow
 def test_the_twisted_rods_run_with_a_driven_sliding_end():
     """Cosseratbench's twist (six rods clamped at both ends, the far end turned and sliding under a pull;
-    ≈ 15 min on the tensor path): completes, and its critical-twist error is reported."""
+    ≈ 21 min on the tensor path at 2.5 ms, self-contact not modelled): completes, and finds Greenhill's critical
+    twist within 2 % (measured 0.79 %; PyElastica 1.0.0 1.1 %)."""
     result = bench.run(registry.load_experiment("twist"), FlexlearnSolver())
     assert result.outcome == "completed", result.summary()
-    assert math.isfinite(result.metrics["critical_twist_error"])
+    assert result.metrics["critical_twist_error"] < 0.02
