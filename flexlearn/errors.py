@@ -31,7 +31,7 @@ class Interrupted(BaseException):
     """SIGINT (Ctrl-C) or SIGTERM stopped a command.
 
     Not an `Exception`: a library's ``except Exception`` must not swallow it. Raised by the apps' signal
-    handlers (`flexlearn.apps.runner`); a training run first finishes its epoch and writes ``last.ckpt`` (a
+    handlers (`flexlearn.apps.interrupts`); a training run first finishes its epoch and writes ``last.ckpt`` (a
     second signal stops it at once). The app prints one line with ``detail`` and the command that resumes or
     reruns it, and exits with status 128 + the signal number (130 for SIGINT, 143 for SIGTERM).
 

@@ -10,12 +10,16 @@ that kills land in every phase: serialising, writing the temporary, fsync, the r
    (it loads and verifies as a whole: checksums, one version across the set);
 2. the next writer starts clean: it removes the killed writer's temporaries and commits a new version.
 
+``--commands N`` adds N kills of real `flexlearn-process`, `flexlearn-export` and `flexlearn-calibrate` runs that
+replace an earlier output, at random instants of the run or of the commit, each followed by the next run
+(`scripts/kill_commands.py`: the output must load with flexlearn's loaders as the old or the new version).
+
 ``--train N`` adds N kills of a real ``flexlearn-train`` run (after its first checkpoint, at a random instant),
 each followed by the resume command: the run must end ``status: ok`` in its own directory with every epoch logged
 once in order, and the interrupted state must load (``last.ckpt``, strict ``metrics.json``).
 
-Usage: ``python scripts/kill_harness.py --kills 300 --train 4 --seed 0`` prints one JSON object: trials per kind
-and signal, the violations (each described; none expected), temporaries left, seconds.
+Usage: ``python scripts/kill_harness.py --kills 300 --commands 150 --train 4 --seed 0`` prints one JSON object:
+trials per kind and signal, the violations (each described; none expected), temporaries left, seconds.
 """
 
 from __future__ import annotations
@@ -36,8 +40,11 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for _path in (ROOT, Path(__file__).resolve().parent):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+from kill_commands import command_campaign  # noqa: E402
 
 from flexlearn.atomic import atomic_dir, write_json_atomic  # noqa: E402
 
@@ -120,7 +127,7 @@ def temporaries(target: Path) -> list[str]:
 
 def _writer(kind: str, target: str, committed: Any, ready: Any) -> None:
     """Child: commit versions 1, 2, ... of ``target`` until killed; SIGINT/SIGTERM as in the apps."""
-    from flexlearn.apps.runner import interruptions  # the apps' handlers (imported in the child)
+    from flexlearn.apps.interrupts import interruptions  # the apps' handlers (imported in the child)
 
     with interruptions("kill-harness-writer"):
         v = committed.value
@@ -294,8 +301,11 @@ def _finished_run(root: Path, run: Path, resumed: subprocess.CompletedProcess) -
 # --- the campaign ---------------------------------------------------------------------------------------------------
 
 
-def campaign(kills: int, train: int, seed: int, work: Path, log: Callable[[str], None] = lambda s: None) -> dict:
-    """Run ``kills`` writer trials (kinds and signals in turn, random delays) and ``train`` training trials."""
+def campaign(
+    kills: int, train: int, seed: int, work: Path, log: Callable[[str], None] = lambda s: None, commands: int = 0
+) -> dict:
+    """Run ``kills`` writer trials (kinds and signals in turn, random delays), ``commands`` trials of killed
+    commands (`kill_commands.command_campaign`) and ``train`` training trials."""
     rng = random.Random(seed)
     t0 = time.perf_counter()
     trials = []
@@ -305,6 +315,9 @@ def campaign(kills: int, train: int, seed: int, work: Path, log: Callable[[str],
         target.parent.mkdir(parents=True, exist_ok=True)
         trials.append(writer_trial(kind, target, sig, rng.uniform(0.0, 0.06)))
         log(json.dumps(trials[-1]))
+    if commands:
+        (work / "commands").mkdir(parents=True, exist_ok=True)
+        trials += command_campaign(commands, seed, work / "commands", log)
     for i in range(train):
         root = work / f"train{i}"
         root.mkdir(parents=True, exist_ok=True)
@@ -317,6 +330,8 @@ def campaign(kills: int, train: int, seed: int, work: Path, log: Callable[[str],
         "trials": len(trials),
         "by_kind_and_signal": counts,
         "violations": [t for t in trials if t["violation"]],
+        # command trials that left an export set every loader refuses (a SIGKILL between its renames)
+        "refused_sets": sum(1 for t in trials if t.get("after") == "refused"),
         "seconds": round(time.perf_counter() - t0, 1),
         "seed": seed,
     }
@@ -325,17 +340,18 @@ def campaign(kills: int, train: int, seed: int, work: Path, log: Callable[[str],
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kills", type=int, default=300, help="writer trials (JSON file, directory set, checkpoint)")
+    ap.add_argument("--commands", type=int, default=0, help="process, export and calibrate runs killed")
     ap.add_argument("--train", type=int, default=3, help="training runs killed and resumed")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--work", type=Path, default=None, help="folder for the trials (default: a temporary one)")
     ap.add_argument("--verbose", action="store_true", help="one JSON line per trial on stderr")
     args = ap.parse_args(argv)
-    if args.kills < 0 or args.train < 0:
-        print("kill_harness: error: --kills and --train must be >= 0", file=sys.stderr)
+    if min(args.kills, args.train, args.commands) < 0:
+        print("kill_harness: error: --kills, --commands and --train must be >= 0", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="kill-harness-", dir=args.work) as work:
-        report = campaign(args.kills, args.train, args.seed, Path(work),
-                          (lambda s: print(s, file=sys.stderr)) if args.verbose else (lambda s: None))  # fmt: skip
+        log = (lambda s: print(s, file=sys.stderr)) if args.verbose else (lambda s: None)
+        report = campaign(args.kills, args.train, args.seed, Path(work), log, args.commands)
     print(json.dumps(report, indent=1))
     return 1 if report["violations"] else 0
 

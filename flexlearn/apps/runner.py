@@ -22,10 +22,7 @@ import functools
 import math
 import os
 import re
-import shlex
-import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
@@ -36,8 +33,9 @@ from omegaconf.errors import MissingMandatoryValue
 
 import flexlearn.config  # noqa: F401  (registers the OmegaConf resolvers the configs use: run_tag, relpath)
 from flexlearn.apps.console import show_config
+from flexlearn.apps.interrupts import interruptions
 from flexlearn.config import check_root, closest, in_multirun
-from flexlearn.errors import ConfigError, FlexlearnError, Interrupted
+from flexlearn.errors import ConfigError, FlexlearnError
 from flexlearn.jobs.runs import TRAIN_KEYS, check_run_config, override_key, resume_arguments
 from flexlearn.progress import set_enabled
 
@@ -202,55 +200,6 @@ def prepare_command(app: str) -> None:
     else:
         check_root(os.getcwd(), "the working directory (FLEXLEARN_ROOT is not set)")
     sys.argv[1:] = resume_arguments(args, app)
-
-
-@contextlib.contextmanager
-def interruptions(app: str) -> Iterator[None]:
-    """SIGINT and SIGTERM raise `flexlearn.errors.Interrupted` in the main thread while the body runs (commits
-    hold them back: `flexlearn.atomic.signals_deferred`); the command ends with one line on stderr (where it
-    stopped, what it kept, the command to resume or rerun) and exit status 128 + the signal number.
-
-    Args:
-        app: the command's name, which starts the line and the rerun command.
-    """
-    caught = (signal.SIGINT, signal.SIGTERM)
-    main_thread = threading.current_thread() is threading.main_thread()
-    previous = {s: signal.getsignal(s) for s in caught} if main_thread else {}
-
-    def stop(signum: int, frame: Any) -> None:
-        if _importing(frame):  # an exception inside an import leaves half-loaded modules (numpy refuses a
-            _report(app, Interrupted(signum, "while loading modules, before any output was begun"))  # second load)
-            os._exit(128 + signum)  # as safe as a kill: every output is written whole or not at all
-        raise Interrupted(signum)
-
-    for s in previous:
-        signal.signal(s, stop)
-    try:
-        yield
-    except Interrupted as exc:
-        for s in previous:  # a second Ctrl-C while the message is printed ends nothing half-way
-            signal.signal(s, signal.SIG_IGN)
-        _report(app, exc)
-        sys.exit(exc.exit_status)
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
-
-
-def _importing(frame: Any) -> bool:
-    """Whether ``frame`` or a caller of it runs Python's import machinery (a module is being loaded)."""
-    while frame is not None:
-        if frame.f_code.co_filename.startswith("<frozen importlib"):
-            return True
-        frame = frame.f_back
-    return False
-
-
-def _report(app: str, exc: Interrupted) -> None:
-    """The one line an interrupted command ends with: the signal, where it stopped, the command that reruns it."""
-    detail = exc.detail or "every output is written whole or not at all: the previous versions are kept"
-    again = exc.resume or "rerun: " + " ".join(shlex.quote(a) for a in [app, *sys.argv[1:]])
-    print(f"{app}: interrupted by {exc.signal_name}: {detail}; {again}", file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager

@@ -52,7 +52,7 @@ def test_a_signal_while_modules_load_ends_with_one_line_not_a_traceback(tmp_path
     )
     code = (
         f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
-        "from flexlearn.apps.runner import interruptions\n"
+        "from flexlearn.apps.interrupts import interruptions\n"
         "with interruptions('flexlearn-demo'):\n"
         "    import slow_module\n"
     )
@@ -73,3 +73,31 @@ def test_a_signal_while_modules_load_ends_with_one_line_not_a_traceback(tmp_path
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"flexlearn-demo: interrupted by {signal.Signals(sig).name}")
     assert "while loading modules" in lines[0] and "rerun: flexlearn-demo" in lines[0]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_a_console_command_starts_ends_with_its_line(tmp_path, sig):
+    """The console scripts put the handlers in place before the app's modules load (`flexlearn.apps.launch`):
+    a signal while Hydra loads — a fraction of a second after the start — is the command's one line, not a
+    traceback (SIGINT) or a silent death (SIGTERM)."""
+    script = Path(sys.executable).with_name("flexlearn-process")
+    env = dict(os.environ, FLEXLEARN_ROOT=str(tmp_path), PYTHONVERBOSE="1")  # -v: each import is announced
+    proc = subprocess.Popen([str(script), "input=nowhere"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    seen = []
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        seen.append(line)
+        if line.startswith("import 'hydra'"):  # the app's own modules are loading now
+            proc.send_signal(sig)
+            break
+    try:
+        err = "".join(seen) + proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert any(ln.startswith("import 'hydra'") for ln in seen), "hydra was never imported"
+    assert proc.returncode == 128 + sig, err[-2000:]
+    assert "Traceback" not in err
+    ours = [ln for ln in err.splitlines() if ln.startswith("flexlearn-process: interrupted by")]
+    assert len(ours) == 1 and "while loading modules" in ours[0], err[-2000:]
