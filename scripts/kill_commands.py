@@ -12,7 +12,8 @@ It then checks:
    of the export set, `load_calibration`) and is the old or the new version, never a mix or a truncation; for an
    export set, a SIGKILL inside its renames may leave files that every loader refuses (their manifests name the
    other version's hashes): that state is counted as ``refused``, never accepted as a version;
-2. SIGINT and SIGTERM end the command with 128 + the signal and one ``interrupted by`` line, no traceback
+2. SIGINT and SIGTERM end the command with 128 + the signal and one ``interrupted by`` line, no traceback, that
+   names the run's ``status.json``, which says ``interrupted`` by that signal
    (exit 0, or the signal's own status as the interpreter exits, when it had finished: the new version whole);
 3. the next run of the command starts clean: it succeeds, writes the new version and leaves no temporaries.
 """
@@ -238,9 +239,32 @@ def command_trial(inputs: Inputs, kind: str, target: Path, sig: str, when: str, 
         out["violation"] = f"exit {proc.returncode} after {sig} (expected {128 + SIGNALS[sig]}): {err[-600:]}"
     elif sig != "SIGKILL" and ("Traceback" in err or "interrupted by" not in err):
         out["violation"] = f"no one-line interruption message after {sig}: {err[-600:]}"
+    elif sig != "SIGKILL":
+        out["violation"] = _interrupted_status(err, sig)
     if not out["violation"]:
         out["violation"] = _next_run_starts_clean(inputs, kind, target, new)
     return out
+
+
+def _interrupted_status(err: str, sig: str) -> str:
+    """'' when the interruption line names the run's ``status.json`` and that file (strict JSON) says so."""
+    import json
+    import re
+
+    found = re.search(r"status in (\S+status\.json)", err)
+    if not found:
+        return f"the interruption line names no status.json: {err[-400:]}"
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"not strict JSON ({name})")
+
+    try:
+        record = json.loads(Path(found.group(1)).read_text(), parse_constant=refuse)
+    except (OSError, ValueError) as exc:
+        return f"{found.group(1)}: {exc}"
+    if record.get("status") != "interrupted" or record.get("signal") != sig:
+        return f"{found.group(1)} says {record.get('status')!r} / {record.get('signal')!r}, not interrupted by {sig}"
+    return ""
 
 
 def _next_run_starts_clean(inputs: Inputs, kind: str, target: Path, new: int) -> str:

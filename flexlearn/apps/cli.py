@@ -13,6 +13,7 @@ from importlib import metadata
 from typing import Optional
 
 import flexlearn
+from flexlearn.apps.launch import app_module
 
 SUMMARY_CHARS = 200
 """Longest command summary listed; a longer first sentence ends in '…' at a word boundary."""
@@ -46,7 +47,7 @@ def commands() -> dict[str, str]:
     for ep in sorted(eps, key=lambda e: e.name):
         if ep.name == "flexlearn":
             continue
-        module = ep.value.split(":")[0]
+        module = app_module(ep.value)
         try:
             spec = importlib.util.find_spec(module)
             origin = spec.origin if spec else None

@@ -10,9 +10,13 @@ import shlex
 import signal
 import sys
 import threading
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from flexlearn.errors import Interrupted
+
+# Called with the interruption before a signal inside an import ends the process at once (no ``finally`` runs then):
+# `flexlearn.apps.run_status` records the run's status here.
+BEFORE_HARD_EXIT: list[Callable[[Interrupted], None]] = []
 
 
 @contextlib.contextmanager
@@ -30,7 +34,10 @@ def interruptions(app: str) -> Iterator[None]:
 
     def stop(signum: int, frame: Any) -> None:
         if _importing(frame):  # an exception inside an import leaves half-loaded modules (numpy refuses a
-            _report(app, Interrupted(signum, "while loading modules, before any output was begun"))  # second load)
+            exc = Interrupted(signum, "while loading modules, before any output was begun")  # second load)
+            for hook in list(BEFORE_HARD_EXIT):
+                hook(exc)
+            _report(app, exc)
             os._exit(128 + signum)  # as safe as a kill: every output is written whole or not at all
         raise Interrupted(signum)
 
@@ -57,8 +64,23 @@ def _importing(frame: Any) -> bool:
     return False
 
 
+KEPT = "every output is written whole or not at all: the previous versions are kept"
+
+
+def rerun_command(app: str, exc: Interrupted) -> str:
+    """What continues the work: the interruption's own resume command, else the command line run again.
+
+    Args:
+        app: the command's name.
+        exc: the interruption.
+
+    Returns:
+        ``exc.resume``, or ``rerun: <app> <the same arguments>``.
+    """
+    return exc.resume or "rerun: " + " ".join(shlex.quote(a) for a in [app, *sys.argv[1:]])
+
+
 def _report(app: str, exc: Interrupted) -> None:
     """The one line an interrupted command ends with: the signal, where it stopped, the command that reruns it."""
-    detail = exc.detail or "every output is written whole or not at all: the previous versions are kept"
-    again = exc.resume or "rerun: " + " ".join(shlex.quote(a) for a in [app, *sys.argv[1:]])
-    print(f"{app}: interrupted by {exc.signal_name}: {detail}; {again}", file=sys.stderr, flush=True)
+    print(f"{app}: interrupted by {exc.signal_name}: {exc.detail or KEPT}; {rerun_command(app, exc)}", file=sys.stderr,
+          flush=True)  # fmt: skip

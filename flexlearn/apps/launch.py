@@ -25,6 +25,19 @@ def launch(module: str, app: str) -> Any:
         return importlib.import_module(f"flexlearn.apps.{module}").main()
 
 
+def app_module(entry: str) -> str:
+    """The module an entry point runs: ``flexlearn.apps.launch:train`` → ``flexlearn.apps.train``.
+
+    Args:
+        entry: the entry point's value (``module:function``).
+
+    Returns:
+        The app's module (the entry's own module when it is not a launcher).
+    """
+    module, _, function = entry.partition(":")
+    return f"flexlearn.apps.{function}" if module == __name__ else module
+
+
 def cli() -> Any:  # noqa: D103 - one entry point per command, named in pyproject.toml [project.scripts]
     return launch("cli", "flexlearn")
 

@@ -34,6 +34,7 @@ from omegaconf.errors import MissingMandatoryValue
 import flexlearn.config  # noqa: F401  (registers the OmegaConf resolvers the configs use: run_tag, relpath)
 from flexlearn.apps.console import show_config
 from flexlearn.apps.interrupts import interruptions
+from flexlearn.apps.run_status import CommandError, recorded_status
 from flexlearn.config import check_root, closest, in_multirun
 from flexlearn.errors import ConfigError, FlexlearnError
 from flexlearn.jobs.runs import TRAIN_KEYS, check_run_config, override_key, resume_arguments
@@ -57,12 +58,14 @@ def readable_errors(app: str) -> Iterator[None]:
     try:
         yield
     except FlexlearnError as exc:
-        print(f"{app}: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        message = str(exc)
     except MissingMandatoryValue as exc:
         key = getattr(exc, "full_key", None) or "?"
-        print(f"{app}: error: config '{key}' is required: add {key}=... to the command", file=sys.stderr)
-        sys.exit(2)
+        message = f"config '{key}' is required: add {key}=... to the command"
+    else:
+        return
+    print(f"{app}: error: {message}", file=sys.stderr)
+    raise CommandError(message)
 
 
 def require_values(cfg: DictConfig) -> None:
@@ -158,7 +161,12 @@ def hydra_app(app: str, config_name: str) -> Callable[[Callable[[DictConfig], An
     """
 
     def wrap(task_fn: Callable[[DictConfig], Any]) -> Callable[..., Any]:
-        hydra_main = hydra.main(version_base="1.3", config_path=CONF_DIR, config_name=config_name)(task_fn)
+        @functools.wraps(task_fn)
+        def task_with_status(cfg: DictConfig) -> Any:
+            with recorded_status(app):
+                return task_fn(cfg)
+
+        hydra_main = hydra.main(version_base="1.3", config_path=CONF_DIR, config_name=config_name)(task_with_status)
 
         @functools.wraps(task_fn)
         def main(cfg_passthrough: Optional[DictConfig] = None) -> Any:

@@ -25,7 +25,7 @@ def _config_names() -> dict[str, str]:
     """Console script name → Hydra config name, read from pyproject.toml and the app modules."""
     out = {}
     for line in (REPO / "pyproject.toml").read_text().splitlines():
-        m = re.match(r'^(flexlearn-[a-z]+) = "flexlearn\.apps\.([a-z_]+):main"', line)
+        m = re.match(r'^(flexlearn-[a-z]+) = "flexlearn\.apps\.launch:([a-z_]+)"', line)
         if m:
             src = (APPS / f"{m.group(2)}.py").read_text()
             found = re.search(r'config_name="([a-z_]+)"|hydra_app\("[^"]+", "([a-z_]+)"', src)

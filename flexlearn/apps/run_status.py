@@ -1,0 +1,98 @@
+"""``status.json`` in every command's run directory: how the run ended, for people and for scripts.
+
+``{"status": "ok" | "interrupted" | "error" | "failed", "command": [...], "started": ..., "ended": ...}`` plus,
+when interrupted, the signal, where it stopped and the command that resumes or reruns it; on an error (exit
+status 2) the one-line message; on a bug (``failed``) the exception. Written atomically (strict JSON) when the
+command's task ends, whatever the way; a command killed with SIGKILL leaves ``status: running``, written when it
+started, so a run that never ended is told apart from one that ended well.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from flexlearn.apps.interrupts import BEFORE_HARD_EXIT, KEPT, rerun_command
+from flexlearn.atomic import write_json_atomic
+from flexlearn.errors import Interrupted
+
+STATUS_FILE = "status.json"
+
+
+class CommandError(SystemExit):
+    """Exit status 2 after a refused input, carrying the one-line message the command printed."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def _run_dir() -> Optional[Path]:
+    """The Hydra run (or sweep job) directory of the command, None outside a Hydra run."""
+    from hydra.core.hydra_config import HydraConfig  # loaded already by every app that gets here
+
+    if not HydraConfig.initialized():
+        return None
+    out = HydraConfig.get().runtime.output_dir
+    return Path(out) if out else None
+
+
+def _write(run_dir: Path, record: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):  # a status that cannot be written must not hide the run's own outcome
+        write_json_atomic(run_dir / STATUS_FILE, record)
+
+
+@contextlib.contextmanager
+def recorded_status(app: str) -> Iterator[None]:
+    """Write ``status.json`` in the run directory when the body starts (``running``) and when it ends.
+
+    An interruption's message gains the status file's path, so the line a user sees names the run directory.
+
+    Args:
+        app: the command's name (its line and the rerun command start with it).
+    """
+    run_dir = _run_dir()
+    if run_dir is None:
+        yield
+        return
+    record: dict[str, Any] = {"status": "running", "command": [app, *sys.argv[1:]], "started": _now()}
+    _write(run_dir, record)
+
+    def interrupted(exc: Interrupted) -> None:
+        kept = exc.detail or KEPT
+        record.update(status="interrupted", signal=exc.signal_name, detail=kept, resume=rerun_command(app, exc))
+        exc.detail = f"{kept}; status in {run_dir / STATUS_FILE}"
+
+    def hard_exit(exc: Interrupted) -> None:  # a signal inside an import: the process ends without unwinding
+        interrupted(exc)
+        record["ended"] = _now()
+        _write(run_dir, record)
+
+    BEFORE_HARD_EXIT.append(hard_exit)
+    try:
+        yield
+    except Interrupted as exc:
+        interrupted(exc)
+        raise
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        record.update(status="ok" if code == 0 else "error", exit_status=code)
+        if isinstance(exc, CommandError):
+            record["error"] = exc.message
+        raise
+    except BaseException as exc:
+        record.update(status="failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    else:
+        record["status"] = "ok"
+    finally:
+        BEFORE_HARD_EXIT.remove(hard_exit)
+        record["ended"] = _now()
+        _write(run_dir, record)
