@@ -92,7 +92,8 @@ class Inputs:
         return inputs
 
     def command(self, kind: str, version: int, target: Path) -> list[str]:
-        """The command line that writes version ``version`` (1 or 2) of ``kind``'s output ``target``."""
+        """The command line that writes version ``version`` (1 or 2) of ``kind``'s output ``target`` (calibrate: a
+        rotation fit, which the tiny model's residuals cannot push outside what the loaders accept)."""
         i = version - 1
         if kind == "process":
             return console("flexlearn-process") + [f"input={self.raw[i]}", f"output={target}"]
@@ -100,7 +101,7 @@ class Inputs:
             return console("flexlearn-export") + [f"ckpt_path={self.ckpt[i]}", f"out_dir={target}"]
         if kind == "calibrate":
             return console("flexlearn-calibrate") + [
-                f"ckpt_path={self.ckpt[i]}", f"inputs=[{self.raw[0]}]", f"output={target}",
+                f"ckpt_path={self.ckpt[i]}", f"inputs=[{self.raw[0]}]", f"output={target}", "kind=rotation",
             ]  # fmt: skip
         raise ValueError(f"unknown command kind {kind!r}")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple, Optional, Sequence
@@ -30,7 +31,7 @@ from flexlearn.data.dataset import METADATA_KEY, DirectionDataset
 from flexlearn.data.process import process_sweep
 from flexlearn.data.processing_config import ProcessingConfig
 from flexlearn.errors import DataError
-from flexlearn.runtime.pikit.calibration_file import CALIBRATION_SCHEMA
+from flexlearn.runtime.pikit.calibration_file import CALIBRATION_SCHEMA, CalibrationFileError, check_calibration
 from flexlearn.sensing.streams import RawSweep
 
 log = logging.getLogger(__name__)
@@ -276,6 +277,31 @@ def calibration_document(
     }
 
 
+def _check_loadable(doc: dict[str, Any], inputs: Sequence[str], kind: str) -> None:
+    """Refuse a fit that the exporter and the Pi runner would refuse to load (`check_calibration`: W symmetric
+    positive definite with det ≈ 1, A a rotation or a bounded stretch, offsets bounded), before anything is written.
+
+    Args:
+        doc: the calibration document about to be written.
+        inputs: the module recordings, receiver 1..N in order.
+        kind: the alignment fitted ('linear' or 'rotation').
+
+    Raises:
+        DataError: naming the module's recording, the field and the problem, and what to change.
+    """
+    try:
+        check_calibration(doc, len(inputs), doc.get("model_fingerprint"), "fitted calibration")
+    except CalibrationFileError as exc:
+        found = re.search(r"of receiver (\d+)", str(exc))
+        source = inputs[int(found.group(1)) - 1] if found else ", ".join(inputs)
+        hint = (
+            "fit a rotation only (kind=rotation), or use a model that fits its training data better"
+            if kind == "linear"
+            else "check that the recording is of this module and that the model fits its training data"
+        )
+        raise DataError(f"{source}: {exc}; nothing was written: {hint}") from None
+
+
 def calibrate(cfg: DictConfig) -> dict[str, Any]:
     """The `flexlearn-calibrate` job: fit every input module, write ``cfg.output``; return a summary.
 
@@ -331,6 +357,7 @@ def calibrate(cfg: DictConfig) -> dict[str, Any]:
         _check_convention(trained, ds, p, fit.require_tumble)
         modules.append(fit_module(model, ds, fit, source=p))
     doc = calibration_document(modules, model_fingerprint(model), str(cfg.ckpt_path), fit.kind)
+    _check_loadable(doc, inputs, fit.kind)
     out = Path(cfg.output)
     write_json_atomic(out, doc)
     return {

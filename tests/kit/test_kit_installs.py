@@ -71,6 +71,8 @@ def test_the_kit_passes_its_self_check_on_emulated_aarch64(kit):
     res = subprocess.run(
         ["bash", str(ROOT / "scripts" / "pi_emulated_check.sh"), str(kit)], capture_output=True, text=True, timeout=3600
     )
+    if res.returncode == 2:  # the script's own verdict on the machine: a tool, binfmt_misc or the mirror missing
+        pytest.skip(res.stderr.strip().splitlines()[-1] if res.stderr.strip() else "pi_emulated_check: exit 2")
     figures = json.loads(res.stdout.strip().splitlines()[-1]) if res.stdout.strip() else {}
     assert res.returncode == 0 and figures.get("passed"), res.stdout[-2000:] + res.stderr[-2000:]
     assert figures["machine_python_torch"].startswith("aarch64") and figures["cuda_libs"] == 0

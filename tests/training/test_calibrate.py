@@ -304,3 +304,31 @@ def test_a_module_in_another_field_convention_is_refused(trained_run, module_swe
     )
     with pytest.raises(DataError, match=r"trained on tumble-corrected fields.*processing.soft_iron=tumble"):
         calibrate(cfg)
+
+
+def test_a_fit_the_exporter_would_refuse_is_refused_before_writing(trained_run, module_sweeps, tmp_path):
+    """An untrained model (its weights reset) makes the 8-parameter alignment fit land on a map that is no
+    plausible alignment; writing it would give a file the exporter and the Pi runner then refuse. It is refused
+    here, naming the module's recording and the way out, and nothing is written; a rotation fit is written."""
+    import torch
+    from omegaconf import OmegaConf
+
+    from flexlearn.apps.runner import CONF_DIR
+    from flexlearn.jobs.calibrate import calibrate
+    from flexlearn.runtime.bundle_inputs import load_calibration
+
+    ckpt = torch.load(trained_run["metrics"]["best_ckpt"], map_location="cpu", weights_only=True)
+    gen = torch.Generator().manual_seed(3)
+    ckpt["state_dict"] = {k: torch.randn(v.shape, generator=gen) * 0.3 for k, v in ckpt["state_dict"].items()}
+    untrained = tmp_path / "untrained.ckpt"
+    torch.save(ckpt, untrained)
+    cfg = OmegaConf.load(f"{CONF_DIR}/calibrate.yaml")
+    del cfg["defaults"]
+    out = tmp_path / "cal.json"
+    cfg.merge_with({"ckpt_path": str(untrained), "inputs": module_sweeps[:1], "output": str(out)})
+    with pytest.raises(DataError, match=r"m31: fitted calibration: field 'A' of receiver 1 .*kind=rotation"):
+        calibrate(cfg)
+    assert not out.exists()
+    cfg.kind = "rotation"
+    calibrate(cfg)
+    load_calibration(out, 1)  # what is written loads
