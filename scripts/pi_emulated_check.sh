@@ -11,7 +11,8 @@
 # the Debian mirror and the package index. The userland is cached in $FLEXLEARN_PI_ROOTFS
 # (default /var/tmp/flexlearn-pi-bookworm-arm64; delete it to start over); the venv inside it is made fresh on
 # every run, so the install figures (time, size, packages) are those of a Pi. Exit status: 0 passed, 1 the
-# self-check or the comparison failed, 2 a missing tool or a bad argument (one line on stderr).
+# self-check, the comparison or the install failed, 2 a missing tool, a bad argument, or the Debian mirror or the
+# package index out of reach (one line on stderr).
 set -euo pipefail
 
 ROOTFS="${FLEXLEARN_PI_ROOTFS:-/var/tmp/flexlearn-pi-bookworm-arm64}"
@@ -77,8 +78,14 @@ inside() {
 t0=$(date +%s)
 inside python3 -m venv /opt/venv
 # as the kit's README says: --no-deps (requirements.txt lists what running the bundles imports)
-inside /opt/venv/bin/pip install -q --no-deps -r /opt/kit/requirements.txt > "$ROOTFS.pip.log" 2>&1 \
-  || { tail -n 5 "$ROOTFS.pip.log" >&2; echo "pi_emulated_check: pip install -r requirements.txt failed (log: $ROOTFS.pip.log)" >&2; exit 1; }
+if ! inside /opt/venv/bin/pip install -q --no-deps -r /opt/kit/requirements.txt > "$ROOTFS.pip.log" 2>&1; then
+  tail -n 5 "$ROOTFS.pip.log" >&2
+  # the index out of reach is the machine's problem (exit 2); a requirement it cannot serve for aarch64 is the kit's
+  grep -qE "NewConnectionError|Temporary failure in name resolution|Max retries exceeded|ProxyError|Could not fetch URL" \
+    "$ROOTFS.pip.log" && die "the package index is out of reach from the arm64 userland (log: $ROOTFS.pip.log)"
+  echo "pi_emulated_check: pip install -r requirements.txt failed (log: $ROOTFS.pip.log)" >&2
+  exit 1
+fi
 t_install=$(( $(date +%s) - t0 ))
 site="$(ls -d "$ROOTFS"/opt/venv/lib/python3*/site-packages)"
 size_mb=$(du -sm --exclude=__pycache__ "$site" | awk '{print $1}')  # the files installed (pip, setuptools included)

@@ -62,7 +62,8 @@ def test_the_kit_runs_in_a_fresh_venv_with_only_its_requirements(kit, tmp_path):
 def test_the_kit_passes_its_self_check_on_emulated_aarch64(kit):
     """`scripts/pi_emulated_check.sh`: a bookworm arm64 userland (debootstrap), the kit's requirements from the
     package index, the self-check under qemu compared with x86 (1e-6, flags identical). Needs root, debootstrap,
-    qemu-user-static and network access; ≈ 8-16 min."""
+    qemu-user-static and network access; ≈ 5 min from scratch (5.1 min measured on 2 cores), run by CI.
+    The script's exit 2 (a tool, binfmt_misc, the mirror or the index out of reach) is a skip with its line."""
     if os.geteuid() != 0:
         pytest.skip("needs root (debootstrap, chroot, binfmt_misc)")
     missing = [t for t in ("debootstrap", "qemu-aarch64-static") if shutil.which(t) is None]
