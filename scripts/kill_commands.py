@@ -241,20 +241,22 @@ def command_trial(inputs: Inputs, kind: str, target: Path, sig: str, when: str, 
     elif sig != "SIGKILL" and ("Traceback" in err or "interrupted by" not in err):
         out["violation"] = f"no one-line interruption message after {sig}: {err[-600:]}"
     elif sig != "SIGKILL":
-        out["violation"] = _interrupted_status(err, sig)
+        out["violation"] = _interrupted_status(err, sig, inputs.root, proc.pid)
     if not out["violation"]:
         out["violation"] = _next_run_starts_clean(inputs, kind, target, new)
     return out
 
 
-def _interrupted_status(err: str, sig: str) -> str:
-    """'' when the interruption line names the run's ``status.json`` and that file (strict JSON) says so."""
+def _interrupted_status(err: str, sig: str, root: Path, pid: int) -> str:
+    """'' when the interruption line names the run's ``status.json`` and that file (strict JSON) says so, or when
+    the command stopped before it made its run directory (``<date>_<time>_<pid>-<tag>`` under ``root/logs``)."""
     import json
     import re
 
+    runs = [p for p in root.glob("logs/*/runs/*") if f"_{pid}-" in p.name]
     found = re.search(r"status in (\S+status\.json)", err)
     if not found:
-        return f"the interruption line names no status.json: {err[-400:]}"
+        return f"run directory {runs[0]} made, but the line names no status.json: {err[-400:]}" if runs else ""
 
     def refuse(name: str) -> None:
         raise ValueError(f"not strict JSON ({name})")
