@@ -13,7 +13,9 @@ It then checks:
    export set, a SIGKILL inside its renames may leave files that every loader refuses (their manifests name the
    other version's hashes): that state is counted as ``refused``, never accepted as a version;
 2. SIGINT and SIGTERM end the command with 128 + the signal and one ``interrupted by`` line, no traceback, that
-   names the run's ``status.json``, which says ``interrupted`` by that signal
+   names the run's ``status.json``, which says ``interrupted`` by that signal; a signal sent while the interpreter
+   was still starting (the command's handlers not yet in place, read from /proc: ``handlers: false``) takes its
+   default action, and only the old version's staying whole is checked
    (exit 0, or the signal's own status as the interpreter exits, when it had finished: the new version whole);
 3. the next run of the command starts clean: it succeeds, writes the new version and leaves no temporaries.
 """
@@ -182,6 +184,19 @@ def temporaries(kind: str, target: Path) -> list[str]:
     )
 
 
+def _handles_sigterm(pid: int) -> bool:
+    """Whether process ``pid`` catches SIGTERM (``SigCgt`` of /proc/<pid>/status): flexlearn's console scripts put
+    their SIGINT and SIGTERM handlers in place together, once the interpreter has started (`flexlearn.apps.launch`);
+    before that a signal takes its default action (SIGINT: Python's KeyboardInterrupt). True when unknown."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    except (OSError, ValueError):
+        pass
+    return True
+
+
 def _wait_for_commit(kind: str, target: Path, proc: subprocess.Popen, timeout: float = 120.0) -> bool:
     """Poll (every ms) until the command's first temporary appears; False if it ended first."""
     end = time.monotonic() + timeout
@@ -217,6 +232,7 @@ def command_trial(inputs: Inputs, kind: str, target: Path, sig: str, when: str, 
         if when == "run" or _wait_for_commit(kind, target, proc):
             time.sleep(delay)
             if proc.poll() is None:
+                out["handlers"] = _handles_sigterm(proc.pid)
                 proc.send_signal(SIGNALS[sig])
         _, err = proc.communicate(timeout=300)
     finally:
@@ -234,8 +250,8 @@ def command_trial(inputs: Inputs, kind: str, target: Path, sig: str, when: str, 
     finished = proc.returncode == 0 or (out["after"] == new and proc.returncode == -SIGNALS[sig])
     if finished and out["after"] != new:  # (-signal: it came as the interpreter exited, its handlers gone)
         out["violation"] = f"the command finished but version {out['after']} is on disk, not {new}"
-    elif finished:
-        pass
+    elif finished or not out.get("handlers", True):
+        pass  # (no handlers yet: the interpreter was starting; nothing was opened, the old version must stay)
     elif sig != "SIGKILL" and proc.returncode != 128 + SIGNALS[sig]:
         out["violation"] = f"exit {proc.returncode} after {sig} (expected {128 + SIGNALS[sig]}): {err[-600:]}"
     elif sig != "SIGKILL" and ("Traceback" in err or "interrupted by" not in err):

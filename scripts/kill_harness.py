@@ -332,6 +332,8 @@ def campaign(
         "violations": [t for t in trials if t["violation"]],
         # command trials that left an export set every loader refuses (a SIGKILL between its renames)
         "refused_sets": sum(1 for t in trials if t.get("after") == "refused"),
+        # command trials signalled while the interpreter was starting, before the command's handlers
+        "before_handlers": sum(1 for t in trials if t.get("handlers") is False),
         "seconds": round(time.perf_counter() - t0, 1),
         "seed": seed,
     }
