@@ -262,18 +262,28 @@ def atomic_path(path: str | os.PathLike, inputs: _Paths = ()) -> Iterator[Path]:
 
 @contextlib.contextmanager
 def signals_deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back while the body runs (a commit's renames): their Python handlers run after
-    it, so an interruption never lands between two renames. Does nothing outside the main thread or where
-    signal masks do not exist. SIGKILL cannot be held back: `remove_stale_temporaries` repairs that case."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+    """Hold SIGINT and SIGTERM back while the body runs (a commit's renames), then deliver them.
+
+    A signal mask is not enough in a process with other threads (torch starts some): the kernel hands a
+    process-directed signal to any thread that does not block it, and Python then runs the handler in the main
+    thread at once, inside the body. So, in the main thread, handlers that only record the signal replace the
+    current ones for the body; afterwards the previous handlers are put back and each recorded signal is raised
+    again. Elsewhere (not the main thread) nothing is held. SIGKILL cannot be held: `remove_stale_temporaries`
+    repairs a killed file or directory swap, and an export set's manifests make its half-way states unloadable.
+    """
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = {signal.SIGINT, signal.SIGTERM}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    held: list[int] = []
+    kinds = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in kinds}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for kind, handler in previous.items():
+            signal.signal(kind, handler)
+        for signum in dict.fromkeys(held):
+            signal.raise_signal(signum)
 
 
 def _replace(src: Path, dst: Path) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from flexlearn.apps.interrupts import BEFORE_HARD_EXIT, KEPT, rerun_command
-from flexlearn.atomic import write_json_atomic
+from flexlearn.atomic import signals_deferred, write_json_atomic
 from flexlearn.errors import Interrupted
 
 STATUS_FILE = "status.json"
@@ -63,7 +63,6 @@ def recorded_status(app: str) -> Iterator[None]:
         yield
         return
     record: dict[str, Any] = {"status": "running", "command": [app, *sys.argv[1:]], "started": _now()}
-    _write(run_dir, record)
 
     def interrupted(exc: Interrupted) -> None:
         kept = exc.detail or KEPT
@@ -77,6 +76,7 @@ def recorded_status(app: str) -> Iterator[None]:
 
     BEFORE_HARD_EXIT.append(hard_exit)
     try:
+        _write(run_dir, record)
         yield
     except Interrupted as exc:
         interrupted(exc)
@@ -95,4 +95,9 @@ def recorded_status(app: str) -> Iterator[None]:
     finally:
         BEFORE_HARD_EXIT.remove(hard_exit)
         record["ended"] = _now()
-        _write(run_dir, record)
+        try:
+            with signals_deferred():  # the status is written whole; a signal meanwhile is raised after it
+                _write(run_dir, record)
+        except Interrupted as late:  # it came as the run was ending: the status written says how it ended
+            late.detail = f"the run had ended ({record['status']}): status in {run_dir / STATUS_FILE}"
+            raise

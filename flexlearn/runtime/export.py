@@ -24,9 +24,7 @@ import io
 import json
 import os
 import shutil
-import signal
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
@@ -34,7 +32,13 @@ import torch
 import torch.jit._recursive as recursive
 
 import flexlearn
-from flexlearn.atomic import OutputPathError, fsync_path, guard_output_file, remove_stale_temporaries
+from flexlearn.atomic import (
+    OutputPathError,
+    fsync_path,
+    guard_output_file,
+    remove_stale_temporaries,
+    signals_deferred,
+)
 from flexlearn.errors import CheckpointError
 from flexlearn.runtime.pikit.manifest import manifest_path, verify_manifest
 from flexlearn.runtime.program_archive import check_program_archive
@@ -165,32 +169,6 @@ def _commit(staged: Sequence[tuple[Path, Path]]) -> None:
             bak.unlink(missing_ok=True)
 
 
-@contextlib.contextmanager
-def signals_held() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM while the body runs (a commit's renames), then deliver them.
-
-    A signal mask is not enough in a process with other threads (torch starts some): the kernel hands a
-    process-directed signal to any thread that does not block it, and the default SIGTERM action ends the whole
-    process there. So, in the main thread, handlers that only record the signal replace the current ones for the
-    body; afterwards the previous handlers are put back and each recorded signal is raised again. Elsewhere (not
-    the main thread) nothing is held. SIGKILL cannot be held: the manifests' ``set`` makes its half-way states
-    unloadable instead.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held: list[int] = []
-    kinds = (signal.SIGINT, signal.SIGTERM)
-    previous = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in kinds}
-    try:
-        yield
-    finally:
-        for kind, handler in previous.items():
-            signal.signal(kind, handler)
-        for signum in dict.fromkeys(held):
-            signal.raise_signal(signum)
-
-
 def _check_targets(artifacts: Sequence[Artifact], inputs: list) -> None:
     """Refuse (nothing touched) an output path that is guarded, an input, or a file flexlearn did not export."""
     for art in artifacts:
@@ -247,7 +225,7 @@ def write_artifacts(artifacts: Sequence[Artifact], inputs: Iterable[str | Path] 
         for art in artifacts:
             side = manifest_text(art, members).text.encode()
             staged.append((_stage(manifest_path(art.path), side), manifest_path(art.path)))
-        with signals_held():  # files first, manifests last (module docstring of pikit.manifest)
+        with signals_deferred():  # files first, manifests last (module docstring of pikit.manifest)
             _commit(staged)
         for folder in {final.parent for _, final in staged}:
             fsync_path(folder)
