@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TREES = ["flexlearn", "tests", "scripts"]
+TREES = ["flexlearn", "hydra_plugins", "tests", "scripts"]
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("ruff") is None, reason="ruff is not installed (pip install -e '.[dev]' brings it)"

@@ -17,32 +17,11 @@ from omegaconf import DictConfig
 
 from flexlearn.sweeps.aggregate import print_sweep_summary
 
-__all__ = ["BestRunReport", "SLURM_LAUNCHER"]
-
-# The name conf/hydra/launcher/slurm.yaml gives flexlearn.sweeps.slurm.SlurmLauncher: Hydra instantiates launchers
-# only by a name in its plugin namespace (hydra_plugins.*); BestRunReport.on_multirun_start registers it under it.
-SLURM_LAUNCHER = "hydra_plugins.flexlearn_slurm.SlurmLauncher"
+__all__ = ["BestRunReport"]
 
 
 class BestRunReport(Callback):
-    """Hydra callback: after a multirun, summarise its directory and print the best run (`best_run_lines`); before
-    it, make flexlearn's SLURM launcher known to Hydra when the sweep uses it."""
-
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        """Register `flexlearn.sweeps.slurm.SlurmLauncher` as ``SLURM_LAUNCHER`` when ``hydra.launcher`` names it.
-
-        Args:
-            config: the multirun's composed config (its ``hydra.launcher``).
-            **kwargs: further arguments Hydra passes (not read).
-        """
-        if str(config.hydra.launcher.get("_target_", "")) != SLURM_LAUNCHER:
-            return
-        from hydra.core.plugins import Plugins
-
-        # an optional dependency (hydra-submitit-launcher), imported only for a SLURM sweep
-        from flexlearn.sweeps.slurm import SlurmLauncher
-
-        Plugins.instance().class_name_to_class[SLURM_LAUNCHER] = SlurmLauncher
+    """Hydra callback: after a multirun, summarise its directory and print the best run (`best_run_lines`)."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         """Summarise ``hydra.sweep.dir``; print the lines; a sweep that cannot be summarised gets one warning.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
@@ -33,12 +35,15 @@ def test_slurm_launcher_config_is_accepted_by_submitit(tmp_path, monkeypatch):
         ]
     )
     launcher = OmegaConf.to_container(cfg.hydra.launcher, resolve=True)
+    from hydra.core.plugins import Plugins
+    from hydra.plugins.launcher import Launcher
     from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher as SubmititSlurmLauncher
 
-    from flexlearn.sweeps.report import SLURM_LAUNCHER
     from flexlearn.sweeps.slurm import SlurmLauncher
 
-    assert launcher.pop("_target_") == SLURM_LAUNCHER
+    target = launcher.pop("_target_")
+    found = {f"{c.__module__}.{c.__name__}": c for c in Plugins.instance().discover(Launcher)}  # Hydra's own scan
+    assert target in found and issubclass(found[target], SlurmLauncher), sorted(found)
     assert issubclass(SlurmLauncher, SubmititSlurmLauncher)
     assert launcher["submitit_folder"] == f"{tmp_path}/.submitit/%j"
     # what SlurmLauncher does before submitting: build the executor, map the parameters onto it
@@ -184,3 +189,19 @@ def test_a_jobs_python_error_is_reported_by_its_exception_line():
         "omegaconf.errors.UnsupportedInterpolationType: Unsupported interpolation type flexlearn_root"
     )
     assert raised_line("sbatch said no") == "sbatch said no"
+
+
+def test_without_the_sweep_extra_hydras_plugin_scan_stays_silent_and_offers_no_slurm_launcher():
+    """hydra_plugins.flexlearn_slurm is imported by every Hydra app's plugin scan: without hydra-submitit-launcher
+    (blocked here in a fresh interpreter) it must neither warn nor fail; it offers no launcher then."""
+    code = (
+        "import sys, warnings\n"
+        "sys.modules['hydra_plugins.hydra_submitit_launcher'] = None\n"
+        "warnings.simplefilter('error')\n"
+        "from hydra.core.plugins import Plugins\n"
+        "from hydra.plugins.launcher import Launcher\n"
+        "print(sorted(f'{c.__module__}.{c.__name__}' for c in Plugins.instance().discover(Launcher)))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parent)
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
+    assert "flexlearn" not in proc.stdout and "BasicLauncher" in proc.stdout, proc.stdout
