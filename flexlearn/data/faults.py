@@ -12,7 +12,15 @@ an LSB: a reading within half a step of the rail is clipped), its quantisation s
   commanded poses is stuck at every pose;
 * clipped: a valid sample with some |component| at or above the clip level.
 
-Every array is SI: s, T, m/s².
+The rate gyro, when a recording has one (stream ``rate``), is judged the same way per pose (stuck axes where its
+noise allows the test, clipped at its full scale): the dataset does not use it, but a frozen gyro is a frozen IMU
+and a gyro at its rail is a module that turns.
+
+Quantisation (`grid_notes`): raw readings lie on a grid of one step per axis; a step that is not the part's LSB
+means the chip runs at another range than the parts say, so the clip level derived from them is wrong (a finer
+step: real clipping goes unseen). Readings on no grid (filtered or calibrated by the logger) are not judged.
+
+Every array is SI: s, T, m/s², rad/s.
 """
 
 from __future__ import annotations
@@ -68,6 +76,7 @@ class Limits:
         mag_clip: field clip level [T] (or ``processing.saturation_limit`` when set).
         accel_clip: specific-force clip level [m/s²].
         mag_stuck_axes / accel_stuck_axes: per-axis stuck test applies (noise ≥ 2 LSB).
+        gyro_clip: angular-rate clip level [rad/s]; gyro_stuck_axes: as ``accel_stuck_axes``.
         accel_noise: expected σ of one accelerometer sample [m/s²].
         max_accel_std: stationarity bound [m/s²] (``processing.max_accel_std`` when set).
     """
@@ -76,6 +85,8 @@ class Limits:
     accel_clip: float
     mag_stuck_axes: bool
     accel_stuck_axes: bool
+    gyro_clip: float
+    gyro_stuck_axes: bool
     accel_noise: float
     max_accel_std: float
 
@@ -99,6 +110,8 @@ class Limits:
             accel_clip=clip_level(imu.accel),
             mag_stuck_axes=stuck_testable(m.field, m.output_rate_hz),
             accel_stuck_axes=stuck_testable(imu.accel, imu.output_rate_hz),
+            gyro_clip=clip_level(imu.gyro),
+            gyro_stuck_axes=stuck_testable(imu.gyro, imu.output_rate_hz),
             accel_noise=imu.accel_noise_std,
             max_accel_std=max_accel_std
             if max_accel_std is not None
@@ -181,3 +194,71 @@ def clipped(pose: np.ndarray, values: np.ndarray, use: np.ndarray, level: float,
     with np.errstate(invalid="ignore"):
         hit = use & (pose >= 0) & np.any(np.abs(values) >= level, axis=1)
     return np.bincount(pose[hit], minlength=n_poses) > 0
+
+
+GRID_TOLERANCE = 1e-3
+"""Readings lie on a grid when every distinct value of an axis is x₀ + k·q within this fraction of q."""
+STEP_RATIO_BOUNDS = (0.8, 1.25)
+"""An observed grid step q within these multiples of the part's LSB agrees with it."""
+MIN_GRID_LEVELS = 8
+"""Distinct values an axis needs before its grid step is judged."""
+
+
+def grid_step(values: np.ndarray) -> Optional[float]:
+    """The quantisation step q of readings (M, 3): the smallest gap between distinct values of an axis, when every
+    distinct value of every judged axis is x₀ + k·q (within `GRID_TOLERANCE`·q) and the axes agree; else None.
+
+    Args:
+        values: readings (M, 3); non-finite and (0, 0, 0) rows are ignored.
+
+    Returns:
+        q in the readings' unit, or None (too few levels, or no common grid: filtered or calibrated readings).
+    """
+    _, present = valid_readings(values)
+    steps = []
+    for j in range(3):
+        levels = np.unique(values[present, j])
+        if levels.size < MIN_GRID_LEVELS:
+            continue
+        q = float(np.min(np.diff(levels)))
+        k = (levels - levels[0]) / q
+        if q <= 0 or np.max(np.abs(k - np.round(k))) > GRID_TOLERANCE:
+            return None
+        steps.append(q)
+    if not steps or max(steps) > min(steps) * (1 + GRID_TOLERANCE):
+        return None
+    return float(np.median(steps))
+
+
+def grid_notes(streams: dict[str, tuple[np.ndarray, ChipAxis, str]]) -> list[str]:
+    """One line per stream whose readings lie on a grid whose step disagrees with its part's LSB.
+
+    Args:
+        streams: name → (readings (M, 3) [SI], the part's axis, the part's config key, e.g.
+            ``sensor.magnetometer.field``).
+
+    Returns:
+        The lines (none when every step agrees or no grid is seen).
+    """
+    notes = []
+    for name, (values, axis, key) in streams.items():
+        q = grid_step(np.asarray(values, dtype=np.float64))
+        if q is None:
+            continue
+        ratio = q / axis.lsb
+        if STEP_RATIO_BOUNDS[0] <= ratio <= STEP_RATIO_BOUNDS[1]:
+            continue
+        rail = f"{ratio * axis.full_scale:.3g} {axis.unit}"  # the same count of steps at the observed step
+        consequence = (
+            f"the chip runs at a smaller range than the part says (its rail near {rail}), so clipping below "
+            f"{clip_level(axis):.4g} {axis.unit} goes unseen"
+            if ratio < 1
+            else f"the chip runs at a wider range (rail near {rail}) or a coarser mode than the part says, so "
+            f"readings past {clip_level(axis):.4g} {axis.unit} are taken as clipped"
+        )
+        group = "/".join(key.split(".")[:2])  # sensor.imu.gyro -> sensor/imu, the preset's config group
+        notes.append(
+            f"stream '{name}': readings step by {q:.4g} {axis.unit}, {ratio:.3g}x the LSB {axis.lsb:.4g} {axis.unit} "
+            f"of {key}: {consequence}; set the part's range ({group}=<preset>, or {key}.full_scale and {key}.lsb)"
+        )
+    return notes

@@ -334,7 +334,16 @@ def _sample_counts(raw: RawSweep, polls: q.Polls, ev: q.PoseEvidence, acc: Accel
         "accel_nonfinite": int((~acc.finite).sum()),
         "accel_zero": int((acc.finite & ~acc.valid).sum()),
         "pulses": int(ev.n_pulses.shape[0] and ev.n_pulses.sum()),
+        **_rate_counts(raw),
     }
+
+
+def _rate_counts(raw: RawSweep) -> dict[str, int]:
+    """{rate_samples, rate_nonfinite} of the ``rate`` stream, or {} without one."""
+    if "rate" not in raw.streams:
+        return {}
+    rate = _rate_stream(raw)[1]
+    return {"rate_samples": int(rate.shape[0]), "rate_nonfinite": int((~np.all(np.isfinite(rate), axis=1)).sum())}
 
 
 def _dataset_meta(raw: RawSweep, cfg: ProcessingConfig, report: DropReport, calibration) -> dict:
@@ -384,8 +393,42 @@ def _evidence(raw: RawSweep, cfg: ProcessingConfig, lim: faults.Limits, win: q.W
         accel_stuck=(np.any(acc_axes, axis=1) & lim.accel_stuck_axes) | (acc_stream & (acc.n > 0)),
         mag_stuck=np.all(mag_same, axis=1) | (np.any(mag_axes, axis=1) & lim.mag_stuck_axes),
         accel_saturated=faults.clipped(acc.pose, raw.accel, acc.valid, lim.accel_clip, win.n),
+        **_gyro_flags(raw, lim, win),
     )
     return polls, pulses, ev, acc
+
+
+def _gyro_flags(raw: RawSweep, lim: faults.Limits, win: q.Windows) -> dict[str, np.ndarray]:
+    """{gyro_stuck, gyro_saturated} (P,) of the ``rate`` stream [rad/s] (all False without one). Every finite
+    reading counts: a gyroscope at rest may read (0, 0, 0)."""
+    if "rate" not in raw.streams:
+        none = np.zeros(win.n, dtype=bool)
+        return {"gyro_stuck": none, "gyro_saturated": none}
+    t, rate = _rate_stream(raw)
+    pose = win.locate(t)
+    finite = np.all(np.isfinite(rate), axis=1)
+    _, axes = faults.frozen(pose, rate, finite, win.n)
+    return {
+        "gyro_stuck": np.any(axes, axis=1) & lim.gyro_stuck_axes,
+        "gyro_saturated": faults.clipped(pose, rate, finite, lim.gyro_clip, win.n),
+    }
+
+
+def _rate_stream(raw: RawSweep) -> tuple[np.ndarray, np.ndarray]:
+    """(t (M,) [s], rate (M, 3) [rad/s]) of the sweep's ``rate`` stream (missing values NaN)."""
+    rate = raw.streams["rate"]
+    return np.asarray(rate["t"], dtype=np.float64), np.asarray(rate["rate"], dtype=np.float64).reshape(-1, 3)
+
+
+def _grid_notes(raw: RawSweep, parts: SensorParts) -> list[str]:
+    """`flexlearn.data.faults.grid_notes` of the magnetometer, accelerometer and (if recorded) gyroscope."""
+    streams = {
+        "mag": (raw.mag, parts.magnetometer.field, "sensor.magnetometer.field"),
+        "accel": (raw.accel, parts.imu.accel, "sensor.imu.accel"),
+    }
+    if "rate" in raw.streams:
+        streams["rate"] = (_rate_stream(raw)[1], parts.imu.gyro, "sensor.imu.gyro")
+    return faults.grid_notes(streams)
 
 
 def _noise_notes(acc: AccelStats, keep: np.ndarray, lim: faults.Limits, parts: SensorParts) -> list[str]:
@@ -450,7 +493,7 @@ def process_sweep(
     sorted_ids = raw.pose_id[win.order].astype(np.int64)
     dropped = {r: sorted(sorted_ids[reason == k].tolist()) for k, r in enumerate(q.REASONS)}
     samples = {**_sample_counts(raw, polls, ev, acc, keep), "pulses_outside_poses": int((pulses.pose < 0).sum())}
-    notes += _noise_notes(acc, keep, lim, parts)
+    notes += _noise_notes(acc, keep, lim, parts) + _grid_notes(raw, parts)
     report = DropReport(win.n, int(keep.sum()), dropped, samples, notes, parts.to_config())
     _refuse_if_too_few(report, cfg)
     for note in notes:

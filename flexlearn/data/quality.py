@@ -22,7 +22,8 @@ Drop reasons, one per pose, the first that applies in the order of `REASONS`:
 accelerometer samples), ``nan`` (see above), ``absent`` (as ``nan``, for readings of exactly (0, 0, 0): a
 failed bus read, or a window without any magnetometer poll), ``accel_saturated`` (a specific force at the IMU
 part's full scale), ``accel_stuck`` (bit-identical readings where the part's noise forbids them,
-`flexlearn.data.faults`), ``saturated`` (a used poll with |component| ≥ the magnetometer's clip level:
+`flexlearn.data.faults`), ``gyro_saturated`` and ``gyro_stuck`` (the same of the rate gyro, when the recording
+has a ``rate`` stream), ``saturated`` (a used poll with |component| ≥ the magnetometer's clip level:
 ``saturation_limit``, or the part's full scale; a clipped axis is also constant, so this comes first),
 ``mag_stuck`` (as ``accel_stuck``), ``too_few_coil_on`` (fewer than min_coil_on accepted coil-on
 samples over all the pose's pulses), ``missing_coil_off`` (fewer than min_coil_off_per_side accepted coil-off
@@ -48,6 +49,8 @@ REASONS = (
     "absent",
     "accel_saturated",
     "accel_stuck",
+    "gyro_saturated",
+    "gyro_stuck",
     "saturated",
     "mag_stuck",
     "too_few_coil_on",
@@ -62,6 +65,10 @@ REASON_HINTS = {
     "accel_stuck": "the accelerometer repeats one reading bit for bit (a stuck or disconnected sensor; if it is "
     "really that quiet, set the IMU part: sensor/imu=...)",
     "accel_saturated": "the specific force reaches the IMU's full scale (sensor.imu.accel.full_scale)",
+    "gyro_saturated": "the angular rate reaches the gyroscope's full scale in a hold window (the module turns; "
+    "or sensor.imu.gyro.full_scale is smaller than the chip's range)",
+    "gyro_stuck": "the gyroscope repeats one reading bit for bit (a frozen IMU; if it is really that quiet, set the "
+    "IMU part: sensor/imu=...)",
     "mag_stuck": "the magnetometer repeats one reading bit for bit (a stuck sensor or a stale register)",
     "saturated": "the field reaches the magnetometer's full scale (sensor.magnetometer.field.full_scale, or "
     "processing.saturation_limit): a range too small for the coil and ambient field",
@@ -286,7 +293,8 @@ class PoseEvidence:
         sel_nan_blind: as if non-finite polls were valid; sel_zero_blind: as if zero polls were valid.
         n_acc, n_acc_finite, n_acc_all: accelerometer samples that are valid / finite / any.
         acc_std: (P, 3) per-axis std of the valid specific force [m/s²]. n_polls: magnetometer polls in the window.
-        accel_stuck, mag_stuck, accel_saturated: `flexlearn.data.faults` flags.
+        accel_stuck, mag_stuck, accel_saturated, gyro_stuck, gyro_saturated: `flexlearn.data.faults` flags (the
+        gyro's all False without a ``rate`` stream).
     """
 
     n_pulses: np.ndarray
@@ -301,6 +309,8 @@ class PoseEvidence:
     accel_stuck: np.ndarray
     mag_stuck: np.ndarray
     accel_saturated: np.ndarray
+    gyro_stuck: np.ndarray
+    gyro_saturated: np.ndarray
 
 
 def drop_reasons(ev: PoseEvidence, cfg: ProcessingConfig, max_accel_std: float) -> np.ndarray:
@@ -333,6 +343,8 @@ def drop_reasons(ev: PoseEvidence, cfg: ProcessingConfig, max_accel_std: float) 
         | (ev.n_polls == 0),
         "accel_stuck": ev.accel_stuck,
         "accel_saturated": ev.accel_saturated,
+        "gyro_saturated": ev.gyro_saturated,
+        "gyro_stuck": ev.gyro_stuck,
         "mag_stuck": ev.mag_stuck,
         "saturated": ev.sel.saturated,
         "too_few_coil_on": ev.sel.n_on < cfg.min_coil_on,

@@ -50,8 +50,13 @@ def split_imu(streams: dict[str, Stream]) -> tuple[dict[str, Stream], dict[str, 
         return streams, {}
     out = {k: v for k, v in streams.items() if k != "imu"}
     imu = streams["imu"]
-    for name in ("accel", "rate"):
-        out[name] = Stream(name, imu.source, imu.stamp_ns, {name: imu.values[name]}, continuous=True)
+    out["accel"] = Stream("accel", imu.source, imu.stamp_ns, {"accel": imu.values["accel"]}, continuous=True)
+    has_rate = _reports_rate(imu)
+    if has_rate.any():
+        rate = np.where(has_rate[:, None], imu.values["rate"], np.nan)  # a message without one: missing
+        out["rate"] = Stream("rate", imu.source, imu.stamp_ns, {"rate": rate}, continuous=True)
+    else:
+        log.info("%s: the IMU reports no angular velocity (REP 145): no 'rate' stream", imu.source)
     has_q = imu.values["orientation_cov0"] != -1.0  # REP 145: covariance[0] = -1 means "no orientation"
     if has_q.any():
         out["orientation"] = Stream(
@@ -62,6 +67,13 @@ def split_imu(streams: dict[str, Stream]) -> tuple[dict[str, Stream], dict[str, 
     if q is not None:
         out["orientation"] = Stream("orientation", imu.source, imu.stamp_ns, {"orientation": q})
     return out, note
+
+
+def _reports_rate(imu: Stream) -> np.ndarray:
+    """(N,) bool: the messages that carry an angular velocity (REP 145: ``angular_velocity_covariance[0] = -1``
+    means none; a source without that column reports it in every message)."""
+    cov0 = imu.values.get("rate_cov0")
+    return np.ones(len(imu), dtype=bool) if cov0 is None else np.asarray(cov0).reshape(-1) != -1.0
 
 
 def _computed_orientation(imu: Stream) -> tuple[Optional[np.ndarray], dict[str, Any]]:
@@ -78,7 +90,11 @@ def _computed_orientation(imu: Stream) -> tuple[Optional[np.ndarray], dict[str, 
         return None, dict(note, orientation="none", reason=f"{imu.source}: fewer than 2 IMU samples")
     try:
         t = (imu.stamp_ns - imu.stamp_ns[0]) * 1e-9  # [s] from the first message: exact at ns resolution
-        q, info = estimate_orientation(imu.values["accel"], imu.values["rate"], t=t, return_info=True)
+        rate = imu.values["rate"]
+        if not _reports_rate(imu).any():  # no gyroscope: the tilt of gravity alone, heading held
+            rate = np.zeros_like(rate)
+            note["mode"] = "accelerometer only (the IMU reports no angular velocity): world z up, heading held"
+        q, info = estimate_orientation(imu.values["accel"], rate, t=t, return_info=True)
     except (DataError, ConfigError) as e:  # e.g. gyro in °/s, timestamps that do not give a rate
         log.warning("%s: no orientation computed: %s", imu.source, e)
         return None, dict(note, orientation="none", reason=f"{imu.source}: {e}")

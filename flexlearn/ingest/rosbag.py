@@ -159,8 +159,9 @@ def _extractor(name: str, spec: TopicSpec) -> tuple[Callable[[Any], tuple], dict
                 *_vec(m.angular_velocity),
                 *_quat(m.orientation),
                 float(m.orientation_covariance[0]),
+                float(m.angular_velocity_covariance[0]),
             )
-        ), {"accel": 3, "rate": 3, "orientation": 4, "orientation_cov0": 1}
+        ), {"accel": 3, "rate": 3, "orientation": 4, "orientation_cov0": 1, "rate_cov0": 1}
     readers = [_field_reader(f, f.ros or spec.field) for f in schema_of(name).values]
     widths = {col: f.width for f, (_, col) in zip(schema_of(name).values, readers)}
     return (lambda m: tuple(v for read, _ in readers for v in read(m))), widths

@@ -4,7 +4,9 @@ Used to turn simulated sweeps into the recordings the rig produces (tests, demos
 ``epoch_ns + round(t·1e9)`` (a whole-second epoch, so ingestion recovers `quantize_times` of the sweep
 exactly); the bag's receive time is the stamp plus ``latency_ns``. Hold-window messages are published when
 the hold ends; motion-capture poses (if the sweep has ``truth`` and the map a ``mocap`` topic) once per pose
-at mid-hold, as the rotation taking the straight axis e = (0, 0, −1) to the true direction u.
+at mid-hold, as the rotation taking the straight axis e = (0, 0, −1) to the true direction u. IMU messages carry
+the sweep's ``rate`` stream as their angular velocity; without one, zeros marked as no estimate (REP 145:
+``angular_velocity_covariance[0] = −1``), which ingestion reads as no gyroscope.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable, Literal, Optional
 
 import numpy as np
 
 from flexlearn.atomic import atomic_dir, atomic_path
+from flexlearn.data.units import tumble_factor
 from flexlearn.ingest.records import NS
 from flexlearn.ingest.rosbag import make_typestore
 from flexlearn.ingest.topic_map import TIME_UNITS, IngestConfig, unit_settings
@@ -48,7 +51,8 @@ def _rotation_quaternions(u: np.ndarray) -> np.ndarray:
 
 
 NO_ORIENTATION_COVARIANCE = np.array([-1.0, 0, 0, 0, 0, 0, 0, 0, 0])
-"""``orientation_covariance`` of an IMU message without an orientation estimate (REP 145: element 0 is −1)."""
+"""``orientation_covariance`` of an IMU message without an orientation estimate (REP 145: element 0 is −1); the
+same marks ``angular_velocity_covariance`` when the sweep has no ``rate`` stream."""
 
 
 def _mocap_truth(
@@ -64,6 +68,19 @@ def _mocap_truth(
 
 
 # long: 78 lines of code; its docstring documents all 4 parameters
+def _imu_rates(raw: RawSweep) -> np.ndarray:
+    """(N_a, 3) angular velocity [rad/s] at the accelerometer's times: the ``rate`` stream's samples where they
+    share those times, else interpolated per axis; zeros without a ``rate`` stream (marked as none by REP 145)."""
+    t = np.asarray(raw.accel_t, dtype=np.float64)
+    if "rate" not in raw.streams:
+        return np.zeros((t.shape[0], 3))
+    rt = np.asarray(raw.streams["rate"]["t"], dtype=np.float64)
+    rate = np.asarray(raw.streams["rate"]["rate"], dtype=np.float64).reshape(-1, 3)
+    if rt.shape == t.shape and np.array_equal(rt, t):
+        return rate
+    return np.stack([np.interp(t, rt, rate[:, j]) for j in range(3)], -1)
+
+
 def sweep_messages(
     raw: RawSweep, cfg: IngestConfig, epoch_ns: int = DEFAULT_EPOCH_NS, latency_ns: int = DEFAULT_LATENCY_NS
 ) -> tuple[list[Message], Any]:
@@ -107,7 +124,8 @@ def sweep_messages(
             ),
         )
     imu_type = T[specs["imu"].type]
-    for ns, a in zip(_stamps(raw.accel_t, epoch_ns).tolist(), raw.accel.tolist()):
+    rates, rate_cov = _imu_rates(raw), zero9 if "rate" in raw.streams else NO_ORIENTATION_COVARIANCE
+    for ns, a, w in zip(_stamps(raw.accel_t, epoch_ns).tolist(), raw.accel.tolist(), rates.tolist()):
         add(
             "imu",
             ns,
@@ -115,8 +133,8 @@ def sweep_messages(
                 header=header(ns),
                 orientation=Quaternion(x=0.0, y=0.0, z=0.0, w=1.0),
                 orientation_covariance=NO_ORIENTATION_COVARIANCE,
-                angular_velocity=Vector3(x=0.0, y=0.0, z=0.0),
-                angular_velocity_covariance=zero9,
+                angular_velocity=Vector3(x=w[0], y=w[1], z=w[2]),
+                angular_velocity_covariance=rate_cov,
                 linear_acceleration=Vector3(x=a[0], y=a[1], z=a[2]),
                 linear_acceleration_covariance=zero9,
             ),
@@ -142,6 +160,12 @@ def sweep_messages(
                 target=Vector3(x=u[0], y=u[1], z=u[2]),
             ),
         )
+    tumble = tumble_samples(raw)
+    if "tumble" in specs and tumble is not None:
+        tumble_type = T[specs["tumble"].type]
+        for ns, m in zip(_stamps(tumble[0], epoch_ns).tolist(), tumble[1].tolist()):
+            field = Vector3(x=m[0], y=m[1], z=m[2])
+            add("tumble", ns, tumble_type(header=header(ns), magnetic_field=field, magnetic_field_covariance=zero9))
     if "mocap" in specs and raw.truth is not None:
         Pose, Point = T["geometry_msgs/msg/Pose"], T["geometry_msgs/msg/Point"]
         mid, q, u = _mocap_truth(raw, raw.truth, epoch_ns)
@@ -197,6 +221,30 @@ def _json_value(v: Any) -> Any:
     return v
 
 
+TUMBLE_RATE_HZ = 50.0
+"""Rate [Hz] the hand tumble's readings are stamped at, ending one period before the sweep's first sample."""
+
+
+def tumble_samples(raw: RawSweep) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """(t (N,) [s], readings (N, 3) [T]) of the sweep's hand tumble (``meta['tumble']``), stamped at
+    `TUMBLE_RATE_HZ` just before the sweep's earliest sample (t may be negative); None without one.
+
+    Args:
+        raw: the sweep.
+
+    Returns:
+        The tumble's times and readings, or None.
+    """
+    tumble = raw.meta.get("tumble") if isinstance(raw.meta, dict) else None
+    readings = np.asarray(tumble.get("mag") or [], dtype=np.float64) if isinstance(tumble, dict) else np.zeros(0)
+    if readings.size == 0:
+        return None
+    readings = readings.reshape(-1, 3) * tumble_factor(raw.meta, "T")  # a sweep's fields are in T
+    stamped = [np.asarray(raw.streams[n][STREAMS[n].stamp]) for n in raw.streams if n in STREAMS and STREAMS[n].stamp]
+    start = min((float(t.min()) for t in stamped if t.size), default=0.0)
+    return start - np.arange(readings.shape[0], 0, -1) / TUMBLE_RATE_HZ, readings
+
+
 def _serial_columns(raw: RawSweep, name: str, scale: float, unit: float) -> tuple[np.ndarray, list[np.ndarray]]:
     """Record times [s] and the serial field columns of stream ``name``: times in the dump's ``unit``, scaled
     fields divided by ``scale``, booleans as 0/1."""
@@ -228,10 +276,16 @@ def write_serial(raw: RawSweep, path: str | Path, cfg: IngestConfig, fmt: Litera
     streams = serial.parsed()
     unit = TIME_UNITS[serial.time_unit]
     records: list[tuple[float, dict[str, Any]]] = []
-    for name in STREAMS:  # registry order
-        if name in streams and name in raw.streams:
+    tumble = tumble_samples(raw)
+    for name in (*STREAMS, "tumble"):  # registry order, the hand tumble last
+        if name in streams and (name in raw.streams or (name == "tumble" and tumble is not None)):
             factors = [u.factor for u in unit_settings(name, streams[name], f"ingest.serial.streams.{name}").values()]
-            spec, t, columns = streams[name], *_serial_columns(raw, name, factors[0] if factors else 1.0, unit)
+            scale = factors[0] if factors else 1.0
+            if name == "tumble" and tumble is not None:
+                t, columns = tumble[0], list((tumble[1] / scale).T)
+            else:
+                t, columns = _serial_columns(raw, name, scale, unit)
+            spec = streams[name]
             for i in range(t.shape[0]):
                 rec = {serial.time_field: float(t[i]) / unit, serial.kind_field: spec.kind}
                 rec.update({f: c[i] for f, c in zip(spec.fields, columns)})

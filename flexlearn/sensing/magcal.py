@@ -95,9 +95,12 @@ def _algebraic(x: Tensor) -> tuple[Tensor, Tensor]:
         ],
         dim=-1,
     )
-    a = torch.linalg.lstsq(d, torch.ones(x.shape[0], 1, dtype=x.dtype)).solution[:, 0]
-    m = _sym(a[:6])
+    # Least squares D a = 1 by the normal equations: x is scaled to [−1, 1], so DᵀD is well conditioned for a
+    # tumble that spans the sphere, and a 9×9 solve rounds the same on every call (MKL's lstsq does not:
+    # its blocked reductions follow memory alignment, so one sweep would give W differing in its last bits).
     try:
+        a = torch.linalg.solve(d.T @ d, d.T @ torch.ones(x.shape[0], dtype=x.dtype))
+        m = _sym(a[:6])
         o = -torch.linalg.solve(m, a[6:])
     except RuntimeError as exc:  # singular quadric: the samples span no ellipsoid
         raise DataError(

@@ -13,8 +13,9 @@ from flexlearn.data.process import process_sweep
 from flexlearn.data.processing_config import ProcessingConfig
 from flexlearn.data.quality import REASONS
 from flexlearn.errors import ConfigError, DataError
-from flexlearn.sensing.parts import SensorParts
-from tests.data.streams_factory import insert_polls, make_sweep, poll_index, unit
+from flexlearn.sensing.parts import ChipAxis, SensorParts
+from flexlearn.sensing.streams import RawSweep
+from tests.data.streams_factory import QUIET_PARTS, insert_polls, make_sweep, poll_index, unit
 
 CFG = ProcessingConfig()
 PULSE = 0.15  # first pulse switch-on, relative to the window start (streams_factory default)
@@ -178,10 +179,29 @@ def _defect(raw, reason):
         mag = raw.mag.copy()
         mag[in_w] = mag[np.flatnonzero(in_w)[0]]
         return with_mag(raw, mag)
+    if reason in ("gyro_saturated", "gyro_stuck"):
+        return _with_gyro_defect(raw, reason, a_w)
     if reason == "no_accel":
         keep = (raw.accel_t < w0) | (raw.accel_t > w1)
         return dataclasses.replace(raw, accel_t=raw.accel_t[keep], accel=raw.accel[keep])
     raise AssertionError(reason)
+
+
+NOISY_GYRO = ChipAxis(4.36332, 0.000133231, 0.000261799, "rad/s")  # the ICM-20948's: noise ~14 LSB at 100 Hz
+
+
+def _with_gyro_defect(raw, reason, in_pose):
+    """A rate stream (on the accelerometer's clock, the noisy gyro's noise) whose pose 101 is stuck or clipped."""
+    rate = np.random.default_rng(4).normal(scale=0.0019, size=raw.accel.shape)
+    rows = np.flatnonzero(in_pose)
+    if reason == "gyro_stuck":
+        rate[rows] = rate[rows[0]]
+    else:
+        rate[rows[5], 1] = -NOISY_GYRO.full_scale  # at the rail
+    imu = dataclasses.replace(QUIET_PARTS.imu, gyro=NOISY_GYRO)
+    meta = dict(raw.meta, sensor=dataclasses.replace(QUIET_PARTS, imu=imu).to_config())
+    streams = {**raw.streams, "rate": {"t": raw.accel_t.copy(), "rate": rate}}
+    return RawSweep(streams=streams, meta=meta)
 
 
 @pytest.mark.parametrize("reason", REASONS)
@@ -393,3 +413,29 @@ def test_splits_are_deterministic_disjoint_and_stable_under_filtering():
     assert not np.array_equal(reseeded.split, a.split)
     filtered = process_sweep(_defect(raw, "saturated")).dataset  # pose 101 dropped, the rest keep their split
     np.testing.assert_array_equal(filtered.split, a.split[a.pose_id != 101])
+
+
+def _quiet_magnetometer(full_scale: float, lsb: float) -> SensorParts:
+    from flexlearn.sensing.parts import MagnetometerPart
+
+    return dataclasses.replace(
+        QUIET_PARTS, magnetometer=MagnetometerPart("lis3mdl", ChipAxis(full_scale, lsb, 0.0, "T"), 80.0)
+    )
+
+
+def test_readings_on_another_grid_than_the_parts_lsb_name_the_part():
+    """A LIS3MDL running at ±4 gauss (LSB 1/6842 gauss) declared at ±16 gauss (LSB 1/1711 gauss): its readings step
+    by a quarter of the declared LSB, so clipping at its real rail would go unseen; the note says so and names the
+    keys. The right part, or readings on no grid (a logger's calibrated floats), give no note."""
+    raw = make_sweep(4)
+    lsb_4g = 1e-4 / 6842
+    noisy = raw.mag + np.random.default_rng(5).normal(scale=3 * lsb_4g, size=raw.mag.shape)
+    quantised = with_mag(raw, np.round(noisy / lsb_4g) * lsb_4g)
+    (note,) = process_sweep(quantised, parts=_quiet_magnetometer(16e-4, 1e-4 / 1711)).report.notes
+    assert note.startswith("stream 'mag': readings step by 1.462e-08 T, 0.25x the LSB 5.845e-08 T"), note
+    assert "rail near 0.0004 T" in note and "clipping below" in note and "goes unseen" in note, note
+    assert "sensor/magnetometer=<preset>" in note, note
+    (note,) = process_sweep(quantised, parts=_quiet_magnetometer(1e-4, lsb_4g / 4)).report.notes
+    assert "4x the LSB" in note and "taken as clipped" in note, note
+    assert process_sweep(quantised, parts=_quiet_magnetometer(4e-4, lsb_4g)).report.notes == []
+    assert process_sweep(with_mag(raw, noisy), parts=_quiet_magnetometer(16e-4, 1e-4 / 1711)).report.notes == []

@@ -30,13 +30,9 @@ def sim_raw():
 
 @pytest.fixture(scope="session")
 def direct_dataset(sim_raw):
-    """The direct simulator path: the sweep as a recording of it holds it, processed.
-
-    Times at the ns resolution of a recording, and without the simulated hand tumble: a recording of the sweep
-    carries no tumble, so neither path applies a soft-iron correction."""
-    raw = quantize_times(sim_raw)
-    raw.meta.pop("tumble", None)
-    return process_sweep(raw).dataset
+    """The direct simulator path: the sweep as a recording of it holds it (times at the ns resolution of a
+    recording; the simulated hand tumble, which the writers record on the map's tumble topic), processed."""
+    return process_sweep(quantize_times(sim_raw)).dataset
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import numpy as np
@@ -44,9 +43,7 @@ def test_bag_yields_the_direct_training_pairs(storage, recordings, ros_map, dire
 
 
 def test_ns_time_resolution_changes_the_pairs_negligibly(direct_dataset, sim_raw):
-    # the direct dataset is processed without the simulated hand tumble (a recording carries none): so is this one
-    untumbled = dataclasses.replace(sim_raw, meta={k: v for k, v in sim_raw.meta.items() if k != "tumble"})
-    exact = process_sweep(untumbled).dataset
+    exact = process_sweep(sim_raw).dataset  # times at full resolution, the same hand tumble
     np.testing.assert_array_equal(exact.pose_id, direct_dataset.pose_id)
     # |ΔB| ≈ 1e-4 T and the noise of one sample 6e-7 T: rounding stamps to 1 ns moves ΔB by ~1e-15 T.
     np.testing.assert_allclose(direct_dataset.delta_b, exact.delta_b, rtol=0, atol=1e-13)
@@ -61,8 +58,10 @@ def test_mocap_and_imu_extras(recordings, ros_map, sim_raw, tmp_path):
     assert mocap.num_rows == len(sim_raw.pose_id)
     # the IMU reported no orientation: computed by the attitude filter, one per IMU message, and recorded so
     assert pq.read_table(out.output / "raw" / "orientation.parquet").num_rows == len(sim_raw.accel_t)
-    assert json.loads((out.output / "raw" / "meta.json").read_text())["imu_orientation"]["orientation"] == "computed"
-    assert pq.read_table(out.output / "raw" / "rate.parquet").num_rows == len(sim_raw.accel_t)
+    note = json.loads((out.output / "raw" / "meta.json").read_text())["imu_orientation"]
+    assert note["orientation"] == "computed" and note["mode"].startswith("accelerometer only"), note
+    # the sweep has no gyroscope: its IMU messages mark the angular velocity as none (REP 145), so no 'rate'
+    assert not (out.output / "raw" / "rate.parquet").exists()
     # The motion-capture direction per pose (R(q)·e averaged over the hold window) is the simulator's true one.
     from flexlearn.data.sessions import load_session
 
@@ -95,6 +94,7 @@ SI_SERIAL = {
             "accel": {"kind": "acc", "fields": ["ax", "ay", "az"]},
             "coil": {"kind": "coil", "fields": ["on"]},
             "poses": {"kind": "pose", "fields": ["pose_id", "t_start", "t_end", "tx", "ty", "tz"]},
+            "tumble": {"kind": "tumble", "fields": ["mx", "my", "mz"], "unit": "T"},
         },
     },
 }
@@ -146,3 +146,39 @@ def test_progress_bars_only_on_a_terminal(capsys):
     assert capsys.readouterr().err == ""
     assert list(progress(range(5), 5, "reading", enabled=True)) == list(range(5))
     assert "reading" in capsys.readouterr().err
+
+
+def test_a_recorded_gyroscope_round_trips_and_zeros_marked_none_are_no_gyroscope(sim_raw, ros_map, tmp_path):
+    """A sweep with a rate stream: the writer puts it in the IMU messages and ingestion gives it back exactly."""
+    import pyarrow.parquet as pq
+
+    rate = np.random.default_rng(0).normal(scale=2e-3, size=sim_raw.accel.shape)
+    raw = RawSweep(streams={**sim_raw.streams, "rate": {"t": sim_raw.accel_t.copy(), "rate": rate}}, meta=sim_raw.meta)
+    msgs, store = sweep_messages(raw, ros_map)
+    out = ingest_recording(write_rosbag(tmp_path / "bag", msgs, store, "mcap"), tmp_path / "ds", ros_map, report=False)
+    table = pq.read_table(out.output / "raw" / "rate.parquet")
+    got = np.stack([table.column(c).to_numpy() for c in ("wx", "wy", "wz")], -1)
+    np.testing.assert_array_equal(got, rate)
+    note = json.loads((out.output / "raw" / "meta.json").read_text())["imu_orientation"]
+    assert note["mode"].startswith("6-axis"), note
+
+
+@pytest.mark.parametrize("fmt", ["mcap", "csv", "jsonl"])
+def test_the_writers_record_the_hand_tumble(fmt, sim_raw, ros_map, tmp_path):
+    """A sweep's hand tumble goes on the map's tumble topic (or serial records of kind tumble, in µT) before the sweep,
+    and ingestion gives back the same readings, which processing then fits (W from the tumble)."""
+    tumble = np.asarray(sim_raw.meta["tumble"]["mag"])
+    if fmt == "mcap":
+        tm = ros_map
+        msgs, store = sweep_messages(sim_raw, tm)
+        rec = write_rosbag(tmp_path / "bag", msgs, store, "mcap")
+    else:
+        tm = topic_map("serial")
+        rec = write_serial(quantize_times(sim_raw), tmp_path / f"dump.{fmt}", tm, fmt)
+    out = ingest_recording(rec, tmp_path / "ds", tm, report=False)
+    got = np.asarray(json.loads((out.output / "raw" / "meta.json").read_text())["tumble"]["mag"])
+    if fmt == "mcap":  # float64 in the message: bit for bit
+        np.testing.assert_array_equal(got, tumble)
+    else:  # written in µT as text, read back to T: the rounding of the two scalings
+        np.testing.assert_allclose(got, tumble, rtol=1e-14, atol=0)
+    assert DirectionDataset.load(out.dataset).meta["calibration"]["source"] == "tumble"
