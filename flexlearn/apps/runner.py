@@ -34,7 +34,7 @@ from omegaconf.errors import MissingMandatoryValue
 import flexlearn.config  # noqa: F401  (registers the OmegaConf resolvers the configs use: run_tag, relpath)
 from flexlearn.apps.console import show_config
 from flexlearn.apps.interrupts import interruptions
-from flexlearn.apps.run_status import CommandError, recorded_status
+from flexlearn.apps.run_status import CommandError, run_with_status
 from flexlearn.config import check_root, closest, in_multirun
 from flexlearn.errors import ConfigError, FlexlearnError
 from flexlearn.jobs.runs import TRAIN_KEYS, check_run_config, override_key, resume_arguments
@@ -163,8 +163,7 @@ def hydra_app(app: str, config_name: str) -> Callable[[Callable[[DictConfig], An
     def wrap(task_fn: Callable[[DictConfig], Any]) -> Callable[..., Any]:
         @functools.wraps(task_fn)
         def task_with_status(cfg: DictConfig) -> Any:
-            with recorded_status(app):
-                return task_fn(cfg)
+            return run_with_status(app, task_fn, cfg)
 
         hydra_main = hydra.main(version_base="1.3", config_path=CONF_DIR, config_name=config_name)(task_with_status)
 

@@ -38,6 +38,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from flexlearn.errors import DataError, Interrupted
 from flexlearn.sweeps.aggregate import print_sweep_summary
+from flexlearn.sweeps.rerun import last_checkpoint as job_last_checkpoint
 
 __all__ = ["QueueStates", "SlurmJobFailed", "SlurmLauncher", "failure_line"]
 
@@ -321,19 +322,17 @@ def last_checkpoint(cfg: DictConfig, before_run: bool = False) -> Optional[Path]
     Returns:
         The path of ``last.ckpt``, or None.
     """
-    try:
-        if before_run:
+    if before_run:
+        try:
             from hydra.core.hydra_config import HydraConfig  # Hydra's job state, set as run_job would set it
 
             with open_dict(cfg):
                 out = Path(str(cfg.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)
                 cfg.hydra.runtime.output_dir = str(out.absolute())
             HydraConfig.instance().set_config(cfg)
-        folder = OmegaConf.select(cfg, "paths.checkpoint_dir")
-    except Exception:  # an interpolation that cannot resolve here (a config without paths): nothing to resume
-        return None
-    last = Path(str(folder)) / "last.ckpt" if folder else None
-    return last if last is not None and last.is_file() else None
+        except Exception:  # an interpolation that cannot resolve here (a config without paths): nothing to resume
+            return None
+    return job_last_checkpoint(cfg)
 
 
 def wait_quietly(jobs: Sequence[Any], states: Optional[QueueStates] = None) -> dict[str, str]:
