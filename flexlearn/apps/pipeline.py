@@ -10,7 +10,7 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from flexlearn.apps.console import describe_files, show_result
-from flexlearn.apps.runner import hydra_app, readable_errors, start_run
+from flexlearn.apps.runner import check_before_training, hydra_app, readable_errors, start_run
 
 
 @hydra_app("flexlearn-pipeline", "pipeline")
@@ -21,7 +21,7 @@ def main(cfg: DictConfig) -> None:
         cfg: the composed config (flexlearn/conf/pipeline.yaml with the command's overrides).
     """
     with readable_errors("flexlearn-pipeline"):
-        start_run(cfg)
+        start_run(cfg, checks=check_before_training)
         from flexlearn.jobs.train import run_training  # heavy import off the start-up path (torch, Lightning)
 
         metrics = run_training(cfg)

@@ -117,23 +117,40 @@ def threads_per_parallel_job() -> Optional[int]:
     return threads
 
 
-def start_run(cfg: DictConfig, known: tuple[str, ...] = TRAIN_KEYS) -> None:
+def start_run(
+    cfg: DictConfig, known: tuple[str, ...] = TRAIN_KEYS, checks: Optional[Callable[[DictConfig], None]] = None
+) -> None:
     """The preamble of the apps that make a run directory (train, pipeline, eval), run once per command.
 
     Every required value given, the run config checked (`flexlearn.jobs.runs.check_run_config`: before the
-    config is printed and Lightning or torch is imported), then the config tree shown and saved. The app then
-    calls the job's ``run_*`` entry, which does not check again.
+    config is printed and Lightning or torch is imported), the app's own ``checks`` (the values only the job's
+    objects check, e.g. the learning rate), then the config tree shown and saved: a refused value is the only thing
+    printed. The app then calls the job's ``run_*`` entry.
 
     Args:
         cfg: the composed config.
         known: the accepted top-level keys (`flexlearn.jobs.runs.TRAIN_KEYS` or ``EVAL_KEYS``).
+        checks: more checks before the tree (`flexlearn.jobs.train.check_before_work`); None: none.
 
     Raises:
         ConfigError: a required value left out, or a bad key or value.
     """
     require_values(cfg)
     check_run_config(cfg, known)
+    if checks is not None:
+        checks(cfg)
     show_config(cfg, cfg.paths.output_dir)
+
+
+def check_before_training(cfg: DictConfig) -> None:
+    """`flexlearn.jobs.train.check_before_work` for `start_run`, imported when called (torch, Lightning).
+
+    Args:
+        cfg: the composed config.
+    """
+    from flexlearn.jobs.train import check_before_work  # heavy import off the start-up path
+
+    check_before_work(cfg)
 
 
 def sweep_value(value: float) -> float:

@@ -22,7 +22,14 @@ import math
 from omegaconf import DictConfig
 
 from flexlearn.apps.console import show_result
-from flexlearn.apps.runner import hydra_app, readable_errors, start_run, sweep_value, threads_per_parallel_job
+from flexlearn.apps.runner import (
+    check_before_training,
+    hydra_app,
+    readable_errors,
+    start_run,
+    sweep_value,
+    threads_per_parallel_job,
+)
 from flexlearn.config import in_multirun
 
 log = logging.getLogger(__name__)
@@ -39,7 +46,7 @@ def main(cfg: DictConfig) -> float:
         The best checkpoint's ``optimized_metric`` (+inf when non-finite or when the job diverged in a multirun).
     """
     with readable_errors("flexlearn-train"):
-        start_run(cfg)
+        start_run(cfg, checks=check_before_training)
         threads_per_parallel_job()
         # heavy imports off the start-up path (torch, Lightning)
         from flexlearn.jobs.train import run_training

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     import torch
 
     from flexlearn.data.datamodule import DirectionDataModule
+    from flexlearn.data.sources import DataConfig
     from flexlearn.tasks.direction import DirectionTask
 
 log = logging.getLogger(__name__)
@@ -136,6 +137,48 @@ def build_task(cfg: DictConfig, n_modules: int = 0) -> DirectionTask:
     return cls(**args, n_modules=n_modules) if n_modules else cls(**args)
 
 
+def checked_data_config(cfg: DictConfig) -> DataConfig:
+    """The ``data`` group as a checked `DataConfig`; a simulated sweep's memory checked too (`check_sweep_memory`).
+
+    Args:
+        cfg: the composed config (its ``data``).
+
+    Returns:
+        The data config.
+
+    Raises:
+        ConfigError: naming the key and value of the first problem.
+    """
+    from flexlearn.data.sources import DataConfig  # heavy import off the start-up path
+
+    data = from_dict(DataConfig, cfg.data, "data")
+    if data.source == "sim":
+        from flexlearn.sim.rig_config import RigConfig  # heavy import off the start-up path (numpy, the sim)
+
+        check_sweep_memory(from_dict(RigConfig, dict(data.sim), "data.sim"), "data.sim")
+    return data
+
+
+def check_before_work(cfg: DictConfig) -> None:
+    """What a training run checks before any work, so that a bad value is refused before the config is printed:
+    the ``data`` group (`checked_data_config`) and the task with its model, built once on its own (a task with
+    module maps waits for the dataset's module count). An identification run checks its own.
+
+    Args:
+        cfg: the composed config, `check_run_config` passed.
+
+    Raises:
+        ConfigError: naming the key and value of the first problem.
+    """
+    from flexlearn.identify.run import is_identification  # heavy import off the start-up path
+
+    if is_identification(cfg):
+        return
+    checked_data_config(cfg)
+    if cfg.task.get("module_maps") is None:
+        build_task(cfg, 0)
+
+
 def build_datamodule(cfg: DictConfig) -> DirectionDataModule:
     """Prepare (simulate/process/cache) the dataset the ``data`` group names and wrap it.
 
@@ -144,13 +187,9 @@ def build_datamodule(cfg: DictConfig) -> DirectionDataModule:
     """
     # heavy imports off the start-up path (torch, Lightning)
     from flexlearn.data.datamodule import DirectionDataModule
-    from flexlearn.data.sources import DataConfig, prepare_dataset
+    from flexlearn.data.sources import prepare_dataset
 
-    data = from_dict(DataConfig, cfg.data, "data")
-    if data.source == "sim":
-        from flexlearn.sim.rig_config import RigConfig  # heavy import off the start-up path (numpy, the sim)
-
-        check_sweep_memory(from_dict(RigConfig, dict(data.sim), "data.sim"), "data.sim")
+    data = checked_data_config(cfg)
     path = prepare_dataset(data, cfg.paths.cache_dir)
     return DirectionDataModule(
         path, batch_size=data.batch_size, eval_batch_size=data.eval_batch_size, seed=int(cfg.seed)

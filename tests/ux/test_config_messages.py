@@ -139,3 +139,19 @@ def test_closest_and_did_you_mean():
     assert did_you_mean(["lrr"], ["lr"]) == "; did you mean 'lr'?"
     assert did_you_mean(["lrr", "sed"], ["lr", "seed"]) == "; did you mean 'lr' (for 'lrr'), 'seed' (for 'sed')?"
     assert did_you_mean(["qqq"], ["lr"]) == ""
+
+
+@pytest.mark.parametrize(
+    "module,arg,expected",
+    [
+        ("train", "task.lr=-1", "flexlearn-train: error: config 'task.lr' = -1: must be a positive finite number"),
+        ("train", "data.batch_size=0", "flexlearn-train: error: config 'data.batch_size' = 0: must be >= 1"),
+        ("pipeline", "task.lr=0", "flexlearn-pipeline: error: config 'task.lr' = 0: must be a positive finite number"),
+    ],
+)
+def test_a_value_only_the_task_or_the_data_checks_is_refused_before_the_config_tree(
+    module, arg, expected, tmp_path, monkeypatch, capsys
+):
+    code, out, err = run_main(module, tmp_path, [arg], monkeypatch, capsys)
+    assert one_error_line(code, err, f"flexlearn-{module}").startswith(expected)
+    assert out == ""  # the error is all that is printed: no config tree above it
