@@ -101,3 +101,33 @@ def test_a_signal_while_a_console_command_starts_ends_with_its_line(tmp_path, si
     assert "Traceback" not in err
     ours = [ln for ln in err.splitlines() if ln.startswith("flexlearn-process: interrupted by")]
     assert len(ours) == 1 and "while loading modules" in ours[0], err[-2000:]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_after_the_command_ended_keeps_its_exit_status(tmp_path, sig):
+    """A signal while the interpreter shuts down, after the command has written its outputs and status (here the
+    shutdown is held open by an atexit sleep): the process ends at once with the command's own status 0 and one line,
+    not killed by the signal."""
+    out = tmp_path / "raw"
+    code = (
+        "import atexit, sys, time\n"
+        "atexit.register(time.sleep, 60)\n"
+        f"sys.argv = ['flexlearn-simulate', 'sim.n_poses=20', 'output={out}']\n"
+        "from flexlearn.apps.launch import simulate\n"
+        "sys.exit(simulate())\n"
+    )
+    env = dict(os.environ, FLEXLEARN_ROOT=str(tmp_path), OMP_NUM_THREADS="1")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    end = time.monotonic() + 120
+    status = list(tmp_path.glob("logs/simulate/runs/*/status.json"))
+    while not (status and '"ok"' in status[0].read_text()) and time.monotonic() < end and proc.poll() is None:
+        time.sleep(0.05)
+        status = list(tmp_path.glob("logs/simulate/runs/*/status.json"))
+    time.sleep(0.5)
+    assert proc.poll() is None, "the command ended before its shutdown"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err[-2000:]
+    line = err.strip().splitlines()[-1]
+    assert line.startswith(f"flexlearn-simulate: {signal.Signals(sig).name} after the command had ended"), line
+    assert out.is_dir() and "Traceback" not in err
