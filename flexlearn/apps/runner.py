@@ -130,7 +130,7 @@ def start_run(
     Args:
         cfg: the composed config.
         known: the accepted top-level keys (`flexlearn.jobs.runs.TRAIN_KEYS` or ``EVAL_KEYS``).
-        checks: more checks before the tree (`flexlearn.jobs.train.check_before_work`); None: none.
+        checks: more checks before the tree (`flexlearn.jobs.training_parts.check_before_work`); None: none.
 
     Raises:
         ConfigError: a required value left out, or a bad key or value.
@@ -143,12 +143,12 @@ def start_run(
 
 
 def check_before_training(cfg: DictConfig) -> None:
-    """`flexlearn.jobs.train.check_before_work` for `start_run`, imported when called (torch, Lightning).
+    """`flexlearn.jobs.training_parts.check_before_work` for `start_run`, imported when called (torch, Lightning).
 
     Args:
         cfg: the composed config.
     """
-    from flexlearn.jobs.train import check_before_work  # heavy import off the start-up path
+    from flexlearn.jobs.training_parts import check_before_work  # heavy import off the start-up path
 
     check_before_work(cfg)
 

@@ -53,6 +53,8 @@ def _rotation_quaternions(u: np.ndarray) -> np.ndarray:
 NO_ORIENTATION_COVARIANCE = np.array([-1.0, 0, 0, 0, 0, 0, 0, 0, 0])
 """``orientation_covariance`` of an IMU message without an orientation estimate (REP 145: element 0 is −1); the
 same marks ``angular_velocity_covariance`` when the sweep has no ``rate`` stream."""
+ZERO9 = np.zeros(9)
+"""The covariance of a measured field: all zero, "unknown" in REP 145."""
 
 
 def _mocap_truth(
@@ -81,6 +83,87 @@ def _imu_rates(raw: RawSweep) -> np.ndarray:
     return np.stack([np.interp(t, rt, rate[:, j]) for j in range(3)], -1)
 
 
+class _SweepMessages:
+    """The messages of one sweep on the topics of a map, built in the map's typestore (`sweep_messages`)."""
+
+    def __init__(self, cfg: IngestConfig, epoch_ns: int, latency_ns: int) -> None:
+        self.store = make_typestore(cfg.msg_definitions)
+        self.specs = cfg.topic_specs()
+        self.types = self.store.types
+        self.epoch_ns, self.latency_ns = epoch_ns, latency_ns
+        self.out: list[Message] = []
+
+    def time(self, ns: int) -> Any:
+        return self.types["builtin_interfaces/msg/Time"](sec=int(ns // NS), nanosec=int(ns % NS))
+
+    def header(self, ns: int) -> Any:
+        return self.types["std_msgs/msg/Header"](stamp=self.time(ns), frame_id="")
+
+    def vector(self, v: list[float]) -> Any:
+        return self.types["geometry_msgs/msg/Vector3"](x=v[0], y=v[1], z=v[2])
+
+    def stamps(self, t: np.ndarray) -> list[int]:
+        return _stamps(t, self.epoch_ns).tolist()
+
+    def add(self, name: str, stamp_ns: int, msg: Any) -> None:
+        spec = self.specs[name]
+        self.out.append(Message(spec.topic, spec.type, int(stamp_ns) + self.latency_ns, msg))
+
+    def fields(self, name: str, t: np.ndarray, values: np.ndarray) -> None:
+        """``MagneticField`` messages of stream ``name`` (``mag`` or ``tumble``): times [s], fields (M, 3) [T]."""
+        kind = self.types[self.specs[name].type]
+        for ns, m in zip(self.stamps(t), values.tolist()):
+            self.add(
+                name, ns, kind(header=self.header(ns), magnetic_field=self.vector(m), magnetic_field_covariance=ZERO9)
+            )
+
+    def imu(self, raw: RawSweep) -> None:
+        """``Imu`` messages: specific force, the ``rate`` stream (or none, REP 145), no orientation."""
+        kind, quaternion = self.types[self.specs["imu"].type], self.types["geometry_msgs/msg/Quaternion"]
+        rate_cov = ZERO9 if "rate" in raw.streams else NO_ORIENTATION_COVARIANCE
+        for ns, a, w in zip(self.stamps(raw.accel_t), raw.accel.tolist(), _imu_rates(raw).tolist()):
+            msg = kind(
+                header=self.header(ns),
+                orientation=quaternion(x=0.0, y=0.0, z=0.0, w=1.0),
+                orientation_covariance=NO_ORIENTATION_COVARIANCE,
+                angular_velocity=self.vector(w),
+                angular_velocity_covariance=rate_cov,
+                linear_acceleration=self.vector(a),
+                linear_acceleration_covariance=ZERO9,
+            )
+            self.add("imu", ns, msg)
+
+    def coil(self, raw: RawSweep) -> None:
+        """Coil switches in the map's coil type (with a header when the type has one)."""
+        spec = self.specs["coil"]
+        kind = self.types[spec.type]
+        for ns, on in zip(self.stamps(raw.coil_t), raw.coil_on.tolist()):
+            fields = {spec.field: bool(on)}
+            if "header" in kind.__dataclass_fields__:
+                fields["header"] = self.header(ns)
+            self.add("coil", ns, kind(**fields))
+
+    def poses(self, raw: RawSweep) -> None:
+        """Hold-window messages, published when the hold ends."""
+        kind = self.types[self.specs["poses"].type]
+        ts, te = self.stamps(raw.pose_t_start), self.stamps(raw.pose_t_end)
+        for pid, a, b, u in zip(raw.pose_id.tolist(), ts, te, raw.target.tolist()):
+            msg = kind(
+                header=self.header(b), pose_id=int(pid), t_start=self.time(a), t_end=self.time(b), target=self.vector(u)
+            )
+            self.add("poses", b, msg)
+
+    def mocap(self, raw: RawSweep, truth: dict[str, np.ndarray]) -> None:
+        """Motion-capture poses at mid-hold: the rotation taking e = (0, 0, −1) to the true direction u."""
+        pose_type, point = self.types["geometry_msgs/msg/Pose"], self.types["geometry_msgs/msg/Point"]
+        quaternion, kind = self.types["geometry_msgs/msg/Quaternion"], self.types[self.specs["mocap"].type]
+        mid, q, u = _mocap_truth(raw, truth, self.epoch_ns)
+        for ns, qi, ui in zip(mid, q.tolist(), u.tolist()):
+            orientation = quaternion(w=qi[0], x=qi[1], y=qi[2], z=qi[3])
+            pose = pose_type(position=point(x=ui[0], y=ui[1], z=ui[2]), orientation=orientation)
+            self.add("mocap", ns, kind(header=self.header(ns), pose=pose))
+
+
 def sweep_messages(
     raw: RawSweep, cfg: IngestConfig, epoch_ns: int = DEFAULT_EPOCH_NS, latency_ns: int = DEFAULT_LATENCY_NS
 ) -> tuple[list[Message], Any]:
@@ -95,88 +178,18 @@ def sweep_messages(
     Returns:
         (the messages, the rosbags typestore).
     """
-    store = make_typestore(cfg.msg_definitions)
-    specs = cfg.topic_specs()
-    T = store.types
-    Time, Header, Vector3 = T["builtin_interfaces/msg/Time"], T["std_msgs/msg/Header"], T["geometry_msgs/msg/Vector3"]
-    Quaternion = T["geometry_msgs/msg/Quaternion"]
-    zero9 = np.zeros(9)
-
-    def header(ns: int) -> Any:
-        return Header(stamp=Time(sec=int(ns // NS), nanosec=int(ns % NS)), frame_id="")
-
-    def time(ns: int) -> Any:
-        return Time(sec=int(ns // NS), nanosec=int(ns % NS))
-
-    out: list[Message] = []
-
-    def add(name: str, stamp_ns: int, msg: Any) -> None:
-        spec = specs[name]
-        out.append(Message(spec.topic, spec.type, int(stamp_ns) + latency_ns, msg))
-
-    mag_type = T[specs["mag"].type]
-    for ns, m in zip(_stamps(raw.mag_t, epoch_ns).tolist(), raw.mag.tolist()):
-        add(
-            "mag",
-            ns,
-            mag_type(
-                header=header(ns), magnetic_field=Vector3(x=m[0], y=m[1], z=m[2]), magnetic_field_covariance=zero9
-            ),
-        )
-    imu_type = T[specs["imu"].type]
-    rates, rate_cov = _imu_rates(raw), zero9 if "rate" in raw.streams else NO_ORIENTATION_COVARIANCE
-    for ns, a, w in zip(_stamps(raw.accel_t, epoch_ns).tolist(), raw.accel.tolist(), rates.tolist()):
-        add(
-            "imu",
-            ns,
-            imu_type(
-                header=header(ns),
-                orientation=Quaternion(x=0.0, y=0.0, z=0.0, w=1.0),
-                orientation_covariance=NO_ORIENTATION_COVARIANCE,
-                angular_velocity=Vector3(x=w[0], y=w[1], z=w[2]),
-                angular_velocity_covariance=rate_cov,
-                linear_acceleration=Vector3(x=a[0], y=a[1], z=a[2]),
-                linear_acceleration_covariance=zero9,
-            ),
-        )
-    coil_spec = specs["coil"]
-    coil_type = T[coil_spec.type]
-    for ns, on in zip(_stamps(raw.coil_t, epoch_ns).tolist(), raw.coil_on.tolist()):
-        fields = {coil_spec.field: bool(on)}
-        if "header" in coil_type.__dataclass_fields__:
-            fields["header"] = header(ns)
-        add("coil", ns, coil_type(**fields))
-    pose_type = T[specs["poses"].type]
-    ts, te = _stamps(raw.pose_t_start, epoch_ns).tolist(), _stamps(raw.pose_t_end, epoch_ns).tolist()
-    for pid, a, b, u in zip(raw.pose_id.tolist(), ts, te, raw.target.tolist()):
-        add(
-            "poses",
-            b,
-            pose_type(
-                header=header(b),
-                pose_id=int(pid),
-                t_start=time(a),
-                t_end=time(b),
-                target=Vector3(x=u[0], y=u[1], z=u[2]),
-            ),
-        )
+    messages = _SweepMessages(cfg, epoch_ns, latency_ns)
+    messages.fields("mag", raw.mag_t, raw.mag)
+    messages.imu(raw)
+    messages.coil(raw)
+    messages.poses(raw)
     tumble = tumble_samples(raw)
-    if "tumble" in specs and tumble is not None:
-        tumble_type = T[specs["tumble"].type]
-        for ns, m in zip(_stamps(tumble[0], epoch_ns).tolist(), tumble[1].tolist()):
-            field = Vector3(x=m[0], y=m[1], z=m[2])
-            add("tumble", ns, tumble_type(header=header(ns), magnetic_field=field, magnetic_field_covariance=zero9))
-    if "mocap" in specs and raw.truth is not None:
-        Pose, Point = T["geometry_msgs/msg/Pose"], T["geometry_msgs/msg/Point"]
-        mid, q, u = _mocap_truth(raw, raw.truth, epoch_ns)
-        ps_type = T[specs["mocap"].type]
-        for ns, qi, ui in zip(mid, q.tolist(), u.tolist()):
-            pose = Pose(
-                position=Point(x=ui[0], y=ui[1], z=ui[2]), orientation=Quaternion(w=qi[0], x=qi[1], y=qi[2], z=qi[3])
-            )
-            add("mocap", ns, ps_type(header=header(ns), pose=pose))
-    out.sort(key=lambda m: m.receive_ns)
-    return out, store
+    if "tumble" in messages.specs and tumble is not None:
+        messages.fields("tumble", *tumble)
+    if "mocap" in messages.specs and raw.truth is not None:
+        messages.mocap(raw, raw.truth)
+    messages.out.sort(key=lambda m: m.receive_ns)
+    return messages.out, messages.store
 
 
 def write_rosbag(

@@ -14,7 +14,7 @@ import flexlearn.config
 from flexlearn.atomic import OutputPathError
 from flexlearn.data.process import process_sweep
 from flexlearn.errors import CheckpointError, ConfigError, DataError
-from flexlearn.jobs.train import build_task
+from flexlearn.jobs.training_parts import build_task
 from flexlearn.sensing.stream_schema import Field, StreamSchema, time_field
 from flexlearn.sensing.streams import RawSweep, quantize_times, register_stream, unregister_stream
 from flexlearn.sim.rig import simulate_sweep

@@ -122,7 +122,7 @@ def test_checkpoint_with_non_finite_weights_is_refused(tmp_path):
 
 
 def test_build_task_names_bad_model_and_task_values(compose_cfg):
-    from flexlearn.jobs.train import build_task
+    from flexlearn.jobs.training_parts import build_task
 
     for override, needle in [
         ("model.hidden=[1e12]", "model.hidden"),

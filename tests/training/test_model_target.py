@@ -12,7 +12,8 @@ import torch
 
 import flexlearn.config
 from flexlearn.errors import CheckpointError, ConfigError
-from flexlearn.jobs.train import build_task, train
+from flexlearn.jobs.train import train
+from flexlearn.jobs.training_parts import build_task
 from flexlearn.models.direction_mlp import DirectionMLP
 from flexlearn.tasks.checkpoints import load_direction_model
 

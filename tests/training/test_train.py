@@ -10,7 +10,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from flexlearn.errors import ConfigError, DataError
-from flexlearn.jobs.train import build_task, train
+from flexlearn.jobs.train import train
+from flexlearn.jobs.training_parts import build_task
 
 # A tiny sweep shared by these tests (simulated once per session through the cache).
 TINY = ["data.sim.n_poses=400", "trainer.max_epochs=3", "data.batch_size=64"]
