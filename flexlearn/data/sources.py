@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 import flexlearn
+from flexlearn.atomic import OutputPathError
 from flexlearn.config import check, from_dict, to_dict
 from flexlearn.data.dataset import DirectionDataset, merge_modules
 from flexlearn.data.process import process_sweep
@@ -215,6 +216,18 @@ def _prepare_modules(data: DataConfig, cache_dir: Path) -> Path:
     return out
 
 
+def _save_cache_entry(raw: RawSweep, raw_dir: Path) -> None:
+    """Save a simulated sweep as the cache entry ``raw_dir``. Jobs of a sweep running at once may simulate the same
+    entry (the same key, so the same content): when another one's entry appears while this one commits, it is kept
+    and this copy dropped, instead of the commit failing on a directory that is not empty."""
+    try:
+        raw.save(raw_dir)
+    except OutputPathError:
+        if not (raw_dir / "meta.json").exists():
+            raise
+        log.info("%s was written meanwhile by a concurrent run (the same key): used as it is", raw_dir)
+
+
 def _prepare_one(data: DataConfig, cache_dir: Path) -> Path:
     """The dataset of one module: a dataset file, a processed raw sweep, or a simulated and processed sweep."""
     processing = from_dict(ProcessingConfig, data.processing, "data.processing")
@@ -246,7 +259,7 @@ def _prepare_one(data: DataConfig, cache_dir: Path) -> Path:
     raw_dir = cache_dir / "sweeps" / f"rig-{sim_key}"
     if not (raw_dir / "meta.json").exists():
         log.info("simulating the sweep rig (%d poses) into %s", rig.n_poses, raw_dir)
-        simulate_sweep(rig).save(raw_dir)
+        _save_cache_entry(simulate_sweep(rig), raw_dir)
     key = _digest(
         {"sim": sim_key, "processing": to_dict(processing), "sensor": sensor_key, "version": flexlearn.__version__}
     )

@@ -190,3 +190,28 @@ def test_dataset_source_accepts_file_or_ingest_directory(ds, tmp_path):
         assert prepare_dataset(DataConfig(source="dataset", path=str(path)), tmp_path / "cache") == saved
     with pytest.raises(DataError, match=r"empty: dataset file not found \(data.path"):
         prepare_dataset(DataConfig(source="dataset", path=str(tmp_path / "empty")), tmp_path / "cache")
+
+
+def test_a_cache_entry_another_job_writes_meanwhile_is_used(tmp_path, monkeypatch):
+    """Two jobs of a sweep simulate the same cache entry at once: the one that commits second finds the other's
+    directory where its own should go (the rename fails: directory not empty) and uses that entry."""
+    import shutil
+
+    import flexlearn.atomic as atomic
+    from flexlearn.data.sources import DataConfig, prepare_dataset
+
+    data = DataConfig(source="sim", sim={"n_poses": 30, "seed": 4})
+    first = prepare_dataset(data, tmp_path / "first")  # what the other job wrote
+    (entry,) = (tmp_path / "first" / "sweeps").iterdir()
+    real_replace = atomic._replace
+
+    def other_job_commits_first(src, dst):
+        if dst.name == entry.name and not dst.exists():
+            shutil.copytree(entry, dst)  # the other job's commit lands between this one's check and its rename
+        real_replace(src, dst)
+
+    monkeypatch.setattr(atomic, "_replace", other_job_commits_first)
+    second = prepare_dataset(data, tmp_path / "second")
+    assert second.name == first.name
+    assert DirectionDataset.load(second).delta_b.tolist() == DirectionDataset.load(first).delta_b.tolist()
+    assert not [p for p in (tmp_path / "second" / "sweeps").iterdir() if p.name.startswith(".")]  # no temporaries
