@@ -12,7 +12,6 @@ and continues its interrupted one (`run_with_status`, `flexlearn.sweeps.rerun`).
 from __future__ import annotations
 
 import contextlib
-import math
 import sys
 import time
 from pathlib import Path
@@ -89,8 +88,9 @@ def run_with_status(app: str, task: Callable[[DictConfig], Any], cfg: DictConfig
             if sweep_dir is not None:
                 exc.resume = rerun.sweep_rerun_command(app, sweep_dir)
             raise
-        if rerun.recordable(result) and (result is None or math.isfinite(result) or result == math.inf):
-            record["result"] = "inf" if result == math.inf else result
+        kept, value = rerun.recorded_result(result)
+        if kept:
+            record["result"] = value
         return result
 
 

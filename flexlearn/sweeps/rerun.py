@@ -32,7 +32,7 @@ __all__ = [
     "job_overrides",
     "kept_result",
     "last_checkpoint",
-    "recordable",
+    "recorded_result",
     "sweep_rerun_command",
 ]
 
@@ -62,17 +62,27 @@ def earlier_status(status_file: Path) -> Optional[dict[str, Any]]:
     return record if isinstance(record, dict) else None
 
 
-def recordable(result: Any) -> bool:
-    """Whether a job's result can be kept in ``status.json`` and given back to a sweeper: None or a real number
-    (+inf, a diverged job's value, is kept as the string ``"inf"``).
+INF = "inf"
+"""How ``status.json`` keeps a result of +inf (a diverged job's value; strict JSON has no infinity)."""
+
+
+def recorded_result(result: Any) -> tuple[bool, Any]:
+    """(whether a job's result can be kept in ``status.json`` and given back to a sweeper, the value kept): None
+    or a finite number as it is, +inf as `INF`; anything else (NaN, −inf, a bool, an object) is not kept.
 
     Args:
         result: what the task function returned.
 
     Returns:
-        True for None, a bool-free int or float.
+        (kept, the JSON value).
     """
-    return result is None or (isinstance(result, (int, float)) and not isinstance(result, bool))
+    if result is None:
+        return True, None
+    if not isinstance(result, (int, float)) or isinstance(result, bool):
+        return False, None
+    if result == math.inf:
+        return True, INF
+    return (True, result) if math.isfinite(result) else (False, None)
 
 
 def _same_job(record: Optional[dict[str, Any]], overrides: list[str]) -> bool:
@@ -88,14 +98,14 @@ def kept_result(record: Optional[dict[str, Any]], overrides: list[str]) -> tuple
         overrides: this job's overrides.
 
     Returns:
-        Whether to keep the job, and its result (a number or None; ``"inf"`` read back as +inf).
+        Whether to keep the job, and its result (a number or None; `INF` read back as +inf).
     """
     if not _same_job(record, overrides) or record is None or record.get("status") != "ok" or "result" not in record:
         return False, None
     result = record["result"]
-    if result == "inf":
+    if result == INF:
         return True, math.inf
-    return (True, result) if recordable(result) else (False, None)
+    return (True, result) if recorded_result(result)[0] else (False, None)
 
 
 def last_checkpoint(cfg: DictConfig) -> Optional[Path]:

@@ -16,7 +16,7 @@ import time
 import pytest
 from omegaconf import OmegaConf
 
-from flexlearn.sweeps.rerun import continued_checkpoint, kept_result, sweep_rerun_command
+from flexlearn.sweeps.rerun import continued_checkpoint, kept_result, recorded_result, sweep_rerun_command
 
 OVERRIDES = ["task.lr=0.001", "seed=3"]
 
@@ -37,6 +37,18 @@ OVERRIDES = ["task.lr=0.001", "seed=3"]
 )
 def test_only_a_job_that_ended_ok_with_the_same_overrides_is_kept(record, kept):
     assert kept_result(record, OVERRIDES) == kept
+
+
+@pytest.mark.parametrize(
+    ("result", "kept"),
+    [(None, (True, None)), (0.3, (True, 0.3)), (2, (True, 2)), (math.inf, (True, "inf")), (math.nan, (False, None)),
+     (-math.inf, (False, None)), (True, (False, None)), ("0.3", (False, None))],
+)  # fmt: skip
+def test_a_result_is_kept_as_strict_json_and_read_back(result, kept):
+    assert recorded_result(result) == kept
+    if kept[0]:
+        record = {"status": "ok", "overrides": OVERRIDES, "result": kept[1]}
+        assert kept_result(record, OVERRIDES) == (True, result)
 
 
 def test_only_a_stopped_job_of_the_same_overrides_with_a_last_ckpt_continues(tmp_path):
