@@ -30,7 +30,11 @@ _forced: Optional[bool] = None
 
 
 def set_enabled(value: Optional[bool | str]) -> None:
-    """Turn bars on (True), off (False) or back to automatic (None, ``"auto"``: on when stderr is a terminal)."""
+    """Turn bars on (True), off (False) or back to automatic (None, ``"auto"``: on when stderr is a terminal).
+
+    Args:
+        value: True, False, None, or one of the words ``auto``, ``true``, ``false``, ``on``, ``off``.
+    """
     global _forced
     if isinstance(value, str):
         value = {"auto": None, "true": True, "false": False, "on": True, "off": False}.get(value.lower(), None)
@@ -39,7 +43,11 @@ def set_enabled(value: Optional[bool | str]) -> None:
 
 def enabled(stream: Any = None) -> bool:
     """Whether a bar would be drawn now: ``set_enabled`` first, then ``FLEXLEARN_PROGRESS``, then whether
-    ``stream`` (default stderr) is a terminal."""
+    ``stream`` is a terminal.
+
+    Args:
+        stream: the stream the bar would be drawn on (None: stderr).
+    """
     if _forced is not None:
         return _forced
     env = _environment()

@@ -72,6 +72,35 @@ def test_functions_take_at_most_8_parameters_outside_compiled_kernels():
     assert not many, "use an options object:\n" + "\n".join(many)
 
 
+def _public_functions_with_parameters():
+    """Public functions and methods (no ``_`` in their own or an enclosing class's name) that take parameters,
+    except ``@overload`` stubs and property setters (their implementation or getter carries the docstring)."""
+
+    def walk(node, path, public):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                yield from walk(child, path, public and not child.name.startswith("_"))
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                decorators = _decorator_names(child)
+                skip = "overload" in decorators or any(d.endswith(".setter") for d in decorators)
+                if public and not child.name.startswith("_") and parameter_count(child) and not skip:
+                    yield path, child
+
+    for f in sorted(PACKAGE.rglob("*.py")):
+        yield from walk(ast.parse(f.read_text(encoding="utf-8")), f.relative_to(ROOT), True)
+
+
+def test_public_functions_document_their_arguments():
+    """Google style: a public function's docstring has an ``Args:`` section (ruff's D417 then checks that it
+    names every parameter)."""
+    bare = [
+        f"{path}:{node.lineno} {node.name}"
+        for path, node in _public_functions_with_parameters()
+        if "Args:" not in (ast.get_docstring(node) or "")
+    ]
+    assert not bare, "add an Args: section:\n" + "\n".join(bare)
+
+
 def _import_blocks(node: ast.AST):
     """Runs of consecutive import statements inside ``node``'s statement lists (a block of imports)."""
     for child in ast.walk(node):

@@ -50,8 +50,12 @@ def _sections(cfg: DictConfig) -> list[tuple[str, str]]:
 
 
 def config_tree(cfg: DictConfig, colour: bool = False) -> str:
-    """The resolved config as text: a rich tree when rich is installed (ANSI colours if ``colour``), else YAML
-    with one commented header per group."""
+    """The resolved config as text: a rich tree when rich is installed, else YAML with one commented header per group.
+
+    Args:
+        cfg: the resolved config.
+        colour: whether the tree carries ANSI colours.
+    """
     sections = _sections(cfg)
     try:
         from rich.console import Console  # optional dependency: plain YAML without it
@@ -70,7 +74,12 @@ def config_tree(cfg: DictConfig, colour: bool = False) -> str:
 
 
 def show_config(cfg: DictConfig, output_dir: Optional[str | Path]) -> None:
-    """Print the config tree (a multirun job: its overrides only) and save it as ``config_tree.txt``."""
+    """Print the config tree (a multirun job: its overrides only) and save it as ``config_tree.txt``.
+
+    Args:
+        cfg: the resolved config.
+        output_dir: the run directory the tree is saved in (None: not saved).
+    """
     if not is_rank_zero():
         return
     label = job_label()
@@ -96,7 +105,12 @@ def _value(metrics: Mapping[str, Any], key: str, unit: str) -> Optional[str]:
 
 def metrics_table(metrics: Mapping[str, Any], optimized_metric: Optional[str] = None) -> str:
     """The end-of-run summary: test metrics (median, p95, RMS, mean angular error, invalid fraction) and the
-    optimised metric; an identification (no test metrics) shows its optimised metric and relative errors."""
+    optimised metric; an identification (no test metrics) shows its optimised metric and relative errors.
+
+    Args:
+        metrics: the run's metrics (``metrics.json``).
+        optimized_metric: the key returned to sweepers, shown beside the test metrics.
+    """
     lines = []
     rows = [(name, text) for key, name, unit in TEST_ROWS if (text := _value(metrics, key, unit)) is not None]
     if rows:
@@ -122,7 +136,11 @@ def _number(metrics: Mapping[str, Any], key: str) -> Optional[float]:
 def identified_rows(metrics: Mapping[str, Any]) -> list[str]:
     """One line per identified parameter: ``name  value ± 1σ`` with the relative error against the simulated truth
     when there is one, or a note when the data could not identify it (``id/<name>``, ``_std``, ``_rel_err``,
-    ``_identifiable`` in the metrics)."""
+    ``_identifiable`` in the metrics).
+
+    Args:
+        metrics: the run's metrics (``metrics.json``).
+    """
     names = sorted(k[3:-4] for k in metrics if k.startswith("id/") and k.endswith("_std") and not k.endswith("rel_std"))
     out = []
     for n in names:
@@ -140,7 +158,11 @@ def identified_rows(metrics: Mapping[str, Any]) -> list[str]:
 
 
 def describe_files(paths: Any) -> str:
-    """'a.png, b.png in <dir>' for files of one directory, else the paths joined by ', '."""
+    """'a.png, b.png in <dir>' for files of one directory, else the paths joined by ', '.
+
+    Args:
+        paths: paths, or a mapping whose values are paths.
+    """
     paths = sorted(str(p) for p in (paths.values() if isinstance(paths, Mapping) else paths or []))
     parents = {str(Path(p).parent) for p in paths}
     if len(parents) == 1:
@@ -155,7 +177,14 @@ def show_result(
     **listed: Any,
 ) -> None:
     """Print each of ``first`` (name: value; the figures a reader must see first), the metrics table, each of
-    ``listed``, then the run directory as the last line (scripts read it); a multirun job prints one line."""
+    ``listed``, then the run directory as the last line (scripts read it); a multirun job prints one line.
+
+    Args:
+        metrics: the run's metrics (``metrics.json``, with its ``output_dir``).
+        optimized_metric: the key returned to sweepers.
+        first: name → text printed before the table (empty texts are skipped).
+        **listed: name → text printed after the table (empty texts are skipped).
+    """
     if not is_rank_zero():
         return
     out_dir = metrics.get("output_dir", "")

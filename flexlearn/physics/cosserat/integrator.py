@@ -210,7 +210,15 @@ class Stepper:
 
     # ------------------------------------------------------------ forces
     def external(self, R: Tensor, p: Tensor, t: float, v: Tensor, w: Tensor) -> NodeLoads:
-        """Loads and damping at state k (time ``t`` [s], velocities ``v`` [m/s], ``w`` [rad/s])."""
+        """Loads and damping at state k.
+
+        Args:
+            R: Node rotations, shape (B, n, 3, 3).
+            p: Node positions [m], shape (B, n, 3).
+            t: Time [s].
+            v: Node velocities [m/s], shape (B, n, 3).
+            w: Element angular velocities [rad/s], shape (B, n − 1, 3).
+        """
         fx = torch.zeros_like(p)
         tx = torch.zeros_like(p)
         for load in self.loads:
@@ -249,7 +257,15 @@ class Stepper:
     ) -> Tuple[Tensor, Tensor]:
         """The kick's forces: unchanged for the LGVI, ``M (M + β h² K)⁻¹ F`` for the implicit variant (with
         the numerical damping of the half-step velocities of ``state`` when ζ > 0: eq. (4) of
-        :mod:`~flexlearn.physics.cosserat.implicit`)."""
+        :mod:`~flexlearn.physics.cosserat.implicit`).
+
+        Args:
+            R: Node rotations, shape (B, n, 3, 3).
+            p: Node positions [m], shape (B, n, 3).
+            f: Node forces [N], shape (B, n, 3).
+            tau: Element torques [N m] in the element frames, shape (B, n − 1, 3).
+            state: The half-step state whose velocities are damped (None: no numerical damping).
+        """
         if self.beta == 0.0:
             return f, tau
         h = self.h
@@ -261,7 +277,14 @@ class Stepper:
     # ------------------------------------------------------------ the step
     def velocities(self, R: Tensor, p: Tensor, v_int: Tensor, pi_int: Tensor) -> Tuple[Tensor, Tensor]:
         """Velocities (v, ω) of state k from the means of its half-step velocities and momenta (the identity
-        for the LGVI; eq. (3) of :mod:`~flexlearn.physics.cosserat.implicit` for the implicit variant)."""
+        for the LGVI; eq. (3) of :mod:`~flexlearn.physics.cosserat.implicit` for the implicit variant).
+
+        Args:
+            R: Node rotations, shape (B, n, 3, 3).
+            p: Node positions [m], shape (B, n, 3).
+            v_int: Mean of the half-step node velocities [m/s], shape (B, n, 3).
+            pi_int: Mean of the half-step element momenta, shape (B, n − 1, 3).
+        """
         if self.beta == 0.0:
             return v_int, pi_int / self.J
         return implicit.unfilter_velocities(
@@ -290,7 +313,14 @@ class Stepper:
     def core(self, state: HalfStep, loads: NodeLoads, held_next: Optional[HeldTargets], fixed: bool) -> StepResult:
         """One step from state k (pure tensor function; compiled when ``compile=True``): state k+1, the forces
         of state k, its strains, the relative Newton residual and the supports' reactions. ``held_next`` is
-        where the supports hold their nodes at k+1 (:mod:`~flexlearn.physics.cosserat.supports`)."""
+        where the supports hold their nodes at k+1 (:mod:`~flexlearn.physics.cosserat.supports`).
+
+        Args:
+            state: The half-step state k.
+            loads: The loads and damping at state k.
+            held_next: The supports' targets at k+1 (None: no supports).
+            fixed: Whether the Cayley–Newton solve runs a fixed number of iterations (compiled graphs).
+        """
         h, ctx = self.h, self.ctx
         R, p, v, pi = state
         f, tau, gL, gR, fc, Q = internal_forces(ctx, R, p, loads.damping_stress, loads.damping_moment)
@@ -339,8 +369,15 @@ class Stepper:
         return bool(ok.all())
 
     def advance(self, k: int, state: HalfStep, core: Callable[..., StepResult], fixed: bool, last: bool) -> StepResult:
-        """Loads at state k and the step k → k+1 (none at the last state) with ``core`` (:meth:`core`, compiled
-        or not)."""
+        """Loads at state k and the step k → k+1 (none at the last state) with ``core``.
+
+        Args:
+            k: Step index.
+            state: The half-step state k.
+            core: :meth:`core`, compiled or not.
+            fixed: Passed to ``core``.
+            last: Whether k is the last state (no step is taken).
+        """
         t = k * self.h
         R, p = state.R, state.p
         loads = self.external(R, p, t, state.v, state.pi / self.J)
@@ -409,7 +446,14 @@ class Stepper:
 
     # ------------------------------------------------------------ records and checks
     def emit(self, k: int, state: HalfStep, forces: StateForces, n_steps: int) -> None:
-        """Record state k (and call the callback) with the velocities at the integer step."""
+        """Record state k (and call the callback) with the velocities at the integer step.
+
+        Args:
+            k: Step index.
+            state: The half-step state k.
+            forces: The forces of state k.
+            n_steps: The number of steps of the run (its last state is always recorded).
+        """
         every, callback = self.options.record_every, self.options.callback
         if k % every == 0 or k == n_steps or callback is not None:
             h = self.h
@@ -427,7 +471,15 @@ class Stepper:
                 callback(k, RodState(p, R, v_int, pi_int / self.J, k * h, k))
 
     def record(self, k: int, R: Tensor, p: Tensor, v_int: Tensor, pi_int: Tensor) -> None:
-        """Append state k (and its energy when recorded) to the records."""
+        """Append state k (and its energy when recorded) to the records.
+
+        Args:
+            k: Step index.
+            R: Node rotations, shape (B, n, 3, 3).
+            p: Node positions [m], shape (B, n, 3).
+            v_int: Node velocities at step k [m/s], shape (B, n, 3).
+            pi_int: Element momenta at step k, shape (B, n − 1, 3).
+        """
         ctx = self.ctx
         self.rec_p.append(p)
         self.rec_R.append(R)
