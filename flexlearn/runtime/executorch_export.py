@@ -258,8 +258,7 @@ def bundle_artifacts(
     stem = Path(stem)
     ts = bundle_artifact(bundle, stem.with_suffix(".pt"), metadata, calibration)
     meta = program_metadata(bundle, ts)
-    pt2 = program_set_bytes(_bundle_programs(bundle), {**meta, "format": "torch.export program set"})
-    return [ts, Artifact(stem.with_suffix(".pt2"), pt2, "program_set"), pte_bundle_artifact(bundle, ts, meta)]
+    return [ts, pt2_bundle_artifact(bundle, ts, meta), pte_bundle_artifact(bundle, ts, meta)]
 
 
 def program_metadata(bundle: DeployBundle, ts: Artifact) -> dict[str, Any]:
@@ -287,6 +286,23 @@ def program_metadata(bundle: DeployBundle, ts: Artifact) -> dict[str, Any]:
         "methods": methods,
         "controller_clock": {"clock_jump": float(clock.max_gap), "clock_confirm": int(clock.confirm)},
     }
+
+
+def pt2_bundle_artifact(bundle: DeployBundle, ts: Artifact, meta: Optional[dict[str, Any]] = None) -> Artifact:
+    """``<stem>.pt2`` beside the TorchScript bundle ``ts`` of the same `DeployBundle` (the `torch.export` program set;
+    torch alone runs it).
+
+    Args:
+        bundle: the eager bundle ``ts`` was scripted from.
+        ts: its TorchScript artifact (the metadata is taken from it).
+        meta: `program_metadata` when already computed.
+
+    Returns:
+        The ``.pt2`` artifact (kind "program_set").
+    """
+    meta = meta if meta is not None else program_metadata(bundle, ts)
+    pt2 = program_set_bytes(_bundle_programs(bundle), {**meta, "format": "torch.export program set"})
+    return Artifact(ts.path.with_suffix(".pt2"), pt2, "program_set")
 
 
 def pte_bundle_artifact(bundle: DeployBundle, ts: Artifact, meta: Optional[dict[str, Any]] = None) -> Artifact:

@@ -158,18 +158,42 @@ def est_reference(direction_model, curl_recording, est_kw):
     return frames, run_estimator(frames, est.set_reference, est.attitude, est.magnetometer, tensors=False)
 
 
-@pytest.fixture(scope="module")
-def bundle_files(direction_model, est_kw, tmp_path_factory, et):
+def _bundle(direction_model, est_kw):
     from flexlearn.runtime.deploy import build_bundle
 
-    bundle = build_bundle(
+    return build_bundle(
         direction_model,
         9,
         soft_iron=est_kw["soft_iron"],
         estimator={k: v for k, v in est_kw.items() if k != "soft_iron"},
     )
+
+
+@pytest.fixture(scope="module")
+def pt2_bundle_files(direction_model, est_kw, tmp_path_factory):
+    """The TorchScript bundle and its `torch.export` program set (torch alone: no ExecuTorch needed)."""
+    from flexlearn.runtime.deploy import bundle_artifact
+    from flexlearn.runtime.export import write_artifacts
+
+    bundle = _bundle(direction_model, est_kw)
+    ts = bundle_artifact(bundle, tmp_path_factory.mktemp("bundle") / "bundle.pt", {"note": "test"})
+    paths = write_artifacts([ts, ee.pt2_bundle_artifact(bundle, ts)])
+    return {p.suffix: p for p in paths}
+
+
+@pytest.fixture(scope="module")
+def bundle_files(direction_model, est_kw, tmp_path_factory, et):
+    """The three formats of one bundle, written as one export set (ExecuTorch needed)."""
+    bundle = _bundle(direction_model, est_kw)
     paths = ee.export_bundle_programs(bundle, tmp_path_factory.mktemp("bundle") / "bundle", {"note": "test"})
     return {p.suffix: p for p in paths}
+
+
+def _bundle_files(request, suffix):
+    """The files of the format ``suffix`` needs (ExecuTorch only for ``.pte``)."""
+    if suffix == ".pte":
+        return request.getfixturevalue("bundle_files")
+    return request.getfixturevalue("pt2_bundle_files")
 
 
 # ------------------------------------------------------------------------------------------ blockers
@@ -332,20 +356,20 @@ def test_estimator_graph_equals_the_estimator(direction_model, est_kw, est_refer
 
 
 @pytest.mark.parametrize("suffix", [".pt2", ".pte"])
-def test_bundle_programs_match_the_estimator(bundle_files, est_reference, suffix):
+def test_bundle_programs_match_the_estimator(request, est_reference, suffix):
     """The exported estimator as the runner drives it (`ProgramBundle`: a round, then the correction only when a
     pulse ended) against `FusedEstimator`: same flags and corrections, points and heights to 1e-6 m."""
     from flexlearn.runtime.pikit.program_bundle import load_program_bundle
 
     frames, ref = est_reference
-    bundle, meta = load_program_bundle(bundle_files[suffix])
+    bundle, meta = load_program_bundle(_bundle_files(request, suffix)[suffix])
     assert meta["n_segments"] == 9 and meta["note"] == "test" and sorted(meta["methods"]) == sorted(pl.BUNDLE_METHODS)
     got = run_estimator(frames, bundle.set_reference, bundle.attitude, bundle.magnetometer, tensors=False)
     assert compare_estimator(ref, got) < TOL
 
 
 @pytest.mark.parametrize("suffix", [".pte", ".pt2"])
-def test_pi_runner_gives_the_torchscript_outputs_for_every_format(bundle_files, curl_recording, tmp_path, suffix):
+def test_pi_runner_gives_the_torchscript_outputs_for_every_format(request, curl_recording, tmp_path, suffix):
     """The runner on the program bundle and on the TorchScript bundle written with it: same records (points, h,
     flags, spool command and status) for a log with bad lines and null readings, control on."""
     from flexlearn.replay.frames import write_frames_jsonl
@@ -363,6 +387,7 @@ def test_pi_runner_gives_the_torchscript_outputs_for_every_format(bundle_files, 
     log.write_text("\n".join(lines) + "\n")
     runner = _load_runner()
     outs = {}
+    bundle_files = _bundle_files(request, suffix)
     for path in (bundle_files[".pt"], bundle_files[suffix]):
         out = tmp_path / f"out{path.suffix}.jsonl"
         counts = runner.run(str(path), open(log, "rb"), out=str(out), control=True)

@@ -54,9 +54,12 @@ a restarted or jumping master clock is detected and the time base resynchronised
 
 Twin: `flexlearn.runtime.fusion.graph.FusedEstimatorGraph` is this estimator without data-dependent branches, for
 `torch.export` / ExecuTorch (default configuration). Both run the same pure steps (`fusion.quat_quadratic`:
-reference rows, quadratic maps, module directions, angular travel, relative rotations; `fusion.heading_filter`:
-heading angle, misalignment weights, prediction and prior of the heading filter) and share one list of state
-buffers (`fusion.state`); a change to either must keep tests/runtime/test_executorch.py's parity test passing.
+reference rows, quadratic maps, module directions, angular travel, relative rotations; `fusion.frame_rules`: which
+quaternions and readings count, the flags of those that do not, the timed flags, whether a fix is usable, its
+direction; `fusion.heading_filter`: heading angle, misalignment weights, prediction and prior of the heading
+filter; `pikit.time_base.clock_step`: the clock rule) and share one list of state buffers (`fusion.state`); what
+differs is only how each applies an outcome (a branch here, ``torch.where`` there). A change to either must keep
+tests/runtime/test_executorch.py's parity tests passing.
 """
 
 import json
@@ -81,6 +84,14 @@ from flexlearn.runtime.fusion.flags import (
     REPEATED_MAG,
     STALE_QUAT,
     TIME_ORDER,
+)
+from flexlearn.runtime.fusion.frame_rules import (
+    child_direction,
+    good_readings,
+    held_quaternions,
+    magnetometer_flags,
+    timed_flags,
+    usable_fix,
 )
 from flexlearn.runtime.fusion.heading_filter import HeadingDriftFilter
 from flexlearn.runtime.fusion.options import (
@@ -383,15 +394,13 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
     def _refresh_nofix(self, t: float) -> None:
         """Timed flags: NO_FIX on segments without a fix for more than ``fix_timeout``, CLOCK_RESYNC on all within
         `RESYNC_FLAG_S` of a resync; the next change is the earliest deadline (a new fix or resync resets it)."""
-        late = t - self.t_fix > self.fix_timeout
-        fl = torch.where(late, self.NO_FIX, 0)
-        nxt = float(torch.where(late, math.inf, self.t_fix + self.fix_timeout).min())
-        if t < self.resync_until:
-            fl = fl | self.CLOCK_RESYNC
-            nxt = min(nxt, self.resync_until)
+        f64 = torch.float64
+        fl, nxt = timed_flags(
+            torch.full((), t, dtype=f64), self.t_fix, self.fix_timeout, torch.full((), self.resync_until, dtype=f64)
+        )
         self.nofix_flags = fl
         self.nofix_any = bool((fl != 0).any())
-        self.nofix_next = nxt
+        self.nofix_next = float(nxt)
 
     def _clock(self, k: int, t: float, last: float) -> float:
         """Slow time check of stream k (0 att, 1 mag), master time t [s] → τ [s], or NaN: drop (`TimeBase.check`)."""
@@ -404,9 +413,8 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
 
     def _attitude_slow(self, t: float, q: Tensor, n2: Tensor) -> Tensor:
         """Some rows not unit: normalise those in (0.25, 4), hold the others' last valid quaternion (BAD_QUAT)."""
-        ok = (n2 > 0.25) & (n2 < 4.0)  # False for NaN; inf fails the upper bound
+        ok, q = held_quaternions(q, n2, self.q_last)
         self.q_time.copy_(torch.where(ok, t, torch.clamp_min(self.q_time, self.t_all_ok)))
-        q = torch.where(ok.unsqueeze(-1), q * torch.rsqrt(n2.clamp_min(0.25)).unsqueeze(-1), self.q_last)
         self.q_last.copy_(q)
         self.bad_now.copy_(torch.where(ok[1:], 0, self.BAD_QUAT))
         if self.mode == self.MAG_ONLY:
@@ -439,21 +447,17 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
         t = tau
         self.t_mag = t
         m = mags.to(torch.float64)
-        # usable: finite and unsaturated (NaN fails <); fresh: bitwise-new conversion (NaN prev at start: new)
-        good = (m.abs() < self.full_scale).all(-1) & (m != self.prev_raw).any(-1)
+        # good: finite, unsaturated and bitwise-new (NaN prev at start: new); flags of the others
+        good = good_readings(m, self.prev_raw, self.full_scale)
         all_good = bool(good.all())
         if all_good:
             self.prev_raw.copy_(m)
             if self.mag_flagged:
                 self._set_mag_flags(torch.zeros_like(self.mag_flags))
         else:
-            finite = torch.isfinite(m).all(-1)
-            usable = (m.abs() < self.full_scale).all(-1)
-            fresh = (m != self.prev_raw).any(-1)
+            finite, fl = magnetometer_flags(m, self.prev_raw, self.full_scale)
             self.prev_raw.copy_(torch.where(finite.unsqueeze(-1), m, self.prev_raw))
-            self._set_mag_flags(
-                torch.where(usable, 0, self.BAD_MAG) | torch.where(fresh | ~finite, 0, self.REPEATED_MAG)
-            )
+            self._set_mag_flags(fl)
         if coil != self.coil:
             if self.coil >= 0 and self.coil < self.n:
                 applied = self._finish_pulse(self.coil, t)
@@ -547,15 +551,13 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
         """
         j = i - 1
         db = delta_b.to(torch.float64)
-        if not bool(torch.isfinite(db).all()) or float(torch.linalg.vector_norm(db)) <= 0.0:
-            return False
         x = torch.matmul(self.aw[j], db)
         f = self.model(x.to(torch.float32).unsqueeze(0)).squeeze(0).detach().to(torch.float64)
-        if not bool(torch.isfinite(f).all()) or float(torch.linalg.vector_norm(f)) < 0.5:
+        if not bool(usable_fix(db, f)):
             return False
         if self.use_confidence and not self._confident(j, x, f):
             return False
-        d = self.flip * f / torch.linalg.vector_norm(f).clamp_min(1e-12)  # child direction in the parent frame
+        d = child_direction(f, self.flip)  # child direction in the parent frame
         self.n_fixes[j] += 1
         self.t_fix[j].fill_(t)
         self.nofix_next = -1e300

@@ -6,6 +6,7 @@ Pi runner (`scripts/pi_runner.py`, documented in docs/raspberry_pi.md).
 
 from __future__ import annotations
 
+import enum
 from typing import List
 
 BAD_QUAT, STALE_QUAT, BAD_MAG, REPEATED_MAG, TIME_ORDER, MAG_REJECTED, NO_FIX, NO_REFERENCE = (
@@ -32,6 +33,24 @@ FLAG_BITS = {
     "CLOCK_RESYNC": CLOCK_RESYNC,
     "LOW_CONFIDENCE": LOW_CONFIDENCE,
 }  # by name: the TorchScript constants of `FusedEstimator`
+
+
+class FlagBit(enum.Enum):
+    """The bits as an enum: TorchScript reads ``FlagBit.BAD_MAG.value`` in a free function as a constant (a plain
+    module-level int it refuses); `flexlearn.runtime.fusion.frame_rules` uses them."""
+
+    BAD_QUAT = BAD_QUAT
+    STALE_QUAT = STALE_QUAT
+    BAD_MAG = BAD_MAG
+    REPEATED_MAG = REPEATED_MAG
+    TIME_ORDER = TIME_ORDER
+    MAG_REJECTED = MAG_REJECTED
+    NO_FIX = NO_FIX
+    NO_REFERENCE = NO_REFERENCE
+    CLOCK_RESYNC = CLOCK_RESYNC
+    LOW_CONFIDENCE = LOW_CONFIDENCE
+
+
 FLAG_NAMES = {
     BAD_QUAT: "bad_quat",
     STALE_QUAT: "stale_quat",

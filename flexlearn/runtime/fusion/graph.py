@@ -1,7 +1,8 @@
 """The fused shape estimator (`flexlearn.runtime.fusion.estimator.FusedEstimator`) restructured for `torch.export`.
 
-For `torch.export` and ExecuTorch; both twins run the same pure steps (`fusion.quat_quadratic`, `fusion.heading_filter`)
-and read one list of state buffers (`fusion.state`).
+For `torch.export` and ExecuTorch; both twins run the same pure steps (`fusion.quat_quadratic`, `fusion.frame_rules`,
+`fusion.heading_filter`, the clock rule `pikit.time_base.clock_step`) and read one list of state buffers
+(`fusion.state`).
 
 `FusedEstimator` is written for TorchScript: its time base, pulse bookkeeping and heading filter keep Python
 floats, ints and lists as state and branch on tensor values (``bool(...)``, ``float(...)``, ``torch.equal``,
@@ -30,7 +31,6 @@ h () [m], flags (N,) int64)``; ``magnetometer_round(t (), mags (N, 3), coil ()) 
 
 from __future__ import annotations
 
-import math
 from typing import Tuple
 
 import torch
@@ -38,6 +38,15 @@ from torch import Tensor, nn
 
 from flexlearn.lie import quat_to_matrix
 from flexlearn.runtime.fusion.estimator import FusedEstimator
+from flexlearn.runtime.fusion.flags import BAD_QUAT, MAG_REJECTED, NO_REFERENCE, STALE_QUAT, TIME_ORDER
+from flexlearn.runtime.fusion.frame_rules import (
+    child_direction,
+    good_readings,
+    held_quaternions,
+    magnetometer_flags,
+    timed_flags,
+    usable_fix,
+)
 from flexlearn.runtime.fusion.heading_graph import HeadingFilterGraph
 from flexlearn.runtime.fusion.options import FUSION, EstimatorSettingsError
 from flexlearn.runtime.fusion.quat_quadratic import (
@@ -48,6 +57,7 @@ from flexlearn.runtime.fusion.quat_quadratic import (
     reference_rows,
 )
 from flexlearn.runtime.fusion.state import ESTIMATOR_BUFFERS, ESTIMATOR_SCALARS
+from flexlearn.runtime.pikit.time_base import ClockState, clock_step
 
 F64 = torch.float64
 
@@ -125,12 +135,8 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         for name in ("x", "p", "travel_ref", "eye", "last_nis", "rejected"):
             self.register_buffer("hf_" + name, getattr(hf, name).detach().clone())
         self.register_buffer("hf_t_ref", hf.t_ref.detach().clone())
-        self.register_buffer("tb_offset", _s(tb.offset, F64))
-        self.register_buffer("tb_resyncs", _s(tb.resyncs, torch.int64))
-        self.register_buffer("tb_t_resync", _s(tb.t_resync, F64))
-        for name in ("cand_first", "cand_prev", "cand_last"):
-            self.register_buffer("tb_" + name, _s(getattr(tb, name), F64))
-        self.register_buffer("tb_cand_n", _s(tb.cand_n, torch.int64))
+        for name, value in zip(ClockState._fields, tb.state):
+            self.register_buffer("tb_" + name, value.detach().clone())
         self.register_buffer("ar3", torch.arange(3))
         # a pulse that ended in `magnetometer_round`, corrected by `correct_pending` (what it reads, as of then)
         self.register_buffer("pending", torch.zeros((), dtype=torch.bool))
@@ -174,44 +180,25 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         return cls(est)
 
     # ------------------------------------------------------------------------------------------ time base
-    def _clock(self, k: int, t: Tensor, last: Tensor, active: Tensor) -> Tensor:
-        """`FusedEstimator._clock` (stream k) applied where ``active``: τ [s] or NaN (drop)."""
-        latest = torch.maximum(self.t_att, self.t_mag)
-        finite = torch.isfinite(t)
-        tau = t + self.tb_offset
-        first = last <= -1e299
-        accept = (
-            torch.where(
-                first,
-                (latest <= -1e299) | ((tau - latest).abs() <= self.tb_max_gap),
-                (tau > last) & (tau - last <= self.tb_max_gap),
-            )
-            & finite
+    def _clock_state(self) -> ClockState:
+        return ClockState(
+            self.tb_offset,
+            self.tb_resyncs,
+            self.tb_t_resync,
+            self.tb_cand_first,
+            self.tb_cand_prev,
+            self.tb_cand_last,
+            self.tb_cand_n,
         )
-        repeat = ~first & ~accept & (tau == last) & finite
-        cand = finite & ~accept & ~repeat & active
-        ref = torch.maximum(latest, last)
-        n = self.tb_cand_n[k]
-        run = (n > 0) & (last == self.tb_cand_last[k])
-        step = t - self.tb_cand_prev[k]
-        stay = run & (step == 0.0)
-        grow = run & (step > 0.0) & (step <= self.tb_max_gap)
-        n_new = torch.where(grow, n + 1, torch.ones_like(n))
-        first_new = torch.where(grow, self.tb_cand_first[k], t)
-        upd = cand & ~stay
-        resync = upd & (n_new >= self.confirm)
-        offset = torch.where(resync, ref - first_new, self.tb_offset)
-        tau_r = t + offset
-        onehot = torch.arange(2) == k
-        self._put(self.tb_cand_n, onehot & (upd & ~resync), n_new.expand(2))
-        self._put(self.tb_cand_n, resync | (accept & active & onehot), torch.zeros_like(self.tb_cand_n))
-        self._put(self.tb_cand_first, onehot & upd, first_new.expand(2))
-        self._put(self.tb_cand_prev, onehot & upd, t.expand(2))
-        self._put(self.tb_cand_last, onehot & upd, last.expand(2))
-        self.tb_offset.copy_(offset)
-        self.tb_resyncs.add_(resync.to(torch.int64))
-        self._put(self.tb_t_resync, resync, tau_r)
-        out = torch.where(accept, tau, torch.where(resync, tau_r, torch.full_like(tau, math.nan)))
+
+    def _clock(self, k: int, t: Tensor, last: Tensor, active: Tensor) -> Tensor:
+        """`FusedEstimator._clock` (stream k) applied where ``active``: τ [s] or NaN (drop); the rule is
+        `flexlearn.runtime.pikit.time_base.clock_step`, the scripted estimator's own."""
+        latest = torch.maximum(self.t_att, self.t_mag)
+        state = self._clock_state()
+        out, new = clock_step(state, k, t, last, latest, active, self.tb_max_gap, self.confirm)
+        for buf, value in zip(state, new):
+            buf.copy_(value)
         changed = active & (self.tb_offset != self.t_off)
         self._put(self.t_off, changed, self.tb_offset)
         self._put(self.resync_until, changed, out + self.resync_flag_s)
@@ -244,7 +231,7 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         self.v_ref.copy_(self.e.expand(n + 1, 3))
         self.axis.copy_(r0t[:, :, 2])
         self.q_last.copy_(q.clone())  # a distinct value: two buffers set from one node break export
-        self.static_flags.copy_(torch.where(ok[1:], 0, 128))
+        self.static_flags.copy_(torch.where(ok[1:], 0, NO_REFERENCE))
         self.base_flags.copy_(self.static_flags | self.mag_flags)
         self.tmap.copy_(torch.matmul(self.r0t, self.tmap_e))
         self.bias.zero_()
@@ -292,18 +279,17 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         q = quats.to(F64)
         n2 = (q * q).sum(-1)
         all_ok = ((n2 >= 0.999) & (n2 <= 1.001)).all()
-        ok = (n2 > 0.25) & (n2 < 4.0)
+        ok, qn = held_quaternions(q, n2, self.q_last)
         slow = keep & ~all_ok
         self._put(self.q_time, slow, torch.where(ok, t, torch.clamp_min(self.q_time, self.t_all_ok)))
-        qn = torch.where(ok.unsqueeze(-1), q * torch.rsqrt(n2.clamp_min(0.25)).unsqueeze(-1), self.q_last)
         qs = torch.where(all_ok, q, qn)
         self._put(self.q_last, keep, qs)
         self._put(self.t_all_ok, keep & all_ok, t)
-        self._put(self.bad_now, slow, torch.where(ok[1:], 0, 1))
+        self._put(self.bad_now, slow, torch.where(ok[1:], 0, BAD_QUAT))
         u = module_directions(self.gain, qs)
         points = torch.matmul(self.chain, u)
         height = points[n, 2] + n * self.length
-        stale = torch.where(t - self.q_time[1:] > self.stale_after, 2, 0)
+        stale = torch.where(t - self.q_time[1:] > self.stale_after, STALE_QUAT, 0)
         fl = torch.where(all_ok, self.base_flags, self.base_flags | self.bad_now | stale)
         self._refresh_nofix(t, keep & (t >= self.nofix_next))
         fl = fl | self.nofix_flags
@@ -314,16 +300,11 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         return (
             torch.where(keep, points, old_points),
             torch.where(keep, height, old_height),
-            torch.where(keep, fl, old_flags | 16),
+            torch.where(keep, fl, old_flags | TIME_ORDER),
         )
 
     def _refresh_nofix(self, t: Tensor, cond: Tensor) -> None:
-        late = t - self.t_fix > self.fix_timeout
-        fl = torch.where(late, 64, 0)
-        nxt = torch.where(late, math.inf, self.t_fix + self.fix_timeout).min()
-        resync = t < self.resync_until
-        fl = torch.where(resync, fl | 256, fl)
-        nxt = torch.where(resync, torch.minimum(nxt, self.resync_until), nxt)
+        fl, nxt = timed_flags(t, self.t_fix, self.fix_timeout, self.resync_until)
         self._put(self.nofix_flags, cond, fl)
         self._put(self.nofix_any, cond, (fl != 0).any())
         self._put(self.nofix_next, cond, nxt)
@@ -366,24 +347,15 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         n = self.n
         tau = self._time(1, t, self.t_mag)
         keep = ~torch.isnan(tau)
-        self._set_mag_flags(~keep, torch.full_like(self.mag_flags, 16))
+        self._set_mag_flags(~keep, torch.full_like(self.mag_flags, TIME_ORDER))
         t = torch.where(keep, tau, self.t_mag)
         self.t_mag.copy_(t)
         m = mags.to(F64)
-        usable = (m.abs() < self.full_scale).all(-1)
-        fresh = (m != self.prev_raw).any(-1)
-        good = usable & fresh
+        good = good_readings(m, self.prev_raw, self.full_scale)
+        finite, fl = magnetometer_flags(m, self.prev_raw, self.full_scale)
         all_good = good.all()
-        finite = torch.isfinite(m).all(-1)
         self._put(self.prev_raw, keep, torch.where((finite | all_good).unsqueeze(-1), m, self.prev_raw))
-        self._set_mag_flags(
-            keep & (~all_good | self.mag_flagged),
-            torch.where(
-                all_good,
-                torch.zeros_like(self.mag_flags),
-                torch.where(usable, 0, 4) | torch.where(fresh | ~finite, 0, 8),
-            ),
-        )
+        self._set_mag_flags(keep & (~all_good | self.mag_flagged), torch.where(all_good, 0, fl))
         coil = coil.to(torch.int64)
         cur = self.coil.clone()
         switch = keep & (coil != cur)
@@ -426,7 +398,7 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         row = self.eye_n.index_select(0, jv).squeeze(0)
         cnt = self.on_cnt.index_select(0, jv)
         enough = (cnt.squeeze(0) >= float(self.min_fresh)) & self.base_ok.index_select(0, jv).squeeze(0)
-        self._set_mag_flags(finish & ~enough, self.mag_flags | torch.where(row, 32, 0))
+        self._set_mag_flags(finish & ~enough, self.mag_flags | torch.where(row, MAG_REJECTED, 0))
         attempt = finish & enough
         db = self.on_sum.index_select(0, jv) / cnt.clamp_min(1.0).unsqueeze(-1) - self.base.index_select(0, jv)
         self.pending.copy_(attempt)
@@ -451,7 +423,7 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         attempt = self.pending & request
         accepted = self._correct(j, self.pend_db, self.pend_t, attempt)
         row = self.eye_n.index_select(0, j.view(1)).squeeze(0)
-        self._set_mag_flags(attempt & ~accepted, self.mag_flags | torch.where(row, 32, 0))
+        self._set_mag_flags(attempt & ~accepted, self.mag_flags | torch.where(row, MAG_REJECTED, 0))
         self.pending.fill_(False)
         return row & accepted
 
@@ -469,15 +441,8 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         db = delta_b.to(F64)
         x = torch.matmul(self.aw.index_select(0, jv).squeeze(0), db)
         f = self.model(x.to(torch.float32).unsqueeze(0)).squeeze(0).detach().to(F64)
-        fn = torch.linalg.vector_norm(f)
-        go = (
-            attempt
-            & torch.isfinite(db).all()
-            & (torch.linalg.vector_norm(db) > 0.0)
-            & torch.isfinite(f).all()
-            & (fn >= 0.5)
-        )
-        d = self.flip * f / fn.clamp_min(1e-12)
+        go = attempt & usable_fix(db, f)
+        d = child_direction(f, self.flip)
         self._put(self.n_fixes, go & row, self.n_fixes + 1)
         self._put(self.t_fix, go & row, t.expand(n))
         self._put(self.nofix_next, go, torch.full_like(t, -1e300))
