@@ -61,7 +61,7 @@ from flexlearn.physics.cosserat.errors import IntegrationError
 from flexlearn.physics.cosserat.implicit import ForceFilter
 from flexlearn.physics.cosserat.loads import potential_loads
 from flexlearn.physics.cosserat.newton import cayley_newton, cayley_newton_fixed, cayley_newton_globalised
-from flexlearn.physics.cosserat.run_checks import check_time_and_rod, kernel_error
+from flexlearn.physics.cosserat.run_checks import check_time_and_rod, implicit_remedy, kernel_error, load_names
 from flexlearn.physics.cosserat.simulation import RodSetup, SimulatedRod, SimulationOptions
 from flexlearn.physics.cosserat.state import Clamp, RodState, Trajectory
 from flexlearn.physics.cosserat.supports import FreeStep, HeldNodes, HeldTargets, support_list
@@ -553,7 +553,7 @@ class Stepper:
         if self.beta == 0.0:
             hint = f"dt = {h:g} s is probably beyond stability (estimate {float(self.rod.stable_dt()[b]):.3g} s)"
         else:
-            hint = self.implicit_remedy()
+            hint = implicit_remedy(self.h, self.beta, self.zeta, self.loads)
         msg = (
             f"integration failed at step {fail} (t = {fail * h:.6g} s → {(fail + 1) * h:.6g} s), "
             f"rod {b}, node {node}: {what}; {hint}"
@@ -565,23 +565,6 @@ class Stepper:
             rod=b,
             state=self.prev_state(),
             trajectory=self.trajectory() if self.rec_p else None,
-        )
-
-    def load_names(self) -> str:
-        """The loads of the run, named (their ``repr`` where it says more than the class)."""
-        names = [repr(ld) if type(ld).__repr__ is not object.__repr__ else type(ld).__name__ for ld in self.loads]
-        return ", ".join(names) if names else "none"
-
-    def implicit_remedy(self) -> str:
-        """What to change when an implicit step fails: the step's β and ζ, the loads, and the remedies in the
-        order they were measured to help (docs/cosserat.md, 'Step loads')."""
-        return (
-            f"the implicit step (dt = {self.h:g} s, implicit_beta = {self.beta:g}, implicit_dissipation = "
-            f"{self.zeta:g}) lost stability under the loads {self.load_names()}: the stiffness the implicit "
-            "filter leaves explicit (geometric stiffness of large rotations, magnets) grew the unresolved modes; "
-            "remedy: implicit_beta=0.3 (tolerates explicit stiffness up to 4β − 1 of the implicit one) with "
-            "implicit_dissipation=0.05 (settles the modes the step does not resolve), or ramp the load over a few "
-            "1/ω₁, or reduce dt"
         )
 
     def check_newton(self, k: int, rel: Tensor) -> None:
@@ -602,9 +585,9 @@ class Stepper:
                 f"last Newton update {float(rel[b, node]) * tol:.3g} > {tol:g} (normalised), also with the line "
                 f"search: the node would turn by more than a quarter turn in one step; "
                 + (
-                    f"|h ω| too large — reduce dt (loads: {self.load_names()})"
+                    f"|h ω| too large — reduce dt (loads: {load_names(self.loads)})"
                     if self.beta == 0.0
-                    else self.implicit_remedy()
+                    else implicit_remedy(self.h, self.beta, self.zeta, self.loads)
                 ),
                 step=k,
                 node=node,

@@ -1,7 +1,7 @@
 """The Cayley–Newton solve (and its globalised fallback) that advances the node rotations of the LGVI (seed 001, eq.
 (13); Lee, Leok & McClamroch 2007, Sec. 3.3): the start and stopping rule of the rod integrator around the one
 Newton iteration :func:`flexlearn.lie.cayley.so3_cayley_lgvi_newton` (the numba kernel's scalar copy,
-:func:`flexlearn.physics.cosserat.compiled.lgvi._cayley_newton`, is tested against it)."""
+:func:`flexlearn.physics.cosserat.compiled.cayley.cayley_newton`, is tested against it)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,15 @@
-"""What a Cosserat run checks before it starts, and how a failed fused-kernel run is reported.
+"""What a Cosserat run checks before it starts, and how a failed run is explained.
 
 The time step, the duration and the rod's parameters (:func:`check_time_and_rod`); the
 :class:`~flexlearn.physics.cosserat.errors.IntegrationError` of a kernel failure (:func:`kernel_error`, raised as it
-is with ``backend='numba'``).
+is with ``backend='numba'``); the loads and the remedies a failed step names (:func:`load_names`,
+:func:`implicit_remedy`).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import torch
 
@@ -27,6 +29,42 @@ PARAMETERS = (
     "torsion_constant",
 )
 """The rod buffers that must be finite and > 0 before a run starts."""
+
+
+def load_names(loads: Sequence[object]) -> str:
+    """The loads of a run, named (their ``repr`` where it says more than the class).
+
+    Args:
+        loads: the run's loads.
+
+    Returns:
+        Their names joined by ", ", or "none".
+    """
+    names = [repr(ld) if type(ld).__repr__ is not object.__repr__ else type(ld).__name__ for ld in loads]
+    return ", ".join(names) if names else "none"
+
+
+def implicit_remedy(dt: float, beta: float, zeta: float, loads: Sequence[object]) -> str:
+    """What to change when an implicit step fails: the step's β and ζ, the loads, and the remedies in the order
+    they were measured to help (docs/cosserat.md, 'Step loads').
+
+    Args:
+        dt: the time step [s].
+        beta: the implicit step's β.
+        zeta: its numerical dissipation ζ.
+        loads: the run's loads.
+
+    Returns:
+        The sentence the error ends with.
+    """
+    return (
+        f"the implicit step (dt = {dt:g} s, implicit_beta = {beta:g}, implicit_dissipation = "
+        f"{zeta:g}) lost stability under the loads {load_names(loads)}: the stiffness the implicit "
+        "filter leaves explicit (geometric stiffness of large rotations, magnets) grew the unresolved modes; "
+        "remedy: implicit_beta=0.3 (tolerates explicit stiffness up to 4β − 1 of the implicit one) with "
+        "implicit_dissipation=0.05 (settles the modes the step does not resolve), or ramp the load over a few "
+        "1/ω₁, or reduce dt"
+    )
 
 
 def kernel_error(failure: lgvi.KernelFailure, dt: float) -> IntegrationError:

@@ -9,6 +9,7 @@ import torch
 
 from flexlearn.lie import so3_cayley_inv, so3_cayley_lgvi, so3_exp
 from flexlearn.physics.cosserat import CosseratRod, Damping, Material
+from flexlearn.physics.cosserat.compiled import cayley
 from flexlearn.physics.cosserat.compiled import lgvi as fused
 from flexlearn.physics.cosserat.compiled.common import element_strain
 from flexlearn.physics.cosserat.elastic import internal_forces
@@ -84,10 +85,10 @@ def test_numba_cayley_newton_equals_the_lie_newton():
     f_t = f_t[0]
     assert bool((step <= tol * u.norm(dim=-1).clamp_min(1e-3)).all())
     f_n = torch.tensor(
-        [fused._cayley_newton(*u[i].tolist(), *jd[i].tolist(), *jdiag[i].tolist(), tol, 30)[:3] for i in range(n)],
+        [cayley.cayley_newton(*u[i].tolist(), *jd[i].tolist(), *jdiag[i].tolist(), tol, 30)[:3] for i in range(n)],
         dtype=DT,
     )
-    ok = [fused._cayley_newton(*u[i].tolist(), *jd[i].tolist(), *jdiag[i].tolist(), tol, 30)[3] for i in range(n)]
+    ok = [cayley.cayley_newton(*u[i].tolist(), *jd[i].tolist(), *jdiag[i].tolist(), tol, 30)[3] for i in range(n)]
     assert all(ok)
     scale = u.norm(dim=-1, keepdim=True).clamp_min(1e-3)
     assert float(((f_n - f_t).abs() / scale).max()) <= 10 * tol
@@ -115,7 +116,7 @@ def test_numba_cayley_newton_solves_where_the_globalised_torch_newton_does():
     tol = 1e-12
     f_t, last, _ = cayley_newton_globalised(u[None], torch.diag_embed(jd)[None], jdiag[None], tol, 40)
     solved_t = (last[0] <= tol * u.norm(dim=-1).clamp_min(1e-3)).tolist()
-    runs = [fused._cayley_newton(*u[i].tolist(), *jd[i].tolist(), *jdiag[i].tolist(), tol, 20) for i in range(n)]
+    runs = [cayley.cayley_newton(*u[i].tolist(), *jd[i].tolist(), *jdiag[i].tolist(), tol, 20) for i in range(n)]
     solved_n = [r[3] for r in runs]
     assert solved_n == solved_t
     assert 0 < sum(solved_n) < n
