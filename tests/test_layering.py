@@ -186,3 +186,58 @@ def test_no_private_name_is_imported_from_another_module():
         if any(p.startswith("_") and not p.startswith("__") for p in dst.split(".")[1:])
     ]
     assert not crossing, "\n".join(crossing)
+
+
+def private_attributes_across_files(sources: dict[str, str], inherited: set[str]) -> list[str]:
+    """``self._name`` read in one file while ``_name`` is defined (a method, a class attribute or a ``self._name =``)
+    only in other files: a private contract between the parts of a class split over files (a mixin and its host).
+    ``inherited``: names a base outside flexlearn defines (``nn.Module._buffers``), which are not contracts of ours.
+    """
+    defined: dict[str, set[str]] = defaultdict(set)
+    used: dict[str, set[str]] = defaultdict(set)
+    for path, text in sources.items():
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        defined[item.name].add(path)
+                    elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                        defined[item.target.id].add(path)
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            for target in targets if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) else []:
+                for t in ast.walk(target):
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                        defined[t.attr].add(path)
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "self"
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                used[path].add(node.attr)
+    return sorted(
+        f"{path}: self.{name} (defined in {', '.join(sorted(defined[name]))})"
+        for path, names in used.items()
+        for name in names
+        if name not in inherited and defined.get(name) and path not in defined[name]
+    )
+
+
+def test_no_private_attribute_is_a_contract_between_files():
+    """A mixin and its host talk through public, documented methods (declared under ``TYPE_CHECKING`` where the
+    mixin uses its host's), not through each other's private ones."""
+    import torch
+
+    inherited = set(dir(torch.nn.Module)) | set(vars(torch.nn.Module()))
+    sources = {str(f.relative_to(ROOT)): f.read_text(encoding="utf-8") for f in sorted(PACKAGE.rglob("*.py"))}
+    crossing = private_attributes_across_files(sources, inherited)
+    assert not crossing, "make these public (with a docstring) or keep them in one file:\n" + "\n".join(crossing)
+
+
+def test_the_private_attribute_check_finds_a_mixin_contract():
+    host = "class Host(Mixin):\n    def _step(self):\n        return 1\n"
+    mixin = "class Mixin:\n    def run(self):\n        return self._step() + self._own\n    _own: int\n"
+    assert private_attributes_across_files({"host.py": host, "mixin.py": mixin}, set()) == [
+        "mixin.py: self._step (defined in host.py)"
+    ]

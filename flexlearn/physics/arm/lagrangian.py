@@ -183,7 +183,7 @@ class FlexibleArmPlant(ArmOutputsMixin, nn.Module):
         for i in range(self.n):
             if i > 0:
                 phi = phi + q[:, i]
-            eta = self._eta(q, i)
+            eta = self.modal_coordinates(q, i)
             c, s = torch.cos(phi).unsqueeze(-1), torch.sin(phi).unsqueeze(-1)
             xi = getattr(self, f"xi{i}")
             w = eta @ getattr(self, f"phi{i}").t()  # (B, Q)

@@ -39,8 +39,13 @@ class ArmOutputsMixin:
     lengths: list[float]
     links: list[FlexibleLink]
 
-    def _eta(self, q: Tensor, i: int) -> Tensor:
-        """Link i's modal coordinates η_i (B, m_i) of q (B, N)."""
+    def modal_coordinates(self, q: Tensor, i: int) -> Tensor:
+        """Link i's modal coordinates η_i (B, m_i) of q (B, N).
+
+        Args:
+            q: generalised coordinates (B, N).
+            i: the link's index.
+        """
         a, b = self.slices[i]
         return q[..., a:b]
 
@@ -55,7 +60,7 @@ class ArmOutputsMixin:
         """
         out: dict[str, list[Tensor]] = {"tip": [], "tip_slope": [], "base_curvature": []}
         for i in range(self.n):
-            eta = self._eta(q, i)
+            eta = self.modal_coordinates(q, i)
             out["tip"].append(eta @ getattr(self, f"tip{i}"))
             out["tip_slope"].append(eta @ getattr(self, f"tipslope{i}"))
             out["base_curvature"].append(eta @ getattr(self, f"curv0_{i}"))
@@ -102,7 +107,7 @@ class ArmOutputsMixin:
         for i in range(self.n):
             if i > 0:
                 phi = phi + q[:, i]
-            eta = self._eta(q, i)
+            eta = self.modal_coordinates(q, i)
             R0, R1 = rows[i]
             w, sl = eta @ R0.t(), eta @ R1.t()
             c, s = torch.cos(phi).unsqueeze(-1), torch.sin(phi).unsqueeze(-1)

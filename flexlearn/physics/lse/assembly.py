@@ -60,11 +60,11 @@ class AssemblyMixin:
 
     if TYPE_CHECKING:  # kinematics of `CPRModel` used here
 
-        def _all_nodes(self, theta: Tensor, g_ee: Tensor, g_int: Tensor) -> Tensor: ...
+        def all_nodes(self, theta: Tensor, g_ee: Tensor, g_int: Tensor) -> Tensor: ...
 
         def stiffness(self) -> Tensor: ...
 
-        def _h(self) -> Tensor: ...
+        def element_lengths(self) -> Tensor: ...
 
     def node_loads(self, nodes: Tensor, loads: Loads) -> Tensor:
         """World [moment; force] on every node (R, N+1, 6): gravity lumped (½ ρ A h per element end) + dead.
@@ -117,7 +117,7 @@ class AssemblyMixin:
         df_dp = (tension / dist) * (u[:, None] * u[None, :] - torch.eye(3, dtype=g_ee.dtype))
         return f, df_dp
 
-    def _assemble(
+    def assemble(
         self,
         theta: Tensor,
         g_ee: Tensor,
@@ -131,20 +131,36 @@ class AssemblyMixin:
 
         Residual by virtual work: ``r = Σ P_{k,e}ᵀ r_{k,e} - Σ D_iᵀ F_i`` (seed Sec. V-A/V-B/V-C) with F_i the
         body wrench of the external loads; tangent ``K_t = Σ P_{k,e}ᵀ H_{k,e} P_{k,e}`` + load stiffness
-        (seed Sec. V-D). See :meth:`_residual` and :meth:`_tangent` (the two halves).
+        (seed Sec. V-D). See :meth:`residual` and :meth:`tangent` (the two halves).
+
+        Args:
+            theta: Motor angles (M,) [rad].
+            g_ee: Platform pose (4, 4) [m].
+            g_int: Interior node poses (R, N-1, 4, 4) [m].
+            beta: Element strain forces (R, N, 6).
+            loads: The external loads.
+            tangent: Whether the tangents are assembled too.
+            elements: Element kernels: "fused", "numba" or the reference ("lie").
         """
-        res, res_ee, ctx = self._residual(theta, g_ee, g_int, beta, loads, elements)
+        res, res_ee, ctx = self.residual(theta, g_ee, g_int, beta, loads, elements)
         if not tangent:
             return res, None, res_ee, None
-        kt, kee, _ = self._tangent(ctx)
+        kt, kee, _ = self.tangent(ctx)
         return res, kt, res_ee, kee
 
-    def _residual(
-        self, theta: Tensor, g_ee: Tensor, g_int: Tensor, beta: Tensor, loads: Loads, elements: str = "fused"
-    ):
-        """Residual half of :meth:`_assemble`: ``(res (R, 12N), res_ee (6,), ctx)``; ctx feeds :meth:`_tangent`."""
+    def residual(self, theta: Tensor, g_ee: Tensor, g_int: Tensor, beta: Tensor, loads: Loads, elements: str = "fused"):
+        """Residual half of :meth:`assemble`: ``(res (R, 12N), res_ee (6,), ctx)``; ctx feeds :meth:`tangent`.
+
+        Args:
+            theta: Motor angles (M,) [rad].
+            g_ee: Platform pose (4, 4) [m].
+            g_int: Interior node poses (R, N-1, 4, 4) [m].
+            beta: Element strain forces (R, N, 6).
+            loads: The external loads.
+            elements: Element kernels: "fused", "numba" or the reference ("lie").
+        """
         r, n = self.n_rods, self.n_elements
-        nodes = self._all_nodes(theta, g_ee, g_int)
+        nodes = self.all_nodes(theta, g_ee, g_int)
         k = self.stiffness()[:, None, :].expand(r, n, 6)
         xi0 = self.xi0[:, None, :].expand(r, n, 6)
         # the tangent's input: the numba kernels' arrays, the fused kernels' cache or the reference state
@@ -157,13 +173,15 @@ class AssemblyMixin:
             # compiled kernels (flexlearn.physics.lse.compiled.elements): the inputs kept as the tangent's "cache"
             cache = tuple(
                 t.detach().reshape((r * n,) + t.shape[2:]).contiguous().numpy()
-                for t in (nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)
+                for t in (nodes[:, :-1], nodes[:, 1:], beta, self.element_lengths(), k, xi0)
             )
             re = torch.from_numpy(element_residual_nb(*cache)).reshape(r, n, 18)
         elif elements in ("fused", "numba"):
-            re, cache = element_residual(nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)  # (R, N, 18)
+            re, cache = element_residual(
+                nodes[:, :-1], nodes[:, 1:], beta, self.element_lengths(), k, xi0
+            )  # (R, N, 18)
         else:  # the reference element functions (flexlearn.lie kernels), same values to round-off
-            state = element_forces(nodes[:, :-1], nodes[:, 1:], beta, self._h(), k, xi0)
+            state = element_forces(nodes[:, :-1], nodes[:, 1:], beta, self.element_lengths(), k, xi0)
             re = torch.cat([state.r_a, state.r_b, state.r_beta], -1)
             cache = state
         # dead nodal loads: body wrench [Rᵀ m; Rᵀ f]
@@ -185,11 +203,15 @@ class AssemblyMixin:
         res_ee = -torch.cat([me, fe])
         return res, res_ee, (cache, beta, nodes, mb, fb, me, fe, pul, g_ee, elements)
 
-    def _tangent(self, ctx):
-        """Tangent half of :meth:`_assemble`: ``(K_t (R, 12N, 12N), K_ee (6, 6), ∂r/∂θ (R, 12N, M))``.
+    def tangent(self, ctx):
+        """Tangent half of :meth:`assemble`: ``(K_t (R, 12N, 12N), K_ee (6, 6), ∂r/∂θ (R, 12N, M))``.
 
         ∂r/∂θ (the motors move the base nodes, ``δζ_{k,0} = Ad_{g_{k,0}⁻¹} S_m δθ_m``) feeds the tangent
-        predictor of warm starts (:meth:`solve`)."""
+        predictor of warm starts (:meth:`solve`).
+
+        Args:
+            ctx: The third result of :meth:`residual` at the same state.
+        """
         cache, beta, nodes, mb, fb, me, fe, pul, g_ee, elements = ctx
         r, n = self.n_rods, self.n_elements
         if isinstance(cache, tuple) and isinstance(cache[0], np.ndarray):
@@ -197,7 +219,7 @@ class AssemblyMixin:
         elif elements in ("fused", "numba"):
             hmat = element_tangent_fused(cache, beta)  # (R, N, 18, 18)
         else:
-            hmat = element_tangent(cache, beta, self._h(), self.stiffness()[:, None, :].expand_as(beta))
+            hmat = element_tangent(cache, beta, self.element_lengths(), self.stiffness()[:, None, :].expand_as(beta))
         # load stiffness of the dead nodal loads (node j = 1..N): added to element j-1's (ζ_b, ζ_b) block
         z = torch.zeros_like(mb[:, 1:, :, None].expand(r, n, 3, 3))
         kn = -torch.cat([torch.cat([hat(mb[:, 1:]), z], -1), torch.cat([hat(fb[:, 1:]), z], -1)], -2)  # (R, N, 6, 6)

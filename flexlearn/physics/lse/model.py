@@ -382,7 +382,7 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         th = torch.where(fixed, torch.zeros_like(th), th)
         return se3_exp(th[:, None] * s) @ self.base_pose0
 
-    def _h(self) -> Tensor:
+    def element_lengths(self) -> Tensor:
         return (self.lengths / self.n_elements)[:, None].expand(self.n_rods, self.n_elements)
 
     def straight_state(self, theta: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Tensor]:
@@ -409,13 +409,19 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         return g_ee.detach(), g_int.detach(), beta
 
     # ------------------------------------------------------------------ residual and tangent
-    def _all_nodes(self, theta: Tensor, g_ee: Tensor, g_int: Tensor) -> Tensor:
-        """Every node pose (R, N+1, 4, 4): the bases at θ (cached), the interior nodes, the platform attachments."""
+    def all_nodes(self, theta: Tensor, g_ee: Tensor, g_int: Tensor) -> Tensor:
+        """Every node pose (R, N+1, 4, 4): the bases at θ (cached), the interior nodes, the platform attachments.
+
+        Args:
+            theta: Motor angles (M,) [rad].
+            g_ee: Platform pose (4, 4) [m].
+            g_int: Interior node poses (R, N-1, 4, 4) [m].
+        """
         base = self.solver_cache.base_poses(self, theta)
         tip = g_ee @ self.tip_local
         return torch.cat([base[:, None], g_int, tip[:, None]], 1)
 
-    def _retract(
+    def retract(
         self,
         g_ee: Tensor,
         g_int: Tensor,
@@ -437,6 +443,19 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         the nearly inextensible rods along tangent lines (the nodal update does, by O(|δζ|²) · EA, which
         makes plain Newton crawl from the straight configuration under large loads). Our deviation from
         the seed, measured in tests/physics/lse (iteration counts).
+
+        Args:
+            g_ee: Platform pose (4, 4) [m].
+            g_int: Interior node poses (R, N-1, 4, 4) [m].
+            beta: Element strain forces (R, N, 6).
+            dy: Rod-local direction (R, 12N): δζ of the interior nodes (R, 6(N-1)), then δβ (R, 6N).
+            dz: Platform direction δζ_ee (6,).
+            alpha: Step length.
+            theta: Motor angles (M,) [rad] (None: the nodal update).
+            base_old: Base poses (R, 4, 4) the state was built on, when the motors moved since (None: those at θ).
+
+        Returns:
+            ``(g_ee, g_int, beta)`` after the step.
         """
         n = self.n_elements
         dzeta = dy[:, : 6 * (n - 1)].reshape(self.n_rods, n - 1, 6)
@@ -511,7 +530,7 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
             The poses (R, N·k + 1, 4, 4), the base node first.
         """
         k = int(samples_per_element)
-        h = self._h()  # (R, N)
+        h = self.element_lengths()  # (R, N)
         ga, gb = eq.nodes[:, :-1], eq.nodes[:, 1:]
         xibar = mean_strain(ga, gb, eq.beta, h)  # (R, N, 6)
         frac = torch.arange(1, k + 1, dtype=h.dtype) / k  # (k,)

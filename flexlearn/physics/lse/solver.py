@@ -1,7 +1,7 @@
 """The solver half of `CPRModel` (seed 003, Sec. V-E): forward statics by Riemannian Newton with warm starts,
 the tangent predictor, continuation fallbacks and implicit differentiation.
 
-A mixin of :class:`~flexlearn.physics.lse.model.CPRModel` (uses its buffers, kinematics, ``_retract`` and the
+A mixin of :class:`~flexlearn.physics.lse.model.CPRModel` (uses its buffers, kinematics, ``retract`` and the
 residual/tangent of :class:`~flexlearn.physics.lse.assembly.AssemblyMixin`). One ``solve`` call keeps its
 decisions and by-products in a :class:`~flexlearn.physics.lse.backend.SolveRun` (backend plan, residual weights,
 the compiled driver's last nodes) that every step receives; nothing is written on the model. The Newton rules
@@ -58,7 +58,7 @@ class SolverMixin(AssemblyMixin):
 
         def straight_state(self, theta: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Tensor]: ...
 
-        def _retract(
+        def retract(
             self,
             g_ee: Tensor,
             g_int: Tensor,
@@ -142,12 +142,12 @@ class SolverMixin(AssemblyMixin):
             sens = s_new if s_new is not None else sens
         g_ee, g_int, beta = state
         nodes = run.nodes_of(g_ee)
-        nodes = self._all_nodes(th, g_ee, g_int) if nodes is None else nodes
+        nodes = self.all_nodes(th, g_ee, g_int) if nodes is None else nodes
         eq = Equilibrium(g_ee, nodes, beta, th, total, log, sens)
         eq.stability = self.stability(eq, loads) if run.settings.stability else None
         if needs_grad:
             with torch.no_grad():
-                kt, kee, _ = self._tangent(last)
+                kt, kee, _ = self.tangent(last)
             eq = self._implicit(run, theta, loads, eq, kt, kee)
         return eq
 
@@ -190,7 +190,7 @@ class SolverMixin(AssemblyMixin):
             # transport the guess to the new motor angles: keep every element's relative pose and
             # re-chain the rods from the new bases (the platform follows the rods' mean prediction)
             zero_y = torch.zeros(self.n_rods, self.n_y, dtype=torch.float64)
-            state = self._retract(*state, zero_y, torch.zeros(6, dtype=torch.float64), 0.0, th, base_old)
+            state = self.retract(*state, zero_y, torch.zeros(6, dtype=torch.float64), 0.0, th, base_old)
         run.scale = (
             load_scale_compiled(run.cache.constants(self), loads) if run.compiled else self._load_scale(loads, state[0])
         )
@@ -239,7 +239,7 @@ class SolverMixin(AssemblyMixin):
         rot = torch.cat([dy[:, : 6 * (n - 1)].reshape(-1, 6)[:, :3], dz[None, :3]])
         if not float(torch.linalg.vector_norm(rot, dim=-1).max()) <= max_rot:
             return state
-        return self._retract(*state, dy, dz, 1.0)
+        return self.retract(*state, dy, dz, 1.0)
 
     def _continuation(self, run: SolveRun, problem, cur, start_ok: bool):
         """Adaptive continuation λ: 0 → 1 on ``problem(λ) = (θ, loads)`` from ``cur`` (an equilibrium at λ = 0
@@ -285,7 +285,7 @@ class SolverMixin(AssemblyMixin):
         n = self.n_elements
         w = run.w
         assert w is not None, "solve() sets the residual weights of the torch driver"
-        res, res_ee, last = self._residual(th, g_ee, g_int, beta, loads, run.elements)
+        res, res_ee, last = self.residual(th, g_ee, g_int, beta, loads, run.elements)
         norm = self._scaled_norm(w, res, res_ee, scale)
         log.append(norm)
         first = norm
@@ -295,21 +295,21 @@ class SolverMixin(AssemblyMixin):
             verdict = _residual_verdict(norm, first, it, tol, max_iter)
             if verdict != CONTINUE:
                 return verdict == CONVERGED, (g_ee, g_int, beta), it, last, sens
-            kt, kee, drdth = self._tangent(last)
+            kt, kee, drdth = self.tangent(last)
             dy, dz, sens = self._newton_step(res, kt, res_ee, kee, drdth)
             verdict = _step_verdict(self._step_norm(w, dy, dz), step_tol)
             if verdict == CONVERGED:
                 # round-off floor: the correction is below 1e-13 rad / 1e-13 L, the residual cannot drop
                 # further; the correction is still applied (no new residual)
-                return True, self._retract(g_ee, g_int, beta, dy, dz, 1.0, th), it, last, sens
+                return True, self.retract(g_ee, g_int, beta, dy, dz, 1.0, th), it, last, sens
             if verdict == FAILED:
                 return False, (g_ee, g_int, beta), it, last, sens
             rot = torch.cat([dy[:, : 6 * (n - 1)].reshape(-1, 6)[:, :3], dz[None, :3]])
             alpha = _step_scale(float(torch.linalg.vector_norm(rot, dim=-1).max()), max_rot)
             # damping: backtrack while the residual would grow more than `growth`-fold
             for _ in range(self.backtracks + 1):
-                cand = self._retract(g_ee, g_int, beta, dy, dz, alpha, th)
-                res_c, res_ee_c, last_c = self._residual(th, *cand, loads, run.elements)
+                cand = self.retract(g_ee, g_int, beta, dy, dz, alpha, th)
+                res_c, res_ee_c, last_c = self.residual(th, *cand, loads, run.elements)
                 n_c = self._scaled_norm(w, res_c, res_ee_c, scale)
                 if _accept_trial(n_c, norm, self.growth):
                     break
@@ -323,10 +323,10 @@ class SolverMixin(AssemblyMixin):
         self, run: SolveRun, theta: Tensor, loads: Loads, eq: Equilibrium, kt: Tensor, kee: Tensor
     ) -> Equilibrium:
         g_ee, g_int, beta = eq.g_ee, eq.nodes[:, 1:-1], eq.beta
-        res, _, res_ee, _ = self._assemble(theta, g_ee, g_int, beta, loads, False, run.elements)
+        res, _, res_ee, _ = self.assemble(theta, g_ee, g_int, beta, loads, False, run.elements)
         dy, dz = self._newton_step(res, kt.detach(), res_ee, kee.detach())
-        g_ee2, g_int2, beta2 = self._retract(g_ee, g_int, beta, dy, dz, 1.0)
-        nodes = self._all_nodes(theta, g_ee2, g_int2)
+        g_ee2, g_int2, beta2 = self.retract(g_ee, g_int, beta, dy, dz, 1.0)
+        nodes = self.all_nodes(theta, g_ee2, g_int2)
         return Equilibrium(g_ee2, nodes, beta2, theta, eq.iterations, eq.residual_log, eq.sensitivity, eq.stability)
 
     def reduced_tangent(self, eq: Equilibrium, loads: Optional[Loads] = None) -> Tensor:
@@ -343,7 +343,7 @@ class SolverMixin(AssemblyMixin):
         """
         loads = Loads() if loads is None else loads
         th = eq.theta.detach()
-        _, kt, _, kee = self._assemble(
+        _, kt, _, kee = self.assemble(
             th, eq.g_ee.detach(), eq.nodes[:, 1:-1].detach(), eq.beta.detach(), loads, True, "numba"
         )
         r, ny, nz = self.n_rods, self.n_y, 6 * (self.n_elements - 1)

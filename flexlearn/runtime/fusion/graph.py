@@ -200,9 +200,9 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         for buf, value in zip(state, new):
             buf.copy_(value)
         changed = active & (self.tb_offset != self.t_off)
-        self._put(self.t_off, changed, self.tb_offset)
-        self._put(self.resync_until, changed, out + self.resync_flag_s)
-        self._put(self.nofix_next, changed, torch.full_like(t, -1e300))
+        self.put_where(self.t_off, changed, self.tb_offset)
+        self.put_where(self.resync_until, changed, out + self.resync_flag_s)
+        self.put_where(self.nofix_next, changed, torch.full_like(t, -1e300))
         return out
 
     def _time(self, k: int, t: Tensor, last: Tensor) -> Tensor:
@@ -254,7 +254,7 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         self.t_fix.fill_(-1e300)
         self.nofix_next.fill_(-1e300)
         self.gain.copy_(self.tmap.clone())
-        self._hf_reset()
+        self.reset_heading_filter()
         self.pending.fill_(False)
         self.q_on.copy_(self.q_last.clone())
         return ok.clone()
@@ -281,11 +281,11 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         all_ok = ((n2 >= 0.999) & (n2 <= 1.001)).all()
         ok, qn = held_quaternions(q, n2, self.q_last)
         slow = keep & ~all_ok
-        self._put(self.q_time, slow, torch.where(ok, t, torch.clamp_min(self.q_time, self.t_all_ok)))
+        self.put_where(self.q_time, slow, torch.where(ok, t, torch.clamp_min(self.q_time, self.t_all_ok)))
         qs = torch.where(all_ok, q, qn)
-        self._put(self.q_last, keep, qs)
-        self._put(self.t_all_ok, keep & all_ok, t)
-        self._put(self.bad_now, slow, torch.where(ok[1:], 0, BAD_QUAT))
+        self.put_where(self.q_last, keep, qs)
+        self.put_where(self.t_all_ok, keep & all_ok, t)
+        self.put_where(self.bad_now, slow, torch.where(ok[1:], 0, BAD_QUAT))
         u = module_directions(self.gain, qs)
         points = torch.matmul(self.chain, u)
         height = points[n, 2] + n * self.length
@@ -293,10 +293,10 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         fl = torch.where(all_ok, self.base_flags, self.base_flags | self.bad_now | stale)
         self._refresh_nofix(t, keep & (t >= self.nofix_next))
         fl = fl | self.nofix_flags
-        self._put(self.u_hat, keep, u[1:])
-        self._put(self.points, keep, points)
-        self._put(self.height, keep, height)
-        self._put(self.flags, keep, fl)
+        self.put_where(self.u_hat, keep, u[1:])
+        self.put_where(self.points, keep, points)
+        self.put_where(self.height, keep, height)
+        self.put_where(self.flags, keep, fl)
         return (
             torch.where(keep, points, old_points),
             torch.where(keep, height, old_height),
@@ -305,15 +305,15 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
 
     def _refresh_nofix(self, t: Tensor, cond: Tensor) -> None:
         fl, nxt = timed_flags(t, self.t_fix, self.fix_timeout, self.resync_until)
-        self._put(self.nofix_flags, cond, fl)
-        self._put(self.nofix_any, cond, (fl != 0).any())
-        self._put(self.nofix_next, cond, nxt)
+        self.put_where(self.nofix_flags, cond, fl)
+        self.put_where(self.nofix_any, cond, (fl != 0).any())
+        self.put_where(self.nofix_next, cond, nxt)
 
     # ------------------------------------------------------------------------------------ magnetometer
     def _set_mag_flags(self, cond: Tensor, fl: Tensor) -> None:
-        self._put(self.mag_flags, cond, fl)
-        self._put(self.base_flags, cond, self.static_flags | fl)
-        self._put(self.mag_flagged, cond, (fl != 0).any())
+        self.put_where(self.mag_flags, cond, fl)
+        self.put_where(self.base_flags, cond, self.static_flags | fl)
+        self.put_where(self.mag_flagged, cond, (fl != 0).any())
 
     def magnetometer(self, t: Tensor, mags: Tensor, coil: Tensor) -> Tensor:
         """`FusedEstimator.magnetometer`: `magnetometer_round` then `correct_pending`.
@@ -354,7 +354,7 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         good = good_readings(m, self.prev_raw, self.full_scale)
         finite, fl = magnetometer_flags(m, self.prev_raw, self.full_scale)
         all_good = good.all()
-        self._put(self.prev_raw, keep, torch.where((finite | all_good).unsqueeze(-1), m, self.prev_raw))
+        self.put_where(self.prev_raw, keep, torch.where((finite | all_good).unsqueeze(-1), m, self.prev_raw))
         self._set_mag_flags(keep & (~all_good | self.mag_flagged), torch.where(all_good, 0, fl))
         coil = coil.to(torch.int64)
         cur = self.coil.clone()
@@ -362,20 +362,20 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         old_ok = (cur >= 0) & (cur < n)
         new_ok = (coil >= 0) & (coil < n)
         self._end_pulse(cur.clamp(0, n - 1), t, switch & old_ok)
-        self._put(self.coil, switch, coil)
-        self._put(self.t_switch, switch, t)
+        self.put_where(self.coil, switch, coil)
+        self.put_where(self.t_switch, switch, t)
         jn = coil.clamp(0, n - 1)
         row = self.eye_n.index_select(0, jn.view(1)).squeeze(0)
         confirm = switch & new_ok
         has_off = (self.off_cnt > 0.0) & row & confirm
-        self._put(self.base, has_off.unsqueeze(-1), self.off_sum / self.off_cnt.clamp_min(1.0).unsqueeze(-1))
-        self._put(self.base_ok, has_off, torch.ones_like(self.base_ok))
-        self._put(self.on_sum, (row & confirm).unsqueeze(-1), torch.zeros_like(self.on_sum))
-        self._put(self.on_cnt, row & confirm, torch.zeros_like(self.on_cnt))
-        self._put(self.travel, confirm, self.travel + angular_travel(self.q_on, self.q_last))
-        self._put(self.q_on, confirm, self.q_last)
-        self._put(self.off_sum, switch, torch.zeros_like(self.off_sum))
-        self._put(self.off_cnt, switch, torch.zeros_like(self.off_cnt))
+        self.put_where(self.base, has_off.unsqueeze(-1), self.off_sum / self.off_cnt.clamp_min(1.0).unsqueeze(-1))
+        self.put_where(self.base_ok, has_off, torch.ones_like(self.base_ok))
+        self.put_where(self.on_sum, (row & confirm).unsqueeze(-1), torch.zeros_like(self.on_sum))
+        self.put_where(self.on_cnt, row & confirm, torch.zeros_like(self.on_cnt))
+        self.put_where(self.travel, confirm, self.travel + angular_travel(self.q_on, self.q_last))
+        self.put_where(self.q_on, confirm, self.q_last)
+        self.put_where(self.off_sum, switch, torch.zeros_like(self.off_sum))
+        self.put_where(self.off_cnt, switch, torch.zeros_like(self.off_cnt))
         settled = keep & ~switch & ~(t - self.t_switch < self.settle)
         jc = cur.clamp(0, n - 1)
         rowc = self.eye_n.index_select(0, jc.view(1)).squeeze(0)
@@ -383,12 +383,12 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         self.on_sum.copy_(self.on_sum + torch.where(on.unsqueeze(-1), m, torch.zeros_like(m)))
         self.on_cnt.copy_(self.on_cnt + on.to(F64))
         off = settled & (cur < 0)
-        self._put(
+        self.put_where(
             self.off_sum,
             off,
             torch.where(all_good, self.off_sum + m, self.off_sum + torch.where(good.unsqueeze(-1), m, 0.0)),
         )
-        self._put(self.off_cnt, off, torch.where(all_good, self.off_cnt + 1.0, self.off_cnt + good.to(F64)))
+        self.put_where(self.off_cnt, off, torch.where(all_good, self.off_cnt + 1.0, self.off_cnt + good.to(F64)))
         return self.pending.clone()
 
     def _end_pulse(self, j: Tensor, t: Tensor, finish: Tensor) -> None:
@@ -402,11 +402,11 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         attempt = finish & enough
         db = self.on_sum.index_select(0, jv) / cnt.clamp_min(1.0).unsqueeze(-1) - self.base.index_select(0, jv)
         self.pending.copy_(attempt)
-        self._put(self.pend_j, attempt, j)
-        self._put(self.pend_t, attempt, t)
-        self._put(self.pend_db, attempt, db.squeeze(0))
-        self._put(self.pend_q_on, attempt, self.q_on.clone())
-        self._put(self.pend_travel, attempt, self.travel.clone())
+        self.put_where(self.pend_j, attempt, j)
+        self.put_where(self.pend_t, attempt, t)
+        self.put_where(self.pend_db, attempt, db.squeeze(0))
+        self.put_where(self.pend_q_on, attempt, self.q_on.clone())
+        self.put_where(self.pend_travel, attempt, self.travel.clone())
 
     def correct_pending(self, request: Tensor) -> Tensor:
         """The pending correction where ``request`` () bool (the round's answer; a method without inputs trips
@@ -443,9 +443,9 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         f = self.model(x.to(torch.float32).unsqueeze(0)).squeeze(0).detach().to(F64)
         go = attempt & usable_fix(db, f)
         d = child_direction(f, self.flip)
-        self._put(self.n_fixes, go & row, self.n_fixes + 1)
-        self._put(self.t_fix, go & row, t.expand(n))
-        self._put(self.nofix_next, go, torch.full_like(t, -1e300))
+        self.put_where(self.n_fixes, go & row, self.n_fixes + 1)
+        self.put_where(self.t_fix, go & row, t.expand(n))
+        self.put_where(self.nofix_next, go, torch.full_like(t, -1e300))
         has_parent = j > 0
         jp = (j - 1).clamp_min(0).view(1)
         r_par = self._relative(jv)
@@ -453,8 +453,8 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         um = torch.matmul(r_par, d)
         uq = torch.matmul(self._relative(jv + 1), self.e)
         trav = torch.stack([self.pend_travel.index_select(0, jv + 1), self.pend_travel.index_select(0, jv)], -1)
-        self._put(self.travel_fix, (go & row).unsqueeze(-1), trav.expand(n, 2))
-        return self._heading_rate(j, uq, um, r_par, t, go)
+        self.put_where(self.travel_fix, (go & row).unsqueeze(-1), trav.expand(n, 2))
+        return self.heading_rate_correction(j, uq, um, r_par, t, go)
 
     def forward(self, t: Tensor, quats: Tensor, mags: Tensor, coil: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         """One fused step: magnetometer round then attitude sweep (as `FusedEstimator.forward`).

@@ -2,7 +2,7 @@
 
 A mixin of `FusedEstimatorGraph`: `HeadingDriftFilter` (`flexlearn.runtime.fusion.heading_filter`, which documents
 the model) on buffers prefixed ``hf_``, and the heading-rate correction of a magnetic fix
-(`FusedEstimator._correct_heading_rate`), each applied only where a 0-d bool condition holds (``torch.where``; no
+(`bias_models.HeadingRateBias.correct`), each applied only where a 0-d bool condition holds (``torch.where``; no
 data-dependent control flow, for `torch.export`). State ``x = [θ_1..θ_N [rad], ρ_1..ρ_N [rad/rad], δ_1..δ_N (3
 each) [rad]]`` (5N,) with covariance P (5N, 5N); a fix of joint j + 1 is the scalar update with ``h = e_{j+1} − e_j
 + w`` on δ_j, ``S = hᵀPh + r``, ``r = σ_m² / s²``, ``K = Ph / S``, gated at ``y² / S > hf_gate2`` unless the joint's
@@ -32,7 +32,7 @@ F64 = torch.float64
 
 class HeadingFilterGraph(EstimatorStateTypes):
     """Heading filter and heading-rate correction of `FusedEstimatorGraph` (module docstring); also its masked
-    write `_put`. Uses the graph's buffers and settings, declared here for the type checker."""
+    write `put_where`. Uses the graph's buffers and settings, declared here for the type checker."""
 
     n: int
     p0: float
@@ -52,12 +52,22 @@ class HeadingFilterGraph(EstimatorStateTypes):
     pend_travel: Tensor
 
     @staticmethod
-    def _put(buf: Tensor, cond: Tensor, value: Tensor) -> None:
-        """``buf`` ← ``value`` where ``cond`` (broadcast), in place."""
+    def put_where(buf: Tensor, cond: Tensor, value: Tensor) -> None:
+        """``buf`` ← ``value`` where ``cond`` (broadcast), in place.
+
+        Args:
+            buf: the buffer written.
+            cond: bool mask, broadcast to ``buf``.
+            value: the new values, broadcast to ``buf``.
+        """
         buf.copy_(torch.where(cond, value, buf))
 
-    def _hf_reset(self, cond: Optional[Tensor] = None) -> None:
-        """`HeadingDriftFilter.reset` (where ``cond``; always if None)."""
+    def reset_heading_filter(self, cond: Optional[Tensor] = None) -> None:
+        """`HeadingDriftFilter.reset` where ``cond``.
+
+        Args:
+            cond: () bool; None: always.
+        """
         n = self.n
         diag = heading_prior_variances(n, self.p0, self.hf_kappa2, self.hf_sigma_align2)
         if cond is None:
@@ -66,14 +76,28 @@ class HeadingFilterGraph(EstimatorStateTypes):
             self.hf_p.copy_(self.hf_eye * diag)
             self.hf_t_ref.fill_(-1e300)
             return
-        self._put(self.hf_x, cond, torch.zeros_like(self.hf_x))
-        self._put(self.hf_p, cond, self.hf_eye * diag)
+        self.put_where(self.hf_x, cond, torch.zeros_like(self.hf_x))
+        self.put_where(self.hf_p, cond, self.hf_eye * diag)
         for buf in (self.hf_travel_ref, self.hf_last_nis, self.hf_rejected):
-            self._put(buf, cond, torch.zeros_like(buf))
-        self._put(self.hf_t_ref, cond, torch.full_like(self.hf_t_ref, -1e300))
+            self.put_where(buf, cond, torch.zeros_like(buf))
+        self.put_where(self.hf_t_ref, cond, torch.full_like(self.hf_t_ref, -1e300))
 
-    def _heading_rate(self, j: Tensor, uq: Tensor, um: Tensor, r_par: Tensor, t: Tensor, go: Tensor) -> Tensor:
-        """`FusedEstimator._correct_heading_rate` (predict, update, gains) where ``go``; the fix's acceptance."""
+    def heading_rate_correction(
+        self, j: Tensor, uq: Tensor, um: Tensor, r_par: Tensor, t: Tensor, go: Tensor
+    ) -> Tensor:
+        """The "heading" bias model's correction (`bias_models.HeadingRateBias`: predict, update, gains) where ``go``.
+
+        Args:
+            j: the joint's index () int64 (segment j + 1).
+            uq: u^q, the segment's direction from the quaternions (3,).
+            um: u^m, its direction from the fix (3,).
+            r_par: R̂_{j}, the corrected parent rotation at coil activation (3, 3).
+            t: time of the fix () [s].
+            go: () bool, whether the fix is attempted.
+
+        Returns:
+            () bool, whether the fix was accepted.
+        """
         n = self.n
         jv = j.view(1)
         self._hf_predict(self.pend_travel[1:], t, go)
@@ -91,30 +115,30 @@ class HeadingFilterGraph(EstimatorStateTypes):
         ok = ok | ~obs
         th = self.hf_x[:n]
         finite = torch.isfinite(th).all()
-        self._hf_reset(go & ~finite)
+        self.reset_heading_filter(go & ~finite)
         set_gain = go & finite
-        self._put(self.theta_applied, set_gain, th)
-        self._put(self.rel_c, set_gain, th - torch.cat([torch.zeros(1, dtype=F64), th[:-1]]))
+        self.put_where(self.theta_applied, set_gain, th)
+        self.put_where(self.rel_c, set_gain, th - torch.cat([torch.zeros(1, dtype=F64), th[:-1]]))
         pjj = self.hf_p.index_select(0, jv).index_select(1, jv).reshape(1).expand(n)
         row = self.eye_n.index_select(0, jv).squeeze(0)
-        self._put(self.p_var, set_gain & row, pjj)
-        self._put(self.t_p, set_gain & row, t.expand(n))
+        self.put_where(self.p_var, set_gain & row, pjj)
+        self.put_where(self.t_p, set_gain & row, t.expand(n))
         wv = th.unsqueeze(-1) * self.axis[1:]
-        self._put(self.bias, set_gain, wv)
+        self.put_where(self.bias, set_gain, wv)
         cb = so3_exp(wv)
-        self._put(self.c_bias, set_gain, cb)
-        self._put(self.gain, set_gain, torch.cat([self.gain[:1], torch.matmul(cb, self.tmap[1:])]))
+        self.put_where(self.c_bias, set_gain, cb)
+        self.put_where(self.gain, set_gain, torch.cat([self.gain[:1], torch.matmul(cb, self.tmap[1:])]))
         return ok & finite & go
 
     def _hf_predict(self, travel: Tensor, t: Tensor, cond: Tensor) -> None:
         """`HeadingDriftFilter.predict` where ``cond``."""
         dphi = (travel - self.hf_travel_ref).clamp_min(0.0)
-        self._put(self.hf_travel_ref, cond, travel)
+        self.put_where(self.hf_travel_ref, cond, travel)
         dt = torch.where(self.hf_t_ref > -1e299, torch.clamp_min(t - self.hf_t_ref, 0.0), torch.zeros_like(t))
-        self._put(self.hf_t_ref, cond, t)
+        self.put_where(self.hf_t_ref, cond, t)
         x, p = heading_predict(self.hf_x, self.hf_p, self.hf_eye, dphi, dt, self.hf_sigma_b2)
-        self._put(self.hf_x, cond, x)
-        self._put(self.hf_p, cond, p)
+        self.put_where(self.hf_x, cond, x)
+        self.put_where(self.hf_p, cond, p)
 
     def _hf_update(self, j: Tensor, y: Tensor, r: Tensor, w: Tensor, cond: Tensor) -> Tensor:
         """`HeadingDriftFilter.update` of joint j + 1 where ``cond``; True where the fix is taken."""
@@ -133,18 +157,18 @@ class HeadingFilterGraph(EstimatorStateTypes):
         valid = cond & torch.isfinite(y) & torch.isfinite(s) & (s > 0.0)
         nis = y * y / s
         row = self.eye_n.index_select(0, jv).squeeze(0)
-        self._put(self.hf_last_nis, valid & row, nis.expand(n))
+        self.put_where(self.hf_last_nis, valid & row, nis.expand(n))
         gated = (
             valid
             & (self.hf_gate2 > 0.0)
             & (nis > self.hf_gate2)
             & (self.hf_rejected.index_select(0, jv).squeeze(0) == 0)
         )
-        self._put(self.hf_rejected, gated & row, torch.ones_like(self.hf_rejected))
+        self.put_where(self.hf_rejected, gated & row, torch.ones_like(self.hf_rejected))
         take = valid & ~gated
-        self._put(self.hf_rejected, take & row, torch.zeros_like(self.hf_rejected))
+        self.put_where(self.hf_rejected, take & row, torch.zeros_like(self.hf_rejected))
         k = ph / s
-        self._put(self.hf_x, take, self.hf_x + k * y)
+        self.put_where(self.hf_x, take, self.hf_x + k * y)
         p = self.hf_p - torch.outer(k, ph)
-        self._put(self.hf_p, take, 0.5 * (p + p.transpose(0, 1)))
+        self.put_where(self.hf_p, take, 0.5 * (p + p.transpose(0, 1)))
         return take

@@ -23,6 +23,7 @@ from typing import IO, Any, Iterable, Iterator, Optional
 import torch
 
 from . import calibration_file, compat, manifest, program_bundle
+from .family import ConfigError
 from .frame_checks import first_line
 from .outputs import LatencyStats
 
@@ -33,8 +34,9 @@ NO_SPOOL_WARN_AFTER = 20  # --control: warn once after this many attitude frames
 WARMUP_FRAMES = 400  # frames of the warm-up stream (≈ 2 s of a nine-module robot)
 
 
-class RunnerError(Exception):
-    """A fatal setup problem (unreadable bundle or metadata): one line on stderr, exit status 2."""
+class RunnerError(ConfigError):  # type: ignore[valid-type,misc]
+    """A fatal setup problem (unreadable bundle or metadata): one line on stderr, exit status 2 (in flexlearn's
+    error family inside flexlearn, `family`)."""
 
 
 def binary_parser() -> Any:

@@ -5,7 +5,7 @@ The same discrete equations as :func:`flexlearn.physics.lse.fused.element_residu
 equal to round-off in tests/physics/lse/test_lse_compiled.py), written element by element in scalar code on
 float64 numpy arrays, so that one call replaces the few hundred small tensor ops of the torch kernels.
 Used by `CPRModel` with ``backend="auto"`` or ``"numba"`` where nothing needs gradients (see
-:mod:`flexlearn.physics.lse.backend` and :meth:`AssemblyMixin._residual`); ``HAVE_NUMBA`` is False when numba
+:mod:`flexlearn.physics.lse.backend` and :meth:`AssemblyMixin.residual`); ``HAVE_NUMBA`` is False when numba
 cannot be imported, and the model then stays on the torch kernels.
 
 Shapes: elements flattened to E: poses ga, gb (E, 4, 4), β, K-diagonal, ξ₀ (E, 6), h (E,). The relative

@@ -220,7 +220,7 @@ def _scaled_norm(res, res_ee, w, ny, scale):
 def tangent_pass(parts, adinv, h, kd, body, me, fe, dfdp, g_ee, has_pul):
     """Element tangents (R, N, 18, 18) with the nodal load stiffness ``-[[m̂, 0], [f̂, 0]]`` of node e+1 on
     each element's (ζ_b, ζ_b) block and the tip projection ``Ad_{(g^loc)⁻¹}`` on the last element's ζ_b
-    rows and columns; the platform's load stiffness K_ee (6, 6) (see :meth:`AssemblyMixin._tangent`).
+    rows and columns; the platform's load stiffness K_ee (6, 6) (see :meth:`AssemblyMixin.tangent`).
 
     Args:
         parts: Element pieces of :func:`residual_pass`.

@@ -30,7 +30,7 @@ def retract_strain_into(base, state, dy, dpsi, dl, alpha, col, tip_old, tip_new,
 
     Each element's relative pose is changed by the linearised ``δΩ_j = -J_l⁻¹(Ω_j) δζ_{j-1} + J_r⁻¹(Ω_j) δζ_j``
     (Ω, J_r⁻¹, J_l⁻¹ from ``parts`` of the residual at ``state``; δζ_N = log(tip_old⁻¹ tip_new)) into ``omega``, the
-    nodes rebuilt from it by :func:`rebuild_nodes_into` (as :meth:`CPRModel._retract` with ``retraction="strain"``,
+    nodes rebuilt from it by :func:`rebuild_nodes_into` (as :meth:`CPRModel.retract` with ``retraction="strain"``,
     which closes the chain rigidly; here the closure keeps the element stretch and shear): unlike ``g ⊕ αδζ`` node by
     node it does not stretch the nearly inextensible rods by O(|δζ|²)·EA. β, ψ are updated linearly, L linearly plus
     the closure's length change.
