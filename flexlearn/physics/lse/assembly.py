@@ -8,7 +8,7 @@ gravity, the constant-tension pulley with its load stiffness), the rod-local res
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, NamedTuple, Optional, Union
 
 import numpy as np
 import torch
@@ -20,7 +20,27 @@ from flexlearn.physics.lse.element import ElementState, element_forces, element_
 from flexlearn.physics.lse.fused import ElementCache, element_residual, element_tangent_fused, hat
 from flexlearn.physics.lse.state import Loads, motor_twist
 
-__all__ = ["AssemblyMixin"]
+__all__ = ["AssemblyMixin", "ResidualParts"]
+
+
+class ResidualParts(NamedTuple):
+    """What :meth:`AssemblyMixin.residual` computed that :meth:`AssemblyMixin.tangent` reuses at the same state.
+
+    ``cache``: the element kernels' input or cache (numba arrays, `ElementCache` or `ElementState`, by
+    ``elements``); ``beta`` (R, N, 6); ``nodes`` (R, N+1, 4, 4) [m]; ``mb``, ``fb`` (R, N+1, 3): the dead nodal
+    moments [N m] and forces [N] in the node frames; ``me``, ``fe`` (3,): the platform's in its frame; ``pul``: the
+    pulley force and its stiffness, or None; ``g_ee`` (4, 4) [m].
+    """
+
+    cache: Union[tuple, ElementCache, ElementState]
+    beta: Tensor
+    nodes: Tensor
+    mb: Tensor
+    fb: Tensor
+    me: Tensor
+    fe: Tensor
+    pul: Optional[tuple]
+    g_ee: Tensor
 
 
 class AssemblyMixin:
@@ -201,9 +221,9 @@ class AssemblyMixin:
         if pul is not None:
             fe = fe + re_t @ pul[0]
         res_ee = -torch.cat([me, fe])
-        return res, res_ee, (cache, beta, nodes, mb, fb, me, fe, pul, g_ee, elements)
+        return res, res_ee, ResidualParts(cache, beta, nodes, mb, fb, me, fe, pul, g_ee)
 
-    def tangent(self, ctx):
+    def tangent(self, ctx: ResidualParts):
         """Tangent half of :meth:`assemble`: ``(K_t (R, 12N, 12N), K_ee (6, 6), ∂r/∂θ (R, 12N, M))``.
 
         ∂r/∂θ (the motors move the base nodes, ``δζ_{k,0} = Ad_{g_{k,0}⁻¹} S_m δθ_m``) feeds the tangent
@@ -212,14 +232,14 @@ class AssemblyMixin:
         Args:
             ctx: The third result of :meth:`residual` at the same state.
         """
-        cache, beta, nodes, mb, fb, me, fe, pul, g_ee, elements = ctx
+        cache, beta, nodes, mb, fb, me, fe, pul, g_ee = ctx
         r, n = self.n_rods, self.n_elements
-        if isinstance(cache, tuple) and isinstance(cache[0], np.ndarray):
-            hmat = torch.from_numpy(element_tangent_nb(*cache)).reshape(r, n, 18, 18)
-        elif elements in ("fused", "numba"):
+        if isinstance(cache, ElementCache):  # elements "fused" (or "numba" where gradients are needed)
             hmat = element_tangent_fused(cache, beta)  # (R, N, 18, 18)
-        else:
+        elif isinstance(cache, ElementState):  # the reference element functions
             hmat = element_tangent(cache, beta, self.element_lengths(), self.stiffness()[:, None, :].expand_as(beta))
+        else:  # the numba kernels' input arrays
+            hmat = torch.from_numpy(element_tangent_nb(*cache)).reshape(r, n, 18, 18)
         # load stiffness of the dead nodal loads (node j = 1..N): added to element j-1's (ζ_b, ζ_b) block
         z = torch.zeros_like(mb[:, 1:, :, None].expand(r, n, 3, 3))
         kn = -torch.cat([torch.cat([hat(mb[:, 1:]), z], -1), torch.cat([hat(fb[:, 1:]), z], -1)], -2)  # (R, N, 6, 6)
