@@ -13,6 +13,7 @@ Measures, on a TorchScript module (script → save → load, as deployed):
   growth ≈ 0), nested under ``soak`` and flat as ``soak_latency_ratio_last_first``, ``soak_rss_growth_mb``, …;
 * ``imu_attitude_step`` — one `flexlearn.sensing.attitude.step.AttitudeStep` call (raw IMU → quaternion) against the
   previous list round-trip wrapping of the same kernels, side by side (``--imu-step``: only this section);
+* ``output_record`` — µs per output record of the runner: JSON lines alone and with ``--mcap``, side by side;
 * ``binframe_parse_us_median`` — decoding one binary serial frame (`flexlearn.runtime.pikit.serial_frames`). The issue's
 full soak is 10⁶ steps (≈ 1 min); tests run a short one.
 * ``--formats`` (needs ``executorch``): ``formats`` — per-call latency of every exported module side by side,
@@ -166,7 +167,37 @@ def run(n: int = 9, steps: int = 20000, soak: int = 0, block: int = 50000) -> di
             )
         res["finite"] = bool(torch.isfinite(mod.points).all())
     res["binframe_parse_us_median"] = _parse_cost(n, q, m)
+    res["output_record"] = _output_cost(mod)
     return res
+
+
+def _output_cost(mod, records: int = 2000, repeats: int = 5) -> dict:
+    """µs per output record written by the runner (`flexlearn.runtime.pikit.outputs.Outputs`): JSON lines alone
+    against JSON lines plus ``--mcap`` (Foxglove messages), side by side, medians over ``repeats``; and the MCAP
+    file's bytes per record."""
+    import tempfile
+
+    from flexlearn.runtime.pikit.outputs import Outputs
+
+    pts, flags = mod.points.clone(), mod.flags.clone()
+    per = {"jsonl": [], "jsonl_mcap": []}
+    with tempfile.TemporaryDirectory() as d:
+        for r in range(repeats):
+            for kind in per:
+                mcap = os.path.join(d, f"{r}.mcap") if kind == "jsonl_mcap" else None
+                out = Outputs(os.devnull, False, False, mcap)
+                t0 = time.perf_counter()
+                for i in range(records):
+                    out.write(0.01 * i, pts, 0.02, flags, 0.0, 0)
+                out.close()
+                per[kind].append((time.perf_counter() - t0) / records)
+        size = os.path.getsize(os.path.join(d, "0.mcap"))
+    us = {k: 1e6 * statistics.median(v) for k, v in per.items()}
+    return {
+        **{f"{k}_us_median": v for k, v in us.items()},
+        "ratio": us["jsonl_mcap"] / us["jsonl"],
+        "mcap_bytes_per_record": size / records,
+    }
 
 
 def _parse_cost(n: int, q: torch.Tensor, m: torch.Tensor, frames: int = 2000) -> float:

@@ -3,7 +3,7 @@
 
 Imports only torch (+ pyserial for ``--serial``, + rclpy when ``--ros`` and it is installed). One torch thread.
 
-    python pi_runner.py bundle.pt --log frames.jsonl [--realtime] [--out poses.jsonl] [--csv]
+    python pi_runner.py bundle.pt --log frames.jsonl [--realtime] [--out poses.jsonl] [--csv] [--mcap run.mcap]
     python pi_runner.py bundle.pt --serial /dev/ttyACM0 --baud 921600 [--format bin] [--control] [--ros]
     python pi_runner.py arm_controller.pt --arm --log imu.jsonl     # the flexible-arm controller (arm_runner.py)
     python pi_runner.py bundle.pte --serial /dev/ttyACM0 ...     # the ExecuTorch program (needs executorch)
@@ -46,7 +46,10 @@ an unknown type, a field of the wrong type or shape. A non-finite target is refu
 the last valid one; counted as ``bad_target``). The master's clock may restart: the bundle resynchronises.
 Output (one per "att" frame): {"t", "h", "points" (N+1)×3, "flags" (N), and with --control "v", "status"} as JSON
 lines (always valid JSON: a missing number is null), or CSV columns t, h, v, status, flags_or, p0x..pNz. The summary
-(counters, latency median/p99 from a fixed-size histogram) goes to stderr as one JSON line.
+(counters, latency median/p99 from a fixed-size histogram) goes to stderr as one JSON line. ``--mcap run.mcap`` also
+writes the outputs as an MCAP file that Foxglove plays (the backbone as a scene on ``/robot/backbone``, the rest of
+each output on ``/robot/status``; standard library only: ``pikit/foxglove.py``); it is ``run.mcap.partial`` until
+the run ends (Ctrl-C included).
 """
 
 from __future__ import annotations
@@ -140,12 +143,13 @@ def run(
     trust_unverified: bool = False,
     calibration: Optional[str] = None,
     warmup: bool = True,
+    mcap: Optional[str] = None,
 ) -> dict:
     """Process every frame of ``source`` (JSON lines, or binary frames with ``binary``); returns counters.
 
     Torch-only. The bundle's manifest is verified first (`load_checked`), then a copy of it is warmed up. With
     ``binary`` the counters include the parser's (``link_bad_crc``, ``link_dropped``, ...). Bad lines and frames
-    are counted in ``bad`` (by reason in ``bad_reasons``), never fatal.
+    are counted in ``bad`` (by reason in ``bad_reasons``), never fatal. ``mcap``: also write the outputs there.
     """
     torch.set_num_threads(1)
     if binary:
@@ -154,7 +158,7 @@ def run(
     if calibration:
         apply_calibration(bundle, meta, n, calibration)
     warm = _warm(bundle, n, control, bundle_path) if warmup else {}
-    writer = Outputs(out, csv, ros)
+    writer = Outputs(out, csv, ros, mcap)
     runner = _engine.FrameRunner(bundle, writer, control)
     link: dict = {}
     try:
@@ -217,11 +221,12 @@ def _refused(exc: Exception) -> bool:
     return isinstance(exc, (RunnerError, mods[0].UntrustedArtifactError, mods[1].TorchVersionError))
 
 
-def _bad_output(a: argparse.Namespace) -> Optional[str]:
-    """Why ``--out`` cannot be written (a directory, a missing folder) or must not be (an input: "w" truncates)."""
-    if not a.out:
+def _bad_output(a: argparse.Namespace, path: Optional[str]) -> Optional[str]:
+    """Why an output ``path`` (``--out``, ``--mcap``) cannot be written (a directory, a missing folder) or must not be
+    (an input: "w" truncates)."""
+    if not path:
         return None
-    if os.path.isdir(a.out) or not os.path.isdir(os.path.dirname(os.path.abspath(a.out))):
+    if os.path.isdir(path) or not os.path.isdir(os.path.dirname(os.path.abspath(path))):
         return "is a directory or lies in a folder that does not exist"
     inputs = {
         "--log": a.log,
@@ -229,11 +234,12 @@ def _bad_output(a: argparse.Namespace) -> Optional[str]:
         "the bundle's manifest": a.bundle + ".manifest.json",
         "--calibration": a.calibration,
         "--serial": a.serial,
+        "--out": a.out if path != a.out else None,
     }
 
     def same(p: str) -> bool:
-        return os.path.realpath(p) == os.path.realpath(a.out) or (
-            os.path.exists(p) and os.path.exists(a.out) and os.path.samefile(p, a.out)
+        return os.path.realpath(p) == os.path.realpath(path) or (
+            os.path.exists(p) and os.path.exists(path) and os.path.samefile(p, path)
         )
 
     return next((f"is {k} '{p}'" for k, p in inputs.items() if p and same(p)), None)
@@ -250,6 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--realtime", action="store_true", help="replay a log at real time (default: as fast as possible)")
     ap.add_argument("--out", default=None, help="output file (default stdout)")
     ap.add_argument("--csv", action="store_true", help="CSV instead of JSON lines")
+    ap.add_argument("--mcap", default=None, help="also write the outputs as an MCAP file (Foxglove)")
     ap.add_argument("--control", action="store_true", help="also run the tip-height controller")
     ap.add_argument("--arm", action="store_true", help="the file is a flexible-arm controller (arm_runner.py)")
     ap.add_argument("--ros", action="store_true", help="publish to ROS 2 when rclpy is present")
@@ -295,6 +302,7 @@ def _dispatch(a: argparse.Namespace, kit: Optional[dict]) -> int:
                 trust_unverified=a.trust_unverified,
                 calibration=a.calibration,
                 warmup=not a.no_warmup,
+                mcap=a.mcap,
             )
     finally:
         source.close()
@@ -320,10 +328,11 @@ def main(argv: Optional[list] = None) -> int:
             ap.print_usage(sys.stderr)
             print("pi_runner: error: give a bundle (outside a kit) and one of --log or --serial", file=sys.stderr)
             return 2
-        reason = _bad_output(a)  # before anything is opened
-        if reason:
-            print(f"pi_runner: --out '{a.out}' {reason}; choose another output", file=sys.stderr)
-            return 2
+        for flag, path in (("--out", a.out), ("--mcap", a.mcap)):
+            reason = _bad_output(a, path)  # before anything is opened
+            if reason:
+                print(f"pi_runner: {flag} '{path}' {reason}; choose another output", file=sys.stderr)
+                return 2
         return _dispatch(a, kit)
     except Exception as exc:
         if not _refused(exc):

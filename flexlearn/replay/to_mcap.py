@@ -18,21 +18,14 @@ import csv
 import json
 import math
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence
+from typing import Dict, Iterator, List, Optional, Sequence, cast
 
 import numpy as np
 
 from flexlearn.errors import ArgumentError, DataError
-from flexlearn.replay.foxglove import ShapeRecording, matrix_to_quaternion
+from flexlearn.runtime.pikit.foxglove import ShapeRecording, matrix_to_quaternion, time_ns, write_runner_record
 
 __all__ = ["runner_output_to_mcap", "trajectory_to_mcap"]
-
-
-def _ns(t: object) -> Optional[int]:
-    """Seconds → integer nanoseconds, or None for a time that is not a finite number ≥ 0."""
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
-        return None
-    return int(round(float(t) * 1e9))
 
 
 def _runner_rows(path: Path) -> Iterator[tuple[int, Optional[dict]]]:
@@ -65,14 +58,6 @@ def _csv_row(rec: Dict[str, str]) -> Optional[dict]:
     return row
 
 
-def _points(row: dict) -> Optional[List[List[float]]]:
-    pts = row.get("points")
-    if not isinstance(pts, list) or not pts:
-        return None
-    ok = all(isinstance(p, list) and len(p) == 3 and all(isinstance(c, (int, float)) for c in p) for p in pts)
-    return pts if ok and all(math.isfinite(float(c)) for p in pts for c in p) else None
-
-
 def runner_output_to_mcap(output: Path, mcap_path: Path, name: str = "robot", frames: Optional[Path] = None) -> dict:
     """Write the runner's output (and its input frame log) as an MCAP file; returns a summary dict.
 
@@ -93,17 +78,12 @@ def runner_output_to_mcap(output: Path, mcap_path: Path, name: str = "robot", fr
     try:
         with ShapeRecording(mcap_path, name) as rec:
             for line, row in _runner_rows(Path(output)):
-                t_ns = _ns(row.get("t")) if row else None
-                pts = _points(row) if row else None
-                if row is None or t_ns is None or pts is None:
+                if row is None or not write_runner_record(rec, row):
                     summary["skipped"] += 1
                     summary["first_skipped_line"] = summary["first_skipped_line"] or line
                     continue
-                rec.backbone(t_ns, pts)
-                status = {k: v for k, v in row.items() if k not in ("t", "points")}
-                rec.values(f"/{name}/status", t_ns, status)
                 summary["steps"] += 1
-                times.append(t_ns)
+                times.append(cast(int, time_ns(row["t"])))
             if frames is not None:
                 summary["frames"] = _write_frames(rec, Path(frames), name)
             if not summary["steps"]:
@@ -118,7 +98,7 @@ def _write_frames(rec: ShapeRecording, path: Path, name: str) -> int:
     """The frame log's attitude sweeps and magnetometer rounds on ``/<name>/frames``; returns how many."""
     n = 0
     for _, row in _runner_rows(path):
-        t_ns = _ns(row.get("t")) if row else None
+        t_ns = time_ns(row.get("t")) if row else None
         if t_ns is None or row is None or row.get("type") not in ("att", "mag", "ref", "spool", "target"):
             continue
         rec.values(f"/{name}/frames", t_ns, {k: v for k, v in row.items() if k != "t"})
@@ -189,7 +169,7 @@ def trajectory_to_mcap(
         raise ArgumentError(f"positions: shape {pos.shape} is not (T = {len(times)}, N+1, 3)")
     with ShapeRecording(mcap_path, name) as rec:
         for k, t in enumerate(times):
-            t_ns = _ns(float(t))
+            t_ns = time_ns(float(t))
             if t_ns is None:
                 raise ArgumentError(f"times[{k}]: {t} is not a time >= 0 [s]")
             rec.backbone(t_ns, pos[k].tolist())

@@ -5,7 +5,8 @@ Layout of ``<kit>/`` (written by ``flexlearn-export ... kit=<kit>``)::
     README.md                  the install command and the run command
     requirements.txt           what the Pi installs (TorchScript: torch CPU, numpy, pyserial; + executorch for .pte)
     pi_runner.py, arm_runner.py   the runner (scripts/ of flexlearn)
-    pikit/                     the runtime package it imports (flexlearn.runtime.pikit, copied as a top-level package)
+    pikit/                     the runtime package it imports (flexlearn.runtime.pikit, copied as a top-level package,
+                               with the Foxglove schemas its MCAP writer stores: pikit/foxglove_schemas/)
     robot_bundle.pt [.pte]     the bundle(s), each with <file>.manifest.json naming the set
     calibration.json           the receiver calibration built into the bundle (a copy, when it came from a file)
     selfcheck/frames.jsonl     a recorded stream (simulated robot, coil pulses, a target, spool positions)
@@ -188,7 +189,8 @@ def expected_outputs(artifacts: Sequence[Artifact], frames_jsonl: bytes, n: int)
 
 
 def _runtime_files() -> dict[str, bytes]:
-    """pi_runner.py, arm_runner.py and ``pikit/*.py`` as the kit holds them."""
+    """pi_runner.py, arm_runner.py, ``pikit/*.py`` and the Foxglove schemas of ``pikit/foxglove_schemas/`` (what
+    ``--mcap`` stores in its files) as the kit holds them."""
     files = {}
     for name in RUNNERS:
         src = SCRIPTS / name
@@ -198,8 +200,9 @@ def _runtime_files() -> dict[str, bytes]:
                 "export the kit from a source checkout (pip install -e .)"
             )
         files[name] = src.read_bytes()
-    for src in sorted(Path(pikit.__file__).resolve().parent.glob("*.py")):
-        files[f"pikit/{src.name}"] = src.read_bytes()
+    package = Path(pikit.__file__).resolve().parent
+    for src in sorted(package.glob("*.py")) + sorted((package / "foxglove_schemas").glob("*")):
+        files[src.relative_to(package.parent).as_posix()] = src.read_bytes()
     return files
 
 

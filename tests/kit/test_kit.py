@@ -43,6 +43,7 @@ def test_the_kit_holds_everything_and_names_it(kit):
         assert name in files
     pikit = ROOT / "flexlearn" / "runtime" / "pikit"
     assert {f"pikit/{p.name}" for p in pikit.glob("*.py")} <= files  # one source: the package flexlearn imports
+    assert {f"pikit/foxglove_schemas/{p.name}" for p in (pikit / "foxglove_schemas").glob("*.json")} <= files
     assert record["bundles"] == ["robot_bundle.pt"] and "torch >=" in record["torch_loads"]
     req = (kit / "requirements.txt").read_text()
     names = {line.split(";")[0].split("=")[0].split(">")[0].strip() for line in req.splitlines() if line[:1].isalpha()}
@@ -64,12 +65,18 @@ def test_self_check_passes_without_flexlearn_outside_the_repository(kit, tmp_pat
 
 
 def test_the_runner_in_a_kit_takes_its_bundle_and_warms_up(kit, tmp_path):
-    out = tmp_path / "poses.jsonl"
-    res = _run(kit, "--log", str(kit / "selfcheck" / "frames.jsonl"), "--control", "--out", str(out), cwd=tmp_path)
+    out, mcap = tmp_path / "poses.jsonl", tmp_path / "run.mcap"
+    frames = str(kit / "selfcheck" / "frames.jsonl")
+    res = _run(kit, "--log", frames, "--control", "--out", str(out), "--mcap", str(mcap), cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
     counts = json.loads(res.stderr.strip().splitlines()[-1])
     assert counts["outputs"] == len(out.read_text().splitlines()) > 20 and counts["bad"] == 0
     assert counts["warmup_frames"] > 100 and counts["warmup_s"] > 0
+    # the kit's own MCAP writer (no flexlearn): one backbone per output, read back with the format's library
+    reader = pytest.importorskip("mcap.reader")
+    with open(mcap, "rb") as f:
+        topics = [c.topic for _, c, _ in reader.make_reader(f).iter_messages()]
+    assert topics.count("/robot/backbone") == topics.count("/robot/status") == counts["outputs"]
 
 
 def test_a_changed_or_mixed_kit_is_refused_with_one_line(kit, tmp_path):

@@ -15,9 +15,9 @@ stream_reader = pytest.importorskip("mcap.stream_reader")
 jsonschema = pytest.importorskip("jsonschema")
 
 from flexlearn.apps.mcap import main  # noqa: E402
-from flexlearn.replay.foxglove import ShapeRecording, matrix_to_quaternion, quaternion_x_to  # noqa: E402
-from flexlearn.replay.mcap_file import McapWriter  # noqa: E402
 from flexlearn.replay.to_mcap import runner_output_to_mcap, shapes_to_mcap, trajectory_to_mcap  # noqa: E402
+from flexlearn.runtime.pikit.foxglove import ShapeRecording, matrix_to_quaternion, quaternion_x_to  # noqa: E402
+from flexlearn.runtime.pikit.mcap_file import McapWriter  # noqa: E402
 
 
 def read_messages(path):

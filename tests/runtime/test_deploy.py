@@ -94,6 +94,49 @@ def test_pi_runner_replays_log(tmp_path, bundle_file, short_rec):
     assert csv.read_text().splitlines()[0].startswith("t,h,v,status,flags_or,p0x")
 
 
+def _mcap_messages(path):
+    """{topic: [(log_time, decoded JSON)]} of an MCAP file, read with the format's own library."""
+    reader = pytest.importorskip("mcap.reader")
+    out: dict = {}
+    with open(path, "rb") as f:
+        for _, channel, message in reader.make_reader(f).iter_messages(log_time_order=False):
+            out.setdefault(channel.topic, []).append((message.log_time, json.loads(message.data)))
+    return out
+
+
+def test_pi_runner_writes_the_run_as_mcap_while_it_runs(tmp_path, bundle_file, short_rec, capsys):
+    """``--mcap``: the runner's outputs as Foxglove messages, the same as converting its ``--out`` afterwards
+    (``flexlearn-mcap``), in full precision; an output that is an input is refused before anything is written."""
+    from flexlearn.replay.to_mcap import runner_output_to_mcap
+
+    path, _ = bundle_file
+    log = tmp_path / "frames.jsonl"
+    frames.write_frames_jsonl(short_rec, log)
+    runner = _load_script("pi_runner")
+    out, live = tmp_path / "poses.jsonl", tmp_path / "live.mcap"
+    argv = [str(path), "--log", str(log), "--out", str(out), "--mcap", str(live), "--control", "--no-warmup"]
+    assert runner.main(argv) == 0
+    assert live.is_file() and not (tmp_path / "live.mcap.partial").exists()
+    runner_output_to_mcap(out, tmp_path / "after.mcap")
+    got, want = _mcap_messages(live), _mcap_messages(tmp_path / "after.mcap")
+    assert sorted(got) == sorted(want) == ["/robot/backbone", "/robot/status"]
+    assert len(got["/robot/backbone"]) == short_rec.att_t.size
+    for topic in got:
+        assert [t for t, _ in got[topic]] == [t for t, _ in want[topic]]
+    for (_, a), (_, b) in zip(got["/robot/status"], want["/robot/status"]):
+        assert a["flags"] == b["flags"] and a["status"] == b["status"]
+        assert a["h"] == pytest.approx(b["h"], abs=1e-12) and a["v"] == pytest.approx(b["v"], abs=1e-12)
+    pts = lambda m: [[p["x"], p["y"], p["z"]] for p in m["entities"][0]["lines"][0]["points"]]  # noqa: E731
+    worst = max(
+        float(np.abs(np.subtract(pts(a), pts(b))).max())
+        for (_, a), (_, b) in zip(got["/robot/backbone"], want["/robot/backbone"])
+    )
+    assert 0 < worst <= 5e-7  # the JSON lines round to 1 µm; the live file keeps full precision
+    capsys.readouterr()
+    assert runner.main([str(path), "--log", str(log), "--mcap", str(log)]) == 2
+    assert "--mcap" in capsys.readouterr().err and log.stat().st_size > 0
+
+
 def test_bench_runtime_short():
     bench = _load_script("bench_runtime")
     threads = torch.get_num_threads()

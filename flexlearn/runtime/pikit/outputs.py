@@ -1,5 +1,6 @@
-"""What the Pi runner writes and measures: JSON-lines or CSV records (optionally ROS 2), bounded latency statistics,
-and real-time pacing of a replayed log. Standard library + torch; part of the kit (``pikit``).
+"""What the Pi runner writes and measures: JSON-lines or CSV records (optionally an MCAP file for Foxglove and ROS 2
+topics), bounded latency statistics, and real-time pacing of a replayed log. Standard library + torch; part of the
+kit (``pikit``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import time
 from typing import Callable, Iterator, Optional
 
 import torch
+
+from .foxglove import ShapeRecording, write_runner_record
 
 NAN = float("nan")
 MAX_WAIT = 1.0  # --realtime: longest sleep for one frame [s]; a larger jump re-anchors pacing
@@ -150,11 +153,22 @@ def json_safe(x):
 
 
 class Outputs:
-    """JSON-lines or CSV writer, plus optional ROS 2 publishers (height, backbone as PoseArray, spool command)."""
+    """JSON-lines or CSV writer, plus optional ROS 2 publishers (height, backbone as PoseArray, spool command) and an
+    MCAP file of the run (`foxglove.write_runner_record`: the backbone as a ``foxglove.SceneUpdate`` on
+    ``/robot/backbone``, the rest of each record on ``/robot/status``; the file is ``<mcap>.partial`` until
+    `close` finishes it).
 
-    def __init__(self, path: Optional[str], csv: bool, ros: bool) -> None:
+    Args:
+        path: the output file (None: stdout).
+        csv: CSV rows instead of JSON lines.
+        ros: also publish on ROS 2 (when rclpy is installed).
+        mcap: also write this MCAP file (None: none).
+    """
+
+    def __init__(self, path: Optional[str], csv: bool, ros: bool, mcap: Optional[str] = None) -> None:
         self.f = open(path, "w") if path else sys.stdout
         self.csv = csv
+        self.mcap = ShapeRecording(mcap) if mcap else None
         self.header = False
         self.ros: Optional[tuple] = None
         if ros:
@@ -180,7 +194,7 @@ class Outputs:
     def write(
         self, t: float, pts: torch.Tensor, h: float, flags: torch.Tensor, v: Optional[float], status: Optional[int]
     ) -> None:
-        """Write one record (a CSV row, or a JSON line) and publish it on ROS 2 when enabled.
+        """Write one record (a CSV row, or a JSON line), publish it on ROS 2 and add it to the MCAP file when enabled.
 
         Args:
             t: time of the frame [s].
@@ -214,6 +228,11 @@ class Outputs:
             self.f.write(text + "\n")
         if self.ros is not None:
             self._publish(pts, h, v)
+        if self.mcap is not None:
+            rec = {"t": t, "points": pts.tolist(), "h": h, "flags": flags.tolist()}
+            if v is not None:
+                rec["v"], rec["status"] = v, status
+            write_runner_record(self.mcap, rec)
 
     def _publish(self, pts: torch.Tensor, h: float, v: Optional[float]) -> None:
         if self.ros is None:
@@ -235,5 +254,10 @@ class Outputs:
             pub_v.publish(m2)
 
     def close(self) -> None:
-        if self.f is not sys.stdout:
-            self.f.close()
+        """Close the output file and finish the MCAP file (a kill before leaves ``<mcap>.partial``)."""
+        try:
+            if self.f is not sys.stdout:
+                self.f.close()
+        finally:
+            if self.mcap is not None:
+                self.mcap.close()

@@ -23,9 +23,18 @@ import os
 from pathlib import Path
 from typing import Any, Dict, Iterable, Optional, Sequence, Tuple
 
-from flexlearn.replay.mcap_file import McapWriter
+from .mcap_file import McapWriter
 
-__all__ = ["ShapeRecording", "stamp", "quaternion_x_to", "matrix_to_quaternion", "VALUES_SCHEMA"]
+__all__ = [
+    "ShapeRecording",
+    "stamp",
+    "quaternion_x_to",
+    "matrix_to_quaternion",
+    "VALUES_SCHEMA",
+    "time_ns",
+    "finite_points",
+    "write_runner_record",
+]
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "foxglove_schemas"
 VALUES_SCHEMA = {
@@ -217,6 +226,56 @@ class ShapeRecording:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self.writer.__exit__(exc_type, exc, tb)
+
+
+def time_ns(t: object) -> Optional[int]:
+    """A record's time [s] as MCAP nanoseconds, or None where it has none (not a finite number ≥ 0).
+
+    Args:
+        t: the time [s].
+
+    Returns:
+        ``round(t · 1e9)``, or None.
+    """
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+        return None
+    return int(round(float(t) * 1e9))
+
+
+def finite_points(pts: object) -> Optional[list]:
+    """``pts`` when it is a non-empty list of finite 3-vectors (backbone points [m]), else None.
+
+    Args:
+        pts: the points.
+
+    Returns:
+        The points, or None.
+    """
+    if not isinstance(pts, list) or not pts:
+        return None
+    ok = all(isinstance(p, list) and len(p) == 3 and all(isinstance(c, (int, float)) for c in p) for p in pts)
+    return pts if ok and all(math.isfinite(float(c)) for p in pts for c in p) else None
+
+
+def write_runner_record(rec: "ShapeRecording", record: Dict[str, Any]) -> bool:
+    """One record of the Pi runner (``t``, ``points``, ``h``, ``flags`` and, with the controller, ``v`` and
+    ``status``): its backbone on ``/<name>/backbone`` and everything else on ``/<name>/status``. The runner's
+    ``--mcap`` writes each record so as it runs; `flexlearn.replay.to_mcap.runner_output_to_mcap` writes the
+    records of a finished run's output the same way.
+
+    Args:
+        rec: the recording.
+        record: the record.
+
+    Returns:
+        False (nothing written) for a record without a time ≥ 0 or without finite points.
+    """
+    t_ns, pts = time_ns(record.get("t")), finite_points(record.get("points"))
+    if t_ns is None or pts is None:
+        return False
+    rec.backbone(t_ns, pts)
+    rec.values(f"/{rec.name}/status", t_ns, {k: v for k, v in record.items() if k not in ("t", "points")})
+    return True
 
 
 def _finite(v: object) -> object:
