@@ -62,7 +62,13 @@ def main(cfg: DictConfig) -> float:
     value = float(metrics.get("best_score", metrics.get(cfg.optimized_metric, float("nan"))))
     if value != value:
         log.warning("%s is NaN for this run; reported to the sweeper as +inf", cfg.optimized_metric)
-    show_result(metrics, cfg.optimized_metric)
+    show_result(
+        metrics,
+        cfg.optimized_metric,
+        recording=f"{metrics['mcap']} (Foxglove: open the file; the link moves on /link/backbone)"
+        if metrics.get("mcap")
+        else None,
+    )
     return sweep_value(value)
 
 

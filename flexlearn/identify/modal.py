@@ -39,6 +39,7 @@ from flexlearn.config import check
 from flexlearn.errors import DataError
 from flexlearn.identify.params import ParameterSet, config_spec
 from flexlearn.physics.modal import FlexibleLink
+from flexlearn.replay.to_mcap import arm_to_mcap
 from flexlearn.sensing.imu import GRAVITY, ImuNoiseConfig
 from flexlearn.sim.flexible_arm import (
     BeamLinkConfig,
@@ -190,12 +191,14 @@ class ModalLinkProblem:
     def __init__(self, cfg: ModalIdConfig) -> None:
         cfg.validate()
         self.cfg = cfg
+        self.simulation: Optional[dict] = None  # the simulator's result when the recording is simulated
         if cfg.recording:
             t, theta, slopes = self._load(cfg.recording)
             self.dt = float(t[1] - t[0])
             truth = {}
         else:
-            t, theta, slopes = self._simulate(cfg)
+            self.simulation = self._simulate(cfg)
+            t, theta, slopes = (self.simulation[k] for k in ("t", "theta_joint", "imu_slope_measured"))
             self.dt = cfg.dt
             truth = {"EI": cfg.EI, "tip_mass": cfg.tip_mass, "zeta": cfg.damping}
         self.theta = torch.as_tensor(theta, dtype=torch.float64)
@@ -211,7 +214,9 @@ class ModalLinkProblem:
         self.params = ParameterSet(specs)
 
     @staticmethod
-    def _simulate(cfg: ModalIdConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _simulate(cfg: ModalIdConfig) -> dict:
+        """The finite-element simulator's result, with the joint angle (``theta_joint`` (N,) [rad]) and the noisy
+        slopes the fit sees (``imu_slope_measured`` (N, S) [rad])."""
         N = int(round(cfg.duration / cfg.dt))
         t = np.arange(N) * cfg.dt
         if cfg.motion == "static":  # the link at rest at its gravity sag: no dynamics in the recording
@@ -235,7 +240,21 @@ class ModalLinkProblem:
         )
         rng = np.random.default_rng(cfg.seed + 7919)
         slopes = sim["imu_slope"][0] + rng.normal(0.0, cfg.slope_noise, sim["imu_slope"][0].shape)
-        return t, theta, slopes
+        return {**sim, "t": t, "theta_joint": theta, "imu_slope_measured": slopes}
+
+    def write_recording_mcap(self, path: Path) -> Optional[Path]:
+        """The simulated recording as an MCAP file a robotics viewer plays (`flexlearn.replay.to_mcap.arm_to_mcap`:
+        the deformed link over time); None for a loaded recording, which holds no shapes.
+
+        Args:
+            path: the ``.mcap`` file to write.
+
+        Returns:
+            The path written, or None.
+        """
+        if self.simulation is None:
+            return None
+        return arm_to_mcap(path, self.simulation, name="link")
 
     def _load(self, path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         p = Path(path)

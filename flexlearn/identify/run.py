@@ -7,7 +7,9 @@ drives the iterations (``trainer.max_epochs`` = maximum optimiser iterations); c
 come from their groups; without an ``EpochLines`` among them one is added, so logs and pipes get one line per
 iteration (cost, LM damping, horizon). Writes ``metrics.json`` (the ``id/…`` report plus ``output_dir``) and
 ``identification.json`` (the same with per-iteration costs and the configuration); with
-``figures=true`` also ``fit.png`` (:func:`flexlearn.identify.report.write_fit_figure`).
+``figures=true`` also ``fit.png`` (:func:`flexlearn.identify.report.write_fit_figure`); with ``mcap=true``, a problem
+whose recording is simulated and that can show it (``write_recording_mcap``, the flexible link's) writes
+``recording.mcap`` for a robotics viewer.
 """
 
 from __future__ import annotations
@@ -143,6 +145,12 @@ def identify(cfg: DictConfig) -> dict[str, Any]:
     if cfg.get("figures", False) and trainer.is_global_zero:
         names = ", ".join(f"{s.name} = {results[f'id/{s.name}']:.4g}" for s in problem.params.specs)
         results["figures"] = {"fit": str(write_fit_figure(problem, output_dir / "fit.png", names))}
+    write_mcap = getattr(problem, "write_recording_mcap", None)
+    if cfg.get("mcap", False) and write_mcap is not None and trainer.is_global_zero:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        written = write_mcap(output_dir / "recording.mcap")
+        if written is not None:
+            results["mcap"] = str(written)
     if trainer.is_global_zero:
         write_json_atomic(
             output_dir / "identification.json",

@@ -49,6 +49,7 @@ TRAIN_KEYS = (
     "test",
     "ckpt_path",
     "figures",
+    "mcap",
     "export",
     "optimized_metric",
     "transfer",

@@ -180,3 +180,45 @@ def trajectory_to_mcap(
                 ]
                 rec.transforms(t_ns, frames)
     return Path(mcap_path)
+
+
+def arm_to_mcap(mcap_path: Path, sim: dict, name: str = "arm", period_s: float = 0.02) -> Path:
+    """A simulated flexible arm (`flexlearn.sim.flexible_arm.simulate_flexible_arm`) as an MCAP file: every
+    ``period_s``, one scene entity per deformed link (``<name>/link<i>``: its centreline through the world x–y plane,
+    y up, z = 0) on ``/<name>/backbone``; the joint angles, tip deflections and IMU inclinations on
+    ``/<name>/state``; the end effector as frame ``<name>/ee`` on ``/tf``.
+
+    Args:
+        mcap_path: the ``.mcap`` file to write.
+        sim: the simulator's result (``t``, ``theta``, ``link_shapes``, ``tip_deflection``, ``imu_angle``,
+            ``ee_pose``).
+        name: the arm's name (topic prefix).
+        period_s: time between written samples [s] (> 0; the simulator's own step when smaller).
+
+    Returns:
+        the written path.
+
+    Raises:
+        ArgumentError: a period that is not > 0, or a result without link shapes.
+    """
+    if not (isinstance(period_s, (int, float)) and math.isfinite(period_s) and period_s > 0):
+        raise ArgumentError(f"period_s: {period_s!r} is not a time > 0 [s]")
+    if "link_shapes" not in sim:
+        raise ArgumentError("sim: no 'link_shapes' (the result of simulate_flexible_arm)")
+    t = np.asarray(sim["t"], dtype=float)
+    every = max(1, int(round(period_s / (t[1] - t[0])))) if len(t) > 1 else 1
+    shapes = np.asarray(sim["link_shapes"], dtype=float)
+    with ShapeRecording(mcap_path, name) as rec:
+        for k in range(0, len(t), every):
+            t_ns = time_ns(float(t[k]))
+            if t_ns is None:
+                raise ArgumentError(f"sim['t'][{k}]: {t[k]} is not a time >= 0 [s]")
+            for i, link in enumerate(shapes[k]):
+                rec.backbone(t_ns, np.pad(link, ((0, 0), (0, 1))).tolist(), entity=f"{rec.name}/link{i}")
+            x, y, angle = (float(v) for v in sim["ee_pose"][k])
+            rec.transforms(
+                t_ns, [("world", f"{rec.name}/ee", (x, y, 0.0), (0.0, 0.0, math.sin(angle / 2), math.cos(angle / 2)))]
+            )
+            state = {key: np.asarray(sim[key][k]).tolist() for key in ("theta", "tip_deflection", "imu_angle")}
+            rec.values(f"/{rec.name}/state", t_ns, state)
+    return Path(mcap_path)

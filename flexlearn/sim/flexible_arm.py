@@ -334,12 +334,18 @@ def _integrate(
     return out_q, out_v
 
 
+SHAPE_STATIONS = 11
+"""Points per link of ``link_shapes`` (base to tip, evenly spaced)."""
+
+
 def _kinematics(
     beams: list, tip_rows: list, out_q: list, out_v: list, th: np.ndarray, thd: np.ndarray, res: dict
 ) -> None:
-    """Link tips, base angles, end-effector pose and IMU inclinations, rates, positions and slopes into ``res``."""
+    """Link tips, base angles, end-effector pose, link shapes and IMU inclinations, rates, positions and slopes
+    into ``res``."""
     N, n = th.shape
     imu_rows = [(b.rows(b.cfg.imu_positions, 0), b.rows(b.cfg.imu_positions, 1)) for b in beams]
+    shapes = []
     tip_w, tip_s = res["tip_deflection"], res["tip_slope"]
     base_angle = np.zeros((N, n))
     link_tips = np.zeros((N, n, 2))
@@ -365,12 +371,18 @@ def _kinematics(
         imu_rate.append(Thd[:, None] + sdI)
         imu_slope.append(sI)
         L = b.cfg.length
+        xs = np.linspace(0.0, L, SHAPE_STATIONS)
+        ws = out_q[i] @ b.rows(xs, 0).T  # (N, K) deflections at the stations
+        shapes.append(
+            np.stack([P[:, :1] + c[:, None] * xs - s_[:, None] * ws, P[:, 1:] + s_[:, None] * xs + c[:, None] * ws], -1)
+        )
         P = P + np.stack([c * L - s_ * tip_w[:, i], s_ * L + c * tip_w[:, i]], 1)
         link_tips[:, i] = P
         Theta = Theta + tip_s[:, i]
         Thd = Thd + out_v[i] @ tip_rows[i][1]
     res["ee_pose"] = np.concatenate([P, Theta[:, None]], 1)
     res["link_tips"] = link_tips
+    res["link_shapes"] = np.stack(shapes, 1)  # (N, n, K, 2)
     res["base_angle"] = base_angle
     res["imu_slope"] = imu_slope
     res["imu_angle"], res["imu_rate"] = np.concatenate(imu_angle, 1), np.concatenate(imu_rate, 1)
@@ -417,7 +429,8 @@ def simulate_flexible_arm(cfg: FlexibleArmSimConfig, theta, theta_dd=None) -> di
     arrays: ``t`` (N,), ``theta`` (N, n), ``tip_deflection``, ``tip_slope``, ``base_curvature`` (N, n),
     ``imu_slope`` list per link (N, S_i) [rad] (w′ at the IMUs), ``imu_angle`` (N, S) absolute IMU
     inclinations, ``acc`` (N, S, 3), ``gyr`` (N, S, 3) noisy sensor-frame readings, ``acc_clean``,
-    ``gyr_clean``, ``ee_pose`` (N, 3) [x, y, angle], ``link_tips`` (N, n, 2), ``imu_bias_acc/gyr``.
+    ``gyr_clean``, ``ee_pose`` (N, 3) [x, y, angle], ``link_tips`` (N, n, 2), ``link_shapes`` (N, n, K, 2) [m]
+    (`SHAPE_STATIONS` points along each deformed link, base to tip, world x and y), ``imu_bias_acc/gyr``.
 
     Args:
         cfg: the arm, its IMU noise, time step and seed (validated here).

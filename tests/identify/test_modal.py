@@ -38,6 +38,8 @@ def test_identify_modal_sim_recovers_ei_and_payload(compose_cfg):
     )
     m = identify(cfg)
     assert open(m["figures"]["fit"], "rb").read(4) == b"\x89PNG"
+    # the experiment writes the simulated link as a playable recording (read back in tests/replay/test_mcap.py)
+    assert m["mcap"].endswith("recording.mcap") and open(m["mcap"], "rb").read(8) == b"\x89MCAP0\r\n"
     for name in ("EI", "tip_mass", "zeta"):
         assert m[f"id/{name}_identifiable"] == 1.0
         # within the 2 % target, and consistent with the Hessian's standard deviation

@@ -128,3 +128,21 @@ def test_joint_angle_and_tip_estimation_against_simulated_truth():
     assert errs[True][0] < raw_err
     assert errs[True][1] < 0.25 * np.sqrt(np.mean(r["tip_deflection"][keep, 0] ** 2))  # tip within 25 % of its RMS
     assert errs[True][1] < errs[False][1]  # the acceleration compensation helps
+
+
+def test_link_shapes_follow_the_static_sag_and_join_at_the_tips():
+    """``link_shapes``: at rest, the cantilever's deflection under its weight and tip mass
+    (w = −q x²(6L² − 4Lx + x²)/(24EI) − P x²(3L − x)/(6EI)) at every station; in motion, the last point of each
+    link is its tip and link 2 starts there."""
+    r = simulate_flexible_arm(seed_single_link_config(20.0), np.zeros((20, 1)))
+    x = np.linspace(0.0, L, r["link_shapes"].shape[2])
+    q, p = RA * G, 20.0 * G
+    w = -q * x**2 * (6 * L**2 - 4 * L * x + x**2) / (24 * EI) - p * x**2 * (3 * L - x) / (6 * EI)
+    shape = r["link_shapes"][-1, 0]
+    assert np.allclose(shape[:, 0], x, atol=1e-12) and np.allclose(shape[:, 1], w, rtol=1e-4, atol=1e-9)
+    cfg = seed_two_link_config()
+    t = np.arange(600) * 1e-3
+    m = simulate_flexible_arm(cfg, smooth_random_trajectory(t, 2, seed=3, hold=0.1, move=0.4))
+    assert np.allclose(m["link_shapes"][:, :, -1], m["link_tips"], atol=1e-12)
+    assert np.allclose(m["link_shapes"][:, 1, 0], m["link_tips"][:, 0], atol=1e-12)
+    assert np.allclose(m["link_shapes"][:, 0, 0], 0.0)
