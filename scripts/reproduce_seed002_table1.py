@@ -3,7 +3,7 @@
 
     python scripts/reproduce_seed002_table1.py [--quick] [--duration 60] [--trials 3] [--first-trial 0] [--cycles 50]
                                                [--hold 1800] [--long 300] [--long-trials 2] [--align-init 0]
-                                               [--out-dir results/seed002]
+                                               [--out-dir results/seed002] [--mcap]
     python scripts/reproduce_seed002_table1.py --confidence-study --first-trial 5 --trials 5 [--conf-growth 0.2]
                                                [--conf-margin-deg 10] [--curl-max-deg 40] [--align-init 30]
 
@@ -21,6 +21,8 @@ and true error) and a ``--hold`` s static hold (tip displacement over the hold; 
 Writes ``table1.json`` (scenario → method → {backbone_rmse_mm, tip_rmse_mm, …}, "average", "drift", the seed's
 values) and ``backbones.png`` (estimated vs true backbones). The direction model is a small MLP fitted on rig pairs
 (`fit_direction_model`, bends to ``TRAINED_CAP`` = 30°) unless ``--model`` names a TorchScript direction model.
+``--mcap`` also writes ``shapes_<scenario>.mcap`` (the first trial of each scenario: every method's backbone beside
+the true one, and their errors, every 0.1 s; `flexlearn.replay.to_mcap.estimates_to_mcap`), which Foxglove plays.
 ``--confidence-study`` runs only `3d_curl` (joints bent up to ``--curl-max-deg``, past the trained cap; every joint
 its own module drawn from the module tolerances) with the default fusion twice per trial, constant σ_m against the
 per-fix σ_m and rejection of `flexlearn.runtime.fusion.confidence.BendConfidence` (``--conf-growth``,
@@ -44,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from flexlearn.atomic import atomic_path  # noqa: E402
 from flexlearn.replay import shapes as rs  # noqa: E402
+from flexlearn.replay.to_mcap import estimates_to_mcap  # noqa: E402
 from flexlearn.sim import shape_scenarios as scenarios  # noqa: E402
 from flexlearn.sim.robot import E, RobotConfig, simulate_robot  # noqa: E402
 
@@ -301,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         help="fit receiver alignments A_i on the first N s (seed: 45; default 0 = identity)",
     )
     ap.add_argument("--out-dir", type=Path, default=Path("results/seed002"))
+    ap.add_argument("--mcap", action="store_true", help="also shapes_<scenario>.mcap: every method beside the truth")
     ap.add_argument(
         "--confidence-study",
         action="store_true",
@@ -366,6 +370,10 @@ def main(argv: list[str] | None = None) -> int:
     with atomic_path(a.out_dir / "table1.json") as tmp:
         Path(tmp).write_text(json.dumps(out, indent=2) + "\n")
     figure(examples, a.out_dir / "backbones.png")
+    if a.mcap:
+        for sc, (rec, res) in examples.items():  # the first trial of each scenario, every method against the truth
+            est = {m: res[m]["points"] for m in rs.METHODS}
+            print(f"shapes: {estimates_to_mcap(a.out_dir / f'shapes_{sc}.mcap', rec.att_t, rec.points, est)}")
     for title, tab in ((f"{a.duration:g} s x {a.trials}", table), (f"{a.long:g} s x {a.long_trials}", long)):
         if tab:
             print(f"backbone/tip RMSE [mm], {title} trials")

@@ -222,3 +222,63 @@ def arm_to_mcap(mcap_path: Path, sim: dict, name: str = "arm", period_s: float =
             state = {key: np.asarray(sim[key][k]).tolist() for key in ("theta", "tip_deflection", "imu_angle")}
             rec.values(f"/{rec.name}/state", t_ns, state)
     return Path(mcap_path)
+
+
+ESTIMATE_COLORS = ((0.1, 0.45, 0.9, 1.0), (0.9, 0.35, 0.1, 1.0), (0.2, 0.65, 0.3, 1.0), (0.6, 0.3, 0.75, 1.0))
+"""Line colours of the estimates, in turn (the truth is grey)."""
+
+
+def estimates_to_mcap(
+    mcap_path: Path,
+    times: Sequence[float],
+    truth: np.ndarray,
+    estimates: Dict[str, np.ndarray],
+    name: str = "robot",
+    period_s: float = 0.1,
+) -> Path:
+    """A shape estimation against its truth over time as an MCAP file: every ``period_s``, the true backbone
+    (``<name>/truth``, grey) and each estimate (``<name>/<method>``) as scene entities on ``/<name>/backbone``, and
+    each estimate's backbone RMS and tip errors [mm] on ``/<name>/errors`` (``<method>/backbone_mm``,
+    ``<method>/tip_mm``; null where the estimate is not finite).
+
+    Args:
+        mcap_path: the ``.mcap`` file to write.
+        times: sample times (K,) [s], ≥ 0 and increasing.
+        truth: true backbone points (K, N+1, 3) [m].
+        estimates: method → estimated points (K, N+1, 3) [m] (`flexlearn.replay.shapes.run_methods`).
+        name: the robot's name (topic prefix).
+        period_s: time between written samples [s] (> 0).
+
+    Returns:
+        the written path.
+
+    Raises:
+        ArgumentError: shapes that differ from the truth's, or a period that is not > 0.
+    """
+    if not (isinstance(period_s, (int, float)) and math.isfinite(period_s) and period_s > 0):
+        raise ArgumentError(f"period_s: {period_s!r} is not a time > 0 [s]")
+    ref = np.asarray(truth, dtype=float)
+    if ref.ndim != 3 or ref.shape[-1] != 3 or ref.shape[0] != len(times):
+        raise ArgumentError(f"truth: shape {ref.shape} is not (K = {len(times)}, N+1, 3)")
+    est = {m: np.asarray(p, dtype=float) for m, p in estimates.items()}
+    for m, p in est.items():
+        if p.shape != ref.shape:
+            raise ArgumentError(f"estimates['{m}']: shape {p.shape}, the truth's is {ref.shape}")
+    next_t = -math.inf
+    with ShapeRecording(mcap_path, name) as rec:
+        for k, t in enumerate(times):
+            t_ns = time_ns(float(t))
+            if t_ns is None:
+                raise ArgumentError(f"times[{k}]: {t} is not a time >= 0 [s]")
+            if float(t) < next_t:
+                continue
+            next_t = float(t) + period_s
+            rec.backbone(t_ns, ref[k].tolist(), entity=f"{rec.name}/truth", color=(0.55, 0.55, 0.55, 1.0))
+            errs: Dict[str, object] = {}
+            for i, (m, p) in enumerate(est.items()):
+                if np.isfinite(p[k]).all():
+                    rec.backbone(t_ns, p[k].tolist(), entity=f"{rec.name}/{m}", color=ESTIMATE_COLORS[i % 4])
+                d = 1e3 * np.linalg.norm(p[k, 1:] - ref[k, 1:], axis=-1)
+                errs[f"{m}/backbone_mm"], errs[f"{m}/tip_mm"] = float(np.sqrt(np.mean(d**2))), float(d[-1])
+            rec.values(f"/{rec.name}/errors", t_ns, errs)
+    return Path(mcap_path)

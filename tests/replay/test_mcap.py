@@ -273,3 +273,32 @@ def test_a_simulated_arm_plays_as_one_line_per_deformed_link(tmp_path):
     assert np.allclose([s["theta"] for s in states], sim["theta"][samples.start :: samples.step])
     tf = [m[5]["transforms"][0] for m in msgs if m[2] == "/tf"]
     assert np.allclose([[f["translation"]["x"], f["translation"]["y"]] for f in tf], sim["ee_pose"][::10, :2])
+
+
+def test_a_shape_estimate_plays_beside_its_truth(tmp_path):
+    """`estimates_to_mcap` on a simulated recording and two of the seed's baselines: per written sample the true
+    backbone and each estimate as entities, their errors [mm] as `flexlearn.replay.shapes.errors` computes them."""
+    from flexlearn.replay import shapes
+    from flexlearn.replay.to_mcap import estimates_to_mcap
+    from flexlearn.sim import shape_scenarios
+    from flexlearn.sim.robot import RobotConfig, simulate_robot
+
+    rec = simulate_robot(shape_scenarios.scenario("2d_curl", period=4.0, seed=1), 2.0, RobotConfig(seed=3))
+    est = {m: shapes.inertial_baseline(rec, m == "accel_quat") for m in ("accel_quat", "accel_only")}
+    path = estimates_to_mcap(tmp_path / "shapes.mcap", rec.att_t, rec.points, est, period_s=0.25)
+    msgs, _ = read_messages(path)
+    schemas = schemas_of(path)
+    for topic in ("/robot/backbone", "/robot/errors"):
+        name, _, _, _, _, msg = next(m for m in msgs if m[2] == topic)
+        jsonschema.validate(msg, schemas[name])
+    scenes = [m[5]["entities"][0] for m in msgs if m[2] == "/robot/backbone"]
+    errors = [(m[4], m[5]) for m in msgs if m[2] == "/robot/errors"]
+    assert [e["id"] for e in scenes[:3]] == ["robot/truth", "robot/accel_quat", "robot/accel_only"]
+    assert len(scenes) == 3 * len(errors) and 7 <= len(errors) <= 9  # 2 s every 0.25 s
+    times = np.array([t for t, _ in errors]) * 1e-9
+    assert np.all(np.diff(times) >= 0.25 - 1e-9)
+    k = int(np.abs(rec.att_t - times[-1]).argmin())
+    d = 1e3 * np.linalg.norm(est["accel_quat"][k, 1:] - rec.points[k, 1:], axis=-1)
+    assert errors[-1][1]["accel_quat/tip_mm"] == pytest.approx(d[-1]) and errors[-1][1]["accel_quat/backbone_mm"] > 0
+    truth = np.array([[p["x"], p["y"], p["z"]] for p in scenes[-3]["lines"][0]["points"]])
+    assert np.allclose(truth, rec.points[k])

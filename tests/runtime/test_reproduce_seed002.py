@@ -37,6 +37,7 @@ def test_reproduce_table1_tiny(tmp_path):
                 "1",
                 "--out-dir",
                 str(tmp_path),
+                "--mcap",
             ]
         )
         == 0
@@ -51,3 +52,5 @@ def test_reproduce_table1_tiny(tmp_path):
     assert out["settings"]["first_trial"] == 1 and out["long"]["first_trial"] == 1
     assert "cyclic" in out["drift"] and "static_hold" in out["drift"]
     assert (tmp_path / "backbones.png").stat().st_size > 10_000
+    for sc in ("2d_curl", "2d_obstacle", "3d_curl", "3d_hand"):  # read back in tests/replay/test_mcap.py
+        assert (tmp_path / f"shapes_{sc}.mcap").read_bytes()[:8] == b"\x89MCAP0\r\n"
