@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -21,11 +22,30 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+def source_copy(dest: Path) -> Path:
+    """The checkout's files (tracked, and untracked ones git does not ignore) copied to ``dest``: the build writes its
+    ``build/`` and ``*.egg-info`` there, so that two workers building at once, or a test writing in the checkout
+    meanwhile, cannot break each other's build."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        src = REPO / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    return dest
+
+
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
+    source = source_copy(tmp_path_factory.mktemp("source"))
     proc = subprocess.run(
-        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(REPO)],
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(source)],
         capture_output=True,
         text=True,
         timeout=600,
