@@ -75,6 +75,13 @@ Seed discrepancies found (details where they matter, in the module docstrings):
   3e-7 s and 1.7e-5 s); ``rotary_inertia='segment'`` (opt-in) raises the limit ~(l/r)/√3-fold.
 """
 
+from flexlearn.physics.cosserat.contact import (
+    CylinderContact,
+    ObstacleContact,
+    PlaneContact,
+    SphereContact,
+    contact_forces,
+)
 from flexlearn.physics.cosserat.context import RodContext
 from flexlearn.physics.cosserat.damping import Damping, DampingEstimator
 from flexlearn.physics.cosserat.errors import ArgumentError, CosseratError, IntegrationError
@@ -116,6 +123,11 @@ __all__ = [
     "EmbeddedMagnet",
     "TipMagnet",
     "Load",
+    "ObstacleContact",
+    "PlaneContact",
+    "CylinderContact",
+    "SphereContact",
+    "contact_forces",
     "magnet_moment",
     "cylinder_magnet",
     "Field",

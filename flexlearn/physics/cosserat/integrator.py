@@ -59,7 +59,7 @@ from flexlearn.physics.cosserat.damping import RodObserver
 from flexlearn.physics.cosserat.elastic import elastic_energy, internal_forces
 from flexlearn.physics.cosserat.errors import IntegrationError
 from flexlearn.physics.cosserat.implicit import ForceFilter
-from flexlearn.physics.cosserat.loads import potential_loads
+from flexlearn.physics.cosserat.loads import load_forces, potential_loads
 from flexlearn.physics.cosserat.newton import cayley_newton, cayley_newton_fixed, cayley_newton_globalised
 from flexlearn.physics.cosserat.run_checks import check_time_and_rod, implicit_remedy, kernel_error, load_names
 from flexlearn.physics.cosserat.simulation import RodSetup, SimulatedRod, SimulationOptions
@@ -222,7 +222,7 @@ class Stepper:
         fx = torch.zeros_like(p)
         tx = torch.zeros_like(p)
         for load in self.loads:
-            fl, tl = load.apply(self.ctx, R, p, t)
+            fl, tl = load_forces(load, self.ctx, R, p, v, t)
             if fl is not None:
                 fx = fx + fl
             if tl is not None:

@@ -9,6 +9,9 @@ body-frame node torques (B, N+1, 3) [N m] (either may be None) evaluated at the 
 ``ctx.node_lengths``, element rest lengths ``ctx.rest_lengths``, stiffnesses, …). Loads that carry mass
 (magnets) report it through ``point_masses(n_nodes)``; the simulation adds it to the lumped node mass (seed 001,
 Remark 1: a magnet at the tip adds its whole mass to the tip node) before gravity is evaluated.
+``velocity_dependent()`` True declares a load that also reads the node velocities (contact with friction,
+:mod:`flexlearn.physics.cosserat.contact`): it implements ``apply_moving(ctx, R, p, v, t)``, which the integrator
+calls instead (:func:`load_forces`).
 ``constant_world_force()`` True declares that ``apply`` returns a world force independent of state and time and
 no torque: such a load runs in the fused kernel (:mod:`flexlearn.physics.cosserat.compiled.lgvi`, which
 evaluates it once at t = 0).
@@ -144,6 +147,26 @@ class PotentialLoad(RodLoad, Protocol):
         ...
 
 
+def load_forces(load: RodLoad, ctx: RodContext, R: Tensor, p: Tensor, v: Tensor, t: float) -> Forces:
+    """The forces of one load at a state: ``apply_moving`` for a load that reads velocities, else ``apply``.
+
+    Args:
+        load: the load.
+        ctx: The rod's context.
+        R: Node rotations, shape (B, N+1, 3, 3).
+        p: Node positions [m], shape (B, N+1, 3).
+        v: Node velocities [m/s], shape (B, N+1, 3).
+        t: Time [s].
+
+    Returns:
+        The :data:`Forces` ``(force, torque)``.
+    """
+    moving = getattr(load, "velocity_dependent", None)
+    if moving is not None and moving():
+        return cast(Forces, load.apply_moving(ctx, R, p, v, t))  # type: ignore[attr-defined]
+    return load.apply(ctx, R, p, t)
+
+
 def potential_loads(loads: Sequence[RodLoad]) -> List[PotentialLoad]:
     """The loads that have a ``potential``, each checked to take ``(ctx, R, p, t)``: a ConfigError naming
     the load otherwise (checked here, once, so that a TypeError raised inside a potential is not mistaken
@@ -194,6 +217,11 @@ class Load(torch.nn.Module):
     def constant_world_force(self) -> bool:
         """True when ``apply`` returns a world force independent of state and time and no torque (such
         loads run in the fused kernel, :mod:`flexlearn.physics.cosserat.compiled.lgvi`)."""
+        return False
+
+    def velocity_dependent(self) -> bool:
+        """True when the load reads the node velocities (contact with friction): the integrator then calls
+        ``apply_moving(ctx, R, p, v, t)`` instead of ``apply`` (:func:`load_forces`)."""
         return False
 
     def apply(self, ctx: RodContext, R: Tensor, p: Tensor, t: float) -> Forces:  # type: ignore[override]
