@@ -18,7 +18,7 @@ import csv
 import json
 import math
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, cast
+from typing import Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
@@ -78,12 +78,13 @@ def runner_output_to_mcap(output: Path, mcap_path: Path, name: str = "robot", fr
     try:
         with ShapeRecording(mcap_path, name) as rec:
             for line, row in _runner_rows(Path(output)):
-                if row is None or not write_runner_record(rec, row):
+                t_ns = write_runner_record(rec, row) if row is not None else None
+                if t_ns is None:
                     summary["skipped"] += 1
                     summary["first_skipped_line"] = summary["first_skipped_line"] or line
                     continue
                 summary["steps"] += 1
-                times.append(cast(int, time_ns(row["t"])))
+                times.append(t_ns)
             if frames is not None:
                 summary["frames"] = _write_frames(rec, Path(frames), name)
             if not summary["steps"]:

@@ -33,7 +33,7 @@ Each contact keeps the normal and friction forces of its last evaluation (``last
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence, Tuple
+from typing import NamedTuple, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -42,7 +42,7 @@ from flexlearn.config import check
 from flexlearn.physics.cosserat.context import RodContext
 from flexlearn.physics.cosserat.loads import Forces, Load
 
-__all__ = ["ObstacleContact", "PlaneContact", "CylinderContact", "SphereContact", "contact_forces"]
+__all__ = ["ContactForces", "ObstacleContact", "PlaneContact", "CylinderContact", "SphereContact", "contact_forces"]
 
 
 def _unit(v: Sequence[float], name: str) -> Tensor:
@@ -56,6 +56,15 @@ def _point(v: Sequence[float], name: str) -> Tensor:
     t = torch.as_tensor(v, dtype=torch.float64).reshape(-1)
     check(t.numel() == 3 and bool(torch.isfinite(t).all()), name, list(v), "expected a finite 3-vector [m]")
     return t
+
+
+class ContactForces(NamedTuple):
+    """Contact forces at the nodes: ``normal`` and ``friction`` (…, N+1, 3) [N], world frame; ``depth`` (…, N+1)
+    [m], the penetration."""
+
+    normal: Tensor
+    friction: Tensor
+    depth: Tensor
 
 
 class ObstacleContact(Load):
@@ -100,7 +109,25 @@ class ObstacleContact(Load):
         Returns:
             ``(distance (…,) [m], positive outside; normal (…, 3))``.
         """
-        raise NotImplementedError  # pragma: no cover
+        raise NotImplementedError(f"{type(self).__name__} must implement surface(p)")  # pragma: no cover
+
+    def forces(self, p: Tensor, v: Tensor) -> ContactForces:
+        """The normal and friction forces and the penetration at a state (module docstring).
+
+        Args:
+            p: Node positions [m], shape (…, N+1, 3).
+            v: Node velocities [m/s], shape (…, N+1, 3).
+
+        Returns:
+            The `ContactForces`.
+        """
+        dist, n = self.surface(p)
+        depth = (self.rod_radius - dist).clamp_min(0.0)
+        vn = (v * n).sum(-1)
+        fn = torch.where(depth > 0, (self.stiffness * depth - self.damping * vn).clamp_min(0.0), torch.zeros_like(vn))
+        vt = v - vn.unsqueeze(-1) * n
+        speed = torch.sqrt((vt * vt).sum(-1) + self.slip_velocity**2)
+        return ContactForces(fn.unsqueeze(-1) * n, -(self.friction * fn / speed).unsqueeze(-1) * vt, depth)
 
     def velocity_dependent(self) -> bool:
         """True: the integrator calls `apply_moving` with the node velocities."""
@@ -119,14 +146,7 @@ class ObstacleContact(Load):
         Returns:
             ``(force [N] (B, N+1, 3), None)``.
         """
-        dist, n = self.surface(p)
-        depth = (self.rod_radius - dist).clamp_min(0.0)
-        vn = (v * n).sum(-1)
-        fn = torch.where(depth > 0, (self.stiffness * depth - self.damping * vn).clamp_min(0.0), torch.zeros_like(vn))
-        vt = v - vn.unsqueeze(-1) * n
-        speed = torch.sqrt((vt * vt).sum(-1) + self.slip_velocity**2)
-        normal = fn.unsqueeze(-1) * n
-        friction = -(self.friction * fn / speed).unsqueeze(-1) * vt
+        normal, friction, _ = self.forces(p, v)
         self.last_normal, self.last_friction = normal.detach(), friction.detach()
         return normal + friction, None
 
@@ -250,8 +270,9 @@ class SphereContact(ObstacleContact):
         return r - self.radius, rel / r.clamp_min(1e-12).unsqueeze(-1)
 
 
-def contact_forces(contact: ObstacleContact, p: Tensor, v: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
-    """The normal and friction forces of ``contact`` and the penetration at a state, for reports.
+def contact_forces(contact: ObstacleContact, p: Tensor, v: Tensor) -> ContactForces:
+    """The normal and friction forces of ``contact`` and the penetration at a state, for reports
+    (`ObstacleContact.forces`; the contact's ``last_*`` are left as they are).
 
     Args:
         contact: the obstacle.
@@ -261,7 +282,4 @@ def contact_forces(contact: ObstacleContact, p: Tensor, v: Tensor) -> Tuple[Tens
     Returns:
         ``(normal force [N] (…, N+1, 3), friction force [N] (…, N+1, 3), penetration [m] (…, N+1))``.
     """
-    dist, _ = contact.surface(p)
-    contact.apply_moving(None, None, p, v, 0.0)  # type: ignore[arg-type]
-    assert contact.last_normal is not None and contact.last_friction is not None
-    return contact.last_normal, contact.last_friction, (contact.rod_radius - dist).clamp_min(0.0)
+    return contact.forces(p, v)

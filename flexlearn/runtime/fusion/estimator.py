@@ -455,7 +455,7 @@ class FusedEstimator(nn.Module, EstimatorStateTypes):
             if self.mag_flagged:
                 self._set_mag_flags(torch.zeros_like(self.mag_flags))
         else:
-            finite, fl = magnetometer_flags(m, self.prev_raw, self.full_scale)
+            _, finite, fl = magnetometer_flags(m, self.prev_raw, self.full_scale)  # a round with bad readings
             self.prev_raw.copy_(torch.where(finite.unsqueeze(-1), m, self.prev_raw))
             self._set_mag_flags(fl)
         if coil != self.coil:

@@ -81,8 +81,8 @@ def good_readings(m: Tensor, prev_raw: Tensor, full_scale: float) -> Tensor:
     return usable_readings(m, full_scale) & fresh_readings(m, prev_raw)
 
 
-def magnetometer_flags(m: Tensor, prev_raw: Tensor, full_scale: float) -> Tuple[Tensor, Tensor]:
-    """The flags of a round's readings that do not count (`good_readings`), for a round that has some.
+def magnetometer_flags(m: Tensor, prev_raw: Tensor, full_scale: float) -> Tuple[Tensor, Tensor, Tensor]:
+    """Every check of a round's readings at once: which count (`good_readings`) and the flags of the others.
 
     Args:
         m: raw readings (N, 3) [T], float64.
@@ -90,14 +90,14 @@ def magnetometer_flags(m: Tensor, prev_raw: Tensor, full_scale: float) -> Tuple[
         full_scale: the magnetometer's rail [T].
 
     Returns:
-        ``(finite (N,) bool, flags (N,) int64)``: BAD_MAG where not usable, REPEATED_MAG where finite and not
-        fresh.
+        ``(good (N,) bool, finite (N,) bool, flags (N,) int64)``: BAD_MAG where not usable, REPEATED_MAG where
+        finite and not fresh.
     """
+    usable = usable_readings(m, full_scale)
+    fresh = fresh_readings(m, prev_raw)
     finite = torch.isfinite(m).all(-1)
-    flags = torch.where(usable_readings(m, full_scale), 0, FlagBit.BAD_MAG.value) | torch.where(
-        fresh_readings(m, prev_raw) | ~finite, 0, FlagBit.REPEATED_MAG.value
-    )
-    return finite, flags
+    flags = torch.where(usable, 0, FlagBit.BAD_MAG.value) | torch.where(fresh | ~finite, 0, FlagBit.REPEATED_MAG.value)
+    return usable & fresh, finite, flags
 
 
 def timed_flags(t: Tensor, t_fix: Tensor, fix_timeout: float, resync_until: Tensor) -> Tuple[Tensor, Tensor]:

@@ -41,7 +41,6 @@ from flexlearn.runtime.fusion.estimator import FusedEstimator
 from flexlearn.runtime.fusion.flags import BAD_QUAT, MAG_REJECTED, NO_REFERENCE, STALE_QUAT, TIME_ORDER
 from flexlearn.runtime.fusion.frame_rules import (
     child_direction,
-    good_readings,
     held_quaternions,
     magnetometer_flags,
     timed_flags,
@@ -351,8 +350,7 @@ class FusedEstimatorGraph(HeadingFilterGraph, nn.Module):
         t = torch.where(keep, tau, self.t_mag)
         self.t_mag.copy_(t)
         m = mags.to(F64)
-        good = good_readings(m, self.prev_raw, self.full_scale)
-        finite, fl = magnetometer_flags(m, self.prev_raw, self.full_scale)
+        good, finite, fl = magnetometer_flags(m, self.prev_raw, self.full_scale)
         all_good = good.all()
         self.put_where(self.prev_raw, keep, torch.where((finite | all_good).unsqueeze(-1), m, self.prev_raw))
         self._set_mag_flags(keep & (~all_good | self.mag_flagged), torch.where(all_good, 0, fl))

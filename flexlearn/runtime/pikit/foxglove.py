@@ -257,7 +257,7 @@ def finite_points(pts: object) -> Optional[list]:
     return pts if ok and all(math.isfinite(float(c)) for p in pts for c in p) else None
 
 
-def write_runner_record(rec: "ShapeRecording", record: Dict[str, Any]) -> bool:
+def write_runner_record(rec: "ShapeRecording", record: Dict[str, Any]) -> Optional[int]:
     """One record of the Pi runner (``t``, ``points``, ``h``, ``flags`` and, with the controller, ``v`` and
     ``status``): its backbone on ``/<name>/backbone`` and everything else on ``/<name>/status``. The runner's
     ``--mcap`` writes each record so as it runs; `flexlearn.replay.to_mcap.runner_output_to_mcap` writes the
@@ -268,14 +268,14 @@ def write_runner_record(rec: "ShapeRecording", record: Dict[str, Any]) -> bool:
         record: the record.
 
     Returns:
-        False (nothing written) for a record without a time ≥ 0 or without finite points.
+        The record's time [ns], or None (nothing written) for a record without a time ≥ 0 or without finite points.
     """
     t_ns, pts = time_ns(record.get("t")), finite_points(record.get("points"))
     if t_ns is None or pts is None:
-        return False
+        return None
     rec.backbone(t_ns, pts)
     rec.values(f"/{rec.name}/status", t_ns, {k: v for k, v in record.items() if k not in ("t", "points")})
-    return True
+    return t_ns
 
 
 def _finite(v: object) -> object:

@@ -204,20 +204,23 @@ class Outputs:
             v: the controller's tendon velocity command [m/s] (None: no controller).
             status: the controller status (None: no controller).
         """
+        points, flag_words = pts.tolist(), flags.tolist()  # once per record, for every output
         if self.csv:
             if not self.header:
                 cols = ["t", "h", "v", "status", "flags_or"] + [f"p{i}{c}" for i in range(pts.shape[0]) for c in "xyz"]
                 self.f.write(",".join(cols) + "\n")
                 self.header = True
-            f_or = functools.reduce(lambda acc, x: acc | int(x), flags.tolist(), 0)
-            vals = [t, h, NAN if v is None else v, -1 if status is None else status, f_or] + pts.reshape(-1).tolist()
+            f_or = functools.reduce(lambda acc, x: acc | int(x), flag_words, 0)
+            vals = [t, h, NAN if v is None else v, -1 if status is None else status, f_or] + [
+                c for p in points for c in p
+            ]
             self.f.write(",".join(f"{x:.6g}" if isinstance(x, float) else str(x) for x in vals) + "\n")
         else:
             rec = {
                 "t": json_num(t),
                 "h": json_num(h),
-                "points": [[round(c, 6) for c in p] for p in pts.tolist()],
-                "flags": flags.tolist(),
+                "points": [[round(c, 6) for c in p] for p in points],
+                "flags": flag_words,
             }
             if v is not None:
                 rec["v"], rec["status"] = json_num(v), status
@@ -227,14 +230,14 @@ class Outputs:
                 text = json.dumps(json_safe(rec), allow_nan=False)
             self.f.write(text + "\n")
         if self.ros is not None:
-            self._publish(pts, h, v)
+            self._publish(points, h, v)
         if self.mcap is not None:
-            rec = {"t": t, "points": pts.tolist(), "h": h, "flags": flags.tolist()}
+            rec = {"t": t, "points": points, "h": h, "flags": flag_words}
             if v is not None:
                 rec["v"], rec["status"] = v, status
             write_runner_record(self.mcap, rec)
 
-    def _publish(self, pts: torch.Tensor, h: float, v: Optional[float]) -> None:
+    def _publish(self, points: list, h: float, v: Optional[float]) -> None:
         if self.ros is None:
             return
         node, pub_h, pub_b, pub_v, f64, pose_t, arr_t = self.ros
@@ -243,7 +246,7 @@ class Outputs:
         pub_h.publish(m)
         arr = arr_t()
         arr.header.frame_id = "robot_base"
-        for p in pts.tolist():
+        for p in points:
             ps = pose_t()
             ps.position.x, ps.position.y, ps.position.z = p
             arr.poses.append(ps)
