@@ -9,9 +9,9 @@ reading, computing, writing) or right when its first temporary file appears (the
 It then checks:
 
 1. what is on disk loads with flexlearn's own loader (`DirectionDataset.load`, `verify_manifest` of every file
-   of the export set, `load_calibration`) and is the old or the new version, never a mix or a truncation; for an
-   export set, a SIGKILL inside its renames may leave files that every loader refuses (their manifests name the
-   other version's hashes): that state is counted as ``refused``, never accepted as a version;
+   of the export set, `load_calibration`) and is the old or the new version, never a mix, a truncation or a set
+   that every loader refuses (``refused``: a SIGKILL inside an export's renames whose commit the loader could not
+   complete);
 2. SIGINT and SIGTERM end the command with 128 + the signal and one ``interrupted by`` line, no traceback, that
    names the run's ``status.json``, which says ``interrupted`` by that signal; a signal sent while the interpreter
    was still starting (the command's handlers not yet in place, read from /proc: ``handlers: false``) takes its
@@ -244,9 +244,8 @@ def command_trial(inputs: Inputs, kind: str, target: Path, sig: str, when: str, 
         out["after"] = inputs.version_of(kind, target)
     except ValueError as exc:
         out["after"] = "refused" if str(exc).startswith("refused") else "broken"
-        if out["after"] == "broken" or sig != "SIGKILL":  # only SIGKILL may land between an export's renames
-            out["violation"] = f"after {sig}: {exc}"
-            return out
+        out["violation"] = f"after {sig}: {exc}"
+        return out
     finished = proc.returncode == 0 or (out["after"] == new and proc.returncode == -SIGNALS[sig])
     if finished and out["after"] != new:  # (-signal: it came as the interpreter exited, its handlers gone)
         out["violation"] = f"the command finished but version {out['after']} is on disk, not {new}"

@@ -330,7 +330,7 @@ def campaign(
         "trials": len(trials),
         "by_kind_and_signal": counts,
         "violations": [t for t in trials if t["violation"]],
-        # command trials that left an export set every loader refuses (a SIGKILL between its renames)
+        # command trials that left an export set every loader refuses (each is also a violation)
         "refused_sets": sum(1 for t in trials if t.get("after") == "refused"),
         # command trials signalled while the interpreter was starting, before the command's handlers
         "before_handlers": sum(1 for t in trials if t.get("handlers") is False),

@@ -41,6 +41,7 @@ from flexlearn.atomic import (
 )
 from flexlearn.errors import CheckpointError
 from flexlearn.runtime.pikit.manifest import manifest_path, verify_manifest
+from flexlearn.runtime.pikit.set_commit import end_commit, finish_commits, write_journal
 from flexlearn.runtime.program_archive import check_program_archive
 
 METADATA_FILE = "metadata.json"
@@ -189,17 +190,37 @@ def _make_folder(path: Path) -> None:
         raise OutputPathError(f"output '{path}': its folder cannot be created ({exc.strerror or exc})") from exc
 
 
+def _finish_earlier_commits(folders: Iterable[Path]) -> None:
+    """Complete the commits that killed writers left in ``folders`` (`pikit.set_commit.finish_commits`); refuse
+    to write beside a commit that is still running."""
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        try:
+            pending = finish_commits(folder)
+        except OSError as exc:
+            raise OutputPathError(
+                f"output folder '{folder}': an interrupted export cannot be completed ({exc.strerror or exc})"
+            ) from exc
+        if pending:
+            raise OutputPathError(
+                f"output folder '{folder}': another export is committing into it ('{pending[0].name}' names a "
+                f"running process); wait for it, or remove that file if no export runs"
+            )
+
+
 def write_artifacts(artifacts: Sequence[Artifact], inputs: Iterable[str | Path] = ()) -> list[Path]:
     """Write every artifact and its manifest ``<file>.manifest.json`` as one export set: all land or none.
 
     Output paths are checked first (`check_output_path`, against ``inputs`` too; an existing file is replaced only
     when a manifest beside it shows an earlier export, so a file of the user's own of that name is kept). Leftovers
     of killed writers are removed (`remove_stale_temporaries`). All files are written to temporary names in their
-    folders and fsynced; then, with SIGINT and SIGTERM held back, every file is renamed in and only after them every
-    manifest, each naming the whole set with its hashes (``set``, `flexlearn.runtime.pikit.manifest`). A SIGKILL
-    between two renames thus leaves files that no loader accepts together (a new file's manifest names the new
-    hashes of its siblings, an old manifest the old ones); the next export replaces them all. On an error the
-    temporaries are removed and replaced files are restored.
+    folders and fsynced; then, with SIGINT and SIGTERM held back, one journal naming every rename is written (the
+    commit, `flexlearn.runtime.pikit.set_commit`), every file is renamed in and only after them every manifest,
+    each naming the whole set with its hashes (``set``, `flexlearn.runtime.pikit.manifest`), and the journal is
+    removed. A SIGKILL between two renames leaves the journal: the next loader or export completes the renames,
+    so the folder holds the old set or the new one at every instant. On an error the temporaries are removed and
+    replaced files are restored.
 
     Args:
         artifacts: the files of the export set.
@@ -212,6 +233,7 @@ def write_artifacts(artifacts: Sequence[Artifact], inputs: Iterable[str | Path] 
         OutputPathError: an output may not be written, or a rename failed (the previous files are kept).
     """
     inputs = list(inputs)
+    _finish_earlier_commits({Path(a.path).parent for a in artifacts})
     _check_targets(artifacts, inputs)
     staged: list[tuple[Path, Path]] = []
     try:
@@ -225,10 +247,14 @@ def write_artifacts(artifacts: Sequence[Artifact], inputs: Iterable[str | Path] 
         for art in artifacts:
             side = manifest_text(art, members).text.encode()
             staged.append((_stage(manifest_path(art.path), side), manifest_path(art.path)))
-        with signals_deferred():  # files first, manifests last (module docstring of pikit.manifest)
-            _commit(staged)
-        for folder in {final.parent for _, final in staged}:
-            fsync_path(folder)
+        with signals_deferred():  # the journal is the commit; then files first, manifests last
+            journal = write_journal(Path(artifacts[0].path).parent, staged)
+            try:
+                _commit(staged)
+                for folder in {final.parent for _, final in staged}:
+                    fsync_path(folder)
+            finally:
+                end_commit(journal)
     finally:
         for tmp, _ in staged:
             tmp.unlink(missing_ok=True)

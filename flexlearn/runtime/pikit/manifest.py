@@ -12,12 +12,12 @@ Sidecar layout (JSON object)::
      "set": {"direction_model.pt": "<64 hex>", "direction_model.pt2": "<64 hex>", ...}}
 
 Export sets: the files of one export (``direction_model.pt``, ``.pt2``, ``robot_bundle.pt``; a kit's ``.pt`` and
-``.pte``) land by one rename each, so a kill between two renames could leave a new file beside an old one. Every
-manifest therefore names every file of its set with its hash (``set``), and the manifests are renamed in after all
-the files: a file loads only when its own hash and every sibling of its set that is present match its manifest, so
-what loads is always one whole export, the old one or the new one, never a mix (a sibling that is absent, a set
-copied in part, is allowed). A folder-wide set (the Pi kit) has one ``kit.json`` with the same ``set`` field,
-written last (`verify_set`).
+``.pte``) land by one rename each after a journal of those renames is committed (`set_commit`); a loader first
+completes a commit that a killed writer left (`verify_manifest`), so it reads the old set or the new one. Every
+manifest also names every file of its set with its hash (``set``): a file loads only when its own hash and every
+sibling of its set that is present match its manifest, so a mix made by hand (files of two exports copied into
+one folder) is refused too (a sibling that is absent, a set copied in part, is allowed). A folder-wide set (the
+Pi kit) has one ``kit.json`` with the same ``set`` field, written last (`verify_set`).
 
 This module uses the standard library only, so that the Raspberry Pi runner (torch alone) can load it by
 file path.
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .family import CheckpointError as _TrustBase  # flexlearn's error family inside flexlearn
+from .set_commit import finish_commits
 
 MANIFEST_SUFFIX = ".manifest.json"
 
@@ -113,9 +114,10 @@ def verify_manifest(
         UntrustedArtifactError: no manifest, an unreadable one, a wrong file name or hash, or a mismatching
             sibling of its export set (`check_siblings`).
     """
+    path = Path(path)
+    _finish_interrupted_export(path)
     if trust_unverified:
         return {}
-    path = Path(path)
     side = manifest_path(path)
     hint = "re-export it with flexlearn, or pass the explicit opt-out if you trust this file"
     if not side.is_file():
@@ -141,6 +143,17 @@ def verify_manifest(
         )
     check_siblings(path, record)
     return record
+
+
+def _finish_interrupted_export(path: Path) -> None:
+    """Complete an export of ``path``'s set that was killed inside its renames (`set_commit.finish_commits`)."""
+    try:
+        finish_commits(path.parent)
+    except OSError as exc:
+        raise UntrustedArtifactError(
+            f"model file '{path}': an export into its folder was interrupted inside its commit and cannot be "
+            f"completed here ({exc.strerror or exc}); make the folder writable or export again"
+        ) from exc
 
 
 def check_siblings(path: str | os.PathLike, record: dict[str, Any]) -> None:
