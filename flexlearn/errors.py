@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from typing import Any
 
 
 class FlexlearnError(Exception):
@@ -39,6 +40,7 @@ class Interrupted(BaseException):
         signum: the signal number.
         detail: where the command stopped and what it kept (the run directory, the last epoch or item).
         resume: the command line that continues (or reruns) the work; '' when none applies.
+        stage: the work under way when the signal came (`flexlearn.progress.open_stage`), or None.
     """
 
     def __init__(self, signum: int, detail: str = "", resume: str = "") -> None:
@@ -46,6 +48,7 @@ class Interrupted(BaseException):
         self.signum = int(signum)
         self.detail = detail
         self.resume = resume
+        self.stage: Any = None
 
     @property
     def signal_name(self) -> str:

@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Any, Iterable, Iterator, Optional
 
-__all__ = ["enabled", "set_enabled", "progress", "ticker", "Bar", "LINE_INTERVAL_S"]
+__all__ = ["enabled", "set_enabled", "progress", "ticker", "Bar", "LINE_INTERVAL_S", "open_stage", "stage_text"]
 
 LINE_INTERVAL_S = 8.0
 """Seconds between the plain progress lines printed when stderr is not a terminal."""
@@ -74,9 +74,46 @@ def _line(desc: str, done: float, total: Optional[float], unit: str, elapsed: fl
     return f"{desc or 'progress'}: {count}, {elapsed:.0f} s"
 
 
+_OPEN: list["Bar"] = []  # the bars not yet closed, innermost last (`open_stage`)
+
+
+def open_stage() -> Optional[dict[str, Any]]:
+    """The work the innermost open bar counts, for a record of where a run stopped (``status.json``).
+
+    Returns:
+        None when no bar is open; else ``{"what": label, "elapsed_s": s}`` plus ``"done"``, ``"total"`` and
+        ``"unit"`` for a counting bar, or ``"estimate_s"`` for a `ticker` of a blocking call.
+    """
+    if not _OPEN:
+        return None
+    bar = _OPEN[-1]
+    stage: dict[str, Any] = {"what": bar.desc, "elapsed_s": round(time.perf_counter() - bar._t0, 1)}
+    if bar.unit == "s" and not bar.count:  # a ticker: elapsed time of one blocking call
+        stage["estimate_s"] = bar.total
+    else:
+        stage.update(done=bar.count, total=bar.total, unit=bar.unit)
+    return stage
+
+
+def stage_text(stage: dict[str, Any]) -> str:
+    """``"while <what> (40/200 record, 16 s)"`` or ``"while <what> (3 s of ≈ 5 s)"``: `open_stage` in words.
+
+    Args:
+        stage: what `open_stage` returned.
+
+    Returns:
+        The phrase.
+    """
+    if "done" in stage:
+        count = f"{stage['done']:g}/{stage['total']:g}" if stage["total"] else f"{stage['done']:g}"
+        return f"while {stage['what']} ({count} {stage['unit']}, {stage['elapsed_s']:.0f} s)"
+    of = f" of ≈ {stage['estimate_s']:.0f} s" if stage.get("estimate_s") else ""
+    return f"while {stage['what']} ({stage['elapsed_s']:.0f} s{of})"
+
+
 class Bar:
     """A bar that may be off: ``update(n)``, ``set_postfix_str(text)`` and ``close()`` are no-ops then, and
-    ``write(text)`` prints plainly."""
+    ``write(text)`` prints plainly. Open bars are known to `open_stage`."""
 
     def __init__(self, total: Optional[float], desc: str, unit: str, on: Optional[bool] = None) -> None:
         """A bar of ``total`` units (None: open-ended) labelled ``desc``.
@@ -92,6 +129,7 @@ class Bar:
         self.count = 0.0
         self._t0 = self._last = time.perf_counter()
         self._lines = on is None and lines_enabled()
+        _OPEN.append(self)
         if enabled() if on is None else on:
             from tqdm.auto import tqdm  # off the start-up path: imported only when a bar is drawn
 
@@ -136,6 +174,8 @@ class Bar:
 
     def close(self) -> None:
         """End the bar; when plain lines were printed, a last one with the final count."""
+        with contextlib.suppress(ValueError):  # closed twice
+            _OPEN.remove(self)
         if self._bar is not None:
             self._bar.close()
         elif self._lines and self._last > self._t0:

@@ -19,6 +19,19 @@ from flexlearn.errors import Interrupted
 BEFORE_HARD_EXIT: list[Callable[[Interrupted], None]] = []
 
 
+# Asked, in order, where the command is when a signal stops it; the first answer that is not None is the
+# interruption's ``stage`` (`flexlearn.apps.run_status` adds the open progress bar's work here).
+STAGE_PROBES: list[Callable[[], Any]] = []
+
+
+def _stage_now() -> Any:
+    for probe in STAGE_PROBES:
+        stage = probe()
+        if stage is not None:
+            return stage
+    return None
+
+
 @contextlib.contextmanager
 def interruptions(app: str) -> Iterator[None]:
     """SIGINT and SIGTERM raise `flexlearn.errors.Interrupted` in the main thread while the body runs (commits
@@ -39,7 +52,9 @@ def interruptions(app: str) -> Iterator[None]:
                 hook(exc)
             _report(app, exc)
             os._exit(128 + signum)  # as safe as a kill: every output is written whole or not at all
-        raise Interrupted(signum)
+        exc = Interrupted(signum)
+        exc.stage = _stage_now()
+        raise exc
 
     for s in previous:
         signal.signal(s, stop)

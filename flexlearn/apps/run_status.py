@@ -1,7 +1,8 @@
 """``status.json`` in every command's run directory: how the run ended, for people and for scripts.
 
 ``{"status": "ok" | "interrupted" | "error" | "failed", "command": [...], "started": ..., "ended": ...}`` plus,
-when interrupted, the signal, where it stopped and the command that resumes or reruns it; on an error (exit
+when interrupted, the signal, where it stopped (``stopped_in``: the work under way, with its count of items
+or its elapsed time, `flexlearn.progress.open_stage`) and the command that resumes or reruns it; on an error (exit
 status 2) the one-line message; on a bug (``failed``) the exception. Written atomically (strict JSON) when the
 command's task ends, whatever the way; a command killed with SIGKILL leaves ``status: running``, written when it
 started, so a run that never ended is told apart from one that ended well. Each record holds the job's
@@ -19,13 +20,15 @@ from typing import Any, Callable, Iterator, Optional
 
 from omegaconf import DictConfig, open_dict
 
-from flexlearn.apps.interrupts import BEFORE_HARD_EXIT, KEPT, rerun_command
+from flexlearn.apps.interrupts import BEFORE_HARD_EXIT, KEPT, STAGE_PROBES, rerun_command
 from flexlearn.atomic import signals_deferred, write_json_atomic
 from flexlearn.config import in_multirun, job_label
 from flexlearn.errors import Interrupted
+from flexlearn.progress import open_stage, stage_text
 from flexlearn.sweeps import rerun
 
 STATUS_FILE = "status.json"
+STAGE_PROBES.append(open_stage)  # an interruption records the open progress bar's work (``stopped_in``)
 
 
 class CommandError(SystemExit):
@@ -126,6 +129,9 @@ def recorded_status(app: str, overrides: Optional[list[str]] = None) -> Iterator
     def interrupted(exc: Interrupted) -> None:
         kept = exc.detail or KEPT
         record.update(status="interrupted", signal=exc.signal_name, detail=kept, resume=rerun_command(app, exc))
+        if exc.stage is not None:
+            record["stopped_in"] = exc.stage
+            kept = f"{stage_text(exc.stage)}: {kept}"
         exc.detail = f"{kept}; status in {run_dir / STATUS_FILE}"
 
     def hard_exit(exc: Interrupted) -> None:  # a signal inside an import: the process ends without unwinding

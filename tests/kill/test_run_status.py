@@ -46,3 +46,24 @@ def test_an_error_and_an_interruption_are_recorded_in_the_run_directory(tmp_path
     assert record["resume"].startswith("rerun: flexlearn-simulate sim.n_poses=100000")
     (line,) = [ln for ln in err.splitlines() if "interrupted by SIGTERM" in ln]
     assert "status.json" in line and str(tmp_path / "logs" / "simulate") in line
+
+
+def test_an_interruption_records_the_work_under_way(tmp_path):
+    """SIGINT while `flexlearn-simulate` simulates: ``stopped_in`` names that work and its elapsed time, and the
+    one line says it."""
+    env = dict(os.environ, FLEXLEARN_ROOT=str(tmp_path), OMP_NUM_THREADS="1", FLEXLEARN_PROGRESS="1")
+    proc = subprocess.Popen([_command("flexlearn-simulate"), "sim.n_poses=200000", f"output={tmp_path / 'raw'}"],
+                            cwd=tmp_path, env=env, stderr=subprocess.PIPE)  # fmt: skip
+    assert proc.stderr is not None
+    seen = b""
+    while b"simulating 200000 poses" not in seen and proc.poll() is None:
+        seen += proc.stderr.read1(256)  # the bar (FLEXLEARN_PROGRESS=1) shows the work has begun
+    time.sleep(1.2)
+    proc.send_signal(signal.SIGINT)
+    err = (seen + proc.stderr.read()).decode()
+    assert proc.wait(timeout=120) == 130, err[-1500:]
+    (record,) = _statuses(tmp_path, "simulate")
+    stage = record["stopped_in"]
+    assert stage["what"] == "simulating 200000 poses" and stage["elapsed_s"] >= 1.0, record
+    (line,) = [ln for ln in err.replace("\r", "\n").splitlines() if "interrupted by SIGINT" in ln]
+    assert "while simulating 200000 poses (" in line, line
