@@ -85,34 +85,67 @@ SWEEP = [
 ]
 
 
-def test_a_sweep_stopped_by_ctrl_c_reruns_in_its_directory_keeping_what_it_finished(tmp_path):
+OPTUNA = [  # the documented Bayesian search (its TPE sampler is seeded), 3 trials of a small model
+    "hparams_search=direction_optuna",
+    "hydra.sweeper.n_trials=3",
+    "hydra.sweeper.sampler.n_startup_trials=2",
+    *[o for o in SWEEP if o not in ("-m", "task.lr=1e-3,3e-3,1e-2", "trainer.max_epochs=150")],
+    "trainer.max_epochs=60",
+]
+
+
+def _stop_during_job_1(tmp_path, sweep_args):
+    """Run the sweep; Ctrl-C while job 1 trains, after its first checkpoint. Returns (sweep dir, its stderr)."""
     env = dict(os.environ, FLEXLEARN_ROOT=str(tmp_path), OMP_NUM_THREADS="1")
-    command = [sys.executable, "-m", "flexlearn.apps.train", *SWEEP]
+    command = [sys.executable, "-m", "flexlearn.apps.train", *sweep_args]
     proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     while not list(tmp_path.glob("checkpoints/train/multiruns/*/1/last.ckpt")) and time.monotonic() < deadline:
         time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)  # Ctrl-C while job 1 trains, after its first checkpoint
+    proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err[-3000:]
     (sweep,) = tmp_path.glob("logs/train/multiruns/*")
+    return sweep, err
+
+
+def _rerun(tmp_path, err):
+    """Run the command the interruption's last line prints; return the finished process."""
+    prefix = "rerun the sweep (its finished jobs are kept, an interrupted one continues): "
+    again = shlex.split(err.strip().splitlines()[-1].split(prefix, 1)[1])
+    assert again[0] == "flexlearn-train"
+    env = dict(os.environ, FLEXLEARN_ROOT=str(tmp_path), OMP_NUM_THREADS="1")
+    command = [sys.executable, "-m", "flexlearn.apps.train", *again[1:]]
+    res = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return res
+
+
+@pytest.mark.slow
+def test_a_seeded_optuna_study_rerun_in_its_directory_asks_the_same_trials_and_keeps_them(tmp_path):
+    sweep, err = _stop_during_job_1(tmp_path, OPTUNA)
+    first = {job: json.loads((sweep / job / "status.json").read_text())["overrides"] for job in ("0", "1")}
+    kept_metrics = (sweep / "0" / "metrics.json").read_bytes()
+    res = _rerun(tmp_path, err)
+    assert f"[job 0] kept: it ended ok in an earlier run of this sweep ({sweep / '0'})" in res.stdout, res.stdout
+    assert "[job 1] continues from" in res.stdout, res.stdout
+    assert (sweep / "0" / "metrics.json").read_bytes() == kept_metrics
+    for job, overrides in first.items():  # the seeded sampler, told the kept result, asks the same trials
+        assert json.loads((sweep / job / "status.json").read_text())["overrides"] == overrides, job
+    assert list(tmp_path.glob("logs/train/multiruns/*")) == [sweep]
+    assert (sweep / "optimization_results.yaml").is_file()
+    assert all(json.loads((sweep / j / "status.json").read_text())["status"] == "ok" for j in ("0", "1", "2"))
+
+
+def test_a_sweep_stopped_by_ctrl_c_reruns_in_its_directory_keeping_what_it_finished(tmp_path):
+    sweep, err = _stop_during_job_1(tmp_path, SWEEP)
     last = err.strip().splitlines()[-1]
     prefix = "rerun the sweep (its finished jobs are kept, an interrupted one continues): "
     assert prefix in last and f"hydra.sweep.dir={sweep}" in last, last
     kept_metrics = (sweep / "0" / "metrics.json").read_bytes()
     assert json.loads((sweep / "1" / "status.json").read_text())["status"] == "interrupted"
     assert not (sweep / "2").exists()
-
-    again = shlex.split(last.split(prefix, 1)[1])
-    assert again[0] == "flexlearn-train"
-    res = subprocess.run(
-        [sys.executable, "-m", "flexlearn.apps.train", *again[1:]],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
+    res = _rerun(tmp_path, err)
     assert f"[job 0] kept: it ended ok in an earlier run of this sweep ({sweep / '0'})" in res.stdout, res.stdout
     assert "[job 1] continues from" in res.stdout and "last.ckpt" in res.stdout, res.stdout
     assert (sweep / "0" / "metrics.json").read_bytes() == kept_metrics  # not run again
