@@ -20,7 +20,7 @@ import json
 from omegaconf import DictConfig
 
 from flexlearn.apps.runner import hydra_app, readable_errors, use_progress
-from flexlearn.config import check
+from flexlearn.config import check, check_memory
 
 
 @hydra_app("flexlearn-cpr", "cpr")
@@ -65,6 +65,8 @@ def main(cfg: DictConfig) -> None:
         torch.set_num_threads(cfg.threads)
         model = CPRModel.from_config(cfg.cpr)
         compile_ahead("flexlearn-cpr", "lse")
+        path_bytes = 16.0 * cfg.n_phases * max(cfg.substeps, 1) * model.n_rods * (model.n_elements + 1) * 12
+        check_memory("n_phases × substeps", f"{cfg.n_phases} × {cfg.substeps}", path_bytes, "the path's shapes")
         n_points = len(actuation_path(cfg.n_phases, cfg.substeps)[1])
         total = 2 * n_points * (1 if steps is None else 2)  # two experiments; LSE (and shooting) per point
         with Bar(total, "flexlearn-cpr: LSE" + ("" if steps is None else " + shooting") + " solves", "solve") as bar:

@@ -62,10 +62,38 @@ def readable_errors(app: str) -> Iterator[None]:
     except MissingMandatoryValue as exc:
         key = getattr(exc, "full_key", None) or "?"
         message = f"config '{key}' is required: add {key}=... to the command"
+    except (MemoryError, RuntimeError) as exc:
+        message = out_of_memory_message(exc)
+        if not message:
+            raise
     else:
         return
     print(f"{app}: error: {message}", file=sys.stderr)
     raise CommandError(message)
+
+
+_ALLOCATION = re.compile(r"(?:can't allocate memory|not enough memory)[^0-9]*?(?:allocate )?(\d+) bytes")
+
+
+def out_of_memory_message(exc: BaseException) -> str:
+    """The one line for a run that ran out of memory (a size no check foresaw): the bytes it asked for, what the
+    machine has, and the sizes set on the command line; '' when ``exc`` is not an allocation failure.
+
+    Args:
+        exc: a `MemoryError`, or torch's allocator `RuntimeError` ("DefaultCPUAllocator: can't allocate memory").
+
+    Returns:
+        The message, or ''.
+    """
+    text = str(exc)
+    if not isinstance(exc, MemoryError) and "can't allocate memory" not in text and "not enough memory" not in text:
+        return ""
+    asked = _ALLOCATION.search(text)
+    failed = f"an allocation of {int(asked.group(1)) / 2**30:.3g} GiB failed" if asked else "an allocation failed"
+    avail = flexlearn.config.available_memory()
+    have = f"{avail / 2**30:.3g} GiB" if avail is not None else "unknown"
+    sizes = " ".join(a for a in sys.argv[1:] if "=" in a and not a.startswith("hydra.")) or "the config's defaults"
+    return f"out of memory: {failed} (available when it failed: {have}); lower the sizes ({sizes})"
 
 
 def require_values(cfg: DictConfig) -> None:

@@ -89,6 +89,37 @@ def test_sizes_beyond_the_machine_are_refused_with_the_estimate(tmp_path, monkey
     assert not (tmp_path / "raw").exists()
 
 
+@pytest.mark.parametrize(
+    "app,override,key",
+    [
+        ("cosserat", "cosserat.n_elements=100000000", "cosserat.n_elements"),
+        ("cosserat", "cosserat.n_elements=20000 cosserat.scheme=implicit", "cosserat.n_elements"),
+        ("cpr", "cpr.rod.n_elements=1000000", "cpr.rod.n_elements"),
+        ("cpr", "n_phases=1000000000", "n_phases × substeps"),
+    ],
+)
+def test_rod_and_robot_sizes_beyond_the_machine_are_refused_with_the_estimate(
+    tmp_path, monkeypatch, capsys, app, override, key
+):
+    code, _, err = call_app(app, tmp_path, [*override.split(), "mcap=false"], monkeypatch, capsys)
+    line = one_error(err, f"flexlearn-{app}")
+    assert code == 2 and f"'{key}'" in line and "GiB of memory" in line and "available" in line, line
+
+
+def test_an_allocation_no_check_foresaw_is_one_line_naming_the_sizes(monkeypatch):
+    from flexlearn.apps.runner import out_of_memory_message
+
+    monkeypatch.setattr("sys.argv", ["flexlearn-x", "a.n=9", "-m", "hydra.run.dir=/x"])
+    torch_says = RuntimeError(
+        "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to "
+        "allocate 800000008 bytes. Error code 12 (Cannot allocate memory)"
+    )
+    line = out_of_memory_message(torch_says)
+    assert line.startswith("out of memory: an allocation of 0.745 GiB failed") and line.endswith("(a.n=9)"), line
+    assert out_of_memory_message(MemoryError()).startswith("out of memory: an allocation failed")
+    assert out_of_memory_message(RuntimeError("shape mismatch")) == ""  # other errors stay bugs
+
+
 def test_memory_estimate_is_above_the_measured_peak_and_not_far():
     """The estimate holds what the simulation really allocates (tracemalloc peak), within a factor of three."""
     import tracemalloc

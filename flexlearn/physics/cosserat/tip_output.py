@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from flexlearn.atomic import atomic_path, json_text
-from flexlearn.config import check, to_dict
+from flexlearn.config import check, check_memory, to_dict
 from flexlearn.physics.cosserat.experiments import CosseratExperimentConfig, build_experiment, simulation_options
 from flexlearn.physics.cosserat.state import Trajectory
 
@@ -24,6 +24,24 @@ FORMATS = ("json", "csv", "png")
 
 
 DEFAULT_MAX_STEPS = 5_000_000
+
+
+def run_bytes(n_elements: int, frames: float, scheme: str) -> float:
+    """Bytes a rod simulation holds at least: the recorded positions (N+1, 3) and rotations (N, 3, 3) of every
+    frame, the step's per-element work (≈ 4 kB each) and, for the implicit step, its dense tangent (6(N+1))²
+    with two working copies (float64).
+
+    Args:
+        n_elements: N.
+        frames: recorded frames.
+        scheme: ``lgvi`` or ``implicit``.
+
+    Returns:
+        The estimate [bytes].
+    """
+    recorded = 8.0 * frames * (3 * (n_elements + 1) + 9 * n_elements)
+    tangent = 3 * 8.0 * (6 * (n_elements + 1)) ** 2 if scheme == "implicit" else 0.0
+    return recorded + 4096.0 * n_elements + tangent
 
 
 def run_experiment(
@@ -65,6 +83,9 @@ def run_experiment(
         f"{duration} s at this step is {n_steps:.3g} steps, over max_steps = {max_steps}; raise max_steps=... "
         f"or shorten the run with max_duration=...",
     )
+    frames = n_steps / cfg.record_every + 2
+    check_memory("cosserat.n_elements", cfg.n_elements, run_bytes(cfg.n_elements, frames, cfg.scheme),
+                 f"a run recording {frames:.3g} frames")  # fmt: skip
     rod, loads, damping, initial, base = build_experiment(cfg)
     if announce is not None:
         announce(

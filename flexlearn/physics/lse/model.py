@@ -28,7 +28,7 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from flexlearn.config import from_dict
+from flexlearn.config import check_memory, from_dict
 from flexlearn.errors import ConfigError
 from flexlearn.lie import (
     rotation_between,
@@ -101,6 +101,21 @@ class RodMaterial:
     torsion: Tensor | float
     density: Tensor | float
     xi0: Tensor
+
+
+def model_bytes(n_rods: int, n_elements: int) -> float:
+    """Bytes the dense LSE model of ``n_rods`` rods of ``n_elements`` holds at least: its projections
+    (R, N, 18, 12N) and (R, N+1, 6, 12N), and one dense tangent of the 12 N R unknowns (float64).
+
+    Args:
+        n_rods: R.
+        n_elements: N, per rod.
+
+    Returns:
+        The estimate [bytes].
+    """
+    unknowns = 12.0 * n_elements * n_rods
+    return 8.0 * n_rods * n_elements * 24 * 12 * n_elements + 8.0 * unknowns**2
 
 
 class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
@@ -306,6 +321,8 @@ class CPRModel(SolverMixin, AssemblyMixin, nn.Module):
         for k, length in enumerate(lengths):
             if not (length > 0 and math.isfinite(length)):
                 raise ConfigError(f"config 'cpr.geometry': rod {k} has zero length")
+        check_memory("cpr.rod.n_elements", rc.n_elements, model_bytes(len(lengths), rc.n_elements),
+                     f"the LSE model of {len(lengths)} rods")  # fmt: skip
         xi0 = torch.tensor(list(rc.precurvature) + [0.0, 0.0, 1.0], dtype=dt)
         layout = RobotLayout(axes, pivots, rod_motor, bases, tips, torch.tensor(lengths, dtype=dt))
         material = RodMaterial(
