@@ -78,6 +78,7 @@ Seed discrepancies found (details where they matter, in the module docstrings):
 from flexlearn.physics.cosserat.contact import (
     CylinderContact,
     ObstacleContact,
+    PenaltyContact,
     PlaneContact,
     SphereContact,
     contact_forces,
@@ -100,6 +101,7 @@ from flexlearn.physics.cosserat.loads import (
 from flexlearn.physics.cosserat.polyline import Polyline, clamp_at
 from flexlearn.physics.cosserat.properties import CrossSection, Material
 from flexlearn.physics.cosserat.rod import CosseratRod
+from flexlearn.physics.cosserat.rod_contact import RodRodContact
 from flexlearn.physics.cosserat.simulation import SimulationOptions
 from flexlearn.physics.cosserat.state import FREE, Clamp, Pin, RodState, Trajectory
 
@@ -128,6 +130,8 @@ __all__ = [
     "CylinderContact",
     "SphereContact",
     "contact_forces",
+    "PenaltyContact",
+    "RodRodContact",
     "magnet_moment",
     "cylinder_magnet",
     "Field",

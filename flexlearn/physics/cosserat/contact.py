@@ -42,7 +42,15 @@ from flexlearn.config import check
 from flexlearn.physics.cosserat.context import RodContext
 from flexlearn.physics.cosserat.loads import Forces, Load
 
-__all__ = ["ContactForces", "ObstacleContact", "PlaneContact", "CylinderContact", "SphereContact", "contact_forces"]
+__all__ = [
+    "ContactForces",
+    "PenaltyContact",
+    "ObstacleContact",
+    "PlaneContact",
+    "CylinderContact",
+    "SphereContact",
+    "contact_forces",
+]
 
 
 def _unit(v: Sequence[float], name: str) -> Tensor:
@@ -67,8 +75,9 @@ class ContactForces(NamedTuple):
     depth: Tensor
 
 
-class ObstacleContact(Load):
-    """Penalty contact with Coulomb friction against one obstacle (module docstring); subclasses give the geometry.
+class PenaltyContact(Load):
+    """The penalty law with Coulomb friction (module docstring) and its parameters; `ObstacleContact` and
+    `flexlearn.physics.cosserat.rod_contact.RodRodContact` give the geometry (`forces`).
 
     Args:
         rod_radius: r, the rod's radius [m] (> 0).
@@ -100,19 +109,25 @@ class ObstacleContact(Load):
         self.last_normal: Optional[Tensor] = None
         self.last_friction: Optional[Tensor] = None
 
-    def surface(self, p: Tensor) -> Tuple[Tensor, Tensor]:
-        """The signed distance to the obstacle's surface and the outward unit normal at ``p``.
+    def pair_law(self, depth: Tensor, n: Tensor, v: Tensor) -> Tuple[Tensor, Tensor]:
+        """The normal and friction forces of contacts of penetration ``depth``, normal ``n`` and velocity ``v``.
 
         Args:
-            p: points (…, 3) [m].
+            depth: δ (…,) [m], ≥ 0.
+            n: unit normals (…, 3), toward the body the force acts on.
+            v: that body's velocity relative to the other (…, 3) [m/s].
 
         Returns:
-            ``(distance (…,) [m], positive outside; normal (…, 3))``.
+            ``(f_n n, f_t)`` (…, 3) [N].
         """
-        raise NotImplementedError(f"{type(self).__name__} must implement surface(p)")  # pragma: no cover
+        vn = (v * n).sum(-1)
+        fn = torch.where(depth > 0, (self.stiffness * depth - self.damping * vn).clamp_min(0.0), torch.zeros_like(vn))
+        vt = v - vn.unsqueeze(-1) * n
+        speed = torch.sqrt((vt * vt).sum(-1) + self.slip_velocity**2)
+        return fn.unsqueeze(-1) * n, -(self.friction * fn / speed).unsqueeze(-1) * vt
 
     def forces(self, p: Tensor, v: Tensor) -> ContactForces:
-        """The normal and friction forces and the penetration at a state (module docstring).
+        """The normal and friction forces at the nodes and their penetration at a state.
 
         Args:
             p: Node positions [m], shape (…, N+1, 3).
@@ -121,13 +136,7 @@ class ObstacleContact(Load):
         Returns:
             The `ContactForces`.
         """
-        dist, n = self.surface(p)
-        depth = (self.rod_radius - dist).clamp_min(0.0)
-        vn = (v * n).sum(-1)
-        fn = torch.where(depth > 0, (self.stiffness * depth - self.damping * vn).clamp_min(0.0), torch.zeros_like(vn))
-        vt = v - vn.unsqueeze(-1) * n
-        speed = torch.sqrt((vt * vt).sum(-1) + self.slip_velocity**2)
-        return ContactForces(fn.unsqueeze(-1) * n, -(self.friction * fn / speed).unsqueeze(-1) * vt, depth)
+        raise NotImplementedError(f"{type(self).__name__} must implement forces(p, v)")  # pragma: no cover
 
     def velocity_dependent(self) -> bool:
         """True: the integrator calls `apply_moving` with the node velocities."""
@@ -163,6 +172,37 @@ class ObstacleContact(Load):
             ``(force [N] (B, N+1, 3), None)``.
         """
         return self.apply_moving(ctx, R, p, torch.zeros_like(p), t)
+
+
+class ObstacleContact(PenaltyContact):
+    """Penalty contact with Coulomb friction against one fixed obstacle (module docstring); subclasses give the
+    geometry (`surface`). Arguments: `PenaltyContact`'s."""
+
+    def surface(self, p: Tensor) -> Tuple[Tensor, Tensor]:
+        """The signed distance to the obstacle's surface and the outward unit normal at ``p``.
+
+        Args:
+            p: points (…, 3) [m].
+
+        Returns:
+            ``(distance (…,) [m], positive outside; normal (…, 3))``.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement surface(p)")  # pragma: no cover
+
+    def forces(self, p: Tensor, v: Tensor) -> ContactForces:
+        """The normal and friction forces and the penetration at a state (module docstring).
+
+        Args:
+            p: Node positions [m], shape (…, N+1, 3).
+            v: Node velocities [m/s], shape (…, N+1, 3).
+
+        Returns:
+            The `ContactForces`.
+        """
+        dist, n = self.surface(p)
+        depth = (self.rod_radius - dist).clamp_min(0.0)
+        normal, friction = self.pair_law(depth, n, v)
+        return ContactForces(normal, friction, depth)
 
 
 class PlaneContact(ObstacleContact):
@@ -270,12 +310,12 @@ class SphereContact(ObstacleContact):
         return r - self.radius, rel / r.clamp_min(1e-12).unsqueeze(-1)
 
 
-def contact_forces(contact: ObstacleContact, p: Tensor, v: Tensor) -> ContactForces:
+def contact_forces(contact: PenaltyContact, p: Tensor, v: Tensor) -> ContactForces:
     """The normal and friction forces of ``contact`` and the penetration at a state, for reports
-    (`ObstacleContact.forces`; the contact's ``last_*`` are left as they are).
+    (`PenaltyContact.forces`; the contact's ``last_*`` are left as they are).
 
     Args:
-        contact: the obstacle.
+        contact: the obstacle or the rod–rod contact.
         p: node positions [m] (…, N+1, 3).
         v: node velocities [m/s] (…, N+1, 3).
 
