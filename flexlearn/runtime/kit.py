@@ -40,6 +40,11 @@ KIT_SCHEMA = "flexlearn-pi-kit/1"
 SCRIPTS = Path(flexlearn.__file__).resolve().parents[1] / "scripts"
 RUNNERS = ("pi_runner.py", "arm_runner.py")
 EXECUTORCH_PIN = "executorch==1.5.1"
+EXECUTORCH_PI = "1.0.1"
+"""The ExecuTorch runtime of a ``.pte`` kit on aarch64: PyPI's 1.0.1 links torch 2.9, so it runs with PyPI's
+torch 2.9.1 aarch64 CPU wheel (1.5.1 links torch 2.13, whose aarch64 wheel on PyPI is the CUDA build and does
+not import without the CUDA libraries). Measured: a ``.pte`` exported with 1.5.1 passes the kit's self-check
+under emulated aarch64 with it (max |Δ| 1.9e-10 against x86)."""
 EXECUTORCH_RUNTIME_IMPORTS = ("sympy", "mpmath", "networkx", "filelock", "flatbuffers", "tabulate", "ruamel.yaml")
 """What ``executorch.runtime`` imports (1.5.1, found by importing it in a venv of torch, numpy and executorch
 installed with ``--no-deps``): with them a ``.pte`` kit installs without the exporter's dependencies."""
@@ -73,7 +78,8 @@ def requirements(formats: Sequence[str], need: tuple = compat.TORCH_MIN) -> str:
     lists typing-extensions, the one package torch imports to load and run a TorchScript bundle, so that
     ``pip install --no-deps -r requirements.txt`` (the README's install) leaves out torch's compiler dependencies
     (sympy, networkx, jinja2, fsspec, filelock, mpmath). A ``.pte`` adds ExecuTorch, which needs the torch it was
-    built against (2.13), and the packages its runtime imports (`EXECUTORCH_RUNTIME_IMPORTS`), not its exporter's
+    built against: on aarch64 the runtime `EXECUTORCH_PI` with torch 2.9.1 (both from PyPI), elsewhere 1.5.1 with
+    torch 2.13 (CPU build); and the packages its runtime imports (`EXECUTORCH_RUNTIME_IMPORTS`), not its exporter's
     dependencies (pandas, scikit-learn, coremltools, ...).
 
     Args:
@@ -87,7 +93,19 @@ def requirements(formats: Sequence[str], need: tuple = compat.TORCH_MIN) -> str:
         f"# flexlearn Pi kit ({', '.join(formats)}): pip install --no-deps -r requirements.txt (README.md, step 2)",
         f"# The bundle loads with {compat.supported_range(need)}.",
     ]
-    if "pte" in formats or need > TORCH_PI_VERSION:
+    if "pte" in formats and need <= TORCH_PI_VERSION:
+        lines += [
+            f"# aarch64 (the Pi): PyPI's torch {TORCH_PI} CPU wheel and the ExecuTorch runtime {EXECUTORCH_PI},",
+            "# which links it; elsewhere torch 2.13 (CPU build, PyTorch CPU index) and ExecuTorch 1.5.1",
+            "--extra-index-url https://download.pytorch.org/whl/cpu",
+            f'torch=={TORCH_PI}; platform_machine == "aarch64"',
+            f'executorch=={EXECUTORCH_PI}; platform_machine == "aarch64"',
+            'torch==2.13.0+cpu; platform_machine != "aarch64"',
+            f'{EXECUTORCH_PIN}; platform_machine != "aarch64"',
+            "# what its runtime imports (not its exporter's dependencies)",
+            *EXECUTORCH_RUNTIME_IMPORTS,
+        ]
+    elif "pte" in formats or need > TORCH_PI_VERSION:
         lines += [
             "# torch 2.13 (ExecuTorch 1.5.1 links it, or the bundle needs it): CPU build from the PyTorch CPU index",
             "--extra-index-url https://download.pytorch.org/whl/cpu",

@@ -222,3 +222,19 @@ def test_a_torch_that_cannot_load_the_bundle_is_named_with_both_versions(kit, mo
         compat.check_torch("2.1.0", "2.13.0", "b.pt")
     assert compat.required_torch("x = torch.broadcast_shapes(a, b)") == (2, 13)
     assert compat.required_torch("x = torch.broadcast_tensors(a, b)") == compat.TORCH_MIN
+
+
+def test_native_start_up_lines_are_dropped_and_other_lines_kept(tmp_path):
+    """What native code writes on file descriptor 2 while a program bundle starts passes through the filter but
+    for the runtime's known start-up lines (`program_bundle.EXECUTORCH_STARTUP_NOISE`)."""
+    code = (
+        "import os, sys\n"
+        "from flexlearn.runtime.pikit.program_bundle import EXECUTORCH_STARTUP_NOISE, native_log_filtered\n"
+        "with native_log_filtered(EXECUTORCH_STARTUP_NOISE):\n"
+        "    os.write(2, b'[cpuinfo_utils.cpp:109] Failed to open midr file\\n')\n"
+        "    os.write(2, b'a real error line\\n')\n"
+        "    os.write(2, b'[program.cpp:153] InternalConsistency verification requested but not available\\n')\n"
+        "os.write(2, b'after\\n')\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert res.returncode == 0 and res.stderr == "a real error line\nafter\n", res.stderr

@@ -58,17 +58,32 @@ def test_the_kit_runs_in_a_fresh_venv_with_only_its_requirements(kit, tmp_path):
     print(json.dumps({"install_s": round(install_s), "packages": len(packages), "site_packages_mb": size >> 20}))
 
 
+@pytest.fixture(scope="module")
+def pte_kit(tmp_path_factory):
+    """A kit of the ExecuTorch bundle (``bundle.format=pte``); skipped where ExecuTorch (the exporter) is absent."""
+    pytest.importorskip("executorch", reason="the .pte kit is exported with ExecuTorch, not installed here")
+    from flexlearn.jobs.export import export_kit
+    from tests.kit.kit_factory import bundle_config, write_checkpoint
+
+    tmp = tmp_path_factory.mktemp("ptekit")
+    export_kit(write_checkpoint(tmp / "m.ckpt", 0), tmp / "kit", bundle_config(format="pte"))
+    return tmp / "kit"
+
+
 @pytest.mark.slow
-def test_the_kit_passes_its_self_check_on_emulated_aarch64(kit):
+@pytest.mark.parametrize("which", ["kit", "pte_kit"])
+def test_the_kit_passes_its_self_check_on_emulated_aarch64(which, request):
     """`scripts/pi_emulated_check.sh`: a bookworm arm64 userland (debootstrap), the kit's requirements from the
     package index, the self-check under qemu compared with x86 (1e-6, flags identical). Needs root, debootstrap,
     qemu-user-static and network access; ≈ 5 min from scratch (5.1 min measured on 2 cores), run by CI.
-    The script's exit 2 (a tool, binfmt_misc, the mirror or the index out of reach) is a skip with its line."""
+    The script's exit 2 (a tool, binfmt_misc, the mirror or the index out of reach) is a skip with its line.
+    The ``.pte`` kit installs PyPI's torch 2.9.1 and ExecuTorch runtime 1.0.1 there (≈ 5 min more)."""
     if os.geteuid() != 0:
         pytest.skip("needs root (debootstrap, chroot, binfmt_misc)")
     missing = [t for t in ("debootstrap", "qemu-aarch64-static") if shutil.which(t) is None]
     if missing:
         pytest.skip(f"{', '.join(missing)} not installed (apt-get install debootstrap qemu-user-static)")
+    kit = request.getfixturevalue(which)
     res = subprocess.run(
         ["bash", str(ROOT / "scripts" / "pi_emulated_check.sh"), str(kit)], capture_output=True, text=True, timeout=3600
     )

@@ -15,10 +15,14 @@ Every file's manifest is verified first unless ``trust_unverified=True``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import sys
+import tempfile
 from pathlib import Path
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, Iterator, Tuple
 
 import torch
 
@@ -166,16 +170,64 @@ def load_pte_methods(data: bytes, path: str | Path) -> Tuple[Dict[str, Callable[
             f"see requirements-pi.txt)"
         ) from None
     try:
-        program = Runtime.get().load_program(data, verification=Verification.InternalConsistency)
-        meta = json.loads(program.load_method("metadata_json").execute([])[0])
-        methods = {name: _bind(program.load_method(name)) for name in METHODS}
+        with native_log_filtered(EXECUTORCH_STARTUP_NOISE):
+            program = Runtime.get().load_program(data, verification=Verification.InternalConsistency)
+            meta = json.loads(program.load_method("metadata_json").execute([])[0])
+            methods = {name: _bind(program.load_method(name)) for name in METHODS}
     except (RuntimeError, ValueError, KeyError, IndexError, TypeError) as exc:
         raise BundleLoadError(f"model file '{path}': not a flexlearn ExecuTorch bundle ({exc})") from None
     return methods, meta, program
 
 
+EXECUTORCH_STARTUP_NOISE = (
+    "[cpuinfo_utils.cpp:",  # the CPU-model probe: no MIDR register file (containers, qemu), core count mismatch
+    "InternalConsistency verification requested but not available",  # runtimes built without it (1.0.x)
+)
+"""Lines ExecuTorch's C++ runtime prints on stderr while it starts, none a fault of the bundle: the runner drops
+them (`native_log_filtered`); docs/raspberry_pi.md explains them once."""
+
+
+@contextlib.contextmanager
+def native_log_filtered(noise: Tuple[str, ...]) -> Iterator[None]:
+    """Capture what native code writes to file descriptor 2 while the body runs; pass on every line that contains
+    none of ``noise``.
+
+    Args:
+        noise: substrings of the lines to drop.
+    """
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no file descriptor 2 (an embedded interpreter): nothing to filter
+        yield
+        return
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            kept = [ln for ln in captured.read().decode("utf-8", "replace").splitlines(True)
+                    if not any(n in ln for n in noise)]  # fmt: skip
+            if kept:
+                sys.stderr.write("".join(kept))
+                sys.stderr.flush()
+
+
 def _bind(method: Any) -> Callable[..., Any]:
-    return lambda *inputs: method.execute(list(inputs))
+    """``method.execute`` as a function of tensors; its first call (where the runtime's CPU probe prints) filtered."""
+    calls = [0]
+
+    def call(*inputs: Any) -> Any:
+        if calls[0]:
+            return method.execute(list(inputs))
+        calls[0] = 1
+        with native_log_filtered(EXECUTORCH_STARTUP_NOISE):
+            return method.execute(list(inputs))
+
+    return call
 
 
 def load_program_bundle(path: str | Path, *, trust_unverified: bool = False) -> Tuple[ProgramBundle, Dict[str, Any]]:
