@@ -183,6 +183,7 @@ def _lay_out_recordings(root: Path) -> None:
     raw.save(root / "path" / "to" / "raw_sweep")
 
 
+@pytest.mark.slow  # ≈ 40 s: run by CI after the default suite (.ci/run)
 def test_documented_walkthrough_runs_as_written(tmp_path):
     documented = [c for _, c in COMMANDS]
     for command in WALKTHROUGH:

@@ -137,6 +137,7 @@ def test_a_seeded_optuna_study_rerun_in_its_directory_asks_the_same_trials_and_k
     assert all(json.loads((sweep / j / "status.json").read_text())["status"] == "ok" for j in ("0", "1", "2"))
 
 
+@pytest.mark.slow  # ≈ 40 s: run by CI after the default suite (.ci/run)
 def test_a_sweep_stopped_by_ctrl_c_reruns_in_its_directory_keeping_what_it_finished(tmp_path):
     sweep, err = _stop_during_job_1(tmp_path, SWEEP)
     last = err.strip().splitlines()[-1]

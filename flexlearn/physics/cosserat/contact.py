@@ -190,14 +190,11 @@ class ObstacleContact(PenaltyContact):
         raise NotImplementedError(f"{type(self).__name__} must implement surface(p)")  # pragma: no cover
 
     def forces(self, p: Tensor, v: Tensor) -> ContactForces:
-        """The normal and friction forces and the penetration at a state (module docstring).
+        """`PenaltyContact.forces` against the obstacle's `surface` (module docstring).
 
         Args:
-            p: Node positions [m], shape (…, N+1, 3).
-            v: Node velocities [m/s], shape (…, N+1, 3).
-
-        Returns:
-            The `ContactForces`.
+            p: node positions [m] (…, N+1, 3).
+            v: node velocities [m/s] (…, N+1, 3).
         """
         dist, n = self.surface(p)
         depth = (self.rod_radius - dist).clamp_min(0.0)
