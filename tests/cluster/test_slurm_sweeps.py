@@ -57,6 +57,7 @@ def assert_quiet(output: str, n_jobs: int) -> None:
     assert len(status) <= 2 * n_jobs + 2, status
 
 
+@pytest.mark.slow  # run by CI with the cluster's other slow tests (.ci/run)
 def test_four_trial_grid_sweep_names_its_best_run(slurm_cluster, tmp_path, cache_dir):
     proc = run_train(
         slurm_cluster, tmp_path, cache_dir, ["-m", *SLURM, *SMALL, "task.lr=1e-3,3e-3", "model.activation=silu,tanh"]
@@ -81,6 +82,7 @@ def test_four_trial_grid_sweep_names_its_best_run(slurm_cluster, tmp_path, cache
     assert len({p.name.split("_")[0] for p in (root / ".submitit").glob("[0-9]*_*")}) == 1
 
 
+@pytest.mark.slow  # run by CI with the cluster's other slow tests (.ci/run)
 def test_failed_job_is_named_with_its_log_and_exit_2(slurm_cluster, tmp_path, cache_dir):
     proc = run_train(slurm_cluster, tmp_path, cache_dir, ["-m", *SLURM, *SMALL, "task.lr=-1"])
     assert proc.returncode == 2, proc.stderr[-3000:]
@@ -94,6 +96,7 @@ def test_failed_job_is_named_with_its_log_and_exit_2(slurm_cluster, tmp_path, ca
     assert "no best run: no finished job has a finite val/ang_err_median_deg" in proc.stdout
 
 
+@pytest.mark.slow  # run by CI with the cluster's other slow tests (.ci/run)
 def test_identification_sweep_runs_as_a_job_array_and_aggregates(slurm_cluster, tmp_path, cache_dir):
     proc = run_train(
         slurm_cluster,
