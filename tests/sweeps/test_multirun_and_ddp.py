@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def run_app(module: str, root: Path, args: list[str], timeout: int = 600) -> subprocess.CompletedProcess:
     env = dict(os.environ, FLEXLEARN_ROOT=str(root), WANDB_MODE="offline", OMP_NUM_THREADS="1")
@@ -17,6 +19,7 @@ def run_app(module: str, root: Path, args: list[str], timeout: int = 600) -> sub
     )
 
 
+@pytest.mark.slow  # ≈ 15 s: run by CI after the default suite (.ci/run)
 def test_joblib_multirun_of_two_identifications_then_aggregate(tmp_path):
     proc = run_app(
         "flexlearn.apps.train",
@@ -46,6 +49,7 @@ def test_joblib_multirun_of_two_identifications_then_aggregate(tmp_path):
     assert (sweep_dir / "summary.png").exists()
 
 
+@pytest.mark.slow  # ≈ 15 s: run by CI after the default suite (.ci/run)
 def test_ddp_training_with_two_cpu_processes(tmp_path):
     proc = run_app(
         "flexlearn.apps.train",
