@@ -39,33 +39,31 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from cosseratbench.scenario import End, EndCondition, Motion, Rod, Scenario
+from cosseratbench.scenario import Scenario
 from cosseratbench.solver import Capability, Diverged
 from cosseratbench.trajectory import Trajectory as BenchTrajectory
 
+from flexlearn.physics.cosserat.benchmark_problem import RodProblem
 from flexlearn.physics.cosserat.compiled import lgvi
-from flexlearn.physics.cosserat.damping import Damping
 from flexlearn.physics.cosserat.errors import IntegrationError
 from flexlearn.physics.cosserat.frame_times import plan_frames, simulate_at
-from flexlearn.physics.cosserat.loads import Gravity, PointForce, RodLoad
-from flexlearn.physics.cosserat.polyline import Polyline, element_mean_frames, node_frames
-from flexlearn.physics.cosserat.properties import Material
-from flexlearn.physics.cosserat.rod import CosseratRod
-from flexlearn.physics.cosserat.simulation import RodSetup, SimulationOptions
-from flexlearn.physics.cosserat.state import FREE, Clamp, Pin, RodState
+from flexlearn.physics.cosserat.simulation import SimulationOptions
 
 QUASI_STATIC_DISSIPATION = 0.2
 """ζ of the implicit step in a quasi-static scenario: damping ratio ζ h ω / 2 for a mode of angular frequency ω, so
 the modes far above 1/h that the step does not resolve settle within a few steps (0 in a dynamic scenario)."""
+
+CONTACT_BETA_DISSIPATION = (0.3, 0.5)
+"""β and ζ of the implicit step in a quasi-static scenario with contact: a rope pressed on a floor or fed onto it
+is compressed, and the geometric stiffness of compression, which the step leaves explicit, destabilised the modes
+it does not resolve at β = ¼, ζ = 0.2 (measured: the pile's free end failed on landing at 0.6 ms and at every
+halving down to 5 µs; it runs at 0.6 ms with β = 0.3, ζ = 0.5)."""
 
 MAX_STEP_HALVINGS = 7
 """How often the implicit step is halved and the rod run again after a failing step (the explicit part of its
 forces, the geometric stiffness of tension and twist, can destabilise the modes it does not resolve at the
 largest steps: measured, the catenary runs after 2 halvings, the twist after 6, at 2.5 ms). The LGVI
 is not retried: its step is its stability limit."""
-
-_FLIP = torch.diag(torch.tensor([1.0, -1.0, -1.0], dtype=torch.float64))
-"""Half turn about body x: the frame of a node seen from a rod numbered from its other end (z → −z, d1 kept)."""
 
 
 def _flexlearn_version() -> str:
@@ -81,108 +79,6 @@ def _flexlearn_version() -> str:
     return f"{release}+{digest.hexdigest()[:12]}"
 
 
-def _end_support(condition: EndCondition, motion: Motion | None, node: int, pose: tuple[torch.Tensor, torch.Tensor]):
-    """The flexlearn support of one end of a cosseratbench rod (None for a free end).
-
-    Args:
-        condition: the end's condition.
-        motion: its prescribed motion (clamped ends only), relative to where it starts, or None.
-        node: the node of that end in the rod's numbering (0 or −1).
-        pose: ``(rotation (3, 3), position (3,))`` of the end's node at t = 0.
-
-    Returns:
-        A :class:`~flexlearn.physics.cosserat.state.Clamp`, a :class:`~flexlearn.physics.cosserat.state.Pin`
-        or None.
-    """
-    rotation, position = pose
-    if condition is EndCondition.FREE:
-        return None
-    if condition is EndCondition.PINNED:
-        return Pin(position, node=node)
-    drive = None
-    if motion is not None:
-
-        def drive(t: float, motion: Motion = motion) -> tuple[torch.Tensor, torch.Tensor]:
-            """The end's pose at ``t`` [s]: turned about, and moved from, where it starts (world frame)."""
-            shift, turn = motion.pose(t)
-            return (
-                torch.as_tensor(turn, dtype=torch.float64) @ rotation,
-                position + torch.as_tensor(shift, dtype=torch.float64),
-            )
-
-    slide = None if motion is None or motion.slides_along is None else tuple(motion.axis)
-    return Clamp(position, rotation, motion=drive, node=node, slides_along=slide)
-
-
-class RodProblem:
-    """One cosseratbench rod as flexlearn objects: the rod, its loads, supports, initial state and numbering.
-
-    The ends become supports (:class:`Clamp`, :class:`Pin`, driven by the scenario's ``Motion``, a sliding clamp
-    for ``slides_along``). A rod held at its last node only is numbered from that end, so that the support is
-    the base (the fused kernel then runs it).
-
-    Args:
-        scenario: the scenario (gravity, quasi-static flag).
-        spec: one of its rods.
-        n_elements: elements of the rod.
-    """
-
-    def __init__(self, scenario: Scenario, spec: Rod, n_elements: int):
-        start, end = spec.condition(End.START), spec.condition(End.END)
-        # held at the last node only: number the rod from its other end, so that the support is node 0
-        self.reversed = start is EndCondition.FREE and end is not EndCondition.FREE
-        points = torch.as_tensor(np.asarray(spec.centerline, dtype=float))
-        line = Polyline(points, spec.normal, spec.rest_arc_length)
-        elements = line.element_frames(n_elements)
-        rotations = node_frames(elements)
-        positions = line.nodes(n_elements)
-        # the director each element carries: its mean frame turned by the constant offset that makes it the
-        # scenario's (parallel-transported) director at t = 0
-        self.offsets = element_mean_frames(rotations).transpose(-1, -2) @ elements
-        ends = [(start, spec.start_motion), (end, spec.end_motion)]
-        if self.reversed:
-            positions, rotations = positions.flip(0), rotations.flip(0) @ _FLIP
-            ends.reverse()
-        material = Material(
-            spec.material.density, spec.material.youngs_modulus, shear_modulus=spec.material.shear_modulus
-        )
-        self.rod = CosseratRod.circular(line.length, spec.radius, material, n_elements)
-        z = torch.zeros_like(positions)
-        self.initial = RodState(positions.unsqueeze(0), rotations.unsqueeze(0), z.unsqueeze(0), z.unsqueeze(0))
-        first = _end_support(*ends[0], 0, (rotations[0], positions[0]))
-        last = _end_support(*ends[1], -1, (rotations[-1], positions[-1]))
-        self.base: list[Clamp | Pin] | str = [s for s in (first, last) if s is not None] or FREE
-        self.loads: list[RodLoad] = []
-        if any(scenario.gravity):
-            self.loads.append(Gravity(tuple(float(g) for g in scenario.gravity)))
-        for load in spec.loads:
-            tip = (load.at is End.END) != self.reversed
-            self.loads.append(PointForce(-1 if tip else 0, tuple(float(f) for f in load.force)))
-        self.alpha = 2.0 * scenario.slowest_frequency() if scenario.quasi_static else 0.0
-
-    def setup(self) -> RodSetup:
-        """The flexlearn :class:`~flexlearn.physics.cosserat.simulation.RodSetup` of this rod: loads, mass-
-        proportional damping α (quasi-static scenarios), initial state and supports."""
-        damping = Damping(alpha=self.alpha) if self.alpha > 0 else None
-        return RodSetup(self.loads, damping, self.initial, self.base)
-
-    def output(self, positions: torch.Tensor, rotations: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-        """Positions (T, N+1, 3) and element directors (T, N, 3) in the scenario's numbering, as numpy: ``d1`` of
-        each element's mean frame times its offset at t = 0 (a frame rigidly attached to the element).
-
-        Args:
-            positions: Node positions [m] in the rod's numbering, shape (T, N+1, 3).
-            rotations: Node frames in the rod's numbering, shape (T, N+1, 3, 3).
-
-        Returns:
-            Tuple ``(positions, directors)`` as numpy arrays of shapes (T, N+1, 3) and (T, N, 3).
-        """
-        if self.reversed:
-            positions, rotations = positions.flip(-2), rotations.flip(-3) @ _FLIP
-        directors = (element_mean_frames(rotations) @ self.offsets)[..., :, 0]
-        return positions.detach().numpy().copy(), directors.detach().numpy().copy()
-
-
 class FlexlearnSolver:
     """cosseratbench adapter of the flexlearn rod with the implicit step (``scheme='implicit'``).
 
@@ -193,7 +89,16 @@ class FlexlearnSolver:
     name = "flexlearn"
     scheme = "implicit"
     backend_version = _flexlearn_version()
-    capabilities = frozenset({Capability.STRETCH, Capability.SHEAR})
+    capabilities = frozenset(
+        {
+            Capability.STRETCH,
+            Capability.SHEAR,
+            Capability.ROD_CONTACT,
+            Capability.ROD_FRICTION,
+            Capability.CYLINDER_CONTACT,
+            Capability.PLANE_CONTACT,
+        }
+    )
 
     def __init__(self, time_step_scale: float = 1.0) -> None:
         if not (isinstance(time_step_scale, (int, float)) and math.isfinite(time_step_scale) and time_step_scale > 0):
@@ -201,25 +106,20 @@ class FlexlearnSolver:
         self.time_step_scale = float(time_step_scale)
 
     def problems(self, scenario: Scenario, n_elements: int) -> list[RodProblem]:
-        """The flexlearn problem of each rod of a scenario.
-
-        Several rods are simulated one after another, each on its own: exact while they do not touch. The
-        solver does not claim rod contact, so cosseratbench does not hand it scenarios that need it.
+        """The flexlearn problems of a scenario: one, with all its rods as the batch rows of one simulation (rods
+        always collide with each other; :mod:`~flexlearn.physics.cosserat.benchmark_problem`).
 
         Args:
             scenario: The cosseratbench scenario.
             n_elements: Number of elements per rod.
 
         Returns:
-            One :class:`RodProblem` per rod.
+            The :class:`RodProblem` list.
 
         Raises:
-            NotImplementedError: obstacles (contact is not modelled yet).
+            NotImplementedError: rods that cannot be simulated together, an obstacle that is not modelled.
         """
-        if scenario.obstacles:
-            kinds = sorted({type(o).__name__.lower() for o in scenario.obstacles})
-            raise NotImplementedError(f"contact with obstacles ({', '.join(kinds)}): not modelled yet")
-        return [RodProblem(scenario, spec, n_elements) for spec in scenario.rods]
+        return [RodProblem(scenario, scenario.rods, n_elements, self.scheme)]
 
     def max_dt(self, problem: RodProblem, frame_interval: float) -> float:
         """The largest step [s] of this scheme for the problem (module docstring).
@@ -235,8 +135,23 @@ class FlexlearnSolver:
         if self.scheme == "lgvi":
             return self.time_step_scale * float(rod.stable_dt())
         dt = frame_interval if problem.alpha > 0 else rod.accurate_dt(1e-3, 4)
-        dt *= self.time_step_scale
+        dt = min(dt, problem.contact_dt) * self.time_step_scale
         return min(dt, 0.5 / problem.alpha) if problem.alpha > 0 else dt
+
+    def step_options(self, problem: RodProblem) -> SimulationOptions:
+        """The integrator's options for a problem: in a quasi-static scenario the implicit step damps the modes it
+        does not resolve (ζ = :data:`QUASI_STATIC_DISSIPATION`; with contact β, ζ = :data:`CONTACT_BETA_DISSIPATION`).
+
+        Args:
+            problem: The rod problem.
+
+        Returns:
+            The :class:`~flexlearn.physics.cosserat.simulation.SimulationOptions`.
+        """
+        if self.scheme != "implicit" or problem.alpha == 0:
+            return SimulationOptions(scheme=self.scheme)
+        beta, zeta = CONTACT_BETA_DISSIPATION if problem.contacts else (0.25, QUASI_STATIC_DISSIPATION)
+        return SimulationOptions(scheme=self.scheme, implicit_beta=beta, implicit_dissipation=zeta)
 
     def settings(self, scenario: Scenario, *, n_elements: int, n_frames: int) -> dict:
         """The numerical choices of a run, as JSON values (recorded by cosseratbench beside the results); for a
@@ -248,24 +163,35 @@ class FlexlearnSolver:
             n_frames: Number of recorded frames (at least 2).
 
         Returns:
-            Dict of integrator name, time step [s], damping rate α [1/s] and shear coefficient, or
-            ``{"unsupported": reason}``.
+            Dict of integrator name, time step [s], damping rate α [1/s], shear coefficient and the contacts'
+            stiffness [N/m], damping [N s/m] and slip velocity [m/s], or ``{"unsupported": reason}``.
         """
         try:
             problems = self.problems(scenario, n_elements)
         except NotImplementedError as error:
             return {"unsupported": str(error)}
         problem = problems[0]
+        options = self.step_options(problem)
         times = torch.linspace(0.0, scenario.duration, n_frames, dtype=torch.float64)
         plan = plan_frames(times, min(self.max_dt(p, scenario.duration / (n_frames - 1)) for p in problems))
         return {
-            "integrator": "flexlearn LGVI (explicit)"
-            if self.scheme == "lgvi"
-            else "flexlearn implicit step (beta 1/4)",
+            "integrator": "flexlearn LGVI (explicit)" if self.scheme == "lgvi" else "flexlearn implicit step",
+            "implicit_beta": options.implicit_beta if self.scheme == "implicit" else None,
+            "implicit_dissipation": options.implicit_dissipation if self.scheme == "implicit" else None,
+            "strain": problem.rod.strain,
             "time_step": plan.dt,
             "damping_rate": problem.alpha,
-            "shear_coefficient": float(problem.rod.shear_coefficient),
-            "self_contact": "not modelled" if scenario.self_contact else "not needed",
+            "shear_coefficient": float(problem.rod.shear_coefficient.reshape(-1)[0]),
+            "contacts": [
+                {
+                    "kind": type(c).__name__,
+                    "stiffness": c.stiffness,
+                    "damping": c.damping,
+                    "friction": c.friction,
+                    "slip_velocity": c.slip_velocity,
+                }
+                for c in problem.contacts
+            ],
         }
 
     def run(self, scenario: Scenario, *, n_elements: int, n_frames: int) -> BenchTrajectory:
@@ -287,13 +213,15 @@ class FlexlearnSolver:
         times = torch.linspace(0.0, scenario.duration, n_frames, dtype=torch.float64)
         positions, directors = [], []
         for problem in problems:
-            x, d = self.run_rod(problem, times, scenario.duration / (n_frames - 1))
-            positions.append(x)
-            directors.append(d)
+            for x, d in self.run_rod(problem, times, scenario.duration / (n_frames - 1)):
+                positions.append(x)
+                directors.append(d)
         return BenchTrajectory(times.numpy(), tuple(positions), tuple(directors))
 
-    def run_rod(self, problem: RodProblem, times: torch.Tensor, frame_interval: float) -> tuple[np.ndarray, np.ndarray]:
-        """Simulate one rod and record it at ``times``.
+    def run_rod(
+        self, problem: RodProblem, times: torch.Tensor, frame_interval: float
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Simulate the rods of one problem and record them at ``times``.
 
         Args:
             problem: The rod problem.
@@ -301,14 +229,12 @@ class FlexlearnSolver:
             frame_interval: Time between frames [s].
 
         Returns:
-            Positions (F, N+1, 3) and directors (F, N, 3) in the scenario's numbering.
+            Each rod's positions (F, N+1, 3) and directors (F, N, 3) in the scenario's numbering.
 
         Raises:
             Diverged: a failing step (its time).
         """
-        # quasi-static: numerical damping of the modes the step does not resolve (implicit step only)
-        zeta = QUASI_STATIC_DISSIPATION if self.scheme == "implicit" and problem.alpha > 0 else 0.0
-        options = SimulationOptions(scheme=self.scheme, implicit_dissipation=zeta)
+        options = self.step_options(problem)
         if not lgvi.eligible(problem.rod, problem.setup(), options):  # a failing try then costs no tensor rerun
             options = dataclasses.replace(options, backend="numba")
         max_dt = self.max_dt(problem, frame_interval)
@@ -324,12 +250,12 @@ class FlexlearnSolver:
                     if self.scheme == "lgvi" or halvings == MAX_STEP_HALVINGS:
                         dt = plan_frames(times, max_dt / 2**halvings).dt
                         raise Diverged(f"flexlearn: {error}", time=error.step * dt) from error
-            positions, directors = problem.output(tr.positions, tr.rotations)
+            rods = problem.output(tr.positions, tr.rotations)
         finally:
             torch.set_num_threads(threads)
-        if not np.isfinite(positions).all():
+        if not all(np.isfinite(x).all() for x, _ in rods):
             raise Diverged("flexlearn simulation produced non-finite positions")
-        return positions, directors
+        return rods
 
 
 class FlexlearnLGVISolver(FlexlearnSolver):

@@ -1,29 +1,32 @@
 """Contact of a Cosserat rod with fixed rigid obstacles (plane, cylinder, sphere), with Coulomb friction.
 
-Formulation: a penalty on the nodes, the rod's centreline thickened by its radius r. For node a with gap
-``g_a = d(p_a) − r`` to the obstacle's surface (``d`` the signed distance, outward normal ``n_a``) and velocity
-``v_a``, penetration ``δ_a = max(−g_a, 0)`` gives the normal force and a regularised Coulomb friction:
+Formulation: a penalty on contact points of the centreline (the nodes, or q points per element:
+`ObstacleContact`), the centreline thickened by the rod's radius r. For a point with gap ``g = d(x) − r`` to the
+obstacle's surface (``d`` the signed distance, outward normal ``n``) and velocity ``v``, penetration
+``δ = max(−g, 0)`` gives the normal force and a regularised Coulomb friction:
 
-    f_n = max(k δ_a − c (v_a · n_a), 0)                     (only while δ_a > 0; never pulls)
-    f_t = −μ f_n v_t / sqrt(|v_t|² + ε²),   v_t = v_a − (v_a · n_a) n_a
+    f_n = max(k δ − c (v · n), 0)                     (only while δ > 0; never pulls)
+    f_t = −μ f_n v_t / sqrt(|v_t|² + ε²),   v_t = v − (v · n) n
 
-so the tangential force is ``μ f_n`` in magnitude once the node slides faster than ε and proportional to the slip
-below it: a viscous approximation of sticking. A node held by friction creeps at ``ε s / sqrt(1 − s²)``, s the
-share of the friction cone it needs (tan α / μ on a slope α; tested to 5 %). Forces are world-frame node forces;
-no torque (the contact point is taken at the centreline). The velocity is the one the integrator gives every load
-(the half-step velocity before the state, as for damping), so friction is explicit: below ``ε ≈ h μ f_n / m_a``
-(h the step, m_a the node mass; ``h μ g`` for a node carrying its weight) a held node chatters and creeps faster
-than that law (measured: 3–6× at ε ten times below it). Choose ε above that bound and small against the speeds
-that matter.
+so the tangential force is ``μ f_n`` in magnitude once the point slides faster than ε and proportional to the slip
+below it: a viscous approximation of sticking. A point held by friction creeps at ``ε s / sqrt(1 − s²)``, s the
+share of the friction cone it needs (tan α / μ on a slope α; tested to 5 %). Forces are world-frame node forces,
+a point's split between its element's nodes as (1 − s, s); no torque (the contact point is taken on the
+centreline). The velocity is the one the integrator gives every load (the half-step velocity before the state).
+
+On the implicit step the contact is implicit (eq. (5) of :mod:`~flexlearn.physics.cosserat.implicit`):
+`PenaltyContact.filter_blocks` adds ``h C`` to the step's matrix, C the damping matrix of `pair_damping` (normal
+damping c plus the numerical damping h k, and friction as the viscous law it is below ε), and the normal force
+carries that numerical damping; neither the penalty nor the friction then bounds the step. On the LGVI both are
+explicit: the stable step shrinks to about ``2 sqrt(m_a / k)`` when that is below
+:meth:`CosseratRod.stable_dt`, and below ``ε ≈ h μ f_n / m_a`` a held node chatters and creeps 3–6× faster than
+the law.
 
 Limits, stated where they matter:
 
-* penetration at rest is ``f_n / k`` per node (choose k from the load a node carries: ``k = f_n / δ_allowed``);
-  the penalty adds ``k / m_a`` to the squared frequencies, so the LGVI's stable step shrinks to about
-  ``2 sqrt(m_a / k)`` when that is below :meth:`CosseratRod.stable_dt`; the implicit step filters only the elastic
-  stiffness, so the same bound holds there;
-* contact is checked at the nodes: between two nodes the straight element may cut into a convex obstacle by
-  its chord's sagitta, ``ℓ² / (8 R)`` for elements of length ℓ on a cylinder or sphere of radius R;
+* penetration at rest is ``f_n / k`` per point (choose k from the load a point carries: ``k = f_n / δ_allowed``);
+* between contact points the straight element may cut into a convex obstacle by its chord's sagitta,
+  ``ℓ² / (8 R q²)`` for elements of length ℓ on a cylinder or sphere of radius R and q points per element;
 * the friction cone is exact in direction (isotropic) and regularised in magnitude below ε.
 
 Each contact keeps the normal and friction forces of its last evaluation (``last_normal``, ``last_friction``:
@@ -33,7 +36,7 @@ Each contact keeps the normal and friction forces of its last evaluation (``last
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Optional, Sequence, Tuple
+from typing import Any, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -44,12 +47,14 @@ from flexlearn.physics.cosserat.loads import Forces, Load
 
 __all__ = [
     "ContactForces",
+    "ContactPoints",
     "PenaltyContact",
     "ObstacleContact",
     "PlaneContact",
     "CylinderContact",
     "SphereContact",
     "contact_forces",
+    "contact_filter_blocks",
 ]
 
 
@@ -73,6 +78,19 @@ class ContactForces(NamedTuple):
     normal: Tensor
     friction: Tensor
     depth: Tensor
+
+
+class ContactPoints(NamedTuple):
+    """The points where a contact may act, in the flattened nodes (B (N+1)) of a state: ``shares`` (node index (P,),
+    weight (P, 1)) of each node that carries a point's force, penetration ``depth`` (P,) [m], unit ``normal`` (P, 3)
+    toward the rod side the force acts on, velocity ``v_rel`` (P, 3) [m/s] of that side relative to the other, and
+    ``scale``, the share of the law's k and c each point carries."""
+
+    shares: tuple
+    depth: Tensor
+    normal: Tensor
+    v_rel: Tensor
+    scale: float = 1.0
 
 
 class PenaltyContact(Load):
@@ -109,34 +127,110 @@ class PenaltyContact(Load):
         self.last_normal: Optional[Tensor] = None
         self.last_friction: Optional[Tensor] = None
 
-    def pair_law(self, depth: Tensor, n: Tensor, v: Tensor) -> Tuple[Tensor, Tensor]:
+    def pair_law(self, depth: Tensor, n: Tensor, v: Tensor, step: float = 0.0) -> Tuple[Tensor, Tensor]:
         """The normal and friction forces of contacts of penetration ``depth``, normal ``n`` and velocity ``v``.
 
         Args:
             depth: δ (…,) [m], ≥ 0.
             n: unit normals (…, 3), toward the body the force acts on.
             v: that body's velocity relative to the other (…, 3) [m/s].
+            step: h [s] of the implicit step, whose numerical damping ``h k`` adds to c (`filter_blocks`); 0 for
+                the LGVI and for reports.
 
         Returns:
             ``(f_n n, f_t)`` (…, 3) [N].
         """
         vn = (v * n).sum(-1)
-        fn = torch.where(depth > 0, (self.stiffness * depth - self.damping * vn).clamp_min(0.0), torch.zeros_like(vn))
+        fn = self._normal_force(depth, vn, step)
         vt = v - vn.unsqueeze(-1) * n
         speed = torch.sqrt((vt * vt).sum(-1) + self.slip_velocity**2)
         return fn.unsqueeze(-1) * n, -(self.friction * fn / speed).unsqueeze(-1) * vt
 
-    def forces(self, p: Tensor, v: Tensor) -> ContactForces:
-        """The normal and friction forces at the nodes and their penetration at a state.
+    def _normal_force(self, depth: Tensor, vn: Tensor, step: float) -> Tensor:
+        """``f_n = max(k δ − (c + h k) v_n, 0)`` where δ > 0, else 0 (…,) [N]."""
+        damping = self.damping + step * self.stiffness
+        return torch.where(depth > 0, (self.stiffness * depth - damping * vn).clamp_min(0.0), torch.zeros_like(vn))
+
+    def pair_damping(self, depth: Tensor, n: Tensor, v: Tensor, step: float) -> Tensor:
+        """The damping matrix of the law of `pair_law` at the implicit step h, numerical damping included:
+        ``C = (c + h k) n nᵀ + μ f_n / sqrt(|v_t|² + ε²) (I − n nᵀ)`` where the normal force acts, zero elsewhere
+        (friction as the viscous law it is below ε, its secant above); positive semi-definite.
 
         Args:
-            p: Node positions [m], shape (…, N+1, 3).
-            v: Node velocities [m/s], shape (…, N+1, 3).
+            depth: δ (…,) [m], ≥ 0.
+            n: unit normals (…, 3).
+            v: relative velocity (…, 3) [m/s].
+            step: h [s].
 
         Returns:
-            The `ContactForces`.
+            C [N s/m], (…, 3, 3).
         """
-        raise NotImplementedError(f"{type(self).__name__} must implement forces(p, v)")  # pragma: no cover
+        vn = (v * n).sum(-1)
+        fn = self._normal_force(depth, vn, step)
+        on = (fn > 0).to(n.dtype)
+        nn = n.unsqueeze(-1) * n.unsqueeze(-2)
+        vt = v - vn.unsqueeze(-1) * n
+        slip = self.friction * fn / torch.sqrt((vt * vt).sum(-1) + self.slip_velocity**2)
+        eye = torch.eye(3, dtype=n.dtype, device=n.device)
+        return ((self.damping + step * self.stiffness) * on)[..., None, None] * nn + slip[..., None, None] * (eye - nn)
+
+    def points(self, p: Tensor, v: Tensor) -> ContactPoints:
+        """The contact points of a state (`ObstacleContact`: points of the centreline against the obstacle;
+        `~flexlearn.physics.cosserat.rod_contact.RodRodContact`: closest points of element pairs).
+
+        Args:
+            p: Node positions [m], shape (B, N+1, 3).
+            v: Node velocities [m/s], shape (B, N+1, 3).
+
+        Returns:
+            The `ContactPoints`.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement points(p, v)")  # pragma: no cover
+
+    def forces(self, p: Tensor, v: Tensor, step: float = 0.0) -> ContactForces:
+        """The normal and friction forces at the nodes (each point's force split by its node weights) and each
+        node's deepest penetration at a state.
+
+        Args:
+            p: Node positions [m], shape (B, N+1, 3).
+            v: Node velocities [m/s], shape (B, N+1, 3).
+            step: h [s] of the implicit step (`pair_law`); 0 for the LGVI and for reports.
+
+        Returns:
+            The `ContactForces` (normal, friction (B, N+1, 3) [N]; depth (B, N+1) [m]).
+        """
+        shares, depth, normal, v_rel, scale = self.points(p, v)
+        fn, ft = self.pair_law(depth, normal, v_rel, step)
+        flat = p.reshape(-1, 3)
+        node_fn, node_ft = torch.zeros_like(flat), torch.zeros_like(flat)
+        node_depth = torch.zeros(flat.shape[0], dtype=p.dtype, device=p.device)
+        for nodes, w in shares:
+            node_fn.index_add_(0, nodes, scale * w * fn)
+            node_ft.index_add_(0, nodes, scale * w * ft)
+            node_depth.scatter_reduce_(0, nodes, torch.where(w[:, 0] != 0, depth, 0.0), reduce="amax")
+        return ContactForces(node_fn.reshape(p.shape), node_ft.reshape(p.shape), node_depth.reshape(p.shape[:-1]))
+
+    def filter_blocks(self, p: Tensor, v: Tensor, h: float) -> Tensor:
+        """The contact's share of the implicit step's matrix (eq. (5) of :mod:`~flexlearn.physics.cosserat.implicit`),
+        added to the position blocks of ``M + β h² K``, node by node: a point's matrix ``h J C Jᵀ`` (J its node
+        weights w) is bounded by ``(Σ|w|) |w_a| h C`` on node a (Cauchy–Schwarz), so the step keeps one block per node
+        and the rods' rows apart, and is at least as damped as the points (exact for a point at one node).
+
+        Args:
+            p: Node positions [m], shape (B, N+1, 3).
+            v: Node velocities [m/s], shape (B, N+1, 3).
+            h: the step [s].
+
+        Returns:
+            (B, N+1, 3, 3) blocks [kg].
+        """
+        shares, depth, normal, v_rel, scale = self.points(p, v)
+        point = (scale * h * self.pair_damping(depth, normal, v_rel, h)).reshape(-1, 9)
+        total = sum(w.abs() for _, w in shares)
+        out = torch.zeros(p.shape[0] * p.shape[1], 9, dtype=p.dtype, device=p.device)
+        for nodes, w in shares:
+            out.index_add_(0, nodes, total * w.abs() * point)
+        return out.reshape(*p.shape, 3)
 
     def velocity_dependent(self) -> bool:
         """True: the integrator calls `apply_moving` with the node velocities."""
@@ -155,7 +249,7 @@ class PenaltyContact(Load):
         Returns:
             ``(force [N] (B, N+1, 3), None)``.
         """
-        normal, friction, _ = self.forces(p, v)
+        normal, friction, _ = self.forces(p, v, ctx.implicit_step)
         self.last_normal, self.last_friction = normal.detach(), friction.detach()
         return normal + friction, None
 
@@ -176,7 +270,20 @@ class PenaltyContact(Load):
 
 class ObstacleContact(PenaltyContact):
     """Penalty contact with Coulomb friction against one fixed obstacle (module docstring); subclasses give the
-    geometry (`surface`). Arguments: `PenaltyContact`'s."""
+    geometry (`surface`).
+
+    Args:
+        points_per_element: q ≥ 1 contact points per element, at ``s = j / q`` along it (j = 0 … q − 1, and the
+            last node), each carrying k / q and c / q: 1 puts them at the nodes; more keep an element's chord from
+            cutting into a curved obstacle (by ``ℓ² / (8 R q²)`` instead of ``ℓ² / (8 R)``).
+        **contact: `PenaltyContact`'s arguments.
+    """
+
+    def __init__(self, points_per_element: int = 1, **contact: Any) -> None:
+        super().__init__(**contact)
+        q = points_per_element
+        check(isinstance(q, int) and q >= 1, f"{type(self).__name__}.points_per_element", q, "expected an integer >= 1")
+        self.points_per_element = q
 
     def surface(self, p: Tensor) -> Tuple[Tensor, Tensor]:
         """The signed distance to the obstacle's surface and the outward unit normal at ``p``.
@@ -189,17 +296,30 @@ class ObstacleContact(PenaltyContact):
         """
         raise NotImplementedError(f"{type(self).__name__} must implement surface(p)")  # pragma: no cover
 
-    def forces(self, p: Tensor, v: Tensor) -> ContactForces:
-        """`PenaltyContact.forces` against the obstacle's `surface` (module docstring).
+    def points(self, p: Tensor, v: Tensor) -> ContactPoints:
+        """`PenaltyContact.points`: the q points of every element (and the last node) against the `surface`.
 
         Args:
-            p: node positions [m] (…, N+1, 3).
-            v: node velocities [m/s] (…, N+1, 3).
+            p: node positions [m] (B, N+1, 3).
+            v: node velocities [m/s] (B, N+1, 3).
         """
-        dist, n = self.surface(p)
+        q, B, n = self.points_per_element, p.shape[0], p.shape[1]
+        flat_p, flat_v = p.reshape(-1, 3), v.reshape(-1, 3)
+        first = torch.arange(B * n, device=p.device).reshape(B, n)
+        if q == 1:
+            nodes = first.reshape(-1)
+            dist, normal = self.surface(flat_p)
+            one = torch.ones(nodes.shape[0], 1, dtype=p.dtype, device=p.device)
+            return ContactPoints(((nodes, one),), (self.rod_radius - dist).clamp_min(0.0), normal, flat_v)
+        s = torch.arange(q, dtype=p.dtype, device=p.device) / q
+        start = first[:, :-1, None].expand(B, n - 1, q).reshape(-1)
+        s = torch.cat([s.repeat(B * (n - 1)), torch.ones(B, dtype=p.dtype, device=p.device)]).unsqueeze(-1)
+        start = torch.cat([start, first[:, -2]])  # the last node: s = 1 on the last element
+        x = (1 - s) * flat_p[start] + s * flat_p[start + 1]
+        dist, normal = self.surface(x)
+        v_point = (1 - s) * flat_v[start] + s * flat_v[start + 1]
         depth = (self.rod_radius - dist).clamp_min(0.0)
-        normal, friction = self.pair_law(depth, n, v)
-        return ContactForces(normal, friction, depth)
+        return ContactPoints(((start, 1 - s), (start + 1, s)), depth, normal, v_point, 1.0 / q)
 
 
 class PlaneContact(ObstacleContact):
@@ -214,7 +334,7 @@ class PlaneContact(ObstacleContact):
     point: Tensor
     normal: Tensor
 
-    def __init__(self, point: Sequence[float], normal: Sequence[float], **contact: float) -> None:
+    def __init__(self, point: Sequence[float], normal: Sequence[float], **contact: Any) -> None:
         super().__init__(**contact)
         self.register_buffer("point", _point(point, "PlaneContact.point"))
         self.register_buffer("normal", _unit(normal, "PlaneContact.normal"))
@@ -248,7 +368,7 @@ class CylinderContact(ObstacleContact):
     axis: Tensor
 
     def __init__(
-        self, center: Sequence[float], axis: Sequence[float], radius: float, length: float = math.inf, **contact: float
+        self, center: Sequence[float], axis: Sequence[float], radius: float, length: float = math.inf, **contact: Any
     ) -> None:
         super().__init__(**contact)
         check(math.isfinite(radius) and radius > 0, "CylinderContact.radius", radius, "must be > 0 [m]")
@@ -287,7 +407,7 @@ class SphereContact(ObstacleContact):
 
     center: Tensor
 
-    def __init__(self, center: Sequence[float], radius: float, **contact: float) -> None:
+    def __init__(self, center: Sequence[float], radius: float, **contact: Any) -> None:
         super().__init__(**contact)
         check(math.isfinite(radius) and radius > 0, "SphereContact.radius", radius, "must be > 0 [m]")
         self.radius = float(radius)
@@ -320,3 +440,23 @@ def contact_forces(contact: PenaltyContact, p: Tensor, v: Tensor) -> ContactForc
         ``(normal force [N] (…, N+1, 3), friction force [N] (…, N+1, 3), penetration [m] (…, N+1))``.
     """
     return contact.forces(p, v)
+
+
+def contact_filter_blocks(loads: Sequence[object], p: Tensor, v: Tensor, h: float) -> Optional[Tensor]:
+    """The sum of the `PenaltyContact.filter_blocks` of the contacts among ``loads`` (None without contacts).
+
+    Args:
+        loads: a run's loads.
+        p: node positions [m] (B, N+1, 3).
+        v: node velocities [m/s] (B, N+1, 3).
+        h: the step [s].
+
+    Returns:
+        (B, N+1, 3, 3) blocks [kg], or None.
+    """
+    blocks: Optional[Tensor] = None
+    for load in loads:
+        if isinstance(load, PenaltyContact):
+            share = load.filter_blocks(p, v, h)
+            blocks = share if blocks is None else blocks + share
+    return blocks

@@ -35,6 +35,8 @@ class RodContext:
         e3: (3,) the body tangent E3 (the rest direction of the rod axis in the node frame).
         batch_size: B.
         n_nodes: N+1.
+        implicit_step: h [s] of the implicit step (0 for the LGVI): contact laws add its numerical damping
+            (eq. (5) of :mod:`~flexlearn.physics.cosserat.implicit`).
     """
 
     strain: str
@@ -50,6 +52,7 @@ class RodContext:
     e3: Tensor
     batch_size: int
     n_nodes: int
+    implicit_step: float = 0.0
 
     @property
     def midpoint(self) -> bool:

@@ -56,6 +56,20 @@ are removed within a few steps, resolved ones barely touched (mode 1 of the benc
 h = 1 ms: 3e-4 per radian at ζ = 0.01). It is energy-decaying (cK ≥ 0) and restores stability where
 explicit stiffness (large deflections, magnets) pushes the unresolved modes at β = ¼ over the edge.
 
+Contact (:mod:`~flexlearn.physics.cosserat.contact`, :mod:`~flexlearn.physics.cosserat.rod_contact`) enters the
+matrix too, node by node, fully implicitly: with the penalty k, its damping c and friction,
+
+    (M + β h² K + h C_c) ã = F,   C_c = (c + h k) n nᵀ + μ f_n / sqrt(|v_t|² + ε²) (I − n nᵀ),          (5)
+
+where the contact acts (``PenaltyContact.pair_damping``), F holding the contact forces of state k with the numerical
+damping h k added to c (``f_n = max(k δ − (c + h k) v_n, 0)``). For a contact spring of frequency ω this is the
+recursion ``(m + h c + h² k)(q⁺ − 2q + q⁻) = −h² k q − h (c + h k)(q − q⁻)``: with c = 0 both roots have
+``|λ|² = 1 / (1 + (hω)²)``, zero as hω → ∞, so a penalty far stiffer than the step resolves settles instead of
+ringing at the Nyquist frequency (Newmark's β = ¼ would keep |λ| = 1 there, and a unilateral spring that rings gains
+energy); contact vibrations the step resolves get the damping ratio ≈ hω/2. Friction is backward Euler in the
+slip velocity: it stops a sliding node without reversing it, at any ε. The velocities of eq. (3) keep the
+elastic K (a node in contact is nearly at rest).
+
 The numba kernel (:mod:`flexlearn.physics.cosserat.compiled.implicit`) solves (1) by a block-tridiagonal
 Cholesky factorisation; this module assembles the dense matrix and calls ``torch.linalg.solve``
 (differentiable; the reference the kernel is tested against). Not in the seed.
@@ -107,6 +121,7 @@ class ForceFilter(NamedTuple):
     beta_h2: float  # β h² [s²]; β h² + h c/2 when damping_c > 0
     held: Optional[Tensor]  # (n, 6, 6) projector onto held directions (supports.HeldNodes.dof_projector), or None
     damping_c: float = 0.0  # c = ζ h [s] of the numerical damping (0: none)
+    contact: Optional[Tensor] = None  # (B, n, 3, 3) h C_c of the contacts (eq. (5)), or None
 
 
 def _jacobians(ctx: RodContext, R: Tensor, p: Tensor) -> List[Tuple[Tensor, Tensor, Tensor]]:
@@ -203,6 +218,8 @@ def filter_forces(
     mvec = _mass_vector(ctx)
     K = tangent_stiffness(ctx, R, p)
     A = step.beta_h2 * K + torch.diag_embed(mvec)
+    if step.contact is not None:
+        A = A + _position_blocks(step.contact)
     F0 = F = torch.cat([tau, f], -1).reshape(B, 6 * n)
     if step.damping_c > 0.0:
         if velocities is None:
@@ -220,6 +237,17 @@ def filter_forces(
         out = mvec * x + F0 @ H
     out = out.reshape(B, n, 6)
     return out[..., 3:], out[..., :3]
+
+
+def _position_blocks(blocks: Tensor) -> Tensor:
+    """The dense (B, 6n, 6n) matrix with the (B, n, 3, 3) ``blocks`` on the position rows of each node."""
+    B, n = blocks.shape[0], blocks.shape[1]
+    node = torch.zeros(B, n, 6, 6, dtype=blocks.dtype, device=blocks.device)
+    node[..., 3:, 3:] = blocks
+    dense = torch.zeros(B, n, 6, n, 6, dtype=blocks.dtype, device=blocks.device)
+    at = torch.arange(n, device=blocks.device)
+    dense[:, at, :, at, :] = node.transpose(0, 1)
+    return dense.reshape(B, 6 * n, 6 * n)
 
 
 def _free(x: Tensor, held: Optional[Tensor]) -> Tensor:

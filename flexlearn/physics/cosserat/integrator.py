@@ -55,6 +55,7 @@ from flexlearn.config import check
 from flexlearn.lie import so3_cayley
 from flexlearn.physics.cosserat import implicit
 from flexlearn.physics.cosserat.compiled import lgvi
+from flexlearn.physics.cosserat.contact import contact_filter_blocks
 from flexlearn.physics.cosserat.damping import RodObserver
 from flexlearn.physics.cosserat.elastic import elastic_energy, internal_forces
 from flexlearn.physics.cosserat.errors import IntegrationError
@@ -83,6 +84,7 @@ class NodeLoads(NamedTuple):
     torque: Tensor  # (B, n, 3) body torque of the loads and the damping [N m]
     damping_stress: Optional[Tuple[Tensor, Tensor]]  # added to C1 Γ (elastic.internal_forces)
     damping_moment: Optional[Tensor]  # added to C2 κ
+    contact: Optional[Tensor] = None  # (B, n, 3, 3) contacts' share of the implicit filter (implicit.py eq. (5))
 
 
 class StateForces(NamedTuple):
@@ -169,14 +171,15 @@ class Stepper:
         base = Clamp() if setup.base is None else setup.base
         self.setup = dataclasses.replace(setup, loads=list(setup.loads), base=base)
         self.loads = self.setup.loads
-        self.ctx = ctx = rod.context(self.loads, self.dtype)
+        self.beta, self.zeta = options.filter_beta, options.filter_dissipation
+        ctx = dataclasses.replace(rod.context(self.loads, self.dtype), implicit_step=h if self.beta else 0.0)
+        self.ctx = ctx
         self.base = base
         self.device = cast(Tensor, rod.length).device
         supports = support_list(base)
         self.held = HeldNodes(supports, ctx.n_nodes, ctx.batch_size, self.dtype, self.device) if supports else None
         self.dofs = None if self.held is None else self.held.dof_projector()
         self.damping, self.observer = setup.damping, setup.observer
-        self.beta, self.zeta = options.filter_beta, options.filter_dissipation
         state = (
             setup.initial
             if setup.initial is not None
@@ -235,7 +238,8 @@ class Stepper:
         dn = dm = None
         if damp is not None:
             dn, dm = damp.internal(self.ctx, R, p, self.h)
-        return NodeLoads(fx, tx, dn, dm)
+        blocks = contact_filter_blocks(self.loads, p, v, self.h) if self.beta != 0.0 else None
+        return NodeLoads(fx, tx, dn, dm, blocks)
 
     def observe(self, k: int, state: HalfStep, loads: NodeLoads) -> NodeLoads:
         """Seed 001, Sec. 3.2: the estimation filters see the undamped model force at state k; their force
@@ -253,7 +257,13 @@ class Stepper:
         return loads._replace(force=loads.force + fo)
 
     def filtered(
-        self, R: Tensor, p: Tensor, f: Tensor, tau: Tensor, state: Optional[HalfStep] = None
+        self,
+        R: Tensor,
+        p: Tensor,
+        f: Tensor,
+        tau: Tensor,
+        state: Optional[HalfStep] = None,
+        contact: Optional[Tensor] = None,
     ) -> Tuple[Tensor, Tensor]:
         """The kick's forces: unchanged for the LGVI, ``M (M + β h² K)⁻¹ F`` for the implicit variant (with
         the numerical damping of the half-step velocities of ``state`` when ζ > 0: eq. (4) of
@@ -265,14 +275,14 @@ class Stepper:
             f: Node forces [N], shape (B, n, 3).
             tau: Element torques [N m] in the element frames, shape (B, n − 1, 3).
             state: The half-step state whose velocities are damped (None: no numerical damping).
+            contact: the contacts' (B, n, 3, 3) blocks of eq. (5) of :mod:`~flexlearn.physics.cosserat.implicit`.
         """
         if self.beta == 0.0:
             return f, tau
-        h = self.h
-        if self.zeta == 0.0 or state is None:
-            return implicit.filter_forces(self.ctx, R, p, f, tau, ForceFilter(self.beta * h * h, self.dofs))
-        step = ForceFilter((self.beta + 0.5 * self.zeta) * h * h, self.dofs, self.zeta * h)
-        return implicit.filter_forces(self.ctx, R, p, f, tau, step, (state.v, state.pi / self.J))
+        h, zeta = self.h, (self.zeta if state is not None else 0.0)
+        step = ForceFilter((self.beta + 0.5 * zeta) * h * h, self.dofs, zeta * h, contact)
+        velocities = None if state is None or zeta == 0.0 else (state.v, state.pi / self.J)
+        return implicit.filter_forces(self.ctx, R, p, f, tau, step, velocities)
 
     # ------------------------------------------------------------ the step
     def velocities(self, R: Tensor, p: Tensor, v_int: Tensor, pi_int: Tensor) -> Tuple[Tensor, Tensor]:
@@ -301,7 +311,7 @@ class Stepper:
         h, v0, w0 = self.h, self.v0, self.w0
         loads = self.external(R, p, 0.0, v0, w0)
         f0, tau0, *_ = internal_forces(self.ctx, R, p, loads.damping_stress, loads.damping_moment)
-        f0, tau0 = self.filtered(R, p, f0 + loads.force, tau0 + loads.torque)
+        f0, tau0 = self.filtered(R, p, f0 + loads.force, tau0 + loads.torque, None, loads.contact)
         if self.beta != 0.0:  # the scheme's velocity variable (implicit.py, eq. (3))
             v0, w0 = implicit.filter_velocities(self.ctx, R, p, v0, w0, self.beta * h * h, self.dofs)
         v = v0 - 0.5 * h * f0 / self.m
@@ -326,7 +336,7 @@ class Stepper:
         f, tau, gL, gR, fc, Q = internal_forces(ctx, R, p, loads.damping_stress, loads.damping_moment)
         f = f + loads.force
         tau = tau + loads.torque
-        f, tau = self.filtered(R, p, f, tau, state)
+        f, tau = self.filtered(R, p, f, tau, state, loads.contact)
         v2 = v + h * f / self.m  # kick (leapfrog)
         u = pi + h * tau
         p2 = p + h * v2  # drift: explicit positions
@@ -388,7 +398,7 @@ class Stepper:
             return core(state, loads, held_next, fixed)._replace(next_state=None, newton_residual=None)
         if last:
             f, tau, gL, gR, fc, Q = internal_forces(self.ctx, R, p, loads.damping_stress, loads.damping_moment)
-            f, tau = self.filtered(R, p, f + loads.force, tau + loads.torque, state)
+            f, tau = self.filtered(R, p, f + loads.force, tau + loads.torque, state, loads.contact)
             strain = torch.maximum(gL.norm(dim=-1), gR.norm(dim=-1))
             tr = Q[..., 0, 0] + Q[..., 1, 1] + Q[..., 2, 2]
             return StepResult(StateForces(f, tau, strain, tr), None, None)

@@ -17,11 +17,12 @@ normal force adds no moment about the contact (its line joins c_i and c_j). Self
 fewer than ``exclude`` elements apart are skipped (neighbours share a node; default ``ceil(π r / ℓ)``, ℓ the
 element length, so that no pair of a straight rod touches at rest).
 
-Limits: the penalty's penetration at rest is ``f_n / k``; the penalty adds ``k / m_a`` to the squared frequencies
-(the explicit bound of `contact` holds: ``h < 2 sqrt(m_a / k)``); two elements that cross each other faster than
-``2 r`` per step can pass through (choose h so that the relative speed times h stays below r); friction is
-explicit in the velocity (ε above ``h μ f_n / m_a``). All B (N) elements are tested against each other:
-O((B N)²) per step, fine for tens of rods of tens of elements.
+Limits: the penalty's penetration at rest is ``f_n / k``; on the LGVI the penalty adds ``k / m_a`` to the squared
+frequencies (``h < 2 sqrt(m_a / k)``) and friction is explicit (ε above ``h μ f_n / m_a``), while the implicit step
+takes both into its matrix (`PenaltyContact.filter_blocks`: each pair bounded by node blocks); two elements that
+cross each other faster than ``2 r`` per step can pass through (choose h so that the relative speed times h stays
+below r). All B (N) elements are tested against each other: O((B N)²) per step, fine for tens of rods of tens of
+elements.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import torch
 from torch import Tensor
 
 from flexlearn.config import check
-from flexlearn.physics.cosserat.contact import ContactForces, PenaltyContact
+from flexlearn.physics.cosserat.contact import ContactPoints, PenaltyContact
 
 __all__ = ["RodRodContact", "SegmentPairs", "closest_points"]
 
@@ -120,15 +121,12 @@ class RodRodContact(PenaltyContact):
             self._cached_pairs = (key, first_node[i[keep]], first_node[j[keep]])
         return self._cached_pairs[1], self._cached_pairs[2]
 
-    def forces(self, p: Tensor, v: Tensor) -> ContactForces:
-        """The contact forces at the nodes (module docstring) and each node's deepest penetration.
+    def points(self, p: Tensor, v: Tensor) -> ContactPoints:
+        """`PenaltyContact.points`: the closest points of every element pair that may touch (module docstring).
 
         Args:
             p: node positions [m], (B, N+1, 3): B rods.
             v: node velocities [m/s], (B, N+1, 3).
-
-        Returns:
-            The `ContactForces` (normal, friction (B, N+1, 3) [N]; depth (B, N+1) [m]).
         """
         ni, nj = self._pairs(p)
         flat_p, flat_v = p.reshape(-1, 3), v.reshape(-1, 3)
@@ -139,12 +137,4 @@ class RodRodContact(PenaltyContact):
         depth = (2 * self.rod_radius - dist).clamp_min(0.0)
         s, t = pair.s.unsqueeze(-1), pair.t.unsqueeze(-1)
         v_rel = (1 - s) * flat_v[ni] + s * flat_v[ni + 1] - (1 - t) * flat_v[nj] - t * flat_v[nj + 1]
-        fn, ft = self.pair_law(depth, normal, v_rel)
-        node_fn, node_ft = torch.zeros_like(flat_p), torch.zeros_like(flat_p)
-        node_depth = torch.zeros(flat_p.shape[0], dtype=p.dtype, device=p.device)
-        for out, f in ((node_fn, fn), (node_ft, ft)):
-            for nodes, w in ((ni, 1 - s), (ni + 1, s), (nj, -(1 - t)), (nj + 1, -t)):
-                out.index_add_(0, nodes, w * f)
-        for nodes in (ni, ni + 1, nj, nj + 1):
-            node_depth.scatter_reduce_(0, nodes, depth, reduce="amax")
-        return ContactForces(node_fn.reshape(p.shape), node_ft.reshape(p.shape), node_depth.reshape(p.shape[:-1]))
+        return ContactPoints(((ni, 1 - s), (ni + 1, s), (nj, -(1 - t)), (nj + 1, -t)), depth, normal, v_rel)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 cosseratbench = pytest.importorskip(
     "cosseratbench", reason="cosseratbench is not installed (pip install flexlearn[bench])"
@@ -22,6 +23,7 @@ cosseratbench = pytest.importorskip(
 from cosseratbench import experiment as bench  # noqa: E402
 from cosseratbench import registry  # noqa: E402
 from cosseratbench.scenario import End, EndCondition, Material, PointLoad, Rod, Scenario  # noqa: E402
+from cosseratbench.solver import Capability  # noqa: E402
 
 from flexlearn.physics.cosserat.benchmark import FlexlearnLGVISolver, FlexlearnSolver  # noqa: E402
 
@@ -48,15 +50,15 @@ def _environment(tmp_path: Path) -> dict:
 
 
 def test_cantilever_and_catenary_through_the_cosseratbench_cli(tmp_path):
-    """``cosseratbench run cantilever catenary capstan -s flexlearn``: the cantilever's tip deflection is within 2e-3
+    """``cosseratbench run cantilever catenary -s flexlearn``: the cantilever's tip deflection is within 2e-3
     of Euler–Bernoulli (PyElastica's and MuJoCo's adapters: 7.3e-2 and 7.4e-2 at the same 20 elements); the cable
     pinned at both ends settles within 1e-3 of the elastic catenary (measured 4.1e-4 in shape, 2.9e-4 in sag at the
-    experiment's 50 elements); the capstan's cylinder contact is reported unsupported."""
+    experiment's 50 elements)."""
     exe = shutil.which("cosseratbench", path=str(Path(sys.executable).parent)) or shutil.which("cosseratbench")
     cli = [exe] if exe else [sys.executable, "-c", "import sys; from cosseratbench.cli import main; main()"]
     out = tmp_path / "results"
     proc = subprocess.run(
-        [*cli, "run", "cantilever", "catenary", "capstan", "-s", "flexlearn", "-o", str(out)],
+        [*cli, "run", "cantilever", "catenary", "-s", "flexlearn", "-o", str(out)],
         env=_environment(tmp_path),
         capture_output=True,
         text=True,
@@ -72,15 +74,47 @@ def test_cantilever_and_catenary_through_the_cosseratbench_cli(tmp_path):
     catenary = json.loads((out / "catenary" / "default" / "flexlearn" / "result.json").read_text())
     assert catenary["outcome"] == "completed", catenary
     assert catenary["metrics"]["shape_error"] < 1e-3 and catenary["metrics"]["sag_error"] < 1e-3
-    unsupported = json.loads((out / "capstan" / "default" / "flexlearn" / "result.json").read_text())
-    assert unsupported["outcome"] == "unsupported" and "cylinder" in unsupported["missing"][0]
 
 
-@pytest.mark.parametrize("name", ["capstan", "pile", "crossing"])
-def test_what_the_rod_lacks_is_reported_unsupported(name):
-    """Contact (cylinder, plane, rod–rod) is not modelled: cosseratbench reports those runs unsupported."""
-    result = bench.run(registry.load_experiment(name), FlexlearnSolver(), n_frames=3)
-    assert result.outcome == "unsupported", result.summary()
+def test_contact_scenarios_become_one_simulation_with_their_contacts():
+    """Crossing: both ropes as the two rows of one rod, pinned at both ends, with rod–rod contact; capstan: the
+    cylinder with points along the elements and the rope lifted off it at t = 0; pile: plane and self-contact;
+    twist: six rods with batched driven clamps and point loads. Each claims what it models; settings list it."""
+    solver = FlexlearnSolver()
+    assert {Capability.ROD_CONTACT, Capability.CYLINDER_CONTACT, Capability.PLANE_CONTACT} <= solver.capabilities
+    crossing = solver.problems(registry.load_experiment("crossing").scenario, 20)[0]
+    assert crossing.rod.batched and crossing.initial.positions.shape == (2, 21, 3)
+    assert [type(c).__name__ for c in crossing.contacts] == ["RodRodContact"]
+    assert [type(s).__name__ for s in crossing.base] == ["Pin", "Pin"] and crossing.base[0].position.shape == (2, 3)
+    scenario = registry.load_experiment("capstan").scenario
+    capstan = solver.problems(scenario, 20)[0]
+    (cylinder,) = capstan.contacts
+    assert type(cylinder).__name__ == "CylinderContact" and cylinder.points_per_element == 3
+    p = capstan.initial.positions
+    assert float(cylinder.points(p, torch.zeros_like(p)).depth.max()) <= 1e-3 * scenario.rods[0].radius
+    pile = solver.problems(registry.load_experiment("pile").scenario, 20)[0]
+    assert [type(c).__name__ for c in pile.contacts] == ["PlaneContact", "RodRodContact"]
+    assert pile.rod.strain == "nodes" and crossing.rod.strain == "midpoint"
+    twist = solver.problems(registry.load_experiment("twist").scenario, 20)[0]
+    assert twist.initial.positions.shape[0] == 6 and twist.loads[-1].force.shape == (6, 3)
+    rotation, position = twist.base[-1].pose(3.0, torch.float64)
+    assert rotation.shape == (6, 3, 3) and position.shape == (6, 3)
+    settings = solver.settings(registry.load_experiment("pile").scenario, n_elements=20, n_frames=201)
+    assert [c["kind"] for c in settings["contacts"]] == ["PlaneContact", "RodRodContact"]
+    assert settings["implicit_beta"] == 0.3
+
+
+def test_rods_that_cannot_share_one_simulation_are_reported_unsupported():
+    """Two rods of different radius could touch: one simulation cannot hold them, so the run is unsupported."""
+    material = Material(1e6, 1e6 / 3, 1000.0)
+    rods = (
+        Rod(((0.0, 0.0, 0.0), (1.0, 0.0, 0.0)), 0.01, material),
+        Rod(((0.0, 1.0, 0.0), (1.0, 1.0, 0.0)), 0.02, material),
+    )
+    result = bench.run(
+        bench.Experiment("two", "two rods", lambda: Scenario(rods, 0.1), metrics={}), FlexlearnSolver(), n_frames=3
+    )
+    assert result.outcome == "unsupported" and "radius" in result.missing[0], result.summary()
 
 
 def _bent_scenario(start=EndCondition.FREE, end=EndCondition.FREE, loads=()) -> Scenario:

@@ -1,0 +1,299 @@
+"""A ``cosseratbench`` scenario as flexlearn objects: rods, supports, loads and contacts
+(:mod:`~flexlearn.physics.cosserat.benchmark` runs them).
+
+Rods that can touch (several rods; one rod and ``self_contact``) are simulated together, as the batch rows of one
+:class:`~flexlearn.physics.cosserat.rod.CosseratRod` with one
+:class:`~flexlearn.physics.cosserat.rod_contact.RodRodContact`: they must then share radius, material and the
+kinds of their end conditions (a sliding clamp its slide direction); each keeps its own shape, length, loads and
+end motions. Obstacles become :class:`~flexlearn.physics.cosserat.contact.CylinderContact` and
+:class:`~flexlearn.physics.cosserat.contact.PlaneContact`; the larger of the two friction coefficients applies.
+
+Rods that can meet an obstacle or themselves take the node strains of seed 001, eq. (6) (``strain='nodes'``): pressed
+around an obstacle or coiled, a rope bends through tens of degrees per element at benchmark resolutions, where the
+mid-frame strain (the mean of the chord in the two node frames) shrinks the chord it sees by cos(θ/2) for a relative
+rotation θ, so that a tensioned element can stretch unseen (measured: the capstan's rope at 20 elements, 40° per
+element on the cylinder, stretched by 190 % within 0.15 s; by at most 2.6 % with node strains).
+
+Contact parameters, from the rod alone (the scenario gives none): the penalty of a node of mass m_a is
+``k = m_a ω_max²`` for the implicit step (ω_max the rod's fastest elastic mode, ``2 / stable_dt(1)``: contact as
+stiff as the stiffest thing the rod already has; the step keeps it stable whatever h, eq. (5) of
+:mod:`~flexlearn.physics.cosserat.implicit`) and ``m_a ω_max² / 4`` for the LGVI (inside its stable step); damping
+``c = sqrt(k m_a)`` (half of critical); friction regularised below ``ε = 1e-6 L`` per second (L the rod's length);
+on a cylinder of radius R, ``q = ceil(ℓ / sqrt(4 R r))`` contact points per element of length ℓ, so that no chord
+cuts into it by more than r / 2.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from cosseratbench.scenario import Cylinder, End, EndCondition, Motion, Plane, Rod, Scenario, neighbour_elements
+
+from flexlearn.physics.cosserat.contact import CylinderContact, ObstacleContact, PenaltyContact, PlaneContact
+from flexlearn.physics.cosserat.damping import Damping
+from flexlearn.physics.cosserat.loads import Gravity, PointForce, RodLoad
+from flexlearn.physics.cosserat.polyline import Polyline, element_mean_frames, node_frames
+from flexlearn.physics.cosserat.properties import Material
+from flexlearn.physics.cosserat.rod import CosseratRod
+from flexlearn.physics.cosserat.rod_contact import RodRodContact
+from flexlearn.physics.cosserat.simulation import RodSetup
+from flexlearn.physics.cosserat.state import FREE, Clamp, Pin, RodState
+
+__all__ = ["RodProblem", "lifted_off"]
+
+SLIP_VELOCITY_PER_LENGTH = 1e-6
+"""ε / L [1/s] of the adapter's friction: a node held at share s of its friction cone creeps at ε s / sqrt(1 − s²)."""
+
+_FLIP = torch.diag(torch.tensor([1.0, -1.0, -1.0], dtype=torch.float64))
+"""Half turn about body x: the frame of a node seen from a rod numbered from its other end (z → −z, d1 kept)."""
+
+
+class _RodStart:
+    """One scenario rod's initial nodes and frames in its flexlearn numbering, and its director offsets; nodes lifted
+    off the obstacles (`lifted_off`) where the polyline's chords would start inside one."""
+
+    def __init__(self, spec: Rod, n_elements: int, reversed_: bool, obstacles: Sequence[ObstacleContact]) -> None:
+        line = Polyline(torch.as_tensor(np.asarray(spec.centerline, dtype=float)), spec.normal, spec.rest_arc_length)
+        positions = line.nodes(n_elements)
+        lifted = lifted_off(positions, obstacles)
+        if lifted is not positions:
+            positions, rest = lifted, torch.linspace(0.0, float(line.length), n_elements + 1, dtype=torch.float64)
+            line = Polyline(positions, spec.normal, rest.tolist())
+        elements = line.element_frames(n_elements)
+        rotations = node_frames(elements)
+        # the director each element carries: its mean frame turned by the constant offset that makes it the
+        # scenario's (parallel-transported) director at t = 0
+        self.offsets = element_mean_frames(rotations).transpose(-1, -2) @ elements
+        if reversed_:
+            positions, rotations = positions.flip(0), rotations.flip(0) @ _FLIP
+        self.positions, self.rotations = positions, rotations
+
+
+def lifted_off(nodes: torch.Tensor, obstacles: Sequence[ObstacleContact], iterations: int = 100) -> torch.Tensor:
+    """The nodes of a rod moved out of the obstacles, so that no contact point starts inside one: each node moves
+    along the normals of the points it carries by their penetration (weighted by its share), until the deepest is
+    below 1e-3 r. A centreline sampled coarsely from a curve wrapped on a cylinder has chords that cut into it by
+    their sagitta; started there, the penalty would fling the rod off.
+
+    Args:
+        nodes: (n, 3) node positions [m].
+        obstacles: the obstacle contacts.
+        iterations: the most passes.
+
+    Returns:
+        The moved nodes (n, 3), or ``nodes`` itself when none starts inside.
+    """
+    p = nodes.unsqueeze(0)
+    for _ in range(iterations):
+        move, weight = torch.zeros_like(nodes), torch.zeros(nodes.shape[0], dtype=nodes.dtype)
+        worst = 0.0
+        for obstacle in obstacles:
+            shares, depth, normal, _, _ = obstacle.points(p, torch.zeros_like(p))
+            worst = max(worst, float(depth.max() / obstacle.rod_radius))
+            for index, w in shares:
+                inside = w * (depth > 0).unsqueeze(-1)
+                move.index_add_(0, index, inside * depth.unsqueeze(-1) * normal)
+                weight.index_add_(0, index, inside[:, 0])
+        if worst <= 1e-3:
+            return nodes if p.squeeze(0) is nodes else p.squeeze(0)
+        p = p + (move / weight.clamp_min(1e-300).unsqueeze(-1)).unsqueeze(0)
+    return p.squeeze(0)
+
+
+def _stacked_support(condition: EndCondition, motions: list[Motion | None], node: int, poses: list[tuple]):
+    """The flexlearn support of one end of B rods of one batch (None for free ends).
+
+    Args:
+        condition: the end's condition, the same for every rod.
+        motions: each rod's prescribed motion of that end (clamped ends only), or None.
+        node: the node of that end in the rods' numbering (0 or −1).
+        poses: each rod's ``(rotation (3, 3), position (3,))`` of that node at t = 0.
+
+    Returns:
+        A :class:`~flexlearn.physics.cosserat.state.Clamp`, a :class:`~flexlearn.physics.cosserat.state.Pin`
+        or None; batched (B, …) for B > 1.
+    """
+    rotation = torch.stack([r for r, _ in poses])
+    position = torch.stack([p for _, p in poses])
+    single = len(poses) == 1
+    if condition is EndCondition.FREE:
+        return None
+    if condition is EndCondition.PINNED:
+        return Pin(position[0] if single else position, node=node)
+    drive = None
+    if any(m is not None for m in motions):
+
+        def drive(t: float) -> tuple[torch.Tensor, torch.Tensor]:
+            """Each end's pose at ``t`` [s]: turned about, and moved from, where it starts (world frame)."""
+            turns, shifts = [], []
+            for motion in motions:
+                shift, turn = (np.zeros(3), np.eye(3)) if motion is None else motion.pose(t)
+                turns.append(torch.as_tensor(turn, dtype=torch.float64))
+                shifts.append(torch.as_tensor(shift, dtype=torch.float64))
+            turned, moved = torch.stack(turns) @ rotation, position + torch.stack(shifts)
+            return (turned[0], moved[0]) if single else (turned, moved)
+
+    slides = {None if m is None or m.slides_along is None else tuple(m.axis) for m in motions}
+    if len(slides) > 1:
+        raise NotImplementedError("rods simulated together (they can touch) slide their clamps along different axes")
+    slide = slides.pop()
+    if single:
+        return Clamp(position[0], rotation[0], motion=drive, node=node, slides_along=slide)
+    return Clamp(position, rotation, motion=drive, node=node, slides_along=slide)
+
+
+def _check_batchable(specs: Sequence[Rod]) -> None:
+    """NotImplementedError unless ``specs`` share what one batch of rods shares (module docstring)."""
+    first = specs[0]
+    for spec in specs[1:]:
+        if spec.radius != first.radius or spec.material != first.material:
+            raise NotImplementedError("contact between rods of different radius or material: not modelled")
+        if (spec.start, spec.end) != (first.start, first.end):
+            raise NotImplementedError("contact between rods with different kinds of end conditions: not modelled")
+
+
+class RodProblem:
+    """The rods of one simulation as flexlearn objects: the rod (B rows), loads, contacts, supports, initial state
+    and numbering.
+
+    The ends become supports (:class:`Clamp`, :class:`Pin`, driven by the scenario's ``Motion``, a sliding clamp
+    for ``slides_along``). Rods held at their last node only are numbered from that end, so that the support is
+    the base (the fused kernel then runs a single rod without contact).
+
+    Args:
+        scenario: the scenario (gravity, obstacles, self-contact, quasi-static flag).
+        specs: its rods simulated together (one, or all that can touch).
+        n_elements: elements of each rod.
+        scheme: ``'implicit'`` or ``'lgvi'`` (the contact stiffness, module docstring).
+    """
+
+    def __init__(self, scenario: Scenario, specs: Sequence[Rod], n_elements: int, scheme: str = "implicit"):
+        _check_batchable(specs)
+        first = specs[0]
+        start, end = first.condition(End.START), first.condition(End.END)
+        # held at the last node only: number the rods from their other end, so that the support is node 0
+        self.reversed = start is EndCondition.FREE and end is not EndCondition.FREE
+        self.specs = list(specs)
+        material = Material(
+            first.material.density, first.material.youngs_modulus, shear_modulus=first.material.shear_modulus
+        )
+        lengths = first.length if len(specs) == 1 else torch.tensor([s.length for s in specs], dtype=torch.float64)
+        strain = "nodes" if scenario.obstacles or scenario.self_contact else "midpoint"
+        self.rod = CosseratRod.circular(lengths, first.radius, material, n_elements, strain=strain)
+        self.contacts = _contacts(scenario, self.specs, self.rod, scheme)
+        obstacles = [c for c in self.contacts if isinstance(c, ObstacleContact)]
+        rods = [_RodStart(spec, n_elements, self.reversed, obstacles) for spec in specs]
+        self.offsets = [r.offsets for r in rods]
+        positions = torch.stack([r.positions for r in rods])
+        rotations = torch.stack([r.rotations for r in rods])
+        z = torch.zeros_like(positions)
+        self.initial = RodState(positions, rotations, z, z)
+        ends = [(start, [s.start_motion for s in specs]), (end, [s.end_motion for s in specs])]
+        if self.reversed:
+            ends.reverse()
+        supports = [
+            _stacked_support(*ends[0], 0, [(r.rotations[0], r.positions[0]) for r in rods]),
+            _stacked_support(*ends[1], -1, [(r.rotations[-1], r.positions[-1]) for r in rods]),
+        ]
+        self.base: list[Clamp | Pin] | str = [s for s in supports if s is not None] or FREE
+        self.loads: list[RodLoad] = self._point_loads(scenario)
+        self.alpha = 2.0 * scenario.slowest_frequency() if scenario.quasi_static else 0.0
+        self.contact_dt = _contact_dt(scenario, self.specs, self.alpha) if self.contacts else math.inf
+
+    def _point_loads(self, scenario: Scenario) -> list[RodLoad]:
+        """Gravity and the rods' end loads (batched (B, 3) forces for several rods)."""
+        loads: list[RodLoad] = []
+        if any(scenario.gravity):
+            loads.append(Gravity(tuple(float(g) for g in scenario.gravity)))
+        for at in (End.START, End.END):
+            forces = [
+                sum((np.asarray(ld.force, float) for ld in s.loads if ld.at is at), np.zeros(3)) for s in self.specs
+            ]
+            if not any(np.any(f) for f in forces):
+                continue
+            tip = (at is End.END) != self.reversed
+            force = torch.as_tensor(np.stack(forces), dtype=torch.float64)
+            loads.append(PointForce(-1 if tip else 0, force[0] if len(forces) == 1 else force))
+        return loads
+
+    def setup(self) -> RodSetup:
+        """The flexlearn :class:`~flexlearn.physics.cosserat.simulation.RodSetup`: loads and contacts, mass-
+        proportional damping α (quasi-static scenarios), initial state and supports."""
+        damping = Damping(alpha=self.alpha) if self.alpha > 0 else None
+        return RodSetup([*self.loads, *self.contacts], damping, self.initial, self.base)
+
+    def output(self, positions: torch.Tensor, rotations: torch.Tensor) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each rod's positions (T, N+1, 3) and element directors (T, N, 3) in the scenario's numbering, as numpy:
+        ``d1`` of each element's mean frame times its offset at t = 0 (a frame rigidly attached to the element).
+
+        Args:
+            positions: Node positions [m] in the rods' numbering, shape (T, B, N+1, 3) or (T, N+1, 3).
+            rotations: Node frames in the rods' numbering, shape (T, B, N+1, 3, 3) or (T, N+1, 3, 3).
+
+        Returns:
+            One ``(positions, directors)`` per rod.
+        """
+        if not self.rod.batched:
+            positions, rotations = positions.unsqueeze(1), rotations.unsqueeze(1)
+        out = []
+        for b, offsets in enumerate(self.offsets):
+            x, frames = positions[:, b], rotations[:, b]
+            if self.reversed:
+                x, frames = x.flip(-2), frames.flip(-3) @ _FLIP
+            directors = (element_mean_frames(frames) @ offsets)[..., :, 0]
+            out.append((x.detach().numpy().copy(), directors.detach().numpy().copy()))
+        return out
+
+
+def _contact_dt(scenario: Scenario, specs: Sequence[Rod], alpha: float) -> float:
+    """The largest step [s] at which contacts are not passed through: bodies closing at 2 v move r per step, v the
+    fastest speed expected: the speed of a rod falling its own length (or its terminal speed |g| / α under the
+    quasi-static drag α [1/s], if lower) or of a driven end (its speed and its turn rate times the rod's length)."""
+    g = float(np.linalg.norm(scenario.gravity))
+    length = max(s.length for s in specs)
+    speed = math.sqrt(2.0 * g * length)
+    if alpha > 0:
+        speed = min(speed, g / alpha)
+    for spec in specs:
+        for motion in (spec.start_motion, spec.end_motion):
+            if motion is None:
+                continue
+            for t in motion.times[:-1]:
+                velocity, turning = motion.rates(t)
+                speed = max(speed, float(np.linalg.norm(velocity)) + float(np.linalg.norm(turning)) * length)
+    return math.inf if speed == 0 else min(s.radius for s in specs) / (2.0 * speed)
+
+
+def _contacts(scenario: Scenario, specs: Sequence[Rod], rod: CosseratRod, scheme: str) -> list[PenaltyContact]:
+    """The obstacles and rod–rod contact of one batch of rods, with the parameters of the module docstring."""
+    spec = specs[0]
+    ell = min(s.length for s in specs) / rod.n_elements
+    node_mass = spec.material.density * spec.area * ell
+    omega = 2.0 / float(rod.stable_dt(1.0).min())
+    stiffness = node_mass * omega**2 / (1.0 if scheme == "implicit" else 4.0)
+    law: dict[str, Any] = dict(
+        rod_radius=spec.radius,
+        stiffness=stiffness,
+        damping=math.sqrt(stiffness * node_mass),
+        slip_velocity=SLIP_VELOCITY_PER_LENGTH * min(s.length for s in specs),
+    )
+    rod_friction = max(s.friction for s in specs)
+    out: list[PenaltyContact] = []
+    for obstacle in scenario.obstacles:
+        mu = max(obstacle.friction, rod_friction)
+        if isinstance(obstacle, Cylinder):
+            # points along each element, so that its chord cuts into the cylinder by at most r / 2
+            q = max(1, math.ceil(ell / math.sqrt(4.0 * obstacle.radius * spec.radius)))
+            shape = (obstacle.center, obstacle.axis, obstacle.radius, obstacle.length)
+            out.append(CylinderContact(*shape, points_per_element=q, **law, friction=mu))
+        elif isinstance(obstacle, Plane):
+            out.append(PlaneContact(obstacle.point, obstacle.normal, **law, friction=mu))
+        else:
+            raise NotImplementedError(f"contact with a {type(obstacle).__name__}: not modelled")
+    if len(specs) > 1 or scenario.self_contact:
+        apart = neighbour_elements(spec.radius, ell)
+        out.append(RodRodContact(**law, friction=rod_friction, self_contact=scenario.self_contact, exclude=apart))
+    return out
