@@ -8,11 +8,17 @@ kinds of their end conditions (a sliding clamp its slide direction); each keeps 
 end motions. Obstacles become :class:`~flexlearn.physics.cosserat.contact.CylinderContact` and
 :class:`~flexlearn.physics.cosserat.contact.PlaneContact`; the larger of the two friction coefficients applies.
 
-Rods that can meet an obstacle or themselves take the node strains of seed 001, eq. (6) (``strain='nodes'``): pressed
-around an obstacle or coiled, a rope bends through tens of degrees per element at benchmark resolutions, where the
+Rods in a scenario with obstacles take the node strains of seed 001, eq. (6) (``strain='nodes'``): pressed around
+an obstacle or fed onto it, a rope bends through tens of degrees per element at benchmark resolutions, where the
 mid-frame strain (the mean of the chord in the two node frames) shrinks the chord it sees by cos(θ/2) for a relative
-rotation θ, so that a tensioned element can stretch unseen (measured: the capstan's rope at 20 elements, 40° per
-element on the cylinder, stretched by 190 % within 0.15 s; by at most 2.6 % with node strains).
+rotation θ, so that an element can stretch unseen (measured at 20 elements: the capstan's rope, 40° per element on
+the cylinder, stretched by 190 % within 0.15 s, by at most 2.6 % with node strains; the pile's rope stretched 2.2×
+and diverged). Elsewhere the mid-frame strain stays: it converges at second order, and with node strains the
+twist experiment's rods did not buckle at 20 elements (no critical twist found; 4.5 % error with the mid frame).
+Rods of a quasi-static scenario with obstacles carry the rotary inertia of their segments
+(``rotary_inertia='segment'``, J + m ℓ²/12): the dynamics are not the result there, and a thin rope's node
+rotations (ω ∝ 1/r with the section's inertia) otherwise needed a quarter of the step where a driven end stops
+(the pile's clamp at 3.4 s: 461 s of wall time with two failed tries, 47 s with segment inertia).
 
 Contact parameters, from the rod alone (the scenario gives none): the penalty of a node of mass m_a is
 ``k = m_a ω_max²`` for the implicit step (ω_max the rod's fastest elastic mode, ``2 / stable_dt(1)``: contact as
@@ -145,6 +151,19 @@ def _stacked_support(condition: EndCondition, motions: list[Motion | None], node
     return Clamp(position, rotation, motion=drive, node=node, slides_along=slide)
 
 
+def rod_material(spec: Rod) -> Material:
+    """The flexlearn material of a scenario rod: density, E and G (so the shear coefficient of the section follows).
+
+    Args:
+        spec: the scenario rod.
+
+    Returns:
+        The :class:`~flexlearn.physics.cosserat.properties.Material`.
+    """
+    m = spec.material
+    return Material(m.density, m.youngs_modulus, shear_modulus=m.shear_modulus)
+
+
 def _check_batchable(specs: Sequence[Rod]) -> None:
     """NotImplementedError unless ``specs`` share what one batch of rods shares (module docstring)."""
     first = specs[0]
@@ -177,12 +196,11 @@ class RodProblem:
         # held at the last node only: number the rods from their other end, so that the support is node 0
         self.reversed = start is EndCondition.FREE and end is not EndCondition.FREE
         self.specs = list(specs)
-        material = Material(
-            first.material.density, first.material.youngs_modulus, shear_modulus=first.material.shear_modulus
-        )
+        material = rod_material(first)
         lengths = first.length if len(specs) == 1 else torch.tensor([s.length for s in specs], dtype=torch.float64)
-        strain = "nodes" if scenario.obstacles or scenario.self_contact else "midpoint"
-        self.rod = CosseratRod.circular(lengths, first.radius, material, n_elements, strain=strain)
+        strain = "nodes" if scenario.obstacles else "midpoint"
+        inertia = "segment" if scenario.quasi_static and scenario.obstacles else "section"
+        self.rod = CosseratRod.circular(lengths, first.radius, material, n_elements, strain, inertia)
         self.contacts = _contacts(scenario, self.specs, self.rod, scheme)
         obstacles = [c for c in self.contacts if isinstance(c, ObstacleContact)]
         rods = [_RodStart(spec, n_elements, self.reversed, obstacles) for spec in specs]
@@ -272,7 +290,8 @@ def _contacts(scenario: Scenario, specs: Sequence[Rod], rod: CosseratRod, scheme
     spec = specs[0]
     ell = min(s.length for s in specs) / rod.n_elements
     node_mass = spec.material.density * spec.area * ell
-    omega = 2.0 / float(rod.stable_dt(1.0).min())
+    section = CosseratRod.circular(rod.length, spec.radius, rod_material(spec), rod.n_elements)
+    omega = 2.0 / float(section.stable_dt(1.0).min())  # of the section's rotary inertia, whichever the rod has
     stiffness = node_mass * omega**2 / (1.0 if scheme == "implicit" else 4.0)
     law: dict[str, Any] = dict(
         rod_radius=spec.radius,

@@ -94,7 +94,7 @@ def test_contact_scenarios_become_one_simulation_with_their_contacts():
     assert float(cylinder.points(p, torch.zeros_like(p)).depth.max()) <= 1e-3 * scenario.rods[0].radius
     pile = solver.problems(registry.load_experiment("pile").scenario, 20)[0]
     assert [type(c).__name__ for c in pile.contacts] == ["PlaneContact", "RodRodContact"]
-    assert pile.rod.strain == "nodes" and crossing.rod.strain == "midpoint"
+    assert pile.rod.strain == "nodes" and crossing.rod.strain == "midpoint" and capstan.rod.strain == "nodes"
     twist = solver.problems(registry.load_experiment("twist").scenario, 20)[0]
     assert twist.initial.positions.shape[0] == 6 and twist.loads[-1].force.shape == (6, 3)
     rotation, position = twist.base[-1].pose(3.0, torch.float64)
@@ -185,9 +185,11 @@ def test_the_pendulum_pinned_at_the_top_swings_with_the_reference_period():
 
 @pytest.mark.slow
 def test_the_twisted_rods_run_with_a_driven_sliding_end():
-    """Cosseratbench's twist (six rods clamped at both ends, the far end turned and sliding under a pull;
-    ≈ 21 min on the tensor path at 2.5 ms, self-contact not modelled): completes, and finds Greenhill's critical
-    twist within 2 % (measured 0.79 %; PyElastica 1.0.0 1.1 %)."""
-    result = bench.run(registry.load_experiment("twist"), FlexlearnSolver())
+    """Cosseratbench's twist (six rods clamped at both ends, the far end turned and sliding under a pull, simulated
+    together with self-contact; 20 elements, ≈ 4.5 min on the tensor path): completes, finds Greenhill's critical
+    twist within 6 % (measured 4.5 %; PyElastica 1.0.0 2.4 % at the same 20 elements), and the plectoneme's turns
+    stay out of each other (overlap measured 0.025 r; PyElastica 0.041 r)."""
+    result = bench.run(registry.load_experiment("twist"), FlexlearnSolver(), n_elements=20)
     assert result.outcome == "completed", result.summary()
-    assert result.metrics["critical_twist_error"] < 0.02
+    assert result.metrics["critical_twist_error"] < 0.06
+    assert result.observations["max_rod_overlap"] < 0.1
