@@ -6,27 +6,21 @@ classes below, so that after ``pip install flexlearn[bench]``::
     cosseratbench run cantilever -s flexlearn          # the implicit step (default)
     cosseratbench run cantilever -s flexlearn-lgvi     # the explicit LGVI
 
-A scenario's rod becomes a :class:`~flexlearn.physics.cosserat.rod.CosseratRod`, circular, with the scenario's
-(E, G) (so k = 27/28 at G = E/3, PyElastica's value, :mod:`~flexlearn.physics.cosserat.properties`);
-its initial state from the centreline and normal (:class:`~flexlearn.physics.cosserat.polyline.Polyline`); a
-clamped end as the rod's base (a clamped last node by numbering the rod from the other end); point loads as
-:class:`~flexlearn.physics.cosserat.loads.PointForce`, gravity as
-:class:`~flexlearn.physics.cosserat.loads.Gravity`; the frames recorded exactly at the requested times
-(:func:`~flexlearn.physics.cosserat.frame_times.simulate_at`). A quasi-static scenario gets mass-proportional
-damping α = 2 ω_slow (critical for the slowest mode, as the PyElastica adapter does), and the implicit step its
-numerical damping :data:`QUASI_STATIC_DISSIPATION` of the modes it does not resolve.
+A scenario becomes one simulation (:class:`~flexlearn.physics.cosserat.benchmark_problem.RodProblem`: its rods as
+the batch rows of one :class:`~flexlearn.physics.cosserat.rod.CosseratRod` with the scenario's (E, G), so k = 27/28 at
+G = E/3; supports, loads, obstacle, rod–rod and self-contact; the choices and their reasons are in that module).
+The frames are recorded exactly at the requested times (:func:`~flexlearn.physics.cosserat.frame_times.simulate_at`).
+A quasi-static scenario gets mass-proportional damping α = 2 ω_slow (critical for the slowest mode, as the
+PyElastica adapter does), and the implicit step its numerical damping of the modes it does not resolve
+(:data:`QUASI_STATIC_DISSIPATION`; with contact β, ζ = :data:`CONTACT_BETA_DISSIPATION`).
 
 Time steps: the LGVI takes ``time_step_scale × stable_dt()`` (its explicit stability estimate, safety 0.65); the
 implicit step takes one step per frame in a quasi-static scenario and ``accurate_dt()`` (four lowest modes to
-1e-3 in frequency) otherwise, times ``time_step_scale``, but at most 1/(2α) with damping (the damping is
-explicit); a rod whose run fails at that step is run again at half the step, up to :data:`MAX_STEP_HALVINGS`
-times.
-
-End conditions: a clamped end is a :class:`~flexlearn.physics.cosserat.state.Clamp` (driven by the scenario's
-``Motion``, sliding along its ``slides_along``), a pinned end a :class:`~flexlearn.physics.cosserat.state.Pin`
-(:mod:`~flexlearn.physics.cosserat.supports`). Several rods are simulated one by one (exact while they do not
-touch: the solver does not claim rod contact). Self-contact is not modelled (``settings`` says so). Obstacles are
-refused with ``NotImplementedError`` (the benchmark then reports the run as unsupported).
+1e-3 in frequency) otherwise, with contact at most the problem's ``contact_dt`` (no body passes through another in
+one step), times ``time_step_scale``, but at most 1/(2α) with damping (the damping is explicit); a run that fails
+at that step is run again at half the step, up to :data:`MAX_STEP_HALVINGS` times. What cannot be simulated
+together (rods of different radius, material or end-condition kinds) is refused with ``NotImplementedError``,
+which cosseratbench reports as unsupported.
 """
 
 from __future__ import annotations

@@ -15,10 +15,12 @@ rotation θ, so that an element can stretch unseen (measured at 20 elements: the
 the cylinder, stretched by 190 % within 0.15 s, by at most 2.6 % with node strains; the pile's rope stretched 2.2×
 and diverged). Elsewhere the mid-frame strain stays: it converges at second order, and with node strains the
 twist experiment's rods did not buckle at 20 elements (no critical twist found; 4.5 % error with the mid frame).
-Rods of a quasi-static scenario with obstacles carry the rotary inertia of their segments
+Rods of a quasi-static scenario with obstacles and a driven end carry the rotary inertia of their segments
 (``rotary_inertia='segment'``, J + m ℓ²/12): the dynamics are not the result there, and a thin rope's node
-rotations (ω ∝ 1/r with the section's inertia) otherwise needed a quarter of the step where a driven end stops
-(the pile's clamp at 3.4 s: 461 s of wall time with two failed tries, 47 s with segment inertia).
+rotations (ω ∝ 1/r with the section's inertia) otherwise needed a quarter of the step where the driven end stops
+(the pile's clamp at 3.4 s: 461 s of wall time with two failed tries, 47 s with segment inertia). Without a driven
+end the section's inertia stays: with the segments' the capstan's rope at 40 elements slid 0.27 m at overhang 0.8
+(4.3 cm with the section's), the node strains' initial shear relaxing more slowly.
 
 Contact parameters, from the rod alone (the scenario gives none): the penalty of a node of mass m_a is
 ``k = m_a ω_max²`` for the implicit step (ω_max the rod's fastest elastic mode, ``2 / stable_dt(1)``: contact as
@@ -199,7 +201,8 @@ class RodProblem:
         material = rod_material(first)
         lengths = first.length if len(specs) == 1 else torch.tensor([s.length for s in specs], dtype=torch.float64)
         strain = "nodes" if scenario.obstacles else "midpoint"
-        inertia = "segment" if scenario.quasi_static and scenario.obstacles else "section"
+        driven = any(m is not None for spec in specs for m in (spec.start_motion, spec.end_motion))
+        inertia = "segment" if scenario.quasi_static and scenario.obstacles and driven else "section"
         self.rod = CosseratRod.circular(lengths, first.radius, material, n_elements, strain, inertia)
         self.contacts = _contacts(scenario, self.specs, self.rod, scheme)
         obstacles = [c for c in self.contacts if isinstance(c, ObstacleContact)]
@@ -290,7 +293,7 @@ def _contacts(scenario: Scenario, specs: Sequence[Rod], rod: CosseratRod, scheme
     spec = specs[0]
     ell = min(s.length for s in specs) / rod.n_elements
     node_mass = spec.material.density * spec.area * ell
-    section = CosseratRod.circular(rod.length, spec.radius, rod_material(spec), rod.n_elements)
+    section = CosseratRod.circular(rod.length, spec.radius, rod_material(spec), rod.n_elements, rod.strain)
     omega = 2.0 / float(section.stable_dt(1.0).min())  # of the section's rotary inertia, whichever the rod has
     stiffness = node_mass * omega**2 / (1.0 if scheme == "implicit" else 4.0)
     law: dict[str, Any] = dict(

@@ -126,6 +126,7 @@ class PenaltyContact(Load):
         self.friction, self.slip_velocity = float(friction), float(slip_velocity)
         self.last_normal: Optional[Tensor] = None
         self.last_friction: Optional[Tensor] = None
+        self._last_points: Optional[tuple] = None
 
     def pair_law(self, depth: Tensor, n: Tensor, v: Tensor, step: float = 0.0) -> Tuple[Tensor, Tensor]:
         """The normal and friction forces of contacts of penetration ``depth``, normal ``n`` and velocity ``v``.
@@ -187,6 +188,17 @@ class PenaltyContact(Load):
         """
         raise NotImplementedError(f"{type(self).__name__} must implement points(p, v)")  # pragma: no cover
 
+    def _points_at(self, p: Tensor, v: Tensor) -> ContactPoints:
+        """`points` of ``(p, v)``, computed once for the forces and the step's blocks of the same state (the same
+        tensors, unmodified)."""
+        key = (p, v, p._version, v._version)
+        cached = self._last_points
+        if cached is not None and all(a is b if isinstance(a, Tensor) else a == b for a, b in zip(cached[0], key)):
+            return cached[1]
+        points = self.points(p, v)
+        self._last_points = (key, points)
+        return points
+
     def forces(self, p: Tensor, v: Tensor, step: float = 0.0) -> ContactForces:
         """The normal and friction forces at the nodes (each point's force split by its node weights) and each
         node's deepest penetration at a state.
@@ -199,7 +211,7 @@ class PenaltyContact(Load):
         Returns:
             The `ContactForces` (normal, friction (B, N+1, 3) [N]; depth (B, N+1) [m]).
         """
-        shares, depth, normal, v_rel, scale = self.points(p, v)
+        shares, depth, normal, v_rel, scale = self._points_at(p, v)
         fn, ft = self.pair_law(depth, normal, v_rel, step)
         flat = p.reshape(-1, 3)
         node_fn, node_ft = torch.zeros_like(flat), torch.zeros_like(flat)
@@ -224,7 +236,7 @@ class PenaltyContact(Load):
         Returns:
             (B, N+1, 3, 3) blocks [kg].
         """
-        shares, depth, normal, v_rel, scale = self.points(p, v)
+        shares, depth, normal, v_rel, scale = self._points_at(p, v)
         point = (scale * h * self.pair_damping(depth, normal, v_rel, h)).reshape(-1, 9)
         total = sum(w.abs() for _, w in shares)
         out = torch.zeros(p.shape[0] * p.shape[1], 9, dtype=p.dtype, device=p.device)
