@@ -94,7 +94,7 @@ def lifted_off(nodes: torch.Tensor, obstacles: Sequence[ObstacleContact], iterat
     Returns:
         The moved nodes (n, 3), or ``nodes`` itself when none starts inside.
     """
-    p = nodes.unsqueeze(0)
+    p, moved = nodes.unsqueeze(0), False
     for _ in range(iterations):
         move, weight = torch.zeros_like(nodes), torch.zeros(nodes.shape[0], dtype=nodes.dtype)
         worst = 0.0
@@ -106,8 +106,8 @@ def lifted_off(nodes: torch.Tensor, obstacles: Sequence[ObstacleContact], iterat
                 move.index_add_(0, index, inside * depth.unsqueeze(-1) * normal)
                 weight.index_add_(0, index, inside[:, 0])
         if worst <= 1e-3:
-            return nodes if p.squeeze(0) is nodes else p.squeeze(0)
-        p = p + (move / weight.clamp_min(1e-300).unsqueeze(-1)).unsqueeze(0)
+            return p.squeeze(0) if moved else nodes
+        p, moved = p + (move / weight.clamp_min(1e-300).unsqueeze(-1)).unsqueeze(0), True
     return p.squeeze(0)
 
 

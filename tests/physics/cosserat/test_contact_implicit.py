@@ -137,3 +137,4 @@ def test_points_along_the_elements_keep_a_chord_out_of_a_cylinder():
     lifted = lifted_off(nodes, [four])
     assert float(four.points(lifted.unsqueeze(0), torch.zeros_like(p)).depth.max()) <= 1e-3 * 1e-3
     assert float((lifted - nodes).norm(dim=-1).max()) < 0.05
+    assert lifted_off(lifted, [four]) is lifted  # nothing inside: the nodes themselves
