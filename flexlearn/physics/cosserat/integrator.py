@@ -257,30 +257,25 @@ class Stepper:
         return loads._replace(force=loads.force + fo)
 
     def filtered(
-        self,
-        R: Tensor,
-        p: Tensor,
-        f: Tensor,
-        tau: Tensor,
-        state: Optional[HalfStep] = None,
-        contact: Optional[Tensor] = None,
+        self, R: Tensor, p: Tensor, f: Tensor, tau: Tensor, loads: NodeLoads, state: Optional[HalfStep] = None
     ) -> Tuple[Tensor, Tensor]:
-        """The kick's forces: unchanged for the LGVI, ``M (M + β h² K)⁻¹ F`` for the implicit variant (with
-        the numerical damping of the half-step velocities of ``state`` when ζ > 0: eq. (4) of
-        :mod:`~flexlearn.physics.cosserat.implicit`).
+        """The kick's forces, the internal ones plus ``loads``: unchanged for the LGVI, ``M (M + β h² K)⁻¹ F`` for
+        the implicit variant (with the contacts' blocks of ``loads``, eq. (5), and the numerical damping of the
+        half-step velocities of ``state`` when ζ > 0, eq. (4) of :mod:`~flexlearn.physics.cosserat.implicit`).
 
         Args:
             R: Node rotations, shape (B, n, 3, 3).
             p: Node positions [m], shape (B, n, 3).
-            f: Node forces [N], shape (B, n, 3).
-            tau: Element torques [N m] in the element frames, shape (B, n − 1, 3).
+            f: Internal node forces [N], shape (B, n, 3).
+            tau: Internal element torques [N m] in the element frames, shape (B, n − 1, 3).
+            loads: The loads, damping and contact blocks at the state.
             state: The half-step state whose velocities are damped (None: no numerical damping).
-            contact: the contacts' (B, n, 3, 3) blocks of eq. (5) of :mod:`~flexlearn.physics.cosserat.implicit`.
         """
+        f, tau = f + loads.force, tau + loads.torque
         if self.beta == 0.0:
             return f, tau
         h, zeta = self.h, (self.zeta if state is not None else 0.0)
-        step = ForceFilter((self.beta + 0.5 * zeta) * h * h, self.dofs, zeta * h, contact)
+        step = ForceFilter((self.beta + 0.5 * zeta) * h * h, self.dofs, zeta * h, loads.contact)
         velocities = None if state is None or zeta == 0.0 else (state.v, state.pi / self.J)
         return implicit.filter_forces(self.ctx, R, p, f, tau, step, velocities)
 
@@ -311,7 +306,7 @@ class Stepper:
         h, v0, w0 = self.h, self.v0, self.w0
         loads = self.external(R, p, 0.0, v0, w0)
         f0, tau0, *_ = internal_forces(self.ctx, R, p, loads.damping_stress, loads.damping_moment)
-        f0, tau0 = self.filtered(R, p, f0 + loads.force, tau0 + loads.torque, None, loads.contact)
+        f0, tau0 = self.filtered(R, p, f0, tau0, loads)
         if self.beta != 0.0:  # the scheme's velocity variable (implicit.py, eq. (3))
             v0, w0 = implicit.filter_velocities(self.ctx, R, p, v0, w0, self.beta * h * h, self.dofs)
         v = v0 - 0.5 * h * f0 / self.m
@@ -334,9 +329,7 @@ class Stepper:
         h, ctx = self.h, self.ctx
         R, p, v, pi = state
         f, tau, gL, gR, fc, Q = internal_forces(ctx, R, p, loads.damping_stress, loads.damping_moment)
-        f = f + loads.force
-        tau = tau + loads.torque
-        f, tau = self.filtered(R, p, f, tau, state, loads.contact)
+        f, tau = self.filtered(R, p, f, tau, loads, state)
         v2 = v + h * f / self.m  # kick (leapfrog)
         u = pi + h * tau
         p2 = p + h * v2  # drift: explicit positions
@@ -398,7 +391,7 @@ class Stepper:
             return core(state, loads, held_next, fixed)._replace(next_state=None, newton_residual=None)
         if last:
             f, tau, gL, gR, fc, Q = internal_forces(self.ctx, R, p, loads.damping_stress, loads.damping_moment)
-            f, tau = self.filtered(R, p, f + loads.force, tau + loads.torque, state, loads.contact)
+            f, tau = self.filtered(R, p, f, tau, loads, state)
             strain = torch.maximum(gL.norm(dim=-1), gR.norm(dim=-1))
             tr = Q[..., 0, 0] + Q[..., 1, 1] + Q[..., 2, 2]
             return StepResult(StateForces(f, tau, strain, tr), None, None)
