@@ -118,6 +118,7 @@ def test_console_scripts_run_from_an_empty_directory(installed, tmp_path):
     assert "trainer" in proc.stdout
 
 
+@pytest.mark.slow  # ≈ 25 s: CI runs it in its second step
 def test_pipeline_runs_from_an_empty_directory_at_a_small_size(installed, tmp_path):
     proc = _run(
         installed, tmp_path, "flexlearn-pipeline", "data.sim.n_poses=300", "trainer.max_epochs=2", "data.batch_size=64"

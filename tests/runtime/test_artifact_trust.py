@@ -426,6 +426,7 @@ export_bundle(build_bundle(DirectionMLP(hidden=(8, 8)).eval(), 3), sys.argv[1], 
 """
 
 
+@pytest.mark.slow  # ≈ 18 s (two processes): CI runs it in its second step
 def test_bundle_bytes_do_not_depend_on_the_hash_seed(tmp_path):
     """Scripting lists a module's constants in set order, i.e. by the process's string hash seed."""
     import subprocess
