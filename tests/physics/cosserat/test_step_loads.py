@@ -35,12 +35,33 @@ def tip_angle(tr) -> float:
     return math.atan2(float(r[2, 1]), float(r[1, 1]))
 
 
-@pytest.mark.parametrize("frame", ["world", pytest.param("body", marks=pytest.mark.slow)])
-def test_a_step_tip_moment_at_the_accurate_step_settles_on_the_arc(rod, frame):
+SILICONE = dict(length=0.3, radius=5e-3, youngs_modulus=3e6, density=1100.0, poisson_ratio=0.45, n_elements=20)
+
+
+def silicone_rod() -> CosseratRod:
+    """A soft silicone rod (0.3 m, r 5 mm, E 3 MPa) of 20 elements: its accurate step is ~30x its stable step."""
+    s = SILICONE
+    material = Material(density=s["density"], youngs_modulus=s["youngs_modulus"], poisson_ratio=s["poisson_ratio"])
+    return CosseratRod.circular(s["length"], s["radius"], material, s["n_elements"])
+
+
+@pytest.mark.parametrize(
+    "frame,which",
+    [
+        ("world", "aluminium"),
+        ("body", "aluminium"),
+        ("world", "silicone"),
+    ],
+)
+def test_a_step_tip_moment_at_the_accurate_step_settles_on_the_arc(rod, frame, which):
+    if which == "silicone":
+        rod, length, ei = silicone_rod(), SILICONE["length"], SILICONE["youngs_modulus"] * math.pi * 5e-3**4 / 4
+    else:
+        length, ei = L, EI
     dt = rod.accurate_dt()
-    assert dt > 500 * float(rod.stable_dt())
+    assert dt > 25 * float(rod.stable_dt())
     w1 = float(rod.linear_frequencies()[0])
-    moment = PointMoment(-1, (1.0 * EI / L, 0.0, 0.0), frame=frame)  # arc of 1 rad
+    moment = PointMoment(-1, (1.0 * ei / length, 0.0, 0.0), frame=frame)  # arc of 1 rad
     # β = 0.3: stable under the geometric stiffness the filter leaves explicit; ζ = 0.05: the modes the step
     # does not resolve (which the filtered damping barely reaches) settle too
     opts = SimulationOptions(
