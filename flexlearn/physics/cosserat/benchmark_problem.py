@@ -8,19 +8,21 @@ kinds of their end conditions (a sliding clamp its slide direction); each keeps 
 end motions. Obstacles become :class:`~flexlearn.physics.cosserat.contact.CylinderContact` and
 :class:`~flexlearn.physics.cosserat.contact.PlaneContact`; the larger of the two friction coefficients applies.
 
-Rods in a scenario with obstacles take the node strains of seed 001, eq. (6) (``strain='nodes'``): pressed around
-an obstacle or fed onto it, a rope bends through tens of degrees per element at benchmark resolutions, where the
-mid-frame strain (the mean of the chord in the two node frames) shrinks the chord it sees by cos(θ/2) for a relative
-rotation θ, so that an element can stretch unseen (measured at 20 elements: the capstan's rope, 40° per element on
-the cylinder, stretched by 190 % within 0.15 s, by at most 2.6 % with node strains; the pile's rope stretched 2.2×
-and diverged). Elsewhere the mid-frame strain stays: it converges at second order, and with node strains the
-twist experiment's rods did not buckle at 20 elements (no critical twist found; 4.5 % error with the mid frame).
+Rods in a scenario with obstacles take the geodesic mid-frame strain (``strain='geodesic'``, see
+:mod:`~flexlearn.physics.cosserat.strains`): pressed around an obstacle or fed onto it, a rope bends through tens of
+degrees per element at benchmark resolutions, where the linear mean of the chord's two node views (``'midpoint'``)
+shrinks it by cos(θ/2) for a relative rotation θ, so that an element can stretch unseen (measured at 20 elements:
+the capstan's rope, 40° per element on the cylinder, stretched by 190 % within 0.15 s; the pile's rope stretched
+2.2× and diverged). The geodesic mid frame sees an unstretched arc unstretched at any θ; with it, at 20 elements, the
+capstan's rope holds within 8 mm at 0.8 of the holding overhang and slides 0.21 m at 1.5 (the node strains of seed
+001, eq. (6), which also see the chord right, let it slide 0.33 m at 0.8), and the pile heaps to 2.4 diameters
+(0.5 with node strains). Elsewhere the linear mean stays: the kernels run it, it converges at second order, and with
+node strains the twist experiment's rods did not buckle at 20 elements.
 Rods of a quasi-static scenario with obstacles and a driven end carry the rotary inertia of their segments
 (``rotary_inertia='segment'``, J + m ℓ²/12): the dynamics are not the result there, and a thin rope's node
 rotations (ω ∝ 1/r with the section's inertia) otherwise needed a quarter of the step where the driven end stops
 (the pile's clamp at 3.4 s: 461 s of wall time with two failed tries, 47 s with segment inertia). Without a driven
-end the section's inertia stays: with the segments' the capstan's rope at 40 elements slid 0.27 m at overhang 0.8
-(4.3 cm with the section's), the node strains' initial shear relaxing more slowly.
+end the section's inertia stays (the rope's own dynamics are what slides or holds it).
 
 Contact parameters, from the rod alone (the scenario gives none): the penalty of a node of mass m_a is
 ``k = m_a ω_max²`` for the implicit step (ω_max the rod's fastest elastic mode, ``2 / stable_dt(1)``: contact as
@@ -200,7 +202,7 @@ class RodProblem:
         self.specs = list(specs)
         material = rod_material(first)
         lengths = first.length if len(specs) == 1 else torch.tensor([s.length for s in specs], dtype=torch.float64)
-        strain = "nodes" if scenario.obstacles else "midpoint"
+        strain = "geodesic" if scenario.obstacles else "midpoint"
         driven = any(m is not None for spec in specs for m in (spec.start_motion, spec.end_motion))
         inertia = "segment" if scenario.quasi_static and scenario.obstacles and driven else "section"
         self.rod = CosseratRod.circular(lengths, first.radius, material, n_elements, strain, inertia)

@@ -22,7 +22,8 @@ class RodContext:
     <flexlearn.physics.cosserat.rod.CosseratRod.context>`), which derives the Newton normalisations.
 
     Attributes:
-        strain: ``'midpoint'`` (shear strain at the element mid frame) or ``'nodes'`` (seed 001, eq. (6)).
+        strain: ``'midpoint'``, ``'geodesic'`` (shear strain at the element mid frame, :mod:`.strains`) or
+            ``'nodes'`` (seed 001, eq. (6)).
         rest_lengths: (B, N) element rest lengths l_i [m].
         shear_stiffness: (B, N, 3) C1 = (k G A, k G A, E A) [N], shear and extension (seed 001, Table 2).
         bend_stiffness: (B, N, 3) C2 = (E I1, E I2, G J_t) [N m²], bending and torsion.
@@ -56,8 +57,13 @@ class RodContext:
 
     @property
     def midpoint(self) -> bool:
-        """True for the mid-frame shear strain (``strain == 'midpoint'``)."""
-        return self.strain == "midpoint"
+        """True for a mid-frame shear strain (``strain`` 'midpoint' or 'geodesic')."""
+        return self.strain in ("midpoint", "geodesic")
+
+    @property
+    def geodesic(self) -> bool:
+        """True for the shear strain at the geodesic mid frame (``strain == 'geodesic'``)."""
+        return self.strain == "geodesic"
 
     @classmethod
     def from_masses(
@@ -72,7 +78,7 @@ class RodContext:
         """The context of the given element and node quantities, with the Newton normalisations derived.
 
         Args:
-            strain: ``'midpoint'`` or ``'nodes'``.
+            strain: ``'midpoint'``, ``'geodesic'`` or ``'nodes'``.
             rest_lengths: (B, N) element rest lengths [m].
             stiffness: ``(C1, C2)``, each (B, N, 3): shear/extension [N] and bending/torsion [N m²] stiffness.
             node_lengths: (B, N+1) lumped node lengths [m].

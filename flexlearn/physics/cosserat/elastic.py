@@ -26,7 +26,7 @@ import torch
 from torch import Tensor
 
 from flexlearn.physics.cosserat.context import RodContext
-from flexlearn.physics.cosserat.strains import strains
+from flexlearn.physics.cosserat.strains import geodesic_apply, geodesic_pullback, strains
 
 __all__ = ["InternalForces", "internal_forces", "elastic_energy"]
 
@@ -62,13 +62,18 @@ def internal_forces(
     Returns:
         :class:`InternalForces`: force, torque, Γ_L, Γ_R, f = cay⁻¹(Q) and Q.
     """
-    s = strains(R, p, ctx.rest_lengths, ctx.e3, ctx.midpoint)
+    s = strains(R, p, ctx.rest_lengths, ctx.e3, ctx.midpoint, ctx.geodesic)
     xL, xR, gL, gR, fc, Q = s
     l = ctx.rest_lengths.unsqueeze(-1)
     nL = ctx.shear_stiffness * gL
+    pulled: Optional[Tensor] = None
     if ctx.midpoint:
         if damping_stress is not None:
             nL = nL + damping_stress[0]
+        if ctx.geodesic:  # Γ = A(f) g − E3: the chord terms see A n, the bending ones also Jᵀ n (l/2 Jᵀ n on m)
+            g = 0.5 * (xL + xR) / l
+            pulled = 0.5 * l * geodesic_pullback(fc, g, nL)
+            nL = geodesic_apply(fc, nL)
         nR = nL
     else:
         nR = ctx.shear_stiffness * gR
@@ -79,6 +84,8 @@ def internal_forces(
     mb = ctx.bend_stiffness * (2.0 * fc) / l  # C2 κ, ψ = 2 fc
     if damping_moment is not None:
         mb = mb + damping_moment
+    if pulled is not None:
+        mb = mb + pulled
     fxm = torch.linalg.cross(fc, mb)
     fdm = (fc * mb).sum(-1, keepdim=True) * fc
     ti = 0.5 * torch.linalg.cross(xL, nL) + mb + fxm + fdm
@@ -100,7 +107,7 @@ def elastic_energy(ctx: RodContext, R: Tensor, p: Tensor) -> Tensor:
     Returns:
         (B,) elastic energy [J].
     """
-    s = strains(R, p, ctx.rest_lengths, ctx.e3, ctx.midpoint)
+    s = strains(R, p, ctx.rest_lengths, ctx.e3, ctx.midpoint, ctx.geodesic)
     l = ctx.rest_lengths.unsqueeze(-1)
     c1 = ctx.shear_stiffness
     if ctx.midpoint:

@@ -88,7 +88,7 @@ from torch import Tensor
 from flexlearn.lie import so3_hat
 from flexlearn.physics.cosserat.context import RodContext
 from flexlearn.physics.cosserat.errors import ArgumentError
-from flexlearn.physics.cosserat.strains import strains
+from flexlearn.physics.cosserat.strains import geodesic_apply, geodesic_jacobian, strains
 
 __all__ = [
     "DEFAULT_BETA",
@@ -126,7 +126,7 @@ class ForceFilter(NamedTuple):
 
 def _jacobians(ctx: RodContext, R: Tensor, p: Tensor) -> List[Tuple[Tensor, Tensor, Tensor]]:
     """``[(weight (B, N, 1, 1), ∂strain (B, N, 3, 12), stiffness (B, N, 3))]`` of eq. (2)."""
-    s = strains(R, p, ctx.rest_lengths, ctx.e3, ctx.midpoint)
+    s = strains(R, p, ctx.rest_lengths, ctx.e3, ctx.midpoint, ctx.geodesic)
     l = ctx.rest_lengths[..., None, None]
     RiT, RjT = R[:, :-1].transpose(-1, -2), R[:, 1:].transpose(-1, -2)
     z = torch.zeros_like(RiT)
@@ -139,7 +139,12 @@ def _jacobians(ctx: RodContext, R: Tensor, p: Tensor) -> List[Tuple[Tensor, Tens
     c1 = ctx.shear_stiffness
     if ctx.midpoint:
         S = RiT + RjT
-        out.append((l, torch.cat([xl, -S, xr, S], -1) / (2.0 * l), c1))
+        shear = torch.cat([xl, -S, xr, S], -1) / (2.0 * l)
+        if ctx.geodesic:  # ∂(A(f) g) = A ∂g + J ∂f, ∂f = (l/2) ∂κ
+            g = 0.5 * (s.xL + s.xR) / ctx.rest_lengths.unsqueeze(-1)
+            shear = geodesic_apply(s.f.unsqueeze(-2), shear.transpose(-1, -2)).transpose(-1, -2)
+            shear = shear + geodesic_jacobian(s.f, g) @ (0.5 * l * bend)
+        out.append((l, shear, c1))
     else:
         out.append((0.5 * l, torch.cat([xl, -RiT, z, RiT], -1) / l, c1))
         out.append((0.5 * l, torch.cat([z, -RjT, xr, RjT], -1) / l, c1))

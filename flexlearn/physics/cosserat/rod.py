@@ -26,7 +26,8 @@ e_i is tilted by ±κl/2 against both node frames, so each element stores ``GA l
 energy and the bending stiffness grows by ``(G/E)(l/r)²`` (×3.4 at 20 elements of an L/r = 50 rod,
 measured frequency ratio 1.84). The mid-frame average ``½(R_i + R_{i+1}) = R_i (I − f^)⁻¹`` (f the Cayley
 coordinate of R_iᵀR_{i+1}) is tangent to the chord in pure bending, so no shear is stored; it is a smooth,
-rotation-invariant potential, so the scheme stays variational and momentum-preserving.
+rotation-invariant potential, so the scheme stays variational and momentum-preserving. It sees the chord shortened
+by cos(θ/2) for a bend θ per element; ``strain='geodesic'`` corrects that (:mod:`.strains`; tensor path only).
 
 Internal forces and torques (−∂V/∂(p, η), derived in :mod:`flexlearn.physics.cosserat.elastic`, checked against
 autograd in the tests) and the energy V are evaluated there, from the rod's
@@ -61,7 +62,7 @@ from flexlearn.physics.cosserat.simulation import RodSetup, SimulationOptions
 from flexlearn.physics.cosserat.state import E3, Clamp, Number, RodState, Trajectory
 from flexlearn.physics.cosserat.supports import Supports
 
-STRAIN_MODELS = ("midpoint", "nodes")
+STRAIN_MODELS = ("midpoint", "geodesic", "nodes")
 ROTARY_INERTIA_MODELS = ("section", "segment")
 
 
@@ -84,8 +85,8 @@ class CosseratRod(torch.nn.Module):
         material: the :class:`~flexlearn.physics.cosserat.properties.Material`: (E, ν), G = E / (2 (1 + ν)),
             or (E, G).
         n_elements: N ≥ 1.
-        strain: ``'midpoint'`` (shear strain at the element mid frame, the default) or ``'nodes'`` (seed 001,
-            eq. (6), which locks in bending: module docstring).
+        strain: ``'midpoint'`` (shear strain at the element mid frame, the default), ``'geodesic'`` (at the
+            geodesic mid frame, for tens of degrees per element) or ``'nodes'`` (seed 001, eq. (6), which locks).
         rotary_inertia: ``'section'`` (ρ I, the seed's) or ``'segment'`` (adds the element's own rotary
             inertia, :meth:`inertia_per_length`).
 
@@ -115,7 +116,7 @@ class CosseratRod(torch.nn.Module):
         rotary_inertia: str = "section",
     ):
         super().__init__()
-        check(strain in STRAIN_MODELS, "strain", strain, "must be 'midpoint' or 'nodes'")
+        check(strain in STRAIN_MODELS, "strain", strain, "must be 'midpoint', 'geodesic' or 'nodes'")
         check(
             rotary_inertia in ROTARY_INERTIA_MODELS, "rotary_inertia", rotary_inertia, "must be 'section' or 'segment'"
         )
@@ -168,7 +169,7 @@ class CosseratRod(torch.nn.Module):
             radius: r [m].
             material: density, Young's modulus, Poisson's ratio or shear modulus.
             n_elements: N ≥ 1.
-            strain: ``'midpoint'`` or ``'nodes'`` (class docstring).
+            strain: ``'midpoint'``, ``'geodesic'`` or ``'nodes'`` (class docstring).
             rotary_inertia: ``'section'`` or ``'segment'`` (class docstring).
 
         Returns:
@@ -202,7 +203,7 @@ class CosseratRod(torch.nn.Module):
             torsion: ``'saint_venant'`` uses J_t = β a b³ (a ≥ b, series of Timoshenko & Goodier; 0.1406 a⁴ for
                 a square); ``'polar'`` uses I1 + I2 as the seed does for its square rod (Table 7:
                 C2[0] = G (I1 + I2)), which overestimates the torsional stiffness of a square by 19 %.
-            strain: ``'midpoint'`` or ``'nodes'`` (class docstring).
+            strain: ``'midpoint'``, ``'geodesic'`` or ``'nodes'`` (class docstring).
             rotary_inertia: ``'section'`` or ``'segment'`` (class docstring).
 
         Returns:
@@ -288,7 +289,7 @@ class CosseratRod(torch.nn.Module):
     def stable_dt(self, safety: float = 0.65) -> Tensor:
         """(B,) estimate of the largest stable step [s] of the explicit part: ``safety · 2/ω_max`` with
         ``ω_max² = ω_axial² + ω_rot²``, ``ω_axial = 2 √(max(E, kG)/ρ) / l`` (axial/shear waves) and the
-        shear–rotation mode of one node ``ω_rot = √(kGA / (c ρ I))`` (c = 2 for the mid-frame strain,
+        shear–rotation mode of one node ``ω_rot = √(kGA / (c ρ I))`` (c = 2 for the mid-frame strains,
         1 for the seed's node strain). The default safety 0.65 keeps the estimate below the largest
         stable step measured by bisection (0.96× of 2/ω_max for the dynamic cantilever of the benchmark,
         0.70× for the 1 mm thin rod). A guide only; instability is detected (:class:`IntegrationError`).
@@ -302,7 +303,7 @@ class CosseratRod(torch.nn.Module):
         i = torch.minimum(self._b(self.second_moment_1), self._b(self.second_moment_2))
         if self.rotary_inertia == "segment":
             i = i + self._b(self.area) * l**2 / 12.0
-        c = 2.0 if self.strain == "midpoint" else 1.0
+        c = 1.0 if self.strain == "nodes" else 2.0
         w_axial = 2.0 * torch.sqrt(torch.maximum(e, k * g) / rho) / l
         w_rot = torch.sqrt(k * g * self._b(self.area) / (c * rho * i))
         w = torch.sqrt(w_axial**2 + w_rot**2)

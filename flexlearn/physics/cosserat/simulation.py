@@ -158,6 +158,7 @@ class SimulatedRod(Protocol):
 
     length: Tensor
     batched: bool
+    strain: str  # 'midpoint', 'geodesic' or 'nodes' (:mod:`~flexlearn.physics.cosserat.strains`)
 
     @property
     def batch_size(self) -> int:

@@ -4,23 +4,37 @@ For element i between nodes i and i+1 (rest length l_i, chord ``e_i = p_{i+1} �
 
     x_{L,i} = R_iᵀ e_i,   x_{R,i} = R_{i+1}ᵀ e_i                                   (chord in the node frames)
     Γ_i = ½ (x_{L,i} + x_{R,i}) / l_i − E3                  (``midpoint``: shear/extension at the mid frame)
+    Γ_i = A(f_i) ½ (x_{L,i} + x_{R,i}) / l_i − E3            (``geodesic``: at the geodesic mid frame)
     Γ_{i,L} = x_{L,i} / l_i − E3,  Γ_{i,R} = x_{R,i} / l_i − E3   (seed eq. (6), ``strain='nodes'``)
     Q_i = R_iᵀ R_{i+1},   f_i = cay⁻¹(Q_i),   ψ_i = 2 f_i,   κ_i = ψ_i / l_i        (bending/torsion)
 
-(``cay`` of :mod:`flexlearn.lie.cayley`; the reasons for the mid frame are in :mod:`.rod`.) Used by
-:func:`~flexlearn.physics.cosserat.elastic.internal_forces`,
+(``cay`` of :mod:`flexlearn.lie.cayley`; the reasons for the mid frame are in :mod:`.rod`.)
+
+For a relative rotation Q_i by θ about the unit axis a (f = tan(θ/2) a), the linear mean is
+``½ (R_i + R_{i+1}) = R_i M D`` with M the half rotation (θ/2 about a: the geodesic mid frame is ``R_i M``) and
+``D = cos(θ/2) (I − a aᵀ) + a aᵀ``: the mean sees the chord shortened by cos(θ/2) across a, so at tens of degrees
+per element an element can stretch unseen (a rope wrapped on a cylinder at 40° per element).
+``A(f) = I + c(s) (s I − f fᵀ)``, ``s = |f|²``, ``c = 1 / (1 + sqrt(1 + s))`` is D⁻¹: it multiplies the components
+across a by sec(θ/2) = sqrt(1 + s) and leaves the one along a (twist) alone, so an unstretched, unsheared arc has
+Γ = 0 at any θ (tested). The energy stays a smooth function of the frames and the chord; its forces carry ``A n``
+on the chord and ``(l/2) Jᵀ n`` on the bending moment, ``J = ∂(A g)/∂f`` (:mod:`.elastic`, checked against
+autograd).
+
+Used by :func:`~flexlearn.physics.cosserat.elastic.internal_forces`,
 :func:`~flexlearn.physics.cosserat.elastic.elastic_energy` and
 :class:`~flexlearn.physics.cosserat.damping.Damping`; the numba kernel
-(:func:`flexlearn.physics.cosserat.compiled.common.element_strain`) evaluates the same expressions per element and is
-tested equal to :func:`strains` to round-off (tests/physics/cosserat/test_strains.py).
+(:func:`flexlearn.physics.cosserat.compiled.common.element_strain`) evaluates the same expressions per element for
+``midpoint`` and ``nodes`` (``geodesic`` runs on the tensor path) and is tested equal to :func:`strains` to
+round-off (tests/physics/cosserat/test_strains.py).
 
 Shapes: R (B, N+1, 3, 3) body → world, p (B, N+1, 3) [m], l (B, N) [m], E3 (3,); every strain (B, N, 3).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Tuple
 
+import torch
 from torch import Tensor
 
 from flexlearn.lie import so3_cayley_inv
@@ -39,7 +53,76 @@ class Strains(NamedTuple):
     Q: Tensor  # R_iᵀ R_{i+1} (B, N, 3, 3)
 
 
-def strains(R: Tensor, p: Tensor, l: Tensor, e3: Tensor, midpoint: bool) -> Strains:
+def geodesic_scale(f: Tensor) -> Tuple[Tensor, Tensor]:
+    """``c(s) = 1 / (1 + sqrt(1 + s))`` and ``c'(s)`` at ``s = |f|²`` (B, N, 1): the factor of
+    ``A(f) = I + c (s I − f fᵀ)`` of the geodesic mid-frame strain (module docstring).
+
+    Args:
+        f: (B, N, 3) Cayley coordinates cay⁻¹(Q) [-].
+
+    Returns:
+        ``(c, dc/ds)``, each (B, N, 1).
+    """
+    root = torch.sqrt(1.0 + (f * f).sum(-1, keepdim=True))
+    c = 1.0 / (1.0 + root)
+    return c, -0.5 * c * c / root
+
+
+def geodesic_apply(f: Tensor, g: Tensor) -> Tensor:
+    """``A(f) g = g + c (s g − f (f·g))``: the linear-mean frame's view ``g`` of a vector (B, N, 3) seen from
+    the geodesic mid frame (it undoes the cos(θ/2) across the bending axis).
+
+    Args:
+        f: (B, N, 3) Cayley coordinates cay⁻¹(Q) [-].
+        g: (B, N, 3) vectors in the linear-mean frame.
+
+    Returns:
+        (B, N, 3) ``A(f) g``.
+    """
+    c, _ = geodesic_scale(f)
+    s = (f * f).sum(-1, keepdim=True)
+    return g + c * (s * g - f * (f * g).sum(-1, keepdim=True))
+
+
+def geodesic_pullback(f: Tensor, g: Tensor, n: Tensor) -> Tensor:
+    """``Jᵀ n`` with ``J = ∂(A(f) g)/∂f``: what a stress n (B, N, 3) conjugate to ``A(f) g`` exerts on f.
+
+    Args:
+        f: (B, N, 3) Cayley coordinates [-].
+        g: (B, N, 3) the linear-mean strain vector ``½ (x_L + x_R) / l``.
+        n: (B, N, 3) the stress.
+
+    Returns:
+        (B, N, 3) ``Jᵀ n``.
+    """
+    c, dc = geodesic_scale(f)
+    s = (f * f).sum(-1, keepdim=True)
+    fg, gn, fn = ((f * g).sum(-1, keepdim=True), (g * n).sum(-1, keepdim=True), (f * n).sum(-1, keepdim=True))
+    w = ((s * g - f * fg) * n).sum(-1, keepdim=True)
+    return 2.0 * dc * w * f + c * (2.0 * gn * f - fg * n - fn * g)
+
+
+def geodesic_jacobian(f: Tensor, g: Tensor) -> Tensor:
+    """``J = ∂(A(f) g)/∂f`` (B, N, 3, 3) of :func:`geodesic_pullback`, as a matrix.
+
+    Args:
+        f: (B, N, 3) Cayley coordinates [-].
+        g: (B, N, 3) the linear-mean strain vector.
+
+    Returns:
+        (B, N, 3, 3) J.
+    """
+    c, dc = geodesic_scale(f)
+    s = (f * f).sum(-1, keepdim=True)
+    fg = (f * g).sum(-1, keepdim=True)
+    outer = lambda a, b: a.unsqueeze(-1) * b.unsqueeze(-2)  # noqa: E731
+    eye = torch.eye(3, dtype=f.dtype, device=f.device)
+    return 2.0 * (dc * (s * g - f * fg)).unsqueeze(-1) * f.unsqueeze(-2) + c.unsqueeze(-1) * (
+        2.0 * outer(g, f) - fg.unsqueeze(-1) * eye - outer(f, g)
+    )
+
+
+def strains(R: Tensor, p: Tensor, l: Tensor, e3: Tensor, midpoint: bool, geodesic: bool = False) -> Strains:
     """Strains of every element (module docstring): ``midpoint`` selects Γ at the mid frame (else seed eq. (6)'s
     node strains); l (B, N) are the rest lengths [m], e3 the body tangent E3.
 
@@ -49,6 +132,7 @@ def strains(R: Tensor, p: Tensor, l: Tensor, e3: Tensor, midpoint: bool) -> Stra
         l: Element rest lengths [m], shape (B, N).
         e3: Body tangent E3, shape (3,).
         midpoint: True for Γ at the mid frame, False for the node strains of seed eq. (6).
+        geodesic: with ``midpoint``, Γ at the geodesic mid frame (``A(f) g − E3``) instead of the linear mean.
 
     Returns:
         The :class:`Strains`.
@@ -58,11 +142,13 @@ def strains(R: Tensor, p: Tensor, l: Tensor, e3: Tensor, midpoint: bool) -> Stra
     ll = l.unsqueeze(-1)
     xL = (RT[:, :-1] @ e.unsqueeze(-1)).squeeze(-1)
     xR = (RT[:, 1:] @ e.unsqueeze(-1)).squeeze(-1)
+    Q = RT[:, :-1] @ R[:, 1:]
+    f = so3_cayley_inv(Q)
     if midpoint:
-        gL = 0.5 * (xL + xR) / ll - e3
+        g = 0.5 * (xL + xR) / ll
+        gL = (geodesic_apply(f, g) if geodesic else g) - e3
         gR = gL
     else:
         gL = xL / ll - e3
         gR = xR / ll - e3
-    Q = RT[:, :-1] @ R[:, 1:]
-    return Strains(xL, xR, gL, gR, so3_cayley_inv(Q), Q)
+    return Strains(xL, xR, gL, gR, f, Q)

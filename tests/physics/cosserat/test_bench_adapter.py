@@ -94,7 +94,7 @@ def test_contact_scenarios_become_one_simulation_with_their_contacts():
     assert float(cylinder.points(p, torch.zeros_like(p)).depth.max()) <= 1e-3 * scenario.rods[0].radius
     pile = solver.problems(registry.load_experiment("pile").scenario, 20)[0]
     assert [type(c).__name__ for c in pile.contacts] == ["PlaneContact", "RodRodContact"]
-    assert pile.rod.strain == "nodes" and crossing.rod.strain == "midpoint" and capstan.rod.strain == "nodes"
+    assert pile.rod.strain == "geodesic" and crossing.rod.strain == "midpoint" and capstan.rod.strain == "geodesic"
     twist = solver.problems(registry.load_experiment("twist").scenario, 20)[0]
     assert twist.initial.positions.shape[0] == 6 and twist.loads[-1].force.shape == (6, 3)
     rotation, position = twist.base[-1].pose(3.0, torch.float64)

@@ -31,22 +31,24 @@ def test_the_crossing_ropes_rest_on_each_other_as_the_elastica_says():
 
 @pytest.mark.parametrize("overhang, holds", [(0.8, True), (1.5, False)])
 def test_the_capstan_rope_holds_below_the_holding_overhang_and_slides_above_it(overhang, holds):
-    """The rope over the cylinder with μ = 0.3 (40 elements, ≈ 30 s each): at 0.8 of the longest overhang that holds
-    it moves less than 10 cm (measured 4.3 cm: the start's jolt and creep), at 1.5 it slides more than 20 cm in the
-    2 s (29.7 cm); never deeper than 0.05 r in the cylinder, nor stretched by 10 %."""
+    """The rope over the cylinder with μ = 0.3 (20 elements, ≈ 30 s each): at 0.8 of the longest overhang that holds
+    it moves less than 2 cm (measured 7.9 mm: the start's jolt and creep), at 1.5 it slides more than 10 cm in the
+    2 s under the experiment's quasi-static damping (21 cm); never deeper than 0.05 r in the cylinder, nor stretched
+    by 10 % (measured 9.0 % at 1.5, the sliding rope's tension on 40° per element; 3.9 % at 40 elements)."""
     experiment = registry.load_experiment("capstan")
-    result = bench.run(experiment, FlexlearnSolver(), values={"overhang": overhang}, n_elements=40)
+    result = bench.run(experiment, FlexlearnSolver(), values={"overhang": overhang}, n_elements=20)
     assert result.outcome == "completed", result.summary()
-    assert (result.metrics["slide"] < 0.1) if holds else (result.metrics["slide"] > 0.2), result.metrics
+    assert (result.metrics["slide"] < 0.02) if holds else (result.metrics["slide"] > 0.1), result.metrics
     assert result.observations["max_penetration"] < 0.05
     assert result.observations["max_strain"] < 0.1
 
 
-def test_the_pile_completes_above_the_floor_and_out_of_itself():
-    """A rope fed onto a floor with friction, touching itself (20 elements, ≈ 50 s): completes with no node deeper
-    than 0.5 r in the floor (measured 0.18 r; PyElastica 15 r, MuJoCo 0.25 r) and no element pair more than 0.5 r
-    inside each other (measured 0)."""
+def test_the_pile_heaps_above_the_floor_and_out_of_itself():
+    """A rope fed onto a floor with friction, touching itself (20 elements, ≈ 50 s): completes heaped higher than one
+    diameter (measured 2.4; PyElastica 1.8, MuJoCo 2.1), with no node deeper than 0.5 r in the floor (measured
+    0.07 r; PyElastica 15 r, MuJoCo 0.25 r) and no element pair more than 0.5 r inside each other (measured 0.01 r)."""
     result = bench.run(registry.load_experiment("pile"), FlexlearnSolver(), n_elements=20)
     assert result.outcome == "completed", result.summary()
+    assert result.metrics["pile_height"] > 1.0
     assert result.observations["max_penetration"] < 0.5
     assert result.observations["max_rod_overlap"] < 0.5

@@ -149,6 +149,10 @@ def test_ineligible_runs_use_the_tensor_path():
     tip = r2.simulate(20 * 1e-5, 1e-5, loads=[Gravity((0.0, -9.81, 0.0))]).positions[-1, -1, 1]
     (g,) = torch.autograd.grad(tip, e)  # auto → tensor path: differentiable
     assert math.isfinite(float(g)) and float(g) != 0.0
+    r3 = CosseratRod.circular(0.1, 1e-3, Material(1000.0, 1e6, 0.3), 4, strain="geodesic")
+    assert "geodesic" in fused.eligible(r3, RodSetup(loads=[Gravity()], base=Clamp()), SimulationOptions())
+    with pytest.raises(ConfigError, match="backend"):
+        r3.simulate(1e-4, 1e-5, options=SimulationOptions(backend="numba"))
 
 
 def test_field_samples_equal_pointwise_values():

@@ -55,7 +55,7 @@ def _polymer_rod(n_elements=20):
     return CosseratRod.circular(0.2, 1e-3, Material(1200.0, 2e9, 0.4), n_elements)
 
 
-@pytest.mark.parametrize("strain", ["midpoint", "nodes"])
+@pytest.mark.parametrize("strain", ["midpoint", "geodesic", "nodes"])
 def test_stiffness_is_the_gauss_newton_hessian(strain):
     """K = Jᵀ C J with J the autograd Jacobian of the strains (√-weighted) in (η, δp); at rest, where the
     strains vanish, K is the full Hessian of the energy."""
@@ -66,8 +66,8 @@ def test_stiffness_is_the_gauss_newton_hessian(strain):
 
     def weighted_strains(x, R, p):
         x = x.reshape(1, 5, 6)
-        s = strains(R @ so3_exp(x[..., :3]), p + x[..., 3:], ctx.rest_lengths, ctx.e3, strain == "midpoint")
-        if strain == "midpoint":
+        s = strains(R @ so3_exp(x[..., :3]), p + x[..., 3:], ctx.rest_lengths, ctx.e3, ctx.midpoint, ctx.geodesic)
+        if ctx.midpoint:
             g = s.gL * (l * ctx.shear_stiffness[0]).sqrt()
         else:
             g = torch.cat([s.gL, s.gR]) * (0.5 * l * ctx.shear_stiffness[0]).sqrt()

@@ -7,6 +7,7 @@ import torch
 
 from flexlearn.lie import so3_exp
 from flexlearn.physics.cosserat import Clamp, CosseratRod, Material, RodState, SimulationOptions
+from flexlearn.physics.cosserat.strains import strains
 
 
 def _random_config(rod, gen, rot=0.3, pos=0.02):
@@ -17,7 +18,7 @@ def _random_config(rod, gen, rot=0.3, pos=0.02):
     return R, p
 
 
-@pytest.mark.parametrize("strain", ["midpoint", "nodes"])
+@pytest.mark.parametrize("strain", ["midpoint", "geodesic", "nodes"])
 def test_forces_are_minus_energy_gradient(strain):
     gen = torch.Generator().manual_seed(0)
     rod = CosseratRod.circular(0.5, torch.tensor([0.01, 0.02]), Material(1200.0, 2e6, 0.4), 6, strain=strain)
@@ -29,6 +30,25 @@ def test_forces_are_minus_energy_gradient(strain):
     (ge,) = torch.autograd.grad(rod.potential_energy(R @ so3_exp(eta), p).sum(), eta)
     assert torch.allclose(f, -gp, rtol=1e-10, atol=1e-10 * f.abs().max())
     assert torch.allclose(tau, -ge, rtol=1e-10, atol=1e-10 * tau.abs().max())
+
+
+@pytest.mark.parametrize("angle", [0.1, 0.7, 1.5])
+def test_geodesic_strain_vanishes_on_an_unstretched_arc_where_the_linear_mean_shrinks_it(angle):
+    """Nodes on a circle, one rest length l apart as chords, frames tangent to it and turning by θ per element
+    about an axis a ⊥ E3: the chord lies at θ/2 from both node frames, so the geodesic mid frame sees it
+    exactly along E3 (Γ = 0 for any θ), the linear mean of the two views at (cos(θ/2) − 1) E3."""
+    n, l = 5, 0.02
+    axis = torch.tensor([math.cos(0.3), math.sin(0.3), 0.0], dtype=torch.float64)
+    turns = so3_exp((torch.arange(n + 1, dtype=torch.float64) * angle).unsqueeze(-1) * axis).unsqueeze(0)
+    chords = (so3_exp(((torch.arange(n, dtype=torch.float64) + 0.5) * angle).unsqueeze(-1) * axis) * l)[..., 2]
+    p = torch.cat([torch.zeros(1, 1, 3, dtype=torch.float64), chords.cumsum(0).unsqueeze(0)], 1)
+    e3 = torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64)
+    rest = torch.full((1, n), l, dtype=torch.float64)
+    geodesic = strains(turns, p, rest, e3, midpoint=True, geodesic=True)
+    linear = strains(turns, p, rest, e3, midpoint=True)
+    torch.testing.assert_close(geodesic.gL, torch.zeros(1, n, 3, dtype=torch.float64), rtol=0, atol=1e-14)
+    torch.testing.assert_close(linear.gL, (math.cos(angle / 2) - 1.0) * e3.expand(1, n, 3), rtol=0, atol=1e-14)
+    torch.testing.assert_close(geodesic.f, math.tan(angle / 2) * axis.expand(1, n, 3), rtol=0, atol=1e-14)
 
 
 def test_internal_loads_are_self_equilibrated():

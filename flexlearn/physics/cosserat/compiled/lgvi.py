@@ -391,6 +391,8 @@ def eligible(rod: SimulatedRod, setup: RodSetup, options: SimulationOptions, n_s
         return "driven or sliding supports run on the tensor path"
     if rod.length.device.type != "cpu":
         return "the kernel runs on CPU only"
+    if rod.strain == "geodesic":
+        return "the geodesic mid-frame strain runs on the tensor path"
     mags = magnets(loads)
     for ld in loads:
         if ld in mags:
