@@ -27,7 +27,7 @@ energy and the bending stiffness grows by ``(G/E)(l/r)²`` (×3.4 at 20 elements
 measured frequency ratio 1.84). The mid-frame average ``½(R_i + R_{i+1}) = R_i (I − f^)⁻¹`` (f the Cayley
 coordinate of R_iᵀR_{i+1}) is tangent to the chord in pure bending, so no shear is stored; it is a smooth,
 rotation-invariant potential, so the scheme stays variational and momentum-preserving. It sees the chord shortened
-by cos(θ/2) for a bend θ per element; ``strain='geodesic'`` corrects that (:mod:`.strains`; tensor path only).
+by cos(θ/2) for a bend θ per element; ``strain='geodesic'`` corrects that (:mod:`.strains`).
 
 Internal forces and torques (−∂V/∂(p, η), derived in :mod:`flexlearn.physics.cosserat.elastic`, checked against
 autograd in the tests) and the energy V are evaluated there, from the rod's

@@ -23,9 +23,8 @@ autograd).
 Used by :func:`~flexlearn.physics.cosserat.elastic.internal_forces`,
 :func:`~flexlearn.physics.cosserat.elastic.elastic_energy` and
 :class:`~flexlearn.physics.cosserat.damping.Damping`; the numba kernel
-(:func:`flexlearn.physics.cosserat.compiled.common.element_strain`) evaluates the same expressions per element for
-``midpoint`` and ``nodes`` (``geodesic`` runs on the tensor path) and is tested equal to :func:`strains` to
-round-off (tests/physics/cosserat/test_strains.py).
+(:func:`flexlearn.physics.cosserat.compiled.common.element_strain`) evaluates the same expressions per element
+(``A`` and ``Jᵀ n`` too) and is tested equal to :func:`strains` to round-off (tests/physics/cosserat/test_strains.py).
 
 Shapes: R (B, N+1, 3, 3) body → world, p (B, N+1, 3) [m], l (B, N) [m], E3 (3,); every strain (B, N, 3).
 """

@@ -11,7 +11,7 @@ from flexlearn.lie import so3_cayley_inv, so3_cayley_lgvi, so3_exp
 from flexlearn.physics.cosserat import CosseratRod, Damping, Material
 from flexlearn.physics.cosserat.compiled import cayley
 from flexlearn.physics.cosserat.compiled import lgvi as fused
-from flexlearn.physics.cosserat.compiled.common import element_strain
+from flexlearn.physics.cosserat.compiled.common import STRAIN_CODES, element_strain
 from flexlearn.physics.cosserat.elastic import internal_forces
 from flexlearn.physics.cosserat.newton import cayley_newton, cayley_newton_fixed, cayley_newton_globalised
 from flexlearn.physics.cosserat.strains import strains
@@ -36,13 +36,14 @@ def _random_state(b: int, n: int, seed: int):
     return R, p, l
 
 
-@pytest.mark.parametrize("midpoint", [True, False])
-def test_numba_element_strains_equal_torch_strains(midpoint):
+@pytest.mark.parametrize("model", ["midpoint", "geodesic", "nodes"])
+def test_numba_element_strains_equal_torch_strains(model):
     R, p, l = _random_state(3, 9, 7)
     e3 = torch.tensor([0.0, 0.0, 1.0], dtype=DT)
-    ref = strains(R, p, l, e3, midpoint)
+    ref = strains(R, p, l, e3, model != "nodes", model == "geodesic")
     Rn, pn, ln = R.numpy(), p.numpy(), l.numpy()
-    rows = [[element_strain(Rn, pn, ln, midpoint, b, i) for i in range(l.shape[1])] for b in range(3)]
+    code = STRAIN_CODES[model]
+    rows = [[element_strain(Rn, pn, ln, code, b, i) for i in range(l.shape[1])] for b in range(3)]
     nb = torch.tensor(rows, dtype=DT)  # (B, N, 17)
     tr = ref.Q.diagonal(dim1=-2, dim2=-1).sum(-1)
     for k, want in enumerate((ref.xL, ref.xR, ref.gL, ref.gR, ref.f)):

@@ -10,14 +10,14 @@ W_{a−1}``, ``W_a = L_a⁻¹ E_a``; then ``L_a y_a = F_a − W_{a−1}ᵀ y_{a�
 W_a x_{a+1}`` backwards.
 
 Shapes: R (B, n, 3, 3), p (B, n, 3), C1, C2 (B, N, 3), l (B, N), mass (B, n), inertia (B, n, 3);
-work arrays D, W (n, 6, 6), y (n, 6), G (3, 12), Ke (12, 12); force, torque (n, 3) of rod b, filtered in place.
+work arrays D, W (n, 6, 6), y (n, 6), G (6, 12), Ke (12, 12); force, torque (n, 3) of rod b, filtered in place.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from flexlearn.physics.cosserat.compiled.common import element_strain, njit
+from flexlearn.physics.cosserat.compiled.common import element_strain, geodesic_apply, geodesic_factor, njit
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -51,10 +51,31 @@ def _accumulate(G, c0, c1, c2, w, Ke):
 
 
 @njit(cache=True, error_model="numpy")
-def _element(R, p, C1, C2, l, midpoint, b, i, G, Ke):
-    """Ke = the element stiffness of eq. (2) of element i of rod b (12 × 12)."""
+def _geodesic_rows(G, f0, f1, f2, g0, g1, g2, half_l):
+    """Rows 0–2 of G (the linear-mean shear Jacobian ∂g) become ``A ∂g + J (l/2) ∂κ`` (∂κ in rows 3–5): the
+    Jacobian of the geodesic strain ``A(f) g`` (``J = ∂(A g)/∂f``, ∂f = (l/2) ∂κ)."""
+    s, c, dc = geodesic_factor(f0, f1, f2)
+    fg = f0 * g0 + f1 * g1 + f2 * g2
+    f = (f0, f1, f2)
+    g = (g0, g1, g2)
+    J = np.empty((3, 3))
+    for r in range(3):
+        k = 2.0 * dc * (s * g[r] - f[r] * fg)
+        for q in range(3):
+            J[r, q] = k * f[q] + c * (2.0 * g[r] * f[q] - f[r] * g[q] - (fg if r == q else 0.0))
+    for col in range(12):
+        a0, a1, a2 = geodesic_apply(f0, f1, f2, G[0, col], G[1, col], G[2, col])
+        k0, k1, k2 = G[3, col] * half_l, G[4, col] * half_l, G[5, col] * half_l
+        G[0, col] = a0 + J[0, 0] * k0 + J[0, 1] * k1 + J[0, 2] * k2
+        G[1, col] = a1 + J[1, 0] * k0 + J[1, 1] * k1 + J[1, 2] * k2
+        G[2, col] = a2 + J[2, 0] * k0 + J[2, 1] * k1 + J[2, 2] * k2
+
+
+@njit(cache=True, error_model="numpy")
+def _element(R, p, C1, C2, l, strain_code, b, i, G, Ke):
+    """Ke = the element stiffness of eq. (2) of element i of rod b (12 × 12); G a (6, 12) work array."""
     (xL0, xL1, xL2, xR0, xR1, xR2, _g0, _g1, _g2, _h0, _h1, _h2, f0, f1, f2, _tr, il) = element_strain(
-        R, p, l, midpoint, b, i
+        R, p, l, strain_code, b, i
     )
     Ke[:, :] = 0.0
     G[:, :] = 0.0
@@ -68,8 +89,11 @@ def _element(R, p, C1, C2, l, midpoint, b, i, G, Ke):
     _add_hat(G, 6, f0, f1, f2, il)
     _add_hat(G, 0, f0, f1, f2, il)
     _accumulate(G, C2[b, i, 0], C2[b, i, 1], C2[b, i, 2], l[b, i], Ke)
-    G[:, :] = 0.0
-    if midpoint:
+    for r in range(3):  # keep ∂κ for the geodesic strain's Jacobian
+        for c in range(12):
+            G[3 + r, c] = G[r, c]
+            G[r, c] = 0.0
+    if strain_code > 0:
         s = 0.5 * il
         _hat_into(G, 0, xL0, xL1, xL2, s)
         _hat_into(G, 6, xR0, xR1, xR2, s)
@@ -78,10 +102,12 @@ def _element(R, p, C1, C2, l, midpoint, b, i, G, Ke):
                 st = s * (R[b, i, c, r] + R[b, i + 1, c, r])  # S = (R_i + R_{i+1})ᵀ
                 G[r, 3 + c] = -st
                 G[r, 9 + c] = st
+        if strain_code == 2:
+            _geodesic_rows(G, f0, f1, f2, s * (xL0 + xR0), s * (xL1 + xR1), s * (xL2 + xR2), 0.5 * l[b, i])
         _accumulate(G, C1[b, i, 0], C1[b, i, 1], C1[b, i, 2], l[b, i], Ke)
     else:
         for side in range(2):
-            G[:, :] = 0.0
+            G[:3, :] = 0.0
             node = i + side
             if side == 0:
                 _hat_into(G, 0, xL0, xL1, xL2, il)
@@ -181,7 +207,7 @@ def _drop_held(D, W, held):
 # long: 60 lines of code; its docstring documents all 21 parameters
 @njit(cache=True, error_model="numpy")
 def filter_forces(
-    R, p, C1, C2, l, mass, inertia, midpoint, beta_h2, held, b, force, torque, D, W, y, G, Ke, damping_c, v, pi
+    R, p, C1, C2, l, mass, inertia, strain_code, beta_h2, held, b, force, torque, D, W, y, G, Ke, damping_c, v, pi
 ):
     """Eq. (1) for rod b: ``force`` (world) and ``torque`` (body) (n, 3) replaced by ``M (M + βh²K)⁻¹ F``
     in the free directions, left as they are in the ``held`` ones (``(P A P + H M) x = P F``); with
@@ -197,7 +223,7 @@ def filter_forces(
         l: Element rest lengths [m], shape (B, N).
         mass: Node masses [kg], shape (B, n).
         inertia: Principal node inertias [kg·m²], shape (B, n, 3).
-        midpoint: True for the mid-frame shear strain, False for the node strains.
+        strain_code: The strain model (:data:`~flexlearn.physics.cosserat.compiled.common.STRAIN_CODES`).
         beta_h2: β h² [s²] (plus h c/2 with numerical damping); must be > 0.
         held: 1 for a held direction, else 0, shape (n, 6) in (η, δp) order (world axes for δp).
         b: Rod index in the batch.
@@ -206,7 +232,7 @@ def filter_forces(
         D: Work array of the diagonal blocks, shape (n, 6, 6).
         W: Work array of the off-diagonal blocks, shape (n, 6, 6).
         y: Work array, shape (n, 6).
-        G: Work array, shape (3, 12).
+        G: Work array, shape (6, 12).
         Ke: Work array of the element stiffness, shape (12, 12).
         damping_c: Numerical damping coefficient c [s]; 0 for none.
         v: Half-step node velocities [m/s], shape (B, n, 3) (used only when ``damping_c`` > 0).
@@ -220,7 +246,7 @@ def filter_forces(
         D[a, :, :] = 0.0
         W[a, :, :] = 0.0
     for i in range(n - 1):
-        _element(R, p, C1, C2, l, midpoint, b, i, G, Ke)
+        _element(R, p, C1, C2, l, strain_code, b, i, G, Ke)
         for r in range(6):
             for c in range(6):
                 D[i, r, c] += beta_h2 * Ke[r, c]

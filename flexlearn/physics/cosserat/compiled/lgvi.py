@@ -30,7 +30,14 @@ from torch import Tensor
 
 from flexlearn.physics.cosserat import implicit
 from flexlearn.physics.cosserat.compiled.cayley import cayley_newton
-from flexlearn.physics.cosserat.compiled.common import HAVE_NUMBA, element_strain, njit
+from flexlearn.physics.cosserat.compiled.common import (
+    HAVE_NUMBA,
+    STRAIN_CODES,
+    element_strain,
+    geodesic_apply,
+    geodesic_pullback,
+    njit,
+)
 
 # the kernel's force filter, under its own name beside the torch reference ``implicit.filter_forces``
 from flexlearn.physics.cosserat.compiled.implicit import filter_forces as _filter_forces
@@ -72,7 +79,7 @@ OK, BAD_ELEMENT, BAD_NODE, NEWTON = 0, 1, 2, 3
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n):
+def _internal(R, p, C1, C2, l, fext, strain_code, limit2, force, torque, b, n):
     """Internal forces (world) and torques (body) of rod ``b`` plus ``fext`` into ``force``/``torque``
     (the expressions of :func:`flexlearn.physics.cosserat.elastic.internal_forces`, strains from
     :func:`~flexlearn.physics.cosserat.compiled.common.element_strain`).
@@ -83,11 +90,20 @@ def _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n):
             torque[a, c] = 0.0
     for i in range(n - 1):
         (xL0, xL1, xL2, xR0, xR1, xR2, gL0, gL1, gL2, gR0, gR1, gR2, f0, f1, f2, tr, il) = element_strain(
-            R, p, l, midpoint, b, i
+            R, p, l, strain_code, b, i
         )
         c10, c11, c12 = C1[b, i, 0], C1[b, i, 1], C1[b, i, 2]
         nL0, nL1, nL2 = c10 * gL0, c11 * gL1, c12 * gL2
-        nR0, nR1, nR2 = c10 * gR0, c11 * gR1, c12 * gR2
+        u0, u1, u2 = 0.0, 0.0, 0.0  # (l/2) Jᵀ n of the geodesic mid frame, added to the bending moment
+        if strain_code == 2:
+            u0, u1, u2 = geodesic_pullback(
+                f0, f1, f2, 0.5 * (xL0 + xR0) * il, 0.5 * (xL1 + xR1) * il, 0.5 * (xL2 + xR2) * il, nL0, nL1, nL2
+            )
+            u0, u1, u2 = 0.5 * u0 / il, 0.5 * u1 / il, 0.5 * u2 / il
+            nL0, nL1, nL2 = geodesic_apply(f0, f1, f2, nL0, nL1, nL2)
+            nR0, nR1, nR2 = nL0, nL1, nL2
+        else:
+            nR0, nR1, nR2 = c10 * gR0, c11 * gR1, c12 * gR2
         sL = gL0 * gL0 + gL1 * gL1 + gL2 * gL2
         sR = gR0 * gR0 + gR1 * gR1 + gR2 * gR2
         strain2 = sL if sL > sR else sR
@@ -105,9 +121,9 @@ def _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n):
             force[i + 1, c] -= fe
         if not (strain2 == strain2) or strain2 > limit2 or not (1.0 + tr > 1e-6):
             return BAD_ELEMENT, i
-        m0 = C2[b, i, 0] * 2.0 * f0 * il
-        m1 = C2[b, i, 1] * 2.0 * f1 * il
-        m2 = C2[b, i, 2] * 2.0 * f2 * il
+        m0 = C2[b, i, 0] * 2.0 * f0 * il + u0
+        m1 = C2[b, i, 1] * 2.0 * f1 * il + u1
+        m2 = C2[b, i, 2] * 2.0 * f2 * il + u2
         x0, x1, x2 = f1 * m2 - f2 * m1, f2 * m0 - f0 * m2, f0 * m1 - f1 * m0  # f × m
         fm = f0 * m0 + f1 * m1 + f2 * m2
         torque[i, 0] += 0.5 * (xL1 * nL2 - xL2 * nL1) + m0 + x0 + fm * f0
@@ -257,7 +273,7 @@ def _reactions(R, v, pi, mass, force, torque, held, h, out, rec, b, n):
 # long: 55 lines of code; its docstring documents all 33 parameters
 @njit(cache=True, error_model="numpy")
 def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield, h, n_steps, record_every, held,
-        hold_R, hold_p, midpoint, limit2, tol, iters, out_p, out_R, f_last, t_last, inertia, beta_h2, damping_c,
+        hold_R, hold_p, strain_code, limit2, tol, iters, out_p, out_R, f_last, t_last, inertia, beta_h2, damping_c,
         out_react):  # fmt: skip
     """Advance every rod ``n_steps`` steps in place from the half-step state (R, p, v = v^{k−½},
     pi = Π^k − h/2 τ^k convention of the tensor path). Records (R, p) at k % record_every == 0 and at the
@@ -293,7 +309,7 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
         held: 1 for a direction held by a fixed support, else 0, shape (n, 6) in (η, δp) order (world axes).
         hold_R: Frames of the clamped nodes, shape (B, n, 3, 3) (read where ``held[a, 0]``).
         hold_p: Positions [m] of the held nodes, shape (B, n, 3) (read where held).
-        midpoint: True for the mid-frame shear strain, False for the node strains.
+        strain_code: The strain model (:data:`~flexlearn.physics.cosserat.compiled.common.STRAIN_CODES`).
         limit2: Square of the strain limit.
         tol: Tolerance of the Newton solve of the rotations.
         iters: Maximum Newton iterations.
@@ -312,12 +328,12 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
     """
     B, n = p.shape[0], p.shape[1]
     force, torque, fs = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
-    D, W, y, G, Ke = np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6)), np.empty((3, 12)), np.empty((12, 12))
+    D, W, y, G, Ke = np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6)), np.empty((6, 12)), np.empty((12, 12))
     magnetic = bfield.shape[0] > n_steps
     for b in range(B):
         rec = 0
         for k in range(n_steps + 1):
-            st, where = _internal(R, p, C1, C2, l, fext, midpoint, limit2, force, torque, b, n)
+            st, where = _internal(R, p, C1, C2, l, fext, strain_code, limit2, force, torque, b, n)
             if st != OK:
                 return st, k, b, where
             bw0 = bw1 = bw2 = 0.0
@@ -332,7 +348,7 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
                 l,
                 mass,
                 inertia,
-                midpoint,
+                strain_code,
                 beta_h2,
                 held,
                 b,
@@ -391,8 +407,6 @@ def eligible(rod: SimulatedRod, setup: RodSetup, options: SimulationOptions, n_s
         return "driven or sliding supports run on the tensor path"
     if rod.length.device.type != "cpu":
         return "the kernel runs on CPU only"
-    if rod.strain == "geodesic":
-        return "the geodesic mid-frame strain runs on the tensor path"
     mags = magnets(loads)
     for ld in loads:
         if ld in mags:
@@ -493,11 +507,12 @@ def simulate(
         Rn, pn, vn, pin = _np(R), _np(p), _np(v), _np(pi)
         jd = _np(torch.diagonal(ctx.jd_normalised, dim1=-2, dim2=-1))
         mask, frames, positions = held_arrays(held, B, n)
+        code = STRAIN_CODES[ctx.strain]
         status, step, rod, where = run(
             Rn, pn, vn, pin, _np(ctx.mass), _np(ctx.inertia_trace), jd, _np(ctx.j_normalised),
             _np(ctx.shear_stiffness), _np(ctx.bend_stiffness), _np(ctx.rest_lengths), _np(arrays.fx), _np(arrays.cf),
             _np(arrays.cw), _np(arrays.mmag), arrays.bfield, float(h), int(n_steps), int(options.record_every),
-            mask, frames, positions, ctx.midpoint, float(options.strain_limit) ** 2, float(options.newton_tol),
+            mask, frames, positions, code, float(options.strain_limit) ** 2, float(options.newton_tol),
             int(options.newton_iters), out_p, out_R, f_last, t_last, _np(J),
             beta_h2 + 0.5 * zeta * h * h if beta_h2 > 0.0 else 0.0,
             zeta * h if beta_h2 > 0.0 else 0.0, out_react,
