@@ -27,33 +27,59 @@ STRAIN_CODES = {"nodes": 0, "midpoint": 1, "geodesic": 2}
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def geodesic_factor(f0, f1, f2):
+def geodesic_factor(f):
     """``(s, c, dc/ds)`` of ``A(f) = I + c(s) (s I − f fᵀ)`` at ``s = |f|²`` (scalar
-    :func:`flexlearn.physics.cosserat.strains.geodesic_scale`)."""
-    s = f0 * f0 + f1 * f1 + f2 * f2
+    :func:`flexlearn.physics.cosserat.strains.geodesic_scale`).
+
+    Args:
+        f: Cayley coordinates f = cay⁻¹(Q) of the element, a 3-tuple [-].
+
+    Returns:
+        The three scalars.
+    """
+    s = f[0] * f[0] + f[1] * f[1] + f[2] * f[2]
     root = np.sqrt(1.0 + s)
     c = 1.0 / (1.0 + root)
     return s, c, -0.5 * c * c / root
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def geodesic_apply(f0, f1, f2, v0, v1, v2):
-    """``A(f) v = v + c (s v − f (f·v))`` (scalar :func:`flexlearn.physics.cosserat.strains.geodesic_apply`)."""
-    s, c, _ = geodesic_factor(f0, f1, f2)
-    fv = f0 * v0 + f1 * v1 + f2 * v2
-    return v0 + c * (s * v0 - f0 * fv), v1 + c * (s * v1 - f1 * fv), v2 + c * (s * v2 - f2 * fv)
+def geodesic_apply(f, v):
+    """``A(f) v = v + c (s v − f (f·v))`` (scalar :func:`flexlearn.physics.cosserat.strains.geodesic_apply`).
+
+    Args:
+        f: Cayley coordinates of the element, a 3-tuple [-].
+        v: The vector in the linear-mean frame, a 3-tuple.
+
+    Returns:
+        ``A(f) v``, a 3-tuple.
+    """
+    s, c, _ = geodesic_factor(f)
+    fv = f[0] * v[0] + f[1] * v[1] + f[2] * v[2]
+    return v[0] + c * (s * v[0] - f[0] * fv), v[1] + c * (s * v[1] - f[1] * fv), v[2] + c * (s * v[2] - f[2] * fv)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def geodesic_pullback(f0, f1, f2, g0, g1, g2, n0, n1, n2):
-    """``Jᵀ n``, ``J = ∂(A(f) g)/∂f`` (scalar :func:`flexlearn.physics.cosserat.strains.geodesic_pullback`)."""
-    s, c, dc = geodesic_factor(f0, f1, f2)
-    fg, gn, fn = f0 * g0 + f1 * g1 + f2 * g2, g0 * n0 + g1 * n1 + g2 * n2, f0 * n0 + f1 * n1 + f2 * n2
+def geodesic_pullback(f, g, n):
+    """``Jᵀ n``, ``J = ∂(A(f) g)/∂f`` (scalar :func:`flexlearn.physics.cosserat.strains.geodesic_pullback`).
+
+    Args:
+        f: Cayley coordinates of the element, a 3-tuple [-].
+        g: The linear-mean strain vector ``½ (x_L + x_R) / l``, a 3-tuple.
+        n: The stress conjugate to ``A(f) g`` [N], a 3-tuple.
+
+    Returns:
+        ``Jᵀ n`` [N], a 3-tuple.
+    """
+    s, c, dc = geodesic_factor(f)
+    fg = f[0] * g[0] + f[1] * g[1] + f[2] * g[2]
+    gn = g[0] * n[0] + g[1] * n[1] + g[2] * n[2]
+    fn = f[0] * n[0] + f[1] * n[1] + f[2] * n[2]
     k = 2.0 * dc * (s * gn - fg * fn)
     return (
-        k * f0 + c * (2.0 * gn * f0 - fg * n0 - fn * g0),
-        k * f1 + c * (2.0 * gn * f1 - fg * n1 - fn * g1),
-        k * f2 + c * (2.0 * gn * f2 - fg * n2 - fn * g2),
+        k * f[0] + c * (2.0 * gn * f[0] - fg * n[0] - fn * g[0]),
+        k * f[1] + c * (2.0 * gn * f[1] - fg * n[1] - fn * g[1]),
+        k * f[2] + c * (2.0 * gn * f[2] - fg * n[2] - fn * g[2]),
     )
 
 
@@ -102,7 +128,7 @@ def element_strain(R, p, l, strain_code, b, i):
     if strain_code > 0:
         gL0, gL1, gL2 = 0.5 * (xL0 + xR0) * il, 0.5 * (xL1 + xR1) * il, 0.5 * (xL2 + xR2) * il
         if strain_code == 2:
-            gL0, gL1, gL2 = geodesic_apply(f0, f1, f2, gL0, gL1, gL2)
+            gL0, gL1, gL2 = geodesic_apply((f0, f1, f2), (gL0, gL1, gL2))
         gL2 -= 1.0
         gR0, gR1, gR2 = gL0, gL1, gL2
     else:

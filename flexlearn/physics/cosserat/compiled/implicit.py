@@ -51,20 +51,18 @@ def _accumulate(G, c0, c1, c2, w, Ke):
 
 
 @njit(cache=True, error_model="numpy")
-def _geodesic_rows(G, f0, f1, f2, g0, g1, g2, half_l):
+def _geodesic_rows(G, f, g, half_l):
     """Rows 0–2 of G (the linear-mean shear Jacobian ∂g) become ``A ∂g + J (l/2) ∂κ`` (∂κ in rows 3–5): the
-    Jacobian of the geodesic strain ``A(f) g`` (``J = ∂(A g)/∂f``, ∂f = (l/2) ∂κ)."""
-    s, c, dc = geodesic_factor(f0, f1, f2)
-    fg = f0 * g0 + f1 * g1 + f2 * g2
-    f = (f0, f1, f2)
-    g = (g0, g1, g2)
+    Jacobian of the geodesic strain ``A(f) g`` (``J = ∂(A g)/∂f``, ∂f = (l/2) ∂κ; f, g 3-tuples)."""
+    s, c, dc = geodesic_factor(f)
+    fg = f[0] * g[0] + f[1] * g[1] + f[2] * g[2]
     J = np.empty((3, 3))
     for r in range(3):
         k = 2.0 * dc * (s * g[r] - f[r] * fg)
         for q in range(3):
             J[r, q] = k * f[q] + c * (2.0 * g[r] * f[q] - f[r] * g[q] - (fg if r == q else 0.0))
     for col in range(12):
-        a0, a1, a2 = geodesic_apply(f0, f1, f2, G[0, col], G[1, col], G[2, col])
+        a0, a1, a2 = geodesic_apply(f, (G[0, col], G[1, col], G[2, col]))
         k0, k1, k2 = G[3, col] * half_l, G[4, col] * half_l, G[5, col] * half_l
         G[0, col] = a0 + J[0, 0] * k0 + J[0, 1] * k1 + J[0, 2] * k2
         G[1, col] = a1 + J[1, 0] * k0 + J[1, 1] * k1 + J[1, 2] * k2
@@ -103,7 +101,7 @@ def _element(R, p, C1, C2, l, strain_code, b, i, G, Ke):
                 G[r, 3 + c] = -st
                 G[r, 9 + c] = st
         if strain_code == 2:
-            _geodesic_rows(G, f0, f1, f2, s * (xL0 + xR0), s * (xL1 + xR1), s * (xL2 + xR2), 0.5 * l[b, i])
+            _geodesic_rows(G, (f0, f1, f2), (s * (xL0 + xR0), s * (xL1 + xR1), s * (xL2 + xR2)), 0.5 * l[b, i])
         _accumulate(G, C1[b, i, 0], C1[b, i, 1], C1[b, i, 2], l[b, i], Ke)
     else:
         for side in range(2):

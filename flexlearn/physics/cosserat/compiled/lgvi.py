@@ -96,11 +96,10 @@ def _internal(R, p, C1, C2, l, fext, strain_code, limit2, force, torque, b, n):
         nL0, nL1, nL2 = c10 * gL0, c11 * gL1, c12 * gL2
         u0, u1, u2 = 0.0, 0.0, 0.0  # (l/2) Jᵀ n of the geodesic mid frame, added to the bending moment
         if strain_code == 2:
-            u0, u1, u2 = geodesic_pullback(
-                f0, f1, f2, 0.5 * (xL0 + xR0) * il, 0.5 * (xL1 + xR1) * il, 0.5 * (xL2 + xR2) * il, nL0, nL1, nL2
-            )
+            g = (0.5 * (xL0 + xR0) * il, 0.5 * (xL1 + xR1) * il, 0.5 * (xL2 + xR2) * il)
+            u0, u1, u2 = geodesic_pullback((f0, f1, f2), g, (nL0, nL1, nL2))
             u0, u1, u2 = 0.5 * u0 / il, 0.5 * u1 / il, 0.5 * u2 / il
-            nL0, nL1, nL2 = geodesic_apply(f0, f1, f2, nL0, nL1, nL2)
+            nL0, nL1, nL2 = geodesic_apply((f0, f1, f2), (nL0, nL1, nL2))
             nR0, nR1, nR2 = nL0, nL1, nL2
         else:
             nR0, nR1, nR2 = c10 * gR0, c11 * gR1, c12 * gR2
