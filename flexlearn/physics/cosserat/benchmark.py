@@ -41,6 +41,7 @@ from flexlearn.physics.cosserat.benchmark_problem import RodProblem
 from flexlearn.physics.cosserat.compiled import lgvi
 from flexlearn.physics.cosserat.errors import IntegrationError
 from flexlearn.physics.cosserat.frame_times import plan_frames, simulate_at
+from flexlearn.physics.cosserat.rod import STRAIN_MODELS
 from flexlearn.physics.cosserat.simulation import SimulationOptions
 
 QUASI_STATIC_DISSIPATION = 0.2
@@ -84,6 +85,9 @@ class FlexlearnSolver:
 
     Args:
         time_step_scale: multiplies the time step the adapter chooses (cosseratbench's solver option).
+        strain: the rods' strain model (``'midpoint'``, ``'geodesic'`` or ``'nodes'``); None for the adapter's
+            choice (:mod:`~flexlearn.physics.cosserat.benchmark_problem`). From Python only: cosseratbench's
+            solver options are numbers.
     """
 
     name = "flexlearn"
@@ -100,10 +104,13 @@ class FlexlearnSolver:
         }
     )
 
-    def __init__(self, time_step_scale: float = 1.0) -> None:
+    def __init__(self, time_step_scale: float = 1.0, strain: str | None = None) -> None:
         if not (isinstance(time_step_scale, (int, float)) and math.isfinite(time_step_scale) and time_step_scale > 0):
             raise ValueError(f"time_step_scale = {time_step_scale!r}: must be a finite number > 0")
+        if strain is not None and strain not in STRAIN_MODELS:
+            raise ValueError(f"strain = {strain!r}: must be one of {', '.join(STRAIN_MODELS)} or None")
         self.time_step_scale = float(time_step_scale)
+        self.strain = strain
 
     def problems(self, scenario: Scenario, n_elements: int) -> list[RodProblem]:
         """The flexlearn problems of a scenario: one, with all its rods as the batch rows of one simulation (rods
@@ -119,7 +126,7 @@ class FlexlearnSolver:
         Raises:
             NotImplementedError: rods that cannot be simulated together, an obstacle that is not modelled.
         """
-        return [RodProblem(scenario, scenario.rods, n_elements, self.scheme)]
+        return [RodProblem(scenario, scenario.rods, n_elements, self.scheme, self.strain)]
 
     def max_dt(self, problem: RodProblem, frame_interval: float) -> float:
         """The largest step [s] of this scheme for the problem (module docstring).

@@ -191,9 +191,17 @@ class RodProblem:
         specs: its rods simulated together (one, or all that can touch).
         n_elements: elements of each rod.
         scheme: ``'implicit'`` or ``'lgvi'`` (the contact stiffness, module docstring).
+        strain: the rods' strain model; None for the module docstring's choice.
     """
 
-    def __init__(self, scenario: Scenario, specs: Sequence[Rod], n_elements: int, scheme: str = "implicit"):
+    def __init__(
+        self,
+        scenario: Scenario,
+        specs: Sequence[Rod],
+        n_elements: int,
+        scheme: str = "implicit",
+        strain: str | None = None,
+    ):
         _check_batchable(specs)
         first = specs[0]
         start, end = first.condition(End.START), first.condition(End.END)
@@ -202,7 +210,7 @@ class RodProblem:
         self.specs = list(specs)
         material = rod_material(first)
         lengths = first.length if len(specs) == 1 else torch.tensor([s.length for s in specs], dtype=torch.float64)
-        strain = "geodesic" if scenario.obstacles else "midpoint"
+        strain = strain or ("geodesic" if scenario.obstacles else "midpoint")
         driven = any(m is not None for spec in specs for m in (spec.start_motion, spec.end_motion))
         inertia = "segment" if scenario.quasi_static and scenario.obstacles and driven else "section"
         self.rod = CosseratRod.circular(lengths, first.radius, material, n_elements, strain, inertia)

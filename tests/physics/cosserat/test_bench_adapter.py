@@ -169,9 +169,14 @@ def test_the_implicit_step_completes_where_the_explicit_one_fails():
     assert implicit.metrics["tip_deflection_error"] < 2e-3
 
 
-def test_bad_time_step_scale_is_refused():
+def test_bad_solver_options_are_refused_and_a_chosen_strain_model_is_used():
     with pytest.raises(ValueError, match="time_step_scale"):
         FlexlearnSolver(time_step_scale=-1.0)
+    with pytest.raises(ValueError, match="strain = 'linear'"):
+        FlexlearnSolver(strain="linear")
+    catenary = registry.load_experiment("catenary").scenario
+    assert FlexlearnSolver().problems(catenary, 8)[0].rod.strain == "midpoint"
+    assert FlexlearnSolver(strain="geodesic").problems(catenary, 8)[0].rod.strain == "geodesic"
 
 
 def test_the_pendulum_pinned_at_the_top_swings_with_the_reference_period():
