@@ -19,7 +19,7 @@ from flexlearn.physics.cosserat.damping import Damping
 from flexlearn.physics.cosserat.fields import Field, RotatingField, UniformField
 from flexlearn.physics.cosserat.loads import EmbeddedMagnet, Gravity, RodLoad
 from flexlearn.physics.cosserat.properties import CrossSection, Material
-from flexlearn.physics.cosserat.rod import CosseratRod
+from flexlearn.physics.cosserat.rod import STRAIN_MODELS, CosseratRod
 from flexlearn.physics.cosserat.simulation import SimulationOptions
 from flexlearn.physics.cosserat.state import Clamp, RodState
 
@@ -99,6 +99,7 @@ class CosseratExperimentConfig:
     shear_coefficient: Optional[float] = None  # Timoshenko's k; None: the section's own (CrossSection); the seed: 1
     n_elements: int = 10
     rotary_inertia: str = "section"  # section | segment
+    strain: str = "midpoint"  # midpoint | geodesic (tens of degrees per element) | nodes (seed eq. (6))
     dt: float = 1e-5  # [s]
     scheme: str = "lgvi"  # lgvi | implicit (steps beyond the LGVI's limit, set by accuracy)
     implicit_beta: float = 0.25  # β of the implicit step (≥ 0.25; 0.3: margin for magnets, large bends)
@@ -142,6 +143,7 @@ class CosseratExperimentConfig:
         )
         check(self.torsion in ("saint_venant", "polar"), "torsion", self.torsion, "saint_venant | polar")
         check(self.rotary_inertia in ("section", "segment"), "rotary_inertia", self.rotary_inertia, "section | segment")
+        check(self.strain in STRAIN_MODELS, "strain", self.strain, " | ".join(STRAIN_MODELS))
         check(self.record_every >= 1, "record_every", self.record_every, "must be an integer >= 1")
         check(self.scheme in ("lgvi", "implicit"), "scheme", self.scheme, "lgvi | implicit")
         check(
@@ -239,7 +241,7 @@ def build_experiment(cfg: CosseratExperimentConfig) -> Experiment:
         section = CrossSection.circular(cfg.radius, cfg.shear_coefficient)
     else:
         section = CrossSection.rectangular(cfg.width, cfg.height, cfg.torsion, cfg.shear_coefficient)
-    rod = CosseratRod(cfg.length, section, material, cfg.n_elements, rotary_inertia=cfg.rotary_inertia)
+    rod = CosseratRod(cfg.length, section, material, cfg.n_elements, cfg.strain, cfg.rotary_inertia)
     base = Clamp(rotation=_base_rotation(cfg.rest_axis))
     loads: List[RodLoad] = [Gravity(cfg.gravity)]
     field: Field

@@ -48,6 +48,12 @@ def test_bad_config_names_key():
     data["colour"] = "red"
     with pytest.raises(ConfigError, match="colour"):
         load_experiment(data)
+    data = yaml.safe_load((CONF / "pdms_tipmagnet.yaml").read_text())
+    data["strain"] = "linear"
+    with pytest.raises(ConfigError, match="strain"):
+        load_experiment(data)
+    data["strain"] = "geodesic"
+    assert build_experiment(load_experiment(data)).rod.strain == "geodesic"
 
 
 def test_implicit_scheme_from_the_config_runs_at_ten_times_the_step():
