@@ -12,7 +12,9 @@ Internal forces/torques = −∂V/∂(p, η) (checked against autograd in the te
     τ_i   += ½ (R_iᵀ e_i) × C1Γ_i + (I + f^ + f fᵀ) m_i,
     τ_{i+1} += ½ (R_{i+1}ᵀ e_i) × C1Γ_i − (I − f^ + f fᵀ) m_i,     f = cay⁻¹(R_iᵀR_{i+1}), m_i = C2 κ_i,
 
-(``2 so3_cayley_jacobian_inv(±f)`` in :mod:`flexlearn.lie`). Used by the rod, the integrator and the fused
+(``2 so3_cayley_jacobian_inv(±f)`` in :mod:`flexlearn.lie`). With ``strain='geodesic'``, Γ_i = A(f) g_i − E3
+(:mod:`flexlearn.physics.cosserat.strains`): the chord terms above carry ``A C1Γ_i`` in place of ``C1Γ_i`` and
+``m_i = C2 κ_i + (l_i/2) Jᵀ C1Γ_i`` (J = ∂(A g)/∂f). Used by the rod, the integrator and the fused
 kernel's start (the kernel's scalar copy is ``flexlearn.physics.cosserat.compiled.lgvi._internal``).
 
 Shapes: R (B, N+1, 3, 3) body → world, p (B, N+1, 3) [m]; forces and torques (B, N+1, 3); strains (B, N, 3).
