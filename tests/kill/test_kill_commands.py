@@ -1,7 +1,7 @@
-"""A sample of the command kills in the default suite: `flexlearn-process`, `flexlearn-export` and
-`flexlearn-calibrate` killed while they replace an earlier output, at the commit or at a random instant of the
-run; what is left loads with flexlearn's loaders as the old or the new version and the next run starts clean.
-The export and process kills are marked slow (CI runs them in its second step).
+"""A sample of the command kills: `flexlearn-process`, `flexlearn-export` and `flexlearn-calibrate` killed while they
+replace an earlier output, at the commit or at a random instant of the run; what is left loads with flexlearn's
+loaders as the old or the new version and the next run starts clean. Slow (≈ 50 s for the module; CI runs it in its
+second step); the default suite keeps the interrupted commands of tests/kill/test_commands_interrupt.py.
 `python scripts/kill_harness.py --commands N` runs hundreds."""
 
 from __future__ import annotations
@@ -22,13 +22,12 @@ def command_inputs(kill_commands, trained_run, tmp_path_factory):
     return kill_commands.Inputs.from_checkpoint(root, ckpt)
 
 
+pytestmark = pytest.mark.slow
+
+
 @pytest.mark.parametrize(
     "kind,sig,when",
-    [
-        pytest.param("export", "SIGKILL", "commit", marks=pytest.mark.slow),
-        pytest.param("process", "SIGTERM", "run", marks=pytest.mark.slow),
-        ("calibrate", "SIGINT", "commit"),
-    ],
+    [("export", "SIGKILL", "commit"), ("process", "SIGTERM", "run"), ("calibrate", "SIGINT", "commit")],
 )
 def test_a_killed_command_leaves_a_whole_version(kill_commands, command_inputs, kind, sig, when):
     target = command_inputs.root / kind / {"process": "d.parquet", "export": "out", "calibrate": "c.json"}[kind]
