@@ -45,7 +45,7 @@ def test_the_capstan_rope_holds_below_the_holding_overhang_and_slides_above_it(o
 
 def test_the_pile_heaps_above_the_floor_and_out_of_itself():
     """A rope fed onto a floor with friction, touching itself (20 elements, ≈ 50 s): completes heaped higher than one
-    diameter (measured 2.4; PyElastica 1.8, MuJoCo 2.1), with no node deeper than 0.5 r in the floor (measured
+    diameter (measured 2.4; PyElastica 2.1, MuJoCo 2.1), with no node deeper than 0.5 r in the floor (measured
     0.07 r; PyElastica 15 r, MuJoCo 0.25 r) and no element pair more than 0.5 r inside each other (measured 0.01 r)."""
     result = bench.run(registry.load_experiment("pile"), FlexlearnSolver(), n_elements=20)
     assert result.outcome == "completed", result.summary()
