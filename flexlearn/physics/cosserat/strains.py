@@ -52,19 +52,20 @@ class Strains(NamedTuple):
     Q: Tensor  # R_iᵀ R_{i+1} (B, N, 3, 3)
 
 
-def geodesic_scale(f: Tensor) -> Tuple[Tensor, Tensor]:
-    """``c(s) = 1 / (1 + sqrt(1 + s))`` and ``c'(s)`` at ``s = |f|²`` (B, N, 1): the factor of
+def geodesic_scale(f: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+    """``s = |f|²``, ``c(s) = 1 / (1 + sqrt(1 + s))`` and ``c'(s)`` (B, N, 1): the factor of
     ``A(f) = I + c (s I − f fᵀ)`` of the geodesic mid-frame strain (module docstring).
 
     Args:
         f: (B, N, 3) Cayley coordinates cay⁻¹(Q) [-].
 
     Returns:
-        ``(c, dc/ds)``, each (B, N, 1).
+        ``(s, c, dc/ds)``, each (B, N, 1).
     """
-    root = torch.sqrt(1.0 + (f * f).sum(-1, keepdim=True))
+    s = (f * f).sum(-1, keepdim=True)
+    root = torch.sqrt(1.0 + s)
     c = 1.0 / (1.0 + root)
-    return c, -0.5 * c * c / root
+    return s, c, -0.5 * c * c / root
 
 
 def geodesic_apply(f: Tensor, g: Tensor) -> Tensor:
@@ -78,13 +79,31 @@ def geodesic_apply(f: Tensor, g: Tensor) -> Tensor:
     Returns:
         (B, N, 3) ``A(f) g``.
     """
-    c, _ = geodesic_scale(f)
-    s = (f * f).sum(-1, keepdim=True)
+    s, c, _ = geodesic_scale(f)
     return g + c * (s * g - f * (f * g).sum(-1, keepdim=True))
 
 
+def geodesic_jacobian(f: Tensor, g: Tensor) -> Tensor:
+    """``J = ∂(A(f) g)/∂f = 2 c' (s g − f (f·g)) fᵀ + c (2 g fᵀ − (f·g) I − f gᵀ)`` (B, N, 3, 3).
+
+    Args:
+        f: (B, N, 3) Cayley coordinates [-].
+        g: (B, N, 3) the linear-mean strain vector ``½ (x_L + x_R) / l``.
+
+    Returns:
+        (B, N, 3, 3) J.
+    """
+    s, c, dc = geodesic_scale(f)
+    fg = (f * g).sum(-1, keepdim=True)
+    outer = lambda a, b: a.unsqueeze(-1) * b.unsqueeze(-2)  # noqa: E731
+    eye = torch.eye(3, dtype=f.dtype, device=f.device)
+    return 2.0 * outer(dc * (s * g - f * fg), f) + c.unsqueeze(-1) * (
+        2.0 * outer(g, f) - fg.unsqueeze(-1) * eye - outer(f, g)
+    )
+
+
 def geodesic_pullback(f: Tensor, g: Tensor, n: Tensor) -> Tensor:
-    """``Jᵀ n`` with ``J = ∂(A(f) g)/∂f``: what a stress n (B, N, 3) conjugate to ``A(f) g`` exerts on f.
+    """``Jᵀ n`` (:func:`geodesic_jacobian`): what a stress n (B, N, 3) conjugate to ``A(f) g`` exerts on f.
 
     Args:
         f: (B, N, 3) Cayley coordinates [-].
@@ -94,31 +113,7 @@ def geodesic_pullback(f: Tensor, g: Tensor, n: Tensor) -> Tensor:
     Returns:
         (B, N, 3) ``Jᵀ n``.
     """
-    c, dc = geodesic_scale(f)
-    s = (f * f).sum(-1, keepdim=True)
-    fg, gn, fn = ((f * g).sum(-1, keepdim=True), (g * n).sum(-1, keepdim=True), (f * n).sum(-1, keepdim=True))
-    w = ((s * g - f * fg) * n).sum(-1, keepdim=True)
-    return 2.0 * dc * w * f + c * (2.0 * gn * f - fg * n - fn * g)
-
-
-def geodesic_jacobian(f: Tensor, g: Tensor) -> Tensor:
-    """``J = ∂(A(f) g)/∂f`` (B, N, 3, 3) of :func:`geodesic_pullback`, as a matrix.
-
-    Args:
-        f: (B, N, 3) Cayley coordinates [-].
-        g: (B, N, 3) the linear-mean strain vector.
-
-    Returns:
-        (B, N, 3, 3) J.
-    """
-    c, dc = geodesic_scale(f)
-    s = (f * f).sum(-1, keepdim=True)
-    fg = (f * g).sum(-1, keepdim=True)
-    outer = lambda a, b: a.unsqueeze(-1) * b.unsqueeze(-2)  # noqa: E731
-    eye = torch.eye(3, dtype=f.dtype, device=f.device)
-    return 2.0 * (dc * (s * g - f * fg)).unsqueeze(-1) * f.unsqueeze(-2) + c.unsqueeze(-1) * (
-        2.0 * outer(g, f) - fg.unsqueeze(-1) * eye - outer(f, g)
-    )
+    return (n.unsqueeze(-2) @ geodesic_jacobian(f, g)).squeeze(-2)
 
 
 def strains(R: Tensor, p: Tensor, l: Tensor, e3: Tensor, midpoint: bool, geodesic: bool = False) -> Strains:

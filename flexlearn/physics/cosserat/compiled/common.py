@@ -1,7 +1,8 @@
 """What the compiled (numba) Cosserat kernels share: numba's decorator (:mod:`flexlearn.optional_numba`) and the
 element strains in scalars (:func:`element_strain`, the expressions of
 :func:`flexlearn.physics.cosserat.strains.strains`, tested equal to them in tests/physics/cosserat/test_strains.py),
-with the geodesic mid frame's ``A(f)`` and ``Jᵀ n`` (:func:`geodesic_apply`, :func:`geodesic_pullback`).
+with the geodesic mid frame's ``A(f)``, ``J`` and ``Jᵀ n`` (:func:`geodesic_apply`, :func:`geodesic_jacobian`,
+:func:`geodesic_pullback`).
 The strain model is passed as ``strain_code`` (:data:`STRAIN_CODES`).
 Used by :mod:`flexlearn.physics.cosserat.compiled.lgvi` (the step loop) and
 :mod:`flexlearn.physics.cosserat.compiled.implicit` (the force filter of the implicit step)."""
@@ -18,6 +19,7 @@ __all__ = [
     "element_strain",
     "geodesic_apply",
     "geodesic_factor",
+    "geodesic_jacobian",
     "geodesic_pullback",
     "njit",
 ]
@@ -60,8 +62,33 @@ def geodesic_apply(f, v):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
+def geodesic_jacobian(f, g):
+    """``J = ∂(A(f) g)/∂f`` as three row 3-tuples (scalar
+    :func:`flexlearn.physics.cosserat.strains.geodesic_jacobian`).
+
+    Args:
+        f: Cayley coordinates of the element, a 3-tuple [-].
+        g: The linear-mean strain vector ``½ (x_L + x_R) / l``, a 3-tuple.
+
+    Returns:
+        ``(J[0], J[1], J[2])``, each a 3-tuple.
+    """
+    s, c, dc = geodesic_factor(f)
+    fg = f[0] * g[0] + f[1] * g[1] + f[2] * g[2]
+    k0, k1, k2 = 2.0 * dc * (s * g[0] - f[0] * fg), 2.0 * dc * (s * g[1] - f[1] * fg), 2.0 * dc * (s * g[2] - f[2] * fg)
+    return (
+        (k0 * f[0] + c * (g[0] * f[0] - fg), k0 * f[1] + c * (2.0 * g[0] * f[1] - f[0] * g[1]),
+         k0 * f[2] + c * (2.0 * g[0] * f[2] - f[0] * g[2])),
+        (k1 * f[0] + c * (2.0 * g[1] * f[0] - f[1] * g[0]), k1 * f[1] + c * (g[1] * f[1] - fg),
+         k1 * f[2] + c * (2.0 * g[1] * f[2] - f[1] * g[2])),
+        (k2 * f[0] + c * (2.0 * g[2] * f[0] - f[2] * g[0]), k2 * f[1] + c * (2.0 * g[2] * f[1] - f[2] * g[1]),
+         k2 * f[2] + c * (g[2] * f[2] - fg)),
+    )  # fmt: skip
+
+
+@njit(cache=True, inline="always", error_model="numpy")
 def geodesic_pullback(f, g, n):
-    """``Jᵀ n``, ``J = ∂(A(f) g)/∂f`` (scalar :func:`flexlearn.physics.cosserat.strains.geodesic_pullback`).
+    """``Jᵀ n`` of :func:`geodesic_jacobian` (scalar :func:`flexlearn.physics.cosserat.strains.geodesic_pullback`).
 
     Args:
         f: Cayley coordinates of the element, a 3-tuple [-].
@@ -71,15 +98,11 @@ def geodesic_pullback(f, g, n):
     Returns:
         ``Jᵀ n`` [N], a 3-tuple.
     """
-    s, c, dc = geodesic_factor(f)
-    fg = f[0] * g[0] + f[1] * g[1] + f[2] * g[2]
-    gn = g[0] * n[0] + g[1] * n[1] + g[2] * n[2]
-    fn = f[0] * n[0] + f[1] * n[1] + f[2] * n[2]
-    k = 2.0 * dc * (s * gn - fg * fn)
+    j0, j1, j2 = geodesic_jacobian(f, g)
     return (
-        k * f[0] + c * (2.0 * gn * f[0] - fg * n[0] - fn * g[0]),
-        k * f[1] + c * (2.0 * gn * f[1] - fg * n[1] - fn * g[1]),
-        k * f[2] + c * (2.0 * gn * f[2] - fg * n[2] - fn * g[2]),
+        j0[0] * n[0] + j1[0] * n[1] + j2[0] * n[2],
+        j0[1] * n[0] + j1[1] * n[1] + j2[1] * n[2],
+        j0[2] * n[0] + j1[2] * n[1] + j2[2] * n[2],
     )
 
 

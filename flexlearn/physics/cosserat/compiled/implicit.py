@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from flexlearn.physics.cosserat.compiled.common import element_strain, geodesic_apply, geodesic_factor, njit
+from flexlearn.physics.cosserat.compiled.common import element_strain, geodesic_apply, geodesic_jacobian, njit
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -54,19 +54,13 @@ def _accumulate(G, c0, c1, c2, w, Ke):
 def _geodesic_rows(G, f, g, half_l):
     """Rows 0–2 of G (the linear-mean shear Jacobian ∂g) become ``A ∂g + J (l/2) ∂κ`` (∂κ in rows 3–5): the
     Jacobian of the geodesic strain ``A(f) g`` (``J = ∂(A g)/∂f``, ∂f = (l/2) ∂κ; f, g 3-tuples)."""
-    s, c, dc = geodesic_factor(f)
-    fg = f[0] * g[0] + f[1] * g[1] + f[2] * g[2]
-    J = np.empty((3, 3))
-    for r in range(3):
-        k = 2.0 * dc * (s * g[r] - f[r] * fg)
-        for q in range(3):
-            J[r, q] = k * f[q] + c * (2.0 * g[r] * f[q] - f[r] * g[q] - (fg if r == q else 0.0))
+    j0, j1, j2 = geodesic_jacobian(f, g)
     for col in range(12):
         a0, a1, a2 = geodesic_apply(f, (G[0, col], G[1, col], G[2, col]))
         k0, k1, k2 = G[3, col] * half_l, G[4, col] * half_l, G[5, col] * half_l
-        G[0, col] = a0 + J[0, 0] * k0 + J[0, 1] * k1 + J[0, 2] * k2
-        G[1, col] = a1 + J[1, 0] * k0 + J[1, 1] * k1 + J[1, 2] * k2
-        G[2, col] = a2 + J[2, 0] * k0 + J[2, 1] * k1 + J[2, 2] * k2
+        G[0, col] = a0 + j0[0] * k0 + j0[1] * k1 + j0[2] * k2
+        G[1, col] = a1 + j1[0] * k0 + j1[1] * k1 + j1[2] * k2
+        G[2, col] = a2 + j2[0] * k0 + j2[1] * k1 + j2[2] * k2
 
 
 @njit(cache=True, error_model="numpy")
