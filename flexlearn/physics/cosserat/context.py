@@ -7,6 +7,7 @@ builds it from the rod's buffers (differentiable functions of them)."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Optional
 
 import torch
 from torch import Tensor
@@ -36,6 +37,9 @@ class RodContext:
         e3: (3,) the body tangent E3 (the rest direction of the rod axis in the node frame).
         batch_size: B.
         n_nodes: N+1.
+        element_mass: (B, N) the rod's own mass of each element ρ A l_i [kg] (None: not known).
+        consistent_mass: the implicit step's translational mass is the consistent one (``implicit_mass=
+            'consistent'``, :meth:`translational_momentum`); False: the lumped ``mass``.
         implicit_step: h [s] of the implicit step (0 for the LGVI): contact laws add its numerical damping
             (eq. (5) of :mod:`~flexlearn.physics.cosserat.implicit`).
     """
@@ -53,6 +57,8 @@ class RodContext:
     e3: Tensor
     batch_size: int
     n_nodes: int
+    element_mass: Optional[Tensor] = None
+    consistent_mass: bool = False
     implicit_step: float = 0.0
 
     @property
@@ -65,6 +71,33 @@ class RodContext:
         """True for the shear strain at the geodesic mid frame (``strain == 'geodesic'``)."""
         return self.strain == "geodesic"
 
+    @property
+    def mass_coupling(self) -> Optional[Tensor]:
+        """(B, N) the consistent mass's coupling of each element's two nodes, ρ A l_i / 6 [kg]; None when the
+        translational mass is the lumped one."""
+        if not self.consistent_mass or self.element_mass is None:
+            return None
+        return self.element_mass / 6.0
+
+    def translational_momentum(self, v: Tensor) -> Tensor:
+        """(B, n, 3) ``M v`` [kg m/s] of node velocities ``v`` (B, n, 3): ``m_a v_a`` with the lumped mass; with the
+        consistent one each element also adds ``c (v_b − v_a)`` to node a and ``c (v_a − v_b)`` to node b, c =
+        ρ A l / 6, so that an element's ½ vᵀ M v is ½ ∫ ρ A |v(s)|² ds of the linearly interpolated velocity.
+        Column sums are the lumped masses: Σ_a (M v)_a = Σ_a m_a v_a for every v.
+
+        Args:
+            v: (B, n, 3) node velocities [m/s].
+
+        Returns:
+            (B, n, 3) the node momenta.
+        """
+        out = self.mass.unsqueeze(-1) * v
+        coupling = self.mass_coupling
+        if coupling is None:
+            return out
+        d = coupling.unsqueeze(-1) * (v[:, 1:] - v[:, :-1])  # (B, N, 3)
+        return out + torch.nn.functional.pad(d, (0, 0, 0, 1)) - torch.nn.functional.pad(d, (0, 0, 1, 0))
+
     @classmethod
     def from_masses(
         cls,
@@ -74,6 +107,7 @@ class RodContext:
         node_lengths: Tensor,
         mass: Tensor,
         inertia: Tensor,
+        element_mass: Optional[Tensor] = None,
     ) -> RodContext:
         """The context of the given element and node quantities, with the Newton normalisations derived.
 
@@ -84,6 +118,7 @@ class RodContext:
             node_lengths: (B, N+1) lumped node lengths [m].
             mass: (B, N+1) node masses [kg].
             inertia: (B, N+1, 3) principal node inertias [kg m²] (body frame).
+            element_mass: (B, N) the rod's own element masses ρ A l_i [kg] (for the consistent mass).
 
         Returns:
             The :class:`RodContext`.
@@ -105,4 +140,5 @@ class RodContext:
             e3=torch.tensor(E3, dtype=mass.dtype, device=mass.device),
             batch_size=batch_size,
             n_nodes=n_nodes,
+            element_mass=element_mass,
         )

@@ -70,6 +70,18 @@ energy); contact vibrations the step resolves get the damping ratio ≈ hω/2. F
 slip velocity: it stops a sliding node without reversing it, at any ε. The velocities of eq. (3) keep the
 elastic K (a node in contact is nearly at rest).
 
+Translational mass (``implicit_mass``): M's position part is the lumped ``m_a I₃`` by default; the consistent mass
+of the linearly interpolated centreline (``'consistent'``) is, per element of mass m_e = ρ A l,
+
+    M_e = m_e / 6 [[2, 1], [1, 2]] ⊗ I₃    (the lumped one: m_e / 2 [[1, 0], [0, 1]] ⊗ I₃),              (6)
+
+block-tridiagonal like K, so it costs the step nothing. Its kinetic energy is that of rigid links: a stiff rod on
+a pin swings with ρ A L³ / 3 instead of the lumped ρ A L³ / 3 (1 + 1 / (2 N²)), and the first mode of a hanging
+cable at 20 elements is off by 7.6e-5 instead of 8.5e-4 (converged step). Its column sums are the lumped masses,
+so (M v) sums to the same linear momentum, a uniform field (gravity) accelerates every node alike, and the
+momenta of a free rod are kept: the kick solves ``(M + β h² K) Δv = h F``, the state carries ``F̃ = M_L Δv / h``
+(M_L lumped) as before. The supports' reactions are those of the lumped mass (exact at rest).
+
 The numba kernel (:mod:`flexlearn.physics.cosserat.compiled.implicit`) solves (1) by a block-tridiagonal
 Cholesky factorisation; this module assembles the dense matrix and calls ``torch.linalg.solve``
 (differentiable; the reference the kernel is tested against). Not in the seed.
@@ -222,7 +234,7 @@ def filter_forces(
     B, n = ctx.batch_size, ctx.n_nodes
     mvec = _mass_vector(ctx)
     K = tangent_stiffness(ctx, R, p)
-    A = step.beta_h2 * K + torch.diag_embed(mvec)
+    A = step.beta_h2 * K + mass_matrix(ctx)
     if step.contact is not None:
         A = A + _position_blocks(step.contact)
     F0 = F = torch.cat([tau, f], -1).reshape(B, 6 * n)
@@ -242,6 +254,31 @@ def filter_forces(
         out = mvec * x + F0 @ H
     out = out.reshape(B, n, 6)
     return out[..., 3:], out[..., :3]
+
+
+def mass_matrix(ctx: RodContext) -> Tensor:
+    """The (B, 6n, 6n) mass matrix of eq. (1) in the (η_a, δp_a) order of K: diag(J_a, m_a I₃), plus, with the
+    consistent translational mass (eq. (6)), each element's coupling c = ρ A l / 6 on its nodes' positions
+    (``−c`` on both diagonals, ``+c`` between them).
+
+    Args:
+        ctx: the rod's context.
+
+    Returns:
+        (B, 6n, 6n) M.
+    """
+    M = torch.diag_embed(_mass_vector(ctx))
+    coupling = ctx.mass_coupling
+    if coupling is None:
+        return M
+    pad = torch.nn.functional.pad
+    T = torch.diag_embed(-pad(coupling, (0, 1)) - pad(coupling, (1, 0))) + torch.diag_embed(coupling, 1)
+    T = T + torch.diag_embed(coupling, -1)  # (B, n, n), each element's ρ A l / 6 [[−1, 1], [1, −1]]
+    B, n = ctx.batch_size, ctx.n_nodes
+    blocks = torch.zeros(B, n, 6, n, 6, dtype=T.dtype, device=T.device)
+    for axis in range(3, 6):
+        blocks[:, :, axis, :, axis] = T
+    return M + blocks.reshape(B, 6 * n, 6 * n)
 
 
 def _position_blocks(blocks: Tensor) -> Tensor:
@@ -286,7 +323,7 @@ def filter_velocities(
     Returns:
         ``(ṽ, ω̃)``, each (B, n, 3).
     """
-    f, tau = filter_forces(ctx, R, p, ctx.mass.unsqueeze(-1) * v, ctx.inertia * w, ForceFilter(beta_h2, held))
+    f, tau = filter_forces(ctx, R, p, ctx.translational_momentum(v), ctx.inertia * w, ForceFilter(beta_h2, held))
     return f / ctx.mass.unsqueeze(-1), tau / ctx.inertia
 
 
@@ -311,7 +348,15 @@ def unfilter_velocities(
     B, n = ctx.batch_size, ctx.n_nodes
     x = _free(torch.cat([w, v], -1).reshape(B, 6 * n), held)
     kx = (tangent_stiffness(ctx, R, p) @ x.unsqueeze(-1)).squeeze(-1)
-    dx = _free(beta_h2 * kx / _mass_vector(ctx), held).reshape(B, n, 6)
+    if ctx.mass_coupling is None:
+        dx = _free(beta_h2 * kx / _mass_vector(ctx), held).reshape(B, n, 6)
+    else:  # M⁻¹ in the free directions: (P M P + H diag(M)) dx = P βh² K x
+        M = mass_matrix(ctx)
+        if held is not None:
+            H = torch.block_diag(*held.unbind(0))
+            P = torch.eye(6 * n, dtype=H.dtype, device=H.device) - H
+            M = P @ M @ P + _mass_vector(ctx).unsqueeze(-1) * H
+        dx = torch.linalg.solve(M, _free(beta_h2 * kx, held).unsqueeze(-1)).reshape(B, n, 6)
     return v + dx[..., 3:], w + dx[..., :3]
 
 

@@ -511,12 +511,15 @@ class CosseratRod(torch.nn.Module):
                 onehot[node] = 1.0
                 mass = mass + m.to(onehot).reshape(-1, 1) * onehot
                 inertia = inertia + jd.to(onehot).reshape(-1, 1, 3) * onehot.unsqueeze(-1)
+        element_mass = (self.mass_per_length().to(dtype).unsqueeze(-1) * rest_lengths).expand(B, n - 1)
         return RodContext.from_masses(
-            self.strain, rest_lengths, (c1.to(dtype), c2.to(dtype)), lumped, mass.expand(B, n), inertia.expand(B, n, 3)
+            self.strain, rest_lengths, (c1.to(dtype), c2.to(dtype)), lumped, mass.expand(B, n), inertia.expand(B, n, 3),
+            element_mass,
         )
 
     def kinetic_energy(self, state: RodState, ctx: Optional[RodContext] = None) -> Tensor:
-        """(B,) kinetic energy [J] of ``state``: ½ Σ m v² + ½ Σ ωᵀ J ω (``ctx`` defaults to :meth:`context`).
+        """(B,) kinetic energy [J] of ``state``: ½ vᵀ M v + ½ Σ ωᵀ J ω (M the lumped or the consistent mass of ``ctx``,
+        :meth:`RodContext.translational_momentum`; ``ctx`` defaults to :meth:`context`).
 
         Args:
             state: The rod state (velocities [m/s], body angular velocities [rad/s]).
@@ -526,12 +529,12 @@ class CosseratRod(torch.nn.Module):
             Kinetic energy [J], shape (B,).
         """
         ctx = self.context((), state.positions.dtype) if ctx is None else ctx
-        t = 0.5 * (ctx.mass * (state.velocities**2).sum(-1)).sum(-1)
+        t = 0.5 * (state.velocities * ctx.translational_momentum(state.velocities)).sum((-1, -2))
         r = 0.5 * (ctx.inertia * state.angular_velocities**2).sum((-1, -2))
         return t + r
 
     def momenta(self, state: RodState, ctx: Optional[RodContext] = None) -> Tuple[Tensor, Tensor]:
-        """(B, 3) total linear momentum Σ m v and angular momentum about the origin Σ m p×v + R J ω.
+        """(B, 3) total linear momentum Σ (M v)_a and angular momentum about the origin Σ p_a × (M v)_a + R J ω.
 
         Args:
             state: The rod state.
@@ -541,10 +544,9 @@ class CosseratRod(torch.nn.Module):
             Tuple ``(linear [kg·m/s], angular [kg·m²/s])``, shape (B, 3) each.
         """
         ctx = self.context((), state.positions.dtype) if ctx is None else ctx
-        m = ctx.mass.unsqueeze(-1)
-        lin = (m * state.velocities).sum(-2)
+        mv = ctx.translational_momentum(state.velocities)
         spin = (state.rotations @ (ctx.inertia * state.angular_velocities).unsqueeze(-1)).squeeze(-1)
-        ang = (m * torch.linalg.cross(state.positions, state.velocities)).sum(-2) + spin.sum(-2)
+        lin, ang = mv.sum(-2), torch.linalg.cross(state.positions, mv).sum(-2) + spin.sum(-2)
         return lin, ang
 
     # ---------------------------------------------------------------- simulation

@@ -196,11 +196,30 @@ def _drop_held(D, W, held):
                         W[a - 1, k, j] = 0.0
 
 
-# long: 60 lines of code; its docstring documents all 21 parameters
+@njit(cache=True, error_model="numpy")
+def _add_mass_coupling(D, W, coupling, held, b):
+    """The consistent mass's element couplings c = ρ A l / 6 (eq. (6) of the torch reference) on the position
+    directions of the blocks (D, W): −c on both nodes' diagonals, +c between them, only in free directions."""
+    for i in range(D.shape[0] - 1):
+        c = coupling[b, i]
+        if c == 0.0:
+            continue
+        for d in range(3, 6):
+            free_a, free_b = held[i, d] == 0.0, held[i + 1, d] == 0.0
+            if free_a:
+                D[i, d, d] -= c
+            if free_b:
+                D[i + 1, d, d] -= c
+            if free_a and free_b:
+                W[i, d, d] += c
+
+
+# long: 61 lines of code; its docstring documents all 22 parameters
 @njit(cache=True, error_model="numpy")
 def filter_forces(
-    R, p, C1, C2, l, mass, inertia, strain_code, beta_h2, held, b, force, torque, D, W, y, G, Ke, damping_c, v, pi
-):
+    R, p, C1, C2, l, mass, inertia, strain_code, beta_h2, held, b, force, torque, D, W, y, G, Ke, damping_c, v, pi,
+    coupling,
+):  # fmt: skip
     """Eq. (1) for rod b: ``force`` (world) and ``torque`` (body) (n, 3) replaced by ``M (M + βh²K)⁻¹ F``
     in the free directions, left as they are in the ``held`` ones (``(P A P + H M) x = P F``); with
     ``damping_c`` = c > 0 the force first gets the numerical damping ``−c K (pi/J, v)`` of eq. (4) (the caller
@@ -229,6 +248,7 @@ def filter_forces(
         damping_c: Numerical damping coefficient c [s]; 0 for none.
         v: Half-step node velocities [m/s], shape (B, n, 3) (used only when ``damping_c`` > 0).
         pi: Half-step angular momenta J ω, shape (B, n, 3) (used only when ``damping_c`` > 0).
+        coupling: The consistent mass's element coupling ρ A l / 6 [kg], shape (B, N); zeros for the lumped mass.
 
     Returns:
         True on success, False when the matrix is not positive definite.
@@ -253,6 +273,7 @@ def filter_forces(
             D[a, 3 + c, 3 + c] += mass[b, a]
             y[a, c] = torque[a, c] * (1.0 - held[a, c])
             y[a, 3 + c] = force[a, c] * (1.0 - held[a, 3 + c])
+    _add_mass_coupling(D, W, coupling, held, b)
     for a in range(n):  # factor: L_a, W_a = L_a⁻¹ E_a
         if a > 0:
             for r in range(6):

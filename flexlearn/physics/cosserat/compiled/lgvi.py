@@ -269,11 +269,11 @@ def _reactions(R, v, pi, mass, force, torque, held, h, out, rec, b, n):
                 out[rec, b, a, 3 + c] = t
 
 
-# long: 55 lines of code; its docstring documents all 33 parameters
+# long: 55 lines of code; its docstring documents all 34 parameters
 @njit(cache=True, error_model="numpy")
 def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield, h, n_steps, record_every, held,
         hold_R, hold_p, strain_code, limit2, tol, iters, out_p, out_R, f_last, t_last, inertia, beta_h2, damping_c,
-        out_react):  # fmt: skip
+        out_react, coupling):  # fmt: skip
     """Advance every rod ``n_steps`` steps in place from the half-step state (R, p, v = v^{k−½},
     pi = Π^k − h/2 τ^k convention of the tensor path). Records (R, p) at k % record_every == 0 and at the
     last step into out_R/out_p (T, B, n, …); leaves the model force/torque of the last state in
@@ -321,6 +321,8 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
         damping_c: Numerical damping c [s] of the implicit step; 0 for none.
         out_react: Supports' reactions at the recorded states, world force [N] and moment [N m], shape
             (T, B, n, 6), written (0 at free nodes).
+        coupling: The consistent mass's element coupling ρ A l / 6 [kg] of the implicit step, shape (B, N); zeros
+            for the lumped mass.
 
     Returns:
         Tuple ``(status, step, rod, node/element)``.
@@ -361,6 +363,7 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
                 damping_c,
                 v,
                 pi,
+                coupling,
             ):
                 return BAD_NODE, k, b, 0
             if k % record_every == 0 or k == n_steps:
@@ -442,6 +445,12 @@ class KernelFailure(NamedTuple):
         return self.step if self.status == NEWTON else max(self.step - 1, 0)
 
 
+def _coupling(ctx: RodContext) -> Tensor:
+    """(B, N) the consistent mass's element couplings of ``ctx`` [kg], zeros for the lumped mass."""
+    coupling = ctx.mass_coupling
+    return torch.zeros_like(ctx.rest_lengths) if coupling is None else coupling
+
+
 class KernelRun(NamedTuple):
     """A finished kernel run in the tensor path's layout (T, B, n, …) and its final state."""
 
@@ -514,7 +523,7 @@ def simulate(
             mask, frames, positions, code, float(options.strain_limit) ** 2, float(options.newton_tol),
             int(options.newton_iters), out_p, out_R, f_last, t_last, _np(J),
             beta_h2 + 0.5 * zeta * h * h if beta_h2 > 0.0 else 0.0,
-            zeta * h if beta_h2 > 0.0 else 0.0, out_react,
+            zeta * h if beta_h2 > 0.0 else 0.0, out_react, _np(_coupling(ctx)),
         )  # fmt: skip
         if status != OK:
             return KernelFailure(int(status), int(step), int(rod), int(where))
