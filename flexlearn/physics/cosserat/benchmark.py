@@ -12,7 +12,8 @@ G = E/3; supports, loads, obstacle, rod–rod and self-contact; the choices and 
 The frames are recorded exactly at the requested times (:func:`~flexlearn.physics.cosserat.frame_times.simulate_at`).
 A quasi-static scenario gets mass-proportional damping α = 2 ω_slow (critical for the slowest mode, as the
 PyElastica adapter does), and the implicit step its numerical damping of the modes it does not resolve
-(:data:`QUASI_STATIC_DISSIPATION`; with contact β, ζ = :data:`CONTACT_BETA_DISSIPATION`).
+(:data:`QUASI_STATIC_DISSIPATION`; with contact β, ζ = :data:`CONTACT_BETA_DISSIPATION`). A dynamic scenario,
+whose motion is the result, runs with the consistent translational mass (``implicit_mass='consistent'``).
 
 Time steps: the LGVI takes ``time_step_scale × stable_dt()`` (its explicit stability estimate, safety 0.65); the
 implicit step takes one step per frame in a quasi-static scenario and ``accurate_dt()`` (four lowest modes to
@@ -147,7 +148,9 @@ class FlexlearnSolver:
 
     def step_options(self, problem: RodProblem) -> SimulationOptions:
         """The integrator's options for a problem: in a quasi-static scenario the implicit step damps the modes it
-        does not resolve (ζ = :data:`QUASI_STATIC_DISSIPATION`; with contact β, ζ = :data:`CONTACT_BETA_DISSIPATION`).
+        does not resolve (ζ = :data:`QUASI_STATIC_DISSIPATION`; with contact β, ζ = :data:`CONTACT_BETA_DISSIPATION`);
+        in a dynamic one it runs with the consistent translational mass (the pendulum's period error at 20 elements
+        2.3e-4 instead of 5.4e-4, at 50 elements 2.0e-5 instead of 1.05e-4).
 
         Args:
             problem: The rod problem.
@@ -157,8 +160,10 @@ class FlexlearnSolver:
         """
         # node strains: sin(θ/2) of a rope bent by θ over one element is a legitimate shear (0.5 at 60°)
         limit = NODE_STRAIN_LIMIT if problem.rod.strain == "nodes" else SimulationOptions.strain_limit
-        if self.scheme != "implicit" or problem.alpha == 0:
+        if self.scheme != "implicit":
             return SimulationOptions(scheme=self.scheme, strain_limit=limit)
+        if problem.alpha == 0:  # the motion is the result: the consistent mass (eq. (6) of implicit.py)
+            return SimulationOptions(scheme=self.scheme, strain_limit=limit, implicit_mass="consistent")
         beta, zeta = CONTACT_BETA_DISSIPATION if problem.contacts else (0.25, QUASI_STATIC_DISSIPATION)
         return SimulationOptions(scheme=self.scheme, implicit_beta=beta, implicit_dissipation=zeta, strain_limit=limit)
 
@@ -172,7 +177,7 @@ class FlexlearnSolver:
             n_frames: Number of recorded frames (at least 2).
 
         Returns:
-            Dict of integrator name, time step [s], damping rate α [1/s], shear coefficient and the contacts'
+            Dict of integrator name, its β, ζ and translational mass, time step [s], damping rate α [1/s], shear coefficient and the contacts'
             stiffness [N/m], damping [N s/m] and slip velocity [m/s], or ``{"unsupported": reason}``.
         """
         try:
@@ -187,6 +192,7 @@ class FlexlearnSolver:
             "integrator": "flexlearn LGVI (explicit)" if self.scheme == "lgvi" else "flexlearn implicit step",
             "implicit_beta": options.implicit_beta if self.scheme == "implicit" else None,
             "implicit_dissipation": options.implicit_dissipation if self.scheme == "implicit" else None,
+            "implicit_mass": options.implicit_mass if self.scheme == "implicit" else None,
             "strain": problem.rod.strain,
             "time_step": plan.dt,
             "damping_rate": problem.alpha,
