@@ -177,8 +177,9 @@ class FlexlearnSolver:
             n_frames: Number of recorded frames (at least 2).
 
         Returns:
-            Dict of integrator name, its β, ζ and translational mass, time step [s], damping rate α [1/s], shear coefficient and the contacts'
-            stiffness [N/m], damping [N s/m] and slip velocity [m/s], or ``{"unsupported": reason}``.
+            Dict of integrator name, its β, ζ and translational mass, time step [s], damping rate α [1/s], shear
+            coefficient and the contacts' stiffness [N/m], damping [N s/m] and slip velocity [m/s], or
+            ``{"unsupported": reason}``.
         """
         try:
             problems = self.problems(scenario, n_elements)

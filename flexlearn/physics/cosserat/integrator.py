@@ -172,8 +172,8 @@ class Stepper:
         self.setup = dataclasses.replace(setup, loads=list(setup.loads), base=base)
         self.loads = self.setup.loads
         self.beta, self.zeta = options.filter_beta, options.filter_dissipation
-        ctx = rod.context(self.loads, self.dtype)
-        self.ctx = ctx = dataclasses.replace(ctx, implicit_step=h if self.beta else 0.0, consistent_mass=options.consistent_mass)
+        ctx = dataclasses.replace(rod.context(self.loads, self.dtype), consistent_mass=options.consistent_mass)
+        self.ctx = ctx = dataclasses.replace(ctx, implicit_step=h if self.beta else 0.0)
         self.base = base
         self.device = cast(Tensor, rod.length).device
         supports = support_list(base)
@@ -488,7 +488,7 @@ class Stepper:
         self.rec_R.append(R)
         self.rec_t.append(k * self.h)
         if self.options.record_energy:
-            ek = 0.5 * (v_int * ctx.translational_momentum(v_int)).sum((-1, -2)) + 0.5 * (pi_int**2 / self.J).sum((-1, -2))
+            ek = 0.5 * (v_int * ctx.translational_momentum(v_int) + pi_int**2 / self.J).sum((-1, -2))
             ek = ek + elastic_energy(ctx, R, p)
             for ld in self.potentials:
                 ek = ek + ld.potential(ctx, R, p, k * self.h)

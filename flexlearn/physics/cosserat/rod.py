@@ -512,10 +512,8 @@ class CosseratRod(torch.nn.Module):
                 mass = mass + m.to(onehot).reshape(-1, 1) * onehot
                 inertia = inertia + jd.to(onehot).reshape(-1, 1, 3) * onehot.unsqueeze(-1)
         element_mass = (self.mass_per_length().to(dtype).unsqueeze(-1) * rest_lengths).expand(B, n - 1)
-        return RodContext.from_masses(
-            self.strain, rest_lengths, (c1.to(dtype), c2.to(dtype)), lumped, mass.expand(B, n), inertia.expand(B, n, 3),
-            element_mass,
-        )
+        masses = (mass.expand(B, n), inertia.expand(B, n, 3), element_mass)
+        return RodContext.from_masses(self.strain, rest_lengths, (c1.to(dtype), c2.to(dtype)), lumped, *masses)
 
     def kinetic_energy(self, state: RodState, ctx: Optional[RodContext] = None) -> Tensor:
         """(B,) kinetic energy [J] of ``state``: ½ vᵀ M v + ½ Σ ωᵀ J ω (M the lumped or the consistent mass of ``ctx``,
