@@ -103,9 +103,16 @@ class RodRodContact(PenaltyContact):
         self.self_contact, self.exclude = bool(self_contact), exclude
         self._cached_pairs: Optional[tuple] = None
 
-    def _pairs(self, p: Tensor) -> tuple[Tensor, Tensor]:
+    def element_pairs(self, p: Tensor) -> tuple[Tensor, Tensor]:
         """Indices (P,) of the first nodes, in the flattened nodes (B (N+1)), of the element pairs that may touch
-        (cached per shape)."""
+        (cached per shape; the first state seen fixes the default ``exclude``).
+
+        Args:
+            p: node positions [m], (B, N+1, 3).
+
+        Returns:
+            ``(i, j)``, each (P,) int64.
+        """
         b, n = p.shape[0], p.shape[1] - 1
         if self.exclude is None:
             ell = float((p[:, 1:] - p[:, :-1]).norm(dim=-1).mean())
@@ -128,7 +135,7 @@ class RodRodContact(PenaltyContact):
             p: node positions [m], (B, N+1, 3): B rods.
             v: node velocities [m/s], (B, N+1, 3).
         """
-        ni, nj = self._pairs(p)
+        ni, nj = self.element_pairs(p)
         flat_p, flat_v = p.reshape(-1, 3), v.reshape(-1, 3)
         pair = closest_points(flat_p[ni], flat_p[ni + 1], flat_p[nj], flat_p[nj + 1])
         gap_vec = pair.ci - pair.cj

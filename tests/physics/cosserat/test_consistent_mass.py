@@ -76,7 +76,7 @@ def test_kernel_filter_equals_the_dense_reference(held):
         ok = fused_implicit.filter_forces(
             R.numpy(), p.numpy(), ctx.shear_stiffness.numpy(), ctx.bend_stiffness.numpy(), ctx.rest_lengths.numpy(),
             ctx.mass.numpy(), ctx.inertia.numpy(), STRAIN_CODES["midpoint"], bh2, mask, b, fk, tk, *work, 0.0,
-            np.zeros((2, 8, 3)), np.zeros((2, 8, 3)), ctx.mass_coupling.numpy(),
+            np.zeros((2, 8, 3)), np.zeros((2, 8, 3)), ctx.mass_coupling.numpy(), np.zeros((1, 1, 3, 3)),
         )  # fmt: skip
         assert ok
         assert np.abs(fk - fr[b].numpy()).max() < 1e-10 * np.abs(fr[b].numpy()).max()

@@ -137,6 +137,7 @@ def test_kernel_filter_equals_the_dense_reference(clamped, strain, damping_c):
             v.numpy(),
             pi.numpy(),
             np.zeros((2, 7)),  # the lumped mass: no element coupling
+            np.zeros((1, 1, 3, 3)),  # no contacts
         )
         assert ok
         assert np.abs(fk - fr[b].numpy()).max() < 1e-10 * np.abs(fr[b].numpy()).max()

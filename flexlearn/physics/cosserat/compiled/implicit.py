@@ -214,13 +214,13 @@ def _add_mass_coupling(D, W, coupling, held, b):
                 W[i, d, d] += c
 
 
-# long: 61 lines of code; its docstring documents all 22 parameters
+# long: 63 lines of code; its docstring documents all 23 parameters
 @njit(cache=True, error_model="numpy")
 def filter_forces(
     R, p, C1, C2, l, mass, inertia, strain_code, beta_h2, held, b, force, torque, D, W, y, G, Ke, damping_c, v, pi,
-    coupling,
+    coupling, blocks,
 ):  # fmt: skip
-    """Eq. (1) for rod b: ``force`` (world) and ``torque`` (body) (n, 3) replaced by ``M (M + βh²K)⁻¹ F``
+    """Eq. (1) for rod b: ``force`` (world) and ``torque`` (body) (n, 3) replaced by ``M (M + βh²K + h C)⁻¹ F``
     in the free directions, left as they are in the ``held`` ones (``(P A P + H M) x = P F``); with
     ``damping_c`` = c > 0 the force first gets the numerical damping ``−c K (pi/J, v)`` of eq. (4) (the caller
     passes β h² + h c/2 as ``beta_h2``). Returns False when the matrix is not positive definite (a non-finite
@@ -249,6 +249,8 @@ def filter_forces(
         v: Half-step node velocities [m/s], shape (B, n, 3) (used only when ``damping_c`` > 0).
         pi: Half-step angular momenta J ω, shape (B, n, 3) (used only when ``damping_c`` > 0).
         coupling: The consistent mass's element coupling ρ A l / 6 [kg], shape (B, N); zeros for the lumped mass.
+        blocks: The contacts' position blocks h C [kg] of eq. (5), shape (B, n, 3, 3); a (1, 1, 3, 3) placeholder
+            without contacts.
 
     Returns:
         True on success, False when the matrix is not positive definite.
@@ -266,6 +268,11 @@ def filter_forces(
                 W[i, r, c] = beta_h2 * Ke[r, 6 + c]  # E_i, turned into W_i below
     if damping_c > 0.0:
         _subtract_damping(D, W, v, pi, inertia, damping_c / beta_h2, held, b, force, torque, y)
+    if blocks.shape[1] == n:  # the contacts' h C on the position blocks (eq. (5)), not in the damping's K
+        for a in range(n):
+            for r in range(3):
+                for c in range(3):
+                    D[a, 3 + r, 3 + c] += blocks[b, a, r, c]
     _drop_held(D, W, held)
     for a in range(n):
         for c in range(3):

@@ -14,7 +14,7 @@ from torch import Tensor
 from flexlearn.physics.cosserat import implicit
 from flexlearn.physics.cosserat.context import RodContext
 from flexlearn.physics.cosserat.implicit import ForceFilter
-from flexlearn.physics.cosserat.loads import EmbeddedMagnet, RodLoad
+from flexlearn.physics.cosserat.loads import EmbeddedMagnet, RodLoad, load_forces
 from flexlearn.physics.cosserat.simulation import RodSetup
 from flexlearn.physics.cosserat.state import RodState
 from flexlearn.physics.cosserat.supports import HeldNodes
@@ -79,10 +79,10 @@ def load_arrays(ctx: RodContext, setup: RodSetup, start: RodState, h: float, n_s
     fx = torch.zeros_like(p)  # constant world forces
     fx0, tx0 = torch.zeros_like(p), torch.zeros_like(p)  # all loads at t = 0 (half-kick start)
     for ld in loads:
-        fl, tl = ld.apply(ctx, R, p, 0.0)
+        fl, tl = load_forces(ld, ctx, R, p, v0, 0.0)  # contacts read the start's velocities
         if fl is not None:
             fx0 = fx0 + fl
-            if ld not in mags:
+            if ld not in mags and not getattr(ld, "velocity_dependent", lambda: False)():  # contacts: in the loop
                 fx = fx + fl
         if tl is not None:
             tx0 = tx0 + tl

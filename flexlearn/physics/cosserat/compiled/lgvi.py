@@ -40,6 +40,12 @@ from flexlearn.physics.cosserat.compiled.common import (
 )
 
 # the kernel's force filter, under its own name beside the torch reference ``implicit.filter_forces``
+from flexlearn.physics.cosserat.compiled.contact import (
+    KERNEL_CONTACTS,
+    add_obstacle_contacts,
+    add_rod_rod_contacts,
+    contact_arrays,
+)
 from flexlearn.physics.cosserat.compiled.implicit import filter_forces as _filter_forces
 from flexlearn.physics.cosserat.compiled.kernel_io import (
     FIELD_SAMPLES_MAX,
@@ -52,6 +58,7 @@ from flexlearn.physics.cosserat.compiled.kernel_io import (
 from flexlearn.physics.cosserat.compiled.kernel_io import (
     as_numpy as _np,
 )
+from flexlearn.physics.cosserat.contact import contact_filter_blocks
 from flexlearn.physics.cosserat.context import RodContext
 from flexlearn.physics.cosserat.damping import Damping
 from flexlearn.physics.cosserat.elastic import internal_forces
@@ -269,11 +276,11 @@ def _reactions(R, v, pi, mass, force, torque, held, h, out, rec, b, n):
                 out[rec, b, a, 3 + c] = t
 
 
-# long: 55 lines of code; its docstring documents all 34 parameters
+# long: 60 lines of code; its docstring documents all 37 parameters
 @njit(cache=True, error_model="numpy")
 def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield, h, n_steps, record_every, held,
         hold_R, hold_p, strain_code, limit2, tol, iters, out_p, out_R, f_last, t_last, inertia, beta_h2, damping_c,
-        out_react, coupling):  # fmt: skip
+        out_react, coupling, obstacles, pairs, laws):  # fmt: skip
     """Advance every rod ``n_steps`` steps in place from the half-step state (R, p, v = v^{k−½},
     pi = Π^k − h/2 τ^k convention of the tensor path). Records (R, p) at k % record_every == 0 and at the
     last step into out_R/out_p (T, B, n, …); leaves the model force/torque of the last state in
@@ -323,61 +330,53 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
             (T, B, n, 6), written (0 at free nodes).
         coupling: The consistent mass's element coupling ρ A l / 6 [kg] of the implicit step, shape (B, N); zeros
             for the lumped mass.
+        obstacles: The obstacle contacts, shape (M, 15) (:mod:`~flexlearn.physics.cosserat.compiled.contact`).
+        pairs: The element pairs of the rod–rod contacts, shape (P, 3) int64.
+        laws: The rod–rod contacts' laws (r, k, c, μ, ε), shape (L, 5).
 
     Returns:
         Tuple ``(status, step, rod, node/element)``.
     """
     B, n = p.shape[0], p.shape[1]
-    force, torque, fs = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
+    force, torque, fs = np.empty((B, n, 3)), np.empty((B, n, 3)), np.empty((n, 3))
     D, W, y, G, Ke = np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6)), np.empty((6, 12)), np.empty((12, 12))
     magnetic = bfield.shape[0] > n_steps
-    for b in range(B):
-        rec = 0
-        for k in range(n_steps + 1):
-            st, where = _internal(R, p, C1, C2, l, fext, strain_code, limit2, force, torque, b, n)
+    contacts = obstacles.shape[0] > 0 or pairs.shape[0] > 0
+    blocks = np.zeros((B, n, 3, 3) if contacts else (1, 1, 3, 3))
+    for k in range(n_steps + 1):  # every rod at step k before any at k + 1: contact couples them
+        for b in range(B):
+            st, where = _internal(R, p, C1, C2, l, fext, strain_code, limit2, force[b], torque[b], b, n)
             if st != OK:
                 return st, k, b, where
             bw0 = bw1 = bw2 = 0.0
             if magnetic:
                 bw0, bw1, bw2 = bfield[k, b, 0], bfield[k, b, 1], bfield[k, b, 2]
-            _damping_andmagnets(R, v, pi, cf, cw, mmag, bw0, bw1, bw2, force, torque, b, n)
+            _damping_andmagnets(R, v, pi, cf, cw, mmag, bw0, bw1, bw2, force[b], torque[b], b, n)
+        if contacts:
+            blocks[:] = 0.0
+            law_h = h if beta_h2 > 0.0 else 0.0
+            add_obstacle_contacts(obstacles, law_h, p, v, force, blocks)
+            add_rod_rod_contacts(pairs, laws, law_h, p, v, force, blocks)
+        rec = k // record_every if k % record_every == 0 else -1
+        if k == n_steps:
+            rec = out_p.shape[0] - 1
+        for b in range(B):
             if beta_h2 > 0.0 and not _filter_forces(
-                R,
-                p,
-                C1,
-                C2,
-                l,
-                mass,
-                inertia,
-                strain_code,
-                beta_h2,
-                held,
-                b,
-                force,
-                torque,
-                D,
-                W,
-                y,
-                G,
-                Ke,
-                damping_c,
-                v,
-                pi,
-                coupling,
-            ):
+                R, p, C1, C2, l, mass, inertia, strain_code, beta_h2, held, b, force[b], torque[b], D, W, y, G, Ke,
+                damping_c, v, pi, coupling, blocks,
+            ):  # fmt: skip
                 return BAD_NODE, k, b, 0
-            if k % record_every == 0 or k == n_steps:
+            if rec >= 0:
                 _copy_state(R, p, out_p, out_R, rec, b, n)
-                _reactions(R, v, pi, mass, force, torque, held, h, out_react, rec, b, n)
-                rec += 1
+                _reactions(R, v, pi, mass, force[b], torque[b], held, h, out_react, rec, b, n)
             if k == n_steps:
-                f_last[b, :, :] = force
-                t_last[b, :, :] = torque
-                break
-            node = _solve_rotations(pi, torque, scale, jd, jn, h, tol, iters, fs, b, held, n)
+                f_last[b, :, :] = force[b]
+                t_last[b, :, :] = torque[b]
+                continue
+            node = _solve_rotations(pi, torque[b], scale, jd, jn, h, tol, iters, fs, b, held, n)
             if node >= 0:  # Newton first: a failure leaves state k as it is
                 return NEWTON, k, b, node
-            _rotate_kick_drift(R, p, v, pi, mass, force, torque, fs, h, b, held, n)
+            _rotate_kick_drift(R, p, v, pi, mass, force[b], torque[b], fs, h, b, held, n)
             _hold(R, p, v, pi, held, hold_R, hold_p, h, b, n)
     return OK, n_steps, 0, 0
 
@@ -415,6 +414,8 @@ def eligible(rod: SimulatedRod, setup: RodSetup, options: SimulationOptions, n_s
             field = cast(EmbeddedMagnet, ld).field
             if not field.uniform or field is not mags[0].field:
                 return "magnets need one spatially uniform field object for the kernel"
+        elif type(ld) in KERNEL_CONTACTS:
+            continue
         elif not getattr(ld, "constant_world_force", lambda: False)():
             return f"load {type(ld).__name__} is not a constant world force"
     if mags and (n_steps + 1) * rod.batch_size * 3 > FIELD_SAMPLES_MAX:
@@ -497,8 +498,10 @@ def simulate(
         f0, tau0 = f0 + arrays.fx0, tau0 + arrays.tx0
         beta_h2 = float(options.filter_beta) * h * h
         zeta = options.filter_dissipation
+        contacts = contact_arrays(setup.loads, p)
         if beta_h2 > 0.0:
-            f0, tau0 = implicit.filter_forces(ctx, R, p, f0, tau0, ForceFilter(beta_h2, dofs))
+            blocks = contact_filter_blocks(setup.loads, p, v0, h)
+            f0, tau0 = implicit.filter_forces(ctx, R, p, f0, tau0, ForceFilter(beta_h2, dofs, 0.0, blocks))
             v0, w0 = implicit.filter_velocities(ctx, R, p, v0, w0, beta_h2, dofs)
         v = v0 - 0.5 * h * f0 / m
         pi = J * w0 - 0.5 * h * tau0
@@ -523,7 +526,8 @@ def simulate(
             mask, frames, positions, code, float(options.strain_limit) ** 2, float(options.newton_tol),
             int(options.newton_iters), out_p, out_R, f_last, t_last, _np(J),
             beta_h2 + 0.5 * zeta * h * h if beta_h2 > 0.0 else 0.0,
-            zeta * h if beta_h2 > 0.0 else 0.0, out_react, _np(_coupling(ctx)),
+            zeta * h if beta_h2 > 0.0 else 0.0, out_react, _np(_coupling(ctx)), contacts.obstacles, contacts.pairs,
+            contacts.laws,
         )  # fmt: skip
         if status != OK:
             return KernelFailure(int(status), int(step), int(rod), int(where))

@@ -1,0 +1,223 @@
+"""Contact in the fused kernel: the penalty law with regularised Coulomb friction of
+:mod:`flexlearn.physics.cosserat.contact` (obstacles: plane, cylinder, sphere) and
+:mod:`flexlearn.physics.cosserat.rod_contact` (rod–rod and self-contact), written as scalar numba loops over the
+contact points of every rod at one step, with the implicit step's node blocks ``h C`` (eq. (5) of
+:mod:`flexlearn.physics.cosserat.implicit`). The torch modules hold the equations and are the reference the kernel
+is tested against (tests/physics/cosserat/test_fused_contact.py).
+
+A contact point has a penetration δ, a unit normal n, a relative velocity v and node shares (node, w):
+
+    f_n = max(k δ − (c + h k) v·n, 0),   f_t = −μ f_n v_t / sqrt(|v_t|² + ε²),
+    node a: += scale w_a (f_n n + f_t),   block a: += scale h (Σ|w|) |w_a| C,
+    C = (c + h k) n nᵀ + μ f_n / sqrt(|v_t|² + ε²) (I − n nᵀ)    (where f_n > 0).
+
+Inputs (built by :func:`contact_arrays`): ``obstacles`` (M, 15) rows ``kind, q, r, k, c, μ, ε, x, a, radius,
+length`` (kind :data:`PLANE` x a point and a the normal; :data:`CYLINDER` x the centre, a the axis; :data:`SPHERE`
+x the centre); ``pairs`` (P, 3) int64 rows ``(i, j, law)``: the first nodes of two elements in the flattened nodes
+(B (N+1)) and the row of ``laws`` (L, 5): ``r, k, c, μ, ε``. Positions, velocities, forces (B, n, 3), blocks
+(B, n, 3, 3). SI units.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import List, NamedTuple, Sequence
+
+import numpy as np
+from torch import Tensor
+
+from flexlearn.physics.cosserat.compiled.common import njit
+from flexlearn.physics.cosserat.contact import CylinderContact, PenaltyContact, PlaneContact, SphereContact
+from flexlearn.physics.cosserat.rod_contact import RodRodContact
+
+PLANE, CYLINDER, SPHERE = 0, 1, 2
+KERNEL_CONTACTS = (PlaneContact, CylinderContact, SphereContact, RodRodContact)
+"""The contact loads the kernel runs (exactly these types: a subclass with its own geometry runs on the tensor
+path)."""
+
+
+class ContactArrays(NamedTuple):
+    """The contacts of a run as kernel inputs (module docstring)."""
+
+    obstacles: np.ndarray  # (M, 15)
+    pairs: np.ndarray  # (P, 3) int64
+    laws: np.ndarray  # (L, 5)
+
+    @property
+    def any(self) -> bool:
+        """True when the run has a contact."""
+        return self.obstacles.shape[0] > 0 or self.pairs.shape[0] > 0
+
+
+def _law_row(contact: PenaltyContact) -> List[float]:
+    return [contact.rod_radius, contact.stiffness, contact.damping, contact.friction, contact.slip_velocity]
+
+
+def contact_arrays(loads: Sequence[object], p: Tensor) -> ContactArrays:
+    """The contact loads among ``loads`` as kernel inputs; a rod–rod contact's element pairs from the start state.
+
+    Args:
+        loads: the run's loads (those of :data:`KERNEL_CONTACTS` are taken).
+        p: (B, N+1, 3) node positions at the start [m] (a rod–rod contact fixes its exclusion from them).
+
+    Returns:
+        The :class:`ContactArrays`.
+    """
+    obstacles, pairs, laws = [], [], []
+    for load in loads:
+        if isinstance(load, RodRodContact):
+            ni, nj = load.element_pairs(p)
+            law = np.full(ni.shape[0], len(laws), dtype=np.int64)
+            pairs.append(np.stack([ni.cpu().numpy().astype(np.int64), nj.cpu().numpy().astype(np.int64), law], 1))
+            laws.append(_law_row(load))
+        elif isinstance(load, (PlaneContact, CylinderContact, SphereContact)):
+            row = [0.0, float(load.points_per_element)] + _law_row(load)
+            if isinstance(load, PlaneContact):
+                row[0] = PLANE
+                row += load.point.tolist() + load.normal.tolist() + [0.0, 0.0]
+            elif isinstance(load, CylinderContact):
+                row[0] = CYLINDER
+                row += load.center.tolist() + load.axis.tolist() + [load.radius, load.length]
+            else:
+                row[0] = SPHERE
+                row += load.center.tolist() + [0.0, 0.0, 0.0, load.radius, 0.0]
+            obstacles.append(row)
+    return ContactArrays(
+        np.array(obstacles, dtype=np.float64).reshape(-1, 15),
+        np.concatenate(pairs).reshape(-1, 3) if pairs else np.zeros((0, 3), dtype=np.int64),
+        np.array(laws, dtype=np.float64).reshape(-1, 5),
+    )
+
+
+@njit(cache=True, error_model="numpy")
+def _apply_point(depth, n, v, law, h, scale, nodes, weights, count, force, blocks):
+    """Add one point's forces (and, when h > 0, its blocks) to its ``count`` shares ``(nodes, weights)``: flattened
+    node indices into ``force`` (B, n, 3) and ``blocks`` (B, n, 3, 3); ``law`` = (r, k, c, μ, ε) from index 1."""
+    k, c, mu, eps = law[1], law[2], law[3], law[4]
+    vn = v[0] * n[0] + v[1] * n[1] + v[2] * n[2]
+    damping = c + h * k
+    fn = k * depth - damping * vn if depth > 0.0 else 0.0
+    if not fn > 0.0:
+        return
+    t0, t1, t2 = v[0] - vn * n[0], v[1] - vn * n[1], v[2] - vn * n[2]
+    slip = mu * fn / math.sqrt(t0 * t0 + t1 * t1 + t2 * t2 + eps * eps)
+    f = (fn * n[0] - slip * t0, fn * n[1] - slip * t1, fn * n[2] - slip * t2)
+    total = 0.0
+    for a in range(count):
+        total += abs(weights[a])
+    per_node = force.shape[1]
+    for a in range(count):
+        b, node, w = nodes[a] // per_node, nodes[a] % per_node, weights[a]
+        for r in range(3):
+            force[b, node, r] += scale * w * f[r]
+        if h > 0.0:
+            g = total * abs(w) * scale * h
+            for r in range(3):
+                for col in range(3):
+                    eye = 1.0 if r == col else 0.0
+                    blocks[b, node, r, col] += g * (damping * n[r] * n[col] + slip * (eye - n[r] * n[col]))
+
+
+@njit(cache=True, error_model="numpy")
+def _surface(row, x, n):
+    """Signed distance of point x to obstacle ``row`` (positive outside; inf beyond a cylinder's ends) and its
+    outward unit normal, written into n."""
+    kind = int(row[0])
+    if kind == PLANE:
+        n[0], n[1], n[2] = row[10], row[11], row[12]
+        return (x[0] - row[7]) * n[0] + (x[1] - row[8]) * n[1] + (x[2] - row[9]) * n[2]
+    r0, r1, r2 = x[0] - row[7], x[1] - row[8], x[2] - row[9]
+    if kind == SPHERE:
+        dist = math.sqrt(r0 * r0 + r1 * r1 + r2 * r2)
+        inv = 1.0 / max(dist, 1e-12)
+        n[0], n[1], n[2] = r0 * inv, r1 * inv, r2 * inv
+        return dist - row[13]
+    along = r0 * row[10] + r1 * row[11] + r2 * row[12]
+    r0, r1, r2 = r0 - along * row[10], r1 - along * row[11], r2 - along * row[12]
+    radial = math.sqrt(r0 * r0 + r1 * r1 + r2 * r2)
+    inv = 1.0 / max(radial, 1e-12)
+    n[0], n[1], n[2] = r0 * inv, r1 * inv, r2 * inv
+    return radial - row[13] if abs(along) <= 0.5 * row[14] else np.inf
+
+
+@njit(cache=True, error_model="numpy")
+def _obstacle_point(row, b, e, s, h, p, v, force, blocks, x, vp, normal, nodes, weights):
+    """The point at s ∈ [0, 1] of element e of rod b against obstacle ``row`` (its weights (1 − s, s), scale 1/q)."""
+    for r in range(3):
+        x[r] = (1.0 - s) * p[b, e, r] + s * p[b, e + 1, r]
+        vp[r] = (1.0 - s) * v[b, e, r] + s * v[b, e + 1, r]
+    depth = row[2] - _surface(row, x, normal)
+    nodes[0], nodes[1] = b * p.shape[1] + e, b * p.shape[1] + e + 1
+    weights[0], weights[1] = 1.0 - s, s
+    _apply_point(max(depth, 0.0), normal, vp, row[2:7], h, 1.0 / row[1], nodes, weights, 2, force, blocks)
+
+
+@njit(cache=True, error_model="numpy")
+def add_obstacle_contacts(obstacles, h, p, v, force, blocks):
+    """Every obstacle's forces on every rod, added to ``force``, and their blocks to ``blocks`` when h > 0 (h: the
+    implicit step [s], 0 for the LGVI): the nodes (q = 1), or q points per element at s = j/q and the last node."""
+    B, n_nodes = p.shape[0], p.shape[1]
+    x, vp, normal = np.empty(3), np.empty(3), np.empty(3)
+    nodes, weights = np.empty(2, dtype=np.int64), np.empty(2)
+    for o in range(obstacles.shape[0]):
+        row = obstacles[o]
+        q = int(row[1])
+        for b in range(B):
+            if q == 1:
+                for a in range(n_nodes):
+                    depth = row[2] - _surface(row, p[b, a], normal)
+                    nodes[0], weights[0] = b * n_nodes + a, 1.0
+                    _apply_point(max(depth, 0.0), normal, v[b, a], row[2:7], h, 1.0, nodes, weights, 1, force, blocks)
+                continue
+            for e in range(n_nodes - 1):
+                for j in range(q):
+                    _obstacle_point(row, b, e, j / q, h, p, v, force, blocks, x, vp, normal, nodes, weights)
+            _obstacle_point(row, b, n_nodes - 2, 1.0, h, p, v, force, blocks, x, vp, normal, nodes, weights)
+
+
+@njit(cache=True, error_model="numpy")
+def add_rod_rod_contacts(pairs, laws, h, p, v, force, blocks):
+    """Every element pair's forces (closest points, Ericson 2005 §5.1.9, as
+    :func:`flexlearn.physics.cosserat.rod_contact.closest_points`), ``+f`` on the first element and ``−f`` on the
+    second, added to ``force``; their blocks to ``blocks`` when h > 0."""
+    n_nodes = p.shape[1]
+    gap, vr = np.empty(3), np.empty(3)
+    nodes, weights = np.empty(4, dtype=np.int64), np.empty(4)
+    for q in range(pairs.shape[0]):
+        i, j, law = pairs[q, 0], pairs[q, 1], laws[pairs[q, 2]]
+        bi, ai, bj, aj = i // n_nodes, i % n_nodes, j // n_nodes, j % n_nodes
+        a = c = b = e = f = 0.0
+        for r in range(3):
+            d1 = p[bi, ai + 1, r] - p[bi, ai, r]
+            d2 = p[bj, aj + 1, r] - p[bj, aj, r]
+            rr = p[bi, ai, r] - p[bj, aj, r]
+            a += d1 * d1
+            e += d2 * d2
+            b += d1 * d2
+            c += d1 * rr
+            f += d2 * rr
+        denom = a * e - b * b
+        s = 0.0
+        if denom > 1e-14 * max(a * e, 1e-300):
+            s = min(max((b * f - c * e) / max(denom, 1e-300), 0.0), 1.0)
+        t = (b * s + f) / e
+        if t < 0.0:
+            s = min(max(-c / a, 0.0), 1.0)
+        elif t > 1.0:
+            s = min(max((b - c) / a, 0.0), 1.0)
+        t = min(max(t, 0.0), 1.0)
+        for r in range(3):
+            ci = p[bi, ai, r] + s * (p[bi, ai + 1, r] - p[bi, ai, r])
+            cj = p[bj, aj, r] + t * (p[bj, aj + 1, r] - p[bj, aj, r])
+            gap[r] = ci - cj
+            vr[r] = (1 - s) * v[bi, ai, r] + s * v[bi, ai + 1, r] - (1 - t) * v[bj, aj, r] - t * v[bj, aj + 1, r]
+        dist = math.sqrt(gap[0] * gap[0] + gap[1] * gap[1] + gap[2] * gap[2])
+        depth = 2.0 * law[0] - dist
+        if not depth > 0.0:
+            continue
+        inv = 1.0 / max(dist, 1e-300)
+        for r in range(3):
+            gap[r] *= inv
+        nodes[0], nodes[1], nodes[2], nodes[3] = i, i + 1, j, j + 1
+        weights[0], weights[1], weights[2], weights[3] = 1.0 - s, s, -(1.0 - t), -t
+        _apply_point(depth, gap, vr, law, h, 1.0, nodes, weights, 4, force, blocks)
