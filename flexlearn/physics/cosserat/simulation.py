@@ -60,9 +60,10 @@ class SimulationOptions:
         backend: ``'auto'`` runs the fused numba kernel (:mod:`~flexlearn.physics.cosserat.compiled.lgvi`, the
             same discrete equations, ~100× faster per step) when numba is installed and the run needs no
             gradient, only gravity, constant point forces and magnets in one spatially uniform field, damping
-            without ``beta``, no observer, callback or energy record, fixed supports (pins, clamps; not driven
-            or sliding) and contact with planes, cylinders, spheres and between rods; else the tensor path. A step that fails in the kernel is rerun on the tensor path, whose
-            IntegrationError carries the state before it. ``'torch'`` forces the tensor path, ``'numba'`` the kernel
+            without ``beta``, no observer, callback or energy record, supports (pins, clamps, fixed or driven;
+            sliding along a world axis) and contact with planes, cylinders, spheres and between rods; else the tensor
+            path. A step that fails in the kernel is rerun on the tensor path, whose IntegrationError carries the
+            state before it. ``'torch'`` forces the tensor path, ``'numba'`` the kernel
             (a ConfigError when it cannot run; a failing step raises at once, with its step and node only).
         compile: ``torch.compile`` the step (one fused kernel; ~6× faster per step, tens of seconds to compile
             once per shape): the Newton solve then runs ``newton_fixed_iters`` iterations and its residual is

@@ -63,7 +63,9 @@ def contact_arrays(loads: Sequence[object], p: Tensor) -> ContactArrays:
     Returns:
         The :class:`ContactArrays`.
     """
-    obstacles, pairs, laws = [], [], []
+    obstacles: List[List[float]] = []
+    pairs: List[np.ndarray] = []
+    laws: List[List[float]] = []
     for load in loads:
         if isinstance(load, RodRodContact):
             ni, nj = load.element_pairs(p)

@@ -1,11 +1,11 @@
 """The fused kernel's inputs and outputs (:mod:`flexlearn.physics.cosserat.compiled.lgvi`): the loads, damping and
-fixed supports of a run as the kernel's numpy arrays, and the kernel's arrays back as the tensor path's final
+supports of a run as the kernel's numpy arrays, and the kernel's arrays back as the tensor path's final
 state. Plain Python and torch (no numba): what the kernel reads and writes, in SI units, (B, n, …) per rod batch.
 """
 
 from __future__ import annotations
 
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+from typing import List, NamedTuple, Optional, Sequence
 
 import numpy as np
 import torch
@@ -16,7 +16,7 @@ from flexlearn.physics.cosserat.context import RodContext
 from flexlearn.physics.cosserat.implicit import ForceFilter
 from flexlearn.physics.cosserat.loads import EmbeddedMagnet, RodLoad, load_forces
 from flexlearn.physics.cosserat.simulation import RodSetup
-from flexlearn.physics.cosserat.state import RodState
+from flexlearn.physics.cosserat.state import RodState, Support
 from flexlearn.physics.cosserat.supports import HeldNodes
 
 
@@ -129,7 +129,7 @@ def final_state(
         h: time step [s].
         n_steps: number of steps run.
         step: the implicit filter of the run (``beta_h2`` 0 for the LGVI) with its held directions.
-        held: the run's fixed supports, or None.
+        held: the run's supports, or None.
 
     Returns:
         The final :class:`~flexlearn.physics.cosserat.state.RodState`.
@@ -146,24 +146,67 @@ def final_state(
     return RodState(pf, Rf, vv, wf, n_steps * h, n_steps)
 
 
-def held_arrays(held: Optional[HeldNodes], B: int, n: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The kernel's view of fixed supports: the held directions (n, 6) (1/0, in (η, δp) order), and the frames
-    (B, n, 3, 3) and positions (B, n, 3) they are held at (zeros where free).
+class HeldArrays(NamedTuple):
+    """The kernel's view of the supports: the held directions ``mask`` (n, 6) (1/0, (η, δp) order, world axes),
+    each support's ``nodes`` (S,) and its poses at the step times, ``frames`` (T, B, S, 3, 3) (identity at pins) and
+    ``positions`` (T, B, S, 3) [m]: T = 1 when every support is fixed, else t_0 … t_{n_steps+1}."""
+
+    mask: np.ndarray
+    nodes: np.ndarray
+    frames: np.ndarray
+    positions: np.ndarray
+
+
+def held_arrays(held: Optional[HeldNodes], B: int, n: int, h: float, n_steps: int) -> HeldArrays:
+    """The supports as kernel inputs: driven ones sampled at every step time (``kernel_eligible_supports`` said
+    their slides are along world axes and the samples fit).
 
     Args:
-        held: the fixed supports (none driven or sliding), or None.
+        held: the supports, or None.
         B: number of rods.
         n: nodes per rod.
+        h: time step [s].
+        n_steps: number of steps.
 
     Returns:
-        ``(mask, frames, positions)``.
+        The :class:`HeldArrays`.
     """
-    mask, frames, positions = np.zeros((n, 6)), np.zeros((B, n, 3, 3)), np.zeros((B, n, 3))
     if held is None:
-        return mask, frames, positions
-    mask[:] = as_numpy(torch.diagonal(held.dof_projector(), dim1=-2, dim2=-1))
-    target = held.targets(0.0)
-    positions[:, held.nodes] = as_numpy(target.positions)
-    if held.clamp_slots:
-        frames[:, as_numpy(held.clamp_index).astype(int)] = as_numpy(target.rotations)
-    return mask, frames, positions
+        none = np.zeros(0, dtype=np.int64)
+        return HeldArrays(np.zeros((n, 6)), none, np.zeros((1, B, 0, 3, 3)), np.zeros((1, B, 0, 3)))
+    mask = as_numpy(torch.diagonal(held.dof_projector(), dim1=-2, dim2=-1))
+    driven = any(s.motion is not None for s in held.supports)
+    times = [k * h for k in range(n_steps + 2)] if driven else [0.0]
+    S = len(held)
+    frames = np.zeros((len(times), B, S, 3, 3))
+    frames[...] = np.eye(3)
+    positions = np.zeros((len(times), B, S, 3))
+    slots = held.clamp_slots
+    for k, t in enumerate(times):
+        target = held.targets(t)
+        positions[k] = as_numpy(target.positions)
+        if slots:
+            frames[k][:, slots] = as_numpy(target.rotations)
+    return HeldArrays(mask, np.array(held.nodes, dtype=np.int64), frames, positions)
+
+
+def kernel_eligible_supports(supports: Sequence[Support], batch_size: int, n_steps: int) -> str:
+    """Why the kernel cannot hold these supports ('' when it can): a slide that is not along a world axis (the kernel
+    holds world axes), or driven supports whose poses at every step exceed :data:`FIELD_SAMPLES_MAX` values.
+
+    Args:
+        supports: the run's supports.
+        batch_size: B.
+        n_steps: number of steps.
+
+    Returns:
+        The reason, or ``''``.
+    """
+    for s in supports:
+        a = s.slides_along
+        if a is not None and int((a.abs() > 1e-12).sum()) != 1:
+            return f"a support sliding along {a.tolist()}, not a world axis, runs on the tensor path"
+    samples = (n_steps + 2) * batch_size * len(supports) * 12
+    if any(s.motion is not None for s in supports) and samples > FIELD_SAMPLES_MAX:
+        return "too many steps to sample the driven supports ahead"
+    return ""

@@ -7,7 +7,10 @@ Used by :meth:`CosseratRod.simulate` when ``backend='auto'`` (default) finds num
 needs nothing the kernel lacks: no gradient; loads that are constant world forces (gravity, constant point
 forces) or magnets in one spatially uniform field (constant, rotating, ideal Helmholtz: sampled at the step
 times beforehand); damping without the stiffness-proportional part (mass-proportional and viscous terms,
-per-node capacities); no observer, callback or energy record; a fixed clamp or a free base; CPU.
+per-node capacities); contact with planes, cylinders, spheres and between rods
+(:mod:`flexlearn.physics.cosserat.compiled.contact`; all rods advance together, step by step); no observer,
+callback or energy record; pins and clamps on any node, fixed or driven (their poses sampled at the step times
+beforehand), sliding along a world axis; CPU.
 Everything else runs on the tensor path, which stays the reference (the tests compare both to round-off).
 The implicit step (``scheme='implicit'``) runs in the same loop with its force filter
 (:mod:`flexlearn.physics.cosserat.compiled.implicit`) applied to every state's forces.
@@ -52,6 +55,7 @@ from flexlearn.physics.cosserat.compiled.kernel_io import (
     KernelState,
     final_state,
     held_arrays,
+    kernel_eligible_supports,
     load_arrays,
     magnets,
 )
@@ -242,45 +246,66 @@ def _rotate_kick_drift(R, p, v, pi, mass, force, torque, fs, h, b, held, n):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _hold(R, p, v, pi, held, hold_R, hold_p, h, b, n):
-    """The held directions of rod b to the fixed supports' poses (hold_R, hold_p) (supports.py, eqs. (1)–(2)
-    with a fixed pose: v = (p̄ − p^k)/h, Π = 0)."""
-    for a in range(n):
+def _held_momentum(R, target, scale, jd, h, b, a, u):
+    """Write u* of supports.py eq. (2) into u for node a of rod b held at frame ``target`` at t_{k+1}: F = R^kᵀ R̄^{k+1},
+    ``u* = (tr J / h) (F J̃_d − J̃_d Fᵀ)ᵛ`` (J̃_d = diag(jd), the normalised J_d); returns F (3, 3)."""
+    F = np.empty((3, 3))
+    for r in range(3):
+        for c in range(3):
+            F[r, c] = R[b, a, 0, r] * target[0, c] + R[b, a, 1, r] * target[1, c] + R[b, a, 2, r] * target[2, c]
+    d0, d1, d2 = jd[b, a, 0], jd[b, a, 1], jd[b, a, 2]
+    k = scale[b, a] / h
+    u[0] = k * (F[2, 1] * d1 - d2 * F[1, 2])
+    u[1] = k * (F[0, 2] * d2 - d0 * F[2, 0])
+    u[2] = k * (F[1, 0] * d0 - d1 * F[0, 1])
+    return F
+
+
+@njit(cache=True, error_model="numpy")
+def _hold(R, p, v, pi, held, targets_R, targets_p, nodes, tk, scale, jd, h, b):
+    """The held directions of rod b to the supports' poses at t_{k+1} (``targets_*[tk]``; supports.py eqs.
+    (1)–(2)): ``v = (p̄ − p^k)/h``, ``p = p̄``; a clamp ``R = R̄``, ``Π = Fᵀ u*`` (0 for a fixed clamp)."""
+    u = np.empty(3)
+    for slot in range(nodes.shape[0]):
+        a = nodes[slot]
         for c in range(3):
             if held[a, 3 + c] > 0.0:
-                v[b, a, c] = (hold_p[b, a, c] - p[b, a, c]) / h
-                p[b, a, c] = hold_p[b, a, c]
+                v[b, a, c] = (targets_p[tk, b, slot, c] - p[b, a, c]) / h
+                p[b, a, c] = targets_p[tk, b, slot, c]
         if held[a, 0] > 0.0:
+            F = _held_momentum(R, targets_R[tk, b, slot], scale, jd, h, b, a, u)
             for c in range(3):
-                pi[b, a, c] = 0.0
+                pi[b, a, c] = F[0, c] * u[0] + F[1, c] * u[1] + F[2, c] * u[2]
                 for d in range(3):
-                    R[b, a, c, d] = hold_R[b, a, c, d]
+                    R[b, a, c, d] = targets_R[tk, b, slot, c, d]
 
 
-@njit(cache=True, inline="always", error_model="numpy")
-def _reactions(R, v, pi, mass, force, torque, held, h, out, rec, b, n):
-    """out[rec, b] ← the force (world) and moment (world) the fixed supports add to the kick of state k of rod b
-    (supports.py, eq. (3) with v^{k+½} = 0 and u* = 0): ``λ = −m (v + h f/m)/h``, ``μ = −R (Π + h τ)/h``; 0 at
-    free nodes."""
-    for a in range(n):
-        for c in range(6):
-            out[rec, b, a, c] = 0.0
+@njit(cache=True, error_model="numpy")
+def _reactions(R, p, v, pi, mass, force, torque, held, targets_R, targets_p, nodes, tk, scale, jd, h, out, rec, b):
+    """out[rec, b] ← the force and moment (world) the supports add to the kick of state k of rod b (supports.py,
+    eq. (3)): ``λ = m ((p̄ − p^k)/h − v)/h − f``, ``μ = R^k (u* − Π − h τ)/h``; 0 at free nodes."""
+    out[rec, b, :, :] = 0.0
+    u = np.empty(3)
+    for slot in range(nodes.shape[0]):
+        a = nodes[slot]
         for c in range(3):
             if held[a, 3 + c] > 0.0:
-                out[rec, b, a, c] = -(mass[b, a] * v[b, a, c] / h + force[a, c])
+                v_held = (targets_p[tk, b, slot, c] - p[b, a, c]) / h
+                out[rec, b, a, c] = mass[b, a] * (v_held - v[b, a, c]) / h - force[a, c]
         if held[a, 0] > 0.0:
+            _held_momentum(R, targets_R[tk, b, slot], scale, jd, h, b, a, u)
             for c in range(3):
                 t = 0.0
                 for d in range(3):
-                    t -= R[b, a, c, d] * (pi[b, a, d] / h + torque[a, d])
+                    t += R[b, a, c, d] * ((u[d] - pi[b, a, d]) / h - torque[a, d])
                 out[rec, b, a, 3 + c] = t
 
 
-# long: 60 lines of code; its docstring documents all 37 parameters
+# long: 61 lines of code; its docstring documents all 38 parameters
 @njit(cache=True, error_model="numpy")
 def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield, h, n_steps, record_every, held,
-        hold_R, hold_p, strain_code, limit2, tol, iters, out_p, out_R, f_last, t_last, inertia, beta_h2, damping_c,
-        out_react, coupling, obstacles, pairs, laws):  # fmt: skip
+        targets_R, targets_p, support_nodes, strain_code, limit2, tol, iters, out_p, out_R, f_last, t_last, inertia,
+        beta_h2, damping_c, out_react, coupling, obstacles, pairs, laws):  # fmt: skip
     """Advance every rod ``n_steps`` steps in place from the half-step state (R, p, v = v^{k−½},
     pi = Π^k − h/2 τ^k convention of the tensor path). Records (R, p) at k % record_every == 0 and at the
     last step into out_R/out_p (T, B, n, …); leaves the model force/torque of the last state in
@@ -313,8 +338,10 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
         n_steps: Number of steps.
         record_every: Record every this many steps.
         held: 1 for a direction held by a fixed support, else 0, shape (n, 6) in (η, δp) order (world axes).
-        hold_R: Frames of the clamped nodes, shape (B, n, 3, 3) (read where ``held[a, 0]``).
-        hold_p: Positions [m] of the held nodes, shape (B, n, 3) (read where held).
+        targets_R: Frames of the supports at the step times, shape (T, B, S, 3, 3) (read at clamps): T = 1 for fixed
+            supports, n_steps + 2 (t_0 … t_{n_steps+1}) for driven ones.
+        targets_p: Positions [m] of the supports at the step times, shape (T, B, S, 3).
+        support_nodes: The node of each support, shape (S,) int64.
         strain_code: The strain model (:data:`~flexlearn.physics.cosserat.compiled.common.STRAIN_CODES`).
         limit2: Square of the strain limit.
         tol: Tolerance of the Newton solve of the rotations.
@@ -357,6 +384,7 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
             law_h = h if beta_h2 > 0.0 else 0.0
             add_obstacle_contacts(obstacles, law_h, p, v, force, blocks)
             add_rod_rod_contacts(pairs, laws, law_h, p, v, force, blocks)
+        tk = min(k + 1, targets_p.shape[0] - 1)  # the supports' poses at t_{k+1}
         rec = k // record_every if k % record_every == 0 else -1
         if k == n_steps:
             rec = out_p.shape[0] - 1
@@ -368,7 +396,8 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
                 return BAD_NODE, k, b, 0
             if rec >= 0:
                 _copy_state(R, p, out_p, out_R, rec, b, n)
-                _reactions(R, v, pi, mass, force[b], torque[b], held, h, out_react, rec, b, n)
+                _reactions(R, p, v, pi, mass, force[b], torque[b], held, targets_R, targets_p, support_nodes, tk,
+                           scale, jd, h, out_react, rec, b)  # fmt: skip
             if k == n_steps:
                 f_last[b, :, :] = force[b]
                 t_last[b, :, :] = torque[b]
@@ -377,7 +406,7 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
             if node >= 0:  # Newton first: a failure leaves state k as it is
                 return NEWTON, k, b, node
             _rotate_kick_drift(R, p, v, pi, mass, force[b], torque[b], fs, h, b, held, n)
-            _hold(R, p, v, pi, held, hold_R, hold_p, h, b, n)
+            _hold(R, p, v, pi, held, targets_R, targets_p, support_nodes, tk, scale, jd, h, b)
     return OK, n_steps, 0, 0
 
 
@@ -404,8 +433,9 @@ def eligible(rod: SimulatedRod, setup: RodSetup, options: SimulationOptions, n_s
         return "stiffness-proportional damping (beta) runs on the tensor path"
     if options.record_energy or options.compile:
         return "record_energy/compile run on the tensor path"
-    if any(s.motion is not None or s.slides_along is not None for s in support_list(setup.base)):
-        return "driven or sliding supports run on the tensor path"
+    why = kernel_eligible_supports(support_list(setup.base), rod.batch_size, n_steps)
+    if why:
+        return why
     if rod.length.device.type != "cpu":
         return "the kernel runs on CPU only"
     mags = magnets(loads)
@@ -477,7 +507,7 @@ def simulate(
         ctx: the rod's context (with the loads' point masses).
         setup: its loads and damping (``eligible`` said the kernel can take them).
         start: the state at t = 0 (the held nodes already at their supports).
-        held: the fixed supports (pins and clamps, not driven, not sliding: ``eligible``), or None.
+        held: the supports (pins and clamps, fixed or driven, sliding along world axes: ``eligible``), or None.
         h: time step [s].
         n_steps: number of steps.
         options: recording, tolerances, strain limit, scheme (``filter_beta`` β > 0 runs the implicit step,
@@ -517,14 +547,14 @@ def simulate(
         out_react = np.zeros((len(ks), B, n, 6))
         Rn, pn, vn, pin = _np(R), _np(p), _np(v), _np(pi)
         jd = _np(torch.diagonal(ctx.jd_normalised, dim1=-2, dim2=-1))
-        mask, frames, positions = held_arrays(held, B, n)
+        supports = held_arrays(held, B, n, h, n_steps)
         code = STRAIN_CODES[ctx.strain]
         status, step, rod, where = run(
             Rn, pn, vn, pin, _np(ctx.mass), _np(ctx.inertia_trace), jd, _np(ctx.j_normalised),
             _np(ctx.shear_stiffness), _np(ctx.bend_stiffness), _np(ctx.rest_lengths), _np(arrays.fx), _np(arrays.cf),
             _np(arrays.cw), _np(arrays.mmag), arrays.bfield, float(h), int(n_steps), int(options.record_every),
-            mask, frames, positions, code, float(options.strain_limit) ** 2, float(options.newton_tol),
-            int(options.newton_iters), out_p, out_R, f_last, t_last, _np(J),
+            supports.mask, supports.frames, supports.positions, supports.nodes, code, float(options.strain_limit) ** 2,
+            float(options.newton_tol), int(options.newton_iters), out_p, out_R, f_last, t_last, _np(J),
             beta_h2 + 0.5 * zeta * h * h if beta_h2 > 0.0 else 0.0,
             zeta * h if beta_h2 > 0.0 else 0.0, out_react, _np(_coupling(ctx)), contacts.obstacles, contacts.pairs,
             contacts.laws,
