@@ -40,7 +40,17 @@ from typing import Any, Sequence
 
 import numpy as np
 import torch
-from cosseratbench.scenario import Cylinder, End, EndCondition, Motion, Plane, Rod, Scenario, neighbour_elements
+from cosseratbench.scenario import (
+    Cylinder,
+    End,
+    EndCondition,
+    Motion,
+    Plane,
+    Rod,
+    Scenario,
+    neighbour_elements,
+    rotation_matrix,
+)
 
 from flexlearn.physics.cosserat.contact import CylinderContact, ObstacleContact, PenaltyContact, PlaneContact
 from flexlearn.physics.cosserat.damping import Damping
@@ -135,15 +145,14 @@ def _stacked_support(condition: EndCondition, motions: list[Motion | None], node
         return Pin(position[0] if single else position, node=node)
     drive = None
     if any(m is not None for m in motions):
+        tables = [None if m is None else MotionTable(m) for m in motions]
+        start_rotation, start_position = rotation.numpy(), position.numpy()
 
         def drive(t: float) -> tuple[torch.Tensor, torch.Tensor]:
             """Each end's pose at ``t`` [s]: turned about, and moved from, where it starts (world frame)."""
-            turns, shifts = [], []
-            for motion in motions:
-                shift, turn = (np.zeros(3), np.eye(3)) if motion is None else motion.pose(t)
-                turns.append(torch.as_tensor(turn, dtype=torch.float64))
-                shifts.append(torch.as_tensor(shift, dtype=torch.float64))
-            turned, moved = torch.stack(turns) @ rotation, position + torch.stack(shifts)
+            poses = [(np.zeros(3), np.eye(3)) if table is None else table.pose(t) for table in tables]
+            turned = torch.from_numpy(np.stack([turn for _, turn in poses]) @ start_rotation)
+            moved = torch.from_numpy(start_position + np.stack([shift for shift, _ in poses]))
             return (turned[0], moved[0]) if single else (turned, moved)
 
     slides = {None if m is None or m.slides_along is None else tuple(m.axis) for m in motions}
@@ -153,6 +162,40 @@ def _stacked_support(condition: EndCondition, motions: list[Motion | None], node
     if single:
         return Clamp(position[0], rotation[0], motion=drive, node=node, slides_along=slide)
     return Clamp(position, rotation, motion=drive, node=node, slides_along=slide)
+
+
+class MotionTable:
+    """A scenario's :class:`cosseratbench.scenario.Motion` with its tables as arrays, read once: :meth:`pose` is its
+    ``pose`` (linear interpolation of displacement and rotation vector, held after the last time; the same
+    arithmetic) without converting the tables at every call, which a run that samples the motion at each of
+    ~10⁴ steps for each of several rods would otherwise spend seconds on.
+
+    Args:
+        motion: the scenario's motion.
+    """
+
+    def __init__(self, motion: Motion):
+        self.times = np.asarray(motion.times, dtype=float)
+        self.displacement = np.asarray(motion.displacement, dtype=float)
+        self.rotation = np.asarray(motion.rotation, dtype=float)
+
+    def pose(self, time: float) -> tuple[np.ndarray, np.ndarray]:
+        """Displacement [m] and rotation matrix of the end at ``time`` [s].
+
+        Args:
+            time: [s].
+
+        Returns:
+            ``(displacement (3,), rotation (3, 3))``.
+        """
+        times = self.times
+        if time >= times[-1]:
+            i, f = len(times) - 2, 1.0
+        else:
+            i = int(np.searchsorted(times, time, side="right")) - 1
+            f = (time - times[i]) / (times[i + 1] - times[i])
+        d, r = self.displacement, self.rotation
+        return d[i] + f * (d[i + 1] - d[i]), rotation_matrix(r[i] + f * (r[i + 1] - r[i]))
 
 
 def rod_material(spec: Rod) -> Material:

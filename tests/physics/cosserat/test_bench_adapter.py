@@ -200,3 +200,21 @@ def test_the_twisted_rods_run_with_a_driven_sliding_end():
     assert result.outcome == "completed", result.summary()
     assert result.metrics["critical_twist_error"] < 0.06
     assert result.observations["max_rod_overlap"] < 0.1
+
+
+def test_a_motion_table_is_the_scenarios_motion():
+    """MotionTable.pose equals cosseratbench's Motion.pose at random times, on the knots and after the last one."""
+    from cosseratbench.scenario import Motion
+
+    from flexlearn.physics.cosserat.benchmark_problem import MotionTable
+
+    t = np.linspace(0.0, 1.0, 31)
+    motion = Motion(
+        times=tuple(t),
+        displacement=tuple((0.0, 0.01 * np.sin(3 * x), -0.02 * x) for x in t),
+        rotation=tuple((0.0, 0.0, 1.5 * x**2) for x in t),
+    )
+    table = MotionTable(motion)
+    for time in list(np.random.default_rng(0).uniform(0.0, 1.2, 50)) + list(t[:5]) + [1.0, 3.0]:
+        (d0, r0), (d1, r1) = motion.pose(float(time)), table.pose(float(time))
+        assert np.array_equal(d0, d1) and np.allclose(r0, r1, rtol=0, atol=1e-15)

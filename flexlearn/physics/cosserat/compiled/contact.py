@@ -177,6 +177,23 @@ def add_obstacle_contacts(obstacles, h, p, v, force, blocks):
             _obstacle_point(row, b, n_nodes - 2, 1.0, h, p, v, force, blocks, x, vp, normal, nodes, weights)
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def _apart(p, bi, ai, bj, aj, reach):
+    """True when elements (bi, ai) and (bj, aj) cannot come within ``reach`` of each other: their midpoints are
+    further apart than their half lengths and ``reach`` (each segment lies in the ball of its half length about its
+    midpoint). An exact cull: a pair it keeps is tested as before."""
+    d2 = hi2 = hj2 = 0.0
+    for r in range(3):
+        d = 0.5 * (p[bi, ai, r] + p[bi, ai + 1, r] - p[bj, aj, r] - p[bj, aj + 1, r])
+        ei = p[bi, ai + 1, r] - p[bi, ai, r]
+        ej = p[bj, aj + 1, r] - p[bj, aj, r]
+        d2 += d * d
+        hi2 += ei * ei
+        hj2 += ej * ej
+    bound = 0.5 * (math.sqrt(hi2) + math.sqrt(hj2)) + reach
+    return d2 > bound * bound
+
+
 @njit(cache=True, error_model="numpy")
 def add_rod_rod_contacts(pairs, laws, h, p, v, force, blocks):
     """Every element pair's forces (closest points, Ericson 2005 §5.1.9, as
@@ -188,6 +205,8 @@ def add_rod_rod_contacts(pairs, laws, h, p, v, force, blocks):
     for q in range(pairs.shape[0]):
         i, j, law = pairs[q, 0], pairs[q, 1], laws[pairs[q, 2]]
         bi, ai, bj, aj = i // n_nodes, i % n_nodes, j // n_nodes, j % n_nodes
+        if _apart(p, bi, ai, bj, aj, 2.0 * law[0]):
+            continue
         a = c = b = e = f = 0.0
         for r in range(3):
             d1 = p[bi, ai + 1, r] - p[bi, ai, r]
