@@ -190,10 +190,9 @@ def test_the_pendulum_pinned_at_the_top_swings_with_the_reference_period():
     assert abs(result.metrics["amplitude_change"]) < 5e-5
 
 
-@pytest.mark.slow
 def test_the_twisted_rods_run_with_a_driven_sliding_end():
     """Cosseratbench's twist (six rods clamped at both ends, the far end turned and sliding under a pull, simulated
-    together with self-contact; 20 elements, ≈ 4.5 min on the tensor path): completes, finds Greenhill's critical
+    together with self-contact; 20 elements, ≈ 7 s in the fused kernel): completes, finds Greenhill's critical
     twist within 6 % (measured 4.5 %; PyElastica 1.0.0 2.4 % at the same 20 elements), and the plectoneme's turns
     stay out of each other (overlap measured 0.025 r; PyElastica 0.041 r)."""
     result = bench.run(registry.load_experiment("twist"), FlexlearnSolver(), n_elements=20)
