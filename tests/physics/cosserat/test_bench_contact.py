@@ -15,6 +15,7 @@ from cosseratbench import registry  # noqa: E402
 
 from flexlearn.physics.cosserat.benchmark import FlexlearnSolver  # noqa: E402
 
+
 def test_the_crossing_ropes_rest_on_each_other_as_the_elastica_says():
     """Two ropes pinned at both ends, the upper one settling onto the lower (20 elements, ≈ 2 s): the upper rope's
     lift (the contact force in disguise) within 2 % of the reference (measured 0.70 %; PyElastica 2.7 %, MuJoCo

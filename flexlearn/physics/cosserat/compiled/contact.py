@@ -156,8 +156,17 @@ def _obstacle_point(row, b, e, s, h, p, v, force, blocks, x, vp, normal, nodes, 
 
 @njit(cache=True, error_model="numpy")
 def add_obstacle_contacts(obstacles, h, p, v, force, blocks):
-    """Every obstacle's forces on every rod, added to ``force``, and their blocks to ``blocks`` when h > 0 (h: the
-    implicit step [s], 0 for the LGVI): the nodes (q = 1), or q points per element at s = j/q and the last node."""
+    """Every obstacle's forces on every rod, added to ``force``, and their blocks to ``blocks`` when h > 0: the nodes
+    (q = 1), or q points per element at s = j/q and the last node.
+
+    Args:
+        obstacles: The obstacles, shape (M, 15) (module docstring).
+        h: The implicit step [s] (its numerical damping h k and blocks h C); 0 for the LGVI.
+        p: Node positions [m], shape (B, n, 3).
+        v: Node velocities [m/s], shape (B, n, 3).
+        force: World node forces [N], shape (B, n, 3), added to.
+        blocks: Position blocks h C [kg], shape (B, n, 3, 3), added to (when h > 0).
+    """
     B, n_nodes = p.shape[0], p.shape[1]
     x, vp, normal = np.empty(3), np.empty(3), np.empty(3)
     nodes, weights = np.empty(2, dtype=np.int64), np.empty(2)
@@ -198,7 +207,17 @@ def _apart(p, bi, ai, bj, aj, reach):
 def add_rod_rod_contacts(pairs, laws, h, p, v, force, blocks):
     """Every element pair's forces (closest points, Ericson 2005 §5.1.9, as
     :func:`flexlearn.physics.cosserat.rod_contact.closest_points`), ``+f`` on the first element and ``−f`` on the
-    second, added to ``force``; their blocks to ``blocks`` when h > 0."""
+    second, added to ``force``; their blocks to ``blocks`` when h > 0.
+
+    Args:
+        pairs: The element pairs (i, j, law), shape (P, 3) int64 (module docstring).
+        laws: The contacts' laws (r, k, c, μ, ε), shape (L, 5).
+        h: The implicit step [s]; 0 for the LGVI.
+        p: Node positions [m], shape (B, n, 3).
+        v: Node velocities [m/s], shape (B, n, 3).
+        force: World node forces [N], shape (B, n, 3), added to.
+        blocks: Position blocks h C [kg], shape (B, n, 3, 3), added to (when h > 0).
+    """
     n_nodes = p.shape[1]
     gap, vr = np.empty(3), np.empty(3)
     nodes, weights = np.empty(4, dtype=np.int64), np.empty(4)
