@@ -19,6 +19,7 @@ from flexlearn.physics.cosserat.damping import Damping
 from flexlearn.physics.cosserat.errors import IntegrationError
 from flexlearn.physics.cosserat.simulation import RodSetup, SimulationOptions
 from tests.physics.cosserat.gradcheck import assert_gradients_match_central_differences
+from tests.physics.cosserat.same_runs import assert_same_runs
 
 G = 9.81
 HORIZONTAL = torch.tensor([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]], dtype=torch.float64)
@@ -242,15 +243,7 @@ def test_the_fused_kernel_drives_turning_sliding_and_moving_supports_as_the_tens
         )
         for backend in ("numba", "torch")
     }  # fmt: skip
-    a, b = runs["numba"], runs["torch"]
-    moved = float((b.positions[-1] - b.positions[0]).abs().max())
-    assert moved > 1e-5
-    assert float((a.positions - b.positions).abs().max()) < 1e-9 * max(moved, 1e-3)
-    assert float((a.rotations - b.rotations).abs().max()) < 1e-9
-    scale = float(b.reactions.abs().max())
-    assert scale > 0 and float((a.reactions - b.reactions).abs().max()) < 1e-8 * scale
-    for x, y in ((a.final.velocities, b.final.velocities), (a.final.angular_velocities, b.final.angular_velocities)):
-        assert float((x - y).abs().max()) <= 1e-8 * max(float(y.abs().max()), 1e-12)
+    assert_same_runs(runs["numba"], runs["torch"])
 
 
 @pytest.mark.skipif(not lgvi.HAVE_NUMBA, reason="numba is not installed")
@@ -281,15 +274,7 @@ def test_the_fused_kernel_holds_fixed_supports_as_the_tensor_path_does(scheme, h
             base=bases[held],
             options=SimulationOptions(scheme=scheme, backend=backend, record_every=50, implicit_dissipation=0.05),
         )
-    a, b = runs["numba"], runs["torch"]
-    moved = float((b.positions[-1] - b.positions[0]).abs().max())
-    assert moved > 1e-5
-    assert float((a.positions - b.positions).abs().max()) < 1e-9 * max(moved, 1e-3)
-    assert float((a.rotations - b.rotations).abs().max()) < 1e-9
-    scale = float(b.reactions.abs().max())
-    assert scale > 0 and float((a.reactions - b.reactions).abs().max()) < 1e-8 * scale
-    for x, y in ((a.final.velocities, b.final.velocities), (a.final.angular_velocities, b.final.angular_velocities)):
-        assert float((x - y).abs().max()) <= 1e-8 * max(float(y.abs().max()), 1e-12)
+    assert_same_runs(runs["numba"], runs["torch"])
 
 
 @pytest.mark.parametrize(
