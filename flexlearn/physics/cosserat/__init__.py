@@ -58,6 +58,7 @@ Seed discrepancies found (details where they matter, in the module docstrings):
   Sec. 5 compensates. We evaluate the strain at the element mid frame ``½(R_i + R_{i+1})`` (no locking,
   γ_corr − 1 < 0.3 % at 20 elements); ``strain='nodes'`` reproduces the seed's eq. (6).
 * ``Cay⁻¹(R) = 2(R − I)(R + I)⁻¹`` is the inverse of ``cay(ψ/2)``, not of the stated ``(I+ψ^)/(I−ψ^)``.
+* the sums of eq. (7)ff run over ``i = 0 … N+1`` (N+2 nodes) for N elements; nodes are 0 … N.
 * eq. (21) lacks a leading minus sign (the minimiser of eq. (19)); R and W are unit-dependent.
 * Tables 3–7 are in mg–mm–s units except M: C1, C2 (N → 10⁹ mg mm/s²), J_d (kg m → 10⁹ mg mm; the
   tables say "g mm²") and F^c (= M g in mg/s²) match the stated geometry and materials, but M is printed

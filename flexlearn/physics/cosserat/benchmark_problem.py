@@ -235,6 +235,7 @@ class RodProblem:
         n_elements: elements of each rod.
         scheme: ``'implicit'`` or ``'lgvi'`` (the contact stiffness, module docstring).
         strain: the rods' strain model; None for the module docstring's choice.
+        curvature: the rods' curvature measure (``'log'``, exact at any rotation per element, or ``'cayley'``).
     """
 
     def __init__(
@@ -244,6 +245,7 @@ class RodProblem:
         n_elements: int,
         scheme: str = "implicit",
         strain: str | None = None,
+        curvature: str = "log",
     ):
         _check_batchable(specs)
         first = specs[0]
@@ -256,7 +258,7 @@ class RodProblem:
         strain = strain or ("geodesic" if scenario.obstacles else "midpoint")
         driven = any(m is not None for spec in specs for m in (spec.start_motion, spec.end_motion))
         inertia = "segment" if scenario.quasi_static and scenario.obstacles and driven else "section"
-        self.rod = CosseratRod.circular(lengths, first.radius, material, n_elements, strain, inertia)
+        self.rod = CosseratRod.circular(lengths, first.radius, material, n_elements, strain, inertia, curvature)
         self.contacts = _contacts(scenario, self.specs, self.rod, scheme)
         obstacles = [c for c in self.contacts if isinstance(c, ObstacleContact)]
         rods = [_RodStart(spec, n_elements, self.reversed, obstacles) for spec in specs]

@@ -37,6 +37,8 @@ class RodContext:
         e3: (3,) the body tangent E3 (the rest direction of the rod axis in the node frame).
         batch_size: B.
         n_nodes: N+1.
+        curvature: ``'cayley'`` (κ = 2 cay⁻¹(Q) / l, seed 001) or ``'log'`` (κ = log(Q)^∨ / l,
+            :func:`~flexlearn.physics.cosserat.strains.log_curvature`).
         element_mass: (B, N) the rod's own mass of each element ρ A l_i [kg] (None: not known).
         consistent_mass: the implicit step's translational mass is the consistent one (``implicit_mass=
             'consistent'``, :meth:`translational_momentum`); False: the lumped ``mass``.
@@ -57,6 +59,7 @@ class RodContext:
     e3: Tensor
     batch_size: int
     n_nodes: int
+    curvature: str = "cayley"
     element_mass: Optional[Tensor] = None
     consistent_mass: bool = False
     implicit_step: float = 0.0

@@ -12,8 +12,10 @@ Internal forces/torques = −∂V/∂(p, η) (checked against autograd in the te
     τ_i   += ½ (R_iᵀ e_i) × C1Γ_i + (I + f^ + f fᵀ) m_i,
     τ_{i+1} += ½ (R_{i+1}ᵀ e_i) × C1Γ_i − (I − f^ + f fᵀ) m_i,     f = cay⁻¹(R_iᵀR_{i+1}), m_i = C2 κ_i,
 
-(``2 so3_cayley_jacobian_inv(±f)`` in :mod:`flexlearn.lie`). With ``strain='geodesic'``, Γ_i = A(f) g_i − E3
-(:mod:`flexlearn.physics.cosserat.strains`): the chord terms above carry ``A C1Γ_i`` in place of ``C1Γ_i`` and
+(``2 so3_cayley_jacobian_inv(±f)`` in :mod:`flexlearn.lie`); with ``curvature='log'`` (κ_i = log(Q)^∨ / l_i)
+``m_i = P C2 κ_i``, P = ∂ψ/∂(2f) of :func:`~flexlearn.physics.cosserat.strains.log_curvature`. With
+``strain='geodesic'``, Γ_i = A(f) g_i − E3 (:mod:`flexlearn.physics.cosserat.strains`): the chord terms above
+carry ``A C1Γ_i`` in place of ``C1Γ_i`` and
 ``m_i = C2 κ_i + (l_i/2) Jᵀ C1Γ_i`` (J = ∂(A g)/∂f). Used by the rod, the integrator and the fused
 kernel's start (the kernel's scalar copy is ``flexlearn.physics.cosserat.compiled.lgvi._internal``).
 
@@ -28,7 +30,7 @@ import torch
 from torch import Tensor
 
 from flexlearn.physics.cosserat.context import RodContext
-from flexlearn.physics.cosserat.strains import geodesic_apply, geodesic_pullback, strains
+from flexlearn.physics.cosserat.strains import geodesic_apply, geodesic_pullback, log_curvature, strains
 
 __all__ = ["InternalForces", "internal_forces", "elastic_energy"]
 
@@ -83,7 +85,11 @@ def internal_forces(
             nL = nL + damping_stress[0]
             nR = nR + damping_stress[1]
     fe = 0.5 * ((R[:, :-1] @ nL.unsqueeze(-1)) + (R[:, 1:] @ nR.unsqueeze(-1))).squeeze(-1)
-    mb = ctx.bend_stiffness * (2.0 * fc) / l  # C2 κ, ψ = 2 fc
+    if ctx.curvature == "log":  # ∂V/∂ψ_c = P C2 κ, κ = ψ / l (strains.log_curvature)
+        psi, P = log_curvature(fc)
+        mb = (P @ (ctx.bend_stiffness * psi / l).unsqueeze(-1)).squeeze(-1)
+    else:
+        mb = ctx.bend_stiffness * (2.0 * fc) / l  # C2 κ, ψ = 2 fc
     if damping_moment is not None:
         mb = mb + damping_moment
     if pulled is not None:
@@ -116,6 +122,6 @@ def elastic_energy(ctx: RodContext, R: Tensor, p: Tensor) -> Tensor:
         vs = 0.5 * l * s.gL * c1 * s.gL
     else:
         vs = 0.25 * l * (s.gL * c1 * s.gL + s.gR * c1 * s.gR)
-    psi = 2.0 * s.f
+    psi = log_curvature(s.f)[0] if ctx.curvature == "log" else 2.0 * s.f
     vb = 0.5 * psi * ctx.bend_stiffness * psi / l
     return (vs + vb).sum((-1, -2))

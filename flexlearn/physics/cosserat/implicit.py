@@ -100,7 +100,7 @@ from torch import Tensor
 from flexlearn.lie import so3_hat
 from flexlearn.physics.cosserat.context import RodContext
 from flexlearn.physics.cosserat.errors import ArgumentError
-from flexlearn.physics.cosserat.strains import geodesic_apply, geodesic_jacobian, strains
+from flexlearn.physics.cosserat.strains import geodesic_apply, geodesic_jacobian, log_curvature, strains
 
 __all__ = [
     "DEFAULT_BETA",
@@ -145,8 +145,8 @@ def _jacobians(ctx: RodContext, R: Tensor, p: Tensor) -> List[Tuple[Tensor, Tens
     eye = torch.eye(3, dtype=R.dtype, device=R.device).expand_as(RiT)
     hf = so3_hat(s.f)
     ap = eye + hf + s.f.unsqueeze(-1) * s.f.unsqueeze(-2)
-    bend = torch.cat([-ap.transpose(-1, -2), z, ap, z], -1) / l
-    out = [(l, bend, ctx.bend_stiffness)]
+    bend = torch.cat([-ap.transpose(-1, -2), z, ap, z], -1) / l  # ∂(2f / l): the Cayley curvature's
+    out = [(l, log_curvature(s.f)[1] @ bend if ctx.curvature == "log" else bend, ctx.bend_stiffness)]
     xl, xr = so3_hat(s.xL), so3_hat(s.xR)
     c1 = ctx.shear_stiffness
     if ctx.midpoint:

@@ -18,7 +18,8 @@ rest tangent) and a position ``p_a``. Lumped (half of each adjacent element) nod
     V = Σ_i  l_i/2 Γ_iᵀ C1 Γ_i + l_i/2 κ_iᵀ C2 κ_i  (+ gravity, + magnets)
 
 with ``C1 = diag(k GA, k GA, EA)``, ``C2 = diag(E I1, E I2, G J_t)``. The Cayley coordinates
-``ψ = 2 tan(θ/2) n`` agree with the exponential coordinates ``θ n`` to O(θ³) per element, as in the seed.
+``ψ = 2 tan(θ/2) n`` agree with the exponential coordinates ``θ n`` to O(θ³) per element, as in the seed;
+``curvature='log'`` takes ``ψ = θ n`` itself (exact at any rotation per element; :mod:`.strains`).
 
 The seed's eq. (6) evaluates the shear strain at both end nodes, ``Γ_{i,a} = R_aᵀ e_i/l_i − E3`` and
 ``V_s = l_i/4 Σ_a Γ_{i,a}ᵀ C1 Γ_{i,a}`` (``strain='nodes'``). That form *locks*: in pure bending the chord
@@ -33,16 +34,13 @@ Internal forces and torques (−∂V/∂(p, η), derived in :mod:`flexlearn.phys
 autograd in the tests) and the energy V are evaluated there, from the rod's
 :class:`~flexlearn.physics.cosserat.context.RodContext` (:meth:`CosseratRod.context`).
 
-Seed 001 discrepancies in the model (also in the package docstring; those of the time discretisation,
-eqs. (10)–(16), are in :mod:`flexlearn.physics.cosserat.integrator`):
-  * eq. (7): the seed's ``Cay⁻¹(R) = 2 (R − I)(R + I)⁻¹`` is the inverse of ``cay(ψ/2)``; we use
-    ``ψ = 2 cay⁻¹(Q)`` with ``cay`` of :mod:`flexlearn.lie` (``(I + f^)(I − f^)⁻¹``), the same map.
-  * eq. (6) omits the bending term ``l/2 κᵀ C2 κ`` although eqs. (10)–(12) contain its derivative.
-  * the sums of eq. (7)ff run over ``i = 0 … N+1`` (N+2 nodes) for N elements; nodes are 0 … N.
+Seed 001's discrepancies in the model (eqs. (6)–(7)) are listed in the package docstring, those of the time
+discretisation (eqs. (10)–(16)) in :mod:`flexlearn.physics.cosserat.integrator`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Optional, Sequence, Tuple, Union
 
@@ -64,6 +62,7 @@ from flexlearn.physics.cosserat.supports import Supports
 
 STRAIN_MODELS = ("midpoint", "geodesic", "nodes")
 ROTARY_INERTIA_MODELS = ("section", "segment")
+CURVATURE_MODELS = ("cayley", "log")
 
 
 class CosseratRod(torch.nn.Module):
@@ -89,6 +88,8 @@ class CosseratRod(torch.nn.Module):
             geodesic mid frame, for tens of degrees per element) or ``'nodes'`` (seed 001, eq. (6), which locks).
         rotary_inertia: ``'section'`` (ρ I, the seed's) or ``'segment'`` (adds the element's own rotary
             inertia, :meth:`inertia_per_length`).
+        curvature: ``'cayley'`` (κ = 2 cay⁻¹(Q) / l, seed 001, the default) or ``'log'`` (κ = log(Q)^∨ / l: exact
+            at any bend or twist per element, :func:`~flexlearn.physics.cosserat.strains.log_curvature`).
 
     Raises:
         ConfigError: naming the first bad value (``length``, ``density``, ``youngs_modulus[1]``, …).
@@ -114,9 +115,12 @@ class CosseratRod(torch.nn.Module):
         n_elements: int,
         strain: str = "midpoint",
         rotary_inertia: str = "section",
+        curvature: str = "cayley",
     ):
         super().__init__()
         check(strain in STRAIN_MODELS, "strain", strain, "must be 'midpoint', 'geodesic' or 'nodes'")
+        check(curvature in CURVATURE_MODELS, "curvature", curvature, "must be 'cayley' or 'log'")
+        self.curvature = curvature
         check(
             rotary_inertia in ROTARY_INERTIA_MODELS, "rotary_inertia", rotary_inertia, "must be 'section' or 'segment'"
         )
@@ -158,6 +162,7 @@ class CosseratRod(torch.nn.Module):
         n_elements: int,
         strain: str = "midpoint",
         rotary_inertia: str = "section",
+        curvature: str = "cayley",
     ) -> CosseratRod:
         """A rod of solid circular cross-section (:meth:`CrossSection.circular
         <flexlearn.physics.cosserat.properties.CrossSection.circular>`: A = π r², I1 = I2 = π r⁴/4, J_t = π r⁴/2;
@@ -171,11 +176,12 @@ class CosseratRod(torch.nn.Module):
             n_elements: N ≥ 1.
             strain: ``'midpoint'``, ``'geodesic'`` or ``'nodes'`` (class docstring).
             rotary_inertia: ``'section'`` or ``'segment'`` (class docstring).
+            curvature: ``'cayley'`` or ``'log'`` (class docstring).
 
         Returns:
             The rod.
         """
-        return cls(length, CrossSection.circular(radius), material, n_elements, strain, rotary_inertia)
+        return cls(length, CrossSection.circular(radius), material, n_elements, strain, rotary_inertia, curvature)
 
     @classmethod
     def rectangular(
@@ -204,7 +210,8 @@ class CosseratRod(torch.nn.Module):
                 a square); ``'polar'`` uses I1 + I2 as the seed does for its square rod (Table 7:
                 C2[0] = G (I1 + I2)), which overestimates the torsional stiffness of a square by 19 %.
             strain: ``'midpoint'``, ``'geodesic'`` or ``'nodes'`` (class docstring).
-            rotary_inertia: ``'section'`` or ``'segment'`` (class docstring).
+            rotary_inertia: ``'section'`` or ``'segment'`` (class docstring; for ``curvature='log'`` pass the
+                section to the constructor).
 
         Returns:
             The rod.
@@ -354,7 +361,7 @@ class CosseratRod(torch.nn.Module):
         """Everything the linear frequencies depend on, as plain numbers (a changed buffer is a new key)."""
         with torch.no_grad():
             values = tuple(tuple(b.detach().reshape(-1).tolist()) for b in self.buffers())
-        return (values, self.n_elements, self.strain, self.rotary_inertia)
+        return (values, self.n_elements, self.strain, self.rotary_inertia, self.curvature)
 
     # ---------------------------------------------------------------- states
     def straight_state(self, base: Optional[Clamp] = None, dtype=torch.float64) -> RodState:
@@ -513,7 +520,8 @@ class CosseratRod(torch.nn.Module):
                 inertia = inertia + jd.to(onehot).reshape(-1, 1, 3) * onehot.unsqueeze(-1)
         element_mass = (self.mass_per_length().to(dtype).unsqueeze(-1) * rest_lengths).expand(B, n - 1)
         masses = (mass.expand(B, n), inertia.expand(B, n, 3), element_mass)
-        return RodContext.from_masses(self.strain, rest_lengths, (c1.to(dtype), c2.to(dtype)), lumped, *masses)
+        ctx = RodContext.from_masses(self.strain, rest_lengths, (c1.to(dtype), c2.to(dtype)), lumped, *masses)
+        return dataclasses.replace(ctx, curvature=self.curvature)
 
     def kinetic_energy(self, state: RodState, ctx: Optional[RodContext] = None) -> Tensor:
         """(B,) kinetic energy [J] of ``state``: ½ vᵀ M v + ½ Σ ωᵀ J ω (M the lumped or the consistent mass of ``ctx``,

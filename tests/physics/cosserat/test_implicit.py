@@ -30,7 +30,7 @@ from flexlearn.physics.cosserat import (
 )
 from flexlearn.physics.cosserat.analytic import zero_crossing_frequency
 from flexlearn.physics.cosserat.compiled import implicit as fused_implicit
-from flexlearn.physics.cosserat.compiled.common import STRAIN_CODES
+from flexlearn.physics.cosserat.compiled.common import model_code
 from flexlearn.physics.cosserat.implicit import (
     ForceFilter,
     accuracy_dt,
@@ -38,7 +38,7 @@ from flexlearn.physics.cosserat.implicit import (
     frequency_error,
     tangent_stiffness,
 )
-from flexlearn.physics.cosserat.strains import strains
+from flexlearn.physics.cosserat.strains import log_curvature, strains
 from flexlearn.physics.cosserat.supports import base_clamp_projector
 from tests.physics.cosserat.gradcheck import assert_gradients_match_central_differences
 
@@ -56,11 +56,12 @@ def _polymer_rod(n_elements=20):
     return CosseratRod.circular(0.2, 1e-3, Material(1200.0, 2e9, 0.4), n_elements)
 
 
+@pytest.mark.parametrize("curvature", ["cayley", "log"])
 @pytest.mark.parametrize("strain", ["midpoint", "geodesic", "nodes"])
-def test_stiffness_is_the_gauss_newton_hessian(strain):
+def test_stiffness_is_the_gauss_newton_hessian(strain, curvature):
     """K = Jᵀ C J with J the autograd Jacobian of the strains (√-weighted) in (η, δp); at rest, where the
     strains vanish, K is the full Hessian of the energy."""
-    rod = CosseratRod.circular(0.3, 0.01, Material(1000.0, 1e6, 0.3), 4, strain=strain)
+    rod = CosseratRod.circular(0.3, 0.01, Material(1000.0, 1e6, 0.3), 4, strain=strain, curvature=curvature)
     R0, p0, _ = _random_state(rod, 0)
     ctx = rod.context()
     l = ctx.rest_lengths[0].unsqueeze(-1)
@@ -72,7 +73,8 @@ def test_stiffness_is_the_gauss_newton_hessian(strain):
             g = s.gL * (l * ctx.shear_stiffness[0]).sqrt()
         else:
             g = torch.cat([s.gL, s.gR]) * (0.5 * l * ctx.shear_stiffness[0]).sqrt()
-        return torch.cat([g.reshape(-1), ((2 * s.f / l) * (l * ctx.bend_stiffness[0]).sqrt()).reshape(-1)])
+        psi = log_curvature(s.f)[0] if curvature == "log" else 2 * s.f
+        return torch.cat([g.reshape(-1), ((psi / l) * (l * ctx.bend_stiffness[0]).sqrt()).reshape(-1)])
 
     jac = torch.autograd.functional.jacobian(lambda x: weighted_strains(x, R0, p0), torch.zeros(30))
     K = tangent_stiffness(ctx, R0, p0)[0]
@@ -88,13 +90,15 @@ def test_stiffness_is_the_gauss_newton_hessian(strain):
     assert float((K0 - hess).abs().max()) < 1e-9 * float(K0.abs().max())
 
 
+@pytest.mark.parametrize("curvature", ["cayley", "log"])
 @pytest.mark.parametrize("damping_c", [0.0, 3e-6])
 @pytest.mark.parametrize("clamped", [True, False])
 @pytest.mark.parametrize("strain", ["midpoint", "geodesic", "nodes"])
-def test_kernel_filter_equals_the_dense_reference(clamped, strain, damping_c):
+def test_kernel_filter_equals_the_dense_reference(clamped, strain, damping_c, curvature):
     """The block-Cholesky solve of the kernel (with and without the numerical damping of eq. (4)) equals
     torch.linalg.solve on the dense matrix to round-off."""
-    rod = CosseratRod.circular(0.2, torch.tensor([1e-3, 2e-3]), Material(1200.0, 2e9, 0.4), 7, strain=strain)
+    material = Material(1200.0, 2e9, 0.4)
+    rod = CosseratRod.circular(0.2, torch.tensor([1e-3, 2e-3]), material, 7, strain=strain, curvature=curvature)
     R, p, gen = _random_state(rod, 1)
     ctx = rod.context()
     f = torch.randn(2, 8, 3, generator=gen)
@@ -122,7 +126,7 @@ def test_kernel_filter_equals_the_dense_reference(clamped, strain, damping_c):
             ctx.rest_lengths.numpy(),
             ctx.mass.numpy(),
             ctx.inertia.numpy(),
-            STRAIN_CODES[strain],
+            model_code(strain, curvature),
             bh2,
             base_clamp_projector(8).diagonal(dim1=-2, dim2=-1).numpy() if clamped else np.zeros((8, 6)),
             b,

@@ -18,10 +18,13 @@ def _random_config(rod, gen, rot=0.3, pos=0.02):
     return R, p
 
 
+@pytest.mark.parametrize("curvature", ["cayley", "log"])
 @pytest.mark.parametrize("strain", ["midpoint", "geodesic", "nodes"])
-def test_forces_are_minus_energy_gradient(strain):
+def test_forces_are_minus_energy_gradient(strain, curvature):
     gen = torch.Generator().manual_seed(0)
-    rod = CosseratRod.circular(0.5, torch.tensor([0.01, 0.02]), Material(1200.0, 2e6, 0.4), 6, strain=strain)
+    rod = CosseratRod.circular(
+        0.5, torch.tensor([0.01, 0.02]), Material(1200.0, 2e6, 0.4), 6, strain=strain, curvature=curvature
+    )
     R, p = _random_config(rod, gen)
     f, tau = rod.internal_forces(R, p)
     pp = p.clone().requires_grad_(True)

@@ -3,7 +3,7 @@ element strains in scalars (:func:`element_strain`, the expressions of
 :func:`flexlearn.physics.cosserat.strains.strains`, tested equal to them in tests/physics/cosserat/test_strains.py),
 with the geodesic mid frame's ``A(f)``, ``J`` and ``Jᵀ n`` (:func:`geodesic_apply`, :func:`geodesic_jacobian`,
 :func:`geodesic_pullback`).
-The strain model is passed as ``strain_code`` (:data:`STRAIN_CODES`).
+The strain model and curvature measure are passed as ``strain_code`` (:func:`model_code`).
 Used by :mod:`flexlearn.physics.cosserat.compiled.lgvi` (the step loop) and
 :mod:`flexlearn.physics.cosserat.compiled.implicit` (the force filter of the implicit step)."""
 
@@ -15,17 +15,57 @@ from flexlearn.optional_numba import HAVE_NUMBA, njit
 
 __all__ = [
     "HAVE_NUMBA",
+    "LOG_CURVATURE",
     "STRAIN_CODES",
     "element_strain",
     "geodesic_apply",
     "geodesic_factor",
     "geodesic_jacobian",
     "geodesic_pullback",
+    "log_curvature_factors",
+    "model_code",
     "njit",
 ]
 
 STRAIN_CODES = {"nodes": 0, "midpoint": 1, "geodesic": 2}
 """The kernels' ``strain_code`` of each strain model of :class:`~flexlearn.physics.cosserat.rod.CosseratRod`."""
+
+LOG_CURVATURE = 4
+"""Added to ``strain_code`` for the log-map curvature (``curvature='log'``); ``strain_code & 3`` is the strain model."""
+
+
+def model_code(strain: str, curvature: str) -> int:
+    """The kernels' ``strain_code`` of a rod's strain model and curvature measure.
+
+    Args:
+        strain: ``'nodes'``, ``'midpoint'`` or ``'geodesic'``.
+        curvature: ``'cayley'`` or ``'log'``.
+
+    Returns:
+        :data:`STRAIN_CODES` of ``strain``, plus :data:`LOG_CURVATURE` for ``'log'``.
+    """
+    return STRAIN_CODES[strain] + (LOG_CURVATURE if curvature == "log" else 0)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def log_curvature_factors(f0, f1, f2):
+    """``(α, α'/t)`` of :func:`flexlearn.physics.cosserat.strains.log_curvature` (ψ = α 2 f, ∂ψ/∂(2f) = α I +
+    (α'/t) f fᵀ, t = |f|; series below t = 1e-3).
+
+    Args:
+        f0: Cayley coordinate f_x [-].
+        f1: f_y [-].
+        f2: f_z [-].
+
+    Returns:
+        The two scalars.
+    """
+    t2 = f0 * f0 + f1 * f1 + f2 * f2
+    t = np.sqrt(t2)
+    if t < 1e-3:
+        return 1.0 - t2 / 3.0 + t2 * t2 / 5.0, -2.0 / 3.0 + 0.8 * t2
+    at = np.arctan(t)
+    return at / t, (t / (1.0 + t2) - at) / (t2 * t)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -148,9 +188,10 @@ def element_strain(R, p, l, strain_code, b, i):
     tr = q00 + q11 + q22
     iden = 1.0 / (1.0 + tr)
     f0, f1, f2 = (q21 - q12) * iden, (q02 - q20) * iden, (q10 - q01) * iden  # cay⁻¹(Q)
-    if strain_code > 0:
+    strain = strain_code & 3
+    if strain > 0:
         gL0, gL1, gL2 = 0.5 * (xL0 + xR0) * il, 0.5 * (xL1 + xR1) * il, 0.5 * (xL2 + xR2) * il
-        if strain_code == 2:
+        if strain == 2:
             gL0, gL1, gL2 = geodesic_apply((f0, f1, f2), (gL0, gL1, gL2))
         gL2 -= 1.0
         gR0, gR1, gR2 = gL0, gL1, gL2

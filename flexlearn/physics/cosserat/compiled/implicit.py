@@ -17,7 +17,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from flexlearn.physics.cosserat.compiled.common import element_strain, geodesic_apply, geodesic_jacobian, njit
+from flexlearn.physics.cosserat.compiled.common import (
+    LOG_CURVATURE,
+    element_strain,
+    geodesic_apply,
+    geodesic_jacobian,
+    log_curvature_factors,
+    njit,
+)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -64,6 +71,17 @@ def _geodesic_rows(G, f, g, half_l):
 
 
 @njit(cache=True, error_model="numpy")
+def _log_rows(G, f0, f1, f2):
+    """Rows 0–2 of G ← P · rows 3–5 (P = α I + (α'/t) f fᵀ of the log curvature, ∂κ = P ∂(2f/l))."""
+    alpha, slope = log_curvature_factors(f0, f1, f2)
+    for c in range(12):
+        fm = slope * (f0 * G[3, c] + f1 * G[4, c] + f2 * G[5, c])
+        G[0, c] = alpha * G[3, c] + fm * f0
+        G[1, c] = alpha * G[4, c] + fm * f1
+        G[2, c] = alpha * G[5, c] + fm * f2
+
+
+@njit(cache=True, error_model="numpy")
 def _element(R, p, C1, C2, l, strain_code, b, i, G, Ke):
     """Ke = the element stiffness of eq. (2) of element i of rod b (12 × 12); G a (6, 12) work array."""
     (xL0, xL1, xL2, xR0, xR1, xR2, _g0, _g1, _g2, _h0, _h1, _h2, f0, f1, f2, _tr, il) = element_strain(
@@ -80,11 +98,16 @@ def _element(R, p, C1, C2, l, strain_code, b, i, G, Ke):
             G[r, c] = -a
     _add_hat(G, 6, f0, f1, f2, il)
     _add_hat(G, 0, f0, f1, f2, il)
-    _accumulate(G, C2[b, i, 0], C2[b, i, 1], C2[b, i, 2], l[b, i], Ke)
-    for r in range(3):  # keep ∂κ for the geodesic strain's Jacobian
+    for r in range(3):  # keep ∂(2f/l) for the geodesic strain's Jacobian
         for c in range(12):
             G[3 + r, c] = G[r, c]
+    if strain_code & LOG_CURVATURE:  # ∂κ = P ∂(2f/l) (strains.log_curvature)
+        _log_rows(G, f0, f1, f2)
+    _accumulate(G, C2[b, i, 0], C2[b, i, 1], C2[b, i, 2], l[b, i], Ke)
+    for r in range(3):
+        for c in range(12):
             G[r, c] = 0.0
+    strain_code = strain_code & 3
     if strain_code > 0:
         s = 0.5 * il
         _hat_into(G, 0, xL0, xL1, xL2, s)

@@ -35,10 +35,12 @@ from flexlearn.physics.cosserat import implicit
 from flexlearn.physics.cosserat.compiled.cayley import cayley_newton
 from flexlearn.physics.cosserat.compiled.common import (
     HAVE_NUMBA,
-    STRAIN_CODES,
+    LOG_CURVATURE,
     element_strain,
     geodesic_apply,
     geodesic_pullback,
+    log_curvature_factors,
+    model_code,
     njit,
 )
 
@@ -90,6 +92,19 @@ OK, BAD_ELEMENT, BAD_NODE, NEWTON = 0, 1, 2, 3
 
 
 @njit(cache=True, inline="always", error_model="numpy")
+def _bending_moment(C2, b, i, f0, f1, f2, il, log):
+    """∂V_b/∂(2f) of element i of rod b: ``C2 2f / l`` (Cayley curvature), or ``P C2 ψ / l`` with ψ = α 2f and
+    P = α I + (α'/t) f fᵀ (``log``: :func:`~flexlearn.physics.cosserat.compiled.common.log_curvature_factors`)."""
+    if not log:
+        return C2[b, i, 0] * 2.0 * f0 * il, C2[b, i, 1] * 2.0 * f1 * il, C2[b, i, 2] * 2.0 * f2 * il
+    alpha, slope = log_curvature_factors(f0, f1, f2)
+    k = 2.0 * alpha * il
+    m0, m1, m2 = C2[b, i, 0] * k * f0, C2[b, i, 1] * k * f1, C2[b, i, 2] * k * f2
+    fm = slope * (f0 * m0 + f1 * m1 + f2 * m2)
+    return alpha * m0 + fm * f0, alpha * m1 + fm * f1, alpha * m2 + fm * f2
+
+
+@njit(cache=True, inline="always", error_model="numpy")
 def _internal(R, p, C1, C2, l, fext, strain_code, limit2, force, torque, b, n):
     """Internal forces (world) and torques (body) of rod ``b`` plus ``fext`` into ``force``/``torque``
     (the expressions of :func:`flexlearn.physics.cosserat.elastic.internal_forces`, strains from
@@ -106,7 +121,7 @@ def _internal(R, p, C1, C2, l, fext, strain_code, limit2, force, torque, b, n):
         c10, c11, c12 = C1[b, i, 0], C1[b, i, 1], C1[b, i, 2]
         nL0, nL1, nL2 = c10 * gL0, c11 * gL1, c12 * gL2
         u0, u1, u2 = 0.0, 0.0, 0.0  # (l/2) Jᵀ n of the geodesic mid frame, added to the bending moment
-        if strain_code == 2:
+        if strain_code & 3 == 2:
             g = (0.5 * (xL0 + xR0) * il, 0.5 * (xL1 + xR1) * il, 0.5 * (xL2 + xR2) * il)
             u0, u1, u2 = geodesic_pullback((f0, f1, f2), g, (nL0, nL1, nL2))
             u0, u1, u2 = 0.5 * u0 / il, 0.5 * u1 / il, 0.5 * u2 / il
@@ -131,9 +146,8 @@ def _internal(R, p, C1, C2, l, fext, strain_code, limit2, force, torque, b, n):
             force[i + 1, c] -= fe
         if not (strain2 == strain2) or strain2 > limit2 or not (1.0 + tr > 1e-6):
             return BAD_ELEMENT, i
-        m0 = C2[b, i, 0] * 2.0 * f0 * il + u0
-        m1 = C2[b, i, 1] * 2.0 * f1 * il + u1
-        m2 = C2[b, i, 2] * 2.0 * f2 * il + u2
+        m0, m1, m2 = _bending_moment(C2, b, i, f0, f1, f2, il, strain_code & LOG_CURVATURE)
+        m0, m1, m2 = m0 + u0, m1 + u1, m2 + u2
         x0, x1, x2 = f1 * m2 - f2 * m1, f2 * m0 - f0 * m2, f0 * m1 - f1 * m0  # f × m
         fm = f0 * m0 + f1 * m1 + f2 * m2
         torque[i, 0] += 0.5 * (xL1 * nL2 - xL2 * nL1) + m0 + x0 + fm * f0
@@ -548,7 +562,7 @@ def simulate(
         Rn, pn, vn, pin = _np(R), _np(p), _np(v), _np(pi)
         jd = _np(torch.diagonal(ctx.jd_normalised, dim1=-2, dim2=-1))
         supports = held_arrays(held, B, n, h, n_steps)
-        code = STRAIN_CODES[ctx.strain]
+        code = model_code(ctx.strain, ctx.curvature)
         status, step, rod, where = run(
             Rn, pn, vn, pin, _np(ctx.mass), _np(ctx.inertia_trace), jd, _np(ctx.j_normalised),
             _np(ctx.shear_stiffness), _np(ctx.bend_stiffness), _np(ctx.rest_lengths), _np(arrays.fx), _np(arrays.cf),
