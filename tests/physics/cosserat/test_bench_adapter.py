@@ -190,6 +190,7 @@ def test_the_pendulum_pinned_at_the_top_swings_with_the_reference_period():
     assert abs(result.metrics["amplitude_change"]) < 5e-5
 
 
+@pytest.mark.slow
 def test_the_twisted_rods_run_with_a_driven_sliding_end():
     """Cosseratbench's twist (six rods clamped at both ends, the far end turned and sliding under a pull, simulated
     together with self-contact; 20 elements, ≈ 5 s in the fused kernel; the log-map curvature): completes, finds
