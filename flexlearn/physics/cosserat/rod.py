@@ -48,8 +48,7 @@ import torch
 from torch import Tensor
 
 from flexlearn.config import check
-from flexlearn.lie import so3_exp
-from flexlearn.physics.cosserat import elastic, integrator
+from flexlearn.physics.cosserat import elastic, integrator, rest_states
 from flexlearn.physics.cosserat.context import RodContext
 from flexlearn.physics.cosserat.damping import DampingModel, RodObserver
 from flexlearn.physics.cosserat.implicit import accuracy_dt
@@ -57,7 +56,7 @@ from flexlearn.physics.cosserat.loads import RodLoad
 from flexlearn.physics.cosserat.modes import clamped_frequencies
 from flexlearn.physics.cosserat.properties import CrossSection, Material, checked_parameter
 from flexlearn.physics.cosserat.simulation import RodSetup, SimulationOptions
-from flexlearn.physics.cosserat.state import E3, Clamp, Number, RodState, Trajectory
+from flexlearn.physics.cosserat.state import Clamp, Number, RodState, Trajectory
 from flexlearn.physics.cosserat.supports import Supports
 
 STRAIN_MODELS = ("midpoint", "geodesic", "nodes")
@@ -372,27 +371,9 @@ class CosseratRod(torch.nn.Module):
             dtype: dtype of the state's tensors.
 
         Returns:
-            The :class:`RodState`, (B, N+1, …), with zero velocities.
+            The :class:`RodState`, (B, N+1, …), with zero velocities (:func:`.rest_states.straight_state`).
         """
-        base = base if isinstance(base, Clamp) else Clamp()
-        dev = self.length.device
-        r0, p0 = base.pose(0.0, dtype, dev)
-        s = torch.cat(
-            [torch.zeros(self._B, 1, dtype=dtype, device=dev), torch.cumsum(self.rest_lengths().to(dtype), -1)], -1
-        )
-        axis = r0[..., :, 2]
-        pos = (
-            p0.unsqueeze(-2) + s.unsqueeze(-1) * axis.unsqueeze(-2)
-            if axis.dim() == 1
-            else p0.unsqueeze(-2) + s.unsqueeze(-1) * axis.unsqueeze(-2)
-        )
-        rot = (
-            r0.expand(self._B, self.n_nodes, 3, 3).clone()
-            if r0.dim() == 2
-            else r0.unsqueeze(-3).expand(self._B, self.n_nodes, 3, 3).clone()
-        )
-        z = torch.zeros(self._B, self.n_nodes, 3, dtype=dtype, device=dev)
-        return RodState(pos.expand(self._B, self.n_nodes, 3).clone(), rot, z, z.clone())
+        return rest_states.straight_state(self, base, dtype)
 
     def arc_state(
         self,
@@ -411,38 +392,9 @@ class CosseratRod(torch.nn.Module):
             dtype: dtype of the state's tensors.
 
         Returns:
-            The :class:`RodState`, (B, N+1, …), with zero velocities.
+            The :class:`RodState`, (B, N+1, …), with zero velocities (:func:`.rest_states.arc_state`).
         """
-        base = base if isinstance(base, Clamp) else Clamp()
-        dev = self.length.device
-        r0, p0 = base.pose(0.0, dtype, dev)
-        ax = torch.as_tensor(bend_axis).to(dtype=dtype, device=dev)
-        ax = ax / ax.norm()
-        s = torch.cat(
-            [torch.zeros(self._B, 1, dtype=dtype, device=dev), torch.cumsum(self.rest_lengths().to(dtype), -1)], -1
-        )
-        L = s[:, -1:]
-        theta = tip_angle * s / L  # (B, n)
-        rots = so3_exp(theta.unsqueeze(-1) * ax)  # body-frame rotations
-        # position: integrate the tangent R(s) e3 exactly along the arc (midpoint of closed form)
-        k = tip_angle / L  # curvature (B, 1)
-        e3 = torch.tensor(E3, dtype=dtype, device=dev)
-        if abs(float(tip_angle)) < 1e-12:
-            local = s.unsqueeze(-1) * e3
-        else:
-            # ∫0^s exp(k σ a^) e3 dσ = s e3 + (1 − cos ks)/k (a × e3) + (s − sin ks / k) (a × (a × e3))
-            ks = k * s
-            axe = torch.linalg.cross(ax, e3)
-            aaxe = torch.linalg.cross(ax, axe)
-            local = (
-                s.unsqueeze(-1) * e3
-                + ((1 - torch.cos(ks)) / k).unsqueeze(-1) * axe
-                + (s - torch.sin(ks) / k).unsqueeze(-1) * aaxe
-            )
-        pos = p0 + (r0 @ local.unsqueeze(-1)).squeeze(-1)
-        rot = r0 @ rots
-        z = torch.zeros(self._B, self.n_nodes, 3, dtype=dtype, device=dev)
-        return RodState(pos, rot, z, z.clone())
+        return rest_states.arc_state(self, tip_angle, bend_axis, base, dtype)
 
     # ---------------------------------------------------------------- mechanics
     def potential_energy(self, R: Tensor, p: Tensor, ctx: Optional[RodContext] = None) -> Tensor:

@@ -22,6 +22,7 @@ __all__ = [
     "geodesic_factor",
     "geodesic_jacobian",
     "geodesic_pullback",
+    "log_curvature_apply",
     "log_curvature_factors",
     "model_code",
     "njit",
@@ -66,6 +67,26 @@ def log_curvature_factors(f0, f1, f2):
         return 1.0 - t2 / 3.0 + t2 * t2 / 5.0, -2.0 / 3.0 + 0.8 * t2
     at = np.arctan(t)
     return at / t, (t / (1.0 + t2) - at) / (t2 * t)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def log_curvature_apply(f0, f1, f2, x0, x1, x2):
+    """``P x`` with P = ∂ψ/∂(2f) = α I + (α'/t) f fᵀ of the log curvature (:func:`log_curvature_factors`).
+
+    Args:
+        f0: Cayley coordinate f_x [-].
+        f1: f_y [-].
+        f2: f_z [-].
+        x0: x_x, the vector P acts on.
+        x1: x_y.
+        x2: x_z.
+
+    Returns:
+        The three components of P x.
+    """
+    alpha, slope = log_curvature_factors(f0, f1, f2)
+    fx = slope * (f0 * x0 + f1 * x1 + f2 * x2)
+    return alpha * x0 + fx * f0, alpha * x1 + fx * f1, alpha * x2 + fx * f2
 
 
 @njit(cache=True, inline="always", error_model="numpy")

@@ -43,11 +43,6 @@ class ContactArrays(NamedTuple):
     pairs: np.ndarray  # (P, 3) int64
     laws: np.ndarray  # (L, 5)
 
-    @property
-    def any(self) -> bool:
-        """True when the run has a contact."""
-        return self.obstacles.shape[0] > 0 or self.pairs.shape[0] > 0
-
 
 def _law_row(contact: PenaltyContact) -> List[float]:
     return [contact.rod_radius, contact.stiffness, contact.damping, contact.friction, contact.slip_velocity]

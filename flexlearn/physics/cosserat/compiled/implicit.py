@@ -22,7 +22,7 @@ from flexlearn.physics.cosserat.compiled.common import (
     element_strain,
     geodesic_apply,
     geodesic_jacobian,
-    log_curvature_factors,
+    log_curvature_apply,
     njit,
 )
 
@@ -73,12 +73,8 @@ def _geodesic_rows(G, f, g, half_l):
 @njit(cache=True, error_model="numpy")
 def _log_rows(G, f0, f1, f2):
     """Rows 0–2 of G ← P · rows 3–5 (P = α I + (α'/t) f fᵀ of the log curvature, ∂κ = P ∂(2f/l))."""
-    alpha, slope = log_curvature_factors(f0, f1, f2)
     for c in range(12):
-        fm = slope * (f0 * G[3, c] + f1 * G[4, c] + f2 * G[5, c])
-        G[0, c] = alpha * G[3, c] + fm * f0
-        G[1, c] = alpha * G[4, c] + fm * f1
-        G[2, c] = alpha * G[5, c] + fm * f2
+        G[0, c], G[1, c], G[2, c] = log_curvature_apply(f0, f1, f2, G[3, c], G[4, c], G[5, c])
 
 
 @njit(cache=True, error_model="numpy")

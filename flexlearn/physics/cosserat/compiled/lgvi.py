@@ -39,18 +39,19 @@ from flexlearn.physics.cosserat.compiled.common import (
     element_strain,
     geodesic_apply,
     geodesic_pullback,
+    log_curvature_apply,
     log_curvature_factors,
     model_code,
     njit,
 )
-
-# the kernel's force filter, under its own name beside the torch reference ``implicit.filter_forces``
 from flexlearn.physics.cosserat.compiled.contact import (
     KERNEL_CONTACTS,
     add_obstacle_contacts,
     add_rod_rod_contacts,
     contact_arrays,
 )
+
+# the kernel's force filter, under its own name beside the torch reference ``implicit.filter_forces``
 from flexlearn.physics.cosserat.compiled.implicit import filter_forces as _filter_forces
 from flexlearn.physics.cosserat.compiled.kernel_io import (
     FIELD_SAMPLES_MAX,
@@ -97,11 +98,8 @@ def _bending_moment(C2, b, i, f0, f1, f2, il, log):
     P = α I + (α'/t) f fᵀ (``log``: :func:`~flexlearn.physics.cosserat.compiled.common.log_curvature_factors`)."""
     if not log:
         return C2[b, i, 0] * 2.0 * f0 * il, C2[b, i, 1] * 2.0 * f1 * il, C2[b, i, 2] * 2.0 * f2 * il
-    alpha, slope = log_curvature_factors(f0, f1, f2)
-    k = 2.0 * alpha * il
-    m0, m1, m2 = C2[b, i, 0] * k * f0, C2[b, i, 1] * k * f1, C2[b, i, 2] * k * f2
-    fm = slope * (f0 * m0 + f1 * m1 + f2 * m2)
-    return alpha * m0 + fm * f0, alpha * m1 + fm * f1, alpha * m2 + fm * f2
+    k = 2.0 * log_curvature_factors(f0, f1, f2)[0] * il  # κ = ψ / l = α 2 f / l
+    return log_curvature_apply(f0, f1, f2, C2[b, i, 0] * k * f0, C2[b, i, 1] * k * f1, C2[b, i, 2] * k * f2)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -260,10 +258,10 @@ def _rotate_kick_drift(R, p, v, pi, mass, force, torque, fs, h, b, held, n):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _held_momentum(R, target, scale, jd, h, b, a, u):
-    """Write u* of supports.py eq. (2) into u for node a of rod b held at frame ``target`` at t_{k+1}: F = R^kᵀ R̄^{k+1},
-    ``u* = (tr J / h) (F J̃_d − J̃_d Fᵀ)ᵛ`` (J̃_d = diag(jd), the normalised J_d); returns F (3, 3)."""
-    F = np.empty((3, 3))
+def _held_momentum(R, target, scale, jd, h, b, a, u, F):
+    """Write u* of supports.py eq. (2) into u and F = R^kᵀ R̄^{k+1} into F (work arrays (3,), (3, 3)) for node a of
+    rod b held at frame ``target`` at t_{k+1}: ``u* = (tr J / h) (F J̃_d − J̃_d Fᵀ)ᵛ`` (J̃_d = diag(jd), the
+    normalised J_d)."""
     for r in range(3):
         for c in range(3):
             F[r, c] = R[b, a, 0, r] * target[0, c] + R[b, a, 1, r] * target[1, c] + R[b, a, 2, r] * target[2, c]
@@ -272,14 +270,12 @@ def _held_momentum(R, target, scale, jd, h, b, a, u):
     u[0] = k * (F[2, 1] * d1 - d2 * F[1, 2])
     u[1] = k * (F[0, 2] * d2 - d0 * F[2, 0])
     u[2] = k * (F[1, 0] * d0 - d1 * F[0, 1])
-    return F
 
 
 @njit(cache=True, error_model="numpy")
-def _hold(R, p, v, pi, held, targets_R, targets_p, nodes, tk, scale, jd, h, b):
+def _hold(R, p, v, pi, held, targets_R, targets_p, nodes, tk, scale, jd, h, b, u, F):
     """The held directions of rod b to the supports' poses at t_{k+1} (``targets_*[tk]``; supports.py eqs.
     (1)–(2)): ``v = (p̄ − p^k)/h``, ``p = p̄``; a clamp ``R = R̄``, ``Π = Fᵀ u*`` (0 for a fixed clamp)."""
-    u = np.empty(3)
     for slot in range(nodes.shape[0]):
         a = nodes[slot]
         for c in range(3):
@@ -287,7 +283,7 @@ def _hold(R, p, v, pi, held, targets_R, targets_p, nodes, tk, scale, jd, h, b):
                 v[b, a, c] = (targets_p[tk, b, slot, c] - p[b, a, c]) / h
                 p[b, a, c] = targets_p[tk, b, slot, c]
         if held[a, 0] > 0.0:
-            F = _held_momentum(R, targets_R[tk, b, slot], scale, jd, h, b, a, u)
+            _held_momentum(R, targets_R[tk, b, slot], scale, jd, h, b, a, u, F)
             for c in range(3):
                 pi[b, a, c] = F[0, c] * u[0] + F[1, c] * u[1] + F[2, c] * u[2]
                 for d in range(3):
@@ -295,11 +291,11 @@ def _hold(R, p, v, pi, held, targets_R, targets_p, nodes, tk, scale, jd, h, b):
 
 
 @njit(cache=True, error_model="numpy")
-def _reactions(R, p, v, pi, mass, force, torque, held, targets_R, targets_p, nodes, tk, scale, jd, h, out, rec, b):
+def _reactions(R, p, v, pi, mass, force, torque, held, targets_R, targets_p, nodes, tk, scale, jd, h, out, rec, b, u,
+               F):  # fmt: skip
     """out[rec, b] ← the force and moment (world) the supports add to the kick of state k of rod b (supports.py,
     eq. (3)): ``λ = m ((p̄ − p^k)/h − v)/h − f``, ``μ = R^k (u* − Π − h τ)/h``; 0 at free nodes."""
     out[rec, b, :, :] = 0.0
-    u = np.empty(3)
     for slot in range(nodes.shape[0]):
         a = nodes[slot]
         for c in range(3):
@@ -307,7 +303,7 @@ def _reactions(R, p, v, pi, mass, force, torque, held, targets_R, targets_p, nod
                 v_held = (targets_p[tk, b, slot, c] - p[b, a, c]) / h
                 out[rec, b, a, c] = mass[b, a] * (v_held - v[b, a, c]) / h - force[a, c]
         if held[a, 0] > 0.0:
-            _held_momentum(R, targets_R[tk, b, slot], scale, jd, h, b, a, u)
+            _held_momentum(R, targets_R[tk, b, slot], scale, jd, h, b, a, u, F)
             for c in range(3):
                 t = 0.0
                 for d in range(3):
@@ -381,6 +377,7 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
     B, n = p.shape[0], p.shape[1]
     force, torque, fs = np.empty((B, n, 3)), np.empty((B, n, 3)), np.empty((n, 3))
     D, W, y, G, Ke = np.empty((n, 6, 6)), np.empty((n, 6, 6)), np.empty((n, 6)), np.empty((6, 12)), np.empty((12, 12))
+    u, F = np.empty(3), np.empty((3, 3))  # a held clamp's u* and F (_held_momentum)
     magnetic = bfield.shape[0] > n_steps
     contacts = obstacles.shape[0] > 0 or pairs.shape[0] > 0
     blocks = np.zeros((B, n, 3, 3) if contacts else (1, 1, 3, 3))
@@ -411,7 +408,7 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
             if rec >= 0:
                 _copy_state(R, p, out_p, out_R, rec, b, n)
                 _reactions(R, p, v, pi, mass, force[b], torque[b], held, targets_R, targets_p, support_nodes, tk,
-                           scale, jd, h, out_react, rec, b)  # fmt: skip
+                           scale, jd, h, out_react, rec, b, u, F)  # fmt: skip
             if k == n_steps:
                 f_last[b, :, :] = force[b]
                 t_last[b, :, :] = torque[b]
@@ -420,7 +417,7 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
             if node >= 0:  # Newton first: a failure leaves state k as it is
                 return NEWTON, k, b, node
             _rotate_kick_drift(R, p, v, pi, mass, force[b], torque[b], fs, h, b, held, n)
-            _hold(R, p, v, pi, held, targets_R, targets_p, support_nodes, tk, scale, jd, h, b)
+            _hold(R, p, v, pi, held, targets_R, targets_p, support_nodes, tk, scale, jd, h, b, u, F)
     return OK, n_steps, 0, 0
 
 
