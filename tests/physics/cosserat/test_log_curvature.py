@@ -84,3 +84,12 @@ def test_the_kernel_runs_the_log_curvature_as_the_tensor_path_does(scheme):
         for backend in ("numba", "torch")
     }  # fmt: skip
     assert_same_runs(runs["numba"], runs["torch"])
+
+
+def test_a_bad_curvature_is_refused_by_name():
+    from flexlearn.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="curvature"):
+        CosseratRod.circular(0.4, 0.01, Material(1000.0, 1e6, 0.3), 4, curvature="exp")
+    with pytest.raises(ConfigError, match="curvature"):
+        CosseratRod.circular(0.4, 0.01, Material(1000.0, 1e6, 0.3), 4, curvature=None)
