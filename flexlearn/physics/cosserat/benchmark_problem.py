@@ -8,16 +8,22 @@ kinds of their end conditions (a sliding clamp its slide direction); each keeps 
 end motions. Obstacles become :class:`~flexlearn.physics.cosserat.contact.CylinderContact` and
 :class:`~flexlearn.physics.cosserat.contact.PlaneContact`; the larger of the two friction coefficients applies.
 
-Rods in a scenario with obstacles take the geodesic mid-frame strain (``strain='geodesic'``, see
-:mod:`~flexlearn.physics.cosserat.strains`): pressed around an obstacle or fed onto it, a rope bends through tens of
-degrees per element at benchmark resolutions, where the linear mean of the chord's two node views (``'midpoint'``)
-shrinks it by cos(θ/2) for a relative rotation θ, so that an element can stretch unseen (measured at 20 elements:
-the capstan's rope, 40° per element on the cylinder, stretched by 190 % within 0.15 s; the pile's rope stretched
-2.2× and diverged). The geodesic mid frame sees an unstretched arc unstretched at any θ; with it, at 20 elements, the
-capstan's rope holds within 8 mm at 0.8 of the holding overhang and slides 0.21 m at 1.5 (the node strains of seed
-001, eq. (6), which also see the chord right, let it slide 0.33 m at 0.8), and the pile heaps to 2.4 diameters
-(0.5 with node strains). Elsewhere the linear mean stays: the kernels run it, it converges at second order, and with
-node strains the twist experiment's rods did not buckle at 20 elements.
+Rods take the geodesic mid-frame strain (``strain='geodesic'``, see :mod:`~flexlearn.physics.cosserat.strains`),
+for two reasons:
+
+- under tension, the linear mean of the chord's two node views (``'midpoint'``) lets a straight rod fold its node
+  frames in a zigzag once an element is longer than 2 √(EI/T) (the mean sees the chord shortened by cos φ; tested
+  exactly in ``test_model.py``). At 20 elements that is every soft variant of the hanging experiments: with the
+  linear mean the pendulum at E = 1 MPa, the catenary and the crossing at 0.1 MPa diverged, and the catenary at
+  10 MPa and at a 0.6 m span had not settled at the end (residual 2.8e-2 and 0.31 L/s). With the geodesic strain
+  all of them complete, and those two settle (below 3e-6 L/s);
+- pressed around an obstacle or fed onto it, a rope bends through tens of degrees per element, where the linear
+  mean shrinks the chord by cos(θ/2) for a relative rotation θ, so that an element can stretch unseen (measured
+  at 20 elements: the capstan's rope, 40° per element on the cylinder, stretched by 190 % within 0.15 s; the
+  pile's rope stretched 2.2× and diverged). The geodesic mid frame sees an unstretched arc unstretched at any θ.
+  With it, at 20 elements, the capstan's rope holds within 8 mm at 0.8 of the holding overhang and slides 0.21 m
+  at 1.5 (the node strains of seed 001, eq. (6), which also see the chord right, let it slide 0.33 m at 0.8).
+
 Rods of a quasi-static scenario with obstacles and a driven end carry the rotary inertia of their segments
 (``rotary_inertia='segment'``, J + m ℓ²/12): the dynamics are not the result there, and a thin rope's node
 rotations (ω ∝ 1/r with the section's inertia) otherwise needed a quarter of the step where the driven end stops
@@ -255,7 +261,7 @@ class RodProblem:
         self.specs = list(specs)
         material = rod_material(first)
         lengths = first.length if len(specs) == 1 else torch.tensor([s.length for s in specs], dtype=torch.float64)
-        strain = strain or ("geodesic" if scenario.obstacles else "midpoint")
+        strain = strain or "geodesic"
         driven = any(m is not None for spec in specs for m in (spec.start_motion, spec.end_motion))
         inertia = "segment" if scenario.quasi_static and scenario.obstacles and driven else "section"
         self.rod = CosseratRod.circular(lengths, first.radius, material, n_elements, strain, inertia, curvature)

@@ -54,6 +54,41 @@ def test_geodesic_strain_vanishes_on_an_unstretched_arc_where_the_linear_mean_sh
     torch.testing.assert_close(geodesic.f, math.tan(angle / 2) * axis.expand(1, n, 3), rtol=0, atol=1e-14)
 
 
+@pytest.mark.parametrize("tension_over_critical", [0.5, 4.0])
+def test_the_linear_mean_lets_a_stretched_rod_zigzag_its_frames_where_the_geodesic_does_not(tension_over_critical):
+    """Under tension the linear mean lets a straight rod zigzag its frames; the geodesic mid frame does not.
+
+    The rod is stretched by ε (tension T = EA ε), its node frames turned alternately by ±φ about E1, positions
+    held: every element turns by 2φ, and the sines of its two frames cancel in the mean, so no shear. The linear
+    mean sees the chord at (1 + ε) cos φ along E3, the geodesic mid frame at 1 + ε. Per element, exactly,
+
+        ΔV_midpoint = ½ EA l (((1 + ε) cos φ − 1)² − ε²) + 2 EI φ² / l,    ΔV_geodesic = 2 EI φ² / l,
+
+    so the linear mean's straight rod is unstable once T l (1 + ε) > 4 EI / l (l > 2 √(EI/T)): a hanging soft rope
+    at benchmark resolution (the pendulum at E = 1 MPa: l = 5 cm against 2 √(EI/T) = 2 cm) folds its frames."""
+    n, r, phi = 20, 0.002, 0.05
+    material = Material(1000.0, 1e6, 0.5)
+    ea, ei = 1e6 * math.pi * r**2, 1e6 * math.pi * r**4 / 4
+    l = 1.0 / n
+    eps = tension_over_critical * 4.0 * ei / (ea * l * l)
+    signs = torch.tensor([(-1.0) ** i for i in range(n + 1)], dtype=torch.float64)
+    zigzag = so3_exp((phi * signs).unsqueeze(-1) * torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64))
+    bending = n * 2.0 * ei * phi**2 / l
+    expected = {
+        "midpoint": n * 0.5 * ea * l * (((1 + eps) * math.cos(phi) - 1) ** 2 - eps**2) + bending,
+        "geodesic": bending,
+    }
+    for strain, change in expected.items():
+        rod = CosseratRod.circular(1.0, r, material, n, strain=strain, curvature="log")
+        st = rod.straight_state()
+        p = st.positions * (1.0 + eps)
+        rest = rod.potential_energy(st.rotations, p)
+        turned = rod.potential_energy(st.rotations @ zigzag, p)
+        assert math.isclose(float(turned - rest), change, rel_tol=1e-9), strain
+    unstable = tension_over_critical * (1 + eps) > 1.0
+    assert (expected["midpoint"] < 0) == unstable and expected["geodesic"] > 0
+
+
 def test_internal_loads_are_self_equilibrated():
     gen = torch.Generator().manual_seed(1)
     rod = CosseratRod.rectangular(0.3, 0.004, 0.002, Material(1100.0, 3e5, 0.49), 7)
