@@ -4,7 +4,7 @@ in one process; prints one JSON object: per experiment and strain model, the exp
     .venv/bin/python scripts/bench_strain_models.py --experiments catenary cantilever pendulum -n 20
     .venv/bin/python scripts/bench_strain_models.py --experiments crossing --strains midpoint geodesic -n 40
 
-``adapter`` is the adapter's own choice (geodesic with obstacles, the linear mean elsewhere).
+``adapter`` is the adapter's own choice (the geodesic strain for every rod).
 """
 
 from __future__ import annotations
