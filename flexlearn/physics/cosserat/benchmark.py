@@ -50,7 +50,7 @@ QUASI_STATIC_BETA_DISSIPATION = (0.3, 0.2)
 angular frequency ω, so the modes far above 1/h that the step does not resolve settle within a few steps (0 in a
 dynamic scenario). β > ¼: the geometric stiffness of tension, which the step leaves explicit, pushed those modes over
 the edge at β = ¼ (measured: the catenary at E = 0.1 MPa settled to 1e-4 L/s by 2.5 s at one step per frame, then
-grew back to 9e-3 L/s by 5 s; with β = 0.3 it settles to 4.5e-9 L/s). At rest the step changes nothing (the filter
+grew back to 9e-3 L/s by 5 s; with β = 0.3 its residual is 7.8e-9 L/s). At rest the step changes nothing (the filter
 vanishes with the force), so the equilibria are the same."""
 
 CONTACT_BETA_DISSIPATION = (0.3, 0.5)
