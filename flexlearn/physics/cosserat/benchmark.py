@@ -85,6 +85,29 @@ def _flexlearn_version() -> str:
     return f"{release}+{digest.hexdigest()[:12]}"
 
 
+def same_failure_hint(failed_at: list[float], frame_interval: float, n_elements: int) -> str:
+    """What to tell a user whose every try failed: when all tries (the step halved each time) failed within one
+    frame interval of each other, the step is not the cause, and the rod is likely asked to bend or stretch more
+    than its elements resolve (the pile at E = 0.1 MPa: a coil of a third of an element, the same failure at 0.49 s
+    at every halving down to 5 µs).
+
+    Args:
+        failed_at: simulated time [s] at which each try failed, in order.
+        frame_interval: time between recorded frames [s].
+        n_elements: elements per rod.
+
+    Returns:
+        The hint, starting with ``'; '``, or ``''`` for a single try or failures spread over time.
+    """
+    if len(failed_at) < 2 or max(failed_at) - min(failed_at) > frame_interval:
+        return ""
+    return (
+        f"; every try failed at t = {min(failed_at):.3g}–{max(failed_at):.3g} s, at {len(failed_at)} steps each half "
+        f"the last, so the step is not the cause: the rods may bend or stretch more than {n_elements} elements "
+        "resolve (try more elements)"
+    )
+
+
 class FlexlearnSolver:
     """cosseratbench adapter of the flexlearn rod with the implicit step (``scheme='implicit'``).
 
@@ -265,6 +288,7 @@ class FlexlearnSolver:
         max_dt = self.max_dt(problem, frame_interval)
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # tensors of a few hundred nodes: a thread pool only adds overhead
+        failed_at: list[float] = []  # simulated time [s] of each failing try
         try:
             for halvings in range(MAX_STEP_HALVINGS + 1):
                 try:
@@ -272,9 +296,10 @@ class FlexlearnSolver:
                         tr = simulate_at(problem.rod, times, max_dt / 2**halvings, problem.setup(), options)
                     break
                 except IntegrationError as error:
+                    failed_at.append(error.step * plan_frames(times, max_dt / 2**halvings).dt)
                     if self.scheme == "lgvi" or halvings == MAX_STEP_HALVINGS:
-                        dt = plan_frames(times, max_dt / 2**halvings).dt
-                        raise Diverged(f"flexlearn: {error}", time=error.step * dt) from error
+                        hint = same_failure_hint(failed_at, frame_interval, problem.rod.n_elements)
+                        raise Diverged(f"flexlearn: {error}{hint}", time=failed_at[-1]) from error
             rods = problem.output(tr.positions, tr.rotations)
         finally:
             torch.set_num_threads(threads)

@@ -25,7 +25,7 @@ from cosseratbench import registry  # noqa: E402
 from cosseratbench.scenario import End, EndCondition, Material, PointLoad, Rod, Scenario  # noqa: E402
 from cosseratbench.solver import Capability  # noqa: E402
 
-from flexlearn.physics.cosserat.benchmark import FlexlearnLGVISolver, FlexlearnSolver  # noqa: E402
+from flexlearn.physics.cosserat.benchmark import FlexlearnLGVISolver, FlexlearnSolver, same_failure_hint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 ENTRY_POINTS = """[cosseratbench.solvers]
@@ -245,3 +245,12 @@ def test_a_motion_table_is_the_scenarios_motion():
     for time in list(np.random.default_rng(0).uniform(0.0, 1.2, 50)) + list(t[:5]) + [1.0, 3.0]:
         (d0, r0), (d1, r1) = motion.pose(float(time)), table.pose(float(time))
         assert np.array_equal(d0, d1) and np.allclose(r0, r1, rtol=0, atol=1e-15)
+
+
+def test_a_failure_at_every_step_tried_is_reported_as_one_the_step_cannot_cure():
+    """Tries that all fail within one frame interval (the soft pile: 0.49 s at every halving) get the hint that the
+    mesh, not the step, is short; failures spread over time, or a single try, get none."""
+    hint = same_failure_hint([0.4900, 0.4904, 0.4903], frame_interval=0.005, n_elements=20)
+    assert hint.startswith("; every try failed at t = 0.49") and "3 steps" in hint and "20 elements" in hint
+    assert same_failure_hint([0.1, 0.3], frame_interval=0.005, n_elements=20) == ""
+    assert same_failure_hint([0.49], frame_interval=0.005, n_elements=20) == ""
