@@ -127,3 +127,16 @@ def test_the_lse_groups_cover_the_pose_kernels_on_top_of_the_forward_ones():
     # and every forward kernel module of compiled/ is in the forward group
     forward = {f.stem for f in here.glob("*.py") if "@njit" in f.read_text()}
     assert forward <= set(compiled.CACHE_SOURCES)
+
+
+def test_the_cosserat_group_covers_every_file_with_compiled_kernels():
+    """The fused step calls the contact kernels too: a compiled file missing from the group kept its callers' stale
+    machine code after an edit (seen: an edit to compiled/contact.py left the runs bit-identical until the cache
+    files were deleted)."""
+    from pathlib import Path
+
+    from flexlearn.physics.cosserat import compiled
+
+    here = Path(compiled.__file__).parent
+    with_kernels = {f.stem for f in here.glob("*.py") if "@njit" in f.read_text()}
+    assert with_kernels == set(compiled.KERNEL_SOURCES) >= {"common", "cayley", "contact", "implicit", "lgvi"}
