@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 from cosseratbench import registry
 from cosseratbench.experiments import catenary
+from cosseratbench.metrics import max_distance_to_curve
 from cosseratbench.trajectory import Trajectory
 
 from flexlearn.physics.cosserat.benchmark import FlexlearnSolver
@@ -53,7 +54,7 @@ def compare(nodes: np.ndarray, fine: np.ndarray, reference: np.ndarray) -> dict:
         "n_elements": n_elements,
         "to_converged": float(np.linalg.norm(nodes - matched, axis=1).max()),
         "sag_to_converged": float(abs(nodes[:, 2].min() - lowest) / abs(lowest)),
-        "converged_to_reference": float(np.linalg.norm(matched[:, None] - reference[None], axis=2).min(1).max()),
+        "converged_to_reference": max_distance_to_curve(matched, reference),
     }
 
 
