@@ -19,7 +19,9 @@ Time steps: the LGVI takes ``time_step_scale × stable_dt()`` (its explicit stab
 implicit step takes one step per frame in a quasi-static scenario and ``accurate_dt()`` (four lowest modes to
 1e-3 in frequency) otherwise, with contact at most the problem's ``contact_dt`` (no body passes through another in
 one step), times ``time_step_scale``, but at most 1/(2α) with damping (the damping is explicit); a run that fails
-at that step is run again at half the step, up to :data:`MAX_STEP_HALVINGS` times. What cannot be simulated
+at that step is run again at half the step, up to :data:`MAX_STEP_HALVINGS` times. cosseratbench records the
+settings before the run (``time_step``, the step planned); the run adds the step it took, ``time_step_run``, to that
+record (the dict :meth:`FlexlearnSolver.settings` returned for the scenario). What cannot be simulated
 together (rods of different radius, material or end-condition kinds) is refused with ``NotImplementedError``,
 which cosseratbench reports as unsupported.
 """
@@ -143,6 +145,7 @@ class FlexlearnSolver:
             raise ValueError(f"curvature = {curvature!r}: must be one of {', '.join(CURVATURE_MODELS)}")
         self.time_step_scale = float(time_step_scale)
         self.strain, self.curvature = strain, curvature
+        self._records: dict[int, dict] = {}  # id(scenario) → the settings returned for it, to add the step run
 
     def problems(self, scenario: Scenario, n_elements: int) -> list[RodProblem]:
         """The flexlearn problems of a scenario: one, with all its rods as the batch rows of one simulation (rods
@@ -208,9 +211,9 @@ class FlexlearnSolver:
             n_frames: Number of recorded frames (at least 2).
 
         Returns:
-            Dict of integrator name, its β, ζ and translational mass, time step [s], damping rate α [1/s], shear
-            coefficient and the contacts' stiffness [N/m], damping [N s/m] and slip velocity [m/s], or
-            ``{"unsupported": reason}``.
+            Dict of integrator name, its β, ζ and translational mass, time step planned [s], damping rate α
+            [1/s], shear coefficient and the contacts' stiffness [N/m], damping [N s/m] and slip velocity [m/s],
+            or ``{"unsupported": reason}``; :meth:`run` of the same scenario adds ``time_step_run`` [s] to it.
         """
         try:
             problems = self.problems(scenario, n_elements)
@@ -220,7 +223,8 @@ class FlexlearnSolver:
         options = self.step_options(problem)
         times = torch.linspace(0.0, scenario.duration, n_frames, dtype=torch.float64)
         plan = plan_frames(times, min(self.max_dt(p, scenario.duration / (n_frames - 1)) for p in problems))
-        return {
+        self._records.clear()  # one record pending at a time: cosseratbench asks for the settings, then runs
+        self._records[id(scenario)] = record = {
             "integrator": "flexlearn LGVI (explicit)" if self.scheme == "lgvi" else "flexlearn implicit step",
             "implicit_beta": options.implicit_beta if self.scheme == "implicit" else None,
             "implicit_dissipation": options.implicit_dissipation if self.scheme == "implicit" else None,
@@ -241,6 +245,7 @@ class FlexlearnSolver:
                 for c in problem.contacts
             ],
         }
+        return record
 
     def run(self, scenario: Scenario, *, n_elements: int, n_frames: int) -> BenchTrajectory:
         """Simulate the scenario; ``n_frames`` frames from 0 to its duration.
@@ -259,16 +264,21 @@ class FlexlearnSolver:
         """
         problems = self.problems(scenario, n_elements)
         times = torch.linspace(0.0, scenario.duration, n_frames, dtype=torch.float64)
-        positions, directors = [], []
+        positions, directors, steps = [], [], []
         for problem in problems:
-            for x, d in self.run_rod(problem, times, scenario.duration / (n_frames - 1)):
+            rods, dt = self.run_rod(problem, times, scenario.duration / (n_frames - 1))
+            steps.append(dt)
+            for x, d in rods:
                 positions.append(x)
                 directors.append(d)
+        record = self._records.pop(id(scenario), None)
+        if record is not None:
+            record["time_step_run"] = min(steps)
         return BenchTrajectory(times.numpy(), tuple(positions), tuple(directors))
 
     def run_rod(
         self, problem: RodProblem, times: torch.Tensor, frame_interval: float
-    ) -> list[tuple[np.ndarray, np.ndarray]]:
+    ) -> tuple[list[tuple[np.ndarray, np.ndarray]], float]:
         """Simulate the rods of one problem and record them at ``times``.
 
         Args:
@@ -277,7 +287,8 @@ class FlexlearnSolver:
             frame_interval: Time between frames [s].
 
         Returns:
-            Each rod's positions (F, N+1, 3) and directors (F, N, 3) in the scenario's numbering.
+            Each rod's positions (F, N+1, 3) and directors (F, N, 3) in the scenario's numbering, and the step [s]
+            that ran.
 
         Raises:
             Diverged: a failing step (its time).
@@ -294,6 +305,7 @@ class FlexlearnSolver:
                 try:
                     with torch.no_grad():
                         tr = simulate_at(problem.rod, times, max_dt / 2**halvings, problem.setup(), options)
+                    dt = plan_frames(times, max_dt / 2**halvings).dt
                     break
                 except IntegrationError as error:
                     failed_at.append(error.step * plan_frames(times, max_dt / 2**halvings).dt)
@@ -305,7 +317,7 @@ class FlexlearnSolver:
             torch.set_num_threads(threads)
         if not all(np.isfinite(x).all() for x, _ in rods):
             raise Diverged("flexlearn simulation produced non-finite positions")
-        return rods
+        return rods, dt
 
 
 class FlexlearnLGVISolver(FlexlearnSolver):
