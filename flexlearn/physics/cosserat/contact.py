@@ -128,7 +128,9 @@ class PenaltyContact(Load):
         self.last_friction: Optional[Tensor] = None
         self._last_points: Optional[tuple] = None
 
-    def pair_law(self, depth: Tensor, n: Tensor, v: Tensor, step: float = 0.0) -> Tuple[Tensor, Tensor]:
+    def pair_law(
+        self, depth: Tensor, n: Tensor, v: Tensor, step: float = 0.0, active: Optional[Tensor] = None
+    ) -> Tuple[Tensor, Tensor]:
         """The normal and friction forces of contacts of penetration ``depth``, normal ``n`` and velocity ``v``.
 
         Args:
@@ -137,22 +139,62 @@ class PenaltyContact(Load):
             v: that body's velocity relative to the other (…, 3) [m/s].
             step: h [s] of the implicit step, whose numerical damping ``h k`` adds to c (`filter_blocks`); 0 for
                 the LGVI and for reports.
+            active: (…,) bool, the points the implicit step's active set holds in contact (`active_after`): their
+                normal force ``k δ − (c + h k) v_n`` unclipped (the step's solve makes it positive at the new
+                velocity), the others' zero; None: clipped at zero.
 
         Returns:
             ``(f_n n, f_t)`` (…, 3) [N].
         """
         vn = (v * n).sum(-1)
-        fn = self._normal_force(depth, vn, step)
+        fn = self._normal_force(depth, vn, step, active)
         vt = v - vn.unsqueeze(-1) * n
         speed = torch.sqrt((vt * vt).sum(-1) + self.slip_velocity**2)
-        return fn.unsqueeze(-1) * n, -(self.friction * fn / speed).unsqueeze(-1) * vt
+        return fn.unsqueeze(-1) * n, -(self.friction * fn.clamp_min(0.0) / speed).unsqueeze(-1) * vt
 
-    def _normal_force(self, depth: Tensor, vn: Tensor, step: float) -> Tensor:
-        """``f_n = max(k δ − (c + h k) v_n, 0)`` where δ > 0, else 0 (…,) [N]."""
+    def _normal_force(self, depth: Tensor, vn: Tensor, step: float, active: Optional[Tensor] = None) -> Tensor:
+        """``f_n = max(k δ − (c + h k) v_n, 0)`` where δ > 0, else 0 (…,) [N]; with ``active``, unclipped where it
+        is True and zero elsewhere."""
         damping = self.damping + step * self.stiffness
-        return torch.where(depth > 0, (self.stiffness * depth - damping * vn).clamp_min(0.0), torch.zeros_like(vn))
+        fn = self.stiffness * depth - damping * vn
+        if active is not None:
+            return torch.where(active & (depth > 0), fn, torch.zeros_like(vn))
+        return torch.where(depth > 0, fn.clamp_min(0.0), torch.zeros_like(vn))
 
-    def pair_damping(self, depth: Tensor, n: Tensor, v: Tensor, step: float) -> Tensor:
+    def active_after(self, p: Tensor, v: Tensor, v_next: Tensor, step: float) -> Tensor:
+        """The points in contact at the end of the implicit step: ``k δ − (c + h k) v_n⁺ > 0`` with the relative
+        normal velocity ``v_n⁺`` of the step's new node velocities ``v_next`` (backward Euler's complementarity:
+        a point is held where its force at the new velocity pushes, released where it would pull).
+
+        Args:
+            p: Node positions [m], shape (B, N+1, 3).
+            v: Node velocities of the state [m/s], shape (B, N+1, 3) (its contact points).
+            v_next: The step's new node velocities [m/s], shape (B, N+1, 3).
+            step: h [s].
+
+        Returns:
+            (P,) bool, one per contact point of `points`.
+        """
+        points = self._points_at(p, v)
+        v_rel = self.points(p, v_next).v_rel
+        vn = (v_rel * points.normal).sum(-1)
+        return (points.depth > 0) & (self.stiffness * points.depth - (self.damping + step * self.stiffness) * vn > 0)
+
+    def active_before(self, p: Tensor, v: Tensor, step: float) -> Tensor:
+        """The points the step's first solve holds in contact: where the clipped force at the state's velocity acts.
+
+        Args:
+            p: Node positions [m], shape (B, N+1, 3).
+            v: Node velocities [m/s], shape (B, N+1, 3).
+            step: h [s].
+
+        Returns:
+            (P,) bool, one per contact point of `points`.
+        """
+        points = self._points_at(p, v)
+        return self._normal_force(points.depth, (points.v_rel * points.normal).sum(-1), step) > 0
+
+    def pair_damping(self, depth: Tensor, n: Tensor, v: Tensor, step: float, active: Optional[Tensor] = None) -> Tensor:
         """The damping matrix of the law of `pair_law` at the implicit step h, numerical damping included:
         ``C = (c + h k) n nᵀ + μ f_n / sqrt(|v_t|² + ε²) (I − n nᵀ)`` where the normal force acts, zero elsewhere
         (friction as the viscous law it is below ε, its secant above); positive semi-definite.
@@ -162,13 +204,15 @@ class PenaltyContact(Load):
             n: unit normals (…, 3).
             v: relative velocity (…, 3) [m/s].
             step: h [s].
+            active: (…,) bool, the points held in contact (`pair_law`); None: where the clipped force acts.
 
         Returns:
             C [N s/m], (…, 3, 3).
         """
         vn = (v * n).sum(-1)
-        fn = self._normal_force(depth, vn, step)
-        on = (fn > 0).to(n.dtype)
+        fn = self._normal_force(depth, vn, step, active)
+        on = ((fn > 0) if active is None else (active & (depth > 0))).to(n.dtype)
+        fn = fn.clamp_min(0.0)
         nn = n.unsqueeze(-1) * n.unsqueeze(-2)
         vt = v - vn.unsqueeze(-1) * n
         slip = self.friction * fn / torch.sqrt((vt * vt).sum(-1) + self.slip_velocity**2)
@@ -199,7 +243,7 @@ class PenaltyContact(Load):
         self._last_points = (key, points)
         return points
 
-    def forces(self, p: Tensor, v: Tensor, step: float = 0.0) -> ContactForces:
+    def forces(self, p: Tensor, v: Tensor, step: float = 0.0, active: Optional[Tensor] = None) -> ContactForces:
         """The normal and friction forces at the nodes (each point's force split by its node weights) and each
         node's deepest penetration at a state.
 
@@ -207,12 +251,13 @@ class PenaltyContact(Load):
             p: Node positions [m], shape (B, N+1, 3).
             v: Node velocities [m/s], shape (B, N+1, 3).
             step: h [s] of the implicit step (`pair_law`); 0 for the LGVI and for reports.
+            active: (P,) bool, the points the implicit step holds in contact (`pair_law`); None: the clipped law.
 
         Returns:
             The `ContactForces` (normal, friction (B, N+1, 3) [N]; depth (B, N+1) [m]).
         """
         shares, depth, normal, v_rel, scale = self._points_at(p, v)
-        fn, ft = self.pair_law(depth, normal, v_rel, step)
+        fn, ft = self.pair_law(depth, normal, v_rel, step, active)
         flat = p.reshape(-1, 3)
         node_fn, node_ft = torch.zeros_like(flat), torch.zeros_like(flat)
         node_depth = torch.zeros(flat.shape[0], dtype=p.dtype, device=p.device)
@@ -222,7 +267,7 @@ class PenaltyContact(Load):
             node_depth.scatter_reduce_(0, nodes, torch.where(w[:, 0] != 0, depth, 0.0), reduce="amax")
         return ContactForces(node_fn.reshape(p.shape), node_ft.reshape(p.shape), node_depth.reshape(p.shape[:-1]))
 
-    def filter_blocks(self, p: Tensor, v: Tensor, h: float) -> Tensor:
+    def filter_blocks(self, p: Tensor, v: Tensor, h: float, active: Optional[Tensor] = None) -> Tensor:
         """The contact's share of the implicit step's matrix (eq. (5) of :mod:`~flexlearn.physics.cosserat.implicit`),
         added to the position blocks of ``M + β h² K``, node by node: a point's matrix ``h J C Jᵀ`` (J its node
         weights w) is bounded by ``(Σ|w|) |w_a| h C`` on node a (Cauchy–Schwarz), so the step keeps one block per node
@@ -232,12 +277,13 @@ class PenaltyContact(Load):
             p: Node positions [m], shape (B, N+1, 3).
             v: Node velocities [m/s], shape (B, N+1, 3).
             h: the step [s].
+            active: (P,) bool, the points held in contact (`pair_law`); None: where the clipped force acts.
 
         Returns:
             (B, N+1, 3, 3) blocks [kg].
         """
         shares, depth, normal, v_rel, scale = self._points_at(p, v)
-        point = (scale * h * self.pair_damping(depth, normal, v_rel, h)).reshape(-1, 9)
+        point = (scale * h * self.pair_damping(depth, normal, v_rel, h, active)).reshape(-1, 9)
         total = sum(w.abs() for _, w in shares)
         out = torch.zeros(p.shape[0] * p.shape[1], 9, dtype=p.dtype, device=p.device)
         for nodes, w in shares:

@@ -33,11 +33,9 @@ Seed 001 discrepancies in the time discretisation (also in the package docstring
     position equation; ``Δt³`` would make the load vanish as Δt → 0. And ``O⁻¹ 𝓕`` rotates a force into
     the body frame in an equation that lives in the world frame (positions): the world force enters.
 
-Implicit variant (``scheme='implicit'``, :mod:`flexlearn.physics.cosserat.implicit`): the same map with the
-node forces and torques of every kick replaced by ``F̃ = M (M + β h² K)⁻¹ F`` (M = diag(J_a, m_a), K the
-Gauss–Newton tangent stiffness of the elastic energy at state k): for a linear rod this is Newmark's
-average-acceleration rule (β = ¼), unconditionally stable, so the step is set by accuracy, not by the stiff
-shear/extension modes. Everything else (Cayley–Newton rotations, momenta, checks, records) is shared.
+Implicit variant (``scheme='implicit'``, :mod:`flexlearn.physics.cosserat.implicit`): every kick's forces become
+``F̃ = M (M + β h² K)⁻¹ F`` (Newmark's average acceleration for a linear rod at β = ¼: the step is set by accuracy),
+with obstacle contacts held by the active set of :mod:`~flexlearn.physics.cosserat.contact_step`; the rest is shared.
 
 :class:`Stepper` holds one simulation's constants and runs the loop; :func:`simulate` checks the time step
 and the rod and picks the fused kernel or the tensor path.
@@ -55,7 +53,8 @@ from flexlearn.config import check
 from flexlearn.lie import so3_cayley
 from flexlearn.physics.cosserat import implicit
 from flexlearn.physics.cosserat.compiled import lgvi
-from flexlearn.physics.cosserat.contact import contact_filter_blocks
+from flexlearn.physics.cosserat.contact import ObstacleContact, contact_filter_blocks
+from flexlearn.physics.cosserat.contact_step import consistent_contact_filter
 from flexlearn.physics.cosserat.damping import RodObserver
 from flexlearn.physics.cosserat.elastic import elastic_energy, internal_forces
 from flexlearn.physics.cosserat.errors import IntegrationError
@@ -277,7 +276,10 @@ class Stepper:
         h, zeta = self.h, (self.zeta if state is not None else 0.0)
         step = ForceFilter((self.beta + 0.5 * zeta) * h * h, self.dofs, zeta * h, loads.contact)
         velocities = None if state is None or zeta == 0.0 else (state.v, state.pi / self.J)
-        return implicit.filter_forces(self.ctx, R, p, f, tau, step, velocities)
+        obstacles = [load for load in self.loads if isinstance(load, ObstacleContact)]
+        if loads.contact is None or state is None or not obstacles:  # the start: its clipped law as it is
+            return implicit.filter_forces(self.ctx, R, p, f, tau, step, velocities)
+        return consistent_contact_filter(self.ctx, (R, p, state.v), f, tau, step, velocities, obstacles, h)
 
     # ------------------------------------------------------------ the step
     def velocities(self, R: Tensor, p: Tensor, v_int: Tensor, pi_int: Tensor) -> Tuple[Tensor, Tensor]:

@@ -38,12 +38,16 @@ def _kernel(contact, p, v, h):
         add_obstacle_contacts,
         add_rod_rod_contacts,
         contact_arrays,
+        n_contact_points,
     )
 
     arrays = contact_arrays([contact], p)
     force, blocks = np.zeros(p.shape), np.zeros((*p.shape, 3))
     pn, vn = p.numpy().copy(), v.numpy().copy()
-    add_obstacle_contacts(arrays.obstacles, h, pn, vn, force, blocks)
+    n_points = n_contact_points(arrays.obstacles, p.shape[0], p.shape[1])
+    flags = np.full(n_points, -1, dtype=np.int64)  # the clipped law
+    points = (np.empty((n_points, 8)), np.empty((n_points, 4), dtype=np.int64), np.zeros(1, dtype=np.int64))
+    add_obstacle_contacts(arrays.obstacles, h, pn, vn, force, blocks, flags, points)
     add_rod_rod_contacts(arrays.pairs, arrays.laws, h, pn, vn, force, blocks)
     return force, blocks
 

@@ -27,10 +27,14 @@ import numpy as np
 from torch import Tensor
 
 from flexlearn.physics.cosserat.compiled.common import njit
+from flexlearn.physics.cosserat.compiled.implicit import filter_forces
 from flexlearn.physics.cosserat.contact import CylinderContact, PenaltyContact, PlaneContact, SphereContact
 from flexlearn.physics.cosserat.rod_contact import RodRodContact
 
 PLANE, CYLINDER, SPHERE = 0, 1, 2
+MAX_CONTACT_PASSES = 4
+"""The most solves of one implicit step's contact active set (:mod:`flexlearn.physics.cosserat.contact_step`; the
+last one stands if the set still changes). Here, beside the kernels that read it, so numba's cache sees a change."""
 KERNEL_CONTACTS = (PlaneContact, CylinderContact, SphereContact, RodRodContact)
 """The contact loads the kernel runs (exactly these types: a subclass with its own geometry runs on the tensor
 path)."""
@@ -87,17 +91,18 @@ def contact_arrays(loads: Sequence[object], p: Tensor) -> ContactArrays:
 
 
 @njit(cache=True, error_model="numpy")
-def _apply_point(depth, n, v, law, h, scale, nodes, weights, count, force, blocks):
+def _apply_point(depth, n, v, law, h, scale, nodes, weights, count, force, blocks, flag):
     """Add one point's forces (and, when h > 0, its blocks) to its ``count`` shares ``(nodes, weights)``: flattened
-    node indices into ``force`` (B, n, 3) and ``blocks`` (B, n, 3, 3); ``law`` = (r, k, c, μ, ε) from index 1."""
+    node indices into ``force`` (B, n, 3) and ``blocks`` (B, n, 3, 3); ``law`` = (r, k, c, μ, ε) from index 1.
+    ``flag``: −1 the clipped law, 1 held (its force unclipped), 0 released. Returns whether it was held."""
     k, c, mu, eps = law[1], law[2], law[3], law[4]
     vn = v[0] * n[0] + v[1] * n[1] + v[2] * n[2]
     damping = c + h * k
     fn = k * depth - damping * vn if depth > 0.0 else 0.0
-    if not fn > 0.0:
-        return
+    if not (fn > 0.0 if flag < 0 else (flag == 1 and depth > 0.0)):
+        return False
     t0, t1, t2 = v[0] - vn * n[0], v[1] - vn * n[1], v[2] - vn * n[2]
-    slip = mu * fn / math.sqrt(t0 * t0 + t1 * t1 + t2 * t2 + eps * eps)
+    slip = mu * max(fn, 0.0) / math.sqrt(t0 * t0 + t1 * t1 + t2 * t2 + eps * eps)
     f = (fn * n[0] - slip * t0, fn * n[1] - slip * t1, fn * n[2] - slip * t2)
     total = 0.0
     for a in range(count):
@@ -113,6 +118,7 @@ def _apply_point(depth, n, v, law, h, scale, nodes, weights, count, force, block
                 for col in range(3):
                     eye = 1.0 if r == col else 0.0
                     blocks[b, node, r, col] += g * (damping * n[r] * n[col] + slip * (eye - n[r] * n[col]))
+    return True
 
 
 @njit(cache=True, error_model="numpy")
@@ -137,22 +143,57 @@ def _surface(row, x, n):
     return radial - row[13] if abs(along) <= 0.5 * row[14] else np.inf
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def _keep_point(points, row, depth, normal, nodes, weights, count, idx, held):
+    """Write a penetrating obstacle point into the buffer ``points`` = (floats (P, 8): δ, n, w0, w1, k, c; ints
+    (P, 4): node0, node1, flag index, held) at its next free row, ``points[2][0]``."""
+    at = points[2][0]
+    floats, ints = points[0], points[1]
+    floats[at, 0], floats[at, 1], floats[at, 2], floats[at, 3] = depth, normal[0], normal[1], normal[2]
+    floats[at, 4], floats[at, 5] = weights[0], weights[1] if count == 2 else 0.0
+    floats[at, 6], floats[at, 7] = row[3], row[4]
+    ints[at, 0], ints[at, 1] = nodes[0], nodes[1] if count == 2 else nodes[0]
+    ints[at, 2], ints[at, 3] = idx, 1 if held else 0
+    points[2][0] = at + 1
+
+
 @njit(cache=True, error_model="numpy")
-def _obstacle_point(row, b, e, s, h, p, v, force, blocks, x, vp, normal, nodes, weights):
-    """The point at s ∈ [0, 1] of element e of rod b against obstacle ``row`` (its weights (1 − s, s), scale 1/q)."""
+def _obstacle_point(row, b, e, s, h, p, v, force, blocks, work, flags, idx, points):
+    """The point at s ∈ [0, 1] of element e of rod b against obstacle ``row`` (its weights (1 − s, s), scale 1/q),
+    kept in ``points`` when it penetrates; ``work`` = (x, vp, normal, nodes, weights)."""
+    x, vp, normal, nodes, weights = work
     for r in range(3):
         x[r] = (1.0 - s) * p[b, e, r] + s * p[b, e + 1, r]
         vp[r] = (1.0 - s) * v[b, e, r] + s * v[b, e + 1, r]
-    depth = row[2] - _surface(row, x, normal)
+    depth = max(row[2] - _surface(row, x, normal), 0.0)
     nodes[0], nodes[1] = b * p.shape[1] + e, b * p.shape[1] + e + 1
     weights[0], weights[1] = 1.0 - s, s
-    _apply_point(max(depth, 0.0), normal, vp, row[2:7], h, 1.0 / row[1], nodes, weights, 2, force, blocks)
+    held = _apply_point(depth, normal, vp, row[2:7], h, 1.0 / row[1], nodes, weights, 2, force, blocks, flags[idx])
+    if depth > 0.0:
+        _keep_point(points, row, depth, normal, nodes, weights, 2, idx, held)
+
+
+def n_contact_points(obstacles: np.ndarray, n_rods: int, n_nodes: int) -> int:
+    """How many obstacle contact points the kernel visits per step (the length of ``flags``): q = 1 obstacles'
+    nodes, the others' q points per element and the last node, of every rod.
+
+    Args:
+        obstacles: The obstacles, shape (M, 15).
+        n_rods: B.
+        n_nodes: n = N + 1.
+
+    Returns:
+        The count.
+    """
+    per_rod = [n_nodes if int(q) == 1 else (n_nodes - 1) * int(q) + 1 for q in obstacles[:, 1]]
+    return n_rods * sum(per_rod)
 
 
 @njit(cache=True, error_model="numpy")
-def add_obstacle_contacts(obstacles, h, p, v, force, blocks):
+def add_obstacle_contacts(obstacles, h, p, v, force, blocks, flags, points):
     """Every obstacle's forces on every rod, added to ``force``, and their blocks to ``blocks`` when h > 0: the nodes
-    (q = 1), or q points per element at s = j/q and the last node.
+    (q = 1), or q points per element at s = j/q and the last node. The penetrating points are kept in ``points``
+    for the active-set check (:func:`switch_points`).
 
     Args:
         obstacles: The obstacles, shape (M, 15) (module docstring).
@@ -161,24 +202,69 @@ def add_obstacle_contacts(obstacles, h, p, v, force, blocks):
         v: Node velocities [m/s], shape (B, n, 3).
         force: World node forces [N], shape (B, n, 3), added to.
         blocks: Position blocks h C [kg], shape (B, n, 3, 3), added to (when h > 0).
+        flags: Each point's active-set flag (−1 the clipped law, 1 held, 0 released), shape
+            (:func:`n_contact_points`,) int64.
+        points: The buffer of penetrating points (floats (P, 8), ints (P, 4), count (1,) int64, reset here).
     """
     B, n_nodes = p.shape[0], p.shape[1]
-    x, vp, normal = np.empty(3), np.empty(3), np.empty(3)
-    nodes, weights = np.empty(2, dtype=np.int64), np.empty(2)
+    work = (np.empty(3), np.empty(3), np.empty(3), np.empty(2, dtype=np.int64), np.empty(2))
+    normal, nodes, weights = work[2], work[3], work[4]
+    points[2][0] = 0
+    idx = 0
     for o in range(obstacles.shape[0]):
         row = obstacles[o]
         q = int(row[1])
         for b in range(B):
             if q == 1:
                 for a in range(n_nodes):
-                    depth = row[2] - _surface(row, p[b, a], normal)
+                    depth = max(row[2] - _surface(row, p[b, a], normal), 0.0)
                     nodes[0], weights[0] = b * n_nodes + a, 1.0
-                    _apply_point(max(depth, 0.0), normal, v[b, a], row[2:7], h, 1.0, nodes, weights, 1, force, blocks)
+                    held = _apply_point(
+                        depth, normal, v[b, a], row[2:7], h, 1.0, nodes, weights, 1, force, blocks, flags[idx]
+                    )
+                    if depth > 0.0:
+                        _keep_point(points, row, depth, normal, nodes, weights, 1, idx, held)
+                    idx += 1
                 continue
             for e in range(n_nodes - 1):
                 for j in range(q):
-                    _obstacle_point(row, b, e, j / q, h, p, v, force, blocks, x, vp, normal, nodes, weights)
-            _obstacle_point(row, b, n_nodes - 2, 1.0, h, p, v, force, blocks, x, vp, normal, nodes, weights)
+                    _obstacle_point(row, b, e, j / q, h, p, v, force, blocks, work, flags, idx, points)
+                    idx += 1
+            _obstacle_point(row, b, n_nodes - 2, 1.0, h, p, v, force, blocks, work, flags, idx, points)
+            idx += 1
+
+
+@njit(cache=True, error_model="numpy")
+def switch_points(points, h, v_next, flags):
+    """The active-set check of the kept obstacle points (:mod:`flexlearn.physics.cosserat.contact_step`): each flag
+    becomes whether ``k δ − (c + h k) v_n⁺`` pushes at the step's new node velocities.
+
+    Args:
+        points: The buffer :func:`add_obstacle_contacts` filled.
+        h: The implicit step [s].
+        v_next: The step's new node velocities [m/s], shape (B, n, 3).
+        flags: The points' active-set flags, changed in place.
+
+    Returns:
+        How many points changed from held to released or back.
+    """
+    floats, ints = points[0], points[1]
+    per_node = v_next.shape[1]
+    changed = 0
+    for at in range(points[2][0]):
+        vn = 0.0
+        for side in range(2):
+            node, w = ints[at, side], floats[at, 4 + side]
+            b, a = node // per_node, node % per_node
+            vn += w * (
+                v_next[b, a, 0] * floats[at, 1] + v_next[b, a, 1] * floats[at, 2] + v_next[b, a, 2] * floats[at, 3]
+            )
+        k, c = floats[at, 6], floats[at, 7]
+        want = k * floats[at, 0] - (c + h * k) * vn > 0.0
+        flags[ints[at, 2]] = 1 if want else 0
+        if want != (ints[at, 3] == 1):
+            changed += 1
+    return changed
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -202,7 +288,7 @@ def _apart(p, bi, ai, bj, aj, reach):
 def add_rod_rod_contacts(pairs, laws, h, p, v, force, blocks):
     """Every element pair's forces (closest points, Ericson 2005 §5.1.9, as
     :func:`flexlearn.physics.cosserat.rod_contact.closest_points`), ``+f`` on the first element and ``−f`` on the
-    second, added to ``force``; their blocks to ``blocks`` when h > 0.
+    second, added to ``force``; their blocks to ``blocks`` when h > 0 (the clipped law: no active set).
 
     Args:
         pairs: The element pairs (i, j, law), shape (P, 3) int64 (module docstring).
@@ -255,4 +341,73 @@ def add_rod_rod_contacts(pairs, laws, h, p, v, force, blocks):
             gap[r] *= inv
         nodes[0], nodes[1], nodes[2], nodes[3] = i, i + 1, j, j + 1
         weights[0], weights[1], weights[2], weights[3] = 1.0 - s, s, -(1.0 - t), -t
-        _apply_point(depth, gap, vr, law, h, 1.0, nodes, weights, 4, force, blocks)
+        _apply_point(depth, gap, vr, law, h, 1.0, nodes, weights, 4, force, blocks, -1)
+
+
+@njit(cache=True, error_model="numpy")
+def contact_passes(R, p, v, pi, mass, inertia, C1, C2, l, strain_code, beta_h2, damping_c, held, coupling, h,
+                    contacts, force, torque, blocks, work, flags):  # fmt: skip
+    """The contacts' forces and blocks added to ``force``, then, on the implicit step, every rod's forces filtered
+    with the obstacles' active set of :mod:`flexlearn.physics.cosserat.contact_step` (up to
+    :data:`MAX_CONTACT_PASSES` solves; rod–rod pairs keep the clipped law). Called by the step loop
+    (:func:`flexlearn.physics.cosserat.compiled.lgvi.run`), whose arguments these are.
+
+    Args:
+        R: Node rotations, shape (B, n, 3, 3).
+        p: Node positions [m], shape (B, n, 3).
+        v: Half-step node velocities [m/s], shape (B, n, 3).
+        pi: Node momenta, shape (B, n, 3).
+        mass: Node masses [kg], shape (B, n).
+        inertia: Node inertias [kg m²], shape (B, n, 3).
+        C1: Shear/extension stiffness [N], shape (B, N, 3).
+        C2: Bending/torsion stiffness [N m²], shape (B, N, 3).
+        l: Element rest lengths [m], shape (B, N).
+        strain_code: The strain model's code.
+        beta_h2: β h² [s²] of the implicit step (0 for the LGVI: the forces only).
+        damping_c: Its numerical damping c [s].
+        held: The supports' held directions.
+        coupling: The consistent mass's coupling [kg], shape (B, N).
+        h: The step [s].
+        contacts: ``(obstacles, pairs, laws)`` (module docstring).
+        force: World node forces [N], shape (B, n, 3): in, the other loads'; out, filtered.
+        torque: Body node torques [N m], shape (B, n, 3): the same.
+        blocks: Work array of the blocks, shape (B, n, 3, 3).
+        work: ``(D, W, y, G, Ke)`` of the filter, the force and torque (B, n, 3) before the contacts and after
+            the first solve, the new velocities (B, n, 3) and the buffer of :func:`add_obstacle_contacts`.
+        flags: The points' active-set flags, shape (:func:`n_contact_points`,) int64.
+
+    Returns:
+        The rod whose filter failed, or −1.
+    """
+    obstacles, pairs, laws = contacts
+    D, W, y, G, Ke, base_f, base_t, first_f, first_t, v_next, points = work
+    B, n = force.shape[0], force.shape[1]
+    law_h = h if beta_h2 > 0.0 else 0.0
+    base_f[:] = force
+    base_t[:] = torque
+    flags[:] = -1
+    for attempt in range(MAX_CONTACT_PASSES):
+        if attempt > 0:
+            force[:] = base_f
+            torque[:] = base_t
+        blocks[:] = 0.0
+        add_obstacle_contacts(obstacles, law_h, p, v, force, blocks, flags, points)
+        add_rod_rod_contacts(pairs, laws, law_h, p, v, force, blocks)
+        if beta_h2 == 0.0:
+            return -1
+        for b in range(B):
+            if not filter_forces(R, p, C1, C2, l, mass, inertia, strain_code, beta_h2, held, b, force[b], torque[b],
+                                 D, W, y, G, Ke, damping_c, v, pi, coupling, blocks):  # fmt: skip
+                return b
+        if attempt == 0:
+            first_f[:] = force
+            first_t[:] = torque
+        for b in range(B):
+            for a in range(n):
+                for r in range(3):
+                    v_next[b, a, r] = v[b, a, r] + h * force[b, a, r] / mass[b, a]
+        if switch_points(points, h, v_next, flags) == 0:  # rod–rod pairs keep the clipped law
+            return -1
+    force[:] = first_f  # no consistent set found: the first solve's clipped law
+    torque[:] = first_t
+    return -1

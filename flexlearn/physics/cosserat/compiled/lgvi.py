@@ -46,9 +46,9 @@ from flexlearn.physics.cosserat.compiled.common import (
 )
 from flexlearn.physics.cosserat.compiled.contact import (
     KERNEL_CONTACTS,
-    add_obstacle_contacts,
-    add_rod_rod_contacts,
     contact_arrays,
+    contact_passes,
+    n_contact_points,
 )
 
 # the kernel's force filter, under its own name beside the torch reference ``implicit.filter_forces``
@@ -311,11 +311,11 @@ def _reactions(R, p, v, pi, mass, force, torque, held, targets_R, targets_p, nod
                 out[rec, b, a, 3 + c] = t
 
 
-# long: 61 lines of code; its docstring documents all 38 parameters
+# long: 63 lines of code; its docstring documents all 39 parameters
 @njit(cache=True, error_model="numpy")
 def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield, h, n_steps, record_every, held,
         targets_R, targets_p, support_nodes, strain_code, limit2, tol, iters, out_p, out_R, f_last, t_last, inertia,
-        beta_h2, damping_c, out_react, coupling, obstacles, pairs, laws):  # fmt: skip
+        beta_h2, damping_c, out_react, coupling, obstacles, pairs, laws, n_points):  # fmt: skip
     """Advance every rod ``n_steps`` steps in place from the half-step state (R, p, v = v^{k−½},
     pi = Π^k − h/2 τ^k convention of the tensor path). Records (R, p) at k % record_every == 0 and at the
     last step into out_R/out_p (T, B, n, …); leaves the model force/torque of the last state in
@@ -370,6 +370,7 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
         obstacles: The obstacle contacts, shape (M, 15) (:mod:`~flexlearn.physics.cosserat.compiled.contact`).
         pairs: The element pairs of the rod–rod contacts, shape (P, 3) int64.
         laws: The rod–rod contacts' laws (r, k, c, μ, ε), shape (L, 5).
+        n_points: The contact points per step (:func:`~flexlearn.physics.cosserat.compiled.contact.n_contact_points`).
 
     Returns:
         Tuple ``(status, step, rod, node/element)``.
@@ -381,6 +382,10 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
     magnetic = bfield.shape[0] > n_steps
     contacts = obstacles.shape[0] > 0 or pairs.shape[0] > 0
     blocks = np.zeros((B, n, 3, 3) if contacts else (1, 1, 3, 3))
+    flags = np.empty(n_points, dtype=np.int64)
+    buffer = (np.empty((n_points, 8)), np.empty((n_points, 4), dtype=np.int64), np.zeros(1, dtype=np.int64))
+    copies = np.empty((5, B, n, 3))  # force, torque before the contacts and after the first solve; new velocities
+    work = (D, W, y, G, Ke, copies[0], copies[1], copies[2], copies[3], copies[4], buffer)
     for k in range(n_steps + 1):  # every rod at step k before any at k + 1: contact couples them
         for b in range(B):
             st, where = _internal(R, p, C1, C2, l, fext, strain_code, limit2, force[b], torque[b], b, n)
@@ -391,16 +396,16 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
                 bw0, bw1, bw2 = bfield[k, b, 0], bfield[k, b, 1], bfield[k, b, 2]
             _damping_andmagnets(R, v, pi, cf, cw, mmag, bw0, bw1, bw2, force[b], torque[b], b, n)
         if contacts:
-            blocks[:] = 0.0
-            law_h = h if beta_h2 > 0.0 else 0.0
-            add_obstacle_contacts(obstacles, law_h, p, v, force, blocks)
-            add_rod_rod_contacts(pairs, laws, law_h, p, v, force, blocks)
+            bad = contact_passes(R, p, v, pi, mass, inertia, C1, C2, l, strain_code, beta_h2, damping_c, held,
+                                 coupling, h, (obstacles, pairs, laws), force, torque, blocks, work, flags)  # fmt: skip
+            if bad >= 0:
+                return BAD_NODE, k, bad, 0
         tk = min(k + 1, targets_p.shape[0] - 1)  # the supports' poses at t_{k+1}
         rec = k // record_every if k % record_every == 0 else -1
         if k == n_steps:
             rec = out_p.shape[0] - 1
         for b in range(B):
-            if beta_h2 > 0.0 and not _filter_forces(
+            if beta_h2 > 0.0 and not contacts and not _filter_forces(
                 R, p, C1, C2, l, mass, inertia, strain_code, beta_h2, held, b, force[b], torque[b], D, W, y, G, Ke,
                 damping_c, v, pi, coupling, blocks,
             ):  # fmt: skip
@@ -568,7 +573,7 @@ def simulate(
             float(options.newton_tol), int(options.newton_iters), out_p, out_R, f_last, t_last, _np(J),
             beta_h2 + 0.5 * zeta * h * h if beta_h2 > 0.0 else 0.0,
             zeta * h if beta_h2 > 0.0 else 0.0, out_react, _np(_coupling(ctx)), contacts.obstacles, contacts.pairs,
-            contacts.laws,
+            contacts.laws, n_contact_points(contacts.obstacles, B, n),
         )  # fmt: skip
         if status != OK:
             return KernelFailure(int(status), int(step), int(rod), int(where))
