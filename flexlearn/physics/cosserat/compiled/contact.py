@@ -27,7 +27,7 @@ import numpy as np
 from torch import Tensor
 
 from flexlearn.physics.cosserat.compiled.common import njit
-from flexlearn.physics.cosserat.compiled.implicit import filter_forces
+from flexlearn.physics.cosserat.compiled.implicit import assemble_stiffness, solve_assembled
 from flexlearn.physics.cosserat.contact import CylinderContact, PenaltyContact, PlaneContact, SphereContact
 from flexlearn.physics.cosserat.rod_contact import RodRodContact
 
@@ -373,14 +373,15 @@ def contact_passes(R, p, v, pi, mass, inertia, C1, C2, l, strain_code, beta_h2, 
         torque: Body node torques [N m], shape (B, n, 3): the same.
         blocks: Work array of the blocks, shape (B, n, 3, 3).
         work: ``(D, W, y, G, Ke)`` of the filter, the force and torque (B, n, 3) before the contacts and after
-            the first solve, the new velocities (B, n, 3) and the buffer of :func:`add_obstacle_contacts`.
+            the first solve, the new velocities (B, n, 3), the buffer of :func:`add_obstacle_contacts` and the
+            blocks of β h² K of every rod (B, n, 6, 6) twice.
         flags: The points' active-set flags, shape (:func:`n_contact_points`,) int64.
 
     Returns:
         The rod whose filter failed, or −1.
     """
     obstacles, pairs, laws = contacts
-    D, W, y, G, Ke, base_f, base_t, first_f, first_t, v_next, points = work
+    D, W, y, G, Ke, base_f, base_t, first_f, first_t, v_next, points, stiff_D, stiff_W = work
     B, n = force.shape[0], force.shape[1]
     law_h = h if beta_h2 > 0.0 else 0.0
     base_f[:] = force
@@ -395,9 +396,13 @@ def contact_passes(R, p, v, pi, mass, inertia, C1, C2, l, strain_code, beta_h2, 
         add_rod_rod_contacts(pairs, laws, law_h, p, v, force, blocks)
         if beta_h2 == 0.0:
             return -1
-        for b in range(B):
-            if not filter_forces(R, p, C1, C2, l, mass, inertia, strain_code, beta_h2, held, b, force[b], torque[b],
-                                 D, W, y, G, Ke, damping_c, v, pi, coupling, blocks):  # fmt: skip
+        for b in range(B):  # β h² K once per step: only the contact blocks change between the solves
+            if attempt == 0:
+                assemble_stiffness(R, p, C1, C2, l, strain_code, beta_h2, b, stiff_D[b], stiff_W[b], G, Ke)
+            D[:] = stiff_D[b]
+            W[:] = stiff_W[b]
+            if not solve_assembled(mass, inertia, beta_h2, held, b, force[b], torque[b], D, W, y, damping_c, v, pi,
+                                   coupling, blocks):  # fmt: skip
                 return b
         if attempt == 0:
             first_f[:] = force

@@ -274,7 +274,30 @@ def filter_forces(
     Returns:
         True on success, False when the matrix is not positive definite.
     """
-    n = force.shape[0]
+    assemble_stiffness(R, p, C1, C2, l, strain_code, beta_h2, b, D, W, G, Ke)
+    return solve_assembled(mass, inertia, beta_h2, held, b, force, torque, D, W, y, damping_c, v, pi, coupling, blocks)
+
+
+@njit(cache=True, error_model="numpy")
+def assemble_stiffness(R, p, C1, C2, l, strain_code, beta_h2, b, D, W, G, Ke):
+    """The blocks of ``β h² K`` of rod b (eq. (2)): diagonal ``D`` and upper ``W`` (n, 6, 6), the first half of
+    :func:`filter_forces` (arguments as there); a step that solves again with other contact blocks keeps a copy.
+
+    Args:
+        R: The nodes' rotations (B, n, 3, 3).
+        p: Their positions [m] (B, n, 3).
+        C1: The elements' shear and extension stiffness [N] (B, N, 3).
+        C2: Their bending and torsion stiffness [N·m²] (B, N, 3).
+        l: Their rest lengths [m] (B, N).
+        strain_code: The strain model.
+        beta_h2: β h² [s²].
+        b: Rod index in the batch.
+        D: Diagonal blocks, shape (n, 6, 6), written.
+        W: Upper blocks, shape (n, 6, 6), written.
+        G: Work array, shape (6, 12).
+        Ke: Work array, shape (12, 12).
+    """
+    n = D.shape[0]
     for a in range(n):
         D[a, :, :] = 0.0
         W[a, :, :] = 0.0
@@ -285,6 +308,34 @@ def filter_forces(
                 D[i, r, c] += beta_h2 * Ke[r, c]
                 D[i + 1, r, c] += beta_h2 * Ke[6 + r, 6 + c]
                 W[i, r, c] = beta_h2 * Ke[r, 6 + c]  # E_i, turned into W_i below
+
+
+@njit(cache=True, error_model="numpy")
+def solve_assembled(mass, inertia, beta_h2, held, b, force, torque, D, W, y, damping_c, v, pi, coupling, blocks):
+    """The second half of :func:`filter_forces` from the blocks of :func:`assemble_stiffness` (overwritten):
+    numerical damping, contact blocks, mass, block Cholesky factorisation and solve.
+
+    Args:
+        mass: Node masses [kg], shape (B, n).
+        inertia: Principal node inertias [kg·m²], shape (B, n, 3).
+        beta_h2: β h² [s²] (plus h c/2 with numerical damping).
+        held: 1 for a held direction, else 0, shape (n, 6).
+        b: Rod index in the batch.
+        force: World node forces [N] of rod b, shape (n, 3), filtered in place.
+        torque: Body node torques [N·m] of rod b, shape (n, 3), filtered in place.
+        D: The diagonal blocks of β h² K, shape (n, 6, 6).
+        W: Its upper blocks, shape (n, 6, 6).
+        y: Work array, shape (n, 6).
+        damping_c: Numerical damping coefficient c [s]; 0 for none.
+        v: Half-step node velocities [m/s], shape (B, n, 3).
+        pi: Half-step angular momenta J ω, shape (B, n, 3).
+        coupling: The consistent mass's element coupling [kg], shape (B, N).
+        blocks: The contacts' position blocks h C [kg], shape (B, n, 3, 3), or a (1, 1, 3, 3) placeholder.
+
+    Returns:
+        True on success, False when the matrix is not positive definite.
+    """
+    n = force.shape[0]
     if damping_c > 0.0:
         _subtract_damping(D, W, v, pi, inertia, damping_c / beta_h2, held, b, force, torque, y)
     if blocks.shape[1] == n:  # the contacts' h C on the position blocks (eq. (5)), not in the damping's K
