@@ -74,8 +74,8 @@ def consistent_contact_filter(
         switched = [c.active_after(p, v, v_next, h) for c in contacts]
         if all(bool((a == s).all()) for a, s in zip(held, switched)):
             return f_out, tau_out
-        if attempt == MAX_CONTACT_PASSES - 1:  # no consistent set found: the first solve's clipped law
-            return first
+        if attempt == MAX_CONTACT_PASSES - 1:
+            break
         blocks = step.contact
         for contact, before, after in zip(contacts, held, switched):
             old, new = contact.forces(p, v, h, before), contact.forces(p, v, h, after)
@@ -84,4 +84,4 @@ def consistent_contact_filter(
             blocks = change if blocks is None else blocks + change
         held = switched
         f_out, tau_out = implicit.filter_forces(ctx, R, p, f, tau, step._replace(contact=blocks), velocities)
-    return first  # not reached: the loop returns
+    return first  # no consistent set found: the first solve's clipped law

@@ -61,7 +61,13 @@ from flexlearn.physics.cosserat.errors import IntegrationError
 from flexlearn.physics.cosserat.implicit import ForceFilter
 from flexlearn.physics.cosserat.loads import load_forces, potential_loads
 from flexlearn.physics.cosserat.newton import cayley_newton, cayley_newton_fixed, cayley_newton_globalised
-from flexlearn.physics.cosserat.run_checks import check_time_and_rod, implicit_remedy, kernel_error, load_names
+from flexlearn.physics.cosserat.run_checks import (
+    check_time_and_rod,
+    implicit_remedy,
+    kernel_error,
+    load_names,
+    unphysical,
+)
 from flexlearn.physics.cosserat.simulation import RodSetup, SimulatedRod, SimulationOptions
 from flexlearn.physics.cosserat.state import Clamp, RodState, Trajectory
 from flexlearn.physics.cosserat.supports import FreeStep, HeldNodes, HeldTargets, support_list
@@ -170,6 +176,7 @@ class Stepper:
         base = Clamp() if setup.base is None else setup.base
         self.setup = dataclasses.replace(setup, loads=list(setup.loads), base=base)
         self.loads = self.setup.loads
+        self.obstacles = [load for load in self.loads if isinstance(load, ObstacleContact)]  # contact_step's
         self.beta, self.zeta = options.filter_beta, options.filter_dissipation
         ctx = dataclasses.replace(rod.context(self.loads, self.dtype), consistent_mass=options.consistent_mass)
         self.ctx = ctx = dataclasses.replace(ctx, implicit_step=h if self.beta else 0.0)
@@ -276,10 +283,9 @@ class Stepper:
         h, zeta = self.h, (self.zeta if state is not None else 0.0)
         step = ForceFilter((self.beta + 0.5 * zeta) * h * h, self.dofs, zeta * h, loads.contact)
         velocities = None if state is None or zeta == 0.0 else (state.v, state.pi / self.J)
-        obstacles = [load for load in self.loads if isinstance(load, ObstacleContact)]
-        if loads.contact is None or state is None or not obstacles:  # the start: its clipped law as it is
+        if loads.contact is None or state is None or not self.obstacles:  # the start: its clipped law as it is
             return implicit.filter_forces(self.ctx, R, p, f, tau, step, velocities)
-        return consistent_contact_filter(self.ctx, (R, p, state.v), f, tau, step, velocities, obstacles, h)
+        return consistent_contact_filter(self.ctx, (R, p, state.v), f, tau, step, velocities, self.obstacles, h)
 
     # ------------------------------------------------------------ the step
     def velocities(self, R: Tensor, p: Tensor, v_int: Tensor, pi_int: Tensor) -> Tuple[Tensor, Tensor]:
@@ -538,22 +544,10 @@ class Stepper:
             k: Step index of the state.
             forces: The forces, strains and rotation traces of state k.
         """
-        f, tau, strain, tr = forces
-        limit = self.options.strain_limit
-        bad_el = ~torch.isfinite(strain) | (strain > limit) | ~(1.0 + tr > 1e-6)
-        bad_node = ~torch.isfinite(f).all(-1) | ~torch.isfinite(tau).all(-1)
-        if not (bool(bad_el.any()) or bool(bad_node.any())):
+        bad = unphysical(*forces, self.options.strain_limit)
+        if bad is None:
             return
-        if bool(bad_el.any()):
-            b, i = [int(x) for x in bad_el.nonzero()[0]]
-            what = (
-                f"element {i} (nodes {i}-{i + 1}) strain |Γ| = {float(strain[b, i]):.3g} "
-                f"(limit {limit}), relative rotation trace {float(tr[b, i]):.3g}"
-            )
-            node = i + 1
-        else:
-            b, node = [int(x) for x in bad_node.nonzero()[0]]
-            what = f"non-finite force or torque at node {node}"
+        b, node, what = bad
         fail, h = max(k - 1, 0), self.h
         if self.beta == 0.0:
             hint = f"dt = {h:g} s is probably beyond stability (estimate {float(self.rod.stable_dt()[b]):.3g} s)"

@@ -2,16 +2,17 @@
 
 The time step, the duration and the rod's parameters (:func:`check_time_and_rod`); the
 :class:`~flexlearn.physics.cosserat.errors.IntegrationError` of a kernel failure (:func:`kernel_error`, raised as it
-is with ``backend='numba'``); the loads and the remedies a failed step names (:func:`load_names`,
-:func:`implicit_remedy`).
+is with ``backend='numba'``); what makes a state unphysical (:func:`unphysical`); the loads and the remedies a failed
+step names (:func:`load_names`, :func:`implicit_remedy`).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Optional, Sequence, Tuple
 
 import torch
+from torch import Tensor
 
 from flexlearn.config import check
 from flexlearn.physics.cosserat.compiled import lgvi
@@ -122,3 +123,32 @@ def check_time_and_rod(rod: SimulatedRod, duration: float, dt: float) -> None:
                 rod=i,
                 what="parameter",
             )
+
+
+def unphysical(f: Tensor, tau: Tensor, strain: Tensor, tr: Tensor, limit: float) -> Optional[Tuple[int, int, str]]:
+    """The first element whose strain is beyond ``limit`` (or not finite) or that is bent through, else the first
+    node with a non-finite force or torque, of a state.
+
+    Args:
+        f: Node forces [N], shape (B, n, 3).
+        tau: Node torques [N m], shape (B, n, 3).
+        strain: Element strains |Γ|, shape (B, N).
+        tr: Traces of the elements' relative rotations, shape (B, N) (−1: bent through 180°).
+        limit: The strain limit.
+
+    Returns:
+        ``(rod, node, what)`` (the element's second node), or None for a physical state.
+    """
+    bad_el = ~torch.isfinite(strain) | (strain > limit) | ~(1.0 + tr > 1e-6)
+    if bool(bad_el.any()):
+        b, i = [int(x) for x in bad_el.nonzero()[0]]
+        what = (
+            f"element {i} (nodes {i}-{i + 1}) strain |Γ| = {float(strain[b, i]):.3g} "
+            f"(limit {limit}), relative rotation trace {float(tr[b, i]):.3g}"
+        )
+        return b, i + 1, what
+    bad_node = ~torch.isfinite(f).all(-1) | ~torch.isfinite(tau).all(-1)
+    if bool(bad_node.any()):
+        b, node = [int(x) for x in bad_node.nonzero()[0]]
+        return b, node, f"non-finite force or torque at node {node}"
+    return None

@@ -384,7 +384,7 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
     blocks = np.zeros((B, n, 3, 3) if contacts else (1, 1, 3, 3))
     flags = np.empty(n_points, dtype=np.int64)
     buffer = (np.empty((n_points, 8)), np.empty((n_points, 4), dtype=np.int64), np.zeros(1, dtype=np.int64))
-    copies = np.empty((5, B, n, 3))  # force, torque before the contacts and after the first solve; new velocities
+    copies = np.empty((5, B, n, 3) if contacts else (5, 1, 1, 3))  # force, torque before and after the first solve; v⁺
     stiff = np.empty((2, B, n, 6, 6) if contacts else (2, 1, 1, 6, 6))  # β h² K of every rod, kept for re-solves
     work = (D, W, y, G, Ke, copies[0], copies[1], copies[2], copies[3], copies[4], buffer, stiff[0], stiff[1])
     for k in range(n_steps + 1):  # every rod at step k before any at k + 1: contact couples them
