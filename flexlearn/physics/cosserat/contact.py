@@ -43,6 +43,7 @@ from torch import Tensor
 
 from flexlearn.config import check
 from flexlearn.physics.cosserat.context import RodContext
+from flexlearn.physics.cosserat.implicit import PairCoupling
 from flexlearn.physics.cosserat.loads import Forces, Load
 
 __all__ = [
@@ -55,6 +56,8 @@ __all__ = [
     "SphereContact",
     "contact_forces",
     "contact_filter_blocks",
+    "contact_coupling",
+    "join_couplings",
 ]
 
 
@@ -104,6 +107,10 @@ class PenaltyContact(Load):
         friction: μ, the Coulomb friction coefficient (≥ 0).
         slip_velocity: ε, the regularisation of friction [m/s] (> 0; module docstring: above h μ f_n / m_a).
     """
+
+    couples_nodes = False
+    """True where a point's ``h J C Jᵀ`` joins nodes that one block per node cannot hold (rod–rod pairs: two rods, or
+    two far parts of one): the implicit step then takes it exactly (`filter_coupling`), not on the nodes."""
 
     def __init__(
         self,
@@ -161,6 +168,13 @@ class PenaltyContact(Load):
             return torch.where(active & (depth > 0), fn, torch.zeros_like(vn))
         return torch.where(depth > 0, fn.clamp_min(0.0), torch.zeros_like(vn))
 
+    def _acting(self, depth: Tensor, vn: Tensor, step: float, active: Optional[Tensor]) -> Tensor:
+        """(…,) bool: where the law acts on the step's matrix: held points that penetrate, or (``active`` None)
+        where the clipped force pushes."""
+        if active is None:
+            return self._normal_force(depth, vn, step) > 0
+        return active & (depth > 0)
+
     def active_after(self, p: Tensor, v: Tensor, v_next: Tensor, step: float) -> Tensor:
         """The points in contact at the end of the implicit step: ``k δ − (c + h k) v_n⁺ > 0`` with the relative
         normal velocity ``v_n⁺`` of the step's new node velocities ``v_next`` (backward Euler's complementarity:
@@ -210,9 +224,8 @@ class PenaltyContact(Load):
             C [N s/m], (…, 3, 3).
         """
         vn = (v * n).sum(-1)
-        fn = self._normal_force(depth, vn, step, active)
-        on = ((fn > 0) if active is None else (active & (depth > 0))).to(n.dtype)
-        fn = fn.clamp_min(0.0)
+        fn = self._normal_force(depth, vn, step, active).clamp_min(0.0)
+        on = self._acting(depth, vn, step, active).to(n.dtype)
         nn = n.unsqueeze(-1) * n.unsqueeze(-2)
         vt = v - vn.unsqueeze(-1) * n
         slip = self.friction * fn / torch.sqrt((vt * vt).sum(-1) + self.slip_velocity**2)
@@ -270,8 +283,9 @@ class PenaltyContact(Load):
     def filter_blocks(self, p: Tensor, v: Tensor, h: float, active: Optional[Tensor] = None) -> Tensor:
         """The contact's share of the implicit step's matrix (eq. (5) of :mod:`~flexlearn.physics.cosserat.implicit`),
         added to the position blocks of ``M + β h² K``, node by node: a point's matrix ``h J C Jᵀ`` (J its node
-        weights w) is bounded by ``(Σ|w|) |w_a| h C`` on node a (Cauchy–Schwarz), so the step keeps one block per node
-        and the rods' rows apart, and is at least as damped as the points (exact for a point at one node).
+        weights w) is bounded by ``(Σ|w|) |w_a| h C`` on node a (Cauchy–Schwarz), exact for the motion of the point
+        and at least as damped in its element's stretch. Zero where the contact `couples_nodes` (there a node bound
+        would resist two touching rods moving together: `filter_coupling` instead).
 
         Args:
             p: Node positions [m], shape (B, N+1, 3).
@@ -282,13 +296,36 @@ class PenaltyContact(Load):
         Returns:
             (B, N+1, 3, 3) blocks [kg].
         """
+        out = torch.zeros(p.shape[0] * p.shape[1], 9, dtype=p.dtype, device=p.device)
+        if self.couples_nodes:
+            return out.reshape(*p.shape, 3)
         shares, depth, normal, v_rel, scale = self._points_at(p, v)
         point = (scale * h * self.pair_damping(depth, normal, v_rel, h, active)).reshape(-1, 9)
         total = sum(w.abs() for _, w in shares)
-        out = torch.zeros(p.shape[0] * p.shape[1], 9, dtype=p.dtype, device=p.device)
         for nodes, w in shares:
             out.index_add_(0, nodes, total * w.abs() * point)
         return out.reshape(*p.shape, 3)
+
+    def filter_coupling(self, p: Tensor, v: Tensor, h: float, active: Optional[Tensor] = None) -> PairCoupling:
+        """The points where the law acts, with their nodes, weights and ``h C`` (eq. (5) of
+        :mod:`~flexlearn.physics.cosserat.implicit`), for the step to take ``h J C Jᵀ`` exactly.
+
+        Args:
+            p: Node positions [m], shape (B, N+1, 3).
+            v: Node velocities [m/s], shape (B, N+1, 3).
+            h: the step [s].
+            active: (P,) bool, the points held in contact (`pair_law`); None: where the clipped force acts.
+
+        Returns:
+            The `~flexlearn.physics.cosserat.implicit.PairCoupling` of those points (P' ≤ P rows).
+        """
+        shares, depth, normal, v_rel, scale = self._points_at(p, v)
+        acting = self._acting(depth, (v_rel * normal).sum(-1), h, active)
+        point = scale * h * self.pair_damping(depth[acting], normal[acting], v_rel[acting], h, None if active is None
+                                              else active[acting])  # fmt: skip
+        nodes = torch.stack([share[0][acting] for share in shares], -1)
+        weights = torch.cat([share[1][acting] for share in shares], -1)
+        return PairCoupling(nodes, weights, point)
 
     def velocity_dependent(self) -> bool:
         """True: the integrator calls `apply_moving` with the node velocities."""
@@ -518,3 +555,34 @@ def contact_filter_blocks(loads: Sequence[object], p: Tensor, v: Tensor, h: floa
             share = load.filter_blocks(p, v, h)
             blocks = share if blocks is None else blocks + share
     return blocks
+
+
+def contact_coupling(loads: Sequence[object], p: Tensor, v: Tensor, h: float) -> Optional[PairCoupling]:
+    """The `PenaltyContact.filter_coupling` of the contacts among ``loads`` that `couples_nodes` (the clipped law),
+    joined (None without such contacts).
+
+    Args:
+        loads: a run's loads.
+        p: node positions [m] (B, N+1, 3).
+        v: node velocities [m/s] (B, N+1, 3).
+        h: the step [s].
+
+    Returns:
+        The `~flexlearn.physics.cosserat.implicit.PairCoupling`, or None.
+    """
+    parts = [c.filter_coupling(p, v, h) for c in loads if isinstance(c, PenaltyContact) and c.couples_nodes]
+    return join_couplings(parts)
+
+
+def join_couplings(parts: Sequence[PairCoupling]) -> Optional[PairCoupling]:
+    """The points of several `~flexlearn.physics.cosserat.implicit.PairCoupling` in one (None for none).
+
+    Args:
+        parts: the couplings.
+
+    Returns:
+        Their rows concatenated, or None.
+    """
+    if not parts:
+        return None
+    return PairCoupling(*(torch.cat(field, 0) for field in zip(*parts)))

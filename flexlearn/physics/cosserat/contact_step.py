@@ -34,7 +34,7 @@ from torch import Tensor
 
 from flexlearn.physics.cosserat import implicit
 from flexlearn.physics.cosserat.compiled.contact import MAX_CONTACT_PASSES
-from flexlearn.physics.cosserat.contact import PenaltyContact
+from flexlearn.physics.cosserat.contact import PenaltyContact, join_couplings
 from flexlearn.physics.cosserat.context import RodContext
 
 __all__ = ["MAX_CONTACT_PASSES", "consistent_contact_filter"]
@@ -80,8 +80,11 @@ def consistent_contact_filter(
         for contact, before, after in zip(contacts, held, switched):
             old, new = contact.forces(p, v, h, before), contact.forces(p, v, h, after)
             f = f + (new.normal + new.friction) - (old.normal + old.friction)
-            change = contact.filter_blocks(p, v, h, after) - contact.filter_blocks(p, v, h, before)
-            blocks = change if blocks is None else blocks + change
+            if not contact.couples_nodes:
+                change = contact.filter_blocks(p, v, h, after) - contact.filter_blocks(p, v, h, before)
+                blocks = change if blocks is None else blocks + change
         held = switched
-        f_out, tau_out = implicit.filter_forces(ctx, R, p, f, tau, step._replace(contact=blocks), velocities)
+        pairs = join_couplings([c.filter_coupling(p, v, h, a) for c, a in zip(contacts, held) if c.couples_nodes])
+        step = step._replace(contact=blocks, pairs=pairs)
+        f_out, tau_out = implicit.filter_forces(ctx, R, p, f, tau, step, velocities)
     return first  # no consistent set found: the first solve's clipped law

@@ -105,6 +105,7 @@ from flexlearn.physics.cosserat.strains import geodesic_apply, geodesic_jacobian
 __all__ = [
     "DEFAULT_BETA",
     "ForceFilter",
+    "PairCoupling",
     "element_stiffness",
     "tangent_stiffness",
     "filter_forces",
@@ -127,13 +128,23 @@ exceed its initial value by the factor ``1 + (β − ¼)(hω)²`` (bounded, no g
 grows to −(β − 1/12)(hω)²/2."""
 
 
+class PairCoupling(NamedTuple):
+    """Contact points whose matrix ``h J C Jᵀ`` of eq. (5) joins nodes of different rods, or far apart on one (rod–rod
+    pairs), taken into the step exactly (:func:`filter_forces`: a low-rank update of the rods' own matrices)."""
+
+    nodes: Tensor  # (P, 4) int64: each point's nodes in the flattened nodes (B n)
+    weights: Tensor  # (P, 4): their shares w of the point's force (J = w ⊗ I₃)
+    matrix: Tensor  # (P, 3, 3) h C [kg] of each point, its scale included
+
+
 class ForceFilter(NamedTuple):
     """The implicit step's force filter of eq. (1) (with the numerical damping of eq. (4)) for one simulation."""
 
     beta_h2: float  # β h² [s²]; β h² + h c/2 when damping_c > 0
     held: Optional[Tensor]  # (n, 6, 6) projector onto held directions (supports.HeldNodes.dof_projector), or None
     damping_c: float = 0.0  # c = ζ h [s] of the numerical damping (0: none)
-    contact: Optional[Tensor] = None  # (B, n, 3, 3) h C_c of the contacts (eq. (5)), or None
+    contact: Optional[Tensor] = None  # (B, n, 3, 3) h C_c of the contacts on their nodes (eq. (5)), or None
+    pairs: Optional[PairCoupling] = None  # the contact points that couple nodes (eq. (5) exactly), or None
 
 
 def _jacobians(ctx: RodContext, R: Tensor, p: Tensor) -> List[Tuple[Tensor, Tensor, Tensor]]:
@@ -245,15 +256,39 @@ def filter_forces(
         x = _free(torch.cat([w, v], -1).reshape(B, 6 * n), step.held)
         F = F - step.damping_c * (K @ x.unsqueeze(-1)).squeeze(-1)
     if step.held is None:
-        x = torch.linalg.solve(A, F.unsqueeze(-1)).squeeze(-1)
-        out = mvec * x
+        out = mvec * _coupled_solve(A, F, step.pairs, None)
     else:
         H = torch.block_diag(*step.held.unbind(0))
         P = torch.eye(6 * n, dtype=H.dtype, device=H.device) - H
-        x = torch.linalg.solve(P @ A @ P + mvec.unsqueeze(-1) * H, (F @ P).unsqueeze(-1)).squeeze(-1)
-        out = mvec * x + F0 @ H
+        out = mvec * _coupled_solve(P @ A @ P + mvec.unsqueeze(-1) * H, F @ P, step.pairs, P) + F0 @ H
     out = out.reshape(B, n, 6)
     return out[..., 3:], out[..., :3]
+
+
+def _coupled_solve(A: Tensor, F: Tensor, pairs: Optional[PairCoupling], free: Optional[Tensor]) -> Tensor:
+    """``x`` of ``(A + U Ĉ Uᵀ) x = F`` for all rods at once: A (B, 6n, 6n) the rods' own matrices, F (B, 6n), U the
+    coupled points' node weights on the position rows (projected by ``free`` (6n, 6n) = I − H where supports hold
+    directions), Ĉ = diag(h C) of the points (Woodbury: ``x = x₀ − Z Ĉ (I + Uᵀ Z Ĉ)⁻¹ Uᵀ x₀``, ``x₀ = A⁻¹ F``,
+    ``Z = A⁻¹ U``; 3 extra right-hand sides and a 3 × 3 block per point). Without pairs: ``A⁻¹ F``."""
+    if pairs is None or pairs.nodes.shape[0] == 0:
+        return torch.linalg.solve(A, F.unsqueeze(-1)).squeeze(-1)
+    B, n, count = F.shape[0], F.shape[1] // 6, pairs.nodes.shape[0]
+    share = F.new_zeros(count, B * n)
+    rows = torch.arange(count, device=F.device).repeat_interleave(4)
+    share = share.index_put((rows, pairs.nodes.reshape(-1)), pairs.weights.reshape(-1), accumulate=True)
+    eye = torch.eye(3, dtype=F.dtype, device=F.device)
+    U = F.new_zeros(B * n, 6, count, 3)
+    U[:, 3:] = share.T[:, None, :, None] * eye[None, :, None, :]
+    U = U.reshape(B, 6 * n, 3 * count)
+    if free is not None:
+        U = free @ U
+    solved = torch.linalg.solve(A, torch.cat([F.unsqueeze(-1), U], -1))
+    x0, Z = solved[..., 0], solved[..., 1:]
+    C = torch.block_diag(*pairs.matrix.unbind(0))
+    Ut = U.transpose(-1, -2)
+    small = torch.eye(3 * count, dtype=F.dtype, device=F.device) + (Ut @ Z).sum(0) @ C
+    u = torch.linalg.solve(small, (Ut @ x0.unsqueeze(-1)).sum(0))
+    return x0 - (Z @ (C @ u)).squeeze(-1)
 
 
 def mass_matrix(ctx: RodContext) -> Tensor:

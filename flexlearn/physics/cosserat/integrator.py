@@ -53,12 +53,12 @@ from flexlearn.config import check
 from flexlearn.lie import so3_cayley
 from flexlearn.physics.cosserat import implicit
 from flexlearn.physics.cosserat.compiled import lgvi
-from flexlearn.physics.cosserat.contact import ObstacleContact, contact_filter_blocks
+from flexlearn.physics.cosserat.contact import PenaltyContact, contact_coupling, contact_filter_blocks
 from flexlearn.physics.cosserat.contact_step import consistent_contact_filter
 from flexlearn.physics.cosserat.damping import RodObserver
 from flexlearn.physics.cosserat.elastic import elastic_energy, internal_forces
 from flexlearn.physics.cosserat.errors import IntegrationError
-from flexlearn.physics.cosserat.implicit import ForceFilter
+from flexlearn.physics.cosserat.implicit import ForceFilter, PairCoupling
 from flexlearn.physics.cosserat.loads import load_forces, potential_loads
 from flexlearn.physics.cosserat.newton import cayley_newton, cayley_newton_fixed, cayley_newton_globalised
 from flexlearn.physics.cosserat.run_checks import (
@@ -90,6 +90,7 @@ class NodeLoads(NamedTuple):
     damping_stress: Optional[Tuple[Tensor, Tensor]]  # added to C1 Γ (elastic.internal_forces)
     damping_moment: Optional[Tensor]  # added to C2 κ
     contact: Optional[Tensor] = None  # (B, n, 3, 3) contacts' share of the implicit filter (implicit.py eq. (5))
+    pairs: Optional[PairCoupling] = None  # the contact points the filter takes exactly (rod–rod pairs)
 
 
 class StateForces(NamedTuple):
@@ -176,7 +177,7 @@ class Stepper:
         base = Clamp() if setup.base is None else setup.base
         self.setup = dataclasses.replace(setup, loads=list(setup.loads), base=base)
         self.loads = self.setup.loads
-        self.obstacles = [load for load in self.loads if isinstance(load, ObstacleContact)]  # contact_step's
+        self.contacts = [load for load in self.loads if isinstance(load, PenaltyContact)]  # contact_step's
         self.beta, self.zeta = options.filter_beta, options.filter_dissipation
         ctx = dataclasses.replace(rod.context(self.loads, self.dtype), consistent_mass=options.consistent_mass)
         self.ctx = ctx = dataclasses.replace(ctx, implicit_step=h if self.beta else 0.0)
@@ -244,8 +245,10 @@ class Stepper:
         dn = dm = None
         if damp is not None:
             dn, dm = damp.internal(self.ctx, R, p, self.h)
-        blocks = contact_filter_blocks(self.loads, p, v, self.h) if self.beta != 0.0 else None
-        return NodeLoads(fx, tx, dn, dm, blocks)
+        if self.beta == 0.0 or not self.contacts:
+            return NodeLoads(fx, tx, dn, dm)
+        blocks = contact_filter_blocks(self.loads, p, v, self.h)
+        return NodeLoads(fx, tx, dn, dm, blocks, contact_coupling(self.loads, p, v, self.h))
 
     def observe(self, k: int, state: HalfStep, loads: NodeLoads) -> NodeLoads:
         """Seed 001, Sec. 3.2: the estimation filters see the undamped model force at state k; their force
@@ -281,11 +284,11 @@ class Stepper:
         if self.beta == 0.0:
             return f, tau
         h, zeta = self.h, (self.zeta if state is not None else 0.0)
-        step = ForceFilter((self.beta + 0.5 * zeta) * h * h, self.dofs, zeta * h, loads.contact)
+        step = ForceFilter((self.beta + 0.5 * zeta) * h * h, self.dofs, zeta * h, loads.contact, loads.pairs)
         velocities = None if state is None or zeta == 0.0 else (state.v, state.pi / self.J)
-        if loads.contact is None or state is None or not self.obstacles:  # the start: its clipped law as it is
+        if loads.contact is None or state is None:  # the start: its clipped law as it is
             return implicit.filter_forces(self.ctx, R, p, f, tau, step, velocities)
-        return consistent_contact_filter(self.ctx, (R, p, state.v), f, tau, step, velocities, self.obstacles, h)
+        return consistent_contact_filter(self.ctx, (R, p, state.v), f, tau, step, velocities, self.contacts, h)
 
     # ------------------------------------------------------------ the step
     def velocities(self, R: Tensor, p: Tensor, v_int: Tensor, pi_int: Tensor) -> Tuple[Tensor, Tensor]:

@@ -87,6 +87,8 @@ class RodRodContact(PenaltyContact):
             at least 2, from the first state seen).
     """
 
+    couples_nodes = True  # the implicit step takes each pair's h J C Jᵀ exactly (contact_step)
+
     def __init__(
         self,
         rod_radius: float,

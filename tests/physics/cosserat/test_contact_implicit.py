@@ -95,30 +95,45 @@ def test_a_sliding_rod_stops_where_coulomb_says_and_does_not_reverse():
     assert float(v.min()) > -1e-6
 
 
-def test_the_rod_rod_blocks_bound_the_pair_matrix():
-    """``h J C Jᵀ`` of each touching pair is below the node blocks `filter_blocks` gives (their difference is positive
-    semi-definite), for rods crossing at random angles and speeds."""
+@pytest.mark.parametrize("held", [False, True])
+def test_the_rod_rod_pairs_enter_the_step_exactly(held):
+    """The step's solve with the touching pairs' ``h J C Jᵀ`` (`filter_coupling`, the Woodbury update of the rods'
+    own matrices) equals the dense solve of both rods' joint matrix, for rods crossing at random angles and speeds,
+    with supports holding some directions or none; it adds no block to the nodes."""
+    from flexlearn.physics.cosserat.implicit import _coupled_solve
+
     gen = torch.Generator().manual_seed(3)
     contact = RodRodContact(rod_radius=0.01, stiffness=1e4, damping=3.0, friction=0.4, slip_velocity=1e-3)
-    for _ in range(20):
-        p = torch.zeros(2, 3, 3, dtype=torch.float64)
+    n = 3
+    for _ in range(10):
+        p = torch.zeros(2, n, 3, dtype=torch.float64)
         p[0, :, 0] = torch.tensor([-0.1, 0.0, 0.1])
         p[1, :, 1] = torch.tensor([-0.1, 0.0, 0.1])
-        p = p + 0.002 * torch.randn(2, 3, 3, generator=gen, dtype=torch.float64)
+        p = p + 0.002 * torch.randn(2, n, 3, generator=gen, dtype=torch.float64)
         p[1, :, 2] += 0.01  # about 10 mm inside each other
-        v = 0.1 * torch.randn(2, 3, 3, generator=gen, dtype=torch.float64)
-        blocks = contact.filter_blocks(p, v, 1e-3).reshape(6, 3, 3)
-        bound = torch.block_diag(*blocks.unbind(0))
-        shares, depth, normal, v_rel, _ = contact.points(p, v)
-        point = 1e-3 * contact.pair_damping(depth, normal, v_rel, 1e-3)
-        exact = torch.zeros(18, 18, dtype=torch.float64)
-        for c in range(depth.shape[0]):
-            J = torch.zeros(3, 18, dtype=torch.float64)
-            for nodes, w in shares:
-                J[:, 3 * int(nodes[c]) : 3 * int(nodes[c]) + 3] += float(w[c]) * torch.eye(3, dtype=torch.float64)
-            exact += J.T @ point[c] @ J
-        assert float(exact.abs().max()) > 0  # they touch
-        assert float(torch.linalg.eigvalsh(bound - exact).min()) > -1e-12 * float(bound.abs().max())
+        v = 0.1 * torch.randn(2, n, 3, generator=gen, dtype=torch.float64)
+        pairs = contact.filter_coupling(p, v, 1e-3)
+        assert pairs.nodes.shape[0] > 0 and float(contact.filter_blocks(p, v, 1e-3).abs().max()) == 0
+        X = torch.randn(2, 6 * n, 6 * n, generator=gen, dtype=torch.float64)
+        A = X @ X.transpose(-1, -2) + torch.eye(6 * n, dtype=torch.float64)
+        F = torch.randn(2, 6 * n, generator=gen, dtype=torch.float64)
+        free = None
+        if held:  # the first node's position and the last's rotation held
+            hold = torch.zeros(6 * n, dtype=torch.float64)
+            hold[3:6], hold[-6:-3] = 1.0, 1.0
+            free = torch.diag(1.0 - hold)
+            A, F = free @ A @ free + torch.diag(hold), F @ free
+        joint = torch.block_diag(A[0], A[1])
+        for q in range(pairs.nodes.shape[0]):
+            J = torch.zeros(3, 12 * n, dtype=torch.float64)
+            for node, w in zip(pairs.nodes[q].tolist(), pairs.weights[q].tolist()):
+                J[:, 6 * node + 3 : 6 * node + 6] += w * torch.eye(3, dtype=torch.float64)
+            if free is not None:
+                J = J @ torch.block_diag(free, free)
+            joint = joint + J.T @ pairs.matrix[q] @ J
+        dense = torch.linalg.solve(joint, F.reshape(-1))
+        coupled = _coupled_solve(A, F, pairs, free).reshape(-1)
+        assert float((coupled - dense).abs().max()) < 1e-10 * float(dense.abs().max())
 
 
 def test_points_along_the_elements_keep_a_chord_out_of_a_cylinder():

@@ -39,28 +39,40 @@ def _kernel(contact, p, v, h):
         add_rod_rod_contacts,
         contact_arrays,
         n_contact_points,
+        point_buffer,
     )
 
     arrays = contact_arrays([contact], p)
     force, blocks = np.zeros(p.shape), np.zeros((*p.shape, 3))
     pn, vn = p.numpy().copy(), v.numpy().copy()
-    n_points = n_contact_points(arrays.obstacles, p.shape[0], p.shape[1])
+    n_points = n_contact_points(arrays.obstacles, arrays.pairs, p.shape[0], p.shape[1])
     flags = np.full(n_points, -1, dtype=np.int64)  # the clipped law
-    points = (np.empty((n_points, 8)), np.empty((n_points, 4), dtype=np.int64), np.zeros(1, dtype=np.int64))
+    points = point_buffer(n_points)
     add_obstacle_contacts(arrays.obstacles, h, pn, vn, force, blocks, flags, points)
-    add_rod_rod_contacts(arrays.pairs, arrays.laws, h, pn, vn, force, blocks)
-    return force, blocks
+    add_rod_rod_contacts(arrays.pairs, arrays.laws, h, pn, vn, force, flags, points)
+    floats, ints, count = points
+    coupled = [at for at in range(count[0]) if ints[at, 5] == 1 and ints[at, 6] == 1]
+    return force, blocks, floats[coupled, 10:].reshape(-1, 3, 3), ints[coupled, :4]
 
 
 def _compare(contact, p, v, h):
     normal, friction, depth = contact.forces(p, v, h)
     assert float(depth.max()) > 0 and float(friction.abs().max()) > 0  # points in contact, sliding
-    force, blocks = _kernel(contact, p, v, h)
+    force, blocks, matrices, nodes = _kernel(contact, p, v, h)
     reference = (normal + friction).numpy()
     assert np.abs(force - reference).max() < 1e-12 * np.abs(reference).max()
     ref_blocks = contact.filter_blocks(p, v, h).numpy()
-    assert np.abs(blocks - ref_blocks).max() <= 1e-12 * np.abs(ref_blocks).max()
-    assert (np.abs(ref_blocks).max() > 0) == (h > 0)
+    assert np.abs(blocks - ref_blocks).max() <= 1e-12 * max(np.abs(ref_blocks).max(), 1e-300)
+    if not contact.couples_nodes:  # obstacles: node blocks only
+        assert nodes.shape[0] == 0 and (np.abs(ref_blocks).max() > 0) == (h > 0)
+        return
+    coupling = contact.filter_coupling(p, v, h)  # rod–rod pairs: no blocks, each pair's h C
+    assert nodes.shape[0] == coupling.nodes.shape[0] > 0 and np.abs(ref_blocks).max() == 0
+    order, ref_order = np.lexsort(nodes.T), np.lexsort(coupling.nodes.numpy().T)
+    assert np.array_equal(nodes[order], coupling.nodes.numpy()[ref_order])
+    ref_matrices = coupling.matrix.numpy()[ref_order]
+    assert np.abs(matrices[order] - ref_matrices).max() <= 1e-12 * max(np.abs(ref_matrices).max(), 1e-300)
+    assert (np.abs(ref_matrices).max() > 0) == (h > 0)
 
 
 def _wavy_rods(B=2, n=9, seed=0):

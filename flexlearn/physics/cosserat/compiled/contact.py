@@ -27,7 +27,12 @@ import numpy as np
 from torch import Tensor
 
 from flexlearn.physics.cosserat.compiled.common import njit
-from flexlearn.physics.cosserat.compiled.implicit import assemble_stiffness, solve_assembled
+from flexlearn.physics.cosserat.compiled.implicit import (
+    assemble_stiffness,
+    factor_assembled,
+    substitute,
+    write_filtered,
+)
 from flexlearn.physics.cosserat.contact import CylinderContact, PenaltyContact, PlaneContact, SphereContact
 from flexlearn.physics.cosserat.rod_contact import RodRodContact
 
@@ -91,10 +96,12 @@ def contact_arrays(loads: Sequence[object], p: Tensor) -> ContactArrays:
 
 
 @njit(cache=True, error_model="numpy")
-def _apply_point(depth, n, v, law, h, scale, nodes, weights, count, force, blocks, flag):
+def _apply_point(depth, n, v, law, h, scale, nodes, weights, count, force, blocks, flag, cmat):
     """Add one point's forces (and, when h > 0, its blocks) to its ``count`` shares ``(nodes, weights)``: flattened
     node indices into ``force`` (B, n, 3) and ``blocks`` (B, n, 3, 3); ``law`` = (r, k, c, μ, ε) from index 1.
-    ``flag``: −1 the clipped law, 1 held (its force unclipped), 0 released. Returns whether it was held."""
+    ``flag``: −1 the clipped law, 1 held (its force unclipped), 0 released. A rod–rod point (``cmat`` (3, 3), not
+    (0, 0)) writes its ``scale h C`` there instead of node blocks (the step takes it exactly). Returns whether it
+    was held."""
     k, c, mu, eps = law[1], law[2], law[3], law[4]
     vn = v[0] * n[0] + v[1] * n[1] + v[2] * n[2]
     damping = c + h * k
@@ -108,16 +115,20 @@ def _apply_point(depth, n, v, law, h, scale, nodes, weights, count, force, block
     for a in range(count):
         total += abs(weights[a])
     per_node = force.shape[1]
+    for r in range(3):
+        for col in range(3):
+            eye = 1.0 if r == col else 0.0
+            entry = scale * h * (damping * n[r] * n[col] + slip * (eye - n[r] * n[col]))
+            if cmat.shape[0] == 3:
+                cmat[r, col] = entry
+            elif h > 0.0:
+                for a in range(count):
+                    b, node = nodes[a] // per_node, nodes[a] % per_node
+                    blocks[b, node, r, col] += total * abs(weights[a]) * entry
     for a in range(count):
         b, node, w = nodes[a] // per_node, nodes[a] % per_node, weights[a]
         for r in range(3):
             force[b, node, r] += scale * w * f[r]
-        if h > 0.0:
-            g = total * abs(w) * scale * h
-            for r in range(3):
-                for col in range(3):
-                    eye = 1.0 if r == col else 0.0
-                    blocks[b, node, r, col] += g * (damping * n[r] * n[col] + slip * (eye - n[r] * n[col]))
     return True
 
 
@@ -143,42 +154,70 @@ def _surface(row, x, n):
     return radial - row[13] if abs(along) <= 0.5 * row[14] else np.inf
 
 
+POINT_FLOATS, POINT_INTS = 19, 7
+"""Columns of the point buffer (:func:`point_buffer`): floats δ, n (3), w (4), k, c, h C (9, rod–rod points); ints
+the four nodes, the flag index, held (0/1), rod–rod (0/1)."""
+
+
+@njit(cache=True)
+def point_buffer(n_points):
+    """The buffer of one step's penetrating contact points: floats (P, 19), ints (P, 7), count (1,) int64.
+
+    Args:
+        n_points: P, :func:`n_contact_points`.
+
+    Returns:
+        ``(floats, ints, count)``.
+    """
+    floats, ints = np.empty((n_points, POINT_FLOATS)), np.empty((n_points, POINT_INTS), dtype=np.int64)
+    return floats, ints, np.zeros(1, dtype=np.int64)
+
+
 @njit(cache=True, inline="always", error_model="numpy")
-def _keep_point(points, row, depth, normal, nodes, weights, count, idx, held):
-    """Write a penetrating obstacle point into the buffer ``points`` = (floats (P, 8): δ, n, w0, w1, k, c; ints
-    (P, 4): node0, node1, flag index, held) at its next free row, ``points[2][0]``."""
+def _keep_point(points, k, c, depth, normal, nodes, weights, count, idx, held, cmat):
+    """Write a penetrating point (``count`` shares; law k, c; a rod–rod point's ``cmat`` = h C (3, 3)) into the
+    buffer ``points`` (:data:`POINT_FLOATS`) at its next free row, ``points[2][0]``."""
     at = points[2][0]
     floats, ints = points[0], points[1]
     floats[at, 0], floats[at, 1], floats[at, 2], floats[at, 3] = depth, normal[0], normal[1], normal[2]
-    floats[at, 4], floats[at, 5] = weights[0], weights[1] if count == 2 else 0.0
-    floats[at, 6], floats[at, 7] = row[3], row[4]
-    ints[at, 0], ints[at, 1] = nodes[0], nodes[1] if count == 2 else nodes[0]
-    ints[at, 2], ints[at, 3] = idx, 1 if held else 0
+    for side in range(4):
+        floats[at, 4 + side] = weights[side] if side < count else 0.0
+        ints[at, side] = nodes[side] if side < count else nodes[0]
+    floats[at, 8], floats[at, 9] = k, c
+    coupled = cmat.shape[0] == 3
+    if coupled:
+        for r in range(3):
+            for col in range(3):
+                floats[at, 10 + 3 * r + col] = cmat[r, col]
+    ints[at, 4], ints[at, 5], ints[at, 6] = idx, 1 if held else 0, 1 if coupled else 0
     points[2][0] = at + 1
 
 
 @njit(cache=True, error_model="numpy")
 def _obstacle_point(row, b, e, s, h, p, v, force, blocks, work, flags, idx, points):
     """The point at s ∈ [0, 1] of element e of rod b against obstacle ``row`` (its weights (1 − s, s), scale 1/q),
-    kept in ``points`` when it penetrates; ``work`` = (x, vp, normal, nodes, weights)."""
-    x, vp, normal, nodes, weights = work
+    kept in ``points`` when it penetrates; ``work`` = (x, vp, normal, nodes, weights, (0, 0) placeholder)."""
+    x, vp, normal, nodes, weights = work[0], work[1], work[2], work[3], work[4]
     for r in range(3):
         x[r] = (1.0 - s) * p[b, e, r] + s * p[b, e + 1, r]
         vp[r] = (1.0 - s) * v[b, e, r] + s * v[b, e + 1, r]
     depth = max(row[2] - _surface(row, x, normal), 0.0)
     nodes[0], nodes[1] = b * p.shape[1] + e, b * p.shape[1] + e + 1
     weights[0], weights[1] = 1.0 - s, s
-    held = _apply_point(depth, normal, vp, row[2:7], h, 1.0 / row[1], nodes, weights, 2, force, blocks, flags[idx])
+    none = work[5]
+    held = _apply_point(depth, normal, vp, row[2:7], h, 1.0 / row[1], nodes, weights, 2, force, blocks, flags[idx],
+                        none)  # fmt: skip
     if depth > 0.0:
-        _keep_point(points, row, depth, normal, nodes, weights, 2, idx, held)
+        _keep_point(points, row[3], row[4], depth, normal, nodes, weights, 2, idx, held, none)
 
 
-def n_contact_points(obstacles: np.ndarray, n_rods: int, n_nodes: int) -> int:
-    """How many obstacle contact points the kernel visits per step (the length of ``flags``): q = 1 obstacles'
-    nodes, the others' q points per element and the last node, of every rod.
+def n_contact_points(obstacles: np.ndarray, pairs: np.ndarray, n_rods: int, n_nodes: int) -> int:
+    """How many contact points the kernel visits per step (the length of ``flags``): q = 1 obstacles' nodes, the
+    others' q points per element and the last node, of every rod; then the element pairs.
 
     Args:
         obstacles: The obstacles, shape (M, 15).
+        pairs: The element pairs, shape (P, 3).
         n_rods: B.
         n_nodes: n = N + 1.
 
@@ -186,7 +225,7 @@ def n_contact_points(obstacles: np.ndarray, n_rods: int, n_nodes: int) -> int:
         The count.
     """
     per_rod = [n_nodes if int(q) == 1 else (n_nodes - 1) * int(q) + 1 for q in obstacles[:, 1]]
-    return n_rods * sum(per_rod)
+    return n_rods * sum(per_rod) + pairs.shape[0]
 
 
 @njit(cache=True, error_model="numpy")
@@ -207,8 +246,8 @@ def add_obstacle_contacts(obstacles, h, p, v, force, blocks, flags, points):
         points: The buffer of penetrating points (floats (P, 8), ints (P, 4), count (1,) int64, reset here).
     """
     B, n_nodes = p.shape[0], p.shape[1]
-    work = (np.empty(3), np.empty(3), np.empty(3), np.empty(2, dtype=np.int64), np.empty(2))
-    normal, nodes, weights = work[2], work[3], work[4]
+    work = (np.empty(3), np.empty(3), np.empty(3), np.empty(2, dtype=np.int64), np.empty(2), np.empty((0, 0)))
+    normal, nodes, weights, none = work[2], work[3], work[4], work[5]
     points[2][0] = 0
     idx = 0
     for o in range(obstacles.shape[0]):
@@ -220,10 +259,10 @@ def add_obstacle_contacts(obstacles, h, p, v, force, blocks, flags, points):
                     depth = max(row[2] - _surface(row, p[b, a], normal), 0.0)
                     nodes[0], weights[0] = b * n_nodes + a, 1.0
                     held = _apply_point(
-                        depth, normal, v[b, a], row[2:7], h, 1.0, nodes, weights, 1, force, blocks, flags[idx]
+                        depth, normal, v[b, a], row[2:7], h, 1.0, nodes, weights, 1, force, blocks, flags[idx], none
                     )
                     if depth > 0.0:
-                        _keep_point(points, row, depth, normal, nodes, weights, 1, idx, held)
+                        _keep_point(points, row[3], row[4], depth, normal, nodes, weights, 1, idx, held, none)
                     idx += 1
                 continue
             for e in range(n_nodes - 1):
@@ -236,11 +275,11 @@ def add_obstacle_contacts(obstacles, h, p, v, force, blocks, flags, points):
 
 @njit(cache=True, error_model="numpy")
 def switch_points(points, h, v_next, flags):
-    """The active-set check of the kept obstacle points (:mod:`flexlearn.physics.cosserat.contact_step`): each flag
-    becomes whether ``k δ − (c + h k) v_n⁺`` pushes at the step's new node velocities.
+    """The active-set check of the kept points (:mod:`flexlearn.physics.cosserat.contact_step`): each flag becomes
+    whether ``k δ − (c + h k) v_n⁺`` pushes at the step's new node velocities.
 
     Args:
-        points: The buffer :func:`add_obstacle_contacts` filled.
+        points: The buffer the contacts filled (:func:`point_buffer`).
         h: The implicit step [s].
         v_next: The step's new node velocities [m/s], shape (B, n, 3).
         flags: The points' active-set flags, changed in place.
@@ -253,16 +292,16 @@ def switch_points(points, h, v_next, flags):
     changed = 0
     for at in range(points[2][0]):
         vn = 0.0
-        for side in range(2):
+        for side in range(4):
             node, w = ints[at, side], floats[at, 4 + side]
             b, a = node // per_node, node % per_node
             vn += w * (
                 v_next[b, a, 0] * floats[at, 1] + v_next[b, a, 1] * floats[at, 2] + v_next[b, a, 2] * floats[at, 3]
             )
-        k, c = floats[at, 6], floats[at, 7]
+        k, c = floats[at, 8], floats[at, 9]
         want = k * floats[at, 0] - (c + h * k) * vn > 0.0
-        flags[ints[at, 2]] = 1 if want else 0
-        if want != (ints[at, 3] == 1):
+        flags[ints[at, 4]] = 1 if want else 0
+        if want != (ints[at, 5] == 1):
             changed += 1
     return changed
 
@@ -285,10 +324,11 @@ def _apart(p, bi, ai, bj, aj, reach):
 
 
 @njit(cache=True, error_model="numpy")
-def add_rod_rod_contacts(pairs, laws, h, p, v, force, blocks):
+def add_rod_rod_contacts(pairs, laws, h, p, v, force, flags, points):
     """Every element pair's forces (closest points, Ericson 2005 §5.1.9, as
     :func:`flexlearn.physics.cosserat.rod_contact.closest_points`), ``+f`` on the first element and ``−f`` on the
-    second, added to ``force``; their blocks to ``blocks`` when h > 0 (the clipped law: no active set).
+    second, added to ``force``; the touching pairs kept in ``points`` with their ``h C`` (the step takes each pair's
+    ``h J C Jᵀ`` exactly: :func:`coupled_solve`).
 
     Args:
         pairs: The element pairs (i, j, law), shape (P, 3) int64 (module docstring).
@@ -297,11 +337,13 @@ def add_rod_rod_contacts(pairs, laws, h, p, v, force, blocks):
         p: Node positions [m], shape (B, n, 3).
         v: Node velocities [m/s], shape (B, n, 3).
         force: World node forces [N], shape (B, n, 3), added to.
-        blocks: Position blocks h C [kg], shape (B, n, 3, 3), added to (when h > 0).
+        flags: The points' active-set flags (the pairs' after the obstacles' points).
+        points: The buffer of penetrating points (:func:`point_buffer`), appended to.
     """
     n_nodes = p.shape[1]
     gap, vr = np.empty(3), np.empty(3)
-    nodes, weights = np.empty(4, dtype=np.int64), np.empty(4)
+    nodes, weights, cmat = np.empty(4, dtype=np.int64), np.empty(4), np.zeros((3, 3))
+    offset, no_blocks = flags.shape[0] - pairs.shape[0], np.empty((0, 0, 3, 3))
     for q in range(pairs.shape[0]):
         i, j, law = pairs[q, 0], pairs[q, 1], laws[pairs[q, 2]]
         bi, ai, bj, aj = i // n_nodes, i % n_nodes, j // n_nodes, j % n_nodes
@@ -341,15 +383,17 @@ def add_rod_rod_contacts(pairs, laws, h, p, v, force, blocks):
             gap[r] *= inv
         nodes[0], nodes[1], nodes[2], nodes[3] = i, i + 1, j, j + 1
         weights[0], weights[1], weights[2], weights[3] = 1.0 - s, s, -(1.0 - t), -t
-        _apply_point(depth, gap, vr, law, h, 1.0, nodes, weights, 4, force, blocks, -1)
+        held = _apply_point(depth, gap, vr, law, h, 1.0, nodes, weights, 4, force, no_blocks, flags[offset + q],
+                            cmat)  # fmt: skip
+        _keep_point(points, law[1], law[2], depth, gap, nodes, weights, 4, offset + q, held, cmat)
 
 
 @njit(cache=True, error_model="numpy")
 def contact_passes(R, p, v, pi, mass, inertia, C1, C2, l, strain_code, beta_h2, damping_c, held, coupling, h,
                     contacts, force, torque, blocks, work, flags):  # fmt: skip
     """The contacts' forces and blocks added to ``force``, then, on the implicit step, every rod's forces filtered
-    with the obstacles' active set of :mod:`flexlearn.physics.cosserat.contact_step` (up to
-    :data:`MAX_CONTACT_PASSES` solves; rod–rod pairs keep the clipped law). Called by the step loop
+    with the contacts' active set of :mod:`flexlearn.physics.cosserat.contact_step` (up to
+    :data:`MAX_CONTACT_PASSES` solves; the rod–rod pairs' matrix exact: :func:`coupled_solve`). Called by the step loop
     (:func:`flexlearn.physics.cosserat.compiled.lgvi.run`), whose arguments these are.
 
     Args:
@@ -393,17 +437,16 @@ def contact_passes(R, p, v, pi, mass, inertia, C1, C2, l, strain_code, beta_h2, 
             torque[:] = base_t
         blocks[:] = 0.0
         add_obstacle_contacts(obstacles, law_h, p, v, force, blocks, flags, points)
-        add_rod_rod_contacts(pairs, laws, law_h, p, v, force, blocks)
+        add_rod_rod_contacts(pairs, laws, law_h, p, v, force, flags, points)
         if beta_h2 == 0.0:
             return -1
-        for b in range(B):  # β h² K once per step: only the contact blocks change between the solves
-            if attempt == 0:
+        if attempt == 0:  # β h² K once per step: only the contacts change between the solves
+            for b in range(B):
                 assemble_stiffness(R, p, C1, C2, l, strain_code, beta_h2, b, stiff_D[b], stiff_W[b], G, Ke)
-            D[:] = stiff_D[b]
-            W[:] = stiff_W[b]
-            if not solve_assembled(mass, inertia, beta_h2, held, b, force[b], torque[b], D, W, y, damping_c, v, pi,
-                                   coupling, blocks):  # fmt: skip
-                return b
+        failed = coupled_solve((mass, inertia, beta_h2, held, damping_c, v, pi, coupling, blocks), force, torque,
+                               (D, W, y, stiff_D, stiff_W), points)  # fmt: skip
+        if failed >= 0:
+            return failed
         if attempt == 0:
             first_f[:] = force
             first_t[:] = torque
@@ -411,8 +454,140 @@ def contact_passes(R, p, v, pi, mass, inertia, C1, C2, l, strain_code, beta_h2, 
             for a in range(n):
                 for r in range(3):
                     v_next[b, a, r] = v[b, a, r] + h * force[b, a, r] / mass[b, a]
-        if switch_points(points, h, v_next, flags) == 0:  # rod–rod pairs keep the clipped law
+        if switch_points(points, h, v_next, flags) == 0:
             return -1
     force[:] = first_f  # no consistent set found: the first solve's clipped law
     torque[:] = first_t
     return -1
+
+
+@njit(cache=True, error_model="numpy")
+def _coupled_points(points):
+    """The rows of the held rod–rod points in the buffer, (P',) int64."""
+    ints = points[1]
+    count = 0
+    for at in range(points[2][0]):
+        count += ints[at, 5] * ints[at, 6]
+    rows = np.empty(count, dtype=np.int64)
+    k = 0
+    for at in range(points[2][0]):
+        if ints[at, 5] * ints[at, 6] == 1:
+            rows[k] = at
+            k += 1
+    return rows
+
+
+@njit(cache=True, error_model="numpy")
+def _solve_dense(S, r):
+    """``S⁻¹ r`` by Gaussian elimination with partial pivoting (S (m, m) and r (m,) overwritten)."""
+    m = r.shape[0]
+    for col in range(m):
+        pivot = col
+        for row in range(col + 1, m):
+            if abs(S[row, col]) > abs(S[pivot, col]):
+                pivot = row
+        for k in range(m):
+            S[col, k], S[pivot, k] = S[pivot, k], S[col, k]
+        r[col], r[pivot] = r[pivot], r[col]
+        for row in range(col + 1, m):
+            factor = S[row, col] / S[col, col]
+            for k in range(col, m):
+                S[row, k] -= factor * S[col, k]
+            r[row] -= factor * r[col]
+    for col in range(m - 1, -1, -1):
+        t = r[col]
+        for k in range(col + 1, m):
+            t -= S[col, k] * r[k]
+        r[col] = t / S[col, col]
+    return r
+
+
+@njit(cache=True, error_model="numpy")
+def _position_column(points, at, j, b, held, column):
+    """Rod b's part of the column ``U e_j`` of the coupled point ``at``: its node weights on the position rows
+    (direction j), zero in held directions; ``column`` (n, 6) overwritten. Returns whether the point touches rod b."""
+    floats, ints = points[0], points[1]
+    n = column.shape[0]
+    column[:] = 0.0
+    touches = False
+    for side in range(4):
+        node = ints[at, side]
+        if node // n == b and floats[at, 4 + side] != 0.0:
+            column[node % n, 3 + j] += floats[at, 4 + side] * (1.0 - held[node % n, 3 + j])
+            touches = True
+    return touches
+
+
+@njit(cache=True, error_model="numpy")
+def coupled_solve(system, force, torque, work, points):
+    """Every rod's forces filtered (:func:`~flexlearn.physics.cosserat.compiled.implicit.solve_assembled`), with the
+    held rod–rod points' ``h J C Jᵀ`` taken exactly by the Woodbury identity (as
+    :func:`flexlearn.physics.cosserat.implicit.filter_forces`): ``x = x₀ − Z Ĉ (I + Uᵀ Z Ĉ)⁻¹ Uᵀ x₀``, x₀ each
+    rod's own solve, Z = A⁻¹ U the rods' solves of the points' three position columns.
+
+    Args:
+        system: ``(mass, inertia, beta_h2, held, damping_c, v, pi, coupling, blocks)`` as in ``solve_assembled``.
+        force: World node forces [N], shape (B, n, 3), filtered in place.
+        torque: Body node torques [N m], shape (B, n, 3), filtered in place.
+        work: ``(D, W, y, stiff_D, stiff_W)``: the factor's work arrays and every rod's β h² K blocks.
+        points: The step's contact points (:func:`point_buffer`).
+
+    Returns:
+        The rod whose matrix is not positive definite, or −1.
+    """
+    mass, inertia, beta_h2, held, damping_c, v, pi, coupling, blocks = system
+    D, W, y, stiff_D, stiff_W = work
+    B, n = force.shape[0], force.shape[1]
+    rows = _coupled_points(points)
+    m = 3 * rows.shape[0]
+    x0, Z, column = np.empty((B, n, 6)), np.zeros((m, B, n, 6)), np.empty((n, 6))
+    for b in range(B):
+        D[:] = stiff_D[b]
+        W[:] = stiff_W[b]
+        if not factor_assembled(mass, inertia, beta_h2, held, b, force[b], torque[b], D, W, y, damping_c, v, pi,
+                                coupling, blocks):  # fmt: skip
+            return b
+        substitute(D, W, y)
+        x0[b] = y
+        for k in range(m):
+            if _position_column(points, rows[k // 3], k % 3, b, held, column):
+                substitute(D, W, column)
+                Z[k, b] = column
+    if m > 0:
+        _woodbury(points, rows, held, x0, Z)
+    for b in range(B):
+        write_filtered(mass, inertia, held, b, force[b], torque[b], x0[b])
+    return -1
+
+
+@njit(cache=True, error_model="numpy")
+def _woodbury(points, rows, held, x0, Z):
+    """``x₀ −= Z Ĉ (I + Uᵀ Z Ĉ)⁻¹ Uᵀ x₀`` in place (:func:`coupled_solve`); x₀ (B, n, 6), Z (m, B, n, 6)."""
+    floats, ints = points[0], points[1]
+    m, n = Z.shape[0], x0.shape[1]
+    UZ, r = np.zeros((m, m)), np.zeros(m)
+    for k in range(m):  # Uᵀ Z and Uᵀ x₀: row k is point rows[k // 3], direction k % 3
+        at, j = rows[k // 3], k % 3
+        for side in range(4):
+            node, w = ints[at, side], floats[at, 4 + side]
+            b, a = node // n, node % n
+            w = w * (1.0 - held[a, 3 + j])
+            r[k] += w * x0[b, a, 3 + j]
+            for c in range(m):
+                UZ[k, c] += w * Z[c, b, a, 3 + j]
+    C = np.zeros((m, m))
+    for q in range(rows.shape[0]):
+        for i in range(3):
+            for j in range(3):
+                C[3 * q + i, 3 * q + j] = floats[rows[q], 10 + 3 * i + j]
+    S = np.eye(m)  # I + Uᵀ Z Ĉ (loops: no BLAS in the kernel)
+    for i in range(m):
+        for c in range(m):
+            for k in range(m):
+                S[i, c] += UZ[i, k] * C[k, c]
+    w = _solve_dense(S, r)
+    for c in range(m):
+        u = 0.0
+        for k in range(m):
+            u += C[c, k] * w[k]
+        x0 -= u * Z[c]

@@ -335,6 +335,19 @@ def solve_assembled(mass, inertia, beta_h2, held, b, force, torque, D, W, y, dam
     Returns:
         True on success, False when the matrix is not positive definite.
     """
+    if not factor_assembled(mass, inertia, beta_h2, held, b, force, torque, D, W, y, damping_c, v, pi, coupling,
+                            blocks):  # fmt: skip
+        return False
+    substitute(D, W, y)
+    write_filtered(mass, inertia, held, b, force, torque, y)
+    return True
+
+
+@njit(cache=True, error_model="numpy")
+def factor_assembled(mass, inertia, beta_h2, held, b, force, torque, D, W, y, damping_c, v, pi, coupling, blocks):
+    """:func:`solve_assembled` up to the factorisation: the numerical damping subtracted from the forces, the
+    contact blocks and the mass added, ``D``, ``W`` overwritten with the block Cholesky factor and ``y`` with the
+    right-hand side (arguments as there). Returns False when the matrix is not positive definite."""
     n = force.shape[0]
     if damping_c > 0.0:
         _subtract_damping(D, W, v, pi, inertia, damping_c / beta_h2, held, b, force, torque, y)
@@ -368,6 +381,13 @@ def solve_assembled(mass, inertia, beta_h2, held, b, force, torque, D, W, y, dam
         if a < n - 1:
             for c in range(6):
                 _lower_solve(D[a], W[a, :, c])
+    return True
+
+
+@njit(cache=True, error_model="numpy")
+def substitute(D, W, y):
+    """Solve with the factor of :func:`factor_assembled` in place: ``y`` (n, 6) becomes ``(M + β h² K + …)⁻¹ y``."""
+    n = y.shape[0]
     for a in range(n):  # forwards: L_a y_a = F_a − W_{a−1}ᵀ y_{a−1}
         if a > 0:
             for r in range(6):
@@ -384,10 +404,15 @@ def solve_assembled(mass, inertia, beta_h2, held, b, force, torque, D, W, y, dam
                     t += W[a, r, k] * y[a + 1, k]
                 y[a, r] -= t
         _upper_solve(D[a], y[a])
+
+
+@njit(cache=True, error_model="numpy")
+def write_filtered(mass, inertia, held, b, force, torque, y):
+    """The filtered forces of the free directions from the solution ``y`` (n, 6): ``τ̃ = J y_η``, ``f̃ = m y_p``."""
+    n = y.shape[0]
     for a in range(n):
         for c in range(3):
             if held[a, c] == 0.0:
                 torque[a, c] = inertia[b, a, c] * y[a, c]
             if held[a, 3 + c] == 0.0:
                 force[a, c] = mass[b, a] * y[a, 3 + c]
-    return True

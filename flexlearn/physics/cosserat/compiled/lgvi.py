@@ -49,6 +49,7 @@ from flexlearn.physics.cosserat.compiled.contact import (
     contact_arrays,
     contact_passes,
     n_contact_points,
+    point_buffer,
 )
 
 # the kernel's force filter, under its own name beside the torch reference ``implicit.filter_forces``
@@ -383,7 +384,7 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
     contacts = obstacles.shape[0] > 0 or pairs.shape[0] > 0
     blocks = np.zeros((B, n, 3, 3) if contacts else (1, 1, 3, 3))
     flags = np.empty(n_points, dtype=np.int64)
-    buffer = (np.empty((n_points, 8)), np.empty((n_points, 4), dtype=np.int64), np.zeros(1, dtype=np.int64))
+    buffer = point_buffer(n_points)
     copies = np.empty((5, B, n, 3) if contacts else (5, 1, 1, 3))  # force, torque before and after the first solve; v⁺
     stiff = np.empty((2, B, n, 6, 6) if contacts else (2, 1, 1, 6, 6))  # β h² K of every rod, kept for re-solves
     work = (D, W, y, G, Ke, copies[0], copies[1], copies[2], copies[3], copies[4], buffer, stiff[0], stiff[1])
@@ -574,7 +575,7 @@ def simulate(
             float(options.newton_tol), int(options.newton_iters), out_p, out_R, f_last, t_last, _np(J),
             beta_h2 + 0.5 * zeta * h * h if beta_h2 > 0.0 else 0.0,
             zeta * h if beta_h2 > 0.0 else 0.0, out_react, _np(_coupling(ctx)), contacts.obstacles, contacts.pairs,
-            contacts.laws, n_contact_points(contacts.obstacles, B, n),
+            contacts.laws, n_contact_points(contacts.obstacles, contacts.pairs, B, n),
         )  # fmt: skip
         if status != OK:
             return KernelFailure(int(status), int(step), int(rod), int(where))
