@@ -52,7 +52,10 @@ def _kernel(contact, p, v, h):
     add_rod_rod_contacts(arrays.pairs, arrays.laws, h, pn, vn, force, flags, points)
     floats, ints, count = points
     coupled = [at for at in range(count[0]) if ints[at, 5] == 1 and ints[at, 6] == 1]
-    return force, blocks, floats[coupled, 10:].reshape(-1, 3, 3), ints[coupled, :4]
+    n = floats[coupled, 1:4]
+    nn = n[:, :, None] * n[:, None, :]
+    a, s = floats[coupled, 10, None, None], floats[coupled, 11, None, None]
+    return force, blocks, a * nn + s * (np.eye(3) - nn), ints[coupled, :4]  # h C = a n nᵀ + s (I − n nᵀ)
 
 
 def _compare(contact, p, v, h):

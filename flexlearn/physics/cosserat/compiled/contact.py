@@ -27,12 +27,8 @@ import numpy as np
 from torch import Tensor
 
 from flexlearn.physics.cosserat.compiled.common import njit
-from flexlearn.physics.cosserat.compiled.implicit import (
-    assemble_stiffness,
-    factor_assembled,
-    substitute,
-    write_filtered,
-)
+from flexlearn.physics.cosserat.compiled.coupled import coupled_solve
+from flexlearn.physics.cosserat.compiled.implicit import assemble_stiffness
 from flexlearn.physics.cosserat.contact import CylinderContact, PenaltyContact, PlaneContact, SphereContact
 from flexlearn.physics.cosserat.rod_contact import RodRodContact
 
@@ -96,12 +92,12 @@ def contact_arrays(loads: Sequence[object], p: Tensor) -> ContactArrays:
 
 
 @njit(cache=True, error_model="numpy")
-def _apply_point(depth, n, v, law, h, scale, nodes, weights, count, force, blocks, flag, cmat):
+def _apply_point(depth, n, v, law, h, scale, nodes, weights, count, force, blocks, flag, coupled):
     """Add one point's forces (and, when h > 0, its blocks) to its ``count`` shares ``(nodes, weights)``: flattened
     node indices into ``force`` (B, n, 3) and ``blocks`` (B, n, 3, 3); ``law`` = (r, k, c, μ, ε) from index 1.
-    ``flag``: −1 the clipped law, 1 held (its force unclipped), 0 released. A rod–rod point (``cmat`` (3, 3), not
-    (0, 0)) writes its ``scale h C`` there instead of node blocks (the step takes it exactly). Returns whether it
-    was held."""
+    ``flag``: −1 the clipped law, 1 held (its force unclipped), 0 released. A rod–rod point (``coupled`` of length
+    2, not 0) writes there its ``scale h C = a n nᵀ + s (I − n nᵀ)`` as ``(a, s)`` instead of node blocks (the step
+    takes it exactly). Returns whether it was held."""
     k, c, mu, eps = law[1], law[2], law[3], law[4]
     vn = v[0] * n[0] + v[1] * n[1] + v[2] * n[2]
     damping = c + h * k
@@ -115,20 +111,18 @@ def _apply_point(depth, n, v, law, h, scale, nodes, weights, count, force, block
     for a in range(count):
         total += abs(weights[a])
     per_node = force.shape[1]
-    for r in range(3):
-        for col in range(3):
-            eye = 1.0 if r == col else 0.0
-            entry = scale * h * (damping * n[r] * n[col] + slip * (eye - n[r] * n[col]))
-            if cmat.shape[0] == 3:
-                cmat[r, col] = entry
-            elif h > 0.0:
-                for a in range(count):
-                    b, node = nodes[a] // per_node, nodes[a] % per_node
-                    blocks[b, node, r, col] += total * abs(weights[a]) * entry
+    if coupled.shape[0] == 2:
+        coupled[0], coupled[1] = scale * h * damping, scale * h * slip
     for a in range(count):
         b, node, w = nodes[a] // per_node, nodes[a] % per_node, weights[a]
         for r in range(3):
             force[b, node, r] += scale * w * f[r]
+        if h > 0.0 and coupled.shape[0] == 0:
+            g = total * abs(w) * scale * h
+            for r in range(3):
+                for col in range(3):
+                    eye = 1.0 if r == col else 0.0
+                    blocks[b, node, r, col] += g * (damping * n[r] * n[col] + slip * (eye - n[r] * n[col]))
     return True
 
 
@@ -154,9 +148,9 @@ def _surface(row, x, n):
     return radial - row[13] if abs(along) <= 0.5 * row[14] else np.inf
 
 
-POINT_FLOATS, POINT_INTS = 19, 7
-"""Columns of the point buffer (:func:`point_buffer`): floats δ, n (3), w (4), k, c, h C (9, rod–rod points); ints
-the four nodes, the flag index, held (0/1), rod–rod (0/1)."""
+POINT_FLOATS, POINT_INTS = 12, 7
+"""Columns of the point buffer (:func:`point_buffer`): floats δ, n (3), w (4), k, c and a rod–rod point's
+``h C = a n nᵀ + s (I − n nᵀ)`` as (a, s); ints the four nodes, the flag index, held (0/1), rod–rod (0/1)."""
 
 
 @njit(cache=True)
@@ -174,9 +168,9 @@ def point_buffer(n_points):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _keep_point(points, k, c, depth, normal, nodes, weights, count, idx, held, cmat):
-    """Write a penetrating point (``count`` shares; law k, c; a rod–rod point's ``cmat`` = h C (3, 3)) into the
-    buffer ``points`` (:data:`POINT_FLOATS`) at its next free row, ``points[2][0]``."""
+def _keep_point(points, k, c, depth, normal, nodes, weights, count, idx, held, coupled):
+    """Write a penetrating point (``count`` shares; law k, c; a rod–rod point's ``coupled`` = (a, s) of its h C) into
+    the buffer ``points`` (:data:`POINT_FLOATS`) at its next free row, ``points[2][0]``."""
     at = points[2][0]
     floats, ints = points[0], points[1]
     floats[at, 0], floats[at, 1], floats[at, 2], floats[at, 3] = depth, normal[0], normal[1], normal[2]
@@ -184,19 +178,16 @@ def _keep_point(points, k, c, depth, normal, nodes, weights, count, idx, held, c
         floats[at, 4 + side] = weights[side] if side < count else 0.0
         ints[at, side] = nodes[side] if side < count else nodes[0]
     floats[at, 8], floats[at, 9] = k, c
-    coupled = cmat.shape[0] == 3
-    if coupled:
-        for r in range(3):
-            for col in range(3):
-                floats[at, 10 + 3 * r + col] = cmat[r, col]
-    ints[at, 4], ints[at, 5], ints[at, 6] = idx, 1 if held else 0, 1 if coupled else 0
+    pair = coupled.shape[0] == 2
+    floats[at, 10], floats[at, 11] = (coupled[0], coupled[1]) if pair else (0.0, 0.0)
+    ints[at, 4], ints[at, 5], ints[at, 6] = idx, 1 if held else 0, 1 if pair else 0
     points[2][0] = at + 1
 
 
 @njit(cache=True, error_model="numpy")
 def _obstacle_point(row, b, e, s, h, p, v, force, blocks, work, flags, idx, points):
     """The point at s ∈ [0, 1] of element e of rod b against obstacle ``row`` (its weights (1 − s, s), scale 1/q),
-    kept in ``points`` when it penetrates; ``work`` = (x, vp, normal, nodes, weights, (0, 0) placeholder)."""
+    kept in ``points`` when it penetrates; ``work`` = (x, vp, normal, nodes, weights, (0,) placeholder)."""
     x, vp, normal, nodes, weights = work[0], work[1], work[2], work[3], work[4]
     for r in range(3):
         x[r] = (1.0 - s) * p[b, e, r] + s * p[b, e + 1, r]
@@ -246,7 +237,7 @@ def add_obstacle_contacts(obstacles, h, p, v, force, blocks, flags, points):
         points: The buffer of penetrating points (floats (P, 8), ints (P, 4), count (1,) int64, reset here).
     """
     B, n_nodes = p.shape[0], p.shape[1]
-    work = (np.empty(3), np.empty(3), np.empty(3), np.empty(2, dtype=np.int64), np.empty(2), np.empty((0, 0)))
+    work = (np.empty(3), np.empty(3), np.empty(3), np.empty(2, dtype=np.int64), np.empty(2), np.empty(0))
     normal, nodes, weights, none = work[2], work[3], work[4], work[5]
     points[2][0] = 0
     idx = 0
@@ -342,7 +333,7 @@ def add_rod_rod_contacts(pairs, laws, h, p, v, force, flags, points):
     """
     n_nodes = p.shape[1]
     gap, vr = np.empty(3), np.empty(3)
-    nodes, weights, cmat = np.empty(4, dtype=np.int64), np.empty(4), np.zeros((3, 3))
+    nodes, weights, coupled = np.empty(4, dtype=np.int64), np.empty(4), np.zeros(2)
     offset, no_blocks = flags.shape[0] - pairs.shape[0], np.empty((0, 0, 3, 3))
     for q in range(pairs.shape[0]):
         i, j, law = pairs[q, 0], pairs[q, 1], laws[pairs[q, 2]]
@@ -384,8 +375,8 @@ def add_rod_rod_contacts(pairs, laws, h, p, v, force, flags, points):
         nodes[0], nodes[1], nodes[2], nodes[3] = i, i + 1, j, j + 1
         weights[0], weights[1], weights[2], weights[3] = 1.0 - s, s, -(1.0 - t), -t
         held = _apply_point(depth, gap, vr, law, h, 1.0, nodes, weights, 4, force, no_blocks, flags[offset + q],
-                            cmat)  # fmt: skip
-        _keep_point(points, law[1], law[2], depth, gap, nodes, weights, 4, offset + q, held, cmat)
+                            coupled)  # fmt: skip
+        _keep_point(points, law[1], law[2], depth, gap, nodes, weights, 4, offset + q, held, coupled)
 
 
 @njit(cache=True, error_model="numpy")
@@ -416,16 +407,16 @@ def contact_passes(R, p, v, pi, mass, inertia, C1, C2, l, strain_code, beta_h2, 
         force: World node forces [N], shape (B, n, 3): in, the other loads'; out, filtered.
         torque: Body node torques [N m], shape (B, n, 3): the same.
         blocks: Work array of the blocks, shape (B, n, 3, 3).
-        work: ``(D, W, y, G, Ke)`` of the filter, the force and torque (B, n, 3) before the contacts and after
-            the first solve, the new velocities (B, n, 3), the buffer of :func:`add_obstacle_contacts` and the
-            blocks of β h² K of every rod (B, n, 6, 6) twice.
+        work: ``(y, G, Ke)`` of the filter, the force and torque (B, n, 3) before the contacts and after the
+            first solve, the new velocities (B, n, 3), the buffer of :func:`point_buffer`, the blocks of β h² K of
+            every rod (B, n, 6, 6) twice and room for every rod's factor (the same shapes).
         flags: The points' active-set flags, shape (:func:`n_contact_points`,) int64.
 
     Returns:
         The rod whose filter failed, or −1.
     """
     obstacles, pairs, laws = contacts
-    D, W, y, G, Ke, base_f, base_t, first_f, first_t, v_next, points, stiff_D, stiff_W = work
+    y, G, Ke, base_f, base_t, first_f, first_t, v_next, points, stiff_D, stiff_W, factor_D, factor_W = work
     B, n = force.shape[0], force.shape[1]
     law_h = h if beta_h2 > 0.0 else 0.0
     base_f[:] = force
@@ -444,7 +435,7 @@ def contact_passes(R, p, v, pi, mass, inertia, C1, C2, l, strain_code, beta_h2, 
             for b in range(B):
                 assemble_stiffness(R, p, C1, C2, l, strain_code, beta_h2, b, stiff_D[b], stiff_W[b], G, Ke)
         failed = coupled_solve((mass, inertia, beta_h2, held, damping_c, v, pi, coupling, blocks), force, torque,
-                               (D, W, y, stiff_D, stiff_W), points)  # fmt: skip
+                               (y, stiff_D, stiff_W, factor_D, factor_W), points)  # fmt: skip
         if failed >= 0:
             return failed
         if attempt == 0:
@@ -459,135 +450,3 @@ def contact_passes(R, p, v, pi, mass, inertia, C1, C2, l, strain_code, beta_h2, 
     force[:] = first_f  # no consistent set found: the first solve's clipped law
     torque[:] = first_t
     return -1
-
-
-@njit(cache=True, error_model="numpy")
-def _coupled_points(points):
-    """The rows of the held rod–rod points in the buffer, (P',) int64."""
-    ints = points[1]
-    count = 0
-    for at in range(points[2][0]):
-        count += ints[at, 5] * ints[at, 6]
-    rows = np.empty(count, dtype=np.int64)
-    k = 0
-    for at in range(points[2][0]):
-        if ints[at, 5] * ints[at, 6] == 1:
-            rows[k] = at
-            k += 1
-    return rows
-
-
-@njit(cache=True, error_model="numpy")
-def _solve_dense(S, r):
-    """``S⁻¹ r`` by Gaussian elimination with partial pivoting (S (m, m) and r (m,) overwritten)."""
-    m = r.shape[0]
-    for col in range(m):
-        pivot = col
-        for row in range(col + 1, m):
-            if abs(S[row, col]) > abs(S[pivot, col]):
-                pivot = row
-        for k in range(m):
-            S[col, k], S[pivot, k] = S[pivot, k], S[col, k]
-        r[col], r[pivot] = r[pivot], r[col]
-        for row in range(col + 1, m):
-            factor = S[row, col] / S[col, col]
-            for k in range(col, m):
-                S[row, k] -= factor * S[col, k]
-            r[row] -= factor * r[col]
-    for col in range(m - 1, -1, -1):
-        t = r[col]
-        for k in range(col + 1, m):
-            t -= S[col, k] * r[k]
-        r[col] = t / S[col, col]
-    return r
-
-
-@njit(cache=True, error_model="numpy")
-def _position_column(points, at, j, b, held, column):
-    """Rod b's part of the column ``U e_j`` of the coupled point ``at``: its node weights on the position rows
-    (direction j), zero in held directions; ``column`` (n, 6) overwritten. Returns whether the point touches rod b."""
-    floats, ints = points[0], points[1]
-    n = column.shape[0]
-    column[:] = 0.0
-    touches = False
-    for side in range(4):
-        node = ints[at, side]
-        if node // n == b and floats[at, 4 + side] != 0.0:
-            column[node % n, 3 + j] += floats[at, 4 + side] * (1.0 - held[node % n, 3 + j])
-            touches = True
-    return touches
-
-
-@njit(cache=True, error_model="numpy")
-def coupled_solve(system, force, torque, work, points):
-    """Every rod's forces filtered (:func:`~flexlearn.physics.cosserat.compiled.implicit.solve_assembled`), with the
-    held rod–rod points' ``h J C Jᵀ`` taken exactly by the Woodbury identity (as
-    :func:`flexlearn.physics.cosserat.implicit.filter_forces`): ``x = x₀ − Z Ĉ (I + Uᵀ Z Ĉ)⁻¹ Uᵀ x₀``, x₀ each
-    rod's own solve, Z = A⁻¹ U the rods' solves of the points' three position columns.
-
-    Args:
-        system: ``(mass, inertia, beta_h2, held, damping_c, v, pi, coupling, blocks)`` as in ``solve_assembled``.
-        force: World node forces [N], shape (B, n, 3), filtered in place.
-        torque: Body node torques [N m], shape (B, n, 3), filtered in place.
-        work: ``(D, W, y, stiff_D, stiff_W)``: the factor's work arrays and every rod's β h² K blocks.
-        points: The step's contact points (:func:`point_buffer`).
-
-    Returns:
-        The rod whose matrix is not positive definite, or −1.
-    """
-    mass, inertia, beta_h2, held, damping_c, v, pi, coupling, blocks = system
-    D, W, y, stiff_D, stiff_W = work
-    B, n = force.shape[0], force.shape[1]
-    rows = _coupled_points(points)
-    m = 3 * rows.shape[0]
-    x0, Z, column = np.empty((B, n, 6)), np.zeros((m, B, n, 6)), np.empty((n, 6))
-    for b in range(B):
-        D[:] = stiff_D[b]
-        W[:] = stiff_W[b]
-        if not factor_assembled(mass, inertia, beta_h2, held, b, force[b], torque[b], D, W, y, damping_c, v, pi,
-                                coupling, blocks):  # fmt: skip
-            return b
-        substitute(D, W, y)
-        x0[b] = y
-        for k in range(m):
-            if _position_column(points, rows[k // 3], k % 3, b, held, column):
-                substitute(D, W, column)
-                Z[k, b] = column
-    if m > 0:
-        _woodbury(points, rows, held, x0, Z)
-    for b in range(B):
-        write_filtered(mass, inertia, held, b, force[b], torque[b], x0[b])
-    return -1
-
-
-@njit(cache=True, error_model="numpy")
-def _woodbury(points, rows, held, x0, Z):
-    """``x₀ −= Z Ĉ (I + Uᵀ Z Ĉ)⁻¹ Uᵀ x₀`` in place (:func:`coupled_solve`); x₀ (B, n, 6), Z (m, B, n, 6)."""
-    floats, ints = points[0], points[1]
-    m, n = Z.shape[0], x0.shape[1]
-    UZ, r = np.zeros((m, m)), np.zeros(m)
-    for k in range(m):  # Uᵀ Z and Uᵀ x₀: row k is point rows[k // 3], direction k % 3
-        at, j = rows[k // 3], k % 3
-        for side in range(4):
-            node, w = ints[at, side], floats[at, 4 + side]
-            b, a = node // n, node % n
-            w = w * (1.0 - held[a, 3 + j])
-            r[k] += w * x0[b, a, 3 + j]
-            for c in range(m):
-                UZ[k, c] += w * Z[c, b, a, 3 + j]
-    C = np.zeros((m, m))
-    for q in range(rows.shape[0]):
-        for i in range(3):
-            for j in range(3):
-                C[3 * q + i, 3 * q + j] = floats[rows[q], 10 + 3 * i + j]
-    S = np.eye(m)  # I + Uᵀ Z Ĉ (loops: no BLAS in the kernel)
-    for i in range(m):
-        for c in range(m):
-            for k in range(m):
-                S[i, c] += UZ[i, k] * C[k, c]
-    w = _solve_dense(S, r)
-    for c in range(m):
-        u = 0.0
-        for k in range(m):
-            u += C[c, k] * w[k]
-        x0 -= u * Z[c]

@@ -338,7 +338,7 @@ def solve_assembled(mass, inertia, beta_h2, held, b, force, torque, D, W, y, dam
     if not factor_assembled(mass, inertia, beta_h2, held, b, force, torque, D, W, y, damping_c, v, pi, coupling,
                             blocks):  # fmt: skip
         return False
-    substitute(D, W, y)
+    substitute(D, W, y, 0)
     write_filtered(mass, inertia, held, b, force, torque, y)
     return True
 
@@ -347,7 +347,28 @@ def solve_assembled(mass, inertia, beta_h2, held, b, force, torque, D, W, y, dam
 def factor_assembled(mass, inertia, beta_h2, held, b, force, torque, D, W, y, damping_c, v, pi, coupling, blocks):
     """:func:`solve_assembled` up to the factorisation: the numerical damping subtracted from the forces, the
     contact blocks and the mass added, ``D``, ``W`` overwritten with the block Cholesky factor and ``y`` with the
-    right-hand side (arguments as there). Returns False when the matrix is not positive definite."""
+    right-hand side.
+
+    Args:
+        mass: Node masses [kg], shape (B, n).
+        inertia: Principal node inertias [kg·m²], shape (B, n, 3).
+        beta_h2: β h² [s²] (plus h c/2 with numerical damping).
+        held: 1 for a held direction, else 0, shape (n, 6).
+        b: Rod index in the batch.
+        force: World node forces [N] of rod b, shape (n, 3) (the numerical damping subtracted in place).
+        torque: Body node torques [N·m] of rod b, shape (n, 3) (likewise).
+        D: The diagonal blocks of β h² K, shape (n, 6, 6); out, the factor's.
+        W: Its upper blocks, shape (n, 6, 6); out, the factor's.
+        y: Out, the right-hand side, shape (n, 6).
+        damping_c: Numerical damping coefficient c [s]; 0 for none.
+        v: Half-step node velocities [m/s], shape (B, n, 3).
+        pi: Half-step angular momenta J ω, shape (B, n, 3).
+        coupling: The consistent mass's element coupling [kg], shape (B, N).
+        blocks: The contacts' position blocks h C [kg], shape (B, n, 3, 3), or a (1, 1, 3, 3) placeholder.
+
+    Returns:
+        False when the matrix is not positive definite.
+    """
     n = force.shape[0]
     if damping_c > 0.0:
         _subtract_damping(D, W, v, pi, inertia, damping_c / beta_h2, held, b, force, torque, y)
@@ -385,18 +406,80 @@ def factor_assembled(mass, inertia, beta_h2, held, b, force, torque, D, W, y, da
 
 
 @njit(cache=True, error_model="numpy")
-def substitute(D, W, y):
-    """Solve with the factor of :func:`factor_assembled` in place: ``y`` (n, 6) becomes ``(M + β h² K + …)⁻¹ y``."""
+def substitute(D, W, y, first):
+    """Solve with the factor L of :func:`factor_assembled` in place: ``y`` (n, 6) becomes ``(M + β h² K + …)⁻¹ y``
+    = ``L⁻ᵀ L⁻¹ y``.
+
+    Args:
+        D: The factor's diagonal blocks, shape (n, 6, 6).
+        W: Its off-diagonal blocks, shape (n, 6, 6).
+        y: The right-hand side, shape (n, 6), solved in place.
+        first: y is zero on the nodes before it (the forward sweep starts there).
+    """
+    forward(D, W, y, first)
+    backward(D, W, y)
+
+
+@njit(cache=True, error_model="numpy")
+def forward(D, W, y, first):
+    """``y ← L⁻¹ y`` in place (:func:`substitute`'s first sweep).
+
+    Args:
+        D: The factor's diagonal blocks, shape (n, 6, 6).
+        W: Its off-diagonal blocks, shape (n, 6, 6).
+        y: Shape (n, 6).
+        first: The first node where y is not zero.
+    """
     n = y.shape[0]
-    for a in range(n):  # forwards: L_a y_a = F_a − W_{a−1}ᵀ y_{a−1}
-        if a > 0:
+    for a in range(first, n):  # L_a y_a = F_a − W_{a−1}ᵀ y_{a−1}
+        if a > first:
             for r in range(6):
                 t = 0.0
                 for k in range(6):
                     t += W[a - 1, k, r] * y[a - 1, k]
                 y[a, r] -= t
         _lower_solve(D[a], y[a])
-    for a in range(n - 1, -1, -1):  # backwards: L_aᵀ x_a = y_a − W_a x_{a+1}
+
+
+@njit(cache=True, error_model="numpy")
+def forward_columns(D, W, Y, first):
+    """``Y ← L⁻¹ Y`` in place for m right-hand sides at once (:func:`forward`, the columns innermost).
+
+    Args:
+        D: The factor's diagonal blocks, shape (n, 6, 6).
+        W: Its off-diagonal blocks, shape (n, 6, 6).
+        Y: Shape (n, 6, m).
+        first: The first node where Y is not zero.
+    """
+    n, m = Y.shape[0], Y.shape[2]
+    for a in range(first, n):
+        if a > first:
+            for r in range(6):
+                for k in range(6):
+                    w = W[a - 1, k, r]
+                    for c in range(m):
+                        Y[a, r, c] -= w * Y[a - 1, k, c]
+        for i in range(6):
+            for k in range(i):
+                w = D[a, i, k]
+                for c in range(m):
+                    Y[a, i, c] -= w * Y[a, k, c]
+            inv = 1.0 / D[a, i, i]
+            for c in range(m):
+                Y[a, i, c] *= inv
+
+
+@njit(cache=True, error_model="numpy")
+def backward(D, W, y):
+    """``y ← L⁻ᵀ y`` in place (:func:`substitute`'s second sweep).
+
+    Args:
+        D: The factor's diagonal blocks, shape (n, 6, 6).
+        W: Its off-diagonal blocks, shape (n, 6, 6).
+        y: Shape (n, 6).
+    """
+    n = y.shape[0]
+    for a in range(n - 1, -1, -1):  # L_aᵀ x_a = y_a − W_a x_{a+1}
         if a < n - 1:
             for r in range(6):
                 t = 0.0
@@ -408,7 +491,17 @@ def substitute(D, W, y):
 
 @njit(cache=True, error_model="numpy")
 def write_filtered(mass, inertia, held, b, force, torque, y):
-    """The filtered forces of the free directions from the solution ``y`` (n, 6): ``τ̃ = J y_η``, ``f̃ = m y_p``."""
+    """The filtered forces of the free directions from the solution y: ``τ̃ = J y_η``, ``f̃ = m y_p``.
+
+    Args:
+        mass: Node masses [kg], shape (B, n).
+        inertia: Principal node inertias [kg·m²], shape (B, n, 3).
+        held: 1 for a held direction, else 0, shape (n, 6).
+        b: Rod index in the batch.
+        force: World node forces [N] of rod b, shape (n, 3), written in the free directions.
+        torque: Body node torques [N·m] of rod b, shape (n, 3), likewise.
+        y: The solution, shape (n, 6).
+    """
     n = y.shape[0]
     for a in range(n):
         for c in range(3):

@@ -386,8 +386,22 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
     flags = np.empty(n_points, dtype=np.int64)
     buffer = point_buffer(n_points)
     copies = np.empty((5, B, n, 3) if contacts else (5, 1, 1, 3))  # force, torque before and after the first solve; v⁺
-    stiff = np.empty((2, B, n, 6, 6) if contacts else (2, 1, 1, 6, 6))  # β h² K of every rod, kept for re-solves
-    work = (D, W, y, G, Ke, copies[0], copies[1], copies[2], copies[3], copies[4], buffer, stiff[0], stiff[1])
+    stiff = np.empty((4, B, n, 6, 6) if contacts else (4, 1, 1, 6, 6))  # β h² K of every rod (kept for re-solves)
+    work = (
+        y,
+        G,
+        Ke,
+        copies[0],
+        copies[1],
+        copies[2],
+        copies[3],
+        copies[4],
+        buffer,
+        stiff[0],
+        stiff[1],
+        stiff[2],
+        stiff[3],
+    )  # and its factor
     for k in range(n_steps + 1):  # every rod at step k before any at k + 1: contact couples them
         for b in range(B):
             st, where = _internal(R, p, C1, C2, l, fext, strain_code, limit2, force[b], torque[b], b, n)
