@@ -150,7 +150,8 @@ def _surface(row, x, n):
 
 POINT_FLOATS, POINT_INTS = 12, 7
 """Columns of the point buffer (:func:`point_buffer`): floats δ, n (3), w (4), k, c and a rod–rod point's
-``h C = a n nᵀ + s (I − n nᵀ)`` as (a, s); ints the four nodes, the flag index, held (0/1), rod–rod (0/1)."""
+``h C = a n nᵀ + s (I − n nᵀ)`` as (a, s); ints the four nodes, the flag index, held (0/1), rod–rod (0/1). An
+obstacle's point fills two shares (w, nodes) and not the pair's (a, s)."""
 
 
 @njit(cache=True)
@@ -174,12 +175,13 @@ def _keep_point(points, k, c, depth, normal, nodes, weights, count, idx, held, c
     at = points[2][0]
     floats, ints = points[0], points[1]
     floats[at, 0], floats[at, 1], floats[at, 2], floats[at, 3] = depth, normal[0], normal[1], normal[2]
-    for side in range(4):
+    pair = coupled.shape[0] == 2
+    for side in range(4 if pair else 2):  # an obstacle's point: two shares, the second zero at a node
         floats[at, 4 + side] = weights[side] if side < count else 0.0
         ints[at, side] = nodes[side] if side < count else nodes[0]
     floats[at, 8], floats[at, 9] = k, c
-    pair = coupled.shape[0] == 2
-    floats[at, 10], floats[at, 11] = (coupled[0], coupled[1]) if pair else (0.0, 0.0)
+    if pair:
+        floats[at, 10], floats[at, 11] = coupled[0], coupled[1]
     ints[at, 4], ints[at, 5], ints[at, 6] = idx, 1 if held else 0, 1 if pair else 0
     points[2][0] = at + 1
 
@@ -283,7 +285,7 @@ def switch_points(points, h, v_next, flags):
     changed = 0
     for at in range(points[2][0]):
         vn = 0.0
-        for side in range(4):
+        for side in range(4 if ints[at, 6] == 1 else 2):
             node, w = ints[at, side], floats[at, 4 + side]
             b, a = node // per_node, node % per_node
             vn += w * (

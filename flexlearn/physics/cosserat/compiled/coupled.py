@@ -20,9 +20,20 @@ from flexlearn.physics.cosserat.compiled.implicit import (
     backward,
     factor_assembled,
     forward_columns,
+    solve_assembled,
     substitute,
     write_filtered,
 )
+
+
+@njit(cache=True, error_model="numpy")
+def _any_coupled(points):
+    """Whether the buffer holds a held rod–rod point."""
+    ints = points[1]
+    for at in range(points[2][0]):
+        if ints[at, 5] * ints[at, 6] == 1:
+            return True
+    return False
 
 
 @njit(cache=True, error_model="numpy")
@@ -130,6 +141,15 @@ def coupled_solve(system, force, torque, work, points):
     mass, inertia, beta_h2, held, damping_c, v, pi, coupling, blocks = system
     y, stiff_D, stiff_W, factor_D, factor_W = work
     B, n = force.shape[0], force.shape[1]
+    if not _any_coupled(points):  # each rod on its own
+        D, W = factor_D[0], factor_W[0]
+        for b in range(B):
+            D[:] = stiff_D[b]
+            W[:] = stiff_W[b]
+            if not solve_assembled(mass, inertia, beta_h2, held, b, force[b], torque[b], D, W, y, damping_c, v, pi,
+                                   coupling, blocks):  # fmt: skip
+                return b
+        return -1
     rows, directions, c_hat = _columns(points)
     m = rows.shape[0]
     x0, Y, first = np.empty((B, n, 6)), np.empty((B, n, 6, m)), np.empty((B, m), dtype=np.int64)
