@@ -1,6 +1,5 @@
-"""The implicit step's obstacle contacts held by backward Euler's complementarity: which contact points enter the
-step is decided at the step's new velocities, not at the state's (eq. (5) of
-:mod:`~flexlearn.physics.cosserat.implicit`).
+"""The implicit step's contacts held by backward Euler's complementarity: which contact points enter the step is
+decided at the step's new velocities, not at the state's (eq. (5) of :mod:`~flexlearn.physics.cosserat.implicit`).
 
 Backward Euler on the penalty law ``f_n = max(k δ − (c + h k) v_n, 0)`` wants the force at the new velocity:
 ``f_n⁺ = max(k δ − (c + h k) v_n⁺, 0)``. The step's matrix carries ``h (c + h k) n nᵀ`` for the points it holds and
@@ -20,10 +19,10 @@ at the new one), friction the clipped normal force. On the benchmark's capstan (
 first 0.4 s) 911 of 1,060 steps needed one solve, 110 two, 13 three, and 26 fell back. Tested in
 tests/physics/cosserat/test_contact_step.py; the numba kernel runs the same passes.
 
-Limit: obstacles only (plane, cylinder, sphere). Contact between rods keeps the clipped law of the first solve. With
-the active set, the two crossing ropes of the benchmark's crossing (held at every step) gained energy and swung
-together by ±1 cm with a 2.8 s period against their quasi-static damping, where the clipped law settles them (with
-a ±52 µm alternation at the contact); the cause is not found.
+Obstacles (plane, cylinder, sphere) and rod–rod pairs alike. A rod–rod pair's matrix ``h J C Jᵀ`` enters each solve
+exactly (`~flexlearn.physics.cosserat.implicit.PairCoupling`): bounded by blocks on its four nodes, as the obstacles'
+points are, it resisted the two rods moving together, and with the active set the benchmark's two crossing ropes
+swung together by ±1 cm (with the clipped law the contact alternated by ±52 µm every step instead).
 """
 
 from __future__ import annotations
@@ -58,9 +57,10 @@ def consistent_contact_filter(
         state: ``(R, p, v)``: node rotations (B, n, 3, 3), positions [m] and half-step velocities [m/s] (B, n, 3).
         f: (B, n, 3) world node forces [N], the contacts' clipped forces at ``v`` included.
         tau: (B, n, 3) body node torques [N m].
-        step: the filter of the step, its ``contact`` the blocks of those clipped forces.
+        step: the filter of the step, its ``contact`` the blocks and ``pairs`` the pair matrices of those clipped
+            forces.
         velocities: as :func:`~flexlearn.physics.cosserat.implicit.filter_forces`.
-        contacts: the run's obstacle contacts.
+        contacts: the run's contacts (obstacles and rod–rod).
         h: the step [s].
 
     Returns:

@@ -62,7 +62,10 @@ matrix too, node by node, fully implicitly: with the penalty k, its damping c an
     (M + β h² K + h C_c) ã = F,   C_c = (c + h k) n nᵀ + μ f_n / sqrt(|v_t|² + ε²) (I − n nᵀ),          (5)
 
 where the contact acts (``PenaltyContact.pair_damping``), F holding the contact forces of state k with the numerical
-damping h k added to c (``f_n = max(k δ − (c + h k) v_n, 0)``). For a contact spring of frequency ω this is the
+damping h k added to c (``f_n = max(k δ − (c + h k) v_n, 0)``). An obstacle's point adds its ``h J C Jᵀ`` bounded by
+blocks on its nodes (``PenaltyContact.filter_blocks``); a rod–rod pair adds it exactly (:class:`PairCoupling`: the
+Woodbury update of the rods' own matrices in :func:`filter_forces`), since node blocks would resist the two rods
+moving together. For a contact spring of frequency ω this is the
 recursion ``(m + h c + h² k)(q⁺ − 2q + q⁻) = −h² k q − h (c + h k)(q − q⁻)``: with c = 0 both roots have
 ``|λ|² = 1 / (1 + (hω)²)``, zero as hω → ∞, so a penalty far stiffer than the step resolves settles instead of
 ringing at the Nyquist frequency (Newmark's β = ¼ would keep |λ| = 1 there, and a unilateral spring that rings gains

@@ -19,7 +19,8 @@ element length, so that no pair of a straight rod touches at rest).
 
 Limits: the penalty's penetration at rest is ``f_n / k``; on the LGVI the penalty adds ``k / m_a`` to the squared
 frequencies (``h < 2 sqrt(m_a / k)``) and friction is explicit (ε above ``h μ f_n / m_a``), while the implicit step
-takes both into its matrix (`PenaltyContact.filter_blocks`: each pair bounded by node blocks); two elements that
+takes both into its matrix, each pair's ``h J C Jᵀ`` exactly (`PenaltyContact.filter_coupling`, solved by a low-rank
+update of the rods' own matrices: :mod:`~flexlearn.physics.cosserat.implicit`); two elements that
 cross each other faster than ``2 r`` per step can pass through (choose h so that the relative speed times h stays
 below r). All B (N) elements are tested against each other: O((B N)²) per step, fine for tens of rods of tens of
 elements.

@@ -2,14 +2,18 @@
 :mod:`flexlearn.physics.cosserat.contact` (obstacles: plane, cylinder, sphere) and
 :mod:`flexlearn.physics.cosserat.rod_contact` (rod–rod and self-contact), written as scalar numba loops over the
 contact points of every rod at one step, with the implicit step's node blocks ``h C`` (eq. (5) of
-:mod:`flexlearn.physics.cosserat.implicit`). The torch modules hold the equations and are the reference the kernel
+:mod:`flexlearn.physics.cosserat.implicit`) of the obstacles' points and the rod–rod pairs' ``h C`` for their exact
+solve (:mod:`flexlearn.physics.cosserat.compiled.coupled`), and the active set of
+:mod:`flexlearn.physics.cosserat.contact_step`. The torch modules hold the equations and are the reference the kernel
 is tested against (tests/physics/cosserat/test_fused_contact.py).
 
 A contact point has a penetration δ, a unit normal n, a relative velocity v and node shares (node, w):
 
     f_n = max(k δ − (c + h k) v·n, 0),   f_t = −μ f_n v_t / sqrt(|v_t|² + ε²),
-    node a: += scale w_a (f_n n + f_t),   block a: += scale h (Σ|w|) |w_a| C,
-    C = (c + h k) n nᵀ + μ f_n / sqrt(|v_t|² + ε²) (I − n nᵀ)    (where f_n > 0).
+    node a: += scale w_a (f_n n + f_t),   obstacle's block a: += scale h (Σ|w|) |w_a| C,
+    C = (c + h k) n nᵀ + μ f_n / sqrt(|v_t|² + ε²) (I − n nᵀ)    (where f_n > 0),
+
+a rod–rod pair's ``scale h C`` kept whole for :func:`~flexlearn.physics.cosserat.compiled.coupled.coupled_solve`.
 
 Inputs (built by :func:`contact_arrays`): ``obstacles`` (M, 15) rows ``kind, q, r, k, c, μ, ε, x, a, radius,
 length`` (kind :data:`PLANE` x a point and a the normal; :data:`CYLINDER` x the centre, a the axis; :data:`SPHERE`
