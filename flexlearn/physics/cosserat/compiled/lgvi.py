@@ -66,7 +66,7 @@ from flexlearn.physics.cosserat.compiled.kernel_io import (
 from flexlearn.physics.cosserat.compiled.kernel_io import (
     as_numpy as _np,
 )
-from flexlearn.physics.cosserat.contact import contact_filter_blocks
+from flexlearn.physics.cosserat.contact import contact_coupling, contact_filter_blocks
 from flexlearn.physics.cosserat.context import RodContext
 from flexlearn.physics.cosserat.damping import Damping
 from flexlearn.physics.cosserat.elastic import internal_forces
@@ -562,8 +562,8 @@ def simulate(
         zeta = options.filter_dissipation
         contacts = contact_arrays(setup.loads, p)
         if beta_h2 > 0.0:
-            blocks = contact_filter_blocks(setup.loads, p, v0, h)
-            f0, tau0 = implicit.filter_forces(ctx, R, p, f0, tau0, ForceFilter(beta_h2, dofs, 0.0, blocks))
+            blocks, pairs = contact_filter_blocks(setup.loads, p, v0, h), contact_coupling(setup.loads, p, v0, h)
+            f0, tau0 = implicit.filter_forces(ctx, R, p, f0, tau0, ForceFilter(beta_h2, dofs, 0.0, blocks, pairs))
             v0, w0 = implicit.filter_velocities(ctx, R, p, v0, w0, beta_h2, dofs)
         v = v0 - 0.5 * h * f0 / m
         pi = J * w0 - 0.5 * h * tau0
