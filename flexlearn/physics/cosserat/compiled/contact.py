@@ -303,20 +303,32 @@ def switch_points(points, h, v_next, flags):
     return changed
 
 
+@njit(cache=True, error_model="numpy")
+def _element_spheres(p):
+    """Each element's midpoint and half length, (B, N, 4): the ball about the midpoint that holds the element."""
+    B, N = p.shape[0], p.shape[1] - 1
+    out = np.empty((B, N, 4))
+    for b in range(B):
+        for e in range(N):
+            length2 = 0.0
+            for r in range(3):
+                out[b, e, r] = 0.5 * (p[b, e, r] + p[b, e + 1, r])
+                d = p[b, e + 1, r] - p[b, e, r]
+                length2 += d * d
+            out[b, e, 3] = 0.5 * math.sqrt(length2)
+    return out
+
+
 @njit(cache=True, inline="always", error_model="numpy")
-def _apart(p, bi, ai, bj, aj, reach):
+def _apart(spheres, bi, ai, bj, aj, reach):
     """True when elements (bi, ai) and (bj, aj) cannot come within ``reach`` of each other: their midpoints are
     further apart than their half lengths and ``reach`` (each segment lies in the ball of its half length about its
-    midpoint). An exact cull: a pair it keeps is tested as before."""
-    d2 = hi2 = hj2 = 0.0
+    midpoint, :func:`_element_spheres`). An exact cull: a pair it keeps is tested as before."""
+    d2 = 0.0
     for r in range(3):
-        d = 0.5 * (p[bi, ai, r] + p[bi, ai + 1, r] - p[bj, aj, r] - p[bj, aj + 1, r])
-        ei = p[bi, ai + 1, r] - p[bi, ai, r]
-        ej = p[bj, aj + 1, r] - p[bj, aj, r]
+        d = spheres[bi, ai, r] - spheres[bj, aj, r]
         d2 += d * d
-        hi2 += ei * ei
-        hj2 += ej * ej
-    bound = 0.5 * (math.sqrt(hi2) + math.sqrt(hj2)) + reach
+    bound = spheres[bi, ai, 3] + spheres[bj, aj, 3] + reach
     return d2 > bound * bound
 
 
@@ -341,10 +353,11 @@ def add_rod_rod_contacts(pairs, laws, h, p, v, force, flags, points):
     gap, vr = np.empty(3), np.empty(3)
     nodes, weights, coupled = np.empty(4, dtype=np.int64), np.empty(4), np.zeros(2)
     offset, no_blocks = flags.shape[0] - pairs.shape[0], np.empty((0, 0, 3, 3))
+    spheres = _element_spheres(p) if pairs.shape[0] > 0 else np.empty((0, 0, 4))
     for q in range(pairs.shape[0]):
         i, j, law = pairs[q, 0], pairs[q, 1], laws[pairs[q, 2]]
         bi, ai, bj, aj = i // n_nodes, i % n_nodes, j // n_nodes, j % n_nodes
-        if _apart(p, bi, ai, bj, aj, 2.0 * law[0]):
+        if _apart(spheres, bi, ai, bj, aj, 2.0 * law[0]):
             continue
         a = c = b = e = f = 0.0
         for r in range(3):
