@@ -11,7 +11,9 @@ The runs are those a cosseratbench results folder holds, each solver run in whic
 Per run: the largest rise of E = K + U_g + U_stretch + U_bend above its running minimum, in units of the rod's
 weight times its length (m |g| L), after every driven end has stopped (the capstan from t = 0; the pile's clamp
 does work while it feeds the rope); the energy lost over the run in the same units; and cosseratbench's own
-``max_penetration`` and ``max_rod_overlap`` [r]. Only the default variant of each experiment is read.
+``max_penetration`` and ``max_rod_overlap`` [r] (segments: polylines through the nodes), and ``max_curve_overlap``
+[r], the same overlap of the smooth centrelines through the same nodes that flexlearn's rod–rod contact keeps apart
+(flexlearn.physics.cosserat.rod_contact.deepest_curve_overlap). Only the default variant of each experiment is read.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import torch
 from cosseratbench import registry
-from cosseratbench.scenario import Scenario
+from cosseratbench.scenario import Scenario, neighbour_elements
 from cosseratbench.trajectory import Trajectory
 
 from flexlearn.physics.cosserat.recorded_energy import largest_rise, recorded_energy
+from flexlearn.physics.cosserat.rod_contact import deepest_curve_overlap
 
 
 def drive_stops(scenario: Scenario) -> float:
@@ -56,6 +60,18 @@ def run_energy(scenario: Scenario, trajectory: Trajectory) -> dict:
     }
 
 
+def curve_overlap(scenario: Scenario, trajectory: Trajectory) -> float:
+    """The deepest overlap of the rods' smooth centrelines (:func:`deepest_curve_overlap`), in radii of the first rod,
+    skipping neighbours by cosseratbench's own rule; NaN for rods of different sizes (not measured)."""
+    positions = [np.asarray(p) for p in trajectory.positions]
+    if len({p.shape for p in positions}) != 1:
+        return float("nan")
+    rod = scenario.rods[0]
+    frames = torch.as_tensor(np.stack(positions, 1), dtype=torch.float64)  # (F, B, N+1, 3)
+    apart = neighbour_elements(rod.radius, rod.length / (frames.shape[2] - 1))
+    return deepest_curve_overlap(frames, rod.radius, apart) / rod.radius
+
+
 def main(argv: list[str] | None = None) -> int:
     """Measure every saved run of the chosen experiments; print the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -69,11 +85,13 @@ def main(argv: list[str] | None = None) -> int:
         for run in sorted(folder.glob("*/trajectory.npz")):
             summary = json.loads((run.parent / "result.json").read_text())
             observations = summary.get("observations", {})
+            trajectory = Trajectory.load(run)
             out.setdefault(name, {})[run.parent.name] = {
-                **run_energy(scenario, Trajectory.load(run)),
+                **run_energy(scenario, trajectory),
                 "n_elements": summary.get("n_elements"),
                 "max_penetration": observations.get("max_penetration"),
                 "max_rod_overlap": observations.get("max_rod_overlap"),
+                "max_curve_overlap": curve_overlap(scenario, trajectory),
             }
         if name not in out:
             print(f"no saved runs of {name} under {folder}", file=sys.stderr)

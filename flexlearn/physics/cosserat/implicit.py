@@ -135,8 +135,8 @@ class PairCoupling(NamedTuple):
     """Contact points whose matrix ``h J C Jᵀ`` of eq. (5) joins nodes of different rods, or far apart on one (rod–rod
     pairs), taken into the step exactly (:func:`filter_forces`: a low-rank update of the rods' own matrices)."""
 
-    nodes: Tensor  # (P, 4) int64: each point's nodes in the flattened nodes (B n)
-    weights: Tensor  # (P, 4): their shares w of the point's force (J = w ⊗ I₃)
+    nodes: Tensor  # (P, S) int64: each point's nodes in the flattened nodes (B n)
+    weights: Tensor  # (P, S): their shares w of the point's force (J = w ⊗ I₃)
     matrix: Tensor  # (P, 3, 3) h C [kg] of each point, its scale included
 
 
@@ -277,7 +277,7 @@ def _coupled_solve(A: Tensor, F: Tensor, pairs: Optional[PairCoupling], free: Op
         return torch.linalg.solve(A, F.unsqueeze(-1)).squeeze(-1)
     B, n, count = F.shape[0], F.shape[1] // 6, pairs.nodes.shape[0]
     share = F.new_zeros(count, B * n)
-    rows = torch.arange(count, device=F.device).repeat_interleave(4)
+    rows = torch.arange(count, device=F.device).repeat_interleave(pairs.nodes.shape[1])
     share = share.index_put((rows, pairs.nodes.reshape(-1)), pairs.weights.reshape(-1), accumulate=True)
     eye = torch.eye(3, dtype=F.dtype, device=F.device)
     U = F.new_zeros(B * n, 6, count, 3)

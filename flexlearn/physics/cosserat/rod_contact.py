@@ -2,20 +2,25 @@
 
 Several rods of one simulation are the batch rows of its state (positions (B, N+1, 3): B rods of the same
 section, material and element count, each with its own initial state and supports); `RodRodContact` is the one
-load that couples the rows. Each element is a straight segment of the centreline thickened by the radius r. For
-elements ``i = [a0, a1]`` and ``j = [b0, b1]`` the closest points ``c_i = a0 + s (a1 − a0)``,
-``c_j = b0 + t (b1 − b0)`` (s, t ∈ [0, 1]; Ericson, *Real-Time Collision Detection*, 2005, §5.1.9) give the gap
-``g = |c_i − c_j| − 2 r``, the normal ``n = (c_i − c_j) / |c_i − c_j|`` and, with the relative velocity
-``v_rel = v_i(s) − v_j(t)`` (the nodes' velocities interpolated), the law of `flexlearn.physics.cosserat.contact`:
+load that couples the rows. The surface of a rod is its smooth centreline thickened by the radius r: on each
+element the cubic Hermite curve through its nodes with Catmull–Rom tangents (eq. (1) of
+:mod:`~flexlearn.physics.cosserat.smooth_centreline`; a straight chord would make contact cog, holding a rope higher
+at an element's middle than at a node). For elements i and j the closest points ``c_i = x_i(s)``, ``c_j = x_j(t)``
+(Newton's method from the chords' closest points, Ericson, *Real-Time Collision Detection*, 2005, §5.1.9) give the
+gap ``g = |c_i − c_j| − 2 r``, the normal ``n = (c_i − c_j) / |c_i − c_j|`` and, with the relative velocity
+``v_rel = Σ w_a(s) v_a − Σ w_b(t) v_b`` (the curve's node weights), the law of
+`flexlearn.physics.cosserat.contact`:
 
     f_n = max(k δ − c (v_rel · n), 0),   δ = max(−g, 0)
     f_t = −μ f_n v_t / sqrt(|v_t|² + ε²),   v_t = v_rel − (v_rel · n) n
 
-The force ``f = f_n n + f_t`` acts on element i, split between its nodes as ``(1 − s) f`` and ``s f``, and ``−f``
-on element j likewise: every pair's forces sum to zero, so contact conserves linear momentum exactly, and the
-normal force adds no moment about the contact (its line joins c_i and c_j). Self-contact: element pairs of one rod
-fewer than ``exclude`` elements apart are skipped (neighbours share a node; default ``ceil(π r / ℓ)``, ℓ the
-element length, so that no pair of a straight rod touches at rest).
+The force ``f = f_n n + f_t`` acts on element i's four stencil nodes (e − 1 … e + 2) as ``w_a(s) f``, and ``−f``
+on element j's likewise: the weights of each side sum to one and ``Σ w_a x_a = c_i``, so every pair's forces sum to
+zero, contact conserves linear momentum exactly, and the normal force adds no moment about the contact (its line
+joins c_i and c_j). Self-contact: element pairs of one rod fewer than ``exclude`` elements apart are skipped
+(neighbours share a node; default ``ceil(π r / ℓ)``, ℓ the element length, so that no pair of a straight rod
+touches at rest). The polylines through the nodes may overlap where rods press on each other (each chord cuts
+inside its bend by its sagitta); the curves do not.
 
 Limits: the penalty's penetration at rest is ``f_n / k``; on the LGVI the penalty adds ``k / m_a`` to the squared
 frequencies (``h < 2 sqrt(m_a / k)``) and friction is explicit (ε above ``h μ f_n / m_a``), while the implicit step
@@ -36,8 +41,9 @@ from torch import Tensor
 
 from flexlearn.config import check
 from flexlearn.physics.cosserat.contact import ContactPoints, PenaltyContact
+from flexlearn.physics.cosserat.smooth_centreline import closest_curve_points, element_stencil
 
-__all__ = ["RodRodContact", "SegmentPairs", "closest_points"]
+__all__ = ["RodRodContact", "SegmentPairs", "closest_points", "deepest_curve_overlap"]
 
 
 class SegmentPairs(NamedTuple):
@@ -140,11 +146,42 @@ class RodRodContact(PenaltyContact):
         """
         ni, nj = self.element_pairs(p)
         flat_p, flat_v = p.reshape(-1, 3), v.reshape(-1, 3)
-        pair = closest_points(flat_p[ni], flat_p[ni + 1], flat_p[nj], flat_p[nj + 1])
+        chord = closest_points(flat_p[ni], flat_p[ni + 1], flat_p[nj], flat_p[nj + 1])
+        stencil_i, start_i, end_i = element_stencil(ni, p.shape[1] - 1)
+        stencil_j, start_j, end_j = element_stencil(nj, p.shape[1] - 1)
+        pair = closest_curve_points(
+            flat_p[stencil_i], flat_p[stencil_j], (start_i, end_i), (start_j, end_j), chord.s, chord.t
+        )
         gap_vec = pair.ci - pair.cj
         dist = gap_vec.norm(dim=-1)
         normal = gap_vec / dist.clamp_min(1e-300).unsqueeze(-1)
         depth = (2 * self.rod_radius - dist).clamp_min(0.0)
-        s, t = pair.s.unsqueeze(-1), pair.t.unsqueeze(-1)
-        v_rel = (1 - s) * flat_v[ni] + s * flat_v[ni + 1] - (1 - t) * flat_v[nj] - t * flat_v[nj + 1]
-        return ContactPoints(((ni, 1 - s), (ni + 1, s), (nj, -(1 - t)), (nj + 1, -t)), depth, normal, v_rel)
+        v_i, v_j = (
+            (pair.wi.unsqueeze(-1) * flat_v[stencil_i]).sum(-2),
+            (pair.wj.unsqueeze(-1) * flat_v[stencil_j]).sum(-2),
+        )
+        v_rel = v_i - v_j
+        shares = tuple((stencil_i[:, a], pair.wi[:, a : a + 1]) for a in range(4))
+        shares += tuple((stencil_j[:, a], -pair.wj[:, a : a + 1]) for a in range(4))
+        return ContactPoints(shares, depth, normal, v_rel)
+
+
+def deepest_curve_overlap(frames: Tensor, rod_radius: float, exclude: int, self_contact: bool = True) -> float:
+    """How far the rods' smooth centrelines (the surfaces `RodRodContact` keeps apart) pass into each other or
+    themselves, deepest over recorded frames [m]. The polylines through the same nodes overlap more where rods bend
+    away from a contact: each chord cuts inside its bend by its sagitta, up to ``ℓ θ / 8`` for a node bend θ.
+
+    Args:
+        frames: node positions [m], (F, B, N+1, 3): F frames of B rods.
+        rod_radius: r [m].
+        exclude: element pairs of one rod fewer than this many elements apart are skipped.
+        self_contact: measure each rod against itself too.
+
+    Returns:
+        The deepest overlap ``2 r − |x_i − x_j|`` [m] (0 where nothing overlaps).
+    """
+    probe, deepest = RodRodContact(rod_radius, 1.0, self_contact=self_contact, exclude=exclude), 0.0
+    for p in frames:
+        depth = probe.points(p, torch.zeros_like(p)).depth
+        deepest = max(deepest, float(depth.max()) if depth.numel() else 0.0)
+    return deepest

@@ -41,6 +41,7 @@ def _kernel(contact, p, v, h):
         n_contact_points,
         point_buffer,
     )
+    from flexlearn.physics.cosserat.compiled.coupled import HELD, PAIR, PAIR_A, PAIR_S, SHARES
 
     arrays = contact_arrays([contact], p)
     force, blocks = np.zeros(p.shape), np.zeros((*p.shape, 3))
@@ -51,11 +52,11 @@ def _kernel(contact, p, v, h):
     add_obstacle_contacts(arrays.obstacles, h, pn, vn, force, blocks, flags, points)
     add_rod_rod_contacts(arrays.pairs, arrays.laws, h, pn, vn, force, flags, points)
     floats, ints, count = points
-    coupled = [at for at in range(count[0]) if ints[at, 5] == 1 and ints[at, 6] == 1]
+    coupled = [at for at in range(count[0]) if ints[at, HELD] == 1 and ints[at, PAIR] == 1]
     n = floats[coupled, 1:4]
     nn = n[:, :, None] * n[:, None, :]
-    a, s = floats[coupled, 10, None, None], floats[coupled, 11, None, None]
-    return force, blocks, a * nn + s * (np.eye(3) - nn), ints[coupled, :4]  # h C = a n nᵀ + s (I − n nᵀ)
+    a, s = floats[coupled, PAIR_A, None, None], floats[coupled, PAIR_S, None, None]
+    return force, blocks, a * nn + s * (np.eye(3) - nn), ints[coupled, :SHARES]  # h C = a n nᵀ + s (I − n nᵀ)
 
 
 def _compare(contact, p, v, h):
@@ -164,3 +165,10 @@ def test_two_pinned_ropes_crossing_run_in_the_kernel_as_on_the_tensor_path(heigh
     contact = RodRodContact(rod_radius=0.01, stiffness=2000.0, damping=0.5, friction=0.3, slip_velocity=1e-3)
     tr = _same_run(rod, 1e-3, 0.3, [Gravity(), contact], initial, [Pin(), Pin(node=-1)], "implicit", Damping(1.0))
     assert float(tr.positions[-1, 1, n // 2, 2] - tr.positions[-1, 0, n // 2, 2]) > 0.015
+
+
+def test_the_kernel_takes_as_many_newton_steps_to_the_closest_curve_points_as_the_torch_reference():
+    from flexlearn.physics.cosserat import smooth_centreline
+    from flexlearn.physics.cosserat.compiled import curve_pairs
+
+    assert curve_pairs.NEWTON_ITERATIONS == smooth_centreline.NEWTON_ITERATIONS

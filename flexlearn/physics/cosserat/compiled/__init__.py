@@ -11,7 +11,7 @@ from pathlib import Path
 
 from flexlearn.numba_cache import refresh_numba_cache
 
-KERNEL_SOURCES = ("common", "cayley", "contact", "coupled", "implicit", "lgvi")
+KERNEL_SOURCES = ("common", "cayley", "contact", "coupled", "curve_pairs", "implicit", "lgvi")
 """The kernel files of this package, relative to it (one cache group)."""
 
 refresh_numba_cache(Path(__file__).parent, KERNEL_SOURCES, "cosserat_kernels")

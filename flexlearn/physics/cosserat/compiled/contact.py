@@ -31,7 +31,21 @@ import numpy as np
 from torch import Tensor
 
 from flexlearn.physics.cosserat.compiled.common import njit
-from flexlearn.physics.cosserat.compiled.coupled import coupled_solve
+from flexlearn.physics.cosserat.compiled.coupled import (
+    FLAG,
+    HELD,
+    LAW_C,
+    LAW_K,
+    PAIR,
+    PAIR_A,
+    PAIR_S,
+    POINT_FLOATS,
+    POINT_INTS,
+    SHARES,
+    WEIGHTS,
+    coupled_solve,
+)
+from flexlearn.physics.cosserat.compiled.curve_pairs import closest_curve_points, combine, curve_spheres, stencil
 from flexlearn.physics.cosserat.compiled.implicit import assemble_stiffness
 from flexlearn.physics.cosserat.contact import CylinderContact, PenaltyContact, PlaneContact, SphereContact
 from flexlearn.physics.cosserat.rod_contact import RodRodContact
@@ -152,15 +166,16 @@ def _surface(row, x, n):
     return radial - row[13] if abs(along) <= 0.5 * row[14] else np.inf
 
 
-POINT_FLOATS, POINT_INTS = 12, 7
-"""Columns of the point buffer (:func:`point_buffer`): floats δ, n (3), w (4), k, c and a rod–rod point's
-``h C = a n nᵀ + s (I − n nᵀ)`` as (a, s); ints the four nodes, the flag index, held (0/1), rod–rod (0/1). An
-obstacle's point fills two shares (w, nodes) and not the pair's (a, s)."""
+# Columns of the point buffer (:func:`point_buffer`; named in :mod:`~flexlearn.physics.cosserat.compiled.coupled`):
+# floats δ, n (3), w (SHARES), k, c and a rod–rod point's ``h C = a n nᵀ + s (I − n nᵀ)`` as (a, s); ints the
+# SHARES nodes, the flag index, held (0/1), rod–rod (0/1). An obstacle's point fills two shares (w, nodes) and not
+# the pair's (a, s); a rod–rod point all eight (its two curves' stencils, :mod:`.curve_pairs`).
 
 
 @njit(cache=True)
 def point_buffer(n_points):
-    """The buffer of one step's penetrating contact points: floats (P, 19), ints (P, 7), count (1,) int64.
+    """The buffer of one step's penetrating contact points: floats (P, POINT_FLOATS), ints (P, POINT_INTS), count (1,)
+    int64.
 
     Args:
         n_points: P, :func:`n_contact_points`.
@@ -180,13 +195,13 @@ def _keep_point(points, k, c, depth, normal, nodes, weights, count, idx, held, c
     floats, ints = points[0], points[1]
     floats[at, 0], floats[at, 1], floats[at, 2], floats[at, 3] = depth, normal[0], normal[1], normal[2]
     pair = coupled.shape[0] == 2
-    for side in range(4 if pair else 2):  # an obstacle's point: two shares, the second zero at a node
-        floats[at, 4 + side] = weights[side] if side < count else 0.0
+    for side in range(SHARES if pair else 2):  # an obstacle's point: two shares, the second zero at a node
+        floats[at, WEIGHTS + side] = weights[side] if side < count else 0.0
         ints[at, side] = nodes[side] if side < count else nodes[0]
-    floats[at, 8], floats[at, 9] = k, c
+    floats[at, LAW_K], floats[at, LAW_C] = k, c
     if pair:
-        floats[at, 10], floats[at, 11] = coupled[0], coupled[1]
-    ints[at, 4], ints[at, 5], ints[at, 6] = idx, 1 if held else 0, 1 if pair else 0
+        floats[at, PAIR_A], floats[at, PAIR_S] = coupled[0], coupled[1]
+    ints[at, FLAG], ints[at, HELD], ints[at, PAIR] = idx, 1 if held else 0, 1 if pair else 0
     points[2][0] = at + 1
 
 
@@ -289,34 +304,18 @@ def switch_points(points, h, v_next, flags):
     changed = 0
     for at in range(points[2][0]):
         vn = 0.0
-        for side in range(4 if ints[at, 6] == 1 else 2):
-            node, w = ints[at, side], floats[at, 4 + side]
+        for side in range(SHARES if ints[at, PAIR] == 1 else 2):
+            node, w = ints[at, side], floats[at, WEIGHTS + side]
             b, a = node // per_node, node % per_node
             vn += w * (
                 v_next[b, a, 0] * floats[at, 1] + v_next[b, a, 1] * floats[at, 2] + v_next[b, a, 2] * floats[at, 3]
             )
-        k, c = floats[at, 8], floats[at, 9]
+        k, c = floats[at, LAW_K], floats[at, LAW_C]
         want = k * floats[at, 0] - (c + h * k) * vn > 0.0
-        flags[ints[at, 4]] = 1 if want else 0
-        if want != (ints[at, 5] == 1):
+        flags[ints[at, FLAG]] = 1 if want else 0
+        if want != (ints[at, HELD] == 1):
             changed += 1
     return changed
-
-
-@njit(cache=True, error_model="numpy")
-def _element_spheres(p):
-    """Each element's midpoint and half length, (B, N, 4): the ball about the midpoint that holds the element."""
-    B, N = p.shape[0], p.shape[1] - 1
-    out = np.empty((B, N, 4))
-    for b in range(B):
-        for e in range(N):
-            length2 = 0.0
-            for r in range(3):
-                out[b, e, r] = 0.5 * (p[b, e, r] + p[b, e + 1, r])
-                d = p[b, e + 1, r] - p[b, e, r]
-                length2 += d * d
-            out[b, e, 3] = 0.5 * math.sqrt(length2)
-    return out
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -332,12 +331,38 @@ def _apart(spheres, bi, ai, bj, aj, reach):
     return d2 > bound * bound
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def _chord_closest(p, bi, ai, bj, aj):
+    """The closest points ``(s, t)`` of the chords of elements (bi, ai) and (bj, aj) (Ericson 2005, §5.1.9, as
+    :func:`flexlearn.physics.cosserat.rod_contact.closest_points`)."""
+    a = c = b = e = f = 0.0
+    for r in range(3):
+        d1 = p[bi, ai + 1, r] - p[bi, ai, r]
+        d2 = p[bj, aj + 1, r] - p[bj, aj, r]
+        rr = p[bi, ai, r] - p[bj, aj, r]
+        a += d1 * d1
+        e += d2 * d2
+        b += d1 * d2
+        c += d1 * rr
+        f += d2 * rr
+    denom = a * e - b * b
+    s = 0.0
+    if denom > 1e-14 * max(a * e, 1e-300):
+        s = min(max((b * f - c * e) / max(denom, 1e-300), 0.0), 1.0)
+    t = (b * s + f) / e
+    if t < 0.0:
+        s = min(max(-c / a, 0.0), 1.0)
+    elif t > 1.0:
+        s = min(max((b - c) / a, 0.0), 1.0)
+    return s, min(max(t, 0.0), 1.0)
+
+
 @njit(cache=True, error_model="numpy")
 def add_rod_rod_contacts(pairs, laws, h, p, v, force, flags, points):
-    """Every element pair's forces (closest points, Ericson 2005 §5.1.9, as
-    :func:`flexlearn.physics.cosserat.rod_contact.closest_points`), ``+f`` on the first element and ``−f`` on the
-    second, added to ``force``; the touching pairs kept in ``points`` with their ``h C`` (the step takes each pair's
-    ``h J C Jᵀ`` exactly: :func:`coupled_solve`).
+    """Every element pair's forces (the closest points of the elements' smooth curves,
+    :func:`.curve_pairs.closest_curve_points`, as :class:`flexlearn.physics.cosserat.rod_contact.RodRodContact`),
+    ``+f`` on the first curve's stencil and ``−f`` on the second's, added to ``force``; the touching pairs kept in
+    ``points`` with their ``h C`` (the step takes each pair's ``h J C Jᵀ`` exactly: :func:`coupled_solve`).
 
     Args:
         pairs: The element pairs (i, j, law), shape (P, 3) int64 (module docstring).
@@ -350,40 +375,24 @@ def add_rod_rod_contacts(pairs, laws, h, p, v, force, flags, points):
         points: The buffer of penetrating points (:func:`point_buffer`), appended to.
     """
     n_nodes = p.shape[1]
-    gap, vr = np.empty(3), np.empty(3)
-    nodes, weights, coupled = np.empty(4, dtype=np.int64), np.empty(4), np.zeros(2)
+    gap, vr, vj = np.empty(3), np.empty(3), np.empty(3)
+    nodes, weights, coupled = np.empty(SHARES, dtype=np.int64), np.empty(SHARES), np.zeros(2)
+    ni, nj, flags_i, flags_j = np.empty(4, dtype=np.int64), np.empty(4, dtype=np.int64), np.empty(2), np.empty(2)
+    work = (np.empty((3, 4)), np.empty((3, 4)), np.empty((6, 3)))
     offset, no_blocks = flags.shape[0] - pairs.shape[0], np.empty((0, 0, 3, 3))
-    spheres = _element_spheres(p) if pairs.shape[0] > 0 else np.empty((0, 0, 4))
+    spheres = curve_spheres(p) if pairs.shape[0] > 0 else np.empty((0, 0, 4))
     for q in range(pairs.shape[0]):
         i, j, law = pairs[q, 0], pairs[q, 1], laws[pairs[q, 2]]
         bi, ai, bj, aj = i // n_nodes, i % n_nodes, j // n_nodes, j % n_nodes
         if _apart(spheres, bi, ai, bj, aj, 2.0 * law[0]):
             continue
-        a = c = b = e = f = 0.0
+        s, t = _chord_closest(p, bi, ai, bj, aj)
+        flags_i[0], flags_i[1] = stencil(ai, n_nodes - 1, ni)
+        flags_j[0], flags_j[1] = stencil(aj, n_nodes - 1, nj)
+        s, t = closest_curve_points(p, bi, ni, flags_i, bj, nj, flags_j, s, t, work)
+        wi, wj, vecs = work[0][0], work[1][0], work[2]
         for r in range(3):
-            d1 = p[bi, ai + 1, r] - p[bi, ai, r]
-            d2 = p[bj, aj + 1, r] - p[bj, aj, r]
-            rr = p[bi, ai, r] - p[bj, aj, r]
-            a += d1 * d1
-            e += d2 * d2
-            b += d1 * d2
-            c += d1 * rr
-            f += d2 * rr
-        denom = a * e - b * b
-        s = 0.0
-        if denom > 1e-14 * max(a * e, 1e-300):
-            s = min(max((b * f - c * e) / max(denom, 1e-300), 0.0), 1.0)
-        t = (b * s + f) / e
-        if t < 0.0:
-            s = min(max(-c / a, 0.0), 1.0)
-        elif t > 1.0:
-            s = min(max((b - c) / a, 0.0), 1.0)
-        t = min(max(t, 0.0), 1.0)
-        for r in range(3):
-            ci = p[bi, ai, r] + s * (p[bi, ai + 1, r] - p[bi, ai, r])
-            cj = p[bj, aj, r] + t * (p[bj, aj + 1, r] - p[bj, aj, r])
-            gap[r] = ci - cj
-            vr[r] = (1 - s) * v[bi, ai, r] + s * v[bi, ai + 1, r] - (1 - t) * v[bj, aj, r] - t * v[bj, aj + 1, r]
+            gap[r] = vecs[0, r] - vecs[1, r]
         dist = math.sqrt(gap[0] * gap[0] + gap[1] * gap[1] + gap[2] * gap[2])
         depth = 2.0 * law[0] - dist
         if not depth > 0.0:
@@ -391,11 +400,16 @@ def add_rod_rod_contacts(pairs, laws, h, p, v, force, flags, points):
         inv = 1.0 / max(dist, 1e-300)
         for r in range(3):
             gap[r] *= inv
-        nodes[0], nodes[1], nodes[2], nodes[3] = i, i + 1, j, j + 1
-        weights[0], weights[1], weights[2], weights[3] = 1.0 - s, s, -(1.0 - t), -t
-        held = _apply_point(depth, gap, vr, law, h, 1.0, nodes, weights, 4, force, no_blocks, flags[offset + q],
+        combine(v, bi, ni, wi, vr)
+        combine(v, bj, nj, wj, vj)
+        for k in range(4):
+            nodes[k], nodes[4 + k] = bi * n_nodes + ni[k], bj * n_nodes + nj[k]
+            weights[k], weights[4 + k] = wi[k], -wj[k]
+        for r in range(3):
+            vr[r] -= vj[r]
+        held = _apply_point(depth, gap, vr, law, h, 1.0, nodes, weights, SHARES, force, no_blocks, flags[offset + q],
                             coupled)  # fmt: skip
-        _keep_point(points, law[1], law[2], depth, gap, nodes, weights, 4, offset + q, held, coupled)
+        _keep_point(points, law[1], law[2], depth, gap, nodes, weights, SHARES, offset + q, held, coupled)
 
 
 @njit(cache=True, error_model="numpy")

@@ -5,8 +5,8 @@ Woodbury identity, as :func:`flexlearn.physics.cosserat.implicit.filter_forces` 
 reference it is tested against: tests/physics/cosserat/test_fused_contact.py).
 
 The points come from the buffer of :func:`flexlearn.physics.cosserat.compiled.contact.point_buffer` (floats δ, n,
-w (4), k, c, a, s; ints the four nodes, the flag index, held, rod–rod), a rod–rod point's ``h C = a n nᵀ + s (I −
-n nᵀ)``. SI units.
+w (:data:`SHARES`), k, c, a, s; ints the nodes, the flag index, held, rod–rod; the columns named below), a rod–rod
+point's ``h C = a n nᵀ + s (I − n nᵀ)``. SI units.
 """
 
 from __future__ import annotations
@@ -25,13 +25,19 @@ from flexlearn.physics.cosserat.compiled.implicit import (
     write_filtered,
 )
 
+SHARES = 8
+"""The most node shares of one contact point: a rod–rod pair's two stencils of four (an obstacle's point has two)."""
+WEIGHTS, LAW_K, LAW_C, PAIR_A, PAIR_S = 4, 4 + SHARES, 5 + SHARES, 6 + SHARES, 7 + SHARES  # float columns
+FLAG, HELD, PAIR = SHARES, SHARES + 1, SHARES + 2  # int columns after the nodes
+POINT_FLOATS, POINT_INTS = 8 + SHARES, 3 + SHARES
+
 
 @njit(cache=True, error_model="numpy")
 def _any_coupled(points):
     """Whether the buffer holds a held rod–rod point."""
     ints = points[1]
     for at in range(points[2][0]):
-        if ints[at, 5] * ints[at, 6] == 1:
+        if ints[at, HELD] * ints[at, PAIR] == 1:
             return True
     return False
 
@@ -44,17 +50,17 @@ def _columns(points):
     floats, ints = points[0], points[1]
     m = 0
     for at in range(points[2][0]):
-        if ints[at, 5] * ints[at, 6] == 1:
-            m += 1 if floats[at, 11] == 0.0 else 3
+        if ints[at, HELD] * ints[at, PAIR] == 1:
+            m += 1 if floats[at, PAIR_S] == 0.0 else 3
     rows, directions, weights = np.empty(m, dtype=np.int64), np.zeros((m, 3)), np.empty(m)
     k = 0
     for at in range(points[2][0]):
-        if ints[at, 5] * ints[at, 6] == 0:
+        if ints[at, HELD] * ints[at, PAIR] == 0:
             continue
         n0, n1, n2 = floats[at, 1], floats[at, 2], floats[at, 3]
-        rows[k], directions[k, 0], directions[k, 1], directions[k, 2], weights[k] = at, n0, n1, n2, floats[at, 10]
+        rows[k], directions[k, 0], directions[k, 1], directions[k, 2], weights[k] = at, n0, n1, n2, floats[at, PAIR_A]
         k += 1
-        if floats[at, 11] == 0.0:
+        if floats[at, PAIR_S] == 0.0:
             continue
         if abs(n0) < 0.9:  # t₁ = n × e_x / |…|, else n × e_y
             t0, t1, t2 = 0.0, n2, -n1
@@ -68,7 +74,7 @@ def _columns(points):
                 t[0],
                 t[1],
                 t[2],
-                floats[at, 11],
+                floats[at, PAIR_S],
             )
             k += 1
     return rows, directions, weights
@@ -109,8 +115,8 @@ def _position_columns(points, rows, directions, b, held, Y, first):
     Y[:] = 0.0
     for k in range(rows.shape[0]):
         first[k] = n
-        for side in range(4):
-            node, w = ints[rows[k], side], floats[rows[k], 4 + side]
+        for side in range(SHARES):
+            node, w = ints[rows[k], side], floats[rows[k], WEIGHTS + side]
             if node // n == b and w != 0.0:
                 for j in range(3):
                     Y[node % n, 3 + j, k] += w * directions[k, j] * (1.0 - held[node % n, 3 + j])
@@ -188,8 +194,8 @@ def _woodbury(points, rows, directions, c_hat, held, x0, Y, first):
     B, n, m = Y.shape[0], Y.shape[1], Y.shape[3]
     S, r = np.eye(m), np.zeros(m)
     for k in range(m):  # Uᵀ x₀
-        for side in range(4):
-            node, w = ints[rows[k], side], floats[rows[k], 4 + side]
+        for side in range(SHARES):
+            node, w = ints[rows[k], side], floats[rows[k], WEIGHTS + side]
             b, a = node // n, node % n
             for j in range(3):
                 r[k] += w * directions[k, j] * (1.0 - held[a, 3 + j]) * x0[b, a, 3 + j]
