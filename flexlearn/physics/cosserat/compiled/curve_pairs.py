@@ -18,8 +18,15 @@ NEWTON_ITERATIONS = 3
 
 @njit(cache=True, inline="always", error_model="numpy")
 def stencil_weights(s, at_start, at_end, derivative, out):
-    """The weights (4,) of eq. (1) on nodes a − 1 … a + 2 of an element at parameter s (``derivative`` 0, 1 or 2:
-    of x, x' or x''), written to ``out``; ``at_start``, ``at_end`` 1.0 on a rod's first or last element."""
+    """The weights (4,) of eq. (1) on nodes a − 1 … a + 2 of an element at parameter s.
+
+    Args:
+        s: The parameter in [0, 1].
+        at_start: 1.0 on a rod's first element (its first tangent the chord), else 0.0.
+        at_end: 1.0 on a rod's last element.
+        derivative: 0, 1 or 2: the weights of x, x' or x''.
+        out: (4,), overwritten.
+    """
     s2 = s * s
     if derivative == 0:
         h00, h10, h01, h11 = 2 * s2 * s - 3 * s2 + 1, s2 * s - 2 * s2 + s, -2 * s2 * s + 3 * s2, s2 * s - s2
@@ -36,8 +43,17 @@ def stencil_weights(s, at_start, at_end, derivative, out):
 
 @njit(cache=True, inline="always", error_model="numpy")
 def stencil(a, n_elements, nodes):
-    """The nodes a − 1 … a + 2 (in the rod) that element a's curve reads, written to ``nodes`` (4,) int64 (a node off
-    the rod replaced by one on it; its weight is zero); returns ``(at_start, at_end)`` as 1.0 or 0.0."""
+    """The nodes a − 1 … a + 2 (in the rod) that element a's curve reads (a node off the rod replaced by one on it;
+    its weight is zero).
+
+    Args:
+        a: The element.
+        n_elements: N, the rod's elements.
+        nodes: (4,) int64, overwritten.
+
+    Returns:
+        ``(at_start, at_end)``, 1.0 or 0.0.
+    """
     at_start, at_end = 1.0 if a == 0 else 0.0, 1.0 if a == n_elements - 1 else 0.0
     nodes[0], nodes[1], nodes[2], nodes[3] = a - 1 + (1 if a == 0 else 0), a, a + 1, a + 2 - (1 if at_end else 0)
     return at_start, at_end
@@ -45,7 +61,15 @@ def stencil(a, n_elements, nodes):
 
 @njit(cache=True, inline="always", error_model="numpy")
 def combine(x, b, nodes, w, out):
-    """``out = Σ_k w_k x[b, nodes_k]`` (3,)."""
+    """``out = Σ_k w_k x[b, nodes_k]``.
+
+    Args:
+        x: Node vectors, shape (B, n, 3).
+        b: The rod.
+        nodes: (4,) int64, the stencil (:func:`stencil`).
+        w: (4,), its weights.
+        out: (3,), overwritten.
+    """
     for r in range(3):
         out[r] = w[0] * x[b, nodes[0], r] + w[1] * x[b, nodes[1], r]
         out[r] += w[2] * x[b, nodes[2], r] + w[3] * x[b, nodes[3], r]
@@ -121,8 +145,14 @@ def closest_curve_points(p, bi, ni, flags_i, bj, nj, flags_j, s, t, work):
 @njit(cache=True, error_model="numpy")
 def curve_spheres(p):
     """Each element's curve (eq. (1)) inside a ball: its midpoint and the largest distance from it to the curve's Bézier
-    control points ``x_a, x_a + m_a / 3, x_{a+1} − m_{a+1} / 3, x_{a+1}`` (the curve lies in their convex hull),
-    shape (B, N, 4)."""
+    control points ``x_a, x_a + m_a / 3, x_{a+1} − m_{a+1} / 3, x_{a+1}`` (the curve lies in their convex hull).
+
+    Args:
+        p: Node positions [m], shape (B, n, 3).
+
+    Returns:
+        (B, N, 4): the centres [m] and radii [m].
+    """
     B, N = p.shape[0], p.shape[1] - 1
     out = np.empty((B, N, 4))
     for b in range(B):
