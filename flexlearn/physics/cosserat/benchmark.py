@@ -120,6 +120,8 @@ class FlexlearnSolver:
             solver options are numbers.
         curvature: the rods' curvature measure: ``'log'`` (default; exact at any rotation per element: the twist's
             critical twist at 20 elements within 0.8 % instead of 4.5 %) or ``'cayley'`` (seed 001). Python only.
+        smooth_contact: rod–rod contact about the smooth centreline, or (False, default) the chords
+            (``RodRodContact.smooth``; docs/cosserat.md compares them). Python only.
     """
 
     name = "flexlearn"
@@ -136,7 +138,13 @@ class FlexlearnSolver:
         }
     )
 
-    def __init__(self, time_step_scale: float = 1.0, strain: str | None = None, curvature: str = "log") -> None:
+    def __init__(
+        self,
+        time_step_scale: float = 1.0,
+        strain: str | None = None,
+        curvature: str = "log",
+        smooth_contact: bool = False,
+    ) -> None:
         if not (isinstance(time_step_scale, (int, float)) and math.isfinite(time_step_scale) and time_step_scale > 0):
             raise ValueError(f"time_step_scale = {time_step_scale!r}: must be a finite number > 0")
         if strain is not None and strain not in STRAIN_MODELS:
@@ -144,7 +152,7 @@ class FlexlearnSolver:
         if curvature not in CURVATURE_MODELS:
             raise ValueError(f"curvature = {curvature!r}: must be one of {', '.join(CURVATURE_MODELS)}")
         self.time_step_scale = float(time_step_scale)
-        self.strain, self.curvature = strain, curvature
+        self.strain, self.curvature, self.smooth_contact = strain, curvature, bool(smooth_contact)
         self._records: dict[int, dict] = {}  # id(scenario) → the settings returned for it, to add the step run
 
     def problems(self, scenario: Scenario, n_elements: int) -> list[RodProblem]:
@@ -161,7 +169,11 @@ class FlexlearnSolver:
         Raises:
             NotImplementedError: rods that cannot be simulated together, an obstacle that is not modelled.
         """
-        return [RodProblem(scenario, scenario.rods, n_elements, self.scheme, self.strain, self.curvature)]
+        return [
+            RodProblem(
+                scenario, scenario.rods, n_elements, self.scheme, self.strain, self.curvature, self.smooth_contact
+            )
+        ]
 
     def max_dt(self, problem: RodProblem, frame_interval: float) -> float:
         """The largest step [s] of this scheme for the problem (module docstring).
@@ -231,6 +243,7 @@ class FlexlearnSolver:
             "implicit_mass": options.implicit_mass if self.scheme == "implicit" else None,
             "strain": problem.rod.strain,
             "curvature": problem.rod.curvature,
+            "rod_contact_surface": "smooth centreline" if self.smooth_contact else "chords",
             "time_step": plan.dt,
             "damping_rate": problem.alpha,
             "shear_coefficient": float(problem.rod.shear_coefficient.reshape(-1)[0]),

@@ -242,6 +242,7 @@ class RodProblem:
         scheme: ``'implicit'`` or ``'lgvi'`` (the contact stiffness, module docstring).
         strain: the rods' strain model; None for the module docstring's choice.
         curvature: the rods' curvature measure (``'log'``, exact at any rotation per element, or ``'cayley'``).
+        smooth_contact: rod–rod contact about the smooth centreline (True) or the chords (``RodRodContact.smooth``).
     """
 
     def __init__(
@@ -252,6 +253,7 @@ class RodProblem:
         scheme: str = "implicit",
         strain: str | None = None,
         curvature: str = "log",
+        smooth_contact: bool = False,
     ):
         _check_batchable(specs)
         first = specs[0]
@@ -265,7 +267,7 @@ class RodProblem:
         driven = any(m is not None for spec in specs for m in (spec.start_motion, spec.end_motion))
         inertia = "segment" if scenario.quasi_static and scenario.obstacles and driven else "section"
         self.rod = CosseratRod.circular(lengths, first.radius, material, n_elements, strain, inertia, curvature)
-        self.contacts = _contacts(scenario, self.specs, self.rod, scheme)
+        self.contacts = _contacts(scenario, self.specs, self.rod, scheme, smooth_contact)
         obstacles = [c for c in self.contacts if isinstance(c, ObstacleContact)]
         rods = [_RodStart(spec, n_elements, self.reversed, obstacles) for spec in specs]
         self.offsets = [r.offsets for r in rods]
@@ -349,7 +351,9 @@ def _contact_dt(scenario: Scenario, specs: Sequence[Rod], alpha: float) -> float
     return math.inf if speed == 0 else min(s.radius for s in specs) / (2.0 * speed)
 
 
-def _contacts(scenario: Scenario, specs: Sequence[Rod], rod: CosseratRod, scheme: str) -> list[PenaltyContact]:
+def _contacts(
+    scenario: Scenario, specs: Sequence[Rod], rod: CosseratRod, scheme: str, smooth: bool = False
+) -> list[PenaltyContact]:
     """The obstacles and rod–rod contact of one batch of rods, with the parameters of the module docstring."""
     spec = specs[0]
     ell = min(s.length for s in specs) / rod.n_elements
@@ -378,5 +382,9 @@ def _contacts(scenario: Scenario, specs: Sequence[Rod], rod: CosseratRod, scheme
             raise NotImplementedError(f"contact with a {type(obstacle).__name__}: not modelled")
     if len(specs) > 1 or scenario.self_contact:
         apart = neighbour_elements(spec.radius, ell)
-        out.append(RodRodContact(**law, friction=rod_friction, self_contact=scenario.self_contact, exclude=apart))
+        out.append(
+            RodRodContact(
+                **law, friction=rod_friction, self_contact=scenario.self_contact, exclude=apart, smooth=smooth
+            )
+        )
     return out

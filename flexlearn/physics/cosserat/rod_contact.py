@@ -41,7 +41,7 @@ from torch import Tensor
 
 from flexlearn.config import check
 from flexlearn.physics.cosserat.contact import ContactPoints, PenaltyContact
-from flexlearn.physics.cosserat.smooth_centreline import closest_curve_points, element_stencil
+from flexlearn.physics.cosserat.smooth_centreline import NEWTON_ITERATIONS, closest_curve_points, element_stencil
 
 __all__ = ["RodRodContact", "SegmentPairs", "closest_points", "deepest_curve_overlap"]
 
@@ -92,6 +92,8 @@ class RodRodContact(PenaltyContact):
         self_contact: also between elements of one rod.
         exclude: element pairs of one rod fewer than this many elements apart are skipped (None: ``ceil(π r / ℓ)``,
             at least 2, from the first state seen).
+        smooth: the surface about the smooth centreline (module docstring); False (default): about the chords
+            (segments, as PyElastica's and MuJoCo's capsules).
     """
 
     couples_nodes = True  # the implicit step takes each pair's h J C Jᵀ exactly (contact_step)
@@ -105,11 +107,12 @@ class RodRodContact(PenaltyContact):
         slip_velocity: float = 1e-3,
         self_contact: bool = True,
         exclude: Optional[int] = None,
+        smooth: bool = False,
     ) -> None:
         super().__init__(rod_radius, stiffness, damping, friction, slip_velocity)
         check(exclude is None or (isinstance(exclude, int) and exclude >= 1), "RodRodContact.exclude", exclude,
               "expected None or an integer >= 1")  # fmt: skip
-        self.self_contact, self.exclude = bool(self_contact), exclude
+        self.self_contact, self.exclude, self.smooth = bool(self_contact), exclude, bool(smooth)
         self._cached_pairs: Optional[tuple] = None
 
     def element_pairs(self, p: Tensor) -> tuple[Tensor, Tensor]:
@@ -149,8 +152,16 @@ class RodRodContact(PenaltyContact):
         chord = closest_points(flat_p[ni], flat_p[ni + 1], flat_p[nj], flat_p[nj + 1])
         stencil_i, start_i, end_i = element_stencil(ni, p.shape[1] - 1)
         stencil_j, start_j, end_j = element_stencil(nj, p.shape[1] - 1)
+        if not self.smooth:  # both tangents the chord: eq. (1) is the straight segment, its closest points the chords'
+            start_i = end_i = start_j = end_j = torch.ones_like(start_i)
         pair = closest_curve_points(
-            flat_p[stencil_i], flat_p[stencil_j], (start_i, end_i), (start_j, end_j), chord.s, chord.t
+            flat_p[stencil_i],
+            flat_p[stencil_j],
+            (start_i, end_i),
+            (start_j, end_j),
+            chord.s,
+            chord.t,
+            NEWTON_ITERATIONS if self.smooth else 0,
         )
         gap_vec = pair.ci - pair.cj
         dist = gap_vec.norm(dim=-1)
@@ -167,9 +178,10 @@ class RodRodContact(PenaltyContact):
 
 
 def deepest_curve_overlap(frames: Tensor, rod_radius: float, exclude: int, self_contact: bool = True) -> float:
-    """How far the rods' smooth centrelines (the surfaces `RodRodContact` keeps apart) pass into each other or
-    themselves, deepest over recorded frames [m]. The polylines through the same nodes overlap more where rods bend
-    away from a contact: each chord cuts inside its bend by its sagitta, up to ``ℓ θ / 8`` for a node bend θ.
+    """How far the rods' smooth centrelines (the surfaces `RodRodContact(smooth=True)` keeps apart) pass into each
+    other or themselves, deepest over recorded frames [m]. The polylines through the same nodes overlap more where
+    rods bend away from a contact: each chord cuts inside its bend by its sagitta, up to ``ℓ θ / 8`` for a node bend
+    θ.
 
     Args:
         frames: node positions [m], (F, B, N+1, 3): F frames of B rods.
@@ -180,7 +192,8 @@ def deepest_curve_overlap(frames: Tensor, rod_radius: float, exclude: int, self_
     Returns:
         The deepest overlap ``2 r − |x_i − x_j|`` [m] (0 where nothing overlaps).
     """
-    probe, deepest = RodRodContact(rod_radius, 1.0, self_contact=self_contact, exclude=exclude), 0.0
+    probe = RodRodContact(rod_radius, 1.0, self_contact=self_contact, exclude=exclude, smooth=True)
+    deepest = 0.0
     for p in frames:
         depth = probe.points(p, torch.zeros_like(p)).depth
         deepest = max(deepest, float(depth.max()) if depth.numel() else 0.0)

@@ -101,7 +101,13 @@ def _point(x: Tensor, w: Tensor) -> Tensor:
 
 
 def closest_curve_points(
-    xi: Tensor, xj: Tensor, flags_i: tuple[Tensor, Tensor], flags_j: tuple[Tensor, Tensor], s: Tensor, t: Tensor
+    xi: Tensor,
+    xj: Tensor,
+    flags_i: tuple[Tensor, Tensor],
+    flags_j: tuple[Tensor, Tensor],
+    s: Tensor,
+    t: Tensor,
+    iterations: int = NEWTON_ITERATIONS,
 ) -> CurvePoints:
     """The closest points of two elements' curves (eq. (1)), by Newton's method from ``(s, t)`` (module docstring).
 
@@ -112,11 +118,12 @@ def closest_curve_points(
         flags_j: the same, (P,) each.
         s: starting parameters (P,) on the first curves (the chords' closest points); t on the second.
         t: (P,).
+        iterations: Newton steps (0: the curves' points at ``(s, t)``).
 
     Returns:
         The `CurvePoints`.
     """
-    for _ in range(NEWTON_ITERATIONS):
+    for _ in range(iterations):
         wi, wj = stencil_weights(s, *flags_i), stencil_weights(t, *flags_j)
         di, dj = _point(xi, stencil_weights(s, *flags_i, 1)), _point(xj, stencil_weights(t, *flags_j, 1))
         d = _point(xi, wi) - _point(xj, wj)

@@ -28,27 +28,33 @@ def _curve_overlap(result, experiment) -> float:
     return deepest_curve_overlap(frames, rod.radius, apart) / rod.radius
 
 
-@pytest.mark.parametrize(
-    "n_elements, lift, shape, residual",
-    [
-        (20, 5.9e-3, 2.6e-3, 1e-9),  # a node under the contact; the bounds MuJoCo's errors, the best peer's
-        (51, 6.0e-3, 7.8e-4, 1e-5),  # cosseratbench's default: the shape bound PyElastica's, the best peer's
-    ],
-)
-def test_the_crossing_ropes_rest_on_each_other_as_the_elastica_says(n_elements, lift, shape, residual):
-    """Two ropes pinned at both ends, the upper one settling onto the lower: the upper rope's lift (the contact force
-    in disguise) and the shapes (measured: 20 elements 0.25 % and 0.10 % of a rod length, MuJoCo 0.59 % and 0.26 %;
-    51 elements 0.46 % and 0.027 %, PyElastica 0.28 % and 0.078 %), the ropes at rest at the end (residual 7e-13
-    L/s; at 51 elements 3e-7, the start of a slow slide toward a node, docs/cosserat.md) and their smooth centrelines
-    never more than 0.01 r inside each other. At 51 elements the lift
-    reads the node ℓ/2 from the middle, 0.54 % below the middle on the exact elastica: the bound sits just above it.
-    With contact on the polylines the 51-element rope slid to put a node on the contact (6.7e-3 / 2.2e-2)."""
-    experiment = registry.load_experiment("crossing")
-    result = bench.run(experiment, FlexlearnSolver(), n_elements=n_elements)
+def test_the_crossing_ropes_rest_on_each_other_as_the_elastica_says():
+    """Two ropes pinned at both ends, the upper one settling onto the lower (20 elements, ≈ 2 s): the upper rope's
+    lift (the contact force in disguise) and the shapes closer to the reference than MuJoCo's cable, the best peer
+    (lift error measured 0.16 %, MuJoCo 0.59 %, PyElastica 2.7 %; shape 0.14 % of a rod length, MuJoCo 0.26 %), the
+    ropes at rest at the end (residual 2e-13 L/s; the node-block bound on the pairs chattered at 4e-4) and never more
+    than 0.01 r inside each other (0.00016 r)."""
+    result = bench.run(registry.load_experiment("crossing"), FlexlearnSolver(), n_elements=20)
     assert result.outcome == "completed", result.summary()
-    assert result.metrics["lift_error"] < lift
-    assert result.metrics["shape_error"] < shape
-    assert result.metrics["settling_residual"] < residual
+    assert result.metrics["lift_error"] < 5.9e-3
+    assert result.metrics["shape_error"] < 2.6e-3
+    assert result.metrics["settling_residual"] < 1e-9
+    assert result.observations["max_rod_overlap"] < 0.01
+
+
+def test_on_the_smooth_centreline_the_crossing_holds_at_the_experiments_own_51_elements():
+    """The same at cosseratbench's default 51 elements (no node under the contact), with contact on the smooth
+    centreline: the shape closer to the reference than PyElastica's, the best peer there (measured 0.027 % of a rod
+    length; PyElastica 0.078 %, MuJoCo 1.1 %; on the chords 0.67 %, the rope having slid to put a node on the
+    contact), the lift within 0.6 % (measured 0.46 %: it is read at the node ℓ/2 from the middle, 0.54 % below the
+    middle on the exact elastica), nearly at rest (residual 3e-7 L/s) and the smooth centrelines never more than
+    0.01 r inside each other."""
+    experiment = registry.load_experiment("crossing")
+    result = bench.run(experiment, FlexlearnSolver(smooth_contact=True), n_elements=51)
+    assert result.outcome == "completed", result.summary()
+    assert result.metrics["shape_error"] < 7.8e-4
+    assert result.metrics["lift_error"] < 6e-3
+    assert result.metrics["settling_residual"] < 1e-5
     assert _curve_overlap(result, experiment) < 0.01
 
 
@@ -68,15 +74,11 @@ def test_the_capstan_rope_holds_below_the_holding_overhang_and_slides_above_it(o
 
 def test_the_pile_heaps_above_the_floor_and_out_of_itself():
     """A rope fed onto a floor with friction, touching itself (20 elements, < 1 s): completes heaped higher than one
-    diameter (measured 1.8; PyElastica 2.1, MuJoCo 2.1), with no node deeper than 0.5 r in the floor (measured
-    0.0071 r; PyElastica 15 r, MuJoCo 0.25 r) and its smooth centreline nowhere more than 0.01 r inside itself
-    (measured 0.0003 r; through the peers' nodes 1.9 r, 2.0 r). The polyline through the nodes cuts inside the
-    bends of up to 55° per node by their sagitta, so its segments overlap more (0.40 r; the peers, whose contact
-    holds the segments apart, 0.016 r and 0.12 r): bounded here by one radius."""
-    experiment = registry.load_experiment("pile")
-    result = bench.run(experiment, FlexlearnSolver(), n_elements=20)
+    diameter (measured 2.1; PyElastica 2.1, MuJoCo 2.1), with no node deeper than 0.5 r in the floor (measured
+    0.0071 r; PyElastica 15 r, MuJoCo 0.25 r) and no element pair more than 0.5 r inside each other (measured
+    0.0019 r; PyElastica 0.016 r, MuJoCo 0.12 r)."""
+    result = bench.run(registry.load_experiment("pile"), FlexlearnSolver(), n_elements=20)
     assert result.outcome == "completed", result.summary()
     assert result.metrics["pile_height"] > 1.0
     assert result.observations["max_penetration"] < 0.5
-    assert _curve_overlap(result, experiment) < 0.01
-    assert result.observations["max_rod_overlap"] < 1.0
+    assert result.observations["max_rod_overlap"] < 0.5

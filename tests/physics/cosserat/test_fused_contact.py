@@ -100,9 +100,11 @@ def test_obstacle_forces_and_blocks_equal_the_torch_reference(obstacle, q, h):
     _compare(contact, p, v, h)
 
 
+@pytest.mark.parametrize("smooth", [False, True])
 @pytest.mark.parametrize("h", [0.0, 2e-3])
-def test_rod_rod_and_self_contact_forces_and_blocks_equal_the_torch_reference(h):
-    """Two rods crossing, the second folded back on itself (self-contact), and a pair of parallel elements."""
+def test_rod_rod_and_self_contact_forces_and_blocks_equal_the_torch_reference(h, smooth):
+    """Two rods crossing, the second folded back on itself (self-contact), and a pair of parallel elements; contact
+    on the chords and on the smooth centreline."""
     s = torch.linspace(0.0, 1.0, 11, dtype=torch.float64)
     first = torch.stack([0.4 * s - 0.2, 0 * s, 0.015 * torch.ones_like(s)], -1)
     fold = torch.stack([0.05 * torch.cos(math.pi * s) - 0.02, 0.2 * torch.sin(math.pi * s) - 0.1, 0.0 * s], -1)
@@ -110,10 +112,10 @@ def test_rod_rod_and_self_contact_forces_and_blocks_equal_the_torch_reference(h)
     p = torch.stack([first, fold])
     p[1, 8:] += torch.tensor([0.0, 0.0, 0.0])
     v = 0.05 * torch.randn(2, 11, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    contact = RodRodContact(**LAW, exclude=2)
+    contact = RodRodContact(**LAW, exclude=2, smooth=smooth)
     _compare(contact, p, v, h)
     parallel = torch.stack([first, first + torch.tensor([0.0, 0.015, 0.0], dtype=torch.float64)])
-    _compare(RodRodContact(**LAW), parallel, v, h)
+    _compare(RodRodContact(**LAW, smooth=smooth), parallel, v, h)
 
 
 def _rope(n=12):
@@ -149,11 +151,12 @@ def test_a_rope_dropped_on_a_floor_and_a_sphere_runs_in_the_kernel_as_on_the_ten
     _same_run(rod, h, 400 * h, loads, line.state(rod), FREE, scheme, Damping(alpha=2.0))
 
 
-@pytest.mark.parametrize("height", [0.021, 0.0195])
-def test_two_pinned_ropes_crossing_run_in_the_kernel_as_on_the_tensor_path(height):
+@pytest.mark.parametrize("height, smooth", [(0.021, False), (0.0195, False), (0.0195, True)])
+def test_two_pinned_ropes_crossing_run_in_the_kernel_as_on_the_tensor_path(height, smooth):
     """Two ropes, pinned at both ends, the upper one falling onto the lower, or starting 0.5 mm inside it (rod–rod
-    contact with self-contact, the implicit step, 300 steps; the pairs' exact matrices from the first filter on):
-    kernel and tensor path agree to round-off, and the upper rope is held up."""
+    contact on the chords and on the smooth centreline, with self-contact, the implicit step, 300 steps; the pairs'
+    exact matrices from the first filter on): kernel and tensor path agree to round-off, and the upper rope is held
+    up."""
     n = 10
     s = torch.linspace(-0.2, 0.2, n + 1, dtype=torch.float64)
     lower = torch.stack([s, 0 * s, 0 * s], -1)
@@ -162,7 +165,8 @@ def test_two_pinned_ropes_crossing_run_in_the_kernel_as_on_the_tensor_path(heigh
     state = [Polyline(x, normal=(0, 0, 1)).state(rod) for x in (lower, upper)]
     positions, rotations = (torch.cat([getattr(st, f)[:1] for st in state]) for f in ("positions", "rotations"))
     initial = RodState(positions, rotations, torch.zeros_like(positions), torch.zeros_like(positions))
-    contact = RodRodContact(rod_radius=0.01, stiffness=2000.0, damping=0.5, friction=0.3, slip_velocity=1e-3)
+    contact = RodRodContact(rod_radius=0.01, stiffness=2000.0, damping=0.5, friction=0.3, slip_velocity=1e-3,
+                            smooth=smooth)  # fmt: skip
     tr = _same_run(rod, 1e-3, 0.3, [Gravity(), contact], initial, [Pin(), Pin(node=-1)], "implicit", Damping(1.0))
     assert float(tr.positions[-1, 1, n // 2, 2] - tr.positions[-1, 0, n // 2, 2]) > 0.015
 

@@ -18,7 +18,8 @@ a rod–rod pair's ``scale h C`` kept whole for :func:`~flexlearn.physics.cosser
 Inputs (built by :func:`contact_arrays`): ``obstacles`` (M, 15) rows ``kind, q, r, k, c, μ, ε, x, a, radius,
 length`` (kind :data:`PLANE` x a point and a the normal; :data:`CYLINDER` x the centre, a the axis; :data:`SPHERE`
 x the centre); ``pairs`` (P, 3) int64 rows ``(i, j, law)``: the first nodes of two elements in the flattened nodes
-(B (N+1)) and the row of ``laws`` (L, 5): ``r, k, c, μ, ε``. Positions, velocities, forces (B, n, 3), blocks
+(B (N+1)) and the row of ``laws`` (L, 6): ``r, k, c, μ, ε`` and 1.0 for contact on the smooth centreline (0.0: on
+the chords). Positions, velocities, forces (B, n, 3), blocks
 (B, n, 3, 3). SI units.
 """
 
@@ -45,7 +46,13 @@ from flexlearn.physics.cosserat.compiled.coupled import (
     WEIGHTS,
     coupled_solve,
 )
-from flexlearn.physics.cosserat.compiled.curve_pairs import closest_curve_points, combine, curve_spheres, stencil
+from flexlearn.physics.cosserat.compiled.curve_pairs import (
+    NEWTON_ITERATIONS,
+    closest_curve_points,
+    combine,
+    curve_spheres,
+    stencil,
+)
 from flexlearn.physics.cosserat.compiled.implicit import assemble_stiffness
 from flexlearn.physics.cosserat.contact import CylinderContact, PenaltyContact, PlaneContact, SphereContact
 from flexlearn.physics.cosserat.rod_contact import RodRodContact
@@ -89,7 +96,7 @@ def contact_arrays(loads: Sequence[object], p: Tensor) -> ContactArrays:
             ni, nj = load.element_pairs(p)
             law = np.full(ni.shape[0], len(laws), dtype=np.int64)
             pairs.append(np.stack([ni.cpu().numpy().astype(np.int64), nj.cpu().numpy().astype(np.int64), law], 1))
-            laws.append(_law_row(load))
+            laws.append(_law_row(load) + [1.0 if load.smooth else 0.0])
         elif isinstance(load, (PlaneContact, CylinderContact, SphereContact)):
             row = [0.0, float(load.points_per_element)] + _law_row(load)
             if isinstance(load, PlaneContact):
@@ -105,7 +112,7 @@ def contact_arrays(loads: Sequence[object], p: Tensor) -> ContactArrays:
     return ContactArrays(
         np.array(obstacles, dtype=np.float64).reshape(-1, 15),
         np.concatenate(pairs).reshape(-1, 3) if pairs else np.zeros((0, 3), dtype=np.int64),
-        np.array(laws, dtype=np.float64).reshape(-1, 5),
+        np.array(laws, dtype=np.float64).reshape(-1, 6),
     )
 
 
@@ -366,7 +373,7 @@ def add_rod_rod_contacts(pairs, laws, h, p, v, force, flags, points):
 
     Args:
         pairs: The element pairs (i, j, law), shape (P, 3) int64 (module docstring).
-        laws: The contacts' laws (r, k, c, μ, ε), shape (L, 5).
+        laws: The contacts' laws (r, k, c, μ, ε, smooth), shape (L, 6).
         h: The implicit step [s]; 0 for the LGVI.
         p: Node positions [m], shape (B, n, 3).
         v: Node velocities [m/s], shape (B, n, 3).
@@ -389,7 +396,13 @@ def add_rod_rod_contacts(pairs, laws, h, p, v, force, flags, points):
         s, t = _chord_closest(p, bi, ai, bj, aj)
         flags_i[0], flags_i[1] = stencil(ai, n_nodes - 1, ni)
         flags_j[0], flags_j[1] = stencil(aj, n_nodes - 1, nj)
-        s, t = closest_curve_points(p, bi, ni, flags_i, bj, nj, flags_j, s, t, work)
+        smooth = law[5] != 0.0
+        if (
+            not smooth
+        ):  # on the chords: both tangents the chord, eq. (1) the straight segment, (s, t) its closest points
+            flags_i[:] = 1.0
+            flags_j[:] = 1.0
+        s, t = closest_curve_points(p, bi, ni, flags_i, bj, nj, flags_j, s, t, work, NEWTON_ITERATIONS if smooth else 0)
         wi, wj, vecs = work[0][0], work[1][0], work[2]
         for r in range(3):
             gap[r] = vecs[0, r] - vecs[1, r]

@@ -81,7 +81,7 @@ def _dot(a, b):
 
 
 @njit(cache=True, error_model="numpy")
-def closest_curve_points(p, bi, ni, flags_i, bj, nj, flags_j, s, t, work):
+def closest_curve_points(p, bi, ni, flags_i, bj, nj, flags_j, s, t, work, iterations):
     """The closest points of two elements' curves from the chords' ``(s, t)`` (Newton, as
     :func:`flexlearn.physics.cosserat.smooth_centreline.closest_curve_points`, the same steps in the same order).
 
@@ -98,6 +98,7 @@ def closest_curve_points(p, bi, ni, flags_i, bj, nj, flags_j, s, t, work):
         t: The start on the second.
         work: ``(wi, wj, vecs)``: (3, 4) each, the weights of x, x', x'' (row 0 at the result), and (6, 3), the
             points and derivatives (rows 0 and 1 the two closest points at the result).
+        iterations: Newton steps (:data:`NEWTON_ITERATIONS`; 0: the curves' points at ``(s, t)``).
 
     Returns:
         ``(s, t)``.
@@ -105,7 +106,7 @@ def closest_curve_points(p, bi, ni, flags_i, bj, nj, flags_j, s, t, work):
     wi, wj, vecs = work
     xi, xj, di, dj, ddi, ddj = vecs[0], vecs[1], vecs[2], vecs[3], vecs[4], vecs[5]
     d = np.empty(3)
-    for _ in range(NEWTON_ITERATIONS):
+    for _ in range(iterations):
         for k in range(3):
             stencil_weights(s, flags_i[0], flags_i[1], k, wi[k])
             stencil_weights(t, flags_j[0], flags_j[1], k, wj[k])

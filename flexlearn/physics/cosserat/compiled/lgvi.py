@@ -370,7 +370,7 @@ def run(R, p, v, pi, mass, scale, jd, jn, C1, C2, l, fext, cf, cw, mmag, bfield,
             for the lumped mass.
         obstacles: The obstacle contacts, shape (M, 15) (:mod:`~flexlearn.physics.cosserat.compiled.contact`).
         pairs: The element pairs of the rod–rod contacts, shape (P, 3) int64.
-        laws: The rod–rod contacts' laws (r, k, c, μ, ε), shape (L, 5).
+        laws: The rod–rod contacts' laws (r, k, c, μ, ε, smooth), shape (L, 6).
         n_points: The contact points per step (:func:`~flexlearn.physics.cosserat.compiled.contact.n_contact_points`).
 
     Returns:
