@@ -2,25 +2,28 @@
 
 Several rods of one simulation are the batch rows of its state (positions (B, N+1, 3): B rods of the same
 section, material and element count, each with its own initial state and supports); `RodRodContact` is the one
-load that couples the rows. The surface of a rod is its smooth centreline thickened by the radius r: on each
-element the cubic Hermite curve through its nodes with Catmull–Rom tangents (eq. (1) of
-:mod:`~flexlearn.physics.cosserat.smooth_centreline`; a straight chord would make contact cog, holding a rope higher
-at an element's middle than at a node). For elements i and j the closest points ``c_i = x_i(s)``, ``c_j = x_j(t)``
-(Newton's method from the chords' closest points, Ericson, *Real-Time Collision Detection*, 2005, §5.1.9) give the
-gap ``g = |c_i − c_j| − 2 r``, the normal ``n = (c_i − c_j) / |c_i − c_j|`` and, with the relative velocity
-``v_rel = Σ w_a(s) v_a − Σ w_b(t) v_b`` (the curve's node weights), the law of
-`flexlearn.physics.cosserat.contact`:
+load that couples the rows. The surface of a rod is its centreline thickened by the radius r, the centreline taken
+on each element either as the straight chord between its nodes (default; segments, as PyElastica's and MuJoCo's
+capsules) or, with ``smooth=True``, as the cubic Hermite curve through its nodes with Catmull–Rom tangents (eq. (1)
+of :mod:`~flexlearn.physics.cosserat.smooth_centreline`; the chord is the same curve with both tangents the chord).
+For elements i and j the closest points ``c_i = x_i(s)``, ``c_j = x_j(t)`` (the chords': Ericson, *Real-Time
+Collision Detection*, 2005, §5.1.9; the curves': Newton's method from there) give the gap ``g = |c_i − c_j| − 2 r``,
+the normal ``n = (c_i − c_j) / |c_i − c_j|`` and, with the relative velocity ``v_rel = Σ w_a(s) v_a − Σ w_b(t) v_b``
+(the node weights of the points), the law of `flexlearn.physics.cosserat.contact`:
 
     f_n = max(k δ − c (v_rel · n), 0),   δ = max(−g, 0)
     f_t = −μ f_n v_t / sqrt(|v_t|² + ε²),   v_t = v_rel − (v_rel · n) n
 
-The force ``f = f_n n + f_t`` acts on element i's four stencil nodes (e − 1 … e + 2) as ``w_a(s) f``, and ``−f``
-on element j's likewise: the weights of each side sum to one and ``Σ w_a x_a = c_i``, so every pair's forces sum to
-zero, contact conserves linear momentum exactly, and the normal force adds no moment about the contact (its line
-joins c_i and c_j). Self-contact: element pairs of one rod fewer than ``exclude`` elements apart are skipped
-(neighbours share a node; default ``ceil(π r / ℓ)``, ℓ the element length, so that no pair of a straight rod
-touches at rest). The polylines through the nodes may overlap where rods press on each other (each chord cuts
-inside its bend by its sagitta); the curves do not.
+The force ``f = f_n n + f_t`` acts on element i's nodes as ``w_a(s) f`` (the chord: ``1 − s`` and ``s`` on its two
+nodes; the curve: its four stencil nodes e − 1 … e + 2), and ``−f`` on element j's likewise: the weights of each
+side sum to one and ``Σ w_a x_a = c_i``, so every pair's forces sum to zero, contact conserves linear momentum
+exactly, and the normal force adds no moment about the contact (its line joins c_i and c_j). Self-contact: element
+pairs of one rod fewer than ``exclude`` elements apart are skipped (neighbours share a node; default ``ceil(π r /
+ℓ)``, ℓ the element length, so that no pair of a straight rod touches at rest).
+
+Which surface (docs/cosserat.md measures both): on the chords a pressed rope is held higher, by the sagitta of its
+bend, with the contact inside an element than at a node, so frictionless contact cogs toward nodes; the curve
+removes most of that, but a node crossing then loses the chords' grip and stiff frictionless ropes can slide off it.
 
 Limits: the penalty's penetration at rest is ``f_n / k``; on the LGVI the penalty adds ``k / m_a`` to the squared
 frequencies (``h < 2 sqrt(m_a / k)``) and friction is explicit (ε above ``h μ f_n / m_a``), while the implicit step
