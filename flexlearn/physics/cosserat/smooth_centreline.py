@@ -3,7 +3,8 @@ Hermite curve through its two nodes with Catmull–Rom tangents, and the closest
 
 A polygonal centreline makes contact cog: a straight element resting across another rope at its middle holds the
 rope higher, by the sagitta ``κ ℓ² / 8`` of its bend, than a node resting there, so a frictionless rope slides until
-a node sits on the contact (docs/cosserat.md, "Chords or curve", measures both surfaces and where each fails). On element ``e = [x_e, x_{e+1}]`` (parameter s ∈ [0, 1]) the curve
+a node sits on the contact (docs/cosserat.md, "Chords or curve", measures both surfaces and where each fails). On
+element ``e = [x_e, x_{e+1}]`` (parameter s ∈ [0, 1]) the curve
 
     x(s) = h₀₀ x_e + h₀₁ x_{e+1} + h₁₀ m_e + h₁₁ m_{e+1},                                       (1)
     h₀₀ = 2s³ − 3s² + 1,  h₁₀ = s³ − 2s² + s,  h₀₁ = −2s³ + 3s²,  h₁₁ = s³ − s²,
