@@ -19,8 +19,7 @@ Inputs (built by :func:`contact_arrays`): ``obstacles`` (M, 15) rows ``kind, q, 
 length`` (kind :data:`PLANE` x a point and a the normal; :data:`CYLINDER` x the centre, a the axis; :data:`SPHERE`
 x the centre); ``pairs`` (P, 3) int64 rows ``(i, j, law)``: the first nodes of two elements in the flattened nodes
 (B (N+1)) and the row of ``laws`` (L, 6): ``r, k, c, μ, ε`` and 1.0 for contact on the smooth centreline (0.0: on
-the chords). Positions, velocities, forces (B, n, 3), blocks
-(B, n, 3, 3). SI units.
+the chords). Positions, velocities, forces (B, n, 3), blocks (B, n, 3, 3). SI units.
 """
 
 from __future__ import annotations
@@ -366,9 +365,9 @@ def _chord_closest(p, bi, ai, bj, aj):
 
 @njit(cache=True, error_model="numpy")
 def add_rod_rod_contacts(pairs, laws, h, p, v, force, flags, points):
-    """Every element pair's forces (the closest points of the elements' smooth curves,
+    """Every element pair's forces (the closest points of the elements' chords or, for a smooth law, of their curves:
     :func:`.curve_pairs.closest_curve_points`, as :class:`flexlearn.physics.cosserat.rod_contact.RodRodContact`),
-    ``+f`` on the first curve's stencil and ``−f`` on the second's, added to ``force``; the touching pairs kept in
+    ``+f`` on the first element's stencil and ``−f`` on the second's, added to ``force``; the touching pairs kept in
     ``points`` with their ``h C`` (the step takes each pair's ``h J C Jᵀ`` exactly: :func:`coupled_solve`).
 
     Args:
@@ -397,9 +396,8 @@ def add_rod_rod_contacts(pairs, laws, h, p, v, force, flags, points):
         flags_i[0], flags_i[1] = stencil(ai, n_nodes - 1, ni)
         flags_j[0], flags_j[1] = stencil(aj, n_nodes - 1, nj)
         smooth = law[5] != 0.0
-        if (
-            not smooth
-        ):  # on the chords: both tangents the chord, eq. (1) the straight segment, (s, t) its closest points
+        # on the chords: both tangents the chord, eq. (1) the straight segment, (s, t) already its closest points
+        if not smooth:
             flags_i[:] = 1.0
             flags_j[:] = 1.0
         s, t = closest_curve_points(p, bi, ni, flags_i, bj, nj, flags_j, s, t, work, NEWTON_ITERATIONS if smooth else 0)
